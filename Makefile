@@ -1,0 +1,120 @@
+# hearth build.  `make` builds build/hearth; `make test` runs every test;
+# `make run` records the whole machine for 10 s and prints the top table.
+#
+# Sources are found by wildcard: a new file under src/MODULE/ needs no edit here.
+
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+PROTOC_C ?= protoc-c
+BUILD   := build
+GEN     := $(BUILD)/gen
+
+# Installs missing Debian packages (only when missing) before anything else.
+DEPS_STAMP := $(BUILD)/.deps-ok
+TEST_DEPS_STAMP := $(BUILD)/.test-deps-ok
+
+WARN    := -Wall -Wextra -Werror
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(WARN) -g -Isrc -Ibpf -I$(GEN) -MMD -MP
+CFLAGS  ?= -O2
+LDLIBS  := -lbpf -ldw -lelf -lz -lprotobuf-c -lpthread -lm
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+SRCS     := $(sort $(wildcard src/*/*.c))
+LIB_SRCS := $(filter-out src/cli/%,$(SRCS))
+CLI_SRCS := $(filter src/cli/%,$(SRCS))
+GEN_SRCS := $(GEN)/profile.pb-c.c
+OBJS      := $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/gen/profile.pb-c.o
+LIB_OBJS_SAN := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/gen/profile.pb-c.o
+
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+.PHONY: all deps test-deps unit-tests fuzz test run bench clean format
+all: $(BUILD)/hearth
+
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): scripts/install-deps.sh
+	@mkdir -p $(BUILD)
+	bash scripts/install-deps.sh
+	@touch $@
+
+test-deps: $(TEST_DEPS_STAMP)
+$(TEST_DEPS_STAMP): scripts/install-deps.sh
+	@mkdir -p $(BUILD)
+	bash scripts/install-deps.sh --test
+	@touch $@
+
+# vmlinux.h from the running kernel's BTF (CO-RE relocates against it at load time).
+$(GEN)/vmlinux.h: | $(DEPS_STAMP)
+	@mkdir -p $(GEN)
+	@if [ ! -r /sys/kernel/btf/vmlinux ]; then \
+		echo "error: /sys/kernel/btf/vmlinux is missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF); hearth's BPF program needs it" >&2; exit 1; fi
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(GEN)/vmlinux.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -I$(GEN) -Ibpf -c $< -o $@
+	llvm-strip -g $@
+
+$(GEN)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+
+$(GEN)/profile.pb-c.c $(GEN)/profile.pb-c.h: proto/profile.proto | $(DEPS_STAMP)
+	@mkdir -p $(GEN)
+	$(PROTOC_C) --proto_path=proto --c_out=$(GEN) proto/profile.proto
+
+GENERATED := $(GEN)/profile.pb-c.h
+# Only the sampler includes the BPF skeleton.
+SAMPLER_SRCS := $(filter src/sampler/%,$(SRCS))
+$(patsubst %.c,$(BUILD)/obj/%.o,$(SAMPLER_SRCS)) $(patsubst %.c,$(BUILD)/san/%.o,$(SAMPLER_SRCS)): $(GEN)/profile.skel.h
+
+$(BUILD)/obj/gen/%.o: $(GEN)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
+$(BUILD)/san/gen/%.o: $(GEN)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -O1 $(SAN) -Wno-unused-parameter -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c | $(GENERATED)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
+$(BUILD)/san/%.o: %.c | $(GENERATED)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -O1 $(SAN) -c $< -o $@
+
+$(BUILD)/hearth: $(OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests: every library module linked in, under ASan/UBSan.
+$(BUILD)/tests/test_%: $(BUILD)/san/tests/unit/test_%.o $(BUILD)/san/tests/unit/unit.o $(LIB_OBJS_SAN)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+unit-tests: $(UNIT_BINS)
+
+# libFuzzer targets (clang), with the library modules under ASan.
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_SRCS) | $(GENERATED)
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -Ibpf -I$(GEN) -fsanitize=fuzzer,address,undefined \
+		-o $@ $^ $(LDLIBS)
+fuzz: $(FUZZ_BINS)
+
+test: $(TEST_DEPS_STAMP) $(BUILD)/hearth unit-tests
+	bash tests/run.sh
+
+run: $(BUILD)/hearth
+	$(BUILD)/hearth record -d 10
+
+bench: $(TEST_DEPS_STAMP) $(BUILD)/hearth
+	bash bench/overhead
+
+format:
+	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(wildcard tests/unit/*.[ch])
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

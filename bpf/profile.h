@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ABI shared by bpf/profile.bpf.c and user space (src/sampler/).
+ *
+ * Plain fixed-size structs only, explicit padding, sizes proven with
+ * _Static_assert so both compilers (clang -target bpf, gcc) agree.
+ */
+#ifndef HEARTH_BPF_PROFILE_H
+#define HEARTH_BPF_PROFILE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Depth of each of the user and kernel stacks (kernel.perf_event_max_stack). */
+#define HEARTH_MAX_STACK 127
+#define HEARTH_COMM_LEN 16
+
+/* Aggregation key of the counts map: one entry per (process, thread, stacks). */
+struct hearth_count_key {
+	__u32 pid;	 /* process id (tgid) */
+	__u32 tid;	 /* thread id */
+	__u64 pstart;	 /* process start, ns since boot (group_leader->start_boottime) */
+	__s32 ustack_id; /* stack-map id, or -1 when the sample has no user stack */
+	__s32 kstack_id; /* stack-map id, or -1 when the sample has no kernel stack */
+	char comm[HEARTH_COMM_LEN]; /* thread name */
+};
+_Static_assert(sizeof(struct hearth_count_key) == 40, "count key ABI");
+
+/* One sample as sent through the samples ring buffer (--transfer ringbuf). */
+struct hearth_rb_sample {
+	__u32 pid;
+	__u32 tid;
+	__u64 pstart;
+	__u32 ulen; /* frames used in ustack */
+	__u32 klen; /* frames used in kstack */
+	char comm[HEARTH_COMM_LEN];
+	__u64 ustack[HEARTH_MAX_STACK];
+	__u64 kstack[HEARTH_MAX_STACK];
+};
+_Static_assert(sizeof(struct hearth_rb_sample) == 40 + 2 * 8 * HEARTH_MAX_STACK, "rb sample ABI");
+
+/* Process events, sent through the events ring buffer. */
+enum hearth_event_kind {
+	HEARTH_EV_NEW = 1,  /* first sample of a process: read its mappings now */
+	HEARTH_EV_EXEC = 2, /* a known process called exec: its mappings changed */
+	HEARTH_EV_EXIT = 3, /* a known process exited: keep what we know of it */
+};
+
+struct hearth_event {
+	__u32 kind;
+	__u32 pid;
+	__u64 pstart;
+	char comm[HEARTH_COMM_LEN]; /* process (group leader) name */
+};
+_Static_assert(sizeof(struct hearth_event) == 32, "event ABI");
+
+/* Per-CPU counters of everything that did not become a sample. */
+enum hearth_drop {
+	HEARTH_DROP_MAP_FULL = 0,	/* counts map had no room for a new key */
+	HEARTH_DROP_USTACK_COLLISION,	/* user stack hash collided (-EEXIST) */
+	HEARTH_DROP_KSTACK_COLLISION,	/* kernel stack hash collided (-EEXIST) */
+	HEARTH_DROP_USTACK_MISSING,	/* user stack could not be read (-EFAULT) */
+	HEARTH_DROP_KSTACK_MISSING,	/* kernel stack could not be read (-EFAULT) */
+	HEARTH_DROP_STACK_OTHER,	/* any other stack helper error */
+	HEARTH_DROP_RINGBUF_FULL,	/* samples ring buffer had no room */
+	HEARTH_DROP_EVENT_LOST,		/* events ring buffer had no room (not a sample) */
+	HEARTH_DROP_MAX,
+};
+
+/* Per-CPU counters of what was seen (for the summary and metrics). */
+enum hearth_stat {
+	HEARTH_STAT_SAMPLES = 0, /* samples that passed the filters */
+	HEARTH_STAT_IDLE,	 /* idle (pid 0) samples skipped */
+	HEARTH_STAT_MAX,
+};
+
+#endif /* HEARTH_BPF_PROFILE_H */

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hearth's build, run and tests need, only those missing.
+# Run as root on Debian 12 (make runs it; `make deps` runs it alone).
+# Exit 0 when everything is present, non-zero with a clear message otherwise.
+set -euo pipefail
+
+# Build: compilers, BPF tool chain, libraries hearth links against.
+BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
+	libprotobuf-c-dev protobuf-c-compiler pkg-config)
+# Tests and benchmarks: real clients and peers (go tool pprof, chromium, perf),
+# sanitizer and fuzzer runtimes, workload tool chains.
+TEST_PKGS=(golang-go chromium nodejs npm linux-perf libclang-rt-14-dev g++ procps psmisc)
+
+want=("${BUILD_PKGS[@]}")
+if [ "${1:-}" = "--test" ]; then
+	want+=("${TEST_PKGS[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing Debian packages: ${missing[*]}; run as root (or install them) and retry" >&2
+	exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,88 @@
+/*
+ * proc: what hearth knows of each sampled process — its memory mappings from
+ * /proc/PID/maps, its names and start time — kept after the process exits so
+ * late-drained samples still symbolize, and told apart from a later process
+ * that reuses the pid (by start time) or from its own pre-exec image.
+ *
+ * Address spaces: `addr` is a process virtual address; a mapping turns it into
+ * a file offset with proc_mapping__file_off().
+ *
+ * Bounded: at most PROC_MAX_PROCESSES entries; exited processes are evicted first.
+ */
+#ifndef HEARTH_PROC_H
+#define HEARTH_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROC_MAX_PROCESSES 65536
+
+struct proc_mapping {
+	uint64_t start, end; /* [start, end) process addresses */
+	uint64_t pgoff;	     /* file offset of start */
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;	     /* 0 for anonymous mappings */
+	bool exec;	     /* 'x' permission */
+	char *path;	     /* owned; "" for anonymous, "[vdso]", "[stack]"... as in maps */
+};
+
+/* File offset of a process address inside the mapping: off = addr - start + pgoff. */
+static inline uint64_t proc_mapping__file_off(const struct proc_mapping *m, uint64_t addr)
+{
+	return addr - m->start + m->pgoff;
+}
+
+struct proc_process {
+	uint32_t pid;
+	uint64_t start_ticks; /* /proc/PID/stat field 22, clock ticks since boot */
+	char *comm;	      /* owned; process (group leader) name */
+	char *exe;	      /* owned; /proc/PID/exe target, "" when unreadable */
+	char *cgroup;	      /* owned; cgroup v2 path from /proc/PID/cgroup ("0::..."), "" if none */
+	bool exited;	      /* no longer running: mappings are what was last read */
+	size_t n_maps;
+	struct proc_mapping *maps; /* owned, sorted by start */
+	size_t n_old_maps;
+	struct proc_mapping *old_maps; /* owned: mappings before the last exec, tried second */
+};
+
+struct proc_table;
+
+/* proc_root is "/proc" normally (tests point it elsewhere). NULL on ENOMEM. */
+struct proc_table *proc_table__new(const char *proc_root);
+void proc_table__free(struct proc_table *pt);
+
+/*
+ * The process with this pid and start time (ns since boot as BPF reads it from
+ * task->start_boottime; 0 = "whatever runs as pid now"). Reads /proc on first sight.
+ * Returns NULL (errno set) when the process is unknown and cannot be read (ESRCH),
+ * e.g. it exited before we saw it. The pointer stays valid until proc_table__free.
+ */
+struct proc_process *proc_table__get(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
+/* The process called exec: keep the current mappings as old_maps and re-read. 0 or -errno. */
+int proc_table__exec(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
+/* The process exited: mark it, keep its mappings. */
+void proc_table__exit(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
+
+/*
+ * Mapping that holds addr: searches maps, then old_maps; on a miss in a live process
+ * re-reads /proc/PID/maps once (rate-limited) and searches again. NULL when none.
+ */
+const struct proc_mapping *proc__find_mapping(struct proc_table *pt, struct proc_process *p,
+					      uint64_t addr);
+
+/*
+ * A path through which the mapped object can be opened: /proc/PID/map_files/S-E while
+ * the process lives (works for deleted files and other mount namespaces), else
+ * /proc/PID/root/PATH, else PATH. Writes into buf; returns buf or NULL if none fits.
+ */
+const char *proc__object_path(const struct proc_table *pt, const struct proc_process *p,
+			      const struct proc_mapping *m, char *buf, size_t len);
+
+/* Parses one /proc/PID/maps line. 0, or -EINVAL when malformed. out->path is malloc'd. */
+int proc_parse_maps_line(const char *line, struct proc_mapping *out);
+
+/* Number of processes in the table (for stats and tests). */
+size_t proc_table__count(const struct proc_table *pt);
+
+#endif /* HEARTH_PROC_H */

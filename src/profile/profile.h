@@ -1,0 +1,152 @@
+/*
+ * profile: hearth's interned profile model — the one currency between modules —
+ * and its encodings: pprof (gzipped profile.proto), folded stacks, an SVG flame
+ * graph and a `pprof -top`-style table.
+ *
+ * The model mirrors profile.proto: strings, mappings, functions and locations
+ * are interned and referred to by 1-based ids; samples hold location ids (leaf
+ * first), two values (samples/count, cpu/nanoseconds) and labels.
+ *
+ * Return contract: functions returning int give 0 (or a count/id) on success
+ * and -errno on failure; ids are >= 1, 0 means "failed" for id-returning calls.
+ */
+#ifndef HEARTH_PROFILE_H
+#define HEARTH_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Name of the mapping kernel frames live under (as perf and pprof tools expect). */
+#define PROFILE_KERNEL_MAPPING "[kernel.kallsyms]"
+/* Suffix folded/SVG/top output adds to kernel frames (flamegraph.pl convention). */
+#define PROFILE_KERNEL_SUFFIX "_[k]"
+/* Suffix folded/SVG/top output adds to frames that were inlined into their caller. */
+#define PROFILE_INLINE_SUFFIX "_[i]"
+
+/* Number of sample values: [0] samples/count, [1] cpu/nanoseconds. */
+#define PROFILE_N_VALUES 2
+
+struct profile;
+
+struct profile_mapping {
+	uint64_t start, limit, offset; /* process addresses [start, limit), file offset of start */
+	const char *file;	       /* borrowed from the profile's string table */
+	const char *build_id;	       /* hex, "" when unknown */
+	bool is_kernel;		       /* file == PROFILE_KERNEL_MAPPING */
+};
+
+struct profile_function {
+	const char *name;	 /* demangled or plain name */
+	const char *system_name; /* raw (mangled) name */
+	const char *filename;	 /* source file, "" when unknown */
+};
+
+struct profile_line {
+	uint64_t function_id;
+	int64_t line; /* 0 when unknown */
+};
+
+struct profile_location {
+	uint64_t mapping_id; /* 0 when none */
+	uint64_t address;    /* process virtual address */
+	size_t n_lines;	     /* lines[0] innermost; lines[n-1] the outer (non-inlined) function */
+	const struct profile_line *lines;
+};
+
+/* A label of a sample: either a string (str != NULL) or a number. */
+struct profile_label {
+	const char *key;
+	const char *str;
+	int64_t num;
+};
+
+struct profile_sample {
+	size_t n_locs;
+	const uint64_t *locs; /* location ids, leaf first */
+	int64_t values[PROFILE_N_VALUES];
+	size_t n_labels;
+	const struct profile_label *labels;
+};
+
+/* An empty profile of CPU samples taken every period_ns nanoseconds. NULL on ENOMEM. */
+struct profile *profile__new(int64_t period_ns);
+/* Frees the profile and every string it interned. NULL is a no-op. */
+void profile__free(struct profile *p);
+
+/* Start of the profile (ns since the epoch) and its length in ns. */
+void profile__set_time(struct profile *p, int64_t time_ns, int64_t duration_ns);
+int64_t profile__time_ns(const struct profile *p);
+int64_t profile__duration_ns(const struct profile *p);
+int64_t profile__period_ns(const struct profile *p);
+
+/* Free-text comment kept in the pprof `comment` field (e.g. drop counts). 0 or -ENOMEM. */
+int profile__add_comment(struct profile *p, const char *comment);
+
+/* Interned mapping; the same fields give the same id. build_id may be NULL. 0 on ENOMEM. */
+uint64_t profile__mapping(struct profile *p, uint64_t start, uint64_t limit, uint64_t offset,
+			  const char *file, const char *build_id);
+/* Interned function; the same fields give the same id. system_name/filename may be NULL. */
+uint64_t profile__function(struct profile *p, const char *name, const char *system_name,
+			   const char *filename);
+/* Interned location keyed by (mapping_id, address): a second call with the same key
+ * returns the first id and ignores its lines. lines[0] is the innermost frame. */
+uint64_t profile__location(struct profile *p, uint64_t mapping_id, uint64_t address,
+			   const struct profile_line *lines, size_t n_lines);
+/*
+ * Adds values to the sample with these locations and labels (label order does not
+ * matter), creating it when new. Copies everything it is given.
+ * Returns 0, -EINVAL for an unknown location id, -ENOMEM.
+ */
+int profile__add_sample(struct profile *p, const uint64_t *locs, size_t n_locs,
+			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
+			size_t n_labels);
+
+/* Read access; the pointers stay valid until the profile is changed or freed. */
+size_t profile__n_samples(const struct profile *p);
+int profile__sample(const struct profile *p, size_t i, struct profile_sample *out);
+size_t profile__n_locations(const struct profile *p);
+int profile__get_location(const struct profile *p, uint64_t id, struct profile_location *out);
+int profile__get_function(const struct profile *p, uint64_t id, struct profile_function *out);
+int profile__get_mapping(const struct profile *p, uint64_t id, struct profile_mapping *out);
+/* Sum of values[i] over all samples. */
+int64_t profile__total(const struct profile *p, int i);
+
+/*
+ * Display name of one line of a location, as folded/SVG/top print it: the function
+ * name, with PROFILE_KERNEL_SUFFIX for kernel frames and PROFILE_INLINE_SUFFIX for
+ * inlined ones (every line but the last). Writes at most len bytes; returns buf.
+ */
+const char *profile__frame_name(const struct profile *p, const struct profile_location *loc,
+				size_t line, char *buf, size_t len);
+
+/* ---- pprof ---- */
+
+/* Upper bound on the inflated size pprof_decode accepts (decompression bombs). */
+#define PPROF_MAX_INFLATED (256u << 20)
+
+/* Encodes as profile.proto, gzip-compressed. *buf is malloc'd, the caller frees it. */
+int pprof_encode(const struct profile *p, uint8_t **buf, size_t *len);
+/* pprof_encode then fwrite. 0, -EIO, -ENOMEM. */
+int pprof_write(const struct profile *p, FILE *f);
+/*
+ * Decodes a pprof (gzipped or raw profile.proto) into a new profile.
+ * Returns 0, -EINVAL for malformed input (err names the problem),
+ * -EFBIG when it inflates past PPROF_MAX_INFLATED, -ENOMEM.
+ * err (may be NULL) receives a one-sentence reason on failure.
+ */
+int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err, size_t errlen);
+
+/* ---- text and SVG ---- */
+
+/* Folded stacks: "process;frame;...;leaf COUNT\n" (root first), sorted, one line per stack.
+ * The process comes from the "process" label (omitted when absent). */
+int folded_write(const struct profile *p, FILE *f);
+/* A standalone SVG flame graph (zoom on click, search box, title per frame). */
+int svg_write(const struct profile *p, FILE *f, const char *title);
+/* The `pprof -top` table: header with duration and total, then flat, flat%, sum%, cum,
+ * cum%, name for at most max_rows functions (0 = all), sorted by flat. */
+int top_write(const struct profile *p, FILE *f, size_t max_rows);
+
+#endif /* HEARTH_PROFILE_H */

@@ -1,0 +1,85 @@
+/*
+ * symbolize: (object, file offset) -> frames, and kernel address -> frame.
+ *
+ * Objects (executables, shared libraries) are identified by GNU build-id, or by
+ * dev+inode+mtime when they have none; each is opened once and its symbol table
+ * (.symtab, falling back to .dynsym) loaded once, shared by every process that
+ * maps it. Results are cached by (object, offset) so each distinct address is
+ * symbolized once per run.
+ *
+ * Address spaces: `off` is a file offset (proc_mapping__file_off); the symbolizer
+ * turns it into an ELF virtual address through the PT_LOAD segment that holds it:
+ *   vaddr = off - phdr.p_offset + phdr.p_vaddr
+ * which is right for PIE executables, shared libraries and non-PIE executables.
+ */
+#ifndef HEARTH_SYMBOLIZE_H
+#define HEARTH_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Most frames (one function and its inlined callees) one address resolves to. */
+#define SYM_MAX_FRAMES 16
+
+struct sym_frame {
+	const char *name;	 /* borrowed (lives as long as the symbolizer): display name */
+	const char *system_name; /* borrowed: raw symbol name */
+	const char *file;	 /* borrowed: source file, NULL when unknown */
+	int line;		 /* 0 when unknown */
+	bool inlined;		 /* inlined into the next frame */
+};
+
+struct sym_result {
+	size_t n;			       /* 0 = not resolved (keep module+offset) */
+	struct sym_frame frames[SYM_MAX_FRAMES]; /* [0] innermost */
+};
+
+struct sym_object;
+struct symbolizer;
+
+struct sym_opts {
+	const char *kallsyms_path; /* NULL = /proc/kallsyms */
+};
+
+struct sym_stats {
+	uint64_t elf_opens;	 /* ELF files opened (each object once) */
+	uint64_t elf_failures;	 /* objects that could not be read as ELF */
+	uint64_t objects;	 /* distinct objects known */
+	uint64_t cache_hits;	 /* (object, offset) lookups answered from the cache */
+	uint64_t cache_misses;	 /* lookups that had to search a symbol table */
+	uint64_t kernel_symbols; /* kallsyms entries loaded */
+};
+
+/* NULL on ENOMEM. opts may be NULL. */
+struct symbolizer *symbolizer__new(const struct sym_opts *opts);
+/* Frees every object, table and cached result. NULL is a no-op. */
+void symbolizer__free(struct symbolizer *s);
+
+/*
+ * The object behind a mapping. open_path is where to read it (e.g. /proc/PID/map_files/..),
+ * path is its name as mapped (shown to users). dev/inode identify it as /proc/PID/maps
+ * does (inode 0 = unknown). The same file gives the same object however often asked.
+ * Never NULL except on ENOMEM: an unreadable file gives an object that resolves nothing.
+ * Borrowed: valid until symbolizer__free.
+ */
+struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_path,
+				      const char *path, uint64_t dev, uint64_t inode);
+/* Name as mapped (path argument above). */
+const char *sym_object__path(const struct sym_object *o);
+/* Hex GNU build-id, "" when none. */
+const char *sym_object__build_id(const struct sym_object *o);
+
+/*
+ * Frames for a file offset in obj. *out is borrowed from the cache (valid until
+ * symbolizer__free); (*out)->n == 0 when the offset has no symbol.
+ * Returns 0, or -ENOMEM.
+ */
+int symbolizer__resolve(struct symbolizer *s, struct sym_object *obj, uint64_t off,
+			const struct sym_result **out);
+/* Frames for a kernel address from kallsyms (module symbols as "name [module]"). */
+int symbolizer__resolve_kernel(struct symbolizer *s, uint64_t addr, const struct sym_result **out);
+
+void symbolizer__stats(const struct symbolizer *s, struct sym_stats *out);
+
+#endif /* HEARTH_SYMBOLIZE_H */
