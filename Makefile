@@ -59,6 +59,7 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(GEN)/vmlinux.h | $(DEPS_STAMP)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -I$(GEN) -Ibpf -c $< -o $@
 	llvm-strip -g $@
 
+.SECONDARY:
 $(GEN)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 

@@ -5,8 +5,8 @@
  * Plain fixed-size structs only, explicit padding, sizes proven with
  * _Static_assert so both compilers (clang -target bpf, gcc) agree.
  */
-#ifndef HEARTH_BPF_PROFILE_H
-#define HEARTH_BPF_PROFILE_H
+#ifndef HEARTH_BPF_PROFILE_ABI_H
+#define HEARTH_BPF_PROFILE_ABI_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
@@ -75,4 +75,4 @@ enum hearth_stat {
 	HEARTH_STAT_MAX,
 };
 
-#endif /* HEARTH_BPF_PROFILE_H */
+#endif /* HEARTH_BPF_PROFILE_ABI_H */

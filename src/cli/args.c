@@ -1,0 +1,70 @@
+/*
+ * Helpers shared by the subcommands: strict number parsing and error lines.
+ * A user's mistake gets one sentence naming the bad value and what is accepted.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "hearth %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*end != '\0' || end == s)
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int cli_parse_seconds(const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end != '\0' || end == s || !isfinite(v))
+		return -EINVAL;
+	if (v <= 0 || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+const char *cli_bad_option(int argc, char **argv, int optind_now, int optopt_now)
+{
+	static char buf[8];
+
+	if (optopt_now && optopt_now != '?') {
+		snprintf(buf, sizeof(buf), "-%c", optopt_now);
+		return buf;
+	}
+	if (optind_now > 0 && optind_now <= argc)
+		return argv[optind_now - 1];
+	return "?";
+}

@@ -1,0 +1,43 @@
+/*
+ * hearth: entry point. Dispatches to one subcommand per file in src/cli/.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: hearth COMMAND [OPTIONS]\n"
+		   "\n"
+		   "An always-on, system-wide CPU profiler for Linux (eBPF).\n"
+		   "\n"
+		   "Commands:\n"
+		   "  record    sample the whole machine (or some processes) for a while and\n"
+		   "            write a profile: top table, pprof, folded stacks or SVG\n"
+		   "\n"
+		   "Run 'hearth COMMAND --help' for the options of a command.\n"
+		   "  -h, --help       this help\n"
+		   "  -V, --version    print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("hearth %s\n", HEARTH_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
+	fprintf(stderr, "hearth: unknown command '%s' (commands: record; see hearth --help)\n",
+		argv[1]);
+	return EXIT_USAGE;
+}

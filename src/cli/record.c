@@ -1,0 +1,472 @@
+/*
+ * hearth record: sample for a while, then write one profile — perf record and
+ * perf report in one step.
+ *
+ * Constraint: every user mistake is found before sampling starts (exit 2), and
+ * an interrupted recording (Ctrl-C, SIGTERM) still writes its output.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "collect/collect.h"
+#include "profile/profile.h"
+#include "sampler/sampler.h"
+
+#define RECORD_MAX_SECONDS (365.0 * 24 * 3600)
+/* How often the in-kernel counts are drained. */
+#define DRAIN_INTERVAL_MS 1000
+#define POLL_MS 100
+
+enum out_format { FMT_NONE, FMT_TOP, FMT_PPROF, FMT_FOLDED, FMT_SVG };
+
+struct record_args {
+	struct sampler_opts so;
+	uint32_t pids[SAMPLER_MAX_PIDS];
+	double seconds;
+	const char *output;
+	enum out_format format;
+	long top_rows;
+	bool quiet;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hearth record [OPTIONS]\n"
+		"\n"
+		"Samples on-CPU stacks (user and kernel) of every process on the machine, or of\n"
+		"the processes given, and writes one profile when done. Needs root (or CAP_BPF\n"
+		"and CAP_PERFMON).\n"
+		"\n"
+		"  -a, --all-cpus         the whole machine (the default; accepted as in perf)\n"
+		"  -p, --pid PID[,PID...] only these processes (all their threads)\n"
+		"      --cgroup PATH      only tasks in this cgroup v2 directory and below\n"
+		"  -F, --freq HZ          samples per second per CPU, 1-10000 (default 99)\n"
+		"  -d, --duration SECS    how long to record (default 10); Ctrl-C stops early\n"
+		"  -o, --output FILE      where to write (default: the top table on stdout)\n"
+		"      --format FMT       pprof, folded, svg or top (default from the file name:\n"
+		"                         .pb.gz/.pprof pprof, .folded/.txt folded, .svg svg)\n"
+		"      --top N            rows of the top table (default 40, 0 = all)\n"
+		"      --transfer MODE    map (aggregate in the kernel, drain in batches; default)\n"
+		"                         or ringbuf (every sample through a ring buffer)\n"
+		"      --idle             keep samples of idle CPUs (pid 0)\n"
+		"  -q, --quiet            no progress line\n"
+		"  -h, --help             this help\n"
+		"\n"
+		"Exit status: 0 on success, 1 when sampling fails, 2 for a bad option or value.\n");
+}
+
+/* Format implied by an output file name, FMT_NONE when the name says nothing. */
+static enum out_format format_from_name(const char *path)
+{
+	static const struct {
+		const char *suffix;
+		enum out_format fmt;
+	} map[] = { { ".pb.gz", FMT_PPROF }, { ".pprof", FMT_PPROF }, { ".folded", FMT_FOLDED },
+		    { ".txt", FMT_FOLDED },  { ".svg", FMT_SVG } };
+	size_t n = strlen(path);
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		size_t m = strlen(map[i].suffix);
+
+		if (n >= m && strcmp(path + n - m, map[i].suffix) == 0)
+			return map[i].fmt;
+	}
+	return FMT_NONE;
+}
+
+static int parse_format(const char *s, enum out_format *out)
+{
+	if (!strcmp(s, "pprof"))
+		*out = FMT_PPROF;
+	else if (!strcmp(s, "folded"))
+		*out = FMT_FOLDED;
+	else if (!strcmp(s, "svg"))
+		*out = FMT_SVG;
+	else if (!strcmp(s, "top"))
+		*out = FMT_TOP;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* "Tgid:" of /proc/PID/status: the process a thread id belongs to; 0 if none. */
+static long process_of(long pid)
+{
+	char path[64], line[256];
+	long tgid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+static int parse_pids(const char *arg, struct record_args *a)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long pid, tgid;
+
+		if (cli_parse_long(tok, 1, 0x7fffffff, &pid)) {
+			cli_error("record", "-p: '%s' is not a process id (give PID[,PID...])", tok);
+			ret = -EINVAL;
+			break;
+		}
+		tgid = process_of(pid);
+		if (tgid == 0) {
+			cli_error("record", "-p: no process with pid %ld", pid);
+			ret = -ESRCH;
+			break;
+		}
+		if (tgid != pid) {
+			cli_error("record", "-p: %ld is a thread of process %ld; give the process id",
+				  pid, tgid);
+			ret = -EINVAL;
+			break;
+		}
+		if (a->so.n_pids == SAMPLER_MAX_PIDS) {
+			cli_error("record", "-p: at most %d processes", SAMPLER_MAX_PIDS);
+			ret = -E2BIG;
+			break;
+		}
+		a->pids[a->so.n_pids++] = (uint32_t)pid;
+	}
+	if (!ret && a->so.n_pids == 0) {
+		cli_error("record", "-p: no process id given");
+		ret = -EINVAL;
+	}
+	free(copy);
+	return ret;
+}
+
+enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP };
+
+static const struct option long_opts[] = {
+	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
+	{ "freq", required_argument, NULL, 'F' },	   { "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },	   { "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },		   { "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "format", required_argument, NULL, OPT_FORMAT }, { "transfer", required_argument, NULL, OPT_TRANSFER },
+	{ "idle", no_argument, NULL, OPT_IDLE },	   { "top", required_argument, NULL, OPT_TOP },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option. 0 to go on, 1 when --help was printed, -EINVAL after an error line. */
+static int parse_one(int c, const char *arg, struct record_args *a)
+{
+	long v;
+
+	switch (c) {
+	case 'a':
+		return 0;
+	case 'p':
+		return parse_pids(arg, a) ? -EINVAL : 0;
+	case 'F':
+		if (cli_parse_long(arg, SAMPLER_MIN_HZ, SAMPLER_MAX_HZ, &v)) {
+			cli_error("record", "-F: '%s' is not a frequency from %d to %d Hz", arg,
+				  SAMPLER_MIN_HZ, SAMPLER_MAX_HZ);
+			return -EINVAL;
+		}
+		a->so.hz = (int)v;
+		return 0;
+	case 'd':
+		if (cli_parse_seconds(arg, RECORD_MAX_SECONDS, &a->seconds)) {
+			cli_error("record", "-d: '%s' is not a duration in seconds (> 0)", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'o':
+		a->output = arg;
+		return 0;
+	case 'q':
+		a->quiet = true;
+		return 0;
+	case 'h':
+		usage(stdout);
+		return 1;
+	case OPT_CGROUP:
+		a->so.cgroup_path = arg;
+		return 0;
+	case OPT_FORMAT:
+		if (parse_format(arg, &a->format)) {
+			cli_error("record", "--format: unknown format '%s' (pprof, folded, svg, top)",
+				  arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_TRANSFER:
+		if (!strcmp(arg, "map"))
+			a->so.transfer = SAMPLER_TRANSFER_MAP;
+		else if (!strcmp(arg, "ringbuf"))
+			a->so.transfer = SAMPLER_TRANSFER_RINGBUF;
+		else {
+			cli_error("record", "--transfer: unknown mode '%s' (map, ringbuf)", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_IDLE:
+		a->so.idle = true;
+		return 0;
+	case OPT_TOP:
+		if (cli_parse_long(arg, 0, 1000000, &a->top_rows)) {
+			cli_error("record", "--top: '%s' is not a row count (0 = all)", arg);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Parses argv. 0 to record, 1 after --help, -EINVAL after printing the error. */
+static int parse_args(int argc, char **argv, struct record_args *a)
+{
+	int c, ret;
+
+	a->so.hz = 99;
+	a->seconds = 10;
+	a->top_rows = 40;
+	a->so.pids = a->pids;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":ap:F:d:o:qh", long_opts, NULL)) != -1) {
+		if (c == '?') {
+			cli_error("record", "unknown option '%s' (see hearth record --help)",
+				  cli_bad_option(argc, argv, optind, optopt));
+			return -EINVAL;
+		}
+		if (c == ':') {
+			cli_error("record", "option '%s' needs a value (see hearth record --help)",
+				  cli_bad_option(argc, argv, optind, optopt));
+			return -EINVAL;
+		}
+		ret = parse_one(c, optarg, a);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc) {
+		cli_error("record", "unexpected argument '%s' (see hearth record --help)",
+			  argv[optind]);
+		return -EINVAL;
+	}
+	if (a->format == FMT_NONE)
+		a->format = a->output ? format_from_name(a->output) : FMT_TOP;
+	if (a->format == FMT_NONE) {
+		cli_error("record", "cannot tell the format of '%s' from its name; add --format "
+				    "pprof|folded|svg|top", a->output);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- recording ---- */
+
+static void on_sample(void *ctx, const struct sampler_sample *s)
+{
+	struct collect_sample cs = {
+		.pid = s->pid,
+		.tid = s->tid,
+		.pstart = s->pstart,
+		.comm = s->comm,
+		.n_user = s->n_user,
+		.n_kernel = s->n_kernel,
+		.user = s->user,
+		.kernel = s->kernel,
+		.count = s->count,
+	};
+
+	collector__add(ctx, &cs);
+}
+
+static void on_event(void *ctx, const struct sampler_event *e)
+{
+	collector__event(ctx, (enum collect_event_kind)e->kind, e->pid, e->pstart, e->comm);
+}
+
+static int64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void progress(const struct record_args *a, struct sampler *s, double elapsed)
+{
+	fprintf(stderr, "\rhearth record: %.1f/%.1f s, %llu samples ", elapsed, a->seconds,
+		(unsigned long long)sampler__samples(s));
+	fflush(stderr);
+}
+
+/* Samples until the duration ends or a signal arrives. 0 or -errno. */
+static int sample_loop(const struct record_args *a, struct sampler *s)
+{
+	int64_t start = now_ns(CLOCK_MONOTONIC), last_drain = start, now;
+	bool show = !a->quiet && isatty(STDERR_FILENO);
+	int ret;
+
+	while (!stop_requested) {
+		now = now_ns(CLOCK_MONOTONIC);
+		if ((double)(now - start) / 1e9 >= a->seconds)
+			break;
+		ret = sampler__poll(s, POLL_MS);
+		if (ret < 0)
+			return ret;
+		if (now - last_drain >= (int64_t)DRAIN_INTERVAL_MS * 1000000) {
+			ret = sampler__drain(s);
+			if (ret < 0)
+				return ret;
+			last_drain = now;
+		}
+		if (show)
+			progress(a, s, (double)(now - start) / 1e9);
+	}
+	if (show)
+		fputc('\n', stderr);
+	return sampler__drain(s);
+}
+
+static int write_output(const struct record_args *a, const struct profile *p, FILE *out)
+{
+	switch (a->format) {
+	case FMT_PPROF:
+		return pprof_write(p, out);
+	case FMT_FOLDED:
+		return folded_write(p, out);
+	case FMT_SVG:
+		return svg_write(p, out, "hearth record");
+	default:
+		return top_write(p, out, (size_t)a->top_rows);
+	}
+}
+
+static void report_drops(struct sampler *s, struct profile *p, const struct collect_stats *cs)
+{
+	uint64_t drops[HEARTH_DROP_MAX], total = 0;
+	char line[1024];
+	size_t n;
+
+	sampler__drops(s, drops);
+	for (int i = 0; i < HEARTH_DROP_MAX; i++)
+		if (i != HEARTH_DROP_EVENT_LOST)
+			total += drops[i];
+	total += cs->dropped;
+	n = (size_t)snprintf(line, sizeof(line), "dropped %llu samples", (unsigned long long)total);
+	for (int i = 0; i < HEARTH_DROP_MAX && n < sizeof(line); i++)
+		if (drops[i])
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %llu %s",
+					      n > 20 && strchr(line, ':') ? "," : ":",
+					      (unsigned long long)drops[i], sampler_drop_name(i));
+	if (cs->dropped && n < sizeof(line))
+		snprintf(line + n, sizeof(line) - n, "%s %llu user-space table full",
+			 strchr(line, ':') ? "," : ":", (unsigned long long)cs->dropped);
+	fprintf(stderr, "hearth record: %llu samples, %s\n",
+		(unsigned long long)cs->samples, line);
+	profile__add_comment(p, line);
+}
+
+static int record(const struct record_args *a, FILE *out)
+{
+	struct proc_table *pt = proc_table__new("/proc");
+	struct symbolizer *sym = symbolizer__new(NULL);
+	struct collector *col = (pt && sym) ? collector__new(pt, sym) : NULL;
+	struct sampler_callbacks cb = { .sample = on_sample, .event = on_event, .ctx = col };
+	struct sampler *s = NULL;
+	struct profile *p = NULL;
+	struct collect_stats cs;
+	char err[2048] = "";
+	int64_t t0 = 0, m0 = 0;
+	int ret;
+
+	if (!col) {
+		ret = -ENOMEM;
+		cli_error("record", "out of memory");
+		goto cleanup;
+	}
+	ret = sampler__open(&a->so, &cb, &s, err, sizeof(err));
+	if (ret) {
+		cli_error("record", "%s", err);
+		goto cleanup;
+	}
+	t0 = now_ns(CLOCK_REALTIME);
+	m0 = now_ns(CLOCK_MONOTONIC);
+	ret = sample_loop(a, s);
+	if (ret < 0) {
+		cli_error("record", "reading samples from the kernel failed: %s", strerror(-ret));
+		goto cleanup;
+	}
+	p = collector__build(col, 1000000000 / a->so.hz, t0, now_ns(CLOCK_MONOTONIC) - m0);
+	if (!p) {
+		ret = -ENOMEM;
+		cli_error("record", "out of memory while building the profile");
+		goto cleanup;
+	}
+	collector__stats(col, &cs);
+	report_drops(s, p, &cs);
+	ret = write_output(a, p, out);
+	if (ret)
+		cli_error("record", "writing %s failed: %s", a->output ? a->output : "stdout",
+			  strerror(-ret));
+cleanup:
+	profile__free(p);
+	sampler__close(s);
+	collector__free(col);
+	symbolizer__free(sym);
+	proc_table__free(pt);
+	return ret;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_args a = { 0 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	FILE *out = stdout;
+	int ret;
+
+	ret = parse_args(argc, argv, &a);
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	if (a.output) {
+		out = fopen(a.output, "w");
+		if (!out) {
+			cli_error("record", "cannot write '%s': %s", a.output, strerror(errno));
+			return EXIT_USAGE;
+		}
+	}
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	ret = record(&a, out);
+	if (out != stdout && fclose(out) != 0 && !ret) {
+		cli_error("record", "writing '%s' failed: %s", a.output, strerror(errno));
+		ret = -EIO;
+	}
+	if (ret && a.output)
+		unlink(a.output); /* no half-written profile left behind */
+	return ret ? 1 : 0;
+}

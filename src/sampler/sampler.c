@@ -1,0 +1,630 @@
+/*
+ * sampler: BPF load/attach and kernel -> user transfer.
+ *
+ * Constraint: moving data, not sampling, is what costs (Pixie part 3). In map
+ * mode a drain flips the program to the other map set, then empties the idle
+ * set with BPF_MAP_LOOKUP_AND_DELETE_BATCH (one syscall per batch of keys) and
+ * reads each distinct stack once before freeing it. In ring-buffer mode the
+ * program never wakes us per sample: we poll on a timer and consume in bulk.
+ */
+#include "sampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "profile.skel.h"
+#include "stackcache.h"
+
+/* Entries drained per lookup-and-delete batch call. */
+#define DRAIN_BATCH 4096
+/* Default sizes of the in-kernel maps (per set). */
+#define COUNTS_ENTRIES 16384
+#define STACKS_ENTRIES 16384
+#define SAMPLES_RB_BYTES (4u << 20)
+
+struct sampler {
+	struct profile_bpf *skel;
+	struct sampler_callbacks cb;
+	enum sampler_transfer transfer;
+	int n_cpus;
+	struct bpf_link **links; /* one per CPU (NULL where the CPU is offline) */
+	int *pfds;		 /* perf event fds, -1 where offline */
+	int n_possible;
+	int cgroup_fd;
+	struct ring_buffer *rb;
+	struct hearth_count_key *keys; /* drain scratch, DRAIN_BATCH entries */
+	__u64 *vals;
+	struct stack_cache stacks; /* distinct stacks of one drain */
+	struct sampler_drain_stats last;
+};
+
+/* ---- libbpf log capture: the verifier's reason goes into the error message ---- */
+
+static char bpf_log[16384];
+static size_t bpf_log_len;
+
+static int capture_libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	int n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	if (bpf_log_len >= sizeof(bpf_log) - 1)
+		return 0;
+	n = vsnprintf(bpf_log + bpf_log_len, sizeof(bpf_log) - bpf_log_len, fmt, ap);
+	if (n > 0)
+		bpf_log_len += (size_t)n < sizeof(bpf_log) - bpf_log_len ? (size_t)n :
+									 sizeof(bpf_log) - bpf_log_len - 1;
+	return 0;
+}
+
+/* The last few lines of the captured log, where the verifier states its reason. */
+static const char *bpf_log_tail(int lines)
+{
+	size_t i = bpf_log_len;
+
+	while (i > 0 && (bpf_log[i - 1] == '\n' || bpf_log[i - 1] == ' '))
+		i--;
+	bpf_log[i] = '\0';
+	while (i > 0 && lines > 0) {
+		i--;
+		if (bpf_log[i] == '\n')
+			lines--;
+	}
+	return bpf_log + (i > 0 ? i + 1 : 0);
+}
+
+/* ---- privileges ---- */
+
+static bool has_cap(unsigned int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return false;
+	return data[cap / 32].effective & (1u << (cap % 32));
+}
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+static int check_privileges(char *err, size_t errlen)
+{
+	bool bpf = has_cap(CAP_BPF) || has_cap(CAP_SYS_ADMIN);
+	bool perfmon = has_cap(CAP_PERFMON) || has_cap(CAP_SYS_ADMIN);
+
+	if (bpf && perfmon)
+		return 0;
+	snprintf(err, errlen,
+		 "hearth needs root or the capabilities CAP_BPF and CAP_PERFMON to sample the "
+		 "system; missing %s%s%s",
+		 bpf ? "" : "CAP_BPF", !bpf && !perfmon ? " and " : "", perfmon ? "" : "CAP_PERFMON");
+	return -EPERM;
+}
+
+/* ---- CPUs and perf events ---- */
+
+/* Reads a cpu list such as "0-3,5" from path into online[0..n). Count of CPUs or -errno. */
+static int read_online_cpus(bool *online, int n)
+{
+	char buf[1024], *p = buf;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	int count = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	while (*p && *p != '\n') {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p)
+			return -EINVAL;
+		p = end;
+		if (*p == '-')
+			b = strtol(p + 1, &p, 10);
+		for (long c = a; c <= b && c < n; c++, count++)
+			online[c] = true;
+		if (*p == ',')
+			p++;
+	}
+	return count;
+}
+
+static int open_cpu_clock(int cpu, int hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		/* cpu-clock counts nanoseconds: a fixed period gives exactly hz and an
+		 * exact pprof period, where freq mode would let the kernel adjust it. */
+		.sample_period = 1000000000ull / (unsigned)hz,
+	};
+
+	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int attach_cpus(struct sampler *s, int hz, char *err, size_t errlen)
+{
+	bool *online = calloc((size_t)s->n_possible, sizeof(*online));
+	int n, ret = 0;
+
+	if (!online)
+		return -ENOMEM;
+	n = read_online_cpus(online, s->n_possible);
+	if (n <= 0) {
+		snprintf(err, errlen, "cannot read the online CPUs from /sys/devices/system/cpu/online");
+		ret = n < 0 ? n : -ENODEV;
+		goto cleanup;
+	}
+	for (int cpu = 0; cpu < s->n_possible; cpu++) {
+		if (!online[cpu])
+			continue;
+		s->pfds[cpu] = open_cpu_clock(cpu, hz);
+		if (s->pfds[cpu] < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "perf_event_open(cpu-clock, cpu %d) failed: %s", cpu,
+				 strerror(errno));
+			goto cleanup;
+		}
+		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.hearth_sample,
+								s->pfds[cpu]);
+		if (!s->links[cpu]) {
+			ret = -errno;
+			s->links[cpu] = NULL;
+			snprintf(err, errlen, "attaching the BPF program to cpu %d failed: %s", cpu,
+				 strerror(errno));
+			goto cleanup;
+		}
+		s->n_cpus++;
+	}
+cleanup:
+	free(online);
+	return ret;
+}
+
+/* ---- ring buffers ---- */
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct hearth_event *ev = data;
+	struct sampler_event e;
+	char comm[HEARTH_COMM_LEN + 1];
+
+	if (size < sizeof(*ev) || !s->cb.event)
+		return 0;
+	memcpy(comm, ev->comm, HEARTH_COMM_LEN);
+	comm[HEARTH_COMM_LEN] = '\0';
+	e.kind = ev->kind;
+	e.pid = ev->pid;
+	e.pstart = ev->pstart;
+	e.comm = comm;
+	s->cb.event(s->cb.ctx, &e);
+	return 0;
+}
+
+static int on_rb_sample(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct hearth_rb_sample *r = data;
+	struct sampler_sample smp;
+	char comm[HEARTH_COMM_LEN + 1];
+
+	if (size < sizeof(*r) || !s->cb.sample)
+		return 0;
+	memcpy(comm, r->comm, HEARTH_COMM_LEN);
+	comm[HEARTH_COMM_LEN] = '\0';
+	smp = (struct sampler_sample){
+		.pid = r->pid,
+		.tid = r->tid,
+		.pstart = r->pstart,
+		.comm = comm,
+		.n_user = r->ulen < HEARTH_MAX_STACK ? r->ulen : HEARTH_MAX_STACK,
+		.n_kernel = r->klen < HEARTH_MAX_STACK ? r->klen : HEARTH_MAX_STACK,
+		.user = (const uint64_t *)r->ustack,
+		.kernel = (const uint64_t *)r->kstack,
+		.count = 1,
+	};
+	s->cb.sample(s->cb.ctx, &smp);
+	return 0;
+}
+
+static int setup_ringbufs(struct sampler *s)
+{
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
+	if (!s->rb)
+		return -errno;
+	if (s->transfer == SAMPLER_TRANSFER_RINGBUF &&
+	    ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_rb_sample, s) < 0)
+		return -errno;
+	return 0;
+}
+
+/* ---- open ---- */
+
+static int set_filters_before_load(struct sampler *s, const struct sampler_opts *o)
+{
+	struct profile_bpf *k = s->skel;
+	bool rb = o->transfer == SAMPLER_TRANSFER_RINGBUF;
+
+	k->rodata->keep_idle = o->idle;
+	k->rodata->filter_pid = o->n_pids > 0;
+	k->rodata->filter_cgroup = o->cgroup_path != NULL;
+	k->rodata->use_ringbuf = rb;
+	k->rodata->samples_rb_size = rb ? SAMPLES_RB_BYTES : 4096;
+	/* The mode that is not used keeps its maps at the minimum size. */
+	if (bpf_map__set_max_entries(k->maps.samples, rb ? SAMPLES_RB_BYTES : 4096) ||
+	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : COUNTS_ENTRIES) ||
+	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : COUNTS_ENTRIES) ||
+	    bpf_map__set_max_entries(k->maps.stacks0, rb ? 1 : STACKS_ENTRIES) ||
+	    bpf_map__set_max_entries(k->maps.stacks1, rb ? 1 : STACKS_ENTRIES))
+		return -EINVAL;
+	return 0;
+}
+
+static int set_filters_after_load(struct sampler *s, const struct sampler_opts *o, char *err,
+				  size_t errlen)
+{
+	__u8 one = 1;
+	__u32 zero = 0;
+
+	for (size_t i = 0; i < o->n_pids; i++) {
+		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.filter_pids), &o->pids[i], &one,
+					BPF_ANY)) {
+			snprintf(err, errlen, "cannot add pid %u to the filter: %s", o->pids[i],
+				 strerror(errno));
+			return -errno;
+		}
+	}
+	if (!o->cgroup_path)
+		return 0;
+	s->cgroup_fd = open(o->cgroup_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->cgroup_fd < 0) {
+		snprintf(err, errlen, "--cgroup %s: %s (give a cgroup v2 directory, e.g. "
+				      "/sys/fs/cgroup/system.slice/foo.service)",
+			 o->cgroup_path, strerror(errno));
+		return -errno;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.filter_cgroups), &zero, &s->cgroup_fd,
+				BPF_ANY)) {
+		snprintf(err, errlen, "--cgroup %s is not a cgroup v2 directory: %s", o->cgroup_path,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int load_skeleton(struct sampler *s, const struct sampler_opts *o, char *err,
+			 size_t errlen)
+{
+	int ret;
+
+	bpf_log_len = 0;
+	libbpf_set_print(capture_libbpf_log);
+	s->skel = profile_bpf__open();
+	if (!s->skel) {
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	ret = set_filters_before_load(s, o);
+	if (ret) {
+		snprintf(err, errlen, "cannot size the BPF maps");
+		return ret;
+	}
+	ret = profile_bpf__load(s->skel);
+	if (ret) {
+		snprintf(err, errlen, "loading the BPF program failed (%s); the kernel said: %s",
+			 strerror(-ret), bpf_log_len ? bpf_log_tail(6) : "(nothing)");
+		return ret;
+	}
+	return 0;
+}
+
+int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *cb,
+		  struct sampler **out, char *err, size_t errlen)
+{
+	struct sampler *s = NULL;
+	int ret;
+
+	*out = NULL;
+	if (o->hz < SAMPLER_MIN_HZ || o->hz > SAMPLER_MAX_HZ) {
+		snprintf(err, errlen, "frequency %d Hz is out of range (%d-%d)", o->hz,
+			 SAMPLER_MIN_HZ, SAMPLER_MAX_HZ);
+		return -EINVAL;
+	}
+	ret = check_privileges(err, errlen);
+	if (ret)
+		return ret;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->cb = *cb;
+	s->transfer = o->transfer;
+	s->cgroup_fd = -1;
+	s->n_possible = libbpf_num_possible_cpus();
+	if (s->n_possible <= 0) {
+		ret = -ENODEV;
+		snprintf(err, errlen, "cannot count the possible CPUs");
+		goto cleanup;
+	}
+	s->links = calloc((size_t)s->n_possible, sizeof(*s->links));
+	s->pfds = malloc((size_t)s->n_possible * sizeof(*s->pfds));
+	s->keys = malloc(DRAIN_BATCH * sizeof(*s->keys));
+	s->vals = malloc(DRAIN_BATCH * sizeof(*s->vals));
+	if (!s->links || !s->pfds || !s->keys || !s->vals) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto cleanup;
+	}
+	for (int i = 0; i < s->n_possible; i++)
+		s->pfds[i] = -1;
+	stack_cache__init(&s->stacks);
+
+	ret = load_skeleton(s, o, err, errlen);
+	if (ret)
+		goto cleanup;
+	ret = set_filters_after_load(s, o, err, errlen);
+	if (ret)
+		goto cleanup;
+	ret = setup_ringbufs(s);
+	if (ret) {
+		snprintf(err, errlen, "cannot set up the BPF ring buffers: %s", strerror(-ret));
+		goto cleanup;
+	}
+	/* Lifecycle events first, so no exec/exit of a sampled process slips between. */
+	s->skel->links.hearth_exec = bpf_program__attach(s->skel->progs.hearth_exec);
+	s->skel->links.hearth_exit = bpf_program__attach(s->skel->progs.hearth_exit);
+	if (!s->skel->links.hearth_exec || !s->skel->links.hearth_exit) {
+		ret = -errno;
+		snprintf(err, errlen, "attaching to the sched_process_exec/exit BTF tracepoints "
+				      "failed: %s", strerror(errno));
+		goto cleanup;
+	}
+	ret = attach_cpus(s, o->hz, err, errlen);
+	if (ret)
+		goto cleanup;
+	*out = s;
+	return 0;
+cleanup:
+	sampler__close(s);
+	return ret;
+}
+
+/* ---- drain (map mode) ---- */
+
+/* Frames of a stack id, read once per drain; NULL on a missing id. */
+static const uint64_t *drain_stack(struct sampler *s, int map_fd, __s32 id, size_t *n)
+{
+	const struct stack_cache_entry *e;
+	uint64_t frames[HEARTH_MAX_STACK];
+
+	*n = 0;
+	if (id < 0)
+		return NULL;
+	e = stack_cache__get(&s->stacks, (uint32_t)id);
+	if (!e) {
+		memset(frames, 0, sizeof(frames));
+		s->last.syscalls++;
+		if (bpf_map_lookup_elem(map_fd, &id, frames) != 0)
+			return NULL;
+		e = stack_cache__put(&s->stacks, (uint32_t)id, frames, HEARTH_MAX_STACK);
+		if (!e)
+			return NULL;
+		s->last.stacks++;
+	}
+	*n = e->n;
+	return e->frames;
+}
+
+static void emit_key(struct sampler *s, int stacks_fd, const struct hearth_count_key *k,
+		     __u64 count)
+{
+	char comm[HEARTH_COMM_LEN + 1];
+	struct sampler_sample smp = {
+		.pid = k->pid,
+		.tid = k->tid,
+		.pstart = k->pstart,
+		.comm = comm,
+		.count = count,
+	};
+
+	memcpy(comm, k->comm, HEARTH_COMM_LEN);
+	comm[HEARTH_COMM_LEN] = '\0';
+	smp.user = drain_stack(s, stacks_fd, k->ustack_id, &smp.n_user);
+	smp.kernel = drain_stack(s, stacks_fd, k->kstack_id, &smp.n_kernel);
+	if (s->cb.sample)
+		s->cb.sample(s->cb.ctx, &smp);
+}
+
+/* Empties one counts map with batched lookup-and-delete. Count of keys or -errno. */
+static int drain_counts(struct sampler *s, int counts_fd, int stacks_fd)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u32 batch = 0, n;
+	bool first = true;
+	int total = 0, ret;
+
+	for (;;) {
+		n = DRAIN_BATCH;
+		ret = bpf_map_lookup_and_delete_batch(counts_fd, first ? NULL : &batch, &batch,
+						      s->keys, s->vals, &n, &opts);
+		s->last.syscalls++;
+		if (ret < 0 && ret != -ENOENT)
+			return ret;
+		for (__u32 i = 0; i < n; i++)
+			emit_key(s, stacks_fd, &s->keys[i], s->vals[i]);
+		total += (int)n;
+		if (ret == -ENOENT)
+			break;
+		first = false;
+	}
+	return total;
+}
+
+/* Frees every stack of the idle set: those we read, then any left behind. */
+static void free_stacks(struct sampler *s, int stacks_fd)
+{
+	__u32 key, next;
+
+	for (size_t i = 0; i < s->stacks.n_ids; i++) {
+		__u32 id = s->stacks.ids[i];
+
+		bpf_map_delete_elem(stacks_fd, &id);
+		s->last.syscalls++;
+	}
+	/* Stacks no drained key refers to (the other half of a dropped sample). */
+	while (bpf_map_get_next_key(stacks_fd, NULL, &next) == 0) {
+		key = next;
+		s->last.syscalls += 2;
+		if (bpf_map_delete_elem(stacks_fd, &key) != 0)
+			break;
+	}
+	s->last.syscalls++;
+}
+
+int sampler__drain(struct sampler *s)
+{
+	struct profile_bpf *k = s->skel;
+	__u32 idle_set;
+	int counts_fd, stacks_fd, ret;
+	struct timespec settle = { 0, 2 * 1000 * 1000 };
+
+	memset(&s->last, 0, sizeof(s->last));
+	ring_buffer__consume(s->rb); /* events first: mappings before samples */
+	if (s->transfer == SAMPLER_TRANSFER_RINGBUF)
+		return 0;
+	idle_set = __atomic_load_n(&k->bss->active_set, __ATOMIC_RELAXED);
+	__atomic_store_n(&k->bss->active_set, !idle_set, __ATOMIC_SEQ_CST);
+	/* A program that read the old set just before the flip runs for microseconds
+	 * in interrupt context; let it finish before we empty that set. */
+	nanosleep(&settle, NULL);
+	ring_buffer__consume(s->rb);
+	counts_fd = bpf_map__fd(idle_set ? k->maps.counts1 : k->maps.counts0);
+	stacks_fd = bpf_map__fd(idle_set ? k->maps.stacks1 : k->maps.stacks0);
+	stack_cache__reset(&s->stacks);
+	ret = drain_counts(s, counts_fd, stacks_fd);
+	free_stacks(s, stacks_fd);
+	if (ret >= 0)
+		s->last.keys = (uint64_t)ret;
+	return ret < 0 ? ret : 0;
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	if (n == -EINTR)
+		return 0;
+	return n;
+}
+
+/* ---- counters ---- */
+
+static uint64_t percpu_sum(int fd, __u32 idx, int n_possible)
+{
+	__u64 vals[n_possible];
+	uint64_t sum = 0;
+
+	if (bpf_map_lookup_elem(fd, &idx, vals) != 0)
+		return 0;
+	for (int i = 0; i < n_possible; i++)
+		sum += vals[i];
+	return sum;
+}
+
+void sampler__drops(const struct sampler *s, uint64_t drops[HEARTH_DROP_MAX])
+{
+	int fd = bpf_map__fd(s->skel->maps.drops);
+
+	for (int i = 0; i < HEARTH_DROP_MAX; i++)
+		drops[i] = percpu_sum(fd, (__u32)i, s->n_possible);
+}
+
+uint64_t sampler__samples(const struct sampler *s)
+{
+	return percpu_sum(bpf_map__fd(s->skel->maps.stats), HEARTH_STAT_SAMPLES, s->n_possible);
+}
+
+void sampler__last_drain(const struct sampler *s, struct sampler_drain_stats *out)
+{
+	*out = s->last;
+}
+
+int sampler__prog_stats(const struct sampler *s, uint64_t *run_time_ns, uint64_t *run_cnt)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int ret = bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.hearth_sample), &info,
+					  &len);
+
+	if (ret)
+		return ret;
+	*run_time_ns = info.run_time_ns;
+	*run_cnt = info.run_cnt;
+	return 0;
+}
+
+int sampler__n_cpus(const struct sampler *s)
+{
+	return s->n_cpus;
+}
+
+const char *sampler_drop_name(int drop)
+{
+	static const char *const names[HEARTH_DROP_MAX] = {
+		[HEARTH_DROP_MAP_FULL] = "counts map full",
+		[HEARTH_DROP_USTACK_COLLISION] = "user stack-id collisions",
+		[HEARTH_DROP_KSTACK_COLLISION] = "kernel stack-id collisions",
+		[HEARTH_DROP_USTACK_MISSING] = "user stack unreadable",
+		[HEARTH_DROP_KSTACK_MISSING] = "kernel stack unreadable",
+		[HEARTH_DROP_STACK_OTHER] = "other stack errors",
+		[HEARTH_DROP_RINGBUF_FULL] = "ring buffer full",
+		[HEARTH_DROP_EVENT_LOST] = "process events lost",
+	};
+
+	return drop >= 0 && drop < HEARTH_DROP_MAX ? names[drop] : "unknown";
+}
+
+void sampler__close(struct sampler *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; s->links && i < s->n_possible; i++)
+		bpf_link__destroy(s->links[i]);
+	for (int i = 0; s->pfds && i < s->n_possible; i++)
+		if (s->pfds[i] >= 0)
+			close(s->pfds[i]);
+	ring_buffer__free(s->rb);
+	profile_bpf__destroy(s->skel);
+	if (s->cgroup_fd >= 0)
+		close(s->cgroup_fd);
+	stack_cache__fini(&s->stacks);
+	free(s->links);
+	free(s->pfds);
+	free(s->keys);
+	free(s->vals);
+	free(s);
+}

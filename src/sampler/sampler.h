@@ -1,0 +1,93 @@
+/*
+ * sampler: loads hearth's BPF program, attaches it to one cpu-clock perf event
+ * per online CPU, and moves what it records to user space — either by draining
+ * the in-kernel counts with batched map operations or by consuming a ring buffer.
+ *
+ * The sampler knows nothing of symbols or profiles: it hands raw samples
+ * {pid, tid, comm, user addrs, kernel addrs, count} and process events to callbacks.
+ */
+#ifndef HEARTH_SAMPLER_H
+#define HEARTH_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
+
+#define SAMPLER_MIN_HZ 1
+#define SAMPLER_MAX_HZ 10000
+#define SAMPLER_MAX_PIDS 1024
+
+enum sampler_transfer {
+	SAMPLER_TRANSFER_MAP = 0, /* aggregate in BPF hash maps, drain in batches */
+	SAMPLER_TRANSFER_RINGBUF, /* every sample through a BPF ring buffer */
+};
+
+struct sampler_opts {
+	int hz;				 /* samples per second per CPU */
+	bool idle;			 /* keep idle (pid 0) samples */
+	enum sampler_transfer transfer;
+	const uint32_t *pids;		 /* only these processes (all threads); NULL = all */
+	size_t n_pids;
+	const char *cgroup_path;	 /* only tasks in this cgroup v2 directory (or below) */
+};
+
+struct sampler_sample {
+	uint32_t pid, tid;
+	uint64_t pstart;	 /* process start, ns since boot */
+	const char *comm;	 /* thread name, borrowed */
+	size_t n_user, n_kernel;
+	const uint64_t *user;	 /* leaf first; borrowed for the callback's duration */
+	const uint64_t *kernel;	 /* leaf first */
+	uint64_t count;
+};
+
+struct sampler_event {
+	uint32_t kind; /* HEARTH_EV_NEW / EXEC / EXIT */
+	uint32_t pid;
+	uint64_t pstart;
+	const char *comm; /* process name, borrowed */
+};
+
+struct sampler_callbacks {
+	void (*sample)(void *ctx, const struct sampler_sample *s);
+	void (*event)(void *ctx, const struct sampler_event *e);
+	void *ctx;
+};
+
+struct sampler_drain_stats {
+	uint64_t syscalls;	/* bpf() calls made by the last drain */
+	uint64_t keys;		/* count-map entries drained */
+	uint64_t stacks;	/* distinct stacks read */
+};
+
+struct sampler;
+
+/*
+ * Checks privileges, loads and attaches. On failure returns -errno and writes one
+ * sentence into err (missing capability, verifier log excerpt, bad cgroup path...).
+ */
+int sampler__open(const struct sampler_opts *opts, const struct sampler_callbacks *cb,
+		  struct sampler **out, char *err, size_t errlen);
+/* Waits up to timeout_ms for ring-buffer data and hands it to the callbacks. Count or -errno. */
+int sampler__poll(struct sampler *s, int timeout_ms);
+/* Moves everything counted so far to the callbacks (map mode; ring buffers are consumed too). */
+int sampler__drain(struct sampler *s);
+/* Sum over CPUs of the BPF drop counters. */
+void sampler__drops(const struct sampler *s, uint64_t drops[HEARTH_DROP_MAX]);
+/* Samples that passed the filters so far (sum over CPUs). */
+uint64_t sampler__samples(const struct sampler *s);
+/* Syscall counts of the most recent drain. */
+void sampler__last_drain(const struct sampler *s, struct sampler_drain_stats *out);
+/* run_time_ns / run_cnt of the sampling program (needs kernel.bpf_stats_enabled=1). */
+int sampler__prog_stats(const struct sampler *s, uint64_t *run_time_ns, uint64_t *run_cnt);
+/* Number of CPUs sampled. */
+int sampler__n_cpus(const struct sampler *s);
+/* Detaches and frees. NULL is a no-op. */
+void sampler__close(struct sampler *s);
+
+/* One-line description of a drop counter ("stack-id collisions (user)"...). */
+const char *sampler_drop_name(int drop);
+
+#endif /* HEARTH_SAMPLER_H */
