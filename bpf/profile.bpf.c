@@ -232,6 +232,14 @@ fail:
 	return 0;
 }
 
+/* The interrupted CS register. The context only allows 8-byte loads of regs, so
+ * read the aligned word cs lives in (x86-64: cs is a 2-byte field at an 8-byte
+ * aligned offset; its low bits are the privilege level). */
+static __always_inline __u64 user_cs(struct bpf_perf_event_data *ctx)
+{
+	return *(volatile __u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+}
+
 SEC("perf_event")
 int hearth_sample(struct bpf_perf_event_data *ctx)
 {
@@ -262,7 +270,7 @@ int hearth_sample(struct bpf_perf_event_data *ctx)
 	/* Kernel threads have no user stack; a sample taken in user mode has no
 	 * kernel stack. Neither is a loss. (x86-64: CPL is the low 2 bits of CS.) */
 	want_user = BPF_CORE_READ(task, mm) != NULL;
-	want_kernel = (ctx->regs.cs & 3) == 0;
+	want_kernel = (user_cs(ctx) & 3) == 0;
 
 	if (use_ringbuf)
 		return send_sample(ctx, &key, want_user, want_kernel);

@@ -70,20 +70,22 @@ static int capture_libbpf_log(enum libbpf_print_level level, const char *fmt, va
 	return 0;
 }
 
-/* The last few lines of the captured log, where the verifier states its reason. */
-static const char *bpf_log_tail(int lines)
+/* The verifier's reason: the line before its "processed N insns" summary, else the
+ * last line libbpf printed. */
+static const char *bpf_log_reason(void)
 {
-	size_t i = bpf_log_len;
+	char *end, *start;
 
-	while (i > 0 && (bpf_log[i - 1] == '\n' || bpf_log[i - 1] == ' '))
-		i--;
-	bpf_log[i] = '\0';
-	while (i > 0 && lines > 0) {
-		i--;
-		if (bpf_log[i] == '\n')
-			lines--;
+	bpf_log[bpf_log_len] = '\0';
+	end = strstr(bpf_log, "\nprocessed ");
+	if (!end) {
+		end = bpf_log + bpf_log_len;
+		while (end > bpf_log && (end[-1] == '\n' || end[-1] == ' '))
+			end--;
 	}
-	return bpf_log + (i > 0 ? i + 1 : 0);
+	*end = '\0';
+	start = strrchr(bpf_log, '\n');
+	return start ? start + 1 : bpf_log;
 }
 
 /* ---- privileges ---- */
@@ -337,7 +339,7 @@ static int load_skeleton(struct sampler *s, const struct sampler_opts *o, char *
 	ret = profile_bpf__load(s->skel);
 	if (ret) {
 		snprintf(err, errlen, "loading the BPF program failed (%s); the kernel said: %s",
-			 strerror(-ret), bpf_log_len ? bpf_log_tail(6) : "(nothing)");
+			 strerror(-ret), bpf_log_len ? bpf_log_reason() : "(nothing)");
 		return ret;
 	}
 	return 0;

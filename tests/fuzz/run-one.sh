@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds one libFuzzer target and runs it for a bounded time on a fresh corpus
+# (seeded from tests/fuzz/corpus/NAME when present). PASS when it finds nothing.
+set -u
+name=$1 secs=$2
+cd "${HEARTH_ROOT:-.}"
+if ! make -s "build/fuzz/$name" 2>&1; then
+	echo "FAIL $name: does not build"
+	exit 1
+fi
+corpus=$(mktemp -d)
+trap 'rm -rf "$corpus"' EXIT
+[ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$corpus/"
+if "build/fuzz/$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
+	-artifact_prefix="build/fuzz/$name-" "$corpus" 2>&1 | tail -5; then
+	echo "PASS $name: ran ${secs}s without findings"
+else
+	echo "FAIL $name: crash or leak found (artifact under build/fuzz/)"
+	exit 1
+fi

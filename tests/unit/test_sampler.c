@@ -1,0 +1,179 @@
+/*
+ * Tests of sampler/: real BPF on real perf events (needs root, as CI is).
+ * A forked child spins; the sampler, filtered to it, must see its samples with
+ * user stacks, announce it (NEW) and its exit (EXIT), in both transfer modes,
+ * and drain with batched map operations.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sampler/sampler.h"
+#include "unit.h"
+
+struct seen {
+	uint32_t want_pid;
+	uint64_t samples, other_pid, with_user, idle;
+	int news, exits;
+};
+
+static void on_sample(void *ctx, const struct sampler_sample *s)
+{
+	struct seen *w = ctx;
+
+	if (s->pid == 0)
+		w->idle += s->count;
+	if (s->pid != w->want_pid) {
+		w->other_pid += s->count;
+		return;
+	}
+	w->samples += s->count;
+	if (s->n_user > 0)
+		w->with_user += s->count;
+}
+
+static void on_event(void *ctx, const struct sampler_event *e)
+{
+	struct seen *w = ctx;
+
+	if (e->pid != w->want_pid)
+		return;
+	if (e->kind == HEARTH_EV_NEW)
+		w->news++;
+	if (e->kind == HEARTH_EV_EXIT)
+		w->exits++;
+}
+
+static pid_t spin_child(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		volatile unsigned long x = 0;
+
+		for (;;)
+			x++;
+	}
+	return pid;
+}
+
+static void run_for(struct sampler *s, int ms)
+{
+	for (int t = 0; t < ms; t += 100) {
+		sampler__poll(s, 100);
+		if (t % 500 == 400)
+			sampler__drain(s);
+	}
+	sampler__drain(s);
+}
+
+static void check_mode(int *unit_failed, enum sampler_transfer mode)
+{
+	struct seen w = { 0 };
+	struct sampler_callbacks cb = { on_sample, on_event, &w };
+	struct sampler *s = NULL;
+	char err[1024] = "";
+	uint32_t pid;
+	struct sampler_opts o = { .hz = 499, .transfer = mode, .pids = &pid, .n_pids = 1 };
+	pid_t child = spin_child();
+
+	CHECK(child > 0);
+	pid = (uint32_t)child;
+	w.want_pid = pid;
+	CHECKF(sampler__open(&o, &cb, &s, err, sizeof(err)) == 0, "%s", err);
+	run_for(s, 1500);
+	/* One spinning thread at 499 Hz for 1.5 s: ~750 samples (it shares 2 CPUs). */
+	CHECKF(w.samples > 300, "%llu samples", (unsigned long long)w.samples);
+	CHECKF(w.other_pid == 0, "%llu samples of other pids passed the filter",
+	       (unsigned long long)w.other_pid);
+	CHECKF(w.with_user * 10 >= w.samples * 9, "%llu of %llu with user stacks",
+	       (unsigned long long)w.with_user, (unsigned long long)w.samples);
+	CHECK(w.news == 1);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	child = 0;
+	run_for(s, 300);
+	CHECKF(w.exits == 1, "%d exit events", w.exits);
+cleanup:
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	sampler__close(s);
+}
+
+TEST(sampler_map_mode_sees_filtered_process)
+{
+	check_mode(unit_failed, SAMPLER_TRANSFER_MAP);
+}
+
+TEST(sampler_ringbuf_mode_sees_filtered_process)
+{
+	check_mode(unit_failed, SAMPLER_TRANSFER_RINGBUF);
+}
+
+TEST(sampler_drain_is_batched)
+{
+	struct seen w = { 0 };
+	struct sampler_callbacks cb = { on_sample, on_event, &w };
+	struct sampler *s = NULL;
+	struct sampler_drain_stats st;
+	struct sampler_opts o = { .hz = 999, .idle = true };
+	char err[1024] = "";
+	uint64_t drops[HEARTH_DROP_MAX];
+
+	CHECKF(sampler__open(&o, &cb, &s, err, sizeof(err)) == 0, "%s", err);
+	for (int t = 0; t < 10; t++)
+		sampler__poll(s, 100);
+	CHECK(sampler__drain(s) == 0);
+	sampler__last_drain(s, &st);
+	/* System-wide with idle: many distinct keys. One lookup-and-delete batch call
+	 * per 4096 keys (+1 for the terminating ENOENT), plus two calls per distinct
+	 * stack (read, free) and the sweep. */
+	CHECKF(st.keys > 0, "no keys drained");
+	CHECKF(st.syscalls <= (st.keys / 4096 + 2) + 2 * st.stacks + 1 + 2 * st.stacks,
+	       "%llu syscalls for %llu keys, %llu stacks", (unsigned long long)st.syscalls,
+	       (unsigned long long)st.keys, (unsigned long long)st.stacks);
+	CHECKF(w.idle > 0, "--idle kept no pid 0 samples");
+	sampler__drops(s, drops);
+	CHECK(drops[HEARTH_DROP_MAP_FULL] == 0);
+cleanup:
+	sampler__close(s);
+}
+
+TEST(sampler_skips_idle_by_default)
+{
+	struct seen w = { 0 };
+	struct sampler_callbacks cb = { on_sample, on_event, &w };
+	struct sampler *s = NULL;
+	struct sampler_opts o = { .hz = 999 };
+	char err[1024] = "";
+
+	CHECKF(sampler__open(&o, &cb, &s, err, sizeof(err)) == 0, "%s", err);
+	run_for(s, 500);
+	CHECKF(w.idle == 0, "%llu idle samples", (unsigned long long)w.idle);
+cleanup:
+	sampler__close(s);
+}
+
+TEST(sampler_rejects_bad_frequency_and_cgroup)
+{
+	struct sampler_callbacks cb = { 0 };
+	struct sampler *s = NULL;
+	struct sampler_opts o = { .hz = 0 };
+	char err[1024] = "";
+
+	CHECK(sampler__open(&o, &cb, &s, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "out of range") != NULL);
+	o.hz = 99;
+	o.cgroup_path = "/nonexistent/cgroup";
+	err[0] = '\0';
+	CHECK(sampler__open(&o, &cb, &s, err, sizeof(err)) == -ENOENT);
+	CHECKF(strstr(err, "/nonexistent/cgroup") != NULL, "%s", err);
+	CHECK(s == NULL);
+cleanup:
+	sampler__close(s);
+}

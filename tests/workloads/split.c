@@ -1,0 +1,46 @@
+/*
+ * Workload with a known CPU split: 60% in split_hot_a, 30% in split_hot_b (both
+ * here) and 10% in lib_hot_c (in libsplitlib.so). Every function spins the same
+ * loop body, so the split is the ratio of iterations: 6:3:1.
+ * Usage: split SECONDS   (prints its pid, then runs for SECONDS of wall time)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+void lib_hot_c(long n);
+
+__attribute__((noinline)) void split_hot_a(long n)
+{
+	for (volatile long i = 0; i < n; i++)
+		;
+}
+
+__attribute__((noinline)) void split_hot_b(long n)
+{
+	for (volatile long i = 0; i < n; i++)
+		;
+}
+
+__attribute__((noinline)) static void split_round(long unit)
+{
+	split_hot_a(6 * unit);
+	split_hot_b(3 * unit);
+	lib_hot_c(unit);
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 10;
+	struct timespec t0, t;
+
+	printf("%d\n", getpid());
+	fflush(stdout);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		split_round(200000);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+	return 0;
+}
