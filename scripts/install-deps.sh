@@ -9,7 +9,7 @@ BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-d
 	libprotobuf-c-dev protobuf-c-compiler pkg-config)
 # Tests and benchmarks: real clients and peers (go tool pprof, chromium, perf),
 # sanitizer and fuzzer runtimes, workload tool chains.
-TEST_PKGS=(golang-go chromium nodejs npm linux-perf libclang-rt-14-dev g++ procps psmisc)
+TEST_PKGS=(golang-go chromium nodejs npm linux-perf libclang-rt-14-dev g++ procps psmisc time util-linux)
 
 want=("${BUILD_PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then

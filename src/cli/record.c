@@ -367,7 +367,7 @@ static int write_output(const struct record_args *a, const struct profile *p, FI
 
 static void report_drops(struct sampler *s, struct profile *p, const struct collect_stats *cs)
 {
-	uint64_t drops[HEARTH_DROP_MAX], total = 0;
+	uint64_t drops[HEARTH_DROP_MAX], total = 0, run_ns, runs;
 	char line[1024];
 	size_t n;
 
@@ -385,8 +385,12 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 	if (cs->dropped && n < sizeof(line))
 		snprintf(line + n, sizeof(line) - n, "%s %llu user-space table full",
 			 strchr(line, ':') ? "," : ":", (unsigned long long)cs->dropped);
-	fprintf(stderr, "hearth record: %llu samples, %s\n",
-		(unsigned long long)cs->samples, line);
+	fprintf(stderr, "hearth record: %llu samples, %s", (unsigned long long)cs->samples, line);
+	/* Only counted while kernel.bpf_stats_enabled=1 (bench/overhead sets it). */
+	if (sampler__prog_stats(s, &run_ns, &runs) == 0 && runs > 0)
+		fprintf(stderr, "; BPF program: %llu runs, %llu ns", (unsigned long long)runs,
+			(unsigned long long)run_ns);
+	fputc('\n', stderr);
 	profile__add_comment(p, line);
 }
 

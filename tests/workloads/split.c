@@ -2,7 +2,9 @@
  * Workload with a known CPU split: 60% in split_hot_a, 30% in split_hot_b (both
  * here) and 10% in lib_hot_c (in libsplitlib.so). Every function spins the same
  * loop body, so the split is the ratio of iterations: 6:3:1.
- * Usage: split SECONDS   (prints its pid, then runs for SECONDS of wall time)
+ * Usage: split SECONDS [PROGRAM ARGS...]
+ *   prints its pid, runs for SECONDS of wall time, then execs PROGRAM if given
+ *   (same pid, new image: a test of exec handling).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,5 +44,10 @@ int main(int argc, char **argv)
 		split_round(200000);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+	if (argc > 2) {
+		execv(argv[2], argv + 2);
+		perror("execv");
+		return 1;
+	}
 	return 0;
 }

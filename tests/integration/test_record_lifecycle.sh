@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Processes that exit before the recording ends still get symbolized stacks, and
+# a process that calls exec is symbolized against the right image on both sides.
+# Also: --cgroup filters in the kernel to a cgroup v2 directory; system-wide
+# recording sees several processes; both transfer modes agree.
+. "$(dirname "$0")/lib.sh"
+need_root record_lifecycle
+
+# split runs 1.5 s then execs gohot (same pid); record 4 s system-wide.
+"$W/split" 1.5 "$W/gohot" 1.5 > /dev/null &
+BG_PIDS+=($!)
+pid=$!
+"$HEARTH" record -F 499 -d 4 -q -o "$T/all.folded" 2> "$T/err" || fail record_all "exit $?: $(cat "$T/err")"
+kill -0 "$pid" 2>/dev/null && fail exited_first "workload still running after the recording"
+if grep -qE '^split;.*;split_round;split_hot_a [0-9]+$' "$T/all.folded"; then
+	pass exited_process_symbolized_before_exec
+else
+	fail exited_process_symbolized_before_exec "$(grep -E 'split|hot' "$T/all.folded" | head -5)"
+fi
+if grep -qE '^gohot;.*main\.hotLoop [0-9]+$' "$T/all.folded"; then
+	pass exec_image_symbolized
+else
+	fail exec_image_symbolized "$(grep -E 'gohot' "$T/all.folded" | head -5)"
+fi
+# Only resolved names: no bare [unknown] where the module is known.
+if grep -E '^(split|gohot);' "$T/all.folded" | grep -q '\[unknown\]'; then
+	fail no_bare_unknown "$(grep '\[unknown\]' "$T/all.folded" | grep -E '^(split|gohot);' | head -3)"
+else
+	pass no_bare_unknown
+fi
+
+# --cgroup: a cgroup v2 directory holding one workload; another runs outside it.
+cg2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+if [ -z "$cg2" ]; then
+	mkdir -p "$T/cg2" && mount -t cgroup2 none "$T/cg2" && cg2=$T/cg2
+fi
+cg=$cg2/hearth-test-$$
+if mkdir "$cg" 2>/dev/null; then
+	inside=$(start_workload "$W/split" 5)
+	outside=$(start_workload "$W/gohot" 5)
+	echo "$inside" > "$cg/cgroup.procs"
+	"$HEARTH" record --cgroup "$cg" -F 499 -d 2 -q -o "$T/cg.folded" 2> "$T/err"
+	rc=$?
+	kill "$inside" "$outside" 2>/dev/null
+	wait "$inside" "$outside" 2>/dev/null
+	rmdir "$cg" 2>/dev/null
+	if [ $rc -eq 0 ] && grep -q '^split;' "$T/cg.folded" && ! grep -q '^gohot;' "$T/cg.folded"; then
+		pass cgroup_filter
+	else
+		fail cgroup_filter "exit $rc $(cat "$T/err"): $(cut -d';' -f1 "$T/cg.folded" | sort | uniq -c)"
+	fi
+else
+	fail cgroup_filter "cannot create a cgroup v2 directory under $cg2"
+fi
+
+# Ring-buffer transfer: same workload, same answer.
+pid=$(start_workload "$W/split" 5)
+"$HEARTH" record -p "$pid" --transfer ringbuf -F 499 -d 2 -q --top 0 > "$T/rb.txt" 2> "$T/err" ||
+	fail ringbuf_record "exit $?: $(cat "$T/err")"
+got=$(top_col "$T/rb.txt" split_hot_a 2)
+if [ -n "$got" ] && awk -v g="$got" 'BEGIN { exit !(g >= 55 && g <= 65) }'; then
+	pass "ringbuf_transfer: split_hot_a ${got}%"
+else
+	fail ringbuf_transfer "split_hot_a '${got}'%: $(head -12 "$T/rb.txt")"
+fi
+finish
