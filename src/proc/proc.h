@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/sysmacros.h>
 
 #define PROC_MAX_PROCESSES 65536
 
@@ -24,13 +25,21 @@ struct proc_mapping {
 	uint32_t dev_major, dev_minor;
 	uint64_t inode;	     /* 0 for anonymous mappings */
 	bool exec;	     /* 'x' permission */
-	char *path;	     /* owned; "" for anonymous, "[vdso]", "[stack]"... as in maps */
+	bool deleted;	     /* maps said "PATH (deleted)": the file was unlinked or replaced */
+	char *path;	     /* owned; "" for anonymous, "[vdso]", "[stack]"... as in maps,
+			      * without the " (deleted)" suffix (see `deleted`) */
 };
 
 /* File offset of a process address inside the mapping: off = addr - start + pgoff. */
 static inline uint64_t proc_mapping__file_off(const struct proc_mapping *m, uint64_t addr)
 {
 	return addr - m->start + m->pgoff;
+}
+
+/* The mapping's device as a dev_t (what stat(2) calls st_dev), for symbolizer__object(). */
+static inline uint64_t proc_mapping__dev(const struct proc_mapping *m)
+{
+	return makedev(m->dev_major, m->dev_minor);
 }
 
 struct proc_process {
@@ -56,7 +65,11 @@ void proc_table__free(struct proc_table *pt);
  * The process with this pid and start time (ns since boot as BPF reads it from
  * task->start_boottime; 0 = "whatever runs as pid now"). Reads /proc on first sight.
  * Returns NULL (errno set) when the process is unknown and cannot be read (ESRCH),
- * e.g. it exited before we saw it. The pointer stays valid until proc_table__free.
+ * e.g. it exited before we saw it, or (pstart_ns != 0) pid now runs a different process
+ * and we never saw the one asked for.
+ * The pointer stays valid until proc_table__free, or until the entry is evicted: that
+ * happens only inside a later proc_table__get that adds a process to a full table, and
+ * takes the least recently used exited process first (a live one only if none exited).
  */
 struct proc_process *proc_table__get(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
 /* The process called exec: keep the current mappings as old_maps and re-read. 0 or -errno. */
@@ -75,12 +88,31 @@ const struct proc_mapping *proc__find_mapping(struct proc_table *pt, struct proc
  * A path through which the mapped object can be opened: /proc/PID/map_files/S-E while
  * the process lives (works for deleted files and other mount namespaces), else
  * /proc/PID/root/PATH, else PATH. Writes into buf; returns buf or NULL if none fits.
+ * A deleted file is only reachable through map_files (PATH may now name a newer file);
+ * anonymous and pseudo mappings ("[vdso]") have no path: NULL.
+ * Whether map_files can be followed (CAP_SYS_ADMIN) is probed once per table, then
+ * trusted without a syscall; without it, /proc/PID/root/PATH costs one access(2).
  */
 const char *proc__object_path(const struct proc_table *pt, const struct proc_process *p,
 			      const struct proc_mapping *m, char *buf, size_t len);
 
-/* Parses one /proc/PID/maps line. 0, or -EINVAL when malformed. out->path is malloc'd. */
+/*
+ * Parses one /proc/PID/maps line (a trailing newline is allowed). 0, or -EINVAL when
+ * malformed (out is then zeroed and owns nothing), or -ENOMEM. out->path is malloc'd.
+ */
 int proc_parse_maps_line(const char *line, struct proc_mapping *out);
+/* Frees what proc_parse_maps_line() allocated in m (not m itself). */
+void proc_mapping__fini(struct proc_mapping *m);
+
+/*
+ * Parses /proc/PID/stat text: the comm between the first '(' and the last ')' (it may
+ * hold spaces and parentheses) into comm (truncated to comm_len - 1), and field 22,
+ * starttime, into *start_ticks. 0 or -EINVAL.
+ */
+int proc_parse_stat(const char *buf, char *comm, size_t comm_len, uint64_t *start_ticks);
+
+/* Lower the process bound below PROC_MAX_PROCESSES (tests use it to exercise eviction). */
+void proc_table__set_limit(struct proc_table *pt, size_t max_processes);
 
 /* Number of processes in the table (for stats and tests). */
 size_t proc_table__count(const struct proc_table *pt);

@@ -59,7 +59,12 @@ void symbolizer__free(struct symbolizer *s);
 /*
  * The object behind a mapping. open_path is where to read it (e.g. /proc/PID/map_files/..),
  * path is its name as mapped (shown to users). dev/inode identify it as /proc/PID/maps
- * does (inode 0 = unknown). The same file gives the same object however often asked.
+ * does (inode 0 = unknown); dev is a dev_t, makedev(major, minor) (proc_mapping__dev).
+ * The same file gives the same object however often asked: identity is dev+inode plus
+ * the file's mtime (one stat(2), repeated at most once a second per file, so asking per
+ * frame is cheap), then the GNU build-id across names. open_path must be the mapped
+ * inode: when it is gone or another file (a library replaced since), path is read if it
+ * still is, else the object resolves nothing (rather than giving another file's names).
  * Never NULL except on ENOMEM: an unreadable file gives an object that resolves nothing.
  * Borrowed: valid until symbolizer__free.
  */

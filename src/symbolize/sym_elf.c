@@ -1,0 +1,331 @@
+/*
+ * sym_elf: what the symbolizer needs from one ELF file — its GNU build-id, its PT_LOAD
+ * segments (to turn file offsets into ELF virtual addresses) and its function symbols
+ * (.symtab, else .dynsym) — read once through libelf, copied out, and closed.
+ *
+ * Constraints: the file is outside input and may be truncated, corrupt or changed under
+ * us. libelf is used in ELF_C_READ mode (pread on demand, never mmap: a file truncated
+ * while mapped would SIGBUS the profiler), and every section or segment is checked to
+ * lie inside the file before libelf is asked to allocate and read it. Only regular
+ * files are opened (a FIFO would block, a device would never end).
+ * References: ELF gABI (symbol table, program header), LSB "Note section" for
+ * NT_GNU_BUILD_ID.
+ */
+#include "symbolize/sym_internal.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Symbol ranks for choosing among aliases at one address (higher wins). */
+#define SYM_RANK_LOCAL 1
+#define SYM_RANK_WEAK 2
+#define SYM_RANK_GLOBAL 3
+#define SYM_RANK_SIZED 4 /* added: a sized alias says where the function ends */
+
+struct sym_elf {
+	int fd;
+	Elf *elf;
+	uint64_t size; /* file size: the bound for every offset the file claims */
+};
+
+/* Whether [off, off + len) lies inside the file. */
+static bool in_file(const struct sym_elf *e, uint64_t off, uint64_t len)
+{
+	return off <= e->size && len <= e->size - off;
+}
+
+/*
+ * Whether the program and section header tables the ELF header claims lie in the file.
+ * Read from the header itself: libelf quietly reports 0 sections for a table past EOF.
+ * With extended numbering (e_shnum 0, e_phnum PN_XNUM) the first entry must be there.
+ */
+static bool header_tables_in_file(const struct sym_elf *e, const GElf_Ehdr *eh)
+{
+	uint64_t phnum = eh->e_phnum == PN_XNUM ? 1 : eh->e_phnum;
+	uint64_t shnum = eh->e_shnum == 0 && eh->e_shoff ? 1 : eh->e_shnum;
+
+	/* counts and entry sizes are 16-bit: the products cannot overflow */
+	return (phnum == 0 || in_file(e, eh->e_phoff, phnum * eh->e_phentsize)) &&
+	       (shnum == 0 || in_file(e, eh->e_shoff, shnum * eh->e_shentsize));
+}
+
+int sym_elf__open(const char *path, struct sym_elf **out)
+{
+	struct sym_elf *e = calloc(1, sizeof(*e));
+	struct stat st;
+	GElf_Ehdr eh;
+	int err = 0;
+
+	*out = NULL;
+	if (!e)
+		return -ENOMEM;
+	e->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (e->fd < 0 || fstat(e->fd, &st) != 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	e->size = (uint64_t)st.st_size;
+	if (elf_version(EV_CURRENT) == EV_NONE ||
+	    !(e->elf = elf_begin(e->fd, ELF_C_READ, NULL)) || elf_kind(e->elf) != ELF_K_ELF ||
+	    !gelf_getehdr(e->elf, &eh) || !header_tables_in_file(e, &eh)) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	*out = e;
+	return 0;
+cleanup:
+	sym_elf__close(e);
+	return err;
+}
+
+void sym_elf__close(struct sym_elf *e)
+{
+	if (!e)
+		return;
+	if (e->elf)
+		elf_end(e->elf);
+	if (e->fd >= 0)
+		close(e->fd);
+	free(e);
+}
+
+static void hex_encode(const unsigned char *p, size_t n, char *hex)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		hex[2 * i] = digits[p[i] >> 4];
+		hex[2 * i + 1] = digits[p[i] & 15];
+	}
+	hex[2 * n] = '\0';
+}
+
+/* Looks for an NT_GNU_BUILD_ID note (owner "GNU") in d; true when found. */
+static bool notes_build_id(Elf_Data *d, char *hex, size_t len)
+{
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		const char *base = d->d_buf;
+
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof(ELF_NOTE_GNU) &&
+		    memcmp(base + name_off, ELF_NOTE_GNU, sizeof(ELF_NOTE_GNU)) == 0 &&
+		    nh.n_descsz > 0 && nh.n_descsz <= SYM_BUILD_ID_MAX && 2 * nh.n_descsz < len) {
+			hex_encode((const unsigned char *)base + desc_off, nh.n_descsz, hex);
+			return true;
+		}
+		off = next;
+	}
+	return false;
+}
+
+/* Through PT_NOTE segments: works even when section headers are stripped. */
+static bool segments_build_id(struct sym_elf *e, char *hex, size_t len)
+{
+	size_t n;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(e->elf, &n) != 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		Elf_Data *d;
+
+		if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_NOTE ||
+		    !in_file(e, ph.p_offset, ph.p_filesz))
+			continue;
+		d = elf_getdata_rawchunk(e->elf, (int64_t)ph.p_offset, ph.p_filesz,
+					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (d && notes_build_id(d, hex, len))
+			return true;
+	}
+	return false;
+}
+
+static bool sections_build_id(struct sym_elf *e, char *hex, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !in_file(e, sh.sh_offset, sh.sh_size))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (d && notes_build_id(d, hex, len))
+			return true;
+	}
+	return false;
+}
+
+void sym_elf__build_id(struct sym_elf *e, char *hex, size_t len)
+{
+	if (len == 0)
+		return;
+	hex[0] = '\0';
+	if (!segments_build_id(e, hex, len) && !sections_build_id(e, hex, len))
+		hex[0] = '\0';
+}
+
+/* PT_LOAD segments with file bytes (ELF gABI program header). 0 or -ENOMEM. */
+static int load_segments(struct sym_elf *e, struct sym_elf_info *info)
+{
+	size_t n, cap = 0;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(e->elf, &n) != 0)
+		return 0; /* no program headers: nothing is loaded from this file */
+	for (size_t i = 0; i < n; i++) {
+		struct sym_segment *segs;
+
+		if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD || ph.p_filesz == 0)
+			continue;
+		segs = sym_grow(info->segs, &cap, info->n_segs + 1, sizeof(*segs));
+		if (!segs)
+			return -ENOMEM;
+		info->segs = segs;
+		segs[info->n_segs++] = (struct sym_segment){ ph.p_offset, ph.p_filesz, ph.p_vaddr,
+							     (ph.p_flags & PF_X) != 0 };
+	}
+	return 0;
+}
+
+static bool keep_symbol(const GElf_Sym *s)
+{
+	int type = GELF_ST_TYPE(s->st_info);
+
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_shndx != SHN_UNDEF &&
+	       s->st_value != 0;
+}
+
+static uint8_t symbol_rank(const GElf_Sym *s)
+{
+	int bind = GELF_ST_BIND(s->st_info);
+	uint8_t rank = bind == STB_GLOBAL ? SYM_RANK_GLOBAL
+		       : bind == STB_WEAK ? SYM_RANK_WEAK
+					  : SYM_RANK_LOCAL;
+
+	return rank + (s->st_size ? SYM_RANK_SIZED : 0);
+}
+
+/* End vaddr of the section holding s, which no symbol of it may pass; unknown: max. */
+static uint64_t section_end(struct sym_elf *e, const GElf_Sym *s)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	if (s->st_shndx >= SHN_LORESERVE || !(scn = elf_getscn(e->elf, s->st_shndx)) ||
+	    !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+		return UINT64_MAX;
+	return sh.sh_addr > UINT64_MAX - sh.sh_size ? UINT64_MAX : sh.sh_addr + sh.sh_size;
+}
+
+/* Whether section index idx is a string table inside the file. */
+static bool strtab_ok(struct sym_elf *e, size_t idx)
+{
+	Elf_Scn *scn = elf_getscn(e->elf, idx);
+	GElf_Shdr sh;
+
+	return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB &&
+	       in_file(e, sh.sh_offset, sh.sh_size);
+}
+
+/* Function symbols of one symbol table section into b. 0, -ENOMEM or -ENOEXEC. */
+static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
+		       struct sym_builder *b)
+{
+	Elf_Data *d;
+	GElf_Sym sym;
+	int err;
+
+	if (!in_file(e, sh->sh_offset, sh->sh_size) || !strtab_ok(e, sh->sh_link) ||
+	    !(d = elf_getdata(scn, NULL)))
+		return -ENOEXEC;
+	/* Entry 0 is the reserved undefined symbol; gelf_getsym bounds-checks the index. */
+	for (int i = 1; gelf_getsym(d, i, &sym); i++) {
+		const char *name;
+		struct sym_raw r;
+
+		if (!keep_symbol(&sym) ||
+		    !(name = elf_strptr(e->elf, sh->sh_link, sym.st_name)) || !name[0])
+			continue;
+		r = (struct sym_raw){ .start = sym.st_value,
+				      .size = sym.st_size,
+				      .bound = section_end(e, &sym),
+				      .region = sym.st_shndx,
+				      .rank = symbol_rank(&sym) };
+		if ((err = sym_builder__add(b, &r, name, NULL)))
+			return err;
+	}
+	return 0;
+}
+
+/* Symbols of the first section of this type. 0, -ENOENT (none), -ENOMEM, -ENOEXEC. */
+static int load_symbols_of(struct sym_elf *e, Elf64_Word type, struct sym_builder *b)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e->elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
+			return load_symtab(e, scn, &sh, b);
+	return -ENOENT;
+}
+
+/*
+ * .symtab when it has functions, else .dynsym (what `strip` leaves). A corrupt .symtab
+ * with a readable .dynsym marks info damaged; corrupt and nothing else is -ENOEXEC.
+ */
+static int load_symbols(struct sym_elf *e, struct sym_elf_info *info)
+{
+	struct sym_builder b = { 0 };
+	int err = load_symbols_of(e, SHT_SYMTAB, &b), dyn_err;
+
+	if (err == -ENOMEM)
+		goto cleanup;
+	if (err || b.n == 0) {
+		sym_builder__fini(&b);
+		dyn_err = load_symbols_of(e, SHT_DYNSYM, &b);
+		info->damaged = err == -ENOEXEC || dyn_err == -ENOEXEC;
+		if (dyn_err == -ENOMEM || (dyn_err == -ENOEXEC && err == -ENOEXEC) ||
+		    (dyn_err == -ENOEXEC && err == -ENOENT)) {
+			err = dyn_err;
+			goto cleanup;
+		}
+	}
+	return sym_builder__finish(&b, &info->table);
+cleanup:
+	sym_builder__fini(&b);
+	return err;
+}
+
+int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info)
+{
+	int err = load_segments(e, info);
+
+	if (!err)
+		err = load_symbols(e, info);
+	return err;
+}
+
+void sym_elf_info__fini(struct sym_elf_info *info)
+{
+	free(info->segs);
+	info->segs = NULL;
+	info->n_segs = 0;
+	info->damaged = false;
+	sym_table__fini(&info->table);
+}

@@ -1,0 +1,107 @@
+/*
+ * Private to src/symbolize: the sorted symbol table shared by ELF objects and the
+ * kernel, the ELF reader and the kallsyms reader. Other modules include symbolize.h.
+ */
+#ifndef HEARTH_SYM_INTERNAL_H
+#define HEARTH_SYM_INTERNAL_H
+
+#include "symbolize/symbolize.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A GNU build-id is usually 20 bytes (sha1); allow up to 64 (hex: 128 chars + NUL). */
+#define SYM_BUILD_ID_MAX 64
+#define SYM_BUILD_ID_HEX (2 * SYM_BUILD_ID_MAX + 1)
+/* An unsized symbol that is last in its region covers at most this much. */
+#define SYM_UNSIZED_TAIL (64 * 1024)
+/* More symbols than this in one table is not a real object; the rest are ignored. */
+#define SYM_MAX_SYMBOLS (16u << 20)
+/* name offset of a symbol that only ends the one before it (kernel "_etext"). */
+#define SYM_NO_NAME UINT32_MAX
+
+/* One function: [start, end) in the table's address space (ELF vaddr, or kernel addr). */
+struct sym_entry {
+	uint64_t start, end;
+	uint32_t name;	  /* offset in sym_table.names: raw name, or SYM_NO_NAME */
+	uint32_t display; /* offset in sym_table.names: shown name ("f [module]") */
+};
+
+/* Sorted by start, non-overlapping starts; immutable once built. */
+struct sym_table {
+	struct sym_entry *syms;	     /* owned */
+	size_t n;
+	char *names;		     /* owned: NUL-terminated names back to back */
+	struct sym_result **results; /* owned, lazily: one shared result per symbol */
+};
+
+/* A symbol as read, before sorting and choosing among aliases. */
+struct sym_raw {
+	uint64_t start, size; /* size 0 = unknown: ends at the next symbol */
+	uint64_t bound;	      /* nothing of it lies at or past this (section end) */
+	uint32_t region;      /* ELF section index, or kernel module number (0 = core) */
+	uint32_t name, display;
+	uint8_t rank;	      /* which alias wins at one address: higher */
+};
+
+struct sym_builder {
+	struct sym_raw *raw;
+	size_t n, cap;
+	char *names;
+	size_t len, names_cap;
+};
+
+/* Adds a symbol; display NULL = same as name, name NULL = an end marker. 0 or -ENOMEM. */
+int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char *name,
+		     const char *display);
+/* Sorts, keeps one symbol per address, computes ends; b is emptied. 0 or -ENOMEM. */
+int sym_builder__finish(struct sym_builder *b, struct sym_table *t);
+void sym_builder__fini(struct sym_builder *b);
+
+void sym_table__fini(struct sym_table *t);
+/* Index of the named symbol holding addr, or -1 (none, or only an end marker). */
+long sym_table__find(const struct sym_table *t, uint64_t addr);
+/* The shared one-frame result for symbol i (from sym_table__find); NULL on ENOMEM. */
+const struct sym_result *sym_table__result(struct sym_table *t, size_t i);
+
+/* Room for `need` elements of `elem` bytes in p (capacity *cap, doubling, overflow-
+ * checked). Returns the possibly moved array, or NULL on ENOMEM (p still valid). */
+void *sym_grow(void *p, size_t *cap, size_t need, size_t elem);
+
+/* A PT_LOAD segment: file bytes [off, off + filesz) load at vaddr. */
+struct sym_segment {
+	uint64_t off, filesz, vaddr;
+	bool exec;
+};
+
+/* What one ELF file yields; everything owned. */
+struct sym_elf_info {
+	char build_id[SYM_BUILD_ID_HEX]; /* "" when none */
+	struct sym_segment *segs;
+	size_t n_segs;
+	struct sym_table table;
+	bool damaged; /* a symbol table was unreadable; what could be read is kept */
+};
+
+struct sym_elf; /* an open ELF file: fd + libelf handle */
+
+/*
+ * Opens path read-only (a regular file only). 0, -errno, or -ENOEXEC: not ELF, or its
+ * header or program/section header tables do not fit in the file (truncated, corrupt).
+ */
+int sym_elf__open(const char *path, struct sym_elf **out);
+void sym_elf__close(struct sym_elf *e);
+/* Hex NT_GNU_BUILD_ID into hex ("" when none). */
+void sym_elf__build_id(struct sym_elf *e, char *hex, size_t len);
+/*
+ * Segments and function symbols into info (build_id untouched). 0, -ENOMEM, -ENOEXEC
+ * (nothing usable); 0 with info->damaged when .symtab was corrupt but .dynsym was read.
+ */
+int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info);
+void sym_elf_info__fini(struct sym_elf_info *info);
+
+/* Text symbols of a kallsyms file. 0 or -errno (-ENOENT also when it has no symbols). */
+int sym_kallsyms__load(const char *path, struct sym_table *t);
+
+#endif /* HEARTH_SYM_INTERNAL_H */

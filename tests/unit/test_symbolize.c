@@ -1,0 +1,612 @@
+/*
+ * Tests for src/symbolize. ELF fixtures are compiled at test time with gcc into the test
+ * tmp dir: a PIE and a non-PIE executable, a shared library and a stripped copy of it.
+ * Expected offsets come from an independent reading of each file here (libelf: symbol
+ * vaddr, then the PT_LOAD holding it), not from the code under test.
+ */
+#include "symbolize/symbolize.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char fixture_src[] =
+	"__attribute__((noinline)) int hearth_exported(int x)\n"
+	"{\n"
+	"	int s = 0;\n"
+	"	for (int i = 0; i < x; i++)\n"
+	"		s += (i * x) ^ (s >> 3);\n"
+	"	return s;\n"
+	"}\n"
+	"__attribute__((noinline)) static int hearth_local(int x)\n"
+	"{\n"
+	"	volatile int v = x;\n"
+	"	return v * 3 + 1;\n"
+	"}\n"
+	"int (*volatile hearth_keep)(int) = hearth_local;\n"
+	"#ifdef WITH_MAIN\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"	(void)argv;\n"
+	"	return hearth_exported(argc) + hearth_keep(argc);\n"
+	"}\n"
+	"#endif\n";
+
+/* Paths of the fixtures, built once per test binary. */
+static char fx_pie[256], fx_nopie[256], fx_lib[256], fx_stripped[256];
+static int fx_state; /* 0 not built, 1 built, -1 failed */
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int build_fixtures(void)
+{
+	const char *d = unit_tmp_dir();
+	char src[256];
+	FILE *f;
+
+	if (fx_state)
+		return fx_state > 0 ? 0 : -1;
+	fx_state = -1;
+	snprintf(src, sizeof(src), "%s/fixture.c", d);
+	snprintf(fx_pie, sizeof(fx_pie), "%s/pie", d);
+	snprintf(fx_nopie, sizeof(fx_nopie), "%s/nopie", d);
+	snprintf(fx_lib, sizeof(fx_lib), "%s/libfx.so", d);
+	snprintf(fx_stripped, sizeof(fx_stripped), "%s/libfx-stripped.so", d);
+	if (!(f = fopen(src, "w")) || fputs(fixture_src, f) < 0 || fclose(f) != 0)
+		return -1;
+	if (sh("gcc -O1 -DWITH_MAIN -fPIE -pie -Wl,--build-id -o '%s' '%s'", fx_pie, src) ||
+	    sh("gcc -O1 -DWITH_MAIN -fno-pie -no-pie -Wl,--build-id -o '%s' '%s'", fx_nopie,
+	       src) ||
+	    sh("gcc -O1 -shared -fPIC -Wl,--build-id -o '%s' '%s'", fx_lib, src) ||
+	    sh("cp '%s' '%s' && strip '%s'", fx_lib, fx_stripped, fx_stripped))
+		return -1;
+	fx_state = 1;
+	return 0;
+}
+
+/* Finds a function symbol by name in .symtab, else .dynsym: its vaddr and size. */
+static int find_symbol(Elf *elf, const char *name, uint64_t *vaddr, uint64_t *size)
+{
+	const Elf64_Word types[] = { SHT_SYMTAB, SHT_DYNSYM };
+
+	for (int t = 0; t < 2; t++) {
+		Elf_Scn *scn = NULL;
+		GElf_Shdr shdr;
+		GElf_Sym sym;
+
+		while ((scn = elf_nextscn(elf, scn))) {
+			Elf_Data *data;
+
+			if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != types[t] ||
+			    !(data = elf_getdata(scn, NULL)))
+				continue;
+			for (int i = 0; gelf_getsym(data, i, &sym); i++) {
+				const char *n = elf_strptr(elf, shdr.sh_link, sym.st_name);
+
+				if (n && strcmp(n, name) == 0 && sym.st_shndx != SHN_UNDEF) {
+					*vaddr = sym.st_value;
+					*size = sym.st_size;
+					return 0;
+				}
+			}
+		}
+	}
+	return -1;
+}
+
+/* File offset of a function: off = vaddr - p_vaddr + p_offset of the PT_LOAD holding it. */
+static int symbol_file_off(const char *path, const char *name, uint64_t *off, uint64_t *size,
+			   uint64_t *vaddr_out)
+{
+	int fd = open(path, O_RDONLY), err = -1;
+	Elf *elf = NULL;
+	uint64_t vaddr;
+	size_t n;
+	GElf_Phdr ph;
+
+	elf_version(EV_CURRENT);
+	if (fd < 0 || !(elf = elf_begin(fd, ELF_C_READ, NULL)) ||
+	    find_symbol(elf, name, &vaddr, size) || elf_getphdrnum(elf, &n))
+		goto cleanup;
+	for (size_t i = 0; i < n; i++) {
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+			*off = vaddr - ph.p_vaddr + ph.p_offset;
+			if (vaddr_out)
+				*vaddr_out = vaddr;
+			err = 0;
+			break;
+		}
+	}
+cleanup:
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* The object for path, with dev/inode as /proc/PID/maps would give them. */
+static struct sym_object *object_of(struct symbolizer *s, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return symbolizer__object(s, path, path, 0, 0);
+	return symbolizer__object(s, path, path, st.st_dev, st.st_ino);
+}
+
+/* Whether off in obj resolves to exactly one frame named name. */
+static int resolves_to(struct symbolizer *s, struct sym_object *o, uint64_t off, const char *name)
+{
+	const struct sym_result *r = NULL;
+
+	if (symbolizer__resolve(s, o, off, &r) != 0 || !r || r->n != 1)
+		return 0;
+	return strcmp(r->frames[0].name, name) == 0 && strcmp(r->frames[0].system_name, name) == 0 &&
+	       r->frames[0].file == NULL && r->frames[0].line == 0 && !r->frames[0].inlined;
+}
+
+static int resolves_nothing(struct symbolizer *s, struct sym_object *o, uint64_t off)
+{
+	const struct sym_result *r = NULL;
+
+	return symbolizer__resolve(s, o, off, &r) == 0 && r && r->n == 0;
+}
+
+/* Start, middle and last byte of the function resolve to it. */
+static int function_resolves(struct symbolizer *s, const char *path, const char *name)
+{
+	struct sym_object *o = object_of(s, path);
+	uint64_t off, size;
+
+	if (!o || symbol_file_off(path, name, &off, &size, NULL) || size < 2)
+		return 0;
+	return resolves_to(s, o, off, name) && resolves_to(s, o, off + size / 2, name) &&
+	       resolves_to(s, o, off + size - 1, name);
+}
+
+TEST(pie_executable)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+
+	CHECK(s && build_fixtures() == 0);
+	CHECK(function_resolves(s, fx_pie, "hearth_exported"));
+	CHECK(function_resolves(s, fx_pie, "hearth_local"));
+	CHECK(function_resolves(s, fx_pie, "main"));
+	o = object_of(s, fx_pie);
+	CHECK(o);
+	CHECK_STREQ(sym_object__path(o), fx_pie);
+	CHECKF(strlen(sym_object__build_id(o)) == 40, "build-id \"%s\"", sym_object__build_id(o));
+	CHECK(resolves_nothing(s, o, 0));	  /* ELF header: no function */
+	CHECK(resolves_nothing(s, o, 1u << 30)); /* past the file */
+cleanup:
+	symbolizer__free(s);
+}
+
+TEST(non_pie_executable)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	uint64_t off, size, vaddr;
+
+	CHECK(s && build_fixtures() == 0);
+	CHECK(symbol_file_off(fx_nopie, "hearth_exported", &off, &size, &vaddr) == 0);
+	CHECKF(vaddr >= 0x400000 && vaddr != off, "vaddr 0x%" PRIx64 " off 0x%" PRIx64, vaddr, off);
+	CHECK(function_resolves(s, fx_nopie, "hearth_exported"));
+	CHECK(function_resolves(s, fx_nopie, "hearth_local"));
+	CHECK(resolves_nothing(s, object_of(s, fx_nopie), 0));
+cleanup:
+	symbolizer__free(s);
+}
+
+TEST(shared_library)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	uint64_t off, size;
+
+	CHECK(s && build_fixtures() == 0);
+	CHECK(function_resolves(s, fx_lib, "hearth_exported"));
+	CHECK(function_resolves(s, fx_lib, "hearth_local"));
+	/* Just past the last byte of a sized function is not that function. */
+	o = object_of(s, fx_lib);
+	CHECK(symbol_file_off(fx_lib, "hearth_exported", &off, &size, NULL) == 0);
+	CHECK(!resolves_to(s, o, off + size, "hearth_exported"));
+cleanup:
+	symbolizer__free(s);
+}
+
+TEST(stripped_library_falls_back_to_dynsym)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	uint64_t off, size;
+
+	CHECK(s && build_fixtures() == 0);
+	/* strip removed .symtab: the local function is gone, the exported one is in .dynsym */
+	CHECK(symbol_file_off(fx_stripped, "hearth_local", &off, &size, NULL) == -1);
+	CHECK(function_resolves(s, fx_stripped, "hearth_exported"));
+	o = object_of(s, fx_stripped);
+	CHECK(symbol_file_off(fx_lib, "hearth_local", &off, &size, NULL) == 0);
+	CHECK(resolves_nothing(s, o, off + size / 2)); /* not claimed by a neighbour */
+cleanup:
+	symbolizer__free(s);
+}
+
+TEST(elf_opened_once_per_object)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *first = NULL, *o;
+	struct sym_stats st;
+	char link[300], copy[300];
+	uint64_t off, size;
+
+	CHECK(s && build_fixtures() == 0);
+	CHECK(symbol_file_off(fx_lib, "hearth_exported", &off, &size, NULL) == 0);
+	for (int round = 0; round < 20; round++) {
+		o = object_of(s, fx_lib);
+		CHECK(o && (!first || o == first));
+		first = o;
+		for (uint64_t i = 0; i < size; i++)
+			CHECK(resolves_to(s, o, off + i, "hearth_exported"));
+	}
+	/* Another name for the same inode, with no inode given: still the same object. */
+	snprintf(link, sizeof(link), "%s/libfx-link.so", unit_tmp_dir());
+	unlink(link);
+	CHECK(symlink(fx_lib, link) == 0);
+	CHECK(symbolizer__object(s, link, link, 0, 0) == first);
+	symbolizer__stats(s, &st);
+	CHECKF(st.elf_opens == 1, "%" PRIu64 " opens", st.elf_opens);
+	CHECK(st.objects == 1 && st.elf_failures == 0);
+	CHECK(st.cache_misses == size);
+	CHECK(st.cache_hits == 19 * size);
+
+	/* A copy (other inode, same build-id) shares the object; it is read only for its id. */
+	snprintf(copy, sizeof(copy), "%s/libfx-copy.so", unit_tmp_dir());
+	CHECK(sh("cp '%s' '%s'", fx_lib, copy) == 0);
+	CHECK(object_of(s, copy) == first);
+	CHECK(object_of(s, copy) == first);
+	symbolizer__stats(s, &st);
+	CHECK(st.elf_opens == 2 && st.objects == 1);
+cleanup:
+	symbolizer__free(s);
+}
+
+TEST(open_path_must_be_the_mapped_inode)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	struct stat st;
+	struct sym_stats stats;
+	char gone[300];
+	uint64_t off, size;
+
+	CHECK(s && build_fixtures() == 0);
+	CHECK(stat(fx_lib, &st) == 0);
+	CHECK(symbol_file_off(fx_lib, "hearth_exported", &off, &size, NULL) == 0);
+	snprintf(gone, sizeof(gone), "%s/proc/1/map_files/1000-2000", unit_tmp_dir());
+	/* The mapped name is another inode: not trusted, nothing resolves. */
+	o = symbolizer__object(s, gone, fx_nopie, st.st_dev, st.st_ino);
+	CHECK(o && resolves_nothing(s, o, off));
+	symbolizer__free(s);
+	/* Nor when open_path itself is another file (the library was replaced since). */
+	s = symbolizer__new(NULL);
+	CHECK(s);
+	o = symbolizer__object(s, fx_nopie, fx_nopie, st.st_dev, st.st_ino);
+	CHECK(o && resolves_nothing(s, o, off));
+	symbolizer__stats(s, &stats);
+	CHECK(stats.elf_opens == 0 && stats.elf_failures == 1);
+	symbolizer__free(s);
+	/* The mapped name is the same inode: read through it. */
+	s = symbolizer__new(NULL);
+	CHECK(s);
+	o = symbolizer__object(s, gone, fx_lib, st.st_dev, st.st_ino);
+	CHECK(o && resolves_to(s, o, off, "hearth_exported"));
+	CHECK(symbolizer__object(s, gone, fx_lib, st.st_dev, st.st_ino) == o);
+	CHECK(object_of(s, fx_lib) == o);
+	symbolizer__stats(s, &stats);
+	CHECK(stats.elf_opens == 1 && stats.elf_failures == 0);
+cleanup:
+	symbolizer__free(s);
+}
+
+TEST(file_rewritten_in_place_is_a_new_object)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *a, *b;
+	struct stat st1, st2;
+	struct sym_stats st;
+	char path[300];
+	uint64_t off, size;
+
+	CHECK(s && build_fixtures() == 0);
+	snprintf(path, sizeof(path), "%s/rewritten", unit_tmp_dir());
+	CHECK(sh("cat '%s' > '%s'", fx_lib, path) == 0);
+	CHECK(stat(path, &st1) == 0);
+	a = object_of(s, path);
+	CHECK(symbol_file_off(path, "hearth_exported", &off, &size, NULL) == 0);
+	CHECK(resolves_to(s, a, off, "hearth_exported"));
+	/* Same inode, new content and mtime (e.g. `cp new old` over a library). */
+	usleep(1100 * 1000); /* past SYM_RECHECK_NS: identities are re-checked once a second */
+	CHECK(sh("cat '%s' > '%s'", fx_pie, path) == 0);
+	CHECK(stat(path, &st2) == 0 && st2.st_ino == st1.st_ino);
+	b = object_of(s, path);
+	CHECK(b && b != a);
+	CHECK(strcmp(sym_object__build_id(a), sym_object__build_id(b)) != 0);
+	CHECK(symbol_file_off(path, "main", &off, &size, NULL) == 0);
+	CHECK(resolves_to(s, b, off, "main"));
+	symbolizer__stats(s, &st);
+	CHECK(st.elf_opens == 2 && st.objects == 2);
+cleanup:
+	symbolizer__free(s);
+}
+
+/* Writes bytes at an offset of a file. */
+static int patch(const char *path, long at, const void *bytes, size_t n)
+{
+	int fd = open(path, O_WRONLY);
+	int ok = fd >= 0 && pwrite(fd, bytes, n, at) == (ssize_t)n;
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * File offset of the section header of the first section of this type (with link, of
+ * the section its sh_link names instead), or -1.
+ */
+static long shdr_pos(const char *path, Elf64_Word type, bool link)
+{
+	int fd = open(path, O_RDONLY);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	GElf_Ehdr eh;
+	GElf_Shdr shdr;
+	Elf_Scn *scn = NULL;
+	long pos = -1;
+
+	if (elf && gelf_getehdr(elf, &eh))
+		while ((scn = elf_nextscn(elf, scn)))
+			if (gelf_getshdr(scn, &shdr) && shdr.sh_type == type) {
+				size_t ndx = link ? shdr.sh_link : elf_ndxscn(scn);
+
+				pos = (long)(eh.e_shoff + ndx * eh.e_shentsize);
+				break;
+			}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return pos;
+}
+
+/* Each corrupt variant is looked at by a fresh symbolizer: no build-id sharing. */
+static int corrupt_resolves_nothing(const char *path, uint64_t good_off, uint64_t *failures)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o = s ? object_of(s, path) : NULL;
+	struct sym_stats st;
+	int ok = o && resolves_nothing(s, o, good_off) && resolves_nothing(s, o, 0) &&
+		 resolves_nothing(s, o, 0x1000) && resolves_nothing(s, o, UINT64_MAX);
+
+	if (s) {
+		symbolizer__stats(s, &st);
+		*failures += st.elf_failures;
+	}
+	symbolizer__free(s);
+	return ok;
+}
+
+TEST(corrupt_elf_resolves_nothing)
+{
+	static const unsigned char ff[4096] = { [0 ... 4095] = 0xff };
+	const uint64_t huge = 0x7fffffffffff0000ULL;
+	char p[300];
+	uint64_t off, size, failures = 0;
+	long pos;
+	const char *d;
+
+	CHECK(build_fixtures() == 0);
+	d = unit_tmp_dir();
+	CHECK(symbol_file_off(fx_pie, "hearth_exported", &off, &size, NULL) == 0);
+
+	snprintf(p, sizeof(p), "%s/trunc-1k", d);
+	CHECK(sh("head -c 1024 '%s' > '%s'", fx_pie, p) == 0);
+	CHECK(corrupt_resolves_nothing(p, off, &failures));
+	snprintf(p, sizeof(p), "%s/trunc-half", d);
+	CHECK(sh("head -c $(( $(stat -c %%s '%s') / 2 )) '%s' > '%s'", fx_pie, fx_pie, p) == 0);
+	CHECK(corrupt_resolves_nothing(p, off, &failures));
+
+	snprintf(p, sizeof(p), "%s/bad-shoff", d); /* e_shoff, ELF64 header offset 0x28 */
+	CHECK(sh("cp '%s' '%s'", fx_pie, p) == 0 && patch(p, 0x28, &huge, 8) == 0);
+	CHECK(corrupt_resolves_nothing(p, off, &failures));
+
+	snprintf(p, sizeof(p), "%s/bad-symtab", d); /* sh_offset, sh_size of .symtab */
+	pos = shdr_pos(fx_pie, SHT_SYMTAB, false);
+	CHECK(pos > 0 && sh("cp '%s' '%s'", fx_pie, p) == 0);
+	CHECK(patch(p, pos + 0x18, &huge, 8) == 0 && patch(p, pos + 0x20, &huge, 8) == 0);
+	CHECK(corrupt_resolves_nothing(p, off, &failures));
+
+	snprintf(p, sizeof(p), "%s/bad-strtab", d); /* .symtab's string table past the end */
+	pos = shdr_pos(fx_pie, SHT_SYMTAB, true);
+	CHECK(pos > 0 && sh("cp '%s' '%s'", fx_pie, p) == 0);
+	CHECK(patch(p, pos + 0x18, &huge, 8) == 0);
+	CHECK(corrupt_resolves_nothing(p, off, &failures));
+
+	snprintf(p, sizeof(p), "%s/ff-shdrs", d); /* section header table all 0xff */
+	pos = shdr_pos(fx_pie, SHT_SYMTAB, false);
+	CHECK(sh("cp '%s' '%s'", fx_pie, p) == 0 && patch(p, pos - 64 * 4, ff, 64 * 12) == 0);
+	CHECK(corrupt_resolves_nothing(p, off, &failures));
+
+	snprintf(p, sizeof(p), "%s/ff-phdrs", d); /* program headers from e_phoff (0x40) */
+	CHECK(sh("cp '%s' '%s'", fx_pie, p) == 0 && patch(p, 0x40, ff, 56 * 4) == 0);
+	CHECK(corrupt_resolves_nothing(p, off, &failures));
+	CHECKF(failures >= 5, "%" PRIu64 " failures counted", failures);
+cleanup:;
+}
+
+TEST(non_elf_files_resolve_nothing)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_stats st;
+	char text[300], fifo[300], missing[300];
+	const char *paths[] = { text, fifo, missing, unit_tmp_dir(), "/dev/zero", "" };
+	struct sym_object *o;
+
+	CHECK(s);
+	snprintf(text, sizeof(text), "%s/text.txt", unit_tmp_dir());
+	snprintf(fifo, sizeof(fifo), "%s/fifo", unit_tmp_dir());
+	snprintf(missing, sizeof(missing), "%s/does-not-exist", unit_tmp_dir());
+	CHECK(sh("echo 'hello, not an ELF file' > '%s'", text) == 0);
+	unlink(fifo);
+	CHECK(mkfifo(fifo, 0600) == 0); /* opening it must not block */
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		o = object_of(s, paths[i]);
+		CHECKF(o != NULL, "%s", paths[i]);
+		CHECK(resolves_nothing(s, o, 0) && resolves_nothing(s, o, 10));
+		CHECK(object_of(s, paths[i]) == o);
+		CHECK_STREQ(sym_object__build_id(o), "");
+	}
+	symbolizer__stats(s, &st);
+	CHECK(st.elf_opens == 0 && st.elf_failures == 6 && st.objects == 6);
+	CHECK(symbolizer__resolve(s, NULL, 0, &(const struct sym_result *){ NULL }) == -EINVAL);
+cleanup:
+	symbolizer__free(s);
+}
+
+static const char fake_kallsyms[] =
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000000 T startup_64\n"
+	"ffffffff81000100 t secondary_startup\n"
+	"ffffffff81000200 D some_data\n"
+	"ffffffff81000300 T do_work\n"
+	"ffffffff81000400 W weak_fn\n"
+	"ffffffff81000500 T _etext\n"
+	"ffffffff82000000 T _sinittext\n"
+	"ffffffff82000100 T init_fn\n"
+	"ffffffff82000200 T _einittext\n"
+	"ffffffffc0001000 t mod_a_fn1\t[mod_a]\n"
+	"ffffffffc0001100 t mod_a_fn2\t[mod_a]\n"
+	"ffffffffc0005000 t mod_b_fn\t[mod_b]\n"
+	"this line is garbage\n";
+
+/* Display name of the kernel frame for addr, "" when unresolved. */
+static const char *ksym(struct symbolizer *s, uint64_t addr)
+{
+	const struct sym_result *r = NULL;
+
+	if (symbolizer__resolve_kernel(s, addr, &r) != 0 || !r)
+		return "(error)";
+	return r->n ? r->frames[0].name : "";
+}
+
+TEST(kernel_kallsyms)
+{
+	char path[300];
+	struct sym_opts opts = { .kallsyms_path = path };
+	struct symbolizer *s = NULL;
+	const struct sym_result *r = NULL;
+	struct sym_stats st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/kallsyms", unit_tmp_dir());
+	CHECK((f = fopen(path, "w")) && fputs(fake_kallsyms, f) >= 0 && fclose(f) == 0);
+	s = symbolizer__new(&opts);
+	CHECK(s);
+	CHECK_STREQ(ksym(s, 0xffffffff80000000), ""); /* before the first symbol */
+	CHECK_STREQ(ksym(s, 0xffffffff81000000), "startup_64");
+	CHECK_STREQ(ksym(s, 0xffffffff81000050), "startup_64");
+	CHECK_STREQ(ksym(s, 0xffffffff81000250), "secondary_startup"); /* data is not a bound */
+	CHECK_STREQ(ksym(s, 0xffffffff81000350), "do_work");
+	CHECK_STREQ(ksym(s, 0xffffffff810004ff), "weak_fn");
+	CHECK_STREQ(ksym(s, 0xffffffff81000500), ""); /* _etext ends the text */
+	CHECK_STREQ(ksym(s, 0xffffffff81800000), "");
+	CHECK_STREQ(ksym(s, 0xffffffff82000150), "init_fn");
+	CHECK_STREQ(ksym(s, 0xffffffff82000250), "");
+	CHECK_STREQ(ksym(s, 0xffffffffc0001010), "mod_a_fn1 [mod_a]");
+	CHECK_STREQ(ksym(s, 0xffffffffc0001110), "mod_a_fn2 [mod_a]");
+	CHECK_STREQ(ksym(s, 0xffffffffc0005010), "mod_b_fn [mod_b]");
+	CHECK_STREQ(ksym(s, 0xffffffffc0005000 + 0x10000), ""); /* far past the last one */
+	CHECK_STREQ(ksym(s, UINT64_MAX), "");
+	CHECK(symbolizer__resolve_kernel(s, 0xffffffffc0001010, &r) == 0 && r->n == 1);
+	CHECK_STREQ(r->frames[0].system_name, "mod_a_fn1");
+	symbolizer__stats(s, &st);
+	CHECKF(st.kernel_symbols == 11, "%" PRIu64 " kernel symbols", st.kernel_symbols);
+cleanup:
+	symbolizer__free(s);
+}
+
+TEST(kernel_without_kallsyms)
+{
+	char path[300];
+	struct sym_opts opts = { .kallsyms_path = path };
+	struct symbolizer *s = NULL;
+	struct sym_stats st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/kallsyms-restricted", unit_tmp_dir());
+	CHECK((f = fopen(path, "w")) &&
+	      fputs("0000000000000000 T _stext\n0000000000000000 T startup_64\n", f) >= 0 &&
+	      fclose(f) == 0);
+	s = symbolizer__new(&opts);
+	CHECK(s);
+	CHECK_STREQ(ksym(s, 0xffffffff81000050), "");
+	CHECK_STREQ(ksym(s, 0), "");
+	symbolizer__stats(s, &st);
+	CHECK(st.kernel_symbols == 0);
+	symbolizer__free(s);
+	snprintf(path, sizeof(path), "%s/no-such-kallsyms", unit_tmp_dir());
+	s = symbolizer__new(&opts);
+	CHECK(s);
+	CHECK_STREQ(ksym(s, 0xffffffff81000050), "");
+cleanup:
+	symbolizer__free(s);
+}
+
+/* Address of a text symbol in the real kallsyms, 0 when not visible. */
+static uint64_t real_ksym_addr(const char *name)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[600], want[300];
+	uint64_t addr = 0;
+
+	snprintf(want, sizeof(want), " T %s\n", name);
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, want) && sscanf(line, "%" SCNx64, &addr) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return addr;
+}
+
+TEST(real_kallsyms_if_readable)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	uint64_t addr = real_ksym_addr("schedule");
+
+	CHECK(s);
+	/* Unprivileged or kptr_restrict: no addresses to check, and that is fine. */
+	if (addr)
+		CHECK_STREQ(ksym(s, addr + 1), "schedule");
+cleanup:
+	symbolizer__free(s);
+}
