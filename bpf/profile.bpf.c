@@ -147,47 +147,6 @@ static __always_inline void count_stack_error(long err, bool user)
 		bump(&drops, HEARTH_DROP_STACK_OTHER);
 }
 
-static __always_inline int count_sample(struct bpf_perf_event_data *ctx, void *counts,
-					void *stacks, struct hearth_count_key *key, bool want_user,
-					bool want_kernel)
-{
-	__u64 one = 1, *val;
-	long err;
-
-	key->ustack_id = -1;
-	key->kstack_id = -1;
-	if (want_user) {
-		err = bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK);
-		if (err < 0) {
-			count_stack_error(err, true);
-			return 0;
-		}
-		key->ustack_id = err;
-	}
-	if (want_kernel) {
-		err = bpf_get_stackid(ctx, stacks, 0);
-		if (err < 0) {
-			count_stack_error(err, false);
-			return 0;
-		}
-		key->kstack_id = err;
-	}
-	val = bpf_map_lookup_elem(counts, key);
-	if (val) {
-		__sync_fetch_and_add(val, 1);
-		return 0;
-	}
-	err = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
-	if (err == -EEXIST) { /* another CPU inserted it first */
-		val = bpf_map_lookup_elem(counts, key);
-		if (val)
-			__sync_fetch_and_add(val, 1);
-	} else if (err) {
-		bump(&drops, HEARTH_DROP_MAP_FULL);
-	}
-	return 0;
-}
-
 static __always_inline int send_sample(struct bpf_perf_event_data *ctx,
 				       struct hearth_count_key *key, bool want_user,
 				       bool want_kernel)
@@ -204,6 +163,7 @@ static __always_inline int send_sample(struct bpf_perf_event_data *ctx,
 	s->tid = key->tid;
 	s->pstart = key->pstart;
 	__builtin_memcpy(s->comm, key->comm, sizeof(s->comm));
+	__builtin_memcpy(s->pcomm, key->pcomm, sizeof(s->pcomm));
 	s->ulen = 0;
 	s->klen = 0;
 	if (want_user) {
@@ -229,6 +189,53 @@ static __always_inline int send_sample(struct bpf_perf_event_data *ctx,
 fail:
 	count_stack_error(n, want_user);
 	bpf_ringbuf_discard(s, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+static __always_inline int count_sample(struct bpf_perf_event_data *ctx, void *counts,
+					void *stacks, struct hearth_count_key *key, bool want_user,
+					bool want_kernel)
+{
+	__u64 one = 1, *val;
+	bool user_err = true;
+	long err;
+
+	key->ustack_id = -1;
+	key->kstack_id = -1;
+	if (want_user) {
+		err = bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK);
+		if (err < 0)
+			goto stack_error;
+		key->ustack_id = err;
+	}
+	if (want_kernel) {
+		err = bpf_get_stackid(ctx, stacks, 0);
+		user_err = false;
+		if (err < 0)
+			goto stack_error;
+		key->kstack_id = err;
+	}
+	val = bpf_map_lookup_elem(counts, key);
+	if (val) {
+		__sync_fetch_and_add(val, 1);
+		return 0;
+	}
+	err = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
+	if (err == -EEXIST) { /* another CPU inserted it first */
+		val = bpf_map_lookup_elem(counts, key);
+		if (val)
+			__sync_fetch_and_add(val, 1);
+	} else if (err) {
+		bump(&drops, HEARTH_DROP_MAP_FULL);
+	}
+	return 0;
+stack_error:
+	count_stack_error(err, user_err);
+	/* A hash collision in the stack map: the stack is fine, only its slot is
+	 * taken. Send this sample whole through the ring buffer instead (counted as
+	 * a collision, not lost). */
+	if (err == -EEXIST)
+		return send_sample(ctx, key, want_user, want_kernel);
 	return 0;
 }
 
@@ -264,6 +271,9 @@ int hearth_sample(struct bpf_perf_event_data *ctx)
 	key.tid = tid;
 	key.pstart = BPF_CORE_READ(task, group_leader, start_boottime);
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+	/* The process name now, not at drain time: samples taken before an exec keep
+	 * the name they ran under. */
+	BPF_CORE_READ_STR_INTO(&key.pcomm, task, group_leader, comm);
 	if (pid != 0)
 		note_process(pid, key.pstart, task);
 

@@ -23,9 +23,10 @@ struct hearth_count_key {
 	__u64 pstart;	 /* process start, ns since boot (group_leader->start_boottime) */
 	__s32 ustack_id; /* stack-map id, or -1 when the sample has no user stack */
 	__s32 kstack_id; /* stack-map id, or -1 when the sample has no kernel stack */
-	char comm[HEARTH_COMM_LEN]; /* thread name */
+	char comm[HEARTH_COMM_LEN];  /* thread name */
+	char pcomm[HEARTH_COMM_LEN]; /* process (group leader) name at sample time */
 };
-_Static_assert(sizeof(struct hearth_count_key) == 40, "count key ABI");
+_Static_assert(sizeof(struct hearth_count_key) == 56, "count key ABI");
 
 /* One sample as sent through the samples ring buffer (--transfer ringbuf). */
 struct hearth_rb_sample {
@@ -35,10 +36,11 @@ struct hearth_rb_sample {
 	__u32 ulen; /* frames used in ustack */
 	__u32 klen; /* frames used in kstack */
 	char comm[HEARTH_COMM_LEN];
+	char pcomm[HEARTH_COMM_LEN];
 	__u64 ustack[HEARTH_MAX_STACK];
 	__u64 kstack[HEARTH_MAX_STACK];
 };
-_Static_assert(sizeof(struct hearth_rb_sample) == 40 + 2 * 8 * HEARTH_MAX_STACK, "rb sample ABI");
+_Static_assert(sizeof(struct hearth_rb_sample) == 56 + 2 * 8 * HEARTH_MAX_STACK, "rb sample ABI");
 
 /* Process events, sent through the events ring buffer. */
 enum hearth_event_kind {
@@ -55,11 +57,13 @@ struct hearth_event {
 };
 _Static_assert(sizeof(struct hearth_event) == 32, "event ABI");
 
-/* Per-CPU counters of everything that did not become a sample. */
+/* Per-CPU counters of everything that did not become a sample. Collisions are the
+ * exception: the sample is recovered through the ring buffer (a RINGBUF_FULL drop
+ * if that fails), so they are counted but not lost. */
 enum hearth_drop {
 	HEARTH_DROP_MAP_FULL = 0,	/* counts map had no room for a new key */
-	HEARTH_DROP_USTACK_COLLISION,	/* user stack hash collided (-EEXIST) */
-	HEARTH_DROP_KSTACK_COLLISION,	/* kernel stack hash collided (-EEXIST) */
+	HEARTH_DROP_USTACK_COLLISION,	/* user stack hash collided (-EEXIST); resent via ring buffer */
+	HEARTH_DROP_KSTACK_COLLISION,	/* kernel stack hash collided (-EEXIST); resent via ring buffer */
 	HEARTH_DROP_USTACK_MISSING,	/* user stack could not be read (-EFAULT) */
 	HEARTH_DROP_KSTACK_MISSING,	/* kernel stack could not be read (-EFAULT) */
 	HEARTH_DROP_STACK_OTHER,	/* any other stack helper error */

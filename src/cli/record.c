@@ -293,6 +293,7 @@ static void on_sample(void *ctx, const struct sampler_sample *s)
 		.tid = s->tid,
 		.pstart = s->pstart,
 		.comm = s->comm,
+		.pcomm = s->pcomm,
 		.n_user = s->n_user,
 		.n_kernel = s->n_kernel,
 		.user = s->user,
@@ -365,27 +366,47 @@ static int write_output(const struct record_args *a, const struct profile *p, FI
 	}
 }
 
+/* Appends ", N what" (or ": N what" for the first item) to line at *n. */
+static void append_count(char *line, size_t len, size_t *n, bool *first, uint64_t v,
+			 const char *what)
+{
+	int w;
+
+	if (*n >= len)
+		return;
+	w = snprintf(line + *n, len - *n, "%s %llu %s", *first ? ":" : ",",
+		     (unsigned long long)v, what);
+	*first = false;
+	*n = w > 0 ? *n + (size_t)w : *n;
+}
+
+/*
+ * The end-of-run summary on stderr, also kept as a pprof comment:
+ *   N samples, dropped N samples: N reason, ...[; N stack-id collisions resent ...]
+ */
 static void report_drops(struct sampler *s, struct profile *p, const struct collect_stats *cs)
 {
-	uint64_t drops[HEARTH_DROP_MAX], total = 0, run_ns, runs;
+	uint64_t drops[HEARTH_DROP_MAX], total = cs->dropped, run_ns, runs;
 	char line[1024];
 	size_t n;
+	bool first = true;
 
 	sampler__drops(s, drops);
 	for (int i = 0; i < HEARTH_DROP_MAX; i++)
-		if (i != HEARTH_DROP_EVENT_LOST)
+		if (sampler_drop_is_loss(i))
 			total += drops[i];
-	total += cs->dropped;
-	n = (size_t)snprintf(line, sizeof(line), "dropped %llu samples", (unsigned long long)total);
-	for (int i = 0; i < HEARTH_DROP_MAX && n < sizeof(line); i++)
-		if (drops[i])
-			n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %llu %s",
-					      n > 20 && strchr(line, ':') ? "," : ":",
+	n = (size_t)snprintf(line, sizeof(line), "%llu samples, dropped %llu samples",
+			     (unsigned long long)cs->samples, (unsigned long long)total);
+	for (int i = 0; i < HEARTH_DROP_MAX; i++)
+		if (drops[i] && sampler_drop_is_loss(i))
+			append_count(line, sizeof(line), &n, &first, drops[i], sampler_drop_name(i));
+	if (cs->dropped)
+		append_count(line, sizeof(line), &n, &first, cs->dropped, "user-space table full");
+	for (int i = 0; i < HEARTH_DROP_MAX; i++)
+		if (drops[i] && !sampler_drop_is_loss(i) && n < sizeof(line))
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "; %llu %s",
 					      (unsigned long long)drops[i], sampler_drop_name(i));
-	if (cs->dropped && n < sizeof(line))
-		snprintf(line + n, sizeof(line) - n, "%s %llu user-space table full",
-			 strchr(line, ':') ? "," : ":", (unsigned long long)cs->dropped);
-	fprintf(stderr, "hearth record: %llu samples, %s", (unsigned long long)cs->samples, line);
+	fprintf(stderr, "hearth record: %s", line);
 	/* Only counted while kernel.bpf_stats_enabled=1 (bench/overhead sets it). */
 	if (sampler__prog_stats(s, &run_ns, &runs) == 0 && runs > 0)
 		fprintf(stderr, "; BPF program: %llu runs, %llu ns", (unsigned long long)runs,

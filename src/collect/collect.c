@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysmacros.h>
 
 #define COMM_LEN 16
 
@@ -27,6 +26,7 @@ struct entry {
 	uint32_t pid, tid;
 	uint64_t pstart;
 	char comm[COMM_LEN + 1];
+	char pcomm[COMM_LEN + 1]; /* "" when the sampler did not say */
 	uint32_t n_user, n_kernel;
 	uint64_t *frames; /* owned: kernel frames then user frames, leaf first each */
 	uint64_t count;
@@ -90,6 +90,8 @@ static uint64_t hash_sample(const struct collect_sample *s)
 	h = hash_bytes(h, &s->tid, sizeof(s->tid));
 	h = hash_bytes(h, &s->pstart, sizeof(s->pstart));
 	h = hash_bytes(h, s->comm, strnlen(s->comm, COMM_LEN));
+	if (s->pcomm)
+		h = hash_bytes(h, s->pcomm, strnlen(s->pcomm, COMM_LEN));
 	h = hash_bytes(h, &s->n_kernel, sizeof(s->n_kernel));
 	h = hash_bytes(h, s->kernel, s->n_kernel * sizeof(*s->kernel));
 	h = hash_bytes(h, s->user, s->n_user * sizeof(*s->user));
@@ -101,8 +103,10 @@ static bool entry_matches(const struct entry *e, uint64_t h, const struct collec
 	return e->hash == h && e->pid == s->pid && e->tid == s->tid && e->pstart == s->pstart &&
 	       e->n_user == s->n_user && e->n_kernel == s->n_kernel &&
 	       strncmp(e->comm, s->comm, COMM_LEN) == 0 &&
-	       memcmp(e->frames, s->kernel, s->n_kernel * sizeof(uint64_t)) == 0 &&
-	       memcmp(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t)) == 0;
+	       strncmp(e->pcomm, s->pcomm ? s->pcomm : "", COMM_LEN) == 0 &&
+	       (!s->n_kernel || memcmp(e->frames, s->kernel, s->n_kernel * sizeof(uint64_t)) == 0) &&
+	       (!s->n_user ||
+		memcmp(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t)) == 0);
 }
 
 static int grow(struct collector *c)
@@ -135,13 +139,16 @@ static int fill_entry(struct entry *e, uint64_t h, const struct collect_sample *
 	e->frames = malloc((n ? n : 1) * sizeof(uint64_t));
 	if (!e->frames)
 		return -ENOMEM;
-	memcpy(e->frames, s->kernel, s->n_kernel * sizeof(uint64_t));
-	memcpy(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t));
+	if (s->n_kernel) /* memcpy from NULL is undefined even for 0 bytes */
+		memcpy(e->frames, s->kernel, s->n_kernel * sizeof(uint64_t));
+	if (s->n_user)
+		memcpy(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t));
 	e->hash = h;
 	e->pid = s->pid;
 	e->tid = s->tid;
 	e->pstart = s->pstart;
 	snprintf(e->comm, sizeof(e->comm), "%s", s->comm ? s->comm : "");
+	snprintf(e->pcomm, sizeof(e->pcomm), "%s", s->pcomm ? s->pcomm : "");
 	e->n_user = (uint32_t)s->n_user;
 	e->n_kernel = (uint32_t)s->n_kernel;
 	e->count = s->count;
@@ -277,14 +284,21 @@ static uint64_t user_location(struct collector *c, struct profile *p, struct pro
 	}
 	if (!proc__object_path(c->pt, proc, m, open_path, sizeof(open_path)))
 		snprintf(open_path, sizeof(open_path), "%s", m->path);
-	obj = symbolizer__object(c->sym, open_path, m->path, makedev(m->dev_major, m->dev_minor),
-				 m->inode);
+	obj = symbolizer__object(c->sym, open_path, m->path, proc_mapping__dev(m), m->inode);
 	mid = profile__mapping(p, m->start, m->end, m->pgoff, m->path,
 			       obj ? sym_object__build_id(obj) : NULL);
 	if (obj && symbolizer__resolve(c->sym, obj, off, &r) == 0 && r && r->n)
 		return resolved_location(p, mid, addr, r);
 	c->stats.unresolved++;
 	return unresolved_location(p, mid, addr, base_name(m->path), off);
+}
+
+/* The name the process ran under when sampled, else what proc/ read, else the thread's. */
+static const char *process_name(const struct entry *e, const struct proc_process *proc)
+{
+	if (e->pcomm[0])
+		return e->pcomm;
+	return proc && proc->comm && proc->comm[0] ? proc->comm : e->comm;
 }
 
 static int build_entry(struct collector *c, struct profile *p, const struct entry *e,
@@ -297,7 +311,7 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 		{ .key = "pid", .num = e->pid },
 		{ .key = "tid", .num = e->tid },
 		{ .key = "comm", .str = e->comm },
-		{ .key = "process", .str = proc ? proc->comm : e->comm },
+		{ .key = "process", .str = process_name(e, proc) },
 	};
 
 	if (e->pid && !proc)

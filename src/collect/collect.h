@@ -24,6 +24,7 @@ struct collect_sample {
 	uint32_t pid, tid;
 	uint64_t pstart;	/* process start, ns since boot (0 = unknown) */
 	const char *comm;	/* thread name */
+	const char *pcomm;	/* process name when sampled (NULL: ask proc/) */
 	size_t n_user, n_kernel;
 	const uint64_t *user;	/* leaf first */
 	const uint64_t *kernel; /* leaf first */

@@ -33,6 +33,8 @@
 #define COUNTS_ENTRIES 16384
 #define STACKS_ENTRIES 16384
 #define SAMPLES_RB_BYTES (4u << 20)
+/* In map mode the samples ring buffer only carries stack-id collisions. */
+#define COLLISION_RB_BYTES (256u << 10)
 
 struct sampler {
 	struct profile_bpf *skel;
@@ -233,17 +235,20 @@ static int on_rb_sample(void *ctx, void *data, size_t size)
 	struct sampler *s = ctx;
 	const struct hearth_rb_sample *r = data;
 	struct sampler_sample smp;
-	char comm[HEARTH_COMM_LEN + 1];
+	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
 
 	if (size < sizeof(*r) || !s->cb.sample)
 		return 0;
 	memcpy(comm, r->comm, HEARTH_COMM_LEN);
 	comm[HEARTH_COMM_LEN] = '\0';
+	memcpy(pcomm, r->pcomm, HEARTH_COMM_LEN);
+	pcomm[HEARTH_COMM_LEN] = '\0';
 	smp = (struct sampler_sample){
 		.pid = r->pid,
 		.tid = r->tid,
 		.pstart = r->pstart,
 		.comm = comm,
+		.pcomm = pcomm,
 		.n_user = r->ulen < HEARTH_MAX_STACK ? r->ulen : HEARTH_MAX_STACK,
 		.n_kernel = r->klen < HEARTH_MAX_STACK ? r->klen : HEARTH_MAX_STACK,
 		.user = (const uint64_t *)r->ustack,
@@ -259,8 +264,8 @@ static int setup_ringbufs(struct sampler *s)
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
 	if (!s->rb)
 		return -errno;
-	if (s->transfer == SAMPLER_TRANSFER_RINGBUF &&
-	    ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_rb_sample, s) < 0)
+	/* Both modes: in map mode it carries samples whose stack id collided. */
+	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_rb_sample, s) < 0)
 		return -errno;
 	return 0;
 }
@@ -276,9 +281,9 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	k->rodata->filter_pid = o->n_pids > 0;
 	k->rodata->filter_cgroup = o->cgroup_path != NULL;
 	k->rodata->use_ringbuf = rb;
-	k->rodata->samples_rb_size = rb ? SAMPLES_RB_BYTES : 4096;
+	k->rodata->samples_rb_size = rb ? SAMPLES_RB_BYTES : COLLISION_RB_BYTES;
 	/* The mode that is not used keeps its maps at the minimum size. */
-	if (bpf_map__set_max_entries(k->maps.samples, rb ? SAMPLES_RB_BYTES : 4096) ||
+	if (bpf_map__set_max_entries(k->maps.samples, rb ? SAMPLES_RB_BYTES : COLLISION_RB_BYTES) ||
 	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.stacks0, rb ? 1 : STACKS_ENTRIES) ||
@@ -444,17 +449,20 @@ static const uint64_t *drain_stack(struct sampler *s, int map_fd, __s32 id, size
 static void emit_key(struct sampler *s, int stacks_fd, const struct hearth_count_key *k,
 		     __u64 count)
 {
-	char comm[HEARTH_COMM_LEN + 1];
+	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
 	struct sampler_sample smp = {
 		.pid = k->pid,
 		.tid = k->tid,
 		.pstart = k->pstart,
 		.comm = comm,
+		.pcomm = pcomm,
 		.count = count,
 	};
 
 	memcpy(comm, k->comm, HEARTH_COMM_LEN);
 	comm[HEARTH_COMM_LEN] = '\0';
+	memcpy(pcomm, k->pcomm, HEARTH_COMM_LEN);
+	pcomm[HEARTH_COMM_LEN] = '\0';
 	smp.user = drain_stack(s, stacks_fd, k->ustack_id, &smp.n_user);
 	smp.kernel = drain_stack(s, stacks_fd, k->kstack_id, &smp.n_kernel);
 	if (s->cb.sample)
@@ -594,12 +602,18 @@ int sampler__n_cpus(const struct sampler *s)
 	return s->n_cpus;
 }
 
+bool sampler_drop_is_loss(int drop)
+{
+	return drop != HEARTH_DROP_USTACK_COLLISION && drop != HEARTH_DROP_KSTACK_COLLISION &&
+	       drop != HEARTH_DROP_EVENT_LOST;
+}
+
 const char *sampler_drop_name(int drop)
 {
 	static const char *const names[HEARTH_DROP_MAX] = {
 		[HEARTH_DROP_MAP_FULL] = "counts map full",
-		[HEARTH_DROP_USTACK_COLLISION] = "user stack-id collisions",
-		[HEARTH_DROP_KSTACK_COLLISION] = "kernel stack-id collisions",
+		[HEARTH_DROP_USTACK_COLLISION] = "user stack-id collisions (resent)",
+		[HEARTH_DROP_KSTACK_COLLISION] = "kernel stack-id collisions (resent)",
 		[HEARTH_DROP_USTACK_MISSING] = "user stack unreadable",
 		[HEARTH_DROP_KSTACK_MISSING] = "kernel stack unreadable",
 		[HEARTH_DROP_STACK_OTHER] = "other stack errors",

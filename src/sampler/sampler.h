@@ -37,6 +37,7 @@ struct sampler_sample {
 	uint32_t pid, tid;
 	uint64_t pstart;	 /* process start, ns since boot */
 	const char *comm;	 /* thread name, borrowed */
+	const char *pcomm;	 /* process name when sampled, borrowed */
 	size_t n_user, n_kernel;
 	const uint64_t *user;	 /* leaf first; borrowed for the callback's duration */
 	const uint64_t *kernel;	 /* leaf first */
@@ -76,6 +77,8 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 int sampler__drain(struct sampler *s);
 /* Sum over CPUs of the BPF drop counters. */
 void sampler__drops(const struct sampler *s, uint64_t drops[HEARTH_DROP_MAX]);
+/* Whether a drop counter counts lost samples (collisions are resent, events are not samples). */
+bool sampler_drop_is_loss(int drop);
 /* Samples that passed the filters so far (sum over CPUs). */
 uint64_t sampler__samples(const struct sampler *s);
 /* Syscall counts of the most recent drain. */

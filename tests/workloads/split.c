@@ -1,7 +1,8 @@
 /*
  * Workload with a known CPU split: 60% in split_hot_a, 30% in split_hot_b (both
- * here) and 10% in lib_hot_c (in libsplitlib.so). Every function spins the same
- * loop body, so the split is the ratio of iterations: 6:3:1.
+ * here) and 10% in lib_hot_c (in libsplitlib.so). Every function runs the same
+ * latency-bound multiply chain (splitlib.h), whose cost per iteration does not
+ * depend on code alignment, so the split is the ratio of iterations: 6:3:1.
  * Usage: split SECONDS [PROGRAM ARGS...]
  *   prints its pid, runs for SECONDS of wall time, then execs PROGRAM if given
  *   (same pid, new image: a test of exec handling).
@@ -11,18 +12,16 @@
 #include <time.h>
 #include <unistd.h>
 
-void lib_hot_c(long n);
+#include "splitlib.h"
 
 __attribute__((noinline)) void split_hot_a(long n)
 {
-	for (volatile long i = 0; i < n; i++)
-		;
+	SPLIT_SPIN(n);
 }
 
 __attribute__((noinline)) void split_hot_b(long n)
 {
-	for (volatile long i = 0; i < n; i++)
-		;
+	SPLIT_SPIN(n);
 }
 
 __attribute__((noinline)) static void split_round(long unit)

@@ -1,0 +1,140 @@
+/*
+ * Tests of collect/: raw samples of this very process (addresses of functions in
+ * the test binary and in libc) are aggregated and symbolized into a profile with
+ * the right names, labels, kernel frames and module+offset fallbacks.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "collect/collect.h"
+#include "unit.h"
+
+__attribute__((noinline)) int collect_test_leaf(int x)
+{
+	return x * 3 + 1;
+}
+
+__attribute__((noinline)) int collect_test_caller(int x)
+{
+	return collect_test_leaf(x) + 2;
+}
+
+static const char *name_at(const struct profile *p, const struct profile_sample *s, size_t i,
+			   char *buf, size_t len)
+{
+	struct profile_location loc;
+
+	if (i >= s->n_locs || profile__get_location(p, s->locs[i], &loc) || loc.n_lines == 0)
+		return "";
+	return profile__frame_name(p, &loc, loc.n_lines - 1, buf, len);
+}
+
+static const char *label_str(const struct profile_sample *s, const char *key)
+{
+	for (size_t i = 0; i < s->n_labels; i++)
+		if (!strcmp(s->labels[i].key, key))
+			return s->labels[i].str;
+	return NULL;
+}
+
+static const char *write_kallsyms(void)
+{
+	static char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/kallsyms", unit_tmp_dir());
+	f = fopen(path, "w");
+	if (!f)
+		return NULL;
+	fprintf(f, "ffffffff81000000 T _stext\nffffffff81001000 T do_syscall_64\n"
+		   "ffffffff81002000 T entry_SYSCALL_64\nffffffff81003000 T _etext\n");
+	fclose(f);
+	return path;
+}
+
+TEST(collect_symbolizes_own_process)
+{
+	struct sym_opts so = { .kallsyms_path = write_kallsyms() };
+	struct proc_table *pt = proc_table__new("/proc");
+	struct symbolizer *sym = symbolizer__new(&so);
+	struct collector *c = pt && sym ? collector__new(pt, sym) : NULL;
+	struct profile *p = NULL;
+	struct profile_sample s;
+	struct collect_stats st;
+	char buf[256];
+	/* leaf first: an address inside the leaf, then a return address into the caller */
+	uint64_t user[2] = { (uint64_t)(uintptr_t)collect_test_leaf + 2,
+			     (uint64_t)(uintptr_t)collect_test_caller + 5 };
+	uint64_t kernel[2] = { 0xffffffff81001010ull, 0xffffffff81002008ull };
+	struct collect_sample cs = { .pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(),
+				     .comm = "tester", .n_user = 2, .user = user, .count = 3 };
+
+	CHECK(c);
+	collector__event(c, COLLECT_EV_NEW, cs.pid, 0, "test_collect");
+	CHECK(collector__add(c, &cs) == 0);
+	CHECK(collector__add(c, &cs) == 0); /* identical: aggregated */
+	cs.n_kernel = 2;
+	cs.kernel = kernel;
+	CHECK(collector__add(c, &cs) == 0);
+	collector__stats(c, &st);
+	CHECK(st.entries == 2 && st.samples == 9);
+
+	p = collector__build(c, 10000000, 1, 2);
+	CHECK(p);
+	CHECK(profile__n_samples(p) == 2);
+	CHECK(profile__total(p, 0) == 9);
+	CHECK(profile__total(p, 1) == 9 * 10000000ll);
+	for (size_t i = 0; i < 2; i++) {
+		CHECK(profile__sample(p, i, &s) == 0);
+		CHECK_STREQ(label_str(&s, "comm"), "tester");
+		CHECK(label_str(&s, "process") != NULL);
+		if (s.n_locs == 2) {
+			CHECK_STREQ(name_at(p, &s, 0, buf, sizeof(buf)), "collect_test_leaf");
+			CHECK_STREQ(name_at(p, &s, 1, buf, sizeof(buf)), "collect_test_caller");
+		} else {
+			CHECK(s.n_locs == 4);
+			CHECK_STREQ(name_at(p, &s, 0, buf, sizeof(buf)), "do_syscall_64_[k]");
+			CHECK_STREQ(name_at(p, &s, 1, buf, sizeof(buf)), "entry_SYSCALL_64_[k]");
+			CHECK_STREQ(name_at(p, &s, 2, buf, sizeof(buf)), "collect_test_leaf");
+		}
+	}
+	collector__stats(c, &st);
+	CHECK(st.entries == 0); /* build forgets what it built */
+cleanup:
+	profile__free(p);
+	collector__free(c);
+	symbolizer__free(sym);
+	proc_table__free(pt);
+}
+
+TEST(collect_keeps_module_and_offset_when_unresolved)
+{
+	struct proc_table *pt = proc_table__new("/proc");
+	struct symbolizer *sym = symbolizer__new(NULL);
+	struct collector *c = pt && sym ? collector__new(pt, sym) : NULL;
+	struct profile *p = NULL;
+	struct profile_sample s;
+	char buf[256];
+	void *anon = malloc(1 << 20); /* heap: a mapping with no file */
+	uint64_t user[2] = { (uint64_t)(uintptr_t)anon + 64, 0x10 /* in no mapping */ };
+	struct collect_sample cs = { .pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(),
+				     .comm = "tester", .n_user = 2, .user = user, .count = 1 };
+
+	CHECK(c && anon);
+	collector__event(c, COLLECT_EV_NEW, cs.pid, 0, "test_collect");
+	CHECK(collector__add(c, &cs) == 0);
+	p = collector__build(c, 1000, 0, 0);
+	CHECK(p && profile__sample(p, 0, &s) == 0 && s.n_locs == 2);
+	/* the heap is "[heap]" or anonymous: named after it, never a bare [unknown] */
+	name_at(p, &s, 0, buf, sizeof(buf));
+	CHECKF(strstr(buf, "+0x") && strncmp(buf, "[unknown]", 9) != 0, "%s", buf);
+	name_at(p, &s, 1, buf, sizeof(buf));
+	CHECKF(strncmp(buf, "[unknown] 0x", 12) == 0, "%s", buf);
+cleanup:
+	free(anon);
+	profile__free(p);
+	collector__free(c);
+	symbolizer__free(sym);
+	proc_table__free(pt);
+}
