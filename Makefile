@@ -90,6 +90,11 @@ $(BUILD)/san/%.o: %.c | $(GENERATED)
 $(BUILD)/hearth: $(OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The whole binary under ASan/UBSan (LeakSanitizer at exit), for integration tests.
+CLI_OBJS_SAN := $(patsubst %.c,$(BUILD)/san/%.o,$(CLI_SRCS))
+$(BUILD)/hearth-asan: $(LIB_OBJS_SAN) $(CLI_OBJS_SAN)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
 # Unit tests: every library module linked in, under ASan/UBSan.
 $(BUILD)/tests/test_%: $(BUILD)/san/tests/unit/test_%.o $(BUILD)/san/tests/unit/unit.o $(LIB_OBJS_SAN)
 	@mkdir -p $(dir $@)
@@ -104,7 +109,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_SRCS) | $(GENERATED)
 		-o $@ $^ $(LDLIBS)
 fuzz: $(FUZZ_BINS)
 
-test: $(TEST_DEPS_STAMP) $(BUILD)/hearth unit-tests
+test: $(TEST_DEPS_STAMP) $(BUILD)/hearth $(BUILD)/hearth-asan unit-tests
 	bash tests/run.sh
 
 run: $(BUILD)/hearth

@@ -189,7 +189,8 @@ static int read_maps(int dirfd, struct proc_mapping **out, size_t *n_out)
 		maps_free(maps, n);
 		return err;
 	}
-	qsort(maps, n, sizeof(*maps), mapping_cmp);
+	if (n) /* kernel threads have no mappings: qsort(NULL, 0) is undefined */
+		qsort(maps, n, sizeof(*maps), mapping_cmp);
 	*out = maps;
 	*n_out = n;
 	return 0;
