@@ -384,7 +384,8 @@ static void append_count(char *line, size_t len, size_t *n, bool *first, uint64_
  * The end-of-run summary on stderr, also kept as a pprof comment:
  *   N samples, dropped N samples: N reason, ...[; N stack-id collisions resent ...]
  */
-static void report_drops(struct sampler *s, struct profile *p, const struct collect_stats *cs)
+static void report_drops(struct sampler *s, struct profile *p, const struct collect_stats *cs,
+			 bool add_comment)
 {
 	uint64_t drops[HEARTH_DROP_MAX], total = cs->dropped, run_ns, runs;
 	char line[1024];
@@ -412,7 +413,9 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 		fprintf(stderr, "; BPF program: %llu runs, %llu ns", (unsigned long long)runs,
 			(unsigned long long)run_ns);
 	fputc('\n', stderr);
-	profile__add_comment(p, line);
+	/* Kept in pprof/folded/SVG files; the top table on a terminal already has it above. */
+	if (add_comment)
+		profile__add_comment(p, line);
 }
 
 static int record(const struct record_args *a, FILE *out)
@@ -452,7 +455,7 @@ static int record(const struct record_args *a, FILE *out)
 		goto cleanup;
 	}
 	collector__stats(col, &cs);
-	report_drops(s, p, &cs);
+	report_drops(s, p, &cs, a->format != FMT_TOP);
 	ret = write_output(a, p, out);
 	if (ret)
 		cli_error("record", "writing %s failed: %s", a->output ? a->output : "stdout",

@@ -84,33 +84,45 @@ int64_t profile__period_ns(const struct profile *p);
 /* Free-text comment kept in the pprof `comment` field (e.g. drop counts). 0 or -ENOMEM. */
 int profile__add_comment(struct profile *p, const char *comment);
 
-/* Interned mapping; the same fields give the same id. build_id may be NULL. 0 on ENOMEM. */
+/* Interned mapping; the same fields give the same id. file/build_id may be NULL ("").
+ * 0 on ENOMEM. */
 uint64_t profile__mapping(struct profile *p, uint64_t start, uint64_t limit, uint64_t offset,
 			  const char *file, const char *build_id);
-/* Interned function; the same fields give the same id. system_name/filename may be NULL. */
+/* Interned function; the same fields give the same id. Any string may be NULL (""). 0 on ENOMEM. */
 uint64_t profile__function(struct profile *p, const char *name, const char *system_name,
 			   const char *filename);
 /* Interned location keyed by (mapping_id, address): a second call with the same key
- * returns the first id and ignores its lines. lines[0] is the innermost frame. */
+ * returns the first id and ignores its lines. lines[0] is the innermost frame.
+ * mapping_id may be 0; 0 on ENOMEM or for an unknown mapping or function id. */
 uint64_t profile__location(struct profile *p, uint64_t mapping_id, uint64_t address,
 			   const struct profile_line *lines, size_t n_lines);
 /*
  * Adds values to the sample with these locations and labels (label order does not
- * matter), creating it when new. Copies everything it is given.
- * Returns 0, -EINVAL for an unknown location id, -ENOMEM.
+ * matter), creating it when new. Copies everything it is given; num is ignored for
+ * string labels. Sums saturate at INT64_MIN/INT64_MAX.
+ * Returns 0, -EINVAL for an unknown location id or a NULL label key, -ENOMEM.
  */
 int profile__add_sample(struct profile *p, const uint64_t *locs, size_t n_locs,
 			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 			size_t n_labels);
 
-/* Read access; the pointers stay valid until the profile is changed or freed. */
+/*
+ * Read access; the pointers stay valid until the profile is changed or freed
+ * (strings stay valid until it is freed). Ids run from 1 to the count; the getters
+ * return 0, or -ENOENT for an index or id out of range.
+ */
 size_t profile__n_samples(const struct profile *p);
 int profile__sample(const struct profile *p, size_t i, struct profile_sample *out);
 size_t profile__n_locations(const struct profile *p);
 int profile__get_location(const struct profile *p, uint64_t id, struct profile_location *out);
+size_t profile__n_functions(const struct profile *p);
 int profile__get_function(const struct profile *p, uint64_t id, struct profile_function *out);
+size_t profile__n_mappings(const struct profile *p);
 int profile__get_mapping(const struct profile *p, uint64_t id, struct profile_mapping *out);
-/* Sum of values[i] over all samples. */
+/* Comments in the order added; NULL for i out of range. */
+size_t profile__n_comments(const struct profile *p);
+const char *profile__comment(const struct profile *p, size_t i);
+/* Sum of values[i] over all samples (saturating); 0 for i out of range. */
 int64_t profile__total(const struct profile *p, int i);
 
 /*

@@ -1,0 +1,702 @@
+/*
+ * pprof decoder: gzipped or raw profile.proto from outside (files, HTTP pushes)
+ * into a new model. It must survive any input, so it runs in three guarded steps:
+ *
+ *   inflate   bounded by PPROF_MAX_INFLATED (decompression bombs: -EFBIG);
+ *   unpack    protobuf-c with an allocator on a byte budget (a few bytes on the
+ *             wire can ask for a 100-byte struct each: -EFBIG past the budget);
+ *   validate  every string index, every id reference, value counts (-EINVAL with
+ *             one sentence naming the problem) before anything is built,
+ *
+ * then the model is built through the public interning calls, translating the
+ * file's ids (any non-zero uint64) into the model's.
+ *
+ * Values: the model holds [samples/count, cpu/nanoseconds]. The sample types are
+ * matched by name (then by unit); a profile with only one of them gets the other
+ * derived from the period (count = cpu / period, cpu = count * period).
+ */
+#include "profile_impl.h"
+
+#include "profile.pb-c.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* zlib counts in 32-bit uInt: feed it at most this much per call. */
+#define DEC_ZCHUNK (1u << 30)
+/* Unpacked messages may take this much plus DEC_UNPACK_FACTOR bytes per wire byte. */
+#define DEC_UNPACK_BASE	  (64u << 20)
+#define DEC_UNPACK_FACTOR 16u
+#define DEC_UNPACK_MAX	  (1ull << 30)
+
+struct idpair {
+	uint64_t id;
+	size_t idx; /* index in the message's array */
+};
+
+struct dec {
+	const Perftools__Profiles__Profile *m;
+	char *err;
+	size_t errlen;
+	struct idpair *map_ix, *fn_ix, *loc_ix; /* sorted by id */
+	uint64_t *map_ids, *fn_ids, *loc_ids;	/* model id per message index */
+	int idx_count, idx_cpu;			/* sample_type indices, -1 when absent */
+	struct profile *p;
+};
+
+__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int code,
+						      const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* ---- inflate ---- */
+
+static bool is_gzip(const uint8_t *buf, size_t len)
+{
+	return len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b; /* RFC 1952 ID1 ID2 */
+}
+
+struct inflater {
+	z_stream z;
+	const uint8_t *start, *in; /* the whole input; the next byte not yet given to zlib */
+	size_t n, in_left;
+	uint8_t *out; /* owned until handed over */
+	size_t cap, len;
+};
+
+/* Bytes of input zlib has not consumed yet. */
+static size_t inflater_remaining(const struct inflater *f)
+{
+	return f->z.avail_in + f->in_left;
+}
+
+/* Gives zlib more input and room for output: the buffer doubles up to one byte past
+ * the limit, so reaching that byte proves the stream is too large. */
+static int inflater_feed(struct inflater *f)
+{
+	size_t ncap;
+	uint8_t *n;
+
+	if (f->z.avail_in == 0 && f->in_left) {
+		size_t c = f->in_left > DEC_ZCHUNK ? DEC_ZCHUNK : f->in_left;
+
+		f->z.next_in = (Bytef *)f->in;
+		f->z.avail_in = (uInt)c;
+		f->in += c;
+		f->in_left -= c;
+	}
+	if (f->len == f->cap) {
+		if (f->cap > PPROF_MAX_INFLATED)
+			return -EFBIG;
+		ncap = f->cap * 2 > (size_t)PPROF_MAX_INFLATED + 1 ? (size_t)PPROF_MAX_INFLATED + 1
+								   : f->cap * 2;
+		n = realloc(f->out, ncap);
+		if (!n)
+			return -ENOMEM;
+		f->out = n;
+		f->cap = ncap;
+	}
+	f->z.next_out = f->out + f->len;
+	f->z.avail_out = f->cap - f->len > DEC_ZCHUNK ? DEC_ZCHUNK : (uInt)(f->cap - f->len);
+	return 0;
+}
+
+/* After the end of one gzip member: another member may follow (RFC 1952 §2.2). */
+static int inflater_next_member(struct inflater *f, char *err, size_t errlen)
+{
+	size_t rest = inflater_remaining(f);
+	const uint8_t *p = f->start + f->n - rest;
+
+	if (rest == 0)
+		return 1;
+	if (!is_gzip(p, rest))
+		return fail(err, errlen, -EINVAL,
+			    "the gzip stream is followed by %zu bytes that are not gzip data",
+			    rest);
+	return inflateReset(&f->z) == Z_OK ? 0 : -ENOMEM;
+}
+
+/* Runs zlib to the end of the input; 0 when every member ended cleanly. */
+static int inflater_run(struct inflater *f, char *err, size_t errlen)
+{
+	for (;;) {
+		uInt room;
+		int zr, r = inflater_feed(f);
+
+		if (r == -EFBIG)
+			return fail(err, errlen, r, "the gzip stream inflates to more than %u MiB",
+				    PPROF_MAX_INFLATED >> 20);
+		if (r)
+			return r;
+		room = f->z.avail_out;
+		zr = inflate(&f->z, Z_NO_FLUSH);
+		f->len += room - f->z.avail_out;
+		if (zr == Z_STREAM_END) {
+			r = inflater_next_member(f, err, errlen);
+			if (r)
+				return r > 0 ? 0 : r;
+		} else if (zr == Z_BUF_ERROR && inflater_remaining(f) == 0) {
+			return fail(err, errlen, -EINVAL, "the gzip stream is truncated");
+		} else if (zr == Z_MEM_ERROR) {
+			return -ENOMEM;
+		} else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+			return fail(err, errlen, -EINVAL, "the gzip data is invalid (%s)",
+				    f->z.msg ? f->z.msg : "zlib error");
+		}
+	}
+}
+
+/* Inflates a gzip buffer into a malloc'd *out. */
+static int gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *out_len, char *err,
+		  size_t errlen)
+{
+	struct inflater f = {.start = in, .in = in, .n = n, .in_left = n};
+	int r;
+
+	/* profiles compress about 4:1; the buffer doubles from there */
+	f.cap = 65536;
+	if (n <= PPROF_MAX_INFLATED / 4 && n * 4 > f.cap)
+		f.cap = n * 4;
+	f.out = malloc(f.cap);
+	if (!f.out)
+		return -ENOMEM;
+	if (inflateInit2(&f.z, 15 + 16) != Z_OK) { /* 16: gzip wrapper only */
+		free(f.out);
+		return -ENOMEM;
+	}
+	r = inflater_run(&f, err, errlen);
+	inflateEnd(&f.z);
+	if (r) {
+		free(f.out);
+		return r;
+	}
+	*out = f.out;
+	*out_len = f.len;
+	return 0;
+}
+
+/* ---- unpack on a budget ---- */
+
+struct budget {
+	size_t used, limit;
+	bool over, oom;
+};
+
+/* Each block carries its size in front so the free can give it back to the budget. */
+#define BUDGET_HDR alignof(max_align_t)
+
+static void *budget_alloc(void *data, size_t size)
+{
+	struct budget *b = data;
+	size_t total;
+	unsigned char *h;
+
+	if (__builtin_add_overflow(size, BUDGET_HDR, &total) || total > b->limit - b->used) {
+		b->over = true;
+		return NULL;
+	}
+	h = malloc(total);
+	if (!h) {
+		b->oom = true;
+		return NULL;
+	}
+	memcpy(h, &total, sizeof(total));
+	b->used += total;
+	return h + BUDGET_HDR;
+}
+
+static void budget_free(void *data, void *ptr)
+{
+	struct budget *b = data;
+	unsigned char *h;
+	size_t total;
+
+	if (!ptr)
+		return;
+	h = (unsigned char *)ptr - BUDGET_HDR;
+	memcpy(&total, h, sizeof(total));
+	b->used -= total;
+	free(h);
+}
+
+static int unpack(const uint8_t *buf, size_t len, ProtobufCAllocator *alloc,
+		  Perftools__Profiles__Profile **out, char *err, size_t errlen)
+{
+	struct budget *b = alloc->allocator_data;
+	uint64_t limit = DEC_UNPACK_BASE + (uint64_t)len * DEC_UNPACK_FACTOR;
+
+	b->limit = limit > DEC_UNPACK_MAX ? (size_t)DEC_UNPACK_MAX : (size_t)limit;
+	*out = perftools__profiles__profile__unpack(alloc, len, buf);
+	if (*out)
+		return 0;
+	if (b->oom)
+		return -ENOMEM;
+	if (b->over)
+		return fail(err, errlen, -EFBIG,
+			    "the profile needs more than %zu MiB of memory to unpack",
+			    b->limit >> 20);
+	return fail(err, errlen, -EINVAL, "the data is not a valid profile.proto message");
+}
+
+/* ---- validation: nothing is built until every index is known to be in range ---- */
+
+/* Checks a string index; where is a printf format naming the field. */
+__attribute__((format(printf, 3, 4))) static int check_sid(struct dec *d, int64_t sid,
+							   const char *where, ...)
+{
+	char what[96];
+	va_list ap;
+
+	if (sid >= 0 && (uint64_t)sid < d->m->n_string_table)
+		return 0;
+	va_start(ap, where);
+	vsnprintf(what, sizeof(what), where, ap);
+	va_end(ap);
+	return fail(d->err, d->errlen, -EINVAL,
+		    "%s refers to string %" PRId64 " but the string table has %zu entries", what,
+		    sid, d->m->n_string_table);
+}
+
+static int check_value_type(struct dec *d, const Perftools__Profiles__ValueType *vt,
+			    const char *what)
+{
+	int err = check_sid(d, vt->type, "the %s type", what);
+
+	return err ? err : check_sid(d, vt->unit, "the %s unit", what);
+}
+
+static int check_header(struct dec *d)
+{
+	const Perftools__Profiles__Profile *m = d->m;
+	int err = 0;
+
+	if (m->n_string_table == 0 || m->string_table[0][0] != '\0')
+		return fail(d->err, d->errlen, -EINVAL,
+			    "the string table must start with the empty string");
+	if (m->n_sample_type == 0)
+		return fail(d->err, d->errlen, -EINVAL, "the profile has no sample types");
+	for (size_t i = 0; i < m->n_sample_type && !err; i++)
+		err = check_value_type(d, m->sample_type[i], "sample");
+	if (!err && m->period_type)
+		err = check_value_type(d, m->period_type, "period");
+	if (!err)
+		err = check_sid(d, m->default_sample_type, "default_sample_type");
+	if (!err)
+		err = check_sid(d, m->drop_frames, "drop_frames");
+	if (!err)
+		err = check_sid(d, m->keep_frames, "keep_frames");
+	for (size_t i = 0; i < m->n_comment && !err; i++)
+		err = check_sid(d, m->comment[i], "comment %zu", i);
+	return err;
+}
+
+static int idpair_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct idpair *)a)->id, y = ((const struct idpair *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts the (id, index) pairs of one kind and rejects id 0 and duplicates. */
+static int index_ids(struct dec *d, struct idpair *ix, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		ix[i].idx = i;
+		if (ix[i].id == 0)
+			return fail(d->err, d->errlen, -EINVAL,
+				    "%s %zu has id 0, which profile.proto reserves for none", what,
+				    i);
+	}
+	qsort(ix, n, sizeof(*ix), idpair_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (ix[i].id == ix[i - 1].id)
+			return fail(d->err, d->errlen, -EINVAL, "two %ss have id %" PRIu64, what,
+				    ix[i].id);
+	return 0;
+}
+
+/* Index in the message array of the element with this id, SIZE_MAX when none. */
+static size_t find_id(const struct idpair *ix, size_t n, uint64_t id)
+{
+	struct idpair key = {.id = id};
+	const struct idpair *hit = n ? bsearch(&key, ix, n, sizeof(*ix), idpair_cmp) : NULL;
+
+	return hit ? hit->idx : SIZE_MAX;
+}
+
+static int alloc_index(struct idpair **ix, uint64_t **ids, size_t n)
+{
+	*ix = calloc(n ? n : 1, sizeof(**ix));
+	*ids = calloc(n ? n : 1, sizeof(**ids));
+	return *ix && *ids ? 0 : -ENOMEM;
+}
+
+static int check_mappings(struct dec *d)
+{
+	const Perftools__Profiles__Profile *m = d->m;
+	int err = alloc_index(&d->map_ix, &d->map_ids, m->n_mapping);
+
+	for (size_t i = 0; i < m->n_mapping && !err; i++) {
+		const Perftools__Profiles__Mapping *mp = m->mapping[i];
+
+		d->map_ix[i].id = mp->id;
+		err = check_sid(d, mp->filename, "mapping %" PRIu64 " filename", mp->id);
+		if (!err)
+			err = check_sid(d, mp->build_id, "mapping %" PRIu64 " build_id", mp->id);
+	}
+	return err ? err : index_ids(d, d->map_ix, m->n_mapping, "mapping");
+}
+
+static int check_functions(struct dec *d)
+{
+	const Perftools__Profiles__Profile *m = d->m;
+	int err = alloc_index(&d->fn_ix, &d->fn_ids, m->n_function);
+
+	for (size_t i = 0; i < m->n_function && !err; i++) {
+		const Perftools__Profiles__Function *f = m->function[i];
+
+		d->fn_ix[i].id = f->id;
+		err = check_sid(d, f->name, "function %" PRIu64 " name", f->id);
+		if (!err)
+			err =
+			    check_sid(d, f->system_name, "function %" PRIu64 " system_name", f->id);
+		if (!err)
+			err = check_sid(d, f->filename, "function %" PRIu64 " filename", f->id);
+	}
+	return err ? err : index_ids(d, d->fn_ix, m->n_function, "function");
+}
+
+static int check_location(struct dec *d, const Perftools__Profiles__Location *l)
+{
+	const Perftools__Profiles__Profile *m = d->m;
+
+	if (l->mapping_id && find_id(d->map_ix, m->n_mapping, l->mapping_id) == SIZE_MAX)
+		return fail(d->err, d->errlen, -EINVAL,
+			    "location %" PRIu64 " refers to mapping %" PRIu64
+			    ", which does not exist",
+			    l->id, l->mapping_id);
+	for (size_t i = 0; i < l->n_line; i++) {
+		uint64_t fid = l->line[i]->function_id;
+
+		/* function_id 0 is "no function" in profile.proto: such lines are skipped */
+		if (fid && find_id(d->fn_ix, m->n_function, fid) == SIZE_MAX)
+			return fail(d->err, d->errlen, -EINVAL,
+				    "location %" PRIu64 " refers to function %" PRIu64
+				    ", which does not exist",
+				    l->id, fid);
+	}
+	return 0;
+}
+
+static int check_locations(struct dec *d)
+{
+	const Perftools__Profiles__Profile *m = d->m;
+	int err = alloc_index(&d->loc_ix, &d->loc_ids, m->n_location);
+
+	for (size_t i = 0; i < m->n_location && !err; i++)
+		d->loc_ix[i].id = m->location[i]->id;
+	if (!err)
+		err = index_ids(d, d->loc_ix, m->n_location, "location");
+	for (size_t i = 0; i < m->n_location && !err; i++)
+		err = check_location(d, m->location[i]);
+	return err;
+}
+
+static int check_sample(struct dec *d, size_t i, const Perftools__Profiles__Sample *s)
+{
+	int err = 0;
+
+	if (s->n_value != d->m->n_sample_type)
+		return fail(d->err, d->errlen, -EINVAL,
+			    "sample %zu has %zu values but the profile has %zu sample types", i,
+			    s->n_value, d->m->n_sample_type);
+	for (size_t j = 0; j < s->n_location_id; j++)
+		if (find_id(d->loc_ix, d->m->n_location, s->location_id[j]) == SIZE_MAX)
+			return fail(d->err, d->errlen, -EINVAL,
+				    "sample %zu refers to location %" PRIu64
+				    ", which does not exist",
+				    i, s->location_id[j]);
+	for (size_t j = 0; j < s->n_label && !err; j++) {
+		const Perftools__Profiles__Label *l = s->label[j];
+
+		err = check_sid(d, l->key, "label %zu of sample %zu key", j, i);
+		if (!err)
+			err = check_sid(d, l->str, "label %zu of sample %zu value", j, i);
+		if (!err)
+			err = check_sid(d, l->num_unit, "label %zu of sample %zu unit", j, i);
+	}
+	return err;
+}
+
+/* Score of a sample type for a wanted one: 2 name and unit, 1 unit only. */
+static int type_score(struct dec *d, size_t i, const char *type, const char *unit)
+{
+	const Perftools__Profiles__ValueType *vt = d->m->sample_type[i];
+
+	if (strcmp(d->m->string_table[vt->unit], unit) != 0)
+		return 0;
+	return strcmp(d->m->string_table[vt->type], type) == 0 ? 2 : 1;
+}
+
+static int pick_value_types(struct dec *d)
+{
+	int best_count = 0, best_cpu = 0;
+
+	d->idx_count = d->idx_cpu = -1;
+	for (size_t i = 0; i < d->m->n_sample_type && i < INT32_MAX; i++) {
+		int sc = type_score(d, i, "samples", "count");
+		int sn = type_score(d, i, "cpu", "nanoseconds");
+
+		if (sc > best_count) {
+			best_count = sc;
+			d->idx_count = (int)i;
+		}
+		if (sn > best_cpu) {
+			best_cpu = sn;
+			d->idx_cpu = (int)i;
+		}
+	}
+	if (d->idx_count < 0 && d->idx_cpu < 0)
+		return fail(d->err, d->errlen, -EINVAL,
+			    "the profile has neither a samples/count nor a cpu/nanoseconds sample "
+			    "type, so it is not a CPU profile");
+	return 0;
+}
+
+static int check_all(struct dec *d)
+{
+	int err = check_header(d);
+
+	if (!err)
+		err = pick_value_types(d);
+	if (!err)
+		err = check_mappings(d);
+	if (!err)
+		err = check_functions(d);
+	if (!err)
+		err = check_locations(d);
+	for (size_t i = 0; i < d->m->n_sample && !err; i++)
+		err = check_sample(d, i, d->m->sample[i]);
+	return err;
+}
+
+/* ---- building the model ---- */
+
+static const char *dec_str(const struct dec *d, int64_t sid)
+{
+	return d->m->string_table[sid]; /* checked by check_all */
+}
+
+static int build_mappings(struct dec *d)
+{
+	for (size_t i = 0; i < d->m->n_mapping; i++) {
+		const Perftools__Profiles__Mapping *mp = d->m->mapping[i];
+
+		d->map_ids[i] =
+		    profile__mapping(d->p, mp->memory_start, mp->memory_limit, mp->file_offset,
+				     dec_str(d, mp->filename), dec_str(d, mp->build_id));
+		if (!d->map_ids[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int build_functions(struct dec *d)
+{
+	for (size_t i = 0; i < d->m->n_function; i++) {
+		const Perftools__Profiles__Function *f = d->m->function[i];
+
+		d->fn_ids[i] = profile__function(
+		    d->p, dec_str(d, f->name), dec_str(d, f->system_name), dec_str(d, f->filename));
+		if (!d->fn_ids[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Model lines of a location into lines (room for l->n_line); returns how many. */
+static size_t translate_lines(const struct dec *d, const Perftools__Profiles__Location *l,
+			      struct profile_line *lines)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < l->n_line; j++) {
+		uint64_t fid = l->line[j]->function_id;
+
+		if (!fid)
+			continue;
+		lines[n].function_id = d->fn_ids[find_id(d->fn_ix, d->m->n_function, fid)];
+		lines[n].line = l->line[j]->line;
+		n++;
+	}
+	return n;
+}
+
+static int build_locations(struct dec *d)
+{
+	struct profile_line *lines = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < d->m->n_location && !err; i++) {
+		const Perftools__Profiles__Location *l = d->m->location[i];
+		uint64_t map = 0;
+		size_t n;
+
+		if (profile_grow((void **)&lines, &cap, l->n_line, sizeof(*lines))) {
+			err = -ENOMEM;
+			break;
+		}
+		n = translate_lines(d, l, lines);
+		if (l->mapping_id)
+			map = d->map_ids[find_id(d->map_ix, d->m->n_mapping, l->mapping_id)];
+		d->loc_ids[i] = profile__location_exact(d->p, map, l->address, lines, n);
+		if (!d->loc_ids[i])
+			err = -ENOMEM;
+	}
+	free(lines);
+	return err;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
+/* The model's [count, cpu ns] from a sample's values (see the file comment). */
+static void sample_values(const struct dec *d, const int64_t *in, int64_t out[PROFILE_N_VALUES])
+{
+	const Perftools__Profiles__ValueType *pt = d->m->period_type;
+	int64_t period = d->m->period;
+	bool period_ns = pt && strcmp(dec_str(d, pt->unit), "nanoseconds") == 0;
+
+	if (d->idx_count >= 0)
+		out[0] = in[d->idx_count];
+	else
+		out[0] = period > 0 && period_ns ? in[d->idx_cpu] / period : 0;
+	if (d->idx_cpu >= 0)
+		out[1] = in[d->idx_cpu];
+	else
+		out[1] = period_ns ? sat_mul(in[d->idx_count], period) : 0;
+}
+
+struct sample_scratch {
+	uint64_t *locs;
+	struct profile_label *labels;
+	size_t cap_locs, cap_labels;
+};
+
+static int build_sample(struct dec *d, const Perftools__Profiles__Sample *s,
+			struct sample_scratch *sc)
+{
+	int64_t values[PROFILE_N_VALUES];
+
+	if (profile_grow((void **)&sc->locs, &sc->cap_locs, s->n_location_id, sizeof(*sc->locs)) ||
+	    profile_grow((void **)&sc->labels, &sc->cap_labels, s->n_label, sizeof(*sc->labels)))
+		return -ENOMEM;
+	for (size_t j = 0; j < s->n_location_id; j++)
+		sc->locs[j] = d->loc_ids[find_id(d->loc_ix, d->m->n_location, s->location_id[j])];
+	for (size_t j = 0; j < s->n_label; j++) {
+		const Perftools__Profiles__Label *l = s->label[j];
+
+		/* str 0 ("") means a numeric label, as in profile.proto */
+		sc->labels[j].key = dec_str(d, l->key);
+		sc->labels[j].str = l->str ? dec_str(d, l->str) : NULL;
+		sc->labels[j].num = l->num;
+	}
+	sample_values(d, s->value, values);
+	return profile__add_sample(d->p, sc->locs, s->n_location_id, values, sc->labels,
+				   s->n_label);
+}
+
+static int build_all(struct dec *d)
+{
+	struct sample_scratch sc = {0};
+	int err;
+
+	d->p = profile__new(d->m->period);
+	if (!d->p)
+		return -ENOMEM;
+	profile__set_time(d->p, d->m->time_nanos, d->m->duration_nanos);
+	err = build_mappings(d);
+	for (size_t i = 0; i < d->m->n_comment && !err; i++)
+		err = profile__add_comment(d->p, dec_str(d, d->m->comment[i]));
+	if (!err)
+		err = build_functions(d);
+	if (!err)
+		err = build_locations(d);
+	for (size_t i = 0; i < d->m->n_sample && !err; i++)
+		err = build_sample(d, d->m->sample[i], &sc);
+	free(sc.locs);
+	free(sc.labels);
+	return err;
+}
+
+static void dec_fini(struct dec *d)
+{
+	free(d->map_ix);
+	free(d->fn_ix);
+	free(d->loc_ix);
+	free(d->map_ids);
+	free(d->fn_ids);
+	free(d->loc_ids);
+	profile__free(d->p);
+}
+
+int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err, size_t errlen)
+{
+	static const uint8_t empty[1];
+	struct budget b = {0};
+	ProtobufCAllocator alloc = {budget_alloc, budget_free, &b};
+	struct dec d = {.err = err, .errlen = errlen};
+	Perftools__Profiles__Profile *m = NULL;
+	uint8_t *raw = NULL;
+	size_t raw_len = len;
+	int r;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	if (!buf)
+		buf = empty, len = raw_len = 0;
+	if (is_gzip(buf, len)) {
+		r = gunzip(buf, len, &raw, &raw_len, err, errlen);
+		if (r)
+			goto cleanup;
+	}
+	r = unpack(raw ? raw : buf, raw_len, &alloc, &m, err, errlen);
+	if (r)
+		goto cleanup;
+	d.m = m;
+	r = check_all(&d);
+	if (!r)
+		r = build_all(&d);
+	if (!r) {
+		*out = d.p;
+		d.p = NULL;
+	}
+cleanup:
+	if (r == -ENOMEM && err && errlen && !err[0])
+		fail(err, errlen, r, "out of memory while decoding the profile");
+	dec_fini(&d);
+	if (m)
+		perftools__profiles__profile__free_unpacked(m, &alloc);
+	free(raw);
+	return r;
+}

@@ -1,0 +1,370 @@
+/*
+ * pprof encoder: the model as a gzip-compressed profile.proto message, the format
+ * `go tool pprof` and every pprof-speaking server read.
+ *
+ * The model is already shaped like profile.proto (1-based ids, a string table with
+ * "" first), so the message is built by pointing at the model's arrays where the
+ * types agree and copying into one arena where they do not; nothing is re-interned
+ * except the four type/unit strings the header needs. What pprof relies on:
+ *   - sample_type [samples/count, cpu/nanoseconds], period_type cpu/nanoseconds and
+ *     default_sample_type "cpu", so reports show time;
+ *   - mapping.has_functions set when any location on it is symbolized: pprof then
+ *     does not try to symbolize that mapping again from local binaries.
+ */
+#include "profile_impl.h"
+
+#include "profile.pb-c.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* zlib counts in 32-bit uInt: feed it at most this much per call. */
+#define ENC_ZCHUNK (1u << 30)
+
+struct enc {
+	const struct profile *p;
+	struct profile_arena a;
+	Perftools__Profiles__Profile msg;
+	int64_t sid_samples, sid_count, sid_cpu, sid_ns;
+};
+
+/* String id of s in the output table, appending it after the model's strings. */
+static int64_t enc_extra_string(struct enc *e, const char *s)
+{
+	int64_t id = profile__string_id(e->p, s);
+
+	for (size_t i = profile__n_strings(e->p); id < 0 && i < e->msg.n_string_table; i++)
+		if (strcmp(e->msg.string_table[i], s) == 0)
+			id = (int64_t)i;
+	if (id < 0) {
+		id = (int64_t)e->msg.n_string_table;
+		e->msg.string_table[e->msg.n_string_table++] = (char *)s;
+	}
+	return id;
+}
+
+static int enc_strings(struct enc *e)
+{
+	size_t n = profile__n_strings(e->p);
+
+	/* borrowed: the model's strings live until the message is packed */
+	e->msg.string_table = profile_arena__alloc(&e->a, n + 4, sizeof(char *));
+	if (!e->msg.string_table)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		e->msg.string_table[i] = (char *)profile__string(e->p, i);
+	e->msg.n_string_table = n;
+	e->sid_samples = enc_extra_string(e, "samples");
+	e->sid_count = enc_extra_string(e, "count");
+	e->sid_cpu = enc_extra_string(e, "cpu");
+	e->sid_ns = enc_extra_string(e, "nanoseconds");
+	return 0;
+}
+
+static Perftools__Profiles__ValueType *enc_value_type(struct enc *e, int64_t type, int64_t unit)
+{
+	Perftools__Profiles__ValueType *vt = profile_arena__alloc(&e->a, 1, sizeof(*vt));
+
+	if (vt) {
+		perftools__profiles__value_type__init(vt);
+		vt->type = type;
+		vt->unit = unit;
+	}
+	return vt;
+}
+
+static int enc_header(struct enc *e)
+{
+	Perftools__Profiles__Profile *m = &e->msg;
+
+	m->sample_type = profile_arena__alloc(&e->a, 2, sizeof(*m->sample_type));
+	if (!m->sample_type)
+		return -ENOMEM;
+	m->sample_type[0] = enc_value_type(e, e->sid_samples, e->sid_count);
+	m->sample_type[1] = enc_value_type(e, e->sid_cpu, e->sid_ns);
+	m->period_type = enc_value_type(e, e->sid_cpu, e->sid_ns);
+	if (!m->sample_type[0] || !m->sample_type[1] || !m->period_type)
+		return -ENOMEM;
+	m->n_sample_type = 2;
+	m->period = profile__period_ns(e->p);
+	m->time_nanos = profile__time_ns(e->p);
+	m->duration_nanos = profile__duration_ns(e->p);
+	m->default_sample_type = e->sid_cpu;
+	m->n_comment = profile__n_comments(e->p);
+	m->comment = profile_arena__alloc(&e->a, m->n_comment, sizeof(*m->comment));
+	if (m->n_comment && !m->comment)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_comment; i++)
+		m->comment[i] = profile__comment_sid(e->p, i);
+	return 0;
+}
+
+/* Sets the has_* flags of mapping msgs from the locations that use them. */
+static void enc_mapping_flags(struct enc *e, Perftools__Profiles__Mapping *maps)
+{
+	size_t n = profile__n_locations(e->p);
+	struct profile_location loc;
+	struct profile_function f;
+
+	for (uint64_t id = 1; id <= n; id++) {
+		Perftools__Profiles__Mapping *m;
+
+		if (profile__get_location(e->p, id, &loc) || !loc.mapping_id)
+			continue;
+		m = &maps[loc.mapping_id - 1];
+		m->has_functions |= loc.n_lines > 0;
+		m->has_inline_frames |= loc.n_lines > 1;
+		for (size_t i = 0; i < loc.n_lines; i++) {
+			m->has_line_numbers |= loc.lines[i].line > 0;
+			if (profile__get_function(e->p, loc.lines[i].function_id, &f) == 0)
+				m->has_filenames |= f.filename[0] != '\0';
+		}
+	}
+}
+
+static int enc_mappings(struct enc *e)
+{
+	size_t n = profile__n_mappings(e->p);
+	Perftools__Profiles__Mapping *maps = profile_arena__alloc(&e->a, n, sizeof(*maps));
+	struct profile_mapping pm;
+
+	e->msg.mapping = profile_arena__alloc(&e->a, n, sizeof(*e->msg.mapping));
+	if (n && (!maps || !e->msg.mapping))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		Perftools__Profiles__Mapping *m = &maps[i];
+
+		perftools__profiles__mapping__init(m);
+		if (profile__get_mapping(e->p, i + 1, &pm) ||
+		    profile__mapping_sids(e->p, i + 1, &m->filename, &m->build_id))
+			return -EINVAL;
+		m->id = i + 1;
+		m->memory_start = pm.start;
+		m->memory_limit = pm.limit;
+		m->file_offset = pm.offset;
+		e->msg.mapping[i] = m;
+	}
+	enc_mapping_flags(e, maps);
+	e->msg.n_mapping = n;
+	return 0;
+}
+
+static int enc_functions(struct enc *e)
+{
+	size_t n = profile__n_functions(e->p);
+	Perftools__Profiles__Function *fns = profile_arena__alloc(&e->a, n, sizeof(*fns));
+	int64_t sids[3];
+
+	e->msg.function = profile_arena__alloc(&e->a, n, sizeof(*e->msg.function));
+	if (n && (!fns || !e->msg.function))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		perftools__profiles__function__init(&fns[i]);
+		if (profile__function_sids(e->p, i + 1, sids))
+			return -EINVAL;
+		fns[i].id = i + 1;
+		fns[i].name = sids[0];
+		fns[i].system_name = sids[1];
+		fns[i].filename = sids[2];
+		e->msg.function[i] = &fns[i];
+	}
+	e->msg.n_function = n;
+	return 0;
+}
+
+static int enc_lines(struct enc *e, Perftools__Profiles__Location *l,
+		     const struct profile_location *loc)
+{
+	Perftools__Profiles__Line *lines =
+	    profile_arena__alloc(&e->a, loc->n_lines, sizeof(*lines));
+
+	l->line = profile_arena__alloc(&e->a, loc->n_lines, sizeof(*l->line));
+	if (loc->n_lines && (!lines || !l->line))
+		return -ENOMEM;
+	for (size_t i = 0; i < loc->n_lines; i++) {
+		perftools__profiles__line__init(&lines[i]);
+		lines[i].function_id = loc->lines[i].function_id;
+		lines[i].line = loc->lines[i].line;
+		l->line[i] = &lines[i];
+	}
+	l->n_line = loc->n_lines;
+	return 0;
+}
+
+static int enc_locations(struct enc *e)
+{
+	size_t n = profile__n_locations(e->p);
+	Perftools__Profiles__Location *locs = profile_arena__alloc(&e->a, n, sizeof(*locs));
+	struct profile_location loc;
+	int err;
+
+	e->msg.location = profile_arena__alloc(&e->a, n, sizeof(*e->msg.location));
+	if (n && (!locs || !e->msg.location))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		perftools__profiles__location__init(&locs[i]);
+		if (profile__get_location(e->p, i + 1, &loc))
+			return -EINVAL;
+		locs[i].id = i + 1;
+		locs[i].mapping_id = loc.mapping_id;
+		locs[i].address = loc.address;
+		err = enc_lines(e, &locs[i], &loc);
+		if (err)
+			return err;
+		e->msg.location[i] = &locs[i];
+	}
+	e->msg.n_location = n;
+	return 0;
+}
+
+static int enc_labels(struct enc *e, Perftools__Profiles__Sample *s,
+		      const struct profile_sample *ps)
+{
+	Perftools__Profiles__Label *labels =
+	    profile_arena__alloc(&e->a, ps->n_labels, sizeof(*labels));
+
+	s->label = profile_arena__alloc(&e->a, ps->n_labels, sizeof(*s->label));
+	if (ps->n_labels && (!labels || !s->label))
+		return -ENOMEM;
+	for (size_t i = 0; i < ps->n_labels; i++) {
+		const struct profile_label *pl = &ps->labels[i];
+
+		perftools__profiles__label__init(&labels[i]);
+		labels[i].key = profile__string_id(e->p, pl->key);
+		if (pl->str)
+			labels[i].str = profile__string_id(e->p, pl->str);
+		else
+			labels[i].num = pl->num;
+		if (labels[i].key < 0 || labels[i].str < 0)
+			return -EINVAL; /* not from this profile's string table */
+		s->label[i] = &labels[i];
+	}
+	s->n_label = ps->n_labels;
+	return 0;
+}
+
+static int enc_samples(struct enc *e)
+{
+	size_t n = profile__n_samples(e->p);
+	Perftools__Profiles__Sample *ss = profile_arena__alloc(&e->a, n, sizeof(*ss));
+	int64_t *vals = profile_arena__alloc(&e->a, n, sizeof(int64_t) * PROFILE_N_VALUES);
+	struct profile_sample ps;
+	int err;
+
+	e->msg.sample = profile_arena__alloc(&e->a, n, sizeof(*e->msg.sample));
+	if (n && (!ss || !vals || !e->msg.sample))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		perftools__profiles__sample__init(&ss[i]);
+		if (profile__sample(e->p, i, &ps))
+			return -EINVAL;
+		ss[i].location_id = (uint64_t *)ps.locs; /* borrowed, read-only while packing */
+		ss[i].n_location_id = ps.n_locs;
+		ss[i].value = &vals[i * PROFILE_N_VALUES];
+		memcpy(ss[i].value, ps.values, sizeof(ps.values));
+		ss[i].n_value = PROFILE_N_VALUES;
+		err = enc_labels(e, &ss[i], &ps);
+		if (err)
+			return err;
+		e->msg.sample[i] = &ss[i];
+	}
+	e->msg.n_sample = n;
+	return 0;
+}
+
+/* gzip (RFC 1952) of in into a malloc'd *out. */
+static int gzip_compress(const uint8_t *in, size_t n, uint8_t **out, size_t *out_len)
+{
+	z_stream z;
+	size_t bound, in_left = n, out_left;
+	uint8_t *buf = NULL;
+	int zr = Z_OK, err = -ENOMEM;
+
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
+		return -ENOMEM;
+	bound = deflateBound(&z, n);
+	buf = malloc(bound);
+	if (!buf)
+		goto cleanup;
+	z.next_in = (Bytef *)in;
+	z.next_out = buf;
+	out_left = bound;
+	while (zr == Z_OK) {
+		uInt ci = in_left > ENC_ZCHUNK ? ENC_ZCHUNK : (uInt)in_left;
+		uInt co = out_left > ENC_ZCHUNK ? ENC_ZCHUNK : (uInt)out_left;
+
+		z.avail_in = ci;
+		z.avail_out = co;
+		zr = deflate(&z, ci == in_left ? Z_FINISH : Z_NO_FLUSH);
+		in_left -= ci - z.avail_in;
+		out_left -= co - z.avail_out;
+	}
+	err = zr == Z_STREAM_END ? 0 : -EIO;
+	if (!err) {
+		*out = buf;
+		*out_len = bound - out_left;
+		buf = NULL;
+	}
+cleanup:
+	deflateEnd(&z);
+	free(buf);
+	return err;
+}
+
+static int enc_build(struct enc *e)
+{
+	int err = enc_strings(e);
+
+	if (!err)
+		err = enc_header(e);
+	if (!err)
+		err = enc_mappings(e);
+	if (!err)
+		err = enc_functions(e);
+	if (!err)
+		err = enc_locations(e);
+	if (!err)
+		err = enc_samples(e);
+	return err;
+}
+
+int pprof_encode(const struct profile *p, uint8_t **buf, size_t *len)
+{
+	struct enc e = {.p = p};
+	uint8_t *raw = NULL;
+	size_t n;
+	int err;
+
+	perftools__profiles__profile__init(&e.msg);
+	err = enc_build(&e);
+	if (err)
+		goto cleanup;
+	n = perftools__profiles__profile__get_packed_size(&e.msg);
+	raw = malloc(n ? n : 1);
+	if (!raw) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	perftools__profiles__profile__pack(&e.msg, raw);
+	err = gzip_compress(raw, n, buf, len);
+cleanup:
+	free(raw);
+	profile_arena__fini(&e.a);
+	return err;
+}
+
+int pprof_write(const struct profile *p, FILE *f)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err = pprof_encode(p, &buf, &len);
+
+	if (!err && (fwrite(buf, 1, len, f) != len || fflush(f) != 0))
+		err = -EIO;
+	free(buf);
+	return err;
+}

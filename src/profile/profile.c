@@ -1,0 +1,565 @@
+/*
+ * The interned profile model (see profile.h): one string table, and arrays of
+ * mappings, functions, locations and samples, each with a hash index so that
+ * interning the same thing twice returns the first id. Ids are array index + 1,
+ * exactly as profile.proto numbers them, so the pprof encoder writes them as is.
+ *
+ * Records hold string ids, never pointers into growing arrays; the strings
+ * themselves are separate allocations, so the `const char *` the read accessors
+ * hand out stay valid while the profile grows (labels keep such pointers too).
+ * Sample values are summed with saturation: merging never overflows.
+ */
+#include "profile_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mapping_rec {
+	uint64_t start, limit, offset;
+	int64_t file, build_id; /* string ids */
+};
+
+struct function_rec {
+	int64_t name, system_name, filename; /* string ids */
+};
+
+struct location_rec {
+	uint64_t mapping_id, address;
+	size_t n_lines;
+	struct profile_line *lines; /* owned */
+};
+
+struct sample_rec {
+	size_t n_locs, n_labels;
+	uint64_t *locs;		      /* owned */
+	struct profile_label *labels; /* owned array; strings borrowed from the string table */
+	int64_t values[PROFILE_N_VALUES];
+};
+
+struct profile {
+	int64_t period_ns, time_ns, duration_ns;
+	struct profile_strtab strs;
+	struct mapping_rec *maps;
+	size_t n_maps, cap_maps;
+	struct function_rec *funcs;
+	size_t n_funcs, cap_funcs;
+	struct location_rec *locs;
+	size_t n_locs, cap_locs;
+	struct sample_rec *samples;
+	size_t n_samples, cap_samples;
+	int64_t *comments; /* string ids */
+	size_t n_comments, cap_comments;
+	struct profile_hidx map_idx, func_idx, loc_idx, sample_idx;
+};
+
+struct profile *profile__new(int64_t period_ns)
+{
+	struct profile *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	if (profile_strtab__init(&p->strs)) {
+		free(p);
+		return NULL;
+	}
+	p->period_ns = period_ns;
+	return p;
+}
+
+void profile__free(struct profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_locs; i++)
+		free(p->locs[i].lines);
+	for (size_t i = 0; i < p->n_samples; i++) {
+		free(p->samples[i].locs);
+		free(p->samples[i].labels);
+	}
+	free(p->maps);
+	free(p->funcs);
+	free(p->locs);
+	free(p->samples);
+	free(p->comments);
+	profile_hidx__fini(&p->map_idx);
+	profile_hidx__fini(&p->func_idx);
+	profile_hidx__fini(&p->loc_idx);
+	profile_hidx__fini(&p->sample_idx);
+	profile_strtab__fini(&p->strs);
+	free(p);
+}
+
+void profile__set_time(struct profile *p, int64_t time_ns, int64_t duration_ns)
+{
+	p->time_ns = time_ns;
+	p->duration_ns = duration_ns;
+}
+
+int64_t profile__time_ns(const struct profile *p)
+{
+	return p->time_ns;
+}
+
+int64_t profile__duration_ns(const struct profile *p)
+{
+	return p->duration_ns;
+}
+
+int64_t profile__period_ns(const struct profile *p)
+{
+	return p->period_ns;
+}
+
+int profile__add_comment(struct profile *p, const char *comment)
+{
+	int64_t sid = profile_strtab__intern(&p->strs, comment);
+
+	if (sid < 0)
+		return (int)sid;
+	if (profile_grow((void **)&p->comments, &p->cap_comments, p->n_comments + 1,
+			 sizeof(*p->comments)))
+		return -ENOMEM;
+	p->comments[p->n_comments++] = sid;
+	return 0;
+}
+
+size_t profile__n_comments(const struct profile *p)
+{
+	return p->n_comments;
+}
+
+const char *profile__comment(const struct profile *p, size_t i)
+{
+	return i < p->n_comments ? p->strs.strs[p->comments[i]] : NULL;
+}
+
+int64_t profile__comment_sid(const struct profile *p, size_t i)
+{
+	return i < p->n_comments ? p->comments[i] : -ENOENT;
+}
+
+/* ---- mappings ---- */
+
+static bool mapping_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct mapping_rec *a = &((const struct profile *)ctx)->maps[idx], *b = key;
+
+	return a->start == b->start && a->limit == b->limit && a->offset == b->offset &&
+	       a->file == b->file && a->build_id == b->build_id;
+}
+
+static uint64_t mapping_hash(const struct mapping_rec *m)
+{
+	uint64_t h = profile_hash_u64(PROFILE_HASH_SEED, m->start);
+
+	h = profile_hash_u64(h, m->limit);
+	h = profile_hash_u64(h, m->offset);
+	h = profile_hash_u64(h, (uint64_t)m->file);
+	return profile_hash_u64(h, (uint64_t)m->build_id);
+}
+
+uint64_t profile__mapping(struct profile *p, uint64_t start, uint64_t limit, uint64_t offset,
+			  const char *file, const char *build_id)
+{
+	struct mapping_rec m = {.start = start, .limit = limit, .offset = offset};
+	uint64_t hash;
+	size_t i;
+
+	m.file = profile_strtab__intern(&p->strs, file);
+	m.build_id = profile_strtab__intern(&p->strs, build_id);
+	if (m.file < 0 || m.build_id < 0)
+		return 0;
+	hash = mapping_hash(&m);
+	i = profile_hidx__find(&p->map_idx, hash, mapping_eq, p, &m);
+	if (i != SIZE_MAX)
+		return i + 1;
+	if (profile_grow((void **)&p->maps, &p->cap_maps, p->n_maps + 1, sizeof(m)) ||
+	    profile_hidx__insert(&p->map_idx, hash, p->n_maps))
+		return 0;
+	p->maps[p->n_maps++] = m;
+	return p->n_maps;
+}
+
+size_t profile__n_mappings(const struct profile *p)
+{
+	return p->n_maps;
+}
+
+int profile__get_mapping(const struct profile *p, uint64_t id, struct profile_mapping *out)
+{
+	const struct mapping_rec *m;
+
+	if (id == 0 || id > p->n_maps)
+		return -ENOENT;
+	m = &p->maps[id - 1];
+	out->start = m->start;
+	out->limit = m->limit;
+	out->offset = m->offset;
+	out->file = p->strs.strs[m->file];
+	out->build_id = p->strs.strs[m->build_id];
+	out->is_kernel = strcmp(out->file, PROFILE_KERNEL_MAPPING) == 0;
+	return 0;
+}
+
+int profile__mapping_sids(const struct profile *p, uint64_t id, int64_t *file, int64_t *build_id)
+{
+	if (id == 0 || id > p->n_maps)
+		return -ENOENT;
+	*file = p->maps[id - 1].file;
+	*build_id = p->maps[id - 1].build_id;
+	return 0;
+}
+
+/* ---- functions ---- */
+
+static bool function_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct function_rec *a = &((const struct profile *)ctx)->funcs[idx], *b = key;
+
+	return a->name == b->name && a->system_name == b->system_name && a->filename == b->filename;
+}
+
+uint64_t profile__function(struct profile *p, const char *name, const char *system_name,
+			   const char *filename)
+{
+	struct function_rec f;
+	uint64_t hash;
+	size_t i;
+
+	f.name = profile_strtab__intern(&p->strs, name);
+	f.system_name = profile_strtab__intern(&p->strs, system_name);
+	f.filename = profile_strtab__intern(&p->strs, filename);
+	if (f.name < 0 || f.system_name < 0 || f.filename < 0)
+		return 0;
+	hash = profile_hash_u64(PROFILE_HASH_SEED, (uint64_t)f.name);
+	hash = profile_hash_u64(hash, (uint64_t)f.system_name);
+	hash = profile_hash_u64(hash, (uint64_t)f.filename);
+	i = profile_hidx__find(&p->func_idx, hash, function_eq, p, &f);
+	if (i != SIZE_MAX)
+		return i + 1;
+	if (profile_grow((void **)&p->funcs, &p->cap_funcs, p->n_funcs + 1, sizeof(f)) ||
+	    profile_hidx__insert(&p->func_idx, hash, p->n_funcs))
+		return 0;
+	p->funcs[p->n_funcs++] = f;
+	return p->n_funcs;
+}
+
+size_t profile__n_functions(const struct profile *p)
+{
+	return p->n_funcs;
+}
+
+int profile__get_function(const struct profile *p, uint64_t id, struct profile_function *out)
+{
+	const struct function_rec *f;
+
+	if (id == 0 || id > p->n_funcs)
+		return -ENOENT;
+	f = &p->funcs[id - 1];
+	out->name = p->strs.strs[f->name];
+	out->system_name = p->strs.strs[f->system_name];
+	out->filename = p->strs.strs[f->filename];
+	return 0;
+}
+
+int profile__function_sids(const struct profile *p, uint64_t id, int64_t sids[3])
+{
+	if (id == 0 || id > p->n_funcs)
+		return -ENOENT;
+	sids[0] = p->funcs[id - 1].name;
+	sids[1] = p->funcs[id - 1].system_name;
+	sids[2] = p->funcs[id - 1].filename;
+	return 0;
+}
+
+/* ---- locations ---- */
+
+/* A location key; exact also compares lines (profile__location_exact). */
+struct location_key {
+	uint64_t mapping_id, address;
+	const struct profile_line *lines;
+	size_t n_lines;
+	bool exact;
+};
+
+static bool location_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct location_rec *a = &((const struct profile *)ctx)->locs[idx];
+	const struct location_key *k = key;
+
+	if (a->mapping_id != k->mapping_id || a->address != k->address)
+		return false;
+	if (!k->exact)
+		return true;
+	if (a->n_lines != k->n_lines)
+		return false;
+	for (size_t i = 0; i < k->n_lines; i++)
+		if (a->lines[i].function_id != k->lines[i].function_id ||
+		    a->lines[i].line != k->lines[i].line)
+			return false;
+	return true;
+}
+
+static bool location_args_ok(const struct profile *p, const struct location_key *k)
+{
+	if (k->mapping_id > p->n_maps || (k->n_lines && !k->lines))
+		return false;
+	for (size_t i = 0; i < k->n_lines; i++)
+		if (k->lines[i].function_id == 0 || k->lines[i].function_id > p->n_funcs)
+			return false;
+	return true;
+}
+
+static uint64_t location_add(struct profile *p, const struct location_key *k)
+{
+	/* Only (mapping, address) is hashed, so exact and plain lookups share one index. */
+	uint64_t hash =
+	    profile_hash_u64(profile_hash_u64(PROFILE_HASH_SEED, k->mapping_id), k->address);
+	struct location_rec *l;
+	size_t i;
+
+	if (!location_args_ok(p, k))
+		return 0;
+	i = profile_hidx__find(&p->loc_idx, hash, location_eq, p, k);
+	if (i != SIZE_MAX)
+		return i + 1;
+	if (profile_grow((void **)&p->locs, &p->cap_locs, p->n_locs + 1, sizeof(*l)))
+		return 0;
+	l = &p->locs[p->n_locs];
+	*l = (struct location_rec){.mapping_id = k->mapping_id, .address = k->address};
+	if (k->n_lines) {
+		l->lines = malloc(k->n_lines * sizeof(*l->lines));
+		if (!l->lines)
+			return 0;
+		memcpy(l->lines, k->lines, k->n_lines * sizeof(*l->lines));
+		l->n_lines = k->n_lines;
+	}
+	if (profile_hidx__insert(&p->loc_idx, hash, p->n_locs)) {
+		free(l->lines);
+		return 0;
+	}
+	return ++p->n_locs;
+}
+
+uint64_t profile__location(struct profile *p, uint64_t mapping_id, uint64_t address,
+			   const struct profile_line *lines, size_t n_lines)
+{
+	struct location_key k = {mapping_id, address, lines, n_lines, false};
+
+	return location_add(p, &k);
+}
+
+uint64_t profile__location_exact(struct profile *p, uint64_t mapping_id, uint64_t address,
+				 const struct profile_line *lines, size_t n_lines)
+{
+	struct location_key k = {mapping_id, address, lines, n_lines, true};
+
+	return location_add(p, &k);
+}
+
+size_t profile__n_locations(const struct profile *p)
+{
+	return p->n_locs;
+}
+
+int profile__get_location(const struct profile *p, uint64_t id, struct profile_location *out)
+{
+	const struct location_rec *l;
+
+	if (id == 0 || id > p->n_locs)
+		return -ENOENT;
+	l = &p->locs[id - 1];
+	out->mapping_id = l->mapping_id;
+	out->address = l->address;
+	out->n_lines = l->n_lines;
+	out->lines = l->lines;
+	return 0;
+}
+
+/* ---- strings ---- */
+
+size_t profile__n_strings(const struct profile *p)
+{
+	return p->strs.n;
+}
+
+const char *profile__string(const struct profile *p, size_t id)
+{
+	return id < p->strs.n ? p->strs.strs[id] : NULL;
+}
+
+int64_t profile__string_id(const struct profile *p, const char *s)
+{
+	return profile_strtab__find(&p->strs, s);
+}
+
+/* ---- samples ---- */
+
+/* A sample key: location ids and labels already interned and sorted. */
+struct sample_key {
+	const uint64_t *locs;
+	size_t n_locs;
+	const struct profile_label *labels;
+	size_t n_labels;
+};
+
+static bool sample_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct sample_rec *a = &((const struct profile *)ctx)->samples[idx];
+	const struct sample_key *k = key;
+
+	if (a->n_locs != k->n_locs || a->n_labels != k->n_labels)
+		return false;
+	if (k->n_locs && memcmp(a->locs, k->locs, k->n_locs * sizeof(*k->locs)) != 0)
+		return false;
+	/* label strings are interned: equal strings are the same pointer */
+	for (size_t i = 0; i < k->n_labels; i++)
+		if (a->labels[i].key != k->labels[i].key || a->labels[i].str != k->labels[i].str ||
+		    a->labels[i].num != k->labels[i].num)
+			return false;
+	return true;
+}
+
+static uint64_t sample_hash(const struct sample_key *k)
+{
+	uint64_t h = PROFILE_HASH_SEED;
+
+	for (size_t i = 0; i < k->n_locs; i++)
+		h = profile_hash_u64(h, k->locs[i]);
+	for (size_t i = 0; i < k->n_labels; i++) {
+		h = profile_hash_u64(h, (uintptr_t)k->labels[i].key);
+		h = profile_hash_u64(h, (uintptr_t)k->labels[i].str);
+		h = profile_hash_u64(h, (uint64_t)k->labels[i].num);
+	}
+	return h;
+}
+
+/* Canonical label order, by content so it does not depend on allocation addresses:
+ * key, then numbers before strings, then value. */
+static int label_cmp(const void *va, const void *vb)
+{
+	const struct profile_label *a = va, *b = vb;
+	int c = strcmp(a->key, b->key);
+
+	if (c)
+		return c;
+	if (!a->str != !b->str)
+		return a->str ? 1 : -1;
+	if (a->str)
+		return strcmp(a->str, b->str);
+	return a->num < b->num ? -1 : a->num > b->num;
+}
+
+/* Copies labels into out with interned strings, sorted. String labels get num 0. */
+static int labels_intern(struct profile *p, const struct profile_label *in, size_t n,
+			 struct profile_label *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		int64_t k = profile_strtab__intern(&p->strs, in[i].key);
+		int64_t s = in[i].str ? profile_strtab__intern(&p->strs, in[i].str) : 0;
+
+		if (k < 0 || s < 0)
+			return -ENOMEM;
+		out[i].key = p->strs.strs[k];
+		out[i].str = in[i].str ? p->strs.strs[s] : NULL;
+		out[i].num = in[i].str ? 0 : in[i].num;
+	}
+	if (n > 1)
+		qsort(out, n, sizeof(*out), label_cmp);
+	return 0;
+}
+
+static int sample_append(struct profile *p, const struct sample_key *k, uint64_t hash,
+			 const int64_t values[PROFILE_N_VALUES], struct profile_label **labels)
+{
+	struct sample_rec s = {.n_locs = k->n_locs, .n_labels = k->n_labels, .labels = *labels};
+
+	if (profile_grow((void **)&p->samples, &p->cap_samples, p->n_samples + 1, sizeof(s)))
+		return -ENOMEM;
+	if (k->n_locs) {
+		s.locs = malloc(k->n_locs * sizeof(*s.locs));
+		if (!s.locs)
+			return -ENOMEM;
+		memcpy(s.locs, k->locs, k->n_locs * sizeof(*s.locs));
+	}
+	if (profile_hidx__insert(&p->sample_idx, hash, p->n_samples)) {
+		free(s.locs);
+		return -ENOMEM;
+	}
+	memcpy(s.values, values, sizeof(s.values));
+	p->samples[p->n_samples++] = s;
+	*labels = NULL; /* the record owns them now */
+	return 0;
+}
+
+int profile__add_sample(struct profile *p, const uint64_t *locs, size_t n_locs,
+			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
+			size_t n_labels)
+{
+	struct profile_label *tmp = NULL;
+	struct sample_key k = {locs, n_locs, NULL, n_labels};
+	uint64_t hash;
+	size_t i;
+	int err = -EINVAL;
+
+	if (!values || (n_locs && !locs) || (n_labels && !labels))
+		return -EINVAL;
+	for (i = 0; i < n_locs; i++)
+		if (locs[i] == 0 || locs[i] > p->n_locs)
+			return -EINVAL;
+	for (i = 0; i < n_labels; i++)
+		if (!labels[i].key)
+			return -EINVAL;
+	if (n_labels) {
+		tmp = calloc(n_labels, sizeof(*tmp));
+		err = tmp ? labels_intern(p, labels, n_labels, tmp) : -ENOMEM;
+		if (err)
+			goto cleanup;
+	}
+	k.labels = tmp;
+	hash = sample_hash(&k);
+	i = profile_hidx__find(&p->sample_idx, hash, sample_eq, p, &k);
+	if (i != SIZE_MAX) {
+		for (int v = 0; v < PROFILE_N_VALUES; v++)
+			p->samples[i].values[v] =
+			    profile_sat_add(p->samples[i].values[v], values[v]);
+		err = 0;
+		goto cleanup;
+	}
+	err = sample_append(p, &k, hash, values, &tmp);
+cleanup:
+	free(tmp);
+	return err;
+}
+
+size_t profile__n_samples(const struct profile *p)
+{
+	return p->n_samples;
+}
+
+int profile__sample(const struct profile *p, size_t i, struct profile_sample *out)
+{
+	const struct sample_rec *s;
+
+	if (i >= p->n_samples)
+		return -ENOENT;
+	s = &p->samples[i];
+	out->n_locs = s->n_locs;
+	out->locs = s->locs;
+	memcpy(out->values, s->values, sizeof(out->values));
+	out->n_labels = s->n_labels;
+	out->labels = s->labels;
+	return 0;
+}
+
+int64_t profile__total(const struct profile *p, int i)
+{
+	int64_t t = 0;
+
+	if (i < 0 || i >= PROFILE_N_VALUES)
+		return 0;
+	for (size_t s = 0; s < p->n_samples; s++)
+		t = profile_sat_add(t, p->samples[s].values[i]);
+	return t;
+}
