@@ -9,11 +9,17 @@ BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-d
 	libprotobuf-c-dev protobuf-c-compiler pkg-config)
 # Tests and benchmarks: real clients and peers (go tool pprof, chromium, perf),
 # sanitizer and fuzzer runtimes, workload tool chains.
-TEST_PKGS=(golang-go chromium nodejs npm linux-perf libclang-rt-14-dev g++ procps psmisc time util-linux)
+TEST_PKGS=(golang-go chromium linux-perf libclang-rt-14-dev g++ procps psmisc time util-linux)
+# Node.js and npm may come from another source (with npm bundled, where Debian's
+# npm package would conflict): install Debian's only when the commands are missing.
+NODE_PKGS=(nodejs npm)
 
 want=("${BUILD_PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then
 	want+=("${TEST_PKGS[@]}")
+	if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+		want+=("${NODE_PKGS[@]}")
+	fi
 fi
 
 missing=()
