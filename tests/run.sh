@@ -35,7 +35,7 @@ count() { # name, output file, exit code
 }
 
 run_one() { # name, timeout seconds, command...
-	local name=$1 limit=$2 out="$LOGDIR/$1.log" rc
+	local name=$1 limit=$2 out="$LOGDIR/${1//\//_}.log" rc
 	shift 2
 	if [ -n "$only" ] && [[ "$name" != *"$only"* ]]; then return 0; fi
 	printf '%-40s ' "$name"
@@ -69,5 +69,9 @@ done
 
 echo
 for f in "${failures[@]}"; do echo "failed: $f"; done
+if [ $((passed + failed)) -eq 0 ]; then
+	echo "no test ran: that is a failure"
+	failed=1
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
