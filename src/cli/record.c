@@ -62,8 +62,9 @@ static void usage(FILE *f)
 		"      --format FMT       pprof, folded, svg or top (default from the file name:\n"
 		"                         .pb.gz/.pprof pprof, .folded/.txt folded, .svg svg)\n"
 		"      --top N            rows of the top table (default 40, 0 = all)\n"
-		"      --transfer MODE    map (aggregate in the kernel, drain in batches; default)\n"
-		"                         or ringbuf (every sample through a ring buffer)\n"
+		"      --transfer MODE    ringbuf (every sample through a BPF ring buffer; default)\n"
+		"                         or map (counts aggregated in the kernel, drained in\n"
+		"                         batches); bench/overhead measured ringbuf cheaper\n"
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
 		"  -q, --quiet            no progress line\n"
 		"  -h, --help             this help\n"
@@ -249,6 +250,8 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	int c, ret;
 
 	a->so.hz = 99;
+	/* bench/overhead: ringbuf cost 0.26% of machine CPU at 99 Hz, map 0.31%. */
+	a->so.transfer = SAMPLER_TRANSFER_RINGBUF;
 	a->seconds = 10;
 	a->top_rows = 40;
 	a->so.pids = a->pids;
