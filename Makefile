@@ -17,7 +17,8 @@ TEST_DEPS_STAMP := $(BUILD)/.test-deps-ok
 WARN    := -Wall -Wextra -Werror
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(WARN) -g -Isrc -Ibpf -I$(GEN) -MMD -MP
 CFLAGS  ?= -O2
-LDLIBS  := -lbpf -ldw -lelf -lz -lprotobuf-c -lpthread -lm
+LDLIBS  := -lbpf -ldw -lelf -ldebuginfod -lz -lprotobuf-c -lsqlite3 -lmicrohttpd -lcurl \
+	   -l:libiberty.a -lpthread -lm
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SRCS     := $(sort $(wildcard src/*/*.c))
