@@ -6,6 +6,14 @@
 
 #include "cli.h"
 
+/* Subcommands: one line each (one file each in src/cli/). */
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "record", cmd_record },
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: hearth COMMAND [OPTIONS]\n"
@@ -35,9 +43,9 @@ int main(int argc, char **argv)
 		printf("hearth %s\n", HEARTH_VERSION);
 		return 0;
 	}
-	if (!strcmp(argv[1], "record"))
-		return cmd_record(argc - 1, argv + 1);
-	fprintf(stderr, "hearth: unknown command '%s' (commands: record; see hearth --help)\n",
-		argv[1]);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "hearth: unknown command '%s' (see hearth --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -42,7 +42,7 @@ expect_usage duration_zero "-d: '0' is not a duration" record -d 0
 expect_usage unknown_format "--format: unknown format 'png'" record --format png
 expect_usage unknown_transfer "--transfer: unknown mode 'pipe'" record --transfer pipe
 expect_usage format_from_name "cannot tell the format of '$T/out.bin'" record -o "$T/out.bin"
-expect_usage unknown_command "unknown command 'recrod'" recrod
+expect_usage unknown_command "unknown command 'recrod' (see hearth --help)" recrod
 if [ "$(id -u)" -eq 0 ]; then
 	# root ignores directory permissions: use a path under a regular file instead.
 	touch "$T/file"
