@@ -21,6 +21,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "profile_abi.h"
+#include "unwind_abi.h"
 
 #define EEXIST 17
 #define EFAULT 14
@@ -36,6 +37,9 @@ const volatile bool filter_pid = false;
 const volatile bool filter_cgroup = false;
 const volatile bool keep_idle = false;
 const volatile bool use_ringbuf = false;
+/* Walk user stacks with the CFI tables of unwind_procs/unwind_rows where a
+ * process has them (--unwind dwarf|auto); otherwise the kernel's fp walker. */
+const volatile bool use_unwind = false;
 /* Samples ring buffer size, for the wake-up threshold (set before load). */
 const volatile __u64 samples_rb_size = 4096;
 
@@ -106,6 +110,65 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* ---- table-driven unwinder (see bpf/unwind_abi.h, docs/unwind.md) ---- */
+
+/* bpf_loop runs the per-frame step at most BPF_MAX_LOOPS (1 << 23) times. */
+_Static_assert(HEARTH_UNWIND_MAX_FRAMES <= (1 << 23), "frames fit bpf_loop's bound");
+_Static_assert((HEARTH_UNWIND_MAX_FRAMES & (HEARTH_UNWIND_MAX_FRAMES - 1)) == 0,
+	       "frame index is masked, so the depth is a power of two");
+_Static_assert((HEARTH_UNWIND_MAX_MAPPINGS & (HEARTH_UNWIND_MAX_MAPPINGS - 1)) == 0,
+	       "mapping index is masked, so the count is a power of two");
+_Static_assert(HEARTH_MAX_STACK == 127, "dwarf sample kstack matches HEARTH_MAX_STACK");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HEARTH_UNWIND_DEFAULT_CHUNKS * HEARTH_UNWIND_CHUNK_ROWS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct hearth_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEARTH_UNWIND_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct hearth_unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* Walker state and the sample being built: too big for the 512-byte BPF stack. */
+struct hearth_uw_state {
+	__u64 pc, sp, bp;
+	__u32 pid;
+	__u32 bp_valid;
+	__u32 remap; /* a caller's pc was outside every mapping */
+	__u32 pad;
+	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
+	struct hearth_rb_dwarf_sample s;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hearth_uw_state);
+} unwind_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HEARTH_UW_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} unwind_stats SEC(".maps");
+
+/* pid -> when a REMAP was last asked for it (at most one per UNWIND_REMAP_NS). */
+#define UNWIND_REMAP_NS (500ull * 1000 * 1000)
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HEARTH_UNWIND_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u64);
+} unwind_remap SEC(".maps");
+
 static __always_inline void bump(void *map, __u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(map, &idx);
@@ -145,6 +208,265 @@ static __always_inline void count_stack_error(long err, bool user)
 		bump(&drops, user ? HEARTH_DROP_USTACK_MISSING : HEARTH_DROP_KSTACK_MISSING);
 	else
 		bump(&drops, HEARTH_DROP_STACK_OTHER);
+}
+
+struct map_search {
+	__u64 addr;
+	__u32 lo, hi; /* mappings [lo, hi) still candidates */
+};
+
+/* bpf_loop callback: one binary-search step over the sample's copy of the
+ * process view. As a callback it is verified once; an unrolled loop of
+ * branches would be verified once per path (loading took 0.4 s). */
+static long map_search_step(__u32 i, void *ctx)
+{
+	struct map_search *ms = ctx;
+	struct hearth_uw_state *st;
+	__u32 zero = 0, mid;
+
+	st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!st || ms->lo >= ms->hi)
+		return 1;
+	mid = ms->lo + (ms->hi - ms->lo) / 2;
+	if (st->proc.m[mid & (HEARTH_UNWIND_MAX_MAPPINGS - 1)].start <= ms->addr)
+		ms->lo = mid + 1;
+	else
+		ms->hi = mid;
+	return 0;
+}
+
+/* Copies the mapping holding addr into *out; false when none. */
+static __always_inline bool find_mapping(struct hearth_uw_state *st, __u64 addr,
+					 struct hearth_unwind_mapping *out)
+{
+	struct map_search ms = { addr, 0, st->proc.n };
+
+	if (ms.hi > HEARTH_UNWIND_MAX_MAPPINGS)
+		ms.hi = HEARTH_UNWIND_MAX_MAPPINGS;
+	bpf_loop(HEARTH_UNWIND_MAP_STEPS + 1, map_search_step, &ms, 0);
+	if (ms.lo == 0)
+		return false;
+	*out = st->proc.m[(ms.lo - 1) & (HEARTH_UNWIND_MAX_MAPPINGS - 1)];
+	return addr < out->end;
+}
+
+struct row_search {
+	__u32 lo, hi; /* rows [lo, hi) still candidates */
+	__u32 vaddr;
+	__u32 pad;
+};
+
+/* bpf_loop callback: one binary-search step. A callback is verified once, where
+ * an unrolled loop of HEARTH_UNWIND_ROW_STEPS branches made loading 4x slower. */
+static long row_search_step(__u32 i, void *ctx)
+{
+	struct row_search *rs = ctx;
+	struct hearth_unwind_row *r;
+	__u32 mid;
+
+	if (rs->lo >= rs->hi)
+		return 1;
+	mid = rs->lo + (rs->hi - rs->lo) / 2;
+	r = bpf_map_lookup_elem(&unwind_rows, &mid);
+	if (!r)
+		return 1;
+	if (r->pc <= rs->vaddr)
+		rs->lo = mid + 1;
+	else
+		rs->hi = mid;
+	return 0;
+}
+
+/* The last row with row.pc <= vaddr among the mapping's rows, or NULL. */
+static __always_inline struct hearth_unwind_row *find_row(const struct hearth_unwind_mapping *m,
+							   __u64 vaddr)
+{
+	struct row_search rs = { m->row_start, m->row_start + m->row_count, (__u32)vaddr, 0 };
+	__u32 idx;
+
+	if (vaddr >> 32)
+		return NULL;
+	bpf_loop(HEARTH_UNWIND_ROW_STEPS + 1, row_search_step, &rs, 0);
+	if (rs.lo == m->row_start)
+		return NULL;
+	idx = rs.lo - 1;
+	return bpf_map_lookup_elem(&unwind_rows, &idx);
+}
+
+/* One frame with frame pointers (objects without a table): 1 = stop. */
+static __always_inline long fp_step(struct hearth_uw_state *st)
+{
+	__u64 frame[2]; /* saved rbp, return address */
+
+	if (!st->bp_valid || !st->bp)
+		return 1;
+	if (bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp)) {
+		bump(&unwind_stats, HEARTH_UW_READ_FAIL);
+		return 1;
+	}
+	bump(&unwind_stats, HEARTH_UW_FP_FRAMES);
+	st->sp = st->bp + 16;
+	st->bp = frame[0];
+	st->pc = frame[1];
+	return st->pc == 0;
+}
+
+/* The CFA of a row, or 0 when the row says stop (counted). */
+static __always_inline __u64 row_cfa(struct hearth_uw_state *st, struct hearth_unwind_row *r)
+{
+	switch (r->cfa_kind) {
+	case HEARTH_CFA_RSP:
+		return st->sp + r->cfa_off;
+	case HEARTH_CFA_RBP:
+		if (st->bp_valid)
+			return st->bp + r->cfa_off;
+		bump(&unwind_stats, HEARTH_UW_UNSUPPORTED);
+		return 0;
+	case HEARTH_CFA_PLT:
+		return st->sp + r->cfa_off + ((st->pc & 15) >= r->plt_thr ? 8 : 0);
+	case HEARTH_CFA_END:
+		bump(&unwind_stats, HEARTH_UW_END);
+		return 0;
+	case HEARTH_CFA_NONE:
+		bump(&unwind_stats, HEARTH_UW_NO_ROW);
+		return 0;
+	default:
+		bump(&unwind_stats, HEARTH_UW_UNSUPPORTED);
+		return 0;
+	}
+}
+
+/* One frame with a CFI row: CFA, then RA at CFA-8 and RBP per the row. 1 = stop. */
+static __always_inline long cfi_step(struct hearth_uw_state *st, struct hearth_unwind_row *r)
+{
+	__u64 cfa = row_cfa(st, r), ra, bp;
+
+	if (!cfa)
+		return 1;
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+		goto read_fail;
+	if (r->rbp_kind == HEARTH_RBP_OFFSET) {
+		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + r->rbp_off)))
+			goto read_fail;
+		st->bp = bp;
+		st->bp_valid = 1;
+	} else if (r->rbp_kind != HEARTH_RBP_SAME) {
+		st->bp_valid = 0;
+	}
+	st->sp = cfa;
+	st->pc = ra;
+	return ra == 0;
+read_fail:
+	bump(&unwind_stats, HEARTH_UW_READ_FAIL);
+	return 1;
+}
+
+/* bpf_loop callback: records the current pc, then steps to the caller. */
+static long unwind_step(__u32 i, void *ctx)
+{
+	struct hearth_unwind_mapping m;
+	struct hearth_unwind_row *r;
+	struct hearth_uw_state *st;
+	__u32 zero = 0, n;
+	__u64 addr;
+
+	st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!st)
+		return 1;
+	n = st->s.ulen;
+	if (n >= HEARTH_UNWIND_MAX_FRAMES) {
+		bump(&unwind_stats, HEARTH_UW_TRUNCATED);
+		return 1;
+	}
+	st->s.ustack[n & (HEARTH_UNWIND_MAX_FRAMES - 1)] = st->pc;
+	st->s.ulen = n + 1;
+	/* Callers' pcs are return addresses: the call is the byte before. */
+	addr = n ? st->pc - 1 : st->pc;
+	if (!find_mapping(st, addr, &m)) {
+		bump(&unwind_stats, HEARTH_UW_NO_MAPPING);
+		st->remap = n > 0; /* a leaf outside files is JIT code; a caller is suspect */
+		return 1;
+	}
+	if (!m.row_count)
+		return fp_step(st);
+	r = find_row(&m, addr - m.bias);
+	if (!r) {
+		bump(&unwind_stats, HEARTH_UW_NO_ROW);
+		return 1;
+	}
+	return cfi_step(st, r);
+}
+
+/* Asks user space to re-read a process's maps (rate-limited per pid). */
+static __always_inline void request_remap(struct hearth_count_key *key)
+{
+	__u64 now = bpf_ktime_get_ns(), *last = bpf_map_lookup_elem(&unwind_remap, &key->pid);
+	struct hearth_event *ev;
+
+	if (last && now - *last < UNWIND_REMAP_NS)
+		return;
+	bpf_map_update_elem(&unwind_remap, &key->pid, &now, BPF_ANY);
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		bump(&drops, HEARTH_DROP_EVENT_LOST);
+		return;
+	}
+	ev->kind = HEARTH_EV_REMAP;
+	ev->pid = key->pid;
+	ev->pstart = key->pstart;
+	__builtin_memcpy(ev->comm, key->pcomm, sizeof(ev->comm));
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* Table-unwinds the current task's user stack and sends the sample. Returns
+ * false when the process has no tables (the caller takes the fp path). */
+static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
+					      struct hearth_count_key *key, bool want_kernel)
+{
+	struct hearth_unwind_proc *p;
+	struct hearth_uw_state *st;
+	struct pt_regs *regs;
+	__u32 zero = 0;
+	long n, flags;
+
+	p = bpf_map_lookup_elem(&unwind_procs, &key->pid);
+	st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	if (!p || p->pstart != key->pstart || !st)
+		return false;
+	/* A copy: user space may replace the view (exec) while we walk. */
+	if (bpf_probe_read_kernel(&st->proc, sizeof(st->proc), p))
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	st->pc = BPF_CORE_READ(regs, ip);
+	st->sp = BPF_CORE_READ(regs, sp);
+	st->bp = BPF_CORE_READ(regs, bp);
+	st->bp_valid = 1;
+	st->pid = key->pid;
+	st->s.pid = key->pid;
+	st->s.tid = key->tid;
+	st->s.pstart = key->pstart;
+	__builtin_memcpy(st->s.comm, key->comm, sizeof(st->s.comm));
+	__builtin_memcpy(st->s.pcomm, key->pcomm, sizeof(st->s.pcomm));
+	st->s.ulen = 0;
+	st->s.klen = 0;
+	st->remap = 0;
+	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
+	bump(&unwind_stats, HEARTH_UW_SAMPLES);
+	if (st->remap)
+		request_remap(key);
+	if (want_kernel) {
+		n = bpf_get_stack(ctx, st->s.kstack, sizeof(st->s.kstack), 0);
+		if (n < 0)
+			count_stack_error(n, false);
+		else
+			st->s.klen = n / sizeof(__u64);
+	}
+	flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > samples_rb_size / 2 ?
+			BPF_RB_FORCE_WAKEUP :
+			BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&samples, &st->s, sizeof(st->s), flags))
+		bump(&drops, HEARTH_DROP_RINGBUF_FULL);
+	return true;
 }
 
 static __always_inline int send_sample(struct bpf_perf_event_data *ctx,
@@ -282,6 +604,8 @@ int hearth_sample(struct bpf_perf_event_data *ctx)
 	want_user = BPF_CORE_READ(task, mm) != NULL;
 	want_kernel = (user_cs(ctx) & 3) == 0;
 
+	if (use_unwind && want_user && send_dwarf_sample(ctx, &key, want_kernel))
+		return 0;
 	if (use_ringbuf)
 		return send_sample(ctx, &key, want_user, want_kernel);
 	if (active_set)
@@ -314,6 +638,12 @@ static __always_inline void send_event(__u32 kind, struct task_struct *task)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(hearth_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
+	/* The old image's view would walk the new image with wrong tables: fp
+	 * until user space publishes the new view (EXEC event). */
+	if (use_unwind)
+		bpf_map_delete_elem(&unwind_procs, &pid);
 	send_event(HEARTH_EV_EXEC, p);
 	return 0;
 }

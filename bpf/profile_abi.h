@@ -47,6 +47,10 @@ enum hearth_event_kind {
 	HEARTH_EV_NEW = 1,  /* first sample of a process: read its mappings now */
 	HEARTH_EV_EXEC = 2, /* a known process called exec: its mappings changed */
 	HEARTH_EV_EXIT = 3, /* a known process exited: keep what we know of it */
+	/* A table walk met a return address outside the process view (libraries
+	 * mapped after the view was read, e.g. by ld.so or dlopen): re-read its maps.
+	 * Consumed by the sampler; never handed to the event callback. */
+	HEARTH_EV_REMAP = 4,
 };
 
 struct hearth_event {

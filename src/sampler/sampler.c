@@ -6,6 +6,10 @@
  * set with BPF_MAP_LOOKUP_AND_DELETE_BATCH (one syscall per batch of keys) and
  * reads each distinct stack once before freeing it. In ring-buffer mode the
  * program never wakes us per sample: we poll on a timer and consume in bulk.
+ *
+ * With --unwind auto|dwarf the sampler also owns the table unwinder's manager
+ * (src/unwind): process events feed it, and every poll and drain gives it a
+ * bounded slice of time to build tables, off the sampling path.
  */
 #include "sampler.h"
 
@@ -26,6 +30,7 @@
 
 #include "profile.skel.h"
 #include "stackcache.h"
+#include "unwind/unwind.h"
 
 /* Entries drained per lookup-and-delete batch call. */
 #define DRAIN_BATCH 4096
@@ -35,6 +40,8 @@
 #define SAMPLES_RB_BYTES (4u << 20)
 /* In map mode the samples ring buffer only carries stack-id collisions. */
 #define COLLISION_RB_BYTES (256u << 10)
+/* Table building per poll/drain: bounded so sampling transfer is never starved. */
+#define UNWIND_BUDGET_MS 20
 
 struct sampler {
 	struct profile_bpf *skel;
@@ -50,6 +57,8 @@ struct sampler {
 	__u64 *vals;
 	struct stack_cache stacks; /* distinct stacks of one drain */
 	struct sampler_drain_stats last;
+	enum sampler_unwind unwind; /* FP when the table unwinder is off */
+	struct unwind_mgr *uw;	    /* NULL when off */
 };
 
 /* ---- libbpf log capture: the verifier's reason goes into the error message ---- */
@@ -218,7 +227,14 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct sampler_event e;
 	char comm[HEARTH_COMM_LEN + 1];
 
-	if (size < sizeof(*ev) || !s->cb.event)
+	if (size < sizeof(*ev))
+		return 0;
+	if (ev->kind == HEARTH_EV_REMAP) { /* the unwinder's own: maps changed under a view */
+		if (s->uw)
+			unwind_mgr__remap(s->uw, ev->pid, ev->pstart);
+		return 0;
+	}
+	if (!s->cb.event)
 		return 0;
 	memcpy(comm, ev->comm, HEARTH_COMM_LEN);
 	comm[HEARTH_COMM_LEN] = '\0';
@@ -226,7 +242,37 @@ static int on_event(void *ctx, void *data, size_t size)
 	e.pid = ev->pid;
 	e.pstart = ev->pstart;
 	e.comm = comm;
+	if (s->uw && (ev->kind == HEARTH_EV_NEW || ev->kind == HEARTH_EV_EXEC))
+		unwind_mgr__note(s->uw, ev->pid, ev->pstart);
+	else if (s->uw && ev->kind == HEARTH_EV_EXIT)
+		unwind_mgr__exit(s->uw, ev->pid);
 	s->cb.event(s->cb.ctx, &e);
+	return 0;
+}
+
+/* A table-unwound sample (struct hearth_rb_dwarf_sample: up to 512 user frames). */
+static int on_rb_dwarf_sample(struct sampler *s, const struct hearth_rb_dwarf_sample *r)
+{
+	struct sampler_sample smp;
+	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
+
+	memcpy(comm, r->comm, HEARTH_COMM_LEN);
+	comm[HEARTH_COMM_LEN] = '\0';
+	memcpy(pcomm, r->pcomm, HEARTH_COMM_LEN);
+	pcomm[HEARTH_COMM_LEN] = '\0';
+	smp = (struct sampler_sample){
+		.pid = r->pid,
+		.tid = r->tid,
+		.pstart = r->pstart,
+		.comm = comm,
+		.pcomm = pcomm,
+		.n_user = r->ulen < HEARTH_UNWIND_MAX_FRAMES ? r->ulen : HEARTH_UNWIND_MAX_FRAMES,
+		.n_kernel = r->klen < HEARTH_MAX_STACK ? r->klen : HEARTH_MAX_STACK,
+		.user = (const uint64_t *)r->ustack,
+		.kernel = (const uint64_t *)r->kstack,
+		.count = 1,
+	};
+	s->cb.sample(s->cb.ctx, &smp);
 	return 0;
 }
 
@@ -239,6 +285,8 @@ static int on_rb_sample(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*r) || !s->cb.sample)
 		return 0;
+	if (size >= sizeof(struct hearth_rb_dwarf_sample))
+		return on_rb_dwarf_sample(s, data);
 	memcpy(comm, r->comm, HEARTH_COMM_LEN);
 	comm[HEARTH_COMM_LEN] = '\0';
 	memcpy(pcomm, r->pcomm, HEARTH_COMM_LEN);
@@ -276,14 +324,20 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 {
 	struct profile_bpf *k = s->skel;
 	bool rb = o->transfer == SAMPLER_TRANSFER_RINGBUF;
+	bool uw = s->unwind != SAMPLER_UNWIND_FP;
+	/* Table-unwound samples always go through the ring buffer (no stack ids). */
+	__u32 rb_bytes = rb || uw ? SAMPLES_RB_BYTES : COLLISION_RB_BYTES;
 
+	k->rodata->use_unwind = uw;
 	k->rodata->keep_idle = o->idle;
 	k->rodata->filter_pid = o->n_pids > 0;
 	k->rodata->filter_cgroup = o->cgroup_path != NULL;
 	k->rodata->use_ringbuf = rb;
-	k->rodata->samples_rb_size = rb ? SAMPLES_RB_BYTES : COLLISION_RB_BYTES;
+	k->rodata->samples_rb_size = rb_bytes;
 	/* The mode that is not used keeps its maps at the minimum size. */
-	if (bpf_map__set_max_entries(k->maps.samples, rb ? SAMPLES_RB_BYTES : COLLISION_RB_BYTES) ||
+	if (bpf_map__set_max_entries(k->maps.samples, rb_bytes) ||
+	    (!uw && bpf_map__set_max_entries(k->maps.unwind_rows, 1)) ||
+	    (!uw && bpf_map__set_max_entries(k->maps.unwind_procs, 1)) ||
 	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.stacks0, rb ? 1 : STACKS_ENTRIES) ||
@@ -324,8 +378,8 @@ static int set_filters_after_load(struct sampler *s, const struct sampler_opts *
 	return 0;
 }
 
-static int load_skeleton(struct sampler *s, const struct sampler_opts *o, char *err,
-			 size_t errlen)
+static int load_skeleton_once(struct sampler *s, const struct sampler_opts *o, char *err,
+			      size_t errlen)
 {
 	int ret;
 
@@ -347,6 +401,41 @@ static int load_skeleton(struct sampler *s, const struct sampler_opts *o, char *
 			 strerror(-ret), bpf_log_len ? bpf_log_reason() : "(nothing)");
 		return ret;
 	}
+	return 0;
+}
+
+/* Loads; in auto mode a kernel that rejects the unwinder gets the fp program. */
+static int load_skeleton(struct sampler *s, const struct sampler_opts *o, char *err,
+			 size_t errlen)
+{
+	int ret;
+
+	s->unwind = o->unwind;
+	ret = load_skeleton_once(s, o, err, errlen);
+	if (!ret || o->unwind != SAMPLER_UNWIND_AUTO)
+		return ret;
+	profile_bpf__destroy(s->skel);
+	s->skel = NULL;
+	s->unwind = SAMPLER_UNWIND_FP;
+	return load_skeleton_once(s, o, err, errlen);
+}
+
+/* The table manager over the loaded maps; auto mode falls back to fp without it. */
+static int open_unwinder(struct sampler *s, char *err, size_t errlen)
+{
+	int ret;
+
+	if (s->unwind == SAMPLER_UNWIND_FP)
+		return 0;
+	ret = unwind_mgr__new(bpf_map__fd(s->skel->maps.unwind_rows),
+			      bpf_map__fd(s->skel->maps.unwind_procs),
+			      HEARTH_UNWIND_DEFAULT_CHUNKS, &s->uw);
+	if (ret && s->unwind == SAMPLER_UNWIND_DWARF) {
+		snprintf(err, errlen, "cannot map the unwind table map: %s", strerror(-ret));
+		return ret;
+	}
+	if (ret)
+		s->unwind = SAMPLER_UNWIND_FP; /* no views are ever published: fp stacks */
 	return 0;
 }
 
@@ -394,6 +483,9 @@ int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *
 	if (ret)
 		goto cleanup;
 	ret = set_filters_after_load(s, o, err, errlen);
+	if (ret)
+		goto cleanup;
+	ret = open_unwinder(s, err, errlen);
 	if (ret)
 		goto cleanup;
 	ret = setup_ringbufs(s);
@@ -524,6 +616,8 @@ int sampler__drain(struct sampler *s)
 
 	memset(&s->last, 0, sizeof(s->last));
 	ring_buffer__consume(s->rb); /* events first: mappings before samples */
+	if (s->uw)
+		unwind_mgr__work(s->uw, UNWIND_BUDGET_MS);
 	if (s->transfer == SAMPLER_TRANSFER_RINGBUF)
 		return 0;
 	idle_set = __atomic_load_n(&k->bss->active_set, __ATOMIC_RELAXED);
@@ -546,6 +640,9 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int n = ring_buffer__poll(s->rb, timeout_ms);
 
+	/* Tables for processes announced by this batch of events, off the sample path. */
+	if (s->uw)
+		unwind_mgr__work(s->uw, UNWIND_BUDGET_MS);
 	if (n == -EINTR)
 		return 0;
 	return n;
@@ -597,6 +694,31 @@ int sampler__prog_stats(const struct sampler *s, uint64_t *run_time_ns, uint64_t
 	return 0;
 }
 
+enum sampler_unwind sampler__unwind(const struct sampler *s)
+{
+	return s->unwind;
+}
+
+int sampler__unwind_stats(const struct sampler *s, uint64_t uw[HEARTH_UW_STAT_MAX],
+			  struct unwind_mgr_stats *ms)
+{
+	int fd;
+
+	if (!s->uw)
+		return -ENOENT;
+	fd = bpf_map__fd(s->skel->maps.unwind_stats);
+	for (__u32 i = 0; i < HEARTH_UW_STAT_MAX; i++)
+		uw[i] = percpu_sum(fd, i, s->n_possible);
+	if (ms)
+		unwind_mgr__stats(s->uw, ms);
+	return 0;
+}
+
+const struct unwind_mgr *sampler__unwind_mgr(const struct sampler *s)
+{
+	return s->uw;
+}
+
 int sampler__n_cpus(const struct sampler *s)
 {
 	return s->n_cpus;
@@ -634,6 +756,7 @@ void sampler__close(struct sampler *s)
 		if (s->pfds[i] >= 0)
 			close(s->pfds[i]);
 	ring_buffer__free(s->rb);
+	unwind_mgr__free(s->uw); /* before the maps it has mmap'ed go */
 	profile_bpf__destroy(s->skel);
 	if (s->cgroup_fd >= 0)
 		close(s->cgroup_fd);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
+#include "unwind_abi.h"  /* bpf/: HEARTH_UW_* */
 
 #define SAMPLER_MIN_HZ 1
 #define SAMPLER_MAX_HZ 10000
@@ -24,6 +25,12 @@ enum sampler_transfer {
 	SAMPLER_TRANSFER_RINGBUF, /* every sample through a BPF ring buffer */
 };
 
+enum sampler_unwind {
+	SAMPLER_UNWIND_AUTO = 0, /* CFI tables where a process has them, else frame pointers */
+	SAMPLER_UNWIND_DWARF,	 /* the same, but failing to load the unwinder is an error */
+	SAMPLER_UNWIND_FP,	 /* the kernel's frame-pointer walker only (127 frames) */
+};
+
 struct sampler_opts {
 	int hz;				 /* samples per second per CPU */
 	bool idle;			 /* keep idle (pid 0) samples */
@@ -31,6 +38,7 @@ struct sampler_opts {
 	const uint32_t *pids;		 /* only these processes (all threads); NULL = all */
 	size_t n_pids;
 	const char *cgroup_path;	 /* only tasks in this cgroup v2 directory (or below) */
+	enum sampler_unwind unwind;	 /* user-stack unwinder (see docs/unwind.md) */
 };
 
 struct sampler_sample {
@@ -85,6 +93,14 @@ uint64_t sampler__samples(const struct sampler *s);
 void sampler__last_drain(const struct sampler *s, struct sampler_drain_stats *out);
 /* run_time_ns / run_cnt of the sampling program (needs kernel.bpf_stats_enabled=1). */
 int sampler__prog_stats(const struct sampler *s, uint64_t *run_time_ns, uint64_t *run_cnt);
+/* Unwinder in use: SAMPLER_UNWIND_FP when off (auto falls back when it cannot load). */
+enum sampler_unwind sampler__unwind(const struct sampler *s);
+struct unwind_mgr_stats;
+/* Table-unwinder counters (sum over CPUs, HEARTH_UW_*) and table memory; -ENOENT when off. */
+int sampler__unwind_stats(const struct sampler *s, uint64_t uw[HEARTH_UW_STAT_MAX],
+			  struct unwind_mgr_stats *ms);
+/* The unwind table manager (figures in bench/tests), or NULL when off. Borrowed. */
+const struct unwind_mgr *sampler__unwind_mgr(const struct sampler *s);
 /* Number of CPUs sampled. */
 int sampler__n_cpus(const struct sampler *s);
 /* Detaches and frees. NULL is a no-op. */

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ABI of the table-driven (DWARF CFI) user-stack unwinder, shared by
+ * bpf/profile.bpf.c and src/unwind/.
+ *
+ * User space turns each object's .eh_frame into rows sorted by pc (ELF vaddr)
+ * and writes them into one big array map, `unwind_rows`, allocated in chunks of
+ * HEARTH_UNWIND_CHUNK_ROWS rows. Per process, `unwind_procs` maps the executable
+ * address ranges to (first row, row count, load bias). x86-64 only: the rule
+ * kinds name RSP/RBP and the PLT expression of the x86-64 psABI.
+ */
+#ifndef HEARTH_BPF_UNWIND_ABI_H
+#define HEARTH_BPF_UNWIND_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* User frames of a table-unwound stack (bpf_loop iterations, one per frame). */
+#define HEARTH_UNWIND_MAX_FRAMES 512
+/* Rows per allocation chunk of unwind_rows. */
+#define HEARTH_UNWIND_CHUNK_ROWS 4096
+/* Most chunks unwind_rows may have (its size is set before load: by default
+ * HEARTH_UNWIND_DEFAULT_CHUNKS, i.e. 16 MiB of rows). */
+#define HEARTH_UNWIND_CHUNKS 1024
+#define HEARTH_UNWIND_DEFAULT_CHUNKS 256
+/* Binary-search steps over rows: enough for the largest row map (2^22 rows). */
+#define HEARTH_UNWIND_ROW_STEPS 22
+/* Executable mappings with a table per process, and the steps to search them. */
+#define HEARTH_UNWIND_MAX_MAPPINGS 64
+#define HEARTH_UNWIND_MAP_STEPS 7
+/* Processes with tables at once. */
+#define HEARTH_UNWIND_MAX_PROCS 1024
+
+_Static_assert((1ull << HEARTH_UNWIND_ROW_STEPS) >=
+		       (unsigned long long)HEARTH_UNWIND_CHUNKS * HEARTH_UNWIND_CHUNK_ROWS,
+	       "row search covers the row map");
+_Static_assert(HEARTH_UNWIND_DEFAULT_CHUNKS <= HEARTH_UNWIND_CHUNKS, "default fits the maximum");
+_Static_assert((1u << HEARTH_UNWIND_MAP_STEPS) >= HEARTH_UNWIND_MAX_MAPPINGS,
+	       "mapping search covers a process");
+
+/* How the CFA (canonical frame address) of a row is computed. */
+enum hearth_cfa_kind {
+	HEARTH_CFA_NONE = 0,	/* no CFI covers this pc: stop */
+	HEARTH_CFA_RSP = 1,	/* CFA = rsp + cfa_off */
+	HEARTH_CFA_RBP = 2,	/* CFA = rbp + cfa_off */
+	HEARTH_CFA_PLT = 3,	/* CFA = rsp + cfa_off + ((rip & 15) >= plt_thr ? 8 : 0) */
+	HEARTH_CFA_END = 4,	/* return address undefined: outermost frame, done */
+	HEARTH_CFA_UNSUPPORTED = 5, /* a rule hearth does not evaluate: stop cleanly */
+};
+
+/* Where the caller's RBP is. */
+enum hearth_rbp_kind {
+	HEARTH_RBP_SAME = 0,	/* unchanged (same value or never saved) */
+	HEARTH_RBP_OFFSET = 1,	/* saved at CFA + rbp_off */
+	HEARTH_RBP_UNKNOWN = 2, /* some other rule: RBP is lost from here on */
+};
+
+/* One row: the rule for pcs in [pc, next row's pc). The return address is
+ * always at CFA - 8 on x86-64 (other RA rules become HEARTH_CFA_UNSUPPORTED). */
+struct hearth_unwind_row {
+	__u32 pc;	/* ELF vaddr of the object (objects above 4 GiB get no table) */
+	__u8 cfa_kind;	/* enum hearth_cfa_kind */
+	__u8 rbp_kind;	/* enum hearth_rbp_kind */
+	__u16 plt_thr;	/* HEARTH_CFA_PLT only */
+	__s32 cfa_off;
+	__s32 rbp_off;
+};
+_Static_assert(sizeof(struct hearth_unwind_row) == 16, "unwind row ABI");
+
+struct hearth_unwind_mapping {
+	__u64 start, end; /* process addresses [start, end) */
+	__u64 bias;	  /* vaddr = addr - bias */
+	__u32 row_start;  /* first row in unwind_rows; row_count 0 = no table (use fp) */
+	__u32 row_count;
+};
+_Static_assert(sizeof(struct hearth_unwind_mapping) == 32, "unwind mapping ABI");
+
+/* Value of unwind_procs (key: pid), mappings sorted by start. */
+struct hearth_unwind_proc {
+	__u64 pstart; /* process start: a reused pid does not use stale tables */
+	__u32 n;
+	__u32 pad;
+	struct hearth_unwind_mapping m[HEARTH_UNWIND_MAX_MAPPINGS];
+};
+_Static_assert(sizeof(struct hearth_unwind_proc) == 16 + 32 * HEARTH_UNWIND_MAX_MAPPINGS,
+	       "unwind proc ABI");
+
+/* A table-unwound sample (ring buffer, told apart from hearth_rb_sample by size). */
+struct hearth_rb_dwarf_sample {
+	__u32 pid;
+	__u32 tid;
+	__u64 pstart;
+	__u32 ulen;
+	__u32 klen;
+	char comm[16];
+	char pcomm[16];
+	__u64 kstack[127];
+	__u64 ustack[HEARTH_UNWIND_MAX_FRAMES];
+};
+_Static_assert(sizeof(struct hearth_rb_dwarf_sample) == 56 + 8 * (127 + HEARTH_UNWIND_MAX_FRAMES),
+	       "dwarf sample ABI");
+
+/* Why table unwinding stopped (per-CPU counters in unwind_stats). */
+enum hearth_unwind_stat {
+	HEARTH_UW_SAMPLES = 0,	 /* samples unwound with tables */
+	HEARTH_UW_END,		 /* reached the outermost frame (RA undefined) */
+	HEARTH_UW_NO_ROW,	 /* pc in a table's object but no CFI row */
+	HEARTH_UW_UNSUPPORTED,	 /* a rule marked unsupported */
+	HEARTH_UW_NO_MAPPING,	 /* pc outside every known mapping */
+	HEARTH_UW_READ_FAIL,	 /* stack memory unreadable */
+	HEARTH_UW_TRUNCATED,	 /* HEARTH_UNWIND_MAX_FRAMES reached */
+	HEARTH_UW_FP_FRAMES,	 /* frames taken with frame pointers (object without table) */
+	HEARTH_UW_STAT_MAX,
+};
+
+#endif /* HEARTH_BPF_UNWIND_ABI_H */

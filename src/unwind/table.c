@@ -1,0 +1,215 @@
+/*
+ * table: one ELF object's unwind table, built from its .eh_frame (or, when it
+ * has none, .debug_frame) and keyed by its GNU build-id.
+ *
+ * Runs off the sampling path (unwind_mgr calls it from the user-space loop).
+ * libelf only gives access to the section bytes; the CFI evaluation is cfi.c.
+ */
+#include "unwind.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Hex build-id from the first NT_GNU_BUILD_ID note, or NULL. */
+static char *elf_build_id(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			char *hex;
+
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((char *)d->d_buf + noff, "GNU", 4) || nh.n_descsz > 64)
+				continue;
+			hex = malloc(nh.n_descsz * 2 + 1);
+			if (!hex)
+				return NULL;
+			for (size_t i = 0; i < nh.n_descsz; i++)
+				sprintf(hex + 2 * i, "%02x", ((unsigned char *)d->d_buf)[doff + i]);
+			hex[nh.n_descsz * 2] = '\0';
+			return hex;
+		}
+	}
+	return NULL;
+}
+
+/* Key without a build-id: path plus identity of the file. */
+static char *file_key(int fd, const char *path)
+{
+	struct stat st;
+	char *key;
+
+	if (fstat(fd, &st))
+		return NULL;
+	if (asprintf(&key, "%s:%llu:%llu:%lld", path, (unsigned long long)st.st_dev,
+		     (unsigned long long)st.st_ino, (long long)st.st_mtime) < 0)
+		return NULL;
+	return key;
+}
+
+/* p_vaddr - p_offset of the first executable PT_LOAD (vaddr = off + delta). */
+static int exec_seg_delta(Elf *elf, uint64_t *delta)
+{
+	size_t n;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(elf, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			*delta = ph.p_vaddr - ph.p_offset;
+			return 0;
+		}
+	}
+	return -ENODATA;
+}
+
+/* Parses the named CFI section into rows. -ENODATA when absent. */
+static int parse_section(Elf *elf, const char *want, bool is_eh, size_t max_bytes,
+			 struct cfi_rows *rows)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return -EINVAL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, want))
+			continue;
+		if (max_bytes && sh.sh_size > max_bytes)
+			return -EFBIG;
+		/* .debug_frame may be SHF_COMPRESSED (gABI 4.1 "Compressed sections"). */
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return -EINVAL;
+		d = (sh.sh_flags & SHF_COMPRESSED) ? elf_getdata(scn, NULL)
+						   : elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf)
+			return -EINVAL;
+		return cfi_parse(d->d_buf, d->d_size, sh.sh_addr, is_eh, rows);
+	}
+	return -ENODATA;
+}
+
+/* Whether the ELF has a section of that name. */
+static bool has_section(Elf *elf, const char *want)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name =
+		    gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+
+		if (name && !strcmp(name, want))
+			return true;
+	}
+	return false;
+}
+
+static int build_from_elf(Elf *elf, int fd, const char *path, size_t max_bytes,
+			  struct unwind_table *t)
+{
+	int err;
+
+	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64)
+		return -ENOEXEC;
+	/* Go keeps frame pointers on amd64, and its CFI does not mark the end of a
+	 * goroutine or g0 stack: the frame-pointer walk is the right one there. */
+	if (has_section(elf, ".gopclntab"))
+		return -ENOTSUP;
+	err = exec_seg_delta(elf, &t->seg_delta);
+	if (err)
+		return err;
+	t->key = elf_build_id(elf);
+	if (!t->key)
+		t->key = file_key(fd, path);
+	t->path = strdup(path);
+	if (!t->key || !t->path)
+		return -ENOMEM;
+	err = parse_section(elf, ".eh_frame", true, max_bytes, &t->rows);
+	if (err == -ENODATA || (!err && t->rows.n == 0))
+		err = parse_section(elf, ".debug_frame", false, max_bytes, &t->rows);
+	if (err && !(err == -EINVAL && t->rows.n))
+		return err; /* malformed after some FDEs: keep what was evaluated */
+	cfi_rows__finish(&t->rows);
+	return t->rows.n ? 0 : -ENODATA;
+}
+
+int unwind_table__build(const char *path, size_t max_cfi_bytes, struct unwind_table **out)
+{
+	struct unwind_table *t = NULL;
+	double t0 = now_ms();
+	Elf *elf = NULL;
+	int fd = -1, err;
+
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	t = calloc(1, sizeof(*t));
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!t || !elf) {
+		err = t ? -EINVAL : -ENOMEM;
+		goto cleanup;
+	}
+	err = build_from_elf(elf, fd, path, max_cfi_bytes, t);
+	if (err)
+		goto cleanup;
+	t->build_ms = now_ms() - t0;
+	*out = t;
+	t = NULL;
+cleanup:
+	unwind_table__free(t);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+void unwind_table__free(struct unwind_table *t)
+{
+	if (!t)
+		return;
+	cfi_rows__fini(&t->rows);
+	free(t->key);
+	free(t->path);
+	free(t->file_id);
+	free(t);
+}

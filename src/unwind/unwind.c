@@ -1,0 +1,482 @@
+/*
+ * unwind_mgr: the only writer of the unwind_rows and unwind_procs BPF maps.
+ *
+ * A process event (NEW/EXEC) queues the pid; unwind_mgr__work, called from the
+ * user-space loop with a time budget, reads /proc/PID/maps, gets a table per
+ * executable file mapping (built once, shared by build-id, refcounted), copies
+ * new tables into the mmap'ed row array in whole chunks, then publishes the
+ * process view. Rows are written before the view that points at them, so the
+ * BPF walker never sees a half-written table. EXIT drops the view and puts the
+ * tables; the last put frees the chunks.
+ *
+ *   addr (process) --(- bias)--> vaddr (ELF) ; bias = start - off - (p_vaddr - p_offset)
+ */
+#include "unwind.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#define MGR_ROWS(m) ((size_t)(m)->chunks * HEARTH_UNWIND_CHUNK_ROWS)
+/* Objects without a table remembered (by dev:inode), so a busy machine that
+ * starts the same huge or table-less binary again does not rebuild it each time. */
+#define MGR_NEG_ENTRIES 256
+/* .eh_frame bytes per row is about 5 (libc, libcrypto, libclang-cpp); allow 8. */
+#define MGR_CFI_BYTES_PER_ROW 8
+
+struct proc_view {
+	uint32_t pid;
+	uint64_t pstart;
+	struct unwind_table **tables; /* one ref each; owned array */
+	size_t n;
+};
+
+struct pending {
+	uint32_t pid;
+	uint64_t pstart;
+	double due_ms; /* not before this (CLOCK_MONOTONIC ms) */
+	int rechecks;  /* re-reads still to schedule after this one */
+};
+
+/* A process announced by its first sample may be inside exec, before ld.so has
+ * mapped its libraries: its maps are read again this long after each read. */
+static const double mgr_recheck_ms[] = {100, 500, 2000};
+#define MGR_RECHECKS ((int)(sizeof(mgr_recheck_ms) / sizeof(mgr_recheck_ms[0])))
+
+struct unwind_mgr {
+	int rows_fd, procs_fd;
+	struct hearth_unwind_row *rows; /* mmap of unwind_rows */
+	uint32_t chunks;		/* chunks in unwind_rows */
+	uint8_t used[HEARTH_UNWIND_CHUNKS];
+	struct unwind_table **tables; /* live tables (refs > 0) */
+	size_t n_tables, cap_tables;
+	struct proc_view *procs;
+	size_t n_procs, cap_procs;
+	struct pending *queue;
+	size_t n_queue, cap_queue;
+	char *neg[MGR_NEG_ENTRIES]; /* file ids without a table; owned, ring */
+	size_t neg_next;
+	uint64_t build_failed, no_room;
+	double build_ms;
+};
+
+/* Grows *arr (elements of size sz) to hold n+1; -ENOMEM. */
+static int grow(void **arr, size_t *cap, size_t n, size_t sz)
+{
+	size_t nc;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 16;
+	if (nc > SIZE_MAX / sz)
+		return -ENOMEM;
+	p = realloc(*arr, nc * sz);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
+int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mgr **out)
+{
+	struct unwind_mgr *m;
+	void *rows;
+
+	*out = NULL;
+	if (chunks == 0 || chunks > HEARTH_UNWIND_CHUNKS)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->chunks = chunks;
+	rows = mmap(NULL, MGR_ROWS(m) * sizeof(struct hearth_unwind_row), PROT_READ | PROT_WRITE,
+		    MAP_SHARED, rows_fd, 0);
+	if (rows == MAP_FAILED) {
+		int err = -errno;
+
+		free(m);
+		return err;
+	}
+	m->rows = rows;
+	m->rows_fd = rows_fd;
+	m->procs_fd = procs_fd;
+	*out = m;
+	return 0;
+}
+
+/* ---- chunks ---- */
+
+/* First fit of `need` contiguous free chunks; index or -ENOSPC. */
+static int chunks_alloc(struct unwind_mgr *m, uint32_t need)
+{
+	for (uint32_t i = 0, run = 0; i < m->chunks; i++) {
+		run = m->used[i] ? 0 : run + 1;
+		if (run == need) {
+			memset(m->used + i + 1 - need, 1, need);
+			return (int)(i + 1 - need);
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Copies a table into the row map (first ref). -ENOSPC when the map is full. */
+static int table_load(struct unwind_mgr *m, struct unwind_table *t)
+{
+	uint32_t need =
+	    (uint32_t)((t->rows.n + HEARTH_UNWIND_CHUNK_ROWS - 1) / HEARTH_UNWIND_CHUNK_ROWS);
+	int first;
+
+	/* One object may take at most a quarter of the map: a 1M-row libLLVM must
+	 * not leave every other process on frame pointers. */
+	if (need == 0 || need > m->chunks / 4)
+		return -ENOSPC;
+	first = chunks_alloc(m, need);
+	if (first < 0)
+		return first;
+	t->chunks = need;
+	t->row_start = (uint32_t)first * HEARTH_UNWIND_CHUNK_ROWS;
+	memcpy(m->rows + t->row_start, t->rows.rows, t->rows.n * sizeof(*t->rows.rows));
+	__atomic_thread_fence(__ATOMIC_RELEASE); /* rows before the view that uses them */
+	/* The map is the copy from now on: keep the count, drop the heap rows. */
+	free(t->rows.rows);
+	t->rows.rows = NULL;
+	t->rows.cap = 0;
+	return 0;
+}
+
+static void table_put(struct unwind_mgr *m, struct unwind_table *t)
+{
+	if (!t || --t->refs > 0)
+		return;
+	memset(m->used + t->row_start / HEARTH_UNWIND_CHUNK_ROWS, 0, t->chunks);
+	for (size_t i = 0; i < m->n_tables; i++) {
+		if (m->tables[i] == t) {
+			m->tables[i] = m->tables[--m->n_tables];
+			break;
+		}
+	}
+	unwind_table__free(t);
+}
+
+/* ---- tables ---- */
+
+static struct unwind_table *table_find(struct unwind_mgr *m, const char *file_id, const char *key)
+{
+	for (size_t i = 0; i < m->n_tables; i++) {
+		struct unwind_table *t = m->tables[i];
+
+		if ((file_id && !strcmp(t->file_id, file_id)) || (key && !strcmp(t->key, key)))
+			return t;
+	}
+	return NULL;
+}
+
+static bool neg_has(const struct unwind_mgr *m, const char *file_id)
+{
+	for (size_t i = 0; i < MGR_NEG_ENTRIES; i++)
+		if (m->neg[i] && !strcmp(m->neg[i], file_id))
+			return true;
+	return false;
+}
+
+static void neg_add(struct unwind_mgr *m, const char *file_id)
+{
+	char *copy = strdup(file_id);
+
+	if (!copy)
+		return;
+	free(m->neg[m->neg_next]);
+	m->neg[m->neg_next] = copy;
+	m->neg_next = (m->neg_next + 1) % MGR_NEG_ENTRIES;
+}
+
+/* Builds (or shares) the table of a mapped file and takes a ref; NULL if none. */
+static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_path, const char *path,
+				      const char *file_id)
+{
+	struct unwind_table *t = table_find(m, file_id, NULL), *same;
+	size_t max_bytes = (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS * MGR_CFI_BYTES_PER_ROW;
+	int err;
+
+	if (t)
+		goto ref;
+	if (neg_has(m, file_id))
+		return NULL;
+	err = unwind_table__build(open_path, max_bytes, &t);
+	if (err) {
+		m->build_failed++;
+		/* Only what the file is says "never": not a process gone meanwhile. */
+		if (err == -ENODATA || err == -ENOTSUP || err == -EFBIG || err == -ENOEXEC ||
+		    err == -EINVAL)
+			neg_add(m, file_id);
+		return NULL;
+	}
+	m->build_ms += t->build_ms;
+	free(t->path);
+	t->path = strdup(path);
+	t->file_id = strdup(file_id);
+	same = table_find(m, NULL, t->key);
+	if (!t->path || !t->file_id || same ||
+	    grow((void **)&m->tables, &m->cap_tables, m->n_tables, sizeof(*m->tables))) {
+		unwind_table__free(t);
+		t = same; /* the same build-id under another path or inode */
+		if (!t)
+			return NULL;
+		goto ref;
+	}
+	if (table_load(m, t)) {
+		m->no_room++;
+		if (t->rows.n > (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS)
+			neg_add(m, file_id); /* can never fit; a full map may have room later */
+		unwind_table__free(t);
+		return NULL;
+	}
+	m->tables[m->n_tables++] = t;
+ref:
+	t->refs++;
+	return t;
+}
+
+/* ---- process views ---- */
+
+static struct proc_view *view_find(struct unwind_mgr *m, uint32_t pid)
+{
+	for (size_t i = 0; i < m->n_procs; i++)
+		if (m->procs[i].pid == pid)
+			return &m->procs[i];
+	return NULL;
+}
+
+static void view_drop(struct unwind_mgr *m, struct proc_view *v)
+{
+	for (size_t i = 0; i < v->n; i++)
+		table_put(m, v->tables[i]);
+	free(v->tables);
+	*v = m->procs[--m->n_procs];
+}
+
+/* One executable file mapping of /proc/PID/maps into val (and its table into tabs). */
+static void add_mapping(struct unwind_mgr *m, uint32_t pid, const char *line,
+			struct hearth_unwind_proc *val, struct unwind_table **tabs)
+{
+	unsigned long long start, end, off, ino;
+	char perms[8], dev[16], open_path[96], file_id[48];
+	struct hearth_unwind_mapping *mp;
+	struct unwind_table *t;
+	int path_at = 0;
+
+	if (sscanf(line, "%llx-%llx %7s %llx %15s %llu %n", &start, &end, perms, &off, dev, &ino,
+		   &path_at) < 6 ||
+	    !path_at || perms[2] != 'x' || line[path_at] != '/')
+		return;
+	if (val->n >= HEARTH_UNWIND_MAX_MAPPINGS)
+		return;
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", pid, start, end);
+	snprintf(file_id, sizeof(file_id), "%s:%llu", dev, ino);
+	t = table_get(m, open_path, line + path_at, file_id);
+	mp = &val->m[val->n];
+	mp->start = start;
+	mp->end = end;
+	mp->bias = t ? start - off - t->seg_delta : 0;
+	mp->row_start = t ? t->row_start : 0;
+	mp->row_count = t ? (uint32_t)t->rows.n : 0;
+	tabs[val->n++] = t;
+}
+
+/* Publishes a process's view (replacing an older one of the same pid). */
+static int view_publish(struct unwind_mgr *m, const struct hearth_unwind_proc *val, uint32_t pid,
+			struct unwind_table **tabs)
+{
+	struct proc_view *old = view_find(m, pid), nv = {.pid = pid, .pstart = val->pstart};
+
+	if (bpf_map_update_elem(m->procs_fd, &pid, val, BPF_ANY))
+		return -errno;
+	if (old)
+		view_drop(m, old); /* after the update: the walker never sees a freed table */
+	if (grow((void **)&m->procs, &m->cap_procs, m->n_procs, sizeof(*m->procs)))
+		return -ENOMEM;
+	nv.tables = tabs;
+	nv.n = val->n;
+	m->procs[m->n_procs++] = nv;
+	return 0;
+}
+
+static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
+	struct unwind_table **tabs = calloc(HEARTH_UNWIND_MAX_MAPPINGS, sizeof(*tabs));
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	FILE *f = NULL;
+	int err = -ENOMEM;
+
+	if (!val || !tabs)
+		goto cleanup;
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f) {
+		err = -errno; /* already gone: nothing to unwind */
+		goto cleanup;
+	}
+	val->pstart = pstart;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		add_mapping(m, pid, line, val, tabs);
+	}
+	err = view_publish(m, val, pid, tabs);
+	if (!err)
+		tabs = NULL;
+cleanup:
+	if (tabs && val)
+		for (uint32_t i = 0; i < val->n; i++)
+			table_put(m, tabs[i]);
+	free(tabs);
+	free(val);
+	free(line);
+	if (f)
+		fclose(f);
+	return err;
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double due, int left)
+{
+	for (size_t i = 0; i < m->n_queue; i++) {
+		if (m->queue[i].pid == pid) {
+			m->queue[i] = (struct pending){pid, pstart, due, left};
+			return;
+		}
+	}
+	if (grow((void **)&m->queue, &m->cap_queue, m->n_queue, sizeof(*m->queue)))
+		return; /* the process keeps frame-pointer stacks */
+	m->queue[m->n_queue++] = (struct pending){pid, pstart, due, left};
+}
+
+void unwind_mgr__note(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	enqueue(m, pid, pstart, 0, MGR_RECHECKS);
+}
+
+void unwind_mgr__remap(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	const struct proc_view *v = view_find(m, pid);
+
+	if (v && v->pstart == pstart)
+		enqueue(m, pid, pstart, 0, 0);
+}
+
+void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid)
+{
+	struct proc_view *v = view_find(m, pid);
+
+	for (size_t i = 0; i < m->n_queue; i++) {
+		if (m->queue[i].pid == pid) {
+			m->queue[i] = m->queue[--m->n_queue];
+			break;
+		}
+	}
+	if (!v)
+		return;
+	bpf_map_delete_elem(m->procs_fd, &pid);
+	view_drop(m, v);
+}
+
+int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
+{
+	double t0 = mono_ms();
+	int done = 0;
+
+	/* FIFO among due entries: a busy machine cannot starve a process. */
+	for (size_t i = 0; i < m->n_queue && (done == 0 || mono_ms() - t0 < budget_ms);) {
+		struct pending p = m->queue[i];
+
+		if (p.due_ms > t0) {
+			i++;
+			continue;
+		}
+		memmove(m->queue + i, m->queue + i + 1, (m->n_queue - i - 1) * sizeof(*m->queue));
+		m->n_queue--;
+		if (proc_build(m, p.pid, p.pstart) == 0 && p.rechecks > 0)
+			enqueue(m, p.pid, p.pstart,
+				mono_ms() + mgr_recheck_ms[MGR_RECHECKS - p.rechecks],
+				p.rechecks - 1);
+		done++;
+	}
+	return done;
+}
+
+void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->tables = m->n_tables;
+	o->procs = m->n_procs;
+	o->chunks_total = m->chunks;
+	for (size_t i = 0; i < m->chunks; i++)
+		o->chunks_used += m->used[i];
+	o->user_bytes = sizeof(*m) + m->cap_tables * sizeof(*m->tables) +
+			m->cap_procs * sizeof(*m->procs) + m->cap_queue * sizeof(*m->queue);
+	for (size_t i = 0; i < m->n_tables; i++) {
+		const struct unwind_table *t = m->tables[i];
+
+		o->rows += t->rows.n;
+		o->user_bytes += sizeof(*t) + t->rows.cap * sizeof(*t->rows.rows) + strlen(t->key) +
+				 strlen(t->path) + strlen(t->file_id) + 3;
+	}
+	for (size_t i = 0; i < m->n_procs; i++)
+		o->user_bytes += HEARTH_UNWIND_MAX_MAPPINGS * sizeof(void *);
+	o->row_bytes = o->rows * sizeof(struct hearth_unwind_row);
+	o->build_failed = m->build_failed;
+	o->no_room = m->no_room;
+	o->build_ms = m->build_ms;
+}
+
+const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m)
+{
+	const struct unwind_table *best = NULL;
+
+	for (size_t i = 0; i < m->n_tables; i++)
+		if (!best || m->tables[i]->rows.n > best->rows.n)
+			best = m->tables[i];
+	return best;
+}
+
+const struct unwind_table *unwind_mgr__find_path(const struct unwind_mgr *m, const char *substr)
+{
+	for (size_t i = 0; i < m->n_tables; i++)
+		if (strstr(m->tables[i]->path, substr))
+			return m->tables[i];
+	return NULL;
+}
+
+void unwind_mgr__free(struct unwind_mgr *m)
+{
+	if (!m)
+		return;
+	while (m->n_procs)
+		view_drop(m, &m->procs[m->n_procs - 1]);
+	munmap(m->rows, MGR_ROWS(m) * sizeof(struct hearth_unwind_row));
+	free(m->tables);
+	free(m->procs);
+	free(m->queue);
+	for (size_t i = 0; i < MGR_NEG_ENTRIES; i++)
+		free(m->neg[i]);
+	free(m);
+}

@@ -1,0 +1,96 @@
+/*
+ * unwind: DWARF CFI (.eh_frame / .debug_frame) -> compact per-object unwind
+ * tables for the BPF walker in bpf/profile.bpf.c, and the per-process view
+ * (address range -> table, load bias) it searches. See docs/unwind.md.
+ *
+ * Three layers, each usable alone:
+ *  - cfi_parse: bytes of one CFI section -> rows sorted by pc (no I/O; fuzzed);
+ *  - unwind_table: one ELF object's table, keyed by build-id;
+ *  - unwind_mgr: the only writer of the unwind_rows/unwind_procs BPF maps:
+ *    tables shared and refcounted across processes, rows in fixed-size chunks,
+ *    a table dropped when the last process using it exits.
+ * x86-64 only: the register numbers and rule kinds live in cfi.c and
+ * bpf/unwind_abi.h.
+ */
+#ifndef HEARTH_UNWIND_H
+#define HEARTH_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unwind_abi.h" /* bpf/: struct hearth_unwind_row, limits */
+
+/* Rows of one object, sorted by pc, no two consecutive rows with the same rule. */
+struct cfi_rows {
+	struct hearth_unwind_row *rows; /* owned */
+	size_t n, cap;
+	size_t unsupported; /* rows marked HEARTH_CFA_UNSUPPORTED */
+	size_t fdes;	    /* FDEs evaluated */
+};
+
+/*
+ * Parses one CFI section: buf holds its bytes, sec_vaddr is where it is loaded
+ * (for pc-relative pointers), is_eh selects .eh_frame (else .debug_frame) format.
+ * Appends rows to out (unsorted until cfi_rows__finish). Returns 0 or -EINVAL on
+ * malformed input (rows of the FDEs before the error are kept), -ENOMEM.
+ */
+int cfi_parse(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh, struct cfi_rows *out);
+/* Sorts, drops rows shadowed by a row at the same pc, merges equal neighbours. */
+void cfi_rows__finish(struct cfi_rows *r);
+void cfi_rows__fini(struct cfi_rows *r);
+
+struct unwind_table {
+	char *key;     /* build-id hex, or "path:dev:ino:mtime"; owned */
+	char *path;    /* path it was built from; owned */
+	char *file_id; /* "dev:inode" of the file, set by unwind_mgr; owned */
+	struct cfi_rows rows;
+	uint64_t seg_delta; /* p_vaddr - p_offset of the executable PT_LOAD */
+	double build_ms;    /* time spent building */
+	/* Set by unwind_mgr: */
+	int refs;
+	uint32_t row_start; /* first row in unwind_rows */
+	uint32_t chunks;    /* chunks allocated */
+};
+
+/* Builds the table of the ELF file at path. max_cfi_bytes (0 = no limit) skips,
+ * before any parsing, objects whose CFI section is larger (-EFBIG): about 5 bytes
+ * of .eh_frame make a row, so the caller can refuse what could never fit.
+ * Returns 0 or -errno: -ENODATA when it has no CFI (or no executable segment),
+ * -ENOTSUP for Go binaries, -EFBIG, -ENOEXEC when not a 64-bit ELF, -EINVAL when
+ * its CFI is malformed; an open(2) error as is. */
+int unwind_table__build(const char *path, size_t max_cfi_bytes, struct unwind_table **out);
+void unwind_table__free(struct unwind_table *t);
+
+struct unwind_mgr_stats {
+	uint64_t tables, procs;
+	uint64_t rows, row_bytes; /* rows in use in unwind_rows */
+	uint64_t chunks_used, chunks_total;
+	uint64_t user_bytes; /* heap held by tables and process views */
+	uint64_t build_failed, no_room;
+	double build_ms; /* total build time */
+};
+
+struct unwind_mgr;
+
+/* rows_fd: the unwind_rows array map (mmapable, chunks * HEARTH_UNWIND_CHUNK_ROWS
+ * rows, chunks <= HEARTH_UNWIND_CHUNKS), procs_fd: unwind_procs. Neither is owned.
+ * Returns 0 or -errno. */
+int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mgr **out);
+void unwind_mgr__free(struct unwind_mgr *m);
+/* A process appeared or exec'ed: queue it for (re)building its view. */
+void unwind_mgr__note(struct unwind_mgr *m, uint32_t pid, uint64_t pstart);
+/* The walker met a caller outside the view: re-read the maps soon (no
+ * re-checks scheduled; BPF rate-limits these per pid). */
+void unwind_mgr__remap(struct unwind_mgr *m, uint32_t pid, uint64_t pstart);
+/* A process exited: drop its view and put its tables. */
+void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid);
+/* Processes queued work for at most budget_ms (at least one process). Returns
+ * the number of processes handled. */
+int unwind_mgr__work(struct unwind_mgr *m, int budget_ms);
+void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *out);
+/* Largest table by rows and its build time (for the figures), or NULL. */
+const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m);
+const struct unwind_table *unwind_mgr__find_path(const struct unwind_mgr *m, const char *substr);
+
+#endif /* HEARTH_UNWIND_H */

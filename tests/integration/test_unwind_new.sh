@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Issue 6: a process started after `hearth record` (system-wide, both transfer
+# modes) is table-unwound within one interval: its tables are built off the
+# sampling path when its first sample announces it, so nearly all its samples
+# reach main through all 221 recursive frames.
+. "$(dirname "$0")/lib.sh"
+need_root unwind_new
+
+for mode in ringbuf map; do
+	"$HEARTH" record -F 499 -d 4 --unwind dwarf --transfer $mode -o "$T/$mode.folded" \
+		2> "$T/err.$mode" &
+	rec=$!
+	BG_PIDS+=($rec)
+	sleep 1
+	# Outlives the record, so hearth can still re-read its maps when symbolizing.
+	"$W/deepcfi" 4 > /dev/null &
+	wl=$!
+	BG_PIDS+=($wl)
+	wait $rec
+	rc=$?
+	wait $wl
+	if [ $rc -ne 0 ]; then
+		fail "unwind_new_$mode" "hearth record exited $rc: $(cat "$T/err.$mode")"
+		continue
+	fi
+	tot=$(grep '^deepcfi;' "$T/$mode.folded" | awk '{ s += $NF } END { print s + 0 }')
+	hit=$(grep -E '^deepcfi;_start;[^ ]*;main;work_round;(descend;){221}' "$T/$mode.folded" |
+		awk '{ s += $NF } END { print s + 0 }')
+	if [ "$tot" -gt 100 ] && [ $((hit * 100)) -ge $((tot * 90)) ]; then
+		pass "unwind_new_$mode: $hit of $tot samples of a process started after record are fully unwound"
+	else
+		fail "unwind_new_$mode" "$hit of $tot samples fully unwound (want >= 90%): $(grep -a 'unwind:' "$T/err.$mode") $(grep '^deepcfi;' "$T/$mode.folded" | head -3 | cut -c1-300)"
+	fi
+done
+finish

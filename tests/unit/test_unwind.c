@@ -1,0 +1,295 @@
+/*
+ * Tests of unwind/: CFI evaluation on hand-assembled .eh_frame bytes (every
+ * rule kind the walker knows, the PLT expression, unsupported and malformed
+ * input), a real table (this test binary, libc), and the manager over real BPF
+ * maps: shared tables, chunks freed when the last process goes.
+ */
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "unit.h"
+#include "unwind/unwind.h"
+
+/* A CIE (augmentation "zR", FDE pointers pcrel|sdata4, RA = r16, data align -8)
+ * with the x86-64 entry rule: CFA = rsp + 8, RA at CFA - 8. */
+static const uint8_t cie[] = {
+    0x14, 0,	0,   0, /* length 20 */
+    0,	  0,	0,   0, /* CIE id */
+    1,	  'z',	'R', 0, /* version, augmentation */
+    1,	  0x78, 16,	/* code align 1, data align -8, RA register 16 */
+    1,	  0x1b,		/* aug length, R = pcrel|sdata4 */
+    0x0c, 7,	8,	/* def_cfa rsp+8 */
+    0x90, 1,		/* offset r16 at cfa-8 */
+    0,	  0,		/* padding */
+};
+
+/* Section = cie + one FDE for [0x1000, 0x1000 + range) with the given program.
+ * The section is loaded at vaddr 0x2000; pc_begin is pc-relative. */
+static size_t make_section(uint8_t *out, const uint8_t *prog, size_t n, uint32_t range)
+{
+	size_t off = sizeof(cie), body = 4 + 4 + 4 + 1 + n;
+	uint32_t len = (uint32_t)((body + 3) & ~3u), cie_ptr = (uint32_t)off + 4;
+	int32_t rel = (int32_t)(0x1000 - (0x2000 + (int64_t)off + 8));
+
+	memcpy(out, cie, sizeof(cie));
+	memset(out + off, 0, 4 + len + 4);
+	memcpy(out + off, &len, 4);
+	memcpy(out + off + 4, &cie_ptr, 4);
+	memcpy(out + off + 8, &rel, 4);
+	memcpy(out + off + 12, &range, 4);
+	out[off + 16] = 0; /* augmentation data length */
+	memcpy(out + off + 17, prog, n);
+	return off + 4 + len + 4; /* + zero terminator */
+}
+
+static int parse(const uint8_t *prog, size_t n, struct cfi_rows *r)
+{
+	uint8_t sec[256];
+	size_t len = make_section(sec, prog, n, 0x40);
+	int err = cfi_parse(sec, len, 0x2000, true, r);
+
+	cfi_rows__finish(r);
+	return err;
+}
+
+/* The row in effect at pc. */
+static const struct hearth_unwind_row *row_at(const struct cfi_rows *r, uint32_t pc)
+{
+	const struct hearth_unwind_row *best = NULL;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (r->rows[i].pc <= pc)
+			best = &r->rows[i];
+	return best;
+}
+
+TEST(cfi_push_rbp_prologue)
+{
+	/* push rbp; mov rbp, rsp; ...; leave-like epilogue */
+	static const uint8_t prog[] = {0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6, 0x50, 0x0c, 7, 8};
+	struct cfi_rows r = {0};
+	const struct hearth_unwind_row *w;
+
+	CHECK(parse(prog, sizeof(prog), &r) == 0);
+	CHECK(r.fdes == 1);
+	w = row_at(&r, 0x1000);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_RSP && w->cfa_off == 8 &&
+	      w->rbp_kind == HEARTH_RBP_SAME);
+	w = row_at(&r, 0x1001);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_RSP && w->cfa_off == 16);
+	CHECK(w->rbp_kind == HEARTH_RBP_OFFSET && w->rbp_off == -16);
+	w = row_at(&r, 0x1004);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_RBP && w->cfa_off == 16);
+	w = row_at(&r, 0x1014);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_RSP && w->cfa_off == 8);
+	w = row_at(&r, 0x1040); /* past the FDE: no CFI */
+	CHECK(w && w->cfa_kind == HEARTH_CFA_NONE);
+cleanup:
+	cfi_rows__fini(&r);
+}
+
+TEST(cfi_remember_restore_state)
+{
+	static const uint8_t prog[] = {0x41, 0x0e, 32, 0x0a, 0x42, 0x0e, 8, 0x41, 0x0b};
+	struct cfi_rows r = {0};
+	const struct hearth_unwind_row *w;
+
+	CHECK(parse(prog, sizeof(prog), &r) == 0);
+	w = row_at(&r, 0x1003);
+	CHECK(w && w->cfa_off == 8);
+	w = row_at(&r, 0x1004);
+	CHECK(w && w->cfa_off == 32);
+cleanup:
+	cfi_rows__fini(&r);
+}
+
+TEST(cfi_plt_expression)
+{
+	static const uint8_t prog[] = {0x0f, 11,   0x77, 8,    0x80, 0,	  0x3f,
+				       0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
+	struct cfi_rows r = {0};
+	const struct hearth_unwind_row *w;
+
+	CHECK(parse(prog, sizeof(prog), &r) == 0);
+	w = row_at(&r, 0x1000);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_PLT && w->cfa_off == 8 && w->plt_thr == 11);
+cleanup:
+	cfi_rows__fini(&r);
+}
+
+TEST(cfi_unsupported_rules_stop_cleanly)
+{
+	/* CFA from an expression that is not the PLT one; then RA moved elsewhere;
+	 * then an opcode hearth does not know (0x3f), after which nothing is trusted. */
+	static const uint8_t prog[] = {0x0f, 2,	 0x77, 16,   0x41, 0x0c, 7,    16,
+				       0x09, 16, 3,    0x41, 0x90, 1,	 0x41, 0x3f};
+	struct cfi_rows r = {0};
+	const struct hearth_unwind_row *w;
+
+	CHECK(parse(prog, sizeof(prog), &r) == 0);
+	w = row_at(&r, 0x1000);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_UNSUPPORTED);
+	w = row_at(&r, 0x1001);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_UNSUPPORTED); /* RA in a register */
+	w = row_at(&r, 0x1002);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_RSP && w->cfa_off == 16);
+	w = row_at(&r, 0x1003);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_UNSUPPORTED);
+cleanup:
+	cfi_rows__fini(&r);
+}
+
+TEST(cfi_undefined_ra_is_outermost)
+{
+	static const uint8_t prog[] = {0x07, 16};
+	struct cfi_rows r = {0};
+	const struct hearth_unwind_row *w;
+
+	CHECK(parse(prog, sizeof(prog), &r) == 0);
+	w = row_at(&r, 0x1000);
+	CHECK(w && w->cfa_kind == HEARTH_CFA_END);
+cleanup:
+	cfi_rows__fini(&r);
+}
+
+TEST(cfi_malformed_input)
+{
+	uint8_t sec[256];
+	size_t len = make_section(sec, (const uint8_t[]){0x0c, 7, 8}, 3, 0x10);
+	struct cfi_rows r = {0};
+
+	/* Every truncation parses without reading past the end (ASan watches). */
+	for (size_t n = 0; n < len; n++) {
+		uint8_t *copy = malloc(n ? n : 1);
+
+		CHECK(copy);
+		memcpy(copy, sec, n);
+		cfi_parse(copy, n, 0x2000, true, &r);
+		free(copy);
+	}
+	sec[sizeof(cie) + 4] = 0x7f; /* CIE pointer to nowhere */
+	cfi_rows__fini(&r);
+	CHECK(cfi_parse(sec, len, 0x2000, true, &r) == 0 && r.n == 0);
+	sec[0] = 0xf0; /* CIE longer than the section */
+	CHECK(cfi_parse(sec, len, 0x2000, true, &r) == -EINVAL);
+cleanup:
+	cfi_rows__fini(&r);
+}
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(uintptr_t *)data = info->dlpi_addr;
+	return 1;
+}
+
+__attribute__((noinline)) static int probe_fn(int x)
+{
+	return x * 3 + 1;
+}
+
+TEST(table_of_this_binary)
+{
+	struct unwind_table *t = NULL;
+	uintptr_t bias = 0;
+	const struct hearth_unwind_row *w;
+	uint64_t vaddr;
+
+	CHECK(probe_fn(1) == 4);
+	CHECK(unwind_table__build("/proc/self/exe", 0, &t) == 0);
+	dl_iterate_phdr(first_object, &bias);
+	vaddr = (uintptr_t)probe_fn - bias;
+	w = row_at(&t->rows, (uint32_t)vaddr);
+	CHECKF(w && w->cfa_kind == HEARTH_CFA_RSP && w->cfa_off == 8, "kind %d off %d",
+	       w ? w->cfa_kind : -1, w ? w->cfa_off : 0);
+	for (size_t i = 1; i < t->rows.n; i++)
+		CHECK(t->rows.rows[i - 1].pc < t->rows.rows[i].pc);
+cleanup:
+	unwind_table__free(t);
+}
+
+TEST(table_of_libc)
+{
+	struct unwind_table *t = NULL, *none = NULL;
+
+	CHECK(unwind_table__build("/lib/x86_64-linux-gnu/libc.so.6", 0, &t) == 0);
+	CHECKF(t->rows.n > 5000, "%zu rows", t->rows.n);
+	CHECKF(strlen(t->key) == 40, "key %s", t->key);
+	CHECKF(t->rows.unsupported * 100 < t->rows.n, "%zu of %zu unsupported", t->rows.unsupported,
+	       t->rows.n);
+	printf("  libc: %zu FDEs, %zu rows (%zu unsupported), %.1f ms\n", t->rows.fdes, t->rows.n,
+	       t->rows.unsupported, t->build_ms);
+	CHECK(unwind_table__build("/nonexistent", 0, &none) == -ENOENT && !none);
+cleanup:
+	unwind_table__free(t);
+}
+
+/* The manager over real maps shaped like bpf/profile.bpf.c's (needs root). */
+TEST(mgr_shares_and_drops_tables)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
+	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
+	struct unwind_mgr *m = NULL;
+	struct unwind_mgr_stats st, st2;
+	int rows_fd = -1, procs_fd = -1, status;
+	uint32_t self = (uint32_t)getpid(), child;
+	pid_t pid = -1;
+	bool covered = false;
+
+	CHECK(val);
+	if (geteuid() != 0) {
+		printf("  (skipped: needs root for BPF maps)\n");
+		goto cleanup;
+	}
+	rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
+				 HEARTH_UNWIND_DEFAULT_CHUNKS * HEARTH_UNWIND_CHUNK_ROWS, &mm);
+	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4, sizeof(*val), 64, NULL);
+	CHECK(rows_fd >= 0 && procs_fd >= 0);
+	CHECK(unwind_mgr__new(rows_fd, procs_fd, HEARTH_UNWIND_DEFAULT_CHUNKS, &m) == 0);
+	unwind_mgr__note(m, self, 1);
+	CHECK(unwind_mgr__work(m, 1000) == 1);
+	unwind_mgr__stats(m, &st);
+	CHECKF(st.procs == 1 && st.tables >= 2 && st.chunks_used >= 2, "%llu procs %llu tables",
+	       (unsigned long long)st.procs, (unsigned long long)st.tables);
+	CHECK(bpf_map_lookup_elem(procs_fd, &self, val) == 0 && val->n > 0 && val->pstart == 1);
+	for (uint32_t i = 0; i < val->n; i++)
+		covered |= val->m[i].start <= (uintptr_t)probe_fn &&
+			   (uintptr_t)probe_fn < val->m[i].end && val->m[i].row_count > 0;
+	CHECK(covered);
+	/* A child maps the same objects: no new table. */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	child = (uint32_t)pid;
+	unwind_mgr__note(m, child, 2);
+	unwind_mgr__work(m, 1000);
+	unwind_mgr__stats(m, &st2);
+	CHECK(st2.procs == 2 && st2.tables == st.tables && st2.chunks_used == st.chunks_used);
+	unwind_mgr__exit(m, self);
+	unwind_mgr__stats(m, &st2);
+	CHECK(st2.procs == 1 && st2.tables == st.tables);
+	unwind_mgr__exit(m, child);
+	unwind_mgr__stats(m, &st2);
+	CHECK(st2.procs == 0 && st2.tables == 0 && st2.chunks_used == 0);
+	CHECK(bpf_map_lookup_elem(procs_fd, &self, val) < 0);
+cleanup:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	unwind_mgr__free(m);
+	if (rows_fd >= 0)
+		close(rows_fd);
+	if (procs_fd >= 0)
+		close(procs_fd);
+	free(val);
+}
