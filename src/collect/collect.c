@@ -191,9 +191,12 @@ void collector__event(struct collector *c, enum collect_event_kind kind, uint32_
 		break;
 	case COLLECT_EV_EXEC:
 		proc_table__exec(c->pt, pid, pstart);
+		symbolizer__forget_pid(c->sym, pid); /* a new image: its JIT map starts over */
 		break;
 	case COLLECT_EV_EXIT:
 		proc_table__exit(c->pt, pid, pstart);
+		/* releases its perf map; a late sample re-reads the file, which stays */
+		symbolizer__forget_pid(c->sym, pid);
 		break;
 	}
 }
@@ -261,6 +264,31 @@ static bool file_backed(const struct proc_mapping *m)
 	return m->inode != 0 && m->path[0] == '/';
 }
 
+/* Anonymous code (no file): what a JIT emits, named by the process's perf map. */
+static bool jit_candidate(const struct proc_mapping *m)
+{
+	return !m || (m->exec && !m->inode &&
+		      (!m->path[0] || !strncmp(m->path, "[anon", 5) || !strncmp(m->path, "//anon", 6)));
+}
+
+/* A location named from /tmp/perf-PID.map, or 0 when the map does not cover addr. */
+static uint64_t jit_location(struct collector *c, struct profile *p, struct proc_process *proc,
+			     const struct proc_mapping *m, uint64_t addr)
+{
+	const struct sym_result *r = NULL;
+	uint64_t mid;
+
+	if (!proc || !jit_candidate(m) || symbolizer__resolve_jit(c->sym, proc->pid, addr, &r) ||
+	    !r || !r->n)
+		return 0;
+	mid = m ? profile__mapping(p, m->start, m->end, m->pgoff, m->path[0] ? m->path : "[anon]",
+				   NULL)
+		: 0;
+	if (m && !mid)
+		return 0;
+	return resolved_location(p, mid, addr, r);
+}
+
 static uint64_t user_location(struct collector *c, struct profile *p, struct proc_process *proc,
 			      uint64_t addr)
 {
@@ -271,6 +299,8 @@ static uint64_t user_location(struct collector *c, struct profile *p, struct pro
 	uint64_t mid, off;
 
 	c->stats.frames++;
+	if ((!m || !file_backed(m)) && (mid = jit_location(c, p, proc, m, addr)))
+		return mid;
 	if (!m) {
 		c->stats.unresolved++;
 		return unresolved_location(p, 0, addr, NULL, 0);

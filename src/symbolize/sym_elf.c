@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 /* Symbol ranks for choosing among aliases at one address (higher wins). */
-#define SYM_RANK_LOCAL 1
-#define SYM_RANK_WEAK 2
+#define SYM_RANK_LOCAL	1
+#define SYM_RANK_WEAK	2
 #define SYM_RANK_GLOBAL 3
-#define SYM_RANK_SIZED 4 /* added: a sized alias says where the function ends */
+#define SYM_RANK_SIZED	4 /* added: a sized alias says where the function ends */
 
 struct sym_elf {
 	int fd;
@@ -76,9 +76,9 @@ int sym_elf__open(const char *path, struct sym_elf **out)
 		goto cleanup;
 	}
 	e->size = (uint64_t)st.st_size;
-	if (elf_version(EV_CURRENT) == EV_NONE ||
-	    !(e->elf = elf_begin(e->fd, ELF_C_READ, NULL)) || elf_kind(e->elf) != ELF_K_ELF ||
-	    !gelf_getehdr(e->elf, &eh) || !header_tables_in_file(e, &eh)) {
+	if (elf_version(EV_CURRENT) == EV_NONE || !(e->elf = elf_begin(e->fd, ELF_C_READ, NULL)) ||
+	    elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &eh) ||
+	    !header_tables_in_file(e, &eh)) {
 		err = -ENOEXEC;
 		goto cleanup;
 	}
@@ -197,8 +197,8 @@ static int load_segments(struct sym_elf *e, struct sym_elf_info *info)
 		if (!segs)
 			return -ENOMEM;
 		info->segs = segs;
-		segs[info->n_segs++] = (struct sym_segment){ ph.p_offset, ph.p_filesz, ph.p_vaddr,
-							     (ph.p_flags & PF_X) != 0 };
+		segs[info->n_segs++] = (struct sym_segment){ph.p_offset, ph.p_filesz, ph.p_vaddr,
+							    (ph.p_flags & PF_X) != 0};
 	}
 	return 0;
 }
@@ -244,8 +244,7 @@ static bool strtab_ok(struct sym_elf *e, size_t idx)
 }
 
 /* Function symbols of one symbol table section into b. 0, -ENOMEM or -ENOEXEC. */
-static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
-		       struct sym_builder *b)
+static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct sym_builder *b)
 {
 	Elf_Data *d;
 	GElf_Sym sym;
@@ -259,14 +258,14 @@ static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
 		const char *name;
 		struct sym_raw r;
 
-		if (!keep_symbol(&sym) ||
-		    !(name = elf_strptr(e->elf, sh->sh_link, sym.st_name)) || !name[0])
+		if (!keep_symbol(&sym) || !(name = elf_strptr(e->elf, sh->sh_link, sym.st_name)) ||
+		    !name[0])
 			continue;
-		r = (struct sym_raw){ .start = sym.st_value,
-				      .size = sym.st_size,
-				      .bound = section_end(e, &sym),
-				      .region = sym.st_shndx,
-				      .rank = symbol_rank(&sym) };
+		r = (struct sym_raw){.start = sym.st_value,
+				     .size = sym.st_size,
+				     .bound = section_end(e, &sym),
+				     .region = sym.st_shndx,
+				     .rank = symbol_rank(&sym)};
 		if ((err = sym_builder__add(b, &r, name, NULL)))
 			return err;
 	}
@@ -291,13 +290,14 @@ static int load_symbols_of(struct sym_elf *e, Elf64_Word type, struct sym_builde
  */
 static int load_symbols(struct sym_elf *e, struct sym_elf_info *info)
 {
-	struct sym_builder b = { 0 };
+	struct sym_builder b = {0};
 	int err = load_symbols_of(e, SHT_SYMTAB, &b), dyn_err;
 
 	if (err == -ENOMEM)
 		goto cleanup;
 	if (err || b.n == 0) {
 		sym_builder__fini(&b);
+		info->dynsym = true;
 		dyn_err = load_symbols_of(e, SHT_DYNSYM, &b);
 		info->damaged = err == -ENOEXEC || dyn_err == -ENOEXEC;
 		if (dyn_err == -ENOMEM || (dyn_err == -ENOEXEC && err == -ENOEXEC) ||
@@ -327,5 +327,38 @@ void sym_elf_info__fini(struct sym_elf_info *info)
 	info->segs = NULL;
 	info->n_segs = 0;
 	info->damaged = false;
+	info->dynsym = false;
 	sym_table__fini(&info->table);
+}
+
+/*
+ * .gnu_debuglink: a NUL-terminated file name, padding to 4 bytes, then the CRC32 of the
+ * debug file (GDB manual, "Separate Debug Files"). 0, or -ENOENT when absent or malformed.
+ */
+int sym_elf__debuglink(struct sym_elf *e, char *name, size_t len, uint32_t *crc)
+{
+	size_t shstrndx, nlen;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	const char *sname;
+
+	if (elf_getshdrstrndx(e->elf, &shstrndx) != 0)
+		return -ENOENT;
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sname = elf_strptr(e->elf, shstrndx, sh.sh_name)) ||
+		    strcmp(sname, ".gnu_debuglink") || !in_file(e, sh.sh_offset, sh.sh_size))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < 8)
+			return -ENOENT;
+		nlen = strnlen(d->d_buf, d->d_size);
+		if (nlen == 0 || nlen >= len || ((nlen + 4) & ~(size_t)3) + 4 > d->d_size)
+			return -ENOENT;
+		memcpy(name, d->d_buf, nlen + 1);
+		memcpy(crc, (const char *)d->d_buf + ((nlen + 4) & ~(size_t)3), 4);
+		return 0;
+	}
+	return -ENOENT;
 }

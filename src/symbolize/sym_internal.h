@@ -30,7 +30,7 @@ struct sym_entry {
 
 /* Sorted by start, non-overlapping starts; immutable once built. */
 struct sym_table {
-	struct sym_entry *syms;	     /* owned */
+	struct sym_entry *syms; /* owned */
 	size_t n;
 	char *names;		     /* owned: NUL-terminated names back to back */
 	struct sym_result **results; /* owned, lazily: one shared result per symbol */
@@ -42,7 +42,7 @@ struct sym_raw {
 	uint64_t bound;	      /* nothing of it lies at or past this (section end) */
 	uint32_t region;      /* ELF section index, or kernel module number (0 = core) */
 	uint32_t name, display;
-	uint8_t rank;	      /* which alias wins at one address: higher */
+	uint8_t rank; /* which alias wins at one address: higher */
 };
 
 struct sym_builder {
@@ -82,6 +82,7 @@ struct sym_elf_info {
 	size_t n_segs;
 	struct sym_table table;
 	bool damaged; /* a symbol table was unreadable; what could be read is kept */
+	bool dynsym;  /* the table came from .dynsym (no .symtab functions) */
 };
 
 struct sym_elf; /* an open ELF file: fd + libelf handle */
@@ -100,6 +101,58 @@ void sym_elf__build_id(struct sym_elf *e, char *hex, size_t len);
  */
 int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info);
 void sym_elf_info__fini(struct sym_elf_info *info);
+
+/* .gnu_debuglink name and CRC32. 0 or -ENOENT (none, or malformed). */
+int sym_elf__debuglink(struct sym_elf *e, char *name, size_t len, uint32_t *crc);
+
+/* ---- sym_dwarf.c: DWARF lines and inlines, separate debug files ---- */
+struct sym_dwarf;
+/* Opens path's DWARF. 0, -ENOENT (no .debug_info, or unreadable), -ENOMEM, -errno. */
+int sym_dwarf__open(const char *path, struct sym_dwarf **out);
+void sym_dwarf__close(struct sym_dwarf *d);
+/* Bytes accounted for an open handle (its debug sections). */
+uint64_t sym_dwarf__bytes(const struct sym_dwarf *d);
+/*
+ * Frames for an ELF vaddr, innermost first, at most max. Strings are borrowed from d
+ * (valid while open); name is the plain DWARF name (may be NULL), system_name the
+ * linkage name or the plain one. Returns the count (0: no debug info covers vaddr),
+ * or -EIO when the DWARF is corrupt.
+ */
+int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *frames, size_t max);
+/* ROOT/.build-id/xx/rest.debug (ROOT NULL = /usr/lib/debug) into out when it exists
+ * and carries build-id bid. 0, -ENOENT, or -ESTALE (exists, other build-id). */
+int sym_debug__by_build_id(const char *root, const char *bid, char *out, size_t len);
+/* The debuglink target of the file at path whose CRC32 is crc. 0 or -ENOENT. */
+int sym_debug__by_debuglink(const char *root, const char *path, const char *name, uint32_t crc,
+			    char *out, size_t len);
+
+/* ---- sym_perfmap.c: /tmp/perf-PID.map of one process ---- */
+struct sym_perfmap;
+/* State for one pid's map at dir/perf-PID.map (dir NULL = /tmp); nothing read yet. */
+struct sym_perfmap *sym_perfmap__new(const char *dir, uint32_t pid);
+void sym_perfmap__free(struct sym_perfmap *m);
+/* Reads what was appended since the last call (the file only grows). 0 or -errno. */
+int sym_perfmap__refresh(struct sym_perfmap *m);
+/* Name of the newest entry covering addr, borrowed until the next refresh; NULL if none. */
+const char *sym_perfmap__find(const struct sym_perfmap *m, uint64_t addr);
+/* Malformed lines skipped so far, entries held, bytes held. */
+uint64_t sym_perfmap__bad_lines(const struct sym_perfmap *m);
+size_t sym_perfmap__entries(const struct sym_perfmap *m);
+uint64_t sym_perfmap__bytes(const struct sym_perfmap *m);
+
+/* ---- sym_debuginfod.c: background fetches by build-id ---- */
+struct sym_dbginfod;
+/* A fetcher when DEBUGINFOD_URLS is set and non-empty, else NULL. */
+struct sym_dbginfod *sym_dbginfod__new(void);
+/* Stops the worker (an ongoing fetch is cancelled) and frees. NULL is a no-op. */
+void sym_dbginfod__free(struct sym_dbginfod *d);
+/*
+ * Asks for bid's debug file without waiting. 0 and the cached file's path in out when
+ * done, -EAGAIN while queued or fetching, -ENOENT when the servers do not have it.
+ */
+int sym_dbginfod__get(struct sym_dbginfod *d, const char *bid, char *out, size_t len);
+/* Waits until no request is pending, at most timeout_ms. */
+void sym_dbginfod__wait(struct sym_dbginfod *d, int timeout_ms);
 
 /* Text symbols of a kallsyms file. 0 or -errno (-ENOENT also when it has no symbols). */
 int sym_kallsyms__load(const char *path, struct sym_table *t);

@@ -1,6 +1,7 @@
 /*
- * symbolize: objects by identity, (object, offset) -> frames through a cache, and
- * kernel addresses through kallsyms.
+ * symbolize: objects by identity, (object, offset) -> frames (DWARF lines and inlines,
+ * else symbols) through a byte-budgeted cache, JIT code through perf maps, and kernel
+ * addresses through kallsyms.
  *
  * Identity. A mapping names its file by dev+inode (from /proc/PID/maps); the file's
  * mtime tells a file rewritten in place from its old self. Each such identity points to
@@ -10,35 +11,58 @@
  * Checking mtime costs a stat(2); a known identity is re-checked at most once per
  * SYM_RECHECK_NS, so asking for the same object per frame costs a hash lookup.
  *
- * Constraints: an object's ELF is opened once, read into our own memory (sorted
- * symbols, names blob) and closed — a system-wide profiler sees thousands of files and
- * must not hold their fds or mappings. Objects and results are borrowed by callers until
- * symbolizer__free, so they are never evicted; the (object, offset) cache only holds
- * pointers to per-symbol results and is bounded by SYM_CACHE_MAX_SLOTS (cleared, not
- * grown, when full).
+ * What an object resolves through, best first: DWARF of the file itself, else of a
+ * separate debug file (/usr/lib/debug/.build-id/xx/rest.debug with the same build-id,
+ * else the .gnu_debuglink target with the right CRC, else debuginfod in the background,
+ * taken when it arrives); then .symtab, .dynsym. Names are demangled (C++, Rust).
+ *
+ * Memory. Symbol tables and DWARF handles (heavy) and the (object, vaddr) address cache
+ * are accounted in bytes against one budget (sym_opts.cache_bytes). Past it, address
+ * entries are evicted oldest first while they hold over a quarter of the budget, else
+ * the least recently used object's tables and DWARF are dropped (it keeps its identity
+ * and segments and is re-read from its file, build-id checked, on next use). Hence
+ * results are borrowed only until the next call: they are copied out of the cache into
+ * s->scratch. The object records themselves (a few hundred bytes) live until
+ * symbolizer__free. The kernel's table is one, shared, and outside the budget.
+ * An object's ELF is read into our memory and closed; only DWARF keeps an fd, while
+ * its object is in memory.
  */
 #include "symbolize/symbolize.h"
 #include "symbolize/sym_internal.h"
 
 #include <errno.h>
+#include <libiberty/demangle.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#define SYM_RECHECK_NS (1000ULL * 1000 * 1000)
-#define SYM_CACHE_MIN_SLOTS 1024
-#define SYM_CACHE_MAX_SLOTS (1u << 20) /* 24 MiB of slots, at most half in use */
+#define SYM_RECHECK_NS	     (1000ULL * 1000 * 1000)
+#define SYM_CACHE_MIN_SLOTS  1024
+#define SYM_JIT_MAX	     1024 /* perf maps held (pids); the oldest goes first */
+#define SYM_JIT_RECHECK_NS   (1000ULL * 1000 * 1000)
 #define SYM_HASH_MIN_BUCKETS 256
 
 struct sym_object {
 	char *path;			 /* owned: name as mapped, shown to users */
 	char build_id[SYM_BUILD_ID_HEX]; /* "" when none */
 	bool loaded;			 /* its ELF was read (else it resolves nothing) */
+	bool heavy;			 /* symbols (and DWARF) in memory; else re-read */
+	bool debug_pending;		 /* debuginfod was asked; its answer not seen yet */
 	struct sym_elf_info info;	 /* segments and symbols, owned */
-	struct sym_object *next;	 /* every object, for symbolizer__free */
-	struct sym_object *bid_next;	 /* build-id hash chain */
+	struct sym_dwarf *dwarf;	 /* owned: DWARF of the file or its debug file */
+	char *load_path;		 /* owned: the file read, to re-read after eviction */
+	char *debug_path;		 /* owned: separate debug file in use, NULL = none */
+	char *debuglink;		 /* owned: .gnu_debuglink name, NULL = none */
+	uint32_t debuglink_crc;
+	uint32_t gen; /* bumped when its debug info arrives late */
+	uint32_t polls;
+	uint64_t bytes;				/* accounted: table + DWARF while heavy */
+	struct sym_object *lru_prev, *lru_next; /* heavy objects, most recent first */
+	struct sym_object *next;		/* every object, for symbolizer__free */
+	struct sym_object *bid_next;		/* build-id hash chain */
 };
 
 /* One name of an object: (dev, inode, mtime), or the open path when nothing else. */
@@ -52,10 +76,14 @@ struct sym_ident {
 	struct sym_ident *next; /* hash chain */
 };
 
-struct sym_cache_slot {
-	const struct sym_object *obj; /* NULL = empty slot */
-	uint64_t off;
-	const struct sym_result *res; /* borrowed: a table's result or &s->unresolved */
+struct sym_centry;
+
+/* The perf map of one process. */
+struct sym_jit {
+	uint32_t pid;
+	uint64_t checked_ns;
+	struct sym_perfmap *map; /* owned */
+	struct sym_jit *next;
 };
 
 struct sym_ident_hash {
@@ -71,10 +99,19 @@ struct sym_bid_hash {
 struct symbolizer {
 	char *kallsyms_path;
 	struct sym_object *objects;
-	struct sym_ident_hash idents; /* by dev+inode (or path) */
+	struct sym_ident_hash idents;  /* by dev+inode (or path) */
 	struct sym_bid_hash build_ids; /* objects by build-id */
-	struct sym_cache_slot *cache;
-	size_t cache_cap, cache_used;
+	char *debug_root;	       /* NULL = /usr/lib/debug */
+	char *perfmap_dir;	       /* NULL = /tmp */
+	struct sym_dbginfod *dbginfod; /* owned, NULL when DEBUGINFOD_URLS is unset */
+	struct sym_object *lru_head, *lru_tail;
+	struct sym_centry **buckets; /* owned entries, chained */
+	size_t n_buckets, cache_used;
+	struct sym_centry *c_head, *c_tail; /* address-cache LRU, most recent first */
+	uint64_t budget, obj_bytes, cache_bytes;
+	struct sym_jit *jits;
+	size_t n_jits;
+	struct sym_result scratch; /* what the last resolve handed out */
 	struct sym_table kernel;
 	bool kernel_loaded;
 	struct sym_result unresolved; /* n == 0, handed out for every miss */
@@ -266,16 +303,27 @@ static struct sym_object *object_new(struct symbolizer *s, const char *path, con
 static void object_free(struct sym_object *o)
 {
 	sym_elf_info__fini(&o->info);
+	sym_dwarf__close(o->dwarf);
+	free(o->load_path);
+	free(o->debug_path);
+	free(o->debuglink);
 	free(o->path);
 	free(o);
 }
 
+static void debug_find(struct symbolizer *s, struct sym_object *o);
+static void object_account(struct symbolizer *s, struct sym_object *o);
+static void lru_touch(struct symbolizer *s, struct sym_object *o);
+static void budget_enforce(struct symbolizer *s);
+
 /*
- * Reads an open ELF into o (once). A failure leaves o resolving nothing; a damaged file
- * keeps what could be read. Both are counted as failures.
+ * Reads an open ELF into o (once), then its debug info wherever it is. A failure leaves
+ * o resolving nothing; a damaged file keeps what could be read. Both are counted.
  */
-static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_elf *elf)
+static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_elf *elf,
+			const char *open_path)
 {
+	char link[256];
 	int err = sym_elf__load(elf, &o->info);
 
 	if (err || o->info.damaged)
@@ -284,7 +332,16 @@ static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_e
 		sym_elf_info__fini(&o->info);
 		return;
 	}
-	o->loaded = true;
+	free(o->load_path);
+	if (!(o->load_path = strdup(open_path)))
+		return;
+	if (!o->debuglink && sym_elf__debuglink(elf, link, sizeof(link), &o->debuglink_crc) == 0)
+		o->debuglink = strdup(link);
+	o->loaded = o->heavy = true;
+	debug_find(s, o);
+	lru_touch(s, o);
+	object_account(s, o);
+	budget_enforce(s);
 }
 
 /*
@@ -292,8 +349,7 @@ static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_e
  * object -> that object. Unreadable (or open_path NULL) -> a new object that resolves
  * nothing. NULL on ENOMEM.
  */
-static struct sym_object *object_load(struct symbolizer *s, const char *open_path,
-				      const char *path)
+static struct sym_object *object_load(struct symbolizer *s, const char *open_path, const char *path)
 {
 	struct sym_elf *elf = NULL;
 	char bid[SYM_BUILD_ID_HEX] = "";
@@ -311,7 +367,7 @@ static struct sym_object *object_load(struct symbolizer *s, const char *open_pat
 	if (!o)
 		o = object_new(s, path, bid);
 	if (o && !o->loaded) /* new, or its first copy was unreadable */
-		object_fill(s, o, elf);
+		object_fill(s, o, elf, open_path);
 	sym_elf__close(elf);
 	return o;
 }
@@ -382,11 +438,11 @@ static struct sym_object *object_by_stat(struct symbolizer *s, struct sym_ident 
 	return id ? id->obj : NULL;
 }
 
-struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_path,
-				      const char *path, uint64_t dev, uint64_t inode)
+struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_path, const char *path,
+				      uint64_t dev, uint64_t inode)
 {
 	uint64_t now = now_ns();
-	struct sym_ident key = { .dev = dev, .inode = inode, .checked_ns = now };
+	struct sym_ident key = {.dev = dev, .inode = inode, .checked_ns = now};
 	struct sym_object *o;
 
 	path = path ? path : open_path ? open_path : "";
@@ -414,63 +470,346 @@ const char *sym_object__build_id(const struct sym_object *o)
 	return o->build_id;
 }
 
-/* ---- the (object, offset) cache ---- */
+/* ---- object contents: symbols, DWARF, separate debug files ---- */
 
-static size_t cache_index(const struct sym_cache_slot *c, size_t cap, const struct sym_object *o,
-			  uint64_t off)
+static void lru_unlink(struct symbolizer *s, struct sym_object *o)
 {
-	size_t i = (size_t)mix64((uint64_t)(uintptr_t)o ^ mix64(off)) & (cap - 1);
-
-	/* Linear probing; at most half the slots are used, so an empty one is near. */
-	while (c[i].obj && (c[i].obj != o || c[i].off != off))
-		i = (i + 1) & (cap - 1);
-	return i;
+	if (o->lru_prev)
+		o->lru_prev->lru_next = o->lru_next;
+	else if (s->lru_head == o)
+		s->lru_head = o->lru_next;
+	if (o->lru_next)
+		o->lru_next->lru_prev = o->lru_prev;
+	else if (s->lru_tail == o)
+		s->lru_tail = o->lru_prev;
+	o->lru_prev = o->lru_next = NULL;
 }
 
-static const struct sym_cache_slot *cache_get(const struct symbolizer *s,
-					      const struct sym_object *o, uint64_t off)
+/* Most recently used first. */
+static void lru_touch(struct symbolizer *s, struct sym_object *o)
 {
-	const struct sym_cache_slot *slot;
-
-	if (!s->cache_cap)
-		return NULL;
-	slot = &s->cache[cache_index(s->cache, s->cache_cap, o, off)];
-	return slot->obj ? slot : NULL;
+	if (s->lru_head == o)
+		return;
+	lru_unlink(s, o);
+	o->lru_next = s->lru_head;
+	if (s->lru_head)
+		s->lru_head->lru_prev = o;
+	s->lru_head = o;
+	if (!s->lru_tail)
+		s->lru_tail = o;
 }
 
-/* Room for one more entry: double up to the bound, then start over. 0 or -ENOMEM. */
-static int cache_reserve(struct symbolizer *s)
+static uint64_t table_bytes(const struct sym_table *t)
 {
-	size_t cap = s->cache_cap ? s->cache_cap * 2 : SYM_CACHE_MIN_SLOTS;
-	struct sym_cache_slot *c;
+	return t->n * sizeof(*t->syms) + (t->names ? malloc_usable_size(t->names) : 0);
+}
 
-	if (s->cache_used + 1 <= s->cache_cap / 2)
-		return 0;
-	if (s->cache_cap >= SYM_CACHE_MAX_SLOTS) {
-		memset(s->cache, 0, s->cache_cap * sizeof(*s->cache));
-		s->cache_used = 0;
-		return 0;
+/* Recomputes what o holds in memory and moves the difference into s's account. */
+static void object_account(struct symbolizer *s, struct sym_object *o)
+{
+	uint64_t b = o->heavy ? table_bytes(&o->info.table) + sym_dwarf__bytes(o->dwarf) : 0;
+
+	s->obj_bytes = s->obj_bytes - o->bytes + b;
+	o->bytes = b;
+}
+
+/* Drops o's symbols and DWARF (re-read on next use); segments stay. */
+static void object_unload(struct symbolizer *s, struct sym_object *o)
+{
+	sym_table__fini(&o->info.table);
+	sym_dwarf__close(o->dwarf);
+	o->dwarf = NULL;
+	o->heavy = false;
+	object_account(s, o);
+	lru_unlink(s, o);
+}
+
+/* Symbols from the debug file when o's own were only .dynsym (a stripped binary). */
+static void debug_symbols(struct symbolizer *s, struct sym_object *o)
+{
+	struct sym_elf_info tmp = {0};
+	struct sym_elf *e;
+
+	if (!o->info.dynsym || sym_elf__open(o->debug_path, &e) != 0)
+		return;
+	if (sym_elf__load(e, &tmp) == 0 && !tmp.dynsym && tmp.table.n) {
+		sym_table__fini(&o->info.table);
+		o->info.table = tmp.table;
+		memset(&tmp.table, 0, sizeof(tmp.table));
+	} else if (tmp.damaged) {
+		s->stats.dwarf_failures++;
 	}
-	c = calloc(cap, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->cache_cap; i++)
-		if (s->cache[i].obj)
-			c[cache_index(c, cap, s->cache[i].obj, s->cache[i].off)] = s->cache[i];
-	free(s->cache);
-	s->cache = c;
-	s->cache_cap = cap;
+	sym_elf_info__fini(&tmp);
+	sym_elf__close(e);
+}
+
+/* Opens DWARF (and symbols) of the debug file at path for o. True when usable. */
+static bool debug_attach(struct symbolizer *s, struct sym_object *o, const char *path)
+{
+	int err = sym_dwarf__open(path, &o->dwarf);
+
+	if (err) {
+		if (err != -ENOENT)
+			s->stats.dwarf_failures++;
+		return false;
+	}
+	if (path != o->load_path) {
+		free(o->debug_path);
+		o->debug_path = strdup(path);
+		if (o->debug_path)
+			debug_symbols(s, o);
+		s->stats.debug_files++;
+	}
+	return true;
+}
+
+/* Local places for o's debug info, in order; debuginfod is asked when none has it. */
+static void debug_find(struct symbolizer *s, struct sym_object *o)
+{
+	char p[4096];
+
+	if (debug_attach(s, o, o->load_path))
+		return;
+	if (o->build_id[0] &&
+	    sym_debug__by_build_id(s->debug_root, o->build_id, p, sizeof(p)) == 0 &&
+	    debug_attach(s, o, p))
+		return;
+	if (o->debuglink &&
+	    sym_debug__by_debuglink(s->debug_root, o->path, o->debuglink, o->debuglink_crc, p,
+				    sizeof(p)) == 0 &&
+	    debug_attach(s, o, p))
+		return;
+	o->debug_pending = s->dbginfod && o->build_id[0];
+	if (o->debug_pending) /* queues the fetch now; its answer is taken by debug_poll */
+		sym_dbginfod__get(s->dbginfod, o->build_id, p, sizeof(p));
+}
+
+/* A debuginfod answer for o, when one has come: used from now on. */
+static void debug_poll(struct symbolizer *s, struct sym_object *o)
+{
+	char p[4096];
+	int err = sym_dbginfod__get(s->dbginfod, o->build_id, p, sizeof(p));
+
+	if (err == -EAGAIN)
+		return;
+	o->debug_pending = false;
+	if (err)
+		return;
+	if (!o->heavy) { /* evicted meanwhile: the next reload reads it */
+		free(o->debug_path);
+		o->debug_path = strdup(p);
+		o->gen++;
+		return;
+	}
+	if (debug_attach(s, o, p)) {
+		s->stats.debuginfod_files++;
+		o->gen++; /* cached answers for o predate its debug info */
+		object_account(s, o);
+	}
+}
+
+/* Re-reads an evicted object from its file (same build-id only). 0 or -errno. */
+static int object_reload(struct symbolizer *s, struct sym_object *o)
+{
+	struct sym_elf *e;
+	char bid[SYM_BUILD_ID_HEX];
+	int err = o->load_path ? sym_elf__open(o->load_path, &e) : -ENOENT;
+
+	if (err)
+		return err;
+	sym_elf__build_id(e, bid, sizeof(bid));
+	sym_elf_info__fini(&o->info);
+	err = strcmp(bid, o->build_id) ? -ESTALE : sym_elf__load(e, &o->info);
+	sym_elf__close(e);
+	if (err)
+		return err;
+	o->heavy = true;
+	s->stats.object_reloads++;
+	if (o->debug_path && !sym_dwarf__open(o->debug_path, &o->dwarf))
+		debug_symbols(s, o);
+	else if (!o->debug_path)
+		sym_dwarf__open(o->load_path, &o->dwarf);
 	return 0;
 }
 
-static void cache_put(struct symbolizer *s, const struct sym_object *o, uint64_t off,
-		      const struct sym_result *res)
+/*
+ * ---- the address cache: (object, vaddr) -> copied frames, byte-accounted ----
+ * Eviction is CLOCK (second chance) over insertion order: a hit only sets a bit in the
+ * entry it reads anyway, where LRU relinking would touch two other random entries.
+ */
+
+struct sym_centry {
+	struct sym_centry *hnext, *prev, *next; /* hash chain; LRU list */
+	const struct sym_object *obj;
+	uint64_t vaddr;
+	uint32_t gen, n;
+	uint32_t bytes;
+	bool referenced; /* hit since it last reached the LRU tail: gets a second chance */
+	struct sym_frame frames[]; /* strings follow, owned by the entry */
+};
+
+static size_t centry_bucket(const struct symbolizer *s, const struct sym_object *o, uint64_t v)
 {
-	if (cache_reserve(s))
-		return; /* no cache, still a correct answer */
-	s->cache[cache_index(s->cache, s->cache_cap, o, off)] =
-		(struct sym_cache_slot){ o, off, res };
+	return (size_t)mix64((uint64_t)(uintptr_t)o ^ mix64(v)) & (s->n_buckets - 1);
+}
+
+static void centry_unlink_lru(struct symbolizer *s, struct sym_centry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		s->c_head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		s->c_tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void centry_push_lru(struct symbolizer *s, struct sym_centry *e)
+{
+	e->next = s->c_head;
+	e->prev = NULL;
+	if (s->c_head)
+		s->c_head->prev = e;
+	s->c_head = e;
+	if (!s->c_tail)
+		s->c_tail = e;
+}
+
+static void centry_remove(struct symbolizer *s, struct sym_centry *e)
+{
+	struct sym_centry **pp = &s->buckets[centry_bucket(s, e->obj, e->vaddr)];
+
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	centry_unlink_lru(s, e);
+	s->cache_bytes -= e->bytes;
+	s->cache_used--;
+	free(e);
+}
+
+static struct sym_centry *centry_find(struct symbolizer *s, const struct sym_object *o, uint64_t v)
+{
+	struct sym_centry *e;
+
+	if (!s->n_buckets)
+		return NULL;
+	for (e = s->buckets[centry_bucket(s, o, v)]; e; e = e->hnext)
+		if (e->obj == o && e->vaddr == v)
+			return e;
+	return NULL;
+}
+
+/* Doubles the buckets when the table is full (best effort). */
+static void buckets_grow(struct symbolizer *s)
+{
+	size_t n = s->n_buckets ? s->n_buckets * 2 : SYM_CACHE_MIN_SLOTS, old = s->n_buckets;
+	struct sym_centry **b = calloc(n, sizeof(*b)), **ob = s->buckets, *e, *next;
+
+	if (!b)
+		return;
+	s->buckets = b;
+	s->n_buckets = n;
+	for (size_t i = 0; i < old; i++) {
+		for (e = ob[i]; e; e = next) {
+			next = e->hnext;
+			e->hnext = b[centry_bucket(s, e->obj, e->vaddr)];
+			b[centry_bucket(s, e->obj, e->vaddr)] = e;
+		}
+	}
+	free(ob);
+	s->cache_bytes = s->cache_bytes - old * sizeof(*b) + n * sizeof(*b);
+}
+
+static size_t str_room(const char *p)
+{
+	return p ? strlen(p) + 1 : 0;
+}
+
+/* Copies p into *pos (when not NULL) and returns the copy. */
+static const char *str_put(char **pos, const char *p)
+{
+	char *d = *pos;
+	size_t n = str_room(p);
+
+	if (!p)
+		return NULL;
+	memcpy(d, p, n);
+	*pos += n;
+	return d;
+}
+
+/* A new entry holding copies of f[0, n). NULL on ENOMEM. */
+static struct sym_centry *centry_new(const struct sym_object *o, uint64_t v,
+				     const struct sym_frame *f, size_t n)
+{
+	size_t room = sizeof(struct sym_centry) + n * sizeof(*f);
+	struct sym_centry *e;
+	char *pos;
+
+	for (size_t i = 0; i < n; i++)
+		room += str_room(f[i].name) + str_room(f[i].file) +
+			(f[i].system_name != f[i].name ? str_room(f[i].system_name) : 0);
+	if (!(e = calloc(1, room)))
+		return NULL;
+	e->obj = o;
+	e->vaddr = v;
+	e->gen = o->gen;
+	e->n = (uint32_t)n;
+	e->bytes = (uint32_t)room;
+	pos = (char *)&e->frames[n];
+	for (size_t i = 0; i < n; i++) {
+		e->frames[i] = f[i];
+		e->frames[i].name = str_put(&pos, f[i].name);
+		e->frames[i].system_name = f[i].system_name == f[i].name
+					       ? e->frames[i].name
+					       : str_put(&pos, f[i].system_name);
+		e->frames[i].file = str_put(&pos, f[i].file);
+	}
+	return e;
+}
+
+static void centry_insert(struct symbolizer *s, struct sym_centry *e)
+{
+	size_t b;
+
+	if (s->cache_used >= s->n_buckets)
+		buckets_grow(s);
+	b = centry_bucket(s, e->obj, e->vaddr);
+	e->hnext = s->buckets[b];
+	s->buckets[b] = e;
+	centry_push_lru(s, e);
+	s->cache_bytes += e->bytes;
 	s->cache_used++;
+}
+
+/*
+ * Evicts until the account fits the budget: address-cache entries (oldest first) while
+ * they hold more than a quarter of it, else whole objects' tables (least recently used).
+ */
+static void budget_enforce(struct symbolizer *s)
+{
+	while (s->obj_bytes + s->cache_bytes > s->budget) {
+		bool cache_big = s->cache_bytes > s->budget / 4 && s->c_tail;
+
+		if (!cache_big && s->lru_tail) {
+			object_unload(s, s->lru_tail);
+			s->stats.object_evictions++;
+		} else if (s->c_tail && s->c_tail->referenced) { /* CLOCK: second chance */
+			struct sym_centry *e = s->c_tail;
+
+			e->referenced = false;
+			centry_unlink_lru(s, e);
+			centry_push_lru(s, e);
+		} else if (s->c_tail) {
+			centry_remove(s, s->c_tail);
+			s->stats.cache_evictions++;
+		} else {
+			break; /* only bucket arrays left: they stay */
+		}
+	}
 }
 
 /* ---- public: resolving ---- */
@@ -486,7 +825,8 @@ static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64
 	for (size_t i = 0; i < o->info.n_segs; i++) {
 		const struct sym_segment *seg = &o->info.segs[i];
 
-		if (off >= seg->off && off - seg->off < seg->filesz && (!hit || (seg->exec && !hit->exec)))
+		if (off >= seg->off && off - seg->off < seg->filesz &&
+		    (!hit || (seg->exec && !hit->exec)))
 			hit = seg;
 	}
 	if (!hit)
@@ -495,40 +835,202 @@ static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64
 	return true;
 }
 
-/* Frames for off in o, from its symbol table. NULL on ENOMEM. */
-static const struct sym_result *object_lookup(struct symbolizer *s, struct sym_object *o,
-					      uint64_t off)
+/* Itanium C++ (_Z) and Rust (legacy _ZN..E, v0 _R) names shown demangled; else NULL. */
+static char *demangle(const char *sys)
 {
-	uint64_t vaddr;
-	long i;
+	if (!sys || sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R'))
+		return NULL;
+	return cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
+}
 
-	if (!object_off_to_vaddr(o, off, &vaddr) || (i = sym_table__find(&o->info.table, vaddr)) < 0)
-		return &s->unresolved;
-	return sym_table__result(&o->info.table, (size_t)i);
+/* The frame from the symbol table, when DWARF gave nothing. 0 or 1 frames. */
+static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_frame *f)
+{
+	long i = sym_table__find(&o->info.table, vaddr);
+
+	if (i < 0)
+		return 0;
+	f->system_name = f->name = o->info.table.names + o->info.table.syms[i].name;
+	f->file = NULL;
+	f->line = 0;
+	f->inlined = false;
+	return 1;
+}
+
+/* Frames for vaddr in o (DWARF, else symbols) as a new cache entry. NULL on ENOMEM. */
+static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object *o, uint64_t vaddr)
+{
+	struct sym_frame f[SYM_MAX_FRAMES];
+	char *dem[SYM_MAX_FRAMES] = {0};
+	struct sym_centry *e;
+	int n = o->dwarf ? sym_dwarf__lookup(o->dwarf, vaddr, f, SYM_MAX_FRAMES) : 0;
+
+	if (n < 0) {
+		s->stats.dwarf_failures++;
+		n = 0;
+	}
+	if (n == 0)
+		n = (int)symtab_frame(o, vaddr, f);
+	else if (!strcmp(f[n - 1].system_name, "??"))
+		symtab_frame(o, vaddr, &f[n - 1]);
+	for (int i = 0; i < n; i++) {
+		if ((dem[i] = demangle(f[i].system_name)))
+			f[i].name = dem[i];
+		else if (!f[i].name)
+			f[i].name = f[i].system_name;
+	}
+	e = centry_new(o, vaddr, f, (size_t)n);
+	for (int i = 0; i < n; i++)
+		free(dem[i]);
+	return e;
+}
+
+/* Hands out entry e's frames through s->scratch (valid until the next call). */
+static const struct sym_result *centry_result(struct symbolizer *s, const struct sym_centry *e)
+{
+	s->scratch.n = e->n;
+	memcpy(s->scratch.frames, e->frames, e->n * sizeof(e->frames[0]));
+	return &s->scratch;
+}
+
+int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint64_t vaddr,
+			      const struct sym_result **out)
+{
+	struct sym_centry *e;
+
+	*out = &s->unresolved;
+	if (!obj)
+		return -EINVAL;
+	if (obj->debug_pending && (obj->polls++ & 255) == 0)
+		debug_poll(s, obj);
+	e = centry_find(s, obj, vaddr);
+	if (e && e->gen == obj->gen) {
+		s->stats.cache_hits++;
+		e->referenced = true; /* not relinked: a hit touches no other entry's memory */
+		*out = centry_result(s, e);
+		return 0;
+	}
+	if (e)
+		centry_remove(s, e);
+	s->stats.cache_misses++;
+	if (!obj->loaded)
+		return 0;
+	if (!obj->heavy && object_reload(s, obj)) {
+		obj->loaded = false; /* gone or replaced: resolves nothing from now on */
+		return 0;
+	}
+	lru_touch(s, obj);
+	object_account(s, obj);
+	if (!(e = object_frames(s, obj, vaddr)))
+		return -ENOMEM;
+	*out = centry_result(s, e); /* copied out before anything can be evicted */
+	centry_insert(s, e);
+	budget_enforce(s);
+	return 0;
 }
 
 int symbolizer__resolve(struct symbolizer *s, struct sym_object *obj, uint64_t off,
 			const struct sym_result **out)
 {
-	const struct sym_cache_slot *slot;
-	const struct sym_result *r;
+	uint64_t vaddr;
 
 	*out = &s->unresolved;
 	if (!obj)
 		return -EINVAL;
-	slot = cache_get(s, obj, off);
-	if (slot) {
-		s->stats.cache_hits++;
-		*out = slot->res;
+	if (!object_off_to_vaddr(obj, off, &vaddr))
 		return 0;
+	return symbolizer__resolve_vaddr(s, obj, vaddr, out);
+}
+
+/* ---- JIT code: perf maps by pid ---- */
+
+static struct sym_jit *jit_find(struct symbolizer *s, uint32_t pid)
+{
+	for (struct sym_jit *j = s->jits; j; j = j->next)
+		if (j->pid == pid)
+			return j;
+	return NULL;
+}
+
+/* The map state of pid, made on first use (the oldest dropped past SYM_JIT_MAX). */
+static struct sym_jit *jit_get(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_jit *j = jit_find(s, pid), **pp;
+
+	if (j)
+		return j;
+	if (s->n_jits >= SYM_JIT_MAX) {
+		for (pp = &s->jits; (*pp)->next; pp = &(*pp)->next)
+			;
+		symbolizer__forget_pid(s, (*pp)->pid);
 	}
-	s->stats.cache_misses++;
-	r = object_lookup(s, obj, off);
-	if (!r)
+	if (!(j = calloc(1, sizeof(*j))) || !(j->map = sym_perfmap__new(s->perfmap_dir, pid))) {
+		free(j);
+		return NULL;
+	}
+	j->pid = pid;
+	j->next = s->jits;
+	s->jits = j;
+	s->n_jits++;
+	return j;
+}
+
+/* Re-reads the map when it may have grown: at most every SYM_JIT_RECHECK_NS. */
+static void jit_refresh(struct symbolizer *s, struct sym_jit *j, bool missed)
+{
+	uint64_t now = now_ns(), before = sym_perfmap__bad_lines(j->map);
+
+	if (j->checked_ns &&
+	    now - j->checked_ns < (missed ? SYM_JIT_RECHECK_NS / 10 : SYM_JIT_RECHECK_NS))
+		return;
+	j->checked_ns = now;
+	sym_perfmap__refresh(j->map);
+	s->stats.perfmap_bad_lines += sym_perfmap__bad_lines(j->map) - before;
+}
+
+int symbolizer__resolve_jit(struct symbolizer *s, uint32_t pid, uint64_t addr,
+			    const struct sym_result **out)
+{
+	struct sym_jit *j = jit_get(s, pid);
+	const char *name;
+
+	*out = &s->unresolved;
+	if (!j)
 		return -ENOMEM;
-	cache_put(s, obj, off, r);
-	*out = r;
+	jit_refresh(s, j, false);
+	if (!(name = sym_perfmap__find(j->map, addr))) {
+		jit_refresh(s, j, true);
+		if (!(name = sym_perfmap__find(j->map, addr)))
+			return 0;
+	}
+	s->stats.jit_hits++;
+	s->scratch.n = 1;
+	s->scratch.frames[0] = (struct sym_frame){.name = name, .system_name = name};
+	*out = &s->scratch;
 	return 0;
+}
+
+void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
+{
+	for (struct sym_jit **pp = &s->jits; *pp; pp = &(*pp)->next) {
+		struct sym_jit *j = *pp;
+
+		if (j->pid != pid)
+			continue;
+		*pp = j->next;
+		sym_perfmap__free(j->map);
+		free(j);
+		s->n_jits--;
+		return;
+	}
+}
+
+void symbolizer__wait_debuginfo(struct symbolizer *s, int timeout_ms)
+{
+	sym_dbginfod__wait(s->dbginfod, timeout_ms);
+	for (struct sym_object *o = s->objects; o; o = o->next)
+		if (o->debug_pending)
+			debug_poll(s, o);
 }
 
 /* Reads kallsyms on first use; a missing or hidden file leaves no kernel symbols. */
@@ -575,6 +1077,11 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 	if (!s)
 		return NULL;
 	s->kallsyms_path = strdup(kallsyms);
+	s->budget = opts && opts->cache_bytes ? opts->cache_bytes : SYM_DEFAULT_CACHE_MB << 20;
+	s->debug_root = opts && opts->debug_root ? strdup(opts->debug_root) : NULL;
+	s->perfmap_dir = opts && opts->perfmap_dir ? strdup(opts->perfmap_dir) : NULL;
+	if (!opts || !opts->no_debuginfod)
+		s->dbginfod = sym_dbginfod__new();
 	s->idents.n_buckets = s->build_ids.n_buckets = SYM_HASH_MIN_BUCKETS;
 	s->idents.buckets = calloc(SYM_HASH_MIN_BUCKETS, sizeof(*s->idents.buckets));
 	s->build_ids.buckets = calloc(SYM_HASH_MIN_BUCKETS, sizeof(*s->build_ids.buckets));
@@ -592,6 +1099,14 @@ void symbolizer__free(struct symbolizer *s)
 
 	if (!s)
 		return;
+	sym_dbginfod__free(s->dbginfod); /* first: its thread stops */
+	while (s->c_tail)
+		centry_remove(s, s->c_tail);
+	while (s->jits)
+		symbolizer__forget_pid(s, s->jits->pid);
+	free(s->buckets);
+	free(s->debug_root);
+	free(s->perfmap_dir);
 	for (o = s->objects; o; o = onext) {
 		onext = o->next;
 		object_free(o);
@@ -605,7 +1120,6 @@ void symbolizer__free(struct symbolizer *s)
 	}
 	free(s->idents.buckets);
 	free(s->build_ids.buckets);
-	free(s->cache);
 	sym_table__fini(&s->kernel);
 	free(s->kallsyms_path);
 	free(s);
@@ -614,4 +1128,7 @@ void symbolizer__free(struct symbolizer *s)
 void symbolizer__stats(const struct symbolizer *s, struct sym_stats *out)
 {
 	*out = s->stats;
+	out->cache_bytes = s->obj_bytes + s->cache_bytes;
+	out->cache_budget = s->budget;
+	out->cache_entries = s->cache_used;
 }

@@ -31,24 +31,42 @@ struct sym_frame {
 };
 
 struct sym_result {
-	size_t n;			       /* 0 = not resolved (keep module+offset) */
+	size_t n;				 /* 0 = not resolved (keep module+offset) */
 	struct sym_frame frames[SYM_MAX_FRAMES]; /* [0] innermost */
 };
 
 struct sym_object;
 struct symbolizer;
 
+/* Default byte budget of the caches (--symbol-cache-mb). */
+#define SYM_DEFAULT_CACHE_MB 256
+
 struct sym_opts {
 	const char *kallsyms_path; /* NULL = /proc/kallsyms */
+	uint64_t cache_bytes;	 /* budget of symbol tables, DWARF and address cache; 0 = default */
+	const char *debug_root;	 /* NULL = /usr/lib/debug (.build-id tree, debuglink) */
+	const char *perfmap_dir; /* NULL = /tmp (perf-PID.map) */
+	bool no_debuginfod;	 /* true: never ask debuginfod even with DEBUGINFOD_URLS */
 };
 
 struct sym_stats {
-	uint64_t elf_opens;	 /* ELF files opened (each object once) */
-	uint64_t elf_failures;	 /* objects that could not be read as ELF */
-	uint64_t objects;	 /* distinct objects known */
-	uint64_t cache_hits;	 /* (object, offset) lookups answered from the cache */
-	uint64_t cache_misses;	 /* lookups that had to search a symbol table */
-	uint64_t kernel_symbols; /* kallsyms entries loaded */
+	uint64_t elf_opens;	    /* ELF files opened (each object once) */
+	uint64_t elf_failures;	    /* objects that could not be read as ELF */
+	uint64_t objects;	    /* distinct objects known */
+	uint64_t cache_hits;	    /* (object, offset) lookups answered from the cache */
+	uint64_t cache_misses;	    /* lookups that had to search a symbol table */
+	uint64_t cache_evictions;   /* address-cache entries evicted for the budget */
+	uint64_t object_evictions;  /* objects whose tables and DWARF were dropped */
+	uint64_t object_reloads;    /* evicted objects read again */
+	uint64_t cache_bytes;	    /* accounted now: tables + DWARF + address cache */
+	uint64_t cache_budget;	    /* the budget they stay under */
+	uint64_t cache_entries;	    /* addresses cached now */
+	uint64_t kernel_symbols;    /* kallsyms entries loaded (not in the budget: shared, one) */
+	uint64_t dwarf_failures;    /* corrupt or unreadable DWARF / debug files */
+	uint64_t debug_files;	    /* separate debug files used */
+	uint64_t debuginfod_files;  /* of which fetched through debuginfod */
+	uint64_t jit_hits;	    /* addresses named from perf maps */
+	uint64_t perfmap_bad_lines; /* malformed perf map lines skipped */
 };
 
 /* NULL on ENOMEM. opts may be NULL. */
@@ -68,21 +86,36 @@ void symbolizer__free(struct symbolizer *s);
  * Never NULL except on ENOMEM: an unreadable file gives an object that resolves nothing.
  * Borrowed: valid until symbolizer__free.
  */
-struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_path,
-				      const char *path, uint64_t dev, uint64_t inode);
+struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_path, const char *path,
+				      uint64_t dev, uint64_t inode);
 /* Name as mapped (path argument above). */
 const char *sym_object__path(const struct sym_object *o);
 /* Hex GNU build-id, "" when none. */
 const char *sym_object__build_id(const struct sym_object *o);
 
 /*
- * Frames for a file offset in obj. *out is borrowed from the cache (valid until
- * symbolizer__free); (*out)->n == 0 when the offset has no symbol.
- * Returns 0, or -ENOMEM.
+ * Frames for a file offset in obj: DWARF (file:line, inlined frames) when the object or
+ * a debug file has it, else its symbol table. *out is borrowed: valid until the next
+ * call on s (copy what you keep); (*out)->n == 0 when the offset has no symbol.
+ * Returns 0, or -ENOMEM / -EINVAL (obj NULL).
  */
 int symbolizer__resolve(struct symbolizer *s, struct sym_object *obj, uint64_t off,
 			const struct sym_result **out);
-/* Frames for a kernel address from kallsyms (module symbols as "name [module]"). */
+/* The same for an ELF virtual address of obj (what addr2line takes). */
+int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint64_t vaddr,
+			      const struct sym_result **out);
+/*
+ * JIT code of process pid from its perf map (perfmap_dir/perf-PID.map), re-read when it
+ * has grown. *out as for symbolizer__resolve. 0 or -ENOMEM.
+ */
+int symbolizer__resolve_jit(struct symbolizer *s, uint32_t pid, uint64_t addr,
+			    const struct sym_result **out);
+/* Releases what is held for process pid (its perf map): call when it exits. */
+void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);
+/* Waits up to timeout_ms for pending debuginfod fetches and takes their results. */
+void symbolizer__wait_debuginfo(struct symbolizer *s, int timeout_ms);
+/* Frames for a kernel address from kallsyms (module symbols as "name [module]");
+ * *out is valid until symbolizer__free. */
 int symbolizer__resolve_kernel(struct symbolizer *s, uint64_t addr, const struct sym_result **out);
 
 void symbolizer__stats(const struct symbolizer *s, struct sym_stats *out);

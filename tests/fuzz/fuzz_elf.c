@@ -1,7 +1,9 @@
 /*
- * libFuzzer target for the ELF reader (and, with the same bytes, the kallsyms reader):
- * the input is written to a temporary file, opened as an object by a fresh symbolizer
- * and a spread of file offsets is resolved. Corrupt input must resolve nothing or
+ * libFuzzer target for the ELF and DWARF readers (and, with the same bytes, the kallsyms
+ * reader): the input is written to a temporary file, opened as an object by a fresh
+ * symbolizer (no debug directories, no debuginfod: only the input is read) and a spread
+ * of file offsets and ELF virtual addresses is resolved, through DWARF when the input
+ * has any (seed: tests/fuzz/corpus/fuzz_elf, a small -O2 -g program with inlines). Corrupt input must resolve nothing or
  * something, never crash, leak, hang or allocate what the file does not hold.
  */
 #include "symbolize/symbolize.h"
@@ -47,7 +49,10 @@ static void check(int err, const struct sym_result *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sym_opts opts = { .kallsyms_path = tmp_path };
+	struct sym_opts opts = { .kallsyms_path = tmp_path,
+				 .debug_root = "/nonexistent",
+				 .no_debuginfod = true,
+				 .cache_bytes = 1 << 20 };
 	const struct sym_result *r = NULL;
 	struct symbolizer *s;
 	struct sym_object *o;
@@ -67,6 +72,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(symbolizer__resolve(s, o, i * (size / 16 + 1), &r), r);
 	check(symbolizer__resolve(s, o, off, &r), r);
 	check(symbolizer__resolve(s, o, off, &r), r); /* from the cache */
+	for (uint64_t i = 0; i < 16; i++) /* typical text addresses of small programs */
+		check(symbolizer__resolve_vaddr(s, o, 0x1000 + i * 0x40 + off % 64, &r), r);
+	check(symbolizer__resolve_vaddr(s, o, off, &r), r);
 	check(symbolizer__resolve_kernel(s, off, &r), r);
 	check(symbolizer__resolve_kernel(s, 0xffffffff81000000ULL + off % 4096, &r), r);
 	symbolizer__free(s);

@@ -19,27 +19,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char fixture_src[] =
-	"__attribute__((noinline)) int hearth_exported(int x)\n"
-	"{\n"
-	"	int s = 0;\n"
-	"	for (int i = 0; i < x; i++)\n"
-	"		s += (i * x) ^ (s >> 3);\n"
-	"	return s;\n"
-	"}\n"
-	"__attribute__((noinline)) static int hearth_local(int x)\n"
-	"{\n"
-	"	volatile int v = x;\n"
-	"	return v * 3 + 1;\n"
-	"}\n"
-	"int (*volatile hearth_keep)(int) = hearth_local;\n"
-	"#ifdef WITH_MAIN\n"
-	"int main(int argc, char **argv)\n"
-	"{\n"
-	"	(void)argv;\n"
-	"	return hearth_exported(argc) + hearth_keep(argc);\n"
-	"}\n"
-	"#endif\n";
+static const char fixture_src[] = "__attribute__((noinline)) int hearth_exported(int x)\n"
+				  "{\n"
+				  "	int s = 0;\n"
+				  "	for (int i = 0; i < x; i++)\n"
+				  "		s += (i * x) ^ (s >> 3);\n"
+				  "	return s;\n"
+				  "}\n"
+				  "__attribute__((noinline)) static int hearth_local(int x)\n"
+				  "{\n"
+				  "	volatile int v = x;\n"
+				  "	return v * 3 + 1;\n"
+				  "}\n"
+				  "int (*volatile hearth_keep)(int) = hearth_local;\n"
+				  "#ifdef WITH_MAIN\n"
+				  "int main(int argc, char **argv)\n"
+				  "{\n"
+				  "	(void)argv;\n"
+				  "	return hearth_exported(argc) + hearth_keep(argc);\n"
+				  "}\n"
+				  "#endif\n";
 
 /* Paths of the fixtures, built once per test binary. */
 static char fx_pie[256], fx_nopie[256], fx_lib[256], fx_stripped[256];
@@ -73,8 +72,7 @@ static int build_fixtures(void)
 	if (!(f = fopen(src, "w")) || fputs(fixture_src, f) < 0 || fclose(f) != 0)
 		return -1;
 	if (sh("gcc -O1 -DWITH_MAIN -fPIE -pie -Wl,--build-id -o '%s' '%s'", fx_pie, src) ||
-	    sh("gcc -O1 -DWITH_MAIN -fno-pie -no-pie -Wl,--build-id -o '%s' '%s'", fx_nopie,
-	       src) ||
+	    sh("gcc -O1 -DWITH_MAIN -fno-pie -no-pie -Wl,--build-id -o '%s' '%s'", fx_nopie, src) ||
 	    sh("gcc -O1 -shared -fPIC -Wl,--build-id -o '%s' '%s'", fx_lib, src) ||
 	    sh("cp '%s' '%s' && strip '%s'", fx_lib, fx_stripped, fx_stripped))
 		return -1;
@@ -85,7 +83,7 @@ static int build_fixtures(void)
 /* Finds a function symbol by name in .symtab, else .dynsym: its vaddr and size. */
 static int find_symbol(Elf *elf, const char *name, uint64_t *vaddr, uint64_t *size)
 {
-	const Elf64_Word types[] = { SHT_SYMTAB, SHT_DYNSYM };
+	const Elf64_Word types[] = {SHT_SYMTAB, SHT_DYNSYM};
 
 	for (int t = 0; t < 2; t++) {
 		Elf_Scn *scn = NULL;
@@ -127,8 +125,8 @@ static int symbol_file_off(const char *path, const char *name, uint64_t *off, ui
 	    find_symbol(elf, name, &vaddr, size) || elf_getphdrnum(elf, &n))
 		goto cleanup;
 	for (size_t i = 0; i < n; i++) {
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
-		    vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
+		    vaddr < ph.p_vaddr + ph.p_filesz) {
 			*off = vaddr - ph.p_vaddr + ph.p_offset;
 			if (vaddr_out)
 				*vaddr_out = vaddr;
@@ -161,8 +159,9 @@ static int resolves_to(struct symbolizer *s, struct sym_object *o, uint64_t off,
 
 	if (symbolizer__resolve(s, o, off, &r) != 0 || !r || r->n != 1)
 		return 0;
-	return strcmp(r->frames[0].name, name) == 0 && strcmp(r->frames[0].system_name, name) == 0 &&
-	       r->frames[0].file == NULL && r->frames[0].line == 0 && !r->frames[0].inlined;
+	return strcmp(r->frames[0].name, name) == 0 &&
+	       strcmp(r->frames[0].system_name, name) == 0 && r->frames[0].file == NULL &&
+	       r->frames[0].line == 0 && !r->frames[0].inlined;
 }
 
 static int resolves_nothing(struct symbolizer *s, struct sym_object *o, uint64_t off)
@@ -197,7 +196,7 @@ TEST(pie_executable)
 	CHECK(o);
 	CHECK_STREQ(sym_object__path(o), fx_pie);
 	CHECKF(strlen(sym_object__build_id(o)) == 40, "build-id \"%s\"", sym_object__build_id(o));
-	CHECK(resolves_nothing(s, o, 0));	  /* ELF header: no function */
+	CHECK(resolves_nothing(s, o, 0));	 /* ELF header: no function */
 	CHECK(resolves_nothing(s, o, 1u << 30)); /* past the file */
 cleanup:
 	symbolizer__free(s);
@@ -418,7 +417,7 @@ static int corrupt_resolves_nothing(const char *path, uint64_t good_off, uint64_
 
 TEST(corrupt_elf_resolves_nothing)
 {
-	static const unsigned char ff[4096] = { [0 ... 4095] = 0xff };
+	static const unsigned char ff[4096] = {[0 ... 4095] = 0xff};
 	const uint64_t huge = 0x7fffffffffff0000ULL;
 	char p[300];
 	uint64_t off, size, failures = 0;
@@ -469,7 +468,7 @@ TEST(non_elf_files_resolve_nothing)
 	struct symbolizer *s = symbolizer__new(NULL);
 	struct sym_stats st;
 	char text[300], fifo[300], missing[300];
-	const char *paths[] = { text, fifo, missing, unit_tmp_dir(), "/dev/zero", "" };
+	const char *paths[] = {text, fifo, missing, unit_tmp_dir(), "/dev/zero", ""};
 	struct sym_object *o;
 
 	CHECK(s);
@@ -488,26 +487,25 @@ TEST(non_elf_files_resolve_nothing)
 	}
 	symbolizer__stats(s, &st);
 	CHECK(st.elf_opens == 0 && st.elf_failures == 6 && st.objects == 6);
-	CHECK(symbolizer__resolve(s, NULL, 0, &(const struct sym_result *){ NULL }) == -EINVAL);
+	CHECK(symbolizer__resolve(s, NULL, 0, &(const struct sym_result *){NULL}) == -EINVAL);
 cleanup:
 	symbolizer__free(s);
 }
 
-static const char fake_kallsyms[] =
-	"ffffffff81000000 T _stext\n"
-	"ffffffff81000000 T startup_64\n"
-	"ffffffff81000100 t secondary_startup\n"
-	"ffffffff81000200 D some_data\n"
-	"ffffffff81000300 T do_work\n"
-	"ffffffff81000400 W weak_fn\n"
-	"ffffffff81000500 T _etext\n"
-	"ffffffff82000000 T _sinittext\n"
-	"ffffffff82000100 T init_fn\n"
-	"ffffffff82000200 T _einittext\n"
-	"ffffffffc0001000 t mod_a_fn1\t[mod_a]\n"
-	"ffffffffc0001100 t mod_a_fn2\t[mod_a]\n"
-	"ffffffffc0005000 t mod_b_fn\t[mod_b]\n"
-	"this line is garbage\n";
+static const char fake_kallsyms[] = "ffffffff81000000 T _stext\n"
+				    "ffffffff81000000 T startup_64\n"
+				    "ffffffff81000100 t secondary_startup\n"
+				    "ffffffff81000200 D some_data\n"
+				    "ffffffff81000300 T do_work\n"
+				    "ffffffff81000400 W weak_fn\n"
+				    "ffffffff81000500 T _etext\n"
+				    "ffffffff82000000 T _sinittext\n"
+				    "ffffffff82000100 T init_fn\n"
+				    "ffffffff82000200 T _einittext\n"
+				    "ffffffffc0001000 t mod_a_fn1\t[mod_a]\n"
+				    "ffffffffc0001100 t mod_a_fn2\t[mod_a]\n"
+				    "ffffffffc0005000 t mod_b_fn\t[mod_b]\n"
+				    "this line is garbage\n";
 
 /* Display name of the kernel frame for addr, "" when unresolved. */
 static const char *ksym(struct symbolizer *s, uint64_t addr)
@@ -522,7 +520,7 @@ static const char *ksym(struct symbolizer *s, uint64_t addr)
 TEST(kernel_kallsyms)
 {
 	char path[300];
-	struct sym_opts opts = { .kallsyms_path = path };
+	struct sym_opts opts = {.kallsyms_path = path};
 	struct symbolizer *s = NULL;
 	const struct sym_result *r = NULL;
 	struct sym_stats st;
@@ -558,7 +556,7 @@ cleanup:
 TEST(kernel_without_kallsyms)
 {
 	char path[300];
-	struct sym_opts opts = { .kallsyms_path = path };
+	struct sym_opts opts = {.kallsyms_path = path};
 	struct symbolizer *s = NULL;
 	struct sym_stats st;
 	FILE *f;
@@ -607,6 +605,173 @@ TEST(real_kallsyms_if_readable)
 	/* Unprivileged or kptr_restrict: no addresses to check, and that is fine. */
 	if (addr)
 		CHECK_STREQ(ksym(s, addr + 1), "schedule");
+cleanup:
+	symbolizer__free(s);
+}
+
+/* ---- DWARF, demangling, perf maps, the cache budget ---- */
+
+static const char names_src[] =
+    "__attribute__((noinline)) int rs_legacy(int x) "
+    "__asm__(\"_ZN4core3fmt5write17h0123456789abcdefE\");\n"
+    "int rs_legacy(int x) { volatile int v = x; return v * 7; }\n"
+    "__attribute__((noinline)) int rs_v0(int x) __asm__(\"_RNvNtCs1234_7mycrate3foo3bar\");\n"
+    "int rs_v0(int x) { volatile int v = x; return v * 9; }\n"
+    "static inline int inl_leaf(int x) { x ^= x >> 3; x *= 2654435761u; return x ^ (x >> 11); }\n"
+    "__attribute__((noinline)) int inl_outer(int n) {\n"
+    "	int s = 0;\n"
+    "	for (int i = 0; i < n; i++)\n"
+    "		s += inl_leaf(s + i);\n"
+    "	return s;\n"
+    "}\n";
+
+/* A library with Rust-mangled names and, with -g, an inlined function. */
+static int build_names_lib(char *out, size_t len, bool debug)
+{
+	char src[256];
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/names.c", unit_tmp_dir());
+	snprintf(out, len, "%s/libnames%s.so", unit_tmp_dir(), debug ? "-g" : "");
+	if (!(f = fopen(src, "w")) || fputs(names_src, f) < 0 || fclose(f) != 0)
+		return -1;
+	return sh("gcc -O2 %s -shared -fPIC -Wl,--build-id -o '%s' '%s'", debug ? "-g" : "", out,
+		  src);
+}
+
+TEST(rust_names_demangled)
+{
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	char lib[256];
+	uint64_t off, size;
+
+	CHECK(s && build_names_lib(lib, sizeof(lib), false) == 0);
+	CHECK((o = object_of(s, lib)));
+	CHECK(symbol_file_off(lib, "_ZN4core3fmt5write17h0123456789abcdefE", &off, &size, NULL) ==
+	      0);
+	CHECK(symbolizer__resolve(s, o, off, &r) == 0 && r->n == 1);
+	CHECKF(!strcmp(r->frames[0].name, "core::fmt::write"), "%s", r->frames[0].name);
+	CHECK(!strcmp(r->frames[0].system_name, "_ZN4core3fmt5write17h0123456789abcdefE"));
+	CHECK(symbol_file_off(lib, "_RNvNtCs1234_7mycrate3foo3bar", &off, &size, NULL) == 0);
+	CHECK(symbolizer__resolve(s, o, off, &r) == 0 && r->n == 1);
+	CHECKF(!strcmp(r->frames[0].name, "mycrate::foo::bar"), "%s", r->frames[0].name);
+cleanup:
+	symbolizer__free(s);
+}
+
+TEST(dwarf_inlined_frames)
+{
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	char lib[256];
+	uint64_t off, size;
+	bool seen = false;
+
+	CHECK(s && build_names_lib(lib, sizeof(lib), true) == 0);
+	CHECK((o = object_of(s, lib)));
+	CHECK(symbol_file_off(lib, "inl_outer", &off, &size, NULL) == 0);
+	for (uint64_t i = 0; i < size && !seen; i++) {
+		CHECK(symbolizer__resolve(s, o, off + i, &r) == 0 && r->n >= 1);
+		CHECK(!strcmp(r->frames[r->n - 1].name, "inl_outer") &&
+		      !r->frames[r->n - 1].inlined);
+		CHECK(r->frames[r->n - 1].file && strstr(r->frames[r->n - 1].file, "names.c"));
+		seen = r->n == 2 && !strcmp(r->frames[0].name, "inl_leaf") &&
+		       r->frames[0].inlined && r->frames[0].line == 5 && r->frames[1].line == 9;
+	}
+	CHECKF(seen, "no address of inl_outer shows inl_leaf (line 5) inlined at line 9");
+cleanup:
+	symbolizer__free(s);
+}
+
+static int write_file(const char *path, const char *mode, const char *text)
+{
+	FILE *f = fopen(path, mode);
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+static const char *jit_name(struct symbolizer *s, uint32_t pid, uint64_t addr)
+{
+	const struct sym_result *r = NULL;
+
+	if (symbolizer__resolve_jit(s, pid, addr, &r) != 0 || !r->n)
+		return "";
+	return r->frames[0].name;
+}
+
+TEST(perf_map)
+{
+	char path[256];
+	struct symbolizer *s = symbolizer__new(
+	    &(struct sym_opts){.perfmap_dir = unit_tmp_dir(), .no_debuginfod = true});
+	struct sym_stats st;
+
+	snprintf(path, sizeof(path), "%s/perf-4242.map", unit_tmp_dir());
+	CHECK(s && write_file(path, "w",
+			      "1000 100 LazyCompile:*jsA /app.js:1\n"
+			      "zz 10 bad_start\n"
+			      "2000 0 zero_size\n"
+			      "3000 10\n"
+			      "ffffffffffffffff 10 wraps\n"
+			      "4000 20 good_after_bad\n"
+			      "5000 10 unfinished") == 0);
+	CHECK(!strcmp(jit_name(s, 4242, 0x1000), "LazyCompile:*jsA /app.js:1"));
+	CHECK(!strcmp(jit_name(s, 4242, 0x10ff), "LazyCompile:*jsA /app.js:1"));
+	CHECK(!strcmp(jit_name(s, 4242, 0x1100), "")); /* only the bytes it covers */
+	CHECK(!strcmp(jit_name(s, 4242, 0x4010), "good_after_bad"));
+	CHECK(!strcmp(jit_name(s, 4242, 0x5000), "")); /* a line still being written */
+	symbolizer__stats(s, &st);
+	CHECKF(st.perfmap_bad_lines == 4, "%llu", (unsigned long long)st.perfmap_bad_lines);
+	/* the map grows: the rest of the line, then a newer entry over jsA's bytes */
+	CHECK(write_file(path, "a", "\n1040 10 jsB\n") == 0);
+	usleep(150 * 1000);
+	CHECK(!strcmp(jit_name(s, 4242, 0x5005), "unfinished"));
+	CHECK(!strcmp(jit_name(s, 4242, 0x1045), "jsB"));
+	CHECK(!strcmp(jit_name(s, 4242, 0x1060), "LazyCompile:*jsA /app.js:1"));
+	CHECK(!strcmp(jit_name(s, 4243, 0x1000), "")); /* another pid, no map */
+	symbolizer__forget_pid(s, 4242);
+cleanup:
+	symbolizer__free(s);
+}
+
+/* Many objects through a small budget: the account never passes it. */
+TEST(cache_budget_honoured)
+{
+	static const char *const libs[] = {
+	    "/usr/lib/x86_64-linux-gnu/libc.so.6",	"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+	    "/usr/lib/x86_64-linux-gnu/libcrypto.so.3", "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0",
+	    "/usr/lib/x86_64-linux-gnu/libdw.so.1",	"/usr/lib/x86_64-linux-gnu/libelf.so.1",
+	};
+	struct symbolizer *s =
+	    symbolizer__new(&(struct sym_opts){.cache_bytes = 256 * 1024, .no_debuginfod = true});
+	const struct sym_result *r = NULL;
+	struct sym_stats st;
+	char lib[256];
+	size_t used = 0;
+
+	CHECK(s && build_names_lib(lib, sizeof(lib), true) == 0);
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+			struct sym_object *o = access(libs[i], R_OK) ? NULL : object_of(s, libs[i]);
+
+			for (uint64_t off = 0x2000; o && off < 0x80000; off += 0x1000)
+				CHECK(symbolizer__resolve(s, o, off, &r) == 0);
+			symbolizer__stats(s, &st);
+			CHECKF(st.cache_bytes <= st.cache_budget, "%llu > %llu",
+			       (unsigned long long)st.cache_bytes,
+			       (unsigned long long)st.cache_budget);
+			used += o != NULL;
+		}
+	}
+	symbolizer__stats(s, &st);
+	CHECKF(used < 4 || st.object_evictions > 0, "%zu objects, no eviction", used);
+	CHECK(used < 4 || st.object_reloads > 0); /* round 2 read evicted ones again */
 cleanup:
 	symbolizer__free(s);
 }

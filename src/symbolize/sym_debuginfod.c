@@ -1,0 +1,206 @@
+/*
+ * sym_debuginfod: fetches debug files by build-id from the servers in DEBUGINFOD_URLS
+ * (libdebuginfod), on one background thread, so a slow or absent server never stalls the
+ * caller: sym_dbginfod__get only looks at a table under a mutex and queues a request.
+ *
+ * Results are cached on disk by libdebuginfod itself ($DEBUGINFOD_CACHE_PATH, default
+ * ~/.cache/debuginfod_client), so a build-id fetched once is a local file the next run.
+ * The table of requests is bounded (SYM_DBGINFOD_MAX); past it, new build-ids are
+ * answered -ENOENT. Stopping cancels an ongoing fetch through the progress callback.
+ */
+#include "symbolize/sym_internal.h"
+
+#include <elfutils/debuginfod.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SYM_DBGINFOD_MAX 4096
+
+enum req_state { REQ_QUEUED, REQ_FETCHING, REQ_DONE, REQ_FAILED };
+
+struct dbg_req {
+	char bid[SYM_BUILD_ID_HEX];
+	char *path; /* owned: cached debug file, when REQ_DONE */
+	enum req_state state;
+};
+
+struct sym_dbginfod {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake, idle;
+	struct dbg_req *reqs; /* guarded by lock */
+	size_t n, cap;
+	bool stop;		   /* guarded by lock; also read by the progress callback */
+	debuginfod_client *client; /* used by the worker only */
+};
+
+/* Nonzero cancels the transfer: when the symbolizer is being freed. */
+static int progress(debuginfod_client *c, long a, long b)
+{
+	struct sym_dbginfod *d = debuginfod_get_user_data(c);
+	bool stop;
+
+	(void)a;
+	(void)b;
+	pthread_mutex_lock(&d->lock);
+	stop = d->stop;
+	pthread_mutex_unlock(&d->lock);
+	return stop;
+}
+
+/* Index of the next queued request, or -1; called with the lock held. */
+static long next_queued(struct sym_dbginfod *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->reqs[i].state == REQ_QUEUED)
+			return (long)i;
+	return -1;
+}
+
+static void fetch_one(struct sym_dbginfod *d, size_t i)
+{
+	char bid[SYM_BUILD_ID_HEX], *path = NULL;
+	int fd;
+
+	memcpy(bid, d->reqs[i].bid, sizeof(bid));
+	d->reqs[i].state = REQ_FETCHING;
+	pthread_mutex_unlock(&d->lock);
+	fd = debuginfod_find_debuginfo(d->client, (const unsigned char *)bid, 0, &path);
+	if (fd >= 0)
+		close(fd);
+	pthread_mutex_lock(&d->lock);
+	d->reqs[i].path = fd >= 0 ? path : NULL;
+	d->reqs[i].state = fd >= 0 && path ? REQ_DONE : REQ_FAILED;
+	if (fd < 0)
+		free(path);
+	pthread_cond_broadcast(&d->idle);
+}
+
+static void *worker(void *arg)
+{
+	struct sym_dbginfod *d = arg;
+	long i;
+
+	pthread_mutex_lock(&d->lock);
+	while (!d->stop) {
+		if ((i = next_queued(d)) < 0) {
+			pthread_cond_broadcast(&d->idle);
+			pthread_cond_wait(&d->wake, &d->lock);
+			continue;
+		}
+		fetch_one(d, (size_t)i);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+struct sym_dbginfod *sym_dbginfod__new(void)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	struct sym_dbginfod *d;
+
+	if (!urls || !urls[0] || !(d = calloc(1, sizeof(*d))))
+		return NULL;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->wake, NULL);
+	pthread_cond_init(&d->idle, NULL);
+	if (!(d->client = debuginfod_begin()))
+		goto cleanup;
+	debuginfod_set_user_data(d->client, d);
+	debuginfod_set_progressfn(d->client, progress);
+	if (pthread_create(&d->thread, NULL, worker, d) != 0)
+		goto cleanup;
+	return d;
+cleanup:
+	if (d->client)
+		debuginfod_end(d->client);
+	pthread_cond_destroy(&d->wake);
+	pthread_cond_destroy(&d->idle);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	return NULL;
+}
+
+void sym_dbginfod__free(struct sym_dbginfod *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_broadcast(&d->wake);
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(d->thread, NULL);
+	debuginfod_end(d->client);
+	for (size_t i = 0; i < d->n; i++)
+		free(d->reqs[i].path);
+	free(d->reqs);
+	pthread_cond_destroy(&d->wake);
+	pthread_cond_destroy(&d->idle);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* The request for bid, queued now if new; NULL when the table is full. Lock held. */
+static struct dbg_req *request_of(struct sym_dbginfod *d, const char *bid)
+{
+	struct dbg_req *r;
+
+	for (size_t i = 0; i < d->n; i++)
+		if (!strcmp(d->reqs[i].bid, bid))
+			return &d->reqs[i];
+	if (d->n >= SYM_DBGINFOD_MAX || !(r = sym_grow(d->reqs, &d->cap, d->n + 1, sizeof(*r))))
+		return NULL;
+	d->reqs = r;
+	r = &d->reqs[d->n++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->bid, sizeof(r->bid), "%s", bid);
+	r->state = REQ_QUEUED;
+	pthread_cond_signal(&d->wake);
+	return r;
+}
+
+int sym_dbginfod__get(struct sym_dbginfod *d, const char *bid, char *out, size_t len)
+{
+	struct dbg_req *r;
+	int err;
+
+	if (!d || !bid[0])
+		return -ENOENT;
+	pthread_mutex_lock(&d->lock);
+	r = request_of(d, bid);
+	err = !r || r->state == REQ_FAILED ? -ENOENT : r->state == REQ_DONE ? 0 : -EAGAIN;
+	if (!err)
+		snprintf(out, len, "%s", r->path);
+	pthread_mutex_unlock(&d->lock);
+	return err;
+}
+
+void sym_dbginfod__wait(struct sym_dbginfod *d, int timeout_ms)
+{
+	struct timespec until;
+
+	if (!d)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		bool busy = false;
+
+		for (size_t i = 0; i < d->n; i++)
+			busy |= d->reqs[i].state == REQ_QUEUED || d->reqs[i].state == REQ_FETCHING;
+		if (!busy || pthread_cond_timedwait(&d->idle, &d->lock, &until) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&d->lock);
+}

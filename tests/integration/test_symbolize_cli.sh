@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# `hearth symbolize` on workloads built here: inlined frames with file:line, separate
+# debug files (build-id tree, .gnu_debuglink with CRC; mismatches rejected), C++
+# demangling, Go without DWARF, the cache budget, and corrupt DWARF.
+. "$(dirname "$0")/lib.sh"
+SRC=$HEARTH_ROOT/tests/workloads
+
+sym() { "$HEARTH" symbolize "$@"; }
+# every 2nd address of function NAME (from nm) in FILE, one per line
+addrs_of() { # file, name
+	local a s i
+	read -r a s < <(nm -S "$1" | awk -v n="$2" '$4 == n { print $1, $2; exit }')
+	for ((i = 0; i < 16#${s:-0}; i += 2)); do printf '0x%x\n' $((16#$a + i)); done
+}
+line_of() { grep -n "$2" "$1" | head -1 | cut -d: -f1; }
+
+# 1. An -O2 inlined function is its own frame, with file:line inside its body, and its
+#    caller's frame is at the call site.
+addrs_of "$W/inlined" inl_hot > "$T/inl.addrs"
+sym --obj "$W/inlined" --inlines -a < "$T/inl.addrs" > "$T/inl.out"
+body_lo=$(line_of "$SRC/inlined.c" 'static inline uint64_t inl_mix') body_hi=$((body_lo + 7))
+call=$(line_of "$SRC/inlined.c" INL_CALL_SITE)
+# records: address, then (name, file:line) pairs, innermost first
+awk -v lo="$body_lo" -v hi="$body_hi" -v call="$call" '
+	/^0x/ { n = 0; next }
+	{ f[n++] = $0 }
+	n == 4 && f[0] == "inl_mix" && f[2] == "inl_hot" {
+		split(f[1], a, ":"); split(f[3], b, ":")
+		if (a[1] ~ /inlined\.c$/ && a[2] >= lo && a[2] <= hi && b[2] == call) ok++
+	}
+	END { print ok + 0 }' "$T/inl.out" > "$T/inl.ok"
+if [ "$(cat "$T/inl.ok")" -gt 0 ]; then
+	pass "inlined_frame_file_line: $(cat "$T/inl.ok") addresses show inl_mix (inlined.c:$body_lo-$body_hi) in inl_hot at line $call"
+else
+	fail inlined_frame_file_line "no inl_mix;inl_hot pair with lines: $(head -12 "$T/inl.out")"
+fi
+
+# 2. Stripped binary, debug file under <debug root>/.build-id/xx/rest.debug: same names
+#    and lines as the unstripped one. The real /usr/lib/debug is used when we are root.
+bid=$(readelf -n "$W/inlined" | awk '/Build ID/ { print $3 }')
+objcopy --strip-all "$W/inlined" "$T/inl-nolink"
+sym --obj "$W/inlined" --inlines < "$T/inl.addrs" > "$T/unstripped.out"
+if [ "$(id -u)" -eq 0 ] && [ -n "$bid" ]; then
+	dbg=/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug
+	mkdir -p "$(dirname "$dbg")"
+	[ -e "$dbg" ] || { cp "$W/inlined.debug" "$dbg"; trap 'rm -f "$dbg"; cleanup_lib' EXIT; }
+	sym --obj "$T/inl-nolink" --inlines < "$T/inl.addrs" > "$T/stripped.out"
+	if cmp -s "$T/unstripped.out" "$T/stripped.out" && grep -q inl_mix "$T/stripped.out"; then
+		pass "stripped_build_id_debug_file: same $(wc -l < "$T/stripped.out") lines as unstripped"
+	else
+		fail stripped_build_id_debug_file "$(diff "$T/unstripped.out" "$T/stripped.out" | head -5)"
+	fi
+	# a file there with another build-id is rejected, never used
+	cp "$W/cppwork" "$dbg"
+	sym --obj "$T/inl-nolink" --inlines < "$T/inl.addrs" > "$T/mismatch.out"
+	if grep -qE 'inl_mix|hearth_ns' "$T/mismatch.out"; then
+		fail build_id_mismatch_rejected "$(sort -u "$T/mismatch.out" | head -4)"
+	else
+		pass build_id_mismatch_rejected
+	fi
+	rm -f "$dbg"
+else
+	skip stripped_build_id_debug_file "needs root to write /usr/lib/debug"
+fi
+
+# 3. .gnu_debuglink: the debug file beside the binary, found and CRC-checked.
+mkdir -p "$T/dl"
+cp "$W/inlined-stripped" "$T/dl/prog" && cp "$W/inlined.debug" "$T/dl/inlined.debug"
+sym --obj "$T/dl/prog" --inlines < "$T/inl.addrs" > "$T/dl.out"
+if cmp -s "$T/unstripped.out" "$T/dl.out"; then
+	pass "debuglink_debug_file: same names as unstripped"
+else
+	fail debuglink_debug_file "$(diff "$T/unstripped.out" "$T/dl.out" | head -5)"
+fi
+printf 'x' >> "$T/dl/inlined.debug" # CRC no longer matches
+sym --obj "$T/dl/prog" --inlines < "$T/inl.addrs" > "$T/dlbad.out"
+if grep -q inl_mix "$T/dlbad.out"; then
+	fail debuglink_crc_mismatch_rejected "a debug file with the wrong CRC was used"
+else
+	pass debuglink_crc_mismatch_rejected
+fi
+
+# 4. C++: a method and a template instance demangled (pprof name), from mangled symbols.
+for mangled in $(nm "$W/cppwork" | awk '$3 ~ /^_ZN9hearth_ns/ { print $3 }'); do
+	addr=$(nm "$W/cppwork" | awk -v m="$mangled" '$3 == m { print "0x" $1 }')
+	want=$(echo "$mangled" | c++filt)
+	got=$(echo "$addr" | sym --obj "$W/cppwork" | head -1)
+	if [ "$got" = "$want" ]; then
+		pass "cpp_demangled: $got"
+	else
+		fail cpp_demangled "$mangled at $addr: got '$got', c++filt says '$want'"
+	fi
+done
+nm "$W/cppwork" | grep -q '_ZN9hearth_ns6Engine6crunchEi' && [ "$(nm "$W/cppwork" | awk '$3=="_ZN9hearth_ns6Engine6crunchEi" {print "0x"$1}' | sym --obj "$W/cppwork" | head -1)" = "hearth_ns::Engine::crunch(int)" ] &&
+	pass "cpp_method_shows_as_ns::Class::method(int)" || fail cpp_method_shows "not hearth_ns::Engine::crunch(int)"
+
+# 5. Go without DWARF: main.* from the symbol table.
+nm "$W/gohot-nodwarf" | awk '$3 ~ /^main\./ && ($2 == "T" || $2 == "t") { print "0x" $1, $3 }' > "$T/go.syms"
+cut -d' ' -f1 "$T/go.syms" | sym --obj "$W/gohot-nodwarf" | awk 'NR % 2' > "$T/go.names"
+if [ -s "$T/go.syms" ] && diff <(cut -d' ' -f2 "$T/go.syms") "$T/go.names" > /dev/null; then
+	pass "go_without_dwarf: $(wc -l < "$T/go.names") main.* functions named"
+else
+	fail go_without_dwarf "$(diff <(cut -d' ' -f2 "$T/go.syms") "$T/go.names" | head -4)"
+fi
+
+# 6. Budget: many objects through a 1 MiB budget; accounted bytes stay under it and the
+#    answers are those of an unbounded run.
+# 40 exported functions of each library (their vaddr is their file offset in these)
+for lib in /usr/lib/x86_64-linux-gnu/lib{c.so.6,stdc++.so.6,crypto.so.3,sqlite3.so.0,dw.so.1,elf.so.1,curl.so.4,z.so.1,m.so.6,ssl.so.3}; do
+	[ -r "$lib" ] || continue
+	nm -D --defined-only "$lib" | awk -v l="$lib" '$2 == "T" && NR % 7 == 0 { print l "+0x" $1 }' | head -40
+done > "$T/many.addrs"
+sym --symbol-cache-mb 1 --stats < "$T/many.addrs" > "$T/small.out" 2> "$T/small.stats"
+sym --stats < "$T/many.addrs" > "$T/big.out" 2> "$T/big.stats"
+stat_of() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+used=$(stat_of "$T/small.stats" cache_bytes) budget=$(stat_of "$T/small.stats" cache_budget)
+ev=$(stat_of "$T/small.stats" object_evictions) bigused=$(stat_of "$T/big.stats" cache_bytes)
+if [ -n "$used" ] && [ "$bigused" -gt "$budget" ] && [ "$used" -le "$budget" ] && [ "$ev" -gt 0 ]; then
+	pass "cache_budget_honoured: $used of $budget bytes ($bigused unbounded), $ev objects evicted"
+else
+	fail cache_budget_honoured "used=$used budget=$budget evictions=$ev unbounded=$bigused"
+fi
+if cmp -s "$T/small.out" "$T/big.out"; then
+	pass "budget_keeps_answers: $(wc -l < "$T/many.addrs") addresses as unbounded"
+else
+	fail budget_keeps_answers "$(diff "$T/small.out" "$T/big.out" | head -4)"
+fi
+
+# 7. Corrupt DWARF: .debug_info overwritten; no crash, names from the symbol table, and
+#    the failure counted.
+cp "$W/inlined" "$T/corrupt"
+read -r off size < <(readelf -SW "$T/corrupt" | sed 's/\[ */[/' | awk '$2 == ".debug_info" { print $5, $6 }')
+python3 -c "
+import sys; f = open(sys.argv[1], 'r+b'); f.seek(int(sys.argv[2], 16) + 11)
+f.write(bytes((i * 37 + 11) & 255 for i in range(int(sys.argv[3], 16) - 11)))" "$T/corrupt" "$off" "$size"
+if sym --obj "$T/corrupt" --inlines --stats < "$T/inl.addrs" > "$T/corrupt.out" 2> "$T/corrupt.err" &&
+	grep -q '^inl_hot$' "$T/corrupt.out" && grep -q '^dwarf_failures [1-9]' "$T/corrupt.err"; then
+	pass "corrupt_dwarf_keeps_symbols"
+else
+	fail corrupt_dwarf_keeps_symbols "exit or output: $(head -3 "$T/corrupt.out") $(head -3 "$T/corrupt.err")"
+fi
+
+# 8. Bad input lines and usage errors.
+printf 'zzz\n\n%s+0xnothex\n/nonexistent+0x10\n' "$W/inlined" | sym --obj "$W/inlined" > "$T/bad.out"
+[ "$(grep -c '^??$' "$T/bad.out")" -eq 4 ] && pass bad_lines_unknown || fail bad_lines_unknown "$(cat "$T/bad.out")"
+sym --symbol-cache-mb 0 < /dev/null 2> "$T/usage.err"
+[ $? -eq 2 ] && grep -q -- '--symbol-cache-mb' "$T/usage.err" && pass usage_error_exit_2 ||
+	fail usage_error_exit_2 "$(cat "$T/usage.err")"
+finish
