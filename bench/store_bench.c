@@ -1,0 +1,293 @@
+/*
+ * bench/store: a synthetic day of one host through the store, as issue 4 asks.
+ *
+ * 64 CPUs at 99 Hz, 500 processes, one profile per 10 s (63,360 raw samples),
+ * stacks drawn from a Zipf distribution (s = 1) over 60,000 distinct stacks of
+ * depth 10-60, each stack owned by one process (pid, comm, process, exe labels).
+ * Every profile goes through pprof_encode (not timed), then pprof_decode +
+ * store__append (timed: the /ingest path). Then: bytes on disk, and the latency
+ * of a merged profile over the last 1 h and the whole day and a day's timeline.
+ *
+ *   store_bench [--hours H] [--dir DIR] [--no-fsync] [--seed N]
+ */
+#include "query/query.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define S	   1000000000LL
+#define CPUS	   64
+#define HZ	   99
+#define PROCS	   500
+#define STACKS	   60000
+#define FUNCS	   40000
+#define INTERVAL_S 10
+
+struct stack {
+	int proc, depth;
+	uint32_t frames[60]; /* function index, root first */
+};
+
+static struct stack *stacks;
+static double *cdf;
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t xorshift(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Stacks share a per-process prefix (main, runtime frames) then diverge. */
+static int make_universe(void)
+{
+	double sum = 0;
+
+	stacks = calloc(STACKS, sizeof(*stacks));
+	cdf = calloc(STACKS, sizeof(*cdf));
+	if (!stacks || !cdf)
+		return -ENOMEM;
+	for (int k = 0; k < STACKS; k++) {
+		struct stack *s = &stacks[k];
+
+		s->proc = (int)(xorshift() % PROCS);
+		s->depth = 10 + (int)(xorshift() % 51);
+		for (int d = 0; d < s->depth; d++)
+			s->frames[d] = d < 4 ? (uint32_t)(s->proc * 4 + d) % FUNCS
+					     : (uint32_t)(xorshift() % FUNCS);
+		sum += 1.0 / (k + 1);
+		cdf[k] = sum;
+	}
+	for (int k = 0; k < STACKS; k++)
+		cdf[k] /= sum;
+	return 0;
+}
+
+static int draw(void)
+{
+	double u = (double)(xorshift() >> 11) / (double)(1ull << 53);
+	int lo = 0, hi = STACKS - 1;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* One 10 s profile of the host at time t. */
+static struct profile *make_profile(int64_t t, uint32_t *counts)
+{
+	struct profile *p = profile__new(S / HZ);
+	uint64_t map, locs[60];
+	char name[64], proc[32], exe[64], pid[16];
+
+	if (!p)
+		return NULL;
+	profile__set_time(p, t, INTERVAL_S * S);
+	map = profile__mapping(p, 0x400000, 0x4000000, 0, "/usr/bin/app", "");
+	memset(counts, 0, STACKS * sizeof(*counts));
+	for (int i = 0; i < CPUS * HZ * INTERVAL_S; i++)
+		counts[draw()]++;
+	for (int k = 0; k < STACKS; k++) {
+		const struct stack *s = &stacks[k];
+
+		if (!counts[k])
+			continue;
+		for (int d = 0; d < s->depth; d++) {
+			snprintf(name, sizeof(name), "pkg%u::module::function_%u",
+				 s->frames[d] % 97, s->frames[d]);
+			struct profile_line l = {profile__function(p, name, name, "src/x.c"), 1};
+			locs[s->depth - 1 - d] =
+			    profile__location(p, map, 0x400000 + s->frames[d] * 64ull, &l, 1);
+		}
+		snprintf(proc, sizeof(proc), "proc%d", s->proc);
+		snprintf(exe, sizeof(exe), "/usr/bin/proc%d", s->proc);
+		snprintf(pid, sizeof(pid), "%d", 1000 + s->proc);
+		struct profile_label lab[] = {
+		    {"pid", pid, 0}, {"comm", proc, 0}, {"process", proc, 0}, {"exe", exe, 0}};
+		int64_t v[2] = {counts[k], (int64_t)counts[k] * (S / HZ)};
+		if (profile__add_sample(p, locs, (size_t)s->depth, v, lab, 4)) {
+			profile__free(p);
+			return NULL;
+		}
+	}
+	return p;
+}
+
+static double time_query(struct store *st, int64_t from, int64_t until, int what)
+{
+	struct query_request q = {.from_ns = from, .until_ns = until};
+	struct profile *p = NULL;
+	char err[256], *buf = NULL;
+	size_t len;
+	double best = 1e9;
+
+	for (int r = 0; r < 3; r++) {
+		double t0 = now_s();
+		int e;
+
+		if (what) { /* 1: timeline, 2: flame tree JSON */
+			FILE *f = open_memstream(&buf, &len);
+			e = !f		? -ENOMEM
+			    : what == 1 ? query_timeline_json(st, &q, f, err, sizeof(err))
+					: query_tree_json(st, &q, f, err, sizeof(err));
+			if (f)
+				fclose(f);
+			free(buf);
+			buf = NULL;
+		} else {
+			e = query_profile(st, &q, &p, err, sizeof(err));
+			profile__free(p);
+			p = NULL;
+		}
+		if (e) {
+			fprintf(stderr, "query failed: %s\n", err);
+			return -1;
+		}
+		double dt = now_s() - t0;
+		best = dt < best ? dt : best;
+	}
+	return best * 1000;
+}
+
+struct totals {
+	double ingest_s, decode_s;
+	uint64_t rows, samples, profiles, bytes_pb;
+};
+
+static int ingest(struct store *st, int64_t start, int n, struct totals *t)
+{
+	uint32_t *counts = calloc(STACKS, sizeof(*counts));
+	struct store_label extra[] = {{"host", "bench-host"}, {"kernel", "6.1.0"}};
+	char err[256];
+
+	if (!counts)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		struct profile *p = make_profile(start + (int64_t)i * INTERVAL_S * S, counts),
+			       *d = NULL;
+		struct store_append_result res;
+		uint8_t *buf = NULL;
+		size_t len = 0;
+		int e = p ? pprof_encode(p, &buf, &len) : -ENOMEM;
+		double t0 = now_s();
+
+		e = e ?: pprof_decode(buf, len, &d, err, sizeof(err));
+		t->decode_s += now_s() - t0;
+		e = e ?: store__append(st, d, NULL, extra, 2, &res, err, sizeof(err));
+		t->ingest_s += now_s() - t0;
+		profile__free(p);
+		profile__free(d);
+		free(buf);
+		if (e) {
+			fprintf(stderr, "profile %d: %s\n", i, err);
+			free(counts);
+			return e;
+		}
+		t->rows += res.rows;
+		t->samples += (uint64_t)res.samples;
+		t->bytes_pb += len;
+		t->profiles++;
+		if (i % 360 == 359)
+			fprintf(stderr, "  %d h ingested\n", (i + 1) / 360);
+	}
+	free(counts);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	double hours = 24;
+	const char *dir = "/tmp/hearth-bench-store";
+	struct store_opts o = {0};
+	struct totals t = {0};
+	struct store *st = NULL;
+	struct store_stats ss;
+	char err[256], cmd[512];
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--hours") && i + 1 < argc)
+			hours = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+			dir = argv[++i];
+		else if (!strcmp(argv[i], "--no-fsync"))
+			o.no_fsync = true;
+		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+			rng = strtoull(argv[++i], NULL, 10) | 1;
+		else {
+			fprintf(stderr,
+				"usage: store_bench [--hours H] [--dir DIR] [--no-fsync]\n");
+			return 2;
+		}
+	}
+	int n = (int)(hours * 3600 / INTERVAL_S);
+	int64_t start = 1700000123LL * S; /* not aligned to any rollup window */
+	int64_t end = start + (int64_t)n * INTERVAL_S * S;
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0 || make_universe())
+		return 1;
+	if (store__open(dir, &o, &st, err, sizeof(err))) {
+		fprintf(stderr, "open: %s\n", err);
+		return 1;
+	}
+	fprintf(stderr, "ingesting %d profiles (%.1f h)...\n", n, hours);
+	if (ingest(st, start, n, &t) || store__maintain(st, end + 3600 * S, NULL))
+		return 1;
+	double q1 = time_query(st, end - 3600 * S, end, 0);
+	double q24 = time_query(st, end - 24 * 3600 * S, end, 0);
+	double tl = time_query(st, end - 24 * 3600 * S, end, 1);
+	double tr1 = time_query(st, end - 3600 * S, end, 2);
+	store__stats(st, &ss);
+	store__close(st); /* checkpoints the WAL: what stays on disk */
+	st = NULL;
+	if (store__open(dir, &o, &st, err, sizeof(err)))
+		return 1;
+	store__stats(st, &ss);
+	store__close(st);
+
+	printf("store bench: %.1f h, 1 host, %d CPUs at %d Hz, %d processes, %d stacks (Zipf s=1, "
+	       "depth 10-60)%s\n",
+	       hours, CPUS, HZ, PROCS, STACKS, o.no_fsync ? ", no fsync" : ", fsync per append");
+	printf("| metric | value | target |\n| --- | --- | --- |\n");
+	printf("| profiles ingested | %llu (%.1f MB of gzipped pprof) | |\n",
+	       (unsigned long long)t.profiles, t.bytes_pb / 1e6);
+	printf("| raw samples / stored rows | %llu / %llu | |\n", (unsigned long long)t.samples,
+	       (unsigned long long)t.rows);
+	printf("| distinct stacks stored | %llu | >= 50,000 |\n", (unsigned long long)ss.stacks);
+	printf("| ingest (pprof_decode + store__append) | %.0f rows/s, %.1f profiles/s | >= "
+	       "500,000 rows/s |\n",
+	       t.rows / t.ingest_s, t.profiles / t.ingest_s);
+	printf("| of which pprof_decode / store__append | %.0f%% / %.0f%% (append alone: %.0f "
+	       "rows/s) | |\n",
+	       100 * t.decode_s / t.ingest_s, 100 * (t.ingest_s - t.decode_s) / t.ingest_s,
+	       t.rows / (t.ingest_s - t.decode_s));
+	printf("| bytes on disk | %.1f MB | |\n", ss.bytes_on_disk / 1e6);
+	printf("| bytes per raw sample | %.3f | <= 0.5 |\n", (double)ss.bytes_on_disk / t.samples);
+	printf("| bytes per stored row | %.2f | |\n", (double)ss.bytes_on_disk / t.rows);
+	printf("| merge, last 1 h | %.1f ms | <= 50 ms |\n", q1);
+	printf("| merge, last 24 h (whole run when shorter) | %.1f ms | <= 500 ms |\n", q24);
+	printf("| timeline, last 24 h (auto step) | %.1f ms | |\n", tl);
+	printf("| flame tree JSON (merge + tree, maxNodes 2048), last 1 h | %.1f ms | |\n", tr1);
+	return 0;
+}

@@ -1,0 +1,559 @@
+/*
+ * Query operations over the store: select the series a selector matches, then
+ * list them (labels, values, series), merge their rows over a range into one
+ * profile, or sum them per step (timeline, in timeline.c).
+ *
+ * A merge first sums rows by (series, stack) in a hash map, then rebuilds each
+ * distinct stack once through a store_builder: decoding rows is cheap, building
+ * profile samples is not, so the expensive step runs once per distinct stack.
+ */
+#include "query_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The matched series, copied out of the store (owned strings). */
+struct sel_series {
+	uint64_t id;
+	char *type;
+	size_t n;
+	struct store_label *labels;
+	bool has_data;
+};
+
+struct selection {
+	struct sel_series *s;
+	size_t n, cap;
+	const struct query_selector *sel;
+};
+
+static void selection_fini(struct selection *sl)
+{
+	for (size_t i = 0; i < sl->n; i++) {
+		for (size_t k = 0; k < sl->s[i].n; k++) {
+			free((char *)sl->s[i].labels[k].name);
+			free((char *)sl->s[i].labels[k].value);
+		}
+		free(sl->s[i].labels);
+		free(sl->s[i].type);
+	}
+	free(sl->s);
+}
+
+static int copy_series(struct sel_series *d, const struct store_series *ser)
+{
+	memset(d, 0, sizeof(*d));
+	d->id = ser->id;
+	d->type = strdup(ser->profile_type);
+	d->labels = calloc(ser->n_labels + 1, sizeof(*d->labels));
+	if (!d->type || !d->labels)
+		return -ENOMEM;
+	for (size_t i = 0; i < ser->n_labels; i++, d->n++) {
+		d->labels[i].name = strdup(ser->labels[i].name);
+		d->labels[i].value = strdup(ser->labels[i].value);
+		if (!d->labels[i].name || !d->labels[i].value) {
+			d->n++;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int on_series(void *ctx, const struct store_series *ser)
+{
+	struct selection *sl = ctx;
+	int err;
+
+	if (!query_selector__match(sl->sel, ser))
+		return 0;
+	if (query_grow((void **)&sl->s, &sl->cap, sl->n + 1, sizeof(*sl->s)))
+		return -ENOMEM;
+	err = copy_series(&sl->s[sl->n], ser);
+	sl->n++; /* counted even on failure so that fini frees it */
+	return err;
+}
+
+/* Index of series id in the selection (ids ascending), or SIZE_MAX. */
+static size_t find_series(const struct selection *sl, uint64_t id)
+{
+	size_t lo = 0, hi = sl->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (sl->s[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sl->n && sl->s[lo].id == id ? lo : SIZE_MAX;
+}
+
+static int check_request(const struct query_request *q, char *err, size_t errlen)
+{
+	if (q->from_ns > q->until_ns)
+		return query_fail(err, errlen, -EINVAL, "from (%lld ms) is after until (%lld ms)",
+				  (long long)(q->from_ns / 1000000),
+				  (long long)(q->until_ns / 1000000));
+	if (q->value_index < 0 || q->value_index >= PROFILE_N_VALUES)
+		return query_fail(err, errlen, -EINVAL, "value index %d is not 0 or 1",
+				  q->value_index);
+	return 0;
+}
+
+/* The series matching q's selector (not yet filtered by data in range). */
+static int select_series(struct store *s, const struct query_request *q, struct selection *sl,
+			 char *err, size_t errlen)
+{
+	struct query_selector *sel = NULL;
+	int e;
+
+	memset(sl, 0, sizeof(*sl));
+	e = check_request(q, err, errlen) ?: query_selector__parse(q->query, &sel, err, errlen);
+	if (e)
+		return e;
+	sl->sel = sel;
+	e = store__series_foreach(s, on_series, sl);
+	query_selector__free(sel);
+	sl->sel = NULL;
+	return e;
+}
+
+static uint64_t *series_ids(const struct selection *sl)
+{
+	uint64_t *ids = malloc((sl->n ? sl->n : 1) * sizeof(*ids));
+
+	for (size_t i = 0; ids && i < sl->n; i++)
+		ids[i] = sl->s[i].id;
+	return ids;
+}
+
+static int mark_data(void *ctx, const struct store_row *rows, size_t n)
+{
+	struct selection *sl = ctx;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = find_series(sl, rows[i].series_id);
+
+		if (k != SIZE_MAX)
+			sl->s[k].has_data = true;
+	}
+	return 0;
+}
+
+/* select_series, then marks which have data in the range (totals only: cheap). */
+static int select_with_data(struct store *s, const struct query_request *q, struct selection *sl,
+			    char *err, size_t errlen)
+{
+	uint64_t *ids;
+	int e = select_series(s, q, sl, err, errlen);
+
+	if (e || !sl->n)
+		return e;
+	ids = series_ids(sl);
+	if (!ids)
+		return -ENOMEM;
+	e = store__scan(s, ids, sl->n, q->from_ns, q->until_ns, 0, STORE_SCAN_TOTALS, mark_data,
+			sl);
+	free(ids);
+	return e;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Prints sorted distinct strings as a JSON array. */
+static void print_set(FILE *out, const char **v, size_t n)
+{
+	if (n) /* qsort(NULL, 0) is undefined */
+		qsort(v, n, sizeof(*v), str_cmp);
+	fputc('[', out);
+	for (size_t i = 0, k = 0; i < n; i++) {
+		if (i && strcmp(v[i], v[i - 1]) == 0)
+			continue;
+		if (k++)
+			fputc(',', out);
+		query_json_string(out, v[i]);
+	}
+	fputs("]\n", out);
+}
+
+int query_labels_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+		      size_t errlen)
+{
+	struct selection sl;
+	const char **v = NULL;
+	size_t n = 0, cap = 0;
+	int e = select_with_data(s, q, &sl, err, errlen);
+
+	for (size_t i = 0; !e && i < sl.n; i++) {
+		if (!sl.s[i].has_data)
+			continue;
+		if (query_grow((void **)&v, &cap, n + sl.s[i].n + 1, sizeof(*v))) {
+			e = -ENOMEM;
+			break;
+		}
+		for (size_t k = 0; k < sl.s[i].n; k++)
+			v[n++] = sl.s[i].labels[k].name;
+		v[n++] = STORE_PROFILE_TYPE_LABEL;
+	}
+	if (!e)
+		print_set(out, v, n);
+	free(v);
+	selection_fini(&sl);
+	return e;
+}
+
+static const char *series_label(const struct sel_series *ss, const char *name)
+{
+	if (strcmp(name, STORE_PROFILE_TYPE_LABEL) == 0)
+		return ss->type;
+	for (size_t k = 0; k < ss->n; k++)
+		if (strcmp(ss->labels[k].name, name) == 0)
+			return ss->labels[k].value;
+	return NULL;
+}
+
+int query_label_values_json(struct store *s, const char *name, const struct query_request *q,
+			    FILE *out, char *err, size_t errlen)
+{
+	struct selection sl;
+	const char **v = NULL;
+	size_t n = 0, cap = 0;
+	int e;
+
+	if (!name || !*name)
+		return query_fail(err, errlen, -EINVAL, "empty label name");
+	e = select_with_data(s, q, &sl, err, errlen);
+	for (size_t i = 0; !e && i < sl.n; i++) {
+		const char *val = sl.s[i].has_data ? series_label(&sl.s[i], name) : NULL;
+
+		if (!val)
+			continue;
+		if (query_grow((void **)&v, &cap, n + 1, sizeof(*v)))
+			e = -ENOMEM;
+		else
+			v[n++] = val;
+	}
+	if (!e)
+		print_set(out, v, n);
+	free(v);
+	selection_fini(&sl);
+	return e;
+}
+
+int query_series_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+		      size_t errlen)
+{
+	struct selection sl;
+	int e = select_with_data(s, q, &sl, err, errlen);
+	size_t k = 0;
+
+	if (!e) {
+		fputc('[', out);
+		for (size_t i = 0; i < sl.n; i++) {
+			if (!sl.s[i].has_data)
+				continue;
+			fputs(k++ ? ",\n{\"profileType\":" : "{\"profileType\":", out);
+			query_json_string(out, sl.s[i].type);
+			fputs(",\"labels\":{", out);
+			for (size_t j = 0; j < sl.s[i].n; j++) {
+				if (j)
+					fputc(',', out);
+				query_json_string(out, sl.s[i].labels[j].name);
+				fputc(':', out);
+				query_json_string(out, sl.s[i].labels[j].value);
+			}
+			fputs("}}", out);
+		}
+		fputs("]\n", out);
+	}
+	selection_fini(&sl);
+	return e;
+}
+
+/* ---- merge ---- */
+
+struct agg_row {
+	size_t series; /* index in the selection */
+	uint64_t stack;
+	int64_t v[PROFILE_N_VALUES];
+};
+
+struct merge {
+	struct selection *sl;
+	struct query_map map;
+	struct agg_row *rows;
+	size_t n, cap;
+};
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static int on_rows(void *ctx, const struct store_row *rows, size_t n)
+{
+	struct merge *m = ctx;
+	size_t idx;
+	bool added;
+
+	for (size_t i = 0; i < n; i++) {
+		if (query_map__get(&m->map, rows[i].series_id, rows[i].stack_id, m->n, &idx,
+				   &added))
+			return -ENOMEM;
+		if (added) {
+			if (query_grow((void **)&m->rows, &m->cap, m->n + 1, sizeof(*m->rows)))
+				return -ENOMEM;
+			m->rows[m->n++] = (struct agg_row){
+			    find_series(m->sl, rows[i].series_id), rows[i].stack_id, {0, 0}};
+		}
+		for (int k = 0; k < PROFILE_N_VALUES; k++)
+			m->rows[idx].v[k] = sat_add(m->rows[idx].v[k], rows[i].values[k]);
+	}
+	return 0;
+}
+
+/* The sample labels of a series (STORE_SAMPLE_LABELS only), borrowed strings. */
+static size_t sample_labels(const struct sel_series *ss, struct profile_label *out)
+{
+	static const char *const names[] = STORE_SAMPLE_LABELS;
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = series_label(ss, names[i]);
+
+		if (v)
+			out[n++] = (struct profile_label){names[i], v, 0};
+	}
+	return n;
+}
+
+static int build(struct store *s, struct merge *m, struct profile *p)
+{
+	struct profile_label labels[16];
+	struct store_builder *b = NULL;
+	int e = store_builder__new(s, p, &b);
+
+	for (size_t i = 0; !e && i < m->n; i++) {
+		const struct agg_row *r = &m->rows[i];
+		size_t nl = r->series < m->sl->n ? sample_labels(&m->sl->s[r->series], labels) : 0;
+
+		e = store_builder__add(b, r->stack, r->v, labels, nl);
+	}
+	store_builder__free(b);
+	return e;
+}
+
+static int64_t period_of(const struct merge *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->rows[i].v[0] > 0)
+			return m->rows[i].v[1] / m->rows[i].v[0];
+	return 0;
+}
+
+int query_profile(struct store *s, const struct query_request *q, struct profile **out, char *err,
+		  size_t errlen)
+{
+	struct selection sl;
+	struct merge m = {.sl = &sl};
+	uint64_t *ids = NULL;
+	int e;
+
+	*out = NULL;
+	e = select_series(s, q, &sl, err, errlen);
+	if (!e && sl.n) {
+		ids = series_ids(&sl);
+		e = ids ? store__scan(s, ids, sl.n, q->from_ns, q->until_ns, 0, 0, on_rows, &m)
+			: -ENOMEM;
+	}
+	if (!e) {
+		*out = profile__new(period_of(&m));
+		e = *out ? build(s, &m, *out) : -ENOMEM;
+	}
+	if (!e)
+		profile__set_time(*out, q->from_ns, q->until_ns - q->from_ns);
+	if (e && e != -EINVAL && e != -E2BIG && err && errlen && !*err)
+		query_fail(err, errlen, e, "merging the profile failed: %s", strerror(-e));
+	if (e) {
+		profile__free(*out);
+		*out = NULL;
+	}
+	free(ids);
+	free(m.rows);
+	query_map__fini(&m.map);
+	selection_fini(&sl);
+	return e;
+}
+
+/* ---- timeline ---- */
+
+struct timeline {
+	struct selection *sl;
+	size_t *group_of; /* per selected series */
+	const char **names;
+	size_t n_groups;
+	int64_t *vals; /* n_groups x points */
+	size_t points;
+	int64_t from, step;
+	int vi;
+};
+
+static int on_totals(void *ctx, const struct store_row *rows, size_t n)
+{
+	struct timeline *t = ctx;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = find_series(t->sl, rows[i].series_id);
+		int64_t at = (rows[i].time_ns - t->from) / t->step;
+
+		if (k == SIZE_MAX || at < 0 || (size_t)at >= t->points)
+			continue;
+		int64_t *v = &t->vals[t->group_of[k] * t->points + (size_t)at];
+		*v = sat_add(*v, rows[i].values[t->vi]);
+	}
+	return 0;
+}
+
+/* Groups series by the group_by value (series without it: ""). */
+static int make_groups(struct timeline *t, const char *by, char *err, size_t errlen)
+{
+	t->group_of = calloc(t->sl->n + 1, sizeof(*t->group_of));
+	t->names = calloc(t->sl->n + 1, sizeof(*t->names));
+	if (!t->group_of || !t->names)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->sl->n; i++) {
+		const char *v = by && *by ? series_label(&t->sl->s[i], by) : "";
+		size_t g;
+
+		v = v ? v : "";
+		for (g = 0; g < t->n_groups && strcmp(t->names[g], v); g++)
+			;
+		if (g == t->n_groups) {
+			if (t->n_groups >= QUERY_MAX_GROUPS)
+				return query_fail(err, errlen, -E2BIG,
+						  "groupBy %.64s gives more than %d groups", by,
+						  QUERY_MAX_GROUPS);
+			t->names[t->n_groups++] = v;
+		}
+		t->group_of[i] = g;
+	}
+	return 0;
+}
+
+static int64_t auto_step(int64_t range)
+{
+	int64_t ten = 10ll * 1000000000ll, st = range / 1000;
+
+	return st < ten ? ten : (st + ten - 1) / ten * ten;
+}
+
+static int timeline_setup(struct timeline *t, const struct query_request *q, char *err,
+			  size_t errlen)
+{
+	int64_t range = q->until_ns - q->from_ns;
+
+	t->step = q->step_ns > 0 ? q->step_ns : auto_step(range);
+	t->from = q->from_ns;
+	t->vi = q->value_index;
+	t->points = (size_t)((range + t->step - 1) / t->step);
+	if (t->points > QUERY_MAX_POINTS)
+		return query_fail(
+		    err, errlen, -E2BIG,
+		    "%zu steps of %lld s, over the limit of %d points: use a larger step",
+		    t->points, (long long)(t->step / 1000000000), QUERY_MAX_POINTS);
+	if (q->group_by && *q->group_by &&
+	    strspn(q->group_by, "abcdefghijklmnopqrstuvwxyz"
+				"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != strlen(q->group_by))
+		return query_fail(err, errlen, -EINVAL, "invalid groupBy label \"%.64s\"",
+				  q->group_by);
+	return make_groups(t, q->group_by, err, errlen);
+}
+
+static int by_total(const void *a, const void *b, void *ctx)
+{
+	const int64_t *tot = ctx;
+	int64_t x = tot[*(const size_t *)a], y = tot[*(const size_t *)b];
+
+	if (x != y)
+		return x > y ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* Groups with data, by total descending. */
+static int timeline_print(const struct timeline *t, const struct query_request *q, FILE *out)
+{
+	int64_t *tot = calloc(t->n_groups + 1, sizeof(*tot));
+	size_t *order = calloc(t->n_groups + 1, sizeof(*order)), n = 0;
+
+	if (!tot || !order) {
+		free(tot);
+		free(order);
+		return -ENOMEM;
+	}
+	for (size_t g = 0; g < t->n_groups; g++) {
+		bool any = false;
+
+		for (size_t i = 0; i < t->points; i++) {
+			tot[g] = sat_add(tot[g], t->vals[g * t->points + i]);
+			any |= t->vals[g * t->points + i] != 0;
+		}
+		if (any)
+			order[n++] = g;
+	}
+	if (n)
+		qsort_r(order, n, sizeof(*order), by_total, tot);
+	fprintf(out, "{\"unit\":\"%s\",\"from\":%lld,\"until\":%lld,\"step\":%lld,\"groups\":[",
+		q->value_index ? "nanoseconds" : "samples", (long long)(q->from_ns / 1000000),
+		(long long)(q->until_ns / 1000000), (long long)(t->step / 1000000));
+	for (size_t j = 0; j < n; j++) {
+		size_t g = order[j];
+
+		fputs(j ? ",\n{\"group\":" : "{\"group\":", out);
+		query_json_string(out, t->names[g]);
+		fputs(",\"values\":[", out);
+		for (size_t i = 0; i < t->points; i++)
+			fprintf(out, i ? ",%lld" : "%lld", (long long)t->vals[g * t->points + i]);
+		fputs("]}", out);
+	}
+	fputs("]}\n", out);
+	free(tot);
+	free(order);
+	return 0;
+}
+
+int query_timeline_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+			size_t errlen)
+{
+	struct selection sl;
+	struct timeline t = {.sl = &sl};
+	uint64_t *ids = NULL;
+	int e = select_series(s, q, &sl, err, errlen) ?: timeline_setup(&t, q, err, errlen);
+
+	if (!e && (t.n_groups ? t.n_groups : 1) > SIZE_MAX / 8 / (t.points + 1))
+		e = -ENOMEM;
+	if (!e) {
+		t.vals = calloc((t.n_groups ? t.n_groups : 1) * (t.points + 1), sizeof(*t.vals));
+		ids = series_ids(&sl);
+		e = t.vals && ids ? 0 : -ENOMEM;
+	}
+	if (!e && sl.n)
+		e = store__scan(s, ids, sl.n, q->from_ns, q->until_ns, t.step, STORE_SCAN_TOTALS,
+				on_totals, &t);
+	if (!e)
+		e = timeline_print(&t, q, out);
+	free(ids);
+	free(t.vals);
+	free(t.group_of);
+	free(t.names);
+	selection_fini(&sl);
+	return e;
+}

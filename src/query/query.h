@@ -1,0 +1,173 @@
+/*
+ * query: label matchers + time range over the store → labels, label values,
+ * series, a merged profile, a flame tree, a top table, a diff of two selections
+ * and a timeline. The JSON writers emit exactly the documented shapes (below),
+ * ready to be served by the /api endpoints.
+ *
+ * Selector syntax (Prometheus): `{a="x", b!="y", c=~"re", d!~"re"}` and
+ * `name{...}` (sugar for `__name__="name"`); `{}`, "" and NULL select every
+ * series. Regexes are POSIX extended, anchored at both ends like Prometheus.
+ * Values are double-quoted with \" \\ \n \t escapes (single quotes and
+ * backquotes also accepted).
+ *
+ * Return contract: 0 on success, -errno on failure, with one sentence naming
+ * the problem in err (err may be NULL). Caller's mistakes (map to HTTP 400):
+ *   -EINVAL  invalid selector, time, step, group label or from > until
+ *   -E2BIG   a request over a documented limit (matchers, selector length,
+ *            timeline points or groups)
+ * Anything else (-ENOMEM, -EIO) is the server's problem (5xx).
+ */
+#ifndef HEARTH_QUERY_H
+#define HEARTH_QUERY_H
+
+#include "profile/profile.h"
+#include "store/store.h"
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Limits of a selector. */
+#define QUERY_MAX_SELECTOR_LEN 4096
+#define QUERY_MAX_MATCHERS     32
+/* Longest regex of a =~ / !~ matcher; see selector.c for the other regex limits
+ * (no repeat of a repeat, at most 16 '+'/'{', bounds up to 100 adding up to
+ * at most 200) that keep
+ * glibc's regcomp from blowing up. */
+#define QUERY_MAX_REGEX_LEN	1024
+#define QUERY_MAX_REGEX_LEN_STR "1024"
+/* Default and ceiling of maxNodes (tree, top, diff). */
+#define QUERY_DEFAULT_MAX_NODES 2048
+#define QUERY_MAX_NODES		65536
+/* Timeline: at most this many steps and groups (more: -E2BIG). */
+#define QUERY_MAX_POINTS 11000
+#define QUERY_MAX_GROUPS 1000
+/* Default range when a request gives none: the last hour. */
+#define QUERY_DEFAULT_RANGE_NS (3600ll * 1000000000ll)
+
+/* ---- selectors ---- */
+
+enum query_op { QUERY_OP_EQ, QUERY_OP_NEQ, QUERY_OP_RE, QUERY_OP_NRE };
+
+struct query_matcher {
+	char *name;  /* owned */
+	char *value; /* owned, unescaped */
+	enum query_op op;
+	regex_t re; /* compiled `^(?:value)$` for RE/NRE */
+};
+
+struct query_selector {
+	size_t n;
+	struct query_matcher *m; /* owned, n entries */
+};
+
+/*
+ * Parses a selector. 0, -EINVAL (err names the position and what was expected,
+ * or the bad regex), -E2BIG (over QUERY_MAX_SELECTOR_LEN / QUERY_MAX_MATCHERS),
+ * -ENOMEM. s may be NULL or "" (matches everything). *out is freed by the caller.
+ */
+int query_selector__parse(const char *s, struct query_selector **out, char *err, size_t errlen);
+void query_selector__free(struct query_selector *sel);
+/* Whether the labels (a missing label counts as "") and the profile type (as
+ * STORE_PROFILE_TYPE_LABEL) satisfy every matcher. */
+bool query_selector__match(const struct query_selector *sel, const struct store_series *ser);
+
+/* ---- time ---- */
+
+/*
+ * Parses a time: "now", "now-1h", "now-90s", "now-1h30m" (units ms s m h d w),
+ * or a unix timestamp in s (≤ 10 digits), ms (≤ 13), µs (≤ 16) or ns.
+ * 0 or -EINVAL (err names the value).
+ */
+int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *err, size_t errlen);
+/* A duration: "10s", "1m", "1h30m", "500ms", or a plain number of seconds.
+ * Must be > 0. 0 or -EINVAL. */
+int query_parse_duration(const char *s, int64_t *out_ns, char *err, size_t errlen);
+/* Parses from/until (NULL or "": until-1h / now) and checks from <= until.
+ * 0 or -EINVAL ("from (…) is after until (…)"). */
+int query_parse_range(const char *from, const char *until, int64_t now_ns, int64_t *from_ns,
+		      int64_t *until_ns, char *err, size_t errlen);
+
+/* ---- requests ---- */
+
+struct query_request {
+	const char *query;	   /* selector text; NULL/""/"{}" = every series */
+	int64_t from_ns, until_ns; /* [from, until); from > until is -EINVAL */
+	size_t
+	    max_nodes;	 /* tree/top/diff; 0 = QUERY_DEFAULT_MAX_NODES; capped at QUERY_MAX_NODES */
+	int value_index; /* which sample value: 0 samples (default), 1 cpu nanoseconds */
+	int64_t step_ns; /* timeline; 0 = auto (about 1000 points, multiple of 10 s) */
+	const char *group_by; /* timeline; NULL/"" = one group of everything */
+};
+
+/* JSON `["name", ...]`: sorted label names of the series matching q in its range
+ * (series with no data in the range are left out), plus STORE_PROFILE_TYPE_LABEL. */
+int query_labels_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+		      size_t errlen);
+/* JSON `["value", ...]`: sorted distinct values of label `name` (same selection). */
+int query_label_values_json(struct store *s, const char *name, const struct query_request *q,
+			    FILE *out, char *err, size_t errlen);
+/* JSON `[{"profileType":"…","labels":{"k":"v",…}}, …]`: matching series with data in range. */
+int query_series_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+		      size_t errlen);
+
+/*
+ * Merges every matching series over the range into one new profile (the caller
+ * frees it): samples keep the series' STORE_SAMPLE_LABELS as labels, so
+ * folded_write shows the process, and time/duration are the range. A selection
+ * with no data gives an empty profile (0 samples), not an error. Encode it with
+ * pprof_encode / folded_write / top_write.
+ */
+int query_profile(struct store *s, const struct query_request *q, struct profile **out, char *err,
+		  size_t errlen);
+
+/*
+ * JSON flame tree of a profile, root first:
+ *   {"unit":"samples"|"nanoseconds","total":N,"tree":
+ *     {"name":"total","self":N,"total":N,"children":[{"name":..., ...}, ...]}}
+ * Children are sorted by total, descending. Only the max_nodes nodes of largest
+ * total are kept (0 = QUERY_DEFAULT_MAX_NODES); a dropped child's value stays
+ * in its parent's total, so a total may exceed self + the children's totals.
+ */
+int query_tree_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out);
+/* query_profile then query_tree_write. */
+int query_tree_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+		    size_t errlen);
+
+/* JSON top table: {"unit":…,"total":N,"rows":[{"name":…,"flat":N,"cum":N}, …]}
+ * sorted by flat, at most max_nodes rows. */
+int query_top_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out);
+int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+		   size_t errlen);
+
+/*
+ * Diff of two selections as one tree over the union of their stacks:
+ *   {"unit":…,"left":N,"right":N,"tree":{"name":"total","self":[l,r],"total":[l,r],
+ *     "children":[…]}}
+ * Node pruning as in query_tree_write, ranked by max(left, right).
+ * max_nodes and value_index come from `left`.
+ */
+int query_diff_write(const struct profile *left, const struct profile *right, int value_index,
+		     size_t max_nodes, FILE *out);
+int query_diff_json(struct store *s, const struct query_request *left,
+		    const struct query_request *right, FILE *out, char *err, size_t errlen);
+
+/*
+ * Timeline: totals per step, per value of group_by (series without the label
+ * are grouped under ""):
+ *   {"unit":…,"from":MS,"until":MS,"step":MS,
+ *    "groups":[{"group":"value","values":[N, …]}, …]}
+ * values[i] covers [from + i*step, from + (i+1)*step); a chunk counts in the
+ * step its window starts in (rollups are used only when no longer than the
+ * step). Groups without data are left out; the rest sorted by total, descending.
+ * -E2BIG over QUERY_MAX_POINTS steps or QUERY_MAX_GROUPS groups;
+ * -EINVAL for an invalid group_by label name.
+ */
+int query_timeline_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+			size_t errlen);
+
+/* Writes s as a JSON string literal (quotes and escapes included). */
+void query_json_string(FILE *out, const char *s);
+
+#endif /* HEARTH_QUERY_H */

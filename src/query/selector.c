@@ -1,0 +1,354 @@
+/*
+ * Label selectors in Prometheus syntax: `name{a="x", b!="y", c=~"re", d!~"re"}`.
+ * The input comes from HTTP query strings, so the parser is strict, bounded
+ * (QUERY_MAX_SELECTOR_LEN, QUERY_MAX_MATCHERS) and names the position of the
+ * first problem. Regexes are POSIX ERE anchored at both ends, as PromQL's are.
+ */
+#include "query.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct parser {
+	const char *s, *p;
+	char *err;
+	size_t errlen;
+};
+
+static int fail(struct parser *ps, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(struct parser *ps, int code, const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ps->err && ps->errlen)
+		snprintf(ps->err, ps->errlen, "invalid selector at offset %zu: %s",
+			 (size_t)(ps->p - ps->s), msg);
+	return code;
+}
+
+static void skip_ws(struct parser *ps)
+{
+	while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')
+		ps->p++;
+}
+
+static bool is_name_start(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_name_char(char c, bool app)
+{
+	return is_name_start(c) || (c >= '0' && c <= '9') || c == '.' ||
+	       (app && (c == '-' || c == ':'));
+}
+
+/* A label name (or, app=true, an application name with '-' and ':'); malloc'd. */
+static int parse_name(struct parser *ps, bool app, char **out)
+{
+	const char *b = ps->p;
+
+	if (!is_name_start(*ps->p))
+		return fail(ps, -EINVAL, "expected a label name");
+	while (is_name_char(*ps->p, app))
+		ps->p++;
+	*out = strndup(b, (size_t)(ps->p - b));
+	return *out ? 0 : -ENOMEM;
+}
+
+static int parse_op(struct parser *ps, enum query_op *op)
+{
+	const char *p = ps->p;
+
+	if (p[0] == '=' && p[1] == '~')
+		*op = QUERY_OP_RE, ps->p += 2;
+	else if (p[0] == '!' && p[1] == '~')
+		*op = QUERY_OP_NRE, ps->p += 2;
+	else if (p[0] == '!' && p[1] == '=')
+		*op = QUERY_OP_NEQ, ps->p += 2;
+	else if (p[0] == '=')
+		*op = QUERY_OP_EQ, ps->p += 1;
+	else
+		return fail(ps, -EINVAL, "expected one of = != =~ !~");
+	return 0;
+}
+
+static char unescape(char c)
+{
+	switch (c) {
+	case 'n':
+		return '\n';
+	case 't':
+		return '\t';
+	case 'r':
+		return '\r';
+	default:
+		return c;
+	}
+}
+
+/* A quoted value ("…", '…' or `…`, the last without escapes); malloc'd. */
+static int parse_value(struct parser *ps, char **out)
+{
+	char q = *ps->p, *v, *w;
+
+	if (q != '"' && q != '\'' && q != '`')
+		return fail(ps, -EINVAL, "expected a quoted value");
+	v = w = malloc(strlen(ps->p) + 1);
+	if (!v)
+		return -ENOMEM;
+	for (ps->p++; *ps->p && *ps->p != q; ps->p++) {
+		if (*ps->p == '\\' && q != '`') {
+			if (!*++ps->p)
+				break;
+			*w++ = unescape(*ps->p);
+		} else {
+			*w++ = *ps->p;
+		}
+	}
+	*w = 0;
+	if (*ps->p != q) {
+		free(v);
+		return fail(ps, -EINVAL, "unterminated string");
+	}
+	ps->p++;
+	*out = v;
+	return 0;
+}
+
+static bool is_quant(char c)
+{
+	return c == '*' || c == '+' || c == '?' || c == '{';
+}
+
+/*
+ * glibc's regcomp copies the subtree of every `+` and `{n,m}` (`a+` is `aa*`),
+ * so stacked or nested repeats grow exponentially: `a++++++++` or
+ * `((a{99}){99}){99}` take seconds and gigabytes. Accepted: patterns of at most
+ * QUERY_MAX_REGEX_LEN bytes, no quantifier right after another, at most 16
+ * `+`/`{`, bounds up to 100 that add up to at most 200. NULL or the reason.
+ */
+static const char *regex_limits(const char *re)
+{
+	long bounds = 0;
+	int heavy = 0;
+
+	if (strlen(re) > QUERY_MAX_REGEX_LEN)
+		return "longer than " QUERY_MAX_REGEX_LEN_STR " bytes";
+	for (const char *p = re; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			continue;
+		}
+		if (*p == '+' || *p == '{')
+			heavy++;
+		if (*p == '{') {
+			long b = strtol(p + 1, NULL, 10);
+			const char *comma = strchr(p, ',');
+
+			if (comma && comma[1] >= '0' && comma[1] <= '9')
+				b = b > strtol(comma + 1, NULL, 10) ? b
+								    : strtol(comma + 1, NULL, 10);
+			if (b > 100 || (bounds += b) > 200)
+				return "repeat bounds over 100 (or adding up to over 200)";
+		}
+		if (is_quant(*p) && p != re && (is_quant(p[-1]) || p[-1] == '}') &&
+		    !(p - 1 > re && p[-2] == '\\'))
+			return "a repeat of a repeat";
+	}
+	return heavy > 16 ? "more than 16 '+' or '{' repeats" : NULL;
+}
+
+/* Sets m->op to op, compiling the regex first for =~ and !~ (m->op stays EQ,
+ * with nothing to free, until a regex compiled). */
+static int compile(struct parser *ps, struct query_matcher *m, enum query_op op)
+{
+	char *pat, msg[128];
+	const char *why;
+	int rc;
+
+	if (op != QUERY_OP_RE && op != QUERY_OP_NRE) {
+		m->op = op;
+		return 0;
+	}
+	if ((why = regex_limits(m->value)))
+		return fail(ps, -EINVAL, "regex for label %.64s has %s", m->name, why);
+	if (asprintf(&pat, "^(%s)$", m->value) < 0)
+		return -ENOMEM;
+	rc = regcomp(&m->re, pat, REG_EXTENDED | REG_NOSUB);
+	free(pat);
+	if (rc) {
+		regerror(rc, NULL, msg, sizeof(msg));
+		return fail(ps, -EINVAL, "bad regex for label %.64s: %s", m->name, msg);
+	}
+	m->op = op;
+	return 0;
+}
+
+static int add(struct query_selector *sel, struct parser *ps, struct query_matcher **m)
+{
+	struct query_matcher *n;
+
+	if (sel->n >= QUERY_MAX_MATCHERS)
+		return fail(ps, -E2BIG, "more than %d matchers", QUERY_MAX_MATCHERS);
+	n = realloc(sel->m, (sel->n + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	sel->m = n;
+	*m = &n[sel->n++];
+	memset(*m, 0, sizeof(**m));
+	return 0;
+}
+
+static int parse_matcher(struct query_selector *sel, struct parser *ps)
+{
+	struct query_matcher *m;
+	enum query_op op = QUERY_OP_EQ;
+	int err = add(sel, ps, &m);
+
+	if (err)
+		return err;
+	err = parse_name(ps, false, &m->name);
+	if (!err) {
+		skip_ws(ps);
+		err = parse_op(ps, &op);
+	}
+	if (!err) {
+		skip_ws(ps);
+		err = parse_value(ps, &m->value);
+	}
+	return err ?: compile(ps, m, op);
+}
+
+static int parse_braces(struct query_selector *sel, struct parser *ps)
+{
+	int err;
+
+	ps->p++; /* '{' */
+	for (;;) {
+		skip_ws(ps);
+		if (*ps->p == '}')
+			break;
+		err = parse_matcher(sel, ps);
+		if (err)
+			return err;
+		skip_ws(ps);
+		if (*ps->p == ',')
+			ps->p++;
+		else if (*ps->p != '}')
+			return fail(ps, -EINVAL, "expected ',' or '}'");
+	}
+	ps->p++;
+	return 0;
+}
+
+static int parse(struct query_selector *sel, struct parser *ps)
+{
+	struct query_matcher *m;
+	int err;
+
+	skip_ws(ps);
+	if (is_name_start(*ps->p)) {
+		err = add(sel, ps, &m);
+		if (err)
+			return err;
+		m->op = QUERY_OP_EQ;
+		m->name = strdup(STORE_NAME_LABEL);
+		err = m->name ? parse_name(ps, true, &m->value) : -ENOMEM;
+		if (err)
+			return err;
+		skip_ws(ps);
+	}
+	if (*ps->p == '{') {
+		err = parse_braces(sel, ps);
+		if (err)
+			return err;
+		skip_ws(ps);
+	}
+	if (*ps->p)
+		return fail(ps, -EINVAL, "unexpected '%c'", *ps->p);
+	return 0;
+}
+
+int query_selector__parse(const char *s, struct query_selector **out, char *err, size_t errlen)
+{
+	struct parser ps = {s ? s : "", s ? s : "", err, errlen};
+	struct query_selector *sel;
+	int e;
+
+	*out = NULL;
+	if (strlen(ps.s) > QUERY_MAX_SELECTOR_LEN) {
+		if (err && errlen)
+			snprintf(err, errlen, "selector longer than %d bytes",
+				 QUERY_MAX_SELECTOR_LEN);
+		return -E2BIG;
+	}
+	sel = calloc(1, sizeof(*sel));
+	if (!sel)
+		return -ENOMEM;
+	e = parse(sel, &ps);
+	if (e) {
+		query_selector__free(sel);
+		return e;
+	}
+	*out = sel;
+	return 0;
+}
+
+void query_selector__free(struct query_selector *sel)
+{
+	if (!sel)
+		return;
+	for (size_t i = 0; i < sel->n; i++) {
+		free(sel->m[i].name);
+		free(sel->m[i].value);
+		if (sel->m[i].op == QUERY_OP_RE || sel->m[i].op == QUERY_OP_NRE)
+			regfree(&sel->m[i].re);
+	}
+	free(sel->m);
+	free(sel);
+}
+
+static const char *label_value(const struct store_series *ser, const char *name)
+{
+	if (strcmp(name, STORE_PROFILE_TYPE_LABEL) == 0)
+		return ser->profile_type;
+	for (size_t i = 0; i < ser->n_labels; i++)
+		if (strcmp(ser->labels[i].name, name) == 0)
+			return ser->labels[i].value;
+	return "";
+}
+
+bool query_selector__match(const struct query_selector *sel, const struct store_series *ser)
+{
+	for (size_t i = 0; sel && i < sel->n; i++) {
+		const struct query_matcher *m = &sel->m[i];
+		const char *v = label_value(ser, m->name);
+		bool ok;
+
+		switch (m->op) {
+		case QUERY_OP_EQ:
+			ok = strcmp(v, m->value) == 0;
+			break;
+		case QUERY_OP_NEQ:
+			ok = strcmp(v, m->value) != 0;
+			break;
+		case QUERY_OP_RE:
+			ok = regexec(&m->re, v, 0, NULL, 0) == 0;
+			break;
+		default:
+			ok = regexec(&m->re, v, 0, NULL, 0) != 0;
+			break;
+		}
+		if (!ok)
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,161 @@
+/*
+ * Times and durations of query parameters: unix timestamps whose unit follows
+ * from their digit count (Pyroscope sends s, ms, µs or ns), "now" with an
+ * optional signed offset ("now-1h30m"), and durations like "10s" or "1h".
+ */
+#include "query.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define NS_PER_S 1000000000ll
+
+static int64_t unit_ns(const char **p)
+{
+	static const struct {
+		const char *name;
+		int64_t ns;
+	} units[] = {
+	    {"ms", 1000000ll},
+	    {"us", 1000ll},
+	    {"ns", 1},
+	    {"s", NS_PER_S},
+	    {"m", 60 * NS_PER_S},
+	    {"h", 3600 * NS_PER_S},
+	    {"d", 86400 * NS_PER_S},
+	    {"w", 7 * 86400 * NS_PER_S},
+	};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t n = strlen(units[i].name);
+
+		if (strncmp(*p, units[i].name, n) == 0) {
+			*p += n;
+			return units[i].ns;
+		}
+	}
+	return 0;
+}
+
+/* "1h30m", "10s", "500ms": a sum of number+unit terms; *p moves past them. */
+static int parse_terms(const char **p, int64_t *out)
+{
+	int64_t total = 0;
+
+	if (!(**p >= '0' && **p <= '9'))
+		return -EINVAL;
+	while (**p >= '0' && **p <= '9') {
+		int64_t n = 0, u, t;
+
+		for (; **p >= '0' && **p <= '9'; (*p)++)
+			if (__builtin_mul_overflow(n, 10, &n) ||
+			    __builtin_add_overflow(n, **p - '0', &n))
+				return -EINVAL;
+		u = unit_ns(p);
+		if (!u || __builtin_mul_overflow(n, u, &t) ||
+		    __builtin_add_overflow(total, t, &total))
+			return -EINVAL;
+	}
+	*out = total;
+	return 0;
+}
+
+static int bad(const char *what, const char *s, char *err, size_t errlen)
+{
+	if (err && errlen)
+		snprintf(
+		    err, errlen,
+		    "invalid %s \"%.64s\" (want unix seconds or milliseconds, now, now-1h, ...)",
+		    what, s);
+	return -EINVAL;
+}
+
+/* A unix timestamp: the digit count says s, ms, µs or ns. */
+static int parse_unix(const char *s, int64_t *out)
+{
+	size_t n = strlen(s);
+	int64_t v = 0;
+
+	if (!n || n > 19 || strspn(s, "0123456789") != n)
+		return -EINVAL;
+	for (; *s; s++)
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *s - '0', &v))
+			return -EINVAL;
+	if (n <= 10)
+		return __builtin_mul_overflow(v, NS_PER_S, out) ? -EINVAL : 0;
+	if (n <= 13)
+		return __builtin_mul_overflow(v, 1000000ll, out) ? -EINVAL : 0;
+	if (n <= 16)
+		return __builtin_mul_overflow(v, 1000ll, out) ? -EINVAL : 0;
+	*out = v;
+	return 0;
+}
+
+int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *err, size_t errlen)
+{
+	const char *p;
+	int64_t d;
+
+	if (!s || !*s)
+		return bad("time", "", err, errlen);
+	if (strncmp(s, "now", 3) != 0)
+		return parse_unix(s, out_ns) ? bad("time", s, err, errlen) : 0;
+	p = s + 3;
+	if (!*p) {
+		*out_ns = now_ns;
+		return 0;
+	}
+	if ((*p != '-' && *p != '+') || (p++, parse_terms(&p, &d)) || *p)
+		return bad("time", s, err, errlen);
+	if (s[3] == '-' ? __builtin_sub_overflow(now_ns, d, out_ns)
+			: __builtin_add_overflow(now_ns, d, out_ns))
+		return bad("time", s, err, errlen);
+	return 0;
+}
+
+int query_parse_duration(const char *s, int64_t *out_ns, char *err, size_t errlen)
+{
+	const char *p = s;
+	int64_t v;
+
+	if (s && *s && strspn(s, "0123456789") == strlen(s) && strlen(s) <= 10) {
+		v = 0;
+		for (; *p; p++)
+			v = v * 10 + (*p - '0');
+		*out_ns = v * NS_PER_S;
+	} else if (!s || parse_terms(&p, out_ns) || *p) {
+		if (err && errlen)
+			snprintf(err, errlen,
+				 "invalid duration \"%.64s\" (want 10s, 1m, 1h30m, ...)",
+				 s ? s : "");
+		return -EINVAL;
+	}
+	if (*out_ns <= 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "duration \"%.64s\" must be positive", s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int query_parse_range(const char *from, const char *until, int64_t now_ns, int64_t *from_ns,
+		      int64_t *until_ns, char *err, size_t errlen)
+{
+	int e;
+
+	if (!until || !*until)
+		*until_ns = now_ns;
+	else if ((e = query_parse_time(until, now_ns, until_ns, err, errlen)))
+		return e;
+	if (!from || !*from)
+		*from_ns = *until_ns - QUERY_DEFAULT_RANGE_NS;
+	else if ((e = query_parse_time(from, now_ns, from_ns, err, errlen)))
+		return e;
+	if (*from_ns > *until_ns) {
+		if (err && errlen)
+			snprintf(err, errlen, "from (%.64s) is after until (%.64s)", from,
+				 until && *until ? until : "now");
+		return -EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,487 @@
+/*
+ * Flame tree, top table and diff tree of profiles as JSON. Frames are named as
+ * folded/top name them (profile__frame_name); a node is keyed by (parent, name
+ * id), names are interned by two independent 64-bit hashes (a collision of
+ * both is not a practical concern). A diff is the same tree with two value
+ * slots, one per profile. Only the max_nodes largest nodes are written.
+ */
+#include "query_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct node {
+	size_t name, parent, first, next; /* first/next: children list, SIZE_MAX = none */
+	int64_t self[2], total[2];
+	bool keep;
+};
+
+struct tree {
+	struct node *n;
+	size_t nn, cap;
+	char **names;
+	size_t n_names, names_cap;
+	struct query_map name_map, child_map;
+	/* Per location of the profile being added: loc_off[id] is 1 + the index in
+	 * pool of (count, name ids outer line first); 0 = not named yet. Naming a
+	 * frame (snprintf + hash) once per location, not once per sample frame. */
+	size_t *loc_off, *pool;
+	size_t pool_n, pool_cap;
+};
+
+static uint64_t hash_str(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static int intern_name(struct tree *t, const char *s, size_t *id)
+{
+	bool added;
+
+	if (query_map__get(&t->name_map, hash_str(s, 0xcbf29ce484222325ull),
+			   hash_str(s, 0x84222325cbf29ce4ull), t->n_names, id, &added))
+		return -ENOMEM;
+	if (!added)
+		return 0;
+	if (query_grow((void **)&t->names, &t->names_cap, t->n_names + 1, sizeof(*t->names)))
+		return -ENOMEM;
+	t->names[t->n_names] = strdup(s);
+	return t->names[t->n_names++] ? 0 : -ENOMEM;
+}
+
+static int new_node(struct tree *t, size_t parent, size_t name, size_t *out)
+{
+	if (query_grow((void **)&t->n, &t->cap, t->nn + 1, sizeof(*t->n)))
+		return -ENOMEM;
+	t->n[t->nn] =
+	    (struct node){.name = name, .parent = parent, .first = SIZE_MAX, .next = SIZE_MAX};
+	if (parent != SIZE_MAX) {
+		t->n[t->nn].next = t->n[parent].first;
+		t->n[parent].first = t->nn;
+	}
+	*out = t->nn++;
+	return 0;
+}
+
+static int child(struct tree *t, size_t parent, size_t name, size_t *out)
+{
+	bool added;
+
+	if (query_map__get(&t->child_map, parent, name, t->nn, out, &added))
+		return -ENOMEM;
+	return added ? new_node(t, parent, name, out) : 0;
+}
+
+static int tree_init(struct tree *t)
+{
+	size_t root, name;
+
+	memset(t, 0, sizeof(*t));
+	return intern_name(t, "total", &name) ?: new_node(t, SIZE_MAX, name, &root);
+}
+
+static void tree_fini(struct tree *t)
+{
+	for (size_t i = 0; i < t->n_names; i++)
+		free(t->names[i]);
+	free(t->names);
+	free(t->n);
+	free(t->loc_off);
+	free(t->pool);
+	query_map__fini(&t->name_map);
+	query_map__fini(&t->child_map);
+}
+
+/* Names the frames of location id into the pool; *at is its pool index. */
+static int name_location(struct tree *t, const struct profile *p, uint64_t id, size_t *at)
+{
+	char buf[1024];
+	struct profile_location loc;
+	size_t n;
+
+	if (t->loc_off[id]) {
+		*at = t->loc_off[id] - 1;
+		return 0;
+	}
+	if (profile__get_location(p, id, &loc))
+		return -EINVAL;
+	n = loc.n_lines ? loc.n_lines : 1;
+	if (query_grow((void **)&t->pool, &t->pool_cap, t->pool_n + n + 1, sizeof(*t->pool)))
+		return -ENOMEM;
+	*at = t->pool_n;
+	t->pool[t->pool_n++] = n;
+	for (size_t l = n; l-- > 0;) {
+		int e = intern_name(t, profile__frame_name(p, &loc, l, buf, sizeof(buf)),
+				    &t->pool[t->pool_n]);
+		if (e)
+			return e;
+		t->pool_n++;
+	}
+	t->loc_off[id] = *at + 1;
+	return 0;
+}
+
+/* Frame names of a stack, root first, into *names (grown). */
+static int stack_names(struct tree *t, const struct profile *p, const struct profile_sample *smp,
+		       size_t **names, size_t *cap, size_t *n)
+{
+	size_t at;
+
+	*n = 0;
+	for (size_t i = smp->n_locs; i-- > 0;) {
+		if (smp->locs[i] == 0 || smp->locs[i] > profile__n_locations(p))
+			return -EINVAL;
+		int e = name_location(t, p, smp->locs[i], &at);
+		if (e)
+			return e;
+		if (query_grow((void **)names, cap, *n + t->pool[at], sizeof(**names)))
+			return -ENOMEM;
+		memcpy(*names + *n, &t->pool[at + 1], t->pool[at] * sizeof(**names));
+		*n += t->pool[at];
+	}
+	return 0;
+}
+
+/* Starts naming the locations of a new profile. */
+static int names_reset(struct tree *t, const struct profile *p)
+{
+	free(t->loc_off);
+	t->pool_n = 0;
+	t->loc_off = calloc(profile__n_locations(p) + 1, sizeof(*t->loc_off));
+	return t->loc_off ? 0 : -ENOMEM;
+}
+
+/* Adds every sample of p to slot `slot` of the tree. */
+static int tree_add(struct tree *t, const struct profile *p, int vi, int slot)
+{
+	struct profile_sample smp;
+	size_t *names = NULL, cap = 0, n, at;
+	int e = names_reset(t, p);
+
+	for (size_t i = 0; !e && i < profile__n_samples(p); i++) {
+		e = profile__sample(p, i, &smp) ?: stack_names(t, p, &smp, &names, &cap, &n);
+		int64_t v = smp.values[vi];
+
+		at = 0;
+		t->n[0].total[slot] += v;
+		for (size_t k = 0; !e && k < n; k++) {
+			e = child(t, at, names[k], &at);
+			if (!e)
+				t->n[at].total[slot] += v;
+		}
+		if (!e)
+			t->n[at].self[slot] += v;
+	}
+	free(names);
+	return e;
+}
+
+static int64_t rank(const struct node *n)
+{
+	return n->total[0] > n->total[1] ? n->total[0] : n->total[1];
+}
+
+/* qsort_r comparator over node indexes; ctx is the node array. */
+static int by_rank(const void *a, const void *b, void *ctx)
+{
+	const struct node *base = ctx;
+	const struct node *x = &base[*(const size_t *)a], *y = &base[*(const size_t *)b];
+	size_t ia = *(const size_t *)a, ib = *(const size_t *)b;
+
+	if (rank(x) != rank(y))
+		return rank(x) > rank(y) ? -1 : 1;
+	return ia < ib ? -1 : ia > ib; /* parents (created first) before children */
+}
+
+/* The k-th largest value of v[0..n) (k < n), reordering v: quickselect. */
+static int64_t kth_largest(int64_t *v, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		int64_t pivot = v[lo + (hi - lo) / 2], tmp;
+		size_t i = lo, j = hi;
+
+		while (i <= j) {
+			while (v[i] > pivot)
+				i++;
+			while (v[j] < pivot)
+				j--;
+			if (i <= j) {
+				tmp = v[i], v[i] = v[j], v[j] = tmp;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return v[k];
+}
+
+/*
+ * Marks the max_nodes nodes of largest rank, ties broken by index: a set closed
+ * under parents, since a parent ranks at least as high as its child and was
+ * created before it. O(n): a quickselect finds the threshold.
+ */
+static int prune(struct tree *t, size_t max_nodes)
+{
+	int64_t *r, thr;
+	size_t kept = 0;
+
+	if (t->nn <= max_nodes) {
+		for (size_t i = 0; i < t->nn; i++)
+			t->n[i].keep = true;
+		return 0;
+	}
+	r = malloc(t->nn * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nn; i++)
+		r[i] = rank(&t->n[i]);
+	thr = kth_largest(r, t->nn, max_nodes - 1);
+	free(r);
+	for (size_t i = 0; i < t->nn; i++)
+		if (rank(&t->n[i]) > thr)
+			t->n[i].keep = true, kept++;
+	for (size_t i = 0; i < t->nn && kept < max_nodes; i++)
+		if (rank(&t->n[i]) == thr)
+			t->n[i].keep = true, kept++;
+	return 0;
+}
+
+static void write_value(FILE *out, const int64_t v[2], bool diff)
+{
+	if (diff)
+		fprintf(out, "[%lld,%lld]", (long long)v[0], (long long)v[1]);
+	else
+		fprintf(out, "%lld", (long long)v[0]);
+}
+
+static int write_node(struct tree *t, size_t i, bool diff, FILE *out)
+{
+	size_t kids[64], *k = kids, nk = 0, cap = 64;
+	int e = 0;
+
+	fputs("{\"name\":", out);
+	query_json_string(out, t->names[t->n[i].name]);
+	fputs(",\"self\":", out);
+	write_value(out, t->n[i].self, diff);
+	fputs(",\"total\":", out);
+	write_value(out, t->n[i].total, diff);
+	for (size_t c = t->n[i].first; c != SIZE_MAX; c = t->n[c].next) {
+		if (!t->n[c].keep)
+			continue;
+		if (nk == cap) {
+			size_t *nkids = k == kids ? malloc(cap * 2 * sizeof(*k))
+						  : realloc(k, cap * 2 * sizeof(*k));
+			if (!nkids) {
+				e = -ENOMEM;
+				break;
+			}
+			if (k == kids)
+				memcpy(nkids, kids, sizeof(kids));
+			k = nkids;
+			cap *= 2;
+		}
+		k[nk++] = c;
+	}
+	if (nk) {
+		qsort_r(k, nk, sizeof(*k), by_rank, t->n);
+		fputs(",\"children\":[", out);
+		for (size_t j = 0; !e && j < nk; j++) {
+			if (j)
+				fputc(',', out);
+			e = write_node(t, k[j], diff, out);
+		}
+		fputc(']', out);
+	}
+	fputc('}', out);
+	if (k != kids)
+		free(k);
+	return e;
+}
+
+static size_t nodes_limit(size_t max_nodes)
+{
+	if (!max_nodes)
+		return QUERY_DEFAULT_MAX_NODES;
+	return max_nodes > QUERY_MAX_NODES ? QUERY_MAX_NODES : max_nodes;
+}
+
+static const char *unit(int vi)
+{
+	return vi ? "nanoseconds" : "samples";
+}
+
+int query_tree_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out)
+{
+	struct tree t;
+	int e;
+
+	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
+		return -EINVAL;
+	e = tree_init(&t) ?: tree_add(&t, p, value_index, 0) ?: prune(&t, nodes_limit(max_nodes));
+	if (!e) {
+		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(value_index),
+			(long long)t.n[0].total[0]);
+		e = write_node(&t, 0, false, out);
+		fputs("}\n", out);
+	}
+	tree_fini(&t);
+	return e;
+}
+
+int query_diff_write(const struct profile *left, const struct profile *right, int value_index,
+		     size_t max_nodes, FILE *out)
+{
+	struct tree t;
+	int e;
+
+	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
+		return -EINVAL;
+	e = tree_init(&t) ?: tree_add(&t, left, value_index, 0) ?:
+		tree_add(&t, right, value_index, 1) ?: prune(&t, nodes_limit(max_nodes));
+	if (!e) {
+		fprintf(out, "{\"unit\":\"%s\",\"left\":%lld,\"right\":%lld,\"tree\":",
+			unit(value_index), (long long)t.n[0].total[0], (long long)t.n[0].total[1]);
+		e = write_node(&t, 0, true, out);
+		fputs("}\n", out);
+	}
+	tree_fini(&t);
+	return e;
+}
+
+/* ---- top ---- */
+
+struct top_row {
+	int64_t flat, cum;
+	size_t last; /* last sample counted in cum (+1) */
+};
+
+static int by_flat(const void *a, const void *b, void *ctx)
+{
+	const struct top_row *base = ctx;
+	const struct top_row *x = &base[*(const size_t *)a], *y = &base[*(const size_t *)b];
+
+	if (x->flat != y->flat)
+		return x->flat > y->flat ? -1 : 1;
+	if (x->cum != y->cum)
+		return x->cum > y->cum ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static int top_rows(struct tree *t, const struct profile *p, int vi, struct top_row **rows)
+{
+	struct profile_sample smp;
+	size_t *names = NULL, cap = 0, n, rcap = 0;
+	int e = names_reset(t, p);
+
+	*rows = NULL;
+	for (size_t i = 0; !e && i < profile__n_samples(p); i++) {
+		e = profile__sample(p, i, &smp) ?: stack_names(t, p, &smp, &names, &cap, &n);
+		size_t old = rcap;
+
+		if (!e && query_grow((void **)rows, &rcap, t->n_names, sizeof(**rows)))
+			e = -ENOMEM;
+		if (!e && rcap > old)
+			memset(*rows + old, 0, (rcap - old) * sizeof(**rows));
+		for (size_t k = 0; !e && k < n; k++) {
+			struct top_row *r = &(*rows)[names[k]];
+
+			if (r->last != i + 1) {
+				r->cum += smp.values[vi];
+				r->last = i + 1;
+			}
+			if (k == n - 1)
+				r->flat += smp.values[vi];
+		}
+	}
+	free(names);
+	return e;
+}
+
+int query_top_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out)
+{
+	struct tree t;
+	struct top_row *rows = NULL;
+	size_t *idx = NULL, lim = nodes_limit(max_nodes);
+	int e;
+
+	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
+		return -EINVAL;
+	e = tree_init(&t);
+	if (!e)
+		e = top_rows(&t, p, value_index, &rows);
+	if (!e && !(idx = malloc((t.n_names + 1) * sizeof(*idx))))
+		e = -ENOMEM;
+	if (!e) {
+		size_t n = 0;
+
+		for (size_t i = 1; rows && i < t.n_names; i++) /* 0 is "total" */
+			idx[n++] = i;
+		if (n)
+			qsort_r(idx, n, sizeof(*idx), by_flat, rows);
+		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"rows\":[", unit(value_index),
+			(long long)profile__total(p, value_index));
+		for (size_t i = 0; i < n && i < lim; i++) {
+			fputs(i ? ",\n{\"name\":" : "{\"name\":", out);
+			query_json_string(out, t.names[idx[i]]);
+			fprintf(out, ",\"flat\":%lld,\"cum\":%lld}", (long long)rows[idx[i]].flat,
+				(long long)rows[idx[i]].cum);
+		}
+		fputs("]}\n", out);
+	}
+	free(idx);
+	free(rows);
+	tree_fini(&t);
+	return e;
+}
+
+/* ---- over the store ---- */
+
+static int with_profile(struct store *s, const struct query_request *q, FILE *out, char *err,
+			size_t errlen, int (*write)(const struct profile *, int, size_t, FILE *))
+{
+	struct profile *p = NULL;
+	int e = query_profile(s, q, &p, err, errlen);
+
+	if (!e && (e = write(p, q->value_index, q->max_nodes, out)))
+		query_fail(err, errlen, e, "writing the result failed: %s", strerror(-e));
+	profile__free(p);
+	return e;
+}
+
+int query_tree_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+		    size_t errlen)
+{
+	return with_profile(s, q, out, err, errlen, query_tree_write);
+}
+
+int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
+		   size_t errlen)
+{
+	return with_profile(s, q, out, err, errlen, query_top_write);
+}
+
+int query_diff_json(struct store *s, const struct query_request *left,
+		    const struct query_request *right, FILE *out, char *err, size_t errlen)
+{
+	struct profile *l = NULL, *r = NULL;
+	int e = query_profile(s, left, &l, err, errlen) ?: query_profile(s, right, &r, err, errlen);
+
+	if (!e && (e = query_diff_write(l, r, left->value_index, left->max_nodes, out)))
+		query_fail(err, errlen, e, "writing the diff failed: %s", strerror(-e));
+	profile__free(l);
+	profile__free(r);
+	return e;
+}

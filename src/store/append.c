@@ -1,0 +1,444 @@
+/*
+ * store__append: one profile → rows (series, stack, values) → one raw chunk, in
+ * one SQLite transaction with every newly interned string, mapping, function,
+ * location, stack and series. Either all of it commits or none of it does (the
+ * in-memory intern tables roll back with the transaction).
+ *
+ * The profile's own ids are translated to store ids once per profile through
+ * arrays indexed by the profile id, so a stack costs one hash lookup of its
+ * location-id string, whatever its depth.
+ */
+#include "store_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const sample_label_names[] = STORE_SAMPLE_LABELS;
+#define N_SAMPLE_LABELS (sizeof(sample_label_names) / sizeof(sample_label_names[0]))
+
+/* Per-append state: id translations and scratch. */
+struct append_ctx {
+	struct store *s;
+	const struct profile *p;
+	const char *type;
+	const struct store_label *extra;
+	size_t n_extra;
+	uint64_t *map_ids, *func_ids, *loc_ids; /* profile id -> store id, 0 = not yet */
+	uint8_t *key;				/* scratch for keys */
+	size_t key_cap;
+	size_t new_series;
+	char *err;
+	size_t errlen;
+};
+
+static int key_room(struct append_ctx *a, size_t need)
+{
+	if (need <= a->key_cap)
+		return 0;
+	size_t c = a->key_cap ? a->key_cap : 256;
+	while (c < need)
+		c *= 2;
+	uint8_t *k = realloc(a->key, c);
+	if (!k)
+		return -ENOMEM;
+	a->key = k;
+	a->key_cap = c;
+	return 0;
+}
+
+static int intern_string(struct append_ctx *a, const char *str, uint64_t *id)
+{
+	str = str ? str : "";
+	/* the NUL is part of the key: a stored string is a C string in place */
+	return store_itab__intern(&a->s->tabs[STORE_T_STRINGS], str, strlen(str) + 1, id, NULL);
+}
+
+static int map_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
+{
+	struct profile_mapping m;
+	uint64_t file, build;
+	uint8_t k[64], *e;
+	int err;
+
+	if (pid == 0 || a->map_ids[pid]) {
+		*out = pid ? a->map_ids[pid] : 0;
+		return 0;
+	}
+	err = profile__get_mapping(a->p, pid, &m) ?: intern_string(a, m.file, &file) ?:
+		intern_string(a, m.build_id, &build);
+	if (err)
+		return err;
+	e = store_put_varint(k, m.start);
+	e = store_put_varint(e, m.limit);
+	e = store_put_varint(e, m.offset);
+	e = store_put_varint(e, file);
+	e = store_put_varint(e, build);
+	err = store_itab__intern(&a->s->tabs[STORE_T_MAPPINGS], k, (size_t)(e - k), out, NULL);
+	a->map_ids[pid] = *out;
+	return err;
+}
+
+static int func_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
+{
+	struct profile_function f;
+	uint64_t sid[3];
+	uint8_t k[32], *e = k;
+	int err;
+
+	if (a->func_ids[pid]) {
+		*out = a->func_ids[pid];
+		return 0;
+	}
+	err = profile__get_function(a->p, pid, &f) ?: intern_string(a, f.name, &sid[0]) ?:
+		intern_string(a, f.system_name, &sid[1]) ?: intern_string(a, f.filename, &sid[2]);
+	if (err)
+		return err;
+	for (int i = 0; i < 3; i++)
+		e = store_put_varint(e, sid[i]);
+	err = store_itab__intern(&a->s->tabs[STORE_T_FUNCTIONS], k, (size_t)(e - k), out, NULL);
+	a->func_ids[pid] = *out;
+	return err;
+}
+
+/* Location key: mapping, address, n_lines, (function, zigzag line)*. */
+static int loc_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
+{
+	struct profile_location l;
+	uint64_t mid, fid;
+	uint8_t *e;
+	int err;
+
+	if (a->loc_ids[pid]) {
+		*out = a->loc_ids[pid];
+		return 0;
+	}
+	err = profile__get_location(a->p, pid, &l) ?: map_id(a, l.mapping_id, &mid);
+	if (err)
+		return err;
+	if (l.n_lines > 100000 || key_room(a, 40 + l.n_lines * 20))
+		return -ENOMEM;
+	e = store_put_varint(a->key, mid);
+	e = store_put_varint(e, l.address);
+	e = store_put_varint(e, l.n_lines);
+	for (size_t i = 0; i < l.n_lines; i++) {
+		err = func_id(a, l.lines[i].function_id, &fid);
+		if (err)
+			return err;
+		e = store_put_varint(e, fid);
+		e = store_put_varint(e, store_zigzag(l.lines[i].line));
+	}
+	err = store_itab__intern(&a->s->tabs[STORE_T_LOCATIONS], a->key, (size_t)(e - a->key), out,
+				 NULL);
+	a->loc_ids[pid] = *out;
+	return err;
+}
+
+static int stack_id(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out)
+{
+	uint64_t ids[128], *tmp = ids, lid;
+	uint8_t *e;
+	int err = 0;
+
+	if (smp->n_locs > sizeof(ids) / sizeof(ids[0])) {
+		tmp = malloc(smp->n_locs * sizeof(*tmp));
+		if (!tmp)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < smp->n_locs && !err; i++) {
+		err = loc_id(a, smp->locs[i], &lid);
+		tmp[i] = lid;
+	}
+	if (!err && key_room(a, smp->n_locs * 10 + 1))
+		err = -ENOMEM;
+	if (!err) {
+		e = a->key;
+		for (size_t i = 0; i < smp->n_locs; i++)
+			e = store_put_varint(e, tmp[i]);
+		err = store_itab__intern(&a->s->tabs[STORE_T_STACKS], a->key, (size_t)(e - a->key),
+					 out, NULL);
+	}
+	if (tmp != ids)
+		free(tmp);
+	return err;
+}
+
+static int label_cmp(const void *x, const void *y)
+{
+	return strcmp(((const struct store_label *)x)->name, ((const struct store_label *)y)->name);
+}
+
+/* The sample's kept labels; numbers are printed into nums. */
+static size_t sample_labels(const struct profile_sample *smp, struct store_label *out,
+			    char nums[N_SAMPLE_LABELS][24])
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < smp->n_labels; i++) {
+		const struct profile_label *l = &smp->labels[i];
+
+		for (size_t k = 0; k < N_SAMPLE_LABELS && n < N_SAMPLE_LABELS; k++) {
+			if (strcmp(l->key, sample_label_names[k]))
+				continue;
+			if (!l->str) {
+				snprintf(nums[n], sizeof(nums[n]), "%lld", (long long)l->num);
+				out[n] = (struct store_label){l->key, nums[n]};
+			} else {
+				out[n] = (struct store_label){l->key, l->str};
+			}
+			n += *out[n].value != 0; /* an empty value is no label */
+			break;
+		}
+	}
+	return n;
+}
+
+/* Series key: type NUL (name NUL value NUL)* sorted by name, into a->key. */
+static int series_key(struct append_ctx *a, const struct store_label *l, size_t n, size_t *len)
+{
+	size_t need = strlen(a->type) + 1, at;
+
+	for (size_t i = 0; i < n; i++)
+		need += strlen(l[i].name) + strlen(l[i].value) + 2;
+	if (key_room(a, need))
+		return -ENOMEM;
+	at = strlen(a->type) + 1;
+	memcpy(a->key, a->type, at);
+	for (size_t i = 0; i < n; i++) {
+		size_t ln = strlen(l[i].name) + 1, lv = strlen(l[i].value) + 1;
+
+		memcpy(a->key + at, l[i].name, ln);
+		memcpy(a->key + at + ln, l[i].value, lv);
+		at += ln + lv;
+	}
+	*len = at;
+	return 0;
+}
+
+static int series_id(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out)
+{
+	struct store_label l[STORE_MAX_SERIES_LABELS + N_SAMPLE_LABELS];
+	char nums[N_SAMPLE_LABELS][24];
+	size_t n = sample_labels(smp, l, nums), ns = n, len;
+	bool added;
+	int err;
+
+	for (size_t i = 0; i < a->n_extra; i++) {
+		bool dup = false;
+
+		for (size_t k = 0; k < ns && !dup; k++)
+			dup = strcmp(l[k].name, a->extra[i].name) == 0;
+		if (!dup && *a->extra[i].value)
+			l[n++] = a->extra[i];
+	}
+	if (n > a->s->opts.max_labels_per_series) {
+		snprintf(a->err, a->errlen, "a series has %zu labels, over the limit of %zu", n,
+			 a->s->opts.max_labels_per_series);
+		return -E2BIG;
+	}
+	for (size_t i = 0; i < ns; i++)
+		if (strlen(l[i].value) > STORE_MAX_LABEL_LEN) {
+			snprintf(a->err, a->errlen, "label %s is longer than %d bytes", l[i].name,
+				 STORE_MAX_LABEL_LEN);
+			return -E2BIG;
+		}
+	if (n)
+		qsort(l, n, sizeof(*l), label_cmp);
+	err = series_key(a, l, n, &len)
+		  ?: store_itab__intern(&a->s->tabs[STORE_T_SERIES], a->key, len, out, &added);
+	if (err || !added)
+		return err;
+	a->new_series++;
+	if (a->s->tabs[STORE_T_SERIES].n > a->s->opts.max_series) {
+		snprintf(a->err, a->errlen, "the store holds its limit of %zu series",
+			 a->s->opts.max_series);
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+/* Valid label name: [a-zA-Z_][a-zA-Z0-9_.]*. */
+static bool name_ok(const char *s)
+{
+	if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+		return false;
+	for (s++; *s; s++)
+		if (!(*s == '_' || *s == '.' || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+			return false;
+	return true;
+}
+
+static int check_args(const struct profile *p, const char *type, const struct store_label *extra,
+		      size_t n_extra, size_t max_labels, char *err, size_t errlen)
+{
+	if (!p || profile__time_ns(p) <= 0) {
+		snprintf(err, errlen, "the profile has no start time");
+		return -EINVAL;
+	}
+	if (!*type || strlen(type) > STORE_MAX_LABEL_LEN) {
+		snprintf(err, errlen, "the profile type is empty or too long");
+		return -EINVAL;
+	}
+	if (n_extra > max_labels) {
+		snprintf(err, errlen, "%zu labels given, over the limit of %zu", n_extra,
+			 max_labels);
+		return -E2BIG;
+	}
+	for (size_t i = 0; i < n_extra; i++) {
+		if (!name_ok(extra[i].name) || !extra[i].value) {
+			snprintf(err, errlen,
+				 "invalid label name \"%.64s\" (want [a-zA-Z_][a-zA-Z0-9_.]*)",
+				 extra[i].name ? extra[i].name : "");
+			return -EINVAL;
+		}
+		if (strlen(extra[i].name) > STORE_MAX_LABEL_LEN ||
+		    strlen(extra[i].value) > STORE_MAX_LABEL_LEN) {
+			snprintf(err, errlen, "label %.64s is longer than %d bytes", extra[i].name,
+				 STORE_MAX_LABEL_LEN);
+			return -E2BIG;
+		}
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(extra[k].name, extra[i].name) == 0) {
+				snprintf(err, errlen, "label %.64s is given twice", extra[i].name);
+				return -EINVAL;
+			}
+	}
+	return 0;
+}
+
+/* Rows of the profile, sorted and merged. */
+static int build_rows(struct append_ctx *a, struct store_rows *rows, int64_t *samples)
+{
+	struct profile_sample smp;
+	struct store_crow r;
+	int err = 0;
+
+	*samples = 0;
+	for (size_t i = 0; i < profile__n_samples(a->p) && !err; i++) {
+		uint64_t stack;
+
+		err = profile__sample(a->p, i, &smp) ?: series_id(a, &smp, &r.series_id) ?:
+			stack_id(a, &smp, &stack) ?:
+			store_local_id(a->s, r.series_id, stack, &r.stack_id);
+		if (err)
+			break;
+		r.v[0] = smp.values[0];
+		r.v[1] = smp.values[1];
+		*samples += smp.values[0];
+		err = store_rows__push(rows, &r);
+	}
+	if (!err)
+		store_rows__sort_merge(rows);
+	return err;
+}
+
+/* Marks the windows of t for rollup and drops their stale rollups. */
+static int touch_windows(struct store *s, int64_t t)
+{
+	for (int l = 1; l < STORE_LEVELS; l++) {
+		int64_t w = t - t % store_level_window_ns[l];
+
+		sqlite3_bind_int(s->ins_pending, 1, l);
+		sqlite3_bind_int64(s->ins_pending, 2, w);
+		sqlite3_bind_int(s->del_rollup, 1, l);
+		sqlite3_bind_int64(s->del_rollup, 2, w);
+		int rc1 = sqlite3_step(s->ins_pending), rc2 = sqlite3_step(s->del_rollup);
+		sqlite3_reset(s->ins_pending);
+		sqlite3_reset(s->del_rollup);
+		if (rc1 != SQLITE_DONE || rc2 != SQLITE_DONE)
+			return -EIO;
+	}
+	return 0;
+}
+
+static int write_append(struct append_ctx *a, struct store_rows *rows, int64_t *samples)
+{
+	struct store *s = a->s;
+	int64_t t = profile__time_ns(a->p);
+	int err;
+
+	err = build_rows(a, rows, samples);
+	if (err)
+		return err;
+	err = store_insert_chunk(s, 0, t, profile__duration_ns(a->p), rows,
+				 profile__period_ns(a->p)) ?:
+		store_flush_tabs(s) ?: touch_windows(s, t);
+	if (err == -EIO)
+		snprintf(a->err, a->errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+	return err;
+}
+
+static int alloc_ctx(struct append_ctx *a)
+{
+	a->map_ids = calloc(profile__n_mappings(a->p) + 1, sizeof(uint64_t));
+	a->func_ids = calloc(profile__n_functions(a->p) + 1, sizeof(uint64_t));
+	a->loc_ids = calloc(profile__n_locations(a->p) + 1, sizeof(uint64_t));
+	return a->map_ids && a->func_ids && a->loc_ids ? 0 : -ENOMEM;
+}
+
+static void free_ctx(struct append_ctx *a)
+{
+	free(a->map_ids);
+	free(a->func_ids);
+	free(a->loc_ids);
+	free(a->key);
+}
+
+static int append_locked(struct append_ctx *a, struct store_append_result *res)
+{
+	struct store *s = a->s;
+	struct store_rows rows = {0};
+	int64_t samples = 0;
+	int err;
+
+	err = alloc_ctx(a) ?: store_exec(s, "BEGIN IMMEDIATE", a->err, a->errlen);
+	if (err)
+		goto cleanup;
+	err = write_append(a, &rows, &samples) ?: store_exec(s, "COMMIT", a->err, a->errlen);
+	if (err) {
+		store_exec(s, "ROLLBACK", NULL, 0);
+		store_tabs_rollback(s);
+		goto cleanup;
+	}
+	store_tabs_commit(s);
+	s->stats.profiles++;
+	s->stats.chunks++;
+	s->stats.rows += rows.n;
+	s->stats.samples += (uint64_t)samples;
+	if (!s->stats.oldest_ns || profile__time_ns(a->p) < s->stats.oldest_ns)
+		s->stats.oldest_ns = profile__time_ns(a->p);
+	if (profile__time_ns(a->p) > s->newest_ns)
+		s->newest_ns = s->stats.newest_ns = profile__time_ns(a->p);
+	if (res)
+		*res = (struct store_append_result){0, a->new_series, rows.n, samples};
+	for (size_t i = 0; res && i < rows.n; i++)
+		res->series += !i || rows.r[i].series_id != rows.r[i - 1].series_id;
+cleanup:
+	store_rows__fini(&rows);
+	return err;
+}
+
+int store__append(struct store *s, const struct profile *p, const char *profile_type,
+		  const struct store_label *extra, size_t n_extra, struct store_append_result *res,
+		  char *err, size_t errlen)
+{
+	char dummy[8];
+	struct append_ctx a = {.s = s, .p = p, .extra = extra, .n_extra = n_extra};
+	int e;
+
+	a.err = err && errlen ? err : dummy;
+	a.errlen = err && errlen ? errlen : sizeof(dummy);
+	*a.err = 0;
+	a.type = profile_type ? profile_type : STORE_CPU_PROFILE_TYPE;
+	e = check_args(p, a.type, extra, n_extra, s->opts.max_labels_per_series, a.err, a.errlen);
+	if (e)
+		return e;
+	pthread_mutex_lock(&s->lock);
+	e = append_locked(&a, res);
+	if (!e && !s->opts.no_auto_rollup)
+		store_rollup_due(s, s->newest_ns); /* best effort: store__maintain retries */
+	pthread_mutex_unlock(&s->lock);
+	free_ctx(&a);
+	return e;
+}

@@ -1,0 +1,190 @@
+/*
+ * Stored stacks back into a profile (store_builder): each store id of a
+ * mapping, function or location is translated to the profile's id on first
+ * use and remembered in arrays indexed by store id, so a merged profile of
+ * many stacks costs one array lookup per frame after warm-up.
+ */
+#include "store_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct store_builder {
+	struct store *s;
+	struct profile *p;
+	uint64_t *xl[STORE_N_TABS]; /* store id -> profile id, per table; 0 = not yet */
+	size_t cap[STORE_N_TABS];
+	uint64_t *locs;
+	size_t locs_cap;
+};
+
+int store_builder__new(struct store *s, struct profile *p, struct store_builder **out)
+{
+	struct store_builder *b = calloc(1, sizeof(*b));
+
+	*out = NULL;
+	if (!b)
+		return -ENOMEM;
+	b->s = s;
+	b->p = p;
+	*out = b;
+	return 0;
+}
+
+void store_builder__free(struct store_builder *b)
+{
+	if (!b)
+		return;
+	for (int t = 0; t < STORE_N_TABS; t++)
+		free(b->xl[t]);
+	free(b->locs);
+	free(b);
+}
+
+/* The translation slot of store id in table t (grown on demand), or NULL. */
+static uint64_t *slot(struct store_builder *b, int t, uint64_t id)
+{
+	if (id >= b->cap[t]) {
+		size_t c = b->s->tabs[t].n + 1 > id + 1 ? b->s->tabs[t].n + 1 : id + 1;
+		uint64_t *n = realloc(b->xl[t], c * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		memset(n + b->cap[t], 0, (c - b->cap[t]) * sizeof(*n));
+		b->xl[t] = n;
+		b->cap[t] = c;
+	}
+	return &b->xl[t][id];
+}
+
+/* A stored string (its key ends with the NUL); "" when unknown. */
+static const char *str(struct store_builder *b, uint64_t id)
+{
+	size_t len;
+	const uint8_t *k = store_itab__key(&b->s->tabs[STORE_T_STRINGS], id, &len);
+
+	return k && len && k[len - 1] == 0 ? (const char *)k : "";
+}
+
+/* Reads n varints of a stored key. */
+static int get_n(const uint8_t **p, const uint8_t *end, uint64_t *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (store_get_varint(p, end, &v[i]))
+			return -EINVAL;
+	return 0;
+}
+
+static int mapping(struct store_builder *b, uint64_t id, uint64_t *out)
+{
+	uint64_t *sl, v[5];
+	size_t len;
+	const uint8_t *k, *end;
+
+	*out = 0;
+	if (!id)
+		return 0;
+	if (!(sl = slot(b, STORE_T_MAPPINGS, id)))
+		return -ENOMEM;
+	if (*sl) {
+		*out = *sl;
+		return 0;
+	}
+	k = store_itab__key(&b->s->tabs[STORE_T_MAPPINGS], id, &len);
+	end = k + len;
+	if (!k || get_n(&k, end, v, 5))
+		return -EINVAL;
+	*sl = profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4]));
+	*out = *sl;
+	return *sl ? 0 : -ENOMEM;
+}
+
+static int function(struct store_builder *b, uint64_t id, uint64_t *out)
+{
+	uint64_t *sl, v[3];
+	size_t len;
+	const uint8_t *k, *end;
+
+	if (!(sl = slot(b, STORE_T_FUNCTIONS, id)))
+		return -ENOMEM;
+	if (*sl) {
+		*out = *sl;
+		return 0;
+	}
+	k = store_itab__key(&b->s->tabs[STORE_T_FUNCTIONS], id, &len);
+	end = k + len;
+	if (!k || get_n(&k, end, v, 3))
+		return -EINVAL;
+	*sl = profile__function(b->p, str(b, v[0]), str(b, v[1]), str(b, v[2]));
+	*out = *sl;
+	return *sl ? 0 : -ENOMEM;
+}
+
+static int location(struct store_builder *b, uint64_t id, uint64_t *out)
+{
+	struct profile_line lines[64];
+	uint64_t *sl, v[3], mid, l[2];
+	size_t len;
+	const uint8_t *k, *end;
+	int err;
+
+	if (!(sl = slot(b, STORE_T_LOCATIONS, id)))
+		return -ENOMEM;
+	if (*sl) {
+		*out = *sl;
+		return 0;
+	}
+	k = store_itab__key(&b->s->tabs[STORE_T_LOCATIONS], id, &len);
+	end = k + len;
+	if (!k || get_n(&k, end, v, 3))
+		return -EINVAL;
+	err = mapping(b, v[0], &mid);
+	for (uint64_t i = 0; !err && i < v[2] && i < 64; i++) {
+		err = get_n(&k, end, l, 2) ?: function(b, l[0], &lines[i].function_id);
+		lines[i].line = store_unzigzag(l[1]);
+	}
+	if (err)
+		return err;
+	/* deeper inline chains are cut to 64 lines (the outermost are kept by pprof tools) */
+	*sl = profile__location_lines(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64);
+	*out = *sl;
+	return *sl ? 0 : -ENOMEM;
+}
+
+static int add_locked(struct store_builder *b, uint64_t stack_id, const int64_t values[],
+		      const struct profile_label *labels, size_t n_labels)
+{
+	size_t len, n = 0;
+	const uint8_t *k = store_itab__key(&b->s->tabs[STORE_T_STACKS], stack_id, &len), *end;
+	uint64_t lid;
+	int err = 0;
+
+	if (!k)
+		return -ENOENT;
+	end = k + len;
+	if (b->locs_cap < len + 1) {
+		uint64_t *nl = realloc(b->locs, (len + 1) * sizeof(*nl));
+
+		if (!nl)
+			return -ENOMEM;
+		b->locs = nl;
+		b->locs_cap = len + 1;
+	}
+	while (k < end && !err) {
+		err = store_get_varint(&k, end, &lid) ?: location(b, lid, &b->locs[n]);
+		n++;
+	}
+	return err ?: profile__add_sample(b->p, b->locs, n, values, labels, n_labels);
+}
+
+int store_builder__add(struct store_builder *b, uint64_t stack_id,
+		       const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
+		       size_t n_labels)
+{
+	int err;
+
+	pthread_mutex_lock(&b->s->lock);
+	err = add_locked(b, stack_id, values, labels, n_labels);
+	pthread_mutex_unlock(&b->s->lock);
+	return err;
+}

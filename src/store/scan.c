@@ -1,0 +1,304 @@
+/*
+ * Reading chunks back: a time range is covered by the coarsest rollups that fit
+ * inside it, and finer levels (down to the raw chunks) at its edges and where a
+ * rollup is missing (not built yet, or dropped because late data arrived):
+ *
+ *     from                                                     until
+ *      |--raw--|-1m-|-1m-|----10m----|------1h------|-10m-|-1m-|raw|
+ *
+ * Rollups are built from the same cover restricted to finer levels, so a window
+ * is always the sum of exactly the raw chunks that start inside it.
+ */
+#include "store_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
+		       const struct store_rows *rows, int64_t period)
+{
+	uint8_t *data = NULL, *totals = NULL;
+	size_t dlen, rlen, tlen;
+	int64_t samples = 0;
+	sqlite3_stmt *st = s->ins_chunk;
+	int err, rc;
+
+	err = store_chunk_encode(rows, period, &data, &dlen, &rlen, &totals, &tlen);
+	if (err)
+		return err;
+	for (size_t i = 0; i < rows->n; i++)
+		samples += rows->r[i].v[0];
+	sqlite3_bind_int(st, 1, level);
+	sqlite3_bind_int64(st, 2, t0);
+	sqlite3_bind_int64(st, 3, dur);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)rows->n);
+	sqlite3_bind_int64(st, 5, samples);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)rlen);
+	sqlite3_bind_blob(st, 7, totals, (int)tlen, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 8, data, (int)dlen, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	free(data);
+	free(totals);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* State of one scan. */
+struct scan {
+	struct store *s;
+	const uint64_t *ids;
+	size_t n_ids;
+	int64_t max_window;
+	unsigned flags;
+	int (*fn)(void *ctx, const struct store_row *rows, size_t n);
+	void *ctx;
+	struct store_rows rows;
+	struct store_row *out;
+	size_t out_cap;
+	uint8_t *scratch;
+	size_t scratch_cap;
+	sqlite3_stmt *sel;
+};
+
+/* Delivers the decoded rows of one chunk. */
+static int deliver(struct scan *sc, int64_t t0, int64_t dur)
+{
+	if (!sc->rows.n)
+		return 0;
+	if (sc->out_cap < sc->rows.n) {
+		struct store_row *o = realloc(sc->out, sc->rows.n * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		sc->out = o;
+		sc->out_cap = sc->rows.n;
+	}
+	bool xlate = !(sc->flags & (STORE_SCAN_TOTALS | STORE_SCAN_LOCAL_IDS));
+
+	for (size_t i = 0; i < sc->rows.n; i++) {
+		const struct store_crow *r = &sc->rows.r[i];
+		uint64_t stack = r->stack_id;
+
+		if (xlate && !(stack = store_global_stack(sc->s, r->series_id, r->stack_id)))
+			return -EINVAL; /* a local id no pair defines: corrupt chunk */
+		sc->out[i] = (struct store_row){.series_id = r->series_id,
+						.stack_id = stack,
+						.time_ns = t0,
+						.duration_ns = dur,
+						.values = {r->v[0], r->v[1]}};
+	}
+	return sc->fn(sc->ctx, sc->out, sc->rows.n);
+}
+
+/* Every chunk of one level starting in [from, until); *seen (may be NULL) gets
+ * their start times for the caller to find missing windows. */
+static int scan_level(struct scan *sc, int level, int64_t from, int64_t until, int64_t **seen,
+		      size_t *n_seen)
+{
+	sqlite3_stmt *st = sc->sel;
+	int rc, err = 0;
+	size_t cap = 0;
+
+	sqlite3_bind_int(st, 1, level);
+	sqlite3_bind_int64(st, 2, from);
+	sqlite3_bind_int64(st, 3, until);
+	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t t0 = sqlite3_column_int64(st, 0), dur = sqlite3_column_int64(st, 1);
+
+		if (seen) {
+			if (*n_seen == cap) {
+				int64_t *n =
+				    realloc(*seen, (cap = cap ? cap * 2 : 64) * sizeof(*n));
+				if (!n) {
+					err = -ENOMEM;
+					break;
+				}
+				*seen = n;
+			}
+			(*seen)[(*n_seen)++] = t0;
+		}
+		sc->rows.n = 0;
+		if (sc->flags & STORE_SCAN_TOTALS)
+			err = store_totals_decode(sqlite3_column_blob(st, 2),
+						  (size_t)sqlite3_column_bytes(st, 2), sc->ids,
+						  sc->n_ids, &sc->rows);
+		else
+			err = store_chunk_decode(
+			    sqlite3_column_blob(st, 3), (size_t)sqlite3_column_bytes(st, 3),
+			    (size_t)sqlite3_column_int64(st, 4), sc->ids, sc->n_ids, &sc->rows,
+			    &sc->scratch, &sc->scratch_cap);
+		if (!err)
+			err = deliver(sc, t0, dur);
+	}
+	if (!err && rc != SQLITE_DONE)
+		err = -EIO;
+	sqlite3_reset(st);
+	return err;
+}
+
+/*
+ * Covers [from, until) with levels <= level (see the file comment): the rollups
+ * of this level inside the range, then the gaps between them (edges and missing
+ * windows) from finer levels. Work is proportional to the chunks found, not to
+ * the length of the range: from=0 costs no more than from=now-1h.
+ */
+static int cover(struct scan *sc, int level, int64_t from, int64_t until)
+{
+	int64_t w, a, b, prev, *seen = NULL;
+	size_t n_seen = 0;
+	int err;
+
+	if (from >= until)
+		return 0;
+	if (level == 0)
+		return scan_level(sc, 0, from, until, NULL, NULL);
+	w = store_level_window_ns[level];
+	if (sc->max_window > 0 && w > sc->max_window)
+		return cover(sc, level - 1, from, until);
+	a = from % w ? from - from % w + w : from; /* times are > 0 */
+	b = until - until % w;
+	if (a >= b)
+		return cover(sc, level - 1, from, until);
+	err = scan_level(sc, level, a, b - w + 1, &seen, &n_seen);
+	prev = from;
+	for (size_t i = 0; !err && i < n_seen; i++) {
+		err = cover(sc, level - 1, prev, seen[i]);
+		prev = seen[i] + w;
+	}
+	free(seen);
+	return err ?: cover(sc, level - 1, prev, until);
+}
+
+int store_scan_locked(struct store *s, const uint64_t *ids, size_t n, int64_t from, int64_t until,
+		      int max_level, int64_t max_window, unsigned flags,
+		      int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx)
+{
+	struct scan sc = {.s = s,
+			  .ids = ids,
+			  .n_ids = n,
+			  .max_window = max_window,
+			  .flags = flags,
+			  .fn = fn,
+			  .ctx = ctx};
+	int err;
+
+	if (from <= 0)
+		from = 1;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT t0, dur, totals, data, raw_len FROM chunks"
+			       " WHERE level=? AND t0>=? AND t0<? ORDER BY t0",
+			       -1, &sc.sel, NULL) != SQLITE_OK)
+		return -EIO;
+	err = cover(&sc, max_level, from, until);
+	sqlite3_finalize(sc.sel);
+	store_rows__fini(&sc.rows);
+	free(sc.out);
+	free(sc.scratch);
+	return err;
+}
+
+int store__scan(struct store *s, const uint64_t *ids, size_t n, int64_t from_ns, int64_t until_ns,
+		int64_t max_window_ns, unsigned flags,
+		int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx)
+{
+	int err;
+
+	if (!n)
+		return 0;
+	if (from_ns > until_ns)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	err = store_scan_locked(s, ids, n, from_ns, until_ns, STORE_LEVELS - 1, max_window_ns,
+				flags, fn, ctx);
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+/* ---- rollups ---- */
+
+static int collect(void *ctx, const struct store_row *rows, size_t n)
+{
+	struct store_rows *out = ctx;
+
+	for (size_t i = 0; i < n; i++) {
+		struct store_crow r = {
+		    rows[i].series_id, rows[i].stack_id, {rows[i].values[0], rows[i].values[1]}};
+		if (store_rows__push(out, &r))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The period hint of merged rows: values[1] / values[0] of the first row. */
+static int64_t period_hint(const struct store_rows *rows)
+{
+	for (size_t i = 0; i < rows->n; i++)
+		if (rows->r[i].v[0] > 0)
+			return rows->r[i].v[1] / rows->r[i].v[0];
+	return 0;
+}
+
+/* Builds the rollup of one window in its own transaction. */
+static int rollup_one(struct store *s, int level, int64_t t0)
+{
+	struct store_rows rows = {0};
+	int64_t w = store_level_window_ns[level];
+	sqlite3_stmt *st = NULL;
+	int err;
+
+	err = store_exec(s, "BEGIN IMMEDIATE", NULL, 0);
+	if (err)
+		return err;
+	err = store_scan_locked(s, NULL, 0, t0, t0 + w, level - 1, 0, STORE_SCAN_LOCAL_IDS, collect,
+				&rows);
+	if (!err) {
+		store_rows__sort_merge(&rows);
+		sqlite3_bind_int(s->del_rollup, 1, level);
+		sqlite3_bind_int64(s->del_rollup, 2, t0);
+		err = sqlite3_step(s->del_rollup) == SQLITE_DONE ? 0 : -EIO;
+		sqlite3_reset(s->del_rollup);
+	}
+	if (!err && rows.n)
+		err = store_insert_chunk(s, level, t0, w, &rows, period_hint(&rows));
+	if (!err && sqlite3_prepare_v2(s->db, "DELETE FROM pending WHERE level=? AND t0=?", -1, &st,
+				       NULL) == SQLITE_OK) {
+		sqlite3_bind_int(st, 1, level);
+		sqlite3_bind_int64(st, 2, t0);
+		err = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	}
+	sqlite3_finalize(st);
+	err = err ?: store_exec(s, "COMMIT", NULL, 0);
+	if (err)
+		store_exec(s, "ROLLBACK", NULL, 0);
+	else if (rows.n)
+		s->stats.chunks++;
+	store_rows__fini(&rows);
+	return err;
+}
+
+int store_rollup_due(struct store *s, int64_t now_ns)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t due[256];
+	int err = 0;
+
+	for (int l = 1; l < STORE_LEVELS && !err; l++) {
+		size_t n = 0;
+
+		if (sqlite3_prepare_v2(s->db,
+				       "SELECT t0 FROM pending WHERE level=? AND t0<=? ORDER BY t0"
+				       " LIMIT 256",
+				       -1, &st, NULL) != SQLITE_OK)
+			return -EIO;
+		sqlite3_bind_int(st, 1, l);
+		sqlite3_bind_int64(st, 2,
+				   now_ns - store_level_window_ns[l] - STORE_ROLLUP_GRACE_NS);
+		while (n < 256 && sqlite3_step(st) == SQLITE_ROW)
+			due[n++] = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+		for (size_t i = 0; i < n && !err; i++)
+			err = rollup_one(s, l, due[i]);
+	}
+	return err;
+}

@@ -1,0 +1,418 @@
+/*
+ * The store's life cycle: the SQLite database (WAL mode) that holds the intern
+ * tables, the chunks and the rollup work list; loading the intern tables into
+ * memory at open; statistics; retention. Durability comes from SQLite: a commit
+ * in WAL mode with synchronous=FULL is on disk when it returns, and a process
+ * killed mid-transaction leaves the last commit intact (the WAL is replayed or
+ * ignored at the next open).
+ */
+#include "store_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define STORE_SCHEMA_VERSION 1
+
+const int64_t store_level_window_ns[STORE_LEVELS] = {
+    0, 60ll * 1000000000ll, 600ll * 1000000000ll, 3600ll * 1000000000ll, 21600ll * 1000000000ll,
+};
+
+const char *const store_tab_names[STORE_N_TABS] = {
+    "strings", "mappings", "functions", "locations", "stacks", "series", "series_stacks",
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int store_exec(struct store *s, const char *sql, char *err, size_t errlen)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) == SQLITE_OK)
+		return 0;
+	set_err(err, errlen, "%s: %s", s->path, msg ? msg : "SQLite error");
+	sqlite3_free(msg);
+	return -EIO;
+}
+
+static int create_schema(struct store *s, char *err, size_t errlen)
+{
+	char sql[256];
+	int e;
+
+	for (int t = 0; t < STORE_N_TABS; t++) {
+		snprintf(sql, sizeof(sql),
+			 "CREATE TABLE IF NOT EXISTS %s(id INTEGER PRIMARY KEY, k BLOB NOT NULL)",
+			 store_tab_names[t]);
+		e = store_exec(s, sql, err, errlen);
+		if (e)
+			return e;
+	}
+	return store_exec(s,
+			  "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER);"
+			  "INSERT OR IGNORE INTO meta VALUES('version', 1);"
+			  "CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY,"
+			  " level INTEGER NOT NULL, t0 INTEGER NOT NULL, dur INTEGER NOT NULL,"
+			  " nrows INTEGER NOT NULL, samples INTEGER NOT NULL,"
+			  " raw_len INTEGER NOT NULL, totals BLOB NOT NULL, data BLOB NOT NULL);"
+			  "CREATE INDEX IF NOT EXISTS chunks_level_t0 ON chunks(level, t0);"
+			  "CREATE TABLE IF NOT EXISTS pending(level INTEGER, t0 INTEGER,"
+			  " PRIMARY KEY(level, t0)) WITHOUT ROWID;",
+			  err, errlen);
+}
+
+static int64_t query_int(struct store *s, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int load_tab(struct store *s, int t, char *err, size_t errlen)
+{
+	char sql[128];
+	sqlite3_stmt *st = NULL;
+	struct store_itab *tab = &s->tabs[t];
+	int rc, e = 0;
+
+	snprintf(sql, sizeof(sql), "SELECT id, k FROM %s ORDER BY id", store_tab_names[t]);
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	while (!e && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t id;
+		bool added;
+		const void *k = sqlite3_column_blob(st, 1);
+		int len = sqlite3_column_bytes(st, 1);
+
+		e = store_itab__intern(tab, k ? k : "", (size_t)len, &id, &added);
+		if (!e && (!added || id != (uint64_t)sqlite3_column_int64(st, 0))) {
+			set_err(err, errlen, "%s: table %s is corrupt near id %lld", s->path,
+				store_tab_names[t], (long long)sqlite3_column_int64(st, 0));
+			e = -EIO;
+		}
+	}
+	if (!e && rc != SQLITE_DONE)
+		e = -EIO;
+	sqlite3_finalize(st);
+	store_itab__commit(tab);
+	return e;
+}
+
+/* Counters of /metrics from the chunks table. */
+static void load_stats(struct store *s)
+{
+	struct store_stats *st = &s->stats;
+
+	st->profiles = (uint64_t)query_int(s, "SELECT count(*) FROM chunks WHERE level=0");
+	st->rows = (uint64_t)query_int(s, "SELECT total(nrows) FROM chunks WHERE level=0");
+	st->samples = (uint64_t)query_int(s, "SELECT total(samples) FROM chunks WHERE level=0");
+	st->chunks = (uint64_t)query_int(s, "SELECT count(*) FROM chunks");
+	st->oldest_ns = query_int(s, "SELECT ifnull(min(t0), 0) FROM chunks WHERE level=0");
+	st->newest_ns = query_int(s, "SELECT ifnull(max(t0), 0) FROM chunks WHERE level=0");
+	s->newest_ns = st->newest_ns;
+}
+
+static int prepare_all(struct store *s)
+{
+	char sql[128];
+
+	for (int t = 0; t < STORE_N_TABS; t++) {
+		snprintf(sql, sizeof(sql), "INSERT INTO %s(id, k) VALUES(?, ?)",
+			 store_tab_names[t]);
+		if (sqlite3_prepare_v2(s->db, sql, -1, &s->ins_tab[t], NULL) != SQLITE_OK)
+			return -EIO;
+	}
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT INTO chunks(level, t0, dur, nrows, samples, raw_len, totals,"
+			       " data) VALUES(?,?,?,?,?,?,?,?)",
+			       -1, &s->ins_chunk, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO pending VALUES(?, ?)", -1,
+			       &s->ins_pending, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "DELETE FROM chunks WHERE level=? AND t0=?", -1,
+			       &s->del_rollup, NULL) != SQLITE_OK)
+		return -EIO;
+	return 0;
+}
+
+static int open_db(struct store *s, char *err, size_t errlen)
+{
+	int e;
+
+	if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	    SQLITE_OK) {
+		set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+		return -EIO;
+	}
+	sqlite3_busy_timeout(s->db, 5000);
+	e = store_exec(s, "PRAGMA journal_mode=WAL", err, errlen) ?:
+		store_exec(s, s->opts.no_fsync ? "PRAGMA synchronous=NORMAL"
+					       : "PRAGMA synchronous=FULL",
+			   err, errlen) ?:
+		create_schema(s, err, errlen);
+	if (e)
+		return e;
+	if (query_int(s, "SELECT v FROM meta WHERE k='version'") != STORE_SCHEMA_VERSION) {
+		set_err(err, errlen, "%s: unknown store version (want %d)", s->path,
+			STORE_SCHEMA_VERSION);
+		return -EIO;
+	}
+	for (int t = 0; t < STORE_N_TABS; t++) {
+		e = load_tab(s, t, err, errlen);
+		if (e) {
+			if (e == -EIO && err && !*err)
+				set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+			return e;
+		}
+	}
+	if (store_local_load(s)) {
+		set_err(err, errlen, "%s: table series_stacks is corrupt", s->path);
+		return -EIO;
+	}
+	load_stats(s);
+	if (prepare_all(s)) {
+		set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+		return -EIO;
+	}
+	return 0;
+}
+
+static void fill_defaults(struct store_opts *o)
+{
+	if (!o->retention_ns)
+		o->retention_ns = STORE_DEFAULT_RETENTION_NS;
+	if (!o->max_series)
+		o->max_series = STORE_DEFAULT_MAX_SERIES;
+	if (!o->max_labels_per_series)
+		o->max_labels_per_series = STORE_DEFAULT_MAX_LABELS;
+	if (o->max_labels_per_series > STORE_MAX_SERIES_LABELS)
+		o->max_labels_per_series = STORE_MAX_SERIES_LABELS;
+}
+
+int store__open(const char *dir, const struct store_opts *opts, struct store **out, char *err,
+		size_t errlen)
+{
+	struct store *s;
+	struct stat sb;
+	int e;
+
+	*out = NULL;
+	if (err && errlen)
+		*err = 0;
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		set_err(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
+		set_err(err, errlen, "%s is not a directory", dir);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	if (opts)
+		s->opts = *opts;
+	fill_defaults(&s->opts);
+	s->dir = strdup(dir);
+	if (s->dir && asprintf(&s->path, "%s/hearth.db", dir) < 0)
+		s->path = NULL;
+	if (!s->dir || !s->path) {
+		store__close(s);
+		return -ENOMEM;
+	}
+	e = open_db(s, err, errlen);
+	if (e) {
+		store__close(s);
+		return e;
+	}
+	*out = s;
+	return 0;
+}
+
+void store__close(struct store *s)
+{
+	if (!s)
+		return;
+	for (int t = 0; t < STORE_N_TABS; t++) {
+		sqlite3_finalize(s->ins_tab[t]);
+		store_itab__fini(&s->tabs[t]);
+	}
+	store_local_fini(s);
+	sqlite3_finalize(s->ins_chunk);
+	sqlite3_finalize(s->ins_pending);
+	sqlite3_finalize(s->del_rollup);
+	if (s->db) {
+		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+		sqlite3_close(s->db);
+	}
+	pthread_mutex_destroy(&s->lock);
+	free(s->dir);
+	free(s->path);
+	free(s);
+}
+
+int store_flush_tabs(struct store *s)
+{
+	for (int t = 0; t < STORE_N_TABS; t++) {
+		struct store_itab *tab = &s->tabs[t];
+		sqlite3_stmt *st = s->ins_tab[t];
+
+		for (uint64_t id = tab->committed + 1; id <= tab->n; id++) {
+			size_t len;
+			const uint8_t *k = store_itab__key(tab, id, &len);
+
+			sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+			sqlite3_bind_blob(st, 2, len ? (const void *)k : "", (int)len,
+					  SQLITE_STATIC);
+			int rc = sqlite3_step(st);
+			sqlite3_reset(st);
+			if (rc != SQLITE_DONE)
+				return -EIO;
+		}
+	}
+	return 0;
+}
+
+void store_tabs_commit(struct store *s)
+{
+	for (int t = 0; t < STORE_N_TABS; t++)
+		store_itab__commit(&s->tabs[t]);
+}
+
+int store_tabs_rollback(struct store *s)
+{
+	int e = 0;
+
+	store_local_rollback(s);
+	for (int t = 0; t < STORE_N_TABS; t++)
+		e = store_itab__rollback(&s->tabs[t]) ?: e;
+	return e;
+}
+
+static uint64_t file_size(const char *path, const char *suffix)
+{
+	char p[4096];
+	struct stat sb;
+
+	snprintf(p, sizeof(p), "%s%s", path, suffix);
+	return stat(p, &sb) ? 0 : (uint64_t)sb.st_size;
+}
+
+int store__stats(struct store *s, struct store_stats *out)
+{
+	pthread_mutex_lock(&s->lock);
+	*out = s->stats;
+	out->series = s->tabs[STORE_T_SERIES].committed;
+	out->stacks = s->tabs[STORE_T_STACKS].committed;
+	out->bytes_on_disk = file_size(s->path, "") + file_size(s->path, "-wal");
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* Deletes chunks (and rollup work) older than the retention. */
+static int retain(struct store *s, int64_t now_ns, uint64_t *deleted)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t cutoff;
+	int e = 0;
+
+	if (s->opts.retention_ns < 0 || now_ns < s->opts.retention_ns)
+		return 0;
+	cutoff = now_ns - s->opts.retention_ns;
+	if (sqlite3_prepare_v2(s->db, "DELETE FROM chunks WHERE t0 + dur <= ?1 AND t0 < ?1", -1,
+			       &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, cutoff);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		e = -EIO;
+	else if (deleted)
+		*deleted = (uint64_t)sqlite3_changes(s->db);
+	sqlite3_finalize(st);
+	if (!e && sqlite3_prepare_v2(s->db, "DELETE FROM pending WHERE t0 < ?", -1, &st, NULL) ==
+		      SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, cutoff - store_level_window_ns[STORE_LEVELS - 1]);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			e = -EIO;
+		sqlite3_finalize(st);
+	}
+	return e;
+}
+
+int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted)
+{
+	int e;
+
+	if (deleted)
+		*deleted = 0;
+	pthread_mutex_lock(&s->lock);
+	e = store_rollup_due(s, now_ns);
+	if (!e)
+		e = retain(s, now_ns, deleted);
+	load_stats(s);
+	pthread_mutex_unlock(&s->lock);
+	return e;
+}
+
+int store__series_foreach(struct store *s, int (*fn)(void *ctx, const struct store_series *ser),
+			  void *ctx)
+{
+	struct store_label labels[STORE_MAX_SERIES_LABELS];
+	struct store_itab *tab = &s->tabs[STORE_T_SERIES];
+	int e = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (uint64_t id = 1; id <= tab->committed && !e; id++) {
+		struct store_series ser = {.id = id, .labels = labels};
+		size_t len;
+		const uint8_t *k = store_itab__key(tab, id, &len);
+
+		e = store_series_labels(k, len, &ser.profile_type, labels, STORE_MAX_SERIES_LABELS,
+					&ser.n_labels);
+		if (!e)
+			e = fn(ctx, &ser);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return e;
+}
+
+int store_series_labels(const uint8_t *key, size_t len, const char **type,
+			struct store_label *labels, size_t max, size_t *n)
+{
+	const char *p = (const char *)key, *end = p + len;
+
+	*n = 0;
+	if (!len || key[len - 1] != 0)
+		return -EINVAL;
+	*type = p;
+	p += strlen(p) + 1;
+	while (p < end) {
+		if (*n >= max)
+			return -E2BIG;
+		labels[*n].name = p;
+		p += strlen(p) + 1;
+		if (p >= end)
+			return -EINVAL;
+		labels[*n].value = p;
+		p += strlen(p) + 1;
+		(*n)++;
+	}
+	return 0;
+}

@@ -1,0 +1,193 @@
+/*
+ * store: hearth's embedded, crash-safe profile store.
+ *
+ * A series is a sorted label set plus a profile type. store__append splits one
+ * profile (e.g. a 10 s host profile from the agent, or one /ingest request) into
+ * series by the labels of each sample plus the request's extra labels, interns
+ * stacks and symbols once per store, and writes the rows (series, stack, values)
+ * of the profile as one compressed columnar chunk in a single SQLite transaction
+ * (WAL mode). Completed time windows are rolled up into coarser chunks so long
+ * ranges read few rows. The layout is documented in docs/storage.md.
+ *
+ * Threads: every function may be called from any thread; calls are serialized by
+ * a mutex inside the store (a long query delays an append, never corrupts it).
+ *
+ * Return contract: 0 (or a count) on success, -errno on failure. Functions that
+ * take err/errlen write one sentence naming the problem there (err may be NULL).
+ * Errors that mean "the caller's input is bad" (map them to HTTP 4xx):
+ *   -EINVAL  malformed input (empty or invalid label name, empty profile type,
+ *            profile without a time, from > until, ...)
+ *   -E2BIG   a label set over opts.max_labels_per_series, or a label name/value
+ *            longer than STORE_MAX_LABEL_LEN
+ *   -EDQUOT  the append would create more series than opts.max_series
+ * Anything else (-ENOMEM, -EIO, -ENOSPC, ...) is the server's problem (5xx).
+ */
+#ifndef HEARTH_STORE_H
+#define HEARTH_STORE_H
+
+#include "profile/profile.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Defaults used when a store_opts field is 0. */
+#define STORE_DEFAULT_RETENTION_NS (7ll * 24 * 3600 * 1000000000ll) /* 7 days */
+#define STORE_DEFAULT_MAX_SERIES   100000
+#define STORE_DEFAULT_MAX_LABELS   32
+/* Longest label name or value, in bytes (longer: -E2BIG). */
+#define STORE_MAX_LABEL_LEN 1024
+/* Label names: [a-zA-Z_][a-zA-Z0-9_.]*, like Prometheus plus '.' (OTel names). */
+
+/* Label holding the profile type in series listings (it is not stored as a label). */
+#define STORE_PROFILE_TYPE_LABEL "__profile_type__"
+/* Label holding the application name of a Pyroscope `name=APP{...}` ingest; the
+ * query syntax `APP{...}` matches it. The server passes it as an extra label. */
+#define STORE_NAME_LABEL "__name__"
+/* Profile type of hearth's CPU profiles (Pyroscope naming). */
+#define STORE_CPU_PROFILE_TYPE "process_cpu:samples:count:cpu:nanoseconds"
+
+/* Sample labels copied into the series labels; other sample labels are dropped
+ * (e.g. tid, which would make a series per thread). */
+#define STORE_SAMPLE_LABELS                                                                        \
+	{                                                                                          \
+		"pid", "comm", "process", "exe", "container", "unit"                               \
+	}
+
+struct store;
+
+struct store_opts {
+	int64_t retention_ns;	      /* 0: STORE_DEFAULT_RETENTION_NS; < 0: keep forever */
+	size_t max_series;	      /* 0: STORE_DEFAULT_MAX_SERIES (whole store) */
+	size_t max_labels_per_series; /* 0: STORE_DEFAULT_MAX_LABELS (extra + sample labels) */
+	/*
+	 * false (default): synchronous=FULL, an acknowledged append survives power loss.
+	 * true: synchronous=NORMAL, it survives kill -9 of the process but the last
+	 * commits may roll back on power loss (tests, benchmarks).
+	 */
+	bool no_fsync;
+	/* true: store__append never rolls up on its own; call store__maintain. */
+	bool no_auto_rollup;
+};
+
+/* A label of a series (or an extra label of an append). */
+struct store_label {
+	const char *name;
+	const char *value;
+};
+
+/*
+ * Opens (creating dir and the database when missing) the store in dir.
+ * opts may be NULL (all defaults). 0, -EINVAL (dir is not a directory),
+ * -EIO (database unreadable or of an unknown version; err says which file),
+ * -ENOMEM. On failure *out is NULL.
+ */
+int store__open(const char *dir, const struct store_opts *opts, struct store **out, char *err,
+		size_t errlen);
+/* Closes the database (checkpointing the WAL) and frees s. NULL is a no-op. */
+void store__close(struct store *s);
+
+/* What one append stored. */
+struct store_append_result {
+	size_t series;	   /* series the profile touched */
+	size_t new_series; /* of which created by this append */
+	size_t rows;	   /* stored rows: distinct (series, stack) pairs */
+	int64_t samples;   /* sum of values[0] over the profile */
+};
+
+/*
+ * Stores profile p at profile__time_ns(p) (must be > 0) with type profile_type
+ * (NULL: STORE_CPU_PROFILE_TYPE). Each sample goes to the series made of `extra`
+ * (e.g. host, kernel, __name__) plus the sample's STORE_SAMPLE_LABELS string
+ * labels (numeric labels are printed in decimal); a sample label overrides an
+ * extra label of the same name. Samples with no locations are stored as an
+ * empty stack.
+ *
+ * Atomic and durable: when it returns 0 the profile is committed (survives
+ * kill -9); on any error nothing of it is stored. res may be NULL.
+ * Errors: see the file comment (-EINVAL, -E2BIG, -EDQUOT are the caller's).
+ */
+int store__append(struct store *s, const struct profile *p, const char *profile_type,
+		  const struct store_label *extra, size_t n_extra, struct store_append_result *res,
+		  char *err, size_t errlen);
+
+/*
+ * Background work, bounded per call; call it every minute or so (store__append
+ * also rolls up on its own unless opts.no_auto_rollup):
+ *  - rolls up every completed window that has no (or a stale) rollup,
+ *  - deletes chunks whose window ended before now_ns - retention.
+ * *deleted (may be NULL) receives the number of chunks deleted. 0 or -errno.
+ */
+int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted);
+
+/* For /metrics. */
+struct store_stats {
+	uint64_t series;	      /* series known */
+	uint64_t profiles;	      /* appends stored (raw chunks, after retention) */
+	uint64_t rows;		      /* raw rows stored */
+	uint64_t samples;	      /* sum of values[0] over raw rows */
+	uint64_t stacks;	      /* distinct stacks interned */
+	uint64_t chunks;	      /* chunks of every level */
+	uint64_t bytes_on_disk;	      /* database + WAL files */
+	int64_t oldest_ns, newest_ns; /* time span of the raw chunks (0 when empty) */
+};
+int store__stats(struct store *s, struct store_stats *out);
+
+/* ---- read side, for src/query (the server should use query.h instead) ---- */
+
+/* A series as listed: labels sorted by name, borrowed until the callback returns. */
+struct store_series {
+	uint64_t id; /* >= 1, stable for the life of the store */
+	const char *profile_type;
+	size_t n_labels;
+	const struct store_label *labels;
+};
+
+/* Calls fn for every series in id order; a non-zero return of fn stops and is
+ * returned. 0 or -errno. fn runs with the store locked: it must not call into it. */
+int store__series_foreach(struct store *s, int (*fn)(void *ctx, const struct store_series *ser),
+			  void *ctx);
+
+/* One stored row as a scan delivers it. */
+struct store_row {
+	uint64_t series_id;
+	uint64_t stack_id;   /* store__stack_profile resolves it */
+	int64_t time_ns;     /* start of the chunk the row comes from */
+	int64_t duration_ns; /* length of that chunk's window */
+	int64_t values[PROFILE_N_VALUES];
+};
+
+/* Scan flags. */
+#define STORE_SCAN_TOTALS 1u /* rows are per-series totals (stack_id 0): cheap for timelines */
+
+/*
+ * Calls fn with batches of rows of the series in ids (sorted ascending, n > 0)
+ * whose chunks start in [from_ns, until_ns). The coarsest rollups that fit in
+ * the range are used, raw chunks at its edges; max_window_ns > 0 forbids
+ * chunks longer than that (timelines pass their step). A non-zero return of fn
+ * stops the scan and is returned. 0 or -errno. fn runs with the store locked:
+ * it must not call into the store.
+ */
+int store__scan(struct store *s, const uint64_t *ids, size_t n, int64_t from_ns, int64_t until_ns,
+		int64_t max_window_ns, unsigned flags,
+		int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx);
+
+/*
+ * Rebuilds stored stacks into a profile: a builder translates store ids to the
+ * profile's ids once (mappings, functions, locations), so adding many stacks
+ * costs one lookup per frame. The profile is borrowed and must outlive it.
+ */
+struct store_builder;
+/* 0 or -ENOMEM. */
+int store_builder__new(struct store *s, struct profile *p, struct store_builder **out);
+void store_builder__free(struct store_builder *b);
+/*
+ * Adds values to the sample of stack stack_id in the builder's profile, with
+ * the given sample labels (may be NULL/0). 0, -ENOENT (unknown stack),
+ * -EINVAL (corrupt stored key), -ENOMEM.
+ */
+int store_builder__add(struct store_builder *b, uint64_t stack_id,
+		       const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
+		       size_t n_labels);
+
+#endif /* HEARTH_STORE_H */

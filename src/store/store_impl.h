@@ -1,0 +1,208 @@
+/*
+ * Private to src/store/: the in-memory intern tables, the chunk codec, the
+ * rollup levels and the store struct. Other modules include only store.h.
+ */
+#ifndef HEARTH_STORE_IMPL_H
+#define HEARTH_STORE_IMPL_H
+
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+
+/* ---- varints (LEB128) and zigzag ---- */
+
+/* Appends v to b (which has room for 10 more bytes); returns the new end. */
+static inline uint8_t *store_put_varint(uint8_t *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		*b++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*b++ = (uint8_t)v;
+	return b;
+}
+
+/* Reads a varint from [*p, end); -EINVAL when truncated or over 64 bits. */
+static inline int store_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		if (*p >= end)
+			return -EINVAL;
+		uint8_t c = *(*p)++;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*out = v;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static inline uint64_t store_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t store_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+uint64_t store_hash(const void *p, size_t n);
+
+/* ---- intern table: byte keys -> ids 1..n, with commit/rollback ---- */
+
+/*
+ * Keys live concatenated in buf; entries added since the last commit are
+ * "pending": rollback drops them (and rebuilds the index, a rare path).
+ */
+struct store_itab {
+	uint8_t *buf;
+	size_t len, cap;
+	size_t *off; /* off[i]: start of key of id i+1; off[n] == len */
+	uint64_t *hashes;
+	size_t n, cap_n, committed;
+	uint32_t *slots; /* id or 0; nslots is a power of two */
+	size_t nslots;
+};
+
+void store_itab__fini(struct store_itab *t);
+/* Id of key, adding it when new (*added says so; may be NULL). 0 or -ENOMEM. */
+int store_itab__intern(struct store_itab *t, const void *key, size_t len, uint64_t *id,
+		       bool *added);
+/* Id of key or 0. */
+uint64_t store_itab__find(const struct store_itab *t, const void *key, size_t len);
+/* Key of id (1..n); NULL when out of range. */
+const uint8_t *store_itab__key(const struct store_itab *t, uint64_t id, size_t *len);
+void store_itab__commit(struct store_itab *t);
+int store_itab__rollback(struct store_itab *t);
+
+/* ---- rows and chunks ---- */
+
+/* One row of a chunk. */
+struct store_crow {
+	uint64_t series_id, stack_id;
+	int64_t v[PROFILE_N_VALUES];
+};
+
+/* Growing array of rows. */
+struct store_rows {
+	struct store_crow *r;
+	size_t n, cap;
+};
+int store_rows__push(struct store_rows *a, const struct store_crow *row);
+void store_rows__fini(struct store_rows *a);
+/* Sorts by (series, stack) and sums duplicates in place. */
+void store_rows__sort_merge(struct store_rows *a);
+
+/*
+ * Encodes sorted, merged rows as a compressed columnar chunk (docs/storage.md):
+ * *data (malloc'd) is the zlib-compressed body, *raw_len its inflated size;
+ * *totals (malloc'd) the per-series totals column, uncompressed.
+ * period is the hint for values[1] (values[1] - values[0]*period is stored).
+ */
+int store_chunk_encode(const struct store_rows *rows, int64_t period, uint8_t **data,
+		       size_t *data_len, size_t *raw_len, uint8_t **totals, size_t *totals_len);
+/*
+ * Decodes a chunk body, appending to out only the rows of series in ids
+ * (sorted; NULL = all). scratch is reused between calls. 0, -EINVAL (corrupt), -ENOMEM.
+ */
+int store_chunk_decode(const uint8_t *data, size_t data_len, size_t raw_len, const uint64_t *ids,
+		       size_t n_ids, struct store_rows *out, uint8_t **scratch,
+		       size_t *scratch_cap);
+/* Decodes a totals column (varint inflated length + zlib; rows with stack_id 0)
+ * for series in ids. */
+int store_totals_decode(const uint8_t *t, size_t len, const uint64_t *ids, size_t n_ids,
+			struct store_rows *out);
+
+/* ---- rollup levels ---- */
+
+/* Level 0 holds one raw chunk per append; level L > 0 one chunk per window. */
+#define STORE_LEVELS 5
+extern const int64_t
+    store_level_window_ns[STORE_LEVELS]; /* [0] = 0 (raw), 1 min, 10 min, 1 h, 6 h */
+/* A window is rolled up once data this much newer than its end has arrived. */
+#define STORE_ROLLUP_GRACE_NS (60ll * 1000000000ll)
+
+/* ---- the store ---- */
+
+enum store_tab {
+	STORE_T_STRINGS,
+	STORE_T_MAPPINGS,
+	STORE_T_FUNCTIONS,
+	STORE_T_LOCATIONS,
+	STORE_T_STACKS,
+	STORE_T_SERIES,
+	STORE_T_PAIRS,
+	STORE_N_TABS
+};
+extern const char *const store_tab_names[STORE_N_TABS];
+
+struct store {
+	pthread_mutex_t lock;
+	sqlite3 *db;
+	char *dir, *path;
+	struct store_opts opts;
+	struct store_itab tabs[STORE_N_TABS];
+	struct store_stats stats; /* kept current; bytes_on_disk read on demand */
+	int64_t newest_ns;	  /* newest raw chunk start */
+	sqlite3_stmt *ins_tab[STORE_N_TABS], *ins_chunk, *ins_pending, *del_rollup;
+	/*
+	 * Series-local stack ids: chunks store, per series, the index of a stack in
+	 * that series' own list (STORE_T_PAIRS keys are (series, stack) in first-seen
+	 * order), so the deltas of the stack column stay small whatever the number of
+	 * stacks in the store. local[series] lists its stacks; pair_local[pair id]
+	 * is the local index of a pair.
+	 */
+	struct store_local {
+		uint64_t *stacks;
+		size_t n, cap;
+	} * local;
+	size_t local_cap; /* entries of local (series ids 0..local_cap-1) */
+	uint32_t *pair_local;
+	size_t pair_local_cap;
+};
+
+/* Local id of stack in series (adding the pair when new). 0 or -ENOMEM. */
+int store_local_id(struct store *s, uint64_t series, uint64_t stack, uint64_t *local);
+/* Global stack id of a local id; 0 when out of range (corrupt chunk). */
+static inline uint64_t store_global_stack(const struct store *s, uint64_t series, uint64_t local)
+{
+	if (series >= s->local_cap || local >= s->local[series].n)
+		return 0;
+	return s->local[series].stacks[local];
+}
+/* Drops the local ids of pending pairs (before the pairs table rolls back). */
+void store_local_rollback(struct store *s);
+/* Rebuilds the local ids from the pairs table (at open). 0, -EINVAL, -ENOMEM. */
+int store_local_load(struct store *s);
+void store_local_fini(struct store *s);
+
+/* Runs SQL with no result; 0 or -EIO (err gets sqlite's message). */
+int store_exec(struct store *s, const char *sql, char *err, size_t errlen);
+/* Writes the pending entries of every intern table; 0 or -EIO. */
+int store_flush_tabs(struct store *s);
+void store_tabs_commit(struct store *s);
+int store_tabs_rollback(struct store *s);
+/* Inserts one chunk row. 0 or -EIO. */
+int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
+		       const struct store_rows *rows, int64_t period);
+/* Rolls up complete windows (newest data >= window end + grace). */
+int store_rollup_due(struct store *s, int64_t now_ns);
+/* Internal scan flag: deliver series-local stack ids as stored (rollups). */
+#define STORE_SCAN_LOCAL_IDS 0x100u
+/* Scan with the lock held, restricted to levels <= max_level. */
+int store_scan_locked(struct store *s, const uint64_t *ids, size_t n, int64_t from, int64_t until,
+		      int max_level, int64_t max_window, unsigned flags,
+		      int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx);
+
+/* Series key: type NUL (name NUL value NUL)* with names sorted. */
+int store_series_labels(const uint8_t *key, size_t len, const char **type,
+			struct store_label *labels, size_t max, size_t *n);
+#define STORE_MAX_SERIES_LABELS 256
+
+#endif /* HEARTH_STORE_IMPL_H */

@@ -1,0 +1,272 @@
+/*
+ * Tests of src/query: the selector parser (good and bad input, with the error
+ * naming the problem), time and duration parsing, and every operation over a
+ * small store: labels, label values, series, merged profile by selector, flame
+ * tree, top table, diff and timeline (with groupBy and its limits).
+ */
+#include "unit.h"
+
+#include "query/query.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S  1000000000LL
+#define T0 (1700000000LL * S)
+
+TEST(selector_parses)
+{
+	struct query_selector *sel = NULL;
+	char err[256];
+
+	CHECK(query_selector__parse("{a=\"x\", b!=\"y\", c=~\"re.*\", d!~'q' ,}", &sel, err,
+				    sizeof(err)) == 0);
+	CHECK(sel->n == 4);
+	CHECK_STREQ(sel->m[0].name, "a");
+	CHECK(sel->m[1].op == QUERY_OP_NEQ && sel->m[2].op == QUERY_OP_RE &&
+	      sel->m[3].op == QUERY_OP_NRE);
+	CHECK_STREQ(sel->m[3].value, "q");
+	query_selector__free(sel);
+	sel = NULL;
+	CHECK(query_selector__parse("my-app.cpu{x=\"a\\\"b\"}", &sel, err, sizeof(err)) == 0);
+	CHECK(sel->n == 2);
+	CHECK_STREQ(sel->m[0].name, STORE_NAME_LABEL);
+	CHECK_STREQ(sel->m[0].value, "my-app.cpu");
+	CHECK_STREQ(sel->m[1].value, "a\"b");
+	query_selector__free(sel);
+	sel = NULL;
+	CHECK(query_selector__parse("", &sel, err, sizeof(err)) == 0 && sel->n == 0);
+	query_selector__free(sel);
+	sel = NULL;
+	CHECK(query_selector__parse(" {} ", &sel, err, sizeof(err)) == 0 && sel->n == 0);
+cleanup:
+	query_selector__free(sel);
+}
+
+TEST(selector_errors_name_the_problem)
+{
+	static const struct {
+		const char *in, *msg;
+		int code;
+	} cases[] = {
+	    {"{a=\"x\"", "expected ',' or '}'", -EINVAL},
+	    {"{a=x}", "expected a quoted value", -EINVAL},
+	    {"{a==\"x\"}", "expected a quoted value", -EINVAL},
+	    {"{a~\"x\"}", "expected one of", -EINVAL},
+	    {"{=\"x\"}", "expected a label name", -EINVAL},
+	    {"{a=\"x}", "unterminated string", -EINVAL},
+	    {"{a=~\"(\"}", "bad regex for label a", -EINVAL},
+	    {"{a=\"x\"} junk", "unexpected 'j'", -EINVAL},
+	    {"{a=~\"x", "unterminated string", -EINVAL},
+	    {"{a=~\"x++++++++++++\"}", "a repeat of a repeat", -EINVAL},
+	    {"{a=~\"((a{99}){99}){99}\"}", "repeat bounds over 100", -EINVAL},
+	    {"{a=~\"(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)(a+)\"}",
+	     "more than 16", -EINVAL},
+	};
+	struct query_selector *sel = NULL;
+	char err[256], big[QUERY_MAX_SELECTOR_LEN + 10], *many = NULL;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = 0;
+		CHECKF(query_selector__parse(cases[i].in, &sel, err, sizeof(err)) == cases[i].code,
+		       "%s", cases[i].in);
+		CHECKF(sel == NULL && strstr(err, cases[i].msg), "%s: %s", cases[i].in, err);
+	}
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	CHECK(query_selector__parse(big, &sel, err, sizeof(err)) == -E2BIG);
+	many = calloc(1, 40 * 10 + 3);
+	CHECK(many);
+	strcpy(many, "{");
+	for (int i = 0; i < 40; i++)
+		strcat(many, "a=\"b\",");
+	strcat(many, "}");
+	CHECK(query_selector__parse(many, &sel, err, sizeof(err)) == -E2BIG);
+cleanup:
+	free(many);
+	query_selector__free(sel);
+}
+
+TEST(times_and_durations)
+{
+	int64_t t, f, u, now = T0;
+	char err[256];
+
+	CHECK(query_parse_time("now", now, &t, err, sizeof(err)) == 0 && t == now);
+	CHECK(query_parse_time("now-1h", now, &t, err, sizeof(err)) == 0 && t == now - 3600 * S);
+	CHECK(query_parse_time("now-1h30m", now, &t, err, sizeof(err)) == 0 && t == now - 5400 * S);
+	CHECK(query_parse_time("1700000000", now, &t, err, sizeof(err)) == 0 && t == T0);
+	CHECK(query_parse_time("1700000000123", now, &t, err, sizeof(err)) == 0 &&
+	      t == T0 + 123000000);
+	CHECK(query_parse_time("1700000000123456", now, &t, err, sizeof(err)) == 0 &&
+	      t == T0 + 123456000);
+	CHECK(query_parse_time("1700000000123456789", now, &t, err, sizeof(err)) == 0 &&
+	      t == T0 + 123456789);
+	CHECK(query_parse_time("yesterday", now, &t, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "yesterday"));
+	CHECK(query_parse_time("now-1x", now, &t, err, sizeof(err)) == -EINVAL);
+	CHECK(query_parse_time("99999999999999999999", now, &t, err, sizeof(err)) == -EINVAL);
+	CHECK(query_parse_duration("10s", &t, err, sizeof(err)) == 0 && t == 10 * S);
+	CHECK(query_parse_duration("60", &t, err, sizeof(err)) == 0 && t == 60 * S);
+	CHECK(query_parse_duration("0", &t, err, sizeof(err)) == -EINVAL);
+	CHECK(query_parse_duration("1q", &t, err, sizeof(err)) == -EINVAL);
+	CHECK(query_parse_range(NULL, NULL, now, &f, &u, err, sizeof(err)) == 0 && u == now &&
+	      f == now - 3600 * S);
+	CHECK(query_parse_range("now", "now-1h", now, &f, &u, err, sizeof(err)) == -EINVAL);
+	CHECKF(strstr(err, "is after until"), "%s", err);
+cleanup:;
+}
+
+/* A store with two hosts: host a runs proc0 (hot:30 cold:10), host b proc1 (hot:5). */
+static struct store *fixture(const char *name)
+{
+	char dir[300], err[256];
+	struct store *s = NULL;
+	struct store_opts o = {.no_fsync = true};
+
+	snprintf(dir, sizeof(dir), "%s/%s", unit_tmp_dir(), name);
+	if (store__open(dir, &o, &s, err, sizeof(err)))
+		return NULL;
+	for (int h = 0; h < 2; h++)
+		for (int i = 0; i < 6; i++) {
+			struct profile *p = profile__new(10000000);
+			struct store_label extra[] = {{"host", h ? "b" : "a"}};
+			struct profile_label l[] = {{"process", h ? "proc1" : "proc0", 0},
+						    {"pid", NULL, 10 + h}};
+			uint64_t fm = profile__function(p, "main", NULL, NULL);
+			uint64_t fh = profile__function(p, "hot", NULL, NULL);
+			uint64_t fc = profile__function(p, "cold", NULL, NULL);
+			struct profile_line lm = {fm, 0}, lh = {fh, 0}, lc = {fc, 0};
+			uint64_t a[2] = {profile__location(p, 0, 2, &lh, 1),
+					 profile__location(p, 0, 1, &lm, 1)};
+			uint64_t b[2] = {profile__location(p, 0, 3, &lc, 1), a[1]};
+			int64_t vh[2] = {h ? 5 : 30, 0}, vc[2] = {10, 0};
+
+			profile__set_time(p, T0 + i * 10 * S, 10 * S);
+			int e = profile__add_sample(p, a, 2, vh, l, 2) ?:
+				(h ? 0 : profile__add_sample(p, b, 2, vc, l, 2)) ?:
+				store__append(s, p, NULL, extra, 1, NULL, err, sizeof(err));
+			profile__free(p);
+			if (e) {
+				store__close(s);
+				return NULL;
+			}
+		}
+	return s;
+}
+
+/* Runs fn into a string. */
+#define CAPTURE(buf, call)                                                                         \
+	do {                                                                                       \
+		size_t len_;                                                                       \
+		FILE *out = open_memstream(&buf, &len_);                                           \
+		CHECK(out);                                                                        \
+		rc = call;                                                                         \
+		fclose(out);                                                                       \
+	} while (0)
+
+TEST(listings)
+{
+	struct store *s = fixture("listings");
+	struct query_request q = {.from_ns = T0, .until_ns = T0 + 3600 * S};
+	char err[256], *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+	int rc;
+
+	CHECK(s);
+	CAPTURE(a, query_labels_json(s, &q, out, err, sizeof(err)));
+	CHECK(rc == 0);
+	CHECK_STREQ(a, "[\"__profile_type__\",\"host\",\"pid\",\"process\"]\n");
+	CAPTURE(b, query_label_values_json(s, "host", &q, out, err, sizeof(err)));
+	CHECK_STREQ(b, "[\"a\",\"b\"]\n");
+	q.query = "{host=\"b\"}";
+	CAPTURE(c, query_series_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(c, "\"process\":\"proc1\"") && !strstr(c, "proc0"), "%s", c);
+	/* no data in range: no series */
+	q.from_ns = T0 + 3600 * S;
+	q.until_ns = T0 + 7200 * S;
+	CAPTURE(d, query_series_json(s, &q, out, err, sizeof(err)));
+	CHECK_STREQ(d, "[]\n");
+cleanup:
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+	store__close(s);
+}
+
+TEST(profile_tree_top_by_host)
+{
+	struct store *s = fixture("tree");
+	struct query_request q = {.query = "{host=\"a\"}", .from_ns = T0, .until_ns = T0 + 60 * S};
+	struct profile *p = NULL;
+	char err[256], *t = NULL, *top = NULL, *small = NULL;
+	int rc;
+
+	CHECK(s);
+	CHECK(query_profile(s, &q, &p, err, sizeof(err)) == 0);
+	CHECK(profile__total(p, 0) == 240); /* 6 x (30 + 10) */
+	CAPTURE(t, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 &&
+		   strstr(t, "{\"unit\":\"samples\",\"total\":240,\"tree\":{\"name\":\"total\""),
+	       "%s", t);
+	CHECKF(strstr(t, "{\"name\":\"hot\",\"self\":180,\"total\":180}"), "%s", t);
+	CAPTURE(top, query_top_json(s, &q, out, err, sizeof(err)));
+	CHECKF(strstr(top, "\"rows\":[{\"name\":\"hot\",\"flat\":180,\"cum\":180},"), "%s", top);
+	CHECKF(strstr(top, "{\"name\":\"main\",\"flat\":0,\"cum\":240}"), "%s", top);
+	q.max_nodes = 2;
+	CAPTURE(small, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(!strstr(small, "cold") && !strstr(small, "hot") && strstr(small, "main"), "%s",
+	       small);
+	profile__free(p);
+	p = NULL;
+	q.query = "{host=~\"[\"}";
+	CHECK(query_profile(s, &q, &p, err, sizeof(err)) == -EINVAL && p == NULL);
+	q.query = NULL;
+	q.from_ns = T0 + 1;
+	q.until_ns = T0;
+	CHECK(query_profile(s, &q, &p, err, sizeof(err)) == -EINVAL);
+	CHECKF(strstr(err, "is after until"), "%s", err);
+cleanup:
+	free(t);
+	free(top);
+	free(small);
+	profile__free(p);
+	store__close(s);
+}
+
+TEST(diff_and_timeline)
+{
+	struct store *s = fixture("diff");
+	struct query_request l = {.query = "{host=\"a\"}", .from_ns = T0, .until_ns = T0 + 60 * S};
+	struct query_request r = {.query = "{host=\"b\"}", .from_ns = T0, .until_ns = T0 + 60 * S};
+	struct query_request tl = {
+	    .from_ns = T0, .until_ns = T0 + 60 * S, .step_ns = 20 * S, .group_by = "host"};
+	char err[256], *d = NULL, *t = NULL;
+	int rc;
+
+	CHECK(s);
+	CAPTURE(d, query_diff_json(s, &l, &r, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(d, "\"left\":240,\"right\":30"), "%s", d);
+	CHECKF(strstr(d, "{\"name\":\"hot\",\"self\":[180,30],\"total\":[180,30]}"), "%s", d);
+	CAPTURE(t, query_timeline_json(s, &tl, out, err, sizeof(err)));
+	CHECKF(rc == 0 &&
+		   strstr(t, "\"step\":20000,\"groups\":[{\"group\":\"a\",\"values\":[80,80,80]},"
+			     "\n{\"group\":\"b\",\"values\":[10,10,10]}]"),
+	       "%s", t);
+	free(t);
+	t = NULL;
+	tl.step_ns = 1000000; /* 60000 points */
+	CAPTURE(t, query_timeline_json(s, &tl, out, err, sizeof(err)));
+	CHECKF(rc == -E2BIG && strstr(err, "points"), "%s", err);
+	free(t);
+	t = NULL;
+	tl.step_ns = 0;
+	tl.group_by = "a b";
+	CAPTURE(t, query_timeline_json(s, &tl, out, err, sizeof(err)));
+	CHECK(rc == -EINVAL);
+cleanup:
+	free(d);
+	free(t);
+	store__close(s);
+}
