@@ -1,0 +1,343 @@
+/*
+ * The agent's sampling loop: poll the BPF ring buffer every 100 ms, drain the
+ * kernel's counts every second, and every interval build one profile of the
+ * host, relabel it, encode it and queue it in the spool for the sender thread.
+ *
+ * A live window (/debug/pprof/profile?seconds=N) feeds a second collector with
+ * the same samples for N seconds; it shares the process table and the
+ * symbolizer, which only this thread touches, so no lock guards them.
+ */
+#include "agent_impl.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define AGENT_POLL_MS  100
+#define AGENT_DRAIN_NS 1000000000LL
+
+struct agent {
+	struct agent_opts opts;
+	struct proc_table *pt;
+	struct symbolizer *sym;
+	struct collector *col, *live_col;
+	struct sampler *s;
+	struct agent_spool *sp;
+	struct agent_sender *snd;
+	char host[256], kernel[256];
+	/* live window, guarded by live_lock */
+	pthread_mutex_t live_lock;
+	pthread_cond_t live_cond;
+	bool live_active, live_done, running;
+	int64_t live_start, live_until; /* monotonic ns */
+	int64_t live_t0;		/* realtime ns */
+	struct profile *live_result;
+	/* counters (relaxed atomics: read by HTTP threads) */
+	uint64_t profiles, build_errors, drain_ns, build_ns, last_samples;
+};
+
+static int64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void on_sample(void *ctx, const struct sampler_sample *s)
+{
+	struct agent *a = ctx;
+	struct collect_sample cs = {
+	    .pid = s->pid,
+	    .tid = s->tid,
+	    .pstart = s->pstart,
+	    .comm = s->comm,
+	    .pcomm = s->pcomm,
+	    .n_user = s->n_user,
+	    .n_kernel = s->n_kernel,
+	    .user = s->user,
+	    .kernel = s->kernel,
+	    .count = s->count,
+	};
+
+	collector__add(a->col, &cs);
+	if (__atomic_load_n(&a->live_active, __ATOMIC_ACQUIRE))
+		collector__add(a->live_col, &cs);
+}
+
+static void on_event(void *ctx, const struct sampler_event *e)
+{
+	struct agent *a = ctx;
+
+	collector__event(a->col, (enum collect_event_kind)e->kind, e->pid, e->pstart, e->comm);
+}
+
+/* Appends "%XX"-escaped s to buf. */
+static void url_escape(char *buf, size_t len, const char *s)
+{
+	size_t n = strlen(buf);
+
+	for (; *s && n + 4 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.')
+			buf[n++] = (char)c;
+		else
+			n += (size_t)snprintf(buf + n, len - n, "%%%02X", c);
+	}
+	buf[n] = '\0';
+}
+
+/* The /ingest query string of one profile: name=hearth{host=..,kernel=..}&from&until. */
+static void ingest_query(const struct agent *a, int64_t t0, int64_t dur, char *buf, size_t len)
+{
+	char name[1024];
+
+	snprintf(name, sizeof(name), "hearth{host=\"%s\",kernel=\"%s\"}", a->host, a->kernel);
+	snprintf(buf, len, "format=pprof&spyName=hearth&sampleRate=%d&name=", a->opts.so.hz);
+	url_escape(buf, len, name);
+	snprintf(buf + strlen(buf), len - strlen(buf), "&from=%lld&until=%lld", (long long)t0,
+		 (long long)(t0 + dur));
+}
+
+/* Builds the interval's profile and queues it. */
+static int flush_interval(struct agent *a, int64_t t0, int64_t dur)
+{
+	int64_t b0 = clock_ns(CLOCK_MONOTONIC);
+	struct profile *raw = collector__build(a->col, 1000000000 / a->opts.so.hz, t0, dur);
+	struct profile *p = raw ? agent_relabel(a->pt, raw) : NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char query[2048];
+	int ret = -ENOMEM;
+
+	__atomic_store_n(&a->build_ns, (uint64_t)(clock_ns(CLOCK_MONOTONIC) - b0),
+			 __ATOMIC_RELAXED);
+	if (p && profile__n_samples(p) == 0)
+		ret = 0; /* an idle machine: nothing to send */
+	else if (p && !(ret = pprof_encode(p, &buf, &len))) {
+		ingest_query(a, t0, dur, query, sizeof(query));
+		ret = agent_spool__push(a->sp, query, buf, len);
+		agent_sender__kick(a->snd);
+		__atomic_add_fetch(&a->profiles, 1, __ATOMIC_RELAXED);
+	}
+	if (ret)
+		__atomic_add_fetch(&a->build_errors, 1, __ATOMIC_RELAXED);
+	free(buf);
+	profile__free(p);
+	profile__free(raw);
+	return ret;
+}
+
+/* Finishes a live window whose time is up. */
+static void live_check(struct agent *a, int64_t now)
+{
+	pthread_mutex_lock(&a->live_lock);
+	if (a->live_active && now >= a->live_until) {
+		__atomic_store_n(&a->live_active, false, __ATOMIC_RELEASE);
+		sampler__drain(a->s);
+		a->live_result = collector__build(a->live_col, 1000000000 / a->opts.so.hz,
+						  a->live_t0, now - a->live_start);
+		a->live_done = true;
+		pthread_cond_broadcast(&a->live_cond);
+	}
+	pthread_mutex_unlock(&a->live_lock);
+}
+
+int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
+{
+	int64_t start = clock_ns(CLOCK_MONOTONIC), t0 = clock_ns(CLOCK_REALTIME);
+	int64_t last_drain = start, interval = (int64_t)(a->opts.interval_s * 1e9), now;
+	int ret = 0;
+
+	__atomic_store_n(&a->running, true, __ATOMIC_RELEASE);
+	while (!*stop && ret >= 0) {
+		ret = sampler__poll(a->s, AGENT_POLL_MS);
+		now = clock_ns(CLOCK_MONOTONIC);
+		if (ret >= 0 && now - last_drain >= AGENT_DRAIN_NS) {
+			ret = sampler__drain(a->s);
+			__atomic_store_n(&a->drain_ns, (uint64_t)(clock_ns(CLOCK_MONOTONIC) - now),
+					 __ATOMIC_RELAXED);
+			last_drain = now;
+		}
+		live_check(a, now);
+		if (ret >= 0 && now - start >= interval) {
+			sampler__drain(a->s);
+			flush_interval(a, t0, now - start);
+			start = now;
+			t0 = clock_ns(CLOCK_REALTIME);
+		}
+	}
+	if (ret >= 0 && sampler__drain(a->s) >= 0)
+		flush_interval(a, t0, clock_ns(CLOCK_MONOTONIC) - start);
+	__atomic_store_n(&a->running, false, __ATOMIC_RELEASE);
+	live_check(a, INT64_MAX);
+	agent_sender__stop(a->snd, flush_s);
+	return ret < 0 ? ret : 0;
+}
+
+int agent__live_profile(void *agent, double seconds, struct profile **out)
+{
+	struct agent *a = agent;
+	int ret = 0;
+
+	*out = NULL;
+	pthread_mutex_lock(&a->live_lock);
+	if (!__atomic_load_n(&a->running, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&a->live_lock);
+		return -ESHUTDOWN;
+	}
+	a->live_done = false;
+	a->live_result = NULL;
+	a->live_start = clock_ns(CLOCK_MONOTONIC);
+	a->live_until = a->live_start + (int64_t)(seconds * 1e9);
+	a->live_t0 = clock_ns(CLOCK_REALTIME);
+	__atomic_store_n(&a->live_active, true, __ATOMIC_RELEASE);
+	while (!a->live_done)
+		pthread_cond_wait(&a->live_cond, &a->live_lock);
+	*out = a->live_result;
+	a->live_result = NULL;
+	if (!*out)
+		ret = -ENOMEM;
+	pthread_mutex_unlock(&a->live_lock);
+	return ret;
+}
+
+/* Resident set size in bytes from /proc/self/statm. */
+static uint64_t rss_bytes(void)
+{
+	unsigned long long size, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &size, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void gauge(FILE *f, const char *name, const char *type, const char *help, double v)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+}
+
+void agent__write_metrics(void *agent, FILE *f)
+{
+	struct agent *a = agent;
+	struct agent_spool_stats ss;
+	uint64_t drops[HEARTH_DROP_MAX], lost = 0;
+
+	sampler__drops(a->s, drops);
+	for (int i = 0; i < HEARTH_DROP_MAX; i++)
+		if (sampler_drop_is_loss(i))
+			lost += drops[i];
+	agent_spool__stats(a->sp, &ss);
+	gauge(f, "hearth_agent_samples_total", "counter", "Samples taken (after filters).",
+	      (double)sampler__samples(a->s));
+	gauge(f, "hearth_agent_samples_dropped_total", "counter", "Samples lost in the kernel.",
+	      (double)lost);
+	gauge(f, "hearth_agent_profiles_total", "counter", "Profiles built and queued.",
+	      (double)__atomic_load_n(&a->profiles, __ATOMIC_RELAXED));
+	gauge(f, "hearth_agent_drain_seconds", "gauge", "Duration of the last drain.",
+	      (double)__atomic_load_n(&a->drain_ns, __ATOMIC_RELAXED) / 1e9);
+	gauge(f, "hearth_agent_symbolize_seconds", "gauge",
+	      "Duration of the last profile build (symbolization).",
+	      (double)__atomic_load_n(&a->build_ns, __ATOMIC_RELAXED) / 1e9);
+	gauge(f, "hearth_agent_spool_profiles", "gauge", "Profiles waiting to be sent.",
+	      (double)ss.queued);
+	gauge(f, "hearth_agent_spool_bytes", "gauge", "Bytes waiting to be sent.",
+	      (double)ss.queued_bytes);
+	gauge(f, "hearth_agent_spool_dropped_total", "counter",
+	      "Profiles dropped because the spool was full.", (double)ss.dropped);
+	gauge(f, "hearth_agent_rejected_total", "counter", "Profiles the server refused (4xx).",
+	      (double)ss.rejected);
+	gauge(f, "hearth_agent_sent_total", "counter", "Profiles delivered.", (double)ss.sent);
+	gauge(f, "hearth_agent_send_failures_total", "counter", "Failed delivery attempts.",
+	      (double)(a->snd ? agent_sender__failures(a->snd) : 0));
+	gauge(f, "hearth_agent_rss_bytes", "gauge", "Resident memory of this process.",
+	      (double)rss_bytes());
+}
+
+static int open_parts(struct agent *a, char *err, size_t errlen)
+{
+	struct sampler_callbacks cb = {.sample = on_sample, .event = on_event, .ctx = a};
+	int ret;
+
+	a->pt = proc_table__new("/proc");
+	a->sym = symbolizer__new(NULL);
+	a->col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
+	a->live_col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
+	if (!a->col || !a->live_col) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ret = agent_spool__new(a->opts.spool_dir, AGENT_SPOOL_MEM_BYTES,
+			       (a->opts.spool_mb ? a->opts.spool_mb : AGENT_DEFAULT_SPOOL_MB) << 20,
+			       &a->sp);
+	if (ret) {
+		snprintf(err, errlen, "cannot use spool directory '%s': %s",
+			 a->opts.spool_dir ? a->opts.spool_dir : "", strerror(-ret));
+		return ret;
+	}
+	ret = sampler__open(&a->opts.so, &cb, &a->s, err, errlen);
+	if (ret)
+		return ret;
+	ret = agent_sender__start(&a->opts, a->sp, &a->snd);
+	if (ret)
+		snprintf(err, errlen, "cannot start the sender thread: %s", strerror(-ret));
+	return ret;
+}
+
+int agent__open(const struct agent_opts *opts, struct agent **out, char *err, size_t errlen)
+{
+	struct agent *a = calloc(1, sizeof(*a));
+	struct utsname u;
+	int ret;
+
+	*out = NULL;
+	if (!a)
+		return -ENOMEM;
+	a->opts = *opts;
+	if (a->opts.interval_s <= 0)
+		a->opts.interval_s = AGENT_DEFAULT_INTERVAL_S;
+	if (opts->host)
+		snprintf(a->host, sizeof(a->host), "%s", opts->host);
+	else if (gethostname(a->host, sizeof(a->host) - 1))
+		snprintf(a->host, sizeof(a->host), "unknown");
+	snprintf(a->kernel, sizeof(a->kernel), "%s", uname(&u) ? "unknown" : u.release);
+	pthread_mutex_init(&a->live_lock, NULL);
+	pthread_cond_init(&a->live_cond, NULL);
+	if (!opts->sink)
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+	ret = open_parts(a, err, errlen);
+	if (ret) {
+		agent__close(a);
+		return ret;
+	}
+	*out = a;
+	return 0;
+}
+
+void agent__close(struct agent *a)
+{
+	if (!a)
+		return;
+	agent_sender__free(a->snd);
+	sampler__close(a->s);
+	agent_spool__free(a->sp);
+	collector__free(a->live_col);
+	collector__free(a->col);
+	symbolizer__free(a->sym);
+	proc_table__free(a->pt);
+	pthread_cond_destroy(&a->live_cond);
+	pthread_mutex_destroy(&a->live_lock);
+	if (!a->opts.sink)
+		curl_global_cleanup();
+	free(a);
+}

@@ -1,0 +1,93 @@
+/*
+ * agent: continuous whole-machine sampling. Every interval the samples drained
+ * from the kernel become one profile of the host, labelled per sample with pid,
+ * comm, process, exe, container and unit, and per profile with host and kernel;
+ * it is encoded as gzipped pprof and handed to a spool that a sender thread
+ * empties — by HTTP POST to a server's /ingest, or to a local sink (hearth run).
+ *
+ * Sampling never waits for the network: the spool is bounded (memory, then disk
+ * up to spool_mb), drops the oldest profile when full and counts every drop.
+ */
+#ifndef HEARTH_AGENT_H
+#define HEARTH_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
+
+#include "profile/profile.h"
+#include "sampler/sampler.h"
+
+#define AGENT_DEFAULT_INTERVAL_S 10.0
+#define AGENT_DEFAULT_SPOOL_MB	 64
+/* Profiles kept in memory before they go to the disk spool. */
+#define AGENT_SPOOL_MEM_BYTES (8u << 20)
+/* Retry backoff: doubles from the minimum up to the maximum, with jitter. */
+#define AGENT_BACKOFF_MIN_MS 250
+#define AGENT_BACKOFF_MAX_MS 5000
+
+/*
+ * Local delivery instead of HTTP: stores one encoded profile (gzipped pprof) with
+ * the series labels in `query` ("name=...&from=...&until=...", as /ingest takes).
+ * 0 on success; -EAGAIN and other errors are retried, -EINVAL drops the profile.
+ */
+typedef int (*agent_sink_fn)(void *ctx, const char *query, const uint8_t *pprof, size_t len);
+
+struct agent_opts {
+	struct sampler_opts so;
+	double interval_s;	/* profile length, default AGENT_DEFAULT_INTERVAL_S */
+	const char *server_url; /* base URL ("http://host:port"); NULL with a sink */
+	const char *auth_token; /* bearer token for the server; NULL = none */
+	agent_sink_fn sink;	/* local delivery (hearth run); NULL = HTTP */
+	void *sink_ctx;
+	const char *spool_dir; /* disk spool; NULL = memory only */
+	size_t spool_mb;       /* disk spool bound; 0 = AGENT_DEFAULT_SPOOL_MB */
+	const char *host;      /* `host` label; NULL = gethostname() */
+	FILE *log;	       /* log lines; NULL = stderr */
+};
+
+struct agent;
+
+/* Loads BPF and starts the sender thread. -errno and one sentence in err on failure. */
+int agent__open(const struct agent_opts *opts, struct agent **out, char *err, size_t errlen);
+/* Samples until *stop becomes non-zero (checked every 100 ms); flushes the last
+ * interval into the spool and gives the sender up to flush_s seconds. 0 or -errno. */
+int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s);
+/* Stops the sender and frees; what is still spooled on disk stays for next time. */
+void agent__close(struct agent *a);
+
+/* Profile of the next `seconds` (blocks; called from HTTP threads while agent__run runs). */
+int agent__live_profile(void *agent, double seconds, struct profile **out);
+/* The agent's counters in Prometheus text (a server_metrics_fn). */
+void agent__write_metrics(void *agent, FILE *f);
+
+/* ---- pieces, exposed for unit tests ---- */
+
+/* Container id (docker, containerd, cri-o, podman) in a cgroup path; "" if none. */
+void agent_cgroup_container(const char *cgroup, char *out, size_t len);
+/* systemd unit (last *.service, else a non-container *.scope) in a cgroup path; "" if none. */
+void agent_cgroup_unit(const char *cgroup, char *out, size_t len);
+
+struct agent_spool;
+struct agent_spool_stats {
+	uint64_t queued, queued_bytes; /* now, memory + disk */
+	uint64_t on_disk;	       /* of which on disk */
+	uint64_t dropped;	       /* oldest dropped because the spool was full */
+	uint64_t rejected;	       /* refused by the server with a 4xx, not retried */
+	uint64_t sent;
+};
+/* dir may be NULL (memory only, mem_bytes bound). Reloads files left in dir. */
+int agent_spool__new(const char *dir, size_t mem_bytes, size_t disk_bytes,
+		     struct agent_spool **out);
+void agent_spool__free(struct agent_spool *sp);
+/* Queues a copy; drops the oldest when over the bounds. 0 or -ENOMEM. */
+int agent_spool__push(struct agent_spool *sp, const char *query, const uint8_t *data, size_t len);
+/* The oldest entry (copies, malloc'd). 0, -ENOENT when empty, -errno. */
+int agent_spool__peek(struct agent_spool *sp, char **query, uint8_t **data, size_t *len);
+/* Removes the oldest entry (after peek): sent true when it was delivered, false when rejected. */
+void agent_spool__pop(struct agent_spool *sp, bool sent);
+void agent_spool__stats(struct agent_spool *sp, struct agent_spool_stats *out);
+
+#endif /* HEARTH_AGENT_H */

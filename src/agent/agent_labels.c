@@ -1,0 +1,178 @@
+/*
+ * Per-sample labels the collector does not add: exe, container and unit, read
+ * from the process table (cgroup v2 path) and parsed from the cgroup path the
+ * way container runtimes and systemd name their cgroups:
+ *
+ *   /system.slice/docker-<64 hex>.scope              docker (systemd driver)
+ *   /docker/<64 hex>                                 docker (cgroupfs driver)
+ *   /kubepods.slice/.../cri-containerd-<64 hex>.scope containerd (CRI)
+ *   /kubepods.slice/.../crio-<64 hex>.scope          cri-o
+ *   /machine.slice/libpod-<64 hex>.scope             podman
+ *   /system.slice/nginx.service                      systemd unit
+ *
+ * The relabelled profile is a copy: mappings, functions and locations are
+ * interned again in id order, so every id keeps its value.
+ */
+#include "agent_impl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool all_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return n > 0;
+}
+
+/* The container id in one path component, or NULL/0. */
+static const char *component_container(const char *c, size_t n, size_t *idlen)
+{
+	static const char *const prefixes[] = {"docker-", "cri-containerd-", "crio-", "libpod-",
+					       "containerd-"};
+
+	if (n > 6 && !strncmp(c + n - 6, ".scope", 6))
+		n -= 6;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t pl = strlen(prefixes[i]);
+
+		if (n > pl && !strncmp(c, prefixes[i], pl)) {
+			c += pl;
+			n -= pl;
+			break;
+		}
+	}
+	if (n == 64 && all_hex(c, n)) {
+		*idlen = n;
+		return c;
+	}
+	return NULL;
+}
+
+void agent_cgroup_container(const char *cgroup, char *out, size_t len)
+{
+	const char *p = cgroup, *id = NULL;
+	size_t idlen = 0;
+
+	out[0] = '\0';
+	while (p && *p) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p), l;
+		const char *c = component_container(p, n, &l);
+
+		if (c) {
+			id = c;
+			idlen = l;
+		}
+		p = slash ? slash + 1 : NULL;
+	}
+	if (id)
+		snprintf(out, len, "%.*s", (int)idlen, id);
+}
+
+void agent_cgroup_unit(const char *cgroup, char *out, size_t len)
+{
+	const char *p = cgroup, *unit = NULL, *scope = NULL;
+	size_t ul = 0, sl = 0, l;
+
+	out[0] = '\0';
+	while (p && *p) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (n > 8 && !strncmp(p + n - 8, ".service", 8)) {
+			unit = p;
+			ul = n;
+		} else if (n > 6 && !strncmp(p + n - 6, ".scope", 6) &&
+			   !component_container(p, n, &l)) {
+			scope = p;
+			sl = n;
+		}
+		p = slash ? slash + 1 : NULL;
+	}
+	if (unit)
+		snprintf(out, len, "%.*s", (int)ul, unit);
+	else if (scope)
+		snprintf(out, len, "%.*s", (int)sl, scope);
+}
+
+/* Copies mappings, functions and locations in id order (ids stay the same). */
+static int copy_symbols(const struct profile *src, struct profile *dst)
+{
+	struct profile_mapping m;
+	struct profile_function f;
+	struct profile_location l;
+
+	for (uint64_t id = 1; id <= profile__n_mappings(src); id++)
+		if (profile__get_mapping(src, id, &m) ||
+		    profile__mapping(dst, m.start, m.limit, m.offset, m.file, m.build_id) != id)
+			return -ENOMEM;
+	for (uint64_t id = 1; id <= profile__n_functions(src); id++)
+		if (profile__get_function(src, id, &f) ||
+		    profile__function(dst, f.name, f.system_name, f.filename) != id)
+			return -ENOMEM;
+	for (uint64_t id = 1; id <= profile__n_locations(src); id++)
+		if (profile__get_location(src, id, &l) ||
+		    profile__location(dst, l.mapping_id, l.address, l.lines, l.n_lines) != id)
+			return -ENOMEM;
+	for (size_t i = 0; i < profile__n_comments(src); i++)
+		if (profile__add_comment(dst, profile__comment(src, i)))
+			return -ENOMEM;
+	return 0;
+}
+
+/* Copies one sample with pid/comm/process kept, tid dropped, exe/container/unit added. */
+static int copy_sample(struct proc_table *pt, const struct profile_sample *s, struct profile *dst)
+{
+	struct profile_label labels[8];
+	char container[80] = "", unit[256] = "";
+	const char *exe = "";
+	size_t n = 0;
+	int64_t pid = -1;
+
+	for (size_t i = 0; i < s->n_labels && n < 3; i++) {
+		if (!strcmp(s->labels[i].key, "tid"))
+			continue;
+		if (!strcmp(s->labels[i].key, "pid"))
+			pid = s->labels[i].num;
+		labels[n++] = s->labels[i];
+	}
+	if (pid > 0) {
+		struct proc_process *p = proc_table__get(pt, (uint32_t)pid, 0);
+
+		if (p) {
+			exe = p->exe ? p->exe : "";
+			agent_cgroup_container(p->cgroup ? p->cgroup : "", container,
+					       sizeof(container));
+			agent_cgroup_unit(p->cgroup ? p->cgroup : "", unit, sizeof(unit));
+		}
+	}
+	labels[n++] = (struct profile_label){.key = "exe", .str = exe};
+	if (container[0])
+		labels[n++] = (struct profile_label){.key = "container", .str = container};
+	if (unit[0])
+		labels[n++] = (struct profile_label){.key = "unit", .str = unit};
+	return profile__add_sample(dst, s->locs, s->n_locs, s->values, labels, n);
+}
+
+struct profile *agent_relabel(struct proc_table *pt, const struct profile *src)
+{
+	struct profile *dst = profile__new(profile__period_ns(src));
+	struct profile_sample s;
+
+	if (!dst)
+		return NULL;
+	profile__set_time(dst, profile__time_ns(src), profile__duration_ns(src));
+	if (copy_symbols(src, dst))
+		goto fail;
+	for (size_t i = 0; i < profile__n_samples(src); i++)
+		if (profile__sample(src, i, &s) || copy_sample(pt, &s, dst))
+			goto fail;
+	return dst;
+fail:
+	profile__free(dst);
+	return NULL;
+}

@@ -1,0 +1,242 @@
+/*
+ * The sender thread: takes the oldest spooled profile, delivers it (HTTP POST
+ * to SERVER/ingest with libcurl, or the local sink), and on failure waits with
+ * exponential backoff and jitter before trying again. A 4xx other than 408/429
+ * means the server will never take this profile: it is dropped and counted,
+ * not retried. The sampling thread never waits for this one.
+ */
+#include "agent_impl.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct agent_sender {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop, kicked, joined;
+	double flush_deadline; /* monotonic s; > 0 while stopping */
+	struct agent_spool *sp;
+	const struct agent_opts *opts; /* borrowed: owned by the agent */
+	CURL *curl;
+	uint64_t failures;
+	unsigned seed;
+};
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ctx)
+{
+	(void)p;
+	(void)ctx;
+	return size * n;
+}
+
+/* 0 delivered, -EINVAL refused for good, other -errno: retry. */
+static int post(struct agent_sender *snd, const char *query, const uint8_t *data, size_t len)
+{
+	struct curl_slist *hdrs = NULL;
+	char url[8192], auth[1100];
+	long status = 0;
+	CURLcode rc;
+
+	snprintf(url, sizeof(url), "%s/ingest?%s", snd->opts->server_url, query);
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
+	if (snd->opts->auth_token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %.1000s",
+			 snd->opts->auth_token);
+		hdrs = curl_slist_append(hdrs, auth);
+	}
+	curl_easy_reset(snd->curl);
+	curl_easy_setopt(snd->curl, CURLOPT_URL, url);
+	curl_easy_setopt(snd->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(snd->curl, CURLOPT_POSTFIELDS, (const char *)data);
+	curl_easy_setopt(snd->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(snd->curl, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(snd->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(snd->curl, CURLOPT_CONNECTTIMEOUT, 5L);
+	curl_easy_setopt(snd->curl, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(snd->curl, CURLOPT_WRITEFUNCTION, discard);
+	rc = curl_easy_perform(snd->curl);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(snd->curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(hdrs);
+	if (rc != CURLE_OK)
+		return -ECONNREFUSED;
+	if (status >= 200 && status < 300)
+		return 0;
+	if (status >= 400 && status < 500 && status != 408 && status != 429)
+		return -EINVAL;
+	return -EAGAIN;
+}
+
+static int deliver(struct agent_sender *snd, const char *query, const uint8_t *data, size_t len)
+{
+	if (snd->opts->sink)
+		return snd->opts->sink(snd->opts->sink_ctx, query, data, len);
+	return post(snd, query, data, len);
+}
+
+/* Waits until kicked, stopped (when idle) or delay_s passed. Returns true when stopping. */
+static bool wait_for(struct agent_sender *snd, double delay_s, bool idle)
+{
+	struct timespec ts;
+	double until = mono_s() + delay_s;
+	bool stop;
+
+	pthread_mutex_lock(&snd->lock);
+	while (!snd->kicked && !(idle && snd->stop) && mono_s() < until &&
+	       !(snd->stop && mono_s() >= snd->flush_deadline)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 50 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&snd->cond, &snd->lock, &ts);
+	}
+	snd->kicked = false;
+	stop = snd->stop;
+	pthread_mutex_unlock(&snd->lock);
+	return stop;
+}
+
+/* Backoff after `fails` consecutive failures: min * 2^fails capped, times [0.5, 1). */
+static double backoff_s(struct agent_sender *snd, unsigned fails)
+{
+	double ms = AGENT_BACKOFF_MIN_MS;
+
+	for (unsigned i = 1; i < fails && ms < AGENT_BACKOFF_MAX_MS; i++)
+		ms *= 2;
+	if (ms > AGENT_BACKOFF_MAX_MS)
+		ms = AGENT_BACKOFF_MAX_MS;
+	return ms / 1000.0 * (0.5 + 0.5 * (double)rand_r(&snd->seed) / RAND_MAX);
+}
+
+static bool stopping(struct agent_sender *snd)
+{
+	bool stop;
+
+	pthread_mutex_lock(&snd->lock);
+	stop = snd->stop;
+	pthread_mutex_unlock(&snd->lock);
+	return stop;
+}
+
+static bool flush_over(struct agent_sender *snd)
+{
+	bool over;
+
+	pthread_mutex_lock(&snd->lock);
+	over = snd->stop && mono_s() >= snd->flush_deadline;
+	pthread_mutex_unlock(&snd->lock);
+	return over;
+}
+
+static void *sender_main(void *arg)
+{
+	struct agent_sender *snd = arg;
+	unsigned fails = 0;
+
+	while (!flush_over(snd)) {
+		char *query = NULL;
+		uint8_t *data = NULL;
+		size_t len = 0;
+		int ret = agent_spool__peek(snd->sp, &query, &data, &len);
+
+		if (ret == -ENOENT) {
+			if (stopping(snd))
+				break; /* stopping and nothing left */
+			wait_for(snd, 1.0, true);
+			continue;
+		}
+		if (ret == 0)
+			ret = deliver(snd, query, data, len);
+		free(query);
+		free(data);
+		if (ret == 0 || ret == -EINVAL) {
+			agent_spool__pop(snd->sp, ret == 0);
+			fails = 0;
+			continue;
+		}
+		__atomic_add_fetch(&snd->failures, 1, __ATOMIC_RELAXED);
+		fails++;
+		wait_for(snd, backoff_s(snd, fails), false);
+	}
+	return NULL;
+}
+
+int agent_sender__start(const struct agent_opts *opts, struct agent_spool *sp,
+			struct agent_sender **out)
+{
+	struct agent_sender *snd = calloc(1, sizeof(*snd));
+
+	*out = NULL;
+	if (!snd)
+		return -ENOMEM;
+	snd->opts = opts;
+	snd->sp = sp;
+	snd->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)snd;
+	pthread_mutex_init(&snd->lock, NULL);
+	pthread_cond_init(&snd->cond, NULL);
+	if (!opts->sink && !(snd->curl = curl_easy_init()))
+		goto fail;
+	if (pthread_create(&snd->thread, NULL, sender_main, snd))
+		goto fail;
+	*out = snd;
+	return 0;
+fail:
+	if (snd->curl)
+		curl_easy_cleanup(snd->curl);
+	pthread_cond_destroy(&snd->cond);
+	pthread_mutex_destroy(&snd->lock);
+	free(snd);
+	return -ENOMEM;
+}
+
+void agent_sender__kick(struct agent_sender *snd)
+{
+	pthread_mutex_lock(&snd->lock);
+	snd->kicked = true;
+	pthread_cond_signal(&snd->cond);
+	pthread_mutex_unlock(&snd->lock);
+}
+
+void agent_sender__stop(struct agent_sender *snd, double flush_s)
+{
+	if (!snd || snd->joined)
+		return;
+	pthread_mutex_lock(&snd->lock);
+	snd->stop = true;
+	snd->flush_deadline = mono_s() + flush_s;
+	pthread_cond_signal(&snd->cond);
+	pthread_mutex_unlock(&snd->lock);
+	pthread_join(snd->thread, NULL);
+	snd->joined = true;
+}
+
+void agent_sender__free(struct agent_sender *snd)
+{
+	if (!snd)
+		return;
+	agent_sender__stop(snd, 0);
+	if (snd->curl)
+		curl_easy_cleanup(snd->curl);
+	pthread_cond_destroy(&snd->cond);
+	pthread_mutex_destroy(&snd->lock);
+	free(snd);
+}
+
+uint64_t agent_sender__failures(struct agent_sender *snd)
+{
+	return __atomic_load_n(&snd->failures, __ATOMIC_RELAXED);
+}

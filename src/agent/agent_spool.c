@@ -1,0 +1,339 @@
+/*
+ * The agent's spool: encoded profiles waiting for the server, oldest first.
+ * New entries go to memory; when memory passes its bound the oldest memory
+ * entries move to files in the spool directory (when there is one); when the
+ * disk part passes its bound — or memory, without a directory — the oldest
+ * entry is dropped and counted. Files left by a previous run are reloaded, so
+ * a restart of the agent loses nothing that reached the disk.
+ *
+ * File format: "hearth-spool 1\n" QUERY "\n" then the pprof bytes; names
+ * spool-<20-digit seq>.bin so that sorting by name is sorting by age.
+ */
+#include "agent_impl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SPOOL_MAGIC "hearth-spool 1\n"
+
+struct spool_entry {
+	struct spool_entry *next;
+	uint64_t seq;
+	char *query;   /* owned */
+	uint8_t *data; /* owned; NULL when the entry lives on disk */
+	size_t len;    /* bytes of data (file size for disk entries) */
+};
+
+struct agent_spool {
+	pthread_mutex_t lock;
+	char *dir; /* owned, may be NULL */
+	size_t mem_cap, disk_cap, mem_bytes, disk_bytes;
+	struct spool_entry *head, *tail; /* oldest first; disk entries precede memory ones */
+	uint64_t next_seq;
+	struct agent_spool_stats st;
+};
+
+static void entry_path(const struct agent_spool *sp, uint64_t seq, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/spool-%020llu.bin", sp->dir, (unsigned long long)seq);
+}
+
+static void entry_free(struct spool_entry *e)
+{
+	if (!e)
+		return;
+	free(e->query);
+	free(e->data);
+	free(e);
+}
+
+/* Unlinks the oldest entry (and its file). */
+static void drop_head(struct agent_spool *sp)
+{
+	struct spool_entry *e = sp->head;
+	char path[4096];
+
+	if (!e)
+		return;
+	sp->head = e->next;
+	if (!sp->head)
+		sp->tail = NULL;
+	if (e->data) {
+		sp->mem_bytes -= e->len;
+	} else {
+		sp->disk_bytes -= e->len;
+		sp->st.on_disk--;
+		entry_path(sp, e->seq, path, sizeof(path));
+		unlink(path);
+	}
+	sp->st.queued--;
+	sp->st.queued_bytes -= e->len;
+	entry_free(e);
+}
+
+/* Writes a memory entry to its file and frees its data. 0 or -errno. */
+static int to_disk(struct agent_spool *sp, struct spool_entry *e)
+{
+	char path[4096], tmp[4200];
+	FILE *f;
+	int ok;
+
+	entry_path(sp, e->seq, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!(f = fopen(tmp, "w")))
+		return -errno;
+	ok =
+	    fprintf(f, SPOOL_MAGIC "%s\n", e->query) > 0 && fwrite(e->data, 1, e->len, f) == e->len;
+	ok = (fclose(f) == 0) && ok;
+	if (!ok || rename(tmp, path)) {
+		unlink(tmp);
+		return -EIO;
+	}
+	sp->mem_bytes -= e->len;
+	sp->disk_bytes += e->len;
+	sp->st.on_disk++;
+	free(e->data);
+	e->data = NULL;
+	return 0;
+}
+
+/* Enforces the bounds: memory overflow moves to disk; what does not fit is dropped. */
+static void enforce(struct agent_spool *sp)
+{
+	while (sp->mem_bytes > sp->mem_cap) {
+		struct spool_entry *e = sp->head;
+
+		while (e && !e->data)
+			e = e->next; /* the oldest memory entry */
+		if (!e || !sp->dir || e->len > sp->disk_cap || to_disk(sp, e)) {
+			if (sp->head && !sp->head->data && sp->dir && e && e->len <= sp->disk_cap)
+				break; /* disk write failed: keep it in memory for now */
+			sp->st.dropped++;
+			drop_head(sp);
+			continue;
+		}
+		while (sp->disk_bytes > sp->disk_cap && sp->head && !sp->head->data) {
+			sp->st.dropped++;
+			drop_head(sp);
+		}
+	}
+}
+
+static void append(struct agent_spool *sp, struct spool_entry *e)
+{
+	if (sp->tail)
+		sp->tail->next = e;
+	else
+		sp->head = e;
+	sp->tail = e;
+	sp->st.queued++;
+	sp->st.queued_bytes += e->len;
+}
+
+int agent_spool__push(struct agent_spool *sp, const char *query, const uint8_t *data, size_t len)
+{
+	struct spool_entry *e = calloc(1, sizeof(*e));
+
+	if (!e || !(e->query = strdup(query)) || !(e->data = malloc(len ? len : 1))) {
+		entry_free(e);
+		return -ENOMEM;
+	}
+	memcpy(e->data, data, len);
+	e->len = len;
+	pthread_mutex_lock(&sp->lock);
+	e->seq = sp->next_seq++;
+	append(sp, e);
+	sp->mem_bytes += len;
+	enforce(sp);
+	pthread_mutex_unlock(&sp->lock);
+	return 0;
+}
+
+/* Reads a spool file into query/data. 0 or -errno. */
+static int read_file(const char *path, char **query, uint8_t **data, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char magic[32], *q = NULL;
+	size_t qcap = 0;
+	ssize_t ql;
+	long start, end;
+	int ret = -EINVAL;
+
+	*query = NULL;
+	*data = NULL;
+	if (!f)
+		return -errno;
+	if (!fgets(magic, sizeof(magic), f) || strcmp(magic, SPOOL_MAGIC))
+		goto out;
+	if ((ql = getline(&q, &qcap, f)) <= 0)
+		goto out;
+	q[ql - 1] = '\0';
+	start = ftell(f);
+	fseek(f, 0, SEEK_END);
+	end = ftell(f);
+	fseek(f, start, SEEK_SET);
+	*len = (size_t)(end - start);
+	ret = -ENOMEM;
+	if (!(*data = malloc(*len ? *len : 1)))
+		goto out;
+	ret = fread(*data, 1, *len, f) == *len ? 0 : -EIO;
+out:
+	fclose(f);
+	if (ret) {
+		free(q);
+		free(*data);
+		*data = NULL;
+	} else {
+		*query = q;
+	}
+	return ret;
+}
+
+int agent_spool__peek(struct agent_spool *sp, char **query, uint8_t **data, size_t *len)
+{
+	char path[4096];
+	int ret = 0;
+
+	pthread_mutex_lock(&sp->lock);
+	while (sp->head && !sp->head->data) {
+		entry_path(sp, sp->head->seq, path, sizeof(path));
+		ret = read_file(path, query, data, len);
+		if (ret == 0)
+			break;
+		sp->st.dropped++; /* unreadable file: nothing to retry */
+		drop_head(sp);
+	}
+	if (!sp->head) {
+		ret = -ENOENT;
+	} else if (sp->head->data) {
+		*query = strdup(sp->head->query);
+		*data = malloc(sp->head->len ? sp->head->len : 1);
+		*len = sp->head->len;
+		ret = (*query && *data) ? 0 : -ENOMEM;
+		if (!ret)
+			memcpy(*data, sp->head->data, *len);
+	}
+	pthread_mutex_unlock(&sp->lock);
+	if (ret && ret != -ENOENT) {
+		free(*query);
+		free(*data);
+	}
+	return ret;
+}
+
+void agent_spool__pop(struct agent_spool *sp, bool sent)
+{
+	pthread_mutex_lock(&sp->lock);
+	if (sp->head) {
+		if (sent)
+			sp->st.sent++;
+		else
+			sp->st.rejected++;
+		drop_head(sp);
+	}
+	pthread_mutex_unlock(&sp->lock);
+}
+
+void agent_spool__stats(struct agent_spool *sp, struct agent_spool_stats *out)
+{
+	pthread_mutex_lock(&sp->lock);
+	*out = sp->st;
+	pthread_mutex_unlock(&sp->lock);
+}
+
+/* Queues the files a previous run left, oldest first. */
+static int reload(struct agent_spool *sp)
+{
+	struct dirent **names = NULL;
+	int n = scandir(sp->dir, &names, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		unsigned long long seq;
+		char path[4096], tail[8];
+		struct stat st;
+		struct spool_entry *e;
+
+		if (sscanf(names[i]->d_name, "spool-%20llu.%4s", &seq, tail) == 2 &&
+		    !strcmp(tail, "bin") && (e = calloc(1, sizeof(*e)))) {
+			snprintf(path, sizeof(path), "%s/%s", sp->dir, names[i]->d_name);
+			e->seq = seq;
+			e->query = strdup("");
+			e->len = stat(path, &st) ? 0 : (size_t)st.st_size;
+			append(sp, e);
+			sp->disk_bytes += e->len;
+			sp->st.on_disk++;
+			if (seq >= sp->next_seq)
+				sp->next_seq = seq + 1;
+		}
+		free(names[i]);
+	}
+	free(names);
+	return n < 0 ? -errno : 0;
+}
+
+/* mkdir -p, mode 0700 for what it creates. 0 or -errno. */
+static int make_dirs(const char *dir)
+{
+	char path[4096];
+
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(path, 0700) && errno != EEXIST ? -errno : 0;
+}
+
+int agent_spool__new(const char *dir, size_t mem_bytes, size_t disk_bytes, struct agent_spool **out)
+{
+	struct agent_spool *sp = calloc(1, sizeof(*sp));
+	int ret = 0;
+
+	*out = NULL;
+	if (!sp)
+		return -ENOMEM;
+	pthread_mutex_init(&sp->lock, NULL);
+	sp->mem_cap = mem_bytes;
+	sp->disk_cap = disk_bytes;
+	sp->next_seq = 1;
+	if (dir) {
+		if (!(sp->dir = strdup(dir)))
+			ret = -ENOMEM;
+		else if (!(ret = make_dirs(dir)))
+			ret = reload(sp);
+	}
+	if (ret) {
+		agent_spool__free(sp);
+		return ret;
+	}
+	*out = sp;
+	return 0;
+}
+
+/* Frees the spool; memory entries are written to disk first when there is a directory. */
+void agent_spool__free(struct agent_spool *sp)
+{
+	if (!sp)
+		return;
+	for (struct spool_entry *e = sp->head; e; e = e->next)
+		if (e->data && sp->dir && sp->disk_bytes + e->len <= sp->disk_cap)
+			to_disk(sp, e);
+	while (sp->head) {
+		struct spool_entry *e = sp->head;
+
+		sp->head = e->next;
+		entry_free(e); /* files stay for the next run */
+	}
+	pthread_mutex_destroy(&sp->lock);
+	free(sp->dir);
+	free(sp);
+}

@@ -1,0 +1,273 @@
+/*
+ * hearth agent: samples the whole machine continuously and pushes one gzipped
+ * pprof per interval to a server's /ingest; a small loopback listener serves
+ * the agent's own /metrics and /debug/pprof/profile. Runs until SIGINT/SIGTERM,
+ * then sends what is spooled for a few seconds and keeps the rest on disk.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "serve.h"
+
+#define AGENT_DEFAULT_LISTEN	"127.0.0.1:4101"
+#define AGENT_DEFAULT_SPOOL_DIR "/var/lib/hearth/agent-spool"
+#define AGENT_FLUSH_S		5.0
+#define AGENT_MAX_INTERVAL_S	3600.0
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hearth agent --server URL [OPTIONS]\n"
+		"\n"
+		"Samples on-CPU stacks of every process continuously and pushes one profile per\n"
+		"interval to a hearth server (or any Pyroscope-compatible /ingest). Needs root.\n"
+		"\n"
+		"      --server URL           where to push (e.g. http://127.0.0.1:4100)\n"
+		"      --auth-token-file F    send 'Authorization: Bearer TOKEN' with every push\n"
+		"  -F, --freq HZ              samples per second per CPU, 1-10000 (default 99)\n"
+		"      --interval SECS        length of one profile (default 10)\n"
+		"      --host NAME            value of the host label (default: the hostname)\n"
+		"      --spool-dir DIR        where unsent profiles wait on disk\n"
+		"                             (default " AGENT_DEFAULT_SPOOL_DIR ")\n"
+		"      --spool-mb N           disk bound of the spool, oldest dropped first "
+		"(default 64)\n"
+		"      --listen HOST:PORT     the agent's /metrics and /debug/pprof/profile\n"
+		"                             (default " AGENT_DEFAULT_LISTEN "; 'off' disables)\n"
+		"      --transfer MODE        ringbuf (default) or map, as in hearth record\n"
+		"      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
+		"      --idle                 keep samples of idle CPUs\n"
+		"  -h, --help                 this help\n");
+}
+
+enum {
+	OPT_INTERVAL = 300,
+	OPT_HOST,
+	OPT_TRANSFER,
+	OPT_IDLE,
+	OPT_UNWIND,
+	OPT_SERVER,
+	OPT_ATOKEN,
+	OPT_SPOOL_DIR,
+	OPT_SPOOL_MB,
+	OPT_ALISTEN
+};
+
+const struct option cli_agent_long_opts[] = {
+    {"freq", required_argument, NULL, 'F'},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"host", required_argument, NULL, OPT_HOST},
+    {"transfer", required_argument, NULL, OPT_TRANSFER},
+    {"idle", no_argument, NULL, OPT_IDLE},
+    {"unwind", required_argument, NULL, OPT_UNWIND},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct option agent_only_opts[] = {
+    {"server", required_argument, NULL, OPT_SERVER},
+    {"auth-token-file", required_argument, NULL, OPT_ATOKEN},
+    {"spool-dir", required_argument, NULL, OPT_SPOOL_DIR},
+    {"spool-mb", required_argument, NULL, OPT_SPOOL_MB},
+    {"listen", required_argument, NULL, OPT_ALISTEN},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+void cli_agent_defaults(struct cli_agent_args *a)
+{
+	a->ao.so.hz = 99;
+	a->ao.so.transfer = SAMPLER_TRANSFER_RINGBUF; /* bench/overhead: cheaper at 99 Hz */
+	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
+}
+
+void cli_merge_opts(const struct option *a, const struct option *b, struct option *out, size_t n)
+{
+	size_t k = 0;
+
+	for (; a->name && k + 1 < n; a++)
+		out[k++] = *a;
+	for (; b->name && k + 1 < n; b++)
+		out[k++] = *b;
+	memset(&out[k], 0, sizeof(out[k]));
+}
+
+int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agent_args *a)
+{
+	long v;
+
+	switch (c) {
+	case 'F':
+		if (cli_parse_long(arg, SAMPLER_MIN_HZ, SAMPLER_MAX_HZ, &v)) {
+			cli_error(cmd, "-F: '%s' is not a frequency from %d to %d Hz", arg,
+				  SAMPLER_MIN_HZ, SAMPLER_MAX_HZ);
+			return -EINVAL;
+		}
+		a->ao.so.hz = (int)v;
+		return 0;
+	case OPT_INTERVAL:
+		if (cli_parse_seconds(arg, AGENT_MAX_INTERVAL_S, &a->ao.interval_s) ||
+		    a->ao.interval_s < 0.5) {
+			cli_error(cmd,
+				  "--interval: '%s' is not a duration from 0.5 to 3600 seconds",
+				  arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_HOST:
+		if (!*arg || strlen(arg) > 255) {
+			cli_error(cmd, "--host: give a name of 1 to 255 characters");
+			return -EINVAL;
+		}
+		a->ao.host = arg;
+		return 0;
+	case OPT_TRANSFER:
+		if (strcmp(arg, "map") && strcmp(arg, "ringbuf")) {
+			cli_error(cmd, "--transfer: unknown mode '%s' (map, ringbuf)", arg);
+			return -EINVAL;
+		}
+		a->ao.so.transfer =
+		    strcmp(arg, "map") ? SAMPLER_TRANSFER_RINGBUF : SAMPLER_TRANSFER_MAP;
+		return 0;
+	case OPT_IDLE:
+		a->ao.so.idle = true;
+		return 0;
+	case OPT_UNWIND: {
+		int mode;
+
+		if (cli_parse_unwind(cmd, arg, &mode))
+			return -EINVAL;
+		a->ao.so.unwind = (enum sampler_unwind)mode;
+		return 0;
+	}
+	}
+	return 1;
+}
+
+struct agent_cli {
+	struct cli_agent_args a;
+	const char *listen;
+};
+
+static int agent_only_opt(int c, const char *arg, struct agent_cli *ac)
+{
+	long v;
+
+	switch (c) {
+	case OPT_SERVER:
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8)) {
+			cli_error("agent", "--server: '%s' is not an http:// or https:// URL", arg);
+			return -EINVAL;
+		}
+		ac->a.ao.server_url = arg;
+		return 0;
+	case OPT_ATOKEN:
+		if (cli_read_token("agent", arg, ac->a.token, sizeof(ac->a.token)))
+			return -EINVAL;
+		ac->a.ao.auth_token = ac->a.token;
+		return 0;
+	case OPT_SPOOL_DIR:
+		ac->a.ao.spool_dir = arg;
+		return 0;
+	case OPT_SPOOL_MB:
+		if (cli_parse_long(arg, 1, 1 << 20, &v)) {
+			cli_error("agent", "--spool-mb: '%s' is not a size in MiB (1 or more)",
+				  arg);
+			return -EINVAL;
+		}
+		ac->a.ao.spool_mb = (size_t)v;
+		return 0;
+	case OPT_ALISTEN:
+		ac->listen = arg;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_args(int argc, char **argv, struct agent_cli *ac)
+{
+	struct option opts[32];
+	int c, ret;
+
+	cli_merge_opts(cli_agent_long_opts, agent_only_opts, opts, 32);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h" CLI_AGENT_SHORT_OPTS, opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			cli_error("agent", "%s option '%s' (see hearth agent --help)",
+				  c == '?' ? "unknown" : "missing value for",
+				  cli_bad_option(argc, argv, optind, optopt));
+			return -EINVAL;
+		}
+		if (c == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		ret = cli_parse_agent_opt("agent", c, optarg, &ac->a);
+		if (ret == 1)
+			ret = agent_only_opt(c, optarg, ac);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc) {
+		cli_error("agent", "unexpected argument '%s' (see hearth agent --help)",
+			  argv[optind]);
+		return -EINVAL;
+	}
+	if (!ac->a.ao.server_url) {
+		cli_error("agent",
+			  "--server URL is required (e.g. --server http://127.0.0.1:4100)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int agent_main(struct agent_cli *ac)
+{
+	struct agent *ag = NULL;
+	struct server *srv = NULL;
+	struct server_opts so = {
+	    .listen = ac->listen, .live = agent__live_profile, .metrics = agent__write_metrics};
+	char err[2048] = "", url[300];
+	int ret;
+
+	ret = agent__open(&ac->a.ao, &ag, err, sizeof(err));
+	if (ret) {
+		cli_error("agent", "%s", err);
+		return 1;
+	}
+	so.ctx = ag;
+	if (strcmp(ac->listen, "off")) {
+		ret = server__start(&so, &srv, err, sizeof(err));
+		if (ret) {
+			cli_error("agent", "%s", err);
+			agent__close(ag);
+			return 1;
+		}
+		cli_listen_url(ac->listen, server__port(srv), url, sizeof(url));
+		fprintf(stderr, "hearth agent: metrics on %s/metrics; pushing to %s every %g s\n",
+			url, ac->a.ao.server_url, ac->a.ao.interval_s);
+	}
+	ret = agent__run(ag, &cli_stop, AGENT_FLUSH_S);
+	if (ret)
+		cli_error("agent", "reading samples from the kernel failed: %s", strerror(-ret));
+	server__stop(srv);
+	agent__close(ag);
+	return ret ? 1 : 0;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct agent_cli ac = {.listen = AGENT_DEFAULT_LISTEN};
+	int ret;
+
+	cli_agent_defaults(&ac.a);
+	ac.a.ao.spool_dir = AGENT_DEFAULT_SPOOL_DIR;
+	ret = parse_args(argc, argv, &ac);
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	cli_catch_stop_signals();
+	return agent_main(&ac);
+}

@@ -1,0 +1,321 @@
+/*
+ * hearth query: the query API from the terminal, against a running server
+ * (--server URL, GET /api/...) or directly on a data directory (--data DIR).
+ *
+ *   hearth query '{process="nginx"}' --from now-1h --format top
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "query/query.h"
+#include "serve.h"
+
+struct query_args {
+	const char *selector, *from, *until, *format, *server, *data, *group_by, *step;
+	long max_nodes;
+	char token[1024];
+	bool have_token;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hearth query [SELECTOR] [OPTIONS]\n"
+		"\n"
+		"SELECTOR is a Prometheus-style label selector, e.g. '{process=\"nginx\"}',\n"
+		"'{host=~\"web-.*\", unit!=\"cron.service\"}' (default: everything).\n"
+		"\n"
+		"      --from TIME           start: now-1h (default), now-30m, unix s or ms\n"
+		"      --until TIME          end (default now)\n"
+		"      --format FMT          top (default), folded, pprof, tree, series, labels,\n"
+		"                            timeline\n"
+		"      --max-nodes N         rows of top / nodes of tree\n"
+		"      --group-by LABEL      timeline: one line per value of LABEL\n"
+		"      --step DURATION       timeline: step (default: automatic)\n"
+		"      --server URL          ask a running server (default http://127.0.0.1:4100)\n"
+		"      --data DIR            read a data directory directly instead\n"
+		"      --auth-token-file F   bearer token for the server\n"
+		"  -h, --help                this help\n");
+}
+
+enum {
+	OPT_FROM = 256,
+	OPT_UNTIL,
+	OPT_FORMAT,
+	OPT_MAXN,
+	OPT_SERVER,
+	OPT_DATA,
+	OPT_TOKEN,
+	OPT_GROUP,
+	OPT_STEP
+};
+
+static const struct option long_opts[] = {
+    {"from", required_argument, NULL, OPT_FROM},
+    {"until", required_argument, NULL, OPT_UNTIL},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"max-nodes", required_argument, NULL, OPT_MAXN},
+    {"server", required_argument, NULL, OPT_SERVER},
+    {"data", required_argument, NULL, OPT_DATA},
+    {"auth-token-file", required_argument, NULL, OPT_TOKEN},
+    {"group-by", required_argument, NULL, OPT_GROUP},
+    {"step", required_argument, NULL, OPT_STEP},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *const formats[] = {"top",	"folded", "pprof",   "tree",
+				      "series", "labels", "timeline"};
+
+static int parse_one(int c, const char *arg, struct query_args *q)
+{
+	size_t i;
+
+	switch (c) {
+	case OPT_FROM:
+		q->from = arg;
+		return 0;
+	case OPT_UNTIL:
+		q->until = arg;
+		return 0;
+	case OPT_SERVER:
+		q->server = arg;
+		return 0;
+	case OPT_DATA:
+		q->data = arg;
+		return 0;
+	case OPT_GROUP:
+		q->group_by = arg;
+		return 0;
+	case OPT_STEP:
+		q->step = arg;
+		return 0;
+	case OPT_FORMAT:
+		for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+			if (!strcmp(arg, formats[i]))
+				break;
+		if (i == sizeof(formats) / sizeof(formats[0])) {
+			cli_error("query",
+				  "--format: unknown format '%s' (top, folded, pprof, tree, "
+				  "series, labels, timeline)",
+				  arg);
+			return -EINVAL;
+		}
+		q->format = arg;
+		return 0;
+	case OPT_MAXN:
+		if (cli_parse_long(arg, 1, QUERY_MAX_NODES, &q->max_nodes)) {
+			cli_error("query", "--max-nodes: '%s' is not a count from 1 to %d", arg,
+				  QUERY_MAX_NODES);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_TOKEN:
+		if (cli_read_token("query", arg, q->token, sizeof(q->token)))
+			return -EINVAL;
+		q->have_token = true;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_args(int argc, char **argv, struct query_args *q)
+{
+	int c, ret;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			cli_error("query", "%s option '%s' (see hearth query --help)",
+				  c == '?' ? "unknown" : "missing value for",
+				  cli_bad_option(argc, argv, optind, optopt));
+			return -EINVAL;
+		}
+		if (c == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		if ((ret = parse_one(c, optarg, q)))
+			return ret;
+	}
+	if (optind < argc)
+		q->selector = argv[optind++];
+	if (optind < argc) {
+		cli_error("query", "unexpected argument '%s' (one selector at most)", argv[optind]);
+		return -EINVAL;
+	}
+	if (q->server && q->data) {
+		cli_error("query", "give --server or --data, not both");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- against a data directory ---- */
+
+static int local_profile(struct store *st, const struct query_request *r, const char *fmt,
+			 char *err, size_t errlen)
+{
+	struct profile *p = NULL;
+	int ret = query_profile(st, r, &p, err, errlen);
+
+	if (ret)
+		return ret;
+	if (!strcmp(fmt, "pprof"))
+		ret = pprof_write(p, stdout);
+	else if (!strcmp(fmt, "folded"))
+		ret = folded_write(p, stdout);
+	else
+		ret = top_write(p, stdout, r->max_nodes ? r->max_nodes : 40);
+	profile__free(p);
+	return ret;
+}
+
+static int local_query(const struct query_args *q)
+{
+	struct query_request r = {
+	    .query = q->selector, .max_nodes = (size_t)q->max_nodes, .group_by = q->group_by};
+	struct store_opts so = {.retention_ns = -1}; /* reading must never delete */
+	struct store *st = NULL;
+	char err[1024] = "";
+	int ret;
+
+	if (query_parse_range(q->from, q->until, (int64_t)time(NULL) * 1000000000, &r.from_ns,
+			      &r.until_ns, err, sizeof(err)) ||
+	    (q->step && query_parse_duration(q->step, &r.step_ns, err, sizeof(err)))) {
+		cli_error("query", "%s", err);
+		return EXIT_USAGE;
+	}
+	if (access(q->data, R_OK) != 0) { /* store__open would create it */
+		cli_error("query", "--data: cannot read '%s': %s", q->data, strerror(errno));
+		return EXIT_USAGE;
+	}
+	ret = store__open(q->data, &so, &st, err, sizeof(err));
+	if (ret) {
+		cli_error("query", "cannot open the store in '%s': %s", q->data, err);
+		return 1;
+	}
+	if (!strcmp(q->format, "series"))
+		ret = query_series_json(st, &r, stdout, err, sizeof(err));
+	else if (!strcmp(q->format, "labels"))
+		ret = query_labels_json(st, &r, stdout, err, sizeof(err));
+	else if (!strcmp(q->format, "tree"))
+		ret = query_tree_json(st, &r, stdout, err, sizeof(err));
+	else if (!strcmp(q->format, "timeline"))
+		ret = query_timeline_json(st, &r, stdout, err, sizeof(err));
+	else
+		ret = local_profile(st, &r, q->format, err, sizeof(err));
+	store__close(st);
+	if (ret)
+		cli_error("query", "%s", err[0] ? err : strerror(-ret));
+	return ret == -EINVAL || ret == -E2BIG ? EXIT_USAGE : ret ? 1 : 0;
+}
+
+/* ---- against a server ---- */
+
+static size_t to_mem(char *p, size_t size, size_t n, void *ctx)
+{
+	FILE *f = ctx;
+
+	return fwrite(p, size, n, f);
+}
+
+/* Appends &key=escaped(value) to url when value is set. */
+static void add_arg(CURL *c, char *url, size_t len, const char *key, const char *value)
+{
+	char *e;
+
+	if (!value)
+		return;
+	e = curl_easy_escape(c, value, 0);
+	if (e)
+		snprintf(url + strlen(url), len - strlen(url), "&%s=%s", key, e);
+	curl_free(e);
+}
+
+/* GET url into mem (with the bearer token when given); the HTTP status in *status. */
+static CURLcode http_get(CURL *c, const struct query_args *q, const char *url, FILE *mem,
+			 long *status)
+{
+	struct curl_slist *hdrs = NULL;
+	char auth[1100];
+	CURLcode rc;
+
+	if (q->have_token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %.1000s", q->token);
+		hdrs = curl_slist_append(hdrs, auth);
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_mem);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(hdrs);
+	return rc;
+}
+
+static int remote_query(const struct query_args *q)
+{
+	const char *endpoint = !strcmp(q->format, "series")	? "series"
+			       : !strcmp(q->format, "labels")	? "labels"
+			       : !strcmp(q->format, "timeline") ? "timeline"
+								: "profile";
+	CURL *c = curl_easy_init();
+	char url[8192], maxn[32], *body = NULL;
+	size_t blen = 0;
+	FILE *mem = open_memstream(&body, &blen);
+	long status = 0;
+	CURLcode rc = CURLE_FAILED_INIT;
+
+	snprintf(url, sizeof(url), "%s/api/%s?format=%s",
+		 q->server ? q->server : "http://127.0.0.1:4100", endpoint, q->format);
+	if (c && mem) {
+		add_arg(c, url, sizeof(url), "query", q->selector);
+		add_arg(c, url, sizeof(url), "from", q->from);
+		add_arg(c, url, sizeof(url), "until", q->until);
+		add_arg(c, url, sizeof(url), "groupBy", q->group_by);
+		add_arg(c, url, sizeof(url), "step", q->step);
+		snprintf(maxn, sizeof(maxn), "%ld", q->max_nodes);
+		add_arg(c, url, sizeof(url), "maxNodes", q->max_nodes ? maxn : NULL);
+		rc = http_get(c, q, url, mem, &status);
+	}
+	if (mem)
+		fclose(mem);
+	if (rc != CURLE_OK)
+		cli_error("query", "cannot reach %s: %s", url, curl_easy_strerror(rc));
+	else if (status != 200)
+		cli_error("query", "the server answered %ld: %.*s", status, (int)blen,
+			  body ? body : "");
+	else
+		fwrite(body, 1, blen, stdout);
+	free(body);
+	if (c)
+		curl_easy_cleanup(c);
+	return rc != CURLE_OK ? 1 : status == 400 ? EXIT_USAGE : status != 200 ? 1 : 0;
+}
+
+int cmd_query(int argc, char **argv)
+{
+	struct query_args q = {.format = "top"};
+	int ret = parse_args(argc, argv, &q);
+
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	if (q.data)
+		return local_query(&q);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	ret = remote_query(&q);
+	curl_global_cleanup();
+	return ret;
+}

@@ -1,0 +1,189 @@
+/*
+ * hearth run: agent, server and store in one process — the default a new user
+ * starts with. The agent's profiles go to the store through a local sink (the
+ * same decode-and-store path as /ingest, no HTTP hop); the server answers the
+ * query API, and /debug/pprof/profile samples live.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "serve.h"
+
+#define RUN_FLUSH_S	     5.0
+#define RUN_MAINTAIN_EVERY_S 60
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: hearth run [OPTIONS]\n"
+	    "\n"
+	    "Profiles the whole machine continuously into a local store and serves the\n"
+	    "query API, pprof endpoint and metrics (see docs/api.md). Needs root.\n"
+	    "\n"
+	    "      --data DIR             store directory (default ./hearth-data)\n"
+	    "      --listen HOST:PORT     address to serve on (default 127.0.0.1:4100)\n"
+	    "      --retention DURATION   delete data older than this (default 7d)\n"
+	    "      --auth-token-file F    require 'Authorization: Bearer TOKEN' (not on /healthz)\n"
+	    "  -F, --freq HZ              samples per second per CPU, 1-10000 (default 99)\n"
+	    "      --interval SECS        length of one stored profile (default 10)\n"
+	    "      --host NAME            value of the host label (default: the hostname)\n"
+	    "      --transfer MODE        ringbuf (default) or map\n"
+	    "      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
+	    "      --idle                 keep samples of idle CPUs\n"
+	    "  -h, --help                 this help\n");
+}
+
+struct run_args {
+	struct cli_serve_args s;
+	struct cli_agent_args a;
+	struct server *srv; /* set before the first profile can be due */
+	struct store *st;
+	int64_t last_maintain;
+};
+
+/* Value of `key` in a query string, %-decoded into buf; NULL when absent. */
+static const char *query_value(const char *q, const char *key, char *buf, size_t len)
+{
+	size_t kl = strlen(key), n = 0;
+
+	for (const char *p = q; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+		if (strncmp(p, key, kl) || p[kl] != '=')
+			continue;
+		for (p += kl + 1; *p && *p != '&' && n + 1 < len; p++) {
+			unsigned v;
+
+			if (*p == '%' && sscanf(p + 1, "%2x", &v) == 1) {
+				buf[n++] = (char)v;
+				p += 2;
+			} else {
+				buf[n++] = *p;
+			}
+		}
+		buf[n] = '\0';
+		return buf;
+	}
+	return NULL;
+}
+
+/* The agent's sink: decode the pprof and store it under the query's name labels. */
+static int run_sink(void *ctx, const char *query, const uint8_t *pprof, size_t len)
+{
+	struct run_args *r = ctx;
+	struct server_labels labels = {0};
+	struct profile *p = NULL;
+	char name[2048], err[512];
+	int ret;
+
+	if (!__atomic_load_n(&r->srv, __ATOMIC_ACQUIRE))
+		return -EAGAIN;
+	if (!query_value(query, "name", name, sizeof(name)))
+		return -EINVAL;
+	ret = server_parse_name(name, &labels, err, sizeof(err));
+	if (!ret)
+		ret = pprof_decode(pprof, len, &p, err, sizeof(err));
+	if (!ret)
+		ret = server_store_profile(r->srv, (const char *const *)labels.keys,
+					   (const char *const *)labels.vals, labels.n, p, err,
+					   sizeof(err));
+	if (ret && ret != -ENOMEM)
+		fprintf(stderr, "hearth run: storing a profile failed: %s\n", err);
+	if (time(NULL) - r->last_maintain >= RUN_MAINTAIN_EVERY_S) {
+		r->last_maintain = time(NULL); /* rollups and retention, off the sampling thread */
+		store__maintain(r->st, (int64_t)r->last_maintain * 1000000000, NULL);
+	}
+	profile__free(p);
+	server_labels__fini(&labels);
+	/* The caller's mistakes will not get better with retries: drop them. */
+	return (ret == -EINVAL || ret == -E2BIG || ret == -EDQUOT) ? -EINVAL : ret;
+}
+
+static int parse_args(int argc, char **argv, struct run_args *r)
+{
+	struct option opts[32];
+	int c, ret;
+
+	cli_merge_opts(cli_serve_long_opts, cli_agent_long_opts, opts, 32);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h" CLI_AGENT_SHORT_OPTS, opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			cli_error("run", "%s option '%s' (see hearth run --help)",
+				  c == '?' ? "unknown" : "missing value for",
+				  cli_bad_option(argc, argv, optind, optopt));
+			return -EINVAL;
+		}
+		if (c == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		ret = cli_parse_serve_opt("run", c, optarg, &r->s);
+		if (ret == 1)
+			ret = cli_parse_agent_opt("run", c, optarg, &r->a);
+		if (ret)
+			return ret < 0 ? ret : -EINVAL;
+	}
+	if (optind < argc) {
+		cli_error("run", "unexpected argument '%s' (see hearth run --help)", argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int run_main(struct run_args *r)
+{
+	struct server *srv = NULL;
+	struct agent *ag = NULL;
+	char err[2048] = "", url[300];
+	int ret;
+
+	r->a.ao.sink = run_sink;
+	r->a.ao.sink_ctx = r;
+	ret = agent__open(&r->a.ao, &ag, err, sizeof(err));
+	if (ret) {
+		cli_error("run", "%s", err);
+		return 1;
+	}
+	r->s.so.live = agent__live_profile;
+	r->s.so.metrics = agent__write_metrics;
+	r->s.so.ctx = ag;
+	if (cli_serve_open("run", &r->s, &r->st, &srv)) {
+		agent__close(ag);
+		return 1;
+	}
+	r->last_maintain = time(NULL);
+	__atomic_store_n(&r->srv, srv, __ATOMIC_RELEASE);
+	cli_listen_url(r->s.so.listen, server__port(srv), url, sizeof(url));
+	fprintf(stderr,
+		"hearth run: profiling this machine into %s; open %s\n"
+		"  e.g. curl '%s/api/profile?format=top&from=now-5m'\n"
+		"       go tool pprof -top '%s/debug/pprof/profile?seconds=5'\n",
+		r->s.data, url, url, url);
+	printf("%s\n", url);
+	fflush(stdout);
+	ret = agent__run(ag, &cli_stop, RUN_FLUSH_S);
+	if (ret)
+		cli_error("run", "reading samples from the kernel failed: %s", strerror(-ret));
+	server__stop(srv);
+	agent__close(ag);
+	store__close(r->st);
+	return ret ? 1 : 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_args r = {.s = {.data = CLI_DEFAULT_DATA}};
+	int ret;
+
+	cli_agent_defaults(&r.a);
+	ret = parse_args(argc, argv, &r);
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	cli_catch_stop_signals();
+	return run_main(&r);
+}

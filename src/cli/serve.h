@@ -1,0 +1,58 @@
+/*
+ * Shared by the long-running subcommands (server, agent, run): stop signals,
+ * token files, the server's options (serve_common.c, server.c).
+ */
+#ifndef HEARTH_CLI_SERVE_H
+#define HEARTH_CLI_SERVE_H
+
+#include <getopt.h>
+#include <signal.h>
+#include <stddef.h>
+
+#include "server/server.h"
+#include "store/store.h"
+
+#define CLI_DEFAULT_DATA   "./hearth-data"
+#define CLI_DEFAULT_LISTEN "127.0.0.1:4100"
+
+/* Set by SIGINT/SIGTERM once cli_catch_stop_signals() ran. */
+extern volatile sig_atomic_t cli_stop;
+void cli_catch_stop_signals(void);
+/* Reads a one-token file into buf. 0, or -errno after an error line. */
+int cli_read_token(const char *cmd, const char *path, char *buf, size_t len);
+void cli_sleep_unless_stopped(double seconds);
+/* "http://HOST:PORT" for a listen address and the port bound. */
+void cli_listen_url(const char *listen, int port, char *buf, size_t len);
+
+struct cli_serve_args {
+	const char *data;
+	struct server_opts so;
+	struct store_opts st;
+	char token[1024];
+};
+/* One option of the server family (--data --listen --retention --auth-token-file
+ * --max-body-mb --max-series). 0 taken, 1 not a server option, -EINVAL after an error. */
+int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a);
+/* The long options cli_parse_serve_opt takes (values from 256 up), NULL-terminated. */
+extern const struct option cli_serve_long_opts[];
+#define CLI_SERVE_N_OPTS 6
+/* Opens the store and starts the server. 0 or -errno after an error line. */
+int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
+		   struct server **srv);
+
+/* Sampling options of agent and run (-F --interval --transfer --idle --host). */
+#include "agent/agent.h"
+struct cli_agent_args {
+	struct agent_opts ao;
+	char token[1024];
+};
+#define CLI_AGENT_SHORT_OPTS "F:"
+/* Long options of cli_parse_agent_opt (values from 300 up; -F is 'F'). */
+extern const struct option cli_agent_long_opts[];
+/* 0 taken, 1 not an agent sampling option, -EINVAL after an error line. */
+int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agent_args *a);
+void cli_agent_defaults(struct cli_agent_args *a);
+/* Concatenation of two NULL-terminated option tables into out (capacity n). */
+void cli_merge_opts(const struct option *a, const struct option *b, struct option *out, size_t n);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * hearth server: the store, the query API and Pyroscope-compatible ingest over
+ * HTTP, until SIGINT/SIGTERM. Store maintenance (rollups, retention) runs from
+ * this thread once a minute, never on a request.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+#include "serve.h"
+#include "query/query.h"
+#include "server/server.h"
+#include "store/store.h"
+
+#define MAINTAIN_EVERY_S 60
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: hearth server [OPTIONS]\n"
+	    "\n"
+	    "Stores profiles pushed by agents and Pyroscope-style clients and serves the\n"
+	    "query API (see docs/api.md).\n"
+	    "\n"
+	    "      --data DIR             store directory (default ./hearth-data)\n"
+	    "      --listen HOST:PORT     address to serve on (default 127.0.0.1:4100;\n"
+	    "                             port 0 picks a free one)\n"
+	    "      --retention DURATION   delete data older than this (default 7d)\n"
+	    "      --auth-token-file F    require 'Authorization: Bearer TOKEN' (not on /healthz)\n"
+	    "      --max-body-mb N        largest request body (default 64)\n"
+	    "      --max-series N         most series the store accepts (default 100000)\n"
+	    "  -h, --help                 this help\n");
+}
+
+enum { OPT_DATA = 256, OPT_LISTEN, OPT_RETENTION, OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_SERIES };
+
+const struct option cli_serve_long_opts[] = {
+    {"data", required_argument, NULL, OPT_DATA},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"retention", required_argument, NULL, OPT_RETENTION},
+    {"auth-token-file", required_argument, NULL, OPT_TOKEN},
+    {"max-body-mb", required_argument, NULL, OPT_MAX_BODY},
+    {"max-series", required_argument, NULL, OPT_MAX_SERIES},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a)
+{
+	char err[256];
+	long v;
+
+	switch (c) {
+	case OPT_DATA:
+		a->data = arg;
+		return 0;
+	case OPT_LISTEN:
+		a->so.listen = arg;
+		return 0;
+	case OPT_RETENTION:
+		if (query_parse_duration(arg, &a->st.retention_ns, err, sizeof(err))) {
+			cli_error(cmd, "--retention: '%s' is not a duration (e.g. 7d, 12h)", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_TOKEN:
+		if (cli_read_token(cmd, arg, a->token, sizeof(a->token)))
+			return -EINVAL;
+		a->so.auth_token = a->token;
+		return 0;
+	case OPT_MAX_BODY:
+		if (cli_parse_long(arg, 1, 4096, &v)) {
+			cli_error(cmd, "--max-body-mb: '%s' is not a size from 1 to 4096 MiB", arg);
+			return -EINVAL;
+		}
+		a->so.max_body = (size_t)v << 20;
+		return 0;
+	case OPT_MAX_SERIES:
+		if (cli_parse_long(arg, 1, 100000000, &v)) {
+			cli_error(cmd, "--max-series: '%s' is not a count from 1", arg);
+			return -EINVAL;
+		}
+		a->st.max_series = (size_t)v;
+		return 0;
+	}
+	return 1; /* not a serve option */
+}
+
+/* mkdir -p of the parents of dir (the store creates dir itself). */
+static void make_parents(const char *dir)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(path, 0755); /* errors show when the store opens dir */
+		*p = '/';
+	}
+}
+
+/* Opens the store and starts the HTTP server. 0 or -errno after an error line. */
+int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
+		   struct server **srv)
+{
+	char err[1024] = "";
+	int ret;
+
+	make_parents(a->data);
+	ret = store__open(a->data, &a->st, st, err, sizeof(err));
+	if (ret) {
+		cli_error(cmd, "cannot open the store in '%s': %s", a->data, err);
+		return ret;
+	}
+	a->so.store = *st;
+	ret = server__start(&a->so, srv, err, sizeof(err));
+	if (ret) {
+		cli_error(cmd, "%s", err);
+		store__close(*st);
+		*st = NULL;
+	}
+	return ret;
+}
+
+static int parse_args(int argc, char **argv, struct cli_serve_args *a)
+{
+	int c, ret;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", cli_serve_long_opts, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			cli_error("server", "%s option '%s' (see hearth server --help)",
+				  c == '?' ? "unknown" : "missing value for",
+				  cli_bad_option(argc, argv, optind, optopt));
+			return -EINVAL;
+		}
+		if (c == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		if ((ret = cli_parse_serve_opt("server", c, optarg, a)))
+			return ret;
+	}
+	if (optind < argc) {
+		cli_error("server", "unexpected argument '%s' (see hearth server --help)",
+			  argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cmd_server(int argc, char **argv)
+{
+	struct cli_serve_args a = {.data = CLI_DEFAULT_DATA};
+	struct store *st = NULL;
+	struct server *srv = NULL;
+	char url[300];
+	int ret = parse_args(argc, argv, &a);
+
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	cli_catch_stop_signals();
+	if (cli_serve_open("server", &a, &st, &srv))
+		return 1;
+	cli_listen_url(a.so.listen, server__port(srv), url, sizeof(url));
+	fprintf(stderr, "hearth server: serving %s on %s\n", a.data, url);
+	while (!cli_stop) {
+		cli_sleep_unless_stopped(MAINTAIN_EVERY_S);
+		if (!cli_stop)
+			store__maintain(st, (int64_t)time(NULL) * 1000000000, NULL);
+	}
+	server__stop(srv);
+	store__close(st);
+	return 0;
+}

@@ -1,0 +1,144 @@
+/*
+ * Parsing of the text formats Pyroscope clients push to /ingest:
+ *
+ *     folded:  "root;caller;leaf COUNT\n"   (flamegraph.pl, collapsed stacks)
+ *     lines:   "root;caller;leaf\n"         (one sample per line)
+ *
+ * Each distinct frame name becomes a function and a location without a mapping
+ * (address = function id, so locations are interned once per name); stacks are
+ * stored leaf first as the model wants. Outside input: every line is bounded
+ * (PROFILE_TEXT_MAX_FRAMES frames, counts up to 2^53), and one bad line rejects
+ * the whole body, naming the line, so nothing half-parsed is ever stored.
+ */
+#include "profile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct text_parser {
+	struct profile *p;
+	uint64_t *locs; /* scratch, PROFILE_TEXT_MAX_FRAMES entries */
+	int64_t period_ns;
+	bool lines;
+	char *err;
+	size_t errlen;
+};
+
+static int text_error(struct text_parser *tp, size_t lineno, const char *why)
+{
+	if (tp->err && tp->errlen)
+		snprintf(tp->err, tp->errlen, "line %zu: %s", lineno, why);
+	return -EINVAL;
+}
+
+/* Splits "stack COUNT" at the last blank; 0, or -EINVAL when the count is malformed. */
+static int split_count(char *line, size_t *stack_len, int64_t *count)
+{
+	char *sp = strrchr(line, ' '), *end;
+	unsigned long long v;
+
+	if (!sp || sp[1] < '0' || sp[1] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(sp + 1, &end, 10);
+	if (errno || *end || v > (1ull << 53))
+		return -EINVAL;
+	*count = (int64_t)v;
+	*stack_len = (size_t)(sp - line);
+	return 0;
+}
+
+/* Interns the frames of a root-first stack, filling tp->locs leaf first. Count or -errno. */
+static int stack_locs(struct text_parser *tp, char *stack, size_t lineno)
+{
+	size_t n = 0;
+	char *save = NULL;
+
+	for (char *f = strtok_r(stack, ";", &save); f; f = strtok_r(NULL, ";", &save)) {
+		uint64_t fid;
+		struct profile_line ln = {0};
+
+		if (n == PROFILE_TEXT_MAX_FRAMES)
+			return text_error(tp, lineno, "stack deeper than the frame limit");
+		fid = profile__function(tp->p, f, f, NULL);
+		if (!fid)
+			return -ENOMEM;
+		ln.function_id = fid;
+		tp->locs[n] = profile__location(tp->p, 0, fid, &ln, 1);
+		if (!tp->locs[n])
+			return -ENOMEM;
+		n++;
+	}
+	if (n == 0)
+		return text_error(tp, lineno, "empty stack");
+	for (size_t i = 0; i < n / 2; i++) { /* root first -> leaf first */
+		uint64_t t = tp->locs[i];
+
+		tp->locs[i] = tp->locs[n - 1 - i];
+		tp->locs[n - 1 - i] = t;
+	}
+	return (int)n;
+}
+
+static int parse_line(struct text_parser *tp, char *line, size_t lineno)
+{
+	size_t len = strlen(line), stack_len = len;
+	int64_t count = 1, values[PROFILE_N_VALUES];
+	int n;
+
+	if (len && line[len - 1] == '\r')
+		line[--len] = '\0';
+	if (len == 0)
+		return 0;
+	if (!tp->lines && split_count(line, &stack_len, &count))
+		return text_error(tp, lineno, "expected \"frame;frame;... COUNT\"");
+	line[stack_len] = '\0';
+	if (count == 0)
+		return 0;
+	n = stack_locs(tp, line, lineno);
+	if (n < 0)
+		return n;
+	values[0] = count;
+	values[1] = count * tp->period_ns;
+	return profile__add_sample(tp->p, tp->locs, (size_t)n, values, NULL, 0);
+}
+
+int profile_text_parse(const char *buf, size_t len, bool lines, int64_t period_ns,
+		       struct profile **out, char *err, size_t errlen)
+{
+	struct text_parser tp = {
+	    .period_ns = period_ns, .lines = lines, .err = err, .errlen = errlen};
+	char *copy = NULL;
+	size_t lineno = 0, pos = 0;
+	int ret = -ENOMEM;
+
+	*out = NULL;
+	if (memchr(buf, '\0', len))
+		return text_error(&tp, 1, "NUL byte in a text profile");
+	tp.p = profile__new(period_ns);
+	tp.locs = malloc(PROFILE_TEXT_MAX_FRAMES * sizeof(*tp.locs));
+	copy = malloc(len + 1);
+	if (!tp.p || !tp.locs || !copy)
+		goto cleanup;
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	ret = 0;
+	while (pos < len && !ret) {
+		char *nl = memchr(copy + pos, '\n', len - pos);
+		size_t end = nl ? (size_t)(nl - copy) : len;
+
+		copy[end] = '\0';
+		ret = parse_line(&tp, copy + pos, ++lineno);
+		pos = end + 1;
+	}
+	if (!ret) {
+		*out = tp.p;
+		tp.p = NULL;
+	}
+cleanup:
+	profile__free(tp.p);
+	free(tp.locs);
+	free(copy);
+	return ret;
+}

@@ -1,0 +1,92 @@
+/*
+ * server: hearth's HTTP front end (libmicrohttpd). Pyroscope-compatible ingest
+ * (POST /ingest), the query API (/api/...), pprof's /debug/pprof/profile, /metrics
+ * (Prometheus text) and /healthz, over an embedded store.
+ *
+ * The same listener serves the agent's own endpoints (/metrics, /debug/pprof)
+ * when it is opened without a store.
+ *
+ * Every error is a 4xx/5xx with a JSON body {"error": "..."} naming the problem;
+ * a rejected request stores nothing. Listens on 127.0.0.1 unless told otherwise.
+ */
+#ifndef HEARTH_SERVER_H
+#define HEARTH_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "profile/profile.h"
+
+/* Largest request body /ingest accepts (a gzipped pprof of a busy host is ~1 MiB). */
+#define SERVER_DEFAULT_MAX_BODY (64u << 20)
+/* Most labels a pushed series may carry (name=APP{...} plus the profile's own). */
+#define SERVER_MAX_LABELS      32
+#define SERVER_MAX_LABEL_NAME  128
+#define SERVER_MAX_LABEL_VALUE 1024
+/* Longest /debug/pprof/profile?seconds= */
+#define SERVER_MAX_PROFILE_SECONDS 600
+
+struct store;
+
+/*
+ * Profile of the next `seconds` of the machine, for /debug/pprof/profile when the
+ * process samples itself (agent, run). Blocks for that long. 0 or -errno; *out owned
+ * by the caller.
+ */
+typedef int (*server_live_fn)(void *ctx, double seconds, struct profile **out);
+/* Extra Prometheus text appended to /metrics (the agent's own counters). */
+typedef void (*server_metrics_fn)(void *ctx, FILE *f);
+
+struct server_opts {
+	const char *listen;	/* "HOST:PORT" (port 0 picks a free one); NULL = 127.0.0.1:4100 */
+	const char *auth_token; /* bearer token required on everything but /healthz; NULL = none */
+	size_t max_body;	/* 0 = SERVER_DEFAULT_MAX_BODY */
+	struct store *store;	/* borrowed; NULL: no /ingest and /api (agent listener) */
+	server_live_fn live;	/* optional */
+	server_metrics_fn metrics; /* optional */
+	void *ctx;		   /* for live and metrics */
+	FILE *log;		   /* structured log lines (NULL = stderr) */
+};
+
+struct server;
+
+/* Binds and starts serving on background threads. On failure -errno and err says why. */
+int server__start(const struct server_opts *opts, struct server **out, char *err, size_t errlen);
+/* The port actually bound (useful with port 0). */
+int server__port(const struct server *s);
+/* Stops serving (waits for running requests) and frees. NULL is a no-op. */
+void server__stop(struct server *s);
+
+/*
+ * Stores a profile under a series label set, exactly as /ingest does once it has
+ * decoded a request: the path `hearth run` uses with no HTTP hop. keys/vals are
+ * n label pairs (validated here). 0, -EINVAL (err says why), -ENOMEM, -EIO.
+ */
+int server_store_profile(struct server *s, const char *const *keys, const char *const *vals,
+			 size_t n, const struct profile *p, char *err, size_t errlen);
+
+/* ---- pieces of request parsing, exposed for unit tests and fuzzing ---- */
+
+struct server_labels {
+	size_t n;
+	char *keys[SERVER_MAX_LABELS]; /* owned */
+	char *vals[SERVER_MAX_LABELS]; /* owned */
+};
+/* Parses Pyroscope's name "APP{k=v,k2=v2}" (label __name__=APP). 0 or -EINVAL/-E2BIG/-ENOMEM. */
+int server_parse_name(const char *name, struct server_labels *out, char *err, size_t errlen);
+/* Adds one validated label (replacing a previous value of the key). 0 or -EINVAL/-E2BIG/-ENOMEM. */
+int server_labels__add(struct server_labels *l, const char *k, const char *v, char *err,
+		       size_t errlen);
+void server_labels__fini(struct server_labels *l);
+/* Unix time in s, ms, µs or ns (told apart by magnitude) to ns. 0 or -EINVAL. */
+int server_parse_unix_time(const char *s, int64_t *ns);
+/*
+ * The part named `field` of a multipart/form-data body (content_type holds the
+ * boundary). *part points into body. 0, -ENOENT when absent, -EINVAL if malformed.
+ */
+int server_multipart_field(const char *content_type, const uint8_t *body, size_t len,
+			   const char *field, const uint8_t **part, size_t *part_len);
+
+#endif /* HEARTH_SERVER_H */

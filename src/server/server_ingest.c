@@ -1,0 +1,194 @@
+/*
+ * POST /ingest, compatible with Pyroscope's: name=APP{k=v,...}, from, until
+ * (unix s/ms/µs/ns), format=pprof|folded|lines (folded by default), sampleRate
+ * (default 100: period 1e9/sampleRate ns), spyName; a pprof comes as the raw
+ * body or as the multipart field `profile`.
+ *
+ * Decode fully, validate fully, then one store__append: a rejected request
+ * stores nothing (the store's append is itself atomic).
+ */
+#include "server_impl.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SERVER_MAX_SAMPLE_RATE 1000000
+
+struct ingest_args {
+	struct server_labels labels;
+	int64_t from_ns, until_ns;
+	long rate;
+	const char *format;
+};
+
+static enum MHD_Result bad(struct server_req *r, enum server_reject why, const char *msg)
+{
+	return server_error(r, 400, why, "%s", msg);
+}
+
+/* Query-string arguments into a; on failure the reply is already queued (*done). */
+static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, bool *ok)
+{
+	const char *name = server_arg(r, "name"), *from = server_arg(r, "from"),
+		   *until = server_arg(r, "until"), *rate = server_arg(r, "sampleRate"),
+		   *spy = server_arg(r, "spyName");
+	char err[512], *end;
+	int ret;
+
+	*ok = false;
+	a->format = server_arg(r, "format");
+	if (!a->format || !*a->format)
+		a->format = "folded";
+	if (strcmp(a->format, "folded") && strcmp(a->format, "pprof") && strcmp(a->format, "lines"))
+		return server_error(r, 400, SERVER_REJ_BAD_FORMAT,
+				    "unknown format '%.64s' (pprof, folded, lines)", a->format);
+	if (!name)
+		return bad(r, SERVER_REJ_BAD_LABELS, "missing 'name' (APP{label=value,...})");
+	ret = server_parse_name(name, &a->labels, err, sizeof(err));
+	if (ret == -ENOMEM)
+		return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
+	if (ret)
+		return bad(r, SERVER_REJ_BAD_LABELS, err);
+	a->until_ns = server_now_ns();
+	if (until && server_parse_unix_time(until, &a->until_ns))
+		return server_error(r, 400, SERVER_REJ_BAD_TIME,
+				    "'until' is not a unix time: '%.64s'", until);
+	a->from_ns = a->until_ns;
+	if (from && server_parse_unix_time(from, &a->from_ns))
+		return server_error(r, 400, SERVER_REJ_BAD_TIME,
+				    "'from' is not a unix time: '%.64s'", from);
+	if (a->from_ns > a->until_ns)
+		return bad(r, SERVER_REJ_BAD_TIME, "'from' is after 'until'");
+	a->rate = 100;
+	if (rate && *rate) {
+		a->rate = strtol(rate, &end, 10);
+		if (*end || a->rate < 1 || a->rate > SERVER_MAX_SAMPLE_RATE)
+			return server_error(r, 400, SERVER_REJ_BAD_PARAM,
+					    "sampleRate '%.64s' is not a number from 1 to %d", rate,
+					    SERVER_MAX_SAMPLE_RATE);
+	}
+	if (spy && strlen(spy) > 128)
+		return bad(r, SERVER_REJ_BAD_PARAM, "spyName is over 128 bytes");
+	*ok = true;
+	return MHD_YES;
+}
+
+/* The pprof bytes of the request: the multipart field `profile` or the raw body. */
+static int pprof_bytes(struct server_req *r, const uint8_t **b, size_t *n)
+{
+	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
+
+	if (ct && !strncmp(ct, "multipart/form-data", 19))
+		return server_multipart_field(ct, r->body, r->len, "profile", b, n);
+	*b = r->body;
+	*n = r->len;
+	return 0;
+}
+
+static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a, struct profile **p)
+{
+	char err[512] = "";
+	const uint8_t *b;
+	size_t n;
+	int ret;
+
+	if (strcmp(a->format, "pprof")) {
+		ret = profile_text_parse((const char *)r->body, r->len, !strcmp(a->format, "lines"),
+					 1000000000 / a->rate, p, err, sizeof(err));
+		if (ret == -EINVAL)
+			return server_error(r, 400, SERVER_REJ_BAD_PROFILE,
+					    "malformed %s profile: %s", a->format, err);
+	} else {
+		ret = pprof_bytes(r, &b, &n);
+		if (ret == -ENOENT)
+			return bad(r, SERVER_REJ_BAD_PROFILE,
+				   "multipart body has no 'profile' field");
+		if (ret)
+			return bad(r, SERVER_REJ_BAD_PROFILE, "malformed multipart body");
+		ret = pprof_decode(b, n, p, err, sizeof(err));
+		if (ret == -EFBIG)
+			return server_error(r, 413, SERVER_REJ_BOMB,
+					    "pprof inflates past %u bytes (decompression bomb?)",
+					    PPROF_MAX_INFLATED);
+		if (ret == -EINVAL)
+			return server_error(r, 400, SERVER_REJ_BAD_PROFILE, "malformed pprof: %s",
+					    err);
+	}
+	if (ret)
+		return server_error(r, 500, SERVER_REJ_INTERNAL, "decoding failed: %s",
+				    strerror(-ret));
+	return MHD_YES;
+}
+
+/* Maps a store__append error to a reply. */
+static enum MHD_Result store_failed(struct server_req *r, int ret, const char *err)
+{
+	if (ret == -EDQUOT)
+		return server_error(r, 429, SERVER_REJ_TOO_MANY_SERIES, "%s", err);
+	if (ret == -E2BIG || ret == -EINVAL)
+		return server_error(r, 400, SERVER_REJ_BAD_LABELS, "%s", err);
+	return server_error(r, 500, SERVER_REJ_INTERNAL, "storing failed: %s", err);
+}
+
+int server_store_profile(struct server *s, const char *const *keys, const char *const *vals,
+			 size_t n, const struct profile *p, char *err, size_t errlen)
+{
+	struct store_label extra[SERVER_MAX_LABELS];
+	struct store_append_result res = {0};
+	int ret;
+
+	if (!s->store) {
+		snprintf(err, errlen, "this listener has no store");
+		return -ENOTSUP;
+	}
+	if (n > SERVER_MAX_LABELS) {
+		snprintf(err, errlen, "too many labels (at most %d)", SERVER_MAX_LABELS);
+		return -E2BIG;
+	}
+	for (size_t i = 0; i < n; i++)
+		extra[i] = (struct store_label){.name = keys[i], .value = vals[i]};
+	ret = store__append(s->store, p, NULL, extra, n, &res, err, errlen);
+	if (!ret)
+		server_metrics__ingest(&s->metrics, (uint64_t)res.samples, 0);
+	return ret;
+}
+
+static enum MHD_Result store_it(struct server *s, struct server_req *r, struct ingest_args *a,
+				struct profile *p)
+{
+	char err[512] = "";
+	int ret;
+
+	if (strcmp(a->format, "pprof") || profile__time_ns(p) <= 0 || server_arg(r, "from"))
+		profile__set_time(p, a->from_ns, a->until_ns - a->from_ns);
+	ret = server_store_profile(s, (const char *const *)a->labels.keys,
+				   (const char *const *)a->labels.vals, a->labels.n, p, err,
+				   sizeof(err));
+	if (ret)
+		return store_failed(r, ret, err);
+	__atomic_add_fetch(&s->metrics.ingested_bytes, r->len, __ATOMIC_RELAXED);
+	return server_reply(r, 200, "application/json", strdup("{}\n"), 3);
+}
+
+enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
+{
+	struct ingest_args a = {0};
+	struct profile *p = NULL;
+	enum MHD_Result ret;
+	bool ok;
+
+	if (strcmp(r->method, "POST"))
+		return server_error(r, 405, SERVER_REJ_METHOD, "/ingest takes POST");
+	if (!s->store)
+		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "this listener has no store");
+	ret = ingest_args(r, &a, &ok);
+	if (ok)
+		ret = decode(r, &a, &p);
+	if (ok && p)
+		ret = store_it(s, r, &a, p);
+	profile__free(p);
+	server_labels__fini(&a.labels);
+	return ret;
+}

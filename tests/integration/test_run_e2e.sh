@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# hearth run as the README starts it: profiles the machine continuously; the
+# series list the running processes, the top table of a busy workload shows its
+# functions, and `go tool pprof -top` reads /debug/pprof/profile?seconds=3.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/server_lib.sh"
+need_root run_e2e
+go_env
+
+wl=$(start_workload "$W/split" 60)
+cd "$T" || exit 1
+# Default data directory (./hearth-data); a free port instead of the default one.
+start_hearth "$T/run.log" run --listen 127.0.0.1:0 --interval 5 && rpid=$SPID URL=$HURL ||
+	{ fail run_start "$(cat "$T/run.log")"; finish; }
+grep -q "open $URL" "$T/run.log" && pass prints_url || fail prints_url "$(cat "$T/run.log")"
+
+series_ready() {
+	curl -s "$URL/api/series?from=now-5m" > "$T/series.json"
+	grep -q '"process":"split"' "$T/series.json"
+}
+if wait_until 30 series_ready; then
+	n=$(grep -o '"process":"[^"]*"' "$T/series.json" | sort -u | wc -l)
+	pass "series_list_processes ($n processes)"
+else
+	fail series_list_processes "$(head -c 500 "$T/series.json")"
+fi
+curl -s "$URL/api/profile?format=top&query=%7Bprocess%3D%22split%22%7D&from=now-5m" > "$T/top.txt"
+if grep -q split_hot_a "$T/top.txt" && grep -q split_hot_b "$T/top.txt"; then
+	pass top_shows_workload_functions
+else
+	fail top_shows_workload_functions "$(head -20 "$T/top.txt")"
+fi
+go tool pprof -top "$URL/debug/pprof/profile?seconds=3" > "$T/gotop.txt" 2> "$T/gotop.err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q split_hot_a "$T/gotop.txt"; then
+	pass go_tool_pprof_debug_profile
+else
+	fail go_tool_pprof_debug_profile "exit $rc: $(cat "$T/gotop.err") $(head -10 "$T/gotop.txt")"
+fi
+[ -d "$T/hearth-data" ] && pass default_data_dir || fail default_data_dir "no ./hearth-data"
+curl -s "$URL/metrics" > "$T/metrics"
+grep -qE '^hearth_agent_samples_total [1-9]' "$T/metrics" && grep -qE '^hearth_ingested_profiles_total [1-9]' "$T/metrics" &&
+	pass run_metrics || fail run_metrics "$(grep -E 'agent_samples|ingested_profiles' "$T/metrics")"
+# hearth query against the running server.
+"$HEARTH" query '{process="split"}' --server "$URL" --from now-5m --format top > "$T/qs.txt" 2> "$T/qs.err"
+grep -q split_hot_a "$T/qs.txt" && pass query_server || fail query_server "$(cat "$T/qs.err") $(head -5 "$T/qs.txt")"
+curl -s "$URL/" | grep -q '/api/series' && pass index_page || fail index_page "$(curl -s "$URL/")"
+kill "$rpid"
+wait "$rpid"
+rc=$?
+[ $rc -eq 0 ] && pass clean_exit || fail clean_exit "exit $rc: $(tail -3 "$T/run.log")"
+# hearth query on the data directory, after the server stopped.
+"$HEARTH" query '{process="split"}' --data "$T/hearth-data" --from now-10m --format top > "$T/q.txt" 2> "$T/q.err"
+grep -q split_hot_a "$T/q.txt" && pass query_data_dir || fail query_data_dir "$(cat "$T/q.err") $(head -5 "$T/q.txt")"
+kill "$wl" 2>/dev/null
+finish

@@ -1,0 +1,357 @@
+/*
+ * Tests of src/server: request parsing (Pyroscope names, unix times in four
+ * units, multipart), the text profile parser it uses (src/profile/folded_parse.c),
+ * and a real HTTP round trip on a temporary store: folded ingest, query back,
+ * every bad input answered 4xx JSON with nothing stored, auth, body limit.
+ */
+#include "unit.h"
+
+#include "profile/profile.h"
+#include "server/server.h"
+#include "store/store.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+TEST(parse_name)
+{
+	struct server_labels l = {0};
+	char err[256];
+
+	CHECK(server_parse_name("myapp{env=prod,region=\"eu\"}", &l, err, sizeof(err)) == 0);
+	CHECK(l.n == 3);
+	CHECK_STREQ(l.keys[0], STORE_NAME_LABEL);
+	CHECK_STREQ(l.vals[0], "myapp");
+	CHECK_STREQ(l.keys[2], "region");
+	CHECK_STREQ(l.vals[2], "eu");
+	server_labels__fini(&l);
+	CHECK(server_parse_name("plain", &l, err, sizeof(err)) == 0 && l.n == 1);
+	server_labels__fini(&l);
+	CHECK(server_parse_name("app{env=prod", &l, err, sizeof(err)) == -EINVAL);
+	server_labels__fini(&l);
+	CHECK(server_parse_name("app{1bad=x}", &l, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "1bad"));
+	server_labels__fini(&l);
+	CHECK(server_parse_name("app{novalue}", &l, err, sizeof(err)) == -EINVAL);
+	server_labels__fini(&l);
+	CHECK(server_parse_name("", &l, err, sizeof(err)) == -EINVAL);
+cleanup:
+	server_labels__fini(&l);
+}
+
+TEST(parse_name_too_many_labels)
+{
+	struct server_labels l = {0};
+	char name[4096] = "app{", err[256];
+
+	for (int i = 0; i < SERVER_MAX_LABELS + 1; i++)
+		snprintf(name + strlen(name), sizeof(name) - strlen(name), "k%d=v,", i);
+	strcat(name, "}");
+	CHECK(server_parse_name(name, &l, err, sizeof(err)) == -E2BIG);
+cleanup:
+	server_labels__fini(&l);
+}
+
+TEST(unix_time_units)
+{
+	int64_t ns;
+
+	CHECK(server_parse_unix_time("1700000000", &ns) == 0 && ns == 1700000000LL * 1000000000);
+	CHECK(server_parse_unix_time("1700000000123", &ns) == 0 && ns == 1700000000123LL * 1000000);
+	CHECK(server_parse_unix_time("1700000000123456", &ns) == 0 &&
+	      ns == 1700000000123456LL * 1000);
+	CHECK(server_parse_unix_time("1700000000123456789", &ns) == 0 &&
+	      ns == 1700000000123456789LL);
+	CHECK(server_parse_unix_time("17x", &ns) == -EINVAL);
+	CHECK(server_parse_unix_time("-5", &ns) == -EINVAL);
+	CHECK(server_parse_unix_time("", &ns) == -EINVAL);
+cleanup:;
+}
+
+TEST(multipart)
+{
+	const char *body = "--XyZ\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nnope\r\n"
+			   "--XyZ\r\nContent-Disposition: form-data; name=\"profile\"; "
+			   "filename=\"p\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+			   "DATA\r\n--XyZ--\r\n";
+	const uint8_t *part;
+	size_t n;
+
+	CHECK(server_multipart_field("multipart/form-data; boundary=XyZ", (const uint8_t *)body,
+				     strlen(body), "profile", &part, &n) == 0);
+	CHECK(n == 4 && !memcmp(part, "DATA", 4));
+	CHECK(server_multipart_field("multipart/form-data; boundary=XyZ", (const uint8_t *)body,
+				     strlen(body), "missing", &part, &n) == -ENOENT);
+	CHECK(server_multipart_field("multipart/form-data", (const uint8_t *)body, strlen(body),
+				     "profile", &part, &n) == -EINVAL);
+	CHECK(server_multipart_field("multipart/form-data; boundary=XyZ", (const uint8_t *)body, 30,
+				     "profile", &part, &n) != 0);
+cleanup:;
+}
+
+TEST(text_parse)
+{
+	const char *folded = "main;work;hot 7\nmain;work;cold 3\n\nmain;idle 0\r\n";
+	struct profile *p = NULL;
+	char err[256];
+
+	CHECK(profile_text_parse(folded, strlen(folded), false, 10000000, &p, err, sizeof(err)) ==
+	      0);
+	CHECK(profile__total(p, 0) == 10);
+	CHECK(profile__total(p, 1) == 100000000);
+	CHECK(profile__n_functions(p) == 4);
+	profile__free(p);
+	p = NULL;
+	CHECK(profile_text_parse("a;b\na;b\nc\n", 10, true, 10, &p, err, sizeof(err)) == 0);
+	CHECK(profile__total(p, 0) == 3);
+	profile__free(p);
+	p = NULL;
+	CHECK(profile_text_parse("a;b x\n", 6, false, 10, &p, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "line 1"));
+	CHECK(profile_text_parse("ok 1\nno_count\n", 14, false, 10, &p, err, sizeof(err)) ==
+	      -EINVAL);
+	CHECK(strstr(err, "line 2"));
+	CHECK(profile_text_parse(";;; 5\n", 6, false, 10, &p, err, sizeof(err)) == -EINVAL);
+	CHECK(profile_text_parse("a\0b 1\n", 6, false, 10, &p, err, sizeof(err)) == -EINVAL);
+	CHECK(p == NULL);
+cleanup:
+	profile__free(p);
+}
+
+/* ---- HTTP round trip ---- */
+
+struct http {
+	long status;
+	char *body;
+	size_t len;
+};
+
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+	struct http *h = ctx;
+	char *b = realloc(h->body, h->len + size * n + 1);
+
+	if (!b)
+		return 0;
+	memcpy(b + h->len, p, size * n);
+	h->body = b;
+	h->len += size * n;
+	b[h->len] = '\0';
+	return size * n;
+}
+
+/* GET (post == NULL) or POST to http://127.0.0.1:port + path. */
+static int http_do(int port, const char *path, const void *post, size_t len, const char *auth,
+		   struct http *h)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *hdrs = NULL;
+	char url[4096];
+	CURLcode rc;
+
+	free(h->body);
+	memset(h, 0, sizeof(*h));
+	if (!c)
+		return -ENOMEM;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (post) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)len);
+	}
+	if (auth)
+		hdrs = curl_slist_append(hdrs, auth);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->status);
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(c);
+	return rc == CURLE_OK ? 0 : -EIO;
+}
+
+/* A 4xx JSON error naming `what`. */
+static int is_error(const struct http *h, long status, const char *what)
+{
+	if (h->status != status || !h->body || strncmp(h->body, "{\"error\": \"", 11) ||
+	    !strstr(h->body, what)) {
+		fprintf(stderr, "  got %ld %s, want %ld naming '%s'\n", h->status,
+			h->body ? h->body : "", status, what);
+		return 0;
+	}
+	return 1;
+}
+
+static int stored_profiles(struct store *st)
+{
+	struct store_stats ss;
+
+	return store__stats(st, &ss) ? -1 : (int)ss.profiles;
+}
+
+/* A gzip stream that inflates to `n` zero bytes (a decompression bomb), built in chunks. */
+static uint8_t *gzip_zeros(size_t n, size_t *out_len)
+{
+	static const uint8_t zeros[1 << 16];
+	size_t cap = n / 500 + 4096;
+	uint8_t *out = malloc(cap);
+	z_stream z = {0};
+
+	if (!out || deflateInit2(&z, 9, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(out);
+		return NULL;
+	}
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	for (size_t done = 0; done < n; done += sizeof(zeros)) {
+		z.next_in = (Bytef *)zeros;
+		z.avail_in = sizeof(zeros);
+		deflate(&z, Z_NO_FLUSH);
+	}
+	deflate(&z, Z_FINISH);
+	*out_len = z.total_out;
+	deflateEnd(&z);
+	return out;
+}
+
+TEST(http_ingest_query_and_bad_input)
+{
+	struct store_opts so = {.no_fsync = true, .max_series = 50};
+	struct server_opts o = {.listen = "127.0.0.1:0", .max_body = 1 << 20};
+	struct store *st = NULL;
+	struct server *srv = NULL;
+	struct http h = {0};
+	char err[512], dir[512], path[1024];
+	const char *folded = "main;work;hot 7\nmain;work;cold 3\n";
+	uint8_t *bomb = NULL, *big = NULL;
+	size_t bomb_len = 0;
+	int port;
+
+	snprintf(dir, sizeof(dir), "%s/store-http", unit_tmp_dir());
+	CHECK(store__open(dir, &so, &st, err, sizeof(err)) == 0);
+	o.store = st;
+	o.log = fopen("/dev/null", "w");
+	CHECK(server__start(&o, &srv, err, sizeof(err)) == 0);
+	port = server__port(srv);
+	CHECK(port > 0);
+	CHECK(http_do(port, "/healthz", NULL, 0, NULL, &h) == 0 && h.status == 200);
+	CHECK(http_do(port, "/ingest?name=app{env=t}&from=1700000000&until=1700000010", folded,
+		      strlen(folded), NULL, &h) == 0);
+	CHECKF(h.status == 200, "%ld %s", h.status, h.body);
+	CHECK(stored_profiles(st) == 1);
+	CHECK(http_do(port,
+		      "/api/"
+		      "profile?format=folded&query=app%7Benv%3D%22t%22%7D&from=1699999990&until="
+		      "1700000100",
+		      NULL, 0, NULL, &h) == 0);
+	CHECKF(h.status == 200 && strstr(h.body, "main;work;hot 7"), "%ld %s", h.status, h.body);
+	CHECK(http_do(port, "/api/series?from=1699999990&until=1700000100", NULL, 0, NULL, &h) ==
+	      0);
+	CHECKF(h.status == 200 && strstr(h.body, "\"env\""), "%ld %s", h.status, h.body);
+
+	/* Bad input: each answered 4xx JSON naming the problem, nothing stored. */
+	CHECK(http_do(port, "/ingest?name=app&format=pprof", "garbage!", 8, NULL, &h) == 0);
+	CHECK(is_error(&h, 400, "malformed pprof"));
+	CHECK(http_do(port, "/ingest?name=app&format=pprof", "\x1f\x8b\x08\x00garbage", 12, NULL,
+		      &h) == 0);
+	CHECK(is_error(&h, 400, "pprof"));
+	CHECK((bomb = gzip_zeros(PPROF_MAX_INFLATED + (1u << 20), &bomb_len)) != NULL);
+	{
+		struct server *s2 = NULL;
+		struct server_opts o2 = o;
+
+		o2.max_body = 64 << 20;
+		CHECK(server__start(&o2, &s2, err, sizeof(err)) == 0);
+		CHECK(http_do(server__port(s2), "/ingest?name=app&format=pprof", bomb, bomb_len,
+			      NULL, &h) == 0);
+		server__stop(s2);
+		CHECK(is_error(&h, 413, "decompression bomb"));
+	}
+	CHECK((big = calloc(1, (1 << 20) + 10)) != NULL);
+	CHECK(http_do(port, "/ingest?name=app", big, (1 << 20) + 10, NULL, &h) == 0);
+	CHECK(is_error(&h, 413, "over the limit"));
+	CHECK(http_do(port, "/ingest?name=app&format=jpeg", folded, strlen(folded), NULL, &h) == 0);
+	CHECK(is_error(&h, 400, "unknown format 'jpeg'"));
+	CHECK(http_do(port, "/ingest?name=app&from=20&until=10", folded, strlen(folded), NULL,
+		      &h) == 0);
+	CHECK(is_error(&h, 400, "'from' is after 'until'"));
+	CHECK(http_do(port,
+		      "/ingest?name=app%7Bk0=1,k1=1,k2=1,k3=1,k4=1,k5=1,k6=1,k7=1,k8=1,k9=1,"
+		      "k10=1,k11=1,k12=1,k13=1,k14=1,k15=1,k16=1,k17=1,k18=1,k19=1,k20=1,k21=1,"
+		      "k22=1,k23=1,k24=1,k25=1,k26=1,k27=1,k28=1,k29=1,k30=1,k31=1,k32=1%7D",
+		      folded, strlen(folded), NULL, &h) == 0);
+	CHECK(is_error(&h, 400, "too many labels"));
+	CHECK(http_do(port, "/ingest?name=app", "no count here\n", 14, NULL, &h) == 0);
+	CHECK(is_error(&h, 400, "malformed folded"));
+	CHECK(http_do(port, "/api/profile?query=%7Bprocess%3D%3D%22x%22%7D", NULL, 0, NULL, &h) ==
+	      0);
+	CHECK(is_error(&h, 400, ""));
+	CHECK(http_do(port, "/api/profile?from=now&until=now-1h", NULL, 0, NULL, &h) == 0);
+	CHECK(is_error(&h, 400, "after"));
+	for (int i = 0; i < 60; i++) {
+		snprintf(path, sizeof(path), "/ingest?name=many%%7Bi=%d%%7D", i);
+		CHECK(http_do(port, path, folded, strlen(folded), NULL, &h) == 0);
+		if (h.status != 200)
+			break;
+	}
+	CHECK(is_error(&h, 429, "series"));
+	CHECK(http_do(port, "/nope", NULL, 0, NULL, &h) == 0 && is_error(&h, 404, "/nope"));
+	CHECK(http_do(port, "/metrics", NULL, 0, NULL, &h) == 0 && h.status == 200);
+	CHECK(strstr(h.body, "hearth_rejected_requests_total{reason=\"body_too_large\"} 1"));
+	CHECK(strstr(h.body, "hearth_store_series"));
+	/* Still serving, and nothing of the rejected requests was stored. */
+	CHECK(http_do(port,
+		      "/api/profile?format=folded&query=app%7B%7D&from=1699999990&until=1700000100",
+		      NULL, 0, NULL, &h) == 0);
+	CHECKF(h.status == 200 && strstr(h.body, "main;work;hot 7\n"), "%s", h.body);
+cleanup:
+	free(h.body);
+	free(bomb);
+	free(big);
+	server__stop(srv);
+	store__close(st);
+	if (o.log)
+		fclose(o.log);
+}
+
+TEST(http_auth)
+{
+	struct server_opts o = {.listen = "127.0.0.1:0", .auth_token = "s3cret"};
+	struct server *srv = NULL;
+	struct http h = {0};
+	char err[256];
+
+	o.log = fopen("/dev/null", "w");
+	CHECK(server__start(&o, &srv, err, sizeof(err)) == 0);
+	CHECK(http_do(server__port(srv), "/healthz", NULL, 0, NULL, &h) == 0 && h.status == 200);
+	CHECK(http_do(server__port(srv), "/metrics", NULL, 0, NULL, &h) == 0);
+	CHECK(is_error(&h, 401, "Bearer"));
+	CHECK(http_do(server__port(srv), "/metrics", NULL, 0, "Authorization: Bearer wrong", &h) ==
+	      0);
+	CHECK(is_error(&h, 401, "Bearer"));
+	CHECK(http_do(server__port(srv), "/metrics", NULL, 0, "Authorization: Bearer s3cret", &h) ==
+	      0);
+	CHECK(h.status == 200);
+cleanup:
+	free(h.body);
+	server__stop(srv);
+	if (o.log)
+		fclose(o.log);
+}
+
+TEST(bad_listen)
+{
+	struct server_opts o = {.listen = "nonsense"};
+	struct server *srv = NULL;
+	char err[256] = "";
+
+	CHECK(server__start(&o, &srv, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "nonsense"));
+cleanup:
+	server__stop(srv);
+}
