@@ -1,5 +1,5 @@
 # hearth build.  `make` builds build/hearth; `make test` runs every test;
-# `make run` records the whole machine for 10 s and prints the top table.
+# `make run` starts `hearth run`: continuous profiling served on http://127.0.0.1:4100.
 #
 # Sources are found by wildcard: a new file under src/MODULE/ needs no edit here.
 
@@ -103,6 +103,12 @@ $(BUILD)/tests/test_%: $(BUILD)/san/tests/unit/test_%.o $(BUILD)/san/tests/unit/
 
 unit-tests: $(UNIT_BINS)
 
+# The store's crash-test driver and benchmark: library modules linked in, optimized.
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o
+$(BUILD)/tests/store_driver $(BUILD)/bench/store_bench: $(BUILD)/%: %.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # libFuzzer targets (clang), with the library modules under ASan.
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_SRCS) | $(GENERATED)
 	@mkdir -p $(dir $@)
@@ -114,7 +120,7 @@ test: $(TEST_DEPS_STAMP) $(BUILD)/hearth $(BUILD)/hearth-asan unit-tests
 	bash tests/run.sh
 
 run: $(BUILD)/hearth
-	$(BUILD)/hearth record -d 10
+	$(BUILD)/hearth run
 
 bench: $(TEST_DEPS_STAMP) $(BUILD)/hearth
 	bash bench/overhead

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sampler/sampler.h"
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -53,6 +54,21 @@ int cli_parse_seconds(const char *s, double max, double *out)
 	if (v <= 0 || v > max)
 		return -ERANGE;
 	*out = v;
+	return 0;
+}
+
+int cli_parse_unwind(const char *cmd, const char *arg, int *out)
+{
+	if (!strcmp(arg, "auto"))
+		*out = SAMPLER_UNWIND_AUTO;
+	else if (!strcmp(arg, "dwarf"))
+		*out = SAMPLER_UNWIND_DWARF;
+	else if (!strcmp(arg, "fp"))
+		*out = SAMPLER_UNWIND_FP;
+	else {
+		cli_error(cmd, "--unwind: unknown mode '%s' (dwarf, fp, auto)", arg);
+		return -EINVAL;
+	}
 	return 0;
 }
 

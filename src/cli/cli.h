@@ -14,6 +14,11 @@
 #define EXIT_USAGE 2
 
 int cmd_record(int argc, char **argv);
+int cmd_server(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_query(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
 
 /* Prints "hearth CMD: MESSAGE" on stderr (one sentence, newline added). */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -21,6 +26,9 @@ void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 int cli_parse_long(const char *s, long min, long max, long *out);
 /* Strict decimal-with-fraction parse (e.g. "2.5") into (0, max]. 0 or -EINVAL. */
 int cli_parse_seconds(const char *s, double max, double *out);
+/* --unwind auto|dwarf|fp into *out (an enum sampler_unwind). 0, or -EINVAL after an
+ * error line naming the bad value. */
+int cli_parse_unwind(const char *cmd, const char *arg, int *out);
 /* The unknown or malformed option getopt stopped at, for an error message. */
 const char *cli_bad_option(int argc, char **argv, int optind_now, int optopt_now);
 

@@ -12,6 +12,11 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 } commands[] = {
 	{ "record", cmd_record },
+	{ "run", cmd_run },
+	{ "agent", cmd_agent },
+	{ "server", cmd_server },
+	{ "query", cmd_query },
+	{ "symbolize", cmd_symbolize },
 };
 
 static void usage(FILE *f)
@@ -23,6 +28,13 @@ static void usage(FILE *f)
 		   "Commands:\n"
 		   "  record    sample the whole machine (or some processes) for a while and\n"
 		   "            write a profile: top table, pprof, folded stacks or SVG\n"
+		   "  run       profile the machine continuously into a local store and serve\n"
+		   "            the query API (agent + server in one process)\n"
+		   "  agent     profile continuously and push to a server\n"
+		   "  server    store pushed profiles, serve the query API\n"
+		   "  query     query a server or a data directory from the terminal\n"
+		   "  symbolize addresses on stdin -> function, file:line, inlined frames\n"
+		   "            (like addr2line -f -i -C)\n"
 		   "\n"
 		   "Run 'hearth COMMAND --help' for the options of a command.\n"
 		   "  -h, --help       this help\n"

@@ -18,6 +18,7 @@
 #include "collect/collect.h"
 #include "profile/profile.h"
 #include "sampler/sampler.h"
+#include "unwind/unwind.h"
 
 #define RECORD_MAX_SECONDS (365.0 * 24 * 3600)
 /* How often the in-kernel counts are drained. */
@@ -33,6 +34,7 @@ struct record_args {
 	const char *output;
 	enum out_format format;
 	long top_rows;
+	long cache_mb; /* symbolizer budget, 0 = its default */
 	bool quiet;
 };
 
@@ -65,7 +67,13 @@ static void usage(FILE *f)
 		"      --transfer MODE    ringbuf (every sample through a BPF ring buffer; default)\n"
 		"                         or map (counts aggregated in the kernel, drained in\n"
 		"                         batches); bench/overhead measured ringbuf cheaper\n"
+		"      --unwind MODE      user stacks: auto (CFI tables from .eh_frame where a\n"
+		"                         process has them, frame pointers elsewhere; default),\n"
+		"                         dwarf (the same, an error if the unwinder cannot load;\n"
+		"                         up to 512 frames) or fp (frame pointers, 127 frames)\n"
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
+		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
+		"                         cache (default 256)\n"
 		"  -q, --quiet            no progress line\n"
 		"  -h, --help             this help\n"
 		"\n"
@@ -166,7 +174,7 @@ static int parse_pids(const char *arg, struct record_args *a)
 	return ret;
 }
 
-enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP };
+enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE };
 
 static const struct option long_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
@@ -174,7 +182,9 @@ static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },	   { "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },		   { "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "format", required_argument, NULL, OPT_FORMAT }, { "transfer", required_argument, NULL, OPT_TRANSFER },
+	{ "symbol-cache-mb", required_argument, NULL, OPT_CACHE },
 	{ "idle", no_argument, NULL, OPT_IDLE },	   { "top", required_argument, NULL, OPT_TOP },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -234,6 +244,21 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 	case OPT_IDLE:
 		a->so.idle = true;
 		return 0;
+	case OPT_UNWIND: {
+		int mode;
+
+		if (cli_parse_unwind("record", arg, &mode))
+			return -EINVAL;
+		a->so.unwind = (enum sampler_unwind)mode;
+		return 0;
+	}
+	case OPT_CACHE:
+		if (cli_parse_long(arg, 1, 65536, &a->cache_mb)) {
+			cli_error("record", "--symbol-cache-mb: '%s' is not a number of MiB from 1 to "
+					    "65536", arg);
+			return -EINVAL;
+		}
+		return 0;
 	case OPT_TOP:
 		if (cli_parse_long(arg, 0, 1000000, &a->top_rows)) {
 			cli_error("record", "--top: '%s' is not a row count (0 = all)", arg);
@@ -252,6 +277,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	a->so.hz = 99;
 	/* bench/overhead: ringbuf cost 0.26% of machine CPU at 99 Hz, map 0.31%. */
 	a->so.transfer = SAMPLER_TRANSFER_RINGBUF;
+	a->so.unwind = SAMPLER_UNWIND_AUTO; /* tables where available (issue 6) */
 	a->seconds = 10;
 	a->top_rows = 40;
 	a->so.pids = a->pids;
@@ -421,10 +447,39 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 		profile__add_comment(p, line);
 }
 
+/* One stderr line on the table unwinder: why walks stopped, table memory, build time. */
+static void report_unwind(struct sampler *s)
+{
+	uint64_t uw[HEARTH_UW_STAT_MAX];
+	struct unwind_mgr_stats ms;
+	const struct unwind_table *big;
+
+	if (sampler__unwind_stats(s, uw, &ms))
+		return;
+	big = unwind_mgr__largest(sampler__unwind_mgr(s));
+	fprintf(stderr,
+		"hearth record: unwind: %llu samples table-unwound (stops: %llu outermost, %llu no "
+		"CFI row, %llu unsupported rule, %llu unmapped pc, %llu unreadable stack, %llu at "
+		"%d frames; %llu frame-pointer frames); %llu tables for %llu processes, %llu rows "
+		"= %llu KiB in BPF (%llu of %llu chunks; %llu objects did not fit), %llu KiB user memory, "
+		"built in %.1f ms%s%s\n",
+		(unsigned long long)uw[HEARTH_UW_SAMPLES], (unsigned long long)uw[HEARTH_UW_END],
+		(unsigned long long)uw[HEARTH_UW_NO_ROW], (unsigned long long)uw[HEARTH_UW_UNSUPPORTED],
+		(unsigned long long)uw[HEARTH_UW_NO_MAPPING], (unsigned long long)uw[HEARTH_UW_READ_FAIL],
+		(unsigned long long)uw[HEARTH_UW_TRUNCATED], HEARTH_UNWIND_MAX_FRAMES,
+		(unsigned long long)uw[HEARTH_UW_FP_FRAMES], (unsigned long long)ms.tables,
+		(unsigned long long)ms.procs, (unsigned long long)ms.rows,
+		(unsigned long long)(ms.row_bytes >> 10), (unsigned long long)ms.chunks_used,
+		(unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room,
+		(unsigned long long)(ms.user_bytes >> 10),
+		ms.build_ms, big ? "; largest " : "", big ? big->path : "");
+}
+
 static int record(const struct record_args *a, FILE *out)
 {
 	struct proc_table *pt = proc_table__new("/proc");
-	struct symbolizer *sym = symbolizer__new(NULL);
+	struct sym_opts so = { .cache_bytes = (uint64_t)a->cache_mb << 20 };
+	struct symbolizer *sym = symbolizer__new(&so);
 	struct collector *col = (pt && sym) ? collector__new(pt, sym) : NULL;
 	struct sampler_callbacks cb = { .sample = on_sample, .event = on_event, .ctx = col };
 	struct sampler *s = NULL;
@@ -447,6 +502,8 @@ static int record(const struct record_args *a, FILE *out)
 	t0 = now_ns(CLOCK_REALTIME);
 	m0 = now_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
+	if (!a->quiet)
+		report_unwind(s);
 	if (ret < 0) {
 		cli_error("record", "reading samples from the kernel failed: %s", strerror(-ret));
 		goto cleanup;

@@ -96,6 +96,10 @@ uint64_t profile__function(struct profile *p, const char *name, const char *syst
  * mapping_id may be 0; 0 on ENOMEM or for an unknown mapping or function id. */
 uint64_t profile__location(struct profile *p, uint64_t mapping_id, uint64_t address,
 			   const struct profile_line *lines, size_t n_lines);
+/* Like profile__location but keyed by (mapping_id, address, lines): locations at one
+ * address with different lines stay apart (rebuilding stored or decoded profiles). */
+uint64_t profile__location_lines(struct profile *p, uint64_t mapping_id, uint64_t address,
+				 const struct profile_line *lines, size_t n_lines);
 /*
  * Adds values to the sample with these locations and labels (label order does not
  * matter), creating it when new. Copies everything it is given; num is ignored for
@@ -160,5 +164,19 @@ int svg_write(const struct profile *p, FILE *f, const char *title);
 /* The `pprof -top` table: header with duration and total, then flat, flat%, sum%, cum,
  * cum%, name for at most max_rows functions (0 = all), sorted by flat. */
 int top_write(const struct profile *p, FILE *f, size_t max_rows);
+
+/* ---- text input (folded_parse.c) ---- */
+
+/* Deepest stack a text profile line may hold. */
+#define PROFILE_TEXT_MAX_FRAMES 1024
+
+/*
+ * Parses folded stacks ("root;...;leaf COUNT" per line) or, with lines = true,
+ * Pyroscope's "lines" format ("root;...;leaf", one sample per line) into a new
+ * CPU profile with period period_ns (values: count, count * period_ns).
+ * Returns 0, -EINVAL for malformed input (err names the line), -ENOMEM.
+ */
+int profile_text_parse(const char *buf, size_t len, bool lines, int64_t period_ns,
+		       struct profile **out, char *err, size_t errlen);
 
 #endif /* HEARTH_PROFILE_H */

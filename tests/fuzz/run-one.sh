@@ -11,8 +11,12 @@ fi
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$corpus/"
-if "build/fuzz/$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
-	-artifact_prefix="build/fuzz/$name-" "$corpus" 2>&1 | tail -5; then
+"build/fuzz/$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
+	-artifact_prefix="build/fuzz/$name-" "$corpus" > "$corpus.log" 2>&1
+rc=$? # the fuzzer's own status, not a pipe's
+tail -5 "$corpus.log"
+rm -f "$corpus.log"
+if [ $rc -eq 0 ]; then
 	echo "PASS $name: ran ${secs}s without findings"
 else
 	echo "FAIL $name: crash or leak found (artifact under build/fuzz/)"

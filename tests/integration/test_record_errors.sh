@@ -40,6 +40,10 @@ expect_usage pid_not_number "-p: 'x1' is not a process id" record -p x1
 expect_usage duration_bad "-d: 'soon' is not a duration" record -d soon
 expect_usage duration_zero "-d: '0' is not a duration" record -d 0
 expect_usage unknown_format "--format: unknown format 'png'" record --format png
+expect_usage cache_budget_bad "--symbol-cache-mb: 'lots' is not a number of MiB" record --symbol-cache-mb lots
+expect_usage unknown_unwind "--unwind: unknown mode 'frames' (dwarf, fp, auto)" record --unwind frames
+expect_usage agent_unknown_unwind "hearth agent: --unwind: unknown mode 'frames'" agent --unwind frames
+expect_usage run_unknown_unwind "hearth run: --unwind: unknown mode 'frames'" run --unwind frames
 expect_usage unknown_transfer "--transfer: unknown mode 'pipe'" record --transfer pipe
 expect_usage format_from_name "cannot tell the format of '$T/out.bin'" record -o "$T/out.bin"
 expect_usage unknown_command "unknown command 'recrod' (see hearth --help)" recrod

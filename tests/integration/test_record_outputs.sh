@@ -6,7 +6,8 @@
 need_root record_outputs
 go_env
 
-pid=$(start_workload "$W/split" 12)
+# 20 s: six records of 1.5 s each, plus start-up and symbolization (DWARF since issue 3)
+pid=$(start_workload "$W/split" 20)
 for out in p.pb.gz p.pprof p.folded p.txt p.svg; do
 	"$HEARTH" record -p "$pid" -F 499 -d 1.5 -q -o "$T/$out" 2> "$T/err.$out" ||
 		fail "record_$out" "exit $?: $(cat "$T/err.$out")"
