@@ -51,18 +51,7 @@ static int64_t clock_ns(clockid_t c)
 static void on_sample(void *ctx, const struct sampler_sample *s)
 {
 	struct agent *a = ctx;
-	struct collect_sample cs = {
-	    .pid = s->pid,
-	    .tid = s->tid,
-	    .pstart = s->pstart,
-	    .comm = s->comm,
-	    .pcomm = s->pcomm,
-	    .n_user = s->n_user,
-	    .n_kernel = s->n_kernel,
-	    .user = s->user,
-	    .kernel = s->kernel,
-	    .count = s->count,
-	};
+	struct collect_sample cs = sampler_sample__collect(s);
 
 	collector__add(a->col, &cs);
 	if (__atomic_load_n(&a->live_active, __ATOMIC_ACQUIRE))

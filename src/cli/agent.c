@@ -195,12 +195,8 @@ static int parse_args(int argc, char **argv, struct agent_cli *ac)
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":h" CLI_AGENT_SHORT_OPTS, opts, NULL)) != -1) {
-		if (c == '?' || c == ':') {
-			cli_error("agent", "%s option '%s' (see hearth agent --help)",
-				  c == '?' ? "unknown" : "missing value for",
-				  cli_bad_option(argc, argv, optind, optopt));
+		if (cli_getopt_failed("agent", c, argc, argv))
 			return -EINVAL;
-		}
 		if (c == 'h') {
 			usage(stdout);
 			return 1;

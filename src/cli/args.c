@@ -2,7 +2,9 @@
  * Helpers shared by the subcommands: strict number parsing and error lines.
  * A user's mistake gets one sentence naming the bad value and what is accepted.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -72,11 +74,29 @@ int cli_parse_unwind(const char *cmd, const char *arg, int *out)
 	return 0;
 }
 
+bool cli_getopt_failed(const char *cmd, int c, int argc, char **argv)
+{
+	const char *opt;
+
+	if (c != '?' && c != ':')
+		return false;
+	opt = cli_bad_option(argc, argv, optind, optopt);
+	if (c == '?')
+		cli_error(cmd, "unknown option '%s' (see hearth %s --help)", opt, cmd);
+	else
+		cli_error(cmd, "option '%s' needs a value (see hearth %s --help)", opt, cmd);
+	return true;
+}
+
 const char *cli_bad_option(int argc, char **argv, int optind_now, int optopt_now)
 {
 	static char buf[8];
 
-	if (optopt_now && optopt_now != '?') {
+	/* A long option is named as typed (the word getopt stopped at); a short one by
+	 * optopt, its letter (the word may be a cluster such as -qz). */
+	if (optind_now > 0 && optind_now <= argc && !strncmp(argv[optind_now - 1], "--", 2))
+		return argv[optind_now - 1];
+	if (optopt_now > 0 && optopt_now < 128 && isalnum(optopt_now)) {
 		snprintf(buf, sizeof(buf), "-%c", optopt_now);
 		return buf;
 	}

@@ -31,5 +31,11 @@ int cli_parse_seconds(const char *s, double max, double *out);
 int cli_parse_unwind(const char *cmd, const char *arg, int *out);
 /* The unknown or malformed option getopt stopped at, for an error message. */
 const char *cli_bad_option(int argc, char **argv, int optind_now, int optopt_now);
+/*
+ * For getopt_long with a leading ':' in optstring: when c is '?' (unknown option)
+ * or ':' (missing value), prints the one-sentence error for subcommand cmd and
+ * returns true; otherwise returns false.
+ */
+bool cli_getopt_failed(const char *cmd, int c, int argc, char **argv);
 
 #endif

@@ -133,12 +133,8 @@ static int parse_args(int argc, char **argv, struct query_args *q)
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-		if (c == '?' || c == ':') {
-			cli_error("query", "%s option '%s' (see hearth query --help)",
-				  c == '?' ? "unknown" : "missing value for",
-				  cli_bad_option(argc, argv, optind, optopt));
+		if (cli_getopt_failed("query", c, argc, argv))
 			return -EINVAL;
-		}
 		if (c == 'h') {
 			usage(stdout);
 			return 1;

@@ -284,16 +284,8 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":ap:F:d:o:qh", long_opts, NULL)) != -1) {
-		if (c == '?') {
-			cli_error("record", "unknown option '%s' (see hearth record --help)",
-				  cli_bad_option(argc, argv, optind, optopt));
+		if (cli_getopt_failed("record", c, argc, argv))
 			return -EINVAL;
-		}
-		if (c == ':') {
-			cli_error("record", "option '%s' needs a value (see hearth record --help)",
-				  cli_bad_option(argc, argv, optind, optopt));
-			return -EINVAL;
-		}
 		ret = parse_one(c, optarg, a);
 		if (ret)
 			return ret;
@@ -317,18 +309,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 
 static void on_sample(void *ctx, const struct sampler_sample *s)
 {
-	struct collect_sample cs = {
-		.pid = s->pid,
-		.tid = s->tid,
-		.pstart = s->pstart,
-		.comm = s->comm,
-		.pcomm = s->pcomm,
-		.n_user = s->n_user,
-		.n_kernel = s->n_kernel,
-		.user = s->user,
-		.kernel = s->kernel,
-		.count = s->count,
-	};
+	struct collect_sample cs = sampler_sample__collect(s);
 
 	collector__add(ctx, &cs);
 }

@@ -112,12 +112,8 @@ static int parse_args(int argc, char **argv, struct run_args *r)
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":h" CLI_AGENT_SHORT_OPTS, opts, NULL)) != -1) {
-		if (c == '?' || c == ':') {
-			cli_error("run", "%s option '%s' (see hearth run --help)",
-				  c == '?' ? "unknown" : "missing value for",
-				  cli_bad_option(argc, argv, optind, optopt));
+		if (cli_getopt_failed("run", c, argc, argv))
 			return -EINVAL;
-		}
 		if (c == 'h') {
 			usage(stdout);
 			return 1;

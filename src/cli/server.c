@@ -137,12 +137,8 @@ static int parse_args(int argc, char **argv, struct cli_serve_args *a)
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":h", cli_serve_long_opts, NULL)) != -1) {
-		if (c == '?' || c == ':') {
-			cli_error("server", "%s option '%s' (see hearth server --help)",
-				  c == '?' ? "unknown" : "missing value for",
-				  cli_bad_option(argc, argv, optind, optopt));
+		if (cli_getopt_failed("server", c, argc, argv))
 			return -EINVAL;
-		}
 		if (c == 'h') {
 			usage(stdout);
 			return 1;

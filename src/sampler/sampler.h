@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collect/collect.h"
 #include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
 #include "unwind_abi.h"  /* bpf/: HEARTH_UW_* */
 
@@ -58,6 +59,23 @@ struct sampler_event {
 	uint64_t pstart;
 	const char *comm; /* process name, borrowed */
 };
+
+/* The same sample as the collector takes it (pointers still borrowed). */
+static inline struct collect_sample sampler_sample__collect(const struct sampler_sample *s)
+{
+	return (struct collect_sample){
+		.pid = s->pid,
+		.tid = s->tid,
+		.pstart = s->pstart,
+		.comm = s->comm,
+		.pcomm = s->pcomm,
+		.n_user = s->n_user,
+		.n_kernel = s->n_kernel,
+		.user = s->user,
+		.kernel = s->kernel,
+		.count = s->count,
+	};
+}
 
 struct sampler_callbacks {
 	void (*sample)(void *ctx, const struct sampler_sample *s);

@@ -35,6 +35,8 @@ expect_usage freq_zero "-F: '0' is not a frequency from 1 to 10000 Hz" record -F
 expect_usage freq_abc "-F: 'abc' is not a frequency" record -F abc
 expect_usage freq_too_high "-F: '10001' is not a frequency" record -F 10001
 expect_usage freq_missing_value "option '-F' needs a value" record -F
+expect_usage long_missing_value "option '--output' needs a value" record --output
+expect_usage server_missing_value "hearth server: option '--listen' needs a value" server --listen
 expect_usage pid_missing "-p: no process with pid $dead" record -p "$dead"
 expect_usage pid_not_number "-p: 'x1' is not a process id" record -p x1
 expect_usage duration_bad "-d: 'soon' is not a duration" record -d soon
