@@ -250,60 +250,55 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* A table-unwound sample (struct hearth_rb_dwarf_sample: up to 512 user frames). */
-static int on_rb_dwarf_sample(struct sampler *s, const struct hearth_rb_dwarf_sample *r)
-{
-	struct sampler_sample smp;
-	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
+/*
+ * Hands one ring-buffer sample to the callback. Both record layouts (stack-helper
+ * frames, table-unwound frames) share the header fields; only the user-frame
+ * capacity differs, so ulen is clamped to max_user.
+ */
+#define EMIT_RB_SAMPLE(s, r, max_user)                                                             \
+	emit_rb_sample((s), (r)->pid, (r)->tid, (r)->pstart, (r)->comm, (r)->pcomm,               \
+		       (const uint64_t *)(r)->ustack, (r)->ulen < (max_user) ? (r)->ulen : (max_user), \
+		       (const uint64_t *)(r)->kstack,                                             \
+		       (r)->klen < HEARTH_MAX_STACK ? (r)->klen : HEARTH_MAX_STACK)
 
-	memcpy(comm, r->comm, HEARTH_COMM_LEN);
-	comm[HEARTH_COMM_LEN] = '\0';
-	memcpy(pcomm, r->pcomm, HEARTH_COMM_LEN);
-	pcomm[HEARTH_COMM_LEN] = '\0';
-	smp = (struct sampler_sample){
-		.pid = r->pid,
-		.tid = r->tid,
-		.pstart = r->pstart,
+static void emit_rb_sample(struct sampler *s, __u32 pid, __u32 tid, __u64 pstart,
+			   const char *rcomm, const char *rpcomm, const uint64_t *user,
+			   size_t n_user, const uint64_t *kernel, size_t n_kernel)
+{
+	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
+	struct sampler_sample smp = {
+		.pid = pid,
+		.tid = tid,
+		.pstart = pstart,
 		.comm = comm,
 		.pcomm = pcomm,
-		.n_user = r->ulen < HEARTH_UNWIND_MAX_FRAMES ? r->ulen : HEARTH_UNWIND_MAX_FRAMES,
-		.n_kernel = r->klen < HEARTH_MAX_STACK ? r->klen : HEARTH_MAX_STACK,
-		.user = (const uint64_t *)r->ustack,
-		.kernel = (const uint64_t *)r->kstack,
+		.n_user = n_user,
+		.n_kernel = n_kernel,
+		.user = user,
+		.kernel = kernel,
 		.count = 1,
 	};
+
+	memcpy(comm, rcomm, HEARTH_COMM_LEN);
+	comm[HEARTH_COMM_LEN] = '\0';
+	memcpy(pcomm, rpcomm, HEARTH_COMM_LEN);
+	pcomm[HEARTH_COMM_LEN] = '\0';
 	s->cb.sample(s->cb.ctx, &smp);
-	return 0;
 }
 
+/* Ring-buffer samples: table-unwound ones (struct hearth_rb_dwarf_sample, up to 512
+ * user frames) are told apart from stack-helper ones by their size. */
 static int on_rb_sample(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
-	const struct hearth_rb_sample *r = data;
-	struct sampler_sample smp;
-	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
 
-	if (size < sizeof(*r) || !s->cb.sample)
+	if (size < sizeof(struct hearth_rb_sample) || !s->cb.sample)
 		return 0;
 	if (size >= sizeof(struct hearth_rb_dwarf_sample))
-		return on_rb_dwarf_sample(s, data);
-	memcpy(comm, r->comm, HEARTH_COMM_LEN);
-	comm[HEARTH_COMM_LEN] = '\0';
-	memcpy(pcomm, r->pcomm, HEARTH_COMM_LEN);
-	pcomm[HEARTH_COMM_LEN] = '\0';
-	smp = (struct sampler_sample){
-		.pid = r->pid,
-		.tid = r->tid,
-		.pstart = r->pstart,
-		.comm = comm,
-		.pcomm = pcomm,
-		.n_user = r->ulen < HEARTH_MAX_STACK ? r->ulen : HEARTH_MAX_STACK,
-		.n_kernel = r->klen < HEARTH_MAX_STACK ? r->klen : HEARTH_MAX_STACK,
-		.user = (const uint64_t *)r->ustack,
-		.kernel = (const uint64_t *)r->kstack,
-		.count = 1,
-	};
-	s->cb.sample(s->cb.ctx, &smp);
+		EMIT_RB_SAMPLE(s, (const struct hearth_rb_dwarf_sample *)data,
+			       HEARTH_UNWIND_MAX_FRAMES);
+	else
+		EMIT_RB_SAMPLE(s, (const struct hearth_rb_sample *)data, HEARTH_MAX_STACK);
 	return 0;
 }
 
