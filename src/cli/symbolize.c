@@ -7,10 +7,20 @@
  * takes), or FILE+0xOFF — a file offset in FILE, what hearth prints for a frame it could
  * not name. Output per address: with -a the address, then per frame (innermost first;
  * only the innermost without --inlines) the function and "file:line", "??" and "??:0"
- * when unknown. stdin and stdout get 1 MiB buffers: through pipes, stdio's 4 KiB default
- * made a syscall (and a reader wake-up) every ~40 addresses, more than the lookups cost.
+ * when unknown.
+ *
+ * Throughput. Once the symbolizer's caches are warm, per-line stdio (getline, strtoull,
+ * fputs of ~110 bytes per address) cost more than the lookups. So input is read in
+ * large blocks and split by hand, hex is parsed by hand, and the output is built in one
+ * buffer written with write(2) — before every read, so an interactive caller (a
+ * coprocess writing one address and waiting) gets its answer at once. The formatted
+ * frames of each (object, address) are kept in a text cache (a flat open-addressing
+ * table over one text arena), so a repeated address costs one probe and one memcpy.
+ * The text cache takes a quarter of --symbol-cache-mb, the symbolizer the rest; when
+ * the text cache is full it is emptied and refills.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,7 +32,14 @@
 #include "cli.h"
 #include "symbolize/symbolize.h"
 
-#define SYMBOLIZE_IO_BUF (1 << 20)
+/* Input block; a line longer than this is answered as unknown. */
+#define SYMBOLIZE_IO_BUF   (1 << 20)
+#define SYMBOLIZE_MAX_LINE SYMBOLIZE_IO_BUF
+/* Output is written once this much is pending (and before every read). */
+#define SYMBOLIZE_OUT_FLUSH (1 << 20)
+#define TEXT_MIN_SLOTS	    4096
+/* The unknown answer: function, then file:line. */
+#define UNKNOWN_FRAME "??\n??:0\n"
 
 struct symbolize_args {
 	const char *obj;
@@ -30,6 +47,35 @@ struct symbolize_args {
 	long passes; /* --timing N: in-process passes, timed on stderr */
 	long cache_mb;
 	double wait_s;
+};
+
+/* Growable bytes. */
+struct sbuf {
+	char *p; /* owned */
+	size_t len, cap;
+};
+
+/* One cached answer: the formatted frames of (obj, v); obj NULL = empty slot. */
+struct text_slot {
+	const struct sym_object *obj; /* borrowed from the symbolizer */
+	uint64_t v;		      /* vaddr, or file offset when is_off */
+	uint32_t off, len;	      /* in text_cache.text */
+	bool is_off;
+};
+
+struct text_cache {
+	struct text_slot *slots; /* owned; n_slots a power of two, at most half used */
+	size_t n_slots, used;
+	struct sbuf text; /* owned: every answer back to back */
+	size_t budget;	  /* bytes of slots + text */
+	uint64_t hits, misses, resets;
+};
+
+struct symbolize_ctx {
+	struct symbolizer *s;	/* owned by cmd_symbolize */
+	struct sym_object *obj; /* borrowed: --obj, NULL when not given */
+	bool inlines, addresses;
+	struct text_cache tc;
 };
 
 static void usage(FILE *f)
@@ -48,7 +94,8 @@ static void usage(FILE *f)
 	    "  -i, --inlines           also the frames inlined at the address (innermost first)\n"
 	    "  -a, --addresses         print each address before its frames\n"
 	    "      --symbol-cache-mb N byte budget of symbol tables, DWARF and the address\n"
-	    "                          cache, 1-65536 (default %d)\n"
+	    "                          caches (a quarter of it for formatted answers),\n"
+	    "                          1-65536 (default %d)\n"
 	    "      --debuginfod-wait S with DEBUGINFOD_URLS set, wait up to S seconds for\n"
 	    "                          debug info being fetched (default 30, 0 = don't)\n"
 	    "      --stats             print cache counters on stderr at the end\n"
@@ -61,7 +108,6 @@ static void usage(FILE *f)
 	    "Exit status: 0 on success, 1 when an object cannot be read, 2 for a bad option.\n",
 	    SYM_DEFAULT_CACHE_MB);
 }
-
 enum { OPT_OBJ = 256, OPT_CACHE, OPT_WAIT, OPT_STATS, OPT_TIMING };
 
 /* 0, or EXIT_USAGE after saying why; -1 for --help. */
@@ -138,102 +184,476 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 	return 0;
 }
 
-/* Decimal of v into buf (room for 21 bytes); returns the start. printf is the warm
- * pass's largest cost, so frames are written with fputs. */
-static const char *u64_dec(uint64_t v, char *buf)
-{
-	char *p = buf + 20;
+/* ---- bytes ---- */
 
-	*p = '\0';
+/* Room for n more bytes in b (geometric, overflow-checked). 0 or -ENOMEM. */
+static int sbuf_reserve(struct sbuf *b, size_t n)
+{
+	size_t cap = b->cap ? b->cap : 4096;
+	char *p;
+
+	if (n <= b->cap - b->len)
+		return 0;
+	if (n > SIZE_MAX - b->len)
+		return -ENOMEM;
+	while (cap - b->len < n) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	if (!(p = realloc(b->p, cap)))
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+/* Appends without checking: the caller reserved the room. */
+static void sbuf_put(struct sbuf *b, const void *p, size_t n)
+{
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+/* Writes all of b to fd and empties it. 0 or -errno (EPIPE when the reader left). */
+static int sbuf_write(struct sbuf *b, int fd)
+{
+	size_t done = 0;
+
+	while (done < b->len) {
+		ssize_t n = write(fd, b->p + done, b->len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	b->len = 0;
+	return 0;
+}
+
+/* ---- formatting (what addr2line -f -i -C -a prints) ---- */
+
+/* "0x" and 16 hex digits, newline. Needs 19 bytes reserved. */
+static void put_address(struct sbuf *b, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *p = b->p + b->len;
+
+	p[0] = '0';
+	p[1] = 'x';
+	for (int i = 0; i < 16; i++)
+		p[2 + i] = digits[(v >> (60 - 4 * i)) & 15];
+	p[18] = '\n';
+	b->len += 19;
+}
+
+/* Decimal of v; needs 20 bytes reserved. */
+static void put_dec(struct sbuf *b, uint64_t v)
+{
+	char tmp[20], *p = tmp + sizeof(tmp);
+
 	do
 		*--p = (char)('0' + v % 10);
 	while (v /= 10);
-	return p;
+	sbuf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
-static void print_frame(FILE *out, const struct sym_frame *f)
+/* "name\nfile:line\n" per frame shown ("??\n??:0\n" when none). 0 or -ENOMEM. */
+static int put_frames(struct sbuf *b, const struct sym_result *r, bool inlines)
 {
-	char num[21];
+	size_t n = inlines ? r->n : (r->n ? 1 : 0), room = sizeof(UNKNOWN_FRAME);
+	size_t name_len[SYM_MAX_FRAMES], file_len[SYM_MAX_FRAMES];
 
-	fputs_unlocked(f->name, out);
-	putc_unlocked('\n', out);
-	fputs_unlocked(f->file ? f->file : "??", out);
-	putc_unlocked(':', out);
-	fputs_unlocked(u64_dec(f->file && f->line > 0 ? (uint64_t)f->line : 0, num), out);
-	putc_unlocked('\n', out);
-}
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_frame *f = &r->frames[i];
 
-static void print_frames(FILE *out, const struct sym_result *r, bool inlines)
-{
-	size_t n = inlines ? r->n : (r->n ? 1 : 0);
-
-	if (!n)
-		fputs_unlocked("??\n??:0\n", out);
-	for (size_t i = 0; i < n; i++)
-		print_frame(out, &r->frames[i]);
-}
-
-static void print_address(FILE *out, uint64_t v)
-{
-	static const char digits[] = "0123456789abcdef";
-	char buf[20];
-
-	buf[0] = '0';
-	buf[1] = 'x';
-	for (int i = 0; i < 16; i++)
-		buf[2 + i] = digits[(v >> (60 - 4 * i)) & 15];
-	buf[18] = '\n';
-	fwrite_unlocked(buf, 1, 19, out);
-}
-
-/* Strict hex (optional 0x) of the whole string. */
-static bool parse_hex(const char *s, uint64_t *v)
-{
-	char *end;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s += 2;
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
-		return false;
-	errno = 0;
-	*v = strtoull(s, &end, 16);
-	return !errno && !*end;
-}
-
-/* One input line (newline stripped): resolves and prints it. */
-static void symbolize_line(FILE *out, struct symbolizer *s, struct sym_object *obj, char *line,
-			   bool inlines, bool addresses)
-{
-	const struct sym_result *r = NULL;
-	char *plus = strrchr(line, '+');
-	uint64_t v = 0;
-
-	if (plus && plus != line) {
-		*plus = '\0';
-		if (parse_hex(plus + 1, &v))
-			symbolizer__resolve(s, symbolizer__object(s, line, line, 0, 0), v, &r);
-		*plus = '+';
-	} else if (obj && parse_hex(line, &v)) {
-		symbolizer__resolve_vaddr(s, obj, v, &r);
+		name_len[i] = strlen(f->name);
+		file_len[i] = f->file ? strlen(f->file) : 2;
+		room += name_len[i] + file_len[i] + 24; /* 2 newlines, ':', 20 digits */
 	}
-	if (addresses)
-		print_address(out, v);
-	print_frames(out, r ? r : &(struct sym_result){0}, inlines);
+	if (sbuf_reserve(b, room))
+		return -ENOMEM;
+	if (!n)
+		sbuf_put(b, UNKNOWN_FRAME, sizeof(UNKNOWN_FRAME) - 1);
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_frame *f = &r->frames[i];
+
+		sbuf_put(b, f->name, name_len[i]);
+		b->p[b->len++] = '\n';
+		sbuf_put(b, f->file ? f->file : "??", file_len[i]);
+		b->p[b->len++] = ':';
+		put_dec(b, f->file && f->line > 0 ? (uint64_t)f->line : 0);
+		b->p[b->len++] = '\n';
+	}
+	return 0;
 }
 
-static void print_stats(const struct symbolizer *s)
-{
-	struct sym_stats st;
+/* ---- the text cache: (object, address) -> formatted frames ---- */
 
-	symbolizer__stats(s, &st);
-	fprintf(stderr,
-		"cache_hits %" PRIu64 "\ncache_misses %" PRIu64 "\ncache_evictions %" PRIu64
-		"\nobject_evictions %" PRIu64 "\ncache_bytes %" PRIu64 "\ncache_budget %" PRIu64
-		"\nobjects %" PRIu64 "\ndwarf_failures %" PRIu64 "\ndebug_files %" PRIu64
-		"\ndebuginfod_files %" PRIu64 "\n",
-		st.cache_hits, st.cache_misses, st.cache_evictions, st.object_evictions,
-		st.cache_bytes, st.cache_budget, st.objects, st.dwarf_failures, st.debug_files,
-		st.debuginfod_files);
+/* MurmurHash3's 64-bit finalizer. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+static size_t text_home(const struct text_cache *tc, const struct sym_object *o, uint64_t v)
+{
+	return (size_t)mix64(v ^ ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ULL)) &
+	       (tc->n_slots - 1);
+}
+
+/* The slot of (o, v, is_off), or the empty slot where it would go (linear probing). */
+static struct text_slot *text_probe(struct text_cache *tc, const struct sym_object *o, uint64_t v,
+				    bool is_off)
+{
+	size_t i = text_home(tc, o, v);
+
+	for (;; i = (i + 1) & (tc->n_slots - 1)) {
+		struct text_slot *t = &tc->slots[i];
+
+		if (!t->obj || (t->v == v && t->obj == o && t->is_off == is_off))
+			return t;
+	}
+}
+
+/* Forgets every answer; the memory stays for the next ones. */
+static void text_reset(struct text_cache *tc)
+{
+	memset(tc->slots, 0, tc->n_slots * sizeof(*tc->slots));
+	tc->used = 0;
+	tc->text.len = 0;
+	tc->resets++;
+}
+
+/* Twice the slots, when that fits the budget (else reset). 0 or -ENOMEM. */
+static int text_grow(struct text_cache *tc)
+{
+	size_t n = tc->n_slots ? tc->n_slots * 2 : TEXT_MIN_SLOTS;
+	size_t old_n = tc->n_slots;
+	struct text_slot *old = tc->slots, *t;
+
+	if (old_n && n * sizeof(*old) + tc->text.cap > tc->budget) {
+		text_reset(tc);
+		return 0;
+	}
+	if (!(tc->slots = calloc(n, sizeof(*old)))) {
+		tc->slots = old;
+		return -ENOMEM;
+	}
+	tc->n_slots = n;
+	for (size_t i = 0; i < old_n; i++) {
+		if (!old[i].obj)
+			continue;
+		t = text_probe(tc, old[i].obj, old[i].v, old[i].is_off);
+		*t = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* Whether len more text bytes fit the budget (emptying the cache when they do not). */
+static bool text_room(struct text_cache *tc, size_t len)
+{
+	size_t cap = tc->text.cap ? tc->text.cap : 4096;
+
+	if (len > UINT32_MAX || tc->text.len > UINT32_MAX - len)
+		return false;
+	while (cap - tc->text.len < len)
+		cap *= 2;
+	if (cap + tc->n_slots * sizeof(*tc->slots) <= tc->budget)
+		return true;
+	text_reset(tc);
+	return len <= tc->text.cap;
+}
+
+/*
+ * Appends the frames of (o, v) to out: from the cache, else resolved, formatted, and
+ * cached. 0 or -ENOMEM.
+ */
+static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, bool is_off,
+		     struct sbuf *out)
+{
+	struct text_cache *tc = &c->tc;
+	const struct sym_result *r;
+	struct text_slot *t;
+	size_t start;
+
+	if (tc->used * 2 >= tc->n_slots && text_grow(tc))
+		return -ENOMEM;
+	t = text_probe(tc, o, v, is_off);
+	if (t->obj) {
+		tc->hits++;
+		if (sbuf_reserve(out, t->len))
+			return -ENOMEM;
+		sbuf_put(out, tc->text.p + t->off, t->len);
+		return 0;
+	}
+	tc->misses++;
+	if (is_off)
+		symbolizer__resolve(c->s, o, v, &r);
+	else
+		symbolizer__resolve_vaddr(c->s, o, v, &r);
+	start = out->len;
+	if (put_frames(out, r, c->inlines))
+		return -ENOMEM;
+	/* An object whose debug info is still on its way may answer better later. */
+	if (!sym_object__settled(o) || !text_room(tc, out->len - start) ||
+	    sbuf_reserve(&tc->text, out->len - start))
+		return 0;
+	t = text_probe(tc, o, v, is_off); /* text_room may have emptied the table */
+	*t = (struct text_slot){.obj = o, .v = v, .is_off = is_off};
+	t->off = (uint32_t)tc->text.len;
+	t->len = (uint32_t)(out->len - start);
+	sbuf_put(&tc->text, out->p + start, t->len);
+	tc->used++;
+	return 0;
+}
+
+/* ---- input lines ---- */
+
+static unsigned hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return (unsigned)(c - '0');
+	c = (char)(c | 0x20);
+	return c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+}
+
+/* Strict hex of [p, end): optional 0x, then digits only, at most 64 bits of value. */
+static bool parse_hex(const char *p, const char *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	int sig = 0;
+
+	if (end - p >= 2 && p[0] == '0' && (p[1] | 0x20) == 'x')
+		p += 2;
+	if (p == end)
+		return false;
+	for (; p < end; p++) {
+		unsigned d = hex_digit(*p);
+
+		if (d > 15)
+			return false;
+		if ((x || d) && ++sig > 16)
+			return false;
+		x = x << 4 | d;
+	}
+	*v = x;
+	return true;
+}
+
+/* One input line, parsed: what to answer. */
+struct line_key {
+	struct sym_object *o; /* borrowed; NULL: the line names no address (answer unknown) */
+	uint64_t v;	      /* vaddr of --obj, or file offset in o when is_off */
+	bool is_off;
+};
+
+/*
+ * Parses one input line, [line, line + len) (writable; left as found). Trailing CR and
+ * blanks are ignored. FILE+0xOFF lines get FILE's object here.
+ */
+static void line_parse(struct symbolize_ctx *c, char *line, size_t len, struct line_key *k)
+{
+	char *plus;
+
+	*k = (struct line_key){0};
+	while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
+		len--;
+	plus = len ? memrchr(line, '+', len) : NULL;
+	if (plus && plus != line) {
+		if (parse_hex(plus + 1, line + len, &k->v)) {
+			*plus = '\0'; /* FILE, for as long as the call */
+			k->o = symbolizer__object(c->s, line, line, 0, 0);
+			*plus = '+';
+			k->is_off = true;
+		}
+	} else if (c->obj && parse_hex(line, line + len, &k->v)) {
+		k->o = c->obj;
+	}
+	if (!k->o)
+		k->v = 0;
+}
+
+/* The answer to one parsed line onto out. 0 or -ENOMEM. */
+static int line_answer(struct symbolize_ctx *c, const struct line_key *k, struct sbuf *out)
+{
+	if (c->addresses) {
+		if (sbuf_reserve(out, 19))
+			return -ENOMEM;
+		put_address(out, k->v);
+	}
+	if (k->o)
+		return frames_of(c, k->o, k->v, k->is_off, out);
+	if (sbuf_reserve(out, sizeof(UNKNOWN_FRAME)))
+		return -ENOMEM;
+	sbuf_put(out, UNKNOWN_FRAME, sizeof(UNKNOWN_FRAME) - 1);
+	return 0;
+}
+
+static int symbolize_line(struct symbolize_ctx *c, char *line, size_t len, struct sbuf *out)
+{
+	struct line_key k;
+
+	line_parse(c, line, len, &k);
+	return line_answer(c, &k, out);
+}
+
+/*
+ * Warm answers cost two memory misses (the slot, then its text), not computation. Lines
+ * are parsed LINE_AHEAD ahead of being answered: a parsed line's slot is prefetched, and
+ * halfway along, its text; by its turn both are in cache.
+ */
+#define LINE_AHEAD 32
+
+static void prefetch_slot(const struct text_cache *tc, const struct line_key *k)
+{
+	if (k->o && tc->n_slots)
+		__builtin_prefetch(&tc->slots[text_home(tc, k->o, k->v)]);
+}
+
+static void prefetch_text(struct text_cache *tc, const struct line_key *k)
+{
+	const struct text_slot *t;
+
+	if (!k->o || !tc->n_slots)
+		return;
+	t = text_probe(tc, k->o, k->v, k->is_off);
+	if (t->obj) {
+		__builtin_prefetch(tc->text.p + t->off);
+		__builtin_prefetch(tc->text.p + t->off + t->len - 1);
+	}
+}
+
+/*
+ * Every whole line in in[*pos, len): answered onto out, which is written to fd (when
+ * >= 0) as it fills. *pos moves past them; what is left is a line still being read.
+ * 0, -ENOMEM, or -errno of a write.
+ */
+static int symbolize_block(struct symbolize_ctx *c, char *in, size_t len, size_t *pos,
+			   struct sbuf *out, int fd)
+{
+	struct line_key ring[LINE_AHEAD];
+	char *p = in + *pos, *end = in + len, *nl;
+	size_t head = 0, n = 0;
+	int err = 0;
+
+	while (!err && (n || p < end)) {
+		nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+		if (nl && n < LINE_AHEAD) { /* parse one more */
+			struct line_key *k = &ring[(head + n++) % LINE_AHEAD];
+
+			line_parse(c, p, (size_t)(nl - p), k);
+			prefetch_slot(&c->tc, k);
+			p = nl + 1;
+			continue;
+		}
+		if (!n)
+			break; /* only a partial line left */
+		if (n > LINE_AHEAD / 2)
+			prefetch_text(&c->tc, &ring[(head + LINE_AHEAD / 2) % LINE_AHEAD]);
+		err = line_answer(c, &ring[head], out);
+		head = (head + 1) % LINE_AHEAD;
+		n--;
+		if (!err && fd >= 0 && out->len >= SYMBOLIZE_OUT_FLUSH)
+			err = sbuf_write(out, fd);
+	}
+	*pos = (size_t)(p - in);
+	return err;
+}
+
+/* ---- driving ---- */
+
+/*
+ * stdin to stdout, block by block; pending output is written before each read. A line
+ * longer than SYMBOLIZE_MAX_LINE is answered as unknown and the rest of it dropped.
+ * 0, -ENOMEM, or -errno of a read or write (*what says which).
+ */
+static int symbolize_stream(struct symbolize_ctx *c, const char **what)
+{
+	struct sbuf in = {0}, out = {0};
+	bool skipping = false; /* in the rest of a line too long: already answered */
+	size_t pos;
+	ssize_t n;
+	int err = sbuf_reserve(&in, SYMBOLIZE_MAX_LINE);
+
+	while (!err) {
+		*what = "write";
+		if (out.len && (err = sbuf_write(&out, STDOUT_FILENO)))
+			break;
+		*what = "read";
+		n = read(STDIN_FILENO, in.p + in.len, SYMBOLIZE_MAX_LINE - in.len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : 0;
+			if (!err && in.len && !skipping) /* a last line without newline */
+				err = symbolize_line(c, in.p, in.len, &out);
+			break;
+		}
+		pos = in.len;
+		in.len += (size_t)n;
+		if (skipping) {
+			char *nl = memchr(in.p + pos, '\n', in.len - pos);
+
+			skipping = !nl;
+			pos = nl ? (size_t)(nl + 1 - in.p) : in.len;
+		} else {
+			pos = 0;
+		}
+		*what = "write";
+		if (!skipping)
+			err = symbolize_block(c, in.p, in.len, &pos, &out, STDOUT_FILENO);
+		memmove(in.p, in.p + pos, in.len - pos);
+		in.len -= pos;
+		if (!err && in.len == SYMBOLIZE_MAX_LINE) { /* no newline in a full buffer */
+			err = symbolize_line(c, in.p, 0, &out);
+			in.len = 0;
+			skipping = true;
+		}
+	}
+	if (!err && out.len) {
+		*what = "write";
+		err = sbuf_write(&out, STDOUT_FILENO);
+	}
+	free(in.p);
+	free(out.p);
+	return err;
+}
+
+/*
+ * Through pipes, every 64 KiB (the default pipe size) costs a hand-over between us and
+ * the other end, which on a busy machine waits for a time slice: answers are ~12 times
+ * the size of their questions, so 11 MB out made ~170 of them. Our ends of the pipes get
+ * SYMBOLIZE_IO_BUF instead (best effort: not a pipe, or over fs.pipe-max-size, leaves
+ * them as they are).
+ */
+static void widen_pipes(void)
+{
+	fcntl(STDIN_FILENO, F_SETPIPE_SZ, SYMBOLIZE_IO_BUF);
+	fcntl(STDOUT_FILENO, F_SETPIPE_SZ, SYMBOLIZE_IO_BUF);
+}
+
+/* All of stdin into in. 0 or -errno. */
+static int read_all(struct sbuf *in)
+{
+	ssize_t n;
+
+	do {
+		if (sbuf_reserve(in, SYMBOLIZE_IO_BUF))
+			return -ENOMEM;
+		n = read(STDIN_FILENO, in->p + in->len, in->cap - in->len);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		in->len += n > 0 ? (size_t)n : 0;
+	} while (n != 0);
+	return 0;
 }
 
 static double now_s(void)
@@ -244,78 +664,68 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Every line of stdin (newlines stripped) into *lines. Count, or -ENOMEM. */
-static long read_lines(char ***lines)
+/*
+ * --timing: all input is read first; each pass answers every line into memory, timed;
+ * the first pass's answers go to stdout. Pass 1 is cold (nothing cached), later ones
+ * warm. 0 or -errno (*what says of what).
+ */
+static int timed_passes(struct symbolize_ctx *c, long passes, const char **what)
 {
-	char *line = NULL, **v = NULL, **nv;
-	size_t cap = 0, n = 0, vcap = 0;
-	ssize_t len;
+	struct sbuf in = {0}, out = {0};
+	long lines = 0;
+	int err;
 
-	while ((len = getline(&line, &cap, stdin)) > 0) {
-		while (len > 0 &&
-		       (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
-			line[--len] = '\0';
-		if (n == vcap) {
-			vcap = vcap ? vcap * 2 : 1024;
-			if (!(nv = realloc(v, vcap * sizeof(*v))))
-				break;
-			v = nv;
-		}
-		if (!(v[n] = strdup(line)))
-			break;
-		n++;
+	*what = "read";
+	err = read_all(&in);
+	for (size_t i = 0; i < in.len; i++)
+		lines += in.p[i] == '\n' || (i + 1 == in.len);
+	for (long p = 0; p < passes && !err; p++) {
+		double t0 = now_s(), dt;
+		size_t pos = 0;
+
+		out.len = 0;
+		err = symbolize_block(c, in.p, in.len, &pos, &out, -1);
+		if (!err && pos < in.len)
+			err = symbolize_line(c, in.p + pos, in.len - pos, &out);
+		dt = now_s() - t0;
+		fprintf(stderr, "pass %ld: %ld addresses in %.3f s, %.0f addresses/s\n", p + 1,
+			lines, dt, dt > 0 ? (double)lines / dt : 0.0);
+		*what = "write";
+		if (!err && p == 0)
+			err = sbuf_write(&out, STDOUT_FILENO);
 	}
-	free(line);
-	*lines = v;
-	return (long)n;
+	free(in.p);
+	free(out.p);
+	return err;
 }
 
-/*
- * --timing: each pass symbolizes every line into a memory buffer, timed; the first
- * pass's buffer goes to stdout. Pass 1 is cold (nothing cached), later ones warm.
- */
-static int timed_passes(struct symbolizer *s, struct sym_object *obj,
-			const struct symbolize_args *a)
+static void print_stats(const struct symbolize_ctx *c)
 {
-	char **lines = NULL, *buf = NULL;
-	size_t len = 0;
-	long n = read_lines(&lines);
-	int err = 0;
+	struct sym_stats st;
+	const struct text_cache *tc = &c->tc;
 
-	for (long p = 0; p < a->passes && !err; p++) {
-		FILE *mem = open_memstream(&buf, &len);
-		double t0 = now_s(), dt;
-
-		if (!mem) {
-			err = 1;
-			break;
-		}
-		for (long i = 0; i < n; i++)
-			symbolize_line(mem, s, obj, lines[i], a->inlines, a->addresses);
-		fflush(mem);
-		dt = now_s() - t0;
-		fprintf(stderr, "pass %ld: %ld addresses in %.3f s, %.0f addresses/s\n", p + 1, n,
-			dt, dt > 0 ? (double)n / dt : 0.0);
-		fclose(mem);
-		if (p == 0)
-			fwrite(buf, 1, len, stdout);
-		free(buf);
-		buf = NULL;
-	}
-	for (long i = 0; i < n; i++)
-		free(lines[i]);
-	free(lines);
-	return err;
+	symbolizer__stats(c->s, &st);
+	fprintf(stderr,
+		"cache_hits %" PRIu64 "\ncache_misses %" PRIu64 "\ncache_evictions %" PRIu64
+		"\nobject_evictions %" PRIu64 "\ncache_bytes %" PRIu64 "\ncache_budget %" PRIu64
+		"\nobjects %" PRIu64 "\ndwarf_failures %" PRIu64 "\ndebug_files %" PRIu64
+		"\ndebuginfod_files %" PRIu64 "\n",
+		st.cache_hits, st.cache_misses, st.cache_evictions, st.object_evictions,
+		st.cache_bytes, st.cache_budget, st.objects, st.dwarf_failures, st.debug_files,
+		st.debuginfod_files);
+	fprintf(stderr,
+		"text_cache_hits %" PRIu64 "\ntext_cache_misses %" PRIu64
+		"\ntext_cache_resets %" PRIu64 "\ntext_cache_bytes %zu\ntext_cache_budget %zu\n",
+		tc->hits, tc->misses, tc->resets, tc->text.cap + tc->n_slots * sizeof(*tc->slots),
+		tc->budget);
 }
 
 int cmd_symbolize(int argc, char **argv)
 {
 	struct symbolize_args a;
-	struct symbolizer *s = NULL;
-	struct sym_object *obj = NULL;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	struct symbolize_ctx c = {0};
+	const char *what = "read";
+	uint64_t budget;
 	int err = parse_args(argc, argv, &a);
 
 	if (err)
@@ -324,27 +734,29 @@ int cmd_symbolize(int argc, char **argv)
 		cli_error("symbolize", "cannot read --obj '%s': %s", a.obj, strerror(errno));
 		return 1;
 	}
-	s = symbolizer__new(&(struct sym_opts){.cache_bytes = (uint64_t)a.cache_mb << 20});
-	if (!s || (a.obj && !(obj = symbolizer__object(s, a.obj, a.obj, 0, 0)))) {
+	budget = (uint64_t)a.cache_mb << 20;
+	c.inlines = a.inlines;
+	c.addresses = a.addresses;
+	c.tc.budget = (size_t)(budget / 4);
+	c.s = symbolizer__new(&(struct sym_opts){.cache_bytes = budget - c.tc.budget});
+	if (!c.s || (a.obj && !(c.obj = symbolizer__object(c.s, a.obj, a.obj, 0, 0)))) {
 		cli_error("symbolize", "out of memory");
-		symbolizer__free(s);
+		symbolizer__free(c.s);
 		return 1;
 	}
 	if (a.wait_s > 0)
-		symbolizer__wait_debuginfo(s, (int)(a.wait_s * 1000));
-	setvbuf(stdin, NULL, _IOFBF, SYMBOLIZE_IO_BUF);
-	setvbuf(stdout, NULL, _IOFBF, SYMBOLIZE_IO_BUF);
-	if (a.passes)
-		err = timed_passes(s, obj, &a);
-	while (!a.passes && (n = getline(&line, &cap, stdin)) > 0) {
-		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
-			line[--n] = '\0';
-		symbolize_line(stdout, s, obj, line, a.inlines, a.addresses);
-	}
-	fflush(stdout);
+		symbolizer__wait_debuginfo(c.s, (int)(a.wait_s * 1000));
+	widen_pipes();
+	err = a.passes ? timed_passes(&c, a.passes, &what) : symbolize_stream(&c, &what);
+	if (err == -ENOMEM)
+		cli_error("symbolize", "out of memory");
+	else if (err)
+		cli_error("symbolize", "cannot %s %s: %s", what,
+			  strcmp(what, "read") ? "stdout" : "stdin", strerror(-err));
 	if (a.stats)
-		print_stats(s);
-	free(line);
-	symbolizer__free(s);
-	return err;
+		print_stats(&c);
+	free(c.tc.slots);
+	free(c.tc.text.p);
+	symbolizer__free(c.s);
+	return err ? 1 : 0;
 }

@@ -470,6 +470,11 @@ const char *sym_object__build_id(const struct sym_object *o)
 	return o->build_id;
 }
 
+bool sym_object__settled(const struct sym_object *o)
+{
+	return !o->debug_pending;
+}
+
 /* ---- object contents: symbols, DWARF, separate debug files ---- */
 
 static void lru_unlink(struct symbolizer *s, struct sym_object *o)

@@ -92,6 +92,9 @@ struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_pat
 const char *sym_object__path(const struct sym_object *o);
 /* Hex GNU build-id, "" when none. */
 const char *sym_object__build_id(const struct sym_object *o);
+/* False while o's debug info is still being fetched (debuginfod): its answers may
+ * still get better, so a caller keeping answers of its own should not keep them yet. */
+bool sym_object__settled(const struct sym_object *o);
 
 /*
  * Frames for a file offset in obj: DWARF (file:line, inlined frames) when the object or

@@ -140,10 +140,58 @@ else
 	fail corrupt_dwarf_keeps_symbols "exit or output: $(head -3 "$T/corrupt.out") $(head -3 "$T/corrupt.err")"
 fi
 
-# 8. Bad input lines and usage errors.
-printf 'zzz\n\n%s+0xnothex\n/nonexistent+0x10\n' "$W/inlined" | sym --obj "$W/inlined" > "$T/bad.out"
-[ "$(grep -c '^??$' "$T/bad.out")" -eq 4 ] && pass bad_lines_unknown || fail bad_lines_unknown "$(cat "$T/bad.out")"
+# 8. Bad input lines and usage errors: not hex, empty, bad offset, missing file, two
+#    0x prefixes, 17 significant hex digits (over 64 bits), a line over 1 MiB; each is
+#    answered as unknown and the good address after them still resolves.
+good=$(head -1 "$T/inl.addrs")
+{
+	printf 'zzz\n\n%s+0xnothex\n/nonexistent+0x10\n0x0x10\n0x1ffffffffffffffff\n' "$W/inlined"
+	head -c $((2 << 20)) /dev/zero | tr '\0' 'f'
+	printf '\n%s\n' "$good"
+} | sym --obj "$W/inlined" > "$T/bad.out"
+want=$(echo "$good" | sym --obj "$W/inlined")
+if [ "$(head -14 "$T/bad.out" | grep -c '^??$')" -eq 7 ] && [ "$(tail -2 "$T/bad.out")" = "$want" ] &&
+	[ "$(wc -l < "$T/bad.out")" -eq 16 ]; then
+	pass "bad_lines_unknown: 7 bad lines answered ??, then $(echo "$want" | head -1)"
+else
+	fail bad_lines_unknown "$(head -20 "$T/bad.out" | cut -c1-80)"
+fi
 sym --symbol-cache-mb 0 < /dev/null 2> "$T/usage.err"
 [ $? -eq 2 ] && grep -q -- '--symbol-cache-mb' "$T/usage.err" && pass usage_error_exit_2 ||
 	fail usage_error_exit_2 "$(cat "$T/usage.err")"
+# 9. Repeated addresses are answered from the text cache with the same text, and an
+#    interactive caller (a coprocess) gets each answer before it closes stdin.
+cat "$T/inl.addrs" "$T/inl.addrs" | sym --obj "$W/inlined" --inlines -a --stats > "$T/twice.out" 2> "$T/twice.stats"
+half=$(($(wc -l < "$T/twice.out") / 2)) n=$(wc -l < "$T/inl.addrs")
+if [ "$(stat_of "$T/twice.stats" text_cache_hits)" -eq "$n" ] &&
+	cmp -s <(head -"$half" "$T/twice.out") <(tail -"$half" "$T/twice.out"); then
+	pass "repeats_from_text_cache: $n repeated addresses, same answers"
+else
+	fail repeats_from_text_cache "hits $(stat_of "$T/twice.stats" text_cache_hits) of $n"
+fi
+coproc SYMP { "$HEARTH" symbolize --obj "$W/inlined"; }
+echo "$good" >&"${SYMP[1]}"
+if read -t 10 -r got_name <&"${SYMP[0]}" && read -t 10 -r got_line <&"${SYMP[0]}" &&
+	[ "$got_name"$'\n'"$got_line" = "$want" ]; then
+	pass "interactive_answer_before_eof: $got_name"
+else
+	fail interactive_answer_before_eof "no answer within 10 s while stdin stays open"
+fi
+exec {SYMP[1]}>&-
+wait "$SYMP_PID" 2> /dev/null
+
+# 10. The text cache keeps to its share of the budget: many distinct answers through
+#     --symbol-cache-mb 1 empty it (resets) and still give the unbounded run's answers.
+lib=/usr/lib/x86_64-linux-gnu/libstdc++.so.6
+size=$(stat -L -c %s "$lib")
+awk -v l="$lib" -v n="$size" 'BEGIN { for (o = 4096; o < n && o < 4194304; o += 53) printf "%s+0x%x\n", l, o }' > "$T/dense.addrs"
+sym --symbol-cache-mb 1 --stats < "$T/dense.addrs" > "$T/dense-small.out" 2> "$T/dense-small.stats"
+sym < "$T/dense.addrs" > "$T/dense-big.out"
+tb=$(stat_of "$T/dense-small.stats" text_cache_bytes) tbud=$(stat_of "$T/dense-small.stats" text_cache_budget)
+if [ "$(stat_of "$T/dense-small.stats" text_cache_resets)" -gt 0 ] && [ "$tb" -le "$tbud" ] &&
+	cmp -s "$T/dense-small.out" "$T/dense-big.out"; then
+	pass "text_cache_budget: $tb of $tbud bytes, $(stat_of "$T/dense-small.stats" text_cache_resets) resets, same answers"
+else
+	fail text_cache_budget "$(grep text_cache "$T/dense-small.stats" | tr '\n' ' ')"
+fi
 finish
