@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,10 +65,13 @@ struct text_slot {
 };
 
 struct text_cache {
-	struct text_slot *slots; /* owned; n_slots a power of two, at most half used */
+	struct text_slot *slots; /* owned region; n_slots a power of two, at most half used */
 	size_t n_slots, used;
-	struct sbuf text; /* owned: every answer back to back */
-	size_t budget;	  /* bytes of slots + text */
+	char *text;	  /* owned region of text_cap bytes: every answer back to back */
+	size_t text_cap;  /* reserved (the budget, rounded), not all touched */
+	size_t text_len;  /* in use */
+	size_t text_peak; /* touched since the last reset: what is accounted */
+	size_t budget;	  /* bytes of slots + touched text */
 	uint64_t hits, misses, resets;
 };
 
@@ -322,54 +326,123 @@ static struct text_slot *text_probe(struct text_cache *tc, const struct sym_obje
 	}
 }
 
-/* Forgets every answer; the memory stays for the next ones. */
+/*
+ * The cache is read at random: with 4 KiB pages, nearly every warm answer also missed
+ * the TLB (twice: slot, text). Large regions are therefore mapped 2 MiB aligned with
+ * MADV_HUGEPAGE (a hint; the kernel may decline). Smaller ones (a small budget) use
+ * malloc. Both come zeroed.
+ */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* *len bytes rounded up to HUGE_PAGE (written back), mapped; NULL on failure. */
+static void *huge_map(size_t *len)
+{
+	size_t n = (*len + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+	char *p, *a;
+
+	if (n < *len || n > SIZE_MAX - HUGE_PAGE)
+		return NULL;
+	p = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	if (a > p) /* trim to the aligned n bytes */
+		munmap(p, (size_t)(a - p));
+	if (p + HUGE_PAGE > a)
+		munmap(a + n, (size_t)(p + HUGE_PAGE - a));
+	madvise(a, n, MADV_HUGEPAGE);
+	*len = n;
+	return a;
+}
+
+/* Zeroed room for bytes: mapped when at least a huge page, else calloc'd. */
+static void *region_new(size_t *bytes)
+{
+	return *bytes >= HUGE_PAGE ? huge_map(bytes) : calloc(1, *bytes);
+}
+
+static void region_free(void *p, size_t bytes)
+{
+	if (p && bytes >= HUGE_PAGE)
+		munmap(p, bytes);
+	else
+		free(p);
+}
+
+/* Slot memory now. */
+static size_t slot_bytes(const struct text_cache *tc)
+{
+	return tc->n_slots * sizeof(*tc->slots);
+}
+
+/* Forgets every answer; the text's pages go back to the kernel, the slots stay. */
 static void text_reset(struct text_cache *tc)
 {
-	memset(tc->slots, 0, tc->n_slots * sizeof(*tc->slots));
+	memset(tc->slots, 0, slot_bytes(tc));
 	tc->used = 0;
-	tc->text.len = 0;
+	if (tc->text_peak >= HUGE_PAGE)
+		madvise(tc->text, tc->text_peak, MADV_DONTNEED);
+	else
+		memset(tc->text, 0, tc->text_peak);
+	tc->text_len = tc->text_peak = 0;
 	tc->resets++;
 }
 
 /* Twice the slots, when that fits the budget (else reset). 0 or -ENOMEM. */
 static int text_grow(struct text_cache *tc)
 {
-	size_t n = tc->n_slots ? tc->n_slots * 2 : TEXT_MIN_SLOTS;
-	size_t old_n = tc->n_slots;
+	size_t old_n = tc->n_slots, old_bytes = slot_bytes(tc);
+	size_t n = old_n ? old_n * 2 : TEXT_MIN_SLOTS, bytes = n * sizeof(*tc->slots);
 	struct text_slot *old = tc->slots, *t;
 
-	if (old_n && n * sizeof(*old) + tc->text.cap > tc->budget) {
+	if (old_n && bytes + tc->text_peak > tc->budget) {
 		text_reset(tc);
 		return 0;
 	}
-	if (!(tc->slots = calloc(n, sizeof(*old)))) {
+	if (!(tc->slots = region_new(&bytes))) {
 		tc->slots = old;
 		return -ENOMEM;
 	}
-	tc->n_slots = n;
+	tc->n_slots = bytes / sizeof(*tc->slots); /* a power of two still */
 	for (size_t i = 0; i < old_n; i++) {
 		if (!old[i].obj)
 			continue;
 		t = text_probe(tc, old[i].obj, old[i].v, old[i].is_off);
 		*t = old[i];
 	}
-	free(old);
+	region_free(old, old_bytes);
 	return 0;
 }
 
-/* Whether len more text bytes fit the budget (emptying the cache when they do not). */
+/*
+ * Room for len more text bytes within the budget: true, else false after emptying the
+ * cache when that makes room. The text region is reserved once (the text's share of the
+ * budget, never touched beyond what is used); text_peak is what has been touched.
+ */
 static bool text_room(struct text_cache *tc, size_t len)
 {
-	size_t cap = tc->text.cap ? tc->text.cap : 4096;
+	size_t peak;
 
-	if (len > UINT32_MAX || tc->text.len > UINT32_MAX - len)
-		return false;
-	while (cap - tc->text.len < len)
-		cap *= 2;
-	if (cap + tc->n_slots * sizeof(*tc->slots) <= tc->budget)
+	if (!tc->text) {
+		tc->text_cap = tc->budget;
+		if (!(tc->text = region_new(&tc->text_cap)))
+			return false;
+	}
+	if (len > UINT32_MAX || tc->text_len > UINT32_MAX - len ||
+	    tc->text_len + len > tc->text_cap)
+		peak = SIZE_MAX;
+	else
+		peak = tc->text_len + len > tc->text_peak ? tc->text_len + len : tc->text_peak;
+	if (peak != SIZE_MAX && peak + slot_bytes(tc) <= tc->budget) {
+		tc->text_peak = peak;
 		return true;
+	}
 	text_reset(tc);
-	return len <= tc->text.cap;
+	if (len + slot_bytes(tc) > tc->budget || len > tc->text_cap)
+		return false;
+	tc->text_peak = len;
+	return true;
 }
 
 /*
@@ -391,7 +464,7 @@ static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, 
 		tc->hits++;
 		if (sbuf_reserve(out, t->len))
 			return -ENOMEM;
-		sbuf_put(out, tc->text.p + t->off, t->len);
+		sbuf_put(out, tc->text + t->off, t->len);
 		return 0;
 	}
 	tc->misses++;
@@ -403,14 +476,14 @@ static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, 
 	if (put_frames(out, r, c->inlines))
 		return -ENOMEM;
 	/* An object whose debug info is still on its way may answer better later. */
-	if (!sym_object__settled(o) || !text_room(tc, out->len - start) ||
-	    sbuf_reserve(&tc->text, out->len - start))
+	if (!sym_object__settled(o) || !text_room(tc, out->len - start))
 		return 0;
 	t = text_probe(tc, o, v, is_off); /* text_room may have emptied the table */
 	*t = (struct text_slot){.obj = o, .v = v, .is_off = is_off};
-	t->off = (uint32_t)tc->text.len;
+	t->off = (uint32_t)tc->text_len;
 	t->len = (uint32_t)(out->len - start);
-	sbuf_put(&tc->text, out->p + start, t->len);
+	memcpy(tc->text + tc->text_len, out->p + start, t->len);
+	tc->text_len += t->len;
 	tc->used++;
 	return 0;
 }
@@ -526,8 +599,8 @@ static void prefetch_text(struct text_cache *tc, const struct line_key *k)
 		return;
 	t = text_probe(tc, k->o, k->v, k->is_off);
 	if (t->obj) {
-		__builtin_prefetch(tc->text.p + t->off);
-		__builtin_prefetch(tc->text.p + t->off + t->len - 1);
+		__builtin_prefetch(tc->text + t->off);
+		__builtin_prefetch(tc->text + t->off + t->len - 1);
 	}
 }
 
@@ -716,8 +789,7 @@ static void print_stats(const struct symbolize_ctx *c)
 	fprintf(stderr,
 		"text_cache_hits %" PRIu64 "\ntext_cache_misses %" PRIu64
 		"\ntext_cache_resets %" PRIu64 "\ntext_cache_bytes %zu\ntext_cache_budget %zu\n",
-		tc->hits, tc->misses, tc->resets, tc->text.cap + tc->n_slots * sizeof(*tc->slots),
-		tc->budget);
+		tc->hits, tc->misses, tc->resets, tc->text_peak + slot_bytes(tc), tc->budget);
 }
 
 int cmd_symbolize(int argc, char **argv)
@@ -755,8 +827,8 @@ int cmd_symbolize(int argc, char **argv)
 			  strcmp(what, "read") ? "stdout" : "stdin", strerror(-err));
 	if (a.stats)
 		print_stats(&c);
-	free(c.tc.slots);
-	free(c.tc.text.p);
+	region_free(c.tc.slots, slot_bytes(&c.tc));
+	region_free(c.tc.text, c.tc.text_cap);
 	symbolizer__free(c.s);
 	return err ? 1 : 0;
 }
