@@ -39,6 +39,8 @@ struct collector {
 	size_t cap, used;
 	struct collect_stats stats;
 	uint64_t kernel_mapping_key;
+	uint32_t *gone; /* owned: pids that exited or exec'd since the last build */
+	size_t n_gone, gone_cap;
 };
 
 struct collector *collector__new(struct proc_table *pt, struct symbolizer *sym)
@@ -67,6 +69,7 @@ void collector__free(struct collector *c)
 		return;
 	clear_entries(c);
 	free(c->entries);
+	free(c->gone);
 	free(c);
 }
 
@@ -181,6 +184,27 @@ int collector__add(struct collector *c, const struct collect_sample *s)
 	return 0;
 }
 
+/*
+ * The symbolizer releases what pid held (perf map, references on its objects) after the
+ * next build: samples collected before the exit are still to be symbolized with them.
+ * When the list cannot grow, now (those samples then re-read what they need).
+ */
+static void forget_after_build(struct collector *c, uint32_t pid)
+{
+	size_t cap = c->gone_cap ? c->gone_cap * 2 : 64;
+	uint32_t *g;
+
+	if (c->n_gone == c->gone_cap) {
+		if (cap > SIZE_MAX / sizeof(*g) || !(g = realloc(c->gone, cap * sizeof(*g)))) {
+			symbolizer__forget_pid(c->sym, pid);
+			return;
+		}
+		c->gone = g;
+		c->gone_cap = cap;
+	}
+	c->gone[c->n_gone++] = pid;
+}
+
 void collector__event(struct collector *c, enum collect_event_kind kind, uint32_t pid,
 		      uint64_t pstart, const char *comm)
 {
@@ -189,14 +213,13 @@ void collector__event(struct collector *c, enum collect_event_kind kind, uint32_
 	case COLLECT_EV_NEW:
 		proc_table__get(c->pt, pid, pstart); /* reads /proc while the process lives */
 		break;
-	case COLLECT_EV_EXEC:
+	case COLLECT_EV_EXEC: /* a new image: its JIT map starts over, its objects change */
 		proc_table__exec(c->pt, pid, pstart);
-		symbolizer__forget_pid(c->sym, pid); /* a new image: its JIT map starts over */
+		forget_after_build(c, pid);
 		break;
 	case COLLECT_EV_EXIT:
 		proc_table__exit(c->pt, pid, pstart);
-		/* releases its perf map; a late sample re-reads the file, which stays */
-		symbolizer__forget_pid(c->sym, pid);
+		forget_after_build(c, pid);
 		break;
 	}
 }
@@ -315,6 +338,8 @@ static uint64_t user_location(struct collector *c, struct profile *p, struct pro
 	if (!proc__object_path(c->pt, proc, m, open_path, sizeof(open_path)))
 		snprintf(open_path, sizeof(open_path), "%s", m->path);
 	obj = symbolizer__object(c->sym, open_path, m->path, proc_mapping__dev(m), m->inode);
+	if (obj && !proc->exited) /* an exited one holds nothing new: its forget may be past */
+		symbolizer__hold(c->sym, proc->pid, obj);
 	mid = profile__mapping(p, m->start, m->end, m->pgoff, m->path,
 			       obj ? sym_object__build_id(obj) : NULL);
 	if (obj && symbolizer__resolve(c->sym, obj, off, &r) == 0 && r && r->n)
@@ -389,6 +414,9 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 	}
 	free(locs);
 	clear_entries(c);
+	for (size_t i = 0; i < c->n_gone; i++)
+		symbolizer__forget_pid(c->sym, c->gone[i]);
+	c->n_gone = 0;
 	return p;
 fail:
 	free(locs);

@@ -24,6 +24,12 @@
  * results are borrowed only until the next call: they are copied out of the cache into
  * s->scratch. The object records themselves (a few hundred bytes) live until
  * symbolizer__free. The kernel's table is one, shared, and outside the budget.
+ *
+ * Lifetime. The caller says which process maps which object (symbolizer__hold); each
+ * process holds a reference. When a process is forgotten (it exited, and its samples
+ * were symbolized), objects nobody holds any more are released at once: their address-
+ * cache entries (listed per object), symbol table and DWARF. Objects never held (the
+ * symbolize CLI, tests) live under the budget's eviction alone.
  * An object's ELF is read into our memory and closed; only DWARF keeps an fd, while
  * its object is in memory.
  */
@@ -44,6 +50,8 @@
 #define SYM_JIT_MAX	     1024 /* perf maps held (pids); the oldest goes first */
 #define SYM_JIT_RECHECK_NS   (1000ULL * 1000 * 1000)
 #define SYM_HASH_MIN_BUCKETS 256
+#define SYM_PROC_BUCKETS     4096
+#define SYM_PROC_MAX	     65536 /* processes holding objects; past it, holds are not kept */
 
 struct sym_object {
 	char *path;			 /* owned: name as mapped, shown to users */
@@ -60,6 +68,8 @@ struct sym_object {
 	uint32_t gen; /* bumped when its debug info arrives late */
 	uint32_t polls;
 	uint64_t bytes;				/* accounted: table + DWARF while heavy */
+	uint32_t holders;			/* processes that map it (symbolizer__hold) */
+	struct sym_centry *centries;		/* its address-cache entries (onext list) */
 	struct sym_object *lru_prev, *lru_next; /* heavy objects, most recent first */
 	struct sym_object *next;		/* every object, for symbolizer__free */
 	struct sym_object *bid_next;		/* build-id hash chain */
@@ -77,6 +87,18 @@ struct sym_ident {
 };
 
 struct sym_centry;
+
+/*
+ * The objects one process maps, as the caller said (symbolizer__hold): each holds one
+ * reference on them until symbolizer__forget_pid. Arrays, not sets: a process maps tens
+ * to a few hundred objects, and a linear scan of pointers is cheaper than hashing them.
+ */
+struct sym_proc {
+	uint32_t pid;
+	uint32_t n, cap;
+	struct sym_object **objs; /* owned array; the objects are the list's */
+	struct sym_proc *next;	  /* hash chain */
+};
 
 /* The perf map of one process. */
 struct sym_jit {
@@ -111,6 +133,8 @@ struct symbolizer {
 	uint64_t budget, obj_bytes, cache_bytes;
 	struct sym_jit *jits;
 	size_t n_jits;
+	struct sym_proc **procs; /* owned chains, by pid; SYM_PROC_BUCKETS */
+	size_t n_procs;
 	struct sym_result scratch; /* what the last resolve handed out */
 	struct sym_table kernel;
 	bool kernel_loaded;
@@ -645,7 +669,8 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 
 struct sym_centry {
 	struct sym_centry *hnext, *prev, *next; /* hash chain; LRU list */
-	const struct sym_object *obj;
+	struct sym_centry *onext, *oprev;	/* entries of the same object */
+	struct sym_object *obj;
 	uint64_t vaddr;
 	uint32_t gen, n;
 	uint32_t bytes;
@@ -690,6 +715,12 @@ static void centry_remove(struct symbolizer *s, struct sym_centry *e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
 	centry_unlink_lru(s, e);
+	if (e->oprev)
+		e->oprev->onext = e->onext;
+	else
+		e->obj->centries = e->onext;
+	if (e->onext)
+		e->onext->oprev = e->oprev;
 	s->cache_bytes -= e->bytes;
 	s->cache_used--;
 	free(e);
@@ -747,8 +778,8 @@ static const char *str_put(char **pos, const char *p)
 }
 
 /* A new entry holding copies of f[0, n). NULL on ENOMEM. */
-static struct sym_centry *centry_new(const struct sym_object *o, uint64_t v,
-				     const struct sym_frame *f, size_t n)
+static struct sym_centry *centry_new(struct sym_object *o, uint64_t v, const struct sym_frame *f,
+				     size_t n)
 {
 	size_t room = sizeof(struct sym_centry) + n * sizeof(*f);
 	struct sym_centry *e;
@@ -786,6 +817,11 @@ static void centry_insert(struct symbolizer *s, struct sym_centry *e)
 	e->hnext = s->buckets[b];
 	s->buckets[b] = e;
 	centry_push_lru(s, e);
+	e->oprev = NULL;
+	e->onext = e->obj->centries;
+	if (e->onext)
+		e->onext->oprev = e;
+	e->obj->centries = e;
 	s->cache_bytes += e->bytes;
 	s->cache_used++;
 }
@@ -957,6 +993,8 @@ static struct sym_jit *jit_find(struct symbolizer *s, uint32_t pid)
 	return NULL;
 }
 
+static void jit_forget(struct symbolizer *s, uint32_t pid);
+
 /* The map state of pid, made on first use (the oldest dropped past SYM_JIT_MAX). */
 static struct sym_jit *jit_get(struct symbolizer *s, uint32_t pid)
 {
@@ -967,7 +1005,7 @@ static struct sym_jit *jit_get(struct symbolizer *s, uint32_t pid)
 	if (s->n_jits >= SYM_JIT_MAX) {
 		for (pp = &s->jits; (*pp)->next; pp = &(*pp)->next)
 			;
-		symbolizer__forget_pid(s, (*pp)->pid);
+		jit_forget(s, (*pp)->pid);
 	}
 	if (!(j = calloc(1, sizeof(*j))) || !(j->map = sym_perfmap__new(s->perfmap_dir, pid))) {
 		free(j);
@@ -1015,7 +1053,81 @@ int symbolizer__resolve_jit(struct symbolizer *s, uint32_t pid, uint64_t addr,
 	return 0;
 }
 
-void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
+/* ---- which processes map which objects: references, released on exit ---- */
+
+static struct sym_proc **proc_slot(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc **pp = &s->procs[mix64(pid) & (SYM_PROC_BUCKETS - 1)];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+int symbolizer__hold(struct symbolizer *s, uint32_t pid, struct sym_object *obj)
+{
+	struct sym_proc **pp, *p;
+	struct sym_object **objs;
+	size_t cap;
+
+	if (!obj)
+		return -EINVAL;
+	if (!s->procs && !(s->procs = calloc(SYM_PROC_BUCKETS, sizeof(*s->procs))))
+		return -ENOMEM;
+	pp = proc_slot(s, pid);
+	if (!(p = *pp)) {
+		if (s->n_procs >= SYM_PROC_MAX)
+			return -ENOSPC;
+		if (!(p = calloc(1, sizeof(*p))))
+			return -ENOMEM;
+		p->pid = pid;
+		*pp = p;
+		s->n_procs++;
+	}
+	for (uint32_t i = 0; i < p->n; i++)
+		if (p->objs[i] == obj)
+			return 0;
+	cap = p->cap;
+	if (!(objs = sym_grow(p->objs, &cap, (size_t)p->n + 1, sizeof(*objs))))
+		return -ENOMEM;
+	p->objs = objs;
+	p->cap = (uint32_t)cap;
+	p->objs[p->n++] = obj;
+	obj->holders++;
+	return 0;
+}
+
+/*
+ * o's last process is gone: its cached addresses, symbol table and DWARF are freed now
+ * rather than when the budget runs out. The record stays (identity, segments), so a
+ * late sample or a new process mapping the same file reads it again.
+ */
+static void object_release(struct symbolizer *s, struct sym_object *o)
+{
+	while (o->centries)
+		centry_remove(s, o->centries);
+	if (o->heavy)
+		object_unload(s, o);
+	s->stats.object_releases++;
+}
+
+/* Drops pid's references; objects nobody holds any more are released. */
+static void proc_forget(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc **pp = s->procs ? proc_slot(s, pid) : NULL, *p = pp ? *pp : NULL;
+
+	if (!p)
+		return;
+	*pp = p->next;
+	s->n_procs--;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (--p->objs[i]->holders == 0)
+			object_release(s, p->objs[i]);
+	free(p->objs);
+	free(p);
+}
+
+static void jit_forget(struct symbolizer *s, uint32_t pid)
 {
 	for (struct sym_jit **pp = &s->jits; *pp; pp = &(*pp)->next) {
 		struct sym_jit *j = *pp;
@@ -1028,6 +1140,12 @@ void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
 		s->n_jits--;
 		return;
 	}
+}
+
+void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
+{
+	jit_forget(s, pid);
+	proc_forget(s, pid);
 }
 
 void symbolizer__wait_debuginfo(struct symbolizer *s, int timeout_ms)
@@ -1108,7 +1226,17 @@ void symbolizer__free(struct symbolizer *s)
 	while (s->c_tail)
 		centry_remove(s, s->c_tail);
 	while (s->jits)
-		symbolizer__forget_pid(s, s->jits->pid);
+		jit_forget(s, s->jits->pid);
+	for (size_t i = 0; s->procs && i < SYM_PROC_BUCKETS; i++) {
+		while (s->procs[i]) {
+			struct sym_proc *p = s->procs[i];
+
+			s->procs[i] = p->next;
+			free(p->objs);
+			free(p);
+		}
+	}
+	free(s->procs);
 	free(s->buckets);
 	free(s->debug_root);
 	free(s->perfmap_dir);

@@ -58,6 +58,7 @@ struct sym_stats {
 	uint64_t cache_evictions;   /* address-cache entries evicted for the budget */
 	uint64_t object_evictions;  /* objects whose tables and DWARF were dropped */
 	uint64_t object_reloads;    /* evicted objects read again */
+	uint64_t object_releases;   /* objects freed when their last process was forgotten */
 	uint64_t cache_bytes;	    /* accounted now: tables + DWARF + address cache */
 	uint64_t cache_budget;	    /* the budget they stay under */
 	uint64_t cache_entries;	    /* addresses cached now */
@@ -113,7 +114,19 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
  */
 int symbolizer__resolve_jit(struct symbolizer *s, uint32_t pid, uint64_t addr,
 			    const struct sym_result **out);
-/* Releases what is held for process pid (its perf map): call when it exits. */
+/*
+ * Records that process pid maps obj (asking again is a no-op): obj then counts pid
+ * among its holders until symbolizer__forget_pid(pid). 0, -EINVAL (obj NULL), -ENOMEM,
+ * or -ENOSPC past 65536 processes held (the object is then just not held: it stays
+ * under the byte budget's eviction like any other).
+ */
+int symbolizer__hold(struct symbolizer *s, uint32_t pid, struct sym_object *obj);
+/*
+ * Releases what is held for process pid: its perf map, and its holds on objects. An
+ * object whose last holder this was has its cached addresses, symbol table and DWARF
+ * freed at once (counted in object_releases); asked again, it is read again. Call when
+ * the process has exited (or exec'd) and its samples have been symbolized.
+ */
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);
 /* Waits up to timeout_ms for pending debuginfod fetches and takes their results. */
 void symbolizer__wait_debuginfo(struct symbolizer *s, int timeout_ms);

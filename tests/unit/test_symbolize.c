@@ -775,3 +775,66 @@ TEST(cache_budget_honoured)
 cleanup:
 	symbolizer__free(s);
 }
+
+/* Bytes the symbolizer accounts now. */
+static uint64_t accounted(struct symbolizer *s)
+{
+	struct sym_stats st;
+
+	symbolizer__stats(s, &st);
+	return st.cache_bytes;
+}
+
+/*
+ * Objects are held by the processes that map them: forgetting a process releases the
+ * objects only it held (their tables, DWARF and cached addresses leave the account),
+ * and keeps those another process still holds.
+ */
+TEST(objects_released_with_their_last_process)
+{
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	struct sym_object *lib, *pie;
+	uint64_t lib_off, pie_off, size, only_lib, both;
+	struct sym_stats st;
+
+	CHECK(s && build_fixtures() == 0);
+	CHECK(symbol_file_off(fx_lib, "hearth_exported", &lib_off, &size, NULL) == 0);
+	CHECK(symbol_file_off(fx_pie, "hearth_exported", &pie_off, &size, NULL) == 0);
+	CHECK((lib = object_of(s, fx_lib)));
+	CHECK(resolves_to(s, lib, lib_off, "hearth_exported"));
+	/* process 101 maps lib; 100 maps lib and pie (asking twice holds once) */
+	CHECK(symbolizer__hold(s, 101, lib) == 0);
+	CHECK(symbolizer__hold(s, 100, lib) == 0 && symbolizer__hold(s, 100, lib) == 0);
+	only_lib = accounted(s);
+	CHECK((pie = object_of(s, fx_pie))); /* read now: after only_lib was taken */
+	CHECK(resolves_to(s, pie, pie_off, "hearth_exported"));
+	CHECK(symbolizer__hold(s, 100, pie) == 0);
+	both = accounted(s);
+	CHECKF(both > only_lib, "%llu <= %llu", (unsigned long long)both,
+	       (unsigned long long)only_lib);
+	symbolizer__forget_pid(s, 4242); /* never held anything: no change */
+	CHECK(accounted(s) == both);
+
+	/* 100 exits: pie (only its) leaves the account entirely, lib (101's too) stays */
+	symbolizer__forget_pid(s, 100);
+	CHECKF(accounted(s) == only_lib, "%llu, want %llu", (unsigned long long)accounted(s),
+	       (unsigned long long)only_lib);
+	symbolizer__stats(s, &st);
+	CHECK(st.object_releases == 1 && st.cache_entries == 1);
+	CHECK(resolves_to(s, lib, lib_off, "hearth_exported")); /* still cached: a hit */
+	symbolizer__stats(s, &st);
+	CHECK(st.cache_hits == 1 && st.object_reloads == 0);
+
+	/* 101 exits: lib goes too; asked again (a late sample), it is read again */
+	symbolizer__forget_pid(s, 101);
+	symbolizer__stats(s, &st);
+	CHECKF(st.cache_bytes < only_lib && st.cache_entries == 0 && st.object_releases == 2,
+	       "%llu bytes, %llu entries", (unsigned long long)st.cache_bytes,
+	       (unsigned long long)st.cache_entries);
+	CHECK(resolves_to(s, lib, lib_off, "hearth_exported"));
+	symbolizer__stats(s, &st);
+	CHECK(st.object_reloads == 1);
+	CHECK(symbolizer__hold(s, 1, NULL) == -EINVAL);
+cleanup:
+	symbolizer__free(s);
+}
