@@ -810,7 +810,9 @@ int cmd_symbolize(int argc, char **argv)
 	c.inlines = a.inlines;
 	c.addresses = a.addresses;
 	c.tc.budget = (size_t)(budget / 4);
-	c.s = symbolizer__new(&(struct sym_opts){.cache_bytes = budget - c.tc.budget});
+	/* the text cache keeps every answer: the symbolizer's address cache would be a copy */
+	c.s = symbolizer__new(
+	    &(struct sym_opts){.cache_bytes = budget - c.tc.budget, .no_address_cache = true});
 	if (!c.s || (a.obj && !(c.obj = symbolizer__object(c.s, a.obj, a.obj, 0, 0)))) {
 		cli_error("symbolize", "out of memory");
 		symbolizer__free(c.s);

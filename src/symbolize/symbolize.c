@@ -135,7 +135,9 @@ struct symbolizer {
 	size_t n_jits;
 	struct sym_proc **procs; /* owned chains, by pid; SYM_PROC_BUCKETS */
 	size_t n_procs;
-	struct sym_result scratch; /* what the last resolve handed out */
+	struct sym_result scratch;	   /* what the last resolve handed out */
+	bool no_address_cache;		   /* sym_opts.no_address_cache */
+	char *scratch_dem[SYM_MAX_FRAMES]; /* owned: demangled names in scratch, uncached */
 	struct sym_table kernel;
 	bool kernel_loaded;
 	struct sym_result unresolved; /* n == 0, handed out for every miss */
@@ -898,12 +900,13 @@ static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_fram
 	return 1;
 }
 
-/* Frames for vaddr in o (DWARF, else symbols) as a new cache entry. NULL on ENOMEM. */
-static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object *o, uint64_t vaddr)
+/*
+ * Frames for vaddr in o (DWARF, else symbols) into f; demangled names are malloc'd into
+ * dem[i] (NULL when not demangled; the caller frees them). Returns the count.
+ */
+static int object_lookup(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
+			 struct sym_frame *f, char **dem)
 {
-	struct sym_frame f[SYM_MAX_FRAMES];
-	char *dem[SYM_MAX_FRAMES] = {0};
-	struct sym_centry *e;
 	int n = o->dwarf ? sym_dwarf__lookup(o->dwarf, vaddr, f, SYM_MAX_FRAMES) : 0;
 
 	if (n < 0) {
@@ -920,6 +923,17 @@ static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object 
 		else if (!f[i].name)
 			f[i].name = f[i].system_name;
 	}
+	return n;
+}
+
+/* Frames for vaddr in o as a new cache entry. NULL on ENOMEM. */
+static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object *o, uint64_t vaddr)
+{
+	struct sym_frame f[SYM_MAX_FRAMES];
+	char *dem[SYM_MAX_FRAMES] = {0};
+	struct sym_centry *e;
+	int n = object_lookup(s, o, vaddr, f, dem);
+
 	e = centry_new(o, vaddr, f, (size_t)n);
 	for (int i = 0; i < n; i++)
 		free(dem[i]);
@@ -962,6 +976,17 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 	}
 	lru_touch(s, obj);
 	object_account(s, obj);
+	if (s->no_address_cache) { /* straight into scratch; its names live until the next call */
+		for (size_t i = 0; i < SYM_MAX_FRAMES; i++) {
+			free(s->scratch_dem[i]);
+			s->scratch_dem[i] = NULL;
+		}
+		s->scratch.n =
+		    (size_t)object_lookup(s, obj, vaddr, s->scratch.frames, s->scratch_dem);
+		*out = &s->scratch;
+		budget_enforce(s);
+		return 0;
+	}
 	if (!(e = object_frames(s, obj, vaddr)))
 		return -ENOMEM;
 	*out = centry_result(s, e); /* copied out before anything can be evicted */
@@ -1203,6 +1228,7 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 	s->budget = opts && opts->cache_bytes ? opts->cache_bytes : SYM_DEFAULT_CACHE_MB << 20;
 	s->debug_root = opts && opts->debug_root ? strdup(opts->debug_root) : NULL;
 	s->perfmap_dir = opts && opts->perfmap_dir ? strdup(opts->perfmap_dir) : NULL;
+	s->no_address_cache = opts && opts->no_address_cache;
 	if (!opts || !opts->no_debuginfod)
 		s->dbginfod = sym_dbginfod__new();
 	s->idents.n_buckets = s->build_ids.n_buckets = SYM_HASH_MIN_BUCKETS;
@@ -1254,6 +1280,8 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->idents.buckets);
 	free(s->build_ids.buckets);
 	sym_table__fini(&s->kernel);
+	for (size_t i = 0; i < SYM_MAX_FRAMES; i++)
+		free(s->scratch_dem[i]);
 	free(s->kallsyms_path);
 	free(s);
 }

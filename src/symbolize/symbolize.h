@@ -47,6 +47,8 @@ struct sym_opts {
 	const char *debug_root;	 /* NULL = /usr/lib/debug (.build-id tree, debuglink) */
 	const char *perfmap_dir; /* NULL = /tmp (perf-PID.map) */
 	bool no_debuginfod;	 /* true: never ask debuginfod even with DEBUGINFOD_URLS */
+	bool no_address_cache;	 /* true: keep no per-address results (a caller that keeps its
+				  * own, like the symbolize CLI's text cache); objects still are */
 };
 
 struct sym_stats {
