@@ -32,6 +32,19 @@ struct fn_range {
 	Dwarf_Off die;
 };
 
+/*
+ * Names of function DIEs by DIE offset. Reading a name follows DW_AT_abstract_origin and
+ * DW_AT_specification chains (dwarf_attr_integrate): a tenth of a cold lookup, for the
+ * same few thousand functions again and again. Strings are libdw's (valid while open).
+ */
+struct name_slot {
+	Dwarf_Off off; /* 0 = empty (no DIE lies at offset 0: a CU header does) */
+	const char *sys, *plain;
+};
+
+#define SYM_NAMES_MIN 1024
+#define SYM_NAMES_MAX (1u << 18) /* 6 MiB; past half of it, the cache starts over */
+
 /* Deepest nesting of DIEs walked; deeper input is corrupt or hostile. */
 #define SYM_DWARF_MAX_DEPTH 64
 
@@ -62,7 +75,9 @@ struct sym_dwarf {
 	struct fn_index all;   /* owned: every CU, when there are no aranges */
 	struct cu_slot *cus;   /* owned: open addressing by CU offset */
 	size_t n_cus, cap_cus; /* cap_cus a power of two */
-	uint64_t idx_bytes;    /* in all indexes */
+	uint64_t idx_bytes;    /* in all indexes and the name cache */
+	struct name_slot *names;   /* owned: open addressing by DIE offset */
+	size_t n_names, cap_names; /* cap_names a power of two */
 };
 
 /*
@@ -164,6 +179,7 @@ void sym_dwarf__close(struct sym_dwarf *d)
 	for (size_t i = 0; i < d->cap_cus; i++)
 		free(d->cus[i].idx.fns);
 	free(d->cus);
+	free(d->names);
 	if (d->fd >= 0)
 		close(d->fd);
 	free(d);
@@ -187,6 +203,60 @@ static const char *die_name(Dwarf_Die *die, const char **plain)
 	if (dwarf_attr_integrate(die, DW_AT_name, &a))
 		*plain = dwarf_formstring(&a);
 	return link ? link : *plain;
+}
+
+static struct name_slot *name_probe(struct name_slot *t, size_t cap, Dwarf_Off off)
+{
+	size_t i = (size_t)((off * 0x9e3779b97f4a7c15ULL) >> 20) & (cap - 1);
+
+	while (t[i].off && t[i].off != off)
+		i = (i + 1) & (cap - 1);
+	return &t[i];
+}
+
+/* Room for one more name (at most half full): grown, or emptied at the cap. */
+static bool names_room(struct sym_dwarf *d)
+{
+	size_t cap = d->cap_names ? d->cap_names * 2 : SYM_NAMES_MIN;
+	struct name_slot *t;
+
+	if (d->n_names < d->cap_names / 2)
+		return true;
+	if (d->cap_names >= SYM_NAMES_MAX) {
+		memset(d->names, 0, d->cap_names * sizeof(*d->names));
+		d->n_names = 0;
+		return true;
+	}
+	if (!(t = calloc(cap, sizeof(*t))))
+		return false;
+	for (size_t i = 0; i < d->cap_names; i++)
+		if (d->names[i].off)
+			*name_probe(t, cap, d->names[i].off) = d->names[i];
+	free(d->names);
+	d->idx_bytes += (cap - d->cap_names) * sizeof(*t);
+	d->names = t;
+	d->cap_names = cap;
+	return true;
+}
+
+/* die_name through the cache. */
+static const char *die_name_cached(struct sym_dwarf *d, Dwarf_Die *die, const char **plain)
+{
+	Dwarf_Off off = dwarf_dieoffset(die);
+	struct name_slot *t;
+	const char *sys;
+
+	if (!off || off == (Dwarf_Off)-1 || !names_room(d))
+		return die_name(die, plain);
+	t = name_probe(d->names, d->cap_names, off);
+	if (t->off) {
+		*plain = t->plain;
+		return t->sys;
+	}
+	sys = die_name(die, plain);
+	*t = (struct name_slot){.off = off, .sys = sys, .plain = *plain};
+	d->n_names++;
+	return sys;
 }
 
 /* File name number idx of the CU's line table, NULL when out of range. */
@@ -219,8 +289,8 @@ static void call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file, int *lin
  * a frame at the current file:line, then the line moves to its call site; the
  * enclosing subprogram ends the walk. Returns the number of frames.
  */
-static int frames_of_scopes(Dwarf_Die *cu, Dwarf_Die *scopes, int n, const char *file, int line,
-			    struct sym_frame *f, size_t max)
+static int frames_of_scopes(struct sym_dwarf *d, Dwarf_Die *cu, Dwarf_Die *scopes, int n,
+			    const char *file, int line, struct sym_frame *f, size_t max)
 {
 	size_t k = 0;
 
@@ -230,7 +300,7 @@ static int frames_of_scopes(Dwarf_Die *cu, Dwarf_Die *scopes, int n, const char 
 
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
 			continue;
-		f[k].system_name = die_name(&scopes[i], &plain);
+		f[k].system_name = die_name_cached(d, &scopes[i], &plain);
 		f[k].name = plain; /* the caller demangles system_name */
 		f[k].file = file;
 		f[k].line = line;
@@ -483,7 +553,7 @@ int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *fra
 	n = inline_chain(&fn, vaddr, scopes, SYM_DWARF_MAX_DEPTH);
 	for (int i = 0; i < n; i++) /* innermost first, as frames are */
 		inner[i] = scopes[n - 1 - i];
-	return frames_of_scopes(&cu, inner, n, file, line, frames, max);
+	return frames_of_scopes(d, &cu, inner, n, file, line, frames, max);
 }
 
 /* ---- separate debug files ---- */
