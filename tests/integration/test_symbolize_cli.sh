@@ -170,6 +170,7 @@ else
 	fail repeats_from_text_cache "hits $(stat_of "$T/twice.stats" text_cache_hits) of $n"
 fi
 coproc SYMP { "$HEARTH" symbolize --obj "$W/inlined"; }
+sym_pid=$SYMP_PID # bash unsets SYMP_PID once it has reaped the coprocess
 echo "$good" >&"${SYMP[1]}"
 if read -t 10 -r got_name <&"${SYMP[0]}" && read -t 10 -r got_line <&"${SYMP[0]}" &&
 	[ "$got_name"$'\n'"$got_line" = "$want" ]; then
@@ -178,7 +179,7 @@ else
 	fail interactive_answer_before_eof "no answer within 10 s while stdin stays open"
 fi
 exec {SYMP[1]}>&-
-wait "$SYMP_PID" 2> /dev/null
+wait "$sym_pid" 2> /dev/null || true
 
 # 10. The text cache keeps to its share of the budget: many distinct answers through
 #     --symbol-cache-mb 1 empty it (resets) and still give the unbounded run's answers.
