@@ -15,7 +15,8 @@
  * buffer written with write(2) — before every read, so an interactive caller (a
  * coprocess writing one address and waiting) gets its answer at once. The formatted
  * frames of each (object, address) are kept in a text cache (a flat open-addressing
- * table over one text arena), so a repeated address costs one probe and one memcpy.
+ * table of 8-byte slots over one region of records, each its key then its text), so a
+ * repeated address costs one probe and one memcpy from one place in memory.
  * The text cache takes a quarter of --symbol-cache-mb, the symbolizer the rest; when
  * the text cache is full it is emptied and refills.
  */
@@ -56,13 +57,27 @@ struct sbuf {
 	size_t len, cap;
 };
 
-/* One cached answer: the formatted frames of (obj, v); obj NULL = empty slot. */
-struct text_slot {
-	const struct sym_object *obj; /* borrowed from the symbolizer */
+/*
+ * One cached answer in the text region: its key, then the formatted frames. The slot
+ * table holds only where each record is and 32 bits of its hash, so it stays small
+ * (8 bytes a slot) and a warm answer touches one random place, the record, where key
+ * and text lie together.
+ */
+struct text_rec {
 	uint64_t v;		      /* vaddr, or file offset when is_off */
-	uint32_t off, len;	      /* in text_cache.text */
-	bool is_off;
+	const struct sym_object *obj; /* borrowed from the symbolizer */
+	uint32_t len;		      /* of text */
+	uint32_t is_off;
+	char text[];
 };
+
+/* off 0 = empty (records start at TEXT_FIRST). */
+struct text_slot {
+	uint32_t tag; /* the high half of the key's hash */
+	uint32_t off; /* of the record in text_cache.text */
+};
+
+#define TEXT_FIRST 8
 
 struct text_cache {
 	struct text_slot *slots; /* owned region; n_slots a power of two, at most half used */
@@ -306,22 +321,32 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 33);
 }
 
-static size_t text_home(const struct text_cache *tc, const struct sym_object *o, uint64_t v)
+static uint64_t text_hash(const struct sym_object *o, uint64_t v, bool is_off)
 {
-	return (size_t)mix64(v ^ ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ULL)) &
-	       (tc->n_slots - 1);
+	return mix64(v ^ ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ULL) ^ is_off);
+}
+
+static struct text_rec *text_rec_at(const struct text_cache *tc, uint32_t off)
+{
+	return (struct text_rec *)(void *)(tc->text + off);
 }
 
 /* The slot of (o, v, is_off), or the empty slot where it would go (linear probing). */
 static struct text_slot *text_probe(struct text_cache *tc, const struct sym_object *o, uint64_t v,
 				    bool is_off)
 {
-	size_t i = text_home(tc, o, v);
+	uint64_t h = text_hash(o, v, is_off);
+	size_t i = (size_t)h & (tc->n_slots - 1);
 
 	for (;; i = (i + 1) & (tc->n_slots - 1)) {
 		struct text_slot *t = &tc->slots[i];
+		const struct text_rec *r;
 
-		if (!t->obj || (t->v == v && t->obj == o && t->is_off == is_off))
+		if (!t->off)
+			return t;
+		r = text_rec_at(tc, t->off);
+		if (t->tag == (uint32_t)(h >> 32) && r->v == v && r->obj == o &&
+		    r->is_off == is_off)
 			return t;
 	}
 }
@@ -385,7 +410,7 @@ static void text_reset(struct text_cache *tc)
 		madvise(tc->text, tc->text_peak, MADV_DONTNEED);
 	else
 		memset(tc->text, 0, tc->text_peak);
-	tc->text_len = tc->text_peak = 0;
+	tc->text_len = tc->text_peak = TEXT_FIRST;
 	tc->resets++;
 }
 
@@ -406,9 +431,12 @@ static int text_grow(struct text_cache *tc)
 	}
 	tc->n_slots = bytes / sizeof(*tc->slots); /* a power of two still */
 	for (size_t i = 0; i < old_n; i++) {
-		if (!old[i].obj)
+		const struct text_rec *r;
+
+		if (!old[i].off)
 			continue;
-		t = text_probe(tc, old[i].obj, old[i].v, old[i].is_off);
+		r = text_rec_at(tc, old[i].off);
+		t = text_probe(tc, r->obj, r->v, r->is_off);
 		*t = old[i];
 	}
 	region_free(old, old_bytes);
@@ -428,6 +456,7 @@ static bool text_room(struct text_cache *tc, size_t len)
 		tc->text_cap = tc->budget;
 		if (!(tc->text = region_new(&tc->text_cap)))
 			return false;
+		tc->text_len = tc->text_peak = TEXT_FIRST;
 	}
 	if (len > UINT32_MAX || tc->text_len > UINT32_MAX - len ||
 	    tc->text_len + len > tc->text_cap)
@@ -439,9 +468,9 @@ static bool text_room(struct text_cache *tc, size_t len)
 		return true;
 	}
 	text_reset(tc);
-	if (len + slot_bytes(tc) > tc->budget || len > tc->text_cap)
+	if (TEXT_FIRST + len + slot_bytes(tc) > tc->budget || TEXT_FIRST + len > tc->text_cap)
 		return false;
-	tc->text_peak = len;
+	tc->text_peak = TEXT_FIRST + len;
 	return true;
 }
 
@@ -455,16 +484,18 @@ static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, 
 	struct text_cache *tc = &c->tc;
 	const struct sym_result *r;
 	struct text_slot *t;
-	size_t start;
+	struct text_rec *rec;
+	size_t start, len, room;
 
 	if (tc->used * 2 >= tc->n_slots && text_grow(tc))
 		return -ENOMEM;
 	t = text_probe(tc, o, v, is_off);
-	if (t->obj) {
+	if (t->off) {
+		rec = text_rec_at(tc, t->off);
 		tc->hits++;
-		if (sbuf_reserve(out, t->len))
+		if (sbuf_reserve(out, rec->len))
 			return -ENOMEM;
-		sbuf_put(out, tc->text + t->off, t->len);
+		sbuf_put(out, rec->text, rec->len);
 		return 0;
 	}
 	tc->misses++;
@@ -476,14 +507,17 @@ static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, 
 	if (put_frames(out, r, c->inlines))
 		return -ENOMEM;
 	/* An object whose debug info is still on its way may answer better later. */
-	if (!sym_object__settled(o) || !text_room(tc, out->len - start))
+	len = out->len - start;
+	room = (sizeof(*rec) + len + 7) & ~(size_t)7; /* records stay 8-aligned */
+	if (!sym_object__settled(o) || len > UINT32_MAX || !text_room(tc, room))
 		return 0;
 	t = text_probe(tc, o, v, is_off); /* text_room may have emptied the table */
-	*t = (struct text_slot){.obj = o, .v = v, .is_off = is_off};
+	t->tag = (uint32_t)(text_hash(o, v, is_off) >> 32);
 	t->off = (uint32_t)tc->text_len;
-	t->len = (uint32_t)(out->len - start);
-	memcpy(tc->text + tc->text_len, out->p + start, t->len);
-	tc->text_len += t->len;
+	rec = text_rec_at(tc, t->off);
+	*rec = (struct text_rec){.v = v, .obj = o, .len = (uint32_t)len, .is_off = is_off};
+	memcpy(rec->text, out->p + start, len);
+	tc->text_len += room;
 	tc->used++;
 	return 0;
 }
@@ -588,7 +622,8 @@ static int symbolize_line(struct symbolize_ctx *c, char *line, size_t len, struc
 static void prefetch_slot(const struct text_cache *tc, const struct line_key *k)
 {
 	if (k->o && tc->n_slots)
-		__builtin_prefetch(&tc->slots[text_home(tc, k->o, k->v)]);
+		__builtin_prefetch(
+		    &tc->slots[text_hash(k->o, k->v, k->is_off) & (tc->n_slots - 1)]);
 }
 
 static void prefetch_text(struct text_cache *tc, const struct line_key *k)
@@ -597,10 +632,12 @@ static void prefetch_text(struct text_cache *tc, const struct line_key *k)
 
 	if (!k->o || !tc->n_slots)
 		return;
-	t = text_probe(tc, k->o, k->v, k->is_off);
-	if (t->obj) {
+	/* the record of the home slot: nearly always the one (no probe: it would wait) */
+	t = &tc->slots[text_hash(k->o, k->v, k->is_off) & (tc->n_slots - 1)];
+	if (t->off) { /* a prefetch never faults, even past the region */
 		__builtin_prefetch(tc->text + t->off);
-		__builtin_prefetch(tc->text + t->off + t->len - 1);
+		__builtin_prefetch(tc->text + t->off + 64);
+		__builtin_prefetch(tc->text + t->off + 128);
 	}
 }
 
