@@ -25,6 +25,8 @@ struct append_ctx {
 	const struct store_label *extra;
 	size_t n_extra;
 	uint64_t *map_ids, *func_ids, *loc_ids; /* profile id -> store id, 0 = not yet */
+	const char *last_file;			/* borrowed from p: the last function's file */
+	uint64_t last_file_id;			/* and its string id */
 	uint8_t *key;				/* scratch for keys */
 	size_t key_cap;
 	size_t new_series;
@@ -90,10 +92,22 @@ static int func_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
 		*out = a->func_ids[pid];
 		return 0;
 	}
-	err = profile__get_function(a->p, pid, &f) ?: intern_string(a, f.name, &sid[0]) ?:
-		intern_string(a, f.system_name, &sid[1]) ?: intern_string(a, f.filename, &sid[2]);
+	/* the model's strings are interned: an equal pointer is an equal string, and
+	 * most functions share their file with the previous one or have
+	 * system_name == name, which saves two of the three lookups */
+	err = profile__get_function(a->p, pid, &f) ?: intern_string(a, f.name, &sid[0]);
+	if (!err && f.system_name == f.name)
+		sid[1] = sid[0];
+	else if (!err)
+		err = intern_string(a, f.system_name, &sid[1]);
+	if (!err && f.filename && f.filename == a->last_file)
+		sid[2] = a->last_file_id;
+	else if (!err)
+		err = intern_string(a, f.filename, &sid[2]);
 	if (err)
 		return err;
+	a->last_file = f.filename;
+	a->last_file_id = sid[2];
 	for (int i = 0; i < 3; i++)
 		e = store_put_varint(e, sid[i]);
 	err = store_itab__intern(&a->s->tabs[STORE_T_FUNCTIONS], k, (size_t)(e - k), out, NULL);
@@ -408,6 +422,8 @@ static int append_locked(struct append_ctx *a, struct store_append_result *res)
 	s->stats.samples += (uint64_t)samples;
 	if (!s->stats.oldest_ns || profile__time_ns(a->p) < s->stats.oldest_ns)
 		s->stats.oldest_ns = profile__time_ns(a->p);
+	if (!s->first_ns || store_first_window(profile__time_ns(a->p)) < s->first_ns)
+		s->first_ns = store_first_window(profile__time_ns(a->p));
 	if (profile__time_ns(a->p) > s->newest_ns)
 		s->newest_ns = s->stats.newest_ns = profile__time_ns(a->p);
 	if (res)
