@@ -14,6 +14,8 @@
  * set from the replay's slot (as /ingest does with from= and until=), then
  * store__append: the timed /ingest path. Then: bytes on disk, and the latency
  * of a merged profile over the last 1 h and the whole day and a day's timeline.
+ * Times are wall clock and, beside it, the CPU time of the benchmark's thread
+ * (what one core spent: on a shared machine wall time also counts waiting).
  *
  *   store_bench [--hours H] [--dir DIR] [--no-fsync] [--seed N]
  */
