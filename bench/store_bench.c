@@ -17,7 +17,10 @@
  * Times are wall clock and, beside it, the CPU time of the benchmark's thread
  * (what one core spent: on a shared machine wall time also counts waiting).
  *
- *   store_bench [--hours H] [--dir DIR] [--no-fsync] [--seed N]
+ *   store_bench [--hours H] [--dir DIR] [--no-fsync] [--seed N] [--queries-only]
+ *
+ * --queries-only reopens DIR as a run with the same --hours left it and times
+ * the queries again (several runs of them on a noisy machine, one ingest).
  */
 #include "query/query.h"
 #include "store/store.h"
@@ -260,6 +263,43 @@ static int ingest(struct store *st, const struct pool *pl, int64_t start, int n,
 	return 0;
 }
 
+struct query_times {
+	double q1, q24, tl, tr1;     /* wall ms */
+	double c1, c24, ctl, ctr1;   /* CPU ms */
+};
+
+static int time_queries(struct store *st, int64_t end, struct query_times *t)
+{
+	t->q1 = time_query(st, end - 3600 * S, end, 0, &t->c1);
+	t->q24 = time_query(st, end - 24 * 3600 * S, end, 0, &t->c24);
+	t->tl = time_query(st, end - 24 * 3600 * S, end, 1, &t->ctl);
+	t->tr1 = time_query(st, end - 3600 * S, end, 2, &t->ctr1);
+	return t->q1 < 0 || t->q24 < 0 || t->tl < 0 || t->tr1 < 0 ? -EIO : 0;
+}
+
+static void print_times(const struct query_times *t)
+{
+	printf("| merge, last 1 h | %.1f ms; CPU %.1f ms | <= 50 ms |\n", t->q1, t->c1);
+	printf("| merge, last 24 h (whole run when shorter) | %.1f ms; CPU %.1f ms | <= 500 ms |\n",
+	       t->q24, t->c24);
+	printf("| timeline, last 24 h (auto step) | %.1f ms; CPU %.1f ms | |\n", t->tl, t->ctl);
+	printf("| flame tree JSON (merge + tree, maxNodes 2048), last 1 h | %.1f ms; CPU %.1f ms "
+	       "| |\n",
+	       t->tr1, t->ctr1);
+}
+
+/* --queries-only: the query rows of the table on an existing store. */
+static int print_queries(struct store *st, int64_t end)
+{
+	struct query_times qt;
+
+	if (time_queries(st, end, &qt))
+		return -EIO;
+	printf("| metric | value (wall; CPU time of the thread) | target |\n| --- | --- | --- |\n");
+	print_times(&qt);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	double hours = 24;
@@ -270,6 +310,7 @@ int main(int argc, char **argv)
 	struct store_stats ss;
 	struct pool pl = {0};
 	char err[256], cmd[512];
+	bool queries_only = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--hours") && i + 1 < argc)
@@ -278,11 +319,14 @@ int main(int argc, char **argv)
 			dir = argv[++i];
 		else if (!strcmp(argv[i], "--no-fsync"))
 			o.no_fsync = true;
+		else if (!strcmp(argv[i], "--queries-only"))
+			queries_only = true;
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			rng = strtoull(argv[++i], NULL, 10) | 1;
 		else {
 			fprintf(stderr,
-				"usage: store_bench [--hours H] [--dir DIR] [--no-fsync]\n");
+				"usage: store_bench [--hours H] [--dir DIR] [--no-fsync] "
+				"[--seed N] [--queries-only]\n");
 			return 2;
 		}
 	}
@@ -290,6 +334,13 @@ int main(int argc, char **argv)
 	int64_t start = 1700000123LL * S; /* not aligned to any rollup window */
 	int64_t end = start + (int64_t)n * INTERVAL_S * S;
 
+	if (queries_only) {
+		if (store__open(dir, &o, &st, err, sizeof(err))) {
+			fprintf(stderr, "open: %s\n", err);
+			return 1;
+		}
+		return print_queries(st, end) ? 1 : (store__close(st), 0);
+	}
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0 || make_universe())
 		return 1;
@@ -303,11 +354,9 @@ int main(int argc, char **argv)
 	fprintf(stderr, "ingesting %d profiles (%.1f h)...\n", n, hours);
 	if (ingest(st, &pl, start, n, &t) || store__maintain(st, end + 3600 * S, NULL))
 		return 1;
-	double c1, c24, ctl, ctr1;
-	double q1 = time_query(st, end - 3600 * S, end, 0, &c1);
-	double q24 = time_query(st, end - 24 * 3600 * S, end, 0, &c24);
-	double tl = time_query(st, end - 24 * 3600 * S, end, 1, &ctl);
-	double tr1 = time_query(st, end - 3600 * S, end, 2, &ctr1);
+	struct query_times qt;
+	if (time_queries(st, end, &qt))
+		return 1;
 	store__stats(st, &ss);
 	store__close(st); /* checkpoints the WAL: what stays on disk */
 	st = NULL;
@@ -336,12 +385,6 @@ int main(int argc, char **argv)
 	printf("| bytes on disk | %.1f MB | |\n", ss.bytes_on_disk / 1e6);
 	printf("| bytes per raw sample | %.3f | <= 0.5 |\n", (double)ss.bytes_on_disk / t.samples);
 	printf("| bytes per stored row | %.2f | |\n", (double)ss.bytes_on_disk / t.rows);
-	printf("| merge, last 1 h | %.1f ms; CPU %.1f ms | <= 50 ms |\n", q1, c1);
-	printf("| merge, last 24 h (whole run when shorter) | %.1f ms; CPU %.1f ms | <= 500 ms |\n",
-	       q24, c24);
-	printf("| timeline, last 24 h (auto step) | %.1f ms; CPU %.1f ms | |\n", tl, ctl);
-	printf("| flame tree JSON (merge + tree, maxNodes 2048), last 1 h | %.1f ms; CPU %.1f ms "
-	       "| |\n",
-	       tr1, ctr1);
+	print_times(&qt);
 	return 0;
 }
