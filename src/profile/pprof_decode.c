@@ -3,13 +3,18 @@
  * into a new model. It must survive any input, so it runs in three guarded steps:
  *
  *   inflate   bounded by PPROF_MAX_INFLATED (decompression bombs: -EFBIG);
- *   unpack    protobuf-c with an allocator on a byte budget (a few bytes on the
- *             wire can ask for a 100-byte struct each: -EFBIG past the budget);
+ *   parse     the protobuf wire format read directly (pprof_wire.c): varints,
+ *             packed repeated fields, the string table as (offset, length) into
+ *             the inflated buffer; a handful of flat arrays on a byte budget (a
+ *             few bytes on the wire can ask for a 40-byte record each: -EFBIG
+ *             past the budget), no allocation per message;
  *   validate  every string index, every id reference, value counts (-EINVAL with
  *             one sentence naming the problem) before anything is built,
  *
- * then the model is built through the public interning calls, translating the
- * file's ids (any non-zero uint64) into the model's.
+ * then the model is built: the file's string table is interned once, and
+ * functions and sample labels go in by string id; the file's ids (any non-zero
+ * uint64) are translated into the model's (in O(1) when they are dense 1..n,
+ * as most encoders write them; by binary search otherwise).
  *
  * Values: the model holds [samples/count, cpu/nanoseconds]. The sample types are
  * matched by name (then by unit); a profile with only one of them gets the other
@@ -17,7 +22,7 @@
  */
 #include "profile_impl.h"
 
-#include "profile.pb-c.h"
+#include "pprof_wire.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,21 +33,18 @@
 
 /* zlib counts in 32-bit uInt: feed it at most this much per call. */
 #define DEC_ZCHUNK (1u << 30)
-/* Unpacked messages may take this much plus DEC_UNPACK_FACTOR bytes per wire byte. */
-#define DEC_UNPACK_BASE	  (64u << 20)
-#define DEC_UNPACK_FACTOR 16u
-#define DEC_UNPACK_MAX	  (1ull << 30)
-
 struct idpair {
 	uint64_t id;
 	size_t idx; /* index in the message's array */
 };
 
 struct dec {
-	const Perftools__Profiles__Profile *m;
+	const struct pprof_wire *m;
 	char *err;
 	size_t errlen;
 	struct idpair *map_ix, *fn_ix, *loc_ix; /* sorted by id */
+	bool map_dense, fn_dense, loc_dense;	/* ids are 1..n: ix[id - 1] */
+	int64_t *sids;				/* model string id per file string */
 	uint64_t *map_ids, *fn_ids, *loc_ids;	/* model id per message index */
 	int idx_count, idx_cpu;			/* sample_type indices, -1 when absent */
 	struct profile *p;
@@ -187,68 +189,30 @@ static int gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *out_len, c
 	return 0;
 }
 
-/* ---- unpack on a budget ---- */
+/* ---- parse on a budget ---- */
 
-struct budget {
-	size_t used, limit;
-	bool over, oom;
-};
+/* Parsed arrays may take this much plus DEC_PARSE_FACTOR bytes per wire byte. */
+#define DEC_PARSE_BASE	 (64u << 20)
+#define DEC_PARSE_FACTOR 8u
+#define DEC_PARSE_MAX	 (1ull << 30)
 
-/* Each block carries its size in front so the free can give it back to the budget. */
-#define BUDGET_HDR alignof(max_align_t)
-
-static void *budget_alloc(void *data, size_t size)
+static int parse(const uint8_t *buf, size_t len, struct pprof_wire *w, char *err, size_t errlen)
 {
-	struct budget *b = data;
-	size_t total;
-	unsigned char *h;
+	uint64_t limit = DEC_PARSE_BASE + (uint64_t)len * DEC_PARSE_FACTOR;
+	int r;
 
-	if (__builtin_add_overflow(size, BUDGET_HDR, &total) || total > b->limit - b->used) {
-		b->over = true;
-		return NULL;
-	}
-	h = malloc(total);
-	if (!h) {
-		b->oom = true;
-		return NULL;
-	}
-	memcpy(h, &total, sizeof(total));
-	b->used += total;
-	return h + BUDGET_HDR;
-}
-
-static void budget_free(void *data, void *ptr)
-{
-	struct budget *b = data;
-	unsigned char *h;
-	size_t total;
-
-	if (!ptr)
-		return;
-	h = (unsigned char *)ptr - BUDGET_HDR;
-	memcpy(&total, h, sizeof(total));
-	b->used -= total;
-	free(h);
-}
-
-static int unpack(const uint8_t *buf, size_t len, ProtobufCAllocator *alloc,
-		  Perftools__Profiles__Profile **out, char *err, size_t errlen)
-{
-	struct budget *b = alloc->allocator_data;
-	uint64_t limit = DEC_UNPACK_BASE + (uint64_t)len * DEC_UNPACK_FACTOR;
-
-	b->limit = limit > DEC_UNPACK_MAX ? (size_t)DEC_UNPACK_MAX : (size_t)limit;
-	*out = perftools__profiles__profile__unpack(alloc, len, buf);
-	if (*out)
-		return 0;
-	if (b->oom)
-		return -ENOMEM;
-	if (b->over)
+	limit = limit > DEC_PARSE_MAX ? DEC_PARSE_MAX : limit;
+	r = pprof_wire__parse(w, buf, len, (size_t)limit);
+	if (r == -EFBIG)
 		return fail(err, errlen, -EFBIG,
 			    "the profile needs more than %zu MiB of memory to unpack",
-			    b->limit >> 20);
-	return fail(err, errlen, -EINVAL, "the data is not a valid profile.proto message");
+			    (size_t)(limit >> 20));
+	if (r == -EINVAL)
+		return fail(err, errlen, -EINVAL, "the data is not a valid profile.proto message");
+	return r;
 }
+
+#define W(arr, type, i) PPROF_WIRE_AT(d->m, arr, type, i)
 
 /* ---- validation: nothing is built until every index is known to be in range ---- */
 
@@ -259,18 +223,17 @@ __attribute__((format(printf, 3, 4))) static int check_sid(struct dec *d, int64_
 	char what[96];
 	va_list ap;
 
-	if (sid >= 0 && (uint64_t)sid < d->m->n_string_table)
+	if (sid >= 0 && (uint64_t)sid < d->m->strings.n)
 		return 0;
 	va_start(ap, where);
 	vsnprintf(what, sizeof(what), where, ap);
 	va_end(ap);
 	return fail(d->err, d->errlen, -EINVAL,
 		    "%s refers to string %" PRId64 " but the string table has %zu entries", what,
-		    sid, d->m->n_string_table);
+		    sid, d->m->strings.n);
 }
 
-static int check_value_type(struct dec *d, const Perftools__Profiles__ValueType *vt,
-			    const char *what)
+static int check_value_type(struct dec *d, const struct pprof_wire_vt *vt, const char *what)
 {
 	int err = check_sid(d, vt->type, "the %s type", what);
 
@@ -279,26 +242,26 @@ static int check_value_type(struct dec *d, const Perftools__Profiles__ValueType 
 
 static int check_header(struct dec *d)
 {
-	const Perftools__Profiles__Profile *m = d->m;
+	const struct pprof_wire *m = d->m;
 	int err = 0;
 
-	if (m->n_string_table == 0 || m->string_table[0][0] != '\0')
+	if (m->strings.n == 0 || pprof_wire__str(m, 0)[0] != '\0')
 		return fail(d->err, d->errlen, -EINVAL,
 			    "the string table must start with the empty string");
-	if (m->n_sample_type == 0)
+	if (m->sample_type.n == 0)
 		return fail(d->err, d->errlen, -EINVAL, "the profile has no sample types");
-	for (size_t i = 0; i < m->n_sample_type && !err; i++)
-		err = check_value_type(d, m->sample_type[i], "sample");
-	if (!err && m->period_type)
-		err = check_value_type(d, m->period_type, "period");
+	for (size_t i = 0; i < m->sample_type.n && !err; i++)
+		err = check_value_type(d, &W(sample_type, struct pprof_wire_vt, i), "sample");
+	if (!err && m->has_period_type)
+		err = check_value_type(d, &m->period_type, "period");
 	if (!err)
 		err = check_sid(d, m->default_sample_type, "default_sample_type");
 	if (!err)
 		err = check_sid(d, m->drop_frames, "drop_frames");
 	if (!err)
 		err = check_sid(d, m->keep_frames, "keep_frames");
-	for (size_t i = 0; i < m->n_comment && !err; i++)
-		err = check_sid(d, m->comment[i], "comment %zu", i);
+	for (size_t i = 0; i < m->comments.n && !err; i++)
+		err = check_sid(d, W(comments, int64_t, i), "comment %zu", i);
 	return err;
 }
 
@@ -309,30 +272,39 @@ static int idpair_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Sorts the (id, index) pairs of one kind and rejects id 0 and duplicates. */
-static int index_ids(struct dec *d, struct idpair *ix, size_t n, const char *what)
+/* Sorts the (id, index) pairs of one kind and rejects id 0 and duplicates;
+ * *dense says the ids are exactly 1..n (then ix[id - 1] is id's entry). */
+static int index_ids(struct dec *d, struct idpair *ix, size_t n, const char *what, bool *dense)
 {
+	bool sorted = true;
+
 	for (size_t i = 0; i < n; i++) {
 		ix[i].idx = i;
 		if (ix[i].id == 0)
 			return fail(d->err, d->errlen, -EINVAL,
 				    "%s %zu has id 0, which profile.proto reserves for none", what,
 				    i);
+		sorted = sorted && (i == 0 || ix[i].id > ix[i - 1].id);
 	}
-	qsort(ix, n, sizeof(*ix), idpair_cmp);
+	if (!sorted)
+		qsort(ix, n, sizeof(*ix), idpair_cmp);
 	for (size_t i = 1; i < n; i++)
 		if (ix[i].id == ix[i - 1].id)
 			return fail(d->err, d->errlen, -EINVAL, "two %ss have id %" PRIu64, what,
 				    ix[i].id);
+	*dense = n == 0 || ix[n - 1].id == n; /* n distinct ids >= 1 ending at n */
 	return 0;
 }
 
 /* Index in the message array of the element with this id, SIZE_MAX when none. */
-static size_t find_id(const struct idpair *ix, size_t n, uint64_t id)
+static size_t find_id(const struct idpair *ix, size_t n, bool dense, uint64_t id)
 {
 	struct idpair key = {.id = id};
-	const struct idpair *hit = n ? bsearch(&key, ix, n, sizeof(*ix), idpair_cmp) : NULL;
+	const struct idpair *hit;
 
+	if (dense)
+		return id >= 1 && id <= n ? ix[id - 1].idx : SIZE_MAX;
+	hit = n ? bsearch(&key, ix, n, sizeof(*ix), idpair_cmp) : NULL;
 	return hit ? hit->idx : SIZE_MAX;
 }
 
@@ -345,27 +317,27 @@ static int alloc_index(struct idpair **ix, uint64_t **ids, size_t n)
 
 static int check_mappings(struct dec *d)
 {
-	const Perftools__Profiles__Profile *m = d->m;
-	int err = alloc_index(&d->map_ix, &d->map_ids, m->n_mapping);
+	size_t n = d->m->mappings.n;
+	int err = alloc_index(&d->map_ix, &d->map_ids, n);
 
-	for (size_t i = 0; i < m->n_mapping && !err; i++) {
-		const Perftools__Profiles__Mapping *mp = m->mapping[i];
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct pprof_wire_mapping *mp = &W(mappings, struct pprof_wire_mapping, i);
 
 		d->map_ix[i].id = mp->id;
 		err = check_sid(d, mp->filename, "mapping %" PRIu64 " filename", mp->id);
 		if (!err)
 			err = check_sid(d, mp->build_id, "mapping %" PRIu64 " build_id", mp->id);
 	}
-	return err ? err : index_ids(d, d->map_ix, m->n_mapping, "mapping");
+	return err ? err : index_ids(d, d->map_ix, n, "mapping", &d->map_dense);
 }
 
 static int check_functions(struct dec *d)
 {
-	const Perftools__Profiles__Profile *m = d->m;
-	int err = alloc_index(&d->fn_ix, &d->fn_ids, m->n_function);
+	size_t n = d->m->functions.n;
+	int err = alloc_index(&d->fn_ix, &d->fn_ids, n);
 
-	for (size_t i = 0; i < m->n_function && !err; i++) {
-		const Perftools__Profiles__Function *f = m->function[i];
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct pprof_wire_function *f = &W(functions, struct pprof_wire_function, i);
 
 		d->fn_ix[i].id = f->id;
 		err = check_sid(d, f->name, "function %" PRIu64 " name", f->id);
@@ -375,23 +347,36 @@ static int check_functions(struct dec *d)
 		if (!err)
 			err = check_sid(d, f->filename, "function %" PRIu64 " filename", f->id);
 	}
-	return err ? err : index_ids(d, d->fn_ix, m->n_function, "function");
+	return err ? err : index_ids(d, d->fn_ix, n, "function", &d->fn_dense);
 }
 
-static int check_location(struct dec *d, const Perftools__Profiles__Location *l)
+static size_t find_fn(const struct dec *d, uint64_t id)
 {
-	const Perftools__Profiles__Profile *m = d->m;
+	return find_id(d->fn_ix, d->m->functions.n, d->fn_dense, id);
+}
 
-	if (l->mapping_id && find_id(d->map_ix, m->n_mapping, l->mapping_id) == SIZE_MAX)
+static size_t find_map(const struct dec *d, uint64_t id)
+{
+	return find_id(d->map_ix, d->m->mappings.n, d->map_dense, id);
+}
+
+static size_t find_loc(const struct dec *d, uint64_t id)
+{
+	return find_id(d->loc_ix, d->m->locations.n, d->loc_dense, id);
+}
+
+static int check_location(struct dec *d, const struct pprof_wire_location *l)
+{
+	if (l->mapping_id && find_map(d, l->mapping_id) == SIZE_MAX)
 		return fail(d->err, d->errlen, -EINVAL,
 			    "location %" PRIu64 " refers to mapping %" PRIu64
 			    ", which does not exist",
 			    l->id, l->mapping_id);
 	for (size_t i = 0; i < l->n_line; i++) {
-		uint64_t fid = l->line[i]->function_id;
+		uint64_t fid = W(lines, struct pprof_wire_line, l->line_off + i).function_id;
 
 		/* function_id 0 is "no function" in profile.proto: such lines are skipped */
-		if (fid && find_id(d->fn_ix, m->n_function, fid) == SIZE_MAX)
+		if (fid && find_fn(d, fid) == SIZE_MAX)
 			return fail(d->err, d->errlen, -EINVAL,
 				    "location %" PRIu64 " refers to function %" PRIu64
 				    ", which does not exist",
@@ -402,34 +387,38 @@ static int check_location(struct dec *d, const Perftools__Profiles__Location *l)
 
 static int check_locations(struct dec *d)
 {
-	const Perftools__Profiles__Profile *m = d->m;
-	int err = alloc_index(&d->loc_ix, &d->loc_ids, m->n_location);
+	size_t n = d->m->locations.n;
+	int err = alloc_index(&d->loc_ix, &d->loc_ids, n);
 
-	for (size_t i = 0; i < m->n_location && !err; i++)
-		d->loc_ix[i].id = m->location[i]->id;
+	for (size_t i = 0; i < n && !err; i++)
+		d->loc_ix[i].id = W(locations, struct pprof_wire_location, i).id;
 	if (!err)
-		err = index_ids(d, d->loc_ix, m->n_location, "location");
-	for (size_t i = 0; i < m->n_location && !err; i++)
-		err = check_location(d, m->location[i]);
+		err = index_ids(d, d->loc_ix, n, "location", &d->loc_dense);
+	for (size_t i = 0; i < n && !err; i++)
+		err = check_location(d, &W(locations, struct pprof_wire_location, i));
 	return err;
 }
 
-static int check_sample(struct dec *d, size_t i, const Perftools__Profiles__Sample *s)
+static int check_sample(struct dec *d, size_t i, const struct pprof_wire_sample *s)
 {
 	int err = 0;
 
-	if (s->n_value != d->m->n_sample_type)
+	if (s->n_val != d->m->sample_type.n)
 		return fail(d->err, d->errlen, -EINVAL,
 			    "sample %zu has %zu values but the profile has %zu sample types", i,
-			    s->n_value, d->m->n_sample_type);
-	for (size_t j = 0; j < s->n_location_id; j++)
-		if (find_id(d->loc_ix, d->m->n_location, s->location_id[j]) == SIZE_MAX)
+			    s->n_val, d->m->sample_type.n);
+	for (size_t j = 0; j < s->n_loc; j++) {
+		uint64_t id = W(loc_ids, uint64_t, s->loc_off + j);
+
+		if (find_loc(d, id) == SIZE_MAX)
 			return fail(d->err, d->errlen, -EINVAL,
 				    "sample %zu refers to location %" PRIu64
 				    ", which does not exist",
-				    i, s->location_id[j]);
+				    i, id);
+	}
 	for (size_t j = 0; j < s->n_label && !err; j++) {
-		const Perftools__Profiles__Label *l = s->label[j];
+		const struct pprof_wire_label *l =
+		    &W(labels, struct pprof_wire_label, s->label_off + j);
 
 		err = check_sid(d, l->key, "label %zu of sample %zu key", j, i);
 		if (!err)
@@ -443,11 +432,11 @@ static int check_sample(struct dec *d, size_t i, const Perftools__Profiles__Samp
 /* Score of a sample type for a wanted one: 2 name and unit, 1 unit only. */
 static int type_score(struct dec *d, size_t i, const char *type, const char *unit)
 {
-	const Perftools__Profiles__ValueType *vt = d->m->sample_type[i];
+	const struct pprof_wire_vt *vt = &W(sample_type, struct pprof_wire_vt, i);
 
-	if (strcmp(d->m->string_table[vt->unit], unit) != 0)
+	if (strcmp(pprof_wire__str(d->m, (size_t)vt->unit), unit) != 0)
 		return 0;
-	return strcmp(d->m->string_table[vt->type], type) == 0 ? 2 : 1;
+	return strcmp(pprof_wire__str(d->m, (size_t)vt->type), type) == 0 ? 2 : 1;
 }
 
 static int pick_value_types(struct dec *d)
@@ -455,7 +444,7 @@ static int pick_value_types(struct dec *d)
 	int best_count = 0, best_cpu = 0;
 
 	d->idx_count = d->idx_cpu = -1;
-	for (size_t i = 0; i < d->m->n_sample_type && i < INT32_MAX; i++) {
+	for (size_t i = 0; i < d->m->sample_type.n && i < INT32_MAX; i++) {
 		int sc = type_score(d, i, "samples", "count");
 		int sn = type_score(d, i, "cpu", "nanoseconds");
 
@@ -487,8 +476,8 @@ static int check_all(struct dec *d)
 		err = check_functions(d);
 	if (!err)
 		err = check_locations(d);
-	for (size_t i = 0; i < d->m->n_sample && !err; i++)
-		err = check_sample(d, i, d->m->sample[i]);
+	for (size_t i = 0; i < d->m->samples.n && !err; i++)
+		err = check_sample(d, i, &W(samples, struct pprof_wire_sample, i));
 	return err;
 }
 
@@ -496,17 +485,30 @@ static int check_all(struct dec *d)
 
 static const char *dec_str(const struct dec *d, int64_t sid)
 {
-	return d->m->string_table[sid]; /* checked by check_all */
+	return pprof_wire__str(d->m, (size_t)sid); /* checked by check_all */
+}
+
+/* Interns the file's string table once: d->sids[i] is string i's model id. */
+static int build_strings(struct dec *d)
+{
+	d->sids = calloc(d->m->strings.n ? d->m->strings.n : 1, sizeof(*d->sids));
+	if (!d->sids)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->m->strings.n; i++) {
+		d->sids[i] = profile__intern_string(d->p, pprof_wire__str(d->m, i));
+		if (d->sids[i] < 0)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 static int build_mappings(struct dec *d)
 {
-	for (size_t i = 0; i < d->m->n_mapping; i++) {
-		const Perftools__Profiles__Mapping *mp = d->m->mapping[i];
+	for (size_t i = 0; i < d->m->mappings.n; i++) {
+		const struct pprof_wire_mapping *mp = &W(mappings, struct pprof_wire_mapping, i);
 
-		d->map_ids[i] =
-		    profile__mapping(d->p, mp->memory_start, mp->memory_limit, mp->file_offset,
-				     dec_str(d, mp->filename), dec_str(d, mp->build_id));
+		d->map_ids[i] = profile__mapping(d->p, mp->start, mp->limit, mp->offset,
+						 dec_str(d, mp->filename), dec_str(d, mp->build_id));
 		if (!d->map_ids[i])
 			return -ENOMEM;
 	}
@@ -515,11 +517,12 @@ static int build_mappings(struct dec *d)
 
 static int build_functions(struct dec *d)
 {
-	for (size_t i = 0; i < d->m->n_function; i++) {
-		const Perftools__Profiles__Function *f = d->m->function[i];
+	for (size_t i = 0; i < d->m->functions.n; i++) {
+		const struct pprof_wire_function *f = &W(functions, struct pprof_wire_function, i);
+		int64_t sids[3] = {d->sids[f->name], d->sids[f->system_name],
+				   d->sids[f->filename]};
 
-		d->fn_ids[i] = profile__function(
-		    d->p, dec_str(d, f->name), dec_str(d, f->system_name), dec_str(d, f->filename));
+		d->fn_ids[i] = profile__function_by_sids(d->p, sids);
 		if (!d->fn_ids[i])
 			return -ENOMEM;
 	}
@@ -527,18 +530,18 @@ static int build_functions(struct dec *d)
 }
 
 /* Model lines of a location into lines (room for l->n_line); returns how many. */
-static size_t translate_lines(const struct dec *d, const Perftools__Profiles__Location *l,
+static size_t translate_lines(const struct dec *d, const struct pprof_wire_location *l,
 			      struct profile_line *lines)
 {
 	size_t n = 0;
 
 	for (size_t j = 0; j < l->n_line; j++) {
-		uint64_t fid = l->line[j]->function_id;
+		const struct pprof_wire_line *ln = &W(lines, struct pprof_wire_line, l->line_off + j);
 
-		if (!fid)
+		if (!ln->function_id)
 			continue;
-		lines[n].function_id = d->fn_ids[find_id(d->fn_ix, d->m->n_function, fid)];
-		lines[n].line = l->line[j]->line;
+		lines[n].function_id = d->fn_ids[find_fn(d, ln->function_id)];
+		lines[n].line = ln->line;
 		n++;
 	}
 	return n;
@@ -550,8 +553,8 @@ static int build_locations(struct dec *d)
 	size_t cap = 0;
 	int err = 0;
 
-	for (size_t i = 0; i < d->m->n_location && !err; i++) {
-		const Perftools__Profiles__Location *l = d->m->location[i];
+	for (size_t i = 0; i < d->m->locations.n && !err; i++) {
+		const struct pprof_wire_location *l = &W(locations, struct pprof_wire_location, i);
 		uint64_t map = 0;
 		size_t n;
 
@@ -561,7 +564,7 @@ static int build_locations(struct dec *d)
 		}
 		n = translate_lines(d, l, lines);
 		if (l->mapping_id)
-			map = d->map_ids[find_id(d->map_ix, d->m->n_mapping, l->mapping_id)];
+			map = d->map_ids[find_map(d, l->mapping_id)];
 		d->loc_ids[i] = profile__location_exact(d->p, map, l->address, lines, n);
 		if (!d->loc_ids[i])
 			err = -ENOMEM;
@@ -582,9 +585,9 @@ static int64_t sat_mul(int64_t a, int64_t b)
 /* The model's [count, cpu ns] from a sample's values (see the file comment). */
 static void sample_values(const struct dec *d, const int64_t *in, int64_t out[PROFILE_N_VALUES])
 {
-	const Perftools__Profiles__ValueType *pt = d->m->period_type;
 	int64_t period = d->m->period;
-	bool period_ns = pt && strcmp(dec_str(d, pt->unit), "nanoseconds") == 0;
+	bool period_ns = d->m->has_period_type &&
+			 strcmp(dec_str(d, d->m->period_type.unit), "nanoseconds") == 0;
 
 	if (d->idx_count >= 0)
 		out[0] = in[d->idx_count];
@@ -598,31 +601,30 @@ static void sample_values(const struct dec *d, const int64_t *in, int64_t out[PR
 
 struct sample_scratch {
 	uint64_t *locs;
-	struct profile_label *labels;
+	struct profile_label_sids *labels;
 	size_t cap_locs, cap_labels;
 };
 
-static int build_sample(struct dec *d, const Perftools__Profiles__Sample *s,
+static int build_sample(struct dec *d, const struct pprof_wire_sample *s,
 			struct sample_scratch *sc)
 {
 	int64_t values[PROFILE_N_VALUES];
 
-	if (profile_grow((void **)&sc->locs, &sc->cap_locs, s->n_location_id, sizeof(*sc->locs)) ||
+	if (profile_grow((void **)&sc->locs, &sc->cap_locs, s->n_loc, sizeof(*sc->locs)) ||
 	    profile_grow((void **)&sc->labels, &sc->cap_labels, s->n_label, sizeof(*sc->labels)))
 		return -ENOMEM;
-	for (size_t j = 0; j < s->n_location_id; j++)
-		sc->locs[j] = d->loc_ids[find_id(d->loc_ix, d->m->n_location, s->location_id[j])];
+	for (size_t j = 0; j < s->n_loc; j++)
+		sc->locs[j] = d->loc_ids[find_loc(d, W(loc_ids, uint64_t, s->loc_off + j))];
 	for (size_t j = 0; j < s->n_label; j++) {
-		const Perftools__Profiles__Label *l = s->label[j];
+		const struct pprof_wire_label *l =
+		    &W(labels, struct pprof_wire_label, s->label_off + j);
 
 		/* str 0 ("") means a numeric label, as in profile.proto */
-		sc->labels[j].key = dec_str(d, l->key);
-		sc->labels[j].str = l->str ? dec_str(d, l->str) : NULL;
-		sc->labels[j].num = l->num;
+		sc->labels[j] = (struct profile_label_sids){d->sids[l->key],
+							    l->str ? d->sids[l->str] : 0, l->num};
 	}
-	sample_values(d, s->value, values);
-	return profile__add_sample(d->p, sc->locs, s->n_location_id, values, sc->labels,
-				   s->n_label);
+	sample_values(d, &W(values, int64_t, s->val_off), values);
+	return profile__add_sample_sids(d->p, sc->locs, s->n_loc, values, sc->labels, s->n_label);
 }
 
 static int build_all(struct dec *d)
@@ -634,15 +636,15 @@ static int build_all(struct dec *d)
 	if (!d->p)
 		return -ENOMEM;
 	profile__set_time(d->p, d->m->time_nanos, d->m->duration_nanos);
-	err = build_mappings(d);
-	for (size_t i = 0; i < d->m->n_comment && !err; i++)
-		err = profile__add_comment(d->p, dec_str(d, d->m->comment[i]));
+	err = build_strings(d) ?: build_mappings(d);
+	for (size_t i = 0; i < d->m->comments.n && !err; i++)
+		err = profile__add_comment(d->p, dec_str(d, W(comments, int64_t, i)));
 	if (!err)
 		err = build_functions(d);
 	if (!err)
 		err = build_locations(d);
-	for (size_t i = 0; i < d->m->n_sample && !err; i++)
-		err = build_sample(d, d->m->sample[i], &sc);
+	for (size_t i = 0; i < d->m->samples.n && !err; i++)
+		err = build_sample(d, &W(samples, struct pprof_wire_sample, i), &sc);
 	free(sc.locs);
 	free(sc.labels);
 	return err;
@@ -656,16 +658,15 @@ static void dec_fini(struct dec *d)
 	free(d->map_ids);
 	free(d->fn_ids);
 	free(d->loc_ids);
+	free(d->sids);
 	profile__free(d->p);
 }
 
 int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err, size_t errlen)
 {
 	static const uint8_t empty[1];
-	struct budget b = {0};
-	ProtobufCAllocator alloc = {budget_alloc, budget_free, &b};
-	struct dec d = {.err = err, .errlen = errlen};
-	Perftools__Profiles__Profile *m = NULL;
+	struct pprof_wire m = {0};
+	struct dec d = {.err = err, .errlen = errlen, .m = &m};
 	uint8_t *raw = NULL;
 	size_t raw_len = len;
 	int r;
@@ -680,13 +681,7 @@ int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err
 		if (r)
 			goto cleanup;
 	}
-	r = unpack(raw ? raw : buf, raw_len, &alloc, &m, err, errlen);
-	if (r)
-		goto cleanup;
-	d.m = m;
-	r = check_all(&d);
-	if (!r)
-		r = build_all(&d);
+	r = parse(raw ? raw : buf, raw_len, &m, err, errlen) ?: check_all(&d) ?: build_all(&d);
 	if (!r) {
 		*out = d.p;
 		d.p = NULL;
@@ -695,8 +690,7 @@ cleanup:
 	if (r == -ENOMEM && err && errlen && !err[0])
 		fail(err, errlen, r, "out of memory while decoding the profile");
 	dec_fini(&d);
-	if (m)
-		perftools__profiles__profile__free_unpacked(m, &alloc);
+	pprof_wire__fini(&m);
 	free(raw);
 	return r;
 }

@@ -263,6 +263,28 @@ int profile__get_function(const struct profile *p, uint64_t id, struct profile_f
 	return 0;
 }
 
+uint64_t profile__function_by_sids(struct profile *p, const int64_t sids[3])
+{
+	struct function_rec f = {sids[0], sids[1], sids[2]};
+	uint64_t hash;
+	size_t i;
+
+	for (int k = 0; k < 3; k++)
+		if (sids[k] < 0 || (size_t)sids[k] >= p->strs.n)
+			return 0;
+	hash = profile_hash_u64(PROFILE_HASH_SEED, (uint64_t)f.name);
+	hash = profile_hash_u64(hash, (uint64_t)f.system_name);
+	hash = profile_hash_u64(hash, (uint64_t)f.filename);
+	i = profile_hidx__find(&p->func_idx, hash, function_eq, p, &f);
+	if (i != SIZE_MAX)
+		return i + 1;
+	if (profile_grow((void **)&p->funcs, &p->cap_funcs, p->n_funcs + 1, sizeof(f)) ||
+	    profile_hidx__insert(&p->func_idx, hash, p->n_funcs))
+		return 0;
+	p->funcs[p->n_funcs++] = f;
+	return p->n_funcs;
+}
+
 int profile__function_sids(const struct profile *p, uint64_t id, int64_t sids[3])
 {
 	if (id == 0 || id > p->n_funcs)
@@ -394,6 +416,11 @@ int64_t profile__string_id(const struct profile *p, const char *s)
 	return profile_strtab__find(&p->strs, s);
 }
 
+int64_t profile__intern_string(struct profile *p, const char *s)
+{
+	return profile_strtab__intern(&p->strs, s);
+}
+
 /* ---- samples ---- */
 
 /* A sample key: location ids and labels already interned and sorted. */
@@ -493,24 +520,48 @@ static int sample_append(struct profile *p, const struct sample_key *k, uint64_t
 	return 0;
 }
 
+/* Adds (or sums into) the sample of key k; takes *labels (interned, sorted) when
+ * it appends. */
+static int sample_add_key(struct profile *p, struct sample_key *k,
+			  const int64_t values[PROFILE_N_VALUES], struct profile_label **labels)
+{
+	uint64_t hash = sample_hash(k);
+	size_t i = profile_hidx__find(&p->sample_idx, hash, sample_eq, p, k);
+
+	if (i != SIZE_MAX) {
+		for (int v = 0; v < PROFILE_N_VALUES; v++)
+			p->samples[i].values[v] =
+			    profile_sat_add(p->samples[i].values[v], values[v]);
+		return 0;
+	}
+	return sample_append(p, k, hash, values, labels);
+}
+
+static int sample_args_ok(const struct profile *p, const uint64_t *locs, size_t n_locs,
+			  const int64_t *values, const struct profile_label *labels,
+			  size_t n_labels)
+{
+	if (!values || (n_locs && !locs) || (n_labels && !labels))
+		return -EINVAL;
+	for (size_t i = 0; i < n_locs; i++)
+		if (locs[i] == 0 || locs[i] > p->n_locs)
+			return -EINVAL;
+	for (size_t i = 0; i < n_labels; i++)
+		if (!labels[i].key)
+			return -EINVAL;
+	return 0;
+}
+
 int profile__add_sample(struct profile *p, const uint64_t *locs, size_t n_locs,
 			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 			size_t n_labels)
 {
 	struct profile_label *tmp = NULL;
 	struct sample_key k = {locs, n_locs, NULL, n_labels};
-	uint64_t hash;
-	size_t i;
-	int err = -EINVAL;
+	int err = sample_args_ok(p, locs, n_locs, values, labels, n_labels);
 
-	if (!values || (n_locs && !locs) || (n_labels && !labels))
-		return -EINVAL;
-	for (i = 0; i < n_locs; i++)
-		if (locs[i] == 0 || locs[i] > p->n_locs)
-			return -EINVAL;
-	for (i = 0; i < n_labels; i++)
-		if (!labels[i].key)
-			return -EINVAL;
+	if (err)
+		return err;
 	if (n_labels) {
 		tmp = calloc(n_labels, sizeof(*tmp));
 		err = tmp ? labels_intern(p, labels, n_labels, tmp) : -ENOMEM;
@@ -518,16 +569,43 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, size_t n_locs,
 			goto cleanup;
 	}
 	k.labels = tmp;
-	hash = sample_hash(&k);
-	i = profile_hidx__find(&p->sample_idx, hash, sample_eq, p, &k);
-	if (i != SIZE_MAX) {
-		for (int v = 0; v < PROFILE_N_VALUES; v++)
-			p->samples[i].values[v] =
-			    profile_sat_add(p->samples[i].values[v], values[v]);
-		err = 0;
-		goto cleanup;
+	err = sample_add_key(p, &k, values, &tmp);
+cleanup:
+	free(tmp);
+	return err;
+}
+
+int profile__add_sample_sids(struct profile *p, const uint64_t *locs, size_t n_locs,
+			     const int64_t values[PROFILE_N_VALUES],
+			     const struct profile_label_sids *labels, size_t n_labels)
+{
+	struct profile_label *tmp = NULL;
+	struct sample_key k = {locs, n_locs, NULL, n_labels};
+	int err = sample_args_ok(p, locs, n_locs, values, NULL, 0);
+
+	if (err || (n_labels && !labels))
+		return err ? err : -EINVAL;
+	if (n_labels) {
+		tmp = calloc(n_labels, sizeof(*tmp));
+		if (!tmp)
+			return -ENOMEM;
+		for (size_t i = 0; i < n_labels; i++) {
+			const struct profile_label_sids *l = &labels[i];
+
+			if (l->key < 0 || (size_t)l->key >= p->strs.n || l->str < 0 ||
+			    (size_t)l->str >= p->strs.n) {
+				err = -EINVAL;
+				goto cleanup;
+			}
+			tmp[i].key = p->strs.strs[l->key];
+			tmp[i].str = l->str ? p->strs.strs[l->str] : NULL;
+			tmp[i].num = l->str ? 0 : l->num;
+		}
+		if (n_labels > 1)
+			qsort(tmp, n_labels, sizeof(*tmp), label_cmp);
 	}
-	err = sample_append(p, &k, hash, values, &tmp);
+	k.labels = tmp;
+	err = sample_add_key(p, &k, values, &tmp);
 cleanup:
 	free(tmp);
 	return err;

@@ -102,6 +102,21 @@ size_t profile__n_strings(const struct profile *p);
 const char *profile__string(const struct profile *p, size_t id);
 /* String id of an interned string, -ENOENT when absent. */
 int64_t profile__string_id(const struct profile *p, const char *s);
+/* Interns s (NULL is "") and returns its string id, or -ENOMEM. */
+int64_t profile__intern_string(struct profile *p, const char *s);
+/* profile__function by string ids (name, system_name, filename); 0 when an id is
+ * out of range or out of memory. */
+uint64_t profile__function_by_sids(struct profile *p, const int64_t sids[3]);
+/* A sample label by string ids: str 0 ("") makes it a numeric label (num). */
+struct profile_label_sids {
+	int64_t key, str, num;
+};
+/* profile__add_sample with labels given as string ids of p: the decoder interns a
+ * file's string table once instead of every label of every sample. 0, -EINVAL
+ * (bad location or string id), -ENOMEM. */
+int profile__add_sample_sids(struct profile *p, const uint64_t *locs, size_t n_locs,
+			     const int64_t values[PROFILE_N_VALUES],
+			     const struct profile_label_sids *labels, size_t n_labels);
 /* String ids of a mapping's file/build_id and a function's name/system_name/filename. */
 int profile__mapping_sids(const struct profile *p, uint64_t id, int64_t *file, int64_t *build_id);
 int profile__function_sids(const struct profile *p, uint64_t id, int64_t sids[3]);

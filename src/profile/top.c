@@ -36,6 +36,14 @@ struct top {
 	struct profile_strtab names; /* row i is names.strs[i]; id 0 ("") unused */
 	struct top_row *rows;
 	size_t cap_rows;
+	/*
+	 * Row ids of each location's lines, named once per location rather than once
+	 * per frame of every sample (a merged profile has millions of frames over tens
+	 * of thousands of locations): loc_off[loc id] is 1 + the offset of its ids in
+	 * loc_rows, 0 while unnamed.
+	 */
+	size_t *loc_off;
+	size_t *loc_rows, n_loc_rows, cap_loc_rows;
 };
 
 /* One unit of pprof's time table (measurement.go); factor in nanoseconds. */
@@ -97,38 +105,60 @@ static int64_t abs64(int64_t v)
 	return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v;
 }
 
-/* Row of a frame name, created at zero; NULL on ENOMEM. */
-static struct top_row *row_of(struct top *t, const char *name)
+/* Row id of a frame name, its row created at zero; -ENOMEM. */
+static int64_t row_of(struct top *t, const char *name)
 {
 	int64_t id = profile_strtab__intern(&t->names, name);
 	size_t old = t->cap_rows;
 
 	if (id < 0 ||
 	    profile_grow((void **)&t->rows, &t->cap_rows, (size_t)id + 1, sizeof(*t->rows)))
-		return NULL;
+		return -ENOMEM;
 	if (t->cap_rows > old)
 		memset(t->rows + old, 0, (t->cap_rows - old) * sizeof(*t->rows));
-	return &t->rows[id];
+	return id;
+}
+
+/* The row ids of location id's lines (at least one), naming them on first use. */
+static const size_t *loc_rows(struct top *t, uint64_t id, const struct profile_location *loc)
+{
+	char name[PROFILE_NAME_MAX];
+	size_t n = loc->n_lines ? loc->n_lines : 1, at = t->n_loc_rows;
+
+	if (t->loc_off[id])
+		return &t->loc_rows[t->loc_off[id] - 1];
+	if (profile_grow((void **)&t->loc_rows, &t->cap_loc_rows, at + n, sizeof(*t->loc_rows)))
+		return NULL;
+	for (size_t l = 0; l < n; l++) {
+		int64_t r = row_of(t, profile__frame_name_ex(t->p, loc, l, false, name, sizeof(name)));
+
+		if (r < 0)
+			return NULL;
+		t->loc_rows[at + l] = (size_t)r;
+	}
+	t->n_loc_rows = at + n;
+	t->loc_off[id] = at + 1;
+	return &t->loc_rows[at];
 }
 
 /* Counts one sample: flat for its innermost frame, cum once per distinct function. */
 static int count_sample(struct top *t, const struct profile_sample *s, size_t stamp)
 {
 	int64_t v = t->time_mode ? s->values[1] : s->values[0];
-	char name[PROFILE_NAME_MAX];
 	struct profile_location loc;
 	bool leaf = true;
 
 	t->total = profile_sat_add(t->total, abs64(v)); /* pprof's total is of |v| */
 	for (size_t i = 0; i < s->n_locs; i++) {
+		const size_t *ids;
+
 		if (profile__get_location(t->p, s->locs[i], &loc))
 			continue;
+		if (!(ids = loc_rows(t, s->locs[i], &loc)))
+			return -ENOMEM;
 		for (size_t l = 0; l < (loc.n_lines ? loc.n_lines : 1); l++) {
-			struct top_row *r = row_of(
-			    t, profile__frame_name_ex(t->p, &loc, l, false, name, sizeof(name)));
+			struct top_row *r = &t->rows[ids[l]];
 
-			if (!r)
-				return -ENOMEM;
 			if (leaf)
 				r->flat = profile_sat_add(r->flat, v);
 			leaf = false;
@@ -296,6 +326,9 @@ int top_write(const struct profile *p, FILE *f, size_t max_rows)
 	size_t n = 0;
 	int err = profile_strtab__init(&t.names);
 
+	t.loc_off = calloc(profile__n_locations(p) + 1, sizeof(*t.loc_off));
+	if (!err && !t.loc_off)
+		err = -ENOMEM;
 	if (!err)
 		err = count_all(&t);
 	if (!err) {
@@ -309,6 +342,8 @@ int top_write(const struct profile *p, FILE *f, size_t max_rows)
 	}
 	free(items);
 	free(t.rows);
+	free(t.loc_off);
+	free(t.loc_rows);
 	profile_strtab__fini(&t.names);
 	return err;
 }

@@ -342,10 +342,16 @@ static int build(struct store *s, struct merge *m, struct profile *p)
 	struct store_builder *b = NULL;
 	int e = store_builder__new(s, p, &b);
 
+	size_t nl = 0, last = SIZE_MAX;
+
 	for (size_t i = 0; !e && i < m->n; i++) {
 		const struct agg_row *r = &m->rows[i];
-		size_t nl = r->series < m->sl->n ? sample_labels(&m->sl->s[r->series], labels) : 0;
 
+		/* rows come in runs of one series (chunks are sorted by series) */
+		if (r->series != last) {
+			nl = r->series < m->sl->n ? sample_labels(&m->sl->s[r->series], labels) : 0;
+			last = r->series;
+		}
 		e = store_builder__add(b, r->stack, r->v, labels, nl);
 	}
 	store_builder__free(b);

@@ -25,6 +25,21 @@ struct append_ctx {
 	const struct store_label *extra;
 	size_t n_extra;
 	uint64_t *map_ids, *func_ids, *loc_ids; /* profile id -> store id, 0 = not yet */
+	/*
+	 * Series by the sample's label array: the model's strings are interned, so
+	 * the samples of one process carry the same pointers, and the series key
+	 * (labels sorted, joined, looked up) is built once per label set instead of
+	 * once per sample. Pointers are compared, never dereferenced: equal pointers
+	 * in one live profile are equal strings.
+	 */
+	struct series_memo {
+		const struct profile_label *labels; /* borrowed from p */
+		size_t n;
+		uint64_t id; /* 0: empty slot */
+	} * memo;
+	size_t memo_cap; /* power of two */
+	const char *last_file;			/* borrowed from p: the last function's file */
+	uint64_t last_file_id;			/* and its string id */
 	uint8_t *key;				/* scratch for keys */
 	size_t key_cap;
 	size_t new_series;
@@ -90,10 +105,22 @@ static int func_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
 		*out = a->func_ids[pid];
 		return 0;
 	}
-	err = profile__get_function(a->p, pid, &f) ?: intern_string(a, f.name, &sid[0]) ?:
-		intern_string(a, f.system_name, &sid[1]) ?: intern_string(a, f.filename, &sid[2]);
+	/* the model's strings are interned: an equal pointer is an equal string, and
+	 * most functions share their file with the previous one or have
+	 * system_name == name, which saves two of the three lookups */
+	err = profile__get_function(a->p, pid, &f) ?: intern_string(a, f.name, &sid[0]);
+	if (!err && f.system_name == f.name)
+		sid[1] = sid[0];
+	else if (!err)
+		err = intern_string(a, f.system_name, &sid[1]);
+	if (!err && f.filename && f.filename == a->last_file)
+		sid[2] = a->last_file_id;
+	else if (!err)
+		err = intern_string(a, f.filename, &sid[2]);
 	if (err)
 		return err;
+	a->last_file = f.filename;
+	a->last_file_id = sid[2];
 	for (int i = 0; i < 3; i++)
 		e = store_put_varint(e, sid[i]);
 	err = store_itab__intern(&a->s->tabs[STORE_T_FUNCTIONS], k, (size_t)(e - k), out, NULL);
@@ -215,7 +242,40 @@ static int series_key(struct append_ctx *a, const struct store_label *l, size_t 
 	return 0;
 }
 
+static int series_id_slow(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out);
+
+/* The memo slot of a label array: its own, or the empty one where it goes. */
+static struct series_memo *memo_slot(struct append_ctx *a, const struct profile_sample *smp)
+{
+	size_t bytes = smp->n_labels * sizeof(*smp->labels);
+	size_t mask = a->memo_cap - 1;
+	size_t i = bytes ? (size_t)store_hash(smp->labels, bytes) & mask : 0;
+
+	for (;; i = (i + 1) & mask) {
+		struct series_memo *m = &a->memo[i];
+
+		if (!m->id || (m->n == smp->n_labels &&
+			       (!bytes || !memcmp(m->labels, smp->labels, bytes))))
+			return m;
+	}
+}
+
 static int series_id(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out)
+{
+	struct series_memo *m = memo_slot(a, smp);
+	int err;
+
+	if (m->id) {
+		*out = m->id;
+		return 0;
+	}
+	err = series_id_slow(a, smp, out);
+	if (!err) /* at most one entry per sample: the table never fills */
+		*m = (struct series_memo){smp->labels, smp->n_labels, *out};
+	return err;
+}
+
+static int series_id_slow(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out)
 {
 	struct store_label l[STORE_MAX_SERIES_LABELS + N_SAMPLE_LABELS];
 	char nums[N_SAMPLE_LABELS][24];
@@ -374,7 +434,11 @@ static int alloc_ctx(struct append_ctx *a)
 	a->map_ids = calloc(profile__n_mappings(a->p) + 1, sizeof(uint64_t));
 	a->func_ids = calloc(profile__n_functions(a->p) + 1, sizeof(uint64_t));
 	a->loc_ids = calloc(profile__n_locations(a->p) + 1, sizeof(uint64_t));
-	return a->map_ids && a->func_ids && a->loc_ids ? 0 : -ENOMEM;
+	a->memo_cap = 16;
+	while (a->memo_cap < 2 * profile__n_samples(a->p) && a->memo_cap < SIZE_MAX / 4)
+		a->memo_cap *= 2;
+	a->memo = calloc(a->memo_cap, sizeof(*a->memo));
+	return a->map_ids && a->func_ids && a->loc_ids && a->memo ? 0 : -ENOMEM;
 }
 
 static void free_ctx(struct append_ctx *a)
@@ -382,6 +446,7 @@ static void free_ctx(struct append_ctx *a)
 	free(a->map_ids);
 	free(a->func_ids);
 	free(a->loc_ids);
+	free(a->memo);
 	free(a->key);
 }
 
@@ -408,6 +473,8 @@ static int append_locked(struct append_ctx *a, struct store_append_result *res)
 	s->stats.samples += (uint64_t)samples;
 	if (!s->stats.oldest_ns || profile__time_ns(a->p) < s->stats.oldest_ns)
 		s->stats.oldest_ns = profile__time_ns(a->p);
+	if (!s->first_ns || store_first_window(profile__time_ns(a->p)) < s->first_ns)
+		s->first_ns = store_first_window(profile__time_ns(a->p));
 	if (profile__time_ns(a->p) > s->newest_ns)
 		s->newest_ns = s->stats.newest_ns = profile__time_ns(a->p);
 	if (res)

@@ -185,6 +185,10 @@ int store_scan_locked(struct store *s, const uint64_t *ids, size_t n, int64_t fr
 
 	if (from <= 0)
 		from = 1;
+	/* nothing starts before first_ns: a range from 0 (or years back) starts there;
+	 * the coarsest windows stay aligned, so the same rollups are used */
+	if (s->first_ns > 0 && from < s->first_ns)
+		from = s->first_ns;
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT t0, dur, totals, data, raw_len FROM chunks"
 			       " WHERE level=? AND t0>=? AND t0<? ORDER BY t0",

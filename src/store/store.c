@@ -128,6 +128,9 @@ static void load_stats(struct store *s)
 	st->oldest_ns = query_int(s, "SELECT ifnull(min(t0), 0) FROM chunks WHERE level=0");
 	st->newest_ns = query_int(s, "SELECT ifnull(max(t0), 0) FROM chunks WHERE level=0");
 	s->newest_ns = st->newest_ns;
+	s->first_ns = query_int(s, "SELECT ifnull(min(t0), 0) FROM chunks");
+	if (s->first_ns > 0)
+		s->first_ns = store_first_window(s->first_ns);
 }
 
 static int prepare_all(struct store *s)

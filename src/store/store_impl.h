@@ -66,7 +66,7 @@ struct store_itab {
 	size_t *off; /* off[i]: start of key of id i+1; off[n] == len */
 	uint64_t *hashes;
 	size_t n, cap_n, committed;
-	uint32_t *slots; /* id or 0; nslots is a power of two */
+	uint64_t *slots; /* (hash tag | id) or 0; nslots is a power of two */
 	size_t nslots;
 };
 
@@ -125,6 +125,11 @@ int store_totals_decode(const uint8_t *t, size_t len, const uint64_t *ids, size_
 #define STORE_LEVELS 5
 extern const int64_t
     store_level_window_ns[STORE_LEVELS]; /* [0] = 0 (raw), 1 min, 10 min, 1 h, 6 h */
+/* Start of the coarsest window holding t (t > 0). */
+static inline int64_t store_first_window(int64_t t)
+{
+	return t - t % store_level_window_ns[STORE_LEVELS - 1];
+}
 /* A window is rolled up once data this much newer than its end has arrived. */
 #define STORE_ROLLUP_GRACE_NS (60ll * 1000000000ll)
 
@@ -150,6 +155,13 @@ struct store {
 	struct store_itab tabs[STORE_N_TABS];
 	struct store_stats stats; /* kept current; bytes_on_disk read on demand */
 	int64_t newest_ns;	  /* newest raw chunk start */
+	/*
+	 * No chunk of any level starts before this (the oldest chunk's start aligned
+	 * down to the coarsest window; 0 when empty): scans start here, so from=0
+	 * costs what from=<first data> costs. Only lowered while the store is open
+	 * (retention leaves it low, which is safe).
+	 */
+	int64_t first_ns;
 	sqlite3_stmt *ins_tab[STORE_N_TABS], *ins_chunk, *ins_pending, *del_rollup;
 	/*
 	 * Series-local stack ids: chunks store, per series, the index of a stack in

@@ -681,6 +681,46 @@ cleanup:
 	profile__free(p);
 }
 
+/* profile.proto written by hand: what other encoders may send and ours never does
+ * (unpacked repeated ids, sparse ids out of order, unknown fields). */
+TEST(decode_reads_wire_variants)
+{
+	static const uint8_t msg[] = {
+	    0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,		    /* sample_type {samples, count} */
+	    0x12, 0x07, 0x08, 0x09, 0x08, 0x05, 0x12, 0x01, 0x07, /* sample: locs 9, 5 unpacked;
+								   * value [7] packed */
+	    0x22, 0x08, 0x08, 0x09, 0x18, 0x10, 0x22, 0x02, 0x08, 0x03, /* location 9 at 0x10:
+									 * line {function 3} */
+	    0x22, 0x08, 0x08, 0x05, 0x18, 0x20, 0x22, 0x02, 0x08, 0x03, /* location 5 at 0x20 */
+	    0x2a, 0x04, 0x08, 0x03, 0x10, 0x03,		    /* function 3, name "main" */
+	    0xa0, 0x01, 0x05,				    /* field 20: unknown, skipped */
+	    0x32, 0x00, 0x32, 0x07, 's', 'a', 'm', 'p', 'l', 'e', 's', /* string table */
+	    0x32, 0x05, 'c', 'o', 'u', 'n', 't', 0x32, 0x04, 'm', 'a', 'i', 'n',
+	};
+	static const uint8_t wrong_type[] = {0x08, 0x01}; /* sample_type as a varint */
+	struct profile_sample smp;
+	struct profile *p = NULL;
+	char err[256];
+
+	CHECKF(pprof_decode(msg, sizeof(msg), &p, err, sizeof(err)) == 0, "%s", err);
+	CHECK(profile__n_samples(p) == 1 && profile__total(p, 0) == 7);
+	CHECK(profile__sample(p, 0, &smp) == 0 && smp.n_locs == 2);
+	CHECK(profile__n_locations(p) == 2 && profile__n_functions(p) == 1);
+	profile__free(p);
+	p = NULL;
+	/* cut anywhere inside the last string: the message is truncated */
+	for (size_t cut = sizeof(msg) - 4; cut < sizeof(msg); cut++) {
+		err[0] = '\0';
+		CHECK(pprof_decode(msg, cut, &p, err, sizeof(err)) == -EINVAL && !p);
+		CHECKF(strstr(err, "not a valid profile.proto"), "cut %zu: %s", cut, err);
+	}
+	err[0] = '\0';
+	CHECK(pprof_decode(wrong_type, sizeof(wrong_type), &p, err, sizeof(err)) == -EINVAL);
+	CHECKF(strstr(err, "not a valid profile.proto"), "%s", err);
+cleanup:
+	profile__free(p);
+}
+
 TEST(decode_validates_indices)
 {
 	Perftools__Profiles__Profile *m = fixture_message();

@@ -258,6 +258,20 @@ TEST(rollups_sum_exactly)
 	CHECK(store__maintain(s, start + N * 10 * S, NULL) == 0);
 	CHECK(merged_total(s, "", start, start + 3600 * S) ==
 	      expect(vals, N, start, start, start + 3600 * S) + 1000);
+	/* scans start at the first stored window: data older than everything so far
+	 * (before that window) is still found, from=0 too, and after a reopen */
+	late = make(start - 7 * 3600 * S, 1, 1, 77);
+	CHECK(late);
+	e = store__append(s, late, NULL, NULL, 0, NULL, err, sizeof(err));
+	profile__free(late);
+	CHECK(e == 0);
+	int64_t all = expect(vals, N, start, 1, INT64_MAX) + 1000 + 77;
+	CHECK(merged_total(s, "", 0, INT64_MAX) == all);
+	store__close(s);
+	s = NULL;
+	CHECK(store__open(dir, &fast, &s, err, sizeof(err)) == 0);
+	CHECK(merged_total(s, "", 0, INT64_MAX) == all);
+	CHECK(merged_total(s, "", 0, start) == 77);
 cleanup:
 	store__close(s);
 }

@@ -1,0 +1,456 @@
+/*
+ * profile.proto off the wire (protobuf encoding: developers.google.com/protocol-
+ * buffers/docs/encoding): tags and varints, length-delimited submessages,
+ * repeated scalars packed or not, unknown fields skipped. One pass over the
+ * buffer, each kind of element appended to its own flat array, so a 60,000-
+ * sample profile costs a dozen allocations instead of one per message.
+ *
+ * The input comes from outside: every read is bounds-checked against the end of
+ * its enclosing message, and the arrays grow under a byte budget (a 2-byte empty
+ * sample costs a 48-byte record: a small body must not take gigabytes).
+ */
+#include "pprof_wire.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Wire types (encoding §"Message Structure"). */
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+struct rd {
+	const uint8_t *p, *end;
+};
+
+static int rd_varint(struct rd *r, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		if (r->p >= r->end)
+			return -EINVAL;
+		uint8_t c = *r->p++;
+		v |= shift < 64 ? (uint64_t)(c & 0x7f) << shift : 0;
+		if (!(c & 0x80)) {
+			*out = v;
+			return 0;
+		}
+	}
+	return -EINVAL; /* more than 10 bytes */
+}
+
+/* Reads a tag: field number (>= 1) and wire type. */
+static int rd_tag(struct rd *r, uint32_t *field, unsigned *wt)
+{
+	uint64_t t;
+	int err = rd_varint(r, &t);
+
+	if (err)
+		return err;
+	if ((t >> 3) == 0 || (t >> 3) > 0x1fffffff)
+		return -EINVAL;
+	*field = (uint32_t)(t >> 3);
+	*wt = (unsigned)(t & 7);
+	return 0;
+}
+
+/* The body of a length-delimited field as its own reader. */
+static int rd_len(struct rd *r, struct rd *sub)
+{
+	uint64_t n;
+	int err = rd_varint(r, &n);
+
+	if (err)
+		return err;
+	if (n > (uint64_t)(r->end - r->p))
+		return -EINVAL;
+	sub->p = r->p;
+	sub->end = r->p + n;
+	r->p += n;
+	return 0;
+}
+
+/* Skips a field of an unknown number. Groups (wire types 3, 4) are not accepted. */
+static int rd_skip(struct rd *r, unsigned wt)
+{
+	struct rd sub;
+	uint64_t v;
+
+	switch (wt) {
+	case WT_VARINT:
+		return rd_varint(r, &v);
+	case WT_LEN:
+		return rd_len(r, &sub);
+	case WT_I64:
+	case WT_I32: {
+		size_t n = wt == WT_I64 ? 8 : 4;
+
+		if ((size_t)(r->end - r->p) < n)
+			return -EINVAL;
+		r->p += n;
+		return 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+/* A singular integer field (last one wins, as protobuf says). */
+static int rd_int(struct rd *r, unsigned wt, uint64_t *out)
+{
+	return wt == WT_VARINT ? rd_varint(r, out) : -EINVAL;
+}
+
+/* ---- arrays on a budget ---- */
+
+static int arr_room(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem, size_t more)
+{
+	size_t need, cap, grow;
+	void *v;
+
+	if (__builtin_add_overflow(a->n, more, &need))
+		return -EFBIG;
+	if (need <= a->cap)
+		return 0;
+	cap = a->cap ? a->cap : 16;
+	while (cap < need)
+		if (__builtin_mul_overflow(cap, 2, &cap))
+			return -EFBIG;
+	if (__builtin_mul_overflow(cap - a->cap, elem, &grow) || grow > w->limit - w->used)
+		return -EFBIG;
+	v = realloc(a->v, cap * elem);
+	if (!v)
+		return -ENOMEM;
+	w->used += grow;
+	a->v = v;
+	a->cap = cap;
+	return 0;
+}
+
+/* Appends one zeroed element; returns it or NULL (*err set). */
+static void *arr_push(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem, int *err)
+{
+	void *e;
+
+	*err = arr_room(w, a, elem, 1);
+	if (*err)
+		return NULL;
+	e = (char *)a->v + a->n++ * elem;
+	memset(e, 0, elem);
+	return e;
+}
+
+/* A repeated integer field, packed (WT_LEN) or one value (WT_VARINT), into a. */
+static int rd_repeated(struct pprof_wire *w, struct rd *r, unsigned wt, struct pprof_wire_arr *a)
+{
+	struct rd sub;
+	uint64_t *v;
+	size_t n = 0;
+	int err;
+
+	if (wt == WT_VARINT) {
+		v = arr_push(w, a, sizeof(*v), &err);
+		return v ? rd_varint(r, v) : err;
+	}
+	if (wt != WT_LEN)
+		return -EINVAL;
+	err = rd_len(r, &sub);
+	if (err)
+		return err;
+	for (const uint8_t *c = sub.p; c < sub.end; c++) /* one value per final byte */
+		n += !(*c & 0x80);
+	err = arr_room(w, a, sizeof(*v), n);
+	if (err)
+		return err;
+	v = (uint64_t *)a->v + a->n;
+	for (size_t i = 0; i < n; i++) {
+		err = rd_varint(&sub, &v[i]);
+		if (err)
+			return err;
+	}
+	a->n += n;
+	return sub.p == sub.end ? 0 : -EINVAL; /* a trailing unfinished varint */
+}
+
+/* ---- messages ---- */
+
+/* Iterates the fields of a submessage: for (...; (err = next(...)) > 0;) */
+static int next_field(struct rd *m, uint32_t *field, unsigned *wt)
+{
+	if (m->p == m->end)
+		return 0;
+	int err = rd_tag(m, field, wt);
+
+	return err ? err : 1;
+}
+
+static int parse_vt(struct rd *r, unsigned wt, struct pprof_wire_vt *vt)
+{
+	struct rd m;
+	uint32_t f;
+	unsigned t;
+	int err = wt == WT_LEN ? rd_len(r, &m) : -EINVAL;
+
+	while (!err && (err = next_field(&m, &f, &t)) > 0)
+		err = f == 1   ? rd_int(&m, t, (uint64_t *)&vt->type)
+		      : f == 2 ? rd_int(&m, t, (uint64_t *)&vt->unit)
+			       : rd_skip(&m, t);
+	return err;
+}
+
+static int parse_label(struct pprof_wire *w, struct rd *r, unsigned wt)
+{
+	struct pprof_wire_label *l;
+	struct rd m;
+	uint32_t f;
+	unsigned t;
+	int err = wt == WT_LEN ? rd_len(r, &m) : -EINVAL;
+
+	if (err || !(l = arr_push(w, &w->labels, sizeof(*l), &err)))
+		return err;
+	while (!err && (err = next_field(&m, &f, &t)) > 0) {
+		int64_t *dst = f == 1 ? &l->key : f == 2 ? &l->str : f == 3 ? &l->num
+					      : f == 4	 ? &l->num_unit
+							 : NULL;
+		err = dst ? rd_int(&m, t, (uint64_t *)dst) : rd_skip(&m, t);
+	}
+	return err;
+}
+
+/* Sample: 1 location_id (packed uint64), 2 value (packed int64), 3 label. Its
+ * elements must be contiguous in the flat arrays, and they are: a sample is
+ * parsed whole before the next one starts. */
+static int parse_sample(struct pprof_wire *w, struct rd *m)
+{
+	struct pprof_wire_sample s = {
+	    .loc_off = w->loc_ids.n, .val_off = w->values.n, .label_off = w->labels.n};
+	struct pprof_wire_sample *out;
+	uint32_t f;
+	unsigned t;
+	int err;
+
+	while ((err = next_field(m, &f, &t)) > 0) {
+		err = f == 1   ? rd_repeated(w, m, t, &w->loc_ids)
+		      : f == 2 ? rd_repeated(w, m, t, &w->values)
+		      : f == 3 ? parse_label(w, m, t)
+			       : rd_skip(m, t);
+		if (err)
+			return err;
+	}
+	if (err)
+		return err;
+	s.n_loc = w->loc_ids.n - s.loc_off;
+	s.n_val = w->values.n - s.val_off;
+	s.n_label = w->labels.n - s.label_off;
+	out = arr_push(w, &w->samples, sizeof(*out), &err);
+	if (out)
+		*out = s;
+	return err;
+}
+
+static int parse_mapping(struct pprof_wire *w, struct rd *m)
+{
+	struct pprof_wire_mapping *mp;
+	uint32_t f;
+	unsigned t;
+	int err;
+
+	if (!(mp = arr_push(w, &w->mappings, sizeof(*mp), &err)))
+		return err;
+	while (!err && (err = next_field(m, &f, &t)) > 0) {
+		void *dst = f == 1   ? (void *)&mp->id
+			    : f == 2 ? (void *)&mp->start
+			    : f == 3 ? (void *)&mp->limit
+			    : f == 4 ? (void *)&mp->offset
+			    : f == 5 ? (void *)&mp->filename
+			    : f == 6 ? (void *)&mp->build_id
+				     : NULL;
+		err = dst ? rd_int(m, t, dst) : rd_skip(m, t);
+	}
+	return err;
+}
+
+static int parse_line(struct pprof_wire *w, struct rd *r, unsigned wt)
+{
+	struct pprof_wire_line *l;
+	struct rd m;
+	uint32_t f;
+	unsigned t;
+	int err = wt == WT_LEN ? rd_len(r, &m) : -EINVAL;
+
+	if (err || !(l = arr_push(w, &w->lines, sizeof(*l), &err)))
+		return err;
+	while (!err && (err = next_field(&m, &f, &t)) > 0)
+		err = f == 1   ? rd_int(&m, t, &l->function_id)
+		      : f == 2 ? rd_int(&m, t, (uint64_t *)&l->line)
+			       : rd_skip(&m, t);
+	return err;
+}
+
+/* Location: 1 id, 2 mapping_id, 3 address, 4 line (repeated Line). */
+static int parse_location(struct pprof_wire *w, struct rd *m)
+{
+	struct pprof_wire_location l = {.line_off = w->lines.n}, *out;
+	uint32_t f;
+	unsigned t;
+	int err;
+
+	while ((err = next_field(m, &f, &t)) > 0) {
+		err = f == 1   ? rd_int(m, t, &l.id)
+		      : f == 2 ? rd_int(m, t, &l.mapping_id)
+		      : f == 3 ? rd_int(m, t, &l.address)
+		      : f == 4 ? parse_line(w, m, t)
+			       : rd_skip(m, t);
+		if (err)
+			return err;
+	}
+	if (err)
+		return err;
+	l.n_line = w->lines.n - l.line_off;
+	out = arr_push(w, &w->locations, sizeof(*out), &err);
+	if (out)
+		*out = l;
+	return err;
+}
+
+static int parse_function(struct pprof_wire *w, struct rd *m)
+{
+	struct pprof_wire_function *fn;
+	uint32_t f;
+	unsigned t;
+	int err;
+
+	if (!(fn = arr_push(w, &w->functions, sizeof(*fn), &err)))
+		return err;
+	while (!err && (err = next_field(m, &f, &t)) > 0) {
+		void *dst = f == 1   ? (void *)&fn->id
+			    : f == 2 ? (void *)&fn->name
+			    : f == 3 ? (void *)&fn->system_name
+			    : f == 4 ? (void *)&fn->filename
+				     : NULL;
+		err = dst ? rd_int(m, t, dst) : rd_skip(m, t);
+	}
+	return err;
+}
+
+/* A string of the table, copied with a NUL (the offset goes to w->strings). */
+static int add_string(struct pprof_wire *w, const struct rd *m)
+{
+	size_t n = (size_t)(m->end - m->p), *off;
+	const uint8_t *nul = memchr(m->p, 0, n);
+	int err;
+
+	n = nul ? (size_t)(nul - m->p) : n; /* a C string ends at its first NUL */
+	if (w->str_cap - w->str_len < n + 1) {
+		size_t cap = w->str_cap ? w->str_cap : 4096;
+		char *b;
+
+		while (cap - w->str_len < n + 1)
+			cap *= 2;
+		if (cap - w->str_cap > w->limit - w->used)
+			return -EFBIG;
+		b = realloc(w->str_buf, cap);
+		if (!b)
+			return -ENOMEM;
+		w->used += cap - w->str_cap;
+		w->str_buf = b;
+		w->str_cap = cap;
+	}
+	off = arr_push(w, &w->strings, sizeof(*off), &err);
+	if (!off)
+		return err;
+	*off = w->str_len;
+	memcpy(w->str_buf + w->str_len, m->p, n);
+	w->str_buf[w->str_len + n] = 0;
+	w->str_len += n + 1;
+	return 0;
+}
+
+/* A repeated submessage field of Profile. */
+static int profile_msg_field(struct pprof_wire *w, struct rd *r, uint32_t f, unsigned wt)
+{
+	struct rd m;
+	int err = wt == WT_LEN ? rd_len(r, &m) : -EINVAL;
+
+	if (err)
+		return err;
+	switch (f) {
+	case 2:
+		return parse_sample(w, &m);
+	case 3:
+		return parse_mapping(w, &m);
+	case 4:
+		return parse_location(w, &m);
+	case 5:
+		return parse_function(w, &m);
+	default: /* 6 */
+		return add_string(w, &m);
+	}
+}
+
+static int profile_field(struct pprof_wire *w, struct rd *r, uint32_t f, unsigned wt)
+{
+	int err;
+
+	switch (f) {
+	case 1: {
+		struct pprof_wire_vt *vt = arr_push(w, &w->sample_type, sizeof(*vt), &err);
+
+		return vt ? parse_vt(r, wt, vt) : err;
+	}
+	case 2: case 3: case 4: case 5: case 6:
+		return profile_msg_field(w, r, f, wt);
+	case 7:
+		return rd_int(r, wt, (uint64_t *)&w->drop_frames);
+	case 8:
+		return rd_int(r, wt, (uint64_t *)&w->keep_frames);
+	case 9:
+		return rd_int(r, wt, (uint64_t *)&w->time_nanos);
+	case 10:
+		return rd_int(r, wt, (uint64_t *)&w->duration_nanos);
+	case 11:
+		w->has_period_type = true; /* a repeated message field merges */
+		return parse_vt(r, wt, &w->period_type);
+	case 12:
+		return rd_int(r, wt, (uint64_t *)&w->period);
+	case 13:
+		return rd_repeated(w, r, wt, &w->comments);
+	case 14:
+		return rd_int(r, wt, (uint64_t *)&w->default_sample_type);
+	default:
+		return rd_skip(r, wt);
+	}
+}
+
+int pprof_wire__parse(struct pprof_wire *w, const uint8_t *buf, size_t len, size_t limit)
+{
+	struct rd r = {buf, buf + len};
+	uint32_t f;
+	unsigned wt;
+	int err;
+
+	w->limit = limit;
+	while ((err = next_field(&r, &f, &wt)) > 0) {
+		err = profile_field(w, &r, f, wt);
+		if (err)
+			return err;
+	}
+	return err;
+}
+
+void pprof_wire__fini(struct pprof_wire *w)
+{
+	struct pprof_wire_arr *arrs[] = {&w->sample_type, &w->samples,	&w->mappings, &w->locations,
+					 &w->functions,	  &w->strings,	&w->comments, &w->loc_ids,
+					 &w->values,	  &w->labels,	&w->lines};
+
+	for (size_t i = 0; i < sizeof(arrs) / sizeof(arrs[0]); i++)
+		free(arrs[i]->v);
+	free(w->str_buf);
+	memset(w, 0, sizeof(*w));
+}
+
+const char *pprof_wire__str(const struct pprof_wire *w, size_t i)
+{
+	return w->str_buf + ((const size_t *)w->strings.v)[i];
+}
