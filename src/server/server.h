@@ -6,6 +6,8 @@
  * The same listener serves the agent's own endpoints (/metrics, /debug/pprof)
  * when it is opened without a store.
  *
+ * With a store it also serves the web UI at / (embedded at build time from web/).
+ *
  * Every error is a 4xx/5xx with a JSON body {"error": "..."} naming the problem;
  * a rejected request stores nothing. Listens on 127.0.0.1 unless told otherwise.
  */
@@ -48,6 +50,7 @@ struct server_opts {
 	server_metrics_fn metrics; /* optional */
 	void *ctx;		   /* for live and metrics */
 	FILE *log;		   /* structured log lines (NULL = stderr) */
+	const char *web_dir;	   /* serve the web UI from here, not the embedded copy; NULL */
 };
 
 struct server;
