@@ -30,10 +30,10 @@ OBJS      := $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/gen/profile.p
 LIB_OBJS_SAN := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/gen/profile.pb-c.o \
 	     $(BUILD)/san/gen/web_files.o
 
-# The web UI, embedded in the binary: every file under web/ (dotfiles and the
+# The web UI, embedded in the binary: every file under web/ (dotfiles, web/test/ and the
 # helpers' *.md notes left out). web.list changes only when the set of files
 # does, so adding or removing a file regenerates the table too.
-WEB_FILES := $(shell find web -type f ! -name '.*' ! -name '*.md' 2>/dev/null | LC_ALL=C sort)
+WEB_FILES := $(shell find web -path web/test -prune -o -type f ! -name '.*' ! -name '*.md' -print 2>/dev/null | LC_ALL=C sort)
 WEB_LIST  := $(GEN)/web.list
 $(shell mkdir -p $(GEN) && echo '$(WEB_FILES)' | cmp -s - $(WEB_LIST) || \
 	echo '$(WEB_FILES)' > $(WEB_LIST))

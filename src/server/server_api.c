@@ -64,8 +64,9 @@ static int write_profile(struct server_req *r, const struct query_request *q, FI
 	int ret;
 
 	if (fmt && strcmp(fmt, "pprof") && strcmp(fmt, "folded") && strcmp(fmt, "tree") &&
-	    strcmp(fmt, "top")) {
-		snprintf(err, errlen, "unknown format '%.64s' (pprof, folded, tree, top)", fmt);
+	    strcmp(fmt, "top") && strcmp(fmt, "svg")) {
+		snprintf(err, errlen, "unknown format '%.64s' (pprof, folded, svg, tree, top)",
+			 fmt);
 		return -EINVAL;
 	}
 	if (!fmt || !strcmp(fmt, "tree")) {
@@ -84,6 +85,13 @@ static int write_profile(struct server_req *r, const struct query_request *q, FI
 		free(buf);
 	} else if (!strcmp(fmt, "folded")) {
 		ret = folded_write(p, f);
+	} else if (!strcmp(fmt, "svg")) {
+		char title[256];
+
+		snprintf(title, sizeof(title), "hearth %.200s",
+			 q->query && q->query[0] ? q->query : "(all series)");
+		*ctype = "image/svg+xml";
+		ret = svg_write(p, f, title);
 	} else {
 		ret = top_write(p, f, q->max_nodes);
 	}
