@@ -13,7 +13,7 @@ import { esc, fmtInt, fmtPct, fmtPP, fmtTime } from './format.js';
 import { QueryBar } from './querybar.js';
 import { renderDiffTable, TopTable } from './table.js';
 import { Timeline } from './timeline.js';
-import { stepFor, toSec } from './timeparse.js';
+import { durationSec, fmtDuration, stepFor, toSec } from './timeparse.js';
 
 const $ = (sel) => document.querySelector(sel);
 const PRESETS = ['5m', '1h', '6h', '24h', '7d'];
@@ -391,6 +391,11 @@ function diffDefaults() {
   if (!state.rfrom && !state.runtil) {
     state.rfrom = state.from;
     state.runtil = state.until;
+  }
+  const rel = /^now-(.+)$/.exec(state.rfrom);
+  if (!state.lfrom && !state.luntil && rel && state.runtil === 'now' && durationSec(rel[1]) > 0) {
+    state.lfrom = `now-${fmtDuration(2 * durationSec(rel[1]))}`;
+    state.luntil = state.rfrom;
   }
   if (!state.lfrom && !state.luntil) {
     const now = Math.floor(Date.now() / 1000);

@@ -42,18 +42,19 @@ function hash(s) {
 }
 
 // Palette for packages: 18 hues x 3 lightness steps. Index 0 is the kernel colour,
-// index 1 the dimmed colour (frames that do not match a search).
+// index 1 the dimmed colour (frames that do not match a search), 2 the root's.
 const HUES = 18;
 const SHADES = 3;
 export const PAL_KERNEL = 0;
 export const PAL_DIM = 1;
-const PAL_BASE = 2;
-export const palette = ['hsl(24, 78%, 62%)', 'hsl(220, 12%, 86%)'];
+export const PAL_ROOT = 2; // "all": a neutral slate
+const PAL_BASE = 3;
+export const palette = ['hsl(24, 85%, 66%)', 'hsl(220, 12%, 88%)', 'hsl(215, 20%, 80%)'];
 for (let h = 0; h < HUES; h++) {
   for (let s = 0; s < SHADES; s++) {
     // Skip the kernel's orange band so user code never looks like kernel code.
     const hue = (200 + h * (360 / HUES)) % 360;
-    palette.push(`hsl(${hue.toFixed(0)}, ${52 + s * 6}%, ${70 - s * 7}%)`);
+    palette.push(`hsl(${hue.toFixed(0)}, ${44 + s * 6}%, ${76 - s * 6}%)`);
   }
 }
 

@@ -8,7 +8,7 @@
 //   x = start[i] .. start[i] + size[i]   (in samples, or in shares for a diff)
 //   y = depth[i]
 
-import { colorIndex, isInlined } from './colors.js';
+import { colorIndex, isInlined, PAL_ROOT } from './colors.js';
 
 /**
  * Flattens a /api/profile tree (numbers) or a /api/diff tree ([left, right] pairs).
@@ -65,7 +65,7 @@ export function flatten(root, diff = null, rootName = 'all') {
       a.self[i] = +node.self || 0;
       a.size[i] = a.total[i];
     }
-    a.color[i] = parent < 0 && rootName === 'all' ? 2 : colorIndex(name, node.module);
+    a.color[i] = parent < 0 && rootName === 'all' ? PAL_ROOT : colorIndex(name, node.module);
     a.inlined[i] = isInlined(name) ? 1 : 0;
     const kids = Array.isArray(node.children) ? node.children : [];
     // Children get consecutive x ranges; push them reversed so they pop in order.
@@ -198,6 +198,7 @@ export function diffRows(t) {
 
 /** Change of node i's share of the total, right% - left%, in percentage points. */
 export function changeOf(t, i) {
+  if (i === 0) return 0; // the root is 100% of both sides by definition
   const L = t.ltotal[0];
   const R = t.rtotal[0];
   return 100 * ((R ? t.rtotal[i] / R : 0) - (L ? t.ltotal[i] / L : 0));

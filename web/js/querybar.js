@@ -138,8 +138,8 @@ export class QueryBar {
     const kind = this.ctx.kind === 'value' ? `${this.ctx.label} value`
       : this.ctx.kind === 'label' || this.input.value.trim() === '' ? 'label' : 'name';
     this.list.innerHTML = this.items.map((s, k) =>
-      `<li role="option" id="qs-${k}" data-i="${k}" aria-selected="${k === this.active}">` +
-      `${esc(s)}<span class="kind">${esc(kind)}</span></li>`).join('');
+      `<li role="option" id="qs-${k}" data-i="${k}" data-kind="${esc(kind)}"` +
+      ` aria-selected="${k === this.active}">${esc(s)}</li>`).join('');
     if (this.active >= 0) {
       this.input.setAttribute('aria-activedescendant', `qs-${this.active}`);
       this.list.children[this.active].scrollIntoView({ block: 'nearest' });
@@ -182,13 +182,16 @@ export class QueryBar {
     const s = this.items[k];
     if (!ctx || s === undefined) return;
     const text = this.input.value;
+    // Close the selector when nothing after the choice does.
+    const close = text.slice(ctx.end).includes('}') ? '' : '}';
     let ins;
     let caretBack = 0;
     if (ctx.kind === 'value') {
-      ins = '"' + s.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
+      ins = '"' + s.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"' + close;
+      caretBack = close.length;
     } else if (ctx.kind === 'label') {
-      ins = `${s}=""`;
-      caretBack = 1;
+      ins = `${s}=""${close}`;
+      caretBack = 1 + close.length;
     } else if (text.trim() === '') {
       ins = `{${s}=""}`;
       caretBack = 2;

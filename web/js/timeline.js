@@ -59,7 +59,16 @@ export class Timeline {
     ctx.moveTo(0, plotH + 0.5);
     ctx.lineTo(W, plotH + 0.5);
     ctx.stroke();
-    if (!d || !this.series.length) return;
+    if (d) this.drawAxis(ctx, W, plotH);
+    if (!d || !this.series.length || !this.series.some((g) => g.sum > 0)) {
+      ctx.fillStyle = '#98a2b3';
+      ctx.font = '13px system-ui, sans-serif';
+      ctx.textAlign = 'center';
+      ctx.textBaseline = 'middle';
+      ctx.fillText(d ? 'No samples in this time range' : 'No timeline', W / 2, plotH / 2);
+      ctx.textAlign = 'start';
+      return;
+    }
     const n = this.series[0].values.length;
     const sums = new Float64Array(n);
     for (const s of this.series) for (let k = 0; k < n; k++) sums[k] += s.values[k] || 0;
@@ -85,7 +94,6 @@ export class Timeline {
       ctx.textBaseline = 'top';
       ctx.fillText(`${fmtInt(max)} samples / ${fmtStep(d.step)}`, 4, 0);
     }
-    this.drawAxis(ctx, W, plotH);
     if (this.drag) {
       const x0 = Math.min(this.drag.x0, this.drag.x1);
       const x1 = Math.max(this.drag.x0, this.drag.x1);

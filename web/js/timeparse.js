@@ -41,3 +41,16 @@ export function stepFor(fromSec, untilSec) {
   if (!(span > 0)) return '10s';
   return `${Math.max(10, Math.ceil(span / 120 / 10) * 10)}s`;
 }
+
+/** 5400 -> "1h30m" (whole seconds; the API reads it back in "now-1h30m"). */
+export function fmtDuration(sec) {
+  let s = Math.round(sec);
+  let out = '';
+  for (const [u, n] of [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]]) {
+    if (s >= n) {
+      out += Math.floor(s / n) + u;
+      s %= n;
+    }
+  }
+  return out || '0s';
+}
