@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The web UI in headless Chromium (tests/ui, playwright-core): against a fresh
+# `hearth server` loaded with the fixture of tests/ui/fixture.mjs (every view,
+# link, error state and export), and against `hearth run` profiling a busy
+# workload (needs root). Screenshots of each view go to build/test-output/ui/.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/server_lib.sh"
+
+UI=$HEARTH_ROOT/tests/ui
+OUT=${HEARTH_UI_OUT:-$HEARTH_ROOT/build/test-output/ui}
+mkdir -p "$OUT"
+for need in node /usr/bin/chromium; do
+	command -v "$need" > /dev/null ||
+		{ fail ui_prerequisites "$need is missing: run scripts/install-deps.sh --test"; finish; }
+done
+[ -d "$UI/node_modules/playwright-core" ] ||
+	{ fail ui_prerequisites "tests/ui/node_modules is missing: run make test-deps (npm ci in tests/ui)"; finish; }
+
+# The fixture server: fresh store, loopback, a free port.
+start_hearth "$T/server.log" server --data "$T/data" --listen 127.0.0.1:0 &&
+	spid=$SPID URL=$HURL || { fail server_start "$(cat "$T/server.log")"; finish; }
+node "$UI/ui_test.mjs" "$URL" "$OUT" "$spid" 2> "$T/ui.err"
+rc=$?
+[ $rc = 0 ] || fail ui_test_script "exit $rc: $(tail -5 "$T/ui.err")"
+
+# Live: hearth run on this machine with a busy workload.
+if [ "$(id -u)" -ne 0 ]; then
+	if [ "${CI:-}" = "true" ]; then
+		fail ui_live "needs root to load BPF, and CI must run it"
+	else
+		skip ui_live "needs root to load BPF"
+	fi
+	finish
+fi
+start_workload "$W/split" 120 > /dev/null
+start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 --interval 1 &&
+	RURL=$HURL || { fail run_start "$(cat "$T/run.log")"; finish; }
+landed() {
+	curl -s "$RURL/api/profile?format=folded&query=%7Bprocess%3D%22split%22%7D&from=now-5m" |
+		grep -q split_hot_b
+}
+if wait_until 40 landed; then
+	node "$UI/live_test.mjs" "$RURL" split "$OUT" split_hot_a split_hot_b 2> "$T/live.err" ||
+		fail ui_live_script "$(tail -5 "$T/live.err")"
+else
+	fail ui_live "no profile of the workload landed in 40 s: $(tail -3 "$T/run.log")"
+fi
+finish
