@@ -74,7 +74,7 @@ export class FlameGraph {
   }
 
   rowY(depth) {
-    return this.orient === 'flame' ? (this.t.maxDepth - depth) * ROW_H : depth * ROW_H;
+    return this.orient === 'flame' ? (this.visDepth - depth) * ROW_H : depth * ROW_H;
   }
 
   /** Draws the canvas and rebuilds the frame list. */
@@ -87,7 +87,12 @@ export class FlameGraph {
   drawCanvas() {
     const t = this.t;
     const cssW = Math.max(100, this.container.clientWidth);
-    const cssH = t ? Math.min(MAX_H, (t.maxDepth + 1) * ROW_H) : ROW_H;
+    this.drawn = 0;
+    this.visDepth = 0;
+    const ok = t && t.n > 0 && t.size[0] > 0;
+    if (ok) this.layout(cssW);
+    // As tall as the deepest visible frame: deeper levels are all under MIN_W.
+    const cssH = Math.min(MAX_H, (this.visDepth + 1) * ROW_H);
     const dpr = window.devicePixelRatio || 1;
     const c = this.canvas;
     if (c.width !== Math.round(cssW * dpr) || c.height !== Math.round(cssH * dpr)) {
@@ -101,9 +106,7 @@ export class FlameGraph {
     ctx.fillStyle = '#ffffff';
     ctx.fillRect(0, 0, cssW, cssH);
     this.cssW = cssW;
-    this.drawn = 0;
-    if (!t || t.n === 0 || t.size[0] <= 0) return;
-    this.layout(cssW);
+    if (!ok) return;
     this.fillFrames(ctx);
     this.drawText(ctx);
   }
@@ -132,6 +135,7 @@ export class FlameGraph {
       this.dIdx[k] = i;
       this.dX[k] = (t.start[i] - x0) * scale;
       this.dW[k++] = w;
+      if (t.depth[i] > this.visDepth) this.visDepth = t.depth[i];
       i++;
     }
     this.drawn = k;
@@ -171,7 +175,7 @@ export class FlameGraph {
       ctx.strokeStyle = '#111827';
       ctx.lineWidth = 2;
       for (let j = 0; j < k; j++) {
-        if (t.nameIdx[this.dIdx[j]] === this.focus) this.rect(ctx, j, 'stroke');
+        if (t.nameIdx[this.dIdx[j]] === this.focus && this.dW[j] >= 4) this.rect(ctx, j, 'stroke');
       }
     }
   }

@@ -8,7 +8,7 @@
 //   x = start[i] .. start[i] + size[i]   (in samples, or in shares for a diff)
 //   y = depth[i]
 
-import { colorIndex, isInlined, PAL_ROOT } from './colors.js';
+import { colorIndex, PAL_ROOT } from './colors.js';
 
 /**
  * Flattens a /api/profile tree (numbers) or a /api/diff tree ([left, right] pairs).
@@ -19,12 +19,13 @@ import { colorIndex, isInlined, PAL_ROOT } from './colors.js';
 export function flatten(root, diff = null, rootName = 'all') {
   const names = [];
   const nameIds = new Map();
-  const intern = (s) => {
-    let id = nameIds.get(s);
+  const colorOf = []; // by name id: computed once per distinct name, not per frame
+  const intern = (str) => {
+    let id = nameIds.get(str);
     if (id === undefined) {
       id = names.length;
-      names.push(s);
-      nameIds.set(s, id);
+      names.push(str);
+      nameIds.set(str, id);
     }
     return id;
   };
@@ -33,49 +34,67 @@ export function flatten(root, diff = null, rootName = 'all') {
   let n = 0;
   const L = diff ? diff.left : 0;
   const R = diff ? diff.right : 0;
+  // A diff frame's width: its mean share of both sides (one side when the other is empty).
+  const wl = L ? (R ? 0.5 : 1) / L : 0;
+  const wr = R ? (L ? 0.5 : 1) / R : 0;
   const sizeOf = diff
-    ? (t) => (L ? t[0] / L : 0) * (R ? 0.5 : 1) + (R ? t[1] / R : 0) * (L ? 0.5 : 1)
-    : (t) => t;
-  const stack = [[root, -1, 0, 0]];
-  while (stack.length) {
-    const [node, parent, depth, start] = stack.pop();
+    ? (nd) => (nd.total ? (+nd.total[0] || 0) * wl + (+nd.total[1] || 0) * wr : 0)
+    : (nd) => +nd.total || 0;
+  // Explicit parallel stacks of primitives: no allocation per frame.
+  const sNode = [root];
+  const sParent = [-1];
+  const sDepth = [0];
+  const sStart = [0];
+  while (sNode.length) {
+    const node = sNode.pop();
+    const parent = sParent.pop();
+    const depth = sDepth.pop();
+    const start = sStart.pop();
     if (n === cap) {
       cap *= 2;
       a = grow(a, cap);
     }
     const i = n++;
     const name = parent < 0 ? rootName : String(node.name);
-    a.nameIdx[i] = intern(name);
+    const id = intern(name);
+    a.nameIdx[i] = id;
     a.modIdx[i] = node.module ? intern(String(node.module)) : -1;
     a.parent[i] = parent;
     a.depth[i] = depth;
     a.start[i] = start;
+    a.size[i] = sizeOf(node);
     if (diff) {
       const t = node.total || [0, 0];
-      const s = node.self || [0, 0];
+      const sf = node.self || [0, 0];
       a.ltotal[i] = +t[0] || 0;
       a.rtotal[i] = +t[1] || 0;
-      a.lself[i] = +s[0] || 0;
-      a.rself[i] = +s[1] || 0;
-      a.size[i] = sizeOf([a.ltotal[i], a.rtotal[i]]);
+      a.lself[i] = +sf[0] || 0;
+      a.rself[i] = +sf[1] || 0;
       a.total[i] = a.ltotal[i] + a.rtotal[i];
       a.self[i] = a.lself[i] + a.rself[i];
     } else {
       a.total[i] = +node.total || 0;
       a.self[i] = +node.self || 0;
-      a.size[i] = a.total[i];
     }
-    a.color[i] = parent < 0 && rootName === 'all' ? PAL_ROOT : colorIndex(name, node.module);
-    a.inlined[i] = isInlined(name) ? 1 : 0;
-    const kids = Array.isArray(node.children) ? node.children : [];
-    // Children get consecutive x ranges; push them reversed so they pop in order.
+    if (node.module) a.color[i] = colorIndex(name, node.module);
+    else {
+      if (colorOf[id] === undefined) colorOf[id] = colorIndex(name);
+      a.color[i] = colorOf[id];
+    }
+    if (parent < 0 && rootName === 'all') a.color[i] = PAL_ROOT;
+    a.inlined[i] = name.endsWith('_[i]') ? 1 : 0;
+    const kids = node.children;
+    if (!Array.isArray(kids) || !kids.length) continue;
+    // Children get consecutive x ranges; pushed last-first so they pop in order.
     let x = start;
-    const starts = new Float64Array(kids.length);
-    for (let k = 0; k < kids.length; k++) {
-      starts[k] = x;
-      x += diff ? sizeOf(kids[k].total || [0, 0]) : +kids[k].total || 0;
+    for (let k = 0; k < kids.length; k++) x += sizeOf(kids[k]);
+    for (let k = kids.length - 1; k >= 0; k--) {
+      x -= sizeOf(kids[k]);
+      sNode.push(kids[k]);
+      sParent.push(i);
+      sDepth.push(depth + 1);
+      sStart.push(x);
     }
-    for (let k = kids.length - 1; k >= 0; k--) stack.push([kids[k], i, depth + 1, starts[k]]);
   }
   return finish(a, n, names, !!diff);
 }
