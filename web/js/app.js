@@ -374,6 +374,10 @@ function renderSandwich() {
   else if (!(s = sandwich(tree, fn))) msg = `${fn} does not appear in this profile.`;
   empty.hidden = !msg;
   empty.textContent = msg;
+  const row = s && table.rows.find((r) => r.name === fn);
+  $('#sandwich-stats').textContent = row
+    ? `total ${fmtInt(row.total)} samples (${fmtPct(row.total, tree.total[0])}) · self ${fmtInt(row.self)} (${fmtPct(row.self, tree.total[0])})`
+    : '';
   callersGraph.setTree(s ? flatten(s.callers, null, fn) : null);
   calleesGraph.setTree(s ? flatten(s.callees, null, fn) : null);
   for (const g of [callersGraph, calleesGraph]) {
@@ -458,7 +462,8 @@ function showDiff(d) {
   $('#diff-flame').hidden = !L && !R;
   $('#diff-summary').textContent = `Before ${fmtInt(L)} samples → after ${fmtInt(R)} samples`;
   diffGraph.render();
-  renderDiffTable($('#diff-table'), diffRows(diffTree), (name) => selectFunction(name, { fromTable: true }));
+  // Functions with no self samples on either side have no change of their own to show.
+  renderDiffTable($('#diff-table'), diffRows(diffTree).filter((r) => r.left || r.right), (name) => selectFunction(name, { fromTable: true }));
 }
 
 // ---- views ----
@@ -470,6 +475,9 @@ function showView(v, push, init = false) {
     b.setAttribute('aria-selected', String(b.dataset.view === v));
   }
   for (const name of VIEWS) $(`#view-${name}`).hidden = name !== v;
+  // One top table, shown beside the flame graph and beside the sandwich (to pick from).
+  if (v === 'sandwich') $('#view-sandwich').prepend($('#top-panel'));
+  else if (v === 'flame') $('#view-flame').prepend($('#top-panel'));
   if (v === 'flame' && tree) flame.render();
   if (v === 'sandwich') renderSandwich();
   if (v === 'diff' && !init) {
