@@ -89,7 +89,8 @@ function rangeText() {
 
 const tooltipEl = $('#tooltip');
 
-function profileTip(t, i) {
+/** Tooltip for a profile frame; whole = what "% of ..." refers to (the root's samples). */
+const profileTip = (whole) => (t, i) => {
   const name = nameOf(t, i);
   const root = t.total[0];
   const p = t.parent[i];
@@ -97,12 +98,15 @@ function profileTip(t, i) {
   const tags = (isInlined(name) ? '<span class="tag">inlined</span>' : '') +
     (isKernel(name) ? '<span class="tag">kernel</span>' : '');
   const mod = t.modIdx[i] >= 0 ? t.names[t.modIdx[i]] : '';
+  const of = esc(whole(t));
   return `<div class="tname">${esc(bareName(name))}${tags}</div><table>` +
-    `<tr><td>Self</td><td>${fmtInt(t.self[i])} samples · ${fmtPct(t.self[i], root)} of total</td></tr>` +
-    `<tr><td>Total</td><td>${fmtInt(t.total[i])} samples · ${fmtPct(t.total[i], root)} of total · ` +
+    `<tr><td>Self</td><td>${fmtInt(t.self[i])} samples · ${fmtPct(t.self[i], root)} of ${of}</td></tr>` +
+    `<tr><td>Total</td><td>${fmtInt(t.total[i])} samples · ${fmtPct(t.total[i], root)} of ${of} · ` +
     `${fmtPct(t.total[i], parent)} of parent</td></tr>` +
     `<tr><td>${mod ? 'Module' : 'Package'}</td><td>${esc(mod || packageOf(name))}</td></tr></table>`;
-}
+};
+const wholeProfile = () => 'total';
+const wholeFn = (t) => `${bareName(t.names[t.nameIdx[0]])}'s samples`;
 
 function diffTip(t, i) {
   const name = nameOf(t, i);
@@ -128,7 +132,7 @@ const diffColors = (t) => {
 };
 
 const flame = new FlameGraph($('#flame'), $('#flame-frames'), {
-  palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip, tooltipEl,
+  palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip(wholeProfile), tooltipEl,
   orient: state.orient, focusOnClick: true,
   onSelect: (i) => {
     renderBreadcrumbs();
@@ -136,11 +140,11 @@ const flame = new FlameGraph($('#flame'), $('#flame-frames'), {
   },
 });
 const callersGraph = new FlameGraph($('#sandwich-callers'), $('#sandwich-callers ul'), {
-  palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip, tooltipEl,
+  palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip(wholeFn), tooltipEl,
   orient: 'flame',
 });
 const calleesGraph = new FlameGraph($('#sandwich-callees'), $('#sandwich-callees ul'), {
-  palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip, tooltipEl,
+  palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip(wholeFn), tooltipEl,
   orient: 'icicle',
 });
 const diffGraph = new FlameGraph($('#diff-flame'), $('#diff-flame ul'), {
@@ -551,6 +555,11 @@ $('#orient').addEventListener('click', () => {
   redrawVisible();
 });
 $('#reset-zoom').addEventListener('click', () => zoomFlame(0));
+// Escape outside a text box zooms the flame graph back out.
+document.addEventListener('keydown', (e) => {
+  if (e.key !== 'Escape' || e.target.closest('input, select, textarea')) return;
+  if (state.view === 'flame' && tree && flame.zoom) zoomFlame(0);
+});
 $('#diff-apply').addEventListener('click', () => {
   for (const k of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) state[k] = $(`#${k}`).value.trim();
   writeURL(true);
