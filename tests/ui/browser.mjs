@@ -49,7 +49,13 @@ export async function frames(page, list = '#flame-frames') {
 }
 
 // Clicks the middle of a frame on the canvas of the flame graph holding `list`.
+// A deep frame may lie below the window: scroll its middle to the window's
+// middle first, since a click outside the viewport hits nothing.
 export async function clickFrame(page, canvasSel, f) {
+  await page.evaluate(([sel, y]) => {
+    const r = document.querySelector(sel).getBoundingClientRect();
+    if (r.top + y < 0 || r.top + y > innerHeight) window.scrollBy(0, r.top + y - innerHeight / 2);
+  }, [canvasSel, f.y + f.h / 2]);
   const box = await page.locator(canvasSel).boundingBox();
   if (!box) throw new Error(`no canvas ${canvasSel}`);
   await page.mouse.click(box.x + f.x + f.w / 2, box.y + f.y + f.h / 2);
