@@ -136,7 +136,7 @@ const flame = new FlameGraph($('#flame'), $('#flame-frames'), {
   orient: state.orient, focusOnClick: true,
   onSelect: (i) => {
     renderBreadcrumbs();
-    if (i > 0) selectFunction(nameOf(tree, i), { fromFlame: true });
+    if (i > 0) selectFunction(nameOf(flame.t, i), { fromFlame: true });
   },
 });
 const callersGraph = new FlameGraph($('#sandwich-callers'), $('#sandwich-callers ul'), {
@@ -161,14 +161,15 @@ const table = new TopTable($('#top-table'), $('#top-filter'), $('#top-note'), (n
 function renderBreadcrumbs() {
   const nav = $('#breadcrumbs');
   nav.innerHTML = '';
-  if (!tree) return;
+  const t = flame.t;
+  if (!t) return;
   const path = flame.path(flame.zoom);
   path.forEach((i, k) => {
     if (k) nav.insertAdjacentHTML('beforeend', '<span class="sep" aria-hidden="true">›</span>');
     const b = document.createElement('button');
     b.type = 'button';
-    b.textContent = nameOf(tree, i);
-    b.title = nameOf(tree, i);
+    b.textContent = nameOf(t, i);
+    b.title = nameOf(t, i);
     if (k === path.length - 1) b.setAttribute('aria-current', 'true');
     b.addEventListener('click', () => zoomFlame(i));
     nav.appendChild(b);
@@ -204,7 +205,8 @@ function selectFunction(name, how = {}) {
 
 // ---- search ----
 
-function applySearch() {
+/** Applies the search box to every view; redraw=false when the caller draws next. */
+function applySearch(redraw = true) {
   const share = $('#search-share');
   share.classList.remove('bad');
   matcher = compileSearch(state.search);
@@ -225,7 +227,7 @@ function applySearch() {
     table.setMatch(null);
     if (!share.classList.contains('bad')) share.textContent = '';
   }
-  redrawVisible();
+  if (redraw) redrawVisible();
 }
 
 function redrawVisible() {
@@ -275,7 +277,8 @@ async function load() {
     const data = await getJSON('/api/profile', { format: 'tree', ...sel, maxNodes: state.maxNodes }, signal);
     if (seq !== loadSeq) return;
     performance.mark('hearth:tree-parsed');
-    showTree(data);
+    await showTree(data, seq);
+    if (seq !== loadSeq) return;
   } catch (e) {
     if (e.name === 'AbortError' || seq !== loadSeq) return;
     tree = null;
@@ -287,22 +290,42 @@ async function load() {
   if (seq === loadSeq) setReady(true);
 }
 
-function showTree(data) {
+// Trees above this many frames are drawn first from a quick tree of only the frames
+// wide enough to see, so the graph appears before the full tree is built.
+const QUICK_FRAMES = 20000;
+
+async function showTree(data, seq) {
   const total = +data.total || 0;
-  tree = flatten(data.tree || { name: 'total', self: 0, total: 0 });
-  flame.setTree(tree);
-  flame.setFocus(state.focus ? tree.names.indexOf(state.focus) : -1);
-  if (matcher) flame.setMatch(searchTree(tree, matcher).byName);
+  const root = data.tree || { name: 'total', self: 0, total: 0 };
   const empty = total <= 0;
   $('#flame').hidden = empty;
   $('#flame-empty').hidden = !empty;
+  const quick = Number(state.maxNodes) > QUICK_FRAMES && !empty
+    ? flatten(root, null, 'all', (total * 0.5) / Math.max(100, Math.floor(flame.width || $('#flame').clientWidth))) : null;
+  if (quick) {
+    // The quick tree holds exactly the frames the full one would draw unzoomed.
+    flame.setTree(quick);
+    flame.setFocus(state.focus ? quick.names.indexOf(state.focus) : -1);
+    if (matcher) flame.setMatch(searchTree(quick, matcher).byName);
+    flame.drawCanvas();
+    performance.measure('hearth:flame-render', 'hearth:tree-parsed');
+    await new Promise((r) => setTimeout(r, 0)); // let the browser show it
+    if (seq !== loadSeq) return;
+  }
+  tree = flatten(root);
+  flame.setTree(tree);
+  flame.setFocus(state.focus ? tree.names.indexOf(state.focus) : -1);
+  if (matcher) flame.setMatch(searchTree(tree, matcher).byName);
   flame.drawCanvas();
-  performance.measure('hearth:flame-render', 'hearth:tree-parsed');
+  if (!quick) performance.measure('hearth:flame-render', 'hearth:tree-parsed');
   flame.renderList();
   renderBreadcrumbs();
+  // The table comes after the graph: its layout must not delay the first draw.
   table.setRows(aggregate(tree), total, (r) => palette[colorIndex(r.name)]);
   table.setSelected(state.focus);
-  applySearch();
+  applySearch(false);
+  // Parsed -> everything usable (full tree, zoom, table, search): the whole cost.
+  performance.measure('hearth:flame-ready', 'hearth:tree-parsed');
   if (empty) {
     const msg = 'No data in this time range';
     showError(msg);

@@ -40,6 +40,11 @@ export class FlameGraph {
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mouseleave', () => this.hideTip());
     this.canvas.addEventListener('click', (e) => this.onClick(e));
+    // The container's width, kept by an observer so drawing never forces a layout.
+    this.width = 0;
+    new ResizeObserver((entries) => {
+      this.width = entries[entries.length - 1].contentRect.width;
+    }).observe(container);
   }
 
   /** Shows a new tree, unzoomed. */
@@ -86,7 +91,8 @@ export class FlameGraph {
   /** Sizes the canvas for the current width and device pixel ratio, then draws. */
   drawCanvas() {
     const t = this.t;
-    const cssW = Math.max(100, this.container.clientWidth);
+    if (!this.width) this.width = this.container.clientWidth;
+    const cssW = Math.max(100, Math.floor(this.width));
     this.drawn = 0;
     this.visDepth = 0;
     const ok = t && t.n > 0 && t.size[0] > 0;

@@ -15,8 +15,10 @@ import { colorIndex, PAL_ROOT } from './colors.js';
  * For a diff, lTotal/rTotal are the answer's "left"/"right" totals and a frame's
  * size is its mean share of both sides, so neither side dominates by volume.
  * rootName names node 0 ("all" for a whole profile, the function for a sandwich).
+ * minSize > 0 leaves out subtrees smaller than that (a quick tree of only what an
+ * unzoomed graph can draw; x offsets stay those of the full tree).
  */
-export function flatten(root, diff = null, rootName = 'all') {
+export function flatten(root, diff = null, rootName = 'all', minSize = 0) {
   const names = [];
   const nameIds = new Map();
   const colorOf = []; // by name id: computed once per distinct name, not per frame
@@ -29,7 +31,7 @@ export function flatten(root, diff = null, rootName = 'all') {
     }
     return id;
   };
-  let cap = 1024;
+  let cap = 16384;
   let a = alloc(cap, !!diff);
   let n = 0;
   const L = diff ? diff.left : 0;
@@ -40,29 +42,34 @@ export function flatten(root, diff = null, rootName = 'all') {
   const sizeOf = diff
     ? (nd) => (nd.total ? (+nd.total[0] || 0) * wl + (+nd.total[1] || 0) * wr : 0)
     : (nd) => +nd.total || 0;
-  // Explicit parallel stacks of primitives: no allocation per frame.
+  // Explicit parallel stacks of primitives: no allocation per frame. Each entry
+  // carries the frame's size so it is computed once.
   const sNode = [root];
   const sParent = [-1];
   const sDepth = [0];
   const sStart = [0];
+  const sSize = [sizeOf(root)];
+  let kidSize = new Float64Array(64);
   while (sNode.length) {
     const node = sNode.pop();
     const parent = sParent.pop();
     const depth = sDepth.pop();
     const start = sStart.pop();
+    const size = sSize.pop();
     if (n === cap) {
       cap *= 2;
       a = grow(a, cap);
     }
     const i = n++;
     const name = parent < 0 ? rootName : String(node.name);
+    const module = node.module;
     const id = intern(name);
     a.nameIdx[i] = id;
-    a.modIdx[i] = node.module ? intern(String(node.module)) : -1;
+    a.modIdx[i] = module ? intern(String(module)) : -1;
     a.parent[i] = parent;
     a.depth[i] = depth;
     a.start[i] = start;
-    a.size[i] = sizeOf(node);
+    a.size[i] = size;
     if (diff) {
       const t = node.total || [0, 0];
       const sf = node.self || [0, 0];
@@ -76,7 +83,7 @@ export function flatten(root, diff = null, rootName = 'all') {
       a.total[i] = +node.total || 0;
       a.self[i] = +node.self || 0;
     }
-    if (node.module) a.color[i] = colorIndex(name, node.module);
+    if (module) a.color[i] = colorIndex(name, module);
     else {
       if (colorOf[id] === undefined) colorOf[id] = colorIndex(name);
       a.color[i] = colorOf[id];
@@ -84,16 +91,23 @@ export function flatten(root, diff = null, rootName = 'all') {
     if (parent < 0 && rootName === 'all') a.color[i] = PAL_ROOT;
     a.inlined[i] = name.endsWith('_[i]') ? 1 : 0;
     const kids = node.children;
-    if (!Array.isArray(kids) || !kids.length) continue;
+    if (!Array.isArray(kids)) continue;
+    const m = kids.length;
+    if (m > kidSize.length) kidSize = new Float64Array(m * 2);
     // Children get consecutive x ranges; pushed last-first so they pop in order.
     let x = start;
-    for (let k = 0; k < kids.length; k++) x += sizeOf(kids[k]);
-    for (let k = kids.length - 1; k >= 0; k--) {
-      x -= sizeOf(kids[k]);
+    for (let k = 0; k < m; k++) {
+      kidSize[k] = sizeOf(kids[k]);
+      x += kidSize[k];
+    }
+    for (let k = m - 1; k >= 0; k--) {
+      x -= kidSize[k];
+      if (kidSize[k] < minSize) continue;
       sNode.push(kids[k]);
       sParent.push(i);
       sDepth.push(depth + 1);
       sStart.push(x);
+      sSize.push(kidSize[k]);
     }
   }
   return finish(a, n, names, !!diff);
