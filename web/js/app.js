@@ -605,17 +605,14 @@ window.addEventListener('popstate', () => {
   load();
 });
 
-// Redraw canvases when their width changes (window resize, scrollbar appearing).
+// Redraw the timeline when its width changes (the flame graphs watch their own).
 let lastW = 0;
-new ResizeObserver(() => {
-  const w = document.documentElement.clientWidth;
+new ResizeObserver((entries) => {
+  const w = Math.floor(entries[0].contentRect.width);
   if (w === lastW) return;
   lastW = w;
-  requestAnimationFrame(() => {
-    if (timelineView.data) timelineView.draw();
-    redrawVisible();
-  });
-}).observe(document.body);
+  requestAnimationFrame(() => timelineView.draw());
+}).observe($('#timeline'));
 
 syncInputs();
 showView(state.view, false, true);

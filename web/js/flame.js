@@ -40,10 +40,14 @@ export class FlameGraph {
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mouseleave', () => this.hideTip());
     this.canvas.addEventListener('click', (e) => this.onClick(e));
-    // The container's width, kept by an observer so drawing never forces a layout.
+    // The container's width, kept by an observer so drawing never forces a layout;
+    // a visible graph is redrawn when its width changes.
     this.width = 0;
     new ResizeObserver((entries) => {
-      this.width = entries[entries.length - 1].contentRect.width;
+      const w = entries[entries.length - 1].contentRect.width;
+      const redraw = w > 0 && Math.floor(w) !== Math.floor(this.width) && this.t && this.drawn;
+      this.width = w;
+      if (redraw) requestAnimationFrame(() => this.render());
     }).observe(container);
   }
 
