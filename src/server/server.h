@@ -86,6 +86,12 @@ void server_labels__fini(struct server_labels *l);
 /* Unix time in s, ms, µs or ns (told apart by magnitude) to ns. 0 or -EINVAL. */
 int server_parse_unix_time(const char *s, int64_t *ns);
 /*
+ * Whether a URL path (already %-decoded) may name a web UI file: it starts with
+ * '/' and has no empty, "." or ".." segment (so it cannot leave the UI's
+ * directory). "/" itself is fine (it means index.html).
+ */
+bool server_web_path_ok(const char *path);
+/*
  * The part named `field` of a multipart/form-data body (content_type holds the
  * boundary). *part points into body. 0, -ENOENT when absent, -EINVAL if malformed.
  */

@@ -21,17 +21,19 @@
 /* Largest file --web-dir serves (the UI's files are a few hundred KiB). */
 #define SERVER_WEB_MAX_FILE (64u << 20)
 
-/* Whether path has a "." or ".." segment, or an empty one ("//"). */
-static bool bad_segment(const char *path)
+bool server_web_path_ok(const char *path)
 {
+	if (path[0] != '/')
+		return false;
 	for (const char *p = path; *p; p++) {
 		if (*p != '/')
 			continue;
+		/* p[1] starts a segment: refuse "", "." and ".." */
 		if (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || !p[2])) ||
 		    (p[1] == '.' && p[2] == '.' && (p[3] == '/' || !p[3])))
-			return true;
+			return false;
 	}
-	return false;
+	return true;
 }
 
 static int by_path(const void *key, const void *elem)
@@ -138,7 +140,7 @@ enum MHD_Result server_h_web(struct server *s, struct server_req *r)
 
 	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
 		return server_error(r, 405, SERVER_REJ_METHOD, "%.200s takes GET or HEAD", r->url);
-	if (path[0] != '/' || bad_segment(path))
+	if (!server_web_path_ok(path))
 		return server_error(r, 400, SERVER_REJ_BAD_PARAM,
 				    "path '%.200s' is not allowed (no '.', '..' or empty segments)",
 				    r->url);

@@ -182,6 +182,23 @@ fi
 rc=$?
 [ $rc = 2 ] && grep -q "web-dir: '$T/no-such-dir' is not a directory" "$T/wd.err" &&
 	pass web_dir_missing_usage_error || fail web_dir_missing_usage_error "rc $rc: $(cat "$T/wd.err")"
+# The generator: an empty or missing web/ still builds (an empty table); a file
+# name that cannot go into a C string or a URL is refused with its name.
+EMBED=$HEARTH_ROOT/build/tools/embed
+if [ -x "$EMBED" ]; then
+	"$EMBED" "$T/empty.c" "$T/no-such-web" 2> "$T/embed.err" &&
+		cc -std=c11 -Wall -Wextra -Werror -I"$HEARTH_ROOT/src" -c "$T/empty.c" -o "$T/empty.o" 2>> "$T/embed.err" &&
+		grep -q 'web_n_files = 0;' "$T/empty.c" && pass embed_empty_web_dir ||
+		fail embed_empty_web_dir "$(cat "$T/embed.err")"
+	mkdir -p "$T/w"
+	printf x > "$T/w/bad\"name.js"
+	"$EMBED" "$T/bad.c" "$T/w" "$T/w/bad\"name.js" 2> "$T/embed.err"
+	rc=$?
+	[ $rc = 2 ] && grep -q 'use only letters, digits' "$T/embed.err" && [ ! -e "$T/bad.c" ] &&
+		pass embed_refuses_odd_names || fail embed_refuses_odd_names "rc $rc: $(cat "$T/embed.err")"
+else
+	fail embed_tool "no $EMBED (make builds it)"
+fi
 "$HEARTH" server --help | grep -q -- '--web-dir DIR' && pass help_lists_web_dir ||
 	fail help_lists_web_dir "not in hearth server --help"
 "$HEARTH" run --help | grep -q -- '--web-dir DIR' && pass run_help_lists_web_dir ||
