@@ -4,7 +4,7 @@
 // other modules: flat.js (typed arrays), flame.js (canvas), table.js, timeline.js.
 
 import { ApiError, apiUrl, getJSON } from './api.js';
-import { bareName, colorIndex, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
+import { bareName, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
   PAL_DIM } from './colors.js';
 import { aggregate, changeOf, compileSearch, diffRows, flatten, nameOf, sandwich, searchTree }
   from './flat.js';
@@ -321,7 +321,7 @@ async function showTree(data, seq) {
   flame.renderList();
   renderBreadcrumbs();
   // The table comes after the graph: its layout must not delay the first draw.
-  table.setRows(aggregate(tree), total, (r) => palette[colorIndex(r.name)]);
+  table.setRows(aggregate(tree), total, (r) => palette[tree.color[r.first]]);
   table.setSelected(state.focus);
   applySearch(false);
   // Parsed -> everything usable (full tree, zoom, table, search): the whole cost.

@@ -177,19 +177,20 @@ function walkOutermost(t, mark, visit) {
 /**
  * Per-function rows for the top table: self summed over all frames of a name, total
  * counted only at frames with no ancestor of the same name (so recursion does not
- * count a sample twice). Returns [{name, nameIdx, self, total}] (root excluded).
+ * count a sample twice). Returns [{name, nameIdx, self, total, first}] (root excluded;
+ * first is one frame of the name).
  */
 export function aggregate(t) {
   const m = t.names.length;
   const self = new Float64Array(m);
   const total = new Float64Array(m);
-  const seen = new Uint8Array(m);
+  const first = new Int32Array(m); // a frame of the name (0 = none), for its colour
   const active = new Int32Array(m);
   const stack = [];
   for (let i = 1; i < t.n; i++) {
     while (stack.length && t.end[stack[stack.length - 1]] <= i) active[t.nameIdx[stack.pop()]]--;
     const id = t.nameIdx[i];
-    seen[id] = 1;
+    if (!first[id]) first[id] = i;
     self[id] += t.self[i];
     if (active[id] === 0) total[id] += t.total[i];
     active[id]++;
@@ -197,7 +198,9 @@ export function aggregate(t) {
   }
   const rows = [];
   for (let id = 0; id < m; id++) {
-    if (seen[id]) rows.push({ name: t.names[id], nameIdx: id, self: self[id], total: total[id] });
+    if (first[id]) {
+      rows.push({ name: t.names[id], nameIdx: id, self: self[id], total: total[id], first: first[id] });
+    }
   }
   return rows;
 }

@@ -113,7 +113,8 @@ export class Timeline {
     const ticks = Math.max(2, Math.floor(W / 140));
     for (let k = 0; k <= ticks; k++) {
       const ms = d.from + (span * k) / ticks;
-      const label = fmtTime(ms / 1000).slice(span > 36e5 * 20 ? 5 : 11, 16);
+      // Date and minutes over a day, seconds under half an hour.
+      const label = fmtTime(ms / 1000).slice(span > 36e5 * 20 ? 5 : 11, span <= 18e5 ? 19 : 16);
       const tw = ctx.measureText(label).width;
       const x = Math.min(W - tw, Math.max(0, (W * k) / ticks - tw / 2));
       ctx.fillText(label, x, plotH + 5);
