@@ -296,6 +296,8 @@ const QUICK_FRAMES = 20000;
 
 async function showTree(data, seq) {
   const total = +data.total || 0;
+  matcher = compileSearch(state.search);
+  if (matcher && matcher.error) matcher = null; // applySearch() below says why
   const root = data.tree || { name: 'total', self: 0, total: 0 };
   const empty = total <= 0;
   $('#flame').hidden = empty;

@@ -29,6 +29,11 @@ export class FlameGraph {
     this.canvas = document.createElement('canvas');
     this.canvas.setAttribute('aria-hidden', 'true');
     container.appendChild(this.canvas);
+    // Outline of the frame under the mouse: a div, so hovering never redraws the canvas.
+    this.hoverBox = document.createElement('div');
+    this.hoverBox.className = 'hover-box';
+    this.hoverBox.hidden = true;
+    container.appendChild(this.hoverBox);
     this.ctx = this.canvas.getContext('2d', { alpha: false });
     this.t = null;
     this.zoom = 0;
@@ -111,6 +116,7 @@ export class FlameGraph {
       c.style.width = cssW + 'px';
       c.style.height = cssH + 'px';
     }
+    this.hoverBox.hidden = true;
     const ctx = this.ctx;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = '#ffffff';
@@ -320,6 +326,7 @@ export class FlameGraph {
       this.hideTip();
       return;
     }
+    this.showHover(i);
     tip.innerHTML = this.opts.tooltip(this.t, i);
     tip.hidden = false;
     const pad = 14;
@@ -335,5 +342,18 @@ export class FlameGraph {
 
   hideTip() {
     if (this.opts.tooltipEl) this.opts.tooltipEl.hidden = true;
+    this.hoverBox.hidden = true;
+  }
+
+  showHover(i) {
+    let j = 0;
+    while (j < this.drawn && this.dIdx[j] !== i) j++;
+    if (j === this.drawn) return;
+    const b = this.hoverBox.style;
+    b.left = this.canvas.offsetLeft + this.dX[j] + 'px';
+    b.top = this.canvas.offsetTop + this.rowY(this.t.depth[i]) + 'px';
+    b.width = Math.max(1, this.dW[j] > 2 ? this.dW[j] - 1 : this.dW[j]) + 'px';
+    b.height = ROW_H - 1 + 'px';
+    this.hoverBox.hidden = false;
   }
 }

@@ -88,7 +88,8 @@ export class TopTable {
       const m = this.match && this.match[r.nameIdx] ? ' data-match="1"' : '';
       const s = r.name === this.selected ? ' aria-selected="true"' : '';
       return `<tr data-name="${n}" data-id="${r.nameIdx}" data-self="${r.self}" data-total="${r.total}"${m}${s}>` +
-        `<td class="name" title="${n}"><span class="swatch" style="background:${this.colorOf(r)}"></span>${n}</td>` +
+        `<td class="name bar-cell" title="${n}" style="--p:${g ? ((100 * r.total) / g).toFixed(1) : 0}%">` +
+        `<span class="swatch" style="background:${this.colorOf(r)}"></span>${n}</td>` +
         `<td class="num">${fmtInt(r.self)}</td><td class="num pct">${fmtPct(r.self, g)}</td>` +
         `<td class="num">${fmtInt(r.total)}</td><td class="num pct">${fmtPct(r.total, g)}</td></tr>`;
     }).join('');
