@@ -533,6 +533,8 @@ function applyQueryBar() {
   load();
 }
 
+// Forms only group inputs: Enter is handled per field, a form is never submitted.
+for (const f of document.forms) f.addEventListener('submit', (e) => e.preventDefault());
 new QueryBar($('#query'), $('#query-suggest'), applyQueryBar);
 $('#apply').addEventListener('click', applyQueryBar);
 $('#range').addEventListener('change', () => {
