@@ -69,7 +69,7 @@ function showError(msg) {
 
 function errorText(e, what) {
   if (e instanceof ApiError) {
-    if (e.status === 0) return 'Server unreachable: hearth did not answer. Is `hearth server` running?';
+    if (e.status === 0) return 'Server unreachable: hearth did not answer (is `hearth server` or `hearth run` still running?)';
     if (e.status === 400) return `Invalid query: ${e.message}`;
     return `${what} failed (${e.status}): ${e.message}`;
   }

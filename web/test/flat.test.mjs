@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { flatten, aggregate, searchTree, compileSearch, sandwich, diffRows, changeOf, nameOf }
   from '../js/flat.js';
 import { packageOf } from '../js/colors.js';
+import { completionContext } from '../js/querybar.js';
+import { durationSec, fmtDuration, stepFor, toSec } from '../js/timeparse.js';
 
 let failed = 0;
 function test(name, fn) {
@@ -78,6 +80,42 @@ test('package names', () => {
   assert.equal(packageOf('libc.so.6`read'), 'libc.so.6');
   assert.equal(packageOf('main'), 'main');
   assert.equal(packageOf('x', '/usr/lib/libz.so.1'), 'libz.so.1');
+});
+
+test('a quick tree keeps the wide frames at the same x', () => {
+  const full = flatten(tree);
+  const quick = flatten(tree, null, 'all', 30);
+  // kept: all(100), main(100), a(70), b(60), a(40), c(30); b under c (25) is left out
+  assert.equal(quick.n, 6);
+  const xs = (t) => Array.from({ length: t.n }, (_, i) => `${nameOf(t, i)}@${t.depth[i]}:${t.start[i]}`);
+  const fx = new Set(xs(full));
+  for (const k of xs(quick)) assert.ok(fx.has(k), k);
+  assert.equal(quick.end[0], 6);
+});
+
+test('time expressions', () => {
+  assert.equal(toSec('now', 1000), 1000);
+  assert.equal(toSec('now-1h30m', 10000), 10000 - 5400);
+  assert.equal(toSec('1700000000', 0), 1700000000);
+  assert.equal(toSec('1700000000000', 0), 1700000000);
+  assert.ok(Number.isNaN(toSec('yesterday', 0)));
+  assert.ok(Number.isNaN(durationSec('5x')));
+  assert.equal(fmtDuration(5400), '1h30m');
+  assert.equal(stepFor(0, 3600), '30s');
+  assert.equal(stepFor(0, 60), '10s');
+});
+
+test('autocomplete context', () => {
+  assert.deepEqual(completionContext('{en', 3), { kind: 'label', prefix: 'en', start: 1, end: 3 });
+  const v = completionContext('{env="pr"}', 8);
+  assert.equal(v.kind, 'value');
+  assert.equal(v.label, 'env');
+  assert.equal(v.prefix, 'pr');
+  assert.equal(v.end, 9); // replaces the closing quote too
+  assert.equal(completionContext('{a="b",ho', 9).prefix, 'ho');
+  assert.equal(completionContext('{a="x,y",', 9).kind, 'label'); // comma inside quotes ignored
+  assert.equal(completionContext('{a="b"} x', 9), null);
+  assert.equal(completionContext('my', 2).kind, 'name');
 });
 
 console.log(failed ? `${failed} failed` : 'all passed');
