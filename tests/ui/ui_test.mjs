@@ -82,6 +82,12 @@ try {
     return await page.title();
   });
 
+  await check('status_and_error_roles', async () => {
+    const r = await page.evaluate(() => [document.getElementById('status').getAttribute('role'),
+      document.getElementById('error').getAttribute('role')]);
+    expect(r[0] === 'status' && r[1] === 'alert', `roles ${r}`);
+  });
+
   await check('status_shows_total_samples', async () => {
     const s = await page.textContent('#status');
     expect(s.includes(fmtN(TOTAL)) && /samples/.test(s), `#status '${s}', want ${fmtN(TOTAL)} samples`);
@@ -122,6 +128,9 @@ try {
     expect(Math.abs(ratio - want) < 0.02, `hash/compute width ${ratio.toFixed(3)}, want ${want.toFixed(3)}`);
   });
 
+  // Text showing part/whole as a percentage somewhere, at whatever precision (≥ 1 decimal).
+  const hasPctIn = (text, part, whole) => [...text.matchAll(/(\d+(?:\.\d+)?)\s*%/g)]
+    .some((m) => Math.abs(Number(m[1]) - 100 * part / whole) <= 0.051);
   // A cell showing part/TOTAL as a percentage, at whatever precision (≥ 1 decimal).
   const hasPct = (cells, part) => cells.some((c) => {
     const m = /^(\d+(?:\.\d+)?)\s*%$/.exec(c);
@@ -155,8 +164,19 @@ try {
       return e && !e.hidden && e.textContent;
     }), '#tooltip');
     expect(t.includes('hash') && t.includes(fmtN(f.self)) && t.includes(fmtN(f.total)) &&
-      t.includes(`${pct1(f.total, TOTAL)}%`), `tooltip '${t}'`);
+      hasPctIn(t, f.total, TOTAL) && !/inlined/i.test(t), `tooltip '${t}' (want total% ${pct1(f.total, TOTAL)})`);
+    const parent = byName(await frames(page), 'compute')[0];
+    expect(hasPctIn(t, f.total, parent.total), `tooltip '${t}' lacks % of parent ${pct1(f.total, parent.total)}`);
     await page.mouse.move(1, 1);
+    const b = byName(await frames(page), 'blend_[i]')[0];
+    await page.mouse.move(box.x + b.x + b.w / 2, box.y + b.y + b.h / 2);
+    const ti = await waitFor(() => page.evaluate(() => {
+      const e = document.getElementById('tooltip');
+      return e && !e.hidden && e.textContent.includes('blend') && e.textContent;
+    }), '#tooltip of blend_[i]');
+    expect(/inlined/i.test(ti), `tooltip of an inlined frame: '${ti}'`);
+    await page.mouse.move(1, 1);
+    return t.replace(/\s+/g, ' ').slice(0, 120);
   });
 
   await check('click_zooms_into_frame', async () => {
@@ -174,6 +194,9 @@ try {
     const names = new Set((await frames(page)).map((f) => f.name));
     expect(!names.has('read_input'), 'read_input still drawn after zooming into compute');
     await shot(page, 'zoomed');
+    const m = await page.evaluate(() => ['hearth:flame-render', 'hearth:flame-zoom']
+      .map((n) => performance.getEntriesByName(n).length));
+    expect(m[0] > 0 && m[1] > 0, `performance measures flame-render/flame-zoom: ${m}`);
     return crumbs.join(' > ');
   });
 
@@ -393,6 +416,14 @@ try {
     expect(fr && fr.change < 0, `read_input change ${fr && fr.change}`);
     for (const [k, v] of [['lfrom', W.A.from - 5], ['runtil', W.B.until + 5]])
       expect(urlParam(page, k) === String(v), `URL ${k}=${urlParam(page, k)}`);
+    const dbox = await page.locator('#diff-flame canvas').boundingBox();
+    await page.mouse.move(dbox.x + fh.x + fh.w / 2, dbox.y + fh.y + fh.h / 2);
+    const tip = await waitFor(() => page.evaluate(() => {
+      const e = document.getElementById('tooltip');
+      return e && !e.hidden && e.textContent.includes('hash') && e.textContent;
+    }), 'diff tooltip of hash');
+    expect(tip.includes(fmtN(lp)) && tip.includes(fmtN(rp)), `diff tooltip '${tip}' lacks ${lp} and ${rp}`);
+    await page.mouse.move(1, 1);
     await shot(page, 'diff');
     return `hash ${h.delta > 0 ? '+' : ''}${h.delta.toFixed(1)} pp, read_input ${ri.delta.toFixed(1)} pp`;
   });
@@ -465,6 +496,34 @@ try {
     const main = byName(await frames(page), 'main')[0];
     expect(main && main.total === b, `main total ${main && main.total}, want ${b}`);
     expect(urlParam(page, 'query') === '{host="b"}', `URL query=${urlParam(page, 'query')}`);
+  });
+
+  await check('range_presets', async () => {
+    await page.fill('#query', '');
+    const opts = await page.$$eval('select#range option', (os) => os.map((o) => o.value));
+    expect(['5m', '1h', '6h', '24h', '7d', 'custom'].every((v) => opts.includes(v)), `options ${opts}`);
+    // the fixture's newest samples are 10 minutes old: nothing in the last 5
+    await reloadAfter(page, () => page.selectOption('select#range', '5m'));
+    const e = await waitFor(() => visibleError(page), 'no-data message for 5m');
+    expect(e.includes('No data in this time range'), `5m: #error '${e}'`);
+    await reloadAfter(page, () => page.selectOption('select#range', '1h'));
+    expect(await visibleError(page) === null, `1h: error '${await visibleError(page)}'`);
+    const main = byName(await frames(page), 'main')[0];
+    expect(main && main.total === TOTAL, `1h: main total ${main && main.total}`);
+  });
+
+  await check('max_nodes_param', async () => {
+    const req = page.waitForRequest((r) => r.url().includes('/api/profile') &&
+      new URL(r.url()).searchParams.get('maxNodes') === '3', { timeout: 10000 });
+    await page.goto(`${BASE}/?maxNodes=3`);
+    await req;
+    await waitReady(page);
+    const fs = await frames(page);
+    // the server keeps the 3 largest nodes: total (the root), main, compute
+    const names = fs.map((f) => f.name).filter((n) => n !== 'all' && n !== 'total');
+    expect(names.join() === 'main,compute', `frames with maxNodes=3: ${fs.map((f) => f.name)}`);
+    await page.goto(`${BASE}/`);
+    await waitReady(page);
   });
 
   expectNetErrors = true;
