@@ -71,9 +71,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		/* the path goes into a C string literal and a URL: keep it plain */
-		if (argv[3 + i][strspn(argv[3 + i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-							 "0123456789._-/")]) {
-			fprintf(stderr, "embed: '%s': use only letters, digits and . _ - / in names\n",
+		if (argv[3 + i]
+			[strspn(argv[3 + i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					     "0123456789._-/")]) {
+			fprintf(stderr,
+				"embed: '%s': use only letters, digits and . _ - / in names\n",
 				argv[3 + i]);
 			return 2;
 		}
@@ -108,8 +110,9 @@ int main(int argc, char **argv)
 		fprintf(out, "\t{\"%s\", \"%s\", web_data_%zu, %zu, \"\\\"%016llx\\\"\"},\n", path,
 			web_content_type(path), i, lens[i], (unsigned long long)hashes[i]);
 	}
-	fprintf(out, "\t{0, 0, 0, 0, 0}, /* so the array is never empty */\n};\n"
-		     "const size_t web_n_files = %zu;\n",
+	fprintf(out,
+		"\t{0, 0, 0, 0, 0}, /* so the array is never empty */\n};\n"
+		"const size_t web_n_files = %zu;\n",
 		n);
 cleanup:
 	free(lens);

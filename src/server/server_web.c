@@ -85,7 +85,7 @@ static int read_disk_file(const char *dir, const char *path, char **buf, size_t 
 {
 	char full[4096];
 	struct stat st;
-	ssize_t n;
+	ssize_t n = 0;
 	size_t got = 0;
 	int fd, err = 0;
 
@@ -108,6 +108,8 @@ static int read_disk_file(const char *dir, const char *path, char **buf, size_t 
 	}
 	while (got < (size_t)st.st_size && (n = read(fd, *buf + got, (size_t)st.st_size - got)) > 0)
 		got += (size_t)n;
+	if (n < 0)
+		err = -errno;
 	*len = got;
 cleanup:
 	if (err) {
@@ -128,8 +130,9 @@ static enum MHD_Result from_disk(struct server *s, struct server_req *r, const c
 		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no such endpoint '%.200s'",
 				    r->url);
 	if (err)
-		return server_error(r, 500, SERVER_REJ_INTERNAL, "cannot read '%.200s' from %.200s: %s",
-				    path, s->opts.web_dir, strerror(-err));
+		return server_error(r, 500, SERVER_REJ_INTERNAL,
+				    "cannot read '%.200s' from %.200s: %s", path, s->opts.web_dir,
+				    strerror(-err));
 	return reply_file(r, web_content_type(path), buf, len, true, NULL);
 }
 

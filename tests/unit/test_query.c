@@ -297,8 +297,8 @@ TEST(tree_names_modules)
 	CAPTURE(t, query_tree_write(p, 0, 0, out));
 	CHECK(rc == 0);
 	CHECKF(strstr(t, "{\"name\":\"main\",\"module\":\"app\",\"self\":0,\"total\":10"), "%s", t);
-	CHECKF(strstr(t, "{\"name\":\"work\",\"module\":\"libc.so.6\",\"self\":0,\"total\":7"), "%s",
-	       t);
+	CHECKF(strstr(t, "{\"name\":\"work\",\"module\":\"libc.so.6\",\"self\":0,\"total\":7"),
+	       "%s", t);
 	CHECKF(strstr(t, "{\"name\":\"sys_read_[k]\",\"module\":\"[kernel]\",\"self\":7"), "%s", t);
 	/* no mapping: no module key at all (the UI falls back to the name) */
 	CHECKF(strstr(t, "{\"name\":\"jit\",\"self\":3,\"total\":3}"), "%s", t);

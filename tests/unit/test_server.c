@@ -359,11 +359,12 @@ cleanup:
 /* Which URL paths may name a web UI file (the check behind the 400 answer). */
 TEST(web_paths)
 {
-	static const char *const ok[] = {"/", "/index.html", "/js/app.js", "/a/b/c.css",
-					 "/.well", "/x..y", "/..x", "/x.", "/img/a.b.png"};
-	static const char *const bad[] = {"",	     "index.html", "//",     "/js//app.js",
-					  "/.",	     "/..",	   "/../x",  "/js/../../etc/passwd",
-					  "/./x",    "/js/.",	   "/js/..", "/a/./b"};
+	static const char *const ok[] = {"/",	       "/index.html", "/js/app.js",
+					 "/a/b/c.css", "/.well",      "/x..y",
+					 "/..x",       "/x.",	      "/img/a.b.png"};
+	static const char *const bad[] = {"",	  "index.html", "//",	  "/js//app.js",
+					  "/.",	  "/..",	"/../x",  "/js/../../etc/passwd",
+					  "/./x", "/js/.",	"/js/..", "/a/./b"};
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 		CHECKF(server_web_path_ok(ok[i]), "'%s' refused", ok[i]);
