@@ -336,7 +336,7 @@ async function showTree(data, seq) {
     $('#status').textContent = '0 samples';
   } else {
     $('#status').textContent = `${fmtInt(total)} samples · ${fmtInt(tree.n - 1)} frames · ` +
-      `${rangeText()}${tree.n - 1 >= Number(state.maxNodes) ? ` · largest ${fmtInt(state.maxNodes)} frames kept` : ''}`;
+      `${rangeText()}${tree.n >= Number(state.maxNodes) ? ` · the server kept the largest ${fmtInt(state.maxNodes)} (maxNodes)` : ''}`;
   }
   if (state.view === 'sandwich') renderSandwich();
 }
