@@ -449,6 +449,7 @@ async function loadDiff() {
     left: state.lquery, right: state.rquery, leftfrom: state.lfrom, leftuntil: state.luntil,
     rightfrom: state.rfrom, rightuntil: state.runtil, maxNodes: state.maxNodes,
   };
+  markDiffRanges();
   const key = JSON.stringify(params);
   if (key === diffKey && diffTree) {
     diffGraph.render();
@@ -472,6 +473,20 @@ async function loadDiff() {
     $('#diff-empty').textContent = errorText(e, 'The diff');
     showError(errorText(e, 'The diff'));
   }
+}
+
+/** Shades the diff's two ranges on the timeline while the diff view is open. */
+function markDiffRanges() {
+  if (state.view !== 'diff') {
+    timelineView.setMarks([]);
+    return;
+  }
+  const now = Date.now() / 1000;
+  const side = (f, u, color, label) => ({ from: toSec(f, now), until: toSec(u || 'now', now), color, label });
+  timelineView.setMarks([
+    side(state.lfrom, state.luntil, 'hsl(214, 75%, 52%)', 'before'),
+    side(state.rfrom, state.runtil, 'hsl(4, 75%, 52%)', 'after'),
+  ].filter((m) => Number.isFinite(m.from) && Number.isFinite(m.until)));
 }
 
 function showDiff(d) {
@@ -509,6 +524,7 @@ function showView(v, push, init = false) {
   else if (v === 'flame') $('#view-flame').prepend($('#top-panel'));
   if (v === 'flame' && tree) flame.render();
   if (v === 'sandwich') renderSandwich();
+  if (v !== 'diff') markDiffRanges();
   if (v === 'diff' && !init) {
     setReady(false);
     loadDiff().then(() => setReady(true));

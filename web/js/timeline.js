@@ -20,6 +20,7 @@ export class Timeline {
     el.appendChild(this.canvas);
     this.data = null;
     this.drag = null;
+    this.marks = [];
     this.canvas.addEventListener('mousedown', (e) => this.down(e));
     window.addEventListener('mousemove', (e) => this.move(e));
     window.addEventListener('mouseup', (e) => this.up(e));
@@ -37,6 +38,38 @@ export class Timeline {
       ? this.series.map((s) => `<span style="--c:${s.color}">${esc(s.group || '(no value)')}</span>`).join('')
       : '';
     this.draw();
+  }
+
+  /** Shaded ranges under the bars: [{from, until (unix s), color, label}] (the diff's sides). */
+  setMarks(marks) {
+    this.marks = marks;
+    this.draw();
+  }
+
+  // Shades first (under the bars), labels after the bars (on top, with a halo).
+  drawMarks(ctx, W, plotH, labels) {
+    const d = this.data;
+    const span = d.until - d.from;
+    ctx.font = '11px system-ui, sans-serif';
+    ctx.textBaseline = 'top';
+    for (const m of this.marks) {
+      const x0 = Math.max(0, ((m.from * 1000 - d.from) / span) * W);
+      const x1 = Math.min(W, ((m.until * 1000 - d.from) / span) * W);
+      if (!(x1 > x0)) continue;
+      ctx.fillStyle = m.color;
+      if (labels) {
+        if (x1 - x0 <= 40) continue;
+        ctx.lineWidth = 3;
+        ctx.strokeStyle = 'rgba(255, 255, 255, 0.9)';
+        ctx.strokeText(m.label, x0 + 4, 3);
+        ctx.fillText(m.label, x0 + 4, 3);
+        continue;
+      }
+      ctx.globalAlpha = 0.13;
+      ctx.fillRect(x0, 0, x1 - x0, plotH);
+      ctx.globalAlpha = 1;
+      ctx.fillRect(x0, plotH - 2, x1 - x0, 2);
+    }
   }
 
   draw() {
@@ -60,6 +93,7 @@ export class Timeline {
     ctx.lineTo(W, plotH + 0.5);
     ctx.stroke();
     if (d) this.drawAxis(ctx, W, plotH);
+    if (d && this.marks.length) this.drawMarks(ctx, W, plotH, false);
     if (!d || !this.series.length || !this.series.some((g) => g.sum > 0)) {
       ctx.fillStyle = '#98a2b3';
       ctx.font = '13px system-ui, sans-serif';
@@ -94,6 +128,7 @@ export class Timeline {
       ctx.textBaseline = 'top';
       ctx.fillText(`${fmtInt(max)} samples / ${fmtStep(d.step)}`, 4, 0);
     }
+    if (this.marks.length) this.drawMarks(ctx, W, plotH, true);
     if (this.drag) {
       const x0 = Math.min(this.drag.x0, this.drag.x1);
       const x1 = Math.max(this.drag.x0, this.drag.x1);
