@@ -144,7 +144,7 @@ bench: $(TEST_DEPS_STAMP) $(BUILD)/hearth
 	bash bench/overhead
 
 format:
-	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(wildcard tests/unit/*.[ch])
+	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(wildcard tests/unit/*.[ch]) $(wildcard tools/*.c)
 
 clean:
 	rm -rf $(BUILD)
