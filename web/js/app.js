@@ -360,7 +360,7 @@ const timelineView = new Timeline($('#timeline'), $('#timeline-legend'), (from, 
   writeURL(true);
   syncInputs();
   load();
-});
+}, tooltipEl);
 
 async function loadTimeline(signal) {
   const now = Date.now() / 1000;

@@ -10,11 +10,12 @@ const AXIS_H = 20;
 const MAX_GROUPS = COLORS.length; // the rest are summed as "other"
 
 export class Timeline {
-  /** el: #timeline; legend: legend element; onBrush(fromSec, untilSec). */
-  constructor(el, legend, onBrush) {
+  /** el: #timeline; legend: legend element; onBrush(fromSec, untilSec); tip: #tooltip. */
+  constructor(el, legend, onBrush, tip) {
     this.el = el;
     this.legend = legend;
     this.onBrush = onBrush;
+    this.tip = tip;
     this.canvas = document.createElement('canvas');
     this.canvas.setAttribute('aria-label', 'Samples over time; drag to select a time range');
     el.appendChild(this.canvas);
@@ -23,6 +24,10 @@ export class Timeline {
     this.marks = [];
     this.canvas.addEventListener('mousedown', (e) => this.down(e));
     window.addEventListener('mousemove', (e) => this.move(e));
+    this.canvas.addEventListener('mousemove', (e) => this.hover(e));
+    this.canvas.addEventListener('mouseleave', () => {
+      if (this.tip) this.tip.hidden = true;
+    });
     window.addEventListener('mouseup', (e) => this.up(e));
   }
 
@@ -156,6 +161,29 @@ export class Timeline {
     }
   }
 
+  /** Tooltip with the step under the mouse: its time and samples per group. */
+  hover(e) {
+    const d = this.data;
+    if (!this.tip || !d || this.drag || !this.series.length) return;
+    const n = this.series[0].values.length;
+    const k = Math.floor((this.xOf(e) / this.W) * n);
+    if (k < 0 || k >= n) return;
+    const t0 = (d.from + k * d.step) / 1000;
+    let sum = 0;
+    const rows = this.series.filter((g) => g.values[k]).map((g) => {
+      sum += g.values[k];
+      return `<tr><td><span class="swatch" style="background:${g.color}"></span>${esc(g.group || 'samples')}</td>` +
+        `<td class="num">${fmtInt(g.values[k])}</td></tr>`;
+    });
+    this.tip.innerHTML = `<div class="tname">${fmtTime(t0)} + ${fmtStep(d.step)}</div>` +
+      `<table>${rows.join('')}${rows.length > 1 ? `<tr><td>all</td><td class="num">${fmtInt(sum)}</td></tr>` : ''}` +
+      `${rows.length ? '' : '<tr><td>no samples</td></tr>'}</table>`;
+    this.tip.hidden = false;
+    const left = Math.min(e.clientX + 14, window.innerWidth - this.tip.offsetWidth - 4);
+    this.tip.style.left = Math.max(4, left) + 'px';
+    this.tip.style.top = e.clientY + 14 + 'px';
+  }
+
   xOf(e) {
     const r = this.canvas.getBoundingClientRect();
     return Math.max(0, Math.min(r.width, e.clientX - r.left));
@@ -164,6 +192,7 @@ export class Timeline {
   down(e) {
     if (!this.data || e.button !== 0) return;
     e.preventDefault();
+    if (this.tip) this.tip.hidden = true;
     const x = this.xOf(e);
     this.drag = { x0: x, x1: x };
   }
