@@ -149,7 +149,7 @@ const calleesGraph = new FlameGraph($('#sandwich-callees'), $('#sandwich-callees
 });
 const diffGraph = new FlameGraph($('#diff-flame'), $('#diff-flame ul'), {
   palette: DIFF_PAL, dimIndex: DIFF_PAL.length - 1, colors: diffColors, tooltip: diffTip,
-  tooltipEl, orient: state.orient, change: (i) => changeOf(diffTree, i),
+  tooltipEl, orient: state.orient, change: (i) => changeOf(diffTree, i), focusOnClick: true,
   onSelect: (i) => {
     if (i > 0) selectFunction(nameOf(diffTree, i), { fromDiff: true });
   },
@@ -193,7 +193,7 @@ function selectFunction(name, how = {}) {
   const id = tree ? tree.names.indexOf(name) : -1;
   if (!how.fromFlame) {
     flame.setFocus(id);
-    if (tree) flame.render();
+    if (tree && state.view === 'flame') flame.render(); // a hidden graph redraws when shown
   }
   table.setSelected(name);
   if (diffTree) {
@@ -621,7 +621,7 @@ window.addEventListener('popstate', () => {
   flame.setOrient(state.orient);
   diffGraph.setOrient(state.orient);
   diffKey = '';
-  showView(state.view, false);
+  showView(state.view, false, true); // load() fetches the diff when it is the view
   load();
 });
 
