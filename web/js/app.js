@@ -215,11 +215,12 @@ function applySearch(redraw = true) {
     share.classList.add('bad');
     matcher = null;
   }
-  const graphs = [[flame, tree], [callersGraph, callersGraph.t], [calleesGraph, calleesGraph.t],
-    [diffGraph, diffTree]];
-  for (const [g, t] of graphs) g.setMatch(matcher && t ? searchTree(t, matcher).byName : null);
-  if (tree && matcher) {
-    const r = searchTree(tree, matcher);
+  const r = tree && matcher ? searchTree(tree, matcher) : null;
+  flame.setMatch(r ? r.byName : null);
+  for (const g of [callersGraph, calleesGraph, diffGraph]) {
+    g.setMatch(matcher && g.t ? searchTree(g.t, matcher).byName : null);
+  }
+  if (r) {
     table.setMatch(r.byName);
     share.textContent = `Matched: ${fmtPct(r.matched, tree.total[0]).replace(/(\.\d)\d%$/, '$1%')} ` +
       `of total (${fmtInt(r.matched)} samples)`;
