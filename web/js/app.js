@@ -71,6 +71,10 @@ function errorText(e, what) {
   if (e instanceof ApiError) {
     if (e.status === 0) return 'Server unreachable: hearth did not answer (is `hearth server` or `hearth run` still running?)';
     if (e.status === 400) return `Invalid query: ${e.message}`;
+    if (e.status === 401) {
+      return 'This server wants a token (--auth-token-file), which the web UI does not send: ' +
+        'reach the UI through a proxy that adds the Authorization header';
+    }
     return `${what} failed (${e.status}): ${e.message}`;
   }
   return `${what} failed: ${e.message || e}`;
