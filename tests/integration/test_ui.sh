@@ -16,12 +16,25 @@ done
 [ -d "$UI/node_modules/playwright-core" ] ||
 	{ fail ui_prerequisites "tests/ui/node_modules is missing: run make test-deps (npm ci in tests/ui)"; finish; }
 
-# The fixture server: fresh store, loopback, a free port.
-start_hearth "$T/server.log" server --data "$T/data" --listen 127.0.0.1:0 &&
+# The fixture server: fresh store, loopback, a free port; under ASan/UBSan when
+# that build is there (make test builds it), so every request the UI makes is checked.
+SERVER_BIN=$HEARTH_ROOT/build/hearth-asan
+[ -x "$SERVER_BIN" ] || SERVER_BIN=$HEARTH
+HEARTH=$SERVER_BIN start_hearth "$T/server.log" server --data "$T/data" --listen 127.0.0.1:0 &&
 	spid=$SPID URL=$HURL || { fail server_start "$(cat "$T/server.log")"; finish; }
 node "$UI/ui_test.mjs" "$URL" "$OUT" "$spid" 2> "$T/ui.err"
 rc=$?
 [ $rc = 0 ] || fail ui_test_script "exit $rc: $(tail -5 "$T/ui.err")"
+# The UI test stopped the server (SIGTERM) for its "unreachable" check: it must
+# have exited cleanly, with no sanitizer report.
+kill "$spid" 2> /dev/null
+wait "$spid"
+src=$?
+if [ $src = 0 ] && ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error' "$T/server.log"; then
+	pass server_clean_exit_after_ui
+else
+	fail server_clean_exit_after_ui "exit $src: $(grep -m3 -E 'Sanitizer|runtime error' "$T/server.log")"
+fi
 
 # Live: hearth run on this machine with a busy workload.
 if [ "$(id -u)" -ne 0 ]; then
