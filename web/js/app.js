@@ -102,12 +102,14 @@ const profileTip = (whole) => (t, i) => {
   const tags = (isInlined(name) ? '<span class="tag">inlined</span>' : '') +
     (isKernel(name) ? '<span class="tag">kernel</span>' : '');
   const mod = t.modIdx[i] >= 0 ? t.names[t.modIdx[i]] : '';
+  const pkg = mod || packageOf(name);
   const of = esc(whole(t));
   return `<div class="tname">${esc(bareName(name))}${tags}</div><table>` +
     `<tr><td>Self</td><td>${fmtInt(t.self[i])} samples · ${fmtPct(t.self[i], root)} of ${of}</td></tr>` +
     `<tr><td>Total</td><td>${fmtInt(t.total[i])} samples · ${fmtPct(t.total[i], root)} of ${of} · ` +
     `${fmtPct(t.total[i], parent)} of parent</td></tr>` +
-    `<tr><td>${mod ? 'Module' : 'Package'}</td><td>${esc(mod || packageOf(name))}</td></tr></table>`;
+    (pkg !== bareName(name) ? `<tr><td>${mod ? 'Module' : 'Package'}</td><td>${esc(pkg)}</td></tr>` : '') +
+    '</table>';
 };
 const wholeProfile = () => 'total';
 const wholeFn = (t) => `${bareName(t.names[t.nameIdx[0]])}'s samples`;

@@ -239,6 +239,11 @@ export class FlameGraph {
         italic = !!t.inlined[i];
         ctx.font = (italic ? 'italic ' : '') + FONT;
       }
+      // The average width is a guess: measure labels that come close to the edge.
+      if (s.length * this.charW > (w - 8) * 0.75) {
+        while (s.length > 2 && ctx.measureText(s).width > w - 8) s = s.slice(0, -2) + '…';
+        if (s.length <= 2) continue;
+      }
       const dim = this.match && i > 0 && !this.match[t.nameIdx[i]];
       ctx.fillStyle = dim ? '#8a93a3' : '#1b2330';
       ctx.fillText(s, this.dX[j] + 4, this.rowY(t.depth[i]) + (ROW_H - 1) / 2 + 0.5);
@@ -313,6 +318,7 @@ export class FlameGraph {
     if (i > 0 && this.opts.focusOnClick) this.focus = this.t.nameIdx[i];
     this.drawCanvas();
     performance.measure('hearth:flame-zoom', 'hearth:zoom-start');
+    this.hideTip(); // it described the frame that was under the mouse before the zoom
     this.renderList();
     if (this.opts.onSelect) this.opts.onSelect(i);
   }
