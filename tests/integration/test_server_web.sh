@@ -57,6 +57,10 @@ if [ "$st" = 200 ] && cmp -s "$T/index" "$WEB/index.html" &&
 else
 	fail root_is_index_html "status $st, $(header "$T/hdr.index" Content-Type)"
 fi
+# The page may load only its own files and talk only to this server.
+csp=$(header "$T/hdr.index" Content-Security-Policy)
+[[ "$csp" == "default-src 'self';"* ]] && [[ "$csp" == *"frame-ancestors 'none'"* ]] &&
+	pass content_security_policy || fail content_security_policy "'$csp'"
 
 # HEAD: headers with the length, no body.
 curl -s -I --max-time 10 "$URL/" -o "$T/head" -w '%{http_code} %{size_download}' > "$T/head.st"
