@@ -605,10 +605,14 @@ $('#orient').addEventListener('click', () => {
   redrawVisible();
 });
 $('#reset-zoom').addEventListener('click', () => zoomFlame(0));
-// Escape outside a text box zooms the flame graph back out.
+// Outside a text box: Escape zooms the flame graph back out, "/" goes to the search box.
 document.addEventListener('keydown', (e) => {
-  if (e.key !== 'Escape' || e.target.closest('input, select, textarea')) return;
-  if (state.view === 'flame' && tree && flame.zoom) zoomFlame(0);
+  if (e.target.closest('input, select, textarea') || e.ctrlKey || e.metaKey || e.altKey) return;
+  if (e.key === 'Escape' && state.view === 'flame' && tree && flame.zoom) zoomFlame(0);
+  if (e.key === '/') {
+    e.preventDefault();
+    $('#search').focus();
+  }
 });
 $('#diff-apply').addEventListener('click', () => {
   for (const k of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) state[k] = $(`#${k}`).value.trim();

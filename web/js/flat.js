@@ -42,20 +42,24 @@ export function flatten(root, diff = null, rootName = 'all', minSize = 0) {
   const sizeOf = diff
     ? (nd) => (nd.total ? (+nd.total[0] || 0) * wl + (+nd.total[1] || 0) * wr : 0)
     : (nd) => +nd.total || 0;
-  // Explicit parallel stacks of primitives: no allocation per frame. Each entry
-  // carries the frame's size so it is computed once.
+  // An explicit stack (nodes, and parent/depth/start/size in typed arrays): no
+  // allocation per frame, and each frame's size is computed once.
   const sNode = [root];
-  const sParent = [-1];
-  const sDepth = [0];
-  const sStart = [0];
-  const sSize = [sizeOf(root)];
+  let sInt = new Int32Array(2 * 1024); // parent, depth per entry
+  let sNum = new Float64Array(2 * 1024); // start, size per entry
+  sInt[0] = -1;
+  sInt[1] = 0;
+  sNum[0] = 0;
+  sNum[1] = sizeOf(root);
+  let sp = 1;
   let kidSize = new Float64Array(64);
-  while (sNode.length) {
+  while (sp > 0) {
+    sp--;
     const node = sNode.pop();
-    const parent = sParent.pop();
-    const depth = sDepth.pop();
-    const start = sStart.pop();
-    const size = sSize.pop();
+    const parent = sInt[2 * sp];
+    const depth = sInt[2 * sp + 1];
+    const start = sNum[2 * sp];
+    const size = sNum[2 * sp + 1];
     if (n === cap) {
       cap *= 2;
       a = grow(a, cap);
@@ -94,6 +98,15 @@ export function flatten(root, diff = null, rootName = 'all', minSize = 0) {
     if (!Array.isArray(kids)) continue;
     const m = kids.length;
     if (m > kidSize.length) kidSize = new Float64Array(m * 2);
+    if (2 * (sp + m) > sInt.length) {
+      const bigger = Math.max(2 * sInt.length, 2 * (sp + m));
+      const i2 = new Int32Array(bigger);
+      i2.set(sInt);
+      sInt = i2;
+      const n2 = new Float64Array(bigger);
+      n2.set(sNum);
+      sNum = n2;
+    }
     // Children get consecutive x ranges; pushed last-first so they pop in order.
     let x = start;
     for (let k = 0; k < m; k++) {
@@ -104,10 +117,11 @@ export function flatten(root, diff = null, rootName = 'all', minSize = 0) {
       x -= kidSize[k];
       if (kidSize[k] < minSize) continue;
       sNode.push(kids[k]);
-      sParent.push(i);
-      sDepth.push(depth + 1);
-      sStart.push(x);
-      sSize.push(kidSize[k]);
+      sInt[2 * sp] = i;
+      sInt[2 * sp + 1] = depth + 1;
+      sNum[2 * sp] = x;
+      sNum[2 * sp + 1] = kidSize[k];
+      sp++;
     }
   }
   return finish(a, n, names, !!diff);

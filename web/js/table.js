@@ -4,7 +4,7 @@
 
 import { esc, fmtInt, fmtPct, fmtPP } from './format.js';
 
-const ROW_CAP = 1000;
+const ROW_CAP = 500;
 
 export class TopTable {
   /** table: #top-table; filter: #top-filter; note: where "N more" goes; onSelect(name). */
