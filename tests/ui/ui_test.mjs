@@ -428,6 +428,18 @@ try {
     return `hash ${h.delta > 0 ? '+' : ''}${h.delta.toFixed(1)} pp, read_input ${ri.delta.toFixed(1)} pp`;
   });
 
+  await check('diff_url_state_reloads', async () => {
+    const url = page.url();
+    const before = (await tableRows(page, '#diff-table')).map((r) => `${r.name}:${r.delta}`).join();
+    await page.goto('about:blank');
+    await page.goto(url);
+    await waitReady(page);
+    const rows = await waitFor(async () => { const r = await tableRows(page, '#diff-table'); return r.length ? r : null; }, 'diff rows after reload');
+    expect(await page.getAttribute('button[data-view="diff"]', 'aria-selected') === 'true', 'diff tab not active after reload');
+    expect(rows.map((r) => `${r.name}:${r.delta}`).join() === before, 'diff rows differ after reload');
+    expect(await page.inputValue('#lfrom') === String(W.A.from - 5), `#lfrom '${await page.inputValue('#lfrom')}'`);
+  });
+
   await check('timeline_group_by_label', async () => {
     await page.click('button[data-view="flame"]');
     await waitReady(page);
