@@ -276,6 +276,7 @@ async function load() {
   const signal = inflight.signal;
   setReady(false);
   showError('');
+  $('#query').removeAttribute('aria-invalid');
   $('#status').textContent = 'Loading…';
   updateExports();
   const sel = { query: state.query, from: state.from, until: state.until };
@@ -289,6 +290,7 @@ async function load() {
   } catch (e) {
     if (e.name === 'AbortError' || seq !== loadSeq) return;
     tree = null;
+    if (e instanceof ApiError && e.status === 400) $('#query').setAttribute('aria-invalid', 'true');
     showTreeError(errorText(e, 'Loading the profile'));
   }
   await timeline;
@@ -379,7 +381,8 @@ async function loadTimeline(signal) {
     timelineView.setData(d);
   } catch (e) {
     if (e.name === 'AbortError') return;
-    timelineView.setData(null);
+    // The profile's own error says what is wrong with the selection; this says the rest.
+    timelineView.setData(null, e instanceof ApiError && e.status ? e.message : '');
   }
 }
 

@@ -31,9 +31,10 @@ export class Timeline {
     window.addEventListener('mouseup', (e) => this.up(e));
   }
 
-  /** data: the /api/timeline answer (from/until/step in ms), or null. */
-  setData(data) {
+  /** data: the /api/timeline answer (from/until/step in ms), or null and why. */
+  setData(data, why = '') {
     this.data = data;
+    this.why = why;
     if (data) {
       this.el.dataset.from = String(Math.floor(data.from / 1000));
       this.el.dataset.until = String(Math.ceil(data.until / 1000));
@@ -104,7 +105,8 @@ export class Timeline {
       ctx.font = '13px system-ui, sans-serif';
       ctx.textAlign = 'center';
       ctx.textBaseline = 'middle';
-      ctx.fillText(d ? 'No samples in this time range' : 'No timeline', W / 2, plotH / 2);
+      ctx.fillText(d ? 'No samples in this time range' : `No timeline${this.why ? `: ${this.why}` : ''}`,
+        W / 2, plotH / 2);
       ctx.textAlign = 'start';
       return;
     }
