@@ -4,7 +4,8 @@
 # an ETag (304 on If-None-Match), HEAD; paths escaping the UI refused; unknown
 # paths and /api endpoints a JSON 404; --web-dir serving from disk;
 # /api/profile?format=svg a valid SVG of the fixture; maxNodes up to 100,000
-# and beyond accepted; tree nodes naming their module.
+# and beyond accepted; tree nodes naming their module; big answers gzipped for
+# clients that accept it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 
@@ -139,6 +140,26 @@ done
 st=$(http_status "$URL/api/diff?left=webapp%7B%7D&right=webapp%7B%7D&leftfrom=$((NOW - 120))&rightfrom=$((NOW - 120))&maxNodes=100000" "$T/diff")
 [ "$st" = 200 ] && [ "$(jq -r '.left' "$T/diff")" = 100 ] && pass diff_max_nodes_100000 ||
 	fail diff_max_nodes_100000 "status $st: $(head -c 300 "$T/diff")"
+
+# gzip: a big answer (the tree of 30,000 distinct stacks) is gzipped for a client
+# that accepts it, and is the same JSON once inflated; small answers, clients
+# that do not ask, and "gzip;q=0" get it plain.
+awk 'BEGIN { for (i = 0; i < 30000; i++) printf "main;mod%d;fn%d;leaf%d %d\n", i % 50, i, i % 7, 1 + i % 13 }' |
+	curl -s -o /dev/null --data-binary @- "$URL/ingest?name=bigapp&from=$((NOW - 60))&until=$((NOW - 50))"
+BIG="$URL/api/profile?format=tree&maxNodes=100000&query=bigapp%7B%7D&from=$((NOW - 120))&until=$NOW"
+curl -s -D "$T/h.plain" -o "$T/big.plain" -w '%{size_download}' "$BIG" > "$T/n.plain"
+curl -s --compressed -D "$T/h.gz" -o "$T/big.gz" -w '%{size_download}' "$BIG" > "$T/n.gz"
+curl -s -H 'Accept-Encoding: gzip;q=0' -D "$T/h.q0" -o /dev/null "$BIG"
+curl -s --compressed -D "$T/h.small" -o /dev/null "$URL/api/profile?format=tree&$Q"
+plain=$(cat "$T/n.plain") gz=$(cat "$T/n.gz")
+if [ "$(header "$T/h.gz" Content-Encoding)" = gzip ] && cmp -s "$T/big.plain" "$T/big.gz" &&
+	[ "$plain" -gt 262144 ] && [ $((gz * 3)) -lt "$plain" ] &&
+	[ -z "$(header "$T/h.plain" Content-Encoding)" ] && [ -z "$(header "$T/h.q0" Content-Encoding)" ] &&
+	[ -z "$(header "$T/h.small" Content-Encoding)" ] && jq -e '.total > 0' "$T/big.gz" > /dev/null; then
+	pass "gzip_big_answers ($plain bytes sent as $gz)"
+else
+	fail gzip_big_answers "plain $plain, gzip $gz; encodings '$(header "$T/h.gz" Content-Encoding)' '$(header "$T/h.plain" Content-Encoding)' '$(header "$T/h.q0" Content-Encoding)' '$(header "$T/h.small" Content-Encoding)'"
+fi
 
 # Modules: a pprof with mappings (a real Go CPU profile) names each frame's binary.
 GOPROF=$HEARTH_ROOT/tests/fuzz/corpus/fuzz_pprof/go_cpu.pb.gz
