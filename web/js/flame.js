@@ -62,6 +62,7 @@ export class FlameGraph {
     this.zoom = 0;
     this.colors = t ? this.opts.colors(t) : null;
     const cap = t ? t.n : 0;
+    this.nameW = new Float32Array(t ? t.names.length : 0); // label widths, 0 = not measured
     this.dIdx = new Int32Array(cap);
     this.dX = new Float32Array(cap);
     this.dW = new Float32Array(cap);
@@ -231,18 +232,24 @@ export class FlameGraph {
       const w = this.dW[j];
       if (w < 24) continue;
       const i = this.dIdx[j];
-      const fits = Math.floor((w - 8) / this.charW);
-      if (fits < 2) continue;
-      let s = bareName(t.names[t.nameIdx[i]]);
-      if (s.length > fits) s = s.slice(0, fits - 1) + '…';
+      const room = w - 8;
+      if (room < 2 * this.charW) continue;
+      const id = t.nameIdx[i];
+      let s = bareName(t.names[id]);
       if (!!t.inlined[i] !== italic) {
         italic = !!t.inlined[i];
         ctx.font = (italic ? 'italic ' : '') + FONT;
       }
-      // The average width is a guess: measure labels that come close to the edge.
-      if (s.length * this.charW > (w - 8) * 0.75) {
-        while (s.length > 2 && ctx.measureText(s).width > w - 8) s = s.slice(0, -2) + '…';
-        if (s.length <= 2) continue;
+      // Short labels fit by the average character width; longer ones are measured
+      // once per name (cached for the tree) and cut in proportion, with a margin.
+      if (s.length * this.charW > room * 0.75) {
+        if (!this.nameW[id]) this.nameW[id] = ctx.measureText(s).width;
+        const full = this.nameW[id];
+        if (full > room) {
+          const keep = Math.floor((s.length * room) / full) - 2;
+          if (keep < 1) continue;
+          s = s.slice(0, keep) + '…';
+        }
       }
       const dim = this.match && i > 0 && !this.match[t.nameIdx[i]];
       ctx.fillStyle = dim ? '#8a93a3' : '#1b2330';
