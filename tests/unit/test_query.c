@@ -294,12 +294,20 @@ TEST(tree_names_modules)
 
 	CHECK(profile__add_sample(p, s1, 3, v1, NULL, 0) == 0);
 	CHECK(profile__add_sample(p, s2, 2, v2, NULL, 0) == 0);
+	struct profile_line lx = {profile__function(p, "we\"ird\\na\001me", NULL, NULL), 0};
+	uint64_t s3[2] = {profile__location(p, 0, 0x7777, &lx, 1), s1[2]};
+	int64_t v3[2] = {1, 0};
+
+	CHECK(profile__add_sample(p, s3, 2, v3, NULL, 0) == 0);
 	CAPTURE(t, query_tree_write(p, 0, 0, out));
 	CHECK(rc == 0);
-	CHECKF(strstr(t, "{\"name\":\"main\",\"module\":\"app\",\"self\":0,\"total\":10"), "%s", t);
+	CHECKF(strstr(t, "{\"name\":\"main\",\"module\":\"app\",\"self\":0,\"total\":11"), "%s", t);
 	CHECKF(strstr(t, "{\"name\":\"work\",\"module\":\"libc.so.6\",\"self\":0,\"total\":7"),
 	       "%s", t);
 	CHECKF(strstr(t, "{\"name\":\"sys_read_[k]\",\"module\":\"[kernel]\",\"self\":7"), "%s", t);
+	/* names are JSON-escaped: quote, backslash, control character */
+	CHECKF(strstr(t, "{\"name\":\"we\\\"ird\\\\na\\u0001me\",\"self\":1,\"total\":1}"), "%s",
+	       t);
 	/* no mapping: no module key at all (the UI falls back to the name) */
 	CHECKF(strstr(t, "{\"name\":\"jit\",\"self\":3,\"total\":3}"), "%s", t);
 	CHECKF(!strstr(t, "{\"name\":\"total\",\"module\""), "%s", t);
