@@ -69,6 +69,12 @@ landed() {
 if wait_until 40 landed; then
 	node "$UI/live_test.mjs" "$RURL" split "$OUT" split_hot_a split_hot_b 2> "$T/live.err" ||
 		fail ui_live_script "$(tail -5 "$T/live.err")"
+	# Real mappings name each frame's module: the executable, the shared library.
+	curl -s "$RURL/api/profile?format=tree&maxNodes=5000&query=%7Bprocess%3D%22split%22%7D&from=now-5m" > "$T/live.json"
+	ma=$(jq -r '[.. | objects | select(.name? == "split_hot_a") | .module] | first' "$T/live.json")
+	mc=$(jq -r '[.. | objects | select(.name? == "lib_hot_c") | .module] | first' "$T/live.json")
+	[ "$ma" = split ] && [ "$mc" = libsplitlib.so ] && pass "live_tree_modules ($ma, $mc)" ||
+		fail live_tree_modules "split_hot_a in '$ma', lib_hot_c in '$mc'"
 else
 	fail ui_live "no profile of the workload landed in 40 s: $(tail -3 "$T/run.log")"
 fi
