@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# The web UI: its modules' unit tests (web/test), then headless Chromium
-# (tests/ui, playwright-core): against a fresh
+# The web UI in headless Chromium (tests/ui, playwright-core): against a fresh
 # `hearth server` loaded with the fixture of tests/ui/fixture.mjs (every view,
 # link, error state and export), and against `hearth run` profiling a busy
 # workload (needs root). Screenshots of each view go to build/test-output/ui/.
@@ -16,19 +15,6 @@ for need in node /usr/bin/chromium; do
 done
 [ -d "$UI/node_modules/playwright-core" ] ||
 	{ fail ui_prerequisites "tests/ui/node_modules is missing: run make test-deps (npm ci in tests/ui)"; finish; }
-
-# The UI's own unit tests of its pure modules (web/test/*.test.mjs print
-# "ok   name" / "FAIL name"), counted here like every other check.
-for t in "$HEARTH_ROOT"/web/test/*.test.mjs; do
-	[ -e "$t" ] || continue
-	node "$t" > "$T/webunit.out" 2>&1
-	wrc=$?
-	sed -n -e "s/^ok  *\(.*\)/PASS web_unit $(basename "$t" .test.mjs): \1/p" \
-		-e "s/^FAIL *\(.*\)/FAIL web_unit $(basename "$t" .test.mjs): \1/p" "$T/webunit.out"
-	nfail=$(grep -c '^FAIL' "$T/webunit.out")
-	[ $wrc = 0 ] || [ "$nfail" -gt 0 ] || fail "web_unit $(basename "$t")" "exit $wrc: $(tail -3 "$T/webunit.out")"
-	FAILS=$((FAILS + nfail))
-done
 
 # The fixture server: fresh store, loopback, a free port; under ASan/UBSan when
 # that build is there (make test builds it), so every request the UI makes is checked.
