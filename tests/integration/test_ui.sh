@@ -46,9 +46,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	finish
 fi
 start_workload "$W/split" 120 > /dev/null
-# (--web-dir: hearth run serving the UI from disk, the development path.)
-start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 --interval 1 \
-	--web-dir "$HEARTH_ROOT/web" &&
+# The UI embedded in the binary, as `make run` serves it (test_server_web covers --web-dir).
+start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 --interval 1 &&
 	RURL=$HURL || { fail run_start "$(cat "$T/run.log")"; finish; }
 landed() {
 	curl -s "$RURL/api/profile?format=folded&query=%7Bprocess%3D%22split%22%7D&from=now-5m" |

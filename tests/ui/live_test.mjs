@@ -57,6 +57,57 @@ try {
   } catch (e) {
     console.log(`FAIL live_views: ${e.message.split('\n')[0]}`);
   }
+  // Timeline stacked by process: the workload's series carries its samples.
+  try {
+    await page.selectOption('select#groupby', 'process');
+    const g = await page.waitForFunction((p) => {
+      const s = document.querySelector(`#timeline-legend [data-group="${p}"]`);
+      return s && Number(s.dataset.total) > 0 && s.dataset.total;
+    }, proc, { timeout: 10000 }).then((h) => h.jsonValue());
+    console.log(`PASS live_timeline_grouped (${proc}: ${g} samples)`);
+  } catch (e) {
+    console.log(`FAIL live_timeline_grouped: ${e.message.split('\n')[0]}`);
+  }
+  // Diff of the workload against itself over two halves of the last minutes: both
+  // sides have its hot functions, and every change is small (the split is steady).
+  try {
+    // The workload's samples span [t0, t1] (from the timeline API, 1 s steps); wait
+    // until that is a few seconds long, then compare its two halves.
+    const sel = `{process="${proc}"}`;
+    let t0 = 0, t1 = 0;
+    for (let tries = 0; tries < 30 && t1 - t0 < 6; tries++) {
+      if (tries) await page.waitForTimeout(1000);
+      const q = new URLSearchParams({ query: sel, from: 'now-5m', until: 'now', step: '1s' });
+      const tl = await (await fetch(`${URL_}/api/timeline?${q}`)).json();
+      const v = (tl.groups[0] || { values: [] }).values;
+      const nz = v.map((x, i) => (x ? i : -1)).filter((i) => i >= 0);
+      if (nz.length) {
+        t0 = Math.floor((tl.from + nz[0] * tl.step) / 1000);
+        t1 = Math.ceil((tl.from + (nz[nz.length - 1] + 1) * tl.step) / 1000);
+      }
+    }
+    const mid = Math.round((t0 + t1) / 2);
+    await page.click('button[data-view="diff"]');
+    await page.fill('#lquery', sel);
+    await page.fill('#lfrom', String(t0 - 1));
+    await page.fill('#luntil', String(mid));
+    await page.fill('#rquery', sel);
+    await page.fill('#rfrom', String(mid));
+    await page.fill('#runtil', String(t1 + 1));
+    await page.click('#diff-apply');
+    const rows = await page.waitForFunction(() => {
+      const r = [...document.querySelectorAll('#diff-table tbody tr[data-name]')];
+      return r.length && r.map((tr) => ({ name: tr.dataset.name, left: Number(tr.dataset.left),
+        right: Number(tr.dataset.right), delta: Number(tr.dataset.delta) }));
+    }, null, { timeout: 15000 }).then((h) => h.jsonValue());
+    const a = rows.find((r) => r.name === 'split_hot_a');
+    console.log(a && a.left > 0 && a.right > 0 && Math.abs(a.delta) < 25
+      ? `PASS live_diff (split_hot_a ${a.left} -> ${a.right}, ${a.delta.toFixed(1)} pp)`
+      : `FAIL live_diff: split_hot_a ${JSON.stringify(a)} in ${rows.length} rows`);
+    await page.click('button[data-view="flame"]');
+  } catch (e) {
+    console.log(`FAIL live_diff: ${e.message.split('\n')[0]}`);
+  }
   await page.screenshot({ path: join(OUT, 'live.png') });
   console.log(errors.length ? `FAIL live_no_console_errors: ${errors.slice(0, 3).join(' || ')}` : 'PASS live_no_console_errors');
 } finally {

@@ -450,7 +450,14 @@ try {
     await page.selectOption('select#groupby', 'host');
     await req;
     await waitFor(() => urlParam(page, 'groupBy') === 'host', 'URL groupBy=host');
-    await page.waitForTimeout(300);
+    // The stacked series, as the legend names them: one per host, with its samples.
+    const got = await waitFor(async () => {
+      const g = await page.$$eval('#timeline-legend [data-group]', (ss) => ss.map((s) => `${s.dataset.group}=${s.dataset.total}`));
+      return g.length ? g.sort().join(' ') : null;
+    }, 'timeline legend groups');
+    const want = ['a', 'b'].map((h) => `${h}=${fx.sum(fx.samples(['A', 'B'], [h]))}`).join(' ');
+    expect(got === want, `timeline groups '${got}', want '${want}'`);
+    return got;
   });
 
   await check('timeline_brush_narrows_range', async () => {

@@ -41,7 +41,8 @@ export class Timeline {
     }
     this.series = data ? stackable(data.groups || []) : [];
     this.legend.innerHTML = this.series.length > 1 || (this.series[0] && this.series[0].group)
-      ? this.series.map((s) => `<span style="--c:${s.color}">${esc(s.group || '(no value)')}</span>`).join('')
+      ? this.series.map((s) => `<span style="--c:${s.color}" data-group="${esc(s.group || '')}" data-total="${s.sum}">` +
+        `${esc(s.group || '(no value)')}</span>`).join('')
       : '';
     this.draw();
   }
@@ -237,7 +238,7 @@ function stackable(groups) {
   if (withSum.length > MAX_GROUPS) {
     const rest = withSum.slice(MAX_GROUPS);
     const values = rest[0].values.map((_, k) => rest.reduce((a, g) => a + (g.values[k] || 0), 0));
-    out.push({ group: `other (${rest.length})`, values, color: OTHER });
+    out.push({ group: `other (${rest.length})`, values, sum: rest.reduce((a, g) => a + g.sum, 0), color: OTHER });
   }
   return out;
 }
