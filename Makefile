@@ -24,9 +24,19 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 SRCS     := $(sort $(wildcard src/*/*.c))
 LIB_SRCS := $(filter-out src/cli/%,$(SRCS))
 CLI_SRCS := $(filter src/cli/%,$(SRCS))
-GEN_SRCS := $(GEN)/profile.pb-c.c
-OBJS      := $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/gen/profile.pb-c.o
-LIB_OBJS_SAN := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/gen/profile.pb-c.o
+GEN_SRCS := $(GEN)/profile.pb-c.c $(GEN)/web_files.c
+OBJS      := $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/gen/profile.pb-c.o \
+	     $(BUILD)/obj/gen/web_files.o
+LIB_OBJS_SAN := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/gen/profile.pb-c.o \
+	     $(BUILD)/san/gen/web_files.o
+
+# The web UI, embedded in the binary: every file under web/ (dotfiles, web/test/ and the
+# helpers' *.md notes left out). web.list changes only when the set of files
+# does, so adding or removing a file regenerates the table too.
+WEB_FILES := $(shell find web -path web/test -prune -o -type f ! -name '.*' ! -name '*.md' -print 2>/dev/null | LC_ALL=C sort)
+WEB_LIST  := $(GEN)/web.list
+$(shell mkdir -p $(GEN) && echo '$(WEB_FILES)' | cmp -s - $(WEB_LIST) || \
+	echo '$(WEB_FILES)' > $(WEB_LIST))
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -69,6 +79,13 @@ $(GEN)/profile.pb-c.c $(GEN)/profile.pb-c.h: proto/profile.proto | $(DEPS_STAMP)
 	@mkdir -p $(GEN)
 	$(PROTOC_C) --proto_path=proto --c_out=$(GEN) proto/profile.proto
 
+$(BUILD)/tools/embed: tools/embed.c src/server/web_files.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -O2 -o $@ $<
+
+$(GEN)/web_files.c: $(BUILD)/tools/embed $(WEB_LIST) $(WEB_FILES)
+	$(BUILD)/tools/embed $@ web $(WEB_FILES)
+
 GENERATED := $(GEN)/profile.pb-c.h
 # Only the sampler includes the BPF skeleton.
 SAMPLER_SRCS := $(filter src/sampler/%,$(SRCS))
@@ -104,7 +121,8 @@ $(BUILD)/tests/test_%: $(BUILD)/san/tests/unit/test_%.o $(BUILD)/san/tests/unit/
 unit-tests: $(UNIT_BINS)
 
 # The store's crash-test driver and benchmark: library modules linked in, optimized.
-LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o \
+	    $(BUILD)/obj/gen/web_files.o
 $(BUILD)/tests/store_driver $(BUILD)/bench/store_bench: $(BUILD)/%: %.c $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -126,7 +144,7 @@ bench: $(TEST_DEPS_STAMP) $(BUILD)/hearth
 	bash bench/overhead
 
 format:
-	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(wildcard tests/unit/*.[ch])
+	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(wildcard tests/unit/*.[ch]) $(wildcard tools/*.c)
 
 clean:
 	rm -rf $(BUILD)

@@ -26,7 +26,7 @@ static void usage(FILE *f)
 	    "usage: hearth server [OPTIONS]\n"
 	    "\n"
 	    "Stores profiles pushed by agents and Pyroscope-style clients and serves the\n"
-	    "query API (see docs/api.md).\n"
+	    "web UI at / and the query API (see docs/api.md).\n"
 	    "\n"
 	    "      --data DIR             store directory (default ./hearth-data)\n"
 	    "      --listen HOST:PORT     address to serve on (default 127.0.0.1:4100;\n"
@@ -35,10 +35,20 @@ static void usage(FILE *f)
 	    "      --auth-token-file F    require 'Authorization: Bearer TOKEN' (not on /healthz)\n"
 	    "      --max-body-mb N        largest request body (default 64)\n"
 	    "      --max-series N         most series the store accepts (default 100000)\n"
+	    "      --web-dir DIR          serve the web UI from DIR instead of the copy built\n"
+	    "                             into hearth (for UI development)\n"
 	    "  -h, --help                 this help\n");
 }
 
-enum { OPT_DATA = 256, OPT_LISTEN, OPT_RETENTION, OPT_TOKEN, OPT_MAX_BODY, OPT_MAX_SERIES };
+enum {
+	OPT_DATA = 256,
+	OPT_LISTEN,
+	OPT_RETENTION,
+	OPT_TOKEN,
+	OPT_MAX_BODY,
+	OPT_MAX_SERIES,
+	OPT_WEB_DIR,
+};
 
 const struct option cli_serve_long_opts[] = {
     {"data", required_argument, NULL, OPT_DATA},
@@ -47,6 +57,7 @@ const struct option cli_serve_long_opts[] = {
     {"auth-token-file", required_argument, NULL, OPT_TOKEN},
     {"max-body-mb", required_argument, NULL, OPT_MAX_BODY},
     {"max-series", required_argument, NULL, OPT_MAX_SERIES},
+    {"web-dir", required_argument, NULL, OPT_WEB_DIR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -54,6 +65,7 @@ const struct option cli_serve_long_opts[] = {
 int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a)
 {
 	char err[256];
+	struct stat sb;
 	long v;
 
 	switch (c) {
@@ -87,6 +99,13 @@ int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serv
 			return -EINVAL;
 		}
 		a->st.max_series = (size_t)v;
+		return 0;
+	case OPT_WEB_DIR:
+		if (stat(arg, &sb) || !S_ISDIR(sb.st_mode)) {
+			cli_error(cmd, "--web-dir: '%s' is not a directory", arg);
+			return -EINVAL;
+		}
+		a->so.web_dir = arg;
 		return 0;
 	}
 	return 1; /* not a serve option */

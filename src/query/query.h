@@ -39,7 +39,7 @@
 #define QUERY_MAX_REGEX_LEN_STR "1024"
 /* Default and ceiling of maxNodes (tree, top, diff). */
 #define QUERY_DEFAULT_MAX_NODES 2048
-#define QUERY_MAX_NODES		65536
+#define QUERY_MAX_NODES		262144 /* the web UI draws 100,000-node trees */
 /* Timeline: at most this many steps and groups (more: -E2BIG). */
 #define QUERY_MAX_POINTS 11000
 #define QUERY_MAX_GROUPS 1000

@@ -6,6 +6,8 @@
  * The same listener serves the agent's own endpoints (/metrics, /debug/pprof)
  * when it is opened without a store.
  *
+ * With a store it also serves the web UI at / (embedded at build time from web/).
+ *
  * Every error is a 4xx/5xx with a JSON body {"error": "..."} naming the problem;
  * a rejected request stores nothing. Listens on 127.0.0.1 unless told otherwise.
  */
@@ -48,6 +50,7 @@ struct server_opts {
 	server_metrics_fn metrics; /* optional */
 	void *ctx;		   /* for live and metrics */
 	FILE *log;		   /* structured log lines (NULL = stderr) */
+	const char *web_dir;	   /* serve the web UI from here, not the embedded copy; NULL */
 };
 
 struct server;
@@ -82,6 +85,12 @@ int server_labels__add(struct server_labels *l, const char *k, const char *v, ch
 void server_labels__fini(struct server_labels *l);
 /* Unix time in s, ms, µs or ns (told apart by magnitude) to ns. 0 or -EINVAL. */
 int server_parse_unix_time(const char *s, int64_t *ns);
+/*
+ * Whether a URL path (already %-decoded) may name a web UI file: it starts with
+ * '/' and has no empty, "." or ".." segment (so it cannot leave the UI's
+ * directory). "/" itself is fine (it means index.html).
+ */
+bool server_web_path_ok(const char *path);
 /*
  * The part named `field` of a multipart/form-data body (content_type holds the
  * boundary). *part points into body. 0, -ENOENT when absent, -EINVAL if malformed.

@@ -64,8 +64,9 @@ static int write_profile(struct server_req *r, const struct query_request *q, FI
 	int ret;
 
 	if (fmt && strcmp(fmt, "pprof") && strcmp(fmt, "folded") && strcmp(fmt, "tree") &&
-	    strcmp(fmt, "top")) {
-		snprintf(err, errlen, "unknown format '%.64s' (pprof, folded, tree, top)", fmt);
+	    strcmp(fmt, "top") && strcmp(fmt, "svg")) {
+		snprintf(err, errlen, "unknown format '%.64s' (pprof, folded, svg, tree, top)",
+			 fmt);
 		return -EINVAL;
 	}
 	if (!fmt || !strcmp(fmt, "tree")) {
@@ -84,6 +85,13 @@ static int write_profile(struct server_req *r, const struct query_request *q, FI
 		free(buf);
 	} else if (!strcmp(fmt, "folded")) {
 		ret = folded_write(p, f);
+	} else if (!strcmp(fmt, "svg")) {
+		char title[256];
+
+		snprintf(title, sizeof(title), "hearth %.200s",
+			 q->query && q->query[0] ? q->query : "(all series)");
+		*ctype = "image/svg+xml";
+		ret = svg_write(p, f, title);
 	} else {
 		ret = top_write(p, f, q->max_nodes);
 	}
@@ -216,28 +224,8 @@ static enum MHD_Result h_healthz(struct server *s, struct server_req *r)
 	return server_reply(r, 200, "application/json", strdup("{\"status\": \"ok\"}\n"), 17);
 }
 
-/* The URL `hearth run` prints: what there is to ask (the web UI comes later). */
-static enum MHD_Result h_index(struct server *s, struct server_req *r)
-{
-	static const char text[] =
-	    "hearth: continuous CPU profiling. Endpoints (docs/api.md):\n"
-	    "  /api/series?from=now-5m                     series (processes) seen\n"
-	    "  /api/profile?format=top&query={...}&from=   merged profile: tree, top, folded, "
-	    "pprof\n"
-	    "  /api/diff /api/timeline /api/labels /api/label/NAME/values\n"
-	    "  /debug/pprof/profile?seconds=N              for go tool pprof\n"
-	    "  /metrics /healthz /ingest (POST, Pyroscope-compatible)\n";
-	char *buf = strdup(text);
-
-	(void)s;
-	return buf ? server_reply(r, 200, "text/plain; charset=utf-8", buf, sizeof(text) - 1)
-		   : MHD_NO;
-}
-
 enum MHD_Result server_route(struct server *s, struct server_req *r)
 {
-	if (!strcmp(r->url, "/"))
-		return h_index(s, r);
 	if (!strcmp(r->url, "/healthz"))
 		return h_healthz(s, r);
 	if (!strcmp(r->url, "/ingest"))
@@ -248,5 +236,7 @@ enum MHD_Result server_route(struct server *s, struct server_req *r)
 		return server_h_pprof(s, r);
 	if (!strcmp(r->url, "/metrics"))
 		return server_h_metrics(s, r);
+	if (s->store) /* the web UI, with the API it talks to */
+		return server_h_web(s, r);
 	return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no such endpoint '%.200s'", r->url);
 }

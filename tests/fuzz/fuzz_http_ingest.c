@@ -1,9 +1,11 @@
 /*
  * libFuzzer target for what /ingest parses from outside before anything is
  * stored: the series name (APP{k=v,...}), unix times, a multipart body, and
- * the folded / lines text profiles. Input layout: the first byte picks the
- * parser, the rest is its input.
+ * the folded / lines text profiles; and the web UI's path check, against an
+ * independent segment split. Input layout: the first byte picks the parser,
+ * the rest is its input.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,24 @@ static char *cstr(const uint8_t *d, size_t n)
 	return s;
 }
 
+/* Whether path has an empty, "." or ".." segment, splitting on '/' the plain way. */
+static bool has_bad_segment(const char *path)
+{
+	const char *seg = path + 1, *end;
+
+	for (;; seg = end + 1) {
+		size_t n;
+
+		end = strchr(seg, '/');
+		n = end ? (size_t)(end - seg) : strlen(seg);
+		if ((n == 0 && end) || (n == 1 && seg[0] == '.') ||
+		    (n == 2 && seg[0] == '.' && seg[1] == '.'))
+			return true;
+		if (!end)
+			return false;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct server_labels l = {0};
@@ -36,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s = cstr(data + 1, size - 1);
 	if (!s)
 		return 0;
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0:
 		server_parse_name(s, &l, err, sizeof(err));
 		server_labels__fini(&l);
@@ -50,9 +70,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 3:
 	case 4:
-		if (profile_text_parse((const char *)data + 1, size - 1, data[0] % 5 == 4, 10000000,
+		if (profile_text_parse((const char *)data + 1, size - 1, data[0] % 6 == 4, 10000000,
 				       &p, err, sizeof(err)) == 0)
 			profile__free(p);
+		break;
+	case 5: /* accepted exactly when it starts with '/' and every segment is plain */
+		if (server_web_path_ok(s) != (s[0] == '/' && !has_bad_segment(s)))
+			abort();
 		break;
 	}
 	free(s);

@@ -44,7 +44,9 @@ grep -qE '^hearth_agent_samples_total [1-9]' "$T/metrics" && grep -qE '^hearth_i
 # hearth query against the running server.
 "$HEARTH" query '{process="split"}' --server "$URL" --from now-5m --format top > "$T/qs.txt" 2> "$T/qs.err"
 grep -q split_hot_a "$T/qs.txt" && pass query_server || fail query_server "$(cat "$T/qs.err") $(head -5 "$T/qs.txt")"
-curl -s "$URL/" | grep -q '/api/series' && pass index_page || fail index_page "$(curl -s "$URL/")"
+curl -s "$URL/" > "$T/index.html"
+cmp -s "$T/index.html" "$HEARTH_ROOT/web/index.html" && pass index_page_is_web_ui ||
+	fail index_page_is_web_ui "$(head -c 300 "$T/index.html")"
 kill "$rpid"
 wait "$rpid"
 rc=$?

@@ -270,3 +270,57 @@ cleanup:
 	free(t);
 	store__close(s);
 }
+
+/* main (app) -> work (libc.so.6) -> sys_read (kernel); main -> unmapped frame. */
+TEST(tree_names_modules)
+{
+	struct profile *p = profile__new(10000000);
+	char *t = NULL, *top = NULL;
+	int rc;
+
+	CHECK(p);
+	uint64_t ma = profile__mapping(p, 0x1000, 0x2000, 0, "/usr/bin/app", "");
+	uint64_t ml = profile__mapping(p, 0x7000, 0x8000, 0, "/lib/x86_64-linux-gnu/libc.so.6", "");
+	uint64_t mk = profile__mapping(p, 0xffff0000, 0xffffffff, 0, PROFILE_KERNEL_MAPPING, "");
+	struct profile_line lm = {profile__function(p, "main", NULL, NULL), 0},
+			    lw = {profile__function(p, "work", NULL, NULL), 0},
+			    lk = {profile__function(p, "sys_read", NULL, NULL), 0},
+			    lu = {profile__function(p, "jit", NULL, NULL), 0};
+	uint64_t s1[3] = {profile__location(p, mk, 0xffff0010, &lk, 1),
+			  profile__location(p, ml, 0x7010, &lw, 1),
+			  profile__location(p, ma, 0x1010, &lm, 1)};
+	uint64_t s2[2] = {profile__location(p, 0, 0x9999, &lu, 1), s1[2]};
+	int64_t v1[2] = {7, 0}, v2[2] = {3, 0};
+
+	CHECK(profile__add_sample(p, s1, 3, v1, NULL, 0) == 0);
+	CHECK(profile__add_sample(p, s2, 2, v2, NULL, 0) == 0);
+	struct profile_line lx = {profile__function(p, "we\"ird\\na\001me", NULL, NULL), 0};
+	uint64_t s3[2] = {profile__location(p, 0, 0x7777, &lx, 1), s1[2]};
+	int64_t v3[2] = {1, 0};
+
+	CHECK(profile__add_sample(p, s3, 2, v3, NULL, 0) == 0);
+	CAPTURE(t, query_tree_write(p, 0, 0, out));
+	CHECK(rc == 0);
+	CHECKF(strstr(t, "{\"name\":\"main\",\"module\":\"app\",\"self\":0,\"total\":11"), "%s", t);
+	CHECKF(strstr(t, "{\"name\":\"work\",\"module\":\"libc.so.6\",\"self\":0,\"total\":7"),
+	       "%s", t);
+	CHECKF(strstr(t, "{\"name\":\"sys_read_[k]\",\"module\":\"[kernel]\",\"self\":7"), "%s", t);
+	/* names are JSON-escaped: quote, backslash, control character */
+	CHECKF(strstr(t, "{\"name\":\"we\\\"ird\\\\na\\u0001me\",\"self\":1,\"total\":1}"), "%s",
+	       t);
+	/* no mapping: no module key at all (the UI falls back to the name) */
+	CHECKF(strstr(t, "{\"name\":\"jit\",\"self\":3,\"total\":3}"), "%s", t);
+	CHECKF(!strstr(t, "{\"name\":\"total\",\"module\""), "%s", t);
+	/* module names are not functions: the top table does not list them */
+	CAPTURE(top, query_top_write(p, 0, 0, out));
+	CHECK(rc == 0);
+	CHECKF(strstr(top, "\"name\":\"main\"") && !strstr(top, "\"name\":\"app\"") &&
+		   !strstr(top, "\"name\":\"[kernel]\"") && !strstr(top, "libc.so.6"),
+	       "%s", top);
+	/* the web UI asks for 100,000-node trees */
+	CHECK(QUERY_MAX_NODES >= 200000);
+cleanup:
+	free(t);
+	free(top);
+	profile__free(p);
+}

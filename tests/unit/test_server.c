@@ -355,3 +355,20 @@ TEST(bad_listen)
 cleanup:
 	server__stop(srv);
 }
+
+/* Which URL paths may name a web UI file (the check behind the 400 answer). */
+TEST(web_paths)
+{
+	static const char *const ok[] = {"/",	       "/index.html", "/js/app.js",
+					 "/a/b/c.css", "/.well",      "/x..y",
+					 "/..x",       "/x.",	      "/img/a.b.png"};
+	static const char *const bad[] = {"",	  "index.html", "//",	  "/js//app.js",
+					  "/.",	  "/..",	"/../x",  "/js/../../etc/passwd",
+					  "/./x", "/js/.",	"/js/..", "/a/./b"};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		CHECKF(server_web_path_ok(ok[i]), "'%s' refused", ok[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECKF(!server_web_path_ok(bad[i]), "'%s' accepted", bad[i]);
+cleanup:;
+}

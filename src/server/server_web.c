@@ -1,0 +1,168 @@
+/*
+ * The web UI's static files: GET/HEAD of any path that no other route takes.
+ * By default from the table embedded at build time (web_files.h, generated
+ * from web/), or from a directory on disk (--web-dir, for UI development: edit,
+ * reload, no rebuild).
+ *
+ * Constraint: a URL must never name a file outside the UI. libmicrohttpd hands
+ * us the path %-decoded, so a ".." segment is refused whatever its spelling,
+ * and on disk only regular files are served.
+ */
+#include "server_impl.h"
+#include "web_files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SERVER_WEB_CSP                                                                             \
+	"default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "             \
+	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+/* Largest file --web-dir serves (the UI's files are a few hundred KiB). */
+#define SERVER_WEB_MAX_FILE (64u << 20)
+
+bool server_web_path_ok(const char *path)
+{
+	if (path[0] != '/')
+		return false;
+	for (const char *p = path; *p; p++) {
+		if (*p != '/')
+			continue;
+		/* p[1] starts a segment: refuse "", "." and ".." */
+		if (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || !p[2])) ||
+		    (p[1] == '.' && p[2] == '.' && (p[3] == '/' || !p[3])))
+			return false;
+	}
+	return true;
+}
+
+static int by_path(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct web_file *)elem)->path);
+}
+
+/* Replies with a file; data is static (embedded) or malloc'd and taken over. */
+static enum MHD_Result reply_file(struct server_req *r, const char *ctype, const void *data,
+				  size_t len, bool owned, const char *etag)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+	    len, (void *)data, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	const char *inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "If-None-Match");
+	unsigned status = 200;
+	enum MHD_Result ret;
+
+	if (!resp) {
+		if (owned)
+			free((void *)data);
+		return MHD_NO;
+	}
+	/* no-cache: the browser revalidates every time, so a new build shows at once */
+	MHD_add_response_header(resp, "Cache-Control", "no-cache");
+	MHD_add_response_header(resp, "Content-Type", ctype);
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	/* The UI loads only its own files and talks only to this server; colours are
+	 * inline style attributes, the favicon a data: URL. */
+	MHD_add_response_header(resp, "Content-Security-Policy", SERVER_WEB_CSP);
+	if (etag) {
+		MHD_add_response_header(resp, "ETag", etag);
+		if (inm && !strcmp(inm, etag)) {
+			MHD_destroy_response(resp);
+			resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+			if (!resp)
+				return MHD_NO;
+			MHD_add_response_header(resp, "Cache-Control", "no-cache");
+			MHD_add_response_header(resp, "ETag", etag);
+			status = 304;
+			len = 0;
+		}
+	}
+	ret = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	r->status = status;
+	r->bytes_out = len;
+	return ret;
+}
+
+/* Reads dir/path (a regular file) into a malloc'd buffer. 0, -ENOENT, -EFBIG, -errno. */
+static int read_disk_file(const char *dir, const char *path, char **buf, size_t *len)
+{
+	char full[4096];
+	struct stat st;
+	ssize_t n = 0;
+	size_t got = 0;
+	int fd, err = 0;
+
+	*buf = NULL;
+	if ((size_t)snprintf(full, sizeof(full), "%s%s", dir, path) >= sizeof(full))
+		return -ENAMETOOLONG;
+	if ((fd = open(full, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOTDIR ? -ENOENT : -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		err = -ENOENT; /* a directory is not a page */
+		goto cleanup;
+	}
+	if ((size_t)st.st_size > SERVER_WEB_MAX_FILE) {
+		err = -EFBIG;
+		goto cleanup;
+	}
+	if (!(*buf = malloc((size_t)st.st_size + 1))) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	while (got < (size_t)st.st_size && (n = read(fd, *buf + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	if (n < 0)
+		err = -errno;
+	*len = got;
+cleanup:
+	if (err) {
+		free(*buf);
+		*buf = NULL;
+	}
+	close(fd);
+	return err;
+}
+
+static enum MHD_Result from_disk(struct server *s, struct server_req *r, const char *path)
+{
+	char *buf;
+	size_t len = 0;
+	int err = read_disk_file(s->opts.web_dir, path, &buf, &len);
+
+	if (err == -ENOENT)
+		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no such endpoint '%.200s'",
+				    r->url);
+	if (err)
+		return server_error(r, 500, SERVER_REJ_INTERNAL,
+				    "cannot read '%.200s' from %.200s: %s", path, s->opts.web_dir,
+				    strerror(-err));
+	return reply_file(r, web_content_type(path), buf, len, true, NULL);
+}
+
+enum MHD_Result server_h_web(struct server *s, struct server_req *r)
+{
+	const char *path = strcmp(r->url, "/") ? r->url : "/index.html";
+	const struct web_file *f;
+
+	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
+		return server_error(r, 405, SERVER_REJ_METHOD, "%.200s takes GET or HEAD", r->url);
+	if (!server_web_path_ok(path))
+		return server_error(r, 400, SERVER_REJ_BAD_PARAM,
+				    "path '%.200s' is not allowed (no '.', '..' or empty segments)",
+				    r->url);
+	if (s->opts.web_dir)
+		return from_disk(s, r, path);
+	f = bsearch(path, web_files, web_n_files, sizeof(*web_files), by_path);
+	if (!f && !strcmp(path, "/index.html"))
+		return server_error(r, 404, SERVER_REJ_NOT_FOUND,
+				    "this hearth was built without the web UI (web/index.html); "
+				    "the API is under /api (docs/api.md)");
+	if (!f)
+		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no such endpoint '%.200s'",
+				    r->url);
+	return reply_file(r, f->ctype, f->data, f->len, false, f->etag);
+}

@@ -1,0 +1,654 @@
+// hearth's page: keeps the selection in the URL, fetches the tree and the timeline
+// for it, and links the views (timeline brush -> every view; table row <-> flame
+// frame; search -> frames, rows and the matched share). Heavy lifting lives in the
+// other modules: flat.js (typed arrays), flame.js (canvas), table.js, timeline.js.
+
+import { ApiError, apiUrl, getJSON } from './api.js';
+import { bareName, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
+  PAL_DIM } from './colors.js';
+import { aggregate, changeOf, compileSearch, diffRows, flatten, nameOf, sandwich, searchTree }
+  from './flat.js';
+import { FlameGraph } from './flame.js';
+import { esc, fmtInt, fmtPct, fmtPP, fmtTime } from './format.js';
+import { QueryBar } from './querybar.js';
+import { renderDiffTable, TopTable } from './table.js';
+import { Timeline } from './timeline.js';
+import { durationSec, fmtDuration, stepFor, toSec } from './timeparse.js';
+
+const $ = (sel) => document.querySelector(sel);
+const PRESETS = ['5m', '1h', '6h', '24h', '7d'];
+const DEFAULTS = {
+  query: '', from: 'now-1h', until: 'now', view: 'flame', search: '', focus: '', groupBy: '',
+  orient: 'icicle', maxNodes: '20000', lquery: '', lfrom: '', luntil: '', rquery: '', rfrom: '',
+  runtil: '',
+};
+const VIEWS = ['flame', 'sandwich', 'diff'];
+
+const state = readURL();
+let tree = null; // flattened /api/profile answer for the current selection
+let diffTree = null;
+let diffKey = ''; // the diff selection diffTree was fetched for
+let matcher = null;
+let loadSeq = 0;
+let inflight = null;
+
+// ---- URL state ----
+
+function readURL() {
+  const p = new URLSearchParams(location.search);
+  const s = {};
+  for (const k of Object.keys(DEFAULTS)) s[k] = p.get(k) ?? DEFAULTS[k];
+  if (!VIEWS.includes(s.view)) s.view = 'flame';
+  if (s.orient !== 'flame') s.orient = 'icicle';
+  if (!/^\d+$/.test(s.maxNodes) || Number(s.maxNodes) < 1) s.maxNodes = DEFAULTS.maxNodes;
+  return s;
+}
+
+function writeURL(push) {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(state)) {
+    if (v !== DEFAULTS[k] && v !== '') p.set(k, v);
+  }
+  const url = location.pathname + (p.toString() ? `?${p}` : '');
+  if (url === location.pathname + location.search) return;
+  if (push) history.pushState(null, '', url);
+  else history.replaceState(null, '', url);
+}
+
+// ---- status and errors ----
+
+function setReady(on) {
+  document.body.dataset.ready = on ? '1' : '0';
+}
+
+function showError(msg) {
+  const el = $('#error');
+  el.textContent = msg || '';
+  el.hidden = !msg;
+}
+
+function errorText(e, what) {
+  if (e instanceof ApiError) {
+    if (e.status === 0) return 'Server unreachable: hearth did not answer (is `hearth server` or `hearth run` still running?)';
+    if (e.status === 400) return `Invalid query: ${e.message}`;
+    if (e.status === 401) {
+      return 'This server wants a token (--auth-token-file), which the web UI does not send: ' +
+        'reach the UI through a proxy that adds the Authorization header';
+    }
+    return `${what} failed (${e.status}): ${e.message}`;
+  }
+  return `${what} failed: ${e.message || e}`;
+}
+
+function rangeText() {
+  const now = Date.now() / 1000;
+  const f = toSec(state.from, now);
+  const u = toSec(state.until, now);
+  if (state.until === 'now' && /^now-/.test(state.from)) return `last ${state.from.slice(4)}`;
+  if (Number.isFinite(f) && Number.isFinite(u)) return `${fmtTime(f)} – ${fmtTime(u)}`;
+  return `${state.from} – ${state.until}`;
+}
+
+// ---- the graphs ----
+
+const tooltipEl = $('#tooltip');
+
+/** Tooltip for a profile frame; whole = what "% of ..." refers to (the root's samples). */
+const profileTip = (whole) => (t, i) => {
+  const name = nameOf(t, i);
+  const root = t.total[0];
+  const p = t.parent[i];
+  const parent = p >= 0 ? t.total[p] : root;
+  const tags = (isInlined(name) ? '<span class="tag">inlined</span>' : '') +
+    (isKernel(name) ? '<span class="tag">kernel</span>' : '');
+  const mod = t.modIdx[i] >= 0 ? t.names[t.modIdx[i]] : '';
+  const pkg = mod || packageOf(name);
+  const of = esc(whole(t));
+  return `<div class="tname">${esc(bareName(name))}${tags}</div><table>` +
+    `<tr><td>Self</td><td>${fmtInt(t.self[i])} samples · ${fmtPct(t.self[i], root)} of ${of}</td></tr>` +
+    `<tr><td>Total</td><td>${fmtInt(t.total[i])} samples · ${fmtPct(t.total[i], root)} of ${of} · ` +
+    `${fmtPct(t.total[i], parent)} of parent</td></tr>` +
+    (pkg !== bareName(name) ? `<tr><td>${mod ? 'Module' : 'Package'}</td><td>${esc(pkg)}</td></tr>` : '') +
+    '</table>';
+};
+const wholeProfile = () => 'total';
+const wholeFn = (t) => `${bareName(t.names[t.nameIdx[0]])}'s samples`;
+
+function diffTip(t, i) {
+  const name = nameOf(t, i);
+  const L = t.ltotal[0];
+  const R = t.rtotal[0];
+  const ch = changeOf(t, i);
+  const cls = ch > 0 ? 'pos' : ch < 0 ? 'neg' : '';
+  return `<div class="tname">${esc(bareName(name))}${isInlined(name) ? '<span class="tag">inlined</span>' : ''}</div><table>` +
+    `<tr><td>Before</td><td>${fmtInt(t.ltotal[i])} samples · ${fmtPct(t.ltotal[i], L)} of total` +
+    ` (self ${fmtInt(t.lself[i])})</td></tr>` +
+    `<tr><td>After</td><td>${fmtInt(t.rtotal[i])} samples · ${fmtPct(t.rtotal[i], R)} of total` +
+    ` (self ${fmtInt(t.rself[i])})</td></tr>` +
+    `<tr><td>Change</td><td class="${cls}">${fmtPP(ch)} of total</td></tr></table>`;
+}
+
+const DIFF_PAL = diffPalette.concat(['hsl(220, 12%, 93%)']);
+const diffColors = (t) => {
+  let max = 0.1;
+  for (let i = 1; i < t.n; i++) max = Math.max(max, Math.abs(changeOf(t, i)));
+  const c = new Uint8Array(t.n);
+  for (let i = 0; i < t.n; i++) c[i] = diffIndex(changeOf(t, i), max);
+  return c;
+};
+
+const flame = new FlameGraph($('#flame'), $('#flame-frames'), {
+  palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip(wholeProfile), tooltipEl,
+  orient: state.orient, focusOnClick: true,
+  onSelect: (i) => {
+    renderBreadcrumbs();
+    if (i > 0) selectFunction(nameOf(flame.t, i), { fromFlame: true });
+  },
+});
+const callersGraph = new FlameGraph($('#sandwich-callers'), $('#sandwich-callers ul'), {
+  palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip(wholeFn), tooltipEl,
+  orient: 'flame',
+});
+const calleesGraph = new FlameGraph($('#sandwich-callees'), $('#sandwich-callees ul'), {
+  palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip(wholeFn), tooltipEl,
+  orient: 'icicle',
+});
+const diffGraph = new FlameGraph($('#diff-flame'), $('#diff-flame ul'), {
+  palette: DIFF_PAL, dimIndex: DIFF_PAL.length - 1, colors: diffColors, tooltip: diffTip,
+  tooltipEl, orient: state.orient, change: (i) => changeOf(diffTree, i), focusOnClick: true,
+  onSelect: (i) => {
+    if (i > 0) selectFunction(nameOf(diffTree, i), { fromDiff: true });
+  },
+});
+
+const table = new TopTable($('#top-table'), $('#top-filter'), $('#top-note'), (name) =>
+  selectFunction(name, { fromTable: true }));
+
+function renderBreadcrumbs() {
+  const nav = $('#breadcrumbs');
+  nav.innerHTML = '';
+  const t = flame.t;
+  if (!t) return;
+  const path = flame.path(flame.zoom);
+  path.forEach((i, k) => {
+    if (k) nav.insertAdjacentHTML('beforeend', '<span class="sep" aria-hidden="true">›</span>');
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = nameOf(t, i);
+    b.title = nameOf(t, i);
+    if (k === path.length - 1) b.setAttribute('aria-current', 'true');
+    b.addEventListener('click', () => zoomFlame(i));
+    nav.appendChild(b);
+  });
+  $('#reset-zoom').disabled = flame.zoom === 0;
+}
+
+function zoomFlame(i) {
+  performance.mark('hearth:zoom-start');
+  flame.zoom = i;
+  flame.drawCanvas();
+  performance.measure('hearth:flame-zoom', 'hearth:zoom-start');
+  flame.renderList();
+  renderBreadcrumbs();
+}
+
+/** Makes name the focused function everywhere (frames, rows, URL, sandwich). */
+function selectFunction(name, how = {}) {
+  state.focus = name;
+  writeURL(false);
+  const id = tree ? tree.names.indexOf(name) : -1;
+  if (!how.fromFlame) {
+    flame.setFocus(id);
+    if (tree && state.view === 'flame') flame.render(); // a hidden graph redraws when shown
+  }
+  table.setSelected(name);
+  if (diffTree) {
+    diffGraph.setFocus(diffTree.names.indexOf(name));
+    if (!how.fromDiff && state.view === 'diff') diffGraph.render();
+  }
+  if (state.view === 'sandwich') renderSandwich();
+}
+
+// ---- search ----
+
+/** Applies the search box to every view; redraw=false when the caller draws next. */
+function applySearch(redraw = true) {
+  const share = $('#search-share');
+  share.classList.remove('bad');
+  matcher = compileSearch(state.search);
+  if (matcher && matcher.error) {
+    share.textContent = matcher.error;
+    share.classList.add('bad');
+    matcher = null;
+  }
+  const r = tree && matcher ? searchTree(tree, matcher) : null;
+  flame.setMatch(r ? r.byName : null);
+  for (const g of [callersGraph, calleesGraph, diffGraph]) {
+    g.setMatch(matcher && g.t ? searchTree(g.t, matcher).byName : null);
+  }
+  if (r) {
+    table.setMatch(r.byName);
+    share.textContent = `Matched: ${fmtPct(r.matched, tree.total[0]).replace(/(\.\d)\d%$/, '$1%')} ` +
+      `of total (${fmtInt(r.matched)} samples)`;
+  } else {
+    table.setMatch(null);
+    if (!share.classList.contains('bad')) share.textContent = '';
+  }
+  if (redraw) redrawVisible();
+}
+
+function redrawVisible() {
+  if (state.view === 'flame' && tree) flame.render();
+  if (state.view === 'sandwich') {
+    callersGraph.render();
+    calleesGraph.render();
+  }
+  if (state.view === 'diff' && diffTree) diffGraph.render();
+}
+
+// ---- loading ----
+
+function syncInputs() {
+  $('#query').value = state.query;
+  const preset = PRESETS.find((p) => state.from === `now-${p}` && state.until === 'now');
+  $('#range').value = preset || 'custom';
+  $('#custom-range').hidden = !!preset;
+  $('#from').value = state.from;
+  $('#until').value = state.until;
+  $('#search').value = state.search;
+  for (const k of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) $(`#${k}`).value = state[k];
+  $('#orient').textContent = state.orient === 'flame' ? 'Flame ▲' : 'Icicle ▼';
+  $('#orient').setAttribute('aria-label', `Orientation: ${state.orient} (click to switch)`);
+}
+
+function updateExports() {
+  const sel = { query: state.query, from: state.from, until: state.until };
+  for (const f of ['pprof', 'folded', 'svg']) {
+    $(`#export-${f}`).href = apiUrl('/api/profile', { format: f, ...sel });
+  }
+}
+
+/** Reloads everything for the current selection. */
+async function load() {
+  const seq = ++loadSeq;
+  if (inflight) inflight.abort();
+  inflight = new AbortController();
+  const signal = inflight.signal;
+  setReady(false);
+  showError('');
+  $('#query').removeAttribute('aria-invalid');
+  $('#status').textContent = 'Loading…';
+  updateExports();
+  const sel = { query: state.query, from: state.from, until: state.until };
+  const timeline = loadTimeline(signal);
+  try {
+    const data = await getJSON('/api/profile', { format: 'tree', ...sel, maxNodes: state.maxNodes }, signal);
+    if (seq !== loadSeq) return;
+    performance.mark('hearth:tree-parsed');
+    await showTree(data, seq);
+    if (seq !== loadSeq) return;
+  } catch (e) {
+    if (e.name === 'AbortError' || seq !== loadSeq) return;
+    tree = null;
+    if (e instanceof ApiError && e.status === 400) $('#query').setAttribute('aria-invalid', 'true');
+    showTreeError(errorText(e, 'Loading the profile'));
+  }
+  await timeline;
+  if (seq !== loadSeq) return;
+  if (state.view === 'diff') await loadDiff();
+  if (seq === loadSeq) setReady(true);
+}
+
+// Trees above this many frames are drawn first from a quick tree of only the frames
+// wide enough to see, so the graph appears before the full tree is built.
+const QUICK_FRAMES = 20000;
+
+async function showTree(data, seq) {
+  const total = +data.total || 0;
+  matcher = compileSearch(state.search);
+  if (matcher && matcher.error) matcher = null; // applySearch() below says why
+  const root = data.tree || { name: 'total', self: 0, total: 0 };
+  const empty = total <= 0;
+  $('#flame').hidden = empty;
+  $('#flame-empty').hidden = !empty;
+  const quick = Number(state.maxNodes) > QUICK_FRAMES && !empty
+    ? flatten(root, null, 'all', (total * 0.5) / Math.max(100, Math.floor(flame.width || $('#flame').clientWidth))) : null;
+  if (quick) {
+    // The quick tree holds exactly the frames the full one would draw unzoomed.
+    flame.setTree(quick);
+    flame.setFocus(state.focus ? quick.names.indexOf(state.focus) : -1);
+    if (matcher) flame.setMatch(searchTree(quick, matcher).byName);
+    flame.drawCanvas();
+    performance.measure('hearth:flame-render', 'hearth:tree-parsed');
+    await new Promise((r) => setTimeout(r, 0)); // let the browser show it
+    if (seq !== loadSeq) return;
+  }
+  tree = flatten(root);
+  flame.setTree(tree);
+  flame.setFocus(state.focus ? tree.names.indexOf(state.focus) : -1);
+  if (matcher) flame.setMatch(searchTree(tree, matcher).byName);
+  flame.drawCanvas();
+  if (!quick) performance.measure('hearth:flame-render', 'hearth:tree-parsed');
+  flame.renderList();
+  renderBreadcrumbs();
+  // The table comes after the graph: its layout must not delay the first draw.
+  table.setRows(aggregate(tree), total, (r) => palette[tree.color[r.first]]);
+  table.setSelected(state.focus);
+  applySearch(false);
+  // Parsed -> everything usable (full tree, zoom, table, search): the whole cost.
+  performance.measure('hearth:flame-ready', 'hearth:tree-parsed');
+  if (empty) {
+    const msg = 'No data in this time range';
+    showError(msg);
+    $('#flame-empty').textContent = `${msg}: nothing matches ${state.query || 'any series'} ` +
+      `for ${rangeText()}. Try a longer range or another selector.`;
+    $('#status').textContent = '0 samples';
+  } else {
+    $('#status').textContent = `${fmtInt(total)} samples · ${fmtInt(tree.n - 1)} frames · ` +
+      `${rangeText()}${tree.n >= Number(state.maxNodes) ? ` · the server kept the largest ${fmtInt(state.maxNodes)} (maxNodes)` : ''}`;
+  }
+  if (state.view === 'sandwich') renderSandwich();
+}
+
+function showTreeError(msg) {
+  showError(msg);
+  $('#status').textContent = 'Error';
+  flame.setTree(null);
+  flame.render();
+  table.setRows([], 0);
+  $('#flame').hidden = true;
+  $('#flame-empty').hidden = false;
+  $('#flame-empty').textContent = msg;
+  renderBreadcrumbs();
+  if (state.view === 'sandwich') renderSandwich();
+}
+
+const timelineView = new Timeline($('#timeline'), $('#timeline-legend'), (from, until) => {
+  state.from = String(from);
+  state.until = String(until);
+  writeURL(true);
+  syncInputs();
+  load();
+}, tooltipEl);
+
+async function loadTimeline(signal) {
+  const now = Date.now() / 1000;
+  const step = stepFor(toSec(state.from, now), toSec(state.until, now));
+  try {
+    const d = await getJSON('/api/timeline', {
+      query: state.query, from: state.from, until: state.until, step, groupBy: state.groupBy,
+    }, signal);
+    timelineView.setData(d);
+  } catch (e) {
+    if (e.name === 'AbortError') return;
+    // The profile's own error says what is wrong with the selection; this says the rest.
+    timelineView.setData(null, e instanceof ApiError && e.status ? e.message : '');
+  }
+}
+
+async function loadGroupBy() {
+  const sel = $('#groupby');
+  try {
+    const labels = await getJSON('/api/labels');
+    const names = labels.filter((n) => n !== '__profile_type__');
+    if (state.groupBy && !names.includes(state.groupBy)) names.push(state.groupBy);
+    sel.innerHTML = '<option value="">none</option>' +
+      names.map((n) => `<option value="${esc(n)}">${esc(n === '__name__' ? 'name (__name__)' : n)}</option>`).join('');
+  } catch {
+    // The profile load reports an unreachable server; the select keeps "none".
+  }
+  sel.value = state.groupBy;
+}
+
+// ---- sandwich ----
+
+function renderSandwich() {
+  const fn = state.focus;
+  $('#sandwich-fn').textContent = fn || '(no function selected)';
+  const empty = $('#sandwich-empty');
+  let msg = '';
+  let s = null;
+  if (!tree) msg = 'No profile loaded.';
+  else if (!fn) msg = 'Pick a function: click a frame in the flame graph or a row of the top table, then open this tab.';
+  else if (!(s = sandwich(tree, fn))) msg = `${fn} does not appear in this profile.`;
+  empty.hidden = !msg;
+  empty.textContent = msg;
+  const row = s && table.rows.find((r) => r.name === fn);
+  $('#sandwich-stats').textContent = row
+    ? `total ${fmtInt(row.total)} samples (${fmtPct(row.total, tree.total[0])}) · self ${fmtInt(row.self)} (${fmtPct(row.self, tree.total[0])})`
+    : '';
+  callersGraph.setTree(s ? flatten(s.callers, null, fn) : null);
+  calleesGraph.setTree(s ? flatten(s.callees, null, fn) : null);
+  for (const g of [callersGraph, calleesGraph]) {
+    g.container.hidden = !s;
+    g.setMatch(matcher && g.t ? searchTree(g.t, matcher).byName : null);
+    g.render();
+  }
+}
+
+// ---- diff ----
+
+/** Fills empty diff fields: both sides the main query, right = current range, left = the one before. */
+function diffDefaults() {
+  if (!state.lquery && !state.rquery) state.lquery = state.rquery = state.query;
+  if (!state.rfrom && !state.runtil) {
+    state.rfrom = state.from;
+    state.runtil = state.until;
+  }
+  const rel = /^now-(.+)$/.exec(state.rfrom);
+  if (!state.lfrom && !state.luntil && rel && state.runtil === 'now' && durationSec(rel[1]) > 0) {
+    state.lfrom = `now-${fmtDuration(2 * durationSec(rel[1]))}`;
+    state.luntil = state.rfrom;
+  }
+  if (!state.lfrom && !state.luntil) {
+    const now = Math.floor(Date.now() / 1000);
+    const f = toSec(state.rfrom, now);
+    const u = toSec(state.runtil, now);
+    if (Number.isFinite(f) && Number.isFinite(u) && u > f) {
+      state.lfrom = String(Math.floor(f - (u - f)));
+      state.luntil = String(Math.floor(f));
+    }
+  }
+}
+
+async function loadDiff() {
+  diffDefaults();
+  syncInputs();
+  writeURL(false);
+  const params = {
+    left: state.lquery, right: state.rquery, leftfrom: state.lfrom, leftuntil: state.luntil,
+    rightfrom: state.rfrom, rightuntil: state.runtil, maxNodes: state.maxNodes,
+  };
+  markDiffRanges();
+  const key = JSON.stringify(params);
+  if (key === diffKey && diffTree) {
+    diffGraph.render();
+    return;
+  }
+  const seq = loadSeq;
+  try {
+    const d = await getJSON('/api/diff', params, inflight ? inflight.signal : undefined);
+    if (seq !== loadSeq) return;
+    diffKey = key;
+    showDiff(d);
+  } catch (e) {
+    if (e.name === 'AbortError' || seq !== loadSeq) return;
+    diffTree = null;
+    diffKey = '';
+    diffGraph.setTree(null);
+    diffGraph.render();
+    $('#diff-table').tBodies[0].innerHTML = '';
+    $('#diff-flame').hidden = true;
+    $('#diff-empty').hidden = false;
+    $('#diff-empty').textContent = errorText(e, 'The diff');
+    showError(errorText(e, 'The diff'));
+  }
+}
+
+/** Shades the diff's two ranges on the timeline while the diff view is open. */
+function markDiffRanges() {
+  if (state.view !== 'diff') {
+    timelineView.setMarks([]);
+    return;
+  }
+  const now = Date.now() / 1000;
+  const side = (f, u, color, label) => ({ from: toSec(f, now), until: toSec(u || 'now', now), color, label });
+  timelineView.setMarks([
+    side(state.lfrom, state.luntil, 'hsl(214, 75%, 52%)', 'before'),
+    side(state.rfrom, state.runtil, 'hsl(4, 75%, 52%)', 'after'),
+  ].filter((m) => Number.isFinite(m.from) && Number.isFinite(m.until)));
+}
+
+function showDiff(d) {
+  const L = +d.left || 0;
+  const R = +d.right || 0;
+  diffTree = flatten(d.tree || { name: 'total', self: [0, 0], total: [0, 0] }, { left: L, right: R });
+  diffGraph.setTree(diffTree);
+  diffGraph.setFocus(state.focus ? diffTree.names.indexOf(state.focus) : -1);
+  diffGraph.setMatch(matcher ? searchTree(diffTree, matcher).byName : null);
+  let msg = '';
+  if (!L && !R) msg = 'No data in this time range (neither selection has samples)';
+  else if (!L) msg = 'No data in this time range for the left (before) selection';
+  else if (!R) msg = 'No data in this time range for the right (after) selection';
+  $('#diff-empty').hidden = !msg;
+  $('#diff-empty').textContent = msg;
+  if (msg) showError(msg);
+  $('#diff-flame').hidden = !L && !R;
+  $('#diff-summary').textContent = `Before ${fmtInt(L)} samples → after ${fmtInt(R)} samples`;
+  diffGraph.render();
+  // Functions with no self samples on either side have no change of their own to show.
+  renderDiffTable($('#diff-table'), diffRows(diffTree).filter((r) => r.left || r.right), (name) => selectFunction(name, { fromTable: true }));
+}
+
+// ---- views ----
+
+function showView(v, push, init = false) {
+  state.view = v;
+  writeURL(push);
+  for (const b of document.querySelectorAll('button[data-view]')) {
+    b.setAttribute('aria-selected', String(b.dataset.view === v));
+  }
+  for (const name of VIEWS) $(`#view-${name}`).hidden = name !== v;
+  // One top table, shown beside the flame graph and beside the sandwich (to pick from).
+  if (v === 'sandwich') $('#view-sandwich').prepend($('#top-panel'));
+  else if (v === 'flame') $('#view-flame').prepend($('#top-panel'));
+  if (v === 'flame' && tree) flame.render();
+  if (v === 'sandwich') renderSandwich();
+  if (v !== 'diff') markDiffRanges();
+  if (v === 'diff' && !init) {
+    setReady(false);
+    loadDiff().then(() => setReady(true));
+  }
+}
+
+// ---- wiring ----
+
+function applyQueryBar() {
+  state.query = $('#query').value.trim();
+  const r = $('#range').value;
+  if (r === 'custom') {
+    state.from = $('#from').value.trim() || DEFAULTS.from;
+    state.until = $('#until').value.trim() || DEFAULTS.until;
+  } else {
+    state.from = `now-${r}`;
+    state.until = 'now';
+  }
+  diffKey = '';
+  writeURL(true);
+  syncInputs();
+  load();
+}
+
+// Forms only group inputs: Enter is handled per field, a form is never submitted.
+for (const f of document.forms) f.addEventListener('submit', (e) => e.preventDefault());
+new QueryBar($('#query'), $('#query-suggest'), applyQueryBar);
+$('#apply').addEventListener('click', applyQueryBar);
+$('#range').addEventListener('change', () => {
+  const custom = $('#range').value === 'custom';
+  $('#custom-range').hidden = !custom;
+  if (custom) $('#from').focus();
+  else applyQueryBar();
+});
+for (const id of ['#from', '#until']) {
+  $(id).addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') applyQueryBar();
+  });
+}
+$('#groupby').addEventListener('change', () => {
+  state.groupBy = $('#groupby').value;
+  writeURL(false);
+  setReady(false);
+  loadTimeline(inflight ? inflight.signal : undefined).then(() => setReady(true));
+});
+for (const b of document.querySelectorAll('button[data-view]')) {
+  b.addEventListener('click', () => showView(b.dataset.view, true));
+}
+let searchTimer = 0;
+$('#search').addEventListener('input', () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => {
+    state.search = $('#search').value;
+    writeURL(false);
+    applySearch();
+  }, 120);
+});
+$('#search').addEventListener('keydown', (e) => {
+  if (e.key !== 'Enter') return;
+  clearTimeout(searchTimer);
+  state.search = $('#search').value;
+  writeURL(false);
+  applySearch();
+});
+$('#orient').addEventListener('click', () => {
+  state.orient = state.orient === 'flame' ? 'icicle' : 'flame';
+  writeURL(false);
+  syncInputs();
+  flame.setOrient(state.orient);
+  diffGraph.setOrient(state.orient);
+  redrawVisible();
+});
+$('#reset-zoom').addEventListener('click', () => zoomFlame(0));
+// Outside a text box: Escape zooms the flame graph back out, "/" goes to the search box.
+document.addEventListener('keydown', (e) => {
+  if (e.target.closest('input, select, textarea') || e.ctrlKey || e.metaKey || e.altKey) return;
+  if (e.key === 'Escape' && state.view === 'flame' && tree && flame.zoom) zoomFlame(0);
+  if (e.key === '/') {
+    e.preventDefault();
+    $('#search').focus();
+  }
+});
+$('#diff-apply').addEventListener('click', () => {
+  for (const k of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) state[k] = $(`#${k}`).value.trim();
+  writeURL(true);
+  setReady(false);
+  showError('');
+  loadDiff().then(() => setReady(true));
+});
+for (const id of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) {
+  $(`#${id}`).addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') $('#diff-apply').click();
+  });
+}
+window.addEventListener('popstate', () => {
+  Object.assign(state, readURL());
+  syncInputs();
+  flame.setOrient(state.orient);
+  diffGraph.setOrient(state.orient);
+  diffKey = '';
+  showView(state.view, false, true); // load() fetches the diff when it is the view
+  load();
+});
+
+// Redraw the timeline when its width changes (the flame graphs watch their own).
+let lastW = 0;
+new ResizeObserver((entries) => {
+  const w = Math.floor(entries[0].contentRect.width);
+  if (w === lastW) return;
+  lastW = w;
+  requestAnimationFrame(() => timelineView.draw());
+}).observe($('#timeline'));
+
+syncInputs();
+showView(state.view, false, true);
+loadGroupBy();
+load();

@@ -1,0 +1,122 @@
+// Unit tests of the UI's pure modules: node web/test/flat.test.mjs
+import assert from 'node:assert/strict';
+import { flatten, aggregate, searchTree, compileSearch, sandwich, diffRows, changeOf, nameOf }
+  from '../js/flat.js';
+import { packageOf } from '../js/colors.js';
+import { completionContext } from '../js/querybar.js';
+import { durationSec, fmtDuration, stepFor, toSec } from '../js/timeparse.js';
+
+let failed = 0;
+function test(name, fn) {
+  try { fn(); console.log('ok  ', name); } catch (e) { failed++; console.log('FAIL', name, '\n', e); }
+}
+const N = (name, self, total, children = []) => ({ name, self, total, children });
+// main -> a -> b -> a (recursion), main -> c -> b
+const tree = N('total', 0, 100, [N('main', 0, 100, [
+  N('a', 10, 70, [N('b', 20, 60, [N('a', 40, 40)])]),
+  N('c', 5, 30, [N('b', 25, 25)]),
+])]);
+
+test('flatten keeps pre-order, x ranges and subtree ends', () => {
+  const t = flatten(tree);
+  assert.equal(t.n, 7);
+  assert.deepEqual([...t.depth], [0, 1, 2, 3, 4, 2, 3]);
+  assert.equal(nameOf(t, 0), 'all');
+  assert.equal(nameOf(t, 5), 'c');
+  assert.equal(t.start[5], 70);
+  assert.equal(t.end[1], 7);
+  assert.equal(t.end[2], 5);
+  assert.equal(t.maxDepth, 4);
+});
+
+test('aggregate counts a recursive function once', () => {
+  const rows = Object.fromEntries(aggregate(flatten(tree)).map((r) => [r.name, r]));
+  assert.equal(rows.a.total, 70);
+  assert.equal(rows.a.self, 50);
+  assert.equal(rows.b.total, 85);
+  assert.equal(rows.b.self, 45);
+});
+
+test('search share counts each sample once', () => {
+  const t = flatten(tree);
+  assert.equal(searchTree(t, compileSearch('B')).matched, 85);
+  assert.equal(searchTree(t, compileSearch('ai')).matched, 100);
+  assert.equal(searchTree(t, compileSearch('/^(a|b)$/')).matched, 95);
+  assert.equal(searchTree(t, compileSearch('zzz')).matched, 0);
+  assert.ok(compileSearch('/(/').error.startsWith('Bad regular expression'));
+  assert.equal(compileSearch('  '), null);
+});
+
+test('sandwich callers/callees without double counting', () => {
+  const s = sandwich(flatten(tree), 'a');
+  assert.equal(s.callees.total, 70);
+  assert.equal(s.callees.children[0].name, 'b');
+  assert.equal(s.callees.children[0].children[0].name, 'a');
+  assert.equal(s.callers.total, 70);
+  assert.equal(s.callers.children.length, 1);
+  assert.equal(s.callers.children[0].name, 'main');
+  const b = sandwich(flatten(tree), 'b');
+  assert.equal(b.callers.total, 85);
+  assert.deepEqual(b.callers.children.map((c) => [c.name, c.total]), [['a', 60], ['c', 25]]);
+  assert.equal(sandwich(flatten(tree), 'nope'), null);
+});
+
+test('diff rows and change', () => {
+  const P = (name, s, t, children = []) => ({ name, self: s, total: t, children });
+  const d = P('total', [0, 0], [100, 200], [P('x', [80, 40], [80, 40]), P('y', [20, 160], [20, 160])]);
+  const t = flatten(d, { left: 100, right: 200 });
+  const rows = diffRows(t);
+  assert.equal(rows[0].name, 'x');
+  assert.ok(Math.abs(rows[0].delta - -60) < 1e-9);
+  assert.ok(Math.abs(changeOf(t, 2) - 60) < 1e-9);
+  assert.ok(Math.abs(t.size[0] - 1) < 1e-9);
+});
+
+test('package names', () => {
+  assert.equal(packageOf('github.com/x/y.(*T).Run'), 'github.com/x/y');
+  assert.equal(packageOf('runtime.mallocgc'), 'runtime');
+  assert.equal(packageOf('std::vector<int>::push_back'), 'std');
+  assert.equal(packageOf('do_syscall_64_[k]'), '[kernel]');
+  assert.equal(packageOf('libc.so.6`read'), 'libc.so.6');
+  assert.equal(packageOf('main'), 'main');
+  assert.equal(packageOf('x', '/usr/lib/libz.so.1'), 'libz.so.1');
+});
+
+test('a quick tree keeps the wide frames at the same x', () => {
+  const full = flatten(tree);
+  const quick = flatten(tree, null, 'all', 30);
+  // kept: all(100), main(100), a(70), b(60), a(40), c(30); b under c (25) is left out
+  assert.equal(quick.n, 6);
+  const xs = (t) => Array.from({ length: t.n }, (_, i) => `${nameOf(t, i)}@${t.depth[i]}:${t.start[i]}`);
+  const fx = new Set(xs(full));
+  for (const k of xs(quick)) assert.ok(fx.has(k), k);
+  assert.equal(quick.end[0], 6);
+});
+
+test('time expressions', () => {
+  assert.equal(toSec('now', 1000), 1000);
+  assert.equal(toSec('now-1h30m', 10000), 10000 - 5400);
+  assert.equal(toSec('1700000000', 0), 1700000000);
+  assert.equal(toSec('1700000000000', 0), 1700000000);
+  assert.ok(Number.isNaN(toSec('yesterday', 0)));
+  assert.ok(Number.isNaN(durationSec('5x')));
+  assert.equal(fmtDuration(5400), '1h30m');
+  assert.equal(stepFor(0, 3600), '30s');
+  assert.equal(stepFor(0, 60), '10s');
+});
+
+test('autocomplete context', () => {
+  assert.deepEqual(completionContext('{en', 3), { kind: 'label', prefix: 'en', start: 1, end: 3 });
+  const v = completionContext('{env="pr"}', 8);
+  assert.equal(v.kind, 'value');
+  assert.equal(v.label, 'env');
+  assert.equal(v.prefix, 'pr');
+  assert.equal(v.end, 9); // replaces the closing quote too
+  assert.equal(completionContext('{a="b",ho', 9).prefix, 'ho');
+  assert.equal(completionContext('{a="x,y",', 9).kind, 'label'); // comma inside quotes ignored
+  assert.equal(completionContext('{a="b"} x', 9), null);
+  assert.equal(completionContext('my', 2).kind, 'name');
+});
+
+console.log(failed ? `${failed} failed` : 'all passed');
+process.exit(failed ? 1 : 0);
