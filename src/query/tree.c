@@ -1,8 +1,9 @@
 /*
  * Flame tree, top table and diff tree of profiles as JSON. Frames are named as
  * folded/top name them (profile__frame_name); a node is keyed by (parent, name
- * id), names are interned by two independent 64-bit hashes (a collision of
- * both is not a practical concern). A diff is the same tree with two value
+ * id) (its parent's short children list, or a map for wide parents), names are
+ * interned by two independent 64-bit hashes (a collision of both is not a
+ * practical concern). A diff is the same tree with two value
  * slots, one per profile. Only the max_nodes largest nodes are written.
  *
  * Each node also names its module (the basename of the mapping's file,
@@ -16,12 +17,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * 56 bytes: a 1 h merge of the benchmark makes 1.8 million nodes (stacks of
+ * ~35 frames that share little), so their size is memory traffic. Indexes are
+ * 32-bit (more nodes or names: -ENOMEM).
+ */
+#define TREE_NONE UINT32_MAX
 struct node {
-	size_t name, parent, first, next; /* first/next: children list, SIZE_MAX = none */
-	size_t module;			  /* name id of the module; SIZE_MAX = unknown */
+	uint32_t name, parent, first, next; /* first/next: children list, TREE_NONE = none */
+	uint32_t module;		    /* name id of the module; TREE_NONE = unknown */
+	uint32_t nkids : 31, keep : 1;
 	int64_t self[2], total[2];
-	bool keep;
 };
+
+/*
+ * A node's children are found by walking its list while it has at most
+ * TREE_LIST_MAX of them, through child_map (keyed by (parent, name)) beyond:
+ * most nodes of a large tree have one child, so most frames cost neither a map
+ * probe nor a map entry.
+ */
+#define TREE_LIST_MAX 8
 
 struct tree {
 	struct node *n;
@@ -50,6 +65,8 @@ static int intern_name(struct tree *t, const char *s, size_t *id)
 {
 	bool added;
 
+	if (t->n_names >= TREE_NONE - 1)
+		return -ENOMEM;
 	if (query_map__get(&t->name_map, hash_str(s, 0xcbf29ce484222325ull),
 			   hash_str(s, 0x84222325cbf29ce4ull), t->n_names, id, &added))
 		return -ENOMEM;
@@ -61,30 +78,56 @@ static int intern_name(struct tree *t, const char *s, size_t *id)
 	return t->names[t->n_names++] ? 0 : -ENOMEM;
 }
 
-static int new_node(struct tree *t, size_t parent, size_t name, size_t *out)
+/* parent: TREE_NONE for the root. */
+static int new_node(struct tree *t, uint32_t parent, size_t name, size_t *out)
 {
-	if (query_grow((void **)&t->n, &t->cap, t->nn + 1, sizeof(*t->n)))
+	if (t->nn >= TREE_NONE - 1 || query_grow((void **)&t->n, &t->cap, t->nn + 1, sizeof(*t->n)))
 		return -ENOMEM;
-	t->n[t->nn] = (struct node){.name = name,
+	t->n[t->nn] = (struct node){.name = (uint32_t)name,
 				    .parent = parent,
-				    .first = SIZE_MAX,
-				    .next = SIZE_MAX,
-				    .module = SIZE_MAX};
-	if (parent != SIZE_MAX) {
+				    .first = TREE_NONE,
+				    .next = TREE_NONE,
+				    .module = TREE_NONE};
+	if (parent != TREE_NONE) {
 		t->n[t->nn].next = t->n[parent].first;
-		t->n[parent].first = t->nn;
+		t->n[parent].first = (uint32_t)t->nn;
+		t->n[parent].nkids++;
 	}
 	*out = t->nn++;
 	return 0;
 }
 
+/* Moves the children of a node whose list is full into child_map. */
+static int kids_to_map(struct tree *t, size_t parent)
+{
+	size_t idx;
+	bool added;
+
+	for (uint32_t c = t->n[parent].first; c != TREE_NONE; c = t->n[c].next)
+		if (query_map__get(&t->child_map, parent, t->n[c].name, c, &idx, &added))
+			return -ENOMEM;
+	return 0;
+}
+
+/* The child of parent named name, made when missing (see TREE_LIST_MAX). */
 static int child(struct tree *t, size_t parent, size_t name, size_t *out)
 {
 	bool added;
 
+	if (t->n[parent].nkids <= TREE_LIST_MAX) {
+		for (uint32_t c = t->n[parent].first; c != TREE_NONE; c = t->n[c].next)
+			if (t->n[c].name == name) {
+				*out = c;
+				return 0;
+			}
+		if (t->n[parent].nkids < TREE_LIST_MAX)
+			return new_node(t, (uint32_t)parent, name, out);
+		if (kids_to_map(t, parent))
+			return -ENOMEM;
+	}
 	if (query_map__get(&t->child_map, parent, name, t->nn, out, &added))
 		return -ENOMEM;
-	return added ? new_node(t, parent, name, out) : 0;
+	return added ? new_node(t, (uint32_t)parent, name, out) : 0;
 }
 
 static int tree_init(struct tree *t)
@@ -92,7 +135,7 @@ static int tree_init(struct tree *t)
 	size_t root, name;
 
 	memset(t, 0, sizeof(*t));
-	return intern_name(t, "total", &name) ?: new_node(t, SIZE_MAX, name, &root);
+	return intern_name(t, "total", &name) ?: new_node(t, TREE_NONE, name, &root);
 }
 
 static void tree_fini(struct tree *t)
@@ -271,8 +314,8 @@ static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slo
 			if (e)
 				break;
 			t->n[at].total[slot] += v;
-			if (t->n[at].module == SIZE_MAX)
-				t->n[at].module = b.mods[k];
+			if (t->n[at].module == TREE_NONE && b.mods[k] != SIZE_MAX)
+				t->n[at].module = (uint32_t)b.mods[k];
 		}
 		if (!e)
 			t->n[at].self[slot] += v;
@@ -430,7 +473,7 @@ static int write_node(struct tree *t, size_t i, bool diff, FILE *out)
 	const char *name = json_name(t, t->n[i].name), *mod = NULL;
 	int e = 0;
 
-	if (!name || (t->n[i].module != SIZE_MAX && !(mod = json_name(t, t->n[i].module))))
+	if (!name || (t->n[i].module != TREE_NONE && !(mod = json_name(t, t->n[i].module))))
 		return -ENOMEM;
 	fputs_unlocked("{\"name\":", out);
 	fputs_unlocked(name, out);
@@ -442,7 +485,7 @@ static int write_node(struct tree *t, size_t i, bool diff, FILE *out)
 	write_value(out, t->n[i].self, diff);
 	fputs_unlocked(",\"total\":", out);
 	write_value(out, t->n[i].total, diff);
-	for (size_t c = t->n[i].first; c != SIZE_MAX; c = t->n[c].next) {
+	for (uint32_t c = t->n[i].first; c != TREE_NONE; c = t->n[c].next) {
 		if (!t->n[c].keep)
 			continue;
 		if (nk == cap) {
