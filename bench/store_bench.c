@@ -13,7 +13,10 @@
  * every interval. Each replay goes through pprof_decode, then gets its time
  * set from the replay's slot (as /ingest does with from= and until=), then
  * store__append: the timed /ingest path. Then: bytes on disk, and the latency
- * of a merged profile over the last 1 h and the whole day and a day's timeline.
+ * over the last 1 h and the whole day of the merge by stack (query_stacks,
+ * what the flame tree, top JSON and diff are built from) and of the merged
+ * profile with sample labels (query_profile, for pprof and folded), a day's
+ * timeline and a 1 h flame tree JSON.
  * Times are wall clock and, beside it, the CPU time of the benchmark's thread
  * (what one core spent: on a shared machine wall time also counts waiting).
  *
