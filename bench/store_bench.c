@@ -175,7 +175,12 @@ static double time_query(struct store *st, int64_t from, int64_t until, int what
 		double t0 = now_s(), c0 = cpu_s();
 		int e;
 
-		if (what) { /* 1: timeline, 2: flame tree JSON */
+		if (what == 3) { /* merge by stack, the input of tree/top/diff */
+			struct query_stacks qs;
+
+			e = query_stacks(st, &q, &qs, err, sizeof(err));
+			query_stacks__fini(&qs);
+		} else if (what) { /* 1: timeline, 2: flame tree JSON */
 			FILE *f = open_memstream(&buf, &len);
 			e = !f		? -ENOMEM
 			    : what == 1 ? query_timeline_json(st, &q, f, err, sizeof(err))
@@ -184,11 +189,6 @@ static double time_query(struct store *st, int64_t from, int64_t until, int what
 				fclose(f);
 			free(buf);
 			buf = NULL;
-		} else if (what == 3) { /* merge by stack, the input of tree/top/diff */
-			struct query_stacks qs;
-
-			e = query_stacks(st, &q, &qs, err, sizeof(err));
-			query_stacks__fini(&qs);
 		} else {
 			e = query_profile(st, &q, &p, err, sizeof(err));
 			profile__free(p);
