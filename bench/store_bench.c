@@ -13,7 +13,10 @@
  * every interval. Each replay goes through pprof_decode, then gets its time
  * set from the replay's slot (as /ingest does with from= and until=), then
  * store__append: the timed /ingest path. Then: bytes on disk, and the latency
- * of a merged profile over the last 1 h and the whole day and a day's timeline.
+ * over the last 1 h and the whole day of the merge by stack (query_stacks,
+ * what the flame tree, top JSON and diff are built from) and of the merged
+ * profile with sample labels (query_profile, for pprof and folded), a day's
+ * timeline and a 1 h flame tree JSON.
  * Times are wall clock and, beside it, the CPU time of the benchmark's thread
  * (what one core spent: on a shared machine wall time also counts waiting).
  *
@@ -172,7 +175,12 @@ static double time_query(struct store *st, int64_t from, int64_t until, int what
 		double t0 = now_s(), c0 = cpu_s();
 		int e;
 
-		if (what) { /* 1: timeline, 2: flame tree JSON */
+		if (what == 3) { /* merge by stack, the input of tree/top/diff */
+			struct query_stacks qs;
+
+			e = query_stacks(st, &q, &qs, err, sizeof(err));
+			query_stacks__fini(&qs);
+		} else if (what) { /* 1: timeline, 2: flame tree JSON */
 			FILE *f = open_memstream(&buf, &len);
 			e = !f		? -ENOMEM
 			    : what == 1 ? query_timeline_json(st, &q, f, err, sizeof(err))
@@ -264,8 +272,8 @@ static int ingest(struct store *st, const struct pool *pl, int64_t start, int n,
 }
 
 struct query_times {
-	double q1, q24, tl, tr1;     /* wall ms */
-	double c1, c24, ctl, ctr1;   /* CPU ms */
+	double q1, q24, tl, tr1, s1, s24;   /* wall ms */
+	double c1, c24, ctl, ctr1, cs1, cs24; /* CPU ms */
 };
 
 static int time_queries(struct store *st, int64_t end, struct query_times *t)
@@ -274,13 +282,25 @@ static int time_queries(struct store *st, int64_t end, struct query_times *t)
 	t->q24 = time_query(st, end - 24 * 3600 * S, end, 0, &t->c24);
 	t->tl = time_query(st, end - 24 * 3600 * S, end, 1, &t->ctl);
 	t->tr1 = time_query(st, end - 3600 * S, end, 2, &t->ctr1);
-	return t->q1 < 0 || t->q24 < 0 || t->tl < 0 || t->tr1 < 0 ? -EIO : 0;
+	t->s1 = time_query(st, end - 3600 * S, end, 3, &t->cs1);
+	t->s24 = time_query(st, end - 24 * 3600 * S, end, 3, &t->cs24);
+	return t->q1 < 0 || t->q24 < 0 || t->tl < 0 || t->tr1 < 0 || t->s1 < 0 || t->s24 < 0
+		   ? -EIO
+		   : 0;
 }
 
 static void print_times(const struct query_times *t)
 {
-	printf("| merge, last 1 h | %.1f ms; CPU %.1f ms | <= 50 ms |\n", t->q1, t->c1);
-	printf("| merge, last 24 h (whole run when shorter) | %.1f ms; CPU %.1f ms | <= 500 ms |\n",
+	printf("| merge by stack (query_stacks: tree/top/diff input), last 1 h | %.1f ms; CPU "
+	       "%.1f ms | <= 50 ms |\n",
+	       t->s1, t->cs1);
+	printf("| merge by stack, last 24 h (whole run when shorter) | %.1f ms; CPU %.1f ms | "
+	       "<= 500 ms |\n",
+	       t->s24, t->cs24);
+	printf("| merged profile with sample labels (query_profile: pprof/folded), last 1 h | "
+	       "%.1f ms; CPU %.1f ms | |\n",
+	       t->q1, t->c1);
+	printf("| merged profile with sample labels, last 24 h | %.1f ms; CPU %.1f ms | |\n",
 	       t->q24, t->c24);
 	printf("| timeline, last 24 h (auto step) | %.1f ms; CPU %.1f ms | |\n", t->tl, t->ctl);
 	printf("| flame tree JSON (merge + tree, maxNodes 2048), last 1 h | %.1f ms; CPU %.1f ms "

@@ -123,6 +123,29 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 		  size_t errlen);
 
 /*
+ * A merge without sample labels, for the outputs that do not show them (tree,
+ * top, diff): every distinct stack of the matching series over the range once,
+ * with its values summed over series and chunks, as store location ids. Rows
+ * are summed per store stack id in a flat array; each distinct stack is then
+ * expanded once; no profile is built (the writers name each store location
+ * once, through a store_builder).
+ */
+struct query_stacks {
+	size_t n;	/* distinct stacks, in the order the scan first met them */
+	uint64_t *ids;	/* store stack ids */
+	size_t *off;	/* n + 1 offsets: stack i is locs[off[i] .. off[i+1]), leaf first */
+	uint64_t *locs; /* store location ids */
+	int64_t (*v)[PROFILE_N_VALUES];
+	int64_t period_ns; /* values[1] / values[0] of the first stack with samples */
+};
+/* 0 or as query_profile; *out is cleared first and must be finied (also on failure). */
+int query_stacks(struct store *s, const struct query_request *q, struct query_stacks *out,
+		 char *err, size_t errlen);
+void query_stacks__fini(struct query_stacks *qs);
+/* Sum of values[vi] over the stacks (saturating, as profile__total). */
+int64_t query_stacks__total(const struct query_stacks *qs, int vi);
+
+/*
  * JSON flame tree of a profile, root first:
  *   {"unit":"samples"|"nanoseconds","total":N,"tree":
  *     {"name":"total","self":N,"total":N,"children":[{"name":..., ...}, ...]}}
@@ -131,13 +154,15 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
  * in its parent's total, so a total may exceed self + the children's totals.
  */
 int query_tree_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out);
-/* query_profile then query_tree_write. */
+/* The tree of the request's merge by stack (query_stacks): the same JSON as
+ * query_profile then query_tree_write, without building profile samples. */
 int query_tree_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		    size_t errlen);
 
 /* JSON top table: {"unit":…,"total":N,"rows":[{"name":…,"flat":N,"cum":N}, …]}
  * sorted by flat, at most max_nodes rows. */
 int query_top_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out);
+/* Likewise: query_top_write's table of the request's merge by stack. */
 int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		   size_t errlen);
 
@@ -150,6 +175,7 @@ int query_top_json(struct store *s, const struct query_request *q, FILE *out, ch
  */
 int query_diff_write(const struct profile *left, const struct profile *right, int value_index,
 		     size_t max_nodes, FILE *out);
+/* Likewise: query_diff_write of the two requests' merges by stack. */
 int query_diff_json(struct store *s, const struct query_request *left,
 		    const struct query_request *right, FILE *out, char *err, size_t errlen);
 

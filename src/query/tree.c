@@ -1,8 +1,9 @@
 /*
  * Flame tree, top table and diff tree of profiles as JSON. Frames are named as
  * folded/top name them (profile__frame_name); a node is keyed by (parent, name
- * id), names are interned by two independent 64-bit hashes (a collision of
- * both is not a practical concern). A diff is the same tree with two value
+ * id) (its parent's short children list, or a map for wide parents), names are
+ * interned by two independent 64-bit hashes (a collision of both is not a
+ * practical concern). A diff is the same tree with two value
  * slots, one per profile. Only the max_nodes largest nodes are written.
  *
  * Each node also names its module (the basename of the mapping's file,
@@ -16,12 +17,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * 56 bytes: a 1 h merge of the benchmark makes 1.8 million nodes (stacks of
+ * ~35 frames that share little), so their size is memory traffic. Indexes are
+ * 32-bit (more nodes or names: -ENOMEM).
+ */
+#define TREE_NONE UINT32_MAX
 struct node {
-	size_t name, parent, first, next; /* first/next: children list, SIZE_MAX = none */
-	size_t module;			  /* name id of the module; SIZE_MAX = unknown */
+	uint32_t name, parent, first, next; /* first/next: children list, TREE_NONE = none */
+	uint32_t module;		    /* name id of the module; TREE_NONE = unknown */
+	uint32_t nkids : 31, keep : 1;
 	int64_t self[2], total[2];
-	bool keep;
 };
+
+/*
+ * A node's children are found by walking its list while it has at most
+ * TREE_LIST_MAX of them, through child_map (keyed by (parent, name)) beyond:
+ * most nodes of a large tree have one child, so most frames cost neither a map
+ * probe nor a map entry.
+ */
+#define TREE_LIST_MAX 8
 
 struct tree {
 	struct node *n;
@@ -30,12 +45,13 @@ struct tree {
 	char **json; /* names[i] as a quoted JSON string, made when first written; n_names */
 	size_t n_names, names_cap;
 	struct query_map name_map, child_map;
-	/* Per location of the profile being added: loc_off[id] is 1 + the index in
+	/* Per location of the stacks being added (a profile's location id, or a
+	 * store location id for a query_stacks): loc_off[id] is 1 + the index in
 	 * pool of (count, module id, name ids outer line first); 0 = not named yet.
 	 * Naming a frame (snprintf + hash) once per location, not once per sample
-	 * frame. */
+	 * frame. loc_cap entries, grown on demand. */
 	size_t *loc_off, *pool;
-	size_t pool_n, pool_cap;
+	size_t loc_cap, pool_n, pool_cap;
 };
 
 static uint64_t hash_str(const char *s, uint64_t h)
@@ -49,6 +65,8 @@ static int intern_name(struct tree *t, const char *s, size_t *id)
 {
 	bool added;
 
+	if (t->n_names >= TREE_NONE - 1)
+		return -ENOMEM;
 	if (query_map__get(&t->name_map, hash_str(s, 0xcbf29ce484222325ull),
 			   hash_str(s, 0x84222325cbf29ce4ull), t->n_names, id, &added))
 		return -ENOMEM;
@@ -60,30 +78,56 @@ static int intern_name(struct tree *t, const char *s, size_t *id)
 	return t->names[t->n_names++] ? 0 : -ENOMEM;
 }
 
-static int new_node(struct tree *t, size_t parent, size_t name, size_t *out)
+/* parent: TREE_NONE for the root. */
+static int new_node(struct tree *t, uint32_t parent, size_t name, size_t *out)
 {
-	if (query_grow((void **)&t->n, &t->cap, t->nn + 1, sizeof(*t->n)))
+	if (t->nn >= TREE_NONE - 1 || query_grow((void **)&t->n, &t->cap, t->nn + 1, sizeof(*t->n)))
 		return -ENOMEM;
-	t->n[t->nn] = (struct node){.name = name,
+	t->n[t->nn] = (struct node){.name = (uint32_t)name,
 				    .parent = parent,
-				    .first = SIZE_MAX,
-				    .next = SIZE_MAX,
-				    .module = SIZE_MAX};
-	if (parent != SIZE_MAX) {
+				    .first = TREE_NONE,
+				    .next = TREE_NONE,
+				    .module = TREE_NONE};
+	if (parent != TREE_NONE) {
 		t->n[t->nn].next = t->n[parent].first;
-		t->n[parent].first = t->nn;
+		t->n[parent].first = (uint32_t)t->nn;
+		t->n[parent].nkids++;
 	}
 	*out = t->nn++;
 	return 0;
 }
 
+/* Moves the children of a node whose list is full into child_map. */
+static int kids_to_map(struct tree *t, size_t parent)
+{
+	size_t idx;
+	bool added;
+
+	for (uint32_t c = t->n[parent].first; c != TREE_NONE; c = t->n[c].next)
+		if (query_map__get(&t->child_map, parent, t->n[c].name, c, &idx, &added))
+			return -ENOMEM;
+	return 0;
+}
+
+/* The child of parent named name, made when missing (see TREE_LIST_MAX). */
 static int child(struct tree *t, size_t parent, size_t name, size_t *out)
 {
 	bool added;
 
+	if (t->n[parent].nkids <= TREE_LIST_MAX) {
+		for (uint32_t c = t->n[parent].first; c != TREE_NONE; c = t->n[c].next)
+			if (t->n[c].name == name) {
+				*out = c;
+				return 0;
+			}
+		if (t->n[parent].nkids < TREE_LIST_MAX)
+			return new_node(t, (uint32_t)parent, name, out);
+		if (kids_to_map(t, parent))
+			return -ENOMEM;
+	}
 	if (query_map__get(&t->child_map, parent, name, t->nn, out, &added))
 		return -ENOMEM;
-	return added ? new_node(t, parent, name, out) : 0;
+	return added ? new_node(t, (uint32_t)parent, name, out) : 0;
 }
 
 static int tree_init(struct tree *t)
@@ -91,7 +135,7 @@ static int tree_init(struct tree *t)
 	size_t root, name;
 
 	memset(t, 0, sizeof(*t));
-	return intern_name(t, "total", &name) ?: new_node(t, SIZE_MAX, name, &root);
+	return intern_name(t, "total", &name) ?: new_node(t, TREE_NONE, name, &root);
 }
 
 static void tree_fini(struct tree *t)
@@ -129,19 +173,67 @@ static int name_module(struct tree *t, const struct profile *p, const struct pro
 	return intern_name(t, slash && slash[1] ? slash + 1 : m.file, id);
 }
 
-/* Names the frames of location id into the pool; *at is its pool index. */
-static int name_location(struct tree *t, const struct profile *p, uint64_t id, size_t *at)
+/*
+ * The stacks a tree or a top table is made of: the samples of a profile, or the
+ * distinct stacks of a query_stacks (same frames and sums, built without
+ * profile samples); p holds their locations either way.
+ */
+struct stack_src {
+	const struct profile *p;       /* the locations named (for qs: b's profile) */
+	const struct query_stacks *qs; /* NULL: p's samples */
+	struct store_builder *b;       /* qs: translates its store location ids into p */
+};
+
+static size_t src_n(const struct stack_src *src)
 {
+	return src->qs ? src->qs->n : profile__n_samples(src->p);
+}
+
+/* Stack i: its location ids (leaf first, borrowed) and values. */
+static int src_get(const struct stack_src *src, size_t i, const uint64_t **locs, size_t *n,
+		   int64_t v[PROFILE_N_VALUES])
+{
+	struct profile_sample smp;
+
+	if (src->qs) {
+		*locs = src->qs->locs + src->qs->off[i];
+		*n = src->qs->off[i + 1] - src->qs->off[i];
+		memcpy(v, src->qs->v[i], sizeof(src->qs->v[i]));
+		return 0;
+	}
+	if (profile__sample(src->p, i, &smp))
+		return -EINVAL;
+	*locs = smp.locs;
+	*n = smp.n_locs;
+	memcpy(v, smp.values, sizeof(smp.values));
+	return 0;
+}
+
+/* Names the frames of location id into the pool; *at is its pool index. */
+static int name_location(struct tree *t, const struct stack_src *src, uint64_t id, size_t *at)
+{
+	const struct profile *p = src->p;
 	char buf[1024];
 	struct profile_location loc;
+	uint64_t pid = id;
 	size_t n;
 	int e;
 
-	if (t->loc_off[id]) {
+	if (id < t->loc_cap && t->loc_off[id]) {
 		*at = t->loc_off[id] - 1;
 		return 0;
 	}
-	if (profile__get_location(p, id, &loc))
+	if (id >= t->loc_cap) {
+		size_t old = t->loc_cap;
+
+		if (id == SIZE_MAX ||
+		    query_grow((void **)&t->loc_off, &t->loc_cap, id + 1, sizeof(*t->loc_off)))
+			return -ENOMEM;
+		memset(t->loc_off + old, 0, (t->loc_cap - old) * sizeof(*t->loc_off));
+	}
+	if (src->b && (e = store_builder__location(src->b, id, &pid)))
+		return e;
+	if (profile__get_location(p, pid, &loc))
 		return -EINVAL;
 	n = loc.n_lines ? loc.n_lines : 1;
 	if (query_grow((void **)&t->pool, &t->pool_cap, t->pool_n + n + 2, sizeof(*t->pool)))
@@ -167,17 +259,17 @@ struct stack_buf {
 	size_t cap, n;
 };
 
-/* Names the frames of a stack into b (grown). */
-static int stack_names(struct tree *t, const struct profile *p, const struct profile_sample *smp,
-		       struct stack_buf *b)
+/* Names the frames of a stack (n_locs location ids, leaf first) into b (grown). */
+static int stack_names(struct tree *t, const struct stack_src *src, const uint64_t *locs,
+		       size_t n_locs, struct stack_buf *b)
 {
 	size_t at, cap;
 
 	b->n = 0;
-	for (size_t i = smp->n_locs; i-- > 0;) {
-		if (smp->locs[i] == 0 || smp->locs[i] > profile__n_locations(p))
+	for (size_t i = n_locs; i-- > 0;) {
+		if (!src->b && (locs[i] == 0 || locs[i] > profile__n_locations(src->p)))
 			return -EINVAL;
-		int e = name_location(t, p, smp->locs[i], &at);
+		int e = name_location(t, src, locs[i], &at);
 		if (e)
 			return e;
 		cap = b->cap;
@@ -192,26 +284,28 @@ static int stack_names(struct tree *t, const struct profile *p, const struct pro
 	return 0;
 }
 
-/* Starts naming the locations of a new profile. */
-static int names_reset(struct tree *t, const struct profile *p)
+/* Starts naming the locations of new stacks. */
+static int names_reset(struct tree *t, const struct stack_src *src)
 {
 	free(t->loc_off);
 	t->pool_n = 0;
-	t->loc_off = calloc(profile__n_locations(p) + 1, sizeof(*t->loc_off));
-	return t->loc_off ? 0 : -ENOMEM;
+	t->loc_cap = src->b ? 0 : profile__n_locations(src->p) + 1;
+	t->loc_off = t->loc_cap ? calloc(t->loc_cap, sizeof(*t->loc_off)) : NULL;
+	return t->loc_off || !t->loc_cap ? 0 : -ENOMEM;
 }
 
-/* Adds every sample of p to slot `slot` of the tree. */
-static int tree_add(struct tree *t, const struct profile *p, int vi, int slot)
+/* Adds every stack of src to slot `slot` of the tree. */
+static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slot)
 {
-	struct profile_sample smp;
 	struct stack_buf b = {0};
-	size_t at;
-	int e = names_reset(t, p);
+	const uint64_t *locs;
+	int64_t vals[PROFILE_N_VALUES] = {0};
+	size_t at, nl;
+	int e = names_reset(t, src);
 
-	for (size_t i = 0; !e && i < profile__n_samples(p); i++) {
-		e = profile__sample(p, i, &smp) ?: stack_names(t, p, &smp, &b);
-		int64_t v = smp.values[vi];
+	for (size_t i = 0; !e && i < src_n(src); i++) {
+		e = src_get(src, i, &locs, &nl, vals) ?: stack_names(t, src, locs, nl, &b);
+		int64_t v = vals[vi];
 
 		at = 0;
 		t->n[0].total[slot] += v;
@@ -220,8 +314,8 @@ static int tree_add(struct tree *t, const struct profile *p, int vi, int slot)
 			if (e)
 				break;
 			t->n[at].total[slot] += v;
-			if (t->n[at].module == SIZE_MAX)
-				t->n[at].module = b.mods[k];
+			if (t->n[at].module == TREE_NONE && b.mods[k] != SIZE_MAX)
+				t->n[at].module = (uint32_t)b.mods[k];
 		}
 		if (!e)
 			t->n[at].self[slot] += v;
@@ -379,7 +473,7 @@ static int write_node(struct tree *t, size_t i, bool diff, FILE *out)
 	const char *name = json_name(t, t->n[i].name), *mod = NULL;
 	int e = 0;
 
-	if (!name || (t->n[i].module != SIZE_MAX && !(mod = json_name(t, t->n[i].module))))
+	if (!name || (t->n[i].module != TREE_NONE && !(mod = json_name(t, t->n[i].module))))
 		return -ENOMEM;
 	fputs_unlocked("{\"name\":", out);
 	fputs_unlocked(name, out);
@@ -391,7 +485,7 @@ static int write_node(struct tree *t, size_t i, bool diff, FILE *out)
 	write_value(out, t->n[i].self, diff);
 	fputs_unlocked(",\"total\":", out);
 	write_value(out, t->n[i].total, diff);
-	for (size_t c = t->n[i].first; c != SIZE_MAX; c = t->n[c].next) {
+	for (uint32_t c = t->n[i].first; c != TREE_NONE; c = t->n[c].next) {
 		if (!t->n[c].keep)
 			continue;
 		if (nk == cap) {
@@ -436,15 +530,15 @@ static const char *unit(int vi)
 	return vi ? "nanoseconds" : "samples";
 }
 
-int query_tree_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out)
+static int tree_write(const struct stack_src *src, int value_index, size_t max_nodes, FILE *out)
 {
 	struct tree t;
 	int e;
 
 	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
 		return -EINVAL;
-	e = tree_init(&t) ?: tree_add(&t, p, value_index, 0) ?: prune(&t, nodes_limit(max_nodes)) ?:
-		json_names_init(&t);
+	e = tree_init(&t) ?: tree_add(&t, src, value_index, 0) ?:
+		prune(&t, nodes_limit(max_nodes)) ?: json_names_init(&t);
 	if (!e) {
 		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(value_index),
 			(long long)t.n[0].total[0]);
@@ -455,17 +549,23 @@ int query_tree_write(const struct profile *p, int value_index, size_t max_nodes,
 	return e;
 }
 
-int query_diff_write(const struct profile *left, const struct profile *right, int value_index,
-		     size_t max_nodes, FILE *out)
+int query_tree_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out)
+{
+	struct stack_src src = {p, NULL, NULL};
+
+	return tree_write(&src, value_index, max_nodes, out);
+}
+
+static int diff_write(const struct stack_src *l, const struct stack_src *r, int value_index,
+		      size_t max_nodes, FILE *out)
 {
 	struct tree t;
 	int e;
 
 	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
 		return -EINVAL;
-	e = tree_init(&t) ?: tree_add(&t, left, value_index, 0) ?:
-		tree_add(&t, right, value_index, 1) ?: prune(&t, nodes_limit(max_nodes)) ?:
-		json_names_init(&t);
+	e = tree_init(&t) ?: tree_add(&t, l, value_index, 0) ?: tree_add(&t, r, value_index, 1) ?:
+		prune(&t, nodes_limit(max_nodes)) ?: json_names_init(&t);
 	if (!e) {
 		fprintf(out, "{\"unit\":\"%s\",\"left\":%lld,\"right\":%lld,\"tree\":",
 			unit(value_index), (long long)t.n[0].total[0], (long long)t.n[0].total[1]);
@@ -474,6 +574,14 @@ int query_diff_write(const struct profile *left, const struct profile *right, in
 	}
 	tree_fini(&t);
 	return e;
+}
+
+int query_diff_write(const struct profile *left, const struct profile *right, int value_index,
+		     size_t max_nodes, FILE *out)
+{
+	struct stack_src l = {left, NULL, NULL}, r = {right, NULL, NULL};
+
+	return diff_write(&l, &r, value_index, max_nodes, out);
 }
 
 /* ---- top ---- */
@@ -495,16 +603,17 @@ static int by_flat(const void *a, const void *b, void *ctx)
 	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
-static int top_rows(struct tree *t, const struct profile *p, int vi, struct top_row **rows)
+static int top_rows(struct tree *t, const struct stack_src *src, int vi, struct top_row **rows)
 {
-	struct profile_sample smp;
 	struct stack_buf b = {0};
-	size_t rcap = 0;
-	int e = names_reset(t, p);
+	const uint64_t *locs;
+	int64_t vals[PROFILE_N_VALUES] = {0};
+	size_t rcap = 0, nl;
+	int e = names_reset(t, src);
 
 	*rows = NULL;
-	for (size_t i = 0; !e && i < profile__n_samples(p); i++) {
-		e = profile__sample(p, i, &smp) ?: stack_names(t, p, &smp, &b);
+	for (size_t i = 0; !e && i < src_n(src); i++) {
+		e = src_get(src, i, &locs, &nl, vals) ?: stack_names(t, src, locs, nl, &b);
 		size_t old = rcap;
 
 		if (!e && query_grow((void **)rows, &rcap, t->n_names, sizeof(**rows)))
@@ -515,11 +624,11 @@ static int top_rows(struct tree *t, const struct profile *p, int vi, struct top_
 			struct top_row *r = &(*rows)[b.names[k]];
 
 			if (r->last != i + 1) {
-				r->cum += smp.values[vi];
+				r->cum += vals[vi];
 				r->last = i + 1;
 			}
 			if (k == b.n - 1)
-				r->flat += smp.values[vi];
+				r->flat += vals[vi];
 		}
 	}
 	free(b.names);
@@ -527,7 +636,7 @@ static int top_rows(struct tree *t, const struct profile *p, int vi, struct top_
 	return e;
 }
 
-int query_top_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out)
+static int top_write_src(const struct stack_src *src, int value_index, size_t max_nodes, FILE *out)
 {
 	struct tree t;
 	struct top_row *rows = NULL;
@@ -538,7 +647,7 @@ int query_top_write(const struct profile *p, int value_index, size_t max_nodes, 
 		return -EINVAL;
 	e = tree_init(&t);
 	if (!e)
-		e = top_rows(&t, p, value_index, &rows);
+		e = top_rows(&t, src, value_index, &rows);
 	if (!e && !(idx = malloc((t.n_names + 1) * sizeof(*idx))))
 		e = -ENOMEM;
 	if (!e) {
@@ -551,7 +660,8 @@ int query_top_write(const struct profile *p, int value_index, size_t max_nodes, 
 		if (n)
 			qsort_r(idx, n, sizeof(*idx), by_flat, rows);
 		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"rows\":[", unit(value_index),
-			(long long)profile__total(p, value_index));
+			(long long)(src->qs ? query_stacks__total(src->qs, value_index)
+					    : profile__total(src->p, value_index)));
 		for (size_t i = 0; i < n && i < lim; i++) {
 			fputs(i ? ",\n{\"name\":" : "{\"name\":", out);
 			query_json_string(out, t.names[idx[i]]);
@@ -566,41 +676,77 @@ int query_top_write(const struct profile *p, int value_index, size_t max_nodes, 
 	return e;
 }
 
-/* ---- over the store ---- */
-
-static int with_profile(struct store *s, const struct query_request *q, FILE *out, char *err,
-			size_t errlen, int (*write)(const struct profile *, int, size_t, FILE *))
+int query_top_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out)
 {
-	struct profile *p = NULL;
-	int e = query_profile(s, q, &p, err, errlen);
+	struct stack_src src = {p, NULL, NULL};
 
-	if (!e && (e = write(p, q->value_index, q->max_nodes, out)))
+	return top_write_src(&src, value_index, max_nodes, out);
+}
+
+/* ---- over the store: merged by stack (query_stacks), no profile samples ---- */
+
+/* A source over src->qs: a profile of the locations only, filled as they are named. */
+static int stack_src_open(struct stack_src *src, struct store *s)
+{
+	struct profile *p = profile__new(src->qs->period_ns);
+
+	src->p = p;
+	return p ? store_builder__new(s, p, &src->b) : -ENOMEM;
+}
+
+static void stack_src_close(struct stack_src *src)
+{
+	store_builder__free(src->b);
+	profile__free((struct profile *)src->p);
+	src->b = NULL;
+	src->p = NULL;
+}
+
+static int with_stacks(struct store *s, const struct query_request *q, FILE *out, char *err,
+		       size_t errlen, int (*write)(const struct stack_src *, int, size_t, FILE *))
+{
+	struct query_stacks qs;
+	struct stack_src src = {NULL, &qs, NULL};
+	int e = query_stacks(s, q, &qs, err, errlen);
+
+	if (!e)
+		e = stack_src_open(&src, s);
+	if (!e && (e = write(&src, q->value_index, q->max_nodes, out)))
 		query_fail(err, errlen, e, "writing the result failed: %s", strerror(-e));
-	profile__free(p);
+	stack_src_close(&src);
+	query_stacks__fini(&qs);
 	return e;
 }
 
 int query_tree_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		    size_t errlen)
 {
-	return with_profile(s, q, out, err, errlen, query_tree_write);
+	return with_stacks(s, q, out, err, errlen, tree_write);
 }
 
 int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		   size_t errlen)
 {
-	return with_profile(s, q, out, err, errlen, query_top_write);
+	return with_stacks(s, q, out, err, errlen, top_write_src);
 }
 
 int query_diff_json(struct store *s, const struct query_request *left,
 		    const struct query_request *right, FILE *out, char *err, size_t errlen)
 {
-	struct profile *l = NULL, *r = NULL;
-	int e = query_profile(s, left, &l, err, errlen) ?: query_profile(s, right, &r, err, errlen);
+	struct query_stacks l, r;
+	struct stack_src ls = {NULL, &l, NULL}, rs = {NULL, &r, NULL};
+	int e = query_stacks(s, left, &l, err, errlen);
 
-	if (!e && (e = query_diff_write(l, r, left->value_index, left->max_nodes, out)))
+	if (!e)
+		e = query_stacks(s, right, &r, err, errlen);
+	else
+		memset(&r, 0, sizeof(r));
+	e = e ?: stack_src_open(&ls, s) ?: stack_src_open(&rs, s);
+	if (!e && (e = diff_write(&ls, &rs, left->value_index, left->max_nodes, out)))
 		query_fail(err, errlen, e, "writing the diff failed: %s", strerror(-e));
-	profile__free(l);
-	profile__free(r);
+	stack_src_close(&ls);
+	stack_src_close(&rs);
+	query_stacks__fini(&l);
+	query_stacks__fini(&r);
 	return e;
 }

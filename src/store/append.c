@@ -25,6 +25,8 @@ struct append_ctx {
 	const struct store_label *extra;
 	size_t n_extra;
 	uint64_t *map_ids, *func_ids, *loc_ids; /* profile id -> store id, 0 = not yet */
+	/* profile id -> content hash (loccache.c), {0, 0} = not yet */
+	uint64_t (*map_h)[2], (*func_h)[2];
 	/*
 	 * Series by the sample's label array: the model's strings are interned, so
 	 * the samples of one process carry the same pointers, and the series key
@@ -37,10 +39,10 @@ struct append_ctx {
 		size_t n;
 		uint64_t id; /* 0: empty slot */
 	} * memo;
-	size_t memo_cap; /* power of two */
-	const char *last_file;			/* borrowed from p: the last function's file */
-	uint64_t last_file_id;			/* and its string id */
-	uint8_t *key;				/* scratch for keys */
+	size_t memo_cap;       /* power of two */
+	const char *last_file; /* borrowed from p: the last function's file */
+	uint64_t last_file_id; /* and its string id */
+	uint8_t *key;	       /* scratch for keys */
 	size_t key_cap;
 	size_t new_series;
 	char *err;
@@ -128,11 +130,84 @@ static int func_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
 	return err;
 }
 
-/* Location key: mapping, address, n_lines, (function, zigzag line)*. */
+static void mix_str(uint64_t h[2], const char *str)
+{
+	str = str ? str : "";
+	store_loccache_mix(h, str, strlen(str) + 1);
+}
+
+/* Content hash of mapping pid (0: none), memoized per append. */
+static int map_hash(struct append_ctx *a, uint64_t pid, const uint64_t **out)
+{
+	struct profile_mapping m;
+	uint64_t *h = a->map_h[pid];
+
+	*out = h;
+	if (h[0] || h[1])
+		return 0;
+	h[0] = 0x6d61707069;
+	h[1] = 0x6e67;
+	if (pid) {
+		if (profile__get_mapping(a->p, pid, &m))
+			return -EINVAL;
+		uint64_t v[3] = {m.start, m.limit, m.offset};
+		store_loccache_mix(h, v, sizeof(v));
+		mix_str(h, m.file);
+		mix_str(h, m.build_id);
+	}
+	return 0;
+}
+
+/* Content hash of function pid, memoized per append. */
+static int func_hash(struct append_ctx *a, uint64_t pid, const uint64_t **out)
+{
+	struct profile_function f;
+	uint64_t *h = a->func_h[pid];
+
+	*out = h;
+	if (h[0] || h[1])
+		return 0;
+	if (profile__get_function(a->p, pid, &f))
+		return -EINVAL;
+	h[0] = 0x66756e63;
+	h[1] = 0x74696f6e;
+	mix_str(h, f.name);
+	mix_str(h, f.system_name);
+	mix_str(h, f.filename);
+	return 0;
+}
+
+/* Content hash of a location: what its stored key is made of (loccache.c). */
+static int loc_hash(struct append_ctx *a, const struct profile_location *l, uint64_t h[2])
+{
+	const uint64_t *mh, *fh;
+	uint64_t v[3];
+	int err = map_hash(a, l->mapping_id, &mh);
+
+	if (err)
+		return err;
+	h[0] = mh[0];
+	h[1] = mh[1];
+	v[0] = l->address;
+	v[1] = l->n_lines;
+	store_loccache_mix(h, v, 2 * sizeof(*v));
+	for (size_t i = 0; i < l->n_lines; i++) {
+		if ((err = func_hash(a, l->lines[i].function_id, &fh)))
+			return err;
+		v[0] = fh[0];
+		v[1] = fh[1];
+		v[2] = (uint64_t)l->lines[i].line;
+		store_loccache_mix(h, v, sizeof(v));
+	}
+	return 0;
+}
+
+/* Location key: mapping, address, n_lines, (function, zigzag line)*. Looked up
+ * in the store's location cache first, by content hash. */
 static int loc_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
 {
 	struct profile_location l;
-	uint64_t mid, fid;
+	uint64_t mid, fid, h[2];
 	uint8_t *e;
 	int err;
 
@@ -140,7 +215,14 @@ static int loc_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
 		*out = a->loc_ids[pid];
 		return 0;
 	}
-	err = profile__get_location(a->p, pid, &l) ?: map_id(a, l.mapping_id, &mid);
+	err = profile__get_location(a->p, pid, &l) ?: loc_hash(a, &l, h);
+	if (err)
+		return err;
+	if ((*out = store_loccache_find(&a->s->loccache, h))) {
+		a->loc_ids[pid] = *out;
+		return 0;
+	}
+	err = map_id(a, l.mapping_id, &mid);
 	if (err)
 		return err;
 	if (l.n_lines > 100000 || key_room(a, 40 + l.n_lines * 20))
@@ -156,7 +238,8 @@ static int loc_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
 		e = store_put_varint(e, store_zigzag(l.lines[i].line));
 	}
 	err = store_itab__intern(&a->s->tabs[STORE_T_LOCATIONS], a->key, (size_t)(e - a->key), out,
-				 NULL);
+				 NULL)
+		  ?: store_loccache_put(&a->s->loccache, h, *out);
 	a->loc_ids[pid] = *out;
 	return err;
 }
@@ -254,8 +337,8 @@ static struct series_memo *memo_slot(struct append_ctx *a, const struct profile_
 	for (;; i = (i + 1) & mask) {
 		struct series_memo *m = &a->memo[i];
 
-		if (!m->id || (m->n == smp->n_labels &&
-			       (!bytes || !memcmp(m->labels, smp->labels, bytes))))
+		if (!m->id ||
+		    (m->n == smp->n_labels && (!bytes || !memcmp(m->labels, smp->labels, bytes))))
 			return m;
 	}
 }
@@ -434,11 +517,15 @@ static int alloc_ctx(struct append_ctx *a)
 	a->map_ids = calloc(profile__n_mappings(a->p) + 1, sizeof(uint64_t));
 	a->func_ids = calloc(profile__n_functions(a->p) + 1, sizeof(uint64_t));
 	a->loc_ids = calloc(profile__n_locations(a->p) + 1, sizeof(uint64_t));
+	a->map_h = calloc(profile__n_mappings(a->p) + 1, sizeof(*a->map_h));
+	a->func_h = calloc(profile__n_functions(a->p) + 1, sizeof(*a->func_h));
 	a->memo_cap = 16;
 	while (a->memo_cap < 2 * profile__n_samples(a->p) && a->memo_cap < SIZE_MAX / 4)
 		a->memo_cap *= 2;
 	a->memo = calloc(a->memo_cap, sizeof(*a->memo));
-	return a->map_ids && a->func_ids && a->loc_ids && a->memo ? 0 : -ENOMEM;
+	return a->map_ids && a->func_ids && a->loc_ids && a->memo && a->map_h && a->func_h
+		   ? 0
+		   : -ENOMEM;
 }
 
 static void free_ctx(struct append_ctx *a)
@@ -446,6 +533,8 @@ static void free_ctx(struct append_ctx *a)
 	free(a->map_ids);
 	free(a->func_ids);
 	free(a->loc_ids);
+	free(a->map_h);
+	free(a->func_h);
 	free(a->memo);
 	free(a->key);
 }

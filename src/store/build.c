@@ -151,14 +151,15 @@ static int location(struct store_builder *b, uint64_t id, uint64_t *out)
 	return *sl ? 0 : -ENOMEM;
 }
 
-static int add_locked(struct store_builder *b, uint64_t stack_id, const int64_t values[],
-		      const struct profile_label *labels, size_t n_labels)
+/* The profile's location ids of a stored stack, leaf first, into b->locs. */
+static int stack_locked(struct store_builder *b, uint64_t stack_id, size_t *n)
 {
-	size_t len, n = 0;
+	size_t len;
 	const uint8_t *k = store_itab__key(&b->s->tabs[STORE_T_STACKS], stack_id, &len), *end;
 	uint64_t lid;
 	int err = 0;
 
+	*n = 0;
 	if (!k)
 		return -ENOENT;
 	end = k + len;
@@ -171,20 +172,80 @@ static int add_locked(struct store_builder *b, uint64_t stack_id, const int64_t 
 		b->locs_cap = len + 1;
 	}
 	while (k < end && !err) {
-		err = store_get_varint(&k, end, &lid) ?: location(b, lid, &b->locs[n]);
-		n++;
+		err = store_get_varint(&k, end, &lid) ?: location(b, lid, &b->locs[*n]);
+		(*n)++;
 	}
-	return err ?: profile__add_sample(b->p, b->locs, n, values, labels, n_labels);
+	return err;
 }
 
 int store_builder__add(struct store_builder *b, uint64_t stack_id,
 		       const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 		       size_t n_labels)
 {
+	size_t n;
 	int err;
 
 	pthread_mutex_lock(&b->s->lock);
-	err = add_locked(b, stack_id, values, labels, n_labels);
+	err = stack_locked(b, stack_id, &n);
+	pthread_mutex_unlock(&b->s->lock);
+	return err ?: profile__add_sample(b->p, b->locs, n, values, labels, n_labels);
+}
+
+int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *out)
+{
+	int err;
+
+	pthread_mutex_lock(&b->s->lock);
+	err = loc_id && loc_id <= b->s->tabs[STORE_T_LOCATIONS].n ? location(b, loc_id, out)
+								  : -ENOENT;
 	pthread_mutex_unlock(&b->s->lock);
 	return err;
+}
+
+int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
+			   uint64_t **locs, size_t *cap)
+{
+	int err = 0;
+
+	off[0] = 0;
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; !err && i < n; i++) {
+		size_t len, at = off[i];
+		const uint8_t *k = store_itab__key(&s->tabs[STORE_T_STACKS], stack_ids[i], &len);
+		const uint8_t *end = k + len;
+
+		if (!k) {
+			err = -ENOENT;
+			break;
+		}
+		/* a location id takes at least one byte of the key */
+		if (*cap < at + len) {
+			size_t c = *cap ? *cap : 1024;
+			uint64_t *nl;
+
+			while (c < at + len)
+				c *= 2;
+			if (!(nl = realloc(*locs, c * sizeof(*nl)))) {
+				err = -ENOMEM;
+				break;
+			}
+			*locs = nl;
+			*cap = c;
+		}
+		while (k < end && !err)
+			err = store_get_varint(&k, end, &(*locs)[at++]);
+		off[i + 1] = at;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+uint64_t store__max_stack_id(struct store *s)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->tabs[STORE_T_STACKS].n;
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }

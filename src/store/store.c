@@ -259,6 +259,7 @@ void store__close(struct store *s)
 		store_itab__fini(&s->tabs[t]);
 	}
 	store_local_fini(s);
+	store_loccache_fini(&s->loccache);
 	sqlite3_finalize(s->ins_chunk);
 	sqlite3_finalize(s->ins_pending);
 	sqlite3_finalize(s->del_rollup);
@@ -305,6 +306,7 @@ int store_tabs_rollback(struct store *s)
 	int e = 0;
 
 	store_local_rollback(s);
+	store_loccache_clear(&s->loccache);
 	for (int t = 0; t < STORE_N_TABS; t++)
 		e = store_itab__rollback(&s->tabs[t]) ?: e;
 	return e;

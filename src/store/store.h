@@ -190,4 +190,23 @@ int store_builder__add(struct store_builder *b, uint64_t stack_id,
 		       const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 		       size_t n_labels);
 
+/*
+ * The profile's id of store location loc_id (added to the builder's profile,
+ * with its mapping and functions, on first use). 0, -ENOENT (unknown id),
+ * -EINVAL (corrupt stored key), -ENOMEM.
+ */
+int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *out);
+
+/*
+ * The store location ids of n stacks, leaf first, one lock for all: stack i's
+ * ids are (*locs)[off[i] .. off[i+1]) (off has n + 1 entries). *locs (malloc'd,
+ * *cap entries, the caller frees it) is grown as needed. 0, -ENOENT (unknown
+ * stack), -EINVAL (corrupt key), -ENOMEM.
+ */
+int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
+			   uint64_t **locs, size_t *cap);
+
+/* The highest stack id the store has given (stack ids are dense, 1..n). */
+uint64_t store__max_stack_id(struct store *s);
+
 #endif /* HEARTH_STORE_H */

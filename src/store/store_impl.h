@@ -133,6 +133,25 @@ static inline int64_t store_first_window(int64_t t)
 /* A window is rolled up once data this much newer than its end has arrived. */
 #define STORE_ROLLUP_GRACE_NS (60ll * 1000000000ll)
 
+/* ---- location cache (loccache.c): content hash -> store location id ---- */
+
+struct store_loccache {
+	struct store_loccache_slot {
+		uint64_t h[2];
+		uint64_t id; /* 0 = empty */
+	} * slots;
+	size_t cap, n; /* cap: power of two or 0 */
+};
+/* Id cached for the 128-bit hash h, or 0. */
+uint64_t store_loccache_find(const struct store_loccache *c, const uint64_t h[2]);
+/* Caches id for h. 0 or -ENOMEM. */
+int store_loccache_put(struct store_loccache *c, const uint64_t h[2], uint64_t id);
+/* Forgets every entry (after a rollback: its ids may be given again). */
+void store_loccache_clear(struct store_loccache *c);
+void store_loccache_fini(struct store_loccache *c);
+/* Folds n bytes at p into the two hashes h. */
+void store_loccache_mix(uint64_t h[2], const void *p, size_t n);
+
 /* ---- the store ---- */
 
 enum store_tab {
@@ -177,6 +196,7 @@ struct store {
 	size_t local_cap; /* entries of local (series ids 0..local_cap-1) */
 	uint32_t *pair_local;
 	size_t pair_local_cap;
+	struct store_loccache loccache; /* see loccache.c */
 };
 
 /* Local id of stack in series (adding the pair when new). 0 or -ENOMEM. */

@@ -324,3 +324,144 @@ cleanup:
 	free(top);
 	profile__free(p);
 }
+
+/*
+ * A store where stacks repeat across series and profiles, with inlined lines,
+ * kernel frames, unsymbolized addresses and unmapped locations: the material on
+ * which the merge by stack (query_stacks) must answer what the merge into a
+ * profile answers.
+ */
+static struct store *mixed_fixture(const char *name)
+{
+	char dir[300], err[256];
+	struct store *s = NULL;
+	struct store_opts o = {.no_fsync = true, .no_auto_rollup = true};
+	uint64_t rng = 12345;
+
+	snprintf(dir, sizeof(dir), "%s/%s", unit_tmp_dir(), name);
+	if (store__open(dir, &o, &s, err, sizeof(err)))
+		return NULL;
+	for (int i = 0; i < 30; i++) {
+		struct profile *p = profile__new(10000000);
+		struct store_label extra[] = {{"host", i % 2 ? "b" : "a"}};
+		uint64_t maps[3], locs[24], stack[8];
+		int e = p ? 0 : -ENOMEM;
+
+		if (e)
+			break;
+		maps[0] = profile__mapping(p, 0x1000, 0x9000, 0, "/usr/bin/app", "");
+		maps[1] = profile__mapping(p, 0x10000, 0x20000, 0x1000, "/lib/libx.so", "");
+		maps[2] =
+		    profile__mapping(p, 0xffff0000, 0xffffffff, 0, PROFILE_KERNEL_MAPPING, "");
+		for (int l = 0; l < 24; l++) {
+			char fn[32];
+			struct profile_line ln[2];
+
+			snprintf(fn, sizeof(fn), "f%d", l % 13);
+			ln[0] = (struct profile_line){profile__function(p, fn, NULL, NULL), l};
+			snprintf(fn, sizeof(fn), "g%d", l % 5);
+			ln[1] = (struct profile_line){profile__function(p, fn, NULL, NULL), 0};
+			/* 0-2 lines (0: named by address), mapping or none */
+			locs[l] = profile__location(p, l % 7 == 6 ? 0 : maps[l % 3],
+						    (l % 3 == 2 ? 0xffff0100 : 0x1100) + l * 16, ln,
+						    (size_t)(l % 3));
+		}
+		for (int k = 0; k < 40 && !e; k++) {
+			char pid[16];
+			size_t n = 1 + (rng >> 33) % 8;
+			int64_t v[2];
+
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			snprintf(pid, sizeof(pid), "%d", (int)((rng >> 40) % 5));
+			struct profile_label lab[] = {{"pid", pid, 0}};
+			for (size_t d = 0; d < n; d++) {
+				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+				/* few distinct stacks: shallow choices repeat */
+				stack[d] = locs[(rng >> 35) % (d < 3 ? 4 : 24)];
+			}
+			v[0] = 1 + (int64_t)((rng >> 20) % 9);
+			v[1] = v[0] * 10000000 + (int64_t)((rng >> 50) % 3);
+			e = profile__add_sample(p, stack, n, v, lab, 1);
+		}
+		profile__set_time(p, T0 + i * 10 * S, 10 * S);
+		e = e ?: store__append(s, p, NULL, extra, 1, NULL, err, sizeof(err));
+		profile__free(p);
+		if (e) {
+			store__close(s);
+			return NULL;
+		}
+	}
+	/* rollups of the first minutes: a range reads them and raw chunks */
+	if (store__maintain(s, T0 + 240 * S, NULL)) {
+		store__close(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Tree, top and diff JSON of a request, the fast way (query_*_json) and by a
+ * merged profile (query_profile + query_*_write): byte for byte the same. */
+TEST(merge_by_stack_answers_as_the_profile_merge)
+{
+	struct store *s = mixed_fixture("mixed");
+	struct query_request q = {.from_ns = T0 + 5 * S, .until_ns = T0 + 290 * S};
+	struct query_request r = {.query = "{host=\"b\"}", .from_ns = T0, .until_ns = T0 + 100 * S};
+	struct profile *p = NULL, *pr = NULL;
+	struct query_stacks qs = {0};
+	char err[256], *fast = NULL, *slow = NULL;
+	static const size_t max_nodes[] = {0, 3, 17, 100000};
+	int rc;
+
+	CHECK(s);
+	CHECK(query_stacks(s, &q, &qs, err, sizeof(err)) == 0);
+	CHECK(query_profile(s, &q, &p, err, sizeof(err)) == 0);
+	CHECKF(qs.n > 10 && qs.n < profile__n_samples(p), "%zu stacks, %zu samples", qs.n,
+	       profile__n_samples(p));
+	CHECK(query_stacks__total(&qs, 0) == profile__total(p, 0) && profile__total(p, 0) > 0);
+	CHECK(query_stacks__total(&qs, 1) == profile__total(p, 1));
+	CHECK(query_profile(s, &r, &pr, err, sizeof(err)) == 0);
+	for (int vi = 0; vi < 2; vi++)
+		for (size_t m = 0; m < sizeof(max_nodes) / sizeof(max_nodes[0]); m++) {
+			q.value_index = vi;
+			q.max_nodes = max_nodes[m];
+			CAPTURE(fast, query_tree_json(s, &q, out, err, sizeof(err)));
+			CHECK(rc == 0);
+			CAPTURE(slow, query_tree_write(p, vi, q.max_nodes, out));
+			CHECK(rc == 0);
+			CHECKF(strcmp(fast, slow) == 0, "tree vi %d max %zu:\n%s\n%s", vi,
+			       q.max_nodes, fast, slow);
+			free(fast), free(slow), fast = slow = NULL;
+			CAPTURE(fast, query_top_json(s, &q, out, err, sizeof(err)));
+			CAPTURE(slow, query_top_write(p, vi, q.max_nodes, out));
+			CHECKF(strcmp(fast, slow) == 0, "top vi %d:\n%s\n%s", vi, fast, slow);
+			free(fast), free(slow), fast = slow = NULL;
+			CAPTURE(fast, query_diff_json(s, &q, &r, out, err, sizeof(err)));
+			CHECK(rc == 0);
+			CAPTURE(slow, query_diff_write(p, pr, vi, q.max_nodes, out));
+			CHECKF(strcmp(fast, slow) == 0, "diff vi %d:\n%s\n%s", vi, fast, slow);
+			free(fast), free(slow), fast = slow = NULL;
+		}
+	/* frames of every kind made it into the comparison */
+	q.max_nodes = 100000;
+	CAPTURE(fast, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(strstr(fast, "_[k]") && strstr(fast, "_[i]") && strstr(fast, "\"libx.so\"") &&
+		   strstr(fast, "\"name\":\"0x"),
+	       "%s", fast);
+	/* a selection without data: an empty answer, the same both ways */
+	free(fast), fast = NULL;
+	q.query = "{host=\"nope\"}";
+	CAPTURE(fast, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECK_STREQ(fast, "{\"unit\":\"nanoseconds\",\"total\":0,\"tree\":{\"name\":\"total\","
+			  "\"self\":0,\"total\":0}}\n");
+	/* bad requests are refused as before */
+	q.query = "{host=~\"[\"}";
+	query_stacks__fini(&qs);
+	CHECK(query_stacks(s, &q, &qs, err, sizeof(err)) == -EINVAL && qs.n == 0);
+cleanup:
+	free(fast);
+	free(slow);
+	query_stacks__fini(&qs);
+	profile__free(p);
+	profile__free(pr);
+	store__close(s);
+}

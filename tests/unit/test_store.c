@@ -313,3 +313,51 @@ TEST(open_errors)
 cleanup:
 	store__close(s);
 }
+
+/*
+ * The location cache (content hash -> location id, kept across appends) must
+ * forget the ids of a rolled-back append: they are given again to other
+ * locations, and a stale entry would name a later frame wrongly.
+ */
+TEST(location_cache_forgets_rolled_back_ids)
+{
+	struct store_opts o = {.no_fsync = true, .max_series = 1};
+	struct store *s = NULL;
+	struct profile *p1 = make(T0, 1, 1, 1), *bad = make(T0 + 10 * S, 2, 3, 1);
+	struct profile *p3 = profile__new(10000000), *p4 = make(T0 + 30 * S, 1, 3, 1), *m = NULL;
+	struct query_request q = {.from_ns = T0 + 30 * S, .until_ns = T0 + 31 * S};
+	char dir[300], err[256], *f = NULL;
+
+	CHECK(p1 && bad && p3 && p4);
+	snprintf(dir, sizeof(dir), "%s/loccache", unit_tmp_dir());
+	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	CHECK(store__append(s, p1, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
+	/* two series over the limit of one: rolled back after interning f1, g1, g2 */
+	CHECK(store__append(s, bad, NULL, NULL, 0, NULL, err, sizeof(err)) == -EDQUOT);
+	/* three other new locations take the ids f1, g1 and g2 had */
+	profile__set_time(p3, T0 + 20 * S, 10 * S);
+	for (int k = 0; k < 3; k++) {
+		char name[16];
+		struct profile_label l[2] = {{"process", "proc0", 0}, {"pid", NULL, 100}};
+		int64_t v[2] = {1, 10000000};
+
+		snprintf(name, sizeof(name), "h%d", k);
+		struct profile_line ln = {profile__function(p3, name, name, "h.c"), 1};
+		uint64_t loc = profile__location(p3, 0, 0x7000 + (uint64_t)k, &ln, 1);
+		CHECK(profile__add_sample(p3, &loc, 1, v, l, 2) == 0);
+	}
+	CHECKF(store__append(s, p3, NULL, NULL, 0, NULL, err, sizeof(err)) == 0, "%s", err);
+	/* g1 and g2 again: stored under their own names, not h1/h2 */
+	CHECK(store__append(s, p4, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
+	CHECK(query_profile(s, &q, &m, err, sizeof(err)) == 0);
+	CHECK((f = folded(m)));
+	CHECKF(strstr(f, "main;f0;g1 2") && strstr(f, "main;f0;g2 3") && !strstr(f, "h"), "%s", f);
+cleanup:
+	free(f);
+	profile__free(m);
+	profile__free(p1);
+	profile__free(bad);
+	profile__free(p3);
+	profile__free(p4);
+	store__close(s);
+}

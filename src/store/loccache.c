@@ -1,0 +1,106 @@
+/*
+ * The location cache: content hash of a profile's location -> store location
+ * id, kept for the life of the store so that an append of the same processes
+ * (which send nearly the same locations every 10 s) translates a location with
+ * one probe instead of interning its mapping, its functions' strings and its
+ * key (4-8 hash lookups that miss the CPU caches).
+ *
+ * The key is 128 bits: two independent 64-bit hashes of everything the stored
+ * location key is made of (mapping start, limit, offset, file, build-id;
+ * address; each line's function name, system name, file name and line), so two
+ * different locations share a key with a probability of about n^2 / 2^129: not
+ * a practical concern for the millions of locations a store holds.
+ *
+ * Entries point at ids that may belong to an uncommitted transaction: a
+ * rollback empties the cache (store_loccache_clear), since a rolled-back id is
+ * given again to another location. There is at most one entry per stored
+ * location, so the cache is bounded by the locations table it mirrors.
+ */
+#include "store_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void store_loccache_clear(struct store_loccache *c)
+{
+	if (c->slots)
+		memset(c->slots, 0, c->cap * sizeof(*c->slots));
+	c->n = 0;
+}
+
+void store_loccache_fini(struct store_loccache *c)
+{
+	free(c->slots);
+	memset(c, 0, sizeof(*c));
+}
+
+uint64_t store_loccache_find(const struct store_loccache *c, const uint64_t h[2])
+{
+	if (!c->cap)
+		return 0;
+	for (size_t i = h[0] & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
+		const struct store_loccache_slot *sl = &c->slots[i];
+
+		if (!sl->id)
+			return 0;
+		if (sl->h[0] == h[0] && sl->h[1] == h[1])
+			return sl->id;
+	}
+}
+
+static int grow(struct store_loccache *c)
+{
+	size_t cap = c->cap ? c->cap * 2 : 4096;
+	struct store_loccache_slot *s;
+
+	if (cap > SIZE_MAX / sizeof(*s) || !(s = calloc(cap, sizeof(*s))))
+		return -ENOMEM;
+	for (size_t i = 0; i < c->cap; i++) {
+		if (!c->slots[i].id)
+			continue;
+		size_t j = c->slots[i].h[0] & (cap - 1);
+		while (s[j].id)
+			j = (j + 1) & (cap - 1);
+		s[j] = c->slots[i];
+	}
+	free(c->slots);
+	c->slots = s;
+	c->cap = cap;
+	return 0;
+}
+
+int store_loccache_put(struct store_loccache *c, const uint64_t h[2], uint64_t id)
+{
+	size_t i;
+
+	if ((c->n + 1) * 2 > c->cap && grow(c))
+		return -ENOMEM;
+	for (i = h[0] & (c->cap - 1); c->slots[i].id; i = (i + 1) & (c->cap - 1))
+		if (c->slots[i].h[0] == h[0] && c->slots[i].h[1] == h[1]) {
+			c->slots[i].id = id;
+			return 0;
+		}
+	c->slots[i] = (struct store_loccache_slot){{h[0], h[1]}, id};
+	c->n++;
+	return 0;
+}
+
+/* Two independent 64-bit hashes of the bytes, folded into h. */
+void store_loccache_mix(uint64_t h[2], const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t a = h[0] ^ (n * 0x9e3779b97f4a7c15ull), z = h[1] ^ (n * 0xd6e8feb86659fd93ull), w;
+
+	for (;; b += 8, n -= 8) {
+		w = 0;
+		memcpy(&w, b, n < 8 ? n : 8);
+		a = (a ^ w) * 0xff51afd7ed558ccdull;
+		a ^= a >> 32;
+		z = (z + w) * 0xc4ceb9fe1a85ec53ull;
+		z ^= z >> 29;
+		if (n <= 8)
+			break;
+	}
+	h[0] = a;
+	h[1] = z;
+}
