@@ -223,26 +223,13 @@ static bool function_eq(const void *ctx, size_t idx, const void *key)
 uint64_t profile__function(struct profile *p, const char *name, const char *system_name,
 			   const char *filename)
 {
-	struct function_rec f;
-	uint64_t hash;
-	size_t i;
+	int64_t sids[3] = {
+		profile_strtab__intern(&p->strs, name),
+		profile_strtab__intern(&p->strs, system_name),
+		profile_strtab__intern(&p->strs, filename),
+	};
 
-	f.name = profile_strtab__intern(&p->strs, name);
-	f.system_name = profile_strtab__intern(&p->strs, system_name);
-	f.filename = profile_strtab__intern(&p->strs, filename);
-	if (f.name < 0 || f.system_name < 0 || f.filename < 0)
-		return 0;
-	hash = profile_hash_u64(PROFILE_HASH_SEED, (uint64_t)f.name);
-	hash = profile_hash_u64(hash, (uint64_t)f.system_name);
-	hash = profile_hash_u64(hash, (uint64_t)f.filename);
-	i = profile_hidx__find(&p->func_idx, hash, function_eq, p, &f);
-	if (i != SIZE_MAX)
-		return i + 1;
-	if (profile_grow((void **)&p->funcs, &p->cap_funcs, p->n_funcs + 1, sizeof(f)) ||
-	    profile_hidx__insert(&p->func_idx, hash, p->n_funcs))
-		return 0;
-	p->funcs[p->n_funcs++] = f;
-	return p->n_funcs;
+	return profile__function_by_sids(p, sids);
 }
 
 size_t profile__n_functions(const struct profile *p)
