@@ -6,48 +6,31 @@ process), then compares function names with llvm-symbolizer's.
 usage: drive.py ADDR_FILE NAME -- CMD ARGS...  (CMD must print each address (0x..)
 before its frames, as `-a` does for all three tools). Prints one JSON line."""
 import json
+import os
 import re
 import subprocess
 import sys
-import threading
-import time
+import tempfile
 
 addr_file, name = sys.argv[1], sys.argv[2]
 cmd = sys.argv[sys.argv.index("--") + 1:]
 addrs = open(addr_file).read().split()
 n = len(addrs)
-data = ("\n".join(addrs) + "\n").encode()
 ADDR = re.compile(r"^0x[0-9a-fA-F]+$")
 
-p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=1 << 20)
-
-
-def writer():
-    p.stdin.write(data)
-    p.stdin.write(data)
-    p.stdin.close()
-
-
-t0 = time.monotonic()
-threading.Thread(target=writer, daemon=True).start()
-# Timing reads big chunks and counts address lines at C speed, so the driver never
-# is the bottleneck; the output is parsed after the clock stops.
-chunks, seen, t1, tail = [], 0, None, b"\n"
-while True:
-    c = p.stdout.read1(1 << 20)
-    if not c:
-        break
-    chunks.append(c)
-    seen += (tail + c).count(b"\n0x") if t1 is None else 0
-    tail = c[-2:]
-    if t1 is None and seen > n:
-        t1 = time.monotonic()
-t2 = time.monotonic()
-p.wait()
-if t1 is None:
-    t1 = t2
+# The clock is bench/symbolize_gen/timer.c (built by bench/symbolize; path in
+# SYMBOLIZE_TIMER): it feeds the list twice through a pipe, reads the answers through
+# a pipe in 1 MiB reads, and saves them; they are parsed here after the clock stopped.
+timer = os.environ["SYMBOLIZE_TIMER"]
+with tempfile.NamedTemporaryFile(prefix="hearth-drive-") as out:
+    r = subprocess.run([timer, addr_file, out.name] + cmd, stdout=subprocess.PIPE, check=True)
+    cold_s, warm_s, lines = r.stdout.split()
+    cold_s, warm_s = float(cold_s), float(warm_s)
+    if int(lines) != n:
+        sys.exit(f"drive.py: the timer counted {lines} addresses, the list has {n}")
+    output = open(out.name, "rb").read()
 records, cur, seen = [], None, 0
-for line in b"".join(chunks).decode(errors="replace").split("\n"):
+for line in output.decode(errors="replace").split("\n"):
     if ADDR.match(line):
         seen += 1
         cur = [] if seen <= n else None
@@ -58,5 +41,5 @@ for line in b"".join(chunks).decode(errors="replace").split("\n"):
         cur.append(line)
 # frames: (name, file:line) pairs; keep names
 names = [[r[i] for i in range(0, len(r), 2)] for r in records]
-json.dump({"name": name, "n": n, "cold_s": t1 - t0, "warm_s": t2 - t1, "names": names},
+json.dump({"name": name, "n": n, "cold_s": cold_s, "warm_s": warm_s, "names": names},
           sys.stdout)
