@@ -2,7 +2,9 @@
  * pprof decoder: gzipped or raw profile.proto from outside (files, HTTP pushes)
  * into a new model. It must survive any input, so it runs in three guarded steps:
  *
- *   inflate   bounded by PPROF_MAX_INFLATED (decompression bombs: -EFBIG);
+ *   inflate   bounded by PPROF_MAX_INFLATED (decompression bombs: -EFBIG); one
+ *             libdeflate call into a buffer of the size the gzip trailer states,
+ *             zlib streaming whenever that does not give the whole answer;
  *   parse     the protobuf wire format read directly (pprof_wire.c): varints,
  *             packed repeated fields, the string table as (offset, length) into
  *             the inflated buffer; a handful of flat arrays on a byte budget (a
@@ -29,6 +31,7 @@
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 /* zlib counts in 32-bit uInt: feed it at most this much per call. */
@@ -160,12 +163,51 @@ static int inflater_run(struct inflater *f, char *err, size_t errlen)
 	}
 }
 
+/* The fast path: one libdeflate call into a buffer of exactly the size the trailer
+ * states (ISIZE, RFC 1952 §2.3.1: the length mod 2^32, little-endian). 1 means "not
+ * answered here": a stream that is not one member ending at the end of the input, a
+ * trailer that lies or names more than the limit, invalid data. The zlib path then
+ * runs from the start and gives the answer (and its error message) for those. */
+static int gunzip_fast(const uint8_t *in, size_t n, uint8_t **out, size_t *out_len)
+{
+	struct libdeflate_decompressor *d;
+	enum libdeflate_result lr;
+	size_t isize, used = 0, got = 0;
+	uint8_t *buf;
+
+	if (n < 18) /* 10-byte header, an empty deflate block, 8-byte trailer */
+		return 1;
+	isize = (size_t)in[n - 4] | (size_t)in[n - 3] << 8 | (size_t)in[n - 2] << 16 |
+		(size_t)in[n - 1] << 24;
+	if (isize == 0 || isize > PPROF_MAX_INFLATED)
+		return 1;
+	buf = malloc(isize);
+	d = libdeflate_alloc_decompressor();
+	if (!buf || !d) {
+		free(buf);
+		libdeflate_free_decompressor(d);
+		return -ENOMEM;
+	}
+	lr = libdeflate_gzip_decompress_ex(d, in, n, buf, isize, &used, &got);
+	libdeflate_free_decompressor(d);
+	if (lr != LIBDEFLATE_SUCCESS || used != n || got != isize) {
+		free(buf);
+		return 1;
+	}
+	*out = buf;
+	*out_len = got;
+	return 0;
+}
+
 /* Inflates a gzip buffer into a malloc'd *out. */
 static int gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *out_len, char *err,
 		  size_t errlen)
 {
 	struct inflater f = {.start = in, .in = in, .n = n, .in_left = n};
-	int r;
+	int r = gunzip_fast(in, n, out, out_len);
+
+	if (r <= 0)
+		return r;
 
 	/* profiles compress about 4:1; the buffer doubles from there */
 	f.cap = 65536;

@@ -895,6 +895,42 @@ cleanup:
 	profile__free(p);
 }
 
+/* The gzip trailer's size (ISIZE) sizes the one-shot inflate; a trailer that lies
+ * is answered as before: the data is invalid (zlib's length check), nothing built. */
+TEST(decode_rejects_a_lying_gzip_trailer_size)
+{
+	struct fixture x = {0};
+	struct profile *p = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0, raw_len = 0;
+	const uint32_t lies[] = {0, 1, 0x7fffffffu, PPROF_MAX_INFLATED + 1u};
+	char err[256];
+
+	CHECK(fixture_init(&x));
+	CHECK(pprof_encode(x.p, &buf, &len) == 0);
+	raw_len = (size_t)buf[len - 4] | (size_t)buf[len - 3] << 8 |
+		  (size_t)buf[len - 2] << 16 | (size_t)buf[len - 1] << 24;
+	CHECK(raw_len > 1);
+	CHECKF(pprof_decode(buf, len, &p, err, sizeof(err)) == 0, "%s", err);
+	CHECK(same_profile(x.p, p));
+	profile__free(p);
+	p = NULL;
+	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]) + 2; i++) {
+		uint32_t v = i < 2 ? (uint32_t)(raw_len + (i ? 1 : -1)) : lies[i - 2];
+
+		for (int b = 0; b < 4; b++)
+			buf[len - 4 + b] = (uint8_t)(v >> (8 * b));
+		err[0] = '\0';
+		CHECKF(pprof_decode(buf, len, &p, err, sizeof(err)) == -EINVAL && !p,
+		       "ISIZE %u: %s", v, err);
+		CHECKF(strstr(err, "gzip data is invalid"), "ISIZE %u: %s", v, err);
+	}
+cleanup:
+	free(buf);
+	profile__free(p);
+	profile__free(x.p);
+}
+
 TEST(decode_accepts_concatenated_gzip_members)
 {
 	struct fixture x = {0};
