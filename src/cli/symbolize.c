@@ -311,19 +311,9 @@ static int put_frames(struct sbuf *b, const struct sym_result *r, bool inlines)
 
 /* ---- the text cache: (object, address) -> formatted frames ---- */
 
-/* MurmurHash3's 64-bit finalizer. */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
-
 static uint64_t text_hash(const struct sym_object *o, uint64_t v, bool is_off)
 {
-	return mix64(v ^ ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ULL) ^ is_off);
+	return sym_mix64(v ^ ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ULL) ^ is_off);
 }
 
 static struct text_rec *text_rec_at(const struct text_cache *tc, uint32_t off)

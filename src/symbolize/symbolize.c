@@ -152,16 +152,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* MurmurHash3's 64-bit finalizer. */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
-
 /* FNV-1a. */
 static uint64_t str_hash(const char *s)
 {
@@ -175,7 +165,7 @@ static uint64_t str_hash(const char *s)
 /* Ignores mtime on purpose: every version of one file shares a chain. */
 static uint64_t ident_hash(uint64_t dev, uint64_t inode, const char *path)
 {
-	return dev || inode ? mix64(dev * 0x9e3779b97f4a7c15ULL ^ inode) : str_hash(path);
+	return dev || inode ? sym_mix64(dev * 0x9e3779b97f4a7c15ULL ^ inode) : str_hash(path);
 }
 
 /* ---- identities ---- */
@@ -682,7 +672,7 @@ struct sym_centry {
 
 static size_t centry_bucket(const struct symbolizer *s, const struct sym_object *o, uint64_t v)
 {
-	return (size_t)mix64((uint64_t)(uintptr_t)o ^ mix64(v)) & (s->n_buckets - 1);
+	return (size_t)sym_mix64((uint64_t)(uintptr_t)o ^ sym_mix64(v)) & (s->n_buckets - 1);
 }
 
 static void centry_unlink_lru(struct symbolizer *s, struct sym_centry *e)
@@ -1082,7 +1072,7 @@ int symbolizer__resolve_jit(struct symbolizer *s, uint32_t pid, uint64_t addr,
 
 static struct sym_proc **proc_slot(struct symbolizer *s, uint32_t pid)
 {
-	struct sym_proc **pp = &s->procs[mix64(pid) & (SYM_PROC_BUCKETS - 1)];
+	struct sym_proc **pp = &s->procs[sym_mix64(pid) & (SYM_PROC_BUCKETS - 1)];
 
 	while (*pp && (*pp)->pid != pid)
 		pp = &(*pp)->next;
