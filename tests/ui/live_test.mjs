@@ -72,10 +72,11 @@ try {
   // sides have its hot functions, and every change is small (the split is steady).
   try {
     // The workload's samples span [t0, t1] (from the timeline API, 1 s steps); wait
-    // until that is a few seconds long, then compare its two halves.
+    // until that is 10 s long, then compare its last two 4 s slices (the first
+    // seconds of a run can hold only start-up frames).
     const sel = `{process="${proc}"}`;
     let t0 = 0, t1 = 0;
-    for (let tries = 0; tries < 30 && t1 - t0 < 6; tries++) {
+    for (let tries = 0; tries < 40 && t1 - t0 < 10; tries++) {
       if (tries) await page.waitForTimeout(1000);
       const q = new URLSearchParams({ query: sel, from: 'now-5m', until: 'now', step: '1s' });
       const tl = await (await fetch(`${URL_}/api/timeline?${q}`)).json();
@@ -86,10 +87,10 @@ try {
         t1 = Math.ceil((tl.from + (nz[nz.length - 1] + 1) * tl.step) / 1000);
       }
     }
-    const mid = Math.round((t0 + t1) / 2);
+    const mid = t1 - 4;
     await page.click('button[data-view="diff"]');
     await page.fill('#lquery', sel);
-    await page.fill('#lfrom', String(t0 - 1));
+    await page.fill('#lfrom', String(mid - 4));
     await page.fill('#luntil', String(mid));
     await page.fill('#rquery', sel);
     await page.fill('#rfrom', String(mid));
