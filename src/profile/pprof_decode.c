@@ -11,12 +11,14 @@
  *             few bytes on the wire can ask for a 40-byte record each: -EFBIG
  *             past the budget), no allocation per message;
  *   validate  every string index, every id reference, value counts (-EINVAL with
- *             one sentence naming the problem) before anything is built,
+ *             one sentence naming the problem) before anything is built;
+ *   flatten   the file's ids (any non-zero uint64) become indices into its own
+ *             arrays (in O(1) when they are dense 1..n, as most encoders write
+ *             them; by binary search otherwise) and values the model's pair:
+ *             a struct profile_flat, which the store ingests directly
+ *             (store__append_flat), without a model;
  *
- * then the model is built: the file's string table is interned once, and
- * functions and sample labels go in by string id; the file's ids (any non-zero
- * uint64) are translated into the model's (in O(1) when they are dense 1..n,
- * as most encoders write them; by binary search otherwise).
+ * then, for pprof_decode, the model is built from the flat profile (flat.c).
  *
  * Values: the model holds [samples/count, cpu/nanoseconds]. The sample types are
  * matched by name (then by unit); a profile with only one of them gets the other
@@ -47,10 +49,7 @@ struct dec {
 	size_t errlen;
 	struct idpair *map_ix, *fn_ix, *loc_ix; /* sorted by id */
 	bool map_dense, fn_dense, loc_dense;	/* ids are 1..n: ix[id - 1] */
-	int64_t *sids;				/* model string id per file string */
-	uint64_t *map_ids, *fn_ids, *loc_ids;	/* model id per message index */
 	int idx_count, idx_cpu;			/* sample_type indices, -1 when absent */
-	struct profile *p;
 };
 
 __attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int code,
@@ -350,17 +349,16 @@ static size_t find_id(const struct idpair *ix, size_t n, bool dense, uint64_t id
 	return hit ? hit->idx : SIZE_MAX;
 }
 
-static int alloc_index(struct idpair **ix, uint64_t **ids, size_t n)
+static int alloc_index(struct idpair **ix, size_t n)
 {
 	*ix = calloc(n ? n : 1, sizeof(**ix));
-	*ids = calloc(n ? n : 1, sizeof(**ids));
-	return *ix && *ids ? 0 : -ENOMEM;
+	return *ix ? 0 : -ENOMEM;
 }
 
 static int check_mappings(struct dec *d)
 {
 	size_t n = d->m->mappings.n;
-	int err = alloc_index(&d->map_ix, &d->map_ids, n);
+	int err = alloc_index(&d->map_ix, n);
 
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct pprof_wire_mapping *mp = &W(mappings, struct pprof_wire_mapping, i);
@@ -376,7 +374,7 @@ static int check_mappings(struct dec *d)
 static int check_functions(struct dec *d)
 {
 	size_t n = d->m->functions.n;
-	int err = alloc_index(&d->fn_ix, &d->fn_ids, n);
+	int err = alloc_index(&d->fn_ix, n);
 
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct pprof_wire_function *f = &W(functions, struct pprof_wire_function, i);
@@ -430,7 +428,7 @@ static int check_location(struct dec *d, const struct pprof_wire_location *l)
 static int check_locations(struct dec *d)
 {
 	size_t n = d->m->locations.n;
-	int err = alloc_index(&d->loc_ix, &d->loc_ids, n);
+	int err = alloc_index(&d->loc_ix, n);
 
 	for (size_t i = 0; i < n && !err; i++)
 		d->loc_ix[i].id = W(locations, struct pprof_wire_location, i).id;
@@ -523,96 +521,30 @@ static int check_all(struct dec *d)
 	return err;
 }
 
-/* ---- building the model ---- */
+/* ---- flattening: wire ids to checked indices ---- */
+
+/* The flat profile and everything it points to. f comes first: profile_flat__free
+ * takes the box by its f. */
+struct flat_box {
+	struct profile_flat f;
+	struct pprof_wire m; /* owns the strings */
+	uint32_t *str_off, *locs, *comments;
+	struct profile_flat_mapping *mappings;
+	struct profile_flat_function *functions;
+	struct profile_flat_location *locations;
+	struct profile_flat_line *lines;
+	struct profile_flat_sample *samples;
+	struct profile_flat_label *labels;
+};
+
+static void *flat_alloc(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
 
 static const char *dec_str(const struct dec *d, int64_t sid)
 {
 	return pprof_wire__str(d->m, (size_t)sid); /* checked by check_all */
-}
-
-/* Interns the file's string table once: d->sids[i] is string i's model id. */
-static int build_strings(struct dec *d)
-{
-	d->sids = calloc(d->m->strings.n ? d->m->strings.n : 1, sizeof(*d->sids));
-	if (!d->sids)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->m->strings.n; i++) {
-		d->sids[i] = profile__intern_string(d->p, pprof_wire__str(d->m, i));
-		if (d->sids[i] < 0)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static int build_mappings(struct dec *d)
-{
-	for (size_t i = 0; i < d->m->mappings.n; i++) {
-		const struct pprof_wire_mapping *mp = &W(mappings, struct pprof_wire_mapping, i);
-
-		d->map_ids[i] = profile__mapping(d->p, mp->start, mp->limit, mp->offset,
-						 dec_str(d, mp->filename), dec_str(d, mp->build_id));
-		if (!d->map_ids[i])
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static int build_functions(struct dec *d)
-{
-	for (size_t i = 0; i < d->m->functions.n; i++) {
-		const struct pprof_wire_function *f = &W(functions, struct pprof_wire_function, i);
-		int64_t sids[3] = {d->sids[f->name], d->sids[f->system_name],
-				   d->sids[f->filename]};
-
-		d->fn_ids[i] = profile__function_by_sids(d->p, sids);
-		if (!d->fn_ids[i])
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Model lines of a location into lines (room for l->n_line); returns how many. */
-static size_t translate_lines(const struct dec *d, const struct pprof_wire_location *l,
-			      struct profile_line *lines)
-{
-	size_t n = 0;
-
-	for (size_t j = 0; j < l->n_line; j++) {
-		const struct pprof_wire_line *ln = &W(lines, struct pprof_wire_line, l->line_off + j);
-
-		if (!ln->function_id)
-			continue;
-		lines[n].function_id = d->fn_ids[find_fn(d, ln->function_id)];
-		lines[n].line = ln->line;
-		n++;
-	}
-	return n;
-}
-
-static int build_locations(struct dec *d)
-{
-	struct profile_line *lines = NULL;
-	size_t cap = 0;
-	int err = 0;
-
-	for (size_t i = 0; i < d->m->locations.n && !err; i++) {
-		const struct pprof_wire_location *l = &W(locations, struct pprof_wire_location, i);
-		uint64_t map = 0;
-		size_t n;
-
-		if (profile_grow((void **)&lines, &cap, l->n_line, sizeof(*lines))) {
-			err = -ENOMEM;
-			break;
-		}
-		n = translate_lines(d, l, lines);
-		if (l->mapping_id)
-			map = d->map_ids[find_map(d, l->mapping_id)];
-		d->loc_ids[i] = profile__location_exact(d->p, map, l->address, lines, n);
-		if (!d->loc_ids[i])
-			err = -ENOMEM;
-	}
-	free(lines);
-	return err;
 }
 
 static int64_t sat_mul(int64_t a, int64_t b)
@@ -625,11 +557,10 @@ static int64_t sat_mul(int64_t a, int64_t b)
 }
 
 /* The model's [count, cpu ns] from a sample's values (see the file comment). */
-static void sample_values(const struct dec *d, const int64_t *in, int64_t out[PROFILE_N_VALUES])
+static void sample_values(const struct dec *d, bool period_ns, const int64_t *in,
+			  int64_t out[PROFILE_N_VALUES])
 {
 	int64_t period = d->m->period;
-	bool period_ns = d->m->has_period_type &&
-			 strcmp(dec_str(d, d->m->period_type.unit), "nanoseconds") == 0;
 
 	if (d->idx_count >= 0)
 		out[0] = in[d->idx_count];
@@ -641,55 +572,150 @@ static void sample_values(const struct dec *d, const int64_t *in, int64_t out[PR
 		out[1] = period_ns ? sat_mul(in[d->idx_count], period) : 0;
 }
 
-struct sample_scratch {
-	uint64_t *locs;
-	struct profile_label_sids *labels;
-	size_t cap_locs, cap_labels;
-};
-
-static int build_sample(struct dec *d, const struct pprof_wire_sample *s,
-			struct sample_scratch *sc)
+static void flatten_strings(const struct dec *d, struct flat_box *b)
 {
-	int64_t values[PROFILE_N_VALUES];
+	const struct pprof_wire *m = d->m;
 
-	if (profile_grow((void **)&sc->locs, &sc->cap_locs, s->n_loc, sizeof(*sc->locs)) ||
-	    profile_grow((void **)&sc->labels, &sc->cap_labels, s->n_label, sizeof(*sc->labels)))
-		return -ENOMEM;
-	for (size_t j = 0; j < s->n_loc; j++)
-		sc->locs[j] = d->loc_ids[find_loc(d, W(loc_ids, uint64_t, s->loc_off + j))];
-	for (size_t j = 0; j < s->n_label; j++) {
-		const struct pprof_wire_label *l =
-		    &W(labels, struct pprof_wire_label, s->label_off + j);
-
-		/* str 0 ("") means a numeric label, as in profile.proto */
-		sc->labels[j] = (struct profile_label_sids){d->sids[l->key],
-							    l->str ? d->sids[l->str] : 0, l->num};
-	}
-	sample_values(d, &W(values, int64_t, s->val_off), values);
-	return profile__add_sample_sids(d->p, sc->locs, s->n_loc, values, sc->labels, s->n_label);
+	for (size_t i = 0; i < m->strings.n; i++)
+		b->str_off[i] = (uint32_t)W(strings, size_t, i);
+	b->str_off[m->strings.n] = (uint32_t)m->str_len;
+	for (size_t i = 0; i < m->comments.n; i++)
+		b->comments[i] = (uint32_t)W(comments, int64_t, i);
 }
 
-static int build_all(struct dec *d)
+static void flatten_symbols(const struct dec *d, struct flat_box *b)
 {
-	struct sample_scratch sc = {0};
-	int err;
+	const struct pprof_wire *m = d->m;
+	size_t n_lines = 0;
 
-	d->p = profile__new(d->m->period);
-	if (!d->p)
+	for (size_t i = 0; i < m->mappings.n; i++) {
+		const struct pprof_wire_mapping *mp = &W(mappings, struct pprof_wire_mapping, i);
+
+		b->mappings[i] = (struct profile_flat_mapping){
+		    mp->start, mp->limit, mp->offset, (uint32_t)mp->filename, (uint32_t)mp->build_id};
+	}
+	for (size_t i = 0; i < m->functions.n; i++) {
+		const struct pprof_wire_function *fn = &W(functions, struct pprof_wire_function, i);
+
+		b->functions[i] = (struct profile_flat_function){
+		    (uint32_t)fn->name, (uint32_t)fn->system_name, (uint32_t)fn->filename};
+	}
+	for (size_t i = 0; i < m->locations.n; i++) {
+		const struct pprof_wire_location *l = &W(locations, struct pprof_wire_location, i);
+		struct profile_flat_location *o = &b->locations[i];
+
+		o->address = l->address;
+		o->mapping = l->mapping_id ? (uint32_t)find_map(d, l->mapping_id) + 1 : 0;
+		o->line_off = (uint32_t)n_lines;
+		for (size_t j = 0; j < l->n_line; j++) {
+			const struct pprof_wire_line *ln =
+			    &W(lines, struct pprof_wire_line, l->line_off + j);
+
+			if (!ln->function_id) /* "no function": the model skips it */
+				continue;
+			b->lines[n_lines++] = (struct profile_flat_line){
+			    (uint32_t)find_fn(d, ln->function_id), ln->line};
+		}
+		o->n_lines = (uint32_t)(n_lines - o->line_off);
+	}
+	b->f.n_lines = n_lines;
+}
+
+static void flatten_samples(const struct dec *d, struct flat_box *b)
+{
+	const struct pprof_wire *m = d->m;
+	bool period_ns = m->has_period_type &&
+			 strcmp(dec_str(d, m->period_type.unit), "nanoseconds") == 0;
+
+	for (size_t i = 0; i < m->loc_ids.n; i++)
+		b->locs[i] = (uint32_t)find_loc(d, W(loc_ids, uint64_t, i));
+	for (size_t i = 0; i < m->labels.n; i++) {
+		const struct pprof_wire_label *l = &W(labels, struct pprof_wire_label, i);
+
+		b->labels[i] = (struct profile_flat_label){(uint32_t)l->key, (uint32_t)l->str,
+							   l->str ? 0 : l->num};
+	}
+	for (size_t i = 0; i < m->samples.n; i++) {
+		const struct pprof_wire_sample *s = &W(samples, struct pprof_wire_sample, i);
+		struct profile_flat_sample *o = &b->samples[i];
+
+		o->loc_off = (uint32_t)s->loc_off;
+		o->n_locs = (uint32_t)s->n_loc;
+		o->label_off = (uint32_t)s->label_off;
+		o->n_labels = (uint32_t)s->n_label;
+		sample_values(d, period_ns, &W(values, int64_t, s->val_off), o->values);
+	}
+}
+
+/*
+ * The checked message as a flat profile. Every flat element is no larger than
+ * the parsed one it comes from, so this at most doubles the parse budget.
+ */
+static int flatten(struct dec *d, struct flat_box *b)
+{
+	const struct pprof_wire *m = d->m;
+	struct profile_flat *f = &b->f;
+	size_t n_lines;
+
+	b->str_off = flat_alloc(m->strings.n + 1, sizeof(*b->str_off));
+	b->comments = flat_alloc(m->comments.n, sizeof(*b->comments));
+	b->mappings = flat_alloc(m->mappings.n, sizeof(*b->mappings));
+	b->functions = flat_alloc(m->functions.n, sizeof(*b->functions));
+	b->locations = flat_alloc(m->locations.n, sizeof(*b->locations));
+	b->lines = flat_alloc(m->lines.n, sizeof(*b->lines));
+	b->samples = flat_alloc(m->samples.n, sizeof(*b->samples));
+	b->locs = flat_alloc(m->loc_ids.n, sizeof(*b->locs));
+	b->labels = flat_alloc(m->labels.n, sizeof(*b->labels));
+	if (!b->str_off || !b->comments || !b->mappings || !b->functions || !b->locations ||
+	    !b->lines || !b->samples || !b->locs || !b->labels)
 		return -ENOMEM;
-	profile__set_time(d->p, d->m->time_nanos, d->m->duration_nanos);
-	err = build_strings(d) ?: build_mappings(d);
-	for (size_t i = 0; i < d->m->comments.n && !err; i++)
-		err = profile__add_comment(d->p, dec_str(d, W(comments, int64_t, i)));
-	if (!err)
-		err = build_functions(d);
-	if (!err)
-		err = build_locations(d);
-	for (size_t i = 0; i < d->m->samples.n && !err; i++)
-		err = build_sample(d, &W(samples, struct pprof_wire_sample, i), &sc);
-	free(sc.locs);
-	free(sc.labels);
-	return err;
+	flatten_strings(d, b);
+	flatten_symbols(d, b);
+	flatten_samples(d, b);
+	n_lines = f->n_lines;
+	*f = (struct profile_flat){
+	    .time_ns = m->time_nanos,
+	    .duration_ns = m->duration_nanos,
+	    .period_ns = m->period,
+	    .n_strings = m->strings.n,
+	    .n_mappings = m->mappings.n,
+	    .n_functions = m->functions.n,
+	    .n_locations = m->locations.n,
+	    .n_lines = n_lines,
+	    .n_samples = m->samples.n,
+	    .n_labels = m->labels.n,
+	    .n_comments = m->comments.n,
+	    .str_buf = m->str_buf,
+	    .str_off = b->str_off,
+	    .mappings = b->mappings,
+	    .functions = b->functions,
+	    .locations = b->locations,
+	    .lines = b->lines,
+	    .samples = b->samples,
+	    .locs = b->locs,
+	    .labels = b->labels,
+	    .comments = b->comments,
+	};
+	return 0;
+}
+
+void profile_flat__free(struct profile_flat *f)
+{
+	struct flat_box *b = (struct flat_box *)f;
+
+	if (!b)
+		return;
+	pprof_wire__fini(&b->m);
+	free(b->str_off);
+	free(b->comments);
+	free(b->mappings);
+	free(b->functions);
+	free(b->locations);
+	free(b->lines);
+	free(b->samples);
+	free(b->locs);
+	free(b->labels);
+	free(b);
 }
 
 static void dec_fini(struct dec *d)
@@ -697,42 +723,51 @@ static void dec_fini(struct dec *d)
 	free(d->map_ix);
 	free(d->fn_ix);
 	free(d->loc_ix);
-	free(d->map_ids);
-	free(d->fn_ids);
-	free(d->loc_ids);
-	free(d->sids);
-	profile__free(d->p);
 }
 
-int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err, size_t errlen)
+int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out, char *err,
+		      size_t errlen)
 {
 	static const uint8_t empty[1];
-	struct pprof_wire m = {0};
-	struct dec d = {.err = err, .errlen = errlen, .m = &m};
+	struct flat_box *b = calloc(1, sizeof(*b));
+	struct dec d = {.err = err, .errlen = errlen};
 	uint8_t *raw = NULL;
 	size_t raw_len = len;
-	int r;
+	int r = b ? 0 : -ENOMEM;
 
 	*out = NULL;
 	if (err && errlen)
 		err[0] = '\0';
 	if (!buf)
 		buf = empty, len = raw_len = 0;
-	if (is_gzip(buf, len)) {
+	if (!r && is_gzip(buf, len))
 		r = gunzip(buf, len, &raw, &raw_len, err, errlen);
-		if (r)
-			goto cleanup;
-	}
-	r = parse(raw ? raw : buf, raw_len, &m, err, errlen) ?: check_all(&d) ?: build_all(&d);
 	if (!r) {
-		*out = d.p;
-		d.p = NULL;
+		d.m = &b->m;
+		r = parse(raw ? raw : buf, raw_len, &b->m, err, errlen) ?: check_all(&d) ?:
+			flatten(&d, b);
 	}
-cleanup:
 	if (r == -ENOMEM && err && errlen && !err[0])
 		fail(err, errlen, r, "out of memory while decoding the profile");
 	dec_fini(&d);
-	pprof_wire__fini(&m);
 	free(raw);
+	if (r)
+		profile_flat__free(b ? &b->f : NULL);
+	else
+		*out = &b->f;
+	return r;
+}
+
+int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err, size_t errlen)
+{
+	struct profile_flat *f = NULL;
+	int r = pprof_decode_flat(buf, len, &f, err, errlen);
+
+	*out = NULL;
+	if (!r)
+		r = profile__from_flat(f, out);
+	if (r == -ENOMEM && err && errlen && !err[0])
+		fail(err, errlen, r, "out of memory while decoding the profile");
+	profile_flat__free(f);
 	return r;
 }

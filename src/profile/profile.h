@@ -154,6 +154,83 @@ int pprof_write(const struct profile *p, FILE *f);
  */
 int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err, size_t errlen);
 
+/*
+ * A decoded pprof before it becomes a model: the profile.proto message validated
+ * and flattened, for a consumer that translates it into its own ids without
+ * building a model (the store's ingest: store__append_flat). It holds exactly
+ * what pprof_decode would put in the model, in the message's order:
+ *  - strings as the model keeps them (cut at their first NUL, NUL-terminated);
+ *  - every reference an index already checked to be in range (so 32 bits: the
+ *    decoder's memory budget keeps every array far below 2^32 elements);
+ *  - lines without a function (function_id 0) dropped, as the model drops them;
+ *  - sample values already the model's [count, cpu ns] (see pprof_decode.c);
+ *  - sample labels as given (the model sorts them; num_unit is dropped).
+ * Locations, functions and mappings are not deduplicated: two with the same
+ * content may appear twice (the model would give them one id).
+ * Everything is owned by the struct (profile_flat__free); fields may be read
+ * directly; time_ns/duration_ns may be overwritten (e.g. from an /ingest query).
+ */
+struct profile_flat_mapping {
+	uint64_t start, limit, offset;
+	uint32_t file, build_id; /* string indices */
+};
+struct profile_flat_function {
+	uint32_t name, system_name, filename; /* string indices */
+};
+struct profile_flat_line {
+	uint32_t function; /* function index */
+	int64_t line;
+};
+struct profile_flat_location {
+	uint64_t address;
+	uint32_t mapping;	    /* mapping index + 1; 0: none */
+	uint32_t line_off, n_lines; /* lines[line_off ..], [0] innermost */
+};
+struct profile_flat_label {
+	uint32_t key, str; /* string indices; str 0 (""): a numeric label, num */
+	int64_t num;
+};
+struct profile_flat_sample {
+	uint32_t loc_off, n_locs;     /* locs[loc_off ..], leaf first */
+	uint32_t label_off, n_labels; /* labels[label_off ..] */
+	int64_t values[PROFILE_N_VALUES];
+};
+struct profile_flat {
+	int64_t time_ns, duration_ns, period_ns;
+	size_t n_strings, n_mappings, n_functions, n_locations, n_lines, n_samples, n_labels,
+	    n_comments;
+	const char *str_buf;	 /* the strings, each with its NUL */
+	const uint32_t *str_off; /* string i: str_buf + str_off[i], n_strings + 1 entries */
+	const struct profile_flat_mapping *mappings;
+	const struct profile_flat_function *functions;
+	const struct profile_flat_location *locations;
+	const struct profile_flat_line *lines;
+	const struct profile_flat_sample *samples;
+	const uint32_t *locs; /* location indices of the samples */
+	const struct profile_flat_label *labels;
+	const uint32_t *comments; /* string indices */
+};
+
+/* String i of a flat profile (i < n_strings) and its length without the NUL. */
+static inline const char *profile_flat__str(const struct profile_flat *f, size_t i, size_t *len)
+{
+	if (len)
+		*len = f->str_off[i + 1] - f->str_off[i] - 1;
+	return f->str_buf + f->str_off[i];
+}
+
+/*
+ * Like pprof_decode, with the same checks, limits and errors, but stops before
+ * the model: *out (NULL on failure) is a new flat profile.
+ */
+int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out, char *err,
+		      size_t errlen);
+/* The model of a flat profile: what pprof_decode returns for the same input.
+ * 0 or -ENOMEM. */
+int profile__from_flat(const struct profile_flat *f, struct profile **out);
+/* NULL is a no-op. */
+void profile_flat__free(struct profile_flat *f);
+
 /* ---- text and SVG ---- */
 
 /* Folded stacks: "process;frame;...;leaf COUNT\n" (root first), sorted, one line per stack.
