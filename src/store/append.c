@@ -20,23 +20,28 @@ static const char *const sample_label_names[] = STORE_SAMPLE_LABELS;
 /* Per-append state: id translations and scratch. */
 struct append_ctx {
 	struct store *s;
-	const struct profile *p;
+	const struct profile *p;	/* the model path; or */
+	const struct profile_flat *f;	/* the flat path (a decoded pprof) */
+	int64_t time_ns, duration_ns, period_ns;
 	const char *type;
 	const struct store_label *extra;
 	size_t n_extra;
-	uint64_t *map_ids, *func_ids, *loc_ids; /* profile id -> store id, 0 = not yet */
+	/* profile id (flat: index + 1) -> store id, 0 = not yet */
+	uint64_t *map_ids, *func_ids, *loc_ids;
+	uint64_t *str_ids; /* flat string index -> store string id, 0 = not yet */
 	/* profile id -> content hash (loccache.c), {0, 0} = not yet */
 	uint64_t (*map_h)[2], (*func_h)[2];
 	/*
-	 * Series by the sample's label array: the model's strings are interned, so
-	 * the samples of one process carry the same pointers, and the series key
-	 * (labels sorted, joined, looked up) is built once per label set instead of
-	 * once per sample. Pointers are compared, never dereferenced: equal pointers
+	 * Series by the bytes of the sample's label array: the model's strings are
+	 * interned, so the samples of one process carry the same pointers (a flat
+	 * profile's, the same string indices), and the series key (labels sorted,
+	 * joined, looked up) is built once per label set instead of once per
+	 * sample. Pointers and indices are compared, never dereferenced: equal ones
 	 * in one live profile are equal strings.
 	 */
 	struct series_memo {
-		const struct profile_label *labels; /* borrowed from p */
-		size_t n;
+		const void *labels; /* borrowed from p or f */
+		size_t bytes;
 		uint64_t id; /* 0: empty slot */
 	} * memo;
 	size_t memo_cap;       /* power of two */
@@ -48,6 +53,16 @@ struct append_ctx {
 	char *err;
 	size_t errlen;
 };
+
+/* a + b clamped to the int64 range (a crafted profile may sum past it). */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
 
 static int key_room(struct append_ctx *a, size_t need)
 {
@@ -244,32 +259,56 @@ static int loc_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
 	return err;
 }
 
-static int stack_id(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out)
+/*
+ * The series-local id of the stack of these store location ids (leaf first) in
+ * series: from the stack memo (stackmemo.c) when the series used this stack
+ * before, else by interning the stack key and the (series, stack) pair.
+ */
+static int stack_local(struct append_ctx *a, uint64_t series, const uint64_t *ids, size_t n,
+		       uint64_t *local)
 {
-	uint64_t ids[128], *tmp = ids, lid;
+	const struct store_stackmemo_slot *sl;
+	uint64_t h[2], stack;
 	uint8_t *e;
-	int err = 0;
+	int err;
 
-	if (smp->n_locs > sizeof(ids) / sizeof(ids[0])) {
-		tmp = malloc(smp->n_locs * sizeof(*tmp));
-		if (!tmp)
-			return -ENOMEM;
+	store_stackmemo_hash(series, ids, n, h);
+	if ((sl = store_stackmemo_find(&a->s->stackmemo, h, series))) {
+		*local = sl->local;
+		return 0;
 	}
-	for (size_t i = 0; i < smp->n_locs && !err; i++) {
-		err = loc_id(a, smp->locs[i], &lid);
-		tmp[i] = lid;
-	}
-	if (!err && key_room(a, smp->n_locs * 10 + 1))
-		err = -ENOMEM;
-	if (!err) {
-		e = a->key;
-		for (size_t i = 0; i < smp->n_locs; i++)
-			e = store_put_varint(e, tmp[i]);
-		err = store_itab__intern(&a->s->tabs[STORE_T_STACKS], a->key, (size_t)(e - a->key),
-					 out, NULL);
-	}
-	if (tmp != ids)
-		free(tmp);
+	if (n > SIZE_MAX / 16 || key_room(a, n * 10 + 1))
+		return -ENOMEM;
+	e = a->key;
+	for (size_t i = 0; i < n; i++)
+		e = store_put_varint(e, ids[i]);
+	err = store_itab__intern(&a->s->tabs[STORE_T_STACKS], a->key, (size_t)(e - a->key), &stack,
+				 NULL) ?:
+		store_local_id(a->s, series, stack, local);
+	return err ?: store_stackmemo_put(&a->s->stackmemo, h, series, stack, *local);
+}
+
+/* Scratch for n location ids: the caller's buffer when it is large enough. */
+static uint64_t *ids_room(uint64_t *buf, size_t cap, uint64_t **heap, size_t n)
+{
+	if (n <= cap)
+		return buf;
+	free(*heap);
+	*heap = n <= SIZE_MAX / sizeof(**heap) ? malloc(n * sizeof(**heap)) : NULL;
+	return *heap;
+}
+
+/* Series-local id of a model sample's stack in series. */
+static int model_stack(struct append_ctx *a, const struct profile_sample *smp, uint64_t series,
+		       uint64_t *local)
+{
+	uint64_t ids[128], *heap = NULL, *tmp = ids_room(ids, 128, &heap, smp->n_locs);
+	int err = tmp ? 0 : -ENOMEM;
+
+	for (size_t i = 0; i < smp->n_locs && !err; i++)
+		err = loc_id(a, smp->locs[i], &tmp[i]);
+	err = err ?: stack_local(a, series, tmp, smp->n_locs, local);
+	free(heap);
 	return err;
 }
 
@@ -278,14 +317,14 @@ static int label_cmp(const void *x, const void *y)
 	return strcmp(((const struct store_label *)x)->name, ((const struct store_label *)y)->name);
 }
 
-/* The sample's kept labels; numbers are printed into nums. */
-static size_t sample_labels(const struct profile_sample *smp, struct store_label *out,
-			    char nums[N_SAMPLE_LABELS][24])
+/* The kept labels of a sample's (sorted) labels; numbers are printed into nums. */
+static size_t sample_labels(const struct profile_label *labels, size_t n_labels,
+			    struct store_label *out, char nums[N_SAMPLE_LABELS][24])
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < smp->n_labels; i++) {
-		const struct profile_label *l = &smp->labels[i];
+	for (size_t i = 0; i < n_labels; i++) {
+		const struct profile_label *l = &labels[i];
 
 		for (size_t k = 0; k < N_SAMPLE_LABELS && n < N_SAMPLE_LABELS; k++) {
 			if (strcmp(l->key, sample_label_names[k]))
@@ -325,44 +364,27 @@ static int series_key(struct append_ctx *a, const struct store_label *l, size_t 
 	return 0;
 }
 
-static int series_id_slow(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out);
-
 /* The memo slot of a label array: its own, or the empty one where it goes. */
-static struct series_memo *memo_slot(struct append_ctx *a, const struct profile_sample *smp)
+static struct series_memo *memo_slot(struct append_ctx *a, const void *labels, size_t bytes)
 {
-	size_t bytes = smp->n_labels * sizeof(*smp->labels);
 	size_t mask = a->memo_cap - 1;
-	size_t i = bytes ? (size_t)store_hash(smp->labels, bytes) & mask : 0;
+	size_t i = bytes ? (size_t)store_hash(labels, bytes) & mask : 0;
 
 	for (;; i = (i + 1) & mask) {
 		struct series_memo *m = &a->memo[i];
 
-		if (!m->id ||
-		    (m->n == smp->n_labels && (!bytes || !memcmp(m->labels, smp->labels, bytes))))
+		if (!m->id || (m->bytes == bytes && (!bytes || !memcmp(m->labels, labels, bytes))))
 			return m;
 	}
 }
 
-static int series_id(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out)
-{
-	struct series_memo *m = memo_slot(a, smp);
-	int err;
-
-	if (m->id) {
-		*out = m->id;
-		return 0;
-	}
-	err = series_id_slow(a, smp, out);
-	if (!err) /* at most one entry per sample: the table never fills */
-		*m = (struct series_memo){smp->labels, smp->n_labels, *out};
-	return err;
-}
-
-static int series_id_slow(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out)
+/* Series of sample labels sorted as the model sorts them (profile.c: label_cmp). */
+static int series_id_slow(struct append_ctx *a, const struct profile_label *labels,
+			  size_t n_labels, uint64_t *out)
 {
 	struct store_label l[STORE_MAX_SERIES_LABELS + N_SAMPLE_LABELS];
 	char nums[N_SAMPLE_LABELS][24];
-	size_t n = sample_labels(smp, l, nums), ns = n, len;
+	size_t n = sample_labels(labels, n_labels, l, nums), ns = n, len;
 	bool added;
 	int err;
 
@@ -400,6 +422,21 @@ static int series_id_slow(struct append_ctx *a, const struct profile_sample *smp
 	return 0;
 }
 
+static int model_series(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out)
+{
+	struct series_memo *m = memo_slot(a, smp->labels, smp->n_labels * sizeof(*smp->labels));
+	int err;
+
+	if (m->id) {
+		*out = m->id;
+		return 0;
+	}
+	err = series_id_slow(a, smp->labels, smp->n_labels, out);
+	if (!err) /* at most one entry per sample: the table never fills */
+		*m = (struct series_memo){smp->labels, smp->n_labels * sizeof(*smp->labels), *out};
+	return err;
+}
+
 /* Valid label name: [a-zA-Z_][a-zA-Z0-9_.]*. */
 static bool name_ok(const char *s)
 {
@@ -412,10 +449,10 @@ static bool name_ok(const char *s)
 	return true;
 }
 
-static int check_args(const struct profile *p, const char *type, const struct store_label *extra,
+static int check_args(int64_t time_ns, const char *type, const struct store_label *extra,
 		      size_t n_extra, size_t max_labels, char *err, size_t errlen)
 {
-	if (!p || profile__time_ns(p) <= 0) {
+	if (time_ns <= 0) {
 		snprintf(err, errlen, "the profile has no start time");
 		return -EINVAL;
 	}
@@ -450,6 +487,283 @@ static int check_args(const struct profile *p, const char *type, const struct st
 	return 0;
 }
 
+/* ---- the flat path: a decoded pprof to store ids without a model ----
+ *
+ * The same translation as the model path above, in the same order (so a
+ * profile gets the same store ids either way), from the flat profile's arrays:
+ * flat index i is "profile id" i + 1 in the per-append arrays. Strings are
+ * (pointer, length) into the decoder's buffer, interned once per append.
+ */
+
+static const char *fstr(const struct append_ctx *a, uint32_t i, size_t *len)
+{
+	return profile_flat__str(a->f, i, len);
+}
+
+static int flat_string(struct append_ctx *a, uint32_t i, uint64_t *id)
+{
+	size_t len;
+	const char *str = fstr(a, i, &len);
+
+	if (a->str_ids[i]) {
+		*id = a->str_ids[i];
+		return 0;
+	}
+	/* the NUL is part of the key, as in intern_string */
+	return store_itab__intern(&a->s->tabs[STORE_T_STRINGS], str, len + 1, &a->str_ids[i],
+				  NULL) ?:
+		(*id = a->str_ids[i], 0);
+}
+
+static void flat_mix_str(const struct append_ctx *a, uint64_t h[2], uint32_t i)
+{
+	size_t len;
+	const char *str = fstr(a, i, &len);
+
+	store_loccache_mix(h, str, len + 1); /* what mix_str hashes: the bytes and the NUL */
+}
+
+/* map_hash of flat mapping m1 (index + 1; 0: none). */
+static const uint64_t *flat_map_hash(struct append_ctx *a, uint32_t m1)
+{
+	uint64_t *h = a->map_h[m1];
+
+	if (h[0] || h[1])
+		return h;
+	h[0] = 0x6d61707069;
+	h[1] = 0x6e67;
+	if (m1) {
+		const struct profile_flat_mapping *m = &a->f->mappings[m1 - 1];
+		uint64_t v[3] = {m->start, m->limit, m->offset};
+
+		store_loccache_mix(h, v, sizeof(v));
+		flat_mix_str(a, h, m->file);
+		flat_mix_str(a, h, m->build_id);
+	}
+	return h;
+}
+
+/* func_hash of flat function fi. */
+static const uint64_t *flat_func_hash(struct append_ctx *a, uint32_t fi)
+{
+	uint64_t *h = a->func_h[fi + 1];
+	const struct profile_flat_function *fn = &a->f->functions[fi];
+
+	if (h[0] || h[1])
+		return h;
+	h[0] = 0x66756e63;
+	h[1] = 0x74696f6e;
+	flat_mix_str(a, h, fn->name);
+	flat_mix_str(a, h, fn->system_name);
+	flat_mix_str(a, h, fn->filename);
+	return h;
+}
+
+/* loc_hash of a flat location: the same bytes in the same order. */
+static void flat_loc_hash(struct append_ctx *a, const struct profile_flat_location *l,
+			  uint64_t h[2])
+{
+	const uint64_t *mh = flat_map_hash(a, l->mapping);
+	uint64_t v[3] = {l->address, l->n_lines};
+
+	h[0] = mh[0];
+	h[1] = mh[1];
+	store_loccache_mix(h, v, 2 * sizeof(*v));
+	for (uint32_t i = 0; i < l->n_lines; i++) {
+		const struct profile_flat_line *ln = &a->f->lines[l->line_off + i];
+		const uint64_t *fh = flat_func_hash(a, ln->function);
+
+		v[0] = fh[0];
+		v[1] = fh[1];
+		v[2] = (uint64_t)ln->line;
+		store_loccache_mix(h, v, sizeof(v));
+	}
+}
+
+static int flat_map_id(struct append_ctx *a, uint32_t m1, uint64_t *out)
+{
+	const struct profile_flat_mapping *m;
+	uint64_t file, build;
+	uint8_t k[64], *e;
+	int err;
+
+	if (m1 == 0 || a->map_ids[m1]) {
+		*out = m1 ? a->map_ids[m1] : 0;
+		return 0;
+	}
+	m = &a->f->mappings[m1 - 1];
+	err = flat_string(a, m->file, &file) ?: flat_string(a, m->build_id, &build);
+	if (err)
+		return err;
+	e = store_put_varint(k, m->start);
+	e = store_put_varint(e, m->limit);
+	e = store_put_varint(e, m->offset);
+	e = store_put_varint(e, file);
+	e = store_put_varint(e, build);
+	err = store_itab__intern(&a->s->tabs[STORE_T_MAPPINGS], k, (size_t)(e - k), out, NULL);
+	a->map_ids[m1] = *out;
+	return err;
+}
+
+static int flat_func_id(struct append_ctx *a, uint32_t fi, uint64_t *out)
+{
+	const struct profile_flat_function *fn = &a->f->functions[fi];
+	uint64_t sid[3];
+	uint8_t k[32], *e = k;
+	int err;
+
+	if (a->func_ids[fi + 1]) {
+		*out = a->func_ids[fi + 1];
+		return 0;
+	}
+	err = flat_string(a, fn->name, &sid[0]) ?: flat_string(a, fn->system_name, &sid[1]) ?:
+		flat_string(a, fn->filename, &sid[2]);
+	if (err)
+		return err;
+	for (int i = 0; i < 3; i++)
+		e = store_put_varint(e, sid[i]);
+	err = store_itab__intern(&a->s->tabs[STORE_T_FUNCTIONS], k, (size_t)(e - k), out, NULL);
+	a->func_ids[fi + 1] = *out;
+	return err;
+}
+
+/* Store id of flat location li: location cache first, as loc_id. */
+static int flat_loc_id(struct append_ctx *a, uint32_t li, uint64_t *out)
+{
+	const struct profile_flat_location *l = &a->f->locations[li];
+	uint64_t mid, fid, h[2];
+	uint8_t *e;
+	int err;
+
+	flat_loc_hash(a, l, h);
+	if ((*out = store_loccache_find(&a->s->loccache, h))) {
+		a->loc_ids[li + 1] = *out;
+		return 0;
+	}
+	err = flat_map_id(a, l->mapping, &mid);
+	if (err)
+		return err;
+	if (l->n_lines > 100000 || key_room(a, 40 + (size_t)l->n_lines * 20))
+		return -ENOMEM;
+	e = store_put_varint(a->key, mid);
+	e = store_put_varint(e, l->address);
+	e = store_put_varint(e, l->n_lines);
+	for (uint32_t i = 0; i < l->n_lines; i++) {
+		const struct profile_flat_line *ln = &a->f->lines[l->line_off + i];
+
+		err = flat_func_id(a, ln->function, &fid);
+		if (err)
+			return err;
+		e = store_put_varint(e, fid);
+		e = store_put_varint(e, store_zigzag(ln->line));
+	}
+	err = store_itab__intern(&a->s->tabs[STORE_T_LOCATIONS], a->key, (size_t)(e - a->key), out,
+				 NULL)
+		  ?: store_loccache_put(&a->s->loccache, h, *out);
+	a->loc_ids[li + 1] = *out;
+	return err;
+}
+
+/* The model's label order (profile.c: label_cmp): key, numbers before strings,
+ * then value. Labels that compare equal are equal in content. */
+static int model_label_cmp(const void *va, const void *vb)
+{
+	const struct profile_label *x = va, *y = vb;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	if (!x->str != !y->str)
+		return x->str ? 1 : -1;
+	if (x->str)
+		return strcmp(x->str, y->str);
+	return x->num < y->num ? -1 : x->num > y->num;
+}
+
+/* Series of a flat sample: its labels as the model would hold them (a label
+ * whose value is "" is numeric), sorted as the model sorts them. */
+static int flat_series_slow(struct append_ctx *a, const struct profile_flat_sample *smp,
+			    uint64_t *out)
+{
+	struct profile_label *l = calloc(smp->n_labels + 1, sizeof(*l));
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < smp->n_labels; i++) {
+		const struct profile_flat_label *fl = &a->f->labels[smp->label_off + i];
+		const char *v = fstr(a, fl->str, NULL);
+
+		l[i].key = fstr(a, fl->key, NULL);
+		l[i].str = *v ? v : NULL;
+		l[i].num = *v ? 0 : fl->num;
+	}
+	if (smp->n_labels > 1)
+		qsort(l, smp->n_labels, sizeof(*l), model_label_cmp);
+	err = series_id_slow(a, l, smp->n_labels, out);
+	free(l);
+	return err;
+}
+
+static int flat_series(struct append_ctx *a, const struct profile_flat_sample *smp,
+		       uint64_t *out)
+{
+	const struct profile_flat_label *labels = &a->f->labels[smp->label_off];
+	size_t bytes = smp->n_labels * sizeof(*labels);
+	struct series_memo *m = memo_slot(a, labels, bytes);
+	int err;
+
+	if (m->id) {
+		*out = m->id;
+		return 0;
+	}
+	err = flat_series_slow(a, smp, out);
+	if (!err)
+		*m = (struct series_memo){labels, bytes, *out};
+	return err;
+}
+
+/* Series-local id of a flat sample's stack in series. */
+static int flat_stack(struct append_ctx *a, const struct profile_flat_sample *smp,
+		      uint64_t series, uint64_t *ids, uint64_t *local)
+{
+	const uint32_t *locs = &a->f->locs[smp->loc_off];
+	int err = 0;
+
+	for (uint32_t i = 0; i < smp->n_locs && !err; i++) {
+		ids[i] = a->loc_ids[locs[i] + 1];
+		if (!ids[i])
+			err = flat_loc_id(a, locs[i], &ids[i]);
+	}
+	return err ?: stack_local(a, series, ids, smp->n_locs, local);
+}
+
+static int flat_rows(struct append_ctx *a, struct store_rows *rows, int64_t *samples)
+{
+	uint64_t ids[256], *heap = NULL;
+	struct store_crow r;
+	int err = 0;
+
+	*samples = 0;
+	for (size_t i = 0; i < a->f->n_samples && !err; i++) {
+		const struct profile_flat_sample *smp = &a->f->samples[i];
+		uint64_t *tmp = ids_room(ids, 256, &heap, smp->n_locs);
+
+		err = !tmp ? -ENOMEM : flat_series(a, smp, &r.series_id) ?:
+			flat_stack(a, smp, r.series_id, tmp, &r.stack_id);
+		if (err)
+			break;
+		r.v[0] = smp->values[0];
+		r.v[1] = smp->values[1];
+		*samples = sat_add(*samples, smp->values[0]);
+		err = store_rows__push(rows, &r);
+	}
+	free(heap);
+	if (!err)
+		store_rows__sort_merge(rows);
+	return err;
+}
+
 /* Rows of the profile, sorted and merged. */
 static int build_rows(struct append_ctx *a, struct store_rows *rows, int64_t *samples)
 {
@@ -457,18 +771,17 @@ static int build_rows(struct append_ctx *a, struct store_rows *rows, int64_t *sa
 	struct store_crow r;
 	int err = 0;
 
+	if (a->f)
+		return flat_rows(a, rows, samples);
 	*samples = 0;
 	for (size_t i = 0; i < profile__n_samples(a->p) && !err; i++) {
-		uint64_t stack;
-
-		err = profile__sample(a->p, i, &smp) ?: series_id(a, &smp, &r.series_id) ?:
-			stack_id(a, &smp, &stack) ?:
-			store_local_id(a->s, r.series_id, stack, &r.stack_id);
+		err = profile__sample(a->p, i, &smp) ?: model_series(a, &smp, &r.series_id) ?:
+			model_stack(a, &smp, r.series_id, &r.stack_id);
 		if (err)
 			break;
 		r.v[0] = smp.values[0];
 		r.v[1] = smp.values[1];
-		*samples += smp.values[0];
+		*samples = sat_add(*samples, smp.values[0]);
 		err = store_rows__push(rows, &r);
 	}
 	if (!err)
@@ -498,14 +811,13 @@ static int touch_windows(struct store *s, int64_t t)
 static int write_append(struct append_ctx *a, struct store_rows *rows, int64_t *samples)
 {
 	struct store *s = a->s;
-	int64_t t = profile__time_ns(a->p);
+	int64_t t = a->time_ns;
 	int err;
 
 	err = build_rows(a, rows, samples);
 	if (err)
 		return err;
-	err = store_insert_chunk(s, 0, t, profile__duration_ns(a->p), rows,
-				 profile__period_ns(a->p)) ?:
+	err = store_insert_chunk(s, 0, t, a->duration_ns, rows, a->period_ns) ?:
 		store_flush_tabs(s) ?: touch_windows(s, t);
 	if (err == -EIO)
 		snprintf(a->err, a->errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
@@ -514,16 +826,24 @@ static int write_append(struct append_ctx *a, struct store_rows *rows, int64_t *
 
 static int alloc_ctx(struct append_ctx *a)
 {
-	a->map_ids = calloc(profile__n_mappings(a->p) + 1, sizeof(uint64_t));
-	a->func_ids = calloc(profile__n_functions(a->p) + 1, sizeof(uint64_t));
-	a->loc_ids = calloc(profile__n_locations(a->p) + 1, sizeof(uint64_t));
-	a->map_h = calloc(profile__n_mappings(a->p) + 1, sizeof(*a->map_h));
-	a->func_h = calloc(profile__n_functions(a->p) + 1, sizeof(*a->func_h));
+	const struct profile_flat *f = a->f;
+	size_t n_maps = f ? f->n_mappings : profile__n_mappings(a->p);
+	size_t n_funcs = f ? f->n_functions : profile__n_functions(a->p);
+	size_t n_locs = f ? f->n_locations : profile__n_locations(a->p);
+	size_t n_samples = f ? f->n_samples : profile__n_samples(a->p);
+
+	a->map_ids = calloc(n_maps + 1, sizeof(uint64_t));
+	a->func_ids = calloc(n_funcs + 1, sizeof(uint64_t));
+	a->loc_ids = calloc(n_locs + 1, sizeof(uint64_t));
+	a->map_h = calloc(n_maps + 1, sizeof(*a->map_h));
+	a->func_h = calloc(n_funcs + 1, sizeof(*a->func_h));
+	a->str_ids = calloc(f ? f->n_strings + 1 : 1, sizeof(uint64_t));
 	a->memo_cap = 16;
-	while (a->memo_cap < 2 * profile__n_samples(a->p) && a->memo_cap < SIZE_MAX / 4)
+	while (a->memo_cap < 2 * n_samples && a->memo_cap < SIZE_MAX / 4)
 		a->memo_cap *= 2;
 	a->memo = calloc(a->memo_cap, sizeof(*a->memo));
-	return a->map_ids && a->func_ids && a->loc_ids && a->memo && a->map_h && a->func_h
+	return a->map_ids && a->func_ids && a->loc_ids && a->memo && a->map_h && a->func_h &&
+		       a->str_ids
 		   ? 0
 		   : -ENOMEM;
 }
@@ -535,6 +855,7 @@ static void free_ctx(struct append_ctx *a)
 	free(a->loc_ids);
 	free(a->map_h);
 	free(a->func_h);
+	free(a->str_ids);
 	free(a->memo);
 	free(a->key);
 }
@@ -560,12 +881,12 @@ static int append_locked(struct append_ctx *a, struct store_append_result *res)
 	s->stats.chunks++;
 	s->stats.rows += rows.n;
 	s->stats.samples += (uint64_t)samples;
-	if (!s->stats.oldest_ns || profile__time_ns(a->p) < s->stats.oldest_ns)
-		s->stats.oldest_ns = profile__time_ns(a->p);
-	if (!s->first_ns || store_first_window(profile__time_ns(a->p)) < s->first_ns)
-		s->first_ns = store_first_window(profile__time_ns(a->p));
-	if (profile__time_ns(a->p) > s->newest_ns)
-		s->newest_ns = s->stats.newest_ns = profile__time_ns(a->p);
+	if (!s->stats.oldest_ns || a->time_ns < s->stats.oldest_ns)
+		s->stats.oldest_ns = a->time_ns;
+	if (!s->first_ns || store_first_window(a->time_ns) < s->first_ns)
+		s->first_ns = store_first_window(a->time_ns);
+	if (a->time_ns > s->newest_ns)
+		s->newest_ns = s->stats.newest_ns = a->time_ns;
 	if (res)
 		*res = (struct store_append_result){0, a->new_series, rows.n, samples};
 	for (size_t i = 0; res && i < rows.n; i++)
@@ -575,26 +896,57 @@ cleanup:
 	return err;
 }
 
+/* Checks the arguments, then appends under the store's lock. */
+static int append(struct append_ctx *a, struct store_append_result *res, char *err,
+		  size_t errlen)
+{
+	char dummy[8];
+	struct store *s = a->s;
+	int e;
+
+	a->err = err && errlen ? err : dummy;
+	a->errlen = err && errlen ? errlen : sizeof(dummy);
+	*a->err = 0;
+	a->type = a->type ? a->type : STORE_CPU_PROFILE_TYPE;
+	e = check_args(a->time_ns, a->type, a->extra, a->n_extra, s->opts.max_labels_per_series,
+		       a->err, a->errlen);
+	if (e)
+		return e;
+	pthread_mutex_lock(&s->lock);
+	e = append_locked(a, res);
+	if (!e && !s->opts.no_auto_rollup)
+		store_rollup_due(s, s->newest_ns); /* best effort: store__maintain retries */
+	pthread_mutex_unlock(&s->lock);
+	free_ctx(a);
+	return e;
+}
+
 int store__append(struct store *s, const struct profile *p, const char *profile_type,
 		  const struct store_label *extra, size_t n_extra, struct store_append_result *res,
 		  char *err, size_t errlen)
 {
-	char dummy[8];
-	struct append_ctx a = {.s = s, .p = p, .extra = extra, .n_extra = n_extra};
-	int e;
+	struct append_ctx a = {.s = s, .p = p, .type = profile_type, .extra = extra,
+			       .n_extra = n_extra};
 
-	a.err = err && errlen ? err : dummy;
-	a.errlen = err && errlen ? errlen : sizeof(dummy);
-	*a.err = 0;
-	a.type = profile_type ? profile_type : STORE_CPU_PROFILE_TYPE;
-	e = check_args(p, a.type, extra, n_extra, s->opts.max_labels_per_series, a.err, a.errlen);
-	if (e)
-		return e;
-	pthread_mutex_lock(&s->lock);
-	e = append_locked(&a, res);
-	if (!e && !s->opts.no_auto_rollup)
-		store_rollup_due(s, s->newest_ns); /* best effort: store__maintain retries */
-	pthread_mutex_unlock(&s->lock);
-	free_ctx(&a);
-	return e;
+	if (p) {
+		a.time_ns = profile__time_ns(p);
+		a.duration_ns = profile__duration_ns(p);
+		a.period_ns = profile__period_ns(p);
+	}
+	return append(&a, res, err, errlen);
+}
+
+int store__append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
+		       const struct store_label *extra, size_t n_extra,
+		       struct store_append_result *res, char *err, size_t errlen)
+{
+	struct append_ctx a = {.s = s, .f = f, .type = profile_type, .extra = extra,
+			       .n_extra = n_extra};
+
+	if (f) {
+		a.time_ns = f->time_ns;
+		a.duration_ns = f->duration_ns;
+		a.period_ns = f->period_ns;
+	}
+	return append(&a, res, err, errlen);
 }

@@ -260,6 +260,7 @@ void store__close(struct store *s)
 	}
 	store_local_fini(s);
 	store_loccache_fini(&s->loccache);
+	store_stackmemo_fini(&s->stackmemo);
 	sqlite3_finalize(s->ins_chunk);
 	sqlite3_finalize(s->ins_pending);
 	sqlite3_finalize(s->del_rollup);
@@ -307,6 +308,7 @@ int store_tabs_rollback(struct store *s)
 
 	store_local_rollback(s);
 	store_loccache_clear(&s->loccache);
+	store_stackmemo_clear(&s->stackmemo);
 	for (int t = 0; t < STORE_N_TABS; t++)
 		e = store_itab__rollback(&s->tabs[t]) ?: e;
 	return e;

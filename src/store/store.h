@@ -112,6 +112,18 @@ int store__append(struct store *s, const struct profile *p, const char *profile_
 		  char *err, size_t errlen);
 
 /*
+ * store__append for a decoded pprof (pprof_decode_flat), stored exactly as
+ * store__append stores profile__from_flat(f) (same rows, same ids, same
+ * errors) at f->time_ns, without building the model: the ingest path of
+ * /ingest and of hearth run. Locations seen before are found by their content
+ * hash straight from the flat arrays (the location cache), and stacks a series
+ * used before by their location ids (the stack memo): see docs/storage.md.
+ */
+int store__append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
+		       const struct store_label *extra, size_t n_extra,
+		       struct store_append_result *res, char *err, size_t errlen);
+
+/*
  * Background work, bounded per call; call it every minute or so (store__append
  * also rolls up on its own unless opts.no_auto_rollup):
  *  - rolls up every completed window that has no (or a stale) rollup,

@@ -152,6 +152,31 @@ void store_loccache_fini(struct store_loccache *c);
 /* Folds n bytes at p into the two hashes h. */
 void store_loccache_mix(uint64_t h[2], const void *p, size_t n);
 
+/* ---- stack memo (stackmemo.c): (series, store location ids) -> (stack, local id) ---- */
+
+/* Most entries it holds; past this it starts over empty (see stackmemo.c). */
+#define STORE_STACKMEMO_MAX (1u << 20)
+
+struct store_stackmemo {
+	struct store_stackmemo_slot {
+		uint64_t h[2];	/* 128-bit hash of the series and the location ids */
+		uint64_t stack; /* global stack id; 0 = empty slot */
+		uint32_t series, local;
+	} * slots;
+	size_t cap, n; /* cap: power of two or 0 */
+};
+/* Hash of a series' stack: the series, then its location ids, leaf first. */
+void store_stackmemo_hash(uint64_t series, const uint64_t *locs, size_t n, uint64_t h[2]);
+/* The slot of h for series, or NULL. */
+const struct store_stackmemo_slot *store_stackmemo_find(const struct store_stackmemo *m,
+							  const uint64_t h[2], uint64_t series);
+/* Remembers (stack, local) for (series, h). 0 or -ENOMEM. */
+int store_stackmemo_put(struct store_stackmemo *m, const uint64_t h[2], uint64_t series,
+			uint64_t stack, uint64_t local);
+/* Forgets every entry (after a rollback: its ids may be given again). */
+void store_stackmemo_clear(struct store_stackmemo *m);
+void store_stackmemo_fini(struct store_stackmemo *m);
+
 /* ---- the store ---- */
 
 enum store_tab {
@@ -196,7 +221,8 @@ struct store {
 	size_t local_cap; /* entries of local (series ids 0..local_cap-1) */
 	uint32_t *pair_local;
 	size_t pair_local_cap;
-	struct store_loccache loccache; /* see loccache.c */
+	struct store_loccache loccache;	  /* see loccache.c */
+	struct store_stackmemo stackmemo; /* see stackmemo.c */
 };
 
 /* Local id of stack in series (adding the pair when new). 0 or -ENOMEM. */
