@@ -79,7 +79,7 @@ static int run_sink(void *ctx, const char *query, const uint8_t *pprof, size_t l
 {
 	struct run_args *r = ctx;
 	struct server_labels labels = {0};
-	struct profile *p = NULL;
+	struct profile_flat *f = NULL;
 	char name[2048], err[512];
 	int ret;
 
@@ -89,18 +89,18 @@ static int run_sink(void *ctx, const char *query, const uint8_t *pprof, size_t l
 		return -EINVAL;
 	ret = server_parse_name(name, &labels, err, sizeof(err));
 	if (!ret)
-		ret = pprof_decode(pprof, len, &p, err, sizeof(err));
-	if (!ret)
-		ret = server_store_profile(r->srv, (const char *const *)labels.keys,
-					   (const char *const *)labels.vals, labels.n, p, err,
-					   sizeof(err));
+		ret = pprof_decode_flat(pprof, len, &f, err, sizeof(err));
+	if (!ret) /* the same decode and store path as a pprof pushed to /ingest */
+		ret = server_store_flat(r->srv, (const char *const *)labels.keys,
+					(const char *const *)labels.vals, labels.n, f, err,
+					sizeof(err));
 	if (ret && ret != -ENOMEM)
 		fprintf(stderr, "hearth run: storing a profile failed: %s\n", err);
 	if (time(NULL) - r->last_maintain >= RUN_MAINTAIN_EVERY_S) {
 		r->last_maintain = time(NULL); /* rollups and retention, off the sampling thread */
 		store__maintain(r->st, (int64_t)r->last_maintain * 1000000000, NULL);
 	}
-	profile__free(p);
+	profile_flat__free(f);
 	server_labels__fini(&labels);
 	/* The caller's mistakes will not get better with retries: drop them. */
 	return (ret == -EINVAL || ret == -E2BIG || ret == -EDQUOT) ? -EINVAL : ret;

@@ -4,8 +4,10 @@
  * (default 100: period 1e9/sampleRate ns), spyName; a pprof comes as the raw
  * body or as the multipart field `profile`.
  *
- * Decode fully, validate fully, then one store__append: a rejected request
- * stores nothing (the store's append is itself atomic).
+ * Decode fully, validate fully, then one append: a rejected request stores
+ * nothing (the store's append is itself atomic). A pprof is decoded into a flat
+ * profile and stored by store__append_flat, without building the model; the
+ * text formats become a model and go through store__append.
  */
 #include "server_impl.h"
 #include "store/store.h"
@@ -87,7 +89,14 @@ static int pprof_bytes(struct server_req *r, const uint8_t **b, size_t *n)
 	return 0;
 }
 
-static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a, struct profile **p)
+/* A decoded request: a model (text formats) or a flat profile (pprof). */
+struct decoded {
+	struct profile *p;
+	struct profile_flat *f;
+};
+
+static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
+			      struct decoded *d)
 {
 	char err[512] = "";
 	const uint8_t *b;
@@ -96,7 +105,7 @@ static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 
 	if (strcmp(a->format, "pprof")) {
 		ret = profile_text_parse((const char *)r->body, r->len, !strcmp(a->format, "lines"),
-					 1000000000 / a->rate, p, err, sizeof(err));
+					 1000000000 / a->rate, &d->p, err, sizeof(err));
 		if (ret == -EINVAL)
 			return server_error(r, 400, SERVER_REJ_BAD_PROFILE,
 					    "malformed %s profile: %s", a->format, err);
@@ -107,7 +116,7 @@ static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 				   "multipart body has no 'profile' field");
 		if (ret)
 			return bad(r, SERVER_REJ_BAD_PROFILE, "malformed multipart body");
-		ret = pprof_decode(b, n, p, err, sizeof(err));
+		ret = pprof_decode_flat(b, n, &d->f, err, sizeof(err));
 		if (ret == -EFBIG)
 			return server_error(r, 413, SERVER_REJ_BOMB,
 					    "pprof inflates past %u bytes (decompression bomb?)",
@@ -132,8 +141,10 @@ static enum MHD_Result store_failed(struct server_req *r, int ret, const char *e
 	return server_error(r, 500, SERVER_REJ_INTERNAL, "storing failed: %s", err);
 }
 
-int server_store_profile(struct server *s, const char *const *keys, const char *const *vals,
-			 size_t n, const struct profile *p, char *err, size_t errlen)
+/* Stores p or f (one of them NULL) under the label pairs. */
+static int store_labelled(struct server *s, const char *const *keys, const char *const *vals,
+			  size_t n, const struct profile *p, const struct profile_flat *f,
+			  char *err, size_t errlen)
 {
 	struct store_label extra[SERVER_MAX_LABELS];
 	struct store_append_result res = {0};
@@ -149,23 +160,47 @@ int server_store_profile(struct server *s, const char *const *keys, const char *
 	}
 	for (size_t i = 0; i < n; i++)
 		extra[i] = (struct store_label){.name = keys[i], .value = vals[i]};
-	ret = store__append(s->store, p, NULL, extra, n, &res, err, errlen);
+	ret = f ? store__append_flat(s->store, f, NULL, extra, n, &res, err, errlen)
+		: store__append(s->store, p, NULL, extra, n, &res, err, errlen);
 	if (!ret)
 		server_metrics__ingest(&s->metrics, (uint64_t)res.samples, 0);
 	return ret;
 }
 
+int server_store_profile(struct server *s, const char *const *keys, const char *const *vals,
+			 size_t n, const struct profile *p, char *err, size_t errlen)
+{
+	return store_labelled(s, keys, vals, n, p, NULL, err, errlen);
+}
+
+int server_store_flat(struct server *s, const char *const *keys, const char *const *vals,
+		      size_t n, const struct profile_flat *f, char *err, size_t errlen)
+{
+	if (!f) {
+		snprintf(err, errlen, "no profile given");
+		return -EINVAL;
+	}
+	return store_labelled(s, keys, vals, n, NULL, f, err, errlen);
+}
+
 static enum MHD_Result store_it(struct server *s, struct server_req *r, struct ingest_args *a,
-				struct profile *p)
+				struct decoded *d)
 {
 	char err[512] = "";
+	int64_t t = d->f ? d->f->time_ns : profile__time_ns(d->p);
 	int ret;
 
-	if (strcmp(a->format, "pprof") || profile__time_ns(p) <= 0 || server_arg(r, "from"))
-		profile__set_time(p, a->from_ns, a->until_ns - a->from_ns);
-	ret = server_store_profile(s, (const char *const *)a->labels.keys,
-				   (const char *const *)a->labels.vals, a->labels.n, p, err,
-				   sizeof(err));
+	if (strcmp(a->format, "pprof") || t <= 0 || server_arg(r, "from")) {
+		if (d->f) {
+			d->f->time_ns = a->from_ns;
+			d->f->duration_ns = a->until_ns - a->from_ns;
+		} else {
+			profile__set_time(d->p, a->from_ns, a->until_ns - a->from_ns);
+		}
+	}
+	ret = store_labelled(s, (const char *const *)a->labels.keys,
+			     (const char *const *)a->labels.vals, a->labels.n, d->p, d->f, err,
+			     sizeof(err));
 	if (ret)
 		return store_failed(r, ret, err);
 	__atomic_add_fetch(&s->metrics.ingested_bytes, r->len, __ATOMIC_RELAXED);
@@ -175,7 +210,7 @@ static enum MHD_Result store_it(struct server *s, struct server_req *r, struct i
 enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 {
 	struct ingest_args a = {0};
-	struct profile *p = NULL;
+	struct decoded d = {0};
 	enum MHD_Result ret;
 	bool ok;
 
@@ -185,10 +220,11 @@ enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "this listener has no store");
 	ret = ingest_args(r, &a, &ok);
 	if (ok)
-		ret = decode(r, &a, &p);
-	if (ok && p)
-		ret = store_it(s, r, &a, p);
-	profile__free(p);
+		ret = decode(r, &a, &d);
+	if (ok && (d.p || d.f))
+		ret = store_it(s, r, &a, &d);
+	profile__free(d.p);
+	profile_flat__free(d.f);
 	server_labels__fini(&a.labels);
 	return ret;
 }
