@@ -3,12 +3,16 @@
  * persistence across close/open, atomic rejection of bad appends (label limits,
  * series limit, bad names, no time: nothing stored), rollups (every range, aligned
  * or not, sums exactly the raw data in it; late data invalidates a rollup),
- * retention, and the stats /metrics reads.
+ * retention, and the stats /metrics reads; the flat ingest path stores exactly
+ * what the model path stores (every table and chunk byte for byte), and the
+ * stack memo forgets rolled-back ids.
  */
 #include "unit.h"
 
 #include "query/query.h"
 #include "store/store.h"
+
+#include <sqlite3.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -357,6 +361,397 @@ cleanup:
 	profile__free(m);
 	profile__free(p1);
 	profile__free(bad);
+	profile__free(p3);
+	profile__free(p4);
+	store__close(s);
+}
+
+/* ---- the flat ingest path (pprof_decode_flat + store__append_flat) ---- */
+
+/* A tiny profile.proto writer for hand-made messages (protobuf encoding). */
+struct pb {
+	uint8_t b[4096];
+	size_t n;
+};
+
+static void pb_raw_varint(struct pb *p, uint64_t v)
+{
+	while (v >= 0x80 && p->n < sizeof(p->b)) {
+		p->b[p->n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	if (p->n < sizeof(p->b))
+		p->b[p->n++] = (uint8_t)v;
+}
+
+static void pb_int(struct pb *p, unsigned field, uint64_t v)
+{
+	pb_raw_varint(p, (uint64_t)field << 3);
+	pb_raw_varint(p, v);
+}
+
+static void pb_bytes(struct pb *p, unsigned field, const void *data, size_t len)
+{
+	pb_raw_varint(p, (uint64_t)field << 3 | 2);
+	pb_raw_varint(p, len);
+	if (len <= sizeof(p->b) - p->n) {
+		memcpy(p->b + p->n, data, len);
+		p->n += len;
+	}
+}
+
+static void pb_msg(struct pb *p, unsigned field, const struct pb *sub)
+{
+	pb_bytes(p, field, sub->b, sub->n);
+}
+
+/* Packed repeated varints. */
+static void pb_packed(struct pb *p, unsigned field, const uint64_t *v, size_t n)
+{
+	struct pb sub = {.n = 0};
+
+	for (size_t i = 0; i < n; i++)
+		pb_raw_varint(&sub, v[i]);
+	pb_msg(p, field, &sub);
+}
+
+static void pb_value_type(struct pb *p, unsigned field, uint64_t type, uint64_t unit)
+{
+	struct pb vt = {.n = 0};
+
+	pb_int(&vt, 1, type);
+	pb_int(&vt, 2, unit);
+	pb_msg(p, field, &vt);
+}
+
+static void pb_mapping(struct pb *p, uint64_t id, uint64_t start, uint64_t file, uint64_t build)
+{
+	struct pb m = {.n = 0};
+
+	pb_int(&m, 1, id);
+	pb_int(&m, 2, start);
+	pb_int(&m, 3, start + 0x100000);
+	pb_int(&m, 5, file);
+	pb_int(&m, 6, build);
+	pb_msg(p, 3, &m);
+}
+
+static void pb_function(struct pb *p, uint64_t id, uint64_t name, uint64_t file)
+{
+	struct pb f = {.n = 0};
+
+	pb_int(&f, 1, id);
+	pb_int(&f, 2, name);
+	pb_int(&f, 3, name);
+	pb_int(&f, 4, file);
+	pb_msg(p, 5, &f);
+}
+
+/* A location with n lines given as (function id, line) pairs. */
+static void pb_location(struct pb *p, uint64_t id, uint64_t mapping, uint64_t addr,
+			const uint64_t (*lines)[2], size_t n)
+{
+	struct pb l = {.n = 0};
+
+	pb_int(&l, 1, id);
+	pb_int(&l, 2, mapping);
+	pb_int(&l, 3, addr);
+	for (size_t i = 0; i < n; i++) {
+		struct pb ln = {.n = 0};
+
+		pb_int(&ln, 1, lines[i][0]);
+		pb_int(&ln, 2, lines[i][1]);
+		pb_msg(&l, 4, &ln);
+	}
+	pb_msg(p, 4, &l);
+}
+
+/* A sample: location ids, count, and labels as (key, str, num) triples. */
+static void pb_sample(struct pb *p, const uint64_t *locs, size_t n, uint64_t count,
+		      const uint64_t (*labels)[3], size_t n_labels)
+{
+	struct pb s = {.n = 0};
+	uint64_t v[2] = {count, count * 10000000};
+
+	if (n)
+		pb_packed(&s, 1, locs, n);
+	pb_packed(&s, 2, v, 2);
+	for (size_t i = 0; i < n_labels; i++) {
+		struct pb l = {.n = 0};
+
+		pb_int(&l, 1, labels[i][0]);
+		if (labels[i][1])
+			pb_int(&l, 2, labels[i][1]);
+		if (labels[i][2])
+			pb_int(&l, 3, labels[i][2]);
+		pb_msg(&s, 3, &l);
+	}
+	pb_msg(p, 2, &s);
+}
+
+/*
+ * What other encoders may send and the model smooths over: inlined lines, a
+ * kernel mapping, an unsymbolized location, locations without a mapping, a
+ * line without a function, sparse ids, a duplicate mapping, function, location
+ * and string (including a second ""), labels in any order, numeric labels, a
+ * string label whose value is "" (numeric in the model), an empty stack.
+ */
+static void flat_fixture(struct pb *p, int64_t t)
+{
+	static const char *const strs[] = {
+	    "", "samples", "count", "cpu", "nanoseconds", "/bin/app", "beef",
+	    "[kernel.kallsyms]", "main", "app.c", "inl_a", "inl_b", "do_syscall_64", "process",
+	    "pid", "tid", "proc0", "proc1", "comm", "", "main", "worker"};
+	enum { S_MAIN = 8, S_APPC, S_INLA, S_INLB, S_SYSCALL, S_PROCESS, S_PID, S_TID, S_PROC0,
+	       S_PROC1, S_COMM, S_EMPTY2, S_MAIN2, S_WORKER };
+	static const uint64_t l_main[][2] = {{1, 5}}, l_inl[][2] = {{2, 7}, {3, 8}, {1, 9}},
+			      l_sys[][2] = {{4, 0}}, l_dup[][2] = {{5, 5}},
+			      l_nofn[][2] = {{0, 3}, {2, 1}};
+	const uint64_t proc0[][3] = {{S_PROCESS, S_PROC0, 0}, {S_PID, 0, 100}, {S_TID, 0, 7}};
+	const uint64_t proc0_rev[][3] = {{S_TID, 0, 8}, {S_PID, 0, 100}, {S_PROCESS, S_PROC0, 0}};
+	const uint64_t proc1[][3] = {{S_PROCESS, S_PROC1, 0}, {S_PID, S_EMPTY2, 200},
+				     {S_COMM, S_WORKER, 0}};
+	const uint64_t comm[][3] = {{S_COMM, S_WORKER, 0}};
+	const uint64_t st1[] = {102, 101, 100}, st2[] = {103, 100}, st3[] = {104},
+		       st4[] = {106, 105}, st5[] = {100};
+
+	pb_value_type(p, 1, 1, 2); /* samples/count */
+	pb_value_type(p, 1, 3, 4); /* cpu/nanoseconds */
+	pb_sample(p, st1, 3, 3, proc0, 3);
+	pb_sample(p, st2, 2, 2, proc0_rev, 3);
+	pb_sample(p, st3, 1, 1, proc1, 3);
+	pb_sample(p, st4, 2, 4, proc1, 3);
+	pb_sample(p, NULL, 0, 6, comm, 1);
+	pb_sample(p, st5, 1, 5, NULL, 0);
+	pb_sample(p, st1, 3, 7, proc0, 3); /* the first sample again */
+	pb_mapping(p, 10, 0x400000, 5, 6);
+	pb_mapping(p, 20, 0xffffffff81000000ull, 7, 0);
+	pb_mapping(p, 30, 0x400000, 5, 6); /* mapping 10 again */
+	pb_location(p, 100, 10, 0x401000, l_main, 1);
+	pb_location(p, 101, 10, 0x401100, l_inl, 3);
+	pb_location(p, 102, 20, 0xffffffff81001234ull, l_sys, 1);
+	pb_location(p, 103, 10, 0x401234, NULL, 0); /* unsymbolized */
+	pb_location(p, 104, 0, 0x9999, l_dup, 1);   /* no mapping */
+	pb_location(p, 105, 30, 0x401000, l_dup, 1); /* location 100 again */
+	pb_location(p, 106, 0, 0, l_nofn, 2);	     /* a line without a function */
+	pb_function(p, 1, S_MAIN, S_APPC);
+	pb_function(p, 2, S_INLA, S_APPC);
+	pb_function(p, 3, S_INLB, S_APPC);
+	pb_function(p, 4, S_SYSCALL, 0);
+	pb_function(p, 5, S_MAIN2, S_APPC); /* function 1 again, by another string */
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		pb_bytes(p, 6, strs[i], strlen(strs[i]));
+	pb_int(p, 9, (uint64_t)t);
+	pb_int(p, 10, (uint64_t)(10 * S));
+	pb_value_type(p, 11, 3, 4);
+	pb_int(p, 12, 10000000);
+}
+
+/* Appends the fixture at t through the model (pprof_decode + store__append) or
+ * the flat path. */
+static int append_fixture(struct store *s, int64_t t, bool flat, char *err, size_t errlen)
+{
+	struct store_label extra[] = {{"host", "h1"}, {"process", "overridden"}};
+	struct pb *msg = calloc(1, sizeof(*msg));
+	struct profile_flat *f = NULL;
+	struct profile *p = NULL;
+	int e = msg ? 0 : -ENOMEM;
+
+	if (!e)
+		flat_fixture(msg, t);
+	if (!e && flat)
+		e = pprof_decode_flat(msg->b, msg->n, &f, err, errlen) ?:
+			store__append_flat(s, f, NULL, extra, 2, NULL, err, errlen);
+	else if (!e)
+		e = pprof_decode(msg->b, msg->n, &p, err, errlen) ?:
+			store__append(s, p, NULL, extra, 2, NULL, err, errlen);
+	profile_flat__free(f);
+	profile__free(p);
+	free(msg);
+	return e;
+}
+
+/* Every intern table and chunk of a closed store, as text. */
+static char *dump_store(const char *dir)
+{
+	static const char *const sql[] = {
+	    "SELECT 'strings', id, hex(k) FROM strings ORDER BY id",
+	    "SELECT 'mappings', id, hex(k) FROM mappings ORDER BY id",
+	    "SELECT 'functions', id, hex(k) FROM functions ORDER BY id",
+	    "SELECT 'locations', id, hex(k) FROM locations ORDER BY id",
+	    "SELECT 'stacks', id, hex(k) FROM stacks ORDER BY id",
+	    "SELECT 'series', id, hex(k) FROM series ORDER BY id",
+	    "SELECT 'series_stacks', id, hex(k) FROM series_stacks ORDER BY id",
+	    "SELECT 'chunk', level, t0, dur, nrows, samples, raw_len, hex(totals), hex(data) "
+	    "FROM chunks ORDER BY level, t0",
+	};
+	char path[400], *buf = NULL;
+	size_t len = 0;
+	sqlite3 *db = NULL;
+	FILE *out = open_memstream(&buf, &len);
+
+	snprintf(path, sizeof(path), "%s/hearth.db", dir);
+	if (!out || sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		goto cleanup;
+	for (size_t q = 0; q < sizeof(sql) / sizeof(sql[0]); q++) {
+		sqlite3_stmt *st = NULL;
+
+		if (sqlite3_prepare_v2(db, sql[q], -1, &st, NULL) != SQLITE_OK)
+			goto cleanup;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			for (int c = 0; c < sqlite3_column_count(st); c++)
+				fprintf(out, "%s ", (const char *)sqlite3_column_text(st, c));
+			fputc('\n', out);
+		}
+		sqlite3_finalize(st);
+	}
+cleanup:
+	sqlite3_close(db);
+	if (out)
+		fclose(out);
+	return buf;
+}
+
+TEST(flat_append_stores_what_the_model_path_stores)
+{
+	/* model twice, flat twice, model then flat: the second append of each finds
+	 * everything in the location cache and the stack memo */
+	static const bool paths[3][2] = {{false, false}, {true, true}, {false, true}};
+	char dirs[3][300], err[256], *dumps[3] = {NULL, NULL, NULL}, *f = NULL;
+	struct store *s = NULL;
+	struct profile *m = NULL;
+	struct query_request q = {.from_ns = T0, .until_ns = T0 + 20 * S};
+
+	for (int k = 0; k < 3; k++) {
+		snprintf(dirs[k], sizeof(dirs[k]), "%s/flat%d", unit_tmp_dir(), k);
+		CHECK(store__open(dirs[k], &fast, &s, err, sizeof(err)) == 0);
+		CHECKF(append_fixture(s, T0, paths[k][0], err, sizeof(err)) == 0, "%s", err);
+		CHECKF(append_fixture(s, T0 + 10 * S, paths[k][1], err, sizeof(err)) == 0, "%s",
+		       err);
+		if (k == 1) { /* what a user reads back from the flat path */
+			CHECKF(query_profile(s, &q, &m, err, sizeof(err)) == 0, "%s", err);
+			CHECK((f = folded(m)));
+			/* an extra label fills in for a missing sample label */
+			CHECKF(strstr(f, "proc0;main;main;inl_b_[i];inl_a_[i];do_syscall_64_[k] "
+					 "20\n") &&
+				   strstr(f, "proc0;main;app+0x1234 4\n") &&
+				   strstr(f, "proc1;main 2\n") && strstr(f, "proc1;main;inl_a 8\n") &&
+				   strstr(f, "overridden;main 10\n") && strstr(f, "overridden 12\n"),
+			       "%s", f);
+		}
+		store__close(s);
+		s = NULL;
+		CHECK((dumps[k] = dump_store(dirs[k])));
+	}
+	CHECK(strstr(dumps[0], "chunk") && strstr(dumps[0], "series_stacks"));
+	CHECKF(strcmp(dumps[0], dumps[1]) == 0, "model:\n%s\nflat:\n%s", dumps[0], dumps[1]);
+	CHECKF(strcmp(dumps[0], dumps[2]) == 0, "model:\n%s\nmixed:\n%s", dumps[0], dumps[2]);
+cleanup:
+	for (int k = 0; k < 3; k++)
+		free(dumps[k]);
+	free(f);
+	profile__free(m);
+	store__close(s);
+}
+
+/* A profile at t of samples (process, count, stack of n of main/f0/g0 leaf first). */
+struct smp_spec {
+	const char *proc;
+	int64_t count;
+	int n;
+	const char *frames[3];
+};
+
+static struct profile *spec_profile(int64_t t, const struct smp_spec *sp, size_t n)
+{
+	struct profile *p = profile__new(10000000);
+	int err = p ? 0 : -ENOMEM;
+
+	if (p)
+		profile__set_time(p, t, 10 * S);
+	for (size_t i = 0; i < n && !err; i++) {
+		struct profile_label l[1] = {{"process", sp[i].proc, 0}};
+		int64_t v[2] = {sp[i].count, sp[i].count * 10000000};
+		uint64_t locs[3];
+
+		for (int k = 0; k < sp[i].n; k++) {
+			const char *fn = sp[i].frames[k];
+			struct profile_line ln = {profile__function(p, fn, fn, "a.c"), 1};
+
+			/* one address per function name: the same location everywhere */
+			locs[k] = profile__location(p, 0, 0x1000 * (uint64_t)fn[0], &ln, 1);
+		}
+		err = profile__add_sample(p, locs, (size_t)sp[i].n, v, l, 1);
+	}
+	if (err) {
+		profile__free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* store__append, or the flat path for p encoded as a pprof. */
+static int append_via(struct store *s, const struct profile *p, bool flat, char *err,
+		      size_t errlen)
+{
+	struct profile_flat *f = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	int e;
+
+	if (!flat)
+		return store__append(s, p, NULL, NULL, 0, NULL, err, errlen);
+	e = pprof_encode(p, &buf, &len) ?: pprof_decode_flat(buf, len, &f, err, errlen);
+	if (!e) {
+		f->time_ns = profile__time_ns(p); /* the encoder keeps it; set it anyway */
+		e = store__append_flat(s, f, NULL, NULL, 0, NULL, err, errlen);
+	}
+	profile_flat__free(f);
+	free(buf);
+	return e;
+}
+
+TEST(stack_memo_forgets_rolled_back_ids)
+{
+	static const struct smp_spec s1[] = {{"proc0", 1, 3, {"g0", "f0", "main"}}};
+	/* a new stack of known locations, then a second series over the limit */
+	static const struct smp_spec bad[] = {{"proc0", 2, 2, {"f0", "main"}},
+					      {"proc1", 1, 1, {"main"}}};
+	/* another new stack takes the rolled-back stack id */
+	static const struct smp_spec s3[] = {{"proc0", 4, 1, {"main"}}};
+	static const struct smp_spec s4[] = {{"proc0", 3, 2, {"f0", "main"}}};
+	struct store_opts o = {.no_fsync = true, .max_series = 1};
+	struct profile *p1 = spec_profile(T0, s1, 1), *pb = spec_profile(T0 + 10 * S, bad, 2);
+	struct profile *p3 = spec_profile(T0 + 20 * S, s3, 1), *p4 = spec_profile(T0 + 30 * S, s4, 1);
+	struct query_request q = {.from_ns = T0 + 30 * S, .until_ns = T0 + 31 * S};
+	struct profile *m = NULL;
+	struct store *s = NULL;
+	char dir[300], err[256], *f = NULL;
+
+	CHECK(p1 && pb && p3 && p4);
+	for (int flat = 0; flat < 2; flat++) {
+		snprintf(dir, sizeof(dir), "%s/memo%d", unit_tmp_dir(), flat);
+		CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+		CHECKF(append_via(s, p1, flat, err, sizeof(err)) == 0, "%s", err);
+		CHECK(append_via(s, pb, flat, err, sizeof(err)) == -EDQUOT);
+		CHECKF(append_via(s, p3, flat, err, sizeof(err)) == 0, "%s", err);
+		CHECKF(append_via(s, p4, flat, err, sizeof(err)) == 0, "%s", err);
+		CHECK(query_profile(s, &q, &m, err, sizeof(err)) == 0);
+		CHECK((f = folded(m)));
+		CHECKF(strcmp(f, "proc0;main;f0 3\n") == 0, "%s path: %s", flat ? "flat" : "model",
+		       f);
+		free(f);
+		f = NULL;
+		profile__free(m);
+		m = NULL;
+		store__close(s);
+		s = NULL;
+	}
+cleanup:
+	free(f);
+	profile__free(m);
+	profile__free(p1);
+	profile__free(pb);
 	profile__free(p3);
 	profile__free(p4);
 	store__close(s);
