@@ -10,9 +10,10 @@
  * profiles once (each its own Zipf draw, gzipped pprof as the agent sends it,
  * ~2 MB each; not timed) and replays them in turn, one every 10 s of simulated
  * time. That is what a host does: the same processes send similar profiles
- * every interval. Each replay goes through pprof_decode, then gets its time
- * set from the replay's slot (as /ingest does with from= and until=), then
- * store__append: the timed /ingest path. Then: bytes on disk, and the latency
+ * every interval. Each replay goes through pprof_decode_flat, then gets its
+ * time set from the replay's slot (as /ingest does with from= and until=), then
+ * store__append_flat: the timed path of a pprof pushed to /ingest (and of
+ * hearth run's agent). Then: bytes on disk, and the latency
  * over the last 1 h and the whole day of the merge by stack (query_stacks,
  * what the flame tree, top JSON and diff are built from) and of the merged
  * profile with sample labels (query_profile, for pprof and folded), a day's
@@ -244,19 +245,21 @@ static int ingest(struct store *st, const struct pool *pl, int64_t start, int n,
 	char err[256];
 
 	for (int i = 0; i < n; i++) {
-		struct profile *d = NULL;
+		struct profile_flat *d = NULL;
 		struct store_append_result res;
 		size_t len = pl->len[i % POOL];
 		double t0 = now_s(), c0 = cpu_s();
-		int e = pprof_decode(pl->body[i % POOL], len, &d, err, sizeof(err));
+		int e = pprof_decode_flat(pl->body[i % POOL], len, &d, err, sizeof(err));
 
 		t->decode_s += now_s() - t0;
-		if (!e)
-			profile__set_time(d, start + (int64_t)i * INTERVAL_S * S, INTERVAL_S * S);
-		e = e ?: store__append(st, d, NULL, extra, 2, &res, err, sizeof(err));
+		if (!e) {
+			d->time_ns = start + (int64_t)i * INTERVAL_S * S;
+			d->duration_ns = INTERVAL_S * S;
+		}
+		e = e ?: store__append_flat(st, d, NULL, extra, 2, &res, err, sizeof(err));
 		t->ingest_s += now_s() - t0;
 		t->ingest_cpu += cpu_s() - c0;
-		profile__free(d);
+		profile_flat__free(d);
 		if (e) {
 			fprintf(stderr, "profile %d: %s\n", i, err);
 			return e;
@@ -395,10 +398,10 @@ int main(int argc, char **argv)
 	printf("| raw samples / stored rows | %llu / %llu | |\n", (unsigned long long)t.samples,
 	       (unsigned long long)t.rows);
 	printf("| distinct stacks stored | %llu | >= 50,000 |\n", (unsigned long long)ss.stacks);
-	printf("| ingest (pprof_decode + store__append) | %.0f rows/s, %.1f profiles/s; CPU: %.0f "
+	printf("| ingest (pprof_decode_flat + store__append_flat) | %.0f rows/s, %.1f profiles/s; CPU: %.0f "
 	       "rows/s | >= 500,000 rows/s |\n",
 	       t.rows / t.ingest_s, t.profiles / t.ingest_s, t.rows / t.ingest_cpu);
-	printf("| of which pprof_decode / store__append | %.0f%% / %.0f%% (append alone: %.0f "
+	printf("| of which decode / append | %.0f%% / %.0f%% (append alone: %.0f "
 	       "rows/s) | |\n",
 	       100 * t.decode_s / t.ingest_s, 100 * (t.ingest_s - t.decode_s) / t.ingest_s,
 	       t.rows / (t.ingest_s - t.decode_s));
