@@ -60,13 +60,81 @@ static int64_t sat_add(int64_t a, int64_t b)
 	return r;
 }
 
+/* Radix digits of RADIX_BITS bits: one or two passes sort the small ids of
+ * series and series-local stacks. */
+#define RADIX_BITS 11
+#define RADIX_SIZE (1u << RADIX_BITS)
+
+/* One stable counting-sort pass of src into dst by the digit of key at shift. */
+static void radix_pass(const struct store_crow *src, struct store_crow *dst, size_t n, int key,
+		       unsigned shift, size_t *count)
+{
+	size_t sum = 0;
+
+	memset(count, 0, RADIX_SIZE * sizeof(*count));
+	for (size_t i = 0; i < n; i++)
+		count[((key ? src[i].series_id : src[i].stack_id) >> shift) & (RADIX_SIZE - 1)]++;
+	for (size_t d = 0; d < RADIX_SIZE; d++) {
+		size_t c = count[d];
+
+		count[d] = sum;
+		sum += c;
+	}
+	for (size_t i = 0; i < n; i++)
+		dst[count[((key ? src[i].series_id : src[i].stack_id) >> shift) &
+			  (RADIX_SIZE - 1)]++] = src[i];
+}
+
+/*
+ * LSD radix sort by (series, stack): stack digits first, then series digits,
+ * each pass stable; a digit that is the same in every row is skipped, so the
+ * usual append (a few hundred series, local stack ids below 2048) takes two
+ * passes instead of qsort's n log n indirect comparisons. false when out of
+ * memory (the caller falls back to qsort).
+ */
+static bool radix_sort(struct store_rows *a)
+{
+	struct store_crow *tmp = malloc(a->n * sizeof(*tmp)), *src = a->r, *dst = tmp;
+	size_t *count = malloc(RADIX_SIZE * sizeof(*count));
+	uint64_t any[2] = {0, 0}, all[2] = {~0ull, ~0ull}; /* [0] stack, [1] series */
+
+	if (!tmp || !count) {
+		free(tmp);
+		free(count);
+		return false;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		any[0] |= a->r[i].stack_id;
+		all[0] &= a->r[i].stack_id;
+		any[1] |= a->r[i].series_id;
+		all[1] &= a->r[i].series_id;
+	}
+	for (int key = 0; key < 2; key++)
+		for (unsigned shift = 0; shift < 64; shift += RADIX_BITS) {
+			struct store_crow *t;
+
+			if (!(((any[key] ^ all[key]) >> shift) & (RADIX_SIZE - 1)))
+				continue; /* every row has this digit */
+			radix_pass(src, dst, a->n, key, shift, count);
+			t = src;
+			src = dst;
+			dst = t;
+		}
+	if (src != a->r)
+		memcpy(a->r, src, a->n * sizeof(*src));
+	free(tmp);
+	free(count);
+	return true;
+}
+
 void store_rows__sort_merge(struct store_rows *a)
 {
 	size_t w = 0;
 
 	if (!a->n)
 		return;
-	qsort(a->r, a->n, sizeof(*a->r), crow_cmp);
+	if (a->n < 64 || a->n > SIZE_MAX / sizeof(*a->r) || !radix_sort(a))
+		qsort(a->r, a->n, sizeof(*a->r), crow_cmp);
 	for (size_t i = 1; i < a->n; i++) {
 		if (crow_cmp(&a->r[w], &a->r[i]) == 0) {
 			for (int k = 0; k < PROFILE_N_VALUES; k++)

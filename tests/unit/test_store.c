@@ -11,6 +11,7 @@
 
 #include "query/query.h"
 #include "store/store.h"
+#include "store/store_impl.h"
 
 #include <sqlite3.h>
 
@@ -755,4 +756,57 @@ cleanup:
 	profile__free(p3);
 	profile__free(p4);
 	store__close(s);
+}
+
+static int ref_cmp(const void *x, const void *y)
+{
+	const struct store_crow *a = x, *b = y;
+
+	if (a->series_id != b->series_id)
+		return a->series_id < b->series_id ? -1 : 1;
+	return a->stack_id < b->stack_id ? -1 : a->stack_id > b->stack_id;
+}
+
+TEST(rows_sort_merge_matches_a_plain_sort)
+{
+	/* small ids (one radix pass each), then ids spread over 64 bits (every pass) */
+	static const uint64_t masks[2] = {0x3ff, ~0ull};
+	struct store_rows rows = {0};
+	struct store_crow *ref = NULL;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	size_t n = 5000, w;
+
+	for (int m = 0; m < 2; m++) {
+		CHECK((ref = calloc(n, sizeof(*ref))));
+		for (size_t i = 0; i < n; i++) {
+			struct store_crow r = {0};
+
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			r.series_id = (x & masks[m]) % 97 * (masks[m] / 97 + 1);
+			r.stack_id = (x >> 20) % 50 * (masks[m] / 50); /* duplicates */
+			r.v[0] = (int64_t)(i + 1);
+			r.v[1] = (int64_t)i * 3;
+			ref[i] = r;
+			CHECK(store_rows__push(&rows, &r) == 0);
+		}
+		store_rows__sort_merge(&rows);
+		qsort(ref, n, sizeof(*ref), ref_cmp);
+		w = 0;
+		for (size_t i = 1; i < n; i++) {
+			if (ref_cmp(&ref[w], &ref[i]) == 0) {
+				ref[w].v[0] += ref[i].v[0];
+				ref[w].v[1] += ref[i].v[1];
+			} else {
+				ref[++w] = ref[i];
+			}
+		}
+		CHECKF(rows.n == w + 1 && rows.n < n, "%zu rows, want %zu", rows.n, w + 1);
+		CHECK(memcmp(rows.r, ref, rows.n * sizeof(*ref)) == 0);
+		free(ref);
+		ref = NULL;
+		store_rows__fini(&rows);
+	}
+cleanup:
+	free(ref);
+	store_rows__fini(&rows);
 }
