@@ -144,6 +144,12 @@ struct store_loccache {
 };
 /* Id cached for the 128-bit hash h, or 0. */
 uint64_t store_loccache_find(const struct store_loccache *c, const uint64_t h[2]);
+/* Starts loading the slot where h's probe begins (find it a little later). */
+static inline void store_loccache_prefetch(const struct store_loccache *c, const uint64_t h[2])
+{
+	if (c->cap)
+		__builtin_prefetch(&c->slots[h[0] & (c->cap - 1)]);
+}
 /* Caches id for h. 0 or -ENOMEM. */
 int store_loccache_put(struct store_loccache *c, const uint64_t h[2], uint64_t id);
 /* Forgets every entry (after a rollback: its ids may be given again). */
