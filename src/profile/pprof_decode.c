@@ -632,8 +632,7 @@ static void flatten_samples(const struct dec *d, struct flat_box *b)
 	for (size_t i = 0; i < m->labels.n; i++) {
 		const struct pprof_wire_label *l = &W(labels, struct pprof_wire_label, i);
 
-		b->labels[i] = (struct profile_flat_label){(uint32_t)l->key, (uint32_t)l->str,
-							   l->str ? 0 : l->num};
+		b->labels[i] = (struct profile_flat_label){(uint32_t)l->key, (uint32_t)l->str, l->num};
 	}
 	for (size_t i = 0; i < m->samples.n; i++) {
 		const struct pprof_wire_sample *s = &W(samples, struct pprof_wire_sample, i);

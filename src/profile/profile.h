@@ -186,9 +186,11 @@ struct profile_flat_location {
 	uint32_t mapping;	    /* mapping index + 1; 0: none */
 	uint32_t line_off, n_lines; /* lines[line_off ..], [0] innermost */
 };
+/* A label whose str is the empty string (index 0, or a duplicate "" the table
+ * may hold) is a numeric label of value num, as in the model. */
 struct profile_flat_label {
-	uint32_t key, str; /* string indices; str 0 (""): a numeric label, num */
-	int64_t num;
+	uint32_t key, str; /* string indices */
+	int64_t num;	   /* as given, also for string labels */
 };
 struct profile_flat_sample {
 	uint32_t loc_off, n_locs;     /* locs[loc_off ..], leaf first */
