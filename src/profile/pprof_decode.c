@@ -337,16 +337,20 @@ static int index_ids(struct dec *d, struct idpair *ix, size_t n, const char *wha
 	return 0;
 }
 
-/* Index in the message array of the element with this id, SIZE_MAX when none. */
-static size_t find_id(const struct idpair *ix, size_t n, bool dense, uint64_t id)
+static size_t find_sparse_id(const struct idpair *ix, size_t n, uint64_t id)
 {
 	struct idpair key = {.id = id};
-	const struct idpair *hit;
+	const struct idpair *hit = n ? bsearch(&key, ix, n, sizeof(*ix), idpair_cmp) : NULL;
 
+	return hit ? hit->idx : SIZE_MAX;
+}
+
+/* Index in the message array of the element with this id, SIZE_MAX when none. */
+static inline size_t find_id(const struct idpair *ix, size_t n, bool dense, uint64_t id)
+{
 	if (dense)
 		return id >= 1 && id <= n ? ix[id - 1].idx : SIZE_MAX;
-	hit = n ? bsearch(&key, ix, n, sizeof(*ix), idpair_cmp) : NULL;
-	return hit ? hit->idx : SIZE_MAX;
+	return find_sparse_id(ix, n, id);
 }
 
 static int alloc_index(struct idpair **ix, size_t n)
