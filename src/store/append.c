@@ -264,15 +264,14 @@ static int loc_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
  * series: from the stack memo (stackmemo.c) when the series used this stack
  * before, else by interning the stack key and the (series, stack) pair.
  */
-static int stack_local(struct append_ctx *a, uint64_t series, const uint64_t *ids, size_t n,
-		       uint64_t *local)
+static int stack_local_hashed(struct append_ctx *a, uint64_t series, const uint64_t *ids,
+			      size_t n, const uint64_t h[2], uint64_t *local)
 {
 	const struct store_stackmemo_slot *sl;
-	uint64_t h[2], stack;
+	uint64_t stack;
 	uint8_t *e;
 	int err;
 
-	store_stackmemo_hash(series, ids, n, h);
 	if ((sl = store_stackmemo_find(&a->s->stackmemo, h, series))) {
 		*local = sl->local;
 		return 0;
@@ -286,6 +285,15 @@ static int stack_local(struct append_ctx *a, uint64_t series, const uint64_t *id
 				 NULL) ?:
 		store_local_id(a->s, series, stack, local);
 	return err ?: store_stackmemo_put(&a->s->stackmemo, h, series, stack, *local);
+}
+
+static int stack_local(struct append_ctx *a, uint64_t series, const uint64_t *ids, size_t n,
+		       uint64_t *local)
+{
+	uint64_t h[2];
+
+	store_stackmemo_hash(series, ids, n, h);
+	return stack_local_hashed(a, series, ids, n, h, local);
 }
 
 /* Scratch for n location ids: the caller's buffer when it is large enough. */
@@ -755,43 +763,86 @@ static int flat_series(struct append_ctx *a, const struct profile_flat_sample *s
 	return err;
 }
 
-/* Series-local id of a flat sample's stack in series. */
-static int flat_stack(struct append_ctx *a, const struct profile_flat_sample *smp,
-		      uint64_t series, uint64_t *ids, uint64_t *local)
+/*
+ * A flat sample between its two halves (flat_rows): series and location ids
+ * known, stack memo slot prefetched, stack not yet looked up.
+ */
+struct flat_pending {
+	uint64_t *ids; /* owned, cap entries */
+	size_t cap, n;
+	uint64_t series, h[2];
+	int64_t v[PROFILE_N_VALUES];
+};
+
+/* Samples whose stack memo slot is loaded ahead of the probe. */
+#define FLAT_MEMO_AHEAD 4
+
+/* First half: series, store location ids (location cache, or interned), the
+ * stack memo hash; the memo slot starts loading. */
+static int flat_begin(struct append_ctx *a, const struct profile_flat_sample *smp,
+		      struct flat_pending *pd)
 {
 	const uint32_t *locs = &a->f->locs[smp->loc_off];
 	int err = 0;
 
-	for (uint32_t i = 0; i < smp->n_locs && !err; i++) {
-		ids[i] = a->loc_ids[locs[i] + 1];
-		if (!ids[i])
-			err = flat_loc_id(a, locs[i], &ids[i]);
+	if (smp->n_locs > pd->cap) {
+		free(pd->ids);
+		pd->cap = 0;
+		if (!(pd->ids = calloc(smp->n_locs, sizeof(*pd->ids))))
+			return -ENOMEM;
+		pd->cap = smp->n_locs;
 	}
-	return err ?: stack_local(a, series, ids, smp->n_locs, local);
+	pd->n = smp->n_locs;
+	pd->v[0] = smp->values[0];
+	pd->v[1] = smp->values[1];
+	err = flat_series(a, smp, &pd->series);
+	for (uint32_t i = 0; i < smp->n_locs && !err; i++) {
+		pd->ids[i] = a->loc_ids[locs[i] + 1];
+		if (!pd->ids[i])
+			err = flat_loc_id(a, locs[i], &pd->ids[i]);
+	}
+	if (err)
+		return err;
+	store_stackmemo_hash(pd->series, pd->ids, pd->n, pd->h);
+	store_stackmemo_prefetch(&a->s->stackmemo, pd->h);
+	return 0;
 }
 
+/* Second half: the stack's local id, and the row. */
+static int flat_finish(struct append_ctx *a, const struct flat_pending *pd,
+		       struct store_rows *rows, int64_t *samples)
+{
+	struct store_crow r = {.series_id = pd->series, .v = {pd->v[0], pd->v[1]}};
+	int err = stack_local_hashed(a, pd->series, pd->ids, pd->n, pd->h, &r.stack_id);
+
+	*samples = sat_add(*samples, pd->v[0]);
+	return err ?: store_rows__push(rows, &r);
+}
+
+/*
+ * Rows of a flat profile. Each sample is begun FLAT_MEMO_AHEAD samples before
+ * it is finished, so its stack memo probe finds the slot in the CPU cache.
+ * Tables are interned in the model path's order all the same: locations and
+ * series (begin) and stacks and pairs (finish) are separate id sequences, each
+ * filled in sample order.
+ */
 static int flat_rows(struct append_ctx *a, struct store_rows *rows, int64_t *samples)
 {
-	uint64_t ids[256], *heap = NULL;
-	struct store_crow r;
+	struct flat_pending pd[FLAT_MEMO_AHEAD] = {{0}};
+	size_t n = a->f->n_samples;
 	int err = 0;
 
 	*samples = 0;
 	flat_find_cached(a);
-	for (size_t i = 0; i < a->f->n_samples && !err; i++) {
-		const struct profile_flat_sample *smp = &a->f->samples[i];
-		uint64_t *tmp = ids_room(ids, 256, &heap, smp->n_locs);
-
-		err = !tmp ? -ENOMEM : flat_series(a, smp, &r.series_id) ?:
-			flat_stack(a, smp, r.series_id, tmp, &r.stack_id);
-		if (err)
-			break;
-		r.v[0] = smp->values[0];
-		r.v[1] = smp->values[1];
-		*samples = sat_add(*samples, smp->values[0]);
-		err = store_rows__push(rows, &r);
+	for (size_t i = 0; i < n + FLAT_MEMO_AHEAD && !err; i++) {
+		if (i >= FLAT_MEMO_AHEAD)
+			err = flat_finish(a, &pd[(i - FLAT_MEMO_AHEAD) % FLAT_MEMO_AHEAD], rows,
+					  samples);
+		if (!err && i < n)
+			err = flat_begin(a, &a->f->samples[i], &pd[i % FLAT_MEMO_AHEAD]);
 	}
-	free(heap);
+	for (int k = 0; k < FLAT_MEMO_AHEAD; k++)
+		free(pd[k].ids);
 	if (!err)
 		store_rows__sort_merge(rows);
 	return err;

@@ -176,6 +176,12 @@ void store_stackmemo_hash(uint64_t series, const uint64_t *locs, size_t n, uint6
 /* The slot of h for series, or NULL. */
 const struct store_stackmemo_slot *store_stackmemo_find(const struct store_stackmemo *m,
 							  const uint64_t h[2], uint64_t series);
+/* Starts loading the slot where h's probe begins. */
+static inline void store_stackmemo_prefetch(const struct store_stackmemo *m, const uint64_t h[2])
+{
+	if (m->cap)
+		__builtin_prefetch(&m->slots[h[0] & (m->cap - 1)]);
+}
 /* Remembers (stack, local) for (series, h). 0 or -ENOMEM. */
 int store_stackmemo_put(struct store_stackmemo *m, const uint64_t h[2], uint64_t series,
 			uint64_t stack, uint64_t local);
