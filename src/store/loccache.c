@@ -93,7 +93,10 @@ void store_loccache_mix(uint64_t h[2], const void *p, size_t n)
 
 	for (;; b += 8, n -= 8) {
 		w = 0;
-		memcpy(&w, b, n < 8 ? n : 8);
+		if (n >= 8)
+			memcpy(&w, b, 8); /* a constant size: one load, not a call */
+		else
+			memcpy(&w, b, n);
 		a = (a ^ w) * 0xff51afd7ed558ccdull;
 		a ^= a >> 32;
 		z = (z + w) * 0xc4ceb9fe1a85ec53ull;
