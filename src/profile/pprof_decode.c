@@ -50,6 +50,7 @@ struct dec {
 	struct idpair *map_ix, *fn_ix, *loc_ix; /* sorted by id */
 	bool map_dense, fn_dense, loc_dense;	/* ids are 1..n: ix[id - 1] */
 	int idx_count, idx_cpu;			/* sample_type indices, -1 when absent */
+	uint32_t *locs; /* location index of every sample location id, found by check_sample */
 };
 
 __attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int code,
@@ -453,12 +454,14 @@ static int check_sample(struct dec *d, size_t i, const struct pprof_wire_sample 
 			    s->n_val, d->m->sample_type.n);
 	for (size_t j = 0; j < s->n_loc; j++) {
 		uint64_t id = W(loc_ids, uint64_t, s->loc_off + j);
+		size_t idx = find_loc(d, id);
 
-		if (find_loc(d, id) == SIZE_MAX)
+		if (idx == SIZE_MAX)
 			return fail(d->err, d->errlen, -EINVAL,
 				    "sample %zu refers to location %" PRIu64
 				    ", which does not exist",
 				    i, id);
+		d->locs[s->loc_off + j] = (uint32_t)idx; /* flatten keeps it */
 	}
 	for (size_t j = 0; j < s->n_label && !err; j++) {
 		const struct pprof_wire_label *l =
@@ -520,6 +523,8 @@ static int check_all(struct dec *d)
 		err = check_functions(d);
 	if (!err)
 		err = check_locations(d);
+	if (!err && !(d->locs = calloc(d->m->loc_ids.n ? d->m->loc_ids.n : 1, sizeof(*d->locs))))
+		err = -ENOMEM;
 	for (size_t i = 0; i < d->m->samples.n && !err; i++)
 		err = check_sample(d, i, &W(samples, struct pprof_wire_sample, i));
 	return err;
@@ -631,8 +636,6 @@ static void flatten_samples(const struct dec *d, struct flat_box *b)
 	bool period_ns = m->has_period_type &&
 			 strcmp(dec_str(d, m->period_type.unit), "nanoseconds") == 0;
 
-	for (size_t i = 0; i < m->loc_ids.n; i++)
-		b->locs[i] = (uint32_t)find_loc(d, W(loc_ids, uint64_t, i));
 	for (size_t i = 0; i < m->labels.n; i++) {
 		const struct pprof_wire_label *l = &W(labels, struct pprof_wire_label, i);
 
@@ -667,7 +670,8 @@ static int flatten(struct dec *d, struct flat_box *b)
 	b->locations = flat_alloc(m->locations.n, sizeof(*b->locations));
 	b->lines = flat_alloc(m->lines.n, sizeof(*b->lines));
 	b->samples = flat_alloc(m->samples.n, sizeof(*b->samples));
-	b->locs = flat_alloc(m->loc_ids.n, sizeof(*b->locs));
+	b->locs = d->locs; /* found by check_sample */
+	d->locs = NULL;
 	b->labels = flat_alloc(m->labels.n, sizeof(*b->labels));
 	if (!b->str_off || !b->comments || !b->mappings || !b->functions || !b->locations ||
 	    !b->lines || !b->samples || !b->locs || !b->labels)
@@ -726,6 +730,7 @@ static void dec_fini(struct dec *d)
 	free(d->map_ix);
 	free(d->fn_ix);
 	free(d->loc_ix);
+	free(d->locs);
 }
 
 int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out, char *err,
@@ -747,8 +752,10 @@ int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out,
 		r = gunzip(buf, len, &raw, &raw_len, err, errlen);
 	if (!r) {
 		d.m = &b->m;
-		r = parse(raw ? raw : buf, raw_len, &b->m, err, errlen) ?: check_all(&d) ?:
-			flatten(&d, b);
+		r = parse(raw ? raw : buf, raw_len, &b->m, err, errlen);
+		free(raw); /* the parsed arrays hold copies of the strings */
+		raw = NULL;
+		r = r ?: check_all(&d) ?: flatten(&d, b);
 	}
 	if (r == -ENOMEM && err && errlen && !err[0])
 		fail(err, errlen, r, "out of memory while decoding the profile");
