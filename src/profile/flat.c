@@ -62,8 +62,9 @@ static int build_locations(struct from_flat *c, struct profile_line *lines)
 			lines[j].function_id = c->fn_ids[f->lines[l->line_off + j].function];
 			lines[j].line = f->lines[l->line_off + j].line;
 		}
-		c->loc_ids[i] = profile__location_exact(
-		    c->p, l->mapping ? c->map_ids[l->mapping - 1] : 0, l->address, lines, l->n_lines);
+		c->loc_ids[i] =
+		    profile__location_exact(c->p, l->mapping ? c->map_ids[l->mapping - 1] : 0,
+					    l->address, lines, l->n_lines);
 		if (!c->loc_ids[i])
 			return -ENOMEM;
 	}
@@ -83,11 +84,11 @@ static int build_samples(struct from_flat *c, uint64_t *locs, struct profile_lab
 		for (uint32_t j = 0; j < s->n_labels; j++) {
 			const struct profile_flat_label *l = &f->labels[s->label_off + j];
 
-			labels[j] = (struct profile_label_sids){c->sids[l->key],
-								l->str ? c->sids[l->str] : 0, l->num};
+			labels[j] = (struct profile_label_sids){
+			    c->sids[l->key], l->str ? c->sids[l->str] : 0, l->num};
 		}
-		err = profile__add_sample_sids(c->p, locs, s->n_locs, s->values, labels,
-					       s->n_labels);
+		err =
+		    profile__add_sample_sids(c->p, locs, s->n_locs, s->values, labels, s->n_labels);
 	}
 	return err;
 }
@@ -104,8 +105,8 @@ int profile__from_flat(const struct profile_flat *f, struct profile **out)
 	*out = NULL;
 	for (size_t i = 0; i < f->n_samples; i++) { /* scratch for the longest lists */
 		max_locs = f->samples[i].n_locs > max_locs ? f->samples[i].n_locs : max_locs;
-		max_labels = f->samples[i].n_labels > max_labels ? f->samples[i].n_labels
-								  : max_labels;
+		max_labels =
+		    f->samples[i].n_labels > max_labels ? f->samples[i].n_labels : max_labels;
 	}
 	c.p = profile__new(f->period_ns);
 	c.sids = calloc(f->n_strings + 1, sizeof(*c.sids));
@@ -115,8 +116,7 @@ int profile__from_flat(const struct profile_flat *f, struct profile **out)
 	lines = calloc(f->n_lines + 1, sizeof(*lines));
 	locs = calloc(max_locs, sizeof(*locs));
 	labels = calloc(max_labels, sizeof(*labels));
-	if (!c.p || !c.sids || !c.map_ids || !c.fn_ids || !c.loc_ids || !lines || !locs ||
-	    !labels)
+	if (!c.p || !c.sids || !c.map_ids || !c.fn_ids || !c.loc_ids || !lines || !locs || !labels)
 		goto cleanup;
 	profile__set_time(c.p, f->time_ns, f->duration_ns);
 	err = build_symbols(&c) ?: build_locations(&c, lines) ?: build_samples(&c, locs, labels);

@@ -5,8 +5,11 @@
  * in-memory intern tables roll back with the transaction).
  *
  * The profile's own ids are translated to store ids once per profile through
- * arrays indexed by the profile id, so a stack costs one hash lookup of its
- * location-id string, whatever its depth.
+ * arrays indexed by the profile id (a location seen by an earlier append: one
+ * probe of the location cache), and a stack the series used before costs one
+ * probe of the stack memo, whatever its depth. store__append_flat does the
+ * same from a decoded pprof without the model (append_flat.c); this file holds
+ * the model path and everything both share: series, stacks, the transaction.
  */
 #include "store_impl.h"
 
@@ -17,54 +20,7 @@
 static const char *const sample_label_names[] = STORE_SAMPLE_LABELS;
 #define N_SAMPLE_LABELS (sizeof(sample_label_names) / sizeof(sample_label_names[0]))
 
-/* Per-append state: id translations and scratch. */
-struct append_ctx {
-	struct store *s;
-	const struct profile *p;	/* the model path; or */
-	const struct profile_flat *f;	/* the flat path (a decoded pprof) */
-	int64_t time_ns, duration_ns, period_ns;
-	const char *type;
-	const struct store_label *extra;
-	size_t n_extra;
-	/* profile id (flat: index + 1) -> store id, 0 = not yet */
-	uint64_t *map_ids, *func_ids, *loc_ids;
-	uint64_t *str_ids; /* flat string index -> store string id, 0 = not yet */
-	/* profile id -> content hash (loccache.c), {0, 0} = not yet */
-	uint64_t (*map_h)[2], (*func_h)[2];
-	/*
-	 * Series by the bytes of the sample's label array: the model's strings are
-	 * interned, so the samples of one process carry the same pointers (a flat
-	 * profile's, the same string indices), and the series key (labels sorted,
-	 * joined, looked up) is built once per label set instead of once per
-	 * sample. Pointers and indices are compared, never dereferenced: equal ones
-	 * in one live profile are equal strings.
-	 */
-	struct series_memo {
-		const void *labels; /* borrowed from p or f */
-		size_t bytes;
-		uint64_t id; /* 0: empty slot */
-	} * memo;
-	size_t memo_cap;       /* power of two */
-	const char *last_file; /* borrowed from p: the last function's file */
-	uint64_t last_file_id; /* and its string id */
-	uint8_t *key;	       /* scratch for keys */
-	size_t key_cap;
-	size_t new_series;
-	char *err;
-	size_t errlen;
-};
-
-/* a + b clamped to the int64 range (a crafted profile may sum past it). */
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
-static int key_room(struct append_ctx *a, size_t need)
+int store_append_key_room(struct store_append_ctx *a, size_t need)
 {
 	if (need <= a->key_cap)
 		return 0;
@@ -79,14 +35,14 @@ static int key_room(struct append_ctx *a, size_t need)
 	return 0;
 }
 
-static int intern_string(struct append_ctx *a, const char *str, uint64_t *id)
+static int intern_string(struct store_append_ctx *a, const char *str, uint64_t *id)
 {
 	str = str ? str : "";
 	/* the NUL is part of the key: a stored string is a C string in place */
 	return store_itab__intern(&a->s->tabs[STORE_T_STRINGS], str, strlen(str) + 1, id, NULL);
 }
 
-static int map_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
+static int map_id(struct store_append_ctx *a, uint64_t pid, uint64_t *out)
 {
 	struct profile_mapping m;
 	uint64_t file, build;
@@ -111,7 +67,7 @@ static int map_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
 	return err;
 }
 
-static int func_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
+static int func_id(struct store_append_ctx *a, uint64_t pid, uint64_t *out)
 {
 	struct profile_function f;
 	uint64_t sid[3];
@@ -152,7 +108,7 @@ static void mix_str(uint64_t h[2], const char *str)
 }
 
 /* Content hash of mapping pid (0: none), memoized per append. */
-static int map_hash(struct append_ctx *a, uint64_t pid, const uint64_t **out)
+static int map_hash(struct store_append_ctx *a, uint64_t pid, const uint64_t **out)
 {
 	struct profile_mapping m;
 	uint64_t *h = a->map_h[pid];
@@ -174,7 +130,7 @@ static int map_hash(struct append_ctx *a, uint64_t pid, const uint64_t **out)
 }
 
 /* Content hash of function pid, memoized per append. */
-static int func_hash(struct append_ctx *a, uint64_t pid, const uint64_t **out)
+static int func_hash(struct store_append_ctx *a, uint64_t pid, const uint64_t **out)
 {
 	struct profile_function f;
 	uint64_t *h = a->func_h[pid];
@@ -193,7 +149,7 @@ static int func_hash(struct append_ctx *a, uint64_t pid, const uint64_t **out)
 }
 
 /* Content hash of a location: what its stored key is made of (loccache.c). */
-static int loc_hash(struct append_ctx *a, const struct profile_location *l, uint64_t h[2])
+static int loc_hash(struct store_append_ctx *a, const struct profile_location *l, uint64_t h[2])
 {
 	const uint64_t *mh, *fh;
 	uint64_t v[3];
@@ -219,7 +175,7 @@ static int loc_hash(struct append_ctx *a, const struct profile_location *l, uint
 
 /* Location key: mapping, address, n_lines, (function, zigzag line)*. Looked up
  * in the store's location cache first, by content hash. */
-static int loc_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
+static int loc_id(struct store_append_ctx *a, uint64_t pid, uint64_t *out)
 {
 	struct profile_location l;
 	uint64_t mid, fid, h[2];
@@ -240,7 +196,7 @@ static int loc_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
 	err = map_id(a, l.mapping_id, &mid);
 	if (err)
 		return err;
-	if (l.n_lines > 100000 || key_room(a, 40 + l.n_lines * 20))
+	if (l.n_lines > 100000 || store_append_key_room(a, 40 + l.n_lines * 20))
 		return -ENOMEM;
 	e = store_put_varint(a->key, mid);
 	e = store_put_varint(e, l.address);
@@ -264,8 +220,8 @@ static int loc_id(struct append_ctx *a, uint64_t pid, uint64_t *out)
  * series: from the stack memo (stackmemo.c) when the series used this stack
  * before, else by interning the stack key and the (series, stack) pair.
  */
-static int stack_local_hashed(struct append_ctx *a, uint64_t series, const uint64_t *ids,
-			      size_t n, const uint64_t h[2], uint64_t *local)
+int store_append_stack(struct store_append_ctx *a, uint64_t series, const uint64_t *ids, size_t n,
+		       const uint64_t h[2], uint64_t *local)
 {
 	const struct store_stackmemo_slot *sl;
 	uint64_t stack;
@@ -276,24 +232,24 @@ static int stack_local_hashed(struct append_ctx *a, uint64_t series, const uint6
 		*local = sl->local;
 		return 0;
 	}
-	if (n > SIZE_MAX / 16 || key_room(a, n * 10 + 1))
+	if (n > SIZE_MAX / 16 || store_append_key_room(a, n * 10 + 1))
 		return -ENOMEM;
 	e = a->key;
 	for (size_t i = 0; i < n; i++)
 		e = store_put_varint(e, ids[i]);
 	err = store_itab__intern(&a->s->tabs[STORE_T_STACKS], a->key, (size_t)(e - a->key), &stack,
-				 NULL) ?:
-		store_local_id(a->s, series, stack, local);
+				 NULL)
+		  ?: store_local_id(a->s, series, stack, local);
 	return err ?: store_stackmemo_put(&a->s->stackmemo, h, series, stack, *local);
 }
 
-static int stack_local(struct append_ctx *a, uint64_t series, const uint64_t *ids, size_t n,
+static int stack_local(struct store_append_ctx *a, uint64_t series, const uint64_t *ids, size_t n,
 		       uint64_t *local)
 {
 	uint64_t h[2];
 
 	store_stackmemo_hash(series, ids, n, h);
-	return stack_local_hashed(a, series, ids, n, h, local);
+	return store_append_stack(a, series, ids, n, h, local);
 }
 
 /* Scratch for n location ids: the caller's buffer when it is large enough. */
@@ -307,8 +263,8 @@ static uint64_t *ids_room(uint64_t *buf, size_t cap, uint64_t **heap, size_t n)
 }
 
 /* Series-local id of a model sample's stack in series. */
-static int model_stack(struct append_ctx *a, const struct profile_sample *smp, uint64_t series,
-		       uint64_t *local)
+static int model_stack(struct store_append_ctx *a, const struct profile_sample *smp,
+		       uint64_t series, uint64_t *local)
 {
 	uint64_t ids[128], *heap = NULL, *tmp = ids_room(ids, 128, &heap, smp->n_locs);
 	int err = tmp ? 0 : -ENOMEM;
@@ -351,13 +307,14 @@ static size_t sample_labels(const struct profile_label *labels, size_t n_labels,
 }
 
 /* Series key: type NUL (name NUL value NUL)* sorted by name, into a->key. */
-static int series_key(struct append_ctx *a, const struct store_label *l, size_t n, size_t *len)
+static int series_key(struct store_append_ctx *a, const struct store_label *l, size_t n,
+		      size_t *len)
 {
 	size_t need = strlen(a->type) + 1, at;
 
 	for (size_t i = 0; i < n; i++)
 		need += strlen(l[i].name) + strlen(l[i].value) + 2;
-	if (key_room(a, need))
+	if (store_append_key_room(a, need))
 		return -ENOMEM;
 	at = strlen(a->type) + 1;
 	memcpy(a->key, a->type, at);
@@ -373,13 +330,14 @@ static int series_key(struct append_ctx *a, const struct store_label *l, size_t 
 }
 
 /* The memo slot of a label array: its own, or the empty one where it goes. */
-static struct series_memo *memo_slot(struct append_ctx *a, const void *labels, size_t bytes)
+struct store_series_memo *store_append_memo_slot(struct store_append_ctx *a, const void *labels,
+						 size_t bytes)
 {
 	size_t mask = a->memo_cap - 1;
 	size_t i = bytes ? (size_t)store_hash(labels, bytes) & mask : 0;
 
 	for (;; i = (i + 1) & mask) {
-		struct series_memo *m = &a->memo[i];
+		struct store_series_memo *m = &a->memo[i];
 
 		if (!m->id || (m->bytes == bytes && (!bytes || !memcmp(m->labels, labels, bytes))))
 			return m;
@@ -387,8 +345,8 @@ static struct series_memo *memo_slot(struct append_ctx *a, const void *labels, s
 }
 
 /* Series of sample labels sorted as the model sorts them (profile.c: label_cmp). */
-static int series_id_slow(struct append_ctx *a, const struct profile_label *labels,
-			  size_t n_labels, uint64_t *out)
+int store_append_series(struct store_append_ctx *a, const struct profile_label *labels,
+			size_t n_labels, uint64_t *out)
 {
 	struct store_label l[STORE_MAX_SERIES_LABELS + N_SAMPLE_LABELS];
 	char nums[N_SAMPLE_LABELS][24];
@@ -430,18 +388,20 @@ static int series_id_slow(struct append_ctx *a, const struct profile_label *labe
 	return 0;
 }
 
-static int model_series(struct append_ctx *a, const struct profile_sample *smp, uint64_t *out)
+static int model_series(struct store_append_ctx *a, const struct profile_sample *smp, uint64_t *out)
 {
-	struct series_memo *m = memo_slot(a, smp->labels, smp->n_labels * sizeof(*smp->labels));
+	struct store_series_memo *m =
+	    store_append_memo_slot(a, smp->labels, smp->n_labels * sizeof(*smp->labels));
 	int err;
 
 	if (m->id) {
 		*out = m->id;
 		return 0;
 	}
-	err = series_id_slow(a, smp->labels, smp->n_labels, out);
+	err = store_append_series(a, smp->labels, smp->n_labels, out);
 	if (!err) /* at most one entry per sample: the table never fills */
-		*m = (struct series_memo){smp->labels, smp->n_labels * sizeof(*smp->labels), *out};
+		*m = (struct store_series_memo){smp->labels, smp->n_labels * sizeof(*smp->labels),
+						*out};
 	return err;
 }
 
@@ -495,368 +455,15 @@ static int check_args(int64_t time_ns, const char *type, const struct store_labe
 	return 0;
 }
 
-/* ---- the flat path: a decoded pprof to store ids without a model ----
- *
- * The same translation as the model path above, in the same order (so a
- * profile gets the same store ids either way), from the flat profile's arrays:
- * flat index i is "profile id" i + 1 in the per-append arrays. Strings are
- * (pointer, length) into the decoder's buffer, interned once per append.
- */
-
-static const char *fstr(const struct append_ctx *a, uint32_t i, size_t *len)
-{
-	return profile_flat__str(a->f, i, len);
-}
-
-static int flat_string(struct append_ctx *a, uint32_t i, uint64_t *id)
-{
-	size_t len;
-	const char *str = fstr(a, i, &len);
-
-	if (a->str_ids[i]) {
-		*id = a->str_ids[i];
-		return 0;
-	}
-	/* the NUL is part of the key, as in intern_string */
-	return store_itab__intern(&a->s->tabs[STORE_T_STRINGS], str, len + 1, &a->str_ids[i],
-				  NULL) ?:
-		(*id = a->str_ids[i], 0);
-}
-
-static void flat_mix_str(const struct append_ctx *a, uint64_t h[2], uint32_t i)
-{
-	size_t len;
-	const char *str = fstr(a, i, &len);
-
-	store_loccache_mix(h, str, len + 1); /* what mix_str hashes: the bytes and the NUL */
-}
-
-/* map_hash of flat mapping m1 (index + 1; 0: none). */
-static const uint64_t *flat_map_hash(struct append_ctx *a, uint32_t m1)
-{
-	uint64_t *h = a->map_h[m1];
-
-	if (h[0] || h[1])
-		return h;
-	h[0] = 0x6d61707069;
-	h[1] = 0x6e67;
-	if (m1) {
-		const struct profile_flat_mapping *m = &a->f->mappings[m1 - 1];
-		uint64_t v[3] = {m->start, m->limit, m->offset};
-
-		store_loccache_mix(h, v, sizeof(v));
-		flat_mix_str(a, h, m->file);
-		flat_mix_str(a, h, m->build_id);
-	}
-	return h;
-}
-
-/* func_hash of flat function fi. */
-static const uint64_t *flat_func_hash(struct append_ctx *a, uint32_t fi)
-{
-	uint64_t *h = a->func_h[fi + 1];
-	const struct profile_flat_function *fn = &a->f->functions[fi];
-
-	if (h[0] || h[1])
-		return h;
-	h[0] = 0x66756e63;
-	h[1] = 0x74696f6e;
-	flat_mix_str(a, h, fn->name);
-	flat_mix_str(a, h, fn->system_name);
-	flat_mix_str(a, h, fn->filename);
-	return h;
-}
-
-/* loc_hash of a flat location: the same bytes in the same order. */
-static void flat_loc_hash(struct append_ctx *a, const struct profile_flat_location *l,
-			  uint64_t h[2])
-{
-	const uint64_t *mh = flat_map_hash(a, l->mapping);
-	uint64_t v[3] = {l->address, l->n_lines};
-
-	h[0] = mh[0];
-	h[1] = mh[1];
-	store_loccache_mix(h, v, 2 * sizeof(*v));
-	for (uint32_t i = 0; i < l->n_lines; i++) {
-		const struct profile_flat_line *ln = &a->f->lines[l->line_off + i];
-		const uint64_t *fh = flat_func_hash(a, ln->function);
-
-		v[0] = fh[0];
-		v[1] = fh[1];
-		v[2] = (uint64_t)ln->line;
-		store_loccache_mix(h, v, sizeof(v));
-	}
-}
-
-static int flat_map_id(struct append_ctx *a, uint32_t m1, uint64_t *out)
-{
-	const struct profile_flat_mapping *m;
-	uint64_t file, build;
-	uint8_t k[64], *e;
-	int err;
-
-	if (m1 == 0 || a->map_ids[m1]) {
-		*out = m1 ? a->map_ids[m1] : 0;
-		return 0;
-	}
-	m = &a->f->mappings[m1 - 1];
-	err = flat_string(a, m->file, &file) ?: flat_string(a, m->build_id, &build);
-	if (err)
-		return err;
-	e = store_put_varint(k, m->start);
-	e = store_put_varint(e, m->limit);
-	e = store_put_varint(e, m->offset);
-	e = store_put_varint(e, file);
-	e = store_put_varint(e, build);
-	err = store_itab__intern(&a->s->tabs[STORE_T_MAPPINGS], k, (size_t)(e - k), out, NULL);
-	a->map_ids[m1] = *out;
-	return err;
-}
-
-static int flat_func_id(struct append_ctx *a, uint32_t fi, uint64_t *out)
-{
-	const struct profile_flat_function *fn = &a->f->functions[fi];
-	uint64_t sid[3];
-	uint8_t k[32], *e = k;
-	int err;
-
-	if (a->func_ids[fi + 1]) {
-		*out = a->func_ids[fi + 1];
-		return 0;
-	}
-	err = flat_string(a, fn->name, &sid[0]) ?: flat_string(a, fn->system_name, &sid[1]) ?:
-		flat_string(a, fn->filename, &sid[2]);
-	if (err)
-		return err;
-	for (int i = 0; i < 3; i++)
-		e = store_put_varint(e, sid[i]);
-	err = store_itab__intern(&a->s->tabs[STORE_T_FUNCTIONS], k, (size_t)(e - k), out, NULL);
-	a->func_ids[fi + 1] = *out;
-	return err;
-}
-
-/* Store id of flat location li: location cache first, as loc_id. */
-static int flat_loc_id(struct append_ctx *a, uint32_t li, uint64_t *out)
-{
-	const struct profile_flat_location *l = &a->f->locations[li];
-	uint64_t mid, fid, h[2];
-	uint8_t *e;
-	int err;
-
-	flat_loc_hash(a, l, h);
-	if ((*out = store_loccache_find(&a->s->loccache, h))) {
-		a->loc_ids[li + 1] = *out;
-		return 0;
-	}
-	err = flat_map_id(a, l->mapping, &mid);
-	if (err)
-		return err;
-	if (l->n_lines > 100000 || key_room(a, 40 + (size_t)l->n_lines * 20))
-		return -ENOMEM;
-	e = store_put_varint(a->key, mid);
-	e = store_put_varint(e, l->address);
-	e = store_put_varint(e, l->n_lines);
-	for (uint32_t i = 0; i < l->n_lines; i++) {
-		const struct profile_flat_line *ln = &a->f->lines[l->line_off + i];
-
-		err = flat_func_id(a, ln->function, &fid);
-		if (err)
-			return err;
-		e = store_put_varint(e, fid);
-		e = store_put_varint(e, store_zigzag(ln->line));
-	}
-	err = store_itab__intern(&a->s->tabs[STORE_T_LOCATIONS], a->key, (size_t)(e - a->key), out,
-				 NULL)
-		  ?: store_loccache_put(&a->s->loccache, h, *out);
-	a->loc_ids[li + 1] = *out;
-	return err;
-}
-
-/* Locations whose cache slot is loaded ahead of the probe (flat_find_cached). */
-#define FLAT_PREFETCH 8
-
-/*
- * Looks every flat location up in the location cache before the samples need
- * them. The probes miss the CPU caches (the table is megabytes, the order
- * random), so each slot is prefetched FLAT_PREFETCH locations before it is
- * compared. Locations not found stay 0 and are interned in sample order by
- * flat_loc_id, so new ids are given in the model path's order; finding has no
- * side effect.
- */
-static void flat_find_cached(struct append_ctx *a)
-{
-	const struct store_loccache *c = &a->s->loccache;
-	size_t n = a->f->n_locations;
-	uint64_t h[FLAT_PREFETCH][2];
-
-	if (!c->n)
-		return; /* an empty cache finds nothing */
-	for (size_t i = 0; i < n + FLAT_PREFETCH; i++) {
-		if (i >= FLAT_PREFETCH) {
-			size_t j = i - FLAT_PREFETCH;
-
-			a->loc_ids[j + 1] = store_loccache_find(c, h[j % FLAT_PREFETCH]);
-		}
-		if (i < n) {
-			flat_loc_hash(a, &a->f->locations[i], h[i % FLAT_PREFETCH]);
-			store_loccache_prefetch(c, h[i % FLAT_PREFETCH]);
-		}
-	}
-}
-
-/* The model's label order (profile.c: label_cmp): key, numbers before strings,
- * then value. Labels that compare equal are equal in content. */
-static int model_label_cmp(const void *va, const void *vb)
-{
-	const struct profile_label *x = va, *y = vb;
-	int c = strcmp(x->key, y->key);
-
-	if (c)
-		return c;
-	if (!x->str != !y->str)
-		return x->str ? 1 : -1;
-	if (x->str)
-		return strcmp(x->str, y->str);
-	return x->num < y->num ? -1 : x->num > y->num;
-}
-
-/* Series of a flat sample: its labels as the model would hold them (a label
- * whose value is "" is numeric), sorted as the model sorts them. */
-static int flat_series_slow(struct append_ctx *a, const struct profile_flat_sample *smp,
-			    uint64_t *out)
-{
-	struct profile_label *l = calloc(smp->n_labels + 1, sizeof(*l));
-	int err;
-
-	if (!l)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < smp->n_labels; i++) {
-		const struct profile_flat_label *fl = &a->f->labels[smp->label_off + i];
-		const char *v = fstr(a, fl->str, NULL);
-
-		l[i].key = fstr(a, fl->key, NULL);
-		l[i].str = *v ? v : NULL;
-		l[i].num = *v ? 0 : fl->num;
-	}
-	if (smp->n_labels > 1)
-		qsort(l, smp->n_labels, sizeof(*l), model_label_cmp);
-	err = series_id_slow(a, l, smp->n_labels, out);
-	free(l);
-	return err;
-}
-
-static int flat_series(struct append_ctx *a, const struct profile_flat_sample *smp,
-		       uint64_t *out)
-{
-	const struct profile_flat_label *labels = &a->f->labels[smp->label_off];
-	size_t bytes = smp->n_labels * sizeof(*labels);
-	struct series_memo *m = memo_slot(a, labels, bytes);
-	int err;
-
-	if (m->id) {
-		*out = m->id;
-		return 0;
-	}
-	err = flat_series_slow(a, smp, out);
-	if (!err)
-		*m = (struct series_memo){labels, bytes, *out};
-	return err;
-}
-
-/*
- * A flat sample between its two halves (flat_rows): series and location ids
- * known, stack memo slot prefetched, stack not yet looked up.
- */
-struct flat_pending {
-	uint64_t *ids; /* owned, cap entries */
-	size_t cap, n;
-	uint64_t series, h[2];
-	int64_t v[PROFILE_N_VALUES];
-};
-
-/* Samples whose stack memo slot is loaded ahead of the probe. */
-#define FLAT_MEMO_AHEAD 4
-
-/* First half: series, store location ids (location cache, or interned), the
- * stack memo hash; the memo slot starts loading. */
-static int flat_begin(struct append_ctx *a, const struct profile_flat_sample *smp,
-		      struct flat_pending *pd)
-{
-	const uint32_t *locs = &a->f->locs[smp->loc_off];
-	int err = 0;
-
-	if (smp->n_locs > pd->cap) {
-		free(pd->ids);
-		pd->cap = 0;
-		if (!(pd->ids = calloc(smp->n_locs, sizeof(*pd->ids))))
-			return -ENOMEM;
-		pd->cap = smp->n_locs;
-	}
-	pd->n = smp->n_locs;
-	pd->v[0] = smp->values[0];
-	pd->v[1] = smp->values[1];
-	err = flat_series(a, smp, &pd->series);
-	for (uint32_t i = 0; i < smp->n_locs && !err; i++) {
-		pd->ids[i] = a->loc_ids[locs[i] + 1];
-		if (!pd->ids[i])
-			err = flat_loc_id(a, locs[i], &pd->ids[i]);
-	}
-	if (err)
-		return err;
-	store_stackmemo_hash(pd->series, pd->ids, pd->n, pd->h);
-	store_stackmemo_prefetch(&a->s->stackmemo, pd->h);
-	return 0;
-}
-
-/* Second half: the stack's local id, and the row. */
-static int flat_finish(struct append_ctx *a, const struct flat_pending *pd,
-		       struct store_rows *rows, int64_t *samples)
-{
-	struct store_crow r = {.series_id = pd->series, .v = {pd->v[0], pd->v[1]}};
-	int err = stack_local_hashed(a, pd->series, pd->ids, pd->n, pd->h, &r.stack_id);
-
-	*samples = sat_add(*samples, pd->v[0]);
-	return err ?: store_rows__push(rows, &r);
-}
-
-/*
- * Rows of a flat profile. Each sample is begun FLAT_MEMO_AHEAD samples before
- * it is finished, so its stack memo probe finds the slot in the CPU cache.
- * Tables are interned in the model path's order all the same: locations and
- * series (begin) and stacks and pairs (finish) are separate id sequences, each
- * filled in sample order.
- */
-static int flat_rows(struct append_ctx *a, struct store_rows *rows, int64_t *samples)
-{
-	struct flat_pending pd[FLAT_MEMO_AHEAD] = {{0}};
-	size_t n = a->f->n_samples;
-	int err = 0;
-
-	*samples = 0;
-	flat_find_cached(a);
-	for (size_t i = 0; i < n + FLAT_MEMO_AHEAD && !err; i++) {
-		if (i >= FLAT_MEMO_AHEAD)
-			err = flat_finish(a, &pd[(i - FLAT_MEMO_AHEAD) % FLAT_MEMO_AHEAD], rows,
-					  samples);
-		if (!err && i < n)
-			err = flat_begin(a, &a->f->samples[i], &pd[i % FLAT_MEMO_AHEAD]);
-	}
-	for (int k = 0; k < FLAT_MEMO_AHEAD; k++)
-		free(pd[k].ids);
-	if (!err)
-		store_rows__sort_merge(rows);
-	return err;
-}
-
 /* Rows of the profile, sorted and merged. */
-static int build_rows(struct append_ctx *a, struct store_rows *rows, int64_t *samples)
+static int build_rows(struct store_append_ctx *a, struct store_rows *rows, int64_t *samples)
 {
 	struct profile_sample smp;
 	struct store_crow r;
 	int err = 0;
 
 	if (a->f)
-		return flat_rows(a, rows, samples);
+		return store_append_flat_rows(a, rows, samples);
 	*samples = 0;
 	for (size_t i = 0; i < profile__n_samples(a->p) && !err; i++) {
 		err = profile__sample(a->p, i, &smp) ?: model_series(a, &smp, &r.series_id) ?:
@@ -865,7 +472,7 @@ static int build_rows(struct append_ctx *a, struct store_rows *rows, int64_t *sa
 			break;
 		r.v[0] = smp.values[0];
 		r.v[1] = smp.values[1];
-		*samples = sat_add(*samples, smp.values[0]);
+		*samples = store_sat_add(*samples, smp.values[0]);
 		err = store_rows__push(rows, &r);
 	}
 	if (!err)
@@ -892,7 +499,7 @@ static int touch_windows(struct store *s, int64_t t)
 	return 0;
 }
 
-static int write_append(struct append_ctx *a, struct store_rows *rows, int64_t *samples)
+static int write_append(struct store_append_ctx *a, struct store_rows *rows, int64_t *samples)
 {
 	struct store *s = a->s;
 	int64_t t = a->time_ns;
@@ -908,7 +515,7 @@ static int write_append(struct append_ctx *a, struct store_rows *rows, int64_t *
 	return err;
 }
 
-static int alloc_ctx(struct append_ctx *a)
+static int alloc_ctx(struct store_append_ctx *a)
 {
 	const struct profile_flat *f = a->f;
 	size_t n_maps = f ? f->n_mappings : profile__n_mappings(a->p);
@@ -932,7 +539,7 @@ static int alloc_ctx(struct append_ctx *a)
 		   : -ENOMEM;
 }
 
-static void free_ctx(struct append_ctx *a)
+static void free_ctx(struct store_append_ctx *a)
 {
 	free(a->map_ids);
 	free(a->func_ids);
@@ -944,7 +551,7 @@ static void free_ctx(struct append_ctx *a)
 	free(a->key);
 }
 
-static int append_locked(struct append_ctx *a, struct store_append_result *res)
+static int append_locked(struct store_append_ctx *a, struct store_append_result *res)
 {
 	struct store *s = a->s;
 	struct store_rows rows = {0};
@@ -981,7 +588,7 @@ cleanup:
 }
 
 /* Checks the arguments, then appends under the store's lock. */
-static int append(struct append_ctx *a, struct store_append_result *res, char *err,
+static int append(struct store_append_ctx *a, struct store_append_result *res, char *err,
 		  size_t errlen)
 {
 	char dummy[8];
@@ -1009,8 +616,8 @@ int store__append(struct store *s, const struct profile *p, const char *profile_
 		  const struct store_label *extra, size_t n_extra, struct store_append_result *res,
 		  char *err, size_t errlen)
 {
-	struct append_ctx a = {.s = s, .p = p, .type = profile_type, .extra = extra,
-			       .n_extra = n_extra};
+	struct store_append_ctx a = {
+	    .s = s, .p = p, .type = profile_type, .extra = extra, .n_extra = n_extra};
 
 	if (p) {
 		a.time_ns = profile__time_ns(p);
@@ -1024,8 +631,8 @@ int store__append_flat(struct store *s, const struct profile_flat *f, const char
 		       const struct store_label *extra, size_t n_extra,
 		       struct store_append_result *res, char *err, size_t errlen)
 {
-	struct append_ctx a = {.s = s, .f = f, .type = profile_type, .extra = extra,
-			       .n_extra = n_extra};
+	struct store_append_ctx a = {
+	    .s = s, .f = f, .type = profile_type, .extra = extra, .n_extra = n_extra};
 
 	if (f) {
 		a.time_ns = f->time_ns;

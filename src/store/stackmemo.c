@@ -31,7 +31,7 @@ void store_stackmemo_hash(uint64_t series, const uint64_t *locs, size_t n, uint6
 }
 
 const struct store_stackmemo_slot *store_stackmemo_find(const struct store_stackmemo *m,
-							  const uint64_t h[2], uint64_t series)
+							const uint64_t h[2], uint64_t series)
 {
 	if (!m->cap)
 		return NULL;
@@ -82,8 +82,8 @@ int store_stackmemo_put(struct store_stackmemo *m, const uint64_t h[2], uint64_t
 		    m->slots[i].series == series)
 			break;
 	m->n += !m->slots[i].stack;
-	m->slots[i] = (struct store_stackmemo_slot){{h[0], h[1]}, stack, (uint32_t)series,
-						    (uint32_t)local};
+	m->slots[i] =
+	    (struct store_stackmemo_slot){{h[0], h[1]}, stack, (uint32_t)series, (uint32_t)local};
 	return 0;
 }
 

@@ -175,7 +175,7 @@ struct store_stackmemo {
 void store_stackmemo_hash(uint64_t series, const uint64_t *locs, size_t n, uint64_t h[2]);
 /* The slot of h for series, or NULL. */
 const struct store_stackmemo_slot *store_stackmemo_find(const struct store_stackmemo *m,
-							  const uint64_t h[2], uint64_t series);
+							const uint64_t h[2], uint64_t series);
 /* Starts loading the slot where h's probe begins. */
 static inline void store_stackmemo_prefetch(const struct store_stackmemo *m, const uint64_t h[2])
 {
@@ -188,6 +188,74 @@ int store_stackmemo_put(struct store_stackmemo *m, const uint64_t h[2], uint64_t
 /* Forgets every entry (after a rollback: its ids may be given again). */
 void store_stackmemo_clear(struct store_stackmemo *m);
 void store_stackmemo_fini(struct store_stackmemo *m);
+
+/* ---- append internals (append.c, append_flat.c) ---- */
+
+/* Per-append state: id translations and scratch (append.c). */
+struct store_append_ctx {
+	struct store *s;
+	const struct profile *p;      /* the model path; or */
+	const struct profile_flat *f; /* the flat path (a decoded pprof) */
+	int64_t time_ns, duration_ns, period_ns;
+	const char *type;
+	const struct store_label *extra;
+	size_t n_extra;
+	/* profile id (flat: index + 1) -> store id, 0 = not yet */
+	uint64_t *map_ids, *func_ids, *loc_ids;
+	uint64_t *str_ids; /* flat string index -> store string id, 0 = not yet */
+	/* profile id -> content hash (loccache.c), {0, 0} = not yet */
+	uint64_t (*map_h)[2], (*func_h)[2];
+	/*
+	 * Series by the bytes of the sample's label array: the model's strings are
+	 * interned, so the samples of one process carry the same pointers (a flat
+	 * profile's, the same string indices), and the series key (labels sorted,
+	 * joined, looked up) is built once per label set instead of once per
+	 * sample. Pointers and indices are compared, never dereferenced: equal ones
+	 * in one live profile are equal strings.
+	 */
+	struct store_series_memo {
+		const void *labels; /* borrowed from p or f */
+		size_t bytes;
+		uint64_t id; /* 0: empty slot */
+	} * memo;
+	size_t memo_cap;       /* power of two */
+	const char *last_file; /* borrowed from p: the last function's file */
+	uint64_t last_file_id; /* and its string id */
+	uint8_t *key;	       /* scratch for keys */
+	size_t key_cap;
+	size_t new_series;
+	char *err;
+	size_t errlen;
+};
+
+/* a + b clamped to the int64 range (a crafted profile may sum past it). */
+static inline int64_t store_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* a->key holds at least need bytes. 0 or -ENOMEM. */
+int store_append_key_room(struct store_append_ctx *a, size_t need);
+/* The memo slot of a sample's label array (its bytes): its own, or the empty
+ * one where it goes. */
+struct store_series_memo *store_append_memo_slot(struct store_append_ctx *a, const void *labels,
+						 size_t bytes);
+/* Series id of a sample's labels, sorted as the model sorts them (profile.c:
+ * label_cmp), with the append's extra labels: the series key interned, limits
+ * checked. 0, -E2BIG, -EDQUOT (a->err says why), -ENOMEM. */
+int store_append_series(struct store_append_ctx *a, const struct profile_label *labels,
+			size_t n_labels, uint64_t *out);
+/* Series-local id of the stack of these store location ids (leaf first) in
+ * series, h its store_stackmemo_hash: from the stack memo, or interned. */
+int store_append_stack(struct store_append_ctx *a, uint64_t series, const uint64_t *ids, size_t n,
+		       const uint64_t h[2], uint64_t *local);
+/* Rows of a->f (the flat path, append_flat.c), sorted and merged; *samples is
+ * the sum of values[0]. 0 or -errno (a->err says why for the caller's errors). */
+int store_append_flat_rows(struct store_append_ctx *a, struct store_rows *rows, int64_t *samples);
 
 /* ---- the store ---- */
 
