@@ -72,8 +72,8 @@ int server_store_profile(struct server *s, const char *const *keys, const char *
 /* The same for a decoded pprof (pprof_decode_flat): what /ingest does with a
  * pprof, and the path `hearth run` uses for its agent's profiles with no HTTP
  * hop (store__append_flat). */
-int server_store_flat(struct server *s, const char *const *keys, const char *const *vals,
-		      size_t n, const struct profile_flat *f, char *err, size_t errlen);
+int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
+		      const struct profile_flat *f, char *err, size_t errlen);
 
 /* ---- pieces of request parsing, exposed for unit tests and fuzzing ---- */
 

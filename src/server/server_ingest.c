@@ -95,8 +95,7 @@ struct decoded {
 	struct profile_flat *f;
 };
 
-static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
-			      struct decoded *d)
+static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a, struct decoded *d)
 {
 	char err[512] = "";
 	const uint8_t *b;
@@ -173,8 +172,8 @@ int server_store_profile(struct server *s, const char *const *keys, const char *
 	return store_labelled(s, keys, vals, n, p, NULL, err, errlen);
 }
 
-int server_store_flat(struct server *s, const char *const *keys, const char *const *vals,
-		      size_t n, const struct profile_flat *f, char *err, size_t errlen)
+int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
+		      const struct profile_flat *f, char *err, size_t errlen)
 {
 	if (!f) {
 		snprintf(err, errlen, "no profile given");

@@ -499,19 +499,51 @@ static void pb_sample(struct pb *p, const uint64_t *locs, size_t n, uint64_t cou
  */
 static void flat_fixture(struct pb *p, int64_t t)
 {
-	static const char *const strs[] = {
-	    "", "samples", "count", "cpu", "nanoseconds", "/bin/app", "beef",
-	    "[kernel.kallsyms]", "main", "app.c", "inl_a", "inl_b", "do_syscall_64", "process",
-	    "pid", "tid", "proc0", "proc1", "comm", "", "main", "worker"};
-	enum { S_MAIN = 8, S_APPC, S_INLA, S_INLB, S_SYSCALL, S_PROCESS, S_PID, S_TID, S_PROC0,
-	       S_PROC1, S_COMM, S_EMPTY2, S_MAIN2, S_WORKER };
+	static const char *const strs[] = {"",
+					   "samples",
+					   "count",
+					   "cpu",
+					   "nanoseconds",
+					   "/bin/app",
+					   "beef",
+					   "[kernel.kallsyms]",
+					   "main",
+					   "app.c",
+					   "inl_a",
+					   "inl_b",
+					   "do_syscall_64",
+					   "process",
+					   "pid",
+					   "tid",
+					   "proc0",
+					   "proc1",
+					   "comm",
+					   "",
+					   "main",
+					   "worker"};
+	enum {
+		S_MAIN = 8,
+		S_APPC,
+		S_INLA,
+		S_INLB,
+		S_SYSCALL,
+		S_PROCESS,
+		S_PID,
+		S_TID,
+		S_PROC0,
+		S_PROC1,
+		S_COMM,
+		S_EMPTY2,
+		S_MAIN2,
+		S_WORKER
+	};
 	static const uint64_t l_main[][2] = {{1, 5}}, l_inl[][2] = {{2, 7}, {3, 8}, {1, 9}},
 			      l_sys[][2] = {{4, 0}}, l_dup[][2] = {{5, 5}},
 			      l_nofn[][2] = {{0, 3}, {2, 1}};
 	const uint64_t proc0[][3] = {{S_PROCESS, S_PROC0, 0}, {S_PID, 0, 100}, {S_TID, 0, 7}};
 	const uint64_t proc0_rev[][3] = {{S_TID, 0, 8}, {S_PID, 0, 100}, {S_PROCESS, S_PROC0, 0}};
-	const uint64_t proc1[][3] = {{S_PROCESS, S_PROC1, 0}, {S_PID, S_EMPTY2, 200},
-				     {S_COMM, S_WORKER, 0}};
+	const uint64_t proc1[][3] = {
+	    {S_PROCESS, S_PROC1, 0}, {S_PID, S_EMPTY2, 200}, {S_COMM, S_WORKER, 0}};
 	const uint64_t comm[][3] = {{S_COMM, S_WORKER, 0}};
 	const uint64_t st1[] = {102, 101, 100}, st2[] = {103, 100}, st3[] = {104},
 		       st4[] = {106, 105}, st5[] = {100};
@@ -531,8 +563,8 @@ static void flat_fixture(struct pb *p, int64_t t)
 	pb_location(p, 100, 10, 0x401000, l_main, 1);
 	pb_location(p, 101, 10, 0x401100, l_inl, 3);
 	pb_location(p, 102, 20, 0xffffffff81001234ull, l_sys, 1);
-	pb_location(p, 103, 10, 0x401234, NULL, 0); /* unsymbolized */
-	pb_location(p, 104, 0, 0x9999, l_dup, 1);   /* no mapping */
+	pb_location(p, 103, 10, 0x401234, NULL, 0);  /* unsymbolized */
+	pb_location(p, 104, 0, 0x9999, l_dup, 1);    /* no mapping */
 	pb_location(p, 105, 30, 0x401000, l_dup, 1); /* location 100 again */
 	pb_location(p, 106, 0, 0, l_nofn, 2);	     /* a line without a function */
 	pb_function(p, 1, S_MAIN, S_APPC);
@@ -561,11 +593,11 @@ static int append_fixture(struct store *s, int64_t t, bool flat, char *err, size
 	if (!e)
 		flat_fixture(msg, t);
 	if (!e && flat)
-		e = pprof_decode_flat(msg->b, msg->n, &f, err, errlen) ?:
-			store__append_flat(s, f, NULL, extra, 2, NULL, err, errlen);
+		e = pprof_decode_flat(msg->b, msg->n, &f, err, errlen)
+			?: store__append_flat(s, f, NULL, extra, 2, NULL, err, errlen);
 	else if (!e)
-		e = pprof_decode(msg->b, msg->n, &p, err, errlen) ?:
-			store__append(s, p, NULL, extra, 2, NULL, err, errlen);
+		e = pprof_decode(msg->b, msg->n, &p, err, errlen)
+			?: store__append(s, p, NULL, extra, 2, NULL, err, errlen);
 	profile_flat__free(f);
 	profile__free(p);
 	free(msg);
@@ -633,12 +665,13 @@ TEST(flat_append_stores_what_the_model_path_stores)
 			CHECKF(query_profile(s, &q, &m, err, sizeof(err)) == 0, "%s", err);
 			CHECK((f = folded(m)));
 			/* an extra label fills in for a missing sample label */
-			CHECKF(strstr(f, "proc0;main;main;inl_b_[i];inl_a_[i];do_syscall_64_[k] "
-					 "20\n") &&
-				   strstr(f, "proc0;main;app+0x1234 4\n") &&
-				   strstr(f, "proc1;main 2\n") && strstr(f, "proc1;main;inl_a 8\n") &&
-				   strstr(f, "overridden;main 10\n") && strstr(f, "overridden 12\n"),
-			       "%s", f);
+			CHECKF(
+			    strstr(f, "proc0;main;main;inl_b_[i];inl_a_[i];do_syscall_64_[k] "
+				      "20\n") &&
+				strstr(f, "proc0;main;app+0x1234 4\n") &&
+				strstr(f, "proc1;main 2\n") && strstr(f, "proc1;main;inl_a 8\n") &&
+				strstr(f, "overridden;main 10\n") && strstr(f, "overridden 12\n"),
+			    "%s", f);
 		}
 		store__close(s);
 		s = NULL;
@@ -692,8 +725,7 @@ static struct profile *spec_profile(int64_t t, const struct smp_spec *sp, size_t
 }
 
 /* store__append, or the flat path for p encoded as a pprof. */
-static int append_via(struct store *s, const struct profile *p, bool flat, char *err,
-		      size_t errlen)
+static int append_via(struct store *s, const struct profile *p, bool flat, char *err, size_t errlen)
 {
 	struct profile_flat *f = NULL;
 	uint8_t *buf = NULL;
@@ -723,7 +755,8 @@ TEST(stack_memo_forgets_rolled_back_ids)
 	static const struct smp_spec s4[] = {{"proc0", 3, 2, {"f0", "main"}}};
 	struct store_opts o = {.no_fsync = true, .max_series = 1};
 	struct profile *p1 = spec_profile(T0, s1, 1), *pb = spec_profile(T0 + 10 * S, bad, 2);
-	struct profile *p3 = spec_profile(T0 + 20 * S, s3, 1), *p4 = spec_profile(T0 + 30 * S, s4, 1);
+	struct profile *p3 = spec_profile(T0 + 20 * S, s3, 1),
+		       *p4 = spec_profile(T0 + 30 * S, s4, 1);
 	struct query_request q = {.from_ns = T0 + 30 * S, .until_ns = T0 + 31 * S};
 	struct profile *m = NULL;
 	struct store *s = NULL;
