@@ -116,8 +116,8 @@ static int map_hash(struct store_append_ctx *a, uint64_t pid, const uint64_t **o
 	*out = h;
 	if (h[0] || h[1])
 		return 0;
-	h[0] = 0x6d61707069;
-	h[1] = 0x6e67;
+	h[0] = STORE_LOCCACHE_MAPPING_SEED0;
+	h[1] = STORE_LOCCACHE_MAPPING_SEED1;
 	if (pid) {
 		if (profile__get_mapping(a->p, pid, &m))
 			return -EINVAL;
@@ -140,8 +140,8 @@ static int func_hash(struct store_append_ctx *a, uint64_t pid, const uint64_t **
 		return 0;
 	if (profile__get_function(a->p, pid, &f))
 		return -EINVAL;
-	h[0] = 0x66756e63;
-	h[1] = 0x74696f6e;
+	h[0] = STORE_LOCCACHE_FUNCTION_SEED0;
+	h[1] = STORE_LOCCACHE_FUNCTION_SEED1;
 	mix_str(h, f.name);
 	mix_str(h, f.system_name);
 	mix_str(h, f.filename);

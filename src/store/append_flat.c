@@ -53,8 +53,8 @@ static const uint64_t *flat_map_hash(struct store_append_ctx *a, uint32_t m1)
 
 	if (h[0] || h[1])
 		return h;
-	h[0] = 0x6d61707069;
-	h[1] = 0x6e67;
+	h[0] = STORE_LOCCACHE_MAPPING_SEED0;
+	h[1] = STORE_LOCCACHE_MAPPING_SEED1;
 	if (m1) {
 		const struct profile_flat_mapping *m = &a->f->mappings[m1 - 1];
 		uint64_t v[3] = {m->start, m->limit, m->offset};
@@ -74,8 +74,8 @@ static const uint64_t *flat_func_hash(struct store_append_ctx *a, uint32_t fi)
 
 	if (h[0] || h[1])
 		return h;
-	h[0] = 0x66756e63;
-	h[1] = 0x74696f6e;
+	h[0] = STORE_LOCCACHE_FUNCTION_SEED0;
+	h[1] = STORE_LOCCACHE_FUNCTION_SEED1;
 	flat_mix_str(a, h, fn->name);
 	flat_mix_str(a, h, fn->system_name);
 	flat_mix_str(a, h, fn->filename);

@@ -155,6 +155,17 @@ int store_loccache_put(struct store_loccache *c, const uint64_t h[2], uint64_t i
 /* Forgets every entry (after a rollback: its ids may be given again). */
 void store_loccache_clear(struct store_loccache *c);
 void store_loccache_fini(struct store_loccache *c);
+/*
+ * Content hashes of the cache's keys start from these seeds; the model path
+ * (append.c) and the flat path (append_flat.c) must fold the same bytes in the
+ * same order after them (a mapping: start, limit, offset, file, build-id; a
+ * function: name, system name, file name; strings with their NUL), so that
+ * either path finds what the other cached.
+ */
+#define STORE_LOCCACHE_MAPPING_SEED0  0x6d61707069ull
+#define STORE_LOCCACHE_MAPPING_SEED1  0x6e67ull
+#define STORE_LOCCACHE_FUNCTION_SEED0 0x66756e63ull
+#define STORE_LOCCACHE_FUNCTION_SEED1 0x74696f6eull
 /* Folds n bytes at p into the two hashes h. */
 void store_loccache_mix(uint64_t h[2], const void *p, size_t n);
 
