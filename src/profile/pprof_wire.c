@@ -169,6 +169,21 @@ static void *arr_push(struct pprof_wire *w, struct pprof_wire_arr *a, size_t ele
 	return e;
 }
 
+/* Varints in [p, end): one per final byte (high bit clear), 8 bytes at a time. */
+static size_t count_varints(const uint8_t *p, const uint8_t *end)
+{
+	size_t n = 0;
+	uint64_t w;
+
+	for (; end - p >= 8; p += 8) {
+		memcpy(&w, p, 8);
+		n += (size_t)__builtin_popcountll(~w & 0x8080808080808080ull);
+	}
+	for (; p < end; p++)
+		n += !(*p & 0x80);
+	return n;
+}
+
 /* A repeated integer field, packed (WT_LEN) or one value (WT_VARINT), into a. */
 static int rd_repeated(struct pprof_wire *w, struct rd *r, unsigned wt, struct pprof_wire_arr *a)
 {
@@ -186,8 +201,7 @@ static int rd_repeated(struct pprof_wire *w, struct rd *r, unsigned wt, struct p
 	err = rd_len(r, &sub);
 	if (err)
 		return err;
-	for (const uint8_t *c = sub.p; c < sub.end; c++) /* one value per final byte */
-		n += !(*c & 0x80);
+	n = count_varints(sub.p, sub.end);
 	err = arr_room(w, a, sizeof(*v), n);
 	if (err)
 		return err;
