@@ -155,7 +155,8 @@ int store_itab__intern(struct store_itab *t, const void *key, size_t len, uint64
 		return -ENOMEM;
 	if (t->n == 0)
 		t->off[0] = 0;
-	memcpy(t->buf + t->len, key, len);
+	if (len) /* an empty key (the empty stack) may come first, with buf still NULL */
+		memcpy(t->buf + t->len, key, len);
 	t->len += len;
 	t->hashes[t->n] = h;
 	t->n++;

@@ -550,11 +550,11 @@ static void flat_fixture(struct pb *p, int64_t t)
 
 	pb_value_type(p, 1, 1, 2); /* samples/count */
 	pb_value_type(p, 1, 3, 4); /* cpu/nanoseconds */
+	pb_sample(p, NULL, 0, 6, comm, 1); /* an empty stack first: no ids at all yet */
 	pb_sample(p, st1, 3, 3, proc0, 3);
 	pb_sample(p, st2, 2, 2, proc0_rev, 3);
 	pb_sample(p, st3, 1, 1, proc1, 3);
 	pb_sample(p, st4, 2, 4, proc1, 3);
-	pb_sample(p, NULL, 0, 6, comm, 1);
 	pb_sample(p, st5, 1, 5, NULL, 0);
 	pb_sample(p, st1, 3, 7, proc0, 3); /* the first sample again */
 	pb_mapping(p, 10, 0x400000, 5, 6);
