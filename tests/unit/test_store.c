@@ -324,6 +324,10 @@ cleanup:
  * forget the ids of a rolled-back append: they are given again to other
  * locations, and a stale entry would name a later frame wrongly.
  */
+static int append_via(struct store *s, const struct profile *p, bool flat, char *err,
+		      size_t errlen);
+
+/* On the model path, then on the flat path (which probes the cache itself). */
 TEST(location_cache_forgets_rolled_back_ids)
 {
 	struct store_opts o = {.no_fsync = true, .max_series = 1};
@@ -334,11 +338,6 @@ TEST(location_cache_forgets_rolled_back_ids)
 	char dir[300], err[256], *f = NULL;
 
 	CHECK(p1 && bad && p3 && p4);
-	snprintf(dir, sizeof(dir), "%s/loccache", unit_tmp_dir());
-	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
-	CHECK(store__append(s, p1, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
-	/* two series over the limit of one: rolled back after interning f1, g1, g2 */
-	CHECK(store__append(s, bad, NULL, NULL, 0, NULL, err, sizeof(err)) == -EDQUOT);
 	/* three other new locations take the ids f1, g1 and g2 had */
 	profile__set_time(p3, T0 + 20 * S, 10 * S);
 	for (int k = 0; k < 3; k++) {
@@ -351,12 +350,26 @@ TEST(location_cache_forgets_rolled_back_ids)
 		uint64_t loc = profile__location(p3, 0, 0x7000 + (uint64_t)k, &ln, 1);
 		CHECK(profile__add_sample(p3, &loc, 1, v, l, 2) == 0);
 	}
-	CHECKF(store__append(s, p3, NULL, NULL, 0, NULL, err, sizeof(err)) == 0, "%s", err);
-	/* g1 and g2 again: stored under their own names, not h1/h2 */
-	CHECK(store__append(s, p4, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
-	CHECK(query_profile(s, &q, &m, err, sizeof(err)) == 0);
-	CHECK((f = folded(m)));
-	CHECKF(strstr(f, "main;f0;g1 2") && strstr(f, "main;f0;g2 3") && !strstr(f, "h"), "%s", f);
+	for (int flat = 0; flat < 2; flat++) {
+		snprintf(dir, sizeof(dir), "%s/loccache%d", unit_tmp_dir(), flat);
+		CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+		CHECK(append_via(s, p1, flat, err, sizeof(err)) == 0);
+		/* two series over the limit of one: rolled back after interning f1, g1, g2 */
+		CHECK(append_via(s, bad, flat, err, sizeof(err)) == -EDQUOT);
+		CHECKF(append_via(s, p3, flat, err, sizeof(err)) == 0, "%s", err);
+		/* g1 and g2 again: stored under their own names, not h1/h2 */
+		CHECK(append_via(s, p4, flat, err, sizeof(err)) == 0);
+		CHECK(query_profile(s, &q, &m, err, sizeof(err)) == 0);
+		CHECK((f = folded(m)));
+		CHECKF(strstr(f, "main;f0;g1 2") && strstr(f, "main;f0;g2 3") && !strstr(f, "h"),
+		       "%s path: %s", flat ? "flat" : "model", f);
+		free(f);
+		f = NULL;
+		profile__free(m);
+		m = NULL;
+		store__close(s);
+		s = NULL;
+	}
 cleanup:
 	free(f);
 	profile__free(m);
@@ -548,8 +561,8 @@ static void flat_fixture(struct pb *p, int64_t t)
 	const uint64_t st1[] = {102, 101, 100}, st2[] = {103, 100}, st3[] = {104},
 		       st4[] = {106, 105}, st5[] = {100};
 
-	pb_value_type(p, 1, 1, 2); /* samples/count */
-	pb_value_type(p, 1, 3, 4); /* cpu/nanoseconds */
+	pb_value_type(p, 1, 1, 2);	   /* samples/count */
+	pb_value_type(p, 1, 3, 4);	   /* cpu/nanoseconds */
 	pb_sample(p, NULL, 0, 6, comm, 1); /* an empty stack first: no ids at all yet */
 	pb_sample(p, st1, 3, 3, proc0, 3);
 	pb_sample(p, st2, 2, 2, proc0_rev, 3);
