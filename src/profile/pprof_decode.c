@@ -1,13 +1,15 @@
 /*
  * pprof decoder: gzipped or raw profile.proto from outside (files, HTTP pushes)
- * into a new model. It must survive any input, so it runs in three guarded steps:
+ * into a flat profile or a new model. It must survive any input, so it runs in
+ * guarded steps:
  *
  *   inflate   bounded by PPROF_MAX_INFLATED (decompression bombs: -EFBIG); one
  *             libdeflate call into a buffer of the size the gzip trailer states,
  *             zlib streaming whenever that does not give the whole answer;
  *   parse     the protobuf wire format read directly (pprof_wire.c): varints,
- *             packed repeated fields, the string table as (offset, length) into
- *             the inflated buffer; a handful of flat arrays on a byte budget (a
+ *             packed repeated fields, the string table copied once into one
+ *             buffer (the inflated one is freed after this step); a handful of
+ *             flat arrays on a byte budget (a
  *             few bytes on the wire can ask for a 40-byte record each: -EFBIG
  *             past the budget), no allocation per message;
  *   validate  every string index, every id reference, value counts (-EINVAL with
