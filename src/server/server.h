@@ -63,15 +63,11 @@ int server__port(const struct server *s);
 void server__stop(struct server *s);
 
 /*
- * Stores a profile under a series label set, exactly as /ingest does once it has
- * decoded a request in a text format. keys/vals are n label pairs (validated
+ * Stores a decoded pprof (pprof_decode_flat) under a series label set, exactly as
+ * /ingest does with a pprof: the path `hearth run` uses for its agent's profiles,
+ * with no HTTP hop (store__append_flat). keys/vals are n label pairs (validated
  * here). 0, -EINVAL (err says why), -ENOMEM, -EIO.
  */
-int server_store_profile(struct server *s, const char *const *keys, const char *const *vals,
-			 size_t n, const struct profile *p, char *err, size_t errlen);
-/* The same for a decoded pprof (pprof_decode_flat): what /ingest does with a
- * pprof, and the path `hearth run` uses for its agent's profiles with no HTTP
- * hop (store__append_flat). */
 int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
 		      const struct profile_flat *f, char *err, size_t errlen);
 

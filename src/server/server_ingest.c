@@ -166,12 +166,6 @@ static int store_labelled(struct server *s, const char *const *keys, const char 
 	return ret;
 }
 
-int server_store_profile(struct server *s, const char *const *keys, const char *const *vals,
-			 size_t n, const struct profile *p, char *err, size_t errlen)
-{
-	return store_labelled(s, keys, vals, n, p, NULL, err, errlen);
-}
-
 int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
 		      const struct profile_flat *f, char *err, size_t errlen)
 {
