@@ -854,6 +854,11 @@ int cmd_symbolize(int argc, char **argv)
 	else if (err)
 		cli_error("symbolize", "cannot %s %s: %s", what,
 			  strcmp(what, "read") ? "stdout" : "stdin", strerror(-err));
+	/* the reader sees EOF now, not after the caches are torn down below */
+	if (close(STDOUT_FILENO) != 0 && !err) {
+		err = -errno;
+		cli_error("symbolize", "cannot write stdout: %s", strerror(-err));
+	}
 	if (a.stats)
 		print_stats(&c);
 	region_free(c.tc.slots, slot_bytes(&c.tc));
