@@ -868,22 +868,26 @@ static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64
 	return true;
 }
 
-/* Itanium C++ (_Z) and Rust (legacy _ZN..E, v0 _R) names shown demangled; else NULL. */
-static char *demangle(const char *sys)
+char *sym_demangle(const char *sys)
 {
 	if (!sys || sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R'))
 		return NULL;
 	return cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
 }
 
-/* The frame from the symbol table, when DWARF gave nothing. 0 or 1 frames. */
-static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_frame *f)
+/*
+ * The frame from the symbol table, when DWARF gave nothing; its name demangled into
+ * *dem when it demangles (the caller frees it). 0 or 1 frames.
+ */
+static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_frame *f, char **dem)
 {
 	long i = sym_table__find(&o->info.table, vaddr);
 
 	if (i < 0)
 		return 0;
 	f->system_name = f->name = o->info.table.names + o->info.table.syms[i].name;
+	if ((*dem = sym_demangle(f->system_name)))
+		f->name = *dem;
 	f->file = NULL;
 	f->line = 0;
 	f->inlined = false;
@@ -903,16 +907,10 @@ static int object_lookup(struct symbolizer *s, struct sym_object *o, uint64_t va
 		s->stats.dwarf_failures++;
 		n = 0;
 	}
-	if (n == 0)
-		n = (int)symtab_frame(o, vaddr, f);
+	if (n == 0) /* DWARF's frames come demangled; a symbol's is demangled here */
+		n = (int)symtab_frame(o, vaddr, f, dem);
 	else if (!strcmp(f[n - 1].system_name, "??"))
-		symtab_frame(o, vaddr, &f[n - 1]);
-	for (int i = 0; i < n; i++) {
-		if ((dem[i] = demangle(f[i].system_name)))
-			f[i].name = dem[i];
-		else if (!f[i].name)
-			f[i].name = f[i].system_name;
-	}
+		symtab_frame(o, vaddr, &f[n - 1], &dem[n - 1]);
 	return n;
 }
 
