@@ -137,7 +137,8 @@ struct symbolizer {
 	size_t n_procs;
 	struct sym_result scratch;	   /* what the last resolve handed out */
 	bool no_address_cache;		   /* sym_opts.no_address_cache */
-	char *scratch_dem[SYM_MAX_FRAMES]; /* owned: demangled names in scratch, uncached */
+	char *scratch_text;		   /* owned: scratch's strings, without an address cache */
+	size_t scratch_cap;
 	struct sym_table kernel;
 	bool kernel_loaded;
 	struct sym_result unresolved; /* n == 0, handed out for every miss */
@@ -928,6 +929,49 @@ static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object 
 	return e;
 }
 
+/*
+ * Frames for vaddr in o into s->scratch, their strings copied into s->scratch_text: the
+ * budget may evict o right after, and the result must live until the next call. 0 or
+ * -ENOMEM.
+ */
+static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
+			  const struct sym_result **out)
+{
+	struct sym_frame *f = s->scratch.frames;
+	char *dem[SYM_MAX_FRAMES] = {0}, *pos, *p;
+	int found = object_lookup(s, o, vaddr, f, dem), n = found, err = 0;
+	size_t room = 0, cap = s->scratch_cap;
+
+	for (int i = 0; i < n; i++)
+		room += str_room(f[i].name) + str_room(f[i].system_name) + str_room(f[i].file);
+	if (room > cap) {
+		while (cap < room)
+			cap = cap ? cap * 2 : 4096;
+		if ((p = realloc(s->scratch_text, cap))) {
+			s->scratch_text = p;
+			s->scratch_cap = cap;
+		} else {
+			err = -ENOMEM;
+			n = 0;
+		}
+	}
+	pos = s->scratch_text;
+	for (int i = 0; i < n; i++) {
+		const char *sys = f[i].system_name;
+
+		f[i].system_name = sys == f[i].name ? NULL : str_put(&pos, sys);
+		f[i].name = str_put(&pos, f[i].name);
+		f[i].system_name = f[i].system_name ? f[i].system_name : f[i].name;
+		f[i].file = str_put(&pos, f[i].file);
+	}
+	for (int i = 0; i < found; i++)
+		free(dem[i]);
+	s->scratch.n = (size_t)n;
+	*out = n ? &s->scratch : &s->unresolved;
+	budget_enforce(s);
+	return err;
+}
+
 /* Hands out entry e's frames through s->scratch (valid until the next call). */
 static const struct sym_result *centry_result(struct symbolizer *s, const struct sym_centry *e)
 {
@@ -964,17 +1008,8 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 	}
 	lru_touch(s, obj);
 	object_account(s, obj);
-	if (s->no_address_cache) { /* straight into scratch; its names live until the next call */
-		for (size_t i = 0; i < SYM_MAX_FRAMES; i++) {
-			free(s->scratch_dem[i]);
-			s->scratch_dem[i] = NULL;
-		}
-		s->scratch.n =
-		    (size_t)object_lookup(s, obj, vaddr, s->scratch.frames, s->scratch_dem);
-		*out = &s->scratch;
-		budget_enforce(s);
-		return 0;
-	}
+	if (s->no_address_cache) /* straight into scratch */
+		return scratch_lookup(s, obj, vaddr, out);
 	if (!(e = object_frames(s, obj, vaddr)))
 		return -ENOMEM;
 	*out = centry_result(s, e); /* copied out before anything can be evicted */
@@ -1268,8 +1303,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->idents.buckets);
 	free(s->build_ids.buckets);
 	sym_table__fini(&s->kernel);
-	for (size_t i = 0; i < SYM_MAX_FRAMES; i++)
-		free(s->scratch_dem[i]);
+	free(s->scratch_text);
 	free(s->kallsyms_path);
 	free(s);
 }
