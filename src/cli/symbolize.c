@@ -565,8 +565,8 @@ static bool text_fits(struct text_cache *tc, size_t len)
 			return false;
 	}
 	return len <= UINT32_MAX - tc->text_len && tc->text_len + len <= tc->text_cap &&
-	       (tc->n_recs + 1) * sizeof(*tc->recs) <= tc->recs_cap &&
-	       tc->n_recs < UINT32_MAX && text_bytes(tc) + len + sizeof(*tc->recs) <= tc->budget;
+	       (tc->n_recs + 1) * sizeof(*tc->recs) <= tc->recs_cap && tc->n_recs < UINT32_MAX &&
+	       text_bytes(tc) + len + sizeof(*tc->recs) <= tc->budget;
 }
 
 /*
@@ -618,8 +618,11 @@ static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, 
 	t->tag = (uint32_t)(text_hash(o, v, is_off) >> 32);
 	t->rec = (uint32_t)tc->n_recs;
 	rec = &tc->recs[tc->n_recs++];
-	*rec = (struct text_rec){.v = v, .obj = o, .off = (uint32_t)tc->text_len,
-				 .len = (uint32_t)len, .is_off = is_off};
+	*rec = (struct text_rec){.v = v,
+				 .obj = o,
+				 .off = (uint32_t)tc->text_len,
+				 .len = (uint32_t)len,
+				 .is_off = is_off};
 	memcpy(tc->text + tc->text_len, c->fmt.p, len);
 	tc->text_len += len;
 	return emit_text(&c->em, tc->text + rec->off, len);
@@ -629,10 +632,9 @@ static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, 
 
 /* Hex digit values plus one; 0 for any other byte. */
 static const unsigned char hex_value[256] = {
-    ['0'] = 1,	['1'] = 2,  ['2'] = 3,	['3'] = 4,  ['4'] = 5,	['5'] = 6,  ['6'] = 7,
-    ['7'] = 8,	['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14,
-    ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15,
-    ['F'] = 16,
+    ['0'] = 1,	['1'] = 2,  ['2'] = 3,	['3'] = 4,  ['4'] = 5,	['5'] = 6,  ['6'] = 7,	['7'] = 8,
+    ['8'] = 9,	['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
 };
 
 /* Strict hex of [p, end): optional 0x, then digits only, at most 64 bits of value. */
@@ -695,8 +697,7 @@ static void line_parse(struct symbolize_ctx *c, char *line, size_t len, struct l
  * The common line, "0x" and 1 to 16 hex digits then '\n', parsed in the same pass that
  * finds its end. Returns the '\n', or NULL for any other line (line_parse's to read).
  */
-static char *line_fast(const struct symbolize_ctx *c, char *p, const char *end,
-		       struct line_key *k)
+static char *line_fast(const struct symbolize_ctx *c, char *p, const char *end, struct line_key *k)
 {
 	const unsigned char *q = (const unsigned char *)p + 2, *digits = q;
 	uint64_t x = 0;

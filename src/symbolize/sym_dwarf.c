@@ -80,9 +80,9 @@ struct cu_index {
 	size_t n_fns, n_kids;
 	struct scope *scopes;
 	size_t n_scopes;
-	Dwarf_Lines *lines; /* libdw's, NULL when the CU has none */
-	uint64_t *line_addr;	/* owned: row addresses of lines, sorted (libdw sorts rows) */
-	uint64_t *line_top;	/* owned: line_addr[0], line_addr[LINE_STEP], ... */
+	Dwarf_Lines *lines;  /* libdw's, NULL when the CU has none */
+	uint64_t *line_addr; /* owned: row addresses of lines, sorted (libdw sorts rows) */
+	uint64_t *line_top;  /* owned: line_addr[0], line_addr[LINE_STEP], ... */
 	size_t n_lines, n_top;
 };
 
@@ -115,9 +115,9 @@ struct sym_dwarf {
 	int fd;
 	Elf *elf; /* ELF_C_READ: sections pread into memory, never mmap'd */
 	Dwarf *dw;
-	uint64_t bytes;		 /* the file's .debug_* sections: what libdw maps and indexes */
-	int use_aranges;	 /* 0 unknown, 1 yes, -1 no */
-	struct cu_span *spans;	 /* owned: aranges sorted by lo */
+	uint64_t bytes;	       /* the file's .debug_* sections: what libdw maps and indexes */
+	int use_aranges;       /* 0 unknown, 1 yes, -1 no */
+	struct cu_span *spans; /* owned: aranges sorted by lo */
 	size_t n_spans;
 	bool indexed;		 /* `all` built */
 	struct scope_range *all; /* owned: every CU's functions, when there are no aranges */
@@ -133,8 +133,8 @@ struct sym_dwarf {
 
 static bool strings_terminated(Elf_Scn *scn, const GElf_Shdr *sh, const char *name)
 {
-	static const char *const strs[] = { ".debug_str", ".debug_line_str", ".zdebug_str",
-					    ".zdebug_line_str" };
+	static const char *const strs[] = {".debug_str", ".debug_line_str", ".zdebug_str",
+					   ".zdebug_line_str"};
 	bool is_str = false;
 	Elf_Data *data;
 
@@ -211,7 +211,6 @@ cleanup:
 	sym_dwarf__close(d);
 	return err;
 }
-
 
 static void cu_index_free(struct cu_index *ci)
 {
@@ -319,8 +318,8 @@ static const char *demangled(struct sym_dwarf *d, const char *sys)
 static void scope_name(struct sym_dwarf *d, struct scope *s)
 {
 	Dwarf_Die die;
-	const char *plain = NULL, *sys = dwarf_offdie(d->dw, s->die, &die) ? die_name(&die, &plain)
-									    : NULL;
+	const char *plain = NULL,
+		   *sys = dwarf_offdie(d->dw, s->die, &die) ? die_name(&die, &plain) : NULL;
 	const char *dem;
 
 	if (!sys) {
@@ -338,7 +337,7 @@ static void scope_name(struct sym_dwarf *d, struct scope *s)
 struct cu_build {
 	struct cu_index *ci;
 	size_t cap_fns, cap_kids, cap_scopes;
-	uint32_t cu;	     /* ci's place in cu_list */
+	uint32_t cu;	    /* ci's place in cu_list */
 	Dwarf_Files *files; /* the CU's file names, for call sites; NULL when none */
 	size_t n_files;
 };
@@ -514,8 +513,7 @@ static uint64_t cu_index_bytes(const struct cu_build *b)
 {
 	return sizeof(*b->ci) + b->cap_fns * sizeof(*b->ci->fns) +
 	       b->cap_kids * sizeof(*b->ci->kids) + b->cap_scopes * sizeof(*b->ci->scopes) +
-	       b->ci->n_lines * sizeof(*b->ci->line_addr) +
-	       b->ci->n_top * sizeof(*b->ci->line_top);
+	       b->ci->n_lines * sizeof(*b->ci->line_addr) + b->ci->n_top * sizeof(*b->ci->line_top);
 }
 
 /* Finds slot of off in d->cus (or the empty one where it goes). */
@@ -622,8 +620,8 @@ static bool spans_load(struct sym_dwarf *d)
 	for (size_t i = 0; i < n; i++) {
 		Dwarf_Arange *a = dwarf_onearange(ar, i);
 
-		if (a && dwarf_getarangeinfo(a, &lo, &len, &off) == 0 && len &&
-		    lo + len > lo && off)
+		if (a && dwarf_getarangeinfo(a, &lo, &len, &off) == 0 && len && lo + len > lo &&
+		    off)
 			d->spans[k++] = (struct cu_span){lo, lo + len, off, SCOPE_NONE};
 	}
 	qsort(d->spans, k, sizeof(*d->spans), span_cmp);
@@ -685,8 +683,7 @@ static int build_all(struct sym_dwarf *d)
 }
 
 /* The function ranges to search for vaddr: its CU's through aranges, else all. */
-static int fns_for(struct sym_dwarf *d, uint64_t vaddr, const struct scope_range **fns,
-		   size_t *n)
+static int fns_for(struct sym_dwarf *d, uint64_t vaddr, const struct scope_range **fns, size_t *n)
 {
 	struct cu_span *sp;
 	int err = 0;
@@ -714,8 +711,7 @@ static int fns_for(struct sym_dwarf *d, uint64_t vaddr, const struct scope_range
 }
 
 /* The innermost range in r[0, n) (sorted by lo) holding vaddr, or NULL. */
-static const struct scope_range *range_find(const struct scope_range *r, size_t n,
-					    uint64_t vaddr)
+static const struct scope_range *range_find(const struct scope_range *r, size_t n, uint64_t vaddr)
 {
 	size_t lo = 0, hi = n;
 

@@ -135,9 +135,9 @@ struct symbolizer {
 	size_t n_jits;
 	struct sym_proc **procs; /* owned chains, by pid; SYM_PROC_BUCKETS */
 	size_t n_procs;
-	struct sym_result scratch;	   /* what the last resolve handed out */
-	bool no_address_cache;		   /* sym_opts.no_address_cache */
-	char *scratch_text;		   /* owned: scratch's strings, without an address cache */
+	struct sym_result scratch; /* what the last resolve handed out */
+	bool no_address_cache;	   /* sym_opts.no_address_cache */
+	char *scratch_text;	   /* owned: scratch's strings, without an address cache */
 	size_t scratch_cap;
 	struct sym_table kernel;
 	bool kernel_loaded;
