@@ -11,14 +11,17 @@
  *
  * Throughput. Once the symbolizer's caches are warm, per-line stdio (getline, strtoull,
  * fputs of ~110 bytes per address) cost more than the lookups. So input is read in
- * large blocks and split by hand, hex is parsed by hand, and the output is built in one
- * buffer written with write(2) — before every read, so an interactive caller (a
- * coprocess writing one address and waiting) gets its answer at once. The formatted
- * frames of each (object, address) are kept in a text cache (a flat open-addressing
- * table of 8-byte slots over one region of records, each its key then its text), so a
- * repeated address costs one probe and one memcpy from one place in memory.
+ * large blocks, and the common line ("0x" and hex digits) is parsed in the same pass
+ * that finds its end. The formatted answer of each (object, address), its address line
+ * included, is kept in a text cache: a flat open-addressing table of 8-byte slots,
+ * records (key, where the text is) in first-made order, and the texts back to back in
+ * one region. A repeated address costs one probe and one record, and its text is never
+ * copied by us: output is a list of pieces of that region (consecutive answers made in
+ * the same order as before form one piece) written with writev(2) once a MiB is
+ * pending, and before every read, so an interactive caller (a coprocess writing one
+ * address and waiting) gets its answer at once.
  * The text cache takes a quarter of --symbol-cache-mb, the symbolizer the rest; when
- * the text cache is full it is emptied and refills.
+ * the text cache is full, pending output is written and the cache emptied to refill.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,8 +29,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,36 +63,53 @@ struct sbuf {
 };
 
 /*
- * One cached answer in the text region: its key, then the formatted frames. The slot
- * table holds only where each record is and 32 bits of its hash, so it stays small
- * (8 bytes a slot) and a warm answer touches one random place, the record, where key
- * and text lie together.
+ * One cached answer: its key, and where its text is. Records sit in their own region in
+ * the order answers were first made, texts in another, back to back with nothing
+ * between them: input that repeats earlier input finds its records one after another,
+ * and its answers form long runs of text that are written with one writev piece each,
+ * never copied by us. The slot table holds only a record's number and 32 bits of its
+ * hash (8 bytes a slot).
  */
 struct text_rec {
 	uint64_t v;		      /* vaddr, or file offset when is_off */
 	const struct sym_object *obj; /* borrowed from the symbolizer */
-	uint32_t len;		      /* of text */
+	uint32_t off, len;	      /* text_cache.text[off, off + len) */
 	uint32_t is_off;
-	char text[];
 };
 
-/* off 0 = empty (records start at TEXT_FIRST). */
+/* rec 0 = empty (record numbers start at 1). */
 struct text_slot {
 	uint32_t tag; /* the high half of the key's hash */
-	uint32_t off; /* of the record in text_cache.text */
+	uint32_t rec; /* number of the record in text_cache.recs */
 };
-
-#define TEXT_FIRST 8
 
 struct text_cache {
 	struct text_slot *slots; /* owned region; n_slots a power of two, at most half used */
-	size_t n_slots, used;
-	char *text;	  /* owned region of text_cap bytes: every answer back to back */
-	size_t text_cap;  /* reserved (the budget, rounded), not all touched */
-	size_t text_len;  /* in use */
-	size_t text_peak; /* touched since the last reset: what is accounted */
-	size_t budget;	  /* bytes of slots + touched text */
+	size_t n_slots;
+	struct text_rec *recs; /* owned region of recs_cap bytes; recs[0] unused */
+	size_t recs_cap, n_recs;
+	char *text;	 /* owned region of text_cap bytes: every answer back to back */
+	size_t text_cap; /* regions are reserved at the budget's size, touched as used */
+	size_t text_len;
+	size_t budget; /* bytes of slots + records + text in use */
 	uint64_t hits, misses, resets;
+};
+
+/*
+ * Output in order, as pieces: runs of the text cache's region (written from where they
+ * are) and bytes in scratch (answers not cached). Written to fd with writev, or, for
+ * --timing, copied into mem. A piece of scratch has iov_base NULL until written and its
+ * offset in sc_off, as scratch may move while it grows.
+ */
+#define EMIT_IOV 512
+
+struct emitter {
+	int fd;		  /* -1: into mem */
+	struct sbuf *mem; /* borrowed, when fd < 0 */
+	struct sbuf scratch;
+	struct iovec iov[EMIT_IOV];
+	size_t sc_off[EMIT_IOV];
+	size_t n, pending; /* pieces, bytes */
 };
 
 struct symbolize_ctx {
@@ -95,6 +117,8 @@ struct symbolize_ctx {
 	struct sym_object *obj; /* borrowed: --obj, NULL when not given */
 	bool inlines, addresses;
 	struct text_cache tc;
+	struct sbuf fmt; /* one answer being formatted */
+	struct emitter em;
 };
 
 static void usage(FILE *f)
@@ -309,16 +333,95 @@ static int put_frames(struct sbuf *b, const struct sym_result *r, bool inlines)
 	return 0;
 }
 
-/* ---- the text cache: (object, address) -> formatted frames ---- */
+/* ---- output pieces ---- */
+
+/* Writes every pending piece (to fd, or into mem) and empties the emitter. 0 or
+ * -errno (EPIPE when the reader left), -ENOMEM. */
+static int emit_flush(struct emitter *em)
+{
+	struct iovec *iov = em->iov;
+	size_t n = em->n;
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!iov[i].iov_base)
+			iov[i].iov_base = em->scratch.p + em->sc_off[i];
+	if (em->fd < 0 && sbuf_reserve(em->mem, em->pending) == 0) {
+		for (size_t i = 0; i < n; i++)
+			sbuf_put(em->mem, iov[i].iov_base, iov[i].iov_len);
+	} else if (em->fd < 0) {
+		err = -ENOMEM;
+	}
+	while (em->fd >= 0 && n) {
+		ssize_t w = writev(em->fd, iov, n > IOV_MAX ? IOV_MAX : (int)n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			err = -errno;
+			break;
+		}
+		for (; n && (size_t)w >= iov->iov_len; n--, iov++) /* done pieces */
+			w -= (ssize_t)iov->iov_len;
+		if (n) { /* a piece written in part */
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	em->n = em->pending = 0;
+	em->scratch.len = 0;
+	return err;
+}
+
+/* Writes what is pending once it is SYMBOLIZE_OUT_FLUSH bytes: the reader gets the
+ * answers as they are made, not all at the end of a block. */
+static int emit_done(struct emitter *em, size_t len)
+{
+	em->pending += len;
+	return em->pending >= SYMBOLIZE_OUT_FLUSH ? emit_flush(em) : 0;
+}
+
+/* Appends [p, p + len) of the text cache's region (left untouched until flushed). */
+static int emit_text(struct emitter *em, const char *p, size_t len)
+{
+	struct iovec *last = em->n ? &em->iov[em->n - 1] : NULL;
+	int err;
+
+	if (last && last->iov_base && (char *)last->iov_base + last->iov_len == p) {
+		last->iov_len += len; /* the run goes on */
+		return emit_done(em, len);
+	}
+	if (em->n == EMIT_IOV && (err = emit_flush(em)))
+		return err;
+	em->iov[em->n++] = (struct iovec){(void *)p, len};
+	return emit_done(em, len);
+}
+
+/* Appends a copy of [p, p + len). 0 or -errno. */
+static int emit_copy(struct emitter *em, const void *p, size_t len)
+{
+	struct iovec *last;
+	int err;
+
+	if ((em->n == EMIT_IOV && (err = emit_flush(em))) ||
+	    (err = sbuf_reserve(&em->scratch, len)))
+		return err;
+	last = em->n ? &em->iov[em->n - 1] : NULL;
+	if (!last || last->iov_base) { /* a new scratch piece */
+		em->sc_off[em->n] = em->scratch.len;
+		em->iov[em->n++] = (struct iovec){NULL, 0};
+		last = &em->iov[em->n - 1];
+	}
+	sbuf_put(&em->scratch, p, len);
+	last->iov_len += len;
+	return emit_done(em, len);
+}
+
+/* ---- the text cache: (object, address) -> formatted answer ---- */
 
 static uint64_t text_hash(const struct sym_object *o, uint64_t v, bool is_off)
 {
 	return sym_mix64(v ^ ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ULL) ^ is_off);
-}
-
-static struct text_rec *text_rec_at(const struct text_cache *tc, uint32_t off)
-{
-	return (struct text_rec *)(void *)(tc->text + off);
 }
 
 /* The slot of (o, v, is_off), or the empty slot where it would go (linear probing). */
@@ -332,9 +435,9 @@ static struct text_slot *text_probe(struct text_cache *tc, const struct sym_obje
 		struct text_slot *t = &tc->slots[i];
 		const struct text_rec *r;
 
-		if (!t->off)
+		if (!t->rec)
 			return t;
-		r = text_rec_at(tc, t->off);
+		r = &tc->recs[t->rec];
 		if (t->tag == (uint32_t)(h >> 32) && r->v == v && r->obj == o &&
 		    r->is_off == is_off)
 			return t;
@@ -343,9 +446,8 @@ static struct text_slot *text_probe(struct text_cache *tc, const struct sym_obje
 
 /*
  * The cache is read at random: with 4 KiB pages, nearly every warm answer also missed
- * the TLB (twice: slot, text). Large regions are therefore mapped 2 MiB aligned with
- * MADV_HUGEPAGE (a hint; the kernel may decline). Smaller ones (a small budget) use
- * malloc. Both come zeroed.
+ * the TLB. Large regions are therefore mapped 2 MiB aligned with MADV_HUGEPAGE (a hint;
+ * the kernel may decline). Smaller ones (a small budget) use malloc. Both come zeroed.
  */
 #define HUGE_PAGE ((size_t)2 << 20)
 
@@ -385,36 +487,50 @@ static void region_free(void *p, size_t bytes)
 		free(p);
 }
 
+/* Gives the first used bytes of a region back (a mapped one to the kernel). */
+static void region_clear(void *p, size_t cap, size_t used)
+{
+	if (!p || !used)
+		return;
+	if (cap >= HUGE_PAGE)
+		madvise(p, used, MADV_DONTNEED);
+	else
+		memset(p, 0, used);
+}
+
 /* Slot memory now. */
 static size_t slot_bytes(const struct text_cache *tc)
 {
 	return tc->n_slots * sizeof(*tc->slots);
 }
 
-/* Forgets every answer; the text's pages go back to the kernel, the slots stay. */
+/* Bytes accounted against the budget. */
+static size_t text_bytes(const struct text_cache *tc)
+{
+	return slot_bytes(tc) + tc->n_recs * sizeof(*tc->recs) + tc->text_len;
+}
+
+/* Forgets every answer; the regions' pages go back to the kernel, the slots stay. The
+ * caller flushed the output first: pending pieces may point into the text. */
 static void text_reset(struct text_cache *tc)
 {
 	memset(tc->slots, 0, slot_bytes(tc));
-	tc->used = 0;
-	if (tc->text_peak >= HUGE_PAGE)
-		madvise(tc->text, tc->text_peak, MADV_DONTNEED);
-	else
-		memset(tc->text, 0, tc->text_peak);
-	tc->text_len = tc->text_peak = TEXT_FIRST;
+	region_clear(tc->recs, tc->recs_cap, tc->n_recs * sizeof(*tc->recs));
+	region_clear(tc->text, tc->text_cap, tc->text_len);
+	tc->n_recs = 1;
+	tc->text_len = 0;
 	tc->resets++;
 }
 
-/* Twice the slots, when that fits the budget (else reset). 0 or -ENOMEM. */
+/* Twice the slots. 0 or -ENOMEM; 1 when that would not fit the budget. */
 static int text_grow(struct text_cache *tc)
 {
 	size_t old_n = tc->n_slots, old_bytes = slot_bytes(tc);
 	size_t n = old_n ? old_n * 2 : TEXT_MIN_SLOTS, bytes = n * sizeof(*tc->slots);
-	struct text_slot *old = tc->slots, *t;
+	struct text_slot *old = tc->slots;
 
-	if (old_n && bytes + tc->text_peak > tc->budget) {
-		text_reset(tc);
-		return 0;
-	}
+	if (old_n && text_bytes(tc) - old_bytes + bytes > tc->budget)
+		return 1;
 	if (!(tc->slots = region_new(&bytes))) {
 		tc->slots = old;
 		return -ENOMEM;
@@ -423,104 +539,103 @@ static int text_grow(struct text_cache *tc)
 	for (size_t i = 0; i < old_n; i++) {
 		const struct text_rec *r;
 
-		if (!old[i].off)
+		if (!old[i].rec)
 			continue;
-		r = text_rec_at(tc, old[i].off);
-		t = text_probe(tc, r->obj, r->v, r->is_off);
-		*t = old[i];
+		r = &tc->recs[old[i].rec];
+		*text_probe(tc, r->obj, r->v, r->is_off) = old[i];
 	}
 	region_free(old, old_bytes);
 	return 0;
 }
 
 /*
- * Room for len more text bytes within the budget: true, else false after emptying the
- * cache when that makes room. The text region is reserved once (the text's share of the
- * budget, never touched beyond what is used); text_peak is what has been touched.
+ * Whether one more record with len bytes of text fits the budget and the regions (which
+ * are reserved on first use, at the budget's size each: only what is used is touched).
  */
-static bool text_room(struct text_cache *tc, size_t len)
+static bool text_fits(struct text_cache *tc, size_t len)
 {
-	size_t peak;
-
+	if (!tc->recs) {
+		tc->recs_cap = tc->budget;
+		if (!(tc->recs = region_new(&tc->recs_cap)))
+			return false;
+	}
 	if (!tc->text) {
 		tc->text_cap = tc->budget;
 		if (!(tc->text = region_new(&tc->text_cap)))
 			return false;
-		tc->text_len = tc->text_peak = TEXT_FIRST;
 	}
-	if (len > UINT32_MAX || tc->text_len > UINT32_MAX - len ||
-	    tc->text_len + len > tc->text_cap)
-		peak = SIZE_MAX;
-	else
-		peak = tc->text_len + len > tc->text_peak ? tc->text_len + len : tc->text_peak;
-	if (peak != SIZE_MAX && peak + slot_bytes(tc) <= tc->budget) {
-		tc->text_peak = peak;
-		return true;
-	}
-	text_reset(tc);
-	if (TEXT_FIRST + len + slot_bytes(tc) > tc->budget || TEXT_FIRST + len > tc->text_cap)
-		return false;
-	tc->text_peak = TEXT_FIRST + len;
-	return true;
+	return len <= UINT32_MAX - tc->text_len && tc->text_len + len <= tc->text_cap &&
+	       (tc->n_recs + 1) * sizeof(*tc->recs) <= tc->recs_cap && tc->n_recs < UINT32_MAX &&
+	       text_bytes(tc) + len + sizeof(*tc->recs) <= tc->budget;
 }
 
 /*
- * Appends the frames of (o, v) to out: from the cache, else resolved, formatted, and
- * cached. 0 or -ENOMEM.
+ * Appends the answer to (o, v) (with -a, its address line too): from the cache, else
+ * resolved, formatted and cached. 0 or -errno.
  */
-static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, bool is_off,
-		     struct sbuf *out)
+static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, bool is_off)
 {
 	struct text_cache *tc = &c->tc;
 	const struct sym_result *r;
 	struct text_slot *t;
 	struct text_rec *rec;
-	size_t start, len, room;
+	size_t len;
+	int err;
 
-	if (tc->used * 2 >= tc->n_slots && text_grow(tc))
-		return -ENOMEM;
+	if (tc->n_recs * 2 >= tc->n_slots && (err = text_grow(tc)) != 0) {
+		if (err < 0 || (err = emit_flush(&c->em)))
+			return err;
+		text_reset(tc); /* the slots alone would pass the budget */
+	}
 	t = text_probe(tc, o, v, is_off);
-	if (t->off) {
-		rec = text_rec_at(tc, t->off);
+	if (t->rec) {
+		rec = &tc->recs[t->rec];
 		tc->hits++;
-		if (sbuf_reserve(out, rec->len))
-			return -ENOMEM;
-		sbuf_put(out, rec->text, rec->len);
-		return 0;
+		return emit_text(&c->em, tc->text + rec->off, rec->len);
 	}
 	tc->misses++;
 	if (is_off)
 		symbolizer__resolve(c->s, o, v, &r);
 	else
 		symbolizer__resolve_vaddr(c->s, o, v, &r);
-	start = out->len;
-	if (put_frames(out, r, c->inlines))
+	c->fmt.len = 0;
+	if (c->addresses && !sbuf_reserve(&c->fmt, 19))
+		put_address(&c->fmt, v);
+	if ((c->addresses && !c->fmt.len) || put_frames(&c->fmt, r, c->inlines))
 		return -ENOMEM;
+	len = c->fmt.len;
 	/* An object whose debug info is still on its way may answer better later. */
-	len = out->len - start;
-	room = (sizeof(*rec) + len + 7) & ~(size_t)7; /* records stay 8-aligned */
-	if (!sym_object__settled(o) || len > UINT32_MAX || !text_room(tc, room))
-		return 0;
-	t = text_probe(tc, o, v, is_off); /* text_room may have emptied the table */
+	if (!sym_object__settled(o))
+		return emit_copy(&c->em, c->fmt.p, len);
+	if (!text_fits(tc, len)) { /* full: pending pieces still point into it */
+		if ((err = emit_flush(&c->em)))
+			return err;
+		text_reset(tc);
+		if (!text_fits(tc, len))
+			return emit_copy(&c->em, c->fmt.p, len);
+		t = text_probe(tc, o, v, is_off);
+	}
 	t->tag = (uint32_t)(text_hash(o, v, is_off) >> 32);
-	t->off = (uint32_t)tc->text_len;
-	rec = text_rec_at(tc, t->off);
-	*rec = (struct text_rec){.v = v, .obj = o, .len = (uint32_t)len, .is_off = is_off};
-	memcpy(rec->text, out->p + start, len);
-	tc->text_len += room;
-	tc->used++;
-	return 0;
+	t->rec = (uint32_t)tc->n_recs;
+	rec = &tc->recs[tc->n_recs++];
+	*rec = (struct text_rec){.v = v,
+				 .obj = o,
+				 .off = (uint32_t)tc->text_len,
+				 .len = (uint32_t)len,
+				 .is_off = is_off};
+	memcpy(tc->text + tc->text_len, c->fmt.p, len);
+	tc->text_len += len;
+	return emit_text(&c->em, tc->text + rec->off, len);
 }
 
 /* ---- input lines ---- */
 
-static unsigned hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return (unsigned)(c - '0');
-	c = (char)(c | 0x20);
-	return c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
-}
+/* Hex digit values plus one; 0 for any other byte. */
+static const unsigned char hex_value[256] = {
+    ['0'] = 1,	['1'] = 2,  ['2'] = 3,	['3'] = 4,  ['4'] = 5,	['5'] = 6,  ['6'] = 7,	['7'] = 8,
+    ['8'] = 9,	['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
 
 /* Strict hex of [p, end): optional 0x, then digits only, at most 64 bits of value. */
 static bool parse_hex(const char *p, const char *end, uint64_t *v)
@@ -533,9 +648,9 @@ static bool parse_hex(const char *p, const char *end, uint64_t *v)
 	if (p == end)
 		return false;
 	for (; p < end; p++) {
-		unsigned d = hex_digit(*p);
+		unsigned d = hex_value[(unsigned char)*p];
 
-		if (d > 15)
+		if (!d--)
 			return false;
 		if ((x || d) && ++sig > 16)
 			return false;
@@ -578,45 +693,70 @@ static void line_parse(struct symbolize_ctx *c, char *line, size_t len, struct l
 		k->v = 0;
 }
 
-/* The answer to one parsed line onto out. 0 or -ENOMEM. */
-static int line_answer(struct symbolize_ctx *c, const struct line_key *k, struct sbuf *out)
+/*
+ * The common line, "0x" and 1 to 16 hex digits then '\n', parsed in the same pass that
+ * finds its end. Returns the '\n', or NULL for any other line (line_parse's to read).
+ */
+static char *line_fast(const struct symbolize_ctx *c, char *p, const char *end, struct line_key *k)
 {
-	if (c->addresses) {
-		if (sbuf_reserve(out, 19))
-			return -ENOMEM;
-		put_address(out, k->v);
-	}
-	if (k->o)
-		return frames_of(c, k->o, k->v, k->is_off, out);
-	if (sbuf_reserve(out, sizeof(UNKNOWN_FRAME)))
-		return -ENOMEM;
-	sbuf_put(out, UNKNOWN_FRAME, sizeof(UNKNOWN_FRAME) - 1);
-	return 0;
+	const unsigned char *q = (const unsigned char *)p + 2, *digits = q;
+	uint64_t x = 0;
+	unsigned d;
+
+	if (end - p < 4 || p[0] != '0' || p[1] != 'x')
+		return NULL;
+	for (; q < (const unsigned char *)end && (d = hex_value[*q]); q++)
+		x = x << 4 | (d - 1);
+	if (q == (const unsigned char *)end || *q != '\n' || q == digits || q - digits > 16)
+		return NULL;
+	*k = (struct line_key){.o = c->obj, .v = c->obj ? x : 0};
+	return (char *)q;
 }
 
-static int symbolize_line(struct symbolize_ctx *c, char *line, size_t len, struct sbuf *out)
+/* The answer to one parsed line. 0 or -errno. */
+static int line_answer(struct symbolize_ctx *c, const struct line_key *k)
+{
+	if (k->o)
+		return frames_of(c, k->o, k->v, k->is_off);
+	c->fmt.len = 0;
+	if (sbuf_reserve(&c->fmt, 19 + sizeof(UNKNOWN_FRAME)))
+		return -ENOMEM;
+	if (c->addresses)
+		put_address(&c->fmt, k->v);
+	sbuf_put(&c->fmt, UNKNOWN_FRAME, sizeof(UNKNOWN_FRAME) - 1);
+	return emit_copy(&c->em, c->fmt.p, c->fmt.len);
+}
+
+static int symbolize_line(struct symbolize_ctx *c, char *line, size_t len)
 {
 	struct line_key k;
 
 	line_parse(c, line, len, &k);
-	return line_answer(c, &k, out);
+	return line_answer(c, &k);
 }
 
 /*
- * Warm answers cost two memory misses (the slot, then its text), not computation. Lines
+ * Warm answers cost memory misses (the slot, then its record), not computation. Lines
  * are parsed LINE_AHEAD ahead of being answered: a parsed line's slot is prefetched, and
- * halfway along, its text; by its turn both are in cache.
+ * halfway along, its record; by its turn both are in cache. (The text is not read here:
+ * writev copies it, in long runs.)
  */
 #define LINE_AHEAD 32
 
-static void prefetch_slot(const struct text_cache *tc, const struct line_key *k)
+/*
+ * always_inline: as plain static functions, GCC 12's IPA mod-ref analysis found them
+ * without effect (a prefetch writes nothing) and dropped the calls, prefetches and all.
+ */
+#define PREFETCH_FN static inline __attribute__((always_inline)) void
+
+PREFETCH_FN prefetch_slot(const struct text_cache *tc, const struct line_key *k)
 {
 	if (k->o && tc->n_slots)
 		__builtin_prefetch(
 		    &tc->slots[text_hash(k->o, k->v, k->is_off) & (tc->n_slots - 1)]);
 }
 
-static void prefetch_text(struct text_cache *tc, const struct line_key *k)
+PREFETCH_FN prefetch_rec(const struct text_cache *tc, const struct line_key *k)
 {
 	const struct text_slot *t;
 
@@ -624,45 +764,44 @@ static void prefetch_text(struct text_cache *tc, const struct line_key *k)
 		return;
 	/* the record of the home slot: nearly always the one (no probe: it would wait) */
 	t = &tc->slots[text_hash(k->o, k->v, k->is_off) & (tc->n_slots - 1)];
-	if (t->off) { /* a prefetch never faults, even past the region */
-		__builtin_prefetch(tc->text + t->off);
-		__builtin_prefetch(tc->text + t->off + 64);
-		__builtin_prefetch(tc->text + t->off + 128);
-	}
+	if (t->rec) /* a prefetch never faults, even past the region */
+		__builtin_prefetch(&tc->recs[t->rec]);
 }
 
 /*
- * Every whole line in in[*pos, len): answered onto out, which is written to fd (when
- * >= 0) as it fills. *pos moves past them; what is left is a line still being read.
- * 0, -ENOMEM, or -errno of a write.
+ * Every whole line in in[*pos, len): answered (onto c->em, which writes as it fills).
+ * *pos moves past them; what is left is a line still being read. 0 or -errno.
  */
-static int symbolize_block(struct symbolize_ctx *c, char *in, size_t len, size_t *pos,
-			   struct sbuf *out, int fd)
+static int symbolize_block(struct symbolize_ctx *c, char *in, size_t len, size_t *pos)
 {
 	struct line_key ring[LINE_AHEAD];
 	char *p = in + *pos, *end = in + len, *nl;
 	size_t head = 0, n = 0;
+	bool more = true; /* whole lines may be left to parse */
 	int err = 0;
 
-	while (!err && (n || p < end)) {
-		nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
-		if (nl && n < LINE_AHEAD) { /* parse one more */
-			struct line_key *k = &ring[(head + n++) % LINE_AHEAD];
+	while (!err) {
+		if (more && n < LINE_AHEAD) { /* parse one more */
+			struct line_key *k = &ring[(head + n) % LINE_AHEAD];
 
-			line_parse(c, p, (size_t)(nl - p), k);
-			prefetch_slot(&c->tc, k);
-			p = nl + 1;
-			continue;
+			nl = p < end ? line_fast(c, p, end, k) : NULL;
+			if (!nl && p < end && (nl = memchr(p, '\n', (size_t)(end - p))))
+				line_parse(c, p, (size_t)(nl - p), k);
+			if (nl) {
+				n++;
+				prefetch_slot(&c->tc, k);
+				p = nl + 1;
+				continue;
+			}
+			more = false; /* only a partial line left, if anything */
 		}
 		if (!n)
-			break; /* only a partial line left */
+			break;
 		if (n > LINE_AHEAD / 2)
-			prefetch_text(&c->tc, &ring[(head + LINE_AHEAD / 2) % LINE_AHEAD]);
-		err = line_answer(c, &ring[head], out);
+			prefetch_rec(&c->tc, &ring[(head + LINE_AHEAD / 2) % LINE_AHEAD]);
+		err = line_answer(c, &ring[head]);
 		head = (head + 1) % LINE_AHEAD;
 		n--;
-		if (!err && fd >= 0 && out->len >= SYMBOLIZE_OUT_FLUSH)
-			err = sbuf_write(out, fd);
 	}
 	*pos = (size_t)(p - in);
 	return err;
@@ -677,15 +816,16 @@ static int symbolize_block(struct symbolize_ctx *c, char *in, size_t len, size_t
  */
 static int symbolize_stream(struct symbolize_ctx *c, const char **what)
 {
-	struct sbuf in = {0}, out = {0};
+	struct sbuf in = {0};
 	bool skipping = false; /* in the rest of a line too long: already answered */
 	size_t pos;
 	ssize_t n;
 	int err = sbuf_reserve(&in, SYMBOLIZE_MAX_LINE);
 
+	c->em.fd = STDOUT_FILENO;
 	while (!err) {
 		*what = "write";
-		if (out.len && (err = sbuf_write(&out, STDOUT_FILENO)))
+		if ((err = emit_flush(&c->em)))
 			break;
 		*what = "read";
 		n = read(STDIN_FILENO, in.p + in.len, SYMBOLIZE_MAX_LINE - in.len);
@@ -693,8 +833,10 @@ static int symbolize_stream(struct symbolize_ctx *c, const char **what)
 			continue;
 		if (n <= 0) {
 			err = n < 0 ? -errno : 0;
-			if (!err && in.len && !skipping) /* a last line without newline */
-				err = symbolize_line(c, in.p, in.len, &out);
+			if (!err && in.len && !skipping) { /* a last line without newline */
+				*what = "write";
+				err = symbolize_line(c, in.p, in.len);
+			}
 			break;
 		}
 		pos = in.len;
@@ -709,21 +851,20 @@ static int symbolize_stream(struct symbolize_ctx *c, const char **what)
 		}
 		*what = "write";
 		if (!skipping)
-			err = symbolize_block(c, in.p, in.len, &pos, &out, STDOUT_FILENO);
+			err = symbolize_block(c, in.p, in.len, &pos);
 		memmove(in.p, in.p + pos, in.len - pos);
 		in.len -= pos;
 		if (!err && in.len == SYMBOLIZE_MAX_LINE) { /* no newline in a full buffer */
-			err = symbolize_line(c, in.p, 0, &out);
+			err = symbolize_line(c, in.p, 0);
 			in.len = 0;
 			skipping = true;
 		}
 	}
-	if (!err && out.len) {
+	if (!err) {
 		*what = "write";
-		err = sbuf_write(&out, STDOUT_FILENO);
+		err = emit_flush(&c->em);
 	}
 	free(in.p);
-	free(out.p);
 	return err;
 }
 
@@ -775,6 +916,8 @@ static int timed_passes(struct symbolize_ctx *c, long passes, const char **what)
 	long lines = 0;
 	int err;
 
+	c->em.fd = -1;
+	c->em.mem = &out;
 	*what = "read";
 	err = read_all(&in);
 	for (size_t i = 0; i < in.len; i++)
@@ -784,9 +927,11 @@ static int timed_passes(struct symbolize_ctx *c, long passes, const char **what)
 		size_t pos = 0;
 
 		out.len = 0;
-		err = symbolize_block(c, in.p, in.len, &pos, &out, -1);
+		err = symbolize_block(c, in.p, in.len, &pos);
 		if (!err && pos < in.len)
-			err = symbolize_line(c, in.p + pos, in.len - pos, &out);
+			err = symbolize_line(c, in.p + pos, in.len - pos);
+		if (!err)
+			err = emit_flush(&c->em);
 		dt = now_s() - t0;
 		fprintf(stderr, "pass %ld: %ld addresses in %.3f s, %.0f addresses/s\n", p + 1,
 			lines, dt, dt > 0 ? (double)lines / dt : 0.0);
@@ -816,7 +961,7 @@ static void print_stats(const struct symbolize_ctx *c)
 	fprintf(stderr,
 		"text_cache_hits %" PRIu64 "\ntext_cache_misses %" PRIu64
 		"\ntext_cache_resets %" PRIu64 "\ntext_cache_bytes %zu\ntext_cache_budget %zu\n",
-		tc->hits, tc->misses, tc->resets, tc->text_peak + slot_bytes(tc), tc->budget);
+		tc->hits, tc->misses, tc->resets, text_bytes(tc), tc->budget);
 }
 
 int cmd_symbolize(int argc, char **argv)
@@ -837,6 +982,7 @@ int cmd_symbolize(int argc, char **argv)
 	c.inlines = a.inlines;
 	c.addresses = a.addresses;
 	c.tc.budget = (size_t)(budget / 4);
+	c.tc.n_recs = 1;
 	/* the text cache keeps every answer: the symbolizer's address cache would be a copy */
 	c.s = symbolizer__new(
 	    &(struct sym_opts){.cache_bytes = budget - c.tc.budget, .no_address_cache = true});
@@ -854,10 +1000,18 @@ int cmd_symbolize(int argc, char **argv)
 	else if (err)
 		cli_error("symbolize", "cannot %s %s: %s", what,
 			  strcmp(what, "read") ? "stdout" : "stdin", strerror(-err));
+	/* the reader sees EOF now, not after the caches are torn down below */
+	if (close(STDOUT_FILENO) != 0 && !err) {
+		err = -errno;
+		cli_error("symbolize", "cannot write stdout: %s", strerror(-err));
+	}
 	if (a.stats)
 		print_stats(&c);
 	region_free(c.tc.slots, slot_bytes(&c.tc));
+	region_free(c.tc.recs, c.tc.recs_cap);
 	region_free(c.tc.text, c.tc.text_cap);
+	free(c.fmt.p);
+	free(c.em.scratch.p);
 	symbolizer__free(c.s);
 	return err ? 1 : 0;
 }

@@ -6,8 +6,14 @@
  * reports errors as NULL/-1 and we turn each into "no frames" plus a counted failure,
  * never a crash. A handle holds one fd and libdw's lazily parsed per-CU data; the
  * symbolizer accounts its bytes against the cache budget and closes it on eviction.
- * Strings handed out point into libdw's (mapped) sections: valid while the handle is
- * open, so callers copy them before anything can close it.
+ * Strings handed out point into libdw's (mapped) sections or our demangled copies:
+ * valid while the handle is open, so callers copy them before anything can close it.
+ *
+ * Speed. A lookup must not walk DIEs: reading one takes libdw's abbreviation table
+ * lock, and dwarf_haspc decodes range lists. So the first address that falls in a CU
+ * indexes the whole CU in one walk (functions, inlined calls with their ranges and call
+ * sites, the line table's row addresses) and every later lookup in it is binary
+ * searches over compact arrays; names are read, and demangled, once per scope.
  * References: DWARF 5 §3.3.8 (inlined subroutines: DW_AT_call_file/call_line),
  * §6.2 (line number information); GDB manual "Separate Debug Files" (debuglink CRC32,
  * .build-id/xx/rest.debug).
@@ -26,44 +32,84 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* A concrete function's address range and where its DIE is. */
-struct fn_range {
-	uint64_t lo, hi;
+/* Deepest nesting of DIEs walked; deeper input is corrupt or hostile. */
+#define SYM_DWARF_MAX_DEPTH 64
+#define SCOPE_NONE	    UINT32_MAX
+
+/*
+ * A scope that makes a frame: a concrete function, or a call inlined into one. Its
+ * name is read from its DIE on first use (following DW_AT_abstract_origin and
+ * DW_AT_specification, which is slow) and kept; strings are libdw's or d->dem's.
+ */
+struct scope {
 	Dwarf_Off die;
+	const char *sys;       /* linkage name, else plain name, "??" when none; NULL: unread */
+	const char *name;      /* shown: demangled, else plain, else sys */
+	const char *call_file; /* inlined: where it was called from, NULL when unknown */
+	uint32_t call_line;
+	uint32_t kids, n_kids; /* ranges of the scopes inlined into it: cu_index.kids[kids..] */
+	bool inlined;
 };
 
 /*
- * Names of function DIEs by DIE offset. Reading a name follows DW_AT_abstract_origin and
- * DW_AT_specification chains (dwarf_attr_integrate): a tenth of a cold lookup, for the
- * same few thousand functions again and again. Strings are libdw's (valid while open).
+ * [lo, hi) of one scope. In cu_index.fns (concrete functions, sorted by lo) and
+ * sym_dwarf.all, owner is the CU (its place in sym_dwarf.cu_list); in cu_index.kids,
+ * grouped by parent and sorted by lo within a group, owner is the parent scope. kids
+ * and n_kids repeat the scope's: the walk inwards reads ranges only (one cache line a
+ * step), the scopes only once the chain is known.
  */
-struct name_slot {
-	Dwarf_Off off; /* 0 = empty (no DIE lies at offset 0: a CU header does) */
-	const char *sys, *plain;
+struct scope_range {
+	uint64_t lo, hi;
+	uint32_t scope, owner;
+	uint32_t kids, n_kids;
 };
 
-#define SYM_NAMES_MIN 1024
-#define SYM_NAMES_MAX (1u << 18) /* 6 MiB; past half of it, the cache starts over */
+/* Every LINE_STEP-th row address is in cu_index.line_top: a search reads that small
+ * array, then one LINE_STEP-row block (two cache lines) of line_addr. */
+#define LINE_STEP 16
 
-/* Deepest nesting of DIEs walked; deeper input is corrupt or hostile. */
-#define SYM_DWARF_MAX_DEPTH 64
-
-/* Concrete functions sorted by lo. */
-struct fn_index {
-	struct fn_range *fns; /* owned */
-	size_t n, cap;
+/*
+ * One CU, indexed when an address first falls in it: one walk of its DIEs collects every
+ * function and inlined call with its ranges and call site, so a lookup is binary
+ * searches, never a DIE walk. The line table (libdw decodes it once) gets a copy of its
+ * row addresses: searching 8-byte keys touches a fifth of the memory libdw's rows do.
+ */
+struct cu_index {
+	Dwarf_Off off; /* the CU DIE's */
+	struct scope_range *fns, *kids;
+	size_t n_fns, n_kids;
+	struct scope *scopes;
+	size_t n_scopes;
+	Dwarf_Lines *lines;  /* libdw's, NULL when the CU has none */
+	uint64_t *line_addr; /* owned: row addresses of lines, sorted (libdw sorts rows) */
+	uint64_t *line_top;  /* owned: line_addr[0], line_addr[LINE_STEP], ... */
+	size_t n_lines, n_top;
 };
 
-/* One CU's index, built when an address first falls in it. */
+/* A .debug_aranges entry: [lo, hi) is code of the CU at off (cu: in cu_list, or NONE). */
+struct cu_span {
+	uint64_t lo, hi;
+	Dwarf_Off off;
+	uint32_t cu;
+};
+
+/* CUs indexed so far, by CU DIE offset: open addressing, the value a cu_list index. */
 struct cu_slot {
-	Dwarf_Off off; /* the CU DIE's offset; 0 = empty slot */
-	struct fn_index idx;
+	Dwarf_Off off; /* 0 = empty (a CU DIE never lies at offset 0: its header does) */
+	uint32_t cu;
+};
+
+/* Demangled names by the linkage name's address (libdw's strings are stable). */
+struct dem_slot {
+	const char *sys; /* NULL = empty */
+	char *shown;	 /* owned; NULL when sys does not demangle */
 };
 
 /*
  * Two ways to the function holding an address: with .debug_aranges (what GCC emits),
  * aranges -> CU -> that CU's index, built on first use, so a profile touching a few
- * CUs of a big library walks only those; without, one index of every CU, built once.
+ * CUs of a big library walks only those; without, every CU indexed at once and their
+ * functions merged into one sorted array.
  */
 struct sym_dwarf {
 	int fd;
@@ -71,25 +117,24 @@ struct sym_dwarf {
 	Dwarf *dw;
 	uint64_t bytes;	       /* the file's .debug_* sections: what libdw maps and indexes */
 	int use_aranges;       /* 0 unknown, 1 yes, -1 no */
-	bool indexed;	       /* `all` built */
-	struct fn_index all;   /* owned: every CU, when there are no aranges */
-	struct cu_slot *cus;   /* owned: open addressing by CU offset */
-	size_t n_cus, cap_cus; /* cap_cus a power of two */
-	uint64_t idx_bytes;    /* in all indexes and the name cache */
-	struct name_slot *names;   /* owned: open addressing by DIE offset */
-	size_t n_names, cap_names; /* cap_names a power of two */
+	struct cu_span *spans; /* owned: aranges sorted by lo */
+	size_t n_spans;
+	bool indexed;		 /* `all` built */
+	struct scope_range *all; /* owned: every CU's functions, when there are no aranges */
+	size_t n_all;
+	struct cu_index **cu_list; /* owned: every CU indexed so far */
+	size_t n_cus, cap_cu_list;
+	struct cu_slot *cus; /* owned: cu_list by CU offset; cap_cus a power of two */
+	size_t cap_cus;
+	struct dem_slot *dem; /* owned; cap_dem a power of two, at most half full */
+	size_t n_dem, cap_dem;
+	uint64_t idx_bytes; /* in all of the above */
 };
 
-/*
- * Whether a DWARF string section ends in a NUL byte. libdw 0.188 reads names from
- * .debug_str/.debug_line_str with strlen() and no bound (found by fuzz_elf: a
- * heap overflow in dwarf_getsrclines); a file whose string section runs off its
- * end must not reach it. Compressed sections are inflated first (libdw would).
- */
 static bool strings_terminated(Elf_Scn *scn, const GElf_Shdr *sh, const char *name)
 {
-	static const char *const strs[] = { ".debug_str", ".debug_line_str", ".zdebug_str",
-					    ".zdebug_line_str" };
+	static const char *const strs[] = {".debug_str", ".debug_line_str", ".zdebug_str",
+					   ".zdebug_line_str"};
 	bool is_str = false;
 	Elf_Data *data;
 
@@ -167,6 +212,18 @@ cleanup:
 	return err;
 }
 
+static void cu_index_free(struct cu_index *ci)
+{
+	if (!ci)
+		return;
+	free(ci->fns);
+	free(ci->kids);
+	free(ci->scopes);
+	free(ci->line_addr);
+	free(ci->line_top);
+	free(ci);
+}
+
 void sym_dwarf__close(struct sym_dwarf *d)
 {
 	if (!d)
@@ -175,11 +232,15 @@ void sym_dwarf__close(struct sym_dwarf *d)
 		dwarf_end(d->dw);
 	if (d->elf)
 		elf_end(d->elf);
-	free(d->all.fns);
-	for (size_t i = 0; i < d->cap_cus; i++)
-		free(d->cus[i].idx.fns);
+	for (size_t i = 0; i < d->n_cus; i++)
+		cu_index_free(d->cu_list[i]);
+	free(d->cu_list);
 	free(d->cus);
-	free(d->names);
+	free(d->spans);
+	free(d->all);
+	for (size_t i = 0; i < d->cap_dem; i++)
+		free(d->dem[i].shown);
+	free(d->dem);
 	if (d->fd >= 0)
 		close(d->fd);
 	free(d);
@@ -187,7 +248,7 @@ void sym_dwarf__close(struct sym_dwarf *d)
 
 uint64_t sym_dwarf__bytes(const struct sym_dwarf *d)
 {
-	return d ? d->bytes + sizeof(*d) + d->idx_bytes + d->cap_cus * sizeof(*d->cus) : 0;
+	return d ? d->bytes + sizeof(*d) + d->idx_bytes : 0;
 }
 
 /* Linkage name when there is one (C++, Rust), else the plain name; follows origins. */
@@ -205,196 +266,398 @@ static const char *die_name(Dwarf_Die *die, const char **plain)
 	return link ? link : *plain;
 }
 
-static struct name_slot *name_probe(struct name_slot *t, size_t cap, Dwarf_Off off)
-{
-	size_t i = (size_t)((off * 0x9e3779b97f4a7c15ULL) >> 20) & (cap - 1);
+/* ---- demangled names, once per linkage name ---- */
 
-	while (t[i].off && t[i].off != off)
+static struct dem_slot *dem_probe(struct dem_slot *t, size_t cap, const char *sys)
+{
+	size_t i = (size_t)sym_mix64((uint64_t)(uintptr_t)sys) & (cap - 1);
+
+	while (t[i].sys && t[i].sys != sys)
 		i = (i + 1) & (cap - 1);
 	return &t[i];
 }
 
-/* Room for one more name (at most half full): grown, or emptied at the cap. */
-static bool names_room(struct sym_dwarf *d)
+/* Room for one more entry (at most half full). false on ENOMEM. */
+static bool dem_room(struct sym_dwarf *d)
 {
-	size_t cap = d->cap_names ? d->cap_names * 2 : SYM_NAMES_MIN;
-	struct name_slot *t;
+	size_t cap = d->cap_dem ? d->cap_dem * 2 : 256;
+	struct dem_slot *t;
 
-	if (d->n_names < d->cap_names / 2)
+	if (d->n_dem < d->cap_dem / 2)
 		return true;
-	if (d->cap_names >= SYM_NAMES_MAX) {
-		memset(d->names, 0, d->cap_names * sizeof(*d->names));
-		d->n_names = 0;
-		return true;
-	}
 	if (!(t = calloc(cap, sizeof(*t))))
 		return false;
-	for (size_t i = 0; i < d->cap_names; i++)
-		if (d->names[i].off)
-			*name_probe(t, cap, d->names[i].off) = d->names[i];
-	free(d->names);
-	d->idx_bytes += (cap - d->cap_names) * sizeof(*t);
-	d->names = t;
-	d->cap_names = cap;
+	for (size_t i = 0; i < d->cap_dem; i++)
+		if (d->dem[i].sys)
+			*dem_probe(t, cap, d->dem[i].sys) = d->dem[i];
+	free(d->dem);
+	d->idx_bytes += (cap - d->cap_dem) * sizeof(*t);
+	d->dem = t;
+	d->cap_dem = cap;
 	return true;
 }
 
-/* die_name through the cache. */
-static const char *die_name_cached(struct sym_dwarf *d, Dwarf_Die *die, const char **plain)
+/* sys demangled (owned by d), or NULL when it is no mangled name (or on ENOMEM). */
+static const char *demangled(struct sym_dwarf *d, const char *sys)
 {
-	Dwarf_Off off = dwarf_dieoffset(die);
-	struct name_slot *t;
-	const char *sys;
+	struct dem_slot *t;
 
-	if (!off || off == (Dwarf_Off)-1 || !names_room(d))
-		return die_name(die, plain);
-	t = name_probe(d->names, d->cap_names, off);
-	if (t->off) {
-		*plain = t->plain;
-		return t->sys;
+	if (sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R') || !dem_room(d))
+		return NULL;
+	t = dem_probe(d->dem, d->cap_dem, sys);
+	if (!t->sys) {
+		t->sys = sys;
+		t->shown = sym_demangle(sys);
+		d->n_dem++;
+		d->idx_bytes += t->shown ? strlen(t->shown) + 1 : 0;
 	}
-	sys = die_name(die, plain);
-	*t = (struct name_slot){.off = off, .sys = sys, .plain = *plain};
-	d->n_names++;
-	return sys;
+	return t->shown;
 }
 
-/* File name number idx of the CU's line table, NULL when out of range. */
-static const char *cu_file(Dwarf_Die *cu, Dwarf_Word idx)
+/* Reads s's names on its first frame. */
+static void scope_name(struct sym_dwarf *d, struct scope *s)
 {
-	Dwarf_Files *files;
-	size_t n;
+	Dwarf_Die die;
+	const char *plain = NULL,
+		   *sys = dwarf_offdie(d->dw, s->die, &die) ? die_name(&die, &plain) : NULL;
+	const char *dem;
 
-	if (dwarf_getsrcfiles(cu, &files, &n) != 0 || idx >= n)
-		return NULL;
-	return dwarf_filesrc(files, idx, NULL, NULL);
+	if (!sys) {
+		s->sys = s->name = "??";
+		return;
+	}
+	dem = demangled(d, sys);
+	s->sys = sys;
+	s->name = dem ? dem : plain ? plain : sys;
+}
+
+/* ---- one CU's index ---- */
+
+/* A CU's index while its DIEs are walked. */
+struct cu_build {
+	struct cu_index *ci;
+	size_t cap_fns, cap_kids, cap_scopes;
+	uint32_t cu;	    /* ci's place in cu_list */
+	Dwarf_Files *files; /* the CU's file names, for call sites; NULL when none */
+	size_t n_files;
+};
+
+/* File name number idx of the CU's line table, NULL when out of range. */
+static const char *cu_file(const struct cu_build *b, Dwarf_Word idx)
+{
+	return b->files && idx < b->n_files ? dwarf_filesrc(b->files, idx, NULL, NULL) : NULL;
 }
 
 /* Where an inlined subroutine was called from (DW_AT_call_file / DW_AT_call_line). */
-static void call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file, int *line)
+static void call_site(const struct cu_build *b, Dwarf_Die *inl, struct scope *s)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word w;
 
-	*file = NULL;
-	*line = 0;
 	if (dwarf_attr(inl, DW_AT_call_file, &a) && dwarf_formudata(&a, &w) == 0)
-		*file = cu_file(cu, w);
+		s->call_file = cu_file(b, w);
 	if (dwarf_attr(inl, DW_AT_call_line, &a) && dwarf_formudata(&a, &w) == 0 && w < INT32_MAX)
-		*line = (int)w;
+		s->call_line = (uint32_t)w;
 }
 
 /*
- * Frames from the scopes holding vaddr (innermost first): each inlined subroutine is
- * a frame at the current file:line, then the line moves to its call site; the
- * enclosing subprogram ends the walk. Returns the number of frames.
+ * A new scope for die when it has code: its ranges go to fns (parent SCOPE_NONE) or
+ * to kids of parent. *out = the scope, or SCOPE_NONE when die has no range. 0 or -ENOMEM.
  */
-static int frames_of_scopes(struct sym_dwarf *d, Dwarf_Die *cu, Dwarf_Die *scopes, int n,
-			    const char *file, int line, struct sym_frame *f, size_t max)
+static int scope_add(struct cu_build *b, Dwarf_Die *die, uint32_t parent, uint32_t *out)
 {
-	size_t k = 0;
-
-	for (int i = 0; i < n && k < max; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-		const char *plain;
-
-		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-			continue;
-		f[k].system_name = die_name_cached(d, &scopes[i], &plain);
-		f[k].name = plain; /* the caller demangles system_name */
-		f[k].file = file;
-		f[k].line = line;
-		f[k].inlined = tag == DW_TAG_inlined_subroutine;
-		if (!f[k].system_name)
-			f[k].system_name = f[k].name = "??";
-		k++;
-		if (tag == DW_TAG_subprogram)
-			break;
-		call_site(cu, &scopes[i], &file, &line);
-	}
-	if (k)
-		f[k - 1].inlined = false;
-	for (size_t i = 0; i + 1 < k; i++)
-		f[i].inlined = true;
-	return (int)k;
-}
-
-/* ---- the function index ---- */
-
-/* Records every address range of a concrete function DIE. 0 or -ENOMEM. */
-static int index_function(struct fn_index *d, Dwarf_Die *die)
-{
+	struct cu_index *ci = b->ci;
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
-	struct fn_range *f;
+	uint32_t id = (uint32_t)ci->n_scopes;
+	struct scope_range *r;
+	struct scope *s;
 
+	*out = SCOPE_NONE;
+	if (ci->n_scopes >= SCOPE_NONE || ci->n_kids >= SCOPE_NONE)
+		return -ENOMEM; /* not a real CU */
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		bool fn = parent == SCOPE_NONE;
+		size_t *n = fn ? &ci->n_fns : &ci->n_kids;
+
 		if (lo >= hi)
 			continue;
-		if (!(f = sym_grow(d->fns, &d->cap, d->n + 1, sizeof(*f))))
+		r = fn ? ci->fns : ci->kids;
+		if (!(r = sym_grow(r, fn ? &b->cap_fns : &b->cap_kids, *n + 1, sizeof(*r))))
 			return -ENOMEM;
-		d->fns = f;
-		f[d->n++] = (struct fn_range){lo, hi, dwarf_dieoffset(die)};
+		*(fn ? &ci->fns : &ci->kids) = r;
+		r[(*n)++] = (struct scope_range){lo, hi, id, fn ? b->cu : parent, 0, 0};
+		*out = id;
 	}
+	if (*out == SCOPE_NONE)
+		return 0;
+	if (!(s = sym_grow(ci->scopes, &b->cap_scopes, ci->n_scopes + 1, sizeof(*s))))
+		return -ENOMEM;
+	ci->scopes = s;
+	s = &s[ci->n_scopes++];
+	*s = (struct scope){.die = dwarf_dieoffset(die), .inlined = parent != SCOPE_NONE};
+	if (s->inlined)
+		call_site(b, die, s);
 	return 0;
 }
 
-/* DIEs whose children may hold function definitions. */
+/* DIEs whose children may hold function definitions (walked with no enclosing scope). */
 static bool may_hold_functions(int tag)
 {
 	return tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
-	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_module ||
-	       tag == DW_TAG_subprogram || tag == DW_TAG_lexical_block;
+	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_module;
 }
 
-static int index_children(struct fn_index *d, Dwarf_Die *parent, int depth)
+/*
+ * The children of parent_die, inside scope (SCOPE_NONE: outside any function). Lexical
+ * blocks are seen through: what is inlined in one is inlined in its function. 0,
+ * -ENOMEM, or -EIO (corrupt: what was read is kept).
+ */
+static int walk(struct cu_build *b, Dwarf_Die *parent_die, uint32_t scope, int depth)
 {
 	Dwarf_Die c;
 	int err = 0, r;
 
 	if (depth > SYM_DWARF_MAX_DEPTH)
 		return -EIO;
-	if ((r = dwarf_child(parent, &c)) != 0)
+	if ((r = dwarf_child(parent_die, &c)) != 0)
 		return r < 0 ? -EIO : 0;
 	do {
 		int tag = dwarf_tag(&c);
+		uint32_t inner = scope;
 
 		if (tag == DW_TAG_invalid)
 			return -EIO;
-		if (tag == DW_TAG_subprogram && (err = index_function(d, &c)))
-			return err;
-		if (may_hold_functions(tag) && dwarf_haschildren(&c) > 0 &&
-		    (err = index_children(d, &c, depth + 1)))
+		if (tag == DW_TAG_subprogram)
+			err = scope_add(b, &c, SCOPE_NONE, &inner);
+		else if (tag == DW_TAG_inlined_subroutine && scope != SCOPE_NONE)
+			err = scope_add(b, &c, scope, &inner);
+		else if (may_hold_functions(tag))
+			inner = SCOPE_NONE;
+		else if (tag != DW_TAG_lexical_block && tag != DW_TAG_inlined_subroutine)
+			continue;
+		if (!err && dwarf_haschildren(&c) > 0)
+			err = walk(b, &c, inner, depth + 1);
+		if (err)
 			return err;
 	} while ((r = dwarf_siblingof(&c, &c)) == 0);
 	return r < 0 ? -EIO : 0;
 }
 
-static int fn_cmp(const void *a, const void *b)
+static int range_cmp(const void *a, const void *b)
 {
-	const struct fn_range *x = a, *y = b;
+	const struct scope_range *x = a, *y = b;
+
+	if (x->owner != y->owner)
+		return x->owner < y->owner ? -1 : 1;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int range_lo_cmp(const void *a, const void *b)
+{
+	const struct scope_range *x = a, *y = b;
 
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-static void index_sort(struct fn_index *x)
+/* Sorts kids by parent, then lo; tells each scope, and each range, where its group is. */
+static void kids_link(struct cu_index *ci)
 {
-	if (x->n)
-		qsort(x->fns, x->n, sizeof(*x->fns), fn_cmp);
+	if (ci->n_kids)
+		qsort(ci->kids, ci->n_kids, sizeof(*ci->kids), range_cmp);
+	for (size_t i = 0; i < ci->n_kids; i++) {
+		struct scope *p = &ci->scopes[ci->kids[i].owner];
+
+		if (!p->n_kids++)
+			p->kids = (uint32_t)i;
+	}
+	for (size_t i = 0; i < ci->n_kids; i++) {
+		ci->kids[i].kids = ci->scopes[ci->kids[i].scope].kids;
+		ci->kids[i].n_kids = ci->scopes[ci->kids[i].scope].n_kids;
+	}
+	for (size_t i = 0; i < ci->n_fns; i++) {
+		ci->fns[i].kids = ci->scopes[ci->fns[i].scope].kids;
+		ci->fns[i].n_kids = ci->scopes[ci->fns[i].scope].n_kids;
+	}
 }
 
-/* Walks every CU once. 0, -ENOMEM, or -EIO (corrupt: what was read is kept). */
-static int build_index(struct sym_dwarf *d)
+/* The CU's line table and a copy of its row addresses. 0 or -ENOMEM (no table: 0). */
+static int lines_load(struct cu_index *ci, Dwarf_Die *cu)
+{
+	Dwarf_Addr a;
+	size_t n;
+
+	if (dwarf_getsrclines(cu, &ci->lines, &n) != 0 || !n) {
+		ci->lines = NULL;
+		return 0;
+	}
+	ci->n_top = (n + LINE_STEP - 1) / LINE_STEP;
+	if (!(ci->line_addr = malloc(n * sizeof(*ci->line_addr))) ||
+	    !(ci->line_top = malloc(ci->n_top * sizeof(*ci->line_top))))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(ci->lines, i);
+
+		/* libdw's rows are sorted; a row it would not hand out sorts first */
+		ci->line_addr[i] = l && dwarf_lineaddr(l, &a) == 0 ? a : 0;
+		if (i && ci->line_addr[i] < ci->line_addr[i - 1])
+			ci->line_addr[i] = ci->line_addr[i - 1];
+		if (i % LINE_STEP == 0)
+			ci->line_top[i / LINE_STEP] = ci->line_addr[i];
+	}
+	ci->n_lines = n;
+	return 0;
+}
+
+static uint64_t cu_index_bytes(const struct cu_build *b)
+{
+	return sizeof(*b->ci) + b->cap_fns * sizeof(*b->ci->fns) +
+	       b->cap_kids * sizeof(*b->ci->kids) + b->cap_scopes * sizeof(*b->ci->scopes) +
+	       b->ci->n_lines * sizeof(*b->ci->line_addr) + b->ci->n_top * sizeof(*b->ci->line_top);
+}
+
+/* Finds slot of off in d->cus (or the empty one where it goes). */
+static struct cu_slot *cu_probe(struct cu_slot *t, size_t cap, Dwarf_Off off)
+{
+	size_t i = (size_t)sym_mix64(off) & (cap - 1);
+
+	while (t[i].off && t[i].off != off)
+		i = (i + 1) & (cap - 1);
+	return &t[i];
+}
+
+/* Room for one more CU in cu_list and cus (kept at most half full). 0 or -ENOMEM. */
+static int cus_room(struct sym_dwarf *d)
+{
+	struct cu_index **list;
+	struct cu_slot *t;
+	size_t cap;
+
+	if (d->n_cus >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if (!(list = sym_grow(d->cu_list, &d->cap_cu_list, d->n_cus + 1, sizeof(*list))))
+		return -ENOMEM;
+	d->cu_list = list;
+	if ((d->n_cus + 1) * 2 <= d->cap_cus)
+		return 0;
+	cap = d->cap_cus ? d->cap_cus * 2 : 64;
+	if (!(t = calloc(cap, sizeof(*t))))
+		return -ENOMEM;
+	for (size_t i = 0; i < d->cap_cus; i++)
+		if (d->cus[i].off)
+			*cu_probe(t, cap, d->cus[i].off) = d->cus[i];
+	free(d->cus);
+	d->idx_bytes += (cap - d->cap_cus) * sizeof(*t);
+	d->cus = t;
+	d->cap_cus = cap;
+	return 0;
+}
+
+/*
+ * The index of the CU whose DIE is at off, built now if new, into *out (a cu_list
+ * place). 0; -EIO when the CU is corrupt (indexed as far as it could be read; said only
+ * by the call that built it); -ENOMEM with *out SCOPE_NONE.
+ */
+static int cu_get(struct sym_dwarf *d, Dwarf_Off off, uint32_t *out)
+{
+	struct cu_build b = {.cu = (uint32_t)d->n_cus};
+	struct cu_slot *slot;
+	Dwarf_Die cu;
+	int err;
+
+	*out = SCOPE_NONE;
+	if (d->cap_cus && (slot = cu_probe(d->cus, d->cap_cus, off))->off) {
+		*out = slot->cu;
+		return 0;
+	}
+	if (cus_room(d) || !(b.ci = calloc(1, sizeof(*b.ci))))
+		return -ENOMEM;
+	b.ci->off = off;
+	if (!dwarf_offdie(d->dw, off, &cu)) {
+		err = -EIO;
+	} else {
+		if (dwarf_getsrcfiles(&cu, &b.files, &b.n_files) != 0)
+			b.files = NULL;
+		err = walk(&b, &cu, SCOPE_NONE, 0);
+		if (err != -ENOMEM && lines_load(b.ci, &cu))
+			err = -ENOMEM;
+	}
+	if (err == -ENOMEM) {
+		cu_index_free(b.ci);
+		return err;
+	}
+	if (b.ci->n_fns)
+		qsort(b.ci->fns, b.ci->n_fns, sizeof(*b.ci->fns), range_cmp); /* one owner */
+	kids_link(b.ci);
+	d->cu_list[d->n_cus++] = b.ci;
+	*cu_probe(d->cus, d->cap_cus, off) = (struct cu_slot){off, b.cu};
+	d->idx_bytes += cu_index_bytes(&b);
+	*out = b.cu;
+	return err;
+}
+
+/* ---- finding the CU and function ---- */
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct cu_span *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* d->spans from .debug_aranges. true when there are any. */
+static bool spans_load(struct sym_dwarf *d)
+{
+	Dwarf_Aranges *ar;
+	Dwarf_Addr lo;
+	Dwarf_Word len;
+	Dwarf_Off off;
+	size_t n, k = 0;
+
+	if (dwarf_getaranges(d->dw, &ar, &n) != 0 || !n ||
+	    !(d->spans = calloc(n, sizeof(*d->spans))))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Arange *a = dwarf_onearange(ar, i);
+
+		if (a && dwarf_getarangeinfo(a, &lo, &len, &off) == 0 && len && lo + len > lo &&
+		    off)
+			d->spans[k++] = (struct cu_span){lo, lo + len, off, SCOPE_NONE};
+	}
+	qsort(d->spans, k, sizeof(*d->spans), span_cmp);
+	d->n_spans = k;
+	d->idx_bytes += n * sizeof(*d->spans);
+	return k > 0;
+}
+
+/* The arange holding vaddr, or NULL. */
+static struct cu_span *span_find(struct sym_dwarf *d, uint64_t vaddr)
+{
+	size_t lo = 0, hi = d->n_spans;
+
+	while (lo < hi) { /* first span with lo > vaddr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->spans[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && vaddr < d->spans[lo - 1].hi ? &d->spans[lo - 1] : NULL;
+}
+
+/* Every CU indexed, their functions merged into d->all. 0, -ENOMEM, or -EIO (corrupt:
+ * what was read is kept). */
+static int build_all(struct sym_dwarf *d)
 {
 	Dwarf_Off off = 0, next;
-	size_t hsize;
-	Dwarf_Die cu;
+	size_t hsize, n = 0, cap = 0;
+	uint32_t cu;
 	int err = 0, r;
 
 	d->indexed = true;
 	while ((r = dwarf_nextcu(d->dw, off, &next, &hsize, NULL, NULL, NULL)) == 0) {
-		int cu_err =
-		    dwarf_offdie(d->dw, off + hsize, &cu) ? index_children(&d->all, &cu, 0) : -EIO;
+		int cu_err = cu_get(d, off + hsize, &cu);
 
 		if (cu_err)
 			err = cu_err; /* a corrupt CU: the others are still indexed */
@@ -404,156 +667,138 @@ static int build_index(struct sym_dwarf *d)
 	}
 	if (r < 0 && !err)
 		err = -EIO;
-	index_sort(&d->all);
-	d->idx_bytes += d->all.cap * sizeof(*d->all.fns);
+	for (size_t i = 0; i < d->n_cus; i++)
+		n += d->cu_list[i]->n_fns;
+	if (n && !(d->all = sym_grow(NULL, &cap, n, sizeof(*d->all))))
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n_cus; i++) {
+		memcpy(d->all + d->n_all, d->cu_list[i]->fns,
+		       d->cu_list[i]->n_fns * sizeof(*d->all));
+		d->n_all += d->cu_list[i]->n_fns;
+	}
+	if (d->n_all)
+		qsort(d->all, d->n_all, sizeof(*d->all), range_lo_cmp);
+	d->idx_bytes += cap * sizeof(*d->all);
 	return err;
 }
 
-/* Doubles the CU table (kept at most half full). 0 or -ENOMEM. */
-static int cus_grow(struct sym_dwarf *d)
+/* The function ranges to search for vaddr: its CU's through aranges, else all. */
+static int fns_for(struct sym_dwarf *d, uint64_t vaddr, const struct scope_range **fns, size_t *n)
 {
-	size_t cap = d->cap_cus ? d->cap_cus * 2 : 64;
-	struct cu_slot *n = calloc(cap, sizeof(*n));
+	struct cu_span *sp;
+	int err = 0;
 
-	if (!n)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->cap_cus; i++) {
-		size_t j;
-
-		if (!d->cus[i].off)
-			continue;
-		for (j = (d->cus[i].off * 0x9e3779b97f4a7c15ULL) >> 20 & (cap - 1); n[j].off;)
-			j = (j + 1) & (cap - 1);
-		n[j] = d->cus[i];
-	}
-	free(d->cus);
-	d->cus = n;
-	d->cap_cus = cap;
-	return 0;
-}
-
-/*
- * The index of the CU whose DIE is at cu, built now if new. *out NULL on ENOMEM;
- * returns -EIO when the CU was corrupt (indexed as far as it could be read).
- */
-static int cu_index(struct sym_dwarf *d, Dwarf_Die *cu, struct fn_index **out)
-{
-	Dwarf_Off off = dwarf_dieoffset(cu);
-	size_t j;
-	int err;
-
-	*out = NULL;
-	if ((d->n_cus + 1) * 2 > d->cap_cus && cus_grow(d))
-		return -ENOMEM;
-	for (j = (off * 0x9e3779b97f4a7c15ULL) >> 20 & (d->cap_cus - 1); d->cus[j].off;
-	     j = (j + 1) & (d->cap_cus - 1)) {
-		if (d->cus[j].off == off) {
-			*out = &d->cus[j].idx;
-			return 0;
-		}
-	}
-	d->cus[j].off = off;
-	d->n_cus++;
-	err = index_children(&d->cus[j].idx, cu, 0);
-	index_sort(&d->cus[j].idx);
-	d->idx_bytes += d->cus[j].idx.cap * sizeof(struct fn_range);
-	*out = &d->cus[j].idx;
-	return err;
-}
-
-/* The index to search for vaddr: its CU's through aranges, else the whole one. */
-static int index_for(struct sym_dwarf *d, uint64_t vaddr, struct fn_index **out)
-{
-	Dwarf_Aranges *ar;
-	Dwarf_Die cu;
-	size_t n;
-	int err;
-
-	*out = NULL;
+	*fns = NULL;
+	*n = 0;
 	if (!d->use_aranges)
-		d->use_aranges = dwarf_getaranges(d->dw, &ar, &n) == 0 && n > 0 ? 1 : -1;
-	if (d->use_aranges > 0)
-		return dwarf_addrdie(d->dw, vaddr, &cu) ? cu_index(d, &cu, out) : 0;
+		d->use_aranges = spans_load(d) ? 1 : -1;
+	if (d->use_aranges > 0) {
+		if (!(sp = span_find(d, vaddr)))
+			return 0;
+		if (sp->cu == SCOPE_NONE)
+			err = cu_get(d, sp->off, &sp->cu);
+		if (sp->cu == SCOPE_NONE)
+			return err;
+		*fns = d->cu_list[sp->cu]->fns;
+		*n = d->cu_list[sp->cu]->n_fns;
+		return err;
+	}
 	/* a damaged index is reported once, by the lookup that built it */
-	err = d->indexed ? 0 : build_index(d);
-	*out = &d->all;
+	err = d->indexed ? 0 : build_all(d);
+	*fns = d->all;
+	*n = d->n_all;
 	return err;
 }
 
-/* The innermost concrete function holding vaddr, or NULL. */
-static const struct fn_range *find_function(const struct fn_index *d, uint64_t vaddr)
+/* The innermost range in r[0, n) (sorted by lo) holding vaddr, or NULL. */
+static const struct scope_range *range_find(const struct scope_range *r, size_t n, uint64_t vaddr)
 {
-	size_t lo = 0, hi = d->n;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) { /* first range with lo > vaddr */
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (d->fns[mid].lo <= vaddr)
+		if (r[mid].lo <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	for (size_t i = lo, k = 0; i > 0 && k < 4; i--, k++) /* nested ranges are rare */
-		if (vaddr < d->fns[i - 1].hi)
-			return &d->fns[i - 1];
+		if (vaddr < r[i - 1].hi)
+			return &r[i - 1];
 	return NULL;
 }
 
 /*
- * scopes[0] = the function, then each inlined subroutine (or lexical block) holding
- * vaddr, outermost to innermost. Returns how many.
+ * The line-table row for vaddr, as dwarf_getsrc_die chooses it: the last row at or
+ * below vaddr, unless that row ends a sequence. File NULL and line 0 when none.
  */
-static int inline_chain(Dwarf_Die *fn, uint64_t vaddr, Dwarf_Die *scopes, int max)
+static void line_of(const struct cu_index *ci, uint64_t vaddr, const char **file, int *line)
 {
-	int n = 1;
-	Dwarf_Die c;
+	size_t lo = 0, hi = ci->n_top, end_row;
+	Dwarf_Line *l;
+	bool end;
 
-	scopes[0] = *fn;
-	while (n < max && dwarf_child(&scopes[n - 1], &c) == 0) {
-		bool found = false;
+	*file = NULL;
+	*line = 0;
+	while (lo < hi) { /* first block starting past vaddr */
+		size_t mid = lo + (hi - lo) / 2;
 
-		do {
-			int tag = dwarf_tag(&c);
-
-			if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) &&
-			    dwarf_haspc(&c, vaddr) == 1) {
-				scopes[n++] = c;
-				found = true;
-				break;
-			}
-		} while (dwarf_siblingof(&c, &c) == 0);
-		if (!found)
-			break;
+		if (ci->line_top[mid] <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return n;
+	if (!lo)
+		return;
+	/* the first row past vaddr is in block lo - 1, or starts block lo */
+	end_row = lo * LINE_STEP < ci->n_lines ? lo * LINE_STEP : ci->n_lines;
+	for (lo = (lo - 1) * LINE_STEP; lo < end_row && ci->line_addr[lo] <= vaddr;)
+		lo++;
+	if (!lo || !(l = dwarf_onesrcline(ci->lines, lo - 1)) ||
+	    dwarf_lineendsequence(l, &end) != 0 || end)
+		return;
+	*file = dwarf_linesrc(l, NULL, NULL);
+	if (dwarf_lineno(l, line) != 0 || *line < 0)
+		*line = 0;
 }
 
 int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *frames, size_t max)
 {
-	Dwarf_Die fn, cu, scopes[SYM_DWARF_MAX_DEPTH], inner[SYM_DWARF_MAX_DEPTH];
-	const struct fn_range *r;
-	struct fn_index *idx;
-	Dwarf_Line *l;
-	const char *file = NULL;
-	int line = 0, n, err;
+	uint32_t chain[SYM_DWARF_MAX_DEPTH];
+	const struct scope_range *fns, *r;
+	struct cu_index *ci;
+	const char *file;
+	size_t n_fns, n = 0, k = 0;
+	int line, err;
 
 	if (!d)
 		return 0;
-	if ((err = index_for(d, vaddr, &idx)) || !idx)
+	if ((err = fns_for(d, vaddr, &fns, &n_fns)) || !(r = range_find(fns, n_fns, vaddr)))
 		return err;
-	if (!(r = find_function(idx, vaddr)))
-		return 0;
-	if (!dwarf_offdie(d->dw, r->die, &fn) || !dwarf_diecu(&fn, &cu, NULL, NULL))
-		return -EIO;
-	if ((l = dwarf_getsrc_die(&cu, vaddr))) {
-		file = dwarf_linesrc(l, NULL, NULL);
-		if (dwarf_lineno(l, &line) != 0 || line < 0)
-			line = 0;
+	ci = d->cu_list[r->owner];
+	/* the function, then the call inlined into it holding vaddr, and so on inwards */
+	for (; r && n < SYM_DWARF_MAX_DEPTH; r = range_find(ci->kids + r->kids, r->n_kids, vaddr))
+		chain[n++] = r->scope;
+	line_of(ci, vaddr, &file, &line);
+	/* innermost first: each inlined call is a frame at the current file:line, which then
+	 * moves to its call site */
+	while (n && k < max) {
+		struct scope *sc = &ci->scopes[chain[--n]];
+
+		if (!sc->sys)
+			scope_name(d, sc);
+		frames[k++] = (struct sym_frame){.name = sc->name,
+						 .system_name = sc->sys,
+						 .file = file,
+						 .line = line,
+						 .inlined = n > 0};
+		file = sc->call_file;
+		line = (int)sc->call_line;
 	}
-	n = inline_chain(&fn, vaddr, scopes, SYM_DWARF_MAX_DEPTH);
-	for (int i = 0; i < n; i++) /* innermost first, as frames are */
-		inner[i] = scopes[n - 1 - i];
-	return frames_of_scopes(d, &cu, inner, n, file, line, frames, max);
+	if (k)
+		frames[k - 1].inlined = false;
+	return (int)k;
 }
 
 /* ---- separate debug files ---- */

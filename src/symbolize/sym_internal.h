@@ -105,6 +105,10 @@ void sym_elf_info__fini(struct sym_elf_info *info);
 /* .gnu_debuglink name and CRC32. 0 or -ENOENT (none, or malformed). */
 int sym_elf__debuglink(struct sym_elf *e, char *name, size_t len, uint32_t *crc);
 
+/* Itanium C++ (_Z) and Rust (legacy _ZN..E, v0 _R) names demangled (malloc'd, the
+ * caller frees); NULL for any other name, or one that does not demangle. */
+char *sym_demangle(const char *sys);
+
 /* ---- sym_dwarf.c: DWARF lines and inlines, separate debug files ---- */
 struct sym_dwarf;
 /* Opens path's DWARF. 0, -ENOENT (no .debug_info, or unreadable), -ENOMEM, -errno. */
@@ -114,9 +118,10 @@ void sym_dwarf__close(struct sym_dwarf *d);
 uint64_t sym_dwarf__bytes(const struct sym_dwarf *d);
 /*
  * Frames for an ELF vaddr, innermost first, at most max. Strings are borrowed from d
- * (valid while open); name is the plain DWARF name (may be NULL), system_name the
- * linkage name or the plain one. Returns the count (0: no debug info covers vaddr),
- * or -EIO when the DWARF is corrupt.
+ * (valid while open); system_name is the linkage name or the plain one ("??" when the
+ * DIE has neither), name what to show: system_name demangled, else the plain DWARF
+ * name, else system_name. Returns the count (0: no debug info covers vaddr), -EIO when
+ * the DWARF is corrupt (said once, by the lookup that found it), or -ENOMEM.
  */
 int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *frames, size_t max);
 /* ROOT/.build-id/xx/rest.debug (ROOT NULL = /usr/lib/debug) into out when it exists

@@ -135,9 +135,10 @@ struct symbolizer {
 	size_t n_jits;
 	struct sym_proc **procs; /* owned chains, by pid; SYM_PROC_BUCKETS */
 	size_t n_procs;
-	struct sym_result scratch;	   /* what the last resolve handed out */
-	bool no_address_cache;		   /* sym_opts.no_address_cache */
-	char *scratch_dem[SYM_MAX_FRAMES]; /* owned: demangled names in scratch, uncached */
+	struct sym_result scratch; /* what the last resolve handed out */
+	bool no_address_cache;	   /* sym_opts.no_address_cache */
+	char *scratch_text;	   /* owned: scratch's strings, without an address cache */
+	size_t scratch_cap;
 	struct sym_table kernel;
 	bool kernel_loaded;
 	struct sym_result unresolved; /* n == 0, handed out for every miss */
@@ -868,22 +869,26 @@ static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64
 	return true;
 }
 
-/* Itanium C++ (_Z) and Rust (legacy _ZN..E, v0 _R) names shown demangled; else NULL. */
-static char *demangle(const char *sys)
+char *sym_demangle(const char *sys)
 {
 	if (!sys || sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R'))
 		return NULL;
 	return cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
 }
 
-/* The frame from the symbol table, when DWARF gave nothing. 0 or 1 frames. */
-static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_frame *f)
+/*
+ * The frame from the symbol table, when DWARF gave nothing; its name demangled into
+ * *dem when it demangles (the caller frees it). 0 or 1 frames.
+ */
+static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_frame *f, char **dem)
 {
 	long i = sym_table__find(&o->info.table, vaddr);
 
 	if (i < 0)
 		return 0;
 	f->system_name = f->name = o->info.table.names + o->info.table.syms[i].name;
+	if ((*dem = sym_demangle(f->system_name)))
+		f->name = *dem;
 	f->file = NULL;
 	f->line = 0;
 	f->inlined = false;
@@ -903,16 +908,10 @@ static int object_lookup(struct symbolizer *s, struct sym_object *o, uint64_t va
 		s->stats.dwarf_failures++;
 		n = 0;
 	}
-	if (n == 0)
-		n = (int)symtab_frame(o, vaddr, f);
+	if (n == 0) /* DWARF's frames come demangled; a symbol's is demangled here */
+		n = (int)symtab_frame(o, vaddr, f, dem);
 	else if (!strcmp(f[n - 1].system_name, "??"))
-		symtab_frame(o, vaddr, &f[n - 1]);
-	for (int i = 0; i < n; i++) {
-		if ((dem[i] = demangle(f[i].system_name)))
-			f[i].name = dem[i];
-		else if (!f[i].name)
-			f[i].name = f[i].system_name;
-	}
+		symtab_frame(o, vaddr, &f[n - 1], &dem[n - 1]);
 	return n;
 }
 
@@ -928,6 +927,49 @@ static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object 
 	for (int i = 0; i < n; i++)
 		free(dem[i]);
 	return e;
+}
+
+/*
+ * Frames for vaddr in o into s->scratch, their strings copied into s->scratch_text: the
+ * budget may evict o right after, and the result must live until the next call. 0 or
+ * -ENOMEM.
+ */
+static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
+			  const struct sym_result **out)
+{
+	struct sym_frame *f = s->scratch.frames;
+	char *dem[SYM_MAX_FRAMES] = {0}, *pos, *p;
+	int found = object_lookup(s, o, vaddr, f, dem), n = found, err = 0;
+	size_t room = 0, cap = s->scratch_cap;
+
+	for (int i = 0; i < n; i++)
+		room += str_room(f[i].name) + str_room(f[i].system_name) + str_room(f[i].file);
+	if (room > cap) {
+		while (cap < room)
+			cap = cap ? cap * 2 : 4096;
+		if ((p = realloc(s->scratch_text, cap))) {
+			s->scratch_text = p;
+			s->scratch_cap = cap;
+		} else {
+			err = -ENOMEM;
+			n = 0;
+		}
+	}
+	pos = s->scratch_text;
+	for (int i = 0; i < n; i++) {
+		const char *sys = f[i].system_name;
+
+		f[i].system_name = sys == f[i].name ? NULL : str_put(&pos, sys);
+		f[i].name = str_put(&pos, f[i].name);
+		f[i].system_name = f[i].system_name ? f[i].system_name : f[i].name;
+		f[i].file = str_put(&pos, f[i].file);
+	}
+	for (int i = 0; i < found; i++)
+		free(dem[i]);
+	s->scratch.n = (size_t)n;
+	*out = n ? &s->scratch : &s->unresolved;
+	budget_enforce(s);
+	return err;
 }
 
 /* Hands out entry e's frames through s->scratch (valid until the next call). */
@@ -966,17 +1008,8 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 	}
 	lru_touch(s, obj);
 	object_account(s, obj);
-	if (s->no_address_cache) { /* straight into scratch; its names live until the next call */
-		for (size_t i = 0; i < SYM_MAX_FRAMES; i++) {
-			free(s->scratch_dem[i]);
-			s->scratch_dem[i] = NULL;
-		}
-		s->scratch.n =
-		    (size_t)object_lookup(s, obj, vaddr, s->scratch.frames, s->scratch_dem);
-		*out = &s->scratch;
-		budget_enforce(s);
-		return 0;
-	}
+	if (s->no_address_cache) /* straight into scratch */
+		return scratch_lookup(s, obj, vaddr, out);
 	if (!(e = object_frames(s, obj, vaddr)))
 		return -ENOMEM;
 	*out = centry_result(s, e); /* copied out before anything can be evicted */
@@ -1270,8 +1303,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->idents.buckets);
 	free(s->build_ids.buckets);
 	sym_table__fini(&s->kernel);
-	for (size_t i = 0; i < SYM_MAX_FRAMES; i++)
-		free(s->scratch_dem[i]);
+	free(s->scratch_text);
 	free(s->kallsyms_path);
 	free(s);
 }

@@ -125,6 +125,21 @@ if cmp -s "$T/small.out" "$T/big.out"; then
 else
 	fail budget_keeps_answers "$(diff "$T/small.out" "$T/big.out" | head -4)"
 fi
+# An object whose DWARF alone is over the budget (hearth's own, ~1 MB) is evicted right
+# after every lookup: each answer must still be whole (it once pointed into the freed
+# DWARF, and crashed).
+nm --defined-only "$HEARTH" | awk '$2 ~ /^[tT]$/ { print "0x" $1 }' | awk 'NR % 8 == 0' | head -60 > "$T/self.addrs"
+sym --obj "$HEARTH" --inlines --symbol-cache-mb 1 --stats < "$T/self.addrs" > "$T/self.small" 2> "$T/self.stats"
+rc=$?
+sym --obj "$HEARTH" --inlines < "$T/self.addrs" > "$T/self.big"
+ev=$(stat_of "$T/self.stats" object_evictions)
+# (function starts from nm: every one has a name)
+if [ $rc -eq 0 ] && [ "${ev:-0}" -gt 0 ] && [ -s "$T/self.big" ] && ! grep -q '^??$' "$T/self.big" &&
+	cmp -s "$T/self.small" "$T/self.big"; then
+	pass "budget_evicts_in_use_object: $(wc -l < "$T/self.addrs") addresses as unbounded, $ev evictions"
+else
+	fail budget_evicts_in_use_object "rc=$rc evictions=$ev $(diff "$T/self.small" "$T/self.big" | head -4)"
+fi
 
 # 7. Corrupt DWARF: .debug_info overwritten; no crash, names from the symbol table, and
 #    the failure counted.

@@ -661,17 +661,17 @@ cleanup:
 	symbolizer__free(s);
 }
 
-TEST(dwarf_inlined_frames)
+/* Some address of inl_outer in lib shows inl_leaf (line 5) inlined at line 9, and every
+ * one names inl_outer in names.c as the outer frame (CHECKs of the calling test). */
+static void check_inlined_frames(int *unit_failed, const char *lib)
 {
 	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
 	const struct sym_result *r = NULL;
 	struct sym_object *o;
-	char lib[256];
 	uint64_t off, size;
 	bool seen = false;
 
-	CHECK(s && build_names_lib(lib, sizeof(lib), true) == 0);
-	CHECK((o = object_of(s, lib)));
+	CHECK(s && (o = object_of(s, lib)));
 	CHECK(symbol_file_off(lib, "inl_outer", &off, &size, NULL) == 0);
 	for (uint64_t i = 0; i < size && !seen; i++) {
 		CHECK(symbolizer__resolve(s, o, off + i, &r) == 0 && r->n >= 1);
@@ -684,6 +684,28 @@ TEST(dwarf_inlined_frames)
 	CHECKF(seen, "no address of inl_outer shows inl_leaf (line 5) inlined at line 9");
 cleanup:
 	symbolizer__free(s);
+}
+
+TEST(dwarf_inlined_frames)
+{
+	char lib[256];
+
+	CHECK(build_names_lib(lib, sizeof(lib), true) == 0);
+	check_inlined_frames(unit_failed, lib);
+cleanup:;
+}
+
+/* Without .debug_aranges (clang's default) every CU is indexed at once: same frames. */
+TEST(dwarf_inlined_frames_without_aranges)
+{
+	char lib[256], bare[300];
+
+	CHECK(build_names_lib(lib, sizeof(lib), true) == 0);
+	snprintf(bare, sizeof(bare), "%s/libnames-noaranges.so", unit_tmp_dir());
+	CHECK(sh("objcopy --remove-section=.debug_aranges '%s' '%s'", lib, bare) == 0);
+	CHECK(sh("! readelf -S '%s' | grep -q debug_aranges", bare) == 0);
+	check_inlined_frames(unit_failed, bare);
+cleanup:;
 }
 
 static int write_file(const char *path, const char *mode, const char *text)
