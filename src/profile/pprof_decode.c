@@ -602,8 +602,9 @@ static void flatten_symbols(const struct dec *d, struct flat_box *b)
 	for (size_t i = 0; i < m->mappings.n; i++) {
 		const struct pprof_wire_mapping *mp = &W(mappings, struct pprof_wire_mapping, i);
 
-		b->mappings[i] = (struct profile_flat_mapping){
-		    mp->start, mp->limit, mp->offset, (uint32_t)mp->filename, (uint32_t)mp->build_id};
+		b->mappings[i] =
+		    (struct profile_flat_mapping){mp->start, mp->limit, mp->offset,
+						  (uint32_t)mp->filename, (uint32_t)mp->build_id};
 	}
 	for (size_t i = 0; i < m->functions.n; i++) {
 		const struct pprof_wire_function *fn = &W(functions, struct pprof_wire_function, i);
@@ -635,13 +636,14 @@ static void flatten_symbols(const struct dec *d, struct flat_box *b)
 static void flatten_samples(const struct dec *d, struct flat_box *b)
 {
 	const struct pprof_wire *m = d->m;
-	bool period_ns = m->has_period_type &&
-			 strcmp(dec_str(d, m->period_type.unit), "nanoseconds") == 0;
+	bool period_ns =
+	    m->has_period_type && strcmp(dec_str(d, m->period_type.unit), "nanoseconds") == 0;
 
 	for (size_t i = 0; i < m->labels.n; i++) {
 		const struct pprof_wire_label *l = &W(labels, struct pprof_wire_label, i);
 
-		b->labels[i] = (struct profile_flat_label){(uint32_t)l->key, (uint32_t)l->str, l->num};
+		b->labels[i] =
+		    (struct profile_flat_label){(uint32_t)l->key, (uint32_t)l->str, l->num};
 	}
 	for (size_t i = 0; i < m->samples.n; i++) {
 		const struct pprof_wire_sample *s = &W(samples, struct pprof_wire_sample, i);

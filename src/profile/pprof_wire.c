@@ -252,9 +252,11 @@ static int parse_label(struct pprof_wire *w, struct rd *r, unsigned wt)
 	if (err || !(l = arr_push(w, &w->labels, sizeof(*l), &err)))
 		return err;
 	while (!err && (err = next_field(&m, &f, &t)) > 0) {
-		int64_t *dst = f == 1 ? &l->key : f == 2 ? &l->str : f == 3 ? &l->num
-					      : f == 4	 ? &l->num_unit
-							 : NULL;
+		int64_t *dst = f == 1	? &l->key
+			       : f == 2 ? &l->str
+			       : f == 3 ? &l->num
+			       : f == 4 ? &l->num_unit
+					: NULL;
 		err = dst ? rd_int(&m, t, (uint64_t *)dst) : rd_skip(&m, t);
 	}
 	return err;
@@ -441,7 +443,11 @@ static int profile_field(struct pprof_wire *w, struct rd *r, uint32_t f, unsigne
 
 		return vt ? parse_vt(r, wt, vt) : err;
 	}
-	case 2: case 3: case 4: case 5: case 6:
+	case 2:
+	case 3:
+	case 4:
+	case 5:
+	case 6:
 		return profile_msg_field(w, r, f, wt);
 	case 7:
 		return rd_int(r, wt, (uint64_t *)&w->drop_frames);
@@ -483,9 +489,9 @@ int pprof_wire__parse(struct pprof_wire *w, const uint8_t *buf, size_t len, size
 
 void pprof_wire__fini(struct pprof_wire *w)
 {
-	struct pprof_wire_arr *arrs[] = {&w->sample_type, &w->samples,	&w->mappings, &w->locations,
-					 &w->functions,	  &w->strings,	&w->comments, &w->loc_ids,
-					 &w->values,	  &w->labels,	&w->lines};
+	struct pprof_wire_arr *arrs[] = {&w->sample_type, &w->samples, &w->mappings, &w->locations,
+					 &w->functions,	  &w->strings, &w->comments, &w->loc_ids,
+					 &w->values,	  &w->labels,  &w->lines};
 
 	for (size_t i = 0; i < sizeof(arrs) / sizeof(arrs[0]); i++)
 		free(arrs[i]->v);

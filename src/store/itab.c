@@ -75,8 +75,8 @@ static bool key_eq(const struct store_itab *t, uint32_t id, const void *key, siz
 /* A slot holds the id in its low 32 bits and the hash's high 32 bits above, so a
  * probe rejects other keys without touching their hashes or bytes (each of which
  * is a cache miss in a table of 100,000 keys). */
-#define SLOT_ID(v) ((uint32_t)(v))
-#define SLOT_TAG(h) ((h) & 0xffffffff00000000ull)
+#define SLOT_ID(v)  ((uint32_t)(v))
+#define SLOT_TAG(h) ((h)&0xffffffff00000000ull)
 
 static void slot_insert(struct store_itab *t, uint64_t h, uint32_t id)
 {
@@ -114,7 +114,8 @@ static uint64_t find_hashed(const struct store_itab *t, uint64_t h, const void *
 		return 0;
 	mask = t->nslots - 1;
 	for (i = h & mask; t->slots[i]; i = (i + 1) & mask)
-		if (SLOT_TAG(t->slots[i]) == SLOT_TAG(h) && key_eq(t, SLOT_ID(t->slots[i]), key, len))
+		if (SLOT_TAG(t->slots[i]) == SLOT_TAG(h) &&
+		    key_eq(t, SLOT_ID(t->slots[i]), key, len))
 			return SLOT_ID(t->slots[i]);
 	return 0;
 }

@@ -95,7 +95,7 @@ void store_loccache_mix(uint64_t h[2], const void *p, size_t n)
 		w = 0;
 		if (n >= 8)
 			memcpy(&w, b, 8); /* a constant size: one load, not a call */
-		else if (n) /* n == 0: p may be NULL (an empty stack) */
+		else if (n)		  /* n == 0: p may be NULL (an empty stack) */
 			memcpy(&w, b, n);
 		a = (a ^ w) * 0xff51afd7ed558ccdull;
 		a ^= a >> 32;
