@@ -218,25 +218,9 @@ static int add_locs(struct store_builder *b, size_t n, const struct store_builde
 	return profile__add_sample(b->p, b->locs, n, sm->values, sm->labels, sm->n_labels);
 }
 
-/* Prefetch distances in samples: the key's offset first, then the key itself. */
-#define BUILD_PREFETCH_OFF 16
-#define BUILD_PREFETCH_KEY 4
-
-/* Asks for the start of stack id's key (its offset is already on its way). */
-static void prefetch_key(const struct store_itab *t, uint64_t id)
-{
-	if (id && id <= t->n) {
-		const uint8_t *k = t->buf + t->off[id - 1];
-
-		__builtin_prefetch(k);
-		__builtin_prefetch(k + 64);
-	}
-}
-
 int store_builder__append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
 			  bool *distinct)
 {
-	const struct store_itab *t = &b->s->tabs[STORE_T_STACKS];
 	int err = 0;
 
 	pthread_mutex_lock(&b->s->lock);
@@ -244,11 +228,6 @@ int store_builder__append(struct store_builder *b, const struct store_builder_sa
 		bool merged = false;
 		size_t nl;
 
-		/* keys of stacks in merge order are far apart: hide the misses */
-		if (i + BUILD_PREFETCH_OFF < n && sm[i + BUILD_PREFETCH_OFF].stack_id <= t->n)
-			__builtin_prefetch(&t->off[sm[i + BUILD_PREFETCH_OFF].stack_id]);
-		if (i + BUILD_PREFETCH_KEY < n)
-			prefetch_key(t, sm[i + BUILD_PREFETCH_KEY].stack_id);
 		err = stack_locked(b, sm[i].stack_id, &nl, &merged)
 			  ?: add_locs(b, nl, &sm[i], merged, distinct);
 	}
