@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
-#include <string.h>
 
 /* ---- varints (LEB128) and zigzag ---- */
 
@@ -25,46 +24,10 @@ static inline uint8_t *store_put_varint(uint8_t *b, uint64_t v)
 	return b;
 }
 
-/*
- * A varint of at most 8 bytes read from a little-endian word w of the next 8
- * bytes, without a branch per byte (the lengths of location ids vary, and the
- * per-byte loop mispredicts); 0 when it is longer. Every byte's 7 payload bits
- * are moved next to the previous byte's, then the bits past the last byte (the
- * first with its high bit clear) are masked off:
- *   w = 1aaaaaaa 1bbbbbbb 0ccccccc ...   (byte 0 first)  ->  ccccccc bbbbbbb aaaaaaa
- */
-static inline unsigned store_varint_word(uint64_t w, uint64_t *out)
-{
-	uint64_t stop = ~w & 0x8080808080808080ull, v;
-	unsigned len;
-
-	if (!stop)
-		return 0;
-	len = ((unsigned)__builtin_ctzll(stop) >> 3) + 1;
-	v = (w & 0x7full) | (w >> 1 & 0x7full << 7) | (w >> 2 & 0x7full << 14) |
-	    (w >> 3 & 0x7full << 21) | (w >> 4 & 0x7full << 28) | (w >> 5 & 0x7full << 35) |
-	    (w >> 6 & 0x7full << 42) | (w >> 7 & 0x7full << 49);
-	*out = v & ((1ull << (7 * len)) - 1);
-	return len;
-}
-
 /* Reads a varint from [*p, end); -EINVAL when truncated or over 64 bits. */
 static inline int store_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
 {
 	uint64_t v = 0;
-
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (end - *p >= 8) {
-		uint64_t w;
-		unsigned len;
-
-		memcpy(&w, *p, 8);
-		if ((len = store_varint_word(w, out))) {
-			*p += len;
-			return 0;
-		}
-	}
-#endif
 
 	for (unsigned shift = 0; shift < 64; shift += 7) {
 		if (*p >= end)
