@@ -3,9 +3,11 @@
  * list them (labels, values, series), merge their rows over a range into one
  * profile, or sum them per step (timeline, in timeline.c).
  *
- * A merge first sums rows by (series, stack) in a hash map, then rebuilds each
- * distinct stack once through a store_builder: decoding rows is cheap, building
- * profile samples is not, so the expensive step runs once per distinct stack.
+ * A merge first sums rows by (series, stack) (a flat array by stack id, a hash
+ * map only for stacks several series share), then rebuilds each distinct pair
+ * once through a store_builder: decoding rows is cheap, building profile
+ * samples is not, so the expensive step runs once per pair, and appends without
+ * the profile's dedup lookup when the pairs are known to be distinct samples.
  * Outputs without sample labels (tree, top, diff) use query_stacks instead: rows
  * summed per stack id in a flat array, stacks expanded to store location ids,
  * and no profile sample at all (a 1 h merge of the benchmark: ~3x cheaper).
