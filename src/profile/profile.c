@@ -5,9 +5,12 @@
  * exactly as profile.proto numbers them, so the pprof encoder writes them as is.
  *
  * Records hold string ids, never pointers into growing arrays; the strings
- * themselves are separate allocations, so the `const char *` the read accessors
- * hand out stay valid while the profile grows (labels keep such pointers too).
- * Sample values are summed with saturation: merging never overflows.
+ * themselves live in the string table's arena, whose blocks never move, so the
+ * `const char *` the read accessors hand out stay valid while the profile grows
+ * (labels keep such pointers too). Samples' location lists and labels and
+ * locations' lines live in a second arena: a merged profile has tens of
+ * thousands of them, freed at once. Sample values are summed with saturation:
+ * merging never overflows.
  */
 #include "profile_impl.h"
 
