@@ -22,9 +22,13 @@
  * (what one core spent: on a shared machine wall time also counts waiting).
  *
  *   store_bench [--hours H] [--dir DIR] [--no-fsync] [--seed N] [--queries-only]
+ *               [--only QUERY]
  *
  * --queries-only reopens DIR as a run with the same --hours left it and times
  * the queries again (several runs of them on a noisy machine, one ingest).
+ * --only QUERY times that query alone (the others print "-"), 20 runs instead
+ * of 3, so that `perf record` sees one path: stacks1, stacks24, profile1,
+ * profile24, timeline24, tree1.
  */
 #include "query/query.h"
 #include "store/store.h"
@@ -163,16 +167,40 @@ static struct profile *make_profile(int64_t t, uint32_t *counts)
 	return p;
 }
 
-/* Best of 3 runs in ms (wall); *cpu_ms gets the CPU time of that run. */
-static double time_query(struct store *st, int64_t from, int64_t until, int what, double *cpu_ms)
+/* The query --only names (NULL: all of them). */
+static const char *only;
+
+static bool query_known(const char *name)
+{
+	static const char *const names[] = {"profile1", "profile24", "timeline24",
+					    "tree1",    "stacks1",   "stacks24"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/* Best of 3 runs in ms (wall); *cpu_ms gets the CPU time of that run. With --only:
+ * 20 runs of the query so named, 0 ms for the others (printed as "-"). */
+static double time_query(struct store *st, const char *name, int64_t from, int64_t until,
+			 int what, double *cpu_ms)
 {
 	struct query_request q = {.from_ns = from, .until_ns = until};
 	struct profile *p = NULL;
 	char err[256], *buf = NULL;
 	size_t len;
 	double best = 1e9;
+	int runs = 3;
 
-	for (int r = 0; r < 3; r++) {
+	if (only) {
+		if (strcmp(only, name)) {
+			*cpu_ms = 0;
+			return 0;
+		}
+		runs = 20;
+	}
+	for (int r = 0; r < runs; r++) {
 		double t0 = now_s(), c0 = cpu_s();
 		int e;
 
@@ -281,34 +309,37 @@ struct query_times {
 
 static int time_queries(struct store *st, int64_t end, struct query_times *t)
 {
-	t->q1 = time_query(st, end - 3600 * S, end, 0, &t->c1);
-	t->q24 = time_query(st, end - 24 * 3600 * S, end, 0, &t->c24);
-	t->tl = time_query(st, end - 24 * 3600 * S, end, 1, &t->ctl);
-	t->tr1 = time_query(st, end - 3600 * S, end, 2, &t->ctr1);
-	t->s1 = time_query(st, end - 3600 * S, end, 3, &t->cs1);
-	t->s24 = time_query(st, end - 24 * 3600 * S, end, 3, &t->cs24);
+	t->q1 = time_query(st, "profile1", end - 3600 * S, end, 0, &t->c1);
+	t->q24 = time_query(st, "profile24", end - 24 * 3600 * S, end, 0, &t->c24);
+	t->tl = time_query(st, "timeline24", end - 24 * 3600 * S, end, 1, &t->ctl);
+	t->tr1 = time_query(st, "tree1", end - 3600 * S, end, 2, &t->ctr1);
+	t->s1 = time_query(st, "stacks1", end - 3600 * S, end, 3, &t->cs1);
+	t->s24 = time_query(st, "stacks24", end - 24 * 3600 * S, end, 3, &t->cs24);
 	return t->q1 < 0 || t->q24 < 0 || t->tl < 0 || t->tr1 < 0 || t->s1 < 0 || t->s24 < 0
 		   ? -EIO
 		   : 0;
 }
 
+/* One row of the query table; "-" for a query --only left out. */
+static void print_time(const char *what, double ms, double cpu, const char *target)
+{
+	if (only && ms == 0)
+		printf("| %s | - | %s |\n", what, target);
+	else
+		printf("| %s | %.1f ms; CPU %.1f ms | %s |\n", what, ms, cpu, target);
+}
+
 static void print_times(const struct query_times *t)
 {
-	printf("| merge by stack (query_stacks: tree/top/diff input), last 1 h | %.1f ms; CPU "
-	       "%.1f ms | <= 50 ms |\n",
-	       t->s1, t->cs1);
-	printf("| merge by stack, last 24 h (whole run when shorter) | %.1f ms; CPU %.1f ms | "
-	       "<= 500 ms |\n",
-	       t->s24, t->cs24);
-	printf("| merged profile with sample labels (query_profile: pprof/folded), last 1 h | "
-	       "%.1f ms; CPU %.1f ms | |\n",
-	       t->q1, t->c1);
-	printf("| merged profile with sample labels, last 24 h | %.1f ms; CPU %.1f ms | |\n",
-	       t->q24, t->c24);
-	printf("| timeline, last 24 h (auto step) | %.1f ms; CPU %.1f ms | |\n", t->tl, t->ctl);
-	printf("| flame tree JSON (merge + tree, maxNodes 2048), last 1 h | %.1f ms; CPU %.1f ms "
-	       "| |\n",
-	       t->tr1, t->ctr1);
+	print_time("merge by stack (query_stacks: tree/top/diff input), last 1 h", t->s1, t->cs1,
+		   "<= 50 ms");
+	print_time("merge by stack, last 24 h (whole run when shorter)", t->s24, t->cs24,
+		   "<= 500 ms");
+	print_time("merged profile with sample labels (query_profile: pprof/folded), last 1 h",
+		   t->q1, t->c1, "");
+	print_time("merged profile with sample labels, last 24 h", t->q24, t->c24, "");
+	print_time("timeline, last 24 h (auto step)", t->tl, t->ctl, "");
+	print_time("flame tree JSON (merge + tree, maxNodes 2048), last 1 h", t->tr1, t->ctr1, "");
 }
 
 /* --queries-only: the query rows of the table on an existing store. */
@@ -344,12 +375,15 @@ int main(int argc, char **argv)
 			o.no_fsync = true;
 		else if (!strcmp(argv[i], "--queries-only"))
 			queries_only = true;
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc && query_known(argv[i + 1]))
+			only = argv[++i];
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			rng = strtoull(argv[++i], NULL, 10) | 1;
 		else {
 			fprintf(stderr,
 				"usage: store_bench [--hours H] [--dir DIR] [--no-fsync] "
-				"[--seed N] [--queries-only]\n");
+				"[--seed N] [--queries-only] [--only profile1|profile24|timeline24|"
+				"tree1|stacks1|stacks24]\n");
 			return 2;
 		}
 	}

@@ -5,9 +5,12 @@
  * exactly as profile.proto numbers them, so the pprof encoder writes them as is.
  *
  * Records hold string ids, never pointers into growing arrays; the strings
- * themselves are separate allocations, so the `const char *` the read accessors
- * hand out stay valid while the profile grows (labels keep such pointers too).
- * Sample values are summed with saturation: merging never overflows.
+ * themselves live in the string table's arena, whose blocks never move, so the
+ * `const char *` the read accessors hand out stay valid while the profile grows
+ * (labels keep such pointers too). Samples' location lists and labels and
+ * locations' lines live in a second arena: a merged profile has tens of
+ * thousands of them, freed at once. Sample values are summed with saturation:
+ * merging never overflows.
  */
 #include "profile_impl.h"
 
@@ -27,14 +30,29 @@ struct function_rec {
 struct location_rec {
 	uint64_t mapping_id, address;
 	size_t n_lines;
-	struct profile_line *lines; /* owned */
+	struct profile_line *lines; /* in the sample arena */
 };
 
 struct sample_rec {
 	size_t n_locs, n_labels;
-	uint64_t *locs;		      /* owned */
-	struct profile_label *labels; /* owned array; strings borrowed from the string table */
+	uint64_t *locs;		      /* in the profile's sample arena */
+	struct profile_label *labels; /* in the sample arena, shared by consecutive samples with
+				       * the same labels; strings borrowed from the string table */
 	int64_t values[PROFILE_N_VALUES];
+};
+
+/*
+ * The labels of the last add: a merge adds runs of samples with one label set
+ * (one series, one process), so they are interned and sorted once per run.
+ * in: that call's labels, interned, in the caller's order (to compare the next
+ * call's with); sorted: the same sorted (the sample key); committed: the arena
+ * copy samples share, NULL until a sample with these labels is appended.
+ */
+struct label_cache {
+	struct profile_label *in, *sorted; /* owned, n entries each */
+	size_t n, cap;
+	bool valid;
+	struct profile_label *committed;
 };
 
 struct profile {
@@ -51,6 +69,13 @@ struct profile {
 	int64_t *comments; /* string ids */
 	size_t n_comments, cap_comments;
 	struct profile_hidx map_idx, func_idx, loc_idx, sample_idx;
+	/* samples [0, n_indexed) are in sample_idx; profile__append_sample leaves the
+	 * rest for the next profile__add_sample to index */
+	size_t n_indexed;
+	/* every sample's locs and labels and every location's lines: one free at the end
+	 * instead of one per record */
+	struct profile_arena sample_arena;
+	struct label_cache lc;
 };
 
 struct profile *profile__new(int64_t period_ns)
@@ -71,12 +96,9 @@ void profile__free(struct profile *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->n_locs; i++)
-		free(p->locs[i].lines);
-	for (size_t i = 0; i < p->n_samples; i++) {
-		free(p->samples[i].locs);
-		free(p->samples[i].labels);
-	}
+	profile_arena__fini(&p->sample_arena);
+	free(p->lc.in);
+	free(p->lc.sorted);
 	free(p->maps);
 	free(p->funcs);
 	free(p->locs);
@@ -338,16 +360,14 @@ static uint64_t location_add(struct profile *p, const struct location_key *k)
 	l = &p->locs[p->n_locs];
 	*l = (struct location_rec){.mapping_id = k->mapping_id, .address = k->address};
 	if (k->n_lines) {
-		l->lines = malloc(k->n_lines * sizeof(*l->lines));
+		l->lines =
+		    profile_arena__copy(&p->sample_arena, k->lines, k->n_lines, sizeof(*l->lines));
 		if (!l->lines)
 			return 0;
-		memcpy(l->lines, k->lines, k->n_lines * sizeof(*l->lines));
 		l->n_lines = k->n_lines;
 	}
-	if (profile_hidx__insert(&p->loc_idx, hash, p->n_locs)) {
-		free(l->lines);
-		return 0;
-	}
+	if (profile_hidx__insert(&p->loc_idx, hash, p->n_locs))
+		return 0; /* the lines' arena memory goes with the profile */
 	return ++p->n_locs;
 }
 
@@ -465,63 +485,172 @@ static int label_cmp(const void *va, const void *vb)
 	return a->num < b->num ? -1 : a->num > b->num;
 }
 
-/* Copies labels into out with interned strings, sorted. String labels get num 0. */
-static int labels_intern(struct profile *p, const struct profile_label *in, size_t n,
-			 struct profile_label *out)
+static bool label_same(const struct profile_label *a, const struct profile_label *b)
 {
-	for (size_t i = 0; i < n; i++) {
+	if (strcmp(a->key, b->key) || !a->str != !b->str)
+		return false;
+	return a->str ? strcmp(a->str, b->str) == 0 : a->num == b->num;
+}
+
+/* Empties the label cache for n new labels. 0 or -ENOMEM. */
+static int labels_reset(struct label_cache *c, size_t n)
+{
+	c->valid = false;
+	c->committed = NULL;
+	if (n > c->cap) {
+		struct profile_label *a = realloc(c->in, n * sizeof(*a)), *b;
+
+		if (a)
+			c->in = a;
+		if (!a || !(b = realloc(c->sorted, n * sizeof(*b))))
+			return -ENOMEM;
+		c->sorted = b;
+		c->cap = n;
+	}
+	return 0;
+}
+
+/* Sorts the n labels just put in c->in into c->sorted; the cache is valid again. */
+static void labels_sort(struct label_cache *c, size_t n)
+{
+	if (n)
+		memcpy(c->sorted, c->in, n * sizeof(*c->sorted));
+	if (n > 1)
+		qsort(c->sorted, n, sizeof(*c->sorted), label_cmp);
+	c->n = n;
+	c->valid = true;
+}
+
+/* Interns labels (in the caller's order) into the cache unless they equal the last
+ * call's; p->lc.sorted then holds them interned and sorted. String labels get num 0. */
+static int labels_intern(struct profile *p, const struct profile_label *in, size_t n)
+{
+	struct label_cache *c = &p->lc;
+	size_t i;
+
+	for (i = 0; c->valid && n == c->n && i < n; i++)
+		if (!label_same(&in[i], &c->in[i]))
+			break;
+	if (c->valid && n == c->n && i == n)
+		return 0;
+	if (labels_reset(c, n))
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
 		int64_t k = profile_strtab__intern(&p->strs, in[i].key);
 		int64_t s = in[i].str ? profile_strtab__intern(&p->strs, in[i].str) : 0;
 
 		if (k < 0 || s < 0)
 			return -ENOMEM;
-		out[i].key = p->strs.strs[k];
-		out[i].str = in[i].str ? p->strs.strs[s] : NULL;
-		out[i].num = in[i].str ? 0 : in[i].num;
+		c->in[i].key = p->strs.strs[k];
+		c->in[i].str = in[i].str ? p->strs.strs[s] : NULL;
+		c->in[i].num = in[i].str ? 0 : in[i].num;
 	}
-	if (n > 1)
-		qsort(out, n, sizeof(*out), label_cmp);
+	labels_sort(c, n);
 	return 0;
 }
 
-static int sample_append(struct profile *p, const struct sample_key *k, uint64_t hash,
-			 const int64_t values[PROFILE_N_VALUES], struct profile_label **labels)
+/* labels_intern for labels given as string ids of p (already interned: equal
+ * strings are equal pointers). 0, -EINVAL (string id out of range), -ENOMEM. */
+static int labels_sids(struct profile *p, const struct profile_label_sids *in, size_t n)
 {
-	struct sample_rec s = {.n_locs = k->n_locs, .n_labels = k->n_labels, .labels = *labels};
+	struct label_cache *c = &p->lc;
+	struct profile_label l;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (in[i].key < 0 || (size_t)in[i].key >= p->strs.n || in[i].str < 0 ||
+		    (size_t)in[i].str >= p->strs.n)
+			return -EINVAL;
+	for (i = 0; c->valid && n == c->n && i < n; i++) {
+		l = (struct profile_label){p->strs.strs[in[i].key],
+					   in[i].str ? p->strs.strs[in[i].str] : NULL,
+					   in[i].str ? 0 : in[i].num};
+		if (l.key != c->in[i].key || l.str != c->in[i].str || l.num != c->in[i].num)
+			break;
+	}
+	if (c->valid && n == c->n && i == n)
+		return 0;
+	if (labels_reset(c, n))
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		c->in[i] = (struct profile_label){p->strs.strs[in[i].key],
+						  in[i].str ? p->strs.strs[in[i].str] : NULL,
+						  in[i].str ? 0 : in[i].num};
+	labels_sort(c, n);
+	return 0;
+}
+
+/* The arena copy of the label cache's sorted labels that samples share. */
+static struct profile_label *labels_commit(struct profile *p)
+{
+	struct label_cache *c = &p->lc;
+
+	if (!c->committed && c->n)
+		c->committed =
+		    profile_arena__copy(&p->sample_arena, c->sorted, c->n, sizeof(*c->committed));
+	return c->committed;
+}
+
+/* Appends the sample of key k (known to be new); its labels, when it has any, are
+ * labels (in the sample arena, shared). Indexing is left to index_samples. */
+static int sample_append(struct profile *p, const struct sample_key *k,
+			 const int64_t values[PROFILE_N_VALUES], struct profile_label *labels)
+{
+	struct sample_rec s = {.n_locs = k->n_locs, .n_labels = k->n_labels, .labels = labels};
 
 	if (profile_grow((void **)&p->samples, &p->cap_samples, p->n_samples + 1, sizeof(s)))
 		return -ENOMEM;
 	if (k->n_locs) {
-		s.locs = malloc(k->n_locs * sizeof(*s.locs));
+		s.locs = profile_arena__copy(&p->sample_arena, k->locs, k->n_locs, sizeof(*s.locs));
 		if (!s.locs)
 			return -ENOMEM;
-		memcpy(s.locs, k->locs, k->n_locs * sizeof(*s.locs));
-	}
-	if (profile_hidx__insert(&p->sample_idx, hash, p->n_samples)) {
-		free(s.locs);
-		return -ENOMEM;
 	}
 	memcpy(s.values, values, sizeof(s.values));
 	p->samples[p->n_samples++] = s;
-	*labels = NULL; /* the record owns them now */
 	return 0;
 }
 
-/* Adds (or sums into) the sample of key k; takes *labels (interned, sorted) when
- * it appends. */
+/* Puts the samples appended without an index entry into sample_idx. */
+static int index_samples(struct profile *p)
+{
+	for (; p->n_indexed < p->n_samples; p->n_indexed++) {
+		const struct sample_rec *r = &p->samples[p->n_indexed];
+		struct sample_key k = {r->locs, r->n_locs, r->labels, r->n_labels};
+
+		if (profile_hidx__insert(&p->sample_idx, sample_hash(&k), p->n_indexed))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Adds (or sums into) the sample of key k, whose labels are the label cache's. */
 static int sample_add_key(struct profile *p, struct sample_key *k,
-			  const int64_t values[PROFILE_N_VALUES], struct profile_label **labels)
+			  const int64_t values[PROFILE_N_VALUES])
 {
 	uint64_t hash = sample_hash(k);
-	size_t i = profile_hidx__find(&p->sample_idx, hash, sample_eq, p, k);
+	struct profile_label *labels = NULL;
+	size_t i;
+	int err = index_samples(p);
 
+	if (err)
+		return err;
+	i = profile_hidx__find(&p->sample_idx, hash, sample_eq, p, k);
 	if (i != SIZE_MAX) {
 		for (int v = 0; v < PROFILE_N_VALUES; v++)
 			p->samples[i].values[v] =
 			    profile_sat_add(p->samples[i].values[v], values[v]);
 		return 0;
 	}
-	return sample_append(p, k, hash, values, labels);
+	if (k->n_labels && !(labels = labels_commit(p)))
+		return -ENOMEM;
+	err = sample_append(p, k, values, labels);
+	if (!err && profile_hidx__insert(&p->sample_idx, hash, p->n_indexed)) {
+		p->n_samples--; /* its arena memory goes with the profile */
+		return -ENOMEM;
+	}
+	if (!err)
+		p->n_indexed++;
+	return err;
 }
 
 static int sample_args_ok(const struct profile *p, const uint64_t *locs, size_t n_locs,
@@ -543,59 +672,47 @@ int profile__add_sample(struct profile *p, const uint64_t *locs, size_t n_locs,
 			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 			size_t n_labels)
 {
-	struct profile_label *tmp = NULL;
 	struct sample_key k = {locs, n_locs, NULL, n_labels};
-	int err = sample_args_ok(p, locs, n_locs, values, labels, n_labels);
+	int err = sample_args_ok(p, locs, n_locs, values, labels, n_labels)
+		      ?: labels_intern(p, labels, n_labels);
 
 	if (err)
 		return err;
-	if (n_labels) {
-		tmp = calloc(n_labels, sizeof(*tmp));
-		err = tmp ? labels_intern(p, labels, n_labels, tmp) : -ENOMEM;
-		if (err)
-			goto cleanup;
-	}
-	k.labels = tmp;
-	err = sample_add_key(p, &k, values, &tmp);
-cleanup:
-	free(tmp);
-	return err;
+	k.labels = p->lc.sorted;
+	return sample_add_key(p, &k, values);
+}
+
+int profile__append_sample(struct profile *p, const uint64_t *locs, size_t n_locs,
+			   const int64_t values[PROFILE_N_VALUES],
+			   const struct profile_label *labels, size_t n_labels)
+{
+	struct sample_key k = {locs, n_locs, NULL, n_labels};
+	struct profile_label *shared = NULL;
+	int err = sample_args_ok(p, locs, n_locs, values, labels, n_labels)
+		      ?: labels_intern(p, labels, n_labels);
+
+	if (err)
+		return err;
+	if (n_labels && !(shared = labels_commit(p)))
+		return -ENOMEM;
+	k.labels = shared;
+	return sample_append(p, &k, values, shared);
 }
 
 int profile__add_sample_sids(struct profile *p, const uint64_t *locs, size_t n_locs,
 			     const int64_t values[PROFILE_N_VALUES],
 			     const struct profile_label_sids *labels, size_t n_labels)
 {
-	struct profile_label *tmp = NULL;
 	struct sample_key k = {locs, n_locs, NULL, n_labels};
 	int err = sample_args_ok(p, locs, n_locs, values, NULL, 0);
 
 	if (err || (n_labels && !labels))
 		return err ? err : -EINVAL;
-	if (n_labels) {
-		tmp = calloc(n_labels, sizeof(*tmp));
-		if (!tmp)
-			return -ENOMEM;
-		for (size_t i = 0; i < n_labels; i++) {
-			const struct profile_label_sids *l = &labels[i];
-
-			if (l->key < 0 || (size_t)l->key >= p->strs.n || l->str < 0 ||
-			    (size_t)l->str >= p->strs.n) {
-				err = -EINVAL;
-				goto cleanup;
-			}
-			tmp[i].key = p->strs.strs[l->key];
-			tmp[i].str = l->str ? p->strs.strs[l->str] : NULL;
-			tmp[i].num = l->str ? 0 : l->num;
-		}
-		if (n_labels > 1)
-			qsort(tmp, n_labels, sizeof(*tmp), label_cmp);
-	}
-	k.labels = tmp;
-	err = sample_add_key(p, &k, values, &tmp);
-cleanup:
-	free(tmp);
-	return err;
+	err = labels_sids(p, labels, n_labels);
+	if (err)
+		return err;
+	k.labels = p->lc.sorted;
+	return sample_add_key(p, &k, values);
 }
 
 size_t profile__n_samples(const struct profile *p)

@@ -109,6 +109,16 @@ uint64_t profile__location_lines(struct profile *p, uint64_t mapping_id, uint64_
 int profile__add_sample(struct profile *p, const uint64_t *locs, size_t n_locs,
 			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 			size_t n_labels);
+/*
+ * Appends a new sample without looking for an equal one: the caller knows that no
+ * sample with these locations and labels was added yet (e.g. a merge of distinct
+ * stored (series, stack) pairs), and skips profile__add_sample's hashing. The
+ * profile then is what profile__add_sample would have made; a later
+ * profile__add_sample still finds the sample. Same arguments and returns.
+ */
+int profile__append_sample(struct profile *p, const uint64_t *locs, size_t n_locs,
+			   const int64_t values[PROFILE_N_VALUES],
+			   const struct profile_label *labels, size_t n_labels);
 
 /*
  * Read access; the pointers stay valid until the profile is changed or freed

@@ -56,12 +56,26 @@ size_t profile_hidx__find(const struct profile_hidx *h, uint64_t hash, profile_e
 int profile_hidx__insert(struct profile_hidx *h, uint64_t hash, size_t idx);
 void profile_hidx__fini(struct profile_hidx *h);
 
+/* ---- bump arena: many small blocks freed at once (an encoder run, a profile's records,
+ * a string table) ---- */
+
+struct profile_arena {
+	struct profile_arena_block *head;
+};
+
+/* Zeroed memory of n * size bytes aligned for any type, or NULL (ENOMEM, overflow). */
+void *profile_arena__alloc(struct profile_arena *a, size_t n, size_t size);
+/* A copy of n * size bytes of src in the arena (n may be 0: a valid pointer), or NULL. */
+void *profile_arena__copy(struct profile_arena *a, const void *src, size_t n, size_t size);
+void profile_arena__fini(struct profile_arena *a);
+
 /* ---- string interner: id 0 is always "" (the pprof string_table rule) ---- */
 
 struct profile_strtab {
-	char **strs; /* owned, each malloc'd: pointers stay valid while the table grows */
+	char **strs; /* in the arena: pointers stay valid while the table grows */
 	size_t n, cap;
 	struct profile_hidx idx;
+	struct profile_arena arena; /* the strings' bytes, freed all at once */
 };
 
 int profile_strtab__init(struct profile_strtab *st);
@@ -70,16 +84,6 @@ void profile_strtab__fini(struct profile_strtab *st);
 int64_t profile_strtab__intern(struct profile_strtab *st, const char *s);
 /* Id of s, or -ENOENT when it was never interned. */
 int64_t profile_strtab__find(const struct profile_strtab *st, const char *s);
-
-/* ---- bump arena for one encoder run: many small zeroed blocks freed at once ---- */
-
-struct profile_arena {
-	struct profile_arena_block *head;
-};
-
-/* Zeroed memory of n * size bytes aligned for any type, or NULL (ENOMEM, overflow). */
-void *profile_arena__alloc(struct profile_arena *a, size_t n, size_t size);
-void profile_arena__fini(struct profile_arena *a);
 
 /* ---- growing string: errors are sticky and checked once at the end ---- */
 

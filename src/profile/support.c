@@ -15,9 +15,10 @@
 #include <string.h>
 
 /* Smallest table; load is kept under 3/4 so a probe always ends at an empty slot. */
-#define HIDX_MIN_CAP 16
-#define ARENA_BLOCK  65536
-#define SBUF_MIN     256
+#define HIDX_MIN_CAP	16
+#define ARENA_BLOCK	65536
+#define ARENA_BLOCK_MAX (1u << 20)
+#define SBUF_MIN	256
 
 int profile_grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
@@ -149,8 +150,7 @@ int profile_strtab__init(struct profile_strtab *st)
 
 void profile_strtab__fini(struct profile_strtab *st)
 {
-	for (size_t i = 0; i < st->n; i++)
-		free(st->strs[i]);
+	profile_arena__fini(&st->arena);
 	free(st->strs);
 	profile_hidx__fini(&st->idx);
 	memset(st, 0, sizeof(*st));
@@ -176,13 +176,9 @@ int64_t profile_strtab__intern(struct profile_strtab *st, const char *s)
 		return (int64_t)i;
 	if (profile_grow((void **)&st->strs, &st->cap, st->n + 1, sizeof(*st->strs)))
 		return -ENOMEM;
-	copy = strdup(s);
-	if (!copy)
-		return -ENOMEM;
-	if (profile_hidx__insert(&st->idx, hash, st->n)) {
-		free(copy);
-		return -ENOMEM;
-	}
+	copy = profile_arena__copy(&st->arena, s, strlen(s) + 1, 1);
+	if (!copy || profile_hidx__insert(&st->idx, hash, st->n))
+		return -ENOMEM; /* the copy's arena memory goes with the table */
 	st->strs[st->n] = copy;
 	return (int64_t)st->n++;
 }
@@ -195,16 +191,20 @@ struct profile_arena_block {
 	alignas(max_align_t) unsigned char data[];
 };
 
-void *profile_arena__alloc(struct profile_arena *a, size_t n, size_t size)
+/* n * size bytes of the arena, not zeroed; *bytes gets the size. NULL on ENOMEM. */
+static void *arena_take(struct profile_arena *a, size_t n, size_t size, size_t *bytes)
 {
 	struct profile_arena_block *b = a->head;
-	size_t bytes, want;
+	size_t want;
 
-	if (__builtin_mul_overflow(n, size, &bytes) || bytes > SIZE_MAX / 2)
+	if (__builtin_mul_overflow(n, size, bytes) || *bytes > SIZE_MAX / 4)
 		return NULL;
-	bytes = (bytes + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
-	if (!b || b->size - b->used < bytes) {
-		want = bytes > ARENA_BLOCK ? bytes : ARENA_BLOCK;
+	*bytes = (*bytes + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+	if (!b || b->size - b->used < *bytes) {
+		/* blocks double up to ARENA_BLOCK_MAX: a profile of 2 million frames takes
+		 * ~30 blocks, not 260 (each one a malloc, a brk or mmap, and a free) */
+		want = b ? (b->size < ARENA_BLOCK_MAX ? b->size * 2 : b->size) : ARENA_BLOCK;
+		want = *bytes > want ? *bytes : want;
 		b = malloc(sizeof(*b) + want);
 		if (!b)
 			return NULL;
@@ -213,8 +213,24 @@ void *profile_arena__alloc(struct profile_arena *a, size_t n, size_t size)
 		b->next = a->head;
 		a->head = b;
 	}
-	b->used += bytes;
-	return memset(b->data + b->used - bytes, 0, bytes);
+	b->used += *bytes;
+	return b->data + b->used - *bytes;
+}
+
+void *profile_arena__alloc(struct profile_arena *a, size_t n, size_t size)
+{
+	size_t bytes;
+	void *p = arena_take(a, n, size, &bytes);
+
+	return p ? memset(p, 0, bytes) : NULL;
+}
+
+void *profile_arena__copy(struct profile_arena *a, const void *src, size_t n, size_t size)
+{
+	size_t bytes;
+	void *p = arena_take(a, n, size, &bytes);
+
+	return p ? memcpy(p, src, n * size) : NULL;
 }
 
 void profile_arena__fini(struct profile_arena *a)

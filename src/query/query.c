@@ -3,9 +3,11 @@
  * list them (labels, values, series), merge their rows over a range into one
  * profile, or sum them per step (timeline, in timeline.c).
  *
- * A merge first sums rows by (series, stack) in a hash map, then rebuilds each
- * distinct stack once through a store_builder: decoding rows is cheap, building
- * profile samples is not, so the expensive step runs once per distinct stack.
+ * A merge first sums rows by (series, stack) (a flat array by stack id, a hash
+ * map only for stacks several series share), then rebuilds each distinct pair
+ * once through a store_builder: decoding rows is cheap, building profile
+ * samples is not, so the expensive step runs once per pair, and appends without
+ * the profile's dedup lookup when the pairs are known to be distinct samples.
  * Outputs without sample labels (tree, top, diff) use query_stacks instead: rows
  * summed per stack id in a flat array, stacks expanded to store location ids,
  * and no profile sample at all (a 1 h merge of the benchmark: ~3x cheaper).
@@ -281,14 +283,27 @@ int query_series_json(struct store *s, const struct query_request *q, FILE *out,
 /* ---- merge ---- */
 
 struct agg_row {
-	size_t series; /* index in the selection */
+	uint64_t series_id; /* store id */
+	uint32_t series;    /* index in the selection */
+	bool mapped;	    /* in the hash map */
 	uint64_t stack;
 	int64_t v[PROFILE_N_VALUES];
 };
 
+/*
+ * Rows summed by (series, stack). last[stack id] is 1 + the index of the
+ * pair last met with that stack: a stack seldom belongs to more than one
+ * series (a process's own code), so that one probe of a flat array answers
+ * most rows, and a stack met for the first time is a new pair. Only stacks
+ * shared by several series go through the hash map: their first pair enters it
+ * when a second series meets the stack, later pairs when they are made. Pairs
+ * keep the order the scan first meets them.
+ */
 struct merge {
 	struct selection *sl;
 	struct query_map map;
+	uint32_t *last;
+	size_t last_cap; /* entries of last */
 	struct agg_row *rows;
 	size_t n, cap;
 };
@@ -302,22 +317,59 @@ static int64_t sat_add(int64_t a, int64_t b)
 	return r;
 }
 
+/* Puts pair i in the hash map (it is not there yet). 0 or -ENOMEM. */
+static int pair_map(struct merge *m, size_t i)
+{
+	size_t idx;
+	bool added;
+
+	if (query_map__get(&m->map, m->rows[i].series_id, m->rows[i].stack, i, &idx, &added))
+		return -ENOMEM;
+	m->rows[i].mapped = true;
+	return 0;
+}
+
+/* Index of the pair of row r, added when new. 0 or -ENOMEM. */
+static int pair_of(struct merge *m, const struct store_row *r, size_t *idx)
+{
+	uint64_t st = r->stack_id;
+	uint32_t last = st < m->last_cap ? m->last[st] : 0;
+	bool added = true;
+
+	if (last && m->rows[last - 1].series_id == r->series_id) {
+		*idx = last - 1;
+		return 0;
+	}
+	/* a stack beyond last_cap (appended during the scan) always goes to the map */
+	if (last || st >= m->last_cap) {
+		if ((last && !m->rows[last - 1].mapped && pair_map(m, last - 1)) ||
+		    query_map__get(&m->map, r->series_id, st, m->n, idx, &added))
+			return -ENOMEM;
+	}
+	if (added) {
+		*idx = m->n;
+		if (m->n >= UINT32_MAX - 1 ||
+		    query_grow((void **)&m->rows, &m->cap, m->n + 1, sizeof(*m->rows)))
+			return -ENOMEM;
+		m->rows[m->n++] = (struct agg_row){r->series_id,
+						   (uint32_t)find_series(m->sl, r->series_id),
+						   last || st >= m->last_cap,
+						   st,
+						   {0, 0}};
+	}
+	if (st < m->last_cap)
+		m->last[st] = (uint32_t)(*idx + 1);
+	return 0;
+}
+
 static int on_rows(void *ctx, const struct store_row *rows, size_t n)
 {
 	struct merge *m = ctx;
 	size_t idx;
-	bool added;
 
 	for (size_t i = 0; i < n; i++) {
-		if (query_map__get(&m->map, rows[i].series_id, rows[i].stack_id, m->n, &idx,
-				   &added))
+		if (pair_of(m, &rows[i], &idx))
 			return -ENOMEM;
-		if (added) {
-			if (query_grow((void **)&m->rows, &m->cap, m->n + 1, sizeof(*m->rows)))
-				return -ENOMEM;
-			m->rows[m->n++] = (struct agg_row){
-			    find_series(m->sl, rows[i].series_id), rows[i].stack_id, {0, 0}};
-		}
 		for (int k = 0; k < PROFILE_N_VALUES; k++)
 			m->rows[idx].v[k] = sat_add(m->rows[idx].v[k], rows[i].values[k]);
 	}
@@ -339,25 +391,94 @@ static size_t sample_labels(const struct sel_series *ss, struct profile_label *o
 	return n;
 }
 
+#define QUERY_MAX_SAMPLE_LABELS 16
+_Static_assert(sizeof((const char *[])STORE_SAMPLE_LABELS) / sizeof(const char *) <=
+		   QUERY_MAX_SAMPLE_LABELS,
+	       "a series' sample labels fit in struct series_labels");
+
+/* The sample labels of one selected series. */
+struct series_labels {
+	size_t n;
+	struct profile_label l[QUERY_MAX_SAMPLE_LABELS];
+};
+
+/* Label sets compare as sample_labels lists them: names in one fixed order. */
+static int labels_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct series_labels *x = &((const struct series_labels *)ctx)[*(const size_t *)a];
+	const struct series_labels *y = &((const struct series_labels *)ctx)[*(const size_t *)b];
+
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	for (size_t i = 0; i < x->n; i++) {
+		int c = strcmp(x->l[i].key, y->l[i].key) ?: strcmp(x->l[i].str, y->l[i].str);
+
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
+/* Whether no two selected series have the same sample labels (then distinct
+ * (series, stack) pairs are distinct samples). */
+static bool labels_distinct(const struct series_labels *sls, size_t n)
+{
+	size_t *order = malloc((n ? n : 1) * sizeof(*order));
+	bool ok = order != NULL;
+
+	for (size_t i = 0; ok && i < n; i++)
+		order[i] = i;
+	if (ok && n > 1)
+		qsort_r(order, n, sizeof(*order), labels_cmp, (void *)sls);
+	for (size_t i = 1; ok && i < n; i++)
+		ok = labels_cmp(&order[i - 1], &order[i], (void *)sls) != 0;
+	free(order);
+	return ok;
+}
+
+/* The sample labels of every selected series; *distinct: whether they all differ. */
+static struct series_labels *selection_labels(const struct selection *sl, bool *distinct)
+{
+	struct series_labels *sls = calloc(sl->n + 1, sizeof(*sls));
+
+	for (size_t i = 0; sls && i < sl->n; i++)
+		sls[i].n = sample_labels(&sl->s[i], sls[i].l);
+	*distinct = sls && labels_distinct(sls, sl->n);
+	return sls;
+}
+
+/*
+ * Each pair becomes one sample, in pair order, as store_builder__add per pair
+ * made it (locations, functions, mappings and strings created in the same
+ * order). When no two series share their sample labels, distinct pairs are
+ * distinct samples: they are appended without profile__add_sample's lookup
+ * (store_builder__append falls back to it if two stacks turn out the same).
+ */
+#define QUERY_BUILD_BATCH 256
+
 static int build(struct store *s, struct merge *m, struct profile *p)
 {
-	struct profile_label labels[16];
+	struct store_builder_sample batch[QUERY_BUILD_BATCH];
 	struct store_builder *b = NULL;
-	int e = store_builder__new(s, p, &b);
+	bool distinct;
+	struct series_labels *sls = selection_labels(m->sl, &distinct), none = {0};
+	int e = !sls ? -ENOMEM : store_builder__new(s, p, &b);
 
-	size_t nl = 0, last = SIZE_MAX;
+	for (size_t i = 0; !e && i < m->n; i += QUERY_BUILD_BATCH) {
+		size_t n = m->n - i < QUERY_BUILD_BATCH ? m->n - i : QUERY_BUILD_BATCH;
 
-	for (size_t i = 0; !e && i < m->n; i++) {
-		const struct agg_row *r = &m->rows[i];
+		for (size_t k = 0; k < n; k++) {
+			const struct agg_row *r = &m->rows[i + k];
+			const struct series_labels *l =
+			    r->series < m->sl->n ? &sls[r->series] : &none;
 
-		/* rows come in runs of one series (chunks are sorted by series) */
-		if (r->series != last) {
-			nl = r->series < m->sl->n ? sample_labels(&m->sl->s[r->series], labels) : 0;
-			last = r->series;
+			batch[k] =
+			    (struct store_builder_sample){r->stack, {r->v[0], r->v[1]}, l->l, l->n};
 		}
-		e = store_builder__add(b, r->stack, r->v, labels, nl);
+		e = store_builder__append(b, batch, n, &distinct);
 	}
 	store_builder__free(b);
+	free(sls);
 	return e;
 }
 
@@ -381,7 +502,10 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	e = select_series(s, q, &sl, err, errlen);
 	if (!e && sl.n) {
 		ids = series_ids(&sl);
-		e = ids ? store__scan(s, ids, sl.n, q->from_ns, q->until_ns, 0, 0, on_rows, &m)
+		m.last_cap = store__max_stack_id(s) + 1;
+		m.last = calloc(m.last_cap, sizeof(*m.last));
+		e = ids && m.last
+			? store__scan(s, ids, sl.n, q->from_ns, q->until_ns, 0, 0, on_rows, &m)
 			: -ENOMEM;
 	}
 	if (!e) {
@@ -398,6 +522,7 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	}
 	free(ids);
 	free(m.rows);
+	free(m.last);
 	query_map__fini(&m.map);
 	selection_fini(&sl);
 	return e;

@@ -151,9 +151,12 @@ static int location(struct store_builder *b, uint64_t id, uint64_t *out)
 	return *sl ? 0 : -ENOMEM;
 }
 
-/* The profile's location ids of a stored stack, leaf first, into b->locs. */
-static int stack_locked(struct store_builder *b, uint64_t stack_id, size_t *n)
+/* The profile's location ids of a stored stack, leaf first, into b->locs; *merged
+ * is set when a location new to the builder was already in the profile. */
+static int stack_locked(struct store_builder *b, uint64_t stack_id, size_t *n, bool *merged)
 {
+	const uint64_t *xl = b->xl[STORE_T_LOCATIONS];
+	size_t xl_cap = b->cap[STORE_T_LOCATIONS];
 	size_t len;
 	const uint8_t *k = store_itab__key(&b->s->tabs[STORE_T_STACKS], stack_id, &len), *end;
 	uint64_t lid;
@@ -172,8 +175,19 @@ static int stack_locked(struct store_builder *b, uint64_t stack_id, size_t *n)
 		b->locs_cap = len + 1;
 	}
 	while (k < end && !err) {
-		err = store_get_varint(&k, end, &lid) ?: location(b, lid, &b->locs[*n]);
+		err = store_get_varint(&k, end, &lid);
+		if (!err && lid < xl_cap && xl[lid]) { /* translated before: most frames */
+			b->locs[(*n)++] = xl[lid];
+			continue;
+		}
+		size_t before = profile__n_locations(b->p);
+
+		err = err ?: location(b, lid, &b->locs[*n]);
+		if (!err && profile__n_locations(b->p) == before)
+			*merged = true;
 		(*n)++;
+		xl = b->xl[STORE_T_LOCATIONS]; /* location() may have grown the table */
+		xl_cap = b->cap[STORE_T_LOCATIONS];
 	}
 	return err;
 }
@@ -183,12 +197,42 @@ int store_builder__add(struct store_builder *b, uint64_t stack_id,
 		       size_t n_labels)
 {
 	size_t n;
+	bool merged = false;
 	int err;
 
 	pthread_mutex_lock(&b->s->lock);
-	err = stack_locked(b, stack_id, &n);
+	err = stack_locked(b, stack_id, &n, &merged);
 	pthread_mutex_unlock(&b->s->lock);
 	return err ?: profile__add_sample(b->p, b->locs, n, values, labels, n_labels);
+}
+
+/* Adds the sample just expanded into b->locs (see store_builder__append). */
+static int add_locs(struct store_builder *b, size_t n, const struct store_builder_sample *sm,
+		    bool merged, bool *distinct)
+{
+	if (merged)
+		*distinct = false;
+	if (*distinct)
+		return profile__append_sample(b->p, b->locs, n, sm->values, sm->labels,
+					      sm->n_labels);
+	return profile__add_sample(b->p, b->locs, n, sm->values, sm->labels, sm->n_labels);
+}
+
+int store_builder__append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
+			  bool *distinct)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&b->s->lock);
+	for (size_t i = 0; !err && i < n; i++) {
+		bool merged = false;
+		size_t nl;
+
+		err = stack_locked(b, sm[i].stack_id, &nl, &merged)
+			  ?: add_locs(b, nl, &sm[i], merged, distinct);
+	}
+	pthread_mutex_unlock(&b->s->lock);
+	return err;
 }
 
 int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *out)

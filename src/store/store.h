@@ -201,6 +201,27 @@ void store_builder__free(struct store_builder *b);
 int store_builder__add(struct store_builder *b, uint64_t stack_id,
 		       const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 		       size_t n_labels);
+/* One sample for store_builder__append; labels borrowed for the call. */
+struct store_builder_sample {
+	uint64_t stack_id;
+	int64_t values[PROFILE_N_VALUES];
+	const struct profile_label *labels;
+	size_t n_labels;
+};
+
+/*
+ * store_builder__add for n samples, under one lock, for a caller that knows
+ * its (stack_id, labels) pairs are distinct (e.g. one per stored (series, stack)
+ * pair with sample labels no two series share): while *distinct is true each
+ * sample is appended without looking for an equal one (profile__append_sample).
+ * Two store locations can still become one profile location (inline chains
+ * deeper than 64 lines are cut), and then two stacks one location list: the
+ * builder sets *distinct to false, and that and every later sample go through
+ * profile__add_sample. The profile is the one store_builder__add would make.
+ * Same returns; on error, some of the samples may have been added.
+ */
+int store_builder__append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
+			  bool *distinct);
 
 /*
  * The profile's id of store location loc_id (added to the builder's profile,

@@ -327,6 +327,70 @@ cleanup:
 	profile__free(p);
 }
 
+/* Adds the same distinct samples to p with add (1) or append (0). */
+static int add_distinct(struct profile *p, bool add)
+{
+	struct profile_label x[2] = {{"pid", NULL, 7}, {"comm", "x", 0}};
+	struct profile_label y[1] = {{"comm", "y", 0}};
+	int64_t v[2] = {3, 30};
+	uint64_t l[3];
+	int e = 0;
+
+	for (int i = 0; i < 3; i++)
+		l[i] = profile__location(p, 0, 0x10 * (i + 1), NULL, 0);
+	/* runs of one label set, as a merge makes them, then a change and back */
+	for (int i = 0; !e && i < 3; i++)
+		e = add ? profile__add_sample(p, l, i + 1, v, x, 2)
+			: profile__append_sample(p, l, i + 1, v, x, 2);
+	for (int i = 0; !e && i < 3; i++)
+		e = add ? profile__add_sample(p, &l[i], 1, v, y, 1)
+			: profile__append_sample(p, &l[i], 1, v, y, 1);
+	if (!e)
+		e = add ? profile__add_sample(p, &l[2], 1, v, x, 2)
+			: profile__append_sample(p, &l[2], 1, v, x, 2);
+	if (!e)
+		e = add ? profile__add_sample(p, &l[1], 1, v, NULL, 0)
+			: profile__append_sample(p, &l[1], 1, v, NULL, 0);
+	return e;
+}
+
+TEST(append_sample_makes_what_add_sample_makes)
+{
+	struct profile *a = profile__new(MS), *b = profile__new(MS);
+	struct profile_label xr[2] = {{"comm", "x", 0}, {"pid", NULL, 7}};
+	uint8_t *ba = NULL, *bb = NULL;
+	size_t la, lb;
+	int64_t v[2] = {1, 10};
+	uint64_t loc = 1, bad = 9;
+	struct profile_sample s;
+
+	CHECK(a && b);
+	CHECK(add_distinct(a, true) == 0 && add_distinct(b, false) == 0);
+	CHECK(profile__n_samples(a) == 8 && profile__n_samples(b) == 8);
+	CHECK(pprof_encode(a, &ba, &la) == 0 && pprof_encode(b, &bb, &lb) == 0);
+	CHECK(la == lb && memcmp(ba, bb, la) == 0);
+	/* a later add finds an appended sample (labels in another order too) */
+	CHECK(profile__add_sample(b, &loc, 1, v, xr, 2) == 0);
+	CHECK(profile__n_samples(b) == 8);
+	CHECK(profile__sample(b, 0, &s) == 0 && s.values[0] == 4 && s.values[1] == 40);
+	CHECK(s.n_labels == 2 && strcmp(s.labels[0].key, "comm") == 0);
+	/* and an append after an add is indexed too */
+	CHECK(profile__append_sample(b, &bad, 1, v, NULL, 0) == -EINVAL);
+	CHECK(profile__append_sample(b, &loc, 1, v, (struct profile_label[]){{NULL, "v", 0}}, 1) ==
+	      -EINVAL);
+	CHECK(profile__n_samples(b) == 8);
+	loc = 3;
+	CHECK(profile__append_sample(b, &loc, 1, v, NULL, 0) == 0);
+	CHECK(profile__add_sample(b, &loc, 1, v, NULL, 0) == 0);
+	CHECK(profile__n_samples(b) == 9);
+	CHECK(profile__sample(b, 8, &s) == 0 && s.values[0] == 2 && s.n_labels == 0);
+cleanup:
+	free(ba);
+	free(bb);
+	profile__free(a);
+	profile__free(b);
+}
+
 TEST(sample_values_saturate)
 {
 	struct profile *p = profile__new(MS);

@@ -235,6 +235,60 @@ cleanup:
 	store__close(s);
 }
 
+/*
+ * Series that differ only by a label samples do not carry (host) give equal
+ * samples: the merge sums them into one, as profile__add_sample would. Host a
+ * and host c both run proc0 (pid 10): hot 30 + cold 10 each, 6 profiles each.
+ */
+TEST(series_with_equal_sample_labels_merge_into_one_sample)
+{
+	char dir[300], err[256];
+	struct store *s = NULL;
+	struct store_opts o = {.no_fsync = true};
+	struct query_request q = {.from_ns = T0, .until_ns = T0 + 60 * S};
+	struct profile *p = NULL;
+	struct profile_sample sm;
+
+	snprintf(dir, sizeof(dir), "%s/equal_labels", unit_tmp_dir());
+	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	for (int h = 0; h < 2; h++)
+		for (int i = 0; i < 6; i++) {
+			struct profile *in = profile__new(10000000);
+			struct store_label extra[] = {{"host", h ? "c" : "a"}};
+			struct profile_label l[] = {{"process", "proc0", 0}, {"pid", NULL, 10}};
+			uint64_t fm = profile__function(in, "main", NULL, NULL);
+			uint64_t fh = profile__function(in, "hot", NULL, NULL);
+			uint64_t fc = profile__function(in, "cold", NULL, NULL);
+			struct profile_line lm = {fm, 0}, lh = {fh, 0}, lc = {fc, 0};
+			uint64_t a[2] = {profile__location(in, 0, 2, &lh, 1),
+					 profile__location(in, 0, 1, &lm, 1)};
+			uint64_t b[2] = {profile__location(in, 0, 3, &lc, 1), a[1]};
+			int64_t vh[2] = {30, 0}, vc[2] = {10, 0};
+			int e;
+
+			profile__set_time(in, T0 + i * 10 * S, 10 * S);
+			e = profile__add_sample(in, a, 2, vh, l, 2) ?:
+			    profile__add_sample(in, b, 2, vc, l, 2) ?:
+			    store__append(s, in, NULL, extra, 1, NULL, err, sizeof(err));
+			profile__free(in);
+			CHECKF(e == 0, "%s", err);
+		}
+	CHECK(query_profile(s, &q, &p, err, sizeof(err)) == 0);
+	CHECKF(profile__n_samples(p) == 2, "%zu samples", profile__n_samples(p));
+	CHECK(profile__total(p, 0) == 480); /* 2 hosts x 6 x (30 + 10) */
+	CHECK(profile__sample(p, 0, &sm) == 0 && sm.values[0] == 360 && sm.n_labels == 2);
+	CHECK(profile__sample(p, 1, &sm) == 0 && sm.values[0] == 120);
+	profile__free(p);
+	p = NULL;
+	/* one host: the same two samples, halved */
+	q.query = "{host=\"c\"}";
+	CHECK(query_profile(s, &q, &p, err, sizeof(err)) == 0);
+	CHECK(profile__n_samples(p) == 2 && profile__total(p, 0) == 240);
+cleanup:
+	profile__free(p);
+	store__close(s);
+}
+
 TEST(diff_and_timeline)
 {
 	struct store *s = fixture("diff");
