@@ -35,7 +35,7 @@ struct location_rec {
 
 struct sample_rec {
 	size_t n_locs, n_labels;
-	uint64_t *locs;		      /* in the profile's sample arena */
+	uint64_t *locs;		      /* in the profile's locs arena */
 	struct profile_label *labels; /* in the sample arena, shared by consecutive samples with
 				       * the same labels; strings borrowed from the string table */
 	int64_t values[PROFILE_N_VALUES];
@@ -75,6 +75,11 @@ struct profile {
 	/* every sample's locs and labels and every location's lines: one free at the end
 	 * instead of one per record */
 	struct profile_arena sample_arena;
+	/* samples' location lists alone, so that profile__sample_locs_room's room stays at
+	 * this arena's end while a caller fills it (and adds locations meanwhile) */
+	struct profile_arena locs_arena;
+	uint64_t *room; /* the last profile__sample_locs_room, until a sample is appended */
+	size_t room_n;
 	struct label_cache lc;
 };
 
@@ -97,6 +102,7 @@ void profile__free(struct profile *p)
 	if (!p)
 		return;
 	profile_arena__fini(&p->sample_arena);
+	profile_arena__fini(&p->locs_arena);
 	free(p->lc.in);
 	free(p->lc.sorted);
 	free(p->maps);
@@ -597,11 +603,19 @@ static int sample_append(struct profile *p, const struct sample_key *k,
 			 const int64_t values[PROFILE_N_VALUES], struct profile_label *labels)
 {
 	struct sample_rec s = {.n_locs = k->n_locs, .n_labels = k->n_labels, .labels = labels};
+	bool in_room = k->locs && k->locs == p->room;
 
+	if (in_room && k->n_locs > p->room_n)
+		return -EINVAL; /* written past the room */
+	p->room = NULL; /* the arena's end moves on: the room is gone either way */
+	p->room_n = 0;
 	if (profile_grow((void **)&p->samples, &p->cap_samples, p->n_samples + 1, sizeof(s)))
 		return -ENOMEM;
 	if (k->n_locs) {
-		s.locs = profile_arena__copy(&p->sample_arena, k->locs, k->n_locs, sizeof(*s.locs));
+		/* locations written into the room are taken where they are: no copy */
+		s.locs = in_room ? profile_arena__take(&p->locs_arena, k->n_locs, sizeof(*s.locs))
+				 : profile_arena__copy(&p->locs_arena, k->locs, k->n_locs,
+						       sizeof(*s.locs));
 		if (!s.locs)
 			return -ENOMEM;
 	}
@@ -713,6 +727,13 @@ int profile__add_sample_sids(struct profile *p, const uint64_t *locs, size_t n_l
 		return err;
 	k.labels = p->lc.sorted;
 	return sample_add_key(p, &k, values);
+}
+
+uint64_t *profile__sample_locs_room(struct profile *p, size_t max_n)
+{
+	p->room = profile_arena__room(&p->locs_arena, max_n ? max_n : 1, sizeof(*p->room));
+	p->room_n = p->room ? max_n : 0;
+	return p->room;
 }
 
 size_t profile__n_samples(const struct profile *p)

@@ -121,6 +121,16 @@ int profile__append_sample(struct profile *p, const uint64_t *locs, size_t n_loc
 			   const struct profile_label *labels, size_t n_labels);
 
 /*
+ * Room for up to max_n location ids in the profile's own storage of sample location
+ * lists: a caller that writes a sample's locations there and passes the returned
+ * pointer itself as locs to the next profile__append_sample or profile__add_sample
+ * saves their copy (the sample keeps that memory; more than max_n ids there: -EINVAL).
+ * Other calls may come in between (e.g. adding locations); the room is gone once any
+ * sample is added (its memory may then hold that sample's locations). NULL on ENOMEM.
+ */
+uint64_t *profile__sample_locs_room(struct profile *p, size_t max_n);
+
+/*
  * Read access; the pointers stay valid until the profile is changed or freed
  * (strings stay valid until it is freed). Ids run from 1 to the count; the getters
  * return 0, or -ENOENT for an index or id out of range.

@@ -67,6 +67,11 @@ struct profile_arena {
 void *profile_arena__alloc(struct profile_arena *a, size_t n, size_t size);
 /* A copy of n * size bytes of src in the arena (n may be 0: a valid pointer), or NULL. */
 void *profile_arena__copy(struct profile_arena *a, const void *src, size_t n, size_t size);
+/* Room for n * size bytes at the arena's end, not taken: the next take of at most that
+ * many bytes (profile_arena__take) returns the same pointer. NULL on ENOMEM. */
+void *profile_arena__room(struct profile_arena *a, size_t n, size_t size);
+/* n * size bytes of the arena, not zeroed, or NULL. */
+void *profile_arena__take(struct profile_arena *a, size_t n, size_t size);
 void profile_arena__fini(struct profile_arena *a);
 
 /* ---- string interner: id 0 is always "" (the pprof string_table rule) ---- */

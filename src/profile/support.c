@@ -233,6 +233,23 @@ void *profile_arena__copy(struct profile_arena *a, const void *src, size_t n, si
 	return p ? memcpy(p, src, n * size) : NULL;
 }
 
+void *profile_arena__room(struct profile_arena *a, size_t n, size_t size)
+{
+	size_t bytes;
+	void *p = arena_take(a, n, size, &bytes);
+
+	if (p)
+		a->head->used -= bytes;
+	return p;
+}
+
+void *profile_arena__take(struct profile_arena *a, size_t n, size_t size)
+{
+	size_t bytes;
+
+	return arena_take(a, n, size, &bytes);
+}
+
 void profile_arena__fini(struct profile_arena *a)
 {
 	while (a->head) {

@@ -12,7 +12,9 @@
 struct store_builder {
 	struct store *s;
 	struct profile *p;
-	uint64_t *xl[STORE_N_TABS]; /* store id -> profile id, per table; 0 = not yet */
+	/* store id -> profile id, per table; 0 = not yet. 4 bytes an entry: the lookup per
+	 * frame misses the cache less (a profile never holds 2^32 records) */
+	uint32_t *xl[STORE_N_TABS];
 	size_t cap[STORE_N_TABS];
 	uint64_t *locs;
 	size_t locs_cap;
@@ -42,11 +44,11 @@ void store_builder__free(struct store_builder *b)
 }
 
 /* The translation slot of store id in table t (grown on demand), or NULL. */
-static uint64_t *slot(struct store_builder *b, int t, uint64_t id)
+static uint32_t *slot(struct store_builder *b, int t, uint64_t id)
 {
 	if (id >= b->cap[t]) {
 		size_t c = b->s->tabs[t].n + 1 > id + 1 ? b->s->tabs[t].n + 1 : id + 1;
-		uint64_t *n = realloc(b->xl[t], c * sizeof(*n));
+		uint32_t *n = realloc(b->xl[t], c * sizeof(*n));
 
 		if (!n)
 			return NULL;
@@ -55,6 +57,16 @@ static uint64_t *slot(struct store_builder *b, int t, uint64_t id)
 		b->cap[t] = c;
 	}
 	return &b->xl[t][id];
+}
+
+/* Remembers profile id pid (0: failed) in slot sl; 0, -ENOMEM or -E2BIG. */
+static int remember(uint32_t *sl, uint64_t pid, uint64_t *out)
+{
+	*out = pid;
+	if (pid > UINT32_MAX)
+		return -E2BIG;
+	*sl = (uint32_t)pid;
+	return pid ? 0 : -ENOMEM;
 }
 
 /* A stored string (its key ends with the NUL); "" when unknown. */
@@ -77,7 +89,8 @@ static int get_n(const uint8_t **p, const uint8_t *end, uint64_t *v, int n)
 
 static int mapping(struct store_builder *b, uint64_t id, uint64_t *out)
 {
-	uint64_t *sl, v[5];
+	uint32_t *sl;
+	uint64_t v[5];
 	size_t len;
 	const uint8_t *k, *end;
 
@@ -94,14 +107,13 @@ static int mapping(struct store_builder *b, uint64_t id, uint64_t *out)
 	end = k + len;
 	if (!k || get_n(&k, end, v, 5))
 		return -EINVAL;
-	*sl = profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4]));
-	*out = *sl;
-	return *sl ? 0 : -ENOMEM;
+	return remember(sl, profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])), out);
 }
 
 static int function(struct store_builder *b, uint64_t id, uint64_t *out)
 {
-	uint64_t *sl, v[3];
+	uint32_t *sl;
+	uint64_t v[3];
 	size_t len;
 	const uint8_t *k, *end;
 
@@ -115,15 +127,14 @@ static int function(struct store_builder *b, uint64_t id, uint64_t *out)
 	end = k + len;
 	if (!k || get_n(&k, end, v, 3))
 		return -EINVAL;
-	*sl = profile__function(b->p, str(b, v[0]), str(b, v[1]), str(b, v[2]));
-	*out = *sl;
-	return *sl ? 0 : -ENOMEM;
+	return remember(sl, profile__function(b->p, str(b, v[0]), str(b, v[1]), str(b, v[2])), out);
 }
 
 static int location(struct store_builder *b, uint64_t id, uint64_t *out)
 {
 	struct profile_line lines[64];
-	uint64_t *sl, v[3], mid, l[2];
+	uint32_t *sl;
+	uint64_t v[3], mid, l[2];
 	size_t len;
 	const uint8_t *k, *end;
 	int err;
@@ -146,43 +157,49 @@ static int location(struct store_builder *b, uint64_t id, uint64_t *out)
 	if (err)
 		return err;
 	/* deeper inline chains are cut to 64 lines (the outermost are kept by pprof tools) */
-	*sl = profile__location_lines(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64);
-	*out = *sl;
-	return *sl ? 0 : -ENOMEM;
+	return remember(sl, profile__location_lines(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64), out);
 }
 
-/* The profile's location ids of a stored stack, leaf first, into b->locs; *merged
- * is set when a location new to the builder was already in the profile. */
-static int stack_locked(struct store_builder *b, uint64_t stack_id, size_t *n, bool *merged)
+/* The profile's location ids of a stored stack, leaf first, into *out: b->locs, or
+ * with in_room the profile's room for the next sample's locations (no copy when the
+ * sample is added); *merged is set when a location new to the builder was already
+ * in the profile. */
+static int stack_locked(struct store_builder *b, uint64_t stack_id, bool in_room, uint64_t **out,
+			size_t *n, bool *merged)
 {
-	const uint64_t *xl = b->xl[STORE_T_LOCATIONS];
+	const uint32_t *xl = b->xl[STORE_T_LOCATIONS];
 	size_t xl_cap = b->cap[STORE_T_LOCATIONS];
 	size_t len;
 	const uint8_t *k = store_itab__key(&b->s->tabs[STORE_T_STACKS], stack_id, &len), *end;
-	uint64_t lid;
+	uint64_t lid, *locs = b->locs;
 	int err = 0;
 
 	*n = 0;
 	if (!k)
 		return -ENOENT;
 	end = k + len;
-	if (b->locs_cap < len + 1) {
+	/* a location id takes at least one byte of the key */
+	if (in_room) {
+		if (!(locs = profile__sample_locs_room(b->p, len)))
+			return -ENOMEM;
+	} else if (b->locs_cap < len + 1) {
 		uint64_t *nl = realloc(b->locs, (len + 1) * sizeof(*nl));
 
 		if (!nl)
 			return -ENOMEM;
-		b->locs = nl;
+		b->locs = locs = nl;
 		b->locs_cap = len + 1;
 	}
+	*out = locs;
 	while (k < end && !err) {
 		err = store_get_varint(&k, end, &lid);
 		if (!err && lid < xl_cap && xl[lid]) { /* translated before: most frames */
-			b->locs[(*n)++] = xl[lid];
+			locs[(*n)++] = xl[lid];
 			continue;
 		}
 		size_t before = profile__n_locations(b->p);
 
-		err = err ?: location(b, lid, &b->locs[*n]);
+		err = err ?: location(b, lid, &locs[*n]);
 		if (!err && profile__n_locations(b->p) == before)
 			*merged = true;
 		(*n)++;
@@ -198,24 +215,25 @@ int store_builder__add(struct store_builder *b, uint64_t stack_id,
 {
 	size_t n;
 	bool merged = false;
+	uint64_t *locs;
 	int err;
 
 	pthread_mutex_lock(&b->s->lock);
-	err = stack_locked(b, stack_id, &n, &merged);
+	err = stack_locked(b, stack_id, false, &locs, &n, &merged);
 	pthread_mutex_unlock(&b->s->lock);
-	return err ?: profile__add_sample(b->p, b->locs, n, values, labels, n_labels);
+	return err ?: profile__add_sample(b->p, locs, n, values, labels, n_labels);
 }
 
-/* Adds the sample just expanded into b->locs (see store_builder__append). */
-static int add_locs(struct store_builder *b, size_t n, const struct store_builder_sample *sm,
-		    bool merged, bool *distinct)
+/* Adds the sample just expanded into locs (see store_builder__append). */
+static int add_locs(struct store_builder *b, uint64_t *locs, size_t n,
+		    const struct store_builder_sample *sm, bool merged, bool *distinct)
 {
 	if (merged)
 		*distinct = false;
 	if (*distinct)
-		return profile__append_sample(b->p, b->locs, n, sm->values, sm->labels,
+		return profile__append_sample(b->p, locs, n, sm->values, sm->labels,
 					      sm->n_labels);
-	return profile__add_sample(b->p, b->locs, n, sm->values, sm->labels, sm->n_labels);
+	return profile__add_sample(b->p, locs, n, sm->values, sm->labels, sm->n_labels);
 }
 
 int store_builder__append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
@@ -226,10 +244,12 @@ int store_builder__append(struct store_builder *b, const struct store_builder_sa
 	pthread_mutex_lock(&b->s->lock);
 	for (size_t i = 0; !err && i < n; i++) {
 		bool merged = false;
+		uint64_t *locs;
 		size_t nl;
 
-		err = stack_locked(b, sm[i].stack_id, &nl, &merged)
-			  ?: add_locs(b, nl, &sm[i], merged, distinct);
+		/* expanded straight into the profile's storage of sample locations */
+		err = stack_locked(b, sm[i].stack_id, true, &locs, &nl, &merged)
+			  ?: add_locs(b, locs, nl, &sm[i], merged, distinct);
 	}
 	pthread_mutex_unlock(&b->s->lock);
 	return err;

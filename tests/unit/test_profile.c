@@ -391,6 +391,66 @@ cleanup:
 	profile__free(b);
 }
 
+/* A merge's way: each sample's locations written into the room (a location added
+ * meanwhile), then appended from there. */
+TEST(samples_written_into_the_room_make_the_same_profile)
+{
+	struct profile *a = profile__new(MS), *b = profile__new(MS);
+	struct profile_label x[1] = {{"comm", "x", 0}};
+	uint8_t *ba = NULL, *bb = NULL;
+	size_t la, lb;
+	int64_t v[2] = {1, 10};
+	uint64_t *room, *old, l[4];
+	struct profile_sample s;
+
+	CHECK(a && b);
+	for (size_t n = 1; n <= 4; n++) {
+		l[n - 1] = profile__location(a, 0, 0x10 * n, NULL, 0);
+		CHECK(profile__add_sample(a, l, n, v, x, 1) == 0);
+		room = profile__sample_locs_room(b, n);
+		CHECK(room);
+		for (size_t i = 0; i + 1 < n; i++)
+			room[i] = l[i];
+		room[n - 1] = profile__location(b, 0, 0x10 * n, NULL, 0);
+		CHECK(profile__append_sample(b, room, n, v, x, 1) == 0);
+		/* the sample keeps the room's memory: nothing was copied */
+		CHECK(profile__sample(b, n - 1, &s) == 0 && s.locs == room && s.n_locs == n);
+	}
+	CHECK(pprof_encode(a, &ba, &la) == 0 && pprof_encode(b, &bb, &lb) == 0);
+	CHECK(la == lb && memcmp(ba, bb, la) == 0);
+	/* more ids than the room holds */
+	room = profile__sample_locs_room(b, 1);
+	CHECK(room);
+	room[0] = l[0];
+	CHECK(profile__append_sample(b, room, 2, v, NULL, 0) == -EINVAL);
+	CHECK(profile__n_samples(b) == 4);
+	/* an add that sums into an existing sample leaves the room; the next append takes it */
+	room = profile__sample_locs_room(b, 2);
+	CHECK(room);
+	room[0] = l[0];
+	CHECK(profile__add_sample(b, room, 1, v, x, 1) == 0);
+	CHECK(profile__n_samples(b) == 4);
+	room[0] = l[1];
+	CHECK(profile__add_sample(b, room, 1, v, NULL, 0) == 0);
+	CHECK(profile__sample(b, 4, &s) == 0 && s.locs == room && s.locs[0] == l[1]);
+	/* once a sample is added the room is gone: its old pointer is copied from */
+	old = room;
+	room = profile__sample_locs_room(b, 1);
+	CHECK(room && room != old);
+	room[0] = l[2];
+	l[3] = l[0];
+	CHECK(profile__append_sample(b, &l[3], 1, v, NULL, 0) == 0);
+	CHECK(profile__append_sample(b, room, 1, v, NULL, 0) == 0);
+	CHECK(profile__sample(b, 5, &s) == 0 && s.locs[0] == l[0] && s.locs == room);
+	CHECK(profile__sample(b, 6, &s) == 0 && s.locs[0] == l[0] && s.locs != room);
+	CHECK(profile__sample(b, 0, &s) == 0 && s.values[0] == 2);
+cleanup:
+	free(ba);
+	free(bb);
+	profile__free(a);
+	profile__free(b);
+}
+
 TEST(sample_values_saturate)
 {
 	struct profile *p = profile__new(MS);
