@@ -7,8 +7,9 @@
  * Records hold string ids, never pointers into growing arrays; the strings
  * themselves live in the string table's arena, whose blocks never move, so the
  * `const char *` the read accessors hand out stay valid while the profile grows
- * (labels keep such pointers too). Samples' location lists and labels and
- * locations' lines live in a second arena: a merged profile has tens of
+ * (labels keep such pointers too). Samples' labels and locations' lines live in
+ * a second arena, samples' location lists in a third (a caller may write the
+ * next list in place: profile__sample_locs_room): a merged profile has tens of
  * thousands of them, freed at once. Sample values are summed with saturation:
  * merging never overflows.
  */
