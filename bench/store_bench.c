@@ -22,13 +22,16 @@
  * (what one core spent: on a shared machine wall time also counts waiting).
  *
  *   store_bench [--hours H] [--dir DIR] [--no-fsync] [--seed N] [--queries-only]
- *               [--only QUERY]
+ *               [--only QUERY] [--default-malloc]
  *
  * --queries-only reopens DIR as a run with the same --hours left it and times
  * the queries again (several runs of them on a noisy machine, one ingest).
  * --only QUERY times that query alone (the others print "-"), 20 runs instead
  * of 3, so that `perf record` sees one path: stacks1, stacks24, profile1,
  * profile24, timeline24, tree1.
+ * The benchmark sets malloc up as the server does (query_keep_freed_memory:
+ * memory a query frees is kept for the next); --default-malloc keeps glibc's
+ * default, under which every query faults its memory in afresh.
  */
 #include "query/query.h"
 #include "store/store.h"
@@ -364,7 +367,7 @@ int main(int argc, char **argv)
 	struct store_stats ss;
 	struct pool pl = {0};
 	char err[256], cmd[512];
-	bool queries_only = false;
+	bool queries_only = false, default_malloc = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--hours") && i + 1 < argc)
@@ -377,16 +380,20 @@ int main(int argc, char **argv)
 			queries_only = true;
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc && query_known(argv[i + 1]))
 			only = argv[++i];
+		else if (!strcmp(argv[i], "--default-malloc"))
+			default_malloc = true;
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			rng = strtoull(argv[++i], NULL, 10) | 1;
 		else {
 			fprintf(stderr,
 				"usage: store_bench [--hours H] [--dir DIR] [--no-fsync] "
 				"[--seed N] [--queries-only] [--only profile1|profile24|timeline24|"
-				"tree1|stacks1|stacks24]\n");
+				"tree1|stacks1|stacks24] [--default-malloc]\n");
 			return 2;
 		}
 	}
+	if (!default_malloc)
+		query_keep_freed_memory(); /* as the server does */
 	int n = (int)(hours * 3600 / INTERVAL_S);
 	int64_t start = 1700000123LL * S; /* not aligned to any rollup window */
 	int64_t end = start + (int64_t)n * INTERVAL_S * S;

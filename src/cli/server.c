@@ -134,6 +134,7 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	int ret;
 
 	make_parents(a->data);
+	query_keep_freed_memory(); /* a server answers merge after merge */
 	ret = store__open(a->data, &a->st, st, err, sizeof(err));
 	if (ret) {
 		cli_error(cmd, "cannot open the store in '%s': %s", a->data, err);
