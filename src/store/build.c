@@ -236,16 +236,30 @@ static int add_locs(struct store_builder *b, uint64_t *locs, size_t n,
 	return profile__add_sample(b->p, locs, n, sm->values, sm->labels, sm->n_labels);
 }
 
+/* How many stacks ahead store_builder__append prefetches a key (4 and 8 measured
+ * the same on the day store; either ~4 ms faster than none on the 1 h merge). */
+#define BUILD_KEY_AHEAD 4
+
 int store_builder__append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
 			  bool *distinct)
 {
+	const struct store_itab *st = &b->s->tabs[STORE_T_STACKS];
 	int err = 0;
 
 	pthread_mutex_lock(&b->s->lock);
+	/* the stacks' offsets, then a few stacks ahead their keys: random reads that
+	 * miss the cache, started early */
+	for (size_t i = 0; i < n; i++)
+		if (sm[i].stack_id && sm[i].stack_id <= st->n)
+			__builtin_prefetch(&st->off[sm[i].stack_id - 1]);
 	for (size_t i = 0; !err && i < n; i++) {
 		bool merged = false;
 		uint64_t *locs;
 		size_t nl;
+
+		if (i + BUILD_KEY_AHEAD < n && sm[i + BUILD_KEY_AHEAD].stack_id &&
+		    sm[i + BUILD_KEY_AHEAD].stack_id <= st->n)
+			__builtin_prefetch(st->buf + st->off[sm[i + BUILD_KEY_AHEAD].stack_id - 1]);
 
 		/* expanded straight into the profile's storage of sample locations */
 		err = stack_locked(b, sm[i].stack_id, true, &locs, &nl, &merged)
