@@ -608,7 +608,7 @@ static int sample_append(struct profile *p, const struct sample_key *k,
 
 	if (in_room && k->n_locs > p->room_n)
 		return -EINVAL; /* written past the room */
-	p->room = NULL; /* the arena's end moves on: the room is gone either way */
+	p->room = NULL;		/* the arena's end moves on: the room is gone either way */
 	p->room_n = 0;
 	if (profile_grow((void **)&p->samples, &p->cap_samples, p->n_samples + 1, sizeof(s)))
 		return -ENOMEM;

@@ -107,7 +107,8 @@ static int mapping(struct store_builder *b, uint64_t id, uint64_t *out)
 	end = k + len;
 	if (!k || get_n(&k, end, v, 5))
 		return -EINVAL;
-	return remember(sl, profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])), out);
+	return remember(sl, profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])),
+			out);
 }
 
 static int function(struct store_builder *b, uint64_t id, uint64_t *out)
@@ -157,7 +158,8 @@ static int location(struct store_builder *b, uint64_t id, uint64_t *out)
 	if (err)
 		return err;
 	/* deeper inline chains are cut to 64 lines (the outermost are kept by pprof tools) */
-	return remember(sl, profile__location_lines(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64), out);
+	return remember(sl, profile__location_lines(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64),
+			out);
 }
 
 /* The profile's location ids of a stored stack, leaf first, into *out: b->locs, or
@@ -231,8 +233,7 @@ static int add_locs(struct store_builder *b, uint64_t *locs, size_t n,
 	if (merged)
 		*distinct = false;
 	if (*distinct)
-		return profile__append_sample(b->p, locs, n, sm->values, sm->labels,
-					      sm->n_labels);
+		return profile__append_sample(b->p, locs, n, sm->values, sm->labels, sm->n_labels);
 	return profile__add_sample(b->p, locs, n, sm->values, sm->labels, sm->n_labels);
 }
 
