@@ -476,9 +476,7 @@ static uint64_t sample_hash(const struct sample_key *k)
 	return h;
 }
 
-/* Canonical label order, by content so it does not depend on allocation addresses:
- * key, then numbers before strings, then value. */
-static int label_cmp(const void *va, const void *vb)
+int profile_label__cmp(const void *va, const void *vb)
 {
 	const struct profile_label *a = va, *b = vb;
 	int c = strcmp(a->key, b->key);
@@ -523,7 +521,7 @@ static void labels_sort(struct label_cache *c, size_t n)
 	if (n)
 		memcpy(c->sorted, c->in, n * sizeof(*c->sorted));
 	if (n > 1)
-		qsort(c->sorted, n, sizeof(*c->sorted), label_cmp);
+		qsort(c->sorted, n, sizeof(*c->sorted), profile_label__cmp);
 	c->n = n;
 	c->valid = true;
 }

@@ -62,6 +62,13 @@ struct profile_label {
 	int64_t num;
 };
 
+/*
+ * The model's canonical order of a sample's labels (a qsort comparator of struct
+ * profile_label), by content so it does not depend on allocation addresses: key,
+ * then numbers before strings, then value. Labels that compare equal are equal.
+ */
+int profile_label__cmp(const void *a, const void *b);
+
 struct profile_sample {
 	size_t n_locs;
 	const uint64_t *locs; /* location ids, leaf first */

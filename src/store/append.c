@@ -344,7 +344,7 @@ struct store_series_memo *store_append_memo_slot(struct store_append_ctx *a, con
 	}
 }
 
-/* Series of sample labels sorted as the model sorts them (profile.c: label_cmp). */
+/* Series of sample labels sorted as the model sorts them (profile_label__cmp). */
 int store_append_series(struct store_append_ctx *a, const struct profile_label *labels,
 			size_t n_labels, uint64_t *out)
 {

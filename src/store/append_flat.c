@@ -219,22 +219,6 @@ static void flat_find_cached(struct store_append_ctx *a)
 	}
 }
 
-/* The model's label order (profile.c: label_cmp): key, numbers before strings,
- * then value. Labels that compare equal are equal in content. */
-static int model_label_cmp(const void *va, const void *vb)
-{
-	const struct profile_label *x = va, *y = vb;
-	int c = strcmp(x->key, y->key);
-
-	if (c)
-		return c;
-	if (!x->str != !y->str)
-		return x->str ? 1 : -1;
-	if (x->str)
-		return strcmp(x->str, y->str);
-	return x->num < y->num ? -1 : x->num > y->num;
-}
-
 /* Series of a flat sample: its labels as the model would hold them (a label
  * whose value is "" is numeric), sorted as the model sorts them. */
 static int flat_series_slow(struct store_append_ctx *a, const struct profile_flat_sample *smp,
@@ -254,7 +238,7 @@ static int flat_series_slow(struct store_append_ctx *a, const struct profile_fla
 		l[i].num = *v ? 0 : fl->num;
 	}
 	if (smp->n_labels > 1)
-		qsort(l, smp->n_labels, sizeof(*l), model_label_cmp);
+		qsort(l, smp->n_labels, sizeof(*l), profile_label__cmp);
 	err = store_append_series(a, l, smp->n_labels, out);
 	free(l);
 	return err;

@@ -255,8 +255,8 @@ int store_append_key_room(struct store_append_ctx *a, size_t need);
  * one where it goes. */
 struct store_series_memo *store_append_memo_slot(struct store_append_ctx *a, const void *labels,
 						 size_t bytes);
-/* Series id of a sample's labels, sorted as the model sorts them (profile.c:
- * label_cmp), with the append's extra labels: the series key interned, limits
+/* Series id of a sample's labels, sorted as the model sorts them
+ * (profile_label__cmp), with the append's extra labels: the series key interned, limits
  * checked. 0, -E2BIG, -EDQUOT (a->err says why), -ENOMEM. */
 int store_append_series(struct store_append_ctx *a, const struct profile_label *labels,
 			size_t n_labels, uint64_t *out);
