@@ -13,6 +13,10 @@
 #include <string.h>
 #include <time.h>
 
+/* With nothing queued the sender sleeps until a push kicks it; this bound only
+ * guards against a kick that never comes. */
+#define AGENT_IDLE_WAIT_S 60.0
+
 struct agent_sender {
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -86,22 +90,40 @@ static int deliver(struct agent_sender *snd, const char *query, const uint8_t *d
 	return post(snd, query, data, len);
 }
 
-/* Waits until kicked, stopped (when idle) or delay_s passed. Returns true when stopping. */
-static bool wait_for(struct agent_sender *snd, double delay_s, bool idle)
+/* Monotonic seconds as an absolute timespec for pthread_cond_timedwait on a
+ * condition variable whose clock is CLOCK_MONOTONIC (see agent_sender__start). */
+static struct timespec mono_ts(double s)
 {
 	struct timespec ts;
-	double until = mono_s() + delay_s;
+
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
+/* Waits until kicked, stopped (when idle), the flush deadline passed (when
+ * stopping) or delay_s passed, sleeping in one timed wait for whichever comes
+ * first: a thread with nothing to do does not wake. Returns true when stopping. */
+static bool wait_for(struct agent_sender *snd, double delay_s, bool idle)
+{
+	double until = mono_s() + delay_s, deadline;
+	struct timespec ts;
 	bool stop;
 
 	pthread_mutex_lock(&snd->lock);
-	while (!snd->kicked && !(idle && snd->stop) && mono_s() < until &&
-	       !(snd->stop && mono_s() >= snd->flush_deadline)) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 50 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+	for (;;) {
+		if (snd->kicked || (idle && snd->stop))
+			break;
+		deadline = until;
+		if (snd->stop && snd->flush_deadline < deadline)
+			deadline = snd->flush_deadline;
+		if (mono_s() >= deadline)
+			break;
+		ts = mono_ts(deadline);
 		pthread_cond_timedwait(&snd->cond, &snd->lock, &ts);
 	}
 	snd->kicked = false;
@@ -156,7 +178,7 @@ static void *sender_main(void *arg)
 		if (ret == -ENOENT) {
 			if (stopping(snd))
 				break; /* stopping and nothing left */
-			wait_for(snd, 1.0, true);
+			wait_for(snd, AGENT_IDLE_WAIT_S, true); /* a push kicks us */
 			continue;
 		}
 		if (ret == 0)
@@ -179,6 +201,7 @@ int agent_sender__start(const struct agent_opts *opts, struct agent_spool *sp,
 			struct agent_sender **out)
 {
 	struct agent_sender *snd = calloc(1, sizeof(*snd));
+	pthread_condattr_t ca;
 
 	*out = NULL;
 	if (!snd)
@@ -187,7 +210,13 @@ int agent_sender__start(const struct agent_opts *opts, struct agent_spool *sp,
 	snd->sp = sp;
 	snd->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)snd;
 	pthread_mutex_init(&snd->lock, NULL);
-	pthread_cond_init(&snd->cond, NULL);
+	/* Deadlines are monotonic (mono_s): the condition variable must wait on that
+	 * clock too. With the default (CLOCK_REALTIME) every deadline lies decades in
+	 * the past and each timed wait returns at once: the thread spins. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&snd->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	if (!opts->sink && !(snd->curl = curl_easy_init()))
 		goto fail;
 	if (pthread_create(&snd->thread, NULL, sender_main, snd))
