@@ -1,5 +1,6 @@
 /*
- * The agent's sampling loop: poll the BPF ring buffer every 100 ms, drain the
+ * The agent's sampling loop: sleep on the BPF ring buffers until the next
+ * deadline (they wake it for events and half-full sample buffers), drain the
  * kernel's counts every second, and every interval build one profile of the
  * host, relabel it, encode it and queue it in the spool for the sender thread.
  *
@@ -17,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define AGENT_POLL_MS  100
 #define AGENT_DRAIN_NS 1000000000LL
 
 struct agent {
@@ -138,15 +138,35 @@ static void live_check(struct agent *a, int64_t now)
 	pthread_mutex_unlock(&a->live_lock);
 }
 
+/* Milliseconds from now to the loop's next deadline: the next drain, the end of
+ * the interval or of a live window. Between deadlines the thread sleeps in
+ * sampler__poll, woken only by the ring buffers (events, a half-full sample
+ * buffer) or by the unwinder's queued work. */
+static int next_wait_ms(struct agent *a, int64_t now, int64_t last_drain, int64_t start,
+			int64_t interval)
+{
+	int64_t until = last_drain + AGENT_DRAIN_NS;
+
+	if (start + interval < until)
+		until = start + interval;
+	pthread_mutex_lock(&a->live_lock);
+	if (a->live_active && a->live_until < until)
+		until = a->live_until;
+	pthread_mutex_unlock(&a->live_lock);
+	if (until <= now)
+		return 0;
+	return (int)((until - now + 999999) / 1000000);
+}
+
 int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
 {
 	int64_t start = clock_ns(CLOCK_MONOTONIC), t0 = clock_ns(CLOCK_REALTIME);
-	int64_t last_drain = start, interval = (int64_t)(a->opts.interval_s * 1e9), now;
+	int64_t last_drain = start, interval = (int64_t)(a->opts.interval_s * 1e9), now = start;
 	int ret = 0;
 
 	__atomic_store_n(&a->running, true, __ATOMIC_RELEASE);
 	while (!*stop && ret >= 0) {
-		ret = sampler__poll(a->s, AGENT_POLL_MS);
+		ret = sampler__poll(a->s, next_wait_ms(a, now, last_drain, start, interval));
 		now = clock_ns(CLOCK_MONOTONIC);
 		if (ret >= 0 && now - last_drain >= AGENT_DRAIN_NS) {
 			ret = sampler__drain(a->s);

@@ -633,7 +633,11 @@ int sampler__drain(struct sampler *s)
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	int due = s->uw ? unwind_mgr__next_due_ms(s->uw) : -1, n;
+
+	if (due >= 0 && (timeout_ms < 0 || due < timeout_ms))
+		timeout_ms = due; /* a queued maps re-read is due before the caller's deadline */
+	n = ring_buffer__poll(s->rb, timeout_ms);
 
 	/* Tables for processes announced by this batch of events, off the sample path. */
 	if (s->uw)

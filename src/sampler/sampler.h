@@ -97,7 +97,10 @@ struct sampler;
  */
 int sampler__open(const struct sampler_opts *opts, const struct sampler_callbacks *cb,
 		  struct sampler **out, char *err, size_t errlen);
-/* Waits up to timeout_ms for ring-buffer data and hands it to the callbacks. Count or -errno. */
+/* Waits up to timeout_ms (-1: no limit) for ring-buffer data and hands it to the
+ * callbacks; returns earlier when the unwinder has queued work due. Count or -errno.
+ * The ring buffers wake the caller when events arrive or samples fill half the
+ * buffer, so a long timeout costs no latency: loops sleep to their next deadline. */
 int sampler__poll(struct sampler *s, int timeout_ms);
 /* Moves everything counted so far to the callbacks (map mode; ring buffers are consumed too). */
 int sampler__drain(struct sampler *s);

@@ -423,6 +423,18 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 	return done;
 }
 
+int unwind_mgr__next_due_ms(const struct unwind_mgr *m)
+{
+	double now = mono_ms(), first = -1;
+
+	for (size_t i = 0; i < m->n_queue; i++)
+		if (first < 0 || m->queue[i].due_ms < first)
+			first = m->queue[i].due_ms;
+	if (first < 0)
+		return -1;
+	return first <= now ? 0 : (int)(first - now) + 1;
+}
+
 void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 {
 	memset(o, 0, sizeof(*o));

@@ -88,6 +88,9 @@ void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid);
 /* Processes queued work for at most budget_ms (at least one process). Returns
  * the number of processes handled. */
 int unwind_mgr__work(struct unwind_mgr *m, int budget_ms);
+/* Milliseconds until the earliest queued job is due (0: now), -1 when none is queued:
+ * the caller's loop sleeps that long at most, and no longer polls on a timer. */
+int unwind_mgr__next_due_ms(const struct unwind_mgr *m);
 void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *out);
 /* Largest table by rows and its build time (for the figures), or NULL. */
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m);
