@@ -174,6 +174,7 @@ int unwind_table__build(const char *path, size_t max_cfi_bytes, struct unwind_ta
 {
 	struct unwind_table *t = NULL;
 	double t0 = now_ms();
+	struct stat st;
 	Elf *elf = NULL;
 	int fd = -1, err;
 
@@ -192,6 +193,8 @@ int unwind_table__build(const char *path, size_t max_cfi_bytes, struct unwind_ta
 	err = build_from_elf(elf, fd, path, max_cfi_bytes, t);
 	if (err)
 		goto cleanup;
+	if (fstat(fd, &st) == 0)
+		t->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	t->build_ms = now_ms() - t0;
 	*out = t;
 	t = NULL;

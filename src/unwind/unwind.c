@@ -7,7 +7,12 @@
  * new tables into the mmap'ed row array in whole chunks, then publishes the
  * process view. Rows are written before the view that points at them, so the
  * BPF walker never sees a half-written table. EXIT drops the view and puts the
- * tables; the last put frees the chunks.
+ * tables. A table whose last process is gone stays loaded, idle, until its
+ * chunks are needed (least recently idle first): a machine that starts the
+ * same short-lived binaries again and again (gzip, cc1, a cron job) reuses
+ * their tables instead of parsing .eh_frame for every process. Before an idle
+ * table is reused, the file's mtime is checked against the one it was built
+ * from, so a binary rebuilt in place under the same inode gets a new table.
  *
  *   addr (process) --(- bias)--> vaddr (ELF) ; bias = start - off - (p_vaddr - p_offset)
  */
@@ -30,6 +35,8 @@
 #define MGR_NEG_ENTRIES 256
 /* .eh_frame bytes per row is about 5 (libc, libcrypto, libclang-cpp); allow 8. */
 #define MGR_CFI_BYTES_PER_ROW 8
+/* Idle tables kept at most (besides the room they take in unwind_rows). */
+#define MGR_IDLE_MAX 512
 
 struct proc_view {
 	uint32_t pid;
@@ -46,7 +53,9 @@ struct pending {
 };
 
 /* A process announced by its first sample may be inside exec, before ld.so has
- * mapped its libraries: its maps are read again this long after each read. */
+ * mapped its libraries: its maps are read again this long after each read, as
+ * long as they look unsettled (the dynamic loader mapped, no library yet). A
+ * library loaded later is caught by the BPF side's REMAP requests. */
 static const double mgr_recheck_ms[] = {100, 500, 2000};
 #define MGR_RECHECKS ((int)(sizeof(mgr_recheck_ms) / sizeof(mgr_recheck_ms[0])))
 
@@ -63,7 +72,9 @@ struct unwind_mgr {
 	size_t n_queue, cap_queue;
 	char *neg[MGR_NEG_ENTRIES]; /* file ids without a table; owned, ring */
 	size_t neg_next;
-	uint64_t build_failed, no_room;
+	uint64_t build_failed, no_room, reused;
+	uint64_t tick; /* counts tables becoming idle: their LRU order */
+	size_t n_idle;
 	double build_ms;
 };
 
@@ -128,6 +139,8 @@ static int chunks_alloc(struct unwind_mgr *m, uint32_t need)
 	return -ENOSPC;
 }
 
+static bool evict_oldest_idle(struct unwind_mgr *m);
+
 /* Copies a table into the row map (first ref). -ENOSPC when the map is full. */
 static int table_load(struct unwind_mgr *m, struct unwind_table *t)
 {
@@ -139,9 +152,10 @@ static int table_load(struct unwind_mgr *m, struct unwind_table *t)
 	 * not leave every other process on frame pointers. */
 	if (need == 0 || need > m->chunks / 4)
 		return -ENOSPC;
-	first = chunks_alloc(m, need);
-	if (first < 0)
-		return first;
+	/* Make room by evicting idle tables, least recently used first. */
+	while ((first = chunks_alloc(m, need)) < 0)
+		if (!evict_oldest_idle(m))
+			return first;
 	t->chunks = need;
 	t->row_start = (uint32_t)first * HEARTH_UNWIND_CHUNK_ROWS;
 	memcpy(m->rows + t->row_start, t->rows.rows, t->rows.n * sizeof(*t->rows.rows));
@@ -153,10 +167,9 @@ static int table_load(struct unwind_mgr *m, struct unwind_table *t)
 	return 0;
 }
 
-static void table_put(struct unwind_mgr *m, struct unwind_table *t)
+/* Frees a table and its chunks (idle or not: the caller has no view using it). */
+static void table_evict(struct unwind_mgr *m, struct unwind_table *t)
 {
-	if (!t || --t->refs > 0)
-		return;
 	memset(m->used + t->row_start / HEARTH_UNWIND_CHUNK_ROWS, 0, t->chunks);
 	for (size_t i = 0; i < m->n_tables; i++) {
 		if (m->tables[i] == t) {
@@ -164,7 +177,47 @@ static void table_put(struct unwind_mgr *m, struct unwind_table *t)
 			break;
 		}
 	}
+	if (t->refs == 0)
+		m->n_idle--;
 	unwind_table__free(t);
+}
+
+/* Evicts the table idle the longest; false when none is idle. */
+static bool evict_oldest_idle(struct unwind_mgr *m)
+{
+	struct unwind_table *old = NULL;
+
+	for (size_t i = 0; i < m->n_tables; i++) {
+		struct unwind_table *t = m->tables[i];
+
+		if (t->refs == 0 && (!old || t->idle_tick < old->idle_tick))
+			old = t;
+	}
+	if (!old)
+		return false;
+	table_evict(m, old);
+	return true;
+}
+
+/* Drops a view's ref; the last one leaves the table loaded and idle. */
+static void table_put(struct unwind_mgr *m, struct unwind_table *t)
+{
+	if (!t || --t->refs > 0)
+		return;
+	t->idle_tick = ++m->tick;
+	m->n_idle++;
+	if (m->n_idle > MGR_IDLE_MAX)
+		evict_oldest_idle(m);
+}
+
+/* Whether an idle table still describes the file at open_path (same mtime). */
+static bool idle_still_valid(const struct unwind_table *t, const char *open_path)
+{
+	struct stat st;
+
+	if (stat(open_path, &st))
+		return false;
+	return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == t->mtime_ns;
 }
 
 /* ---- tables ---- */
@@ -207,6 +260,15 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 	size_t max_bytes = (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS * MGR_CFI_BYTES_PER_ROW;
 	int err;
 
+	if (t && t->refs == 0) {
+		if (idle_still_valid(t, open_path)) {
+			m->n_idle--;
+			m->reused++;
+			goto ref;
+		}
+		table_evict(m, t); /* the file changed under the same inode */
+		t = NULL;
+	}
 	if (t)
 		goto ref;
 	if (neg_has(m, file_id))
@@ -231,6 +293,8 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 		t = same; /* the same build-id under another path or inode */
 		if (!t)
 			return NULL;
+		if (t->refs == 0)
+			m->n_idle--;
 		goto ref;
 	}
 	if (table_load(m, t)) {
@@ -310,6 +374,15 @@ static int view_publish(struct unwind_mgr *m, const struct hearth_unwind_proc *v
 	return 0;
 }
 
+/* Whether a maps line maps the dynamic loader (glibc's or musl's). */
+static bool maps_loader(const char *line)
+{
+	return strstr(line, "/ld-linux") || strstr(line, "/ld-musl");
+}
+
+/* Publishes the process's view from /proc/PID/maps. Returns 1 when the view looks
+ * settled (no dynamic loader, or a library besides it and the executable: ld.so
+ * has done its work), 0 when a re-read may find more, or -errno. */
 static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 {
 	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
@@ -318,7 +391,7 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 	size_t cap = 0;
 	ssize_t len;
 	FILE *f = NULL;
-	int err = -ENOMEM;
+	int err = -ENOMEM, loader = 0, objects = 0;
 
 	if (!val || !tabs)
 		goto cleanup;
@@ -330,13 +403,21 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 	}
 	val->pstart = pstart;
 	while ((len = getline(&line, &cap, f)) > 0) {
+		uint32_t before = val->n;
+
 		if (line[len - 1] == '\n')
 			line[len - 1] = '\0';
 		add_mapping(m, pid, line, val, tabs);
+		if (val->n > before) {
+			loader |= maps_loader(line);
+			objects++;
+		}
 	}
 	err = view_publish(m, val, pid, tabs);
-	if (!err)
+	if (!err) {
 		tabs = NULL;
+		err = !loader || objects > 2; /* executable + loader: ld.so still at work */
+	}
 cleanup:
 	if (tabs && val)
 		for (uint32_t i = 0; i < val->n; i++)
@@ -438,7 +519,9 @@ int unwind_mgr__next_due_ms(const struct unwind_mgr *m)
 void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->tables = m->n_tables;
+	o->tables = m->n_tables - m->n_idle;
+	o->idle_tables = m->n_idle;
+	o->reused = m->reused;
 	o->procs = m->n_procs;
 	o->chunks_total = m->chunks;
 	for (size_t i = 0; i < m->chunks; i++)
@@ -484,6 +567,8 @@ void unwind_mgr__free(struct unwind_mgr *m)
 		return;
 	while (m->n_procs)
 		view_drop(m, &m->procs[m->n_procs - 1]);
+	while (m->n_tables)
+		table_evict(m, m->tables[m->n_tables - 1]);
 	munmap(m->rows, MGR_ROWS(m) * sizeof(struct hearth_unwind_row));
 	free(m->tables);
 	free(m->procs);

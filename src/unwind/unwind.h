@@ -47,8 +47,10 @@ struct unwind_table {
 	struct cfi_rows rows;
 	uint64_t seg_delta; /* p_vaddr - p_offset of the executable PT_LOAD */
 	double build_ms;    /* time spent building */
+	int64_t mtime_ns;   /* the file's mtime when built (st_mtim) */
 	/* Set by unwind_mgr: */
-	int refs;
+	int refs;	    /* process views using it; 0 = idle, kept while there is room */
+	uint64_t idle_tick; /* when it last became idle (for LRU eviction) */
 	uint32_t row_start; /* first row in unwind_rows */
 	uint32_t chunks;    /* chunks allocated */
 };
@@ -63,7 +65,9 @@ int unwind_table__build(const char *path, size_t max_cfi_bytes, struct unwind_ta
 void unwind_table__free(struct unwind_table *t);
 
 struct unwind_mgr_stats {
-	uint64_t tables, procs;
+	uint64_t tables, procs; /* tables in use by a process view */
+	uint64_t idle_tables; /* tables no process uses, kept in unwind_rows until room is needed */
+	uint64_t reused;      /* idle tables taken back by a new process (no rebuild) */
 	uint64_t rows, row_bytes; /* rows in use in unwind_rows */
 	uint64_t chunks_used, chunks_total;
 	uint64_t user_bytes; /* heap held by tables and process views */

@@ -2,7 +2,8 @@
  * Tests of unwind/: CFI evaluation on hand-assembled .eh_frame bytes (every
  * rule kind the walker knows, the PLT expression, unsupported and malformed
  * input), a real table (this test binary, libc), and the manager over real BPF
- * maps: shared tables, chunks freed when the last process goes.
+ * maps: shared tables, kept idle when the last process goes and taken back by
+ * the next one.
  */
 #include <errno.h>
 #include <link.h>
@@ -279,8 +280,22 @@ TEST(mgr_shares_and_drops_tables)
 	CHECK(st2.procs == 1 && st2.tables == st.tables);
 	unwind_mgr__exit(m, child);
 	unwind_mgr__stats(m, &st2);
-	CHECK(st2.procs == 0 && st2.tables == 0 && st2.chunks_used == 0);
+	/* The last process gone: its tables stay loaded, idle, for the next one. */
+	CHECKF(st2.procs == 0 && st2.tables == 0 && st2.idle_tables == st.tables &&
+		   st2.chunks_used == st.chunks_used,
+	       "%llu tables %llu idle %llu chunks", (unsigned long long)st2.tables,
+	       (unsigned long long)st2.idle_tables, (unsigned long long)st2.chunks_used);
 	CHECK(bpf_map_lookup_elem(procs_fd, &self, val) < 0);
+	/* A new process of the same objects takes them back without a rebuild. */
+	unwind_mgr__note(m, self, 3);
+	CHECK(unwind_mgr__work(m, 1000) == 1);
+	unwind_mgr__stats(m, &st2);
+	CHECKF(st2.procs == 1 && st2.tables == st.tables && st2.idle_tables == 0 &&
+		   st2.reused == st.tables && st2.chunks_used == st.chunks_used &&
+		   st2.build_ms == st.build_ms,
+	       "%llu tables %llu reused", (unsigned long long)st2.tables,
+	       (unsigned long long)st2.reused);
+	CHECK(bpf_map_lookup_elem(procs_fd, &self, val) == 0 && val->pstart == 3);
 cleanup:
 	if (pid > 0) {
 		kill(pid, SIGKILL);
