@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -120,6 +121,8 @@ static int flush_interval(struct agent *a, int64_t t0, int64_t dur)
 	free(buf);
 	profile__free(p);
 	profile__free(raw);
+	if (a->opts.trim_memory)
+		malloc_trim(0);
 	return ret;
 }
 

@@ -46,13 +46,18 @@ struct agent_opts {
 	size_t spool_mb;       /* disk spool bound; 0 = AGENT_DEFAULT_SPOOL_MB */
 	const char *host;      /* `host` label; NULL = gethostname() */
 	FILE *log;	       /* log lines; NULL = stderr */
+	/* Process policy, the CLI's to choose: malloc_trim(0) after each interval, so
+	 * what building, encoding and storing a profile (and, in hearth run, the
+	 * queries of the UI, in any arena) freed goes back to the kernel instead of
+	 * staying in hearth's RSS until the next peak. */
+	bool trim_memory;
 };
 
 struct agent;
 
 /* Loads BPF and starts the sender thread. -errno and one sentence in err on failure. */
 int agent__open(const struct agent_opts *opts, struct agent **out, char *err, size_t errlen);
-/* Samples until *stop becomes non-zero (checked every 100 ms); flushes the last
+/* Samples until *stop becomes non-zero (checked at least every second); flushes the last
  * interval into the spool and gives the sender up to flush_s seconds. 0 or -errno. */
 int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s);
 /* Stops the sender and frees; what is still spooled on disk stays for next time. */

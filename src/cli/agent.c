@@ -81,6 +81,7 @@ void cli_agent_defaults(struct cli_agent_args *a)
 	a->ao.so.hz = 99;
 	a->ao.so.transfer = SAMPLER_TRANSFER_RINGBUF; /* bench/overhead: cheaper at 99 Hz */
 	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
+	a->ao.trim_memory = true; /* an always-on process keeps only what it uses */
 }
 
 void cli_merge_opts(const struct option *a, const struct option *b, struct option *out, size_t n)

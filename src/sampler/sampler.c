@@ -37,7 +37,12 @@
 /* Default sizes of the in-kernel maps (per set). */
 #define COUNTS_ENTRIES 16384
 #define STACKS_ENTRIES 16384
-#define SAMPLES_RB_BYTES (4u << 20)
+/* The samples ring buffer holds about a second of the largest records of every
+ * CPU (the reader is woken at half full, and a profile build may keep it away
+ * for a few hundred ms), within these bounds. Its pages count in the reader's
+ * RSS twice (the data area is mapped twice), so it is not sized larger. */
+#define SAMPLES_RB_MIN_BYTES (256u << 10)
+#define SAMPLES_RB_MAX_BYTES (64u << 20)
 /* In map mode the samples ring buffer only carries stack-id collisions. */
 #define COLLISION_RB_BYTES (256u << 10)
 /* Table building per poll/drain: bounded so sampling transfer is never starved. */
@@ -315,13 +320,25 @@ static int setup_ringbufs(struct sampler *s)
 
 /* ---- open ---- */
 
+/* Bytes of the samples ring buffer: a power of two (the kernel's rule). */
+static __u32 samples_rb_bytes(const struct sampler *s, const struct sampler_opts *o)
+{
+	uint64_t want = (uint64_t)(s->n_possible > 0 ? s->n_possible : 1) * (uint64_t)o->hz *
+			sizeof(struct hearth_rb_dwarf_sample);
+	__u32 bytes = SAMPLES_RB_MIN_BYTES;
+
+	while (bytes < want && bytes < SAMPLES_RB_MAX_BYTES)
+		bytes <<= 1;
+	return bytes;
+}
+
 static int set_filters_before_load(struct sampler *s, const struct sampler_opts *o)
 {
 	struct profile_bpf *k = s->skel;
 	bool rb = o->transfer == SAMPLER_TRANSFER_RINGBUF;
 	bool uw = s->unwind != SAMPLER_UNWIND_FP;
 	/* Table-unwound samples always go through the ring buffer (no stack ids). */
-	__u32 rb_bytes = rb || uw ? SAMPLES_RB_BYTES : COLLISION_RB_BYTES;
+	__u32 rb_bytes = rb || uw ? samples_rb_bytes(s, o) : COLLISION_RB_BYTES;
 
 	k->rodata->use_unwind = uw;
 	k->rodata->keep_idle = o->idle;

@@ -29,7 +29,9 @@
 
 #include <bpf/bpf.h>
 
-#define MGR_ROWS(m) ((size_t)(m)->chunks * HEARTH_UNWIND_CHUNK_ROWS)
+/* A chunk of rows in bytes: page-aligned, so one can be mapped on its own. */
+#define MGR_CHUNK_BYTES ((size_t)HEARTH_UNWIND_CHUNK_ROWS * sizeof(struct hearth_unwind_row))
+_Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pages");
 /* Objects without a table remembered (by dev:inode), so a busy machine that
  * starts the same huge or table-less binary again does not rebuild it each time. */
 #define MGR_NEG_ENTRIES 256
@@ -60,8 +62,10 @@ static const double mgr_recheck_ms[] = {100, 500, 2000};
 #define MGR_RECHECKS ((int)(sizeof(mgr_recheck_ms) / sizeof(mgr_recheck_ms[0])))
 
 struct unwind_mgr {
+	/* unwind_rows is written through a mapping of just the chunks being loaded,
+	 * unmapped right after: a mapping of the whole array would count all of it
+	 * (16 MiB by default) in hearth's RSS for as long as it runs. */
 	int rows_fd, procs_fd;
-	struct hearth_unwind_row *rows; /* mmap of unwind_rows */
 	uint32_t chunks;		/* chunks in unwind_rows */
 	uint8_t used[HEARTH_UNWIND_CHUNKS];
 	struct unwind_table **tables; /* live tables (refs > 0) */
@@ -100,24 +104,20 @@ static int grow(void **arr, size_t *cap, size_t n, size_t sz)
 int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mgr **out)
 {
 	struct unwind_mgr *m;
-	void *rows;
+	void *probe;
 
 	*out = NULL;
 	if (chunks == 0 || chunks > HEARTH_UNWIND_CHUNKS)
 		return -EINVAL;
+	/* The array must be mmapable (BPF_F_MMAPABLE): find out now, not at the first load. */
+	probe = mmap(NULL, MGR_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, rows_fd, 0);
+	if (probe == MAP_FAILED)
+		return -errno;
+	munmap(probe, MGR_CHUNK_BYTES);
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	m->chunks = chunks;
-	rows = mmap(NULL, MGR_ROWS(m) * sizeof(struct hearth_unwind_row), PROT_READ | PROT_WRITE,
-		    MAP_SHARED, rows_fd, 0);
-	if (rows == MAP_FAILED) {
-		int err = -errno;
-
-		free(m);
-		return err;
-	}
-	m->rows = rows;
 	m->rows_fd = rows_fd;
 	m->procs_fd = procs_fd;
 	*out = m;
@@ -146,6 +146,7 @@ static int table_load(struct unwind_mgr *m, struct unwind_table *t)
 {
 	uint32_t need =
 	    (uint32_t)((t->rows.n + HEARTH_UNWIND_CHUNK_ROWS - 1) / HEARTH_UNWIND_CHUNK_ROWS);
+	void *dst;
 	int first;
 
 	/* One object may take at most a quarter of the map: a 1M-row libLLVM must
@@ -156,9 +157,16 @@ static int table_load(struct unwind_mgr *m, struct unwind_table *t)
 	while ((first = chunks_alloc(m, need)) < 0)
 		if (!evict_oldest_idle(m))
 			return first;
+	dst = mmap(NULL, need * MGR_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m->rows_fd,
+		   (off_t)first * (off_t)MGR_CHUNK_BYTES);
+	if (dst == MAP_FAILED) {
+		memset(m->used + first, 0, need);
+		return -errno;
+	}
 	t->chunks = need;
 	t->row_start = (uint32_t)first * HEARTH_UNWIND_CHUNK_ROWS;
-	memcpy(m->rows + t->row_start, t->rows.rows, t->rows.n * sizeof(*t->rows.rows));
+	memcpy(dst, t->rows.rows, t->rows.n * sizeof(*t->rows.rows));
+	munmap(dst, need * MGR_CHUNK_BYTES);
 	__atomic_thread_fence(__ATOMIC_RELEASE); /* rows before the view that uses them */
 	/* The map is the copy from now on: keep the count, drop the heap rows. */
 	free(t->rows.rows);
@@ -569,7 +577,6 @@ void unwind_mgr__free(struct unwind_mgr *m)
 		view_drop(m, &m->procs[m->n_procs - 1]);
 	while (m->n_tables)
 		table_evict(m, m->tables[m->n_tables - 1]);
-	munmap(m->rows, MGR_ROWS(m) * sizeof(struct hearth_unwind_row));
 	free(m->tables);
 	free(m->procs);
 	free(m->queue);
