@@ -97,7 +97,7 @@ sum_values() { jq '[.groups[].values[] | numbers] | add // 0'; }
 all=$(q '{}' | sum_values)
 self=$(q "{pid=\"$rpid\"}" | sum_values)
 spun=$(q '{process="spin"}' | sum_values)
-share=$(awk -v s="$self" -v a="$all" 'BEGIN { printf "%.3f", a > 0 ? 100 * s / a : 100 }')
+share=$(awk -v s="$self" -v a="$all" 'BEGIN { printf "%.3f", (a > 0 ? 100 * s / a : 100) }')
 if awk -v a="$all" -v p="$spun" 'BEGIN { exit !(a > 0 && p > 0.5 * a) }' &&
 	awk -v s="$share" 'BEGIN { exit !(s <= 1) }'; then
 	pass "run_self_share_under_1pct (hearth ${share}% of ${all} sample units; spin ${spun})"
