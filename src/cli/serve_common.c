@@ -3,26 +3,40 @@
  * bearer token file, and the /debug + /metrics listener options.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "serve.h"
 
 volatile sig_atomic_t cli_stop;
+/* Self-pipe: the handler may run on any thread (HTTP, sender), so a sleeper on
+ * the main thread is woken by this pipe becoming readable, not by EINTR. */
+static int stop_pipe[2] = {-1, -1};
 
 static void on_stop(int sig)
 {
+	int saved = errno;
+
 	(void)sig;
 	cli_stop = 1;
+	if (stop_pipe[1] >= 0 && write(stop_pipe[1], "x", 1) < 0) {
+		/* full or closed: a byte is already there, the sleeper wakes anyway */
+	}
+	errno = saved;
 }
 
 void cli_catch_stop_signals(void)
 {
 	struct sigaction sa = {.sa_handler = on_stop};
 
+	if (stop_pipe[0] < 0 && pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK))
+		stop_pipe[0] = stop_pipe[1] = -1; /* the sleeper then wakes once a second */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -53,13 +67,25 @@ int cli_read_token(const char *cmd, const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* Sleeps in small steps until cli_stop, or `seconds` passed. */
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleeps until cli_stop, or `seconds` passed: one wait, woken by the stop pipe. */
 void cli_sleep_unless_stopped(double seconds)
 {
-	struct timespec ts = {0, 100 * 1000000};
+	double until = mono_s() + seconds, left;
+	struct pollfd pfd = {.fd = stop_pipe[0], .events = POLLIN};
 
-	for (double t = 0; t < seconds && !cli_stop; t += 0.1)
-		nanosleep(&ts, NULL);
+	while (!cli_stop && (left = until - mono_s()) > 0) {
+		if (pfd.fd < 0 && left > 1)
+			left = 1; /* no pipe: check the flag once a second */
+		poll(pfd.fd >= 0 ? &pfd : NULL, pfd.fd >= 0 ? 1 : 0, (int)(left * 1000) + 1);
+	}
 }
 
 void cli_listen_url(const char *listen, int port, char *buf, size_t len)

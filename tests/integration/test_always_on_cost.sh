@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Guards of the always-on promise (an always-on profiler nobody notices):
-#  1. `hearth agent` (pushing to a server) and `hearth run`, on a quiet machine,
+#  1. `hearth agent`, the `hearth server` it pushes to, and `hearth run`, on a quiet machine,
 #     use at most 2% of one core over a 10 s window once started, and none of
 #     their threads wakes more than 20 times a second (a thread with nothing to
 #     do sleeps: this is what caught the sender's spin).
@@ -30,29 +30,37 @@ wakes() {
 	done 2>/dev/null | sort
 }
 
-# Measures PID over WINDOW seconds; checks CPU and wakeups; NAME prefixes the checks.
-check_quiet() { # name, pid
-	local name=$1 pid=$2 t0 t1 pct worst
-	t0=$(ticks "$pid")
-	wakes "$pid" > "$T/$name.w0"
+# Measures each NAME:PID over the same WINDOW seconds; checks CPU and wakeups.
+check_quiet() { # name:pid...
+	local np name pid t1 pct worst
+	declare -A t0
+	for np in "$@"; do
+		name=${np%%:*} pid=${np#*:}
+		t0[$name]=$(ticks "$pid")
+		wakes "$pid" > "$T/$name.w0"
+	done
 	sleep "$WINDOW"
-	t1=$(ticks "$pid")
-	wakes "$pid" > "$T/$name.w1"
-	pct=$(awk -v a="$t0" -v b="$t1" -v w="$WINDOW" -v h="$TCK" 'BEGIN { printf "%.2f", 100 * (b - a) / h / w }')
-	if awk -v p="$pct" -v m="$MAX_CORE_PCT" 'BEGIN { exit !(p <= m) }'; then
-		pass "${name}_quiet_cpu (${pct}% of one core over ${WINDOW}s)"
-	else
-		fail "${name}_quiet_cpu" "${pct}% of one core over ${WINDOW}s (limit ${MAX_CORE_PCT}%)"
-	fi
-	# Threads present at both ends; the busiest one's wakeups per second.
-	join "$T/$name.w0" "$T/$name.w1" | awk -v w="$WINDOW" '{ printf "%.1f %s(%s)\n", ($5 - $3) / w, $2, $1 }' |
-		sort -rn > "$T/$name.wakes"
-	worst=$(head -1 "$T/$name.wakes")
-	if [ -n "$worst" ] && awk -v r="${worst%% *}" -v m="$MAX_WAKES_PER_S" 'BEGIN { exit !(r <= m) }'; then
-		pass "${name}_threads_sleep (busiest: ${worst% *} wakeups/s, ${worst#* })"
-	else
-		fail "${name}_threads_sleep" "wakeups/s per thread: $(tr '\n' ' ' < "$T/$name.wakes")"
-	fi
+	for np in "$@"; do
+		name=${np%%:*} pid=${np#*:}
+		t1=$(ticks "$pid")
+		wakes "$pid" > "$T/$name.w1"
+		pct=$(awk -v a="${t0[$name]}" -v b="$t1" -v w="$WINDOW" -v h="$TCK" 'BEGIN { printf "%.2f", 100 * (b - a) / h / w }')
+		if awk -v p="$pct" -v m="$MAX_CORE_PCT" 'BEGIN { exit !(p <= m) }'; then
+			pass "${name}_quiet_cpu (${pct}% of one core over ${WINDOW}s)"
+		else
+			fail "${name}_quiet_cpu" "${pct}% of one core over ${WINDOW}s (limit ${MAX_CORE_PCT}%)"
+		fi
+		# Threads present at both ends; the busiest one's wakeups per second.
+		join "$T/$name.w0" "$T/$name.w1" |
+			awk -v w="$WINDOW" '{ printf "%.1f %s(%s)\n", ($5 - $3) / w, $2, $1 }' |
+			sort -rn > "$T/$name.wakes"
+		worst=$(head -1 "$T/$name.wakes")
+		if [ -n "$worst" ] && awk -v r="${worst%% *}" -v m="$MAX_WAKES_PER_S" 'BEGIN { exit !(r <= m) }'; then
+			pass "${name}_threads_sleep (busiest: ${worst% *} wakeups/s, ${worst#* })"
+		else
+			fail "${name}_threads_sleep" "wakeups/s per thread: $(tr '\n' ' ' < "$T/$name.wakes")"
+		fi
+	done
 }
 
 # Started and ready: /healthz answers, then a few seconds for the first maps reads.
@@ -63,11 +71,11 @@ settle() { # url
 
 # 1a. hearth agent pushing to a hearth server.
 start_hearth "$T/server.log" server --data "$T/sdata" --listen 127.0.0.1:0 &&
-	SURL=$HURL || { fail server_start "$(cat "$T/server.log")"; finish; }
+	spid=$SPID SURL=$HURL || { fail server_start "$(cat "$T/server.log")"; finish; }
 start_hearth "$T/agent.log" agent --server "$SURL" --spool-dir "$T/spool" --listen 127.0.0.1:0 &&
 	apid=$SPID AURL=$HURL || { fail agent_start "$(cat "$T/agent.log")"; finish; }
 if settle "$AURL"; then
-	check_quiet agent "$apid"
+	check_quiet "agent:$apid" "server:$spid" # the server that takes its pushes, too
 else
 	fail agent_ready "$(tail -3 "$T/agent.log")"
 fi
@@ -77,7 +85,7 @@ kill "$apid"
 start_hearth "$T/run.log" run --data "$T/rdata" --listen 127.0.0.1:0 --interval 5 &&
 	rpid=$SPID RURL=$HURL || { fail run_start "$(cat "$T/run.log")"; finish; }
 if settle "$RURL"; then
-	check_quiet run "$rpid"
+	check_quiet "run:$rpid"
 else
 	fail run_ready "$(tail -3 "$T/run.log")"
 fi
