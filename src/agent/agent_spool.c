@@ -326,7 +326,15 @@ void agent_spool__stats(struct agent_spool *sp, struct agent_spool_stats *out)
 	pthread_mutex_unlock(&sp->lock);
 }
 
-/* Queues the files a previous run left, oldest first. */
+/* True for "spool-*.bin.tmp": a write that a crash cut short before its rename. */
+static bool is_temp_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(name, "spool-", 6) && n > 14 && !strcmp(name + n - 8, ".bin.tmp");
+}
+
+/* Queues the files a previous run left, oldest first; removes half-written ones. */
 static int reload(struct agent_spool *sp)
 {
 	struct dirent **names = NULL;
@@ -338,8 +346,11 @@ static int reload(struct agent_spool *sp)
 		struct stat st;
 		struct spool_entry *e;
 
-		if (sscanf(names[i]->d_name, "spool-%20llu.%4s", &seq, tail) == 2 &&
-		    !strcmp(tail, "bin") && (e = calloc(1, sizeof(*e)))) {
+		if (is_temp_name(names[i]->d_name)) {
+			snprintf(path, sizeof(path), "%s/%s", sp->dir, names[i]->d_name);
+			unlink(path); /* never counted as spooled: nothing is lost */
+		} else if (sscanf(names[i]->d_name, "spool-%20llu.%4s", &seq, tail) == 2 &&
+			   !strcmp(tail, "bin") && (e = calloc(1, sizeof(*e)))) {
 			snprintf(path, sizeof(path), "%s/%s", sp->dir, names[i]->d_name);
 			e->seq = seq;
 			e->query = strdup("");

@@ -509,3 +509,29 @@ cleanup:
 	agent_spool_fsync = fsync;
 	agent_spool__free(sp);
 }
+
+/* A crash between writing a spool file's temporary and renaming it leaves a
+ * .tmp file: the next run removes it (it was never counted as spooled) instead
+ * of keeping it on disk for ever. */
+TEST(spool_reload_removes_temp_files)
+{
+	struct agent_spool *sp = NULL;
+	struct agent_spool_stats st;
+	char dir[512], path[700];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/spool_tmp", unit_tmp_dir());
+	CHECK(agent_spool__new(dir, 1000, 1000, &sp) == 0);
+	agent_spool__free(sp);
+	sp = NULL;
+	snprintf(path, sizeof(path), "%s/spool-%020d.bin.tmp", dir, 7);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs("hearth-spool 1\nn=half", f);
+	fclose(f);
+	CHECK(agent_spool__new(dir, 1000, 1000, &sp) == 0);
+	agent_spool__stats(sp, &st);
+	CHECK(st.queued == 0);
+	CHECK(count_files(dir, "spool-") == 0);
+cleanup:
+	agent_spool__free(sp);
+}
