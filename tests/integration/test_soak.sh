@@ -86,6 +86,9 @@ check_phase() { # phase, counters...
 		v=$(stat_of "$p" "$k")
 		[ "$v" = 0 ] || bad="$bad $k=$v"
 	done
+	for k in healthz_probes query_ok; do # the prober and queriers did run
+		[ "$(stat_of "$p" "$k")" -gt 0 ] || bad="$bad $k=0"
+	done
 	if [ -z "$bad" ]; then
 		pass "${p}_no_failures ($(stat_of "$p" valid_acked) acknowledged, $(stat_of "$p" hostile_4xx) hostile refused, $(stat_of "$p" query_ok) queries)"
 	else
