@@ -31,6 +31,7 @@ struct agent_sender {
 	struct agent_spool *sp;
 	const struct agent_opts *opts; /* borrowed: owned by the agent */
 	CURL *curl;
+	long status;			   /* HTTP status of the last attempt; 0 when none came */
 	uint64_t failures[AGENT_FAIL_MAX]; /* atomic */
 	unsigned seed;
 };
@@ -104,6 +105,7 @@ static int post(struct agent_sender *snd, const char *query, const uint8_t *data
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(snd->curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(hdrs);
+	snd->status = status;
 	if (rc != CURLE_OK)
 		return -ECONNREFUSED;
 	return status_outcome(status);
@@ -200,10 +202,45 @@ static bool flush_over(struct agent_sender *snd)
 	return over;
 }
 
+/* One line when the delivery state changes (a new failure reason, a refused
+ * profile, delivery again after failures), not one per retry. */
+static void log_change(struct agent_sender *snd, int ret, int *last)
+{
+	FILE *f = snd->opts->log ? snd->opts->log : stderr;
+	int kind = ret == 0 ? -1 : ret == -EINVAL ? AGENT_FAIL_MAX : (int)fail_kind(snd, ret);
+
+	if (kind == *last)
+		return;
+	if (kind == -1)
+		fprintf(f, "hearth agent: delivering again\n");
+	else if (kind == AGENT_FAIL_MAX && snd->status)
+		fprintf(f,
+			"hearth agent: the server refused a profile as bad (HTTP %ld): dropped\n",
+			snd->status);
+	else if (kind == AGENT_FAIL_MAX)
+		fprintf(f, "hearth agent: the store refused a profile as bad: dropped\n");
+	else if (kind == AGENT_FAIL_AUTH)
+		fprintf(f,
+			"hearth agent: the server refused the token (HTTP %ld): check "
+			"--auth-token-file; profiles stay queued and are retried\n",
+			snd->status);
+	else if (snd->status)
+		fprintf(f, "hearth agent: the server answered HTTP %ld: retrying with backoff\n",
+			snd->status);
+	else if (kind == AGENT_FAIL_CONNECT)
+		/* no URL here: tests find the agent's own URL as the first one it logs */
+		fprintf(f, "hearth agent: cannot reach the server: retrying with backoff\n");
+	else
+		fprintf(f, "hearth agent: delivery failed (%s): retrying with backoff\n",
+			agent_send_fail_name(kind));
+	*last = kind;
+}
+
 static void *sender_main(void *arg)
 {
 	struct agent_sender *snd = arg;
 	unsigned fails = 0;
+	int last = -1; /* log_change's state: delivering */
 
 	while (!flush_over(snd)) {
 		char *query = NULL;
@@ -218,8 +255,11 @@ static void *sender_main(void *arg)
 			wait_for(snd, AGENT_IDLE_WAIT_S, true); /* a push kicks us */
 			continue;
 		}
-		if (ret == 0)
+		if (ret == 0) {
+			snd->status = 0;
 			ret = deliver(snd, query, data, len);
+			log_change(snd, ret, &last);
+		}
 		free(query);
 		free(data);
 		if (ret == 0 || ret == -EINVAL) {

@@ -394,7 +394,7 @@ static void fake_stop(struct fake_server *fs)
 /* Runs a sender against a fake server answering `statuses` then 204, with one
  * profile queued; waits up to 10 s for the spool to empty. */
 static int send_one(const int *statuses, int n, struct agent_spool_stats *st, int *requests,
-		    uint64_t fails[AGENT_FAIL_MAX])
+		    uint64_t fails[AGENT_FAIL_MAX], FILE *log)
 {
 	struct fake_server fs;
 	struct agent_opts opts = {0};
@@ -408,6 +408,7 @@ static int send_one(const int *statuses, int n, struct agent_spool_stats *st, in
 		return ret;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", fs.port);
 	opts.server_url = url;
+	opts.log = log;
 	if (!(ret = agent_spool__new(NULL, 1 << 20, 0, &sp)) &&
 	    !(ret = agent_spool__push(sp, "name=t", data, sizeof(data))) &&
 	    !(ret = agent_sender__start(&opts, sp, &snd))) {
@@ -431,8 +432,17 @@ TEST(sender_retries_auth_failures)
 	struct agent_spool_stats st = {0};
 	uint64_t fails[AGENT_FAIL_MAX] = {0};
 	int requests = 0;
+	char logbuf[1024] = "";
+	FILE *log = tmpfile();
 
-	CHECK(send_one(statuses, 2, &st, &requests, fails) == 0);
+	CHECK(log != NULL);
+	CHECK(send_one(statuses, 2, &st, &requests, fails, log) == 0);
+	rewind(log);
+	logbuf[fread(logbuf, 1, sizeof(logbuf) - 1, log)] = '\0';
+	/* one line for the refused token (not one per retry), one when it goes through */
+	CHECKF(strstr(logbuf, "refused the token (HTTP 401)") && !strstr(logbuf, "HTTP 403") &&
+		   strstr(logbuf, "delivering again"),
+	       "log: %s", logbuf);
 	CHECKF(st.sent == 1 && st.rejected == 0 && st.queued == 0 && requests == 3,
 	       "sent %llu rejected %llu queued %llu after %d requests", (unsigned long long)st.sent,
 	       (unsigned long long)st.rejected, (unsigned long long)st.queued, requests);
@@ -442,7 +452,9 @@ TEST(sender_retries_auth_failures)
 	       (unsigned long long)fails[AGENT_FAIL_SERVER],
 	       (unsigned long long)fails[AGENT_FAIL_CONNECT]);
 	CHECK_STREQ(agent_send_fail_name(AGENT_FAIL_AUTH), "auth");
-cleanup:;
+cleanup:
+	if (log)
+		fclose(log);
 }
 
 /* A 400, 413 or 422 says the profile itself is bad: dropped and counted at once. */
@@ -455,7 +467,7 @@ TEST(sender_drops_bad_profiles)
 		uint64_t fails[AGENT_FAIL_MAX] = {0};
 		int requests = 0;
 
-		CHECK(send_one(&codes[i], 1, &st, &requests, fails) == 0);
+		CHECK(send_one(&codes[i], 1, &st, &requests, fails, NULL) == 0);
 		CHECKF(st.sent == 0 && st.rejected == 1 && st.queued == 0 && requests == 1,
 		       "%d: sent %llu rejected %llu queued %llu after %d requests", codes[i],
 		       (unsigned long long)st.sent, (unsigned long long)st.rejected,
