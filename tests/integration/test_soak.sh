@@ -47,6 +47,7 @@ soak_cleanup() {
 	cleanup_lib
 }
 trap soak_cleanup EXIT
+trap 'exit 143' TERM INT # run.sh's timeout: still unmount on the way out
 mount -t tmpfs -o size=${TMPFS_MB}m hearth-soak "$MNT" || { fail soak_mount "mount -t tmpfs on $MNT failed"; finish; }
 
 PORT=0 NSERV=0 SPID=
