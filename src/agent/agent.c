@@ -239,6 +239,20 @@ static void gauge(FILE *f, const char *name, const char *type, const char *help,
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
 }
 
+/* hearth_agent_send_failures_total, one line per reason. */
+static void write_failures(struct agent *a, FILE *f)
+{
+	uint64_t n[AGENT_FAIL_MAX];
+
+	agent_sender__failures(a->snd, n);
+	fputs("# HELP hearth_agent_send_failures_total Failed delivery attempts (retried), by "
+	      "reason.\n# TYPE hearth_agent_send_failures_total counter\n",
+	      f);
+	for (int i = 0; i < AGENT_FAIL_MAX; i++)
+		fprintf(f, "hearth_agent_send_failures_total{reason=\"%s\"} %llu\n",
+			agent_send_fail_name(i), (unsigned long long)n[i]);
+}
+
 void agent__write_metrics(void *agent, FILE *f)
 {
 	struct agent *a = agent;
@@ -267,11 +281,13 @@ void agent__write_metrics(void *agent, FILE *f)
 	      (double)ss.queued_bytes);
 	gauge(f, "hearth_agent_spool_dropped_total", "counter",
 	      "Profiles dropped because the spool was full.", (double)ss.dropped);
-	gauge(f, "hearth_agent_rejected_total", "counter", "Profiles the server refused (4xx).",
+	gauge(f, "hearth_agent_spool_disk_errors_total", "counter",
+	      "Spool file writes that failed (the profile was dropped).", (double)ss.disk_errors);
+	gauge(f, "hearth_agent_rejected_total", "counter",
+	      "Profiles the server refused as bad (400/413/415/422), not retried.",
 	      (double)ss.rejected);
 	gauge(f, "hearth_agent_sent_total", "counter", "Profiles delivered.", (double)ss.sent);
-	gauge(f, "hearth_agent_send_failures_total", "counter", "Failed delivery attempts.",
-	      (double)(a->snd ? agent_sender__failures(a->snd) : 0));
+	write_failures(a, f);
 	gauge(f, "hearth_agent_rss_bytes", "gauge", "Resident memory of this process.",
 	      (double)rss_bytes());
 }

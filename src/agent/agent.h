@@ -79,20 +79,24 @@ struct agent_spool;
 struct agent_spool_stats {
 	uint64_t queued, queued_bytes; /* now, memory + disk */
 	uint64_t on_disk;	       /* of which on disk */
-	uint64_t dropped;	       /* oldest dropped because the spool was full */
-	uint64_t rejected;	       /* refused by the server with a 4xx, not retried */
+	uint64_t dropped;	       /* dropped because the spool was full (or its disk failed) */
+	uint64_t disk_errors;	       /* spool file writes that failed (entry dropped) */
+	uint64_t rejected;	       /* refused by the server as a bad profile, not retried */
 	uint64_t sent;
 };
 /* dir may be NULL (memory only, mem_bytes bound). Reloads files left in dir. */
 int agent_spool__new(const char *dir, size_t mem_bytes, size_t disk_bytes,
 		     struct agent_spool **out);
 void agent_spool__free(struct agent_spool *sp);
-/* Queues a copy; drops the oldest when over the bounds. 0 or -ENOMEM. */
+/* Queues a copy; drops the oldest when over the bounds (memory stays within
+ * mem_bytes even when disk writes fail). 0 or -ENOMEM. */
 int agent_spool__push(struct agent_spool *sp, const char *query, const uint8_t *data, size_t len);
-/* The oldest entry (copies, malloc'd). 0, -ENOENT when empty, -errno. */
-int agent_spool__peek(struct agent_spool *sp, char **query, uint8_t **data, size_t *len);
-/* Removes the oldest entry (after peek): sent true when it was delivered, false when rejected. */
-void agent_spool__pop(struct agent_spool *sp, bool sent);
+/* The oldest entry (copies, malloc'd) and its id. 0, -ENOENT when empty, -errno. */
+int agent_spool__peek(struct agent_spool *sp, uint64_t *id, char **query, uint8_t **data,
+		      size_t *len);
+/* Removes the entry `id` (from peek) and counts it sent (delivered) or rejected.
+ * 0, or -ENOENT when a push dropped it meanwhile (nothing else is removed). */
+int agent_spool__pop(struct agent_spool *sp, uint64_t id, bool sent);
 void agent_spool__stats(struct agent_spool *sp, struct agent_spool_stats *out);
 
 #endif /* HEARTH_AGENT_H */

@@ -13,6 +13,9 @@
 /* A copy of src with tid dropped and exe/container/unit added per sample. NULL on ENOMEM. */
 struct profile *agent_relabel(struct proc_table *pt, const struct profile *src);
 
+/* fsync(2) as the spool calls it: a seam for tests, which count or fail the calls. */
+extern int (*agent_spool_fsync)(int fd);
+
 /* The sender thread (agent_send.c). */
 struct agent_sender;
 int agent_sender__start(const struct agent_opts *opts, struct agent_spool *sp,
@@ -23,7 +26,17 @@ void agent_sender__kick(struct agent_sender *snd);
 void agent_sender__stop(struct agent_sender *snd, double flush_s);
 /* Stops (without waiting) if still running, and frees. NULL is a no-op. */
 void agent_sender__free(struct agent_sender *snd);
-/* Failed attempts so far. */
-uint64_t agent_sender__failures(struct agent_sender *snd);
+/* Why a delivery attempt failed (each is retried with backoff). */
+enum agent_send_fail {
+	AGENT_FAIL_CONNECT, /* no connection, timeout */
+	AGENT_FAIL_AUTH,    /* 401/403: a token the server may fix */
+	AGENT_FAIL_SERVER,  /* 5xx, 408, 429 and other statuses */
+	AGENT_FAIL_SINK,    /* the local sink said retry */
+	AGENT_FAIL_MAX
+};
+/* The `reason` label value of a failure kind. */
+const char *agent_send_fail_name(enum agent_send_fail f);
+/* Failed attempts so far, per reason. */
+void agent_sender__failures(struct agent_sender *snd, uint64_t out[AGENT_FAIL_MAX]);
 
 #endif

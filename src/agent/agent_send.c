@@ -1,9 +1,14 @@
 /*
  * The sender thread: takes the oldest spooled profile, delivers it (HTTP POST
  * to SERVER/ingest with libcurl, or the local sink), and on failure waits with
- * exponential backoff and jitter before trying again. A 4xx other than 408/429
- * means the server will never take this profile: it is dropped and counted,
- * not retried. The sampling thread never waits for this one.
+ * exponential backoff and jitter before trying again. Only a status saying the
+ * profile itself is bad (400, 413, 415, 422) drops it, counted as rejected: no
+ * retry could make the server take it. Everything else is retried and counted
+ * per reason — 401/403 too, since a token fixed on the server (or a server
+ * restarted with the right one) lets the same profile through, and dropping
+ * profiles for good over a configuration slip loses data. The spool's bounds
+ * keep a long refusal from growing memory. The sampling thread never waits
+ * for this one.
  */
 #include "agent_impl.h"
 
@@ -26,7 +31,8 @@ struct agent_sender {
 	struct agent_spool *sp;
 	const struct agent_opts *opts; /* borrowed: owned by the agent */
 	CURL *curl;
-	uint64_t failures;
+	long status;			   /* HTTP status of the last attempt; 0 when none came */
+	uint64_t failures[AGENT_FAIL_MAX]; /* atomic */
 	unsigned seed;
 };
 
@@ -43,6 +49,31 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
 	(void)p;
 	(void)ctx;
 	return size * n;
+}
+
+static const char *const fail_names[AGENT_FAIL_MAX] = {
+    [AGENT_FAIL_CONNECT] = "connect",
+    [AGENT_FAIL_AUTH] = "auth",
+    [AGENT_FAIL_SERVER] = "server",
+    [AGENT_FAIL_SINK] = "sink",
+};
+
+const char *agent_send_fail_name(enum agent_send_fail f)
+{
+	return f < AGENT_FAIL_MAX ? fail_names[f] : "unknown";
+}
+
+/* What an HTTP status means for the profile: 0 delivered, -EINVAL the profile
+ * is bad (drop), -EACCES the token was refused (retry), -EAGAIN retry. */
+static int status_outcome(long status)
+{
+	if (status >= 200 && status < 300)
+		return 0;
+	if (status == 400 || status == 413 || status == 415 || status == 422)
+		return -EINVAL;
+	if (status == 401 || status == 403)
+		return -EACCES;
+	return -EAGAIN;
 }
 
 /* 0 delivered, -EINVAL refused for good, other -errno: retry. */
@@ -74,13 +105,20 @@ static int post(struct agent_sender *snd, const char *query, const uint8_t *data
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(snd->curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(hdrs);
+	snd->status = status;
 	if (rc != CURLE_OK)
 		return -ECONNREFUSED;
-	if (status >= 200 && status < 300)
-		return 0;
-	if (status >= 400 && status < 500 && status != 408 && status != 429)
-		return -EINVAL;
-	return -EAGAIN;
+	return status_outcome(status);
+}
+
+/* The failure kind of a retried delivery error. */
+static enum agent_send_fail fail_kind(const struct agent_sender *snd, int err)
+{
+	if (snd->opts->sink)
+		return AGENT_FAIL_SINK;
+	if (err == -EACCES)
+		return AGENT_FAIL_AUTH;
+	return err == -ECONNREFUSED ? AGENT_FAIL_CONNECT : AGENT_FAIL_SERVER;
 }
 
 static int deliver(struct agent_sender *snd, const char *query, const uint8_t *data, size_t len)
@@ -164,33 +202,72 @@ static bool flush_over(struct agent_sender *snd)
 	return over;
 }
 
+/* One line when the delivery state changes (a new failure reason, a refused
+ * profile, delivery again after failures), not one per retry. */
+static void log_change(struct agent_sender *snd, int ret, int *last)
+{
+	FILE *f = snd->opts->log ? snd->opts->log : stderr;
+	int kind = ret == 0 ? -1 : ret == -EINVAL ? AGENT_FAIL_MAX : (int)fail_kind(snd, ret);
+
+	if (kind == *last)
+		return;
+	if (kind == -1)
+		fprintf(f, "hearth agent: delivering again\n");
+	else if (kind == AGENT_FAIL_MAX && snd->status)
+		fprintf(f,
+			"hearth agent: the server refused a profile as bad (HTTP %ld): dropped\n",
+			snd->status);
+	else if (kind == AGENT_FAIL_MAX)
+		fprintf(f, "hearth agent: the store refused a profile as bad: dropped\n");
+	else if (kind == AGENT_FAIL_AUTH)
+		fprintf(f,
+			"hearth agent: the server refused the token (HTTP %ld): check "
+			"--auth-token-file; profiles stay queued and are retried\n",
+			snd->status);
+	else if (snd->status)
+		fprintf(f, "hearth agent: the server answered HTTP %ld: retrying with backoff\n",
+			snd->status);
+	else if (kind == AGENT_FAIL_CONNECT)
+		/* no URL here: tests find the agent's own URL as the first one it logs */
+		fprintf(f, "hearth agent: cannot reach the server: retrying with backoff\n");
+	else
+		fprintf(f, "hearth agent: delivery failed (%s): retrying with backoff\n",
+			agent_send_fail_name(kind));
+	*last = kind;
+}
+
 static void *sender_main(void *arg)
 {
 	struct agent_sender *snd = arg;
 	unsigned fails = 0;
+	int last = -1; /* log_change's state: delivering */
 
 	while (!flush_over(snd)) {
 		char *query = NULL;
 		uint8_t *data = NULL;
 		size_t len = 0;
-		int ret = agent_spool__peek(snd->sp, &query, &data, &len);
+		uint64_t id = 0;
+		int ret = agent_spool__peek(snd->sp, &id, &query, &data, &len);
 
 		if (ret == -ENOENT) {
 			if (stopping(snd))
-				break; /* stopping and nothing left */
+				break;				/* stopping and nothing left */
 			wait_for(snd, AGENT_IDLE_WAIT_S, true); /* a push kicks us */
 			continue;
 		}
-		if (ret == 0)
+		if (ret == 0) {
+			snd->status = 0;
 			ret = deliver(snd, query, data, len);
+			log_change(snd, ret, &last);
+		}
 		free(query);
 		free(data);
 		if (ret == 0 || ret == -EINVAL) {
-			agent_spool__pop(snd->sp, ret == 0);
+			agent_spool__pop(snd->sp, id, ret == 0); /* -ENOENT: dropped meanwhile */
 			fails = 0;
 			continue;
 		}
-		__atomic_add_fetch(&snd->failures, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&snd->failures[fail_kind(snd, ret)], 1, __ATOMIC_RELAXED);
 		fails++;
 		wait_for(snd, backoff_s(snd, fails), false);
 	}
@@ -265,7 +342,8 @@ void agent_sender__free(struct agent_sender *snd)
 	free(snd);
 }
 
-uint64_t agent_sender__failures(struct agent_sender *snd)
+void agent_sender__failures(struct agent_sender *snd, uint64_t out[AGENT_FAIL_MAX])
 {
-	return __atomic_load_n(&snd->failures, __ATOMIC_RELAXED);
+	for (int i = 0; i < AGENT_FAIL_MAX; i++)
+		out[i] = snd ? __atomic_load_n(&snd->failures[i], __ATOMIC_RELAXED) : 0;
 }

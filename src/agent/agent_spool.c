@@ -6,6 +6,16 @@
  * entry is dropped and counted. Files left by a previous run are reloaded, so
  * a restart of the agent loses nothing that reached the disk.
  *
+ * Every entry has an id (its sequence number). The sender peeks an entry, sends
+ * it without the lock, then pops that id: a push that dropped the entry in the
+ * meantime makes the pop a no-op instead of removing the next, unsent, entry.
+ *
+ * Memory keeps its bound even when the disk fails: an entry that cannot be
+ * written is dropped (oldest first) and counted as a drop and a disk error,
+ * rather than kept in memory without limit. A file counts as spooled only once
+ * it is durable: written under a temporary name, fsynced, renamed, and the
+ * directory fsynced (a crash leaves either no file or a whole one).
+ *
  * File format: "hearth-spool 1\n" QUERY "\n" then the pprof bytes; names
  * spool-<20-digit seq>.bin so that sorting by name is sorting by age.
  */
@@ -13,12 +23,15 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define SPOOL_MAGIC "hearth-spool 1\n"
+
+int (*agent_spool_fsync)(int fd) = fsync;
 
 struct spool_entry {
 	struct spool_entry *next;
@@ -51,17 +64,17 @@ static void entry_free(struct spool_entry *e)
 	free(e);
 }
 
-/* Unlinks the oldest entry (and its file). */
-static void drop_head(struct agent_spool *sp)
+/* Unlinks e (prev is the entry before it, NULL for the head) and its file. */
+static void remove_entry(struct agent_spool *sp, struct spool_entry *prev, struct spool_entry *e)
 {
-	struct spool_entry *e = sp->head;
 	char path[4096];
 
-	if (!e)
-		return;
-	sp->head = e->next;
-	if (!sp->head)
-		sp->tail = NULL;
+	if (prev)
+		prev->next = e->next;
+	else
+		sp->head = e->next;
+	if (sp->tail == e)
+		sp->tail = prev;
 	if (e->data) {
 		sp->mem_bytes -= e->len;
 	} else {
@@ -75,23 +88,71 @@ static void drop_head(struct agent_spool *sp)
 	entry_free(e);
 }
 
-/* Writes a memory entry to its file and frees its data. 0 or -errno. */
+/* Unlinks the oldest entry (and its file). */
+static void drop_head(struct agent_spool *sp)
+{
+	if (sp->head)
+		remove_entry(sp, NULL, sp->head);
+}
+
+/* The entry with id `seq`, and the one before it in *prev; NULL if gone. */
+static struct spool_entry *find_entry(struct agent_spool *sp, uint64_t seq,
+				      struct spool_entry **prev)
+{
+	*prev = NULL;
+	for (struct spool_entry *e = sp->head; e; *prev = e, e = e->next)
+		if (e->seq == seq)
+			return e;
+	return NULL;
+}
+
+/* fsyncs a directory so that a rename in it survives a crash. 0 or -errno. */
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (agent_spool_fsync(fd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Writes "magic query\n data" to tmp and fsyncs it. 0 or -errno. */
+static int write_synced(const char *tmp, const struct spool_entry *e)
+{
+	FILE *f = fopen(tmp, "we");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (fprintf(f, SPOOL_MAGIC "%s\n", e->query) < 0 ||
+	    fwrite(e->data, 1, e->len, f) != e->len || fflush(f))
+		ret = -EIO;
+	else if (agent_spool_fsync(fileno(f)))
+		ret = errno ? -errno : -EIO;
+	if (fclose(f) && !ret)
+		ret = -EIO;
+	return ret;
+}
+
+/* Writes a memory entry durably to its file and frees its data. 0 or -errno;
+ * on failure no file is left and the entry stays in memory. */
 static int to_disk(struct agent_spool *sp, struct spool_entry *e)
 {
 	char path[4096], tmp[4200];
-	FILE *f;
-	int ok;
+	int ret;
 
 	entry_path(sp, e->seq, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (!(f = fopen(tmp, "w")))
-		return -errno;
-	ok =
-	    fprintf(f, SPOOL_MAGIC "%s\n", e->query) > 0 && fwrite(e->data, 1, e->len, f) == e->len;
-	ok = (fclose(f) == 0) && ok;
-	if (!ok || rename(tmp, path)) {
+	if ((ret = write_synced(tmp, e)) || (rename(tmp, path) && (ret = -errno))) {
 		unlink(tmp);
-		return -EIO;
+		return ret;
+	}
+	if ((ret = sync_dir(sp->dir))) {
+		unlink(path); /* the rename may not survive a crash: not spooled */
+		return ret;
 	}
 	sp->mem_bytes -= e->len;
 	sp->disk_bytes += e->len;
@@ -101,25 +162,34 @@ static int to_disk(struct agent_spool *sp, struct spool_entry *e)
 	return 0;
 }
 
-/* Enforces the bounds: memory overflow moves to disk; what does not fit is dropped. */
+/* Enforces the bounds: the oldest memory entry moves to disk while memory is
+ * over its bound, after the oldest disk entries make room for it; an entry that
+ * cannot go to disk (none, too big, write failed) is dropped. Every pass removes
+ * one memory entry, so this ends. */
 static void enforce(struct agent_spool *sp)
 {
 	while (sp->mem_bytes > sp->mem_cap) {
-		struct spool_entry *e = sp->head;
+		struct spool_entry *prev = NULL, *e = sp->head;
 
-		while (e && !e->data)
-			e = e->next; /* the oldest memory entry */
-		if (!e || !sp->dir || e->len > sp->disk_cap || to_disk(sp, e)) {
-			if (sp->head && !sp->head->data && sp->dir && e && e->len <= sp->disk_cap)
-				break; /* disk write failed: keep it in memory for now */
-			sp->st.dropped++;
-			drop_head(sp);
-			continue;
+		while (e && !e->data) { /* disk entries precede memory ones */
+			prev = e;
+			e = e->next;
 		}
-		while (sp->disk_bytes > sp->disk_cap && sp->head && !sp->head->data) {
-			sp->st.dropped++;
-			drop_head(sp);
+		if (!e)
+			break; /* not reached: mem_bytes > 0 means a memory entry */
+		if (sp->dir && e->len <= sp->disk_cap) {
+			while (sp->disk_bytes + e->len > sp->disk_cap && sp->head != e) {
+				if (prev == sp->head)
+					prev = NULL;
+				sp->st.dropped++;
+				drop_head(sp);
+			}
+			if (to_disk(sp, e) == 0)
+				continue;
+			sp->st.disk_errors++;
 		}
+		sp->st.dropped++;
+		remove_entry(sp, prev, e);
 	}
 }
 
@@ -193,7 +263,8 @@ out:
 	return ret;
 }
 
-int agent_spool__peek(struct agent_spool *sp, char **query, uint8_t **data, size_t *len)
+int agent_spool__peek(struct agent_spool *sp, uint64_t *id, char **query, uint8_t **data,
+		      size_t *len)
 {
 	char path[4096];
 	int ret = 0;
@@ -209,7 +280,10 @@ int agent_spool__peek(struct agent_spool *sp, char **query, uint8_t **data, size
 	}
 	if (!sp->head) {
 		ret = -ENOENT;
-	} else if (sp->head->data) {
+	} else {
+		*id = sp->head->seq;
+	}
+	if (sp->head && sp->head->data) {
 		*query = strdup(sp->head->query);
 		*data = malloc(sp->head->len ? sp->head->len : 1);
 		*len = sp->head->len;
@@ -225,17 +299,24 @@ int agent_spool__peek(struct agent_spool *sp, char **query, uint8_t **data, size
 	return ret;
 }
 
-void agent_spool__pop(struct agent_spool *sp, bool sent)
+int agent_spool__pop(struct agent_spool *sp, uint64_t id, bool sent)
 {
+	struct spool_entry *prev, *e;
+	int ret = -ENOENT;
+
 	pthread_mutex_lock(&sp->lock);
-	if (sp->head) {
-		if (sent)
-			sp->st.sent++;
-		else
-			sp->st.rejected++;
-		drop_head(sp);
+	/* counted even when a push dropped the entry meanwhile: the server has it (or
+	 * refused it); it was also counted as dropped then */
+	if (sent)
+		sp->st.sent++;
+	else
+		sp->st.rejected++;
+	if ((e = find_entry(sp, id, &prev))) {
+		remove_entry(sp, prev, e);
+		ret = 0;
 	}
 	pthread_mutex_unlock(&sp->lock);
+	return ret;
 }
 
 void agent_spool__stats(struct agent_spool *sp, struct agent_spool_stats *out)
@@ -245,7 +326,15 @@ void agent_spool__stats(struct agent_spool *sp, struct agent_spool_stats *out)
 	pthread_mutex_unlock(&sp->lock);
 }
 
-/* Queues the files a previous run left, oldest first. */
+/* True for "spool-*.bin.tmp": a write that a crash cut short before its rename. */
+static bool is_temp_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(name, "spool-", 6) && n > 14 && !strcmp(name + n - 8, ".bin.tmp");
+}
+
+/* Queues the files a previous run left, oldest first; removes half-written ones. */
 static int reload(struct agent_spool *sp)
 {
 	struct dirent **names = NULL;
@@ -257,8 +346,11 @@ static int reload(struct agent_spool *sp)
 		struct stat st;
 		struct spool_entry *e;
 
-		if (sscanf(names[i]->d_name, "spool-%20llu.%4s", &seq, tail) == 2 &&
-		    !strcmp(tail, "bin") && (e = calloc(1, sizeof(*e)))) {
+		if (is_temp_name(names[i]->d_name)) {
+			snprintf(path, sizeof(path), "%s/%s", sp->dir, names[i]->d_name);
+			unlink(path); /* never counted as spooled: nothing is lost */
+		} else if (sscanf(names[i]->d_name, "spool-%20llu.%4s", &seq, tail) == 2 &&
+			   !strcmp(tail, "bin") && (e = calloc(1, sizeof(*e)))) {
 			snprintf(path, sizeof(path), "%s/%s", sp->dir, names[i]->d_name);
 			e->seq = seq;
 			e->query = strdup("");
