@@ -10,11 +10,13 @@
  * text formats become a model and go through store__append.
  */
 #include "server_impl.h"
+#include "query/query.h"
 #include "store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SERVER_MAX_SAMPLE_RATE 1000000
 
@@ -37,6 +39,7 @@ static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, 
 		   *until = server_arg(r, "until"), *rate = server_arg(r, "sampleRate"),
 		   *spy = server_arg(r, "spyName");
 	char err[512], *end;
+	int64_t now;
 	int ret;
 
 	*ok = false;
@@ -53,16 +56,17 @@ static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, 
 		return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
 	if (ret)
 		return bad(r, SERVER_REJ_BAD_LABELS, err);
-	a->until_ns = server_now_ns();
-	if (until && server_parse_unix_time(until, &a->until_ns))
-		return server_error(r, 400, SERVER_REJ_BAD_TIME,
-				    "'until' is not a unix time: '%.64s'", until);
+	now = server_now_ns();
+	a->until_ns = now;
+	if (until && query_parse_time(until, now, &a->until_ns, err, sizeof(err)))
+		return server_error(r, 400, SERVER_REJ_BAD_TIME, "'until': %s", err);
 	a->from_ns = a->until_ns;
-	if (from && server_parse_unix_time(from, &a->from_ns))
-		return server_error(r, 400, SERVER_REJ_BAD_TIME,
-				    "'from' is not a unix time: '%.64s'", from);
+	if (from && query_parse_time(from, now, &a->from_ns, err, sizeof(err)))
+		return server_error(r, 400, SERVER_REJ_BAD_TIME, "'from': %s", err);
 	if (a->from_ns > a->until_ns)
 		return bad(r, SERVER_REJ_BAD_TIME, "'from' is after 'until'");
+	if (server_check_time("'until'", a->until_ns, now, err, sizeof(err)))
+		return bad(r, SERVER_REJ_BAD_TIME, err);
 	a->rate = 100;
 	if (rate && *rate) {
 		a->rate = strtol(rate, &end, 10);
@@ -140,10 +144,56 @@ static enum MHD_Result store_failed(struct server_req *r, int ret, const char *e
 	return server_error(r, 500, SERVER_REJ_INTERNAL, "storing failed: %s", err);
 }
 
+int server_check_time(const char *what, int64_t t, int64_t now_ns, char *err, size_t errlen)
+{
+	time_t sec = (time_t)(t / 1000000000);
+	char when[32] = "?";
+	struct tm tm;
+	int64_t ahead;
+
+	if (t <= now_ns || __builtin_sub_overflow(t, now_ns, &ahead) ||
+	    ahead <= SERVER_MAX_CLOCK_SKEW_NS)
+		return 0;
+	if (gmtime_r(&sec, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(err, errlen,
+		 "%s time %s is %lld s ahead of this server's clock, over the allowed clock skew "
+		 "of %lld s",
+		 what, when, (long long)(ahead / 1000000000),
+		 (long long)(SERVER_MAX_CLOCK_SKEW_NS / 1000000000));
+	return -EINVAL;
+}
+
+/*
+ * The time rules of every stored profile (/ingest and hearth run alike):
+ * refuses a start beyond the clock skew, clamps the duration to
+ * [0, SERVER_MAX_PROFILE_DURATION_NS] so a chunk's end (start + duration, which
+ * retention compares) stays near its start. p or f is changed in place.
+ */
+static int check_profile_time(struct profile *p, struct profile_flat *f, char *err, size_t errlen)
+{
+	int64_t t = f ? f->time_ns : profile__time_ns(p);
+	int64_t dur = f ? f->duration_ns : profile__duration_ns(p);
+	int ret;
+
+	ret = server_check_time("profile", t, server_now_ns(), err, errlen);
+	if (ret)
+		return ret;
+	if (dur < 0)
+		dur = 0;
+	if (dur > SERVER_MAX_PROFILE_DURATION_NS)
+		dur = SERVER_MAX_PROFILE_DURATION_NS;
+	if (f)
+		f->duration_ns = dur;
+	else
+		profile__set_time(p, t, dur);
+	return 0;
+}
+
 /* Stores p or f (one of them NULL) under the label pairs. */
 static int store_labelled(struct server *s, const char *const *keys, const char *const *vals,
-			  size_t n, const struct profile *p, const struct profile_flat *f,
-			  char *err, size_t errlen)
+			  size_t n, struct profile *p, struct profile_flat *f, char *err,
+			  size_t errlen)
 {
 	struct store_label extra[SERVER_MAX_LABELS];
 	struct store_append_result res = {0};
@@ -157,6 +207,9 @@ static int store_labelled(struct server *s, const char *const *keys, const char 
 		snprintf(err, errlen, "too many labels (at most %d)", SERVER_MAX_LABELS);
 		return -E2BIG;
 	}
+	ret = check_profile_time(p, f, err, errlen);
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < n; i++)
 		extra[i] = (struct store_label){.name = keys[i], .value = vals[i]};
 	ret = f ? store__append_flat(s->store, f, NULL, extra, n, &res, err, errlen)
@@ -167,7 +220,7 @@ static int store_labelled(struct server *s, const char *const *keys, const char 
 }
 
 int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
-		      const struct profile_flat *f, char *err, size_t errlen)
+		      struct profile_flat *f, char *err, size_t errlen)
 {
 	if (!f) {
 		snprintf(err, errlen, "no profile given");

@@ -118,6 +118,45 @@ TEST(times_and_durations)
 cleanup:;
 }
 
+/* Every row of tests/unit/data/times.tsv (the one time rule, shared with the
+ * UI's test): the parsed nanoseconds, or a refusal whose message names the input. */
+TEST(time_rule_table_boundaries)
+{
+	char path[512], line[256], err[256];
+	FILE *f;
+	int rows = 0;
+
+	snprintf(path, sizeof(path), "%s/times.tsv", unit_data_dir());
+	f = fopen(path, "r");
+	CHECKF(f, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *tab = strchr(line, '\t'), *want;
+		int64_t t = -1;
+		int ret;
+
+		if (line[0] == '#' || !tab)
+			continue;
+		*tab = 0;
+		want = tab + 1;
+		want[strcspn(want, "\n")] = 0;
+		ret = query_parse_time(line, T0, &t, err, sizeof(err));
+		if (!strcmp(want, "refused")) {
+			CHECKF(ret == -EINVAL, "\"%s\": want refused, got %lld", line,
+			       (long long)t);
+			CHECKF(strstr(err, line), "\"%s\": message \"%s\"", line, err);
+		} else {
+			CHECKF(ret == 0 && t == strtoll(want, NULL, 10),
+			       "\"%s\": want %s, got %d %lld (%s)", line, want, ret, (long long)t,
+			       ret ? err : "");
+		}
+		rows++;
+	}
+	CHECKF(rows > 40, "only %d rows in %s", rows, path);
+cleanup:
+	if (f)
+		fclose(f);
+}
+
 /* A store with two hosts: host a runs proc0 (hot:30 cold:10), host b proc1 (hot:5). */
 static struct store *fixture(const char *name)
 {
