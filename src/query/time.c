@@ -8,6 +8,7 @@
 #include "query.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define NS_PER_S 1000000000ll
@@ -121,17 +122,23 @@ int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *err, 
 int query_parse_duration(const char *s, int64_t *out_ns, char *err, size_t errlen)
 {
 	const char *p = s;
-	int64_t v;
+	bool ok;
 
 	if (s && *s && strspn(s, "0123456789") == strlen(s) && strlen(s) <= 10) {
-		v = 0;
+		int64_t v = 0;
+
 		for (; *p; p++)
 			v = v * 10 + (*p - '0');
-		*out_ns = v * NS_PER_S;
-	} else if (!s || parse_terms(&p, out_ns) || *p) {
+		/* ten digits of seconds can pass INT64_MAX ns: refused, not wrapped */
+		ok = !__builtin_mul_overflow(v, NS_PER_S, out_ns);
+	} else {
+		ok = s && !parse_terms(&p, out_ns) && !*p;
+	}
+	if (!ok) {
 		if (err && errlen)
 			snprintf(err, errlen,
-				 "invalid duration \"%.64s\" (want 10s, 1m, 1h30m, ...)",
+				 "invalid duration \"%.64s\" (want 10s, 1m, 1h30m, ..., under 292 "
+				 "years)",
 				 s ? s : "");
 		return -EINVAL;
 	}

@@ -215,7 +215,7 @@ static int store_labelled(struct server *s, const char *const *keys, const char 
 	ret = f ? store__append_flat(s->store, f, NULL, extra, n, &res, err, errlen)
 		: store__append(s->store, p, NULL, extra, n, &res, err, errlen);
 	if (!ret)
-		server_metrics__ingest(&s->metrics, (uint64_t)res.samples, 0);
+		server_metrics__ingest(&s->metrics, res.samples > 0 ? (uint64_t)res.samples : 0, 0);
 	return ret;
 }
 

@@ -27,7 +27,7 @@ int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
 	if (err)
 		return err;
 	for (size_t i = 0; i < rows->n; i++)
-		samples += rows->r[i].v[0];
+		samples = store_sat_add(samples, rows->r[i].v[0]);
 	sqlite3_bind_int(st, 1, level);
 	sqlite3_bind_int64(st, 2, t0);
 	sqlite3_bind_int64(st, 3, dur);

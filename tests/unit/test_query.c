@@ -364,6 +364,63 @@ cleanup:
 	store__close(s);
 }
 
+/*
+ * Two stacks of INT64_MAX samples each (a crafted pprof can say so): every
+ * total saturates at INT64_MAX instead of wrapping to -2, and ranges and steps
+ * near INT64_MAX are answered (UBSan aborts this binary on any overflow).
+ */
+TEST(values_saturate_and_ranges_near_int64_max)
+{
+	struct store_opts o = {.no_fsync = true};
+	struct store *s = NULL;
+	struct profile *p = profile__new(10000000);
+	struct store_label extra[] = {{"host", "max"}};
+	struct query_request q = {.from_ns = T0 - S, .until_ns = T0 + 60 * S, .step_ns = 10 * S};
+	char dir[300], err[256], *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
+	int64_t v[2] = {INT64_MAX, INT64_MAX}, ns;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/saturate", unit_tmp_dir());
+	CHECK(p && store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	{
+		struct profile_line lh = {profile__function(p, "hot", NULL, NULL), 0};
+		struct profile_line lc = {profile__function(p, "cold", NULL, NULL), 0};
+		uint64_t h = profile__location(p, 0, 1, &lh, 1),
+			 k = profile__location(p, 0, 2, &lc, 1);
+
+		profile__set_time(p, T0, 10 * S);
+		CHECK(profile__add_sample(p, &h, 1, v, NULL, 0) == 0);
+		CHECK(profile__add_sample(p, &k, 1, v, NULL, 0) == 0);
+		CHECKF(store__append(s, p, NULL, extra, 1, NULL, err, sizeof(err)) == 0, "%s", err);
+	}
+	CAPTURE(a, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(a, "\"total\":9223372036854775807,\"tree\""), "%s", a);
+	CAPTURE(b, query_top_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(b, "9223372036854775807") && !strstr(b, "-"), "%s", b);
+	CAPTURE(c, query_timeline_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(c, "\"values\":[9223372036854775807,0,0"), "%s", c);
+	/* The whole int64 range, auto step: refused (too many points) or answered. */
+	q.from_ns = 0;
+	q.until_ns = INT64_MAX;
+	q.step_ns = 0;
+	CAPTURE(d, query_timeline_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 || rc == -E2BIG, "%d %s", rc, err);
+	q.from_ns = -7427701147406097483; /* now-15250w */
+	q.step_ns = INT64_MAX - 10;
+	CAPTURE(e, query_timeline_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 || rc == -E2BIG, "%d %s", rc, err);
+	CHECK(query_parse_duration("9999999999", &ns, err, sizeof(err)) == -EINVAL);
+	CHECKF(strstr(err, "9999999999"), "%s", err);
+cleanup:
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+	free(e);
+	profile__free(p);
+	store__close(s);
+}
+
 /* main (app) -> work (libc.so.6) -> sys_read (kernel); main -> unmapped frame. */
 TEST(tree_names_modules)
 {

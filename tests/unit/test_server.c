@@ -107,6 +107,25 @@ cleanup:
 	profile__free(p);
 }
 
+/* The largest folded count (2^53) at sampleRate=1 (period 1 s): its cpu
+ * nanoseconds (count x period) saturate at INT64_MAX, and so does the sum of two. */
+TEST(text_parse_count_times_period_saturates)
+{
+	const char *big = "a;b 9007199254740992\na;c 9007199254740992\n";
+	struct profile *p = NULL;
+	struct profile_sample sm;
+	char err[256];
+
+	CHECKF(profile_text_parse(big, strlen(big), false, 1000000000, &p, err, sizeof(err)) == 0,
+	       "%s", err);
+	CHECK(profile__sample(p, 0, &sm) == 0 && sm.values[0] == 9007199254740992LL);
+	CHECKF(sm.values[1] == INT64_MAX, "%lld", (long long)sm.values[1]);
+	CHECK(profile__total(p, 1) == INT64_MAX);
+	CHECK(profile__total(p, 0) == 2 * 9007199254740992LL);
+cleanup:
+	profile__free(p);
+}
+
 /* ---- HTTP round trip ---- */
 
 struct http {
