@@ -132,6 +132,8 @@ check ingested_samples_counter_saturates "$([ "$m" = 18446744073709551615 ] && e
 # 4. Scan and timeline ranges near INT64_MAX: answered, never an abort.
 st=$(http_status "$URL/api/profile?query=maxapp%7B%7D&from=1&until=$MAX" "$T/ans")
 check scan_range_to_int64max "$([ "$st" = 200 ] && grep -q "\"total\":$MAX" "$T/ans" && echo 1)" "$st $(head -c 200 "$T/ans")"
+st=$(http_status "$URL/api/profile?from=$((MAX - 10))&until=$MAX" "$T/ans")
+check scan_last_10ns_of_int64 "$([ "$st" = 200 ] && grep -q '"total":0,' "$T/ans" && echo 1)" "$st $(head -c 200 "$T/ans")"
 for q in "from=1&until=$MAX&step=9223372036s" "from=now-15250w&until=$MAX&step=15250w" \
 	"from=0&until=$MAX" "from=now-15250w&until=now"; do
 	st=$(http_status "$URL/api/timeline?$q" "$T/ans")

@@ -409,6 +409,12 @@ TEST(values_saturate_and_ranges_near_int64_max)
 	q.step_ns = INT64_MAX - 10;
 	CAPTURE(e, query_timeline_json(s, &q, out, err, sizeof(err)));
 	CHECKF(rc == 0 || rc == -E2BIG, "%d %s", rc, err);
+	free(a);
+	a = NULL;
+	q.from_ns = INT64_MAX - 10; /* the last 10 ns of the int64 range: no window fits */
+	q.until_ns = INT64_MAX;
+	CAPTURE(a, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(a, "\"total\":0,"), "%d %s", rc, a ? a : err);
 	CHECK(query_parse_duration("9999999999", &ns, err, sizeof(err)) == -EINVAL);
 	CHECKF(strstr(err, "9999999999"), "%s", err);
 cleanup:
