@@ -73,19 +73,16 @@ void server__stop(struct server *s);
  * Stores a decoded pprof (pprof_decode_flat) under a series label set, exactly as
  * /ingest does with a pprof: the path `hearth run` uses for its agent's profiles,
  * with no HTTP hop (store__append_flat). keys/vals are n label pairs (validated
- * here). The time rules of docs/api.md apply: a start more than
- * SERVER_MAX_CLOCK_SKEW_NS ahead of now is -EINVAL, and f->duration_ns is
+ * here). The time rules of docs/api.md apply: a start before 1970 or more than
+ * SERVER_MAX_CLOCK_SKEW_NS ahead of now is -ERANGE, and f->duration_ns is
  * clamped in place to [0, SERVER_MAX_PROFILE_DURATION_NS].
- * 0, -EINVAL (err says why), -ENOMEM, -EIO.
+ * 0, -EINVAL or -ERANGE (err says why), -ENOMEM, -EIO.
  */
 int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
 		      struct profile_flat *f, char *err, size_t errlen);
 
 /* ---- pieces of request parsing, exposed for unit tests and fuzzing ---- */
 
-/* 0, or -EINVAL when t is more than SERVER_MAX_CLOCK_SKEW_NS after now_ns; err
- * then names `what`, the time and the allowed skew. */
-int server_check_time(const char *what, int64_t t, int64_t now_ns, char *err, size_t errlen);
 
 struct server_labels {
 	size_t n;

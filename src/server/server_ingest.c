@@ -32,6 +32,36 @@ static enum MHD_Result bad(struct server_req *r, enum server_reject why, const c
 	return server_error(r, 400, why, "%s", msg);
 }
 
+/*
+ * 0, or -ERANGE when t is before 1970 or more than SERVER_MAX_CLOCK_SKEW_NS
+ * after now_ns: a chunk there would outlive retention (or never be reached by
+ * it) and keep rollups busy. err names `what`, the time and the allowed skew.
+ */
+static int check_time(const char *what, int64_t t, int64_t now_ns, char *err, size_t errlen)
+{
+	time_t sec = (time_t)(t / 1000000000);
+	char when[32] = "?";
+	struct tm tm;
+	int64_t ahead;
+
+	if (t <= 0) {
+		snprintf(err, errlen, "%s time %lld ns is not after 1970-01-01", what,
+			 (long long)t);
+		return -ERANGE;
+	}
+	if (t <= now_ns || __builtin_sub_overflow(t, now_ns, &ahead) ||
+	    ahead <= SERVER_MAX_CLOCK_SKEW_NS)
+		return 0;
+	if (gmtime_r(&sec, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(err, errlen,
+		 "%s time %s is %lld s ahead of this server's clock, over the allowed clock skew "
+		 "of %lld s",
+		 what, when, (long long)(ahead / 1000000000),
+		 (long long)(SERVER_MAX_CLOCK_SKEW_NS / 1000000000));
+	return -ERANGE;
+}
+
 /* Query-string arguments into a; on failure the reply is already queued (*done). */
 static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, bool *ok)
 {
@@ -65,7 +95,7 @@ static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, 
 		return server_error(r, 400, SERVER_REJ_BAD_TIME, "'from': %s", err);
 	if (a->from_ns > a->until_ns)
 		return bad(r, SERVER_REJ_BAD_TIME, "'from' is after 'until'");
-	if (server_check_time("'until'", a->until_ns, now, err, sizeof(err)))
+	if (check_time("'until'", a->until_ns, now, err, sizeof(err)))
 		return bad(r, SERVER_REJ_BAD_TIME, err);
 	a->rate = 100;
 	if (rate && *rate) {
@@ -139,34 +169,16 @@ static enum MHD_Result store_failed(struct server_req *r, int ret, const char *e
 {
 	if (ret == -EDQUOT)
 		return server_error(r, 429, SERVER_REJ_TOO_MANY_SERIES, "%s", err);
+	if (ret == -ERANGE)
+		return server_error(r, 400, SERVER_REJ_BAD_TIME, "%s", err);
 	if (ret == -E2BIG || ret == -EINVAL)
 		return server_error(r, 400, SERVER_REJ_BAD_LABELS, "%s", err);
 	return server_error(r, 500, SERVER_REJ_INTERNAL, "storing failed: %s", err);
 }
 
-int server_check_time(const char *what, int64_t t, int64_t now_ns, char *err, size_t errlen)
-{
-	time_t sec = (time_t)(t / 1000000000);
-	char when[32] = "?";
-	struct tm tm;
-	int64_t ahead;
-
-	if (t <= now_ns || __builtin_sub_overflow(t, now_ns, &ahead) ||
-	    ahead <= SERVER_MAX_CLOCK_SKEW_NS)
-		return 0;
-	if (gmtime_r(&sec, &tm))
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(err, errlen,
-		 "%s time %s is %lld s ahead of this server's clock, over the allowed clock skew "
-		 "of %lld s",
-		 what, when, (long long)(ahead / 1000000000),
-		 (long long)(SERVER_MAX_CLOCK_SKEW_NS / 1000000000));
-	return -EINVAL;
-}
-
 /*
  * The time rules of every stored profile (/ingest and hearth run alike):
- * refuses a start beyond the clock skew, clamps the duration to
+ * refuses a start before 1970 or beyond the clock skew (-ERANGE), clamps the duration to
  * [0, SERVER_MAX_PROFILE_DURATION_NS] so a chunk's end (start + duration, which
  * retention compares) stays near its start. p or f is changed in place.
  */
@@ -176,7 +188,7 @@ static int check_profile_time(struct profile *p, struct profile_flat *f, char *e
 	int64_t dur = f ? f->duration_ns : profile__duration_ns(p);
 	int ret;
 
-	ret = server_check_time("profile", t, server_now_ns(), err, errlen);
+	ret = check_time("profile", t, server_now_ns(), err, errlen);
 	if (ret)
 		return ret;
 	if (dur < 0)

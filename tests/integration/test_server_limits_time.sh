@@ -104,6 +104,11 @@ pprof "$T/future.pb" $(((NOW + 365 * 86400) * 1000000000)) 10000000000 5
 st=$(post "/ingest?name=future&format=pprof" "$T/future.pb")
 check pprof_a_year_ahead_refused "$([ "$st" = 400 ] && grep -q 'clock skew' "$T/ans" && echo 1)" \
 	"$st $(cat "$T/ans")"
+st=$(post "/ingest?name=old&from=now-15250w&until=now" "$T/small.folded")
+check time_before_1970_refused "$([ "$st" = 400 ] && grep -q 'not after 1970' "$T/ans" && echo 1)" \
+	"$st $(cat "$T/ans")"
+rej=$(metric "$URL" 'hearth_rejected_requests_total{reason="bad_time"}')
+check time_refusals_counted_as_bad_time "$([ "${rej:-0}" -ge 6 ] && echo 1)" "bad_time $rej"
 
 # 3. Values: folded count x period, and pprof samples of INT64_MAX on two
 #    stacks, saturate at INT64_MAX in every total (before: tree total -2).
