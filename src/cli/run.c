@@ -103,7 +103,7 @@ static int run_sink(void *ctx, const char *query, const uint8_t *pprof, size_t l
 	profile_flat__free(f);
 	server_labels__fini(&labels);
 	/* The caller's mistakes will not get better with retries: drop them. */
-	if (ret == -EINVAL || ret == -E2BIG || ret == -EDQUOT || ret == -ERANGE)
+	if (ret == -EINVAL || ret == -E2BIG || ret == -EDQUOT || ret == -ERANGE || ret == -EDOM)
 		return -EINVAL;
 	return ret;
 }

@@ -74,15 +74,14 @@ void server__stop(struct server *s);
  * /ingest does with a pprof: the path `hearth run` uses for its agent's profiles,
  * with no HTTP hop (store__append_flat). keys/vals are n label pairs (validated
  * here). The time rules of docs/api.md apply: a start before 1970 or more than
- * SERVER_MAX_CLOCK_SKEW_NS ahead of now is -ERANGE, and f->duration_ns is
- * clamped in place to [0, SERVER_MAX_PROFILE_DURATION_NS].
- * 0, -EINVAL or -ERANGE (err says why), -ENOMEM, -EIO.
+ * SERVER_MAX_CLOCK_SKEW_NS ahead of now is -ERANGE, a negative sample value
+ * -EDOM, and f->duration_ns is clamped in place to [0, SERVER_MAX_PROFILE_DURATION_NS].
+ * 0, -EINVAL, -ERANGE or -EDOM (err says why), -ENOMEM, -EIO.
  */
 int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
 		      struct profile_flat *f, char *err, size_t errlen);
 
 /* ---- pieces of request parsing, exposed for unit tests and fuzzing ---- */
-
 
 struct server_labels {
 	size_t n;

@@ -171,24 +171,51 @@ static enum MHD_Result store_failed(struct server_req *r, int ret, const char *e
 		return server_error(r, 429, SERVER_REJ_TOO_MANY_SERIES, "%s", err);
 	if (ret == -ERANGE)
 		return server_error(r, 400, SERVER_REJ_BAD_TIME, "%s", err);
+	if (ret == -EDOM)
+		return server_error(r, 400, SERVER_REJ_BAD_PROFILE, "%s", err);
 	if (ret == -E2BIG || ret == -EINVAL)
 		return server_error(r, 400, SERVER_REJ_BAD_LABELS, "%s", err);
 	return server_error(r, 500, SERVER_REJ_INTERNAL, "storing failed: %s", err);
 }
 
+/* -EDOM when a sample value is below 0 (a CPU profile counts up from 0, and
+ * negative samples would make totals shrink or go negative). */
+static int check_values(const struct profile *p, const struct profile_flat *f, char *err,
+			size_t errlen)
+{
+	size_t n = f ? f->n_samples : profile__n_samples(p);
+	struct profile_sample sm;
+
+	for (size_t i = 0; i < n; i++) {
+		const int64_t *v = f ? f->samples[i].values : sm.values;
+
+		if (!f && profile__sample(p, i, &sm))
+			continue;
+		for (int k = 0; k < PROFILE_N_VALUES; k++)
+			if (v[k] < 0) {
+				snprintf(err, errlen, "sample %zu has a negative value (%lld)", i,
+					 (long long)v[k]);
+				return -EDOM;
+			}
+	}
+	return 0;
+}
+
 /*
- * The time rules of every stored profile (/ingest and hearth run alike):
- * refuses a start before 1970 or beyond the clock skew (-ERANGE), clamps the duration to
- * [0, SERVER_MAX_PROFILE_DURATION_NS] so a chunk's end (start + duration, which
- * retention compares) stays near its start. p or f is changed in place.
+ * The rules of every stored profile (/ingest and hearth run alike): refuses a
+ * start before 1970 or beyond the clock skew (-ERANGE) and negative sample
+ * values (-EDOM); clamps the duration to [0, SERVER_MAX_PROFILE_DURATION_NS]
+ * so a chunk's end (start + duration, which retention compares) stays near its
+ * start. p or f is changed in place.
  */
-static int check_profile_time(struct profile *p, struct profile_flat *f, char *err, size_t errlen)
+static int check_profile(struct profile *p, struct profile_flat *f, char *err, size_t errlen)
 {
 	int64_t t = f ? f->time_ns : profile__time_ns(p);
 	int64_t dur = f ? f->duration_ns : profile__duration_ns(p);
 	int ret;
 
-	ret = check_time("profile", t, server_now_ns(), err, errlen);
+	ret = check_time("profile", t, server_now_ns(), err, errlen)
+		  ?: check_values(p, f, err, errlen);
 	if (ret)
 		return ret;
 	if (dur < 0)
@@ -219,7 +246,7 @@ static int store_labelled(struct server *s, const char *const *keys, const char 
 		snprintf(err, errlen, "too many labels (at most %d)", SERVER_MAX_LABELS);
 		return -E2BIG;
 	}
-	ret = check_profile_time(p, f, err, errlen);
+	ret = check_profile(p, f, err, errlen);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < n; i++)

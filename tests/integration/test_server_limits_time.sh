@@ -130,6 +130,10 @@ check pprof_int64max_top_saturates \
 curl -s "$URL/api/timeline?query=maxapp%7B%7D&$RANGE" > "$T/tl.json"
 check pprof_int64max_timeline_saturates \
 	"$(grep -q "$MAX" "$T/tl.json" && ! grep -q -- ',-[0-9]' "$T/tl.json" && echo 1)" "$(head -c 300 "$T/tl.json")"
+pprof "$T/neg.pb" $(((NOW - 30) * 1000000000)) 10000000000 5 -3
+st=$(post "/ingest?name=negapp&format=pprof" "$T/neg.pb")
+check pprof_negative_sample_refused "$([ "$st" = 400 ] && grep -q 'negative' "$T/ans" && echo 1)" \
+	"$st $(cat "$T/ans")"
 for _ in 1 2; do post "/ingest?name=maxapp&format=pprof" "$T/max.pb" > /dev/null; done
 m=$(metric "$URL" hearth_ingested_samples_total)
 check ingested_samples_counter_saturates "$([ "$m" = 18446744073709551615 ] && echo 1)" "counter $m"
