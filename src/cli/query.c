@@ -32,7 +32,7 @@ static void usage(FILE *f)
 		"SELECTOR is a Prometheus-style label selector, e.g. '{process=\"nginx\"}',\n"
 		"'{host=~\"web-.*\", unit!=\"cron.service\"}' (default: everything).\n"
 		"\n"
-		"      --from TIME           start: now-1h (default), now-30m, unix s or ms\n"
+		"      --from TIME           start: now-1h (default), now-30m, unix s/ms/us/ns\n"
 		"      --until TIME          end (default now)\n"
 		"      --format FMT          top (default), folded, pprof, tree, series, labels,\n"
 		"                            timeline\n"

@@ -103,7 +103,9 @@ static int run_sink(void *ctx, const char *query, const uint8_t *pprof, size_t l
 	profile_flat__free(f);
 	server_labels__fini(&labels);
 	/* The caller's mistakes will not get better with retries: drop them. */
-	return (ret == -EINVAL || ret == -E2BIG || ret == -EDQUOT) ? -EINVAL : ret;
+	if (ret == -EINVAL || ret == -E2BIG || ret == -EDQUOT || ret == -ERANGE || ret == -EDOM)
+		return -EINVAL;
+	return ret;
 }
 
 static int parse_args(int argc, char **argv, struct run_args *r)

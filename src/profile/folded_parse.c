@@ -11,6 +11,7 @@
  * the whole body, naming the line, so nothing half-parsed is ever stored.
  */
 #include "profile.h"
+#include "profile_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -100,7 +101,7 @@ static int parse_line(struct text_parser *tp, char *line, size_t lineno)
 	if (n < 0)
 		return n;
 	values[0] = count;
-	values[1] = count * tp->period_ns;
+	values[1] = profile_sat_mul(count, tp->period_ns); /* 2^53 x 1 s saturates */
 	return profile__add_sample(tp->p, tp->locs, (size_t)n, values, NULL, 0);
 }
 

@@ -558,15 +558,6 @@ static const char *dec_str(const struct dec *d, int64_t sid)
 	return pprof_wire__str(d->m, (size_t)sid); /* checked by check_all */
 }
 
-static int64_t sat_mul(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_mul_overflow(a, b, &r))
-		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
-	return r;
-}
-
 /* The model's [count, cpu ns] from a sample's values (see the file comment). */
 static void sample_values(const struct dec *d, bool period_ns, const int64_t *in,
 			  int64_t out[PROFILE_N_VALUES])
@@ -580,7 +571,7 @@ static void sample_values(const struct dec *d, bool period_ns, const int64_t *in
 	if (d->idx_cpu >= 0)
 		out[1] = in[d->idx_cpu];
 	else
-		out[1] = period_ns ? sat_mul(in[d->idx_count], period) : 0;
+		out[1] = period_ns ? profile_sat_mul(in[d->idx_count], period) : 0;
 }
 
 static void flatten_strings(const struct dec *d, struct flat_box *b)

@@ -26,6 +26,16 @@ static inline int64_t profile_sat_add(int64_t a, int64_t b)
 	return r;
 }
 
+/* a * b clamped to [INT64_MIN, INT64_MAX]: a count times a period never wraps. */
+static inline int64_t profile_sat_mul(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
 /* Grows *arr (of *cap elements of elem bytes) to hold at least need elements, doubling.
  * 0 or -ENOMEM (also when the byte size would overflow size_t). */
 int profile_grow(void **arr, size_t *cap, size_t need, size_t elem);

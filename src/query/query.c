@@ -309,15 +309,6 @@ struct merge {
 	size_t n, cap;
 };
 
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
 /* Puts pair i in the hash map (it is not there yet). 0 or -ENOMEM. */
 static int pair_map(struct merge *m, size_t i)
 {
@@ -372,7 +363,7 @@ static int on_rows(void *ctx, const struct store_row *rows, size_t n)
 		if (pair_of(m, &rows[i], &idx))
 			return -ENOMEM;
 		for (int k = 0; k < PROFILE_N_VALUES; k++)
-			m->rows[idx].v[k] = sat_add(m->rows[idx].v[k], rows[i].values[k]);
+			m->rows[idx].v[k] = query_sat_add(m->rows[idx].v[k], rows[i].values[k]);
 	}
 	return 0;
 }
@@ -589,7 +580,7 @@ static int on_stack_rows(void *ctx, const struct store_row *rows, size_t n)
 			k = a->pos[id] = (uint32_t)++a->n;
 		}
 		for (int j = 0; j < PROFILE_N_VALUES; j++)
-			a->v[k - 1][j] = sat_add(a->v[k - 1][j], rows[i].values[j]);
+			a->v[k - 1][j] = query_sat_add(a->v[k - 1][j], rows[i].values[j]);
 	}
 	return 0;
 }
@@ -658,7 +649,7 @@ int64_t query_stacks__total(const struct query_stacks *qs, int vi)
 	int64_t t = 0;
 
 	for (size_t i = 0; vi >= 0 && vi < PROFILE_N_VALUES && i < qs->n; i++)
-		t = sat_add(t, qs->v[i][vi]);
+		t = query_sat_add(t, qs->v[i][vi]);
 	return t;
 }
 
@@ -686,7 +677,7 @@ static int on_totals(void *ctx, const struct store_row *rows, size_t n)
 		if (k == SIZE_MAX || at < 0 || (size_t)at >= t->points)
 			continue;
 		int64_t *v = &t->vals[t->group_of[k] * t->points + (size_t)at];
-		*v = sat_add(*v, rows[i].values[t->vi]);
+		*v = query_sat_add(*v, rows[i].values[t->vi]);
 	}
 	return 0;
 }
@@ -727,12 +718,19 @@ static int64_t auto_step(int64_t range)
 static int timeline_setup(struct timeline *t, const struct query_request *q, char *err,
 			  size_t errlen)
 {
-	int64_t range = q->until_ns - q->from_ns;
+	int64_t range;
 
+	/* A range past INT64_MAX ns (from far before 1970 to far after) cannot
+	 * be split into points at all. */
+	if (__builtin_sub_overflow(q->until_ns, q->from_ns, &range))
+		return query_fail(err, errlen, -E2BIG,
+				  "range from %lld to %lld ns is longer than 292 years",
+				  (long long)q->from_ns, (long long)q->until_ns);
 	t->step = q->step_ns > 0 ? q->step_ns : auto_step(range);
 	t->from = q->from_ns;
 	t->vi = q->value_index;
-	t->points = (size_t)((range + t->step - 1) / t->step);
+	/* ceil(range / step) without range + step - 1, which overflows near INT64_MAX */
+	t->points = (size_t)(range / t->step + (range % t->step != 0));
 	if (t->points > QUERY_MAX_POINTS)
 		return query_fail(
 		    err, errlen, -E2BIG,
@@ -771,7 +769,7 @@ static int timeline_print(const struct timeline *t, const struct query_request *
 		bool any = false;
 
 		for (size_t i = 0; i < t->points; i++) {
-			tot[g] = sat_add(tot[g], t->vals[g * t->points + i]);
+			tot[g] = query_sat_add(tot[g], t->vals[g * t->points + i]);
 			any |= t->vals[g * t->points + i] != 0;
 		}
 		if (any)

@@ -8,6 +8,8 @@
 
 #include "query.h"
 
+#include <stdint.h>
+
 struct query_map {
 	struct query_map_slot {
 		uint64_t a, b;
@@ -24,6 +26,18 @@ void query_map__fini(struct query_map *m);
 
 /* Grows *arr to hold need elements of elem bytes (doubling). 0 or -ENOMEM. */
 int query_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* a + b clamped to [INT64_MIN, INT64_MAX]: every sum of sample values in the
+ * merge, tree, top and timeline saturates (a crafted profile may hold
+ * INT64_MAX samples) instead of wrapping, which UBSan would abort on. */
+static inline int64_t query_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
 
 /* Writes one message into err (may be NULL); returns code. */
 int query_fail(char *err, size_t errlen, int code, const char *fmt, ...)

@@ -1,11 +1,14 @@
 /*
- * Times and durations of query parameters: unix timestamps whose unit follows
- * from their digit count (Pyroscope sends s, ms, µs or ns), "now" with an
- * optional signed offset ("now-1h30m"), and durations like "10s" or "1h".
+ * Times and durations of request parameters: unix timestamps whose unit follows
+ * from their magnitude (Pyroscope's clients send s, ms, µs or ns), "now" with an
+ * optional signed offset ("now-1h30m"), and durations like "10s" or "1h". This
+ * is the one parser of times for /ingest, the /api/ queries and `hearth query`; the UI's
+ * web/js/timeparse.js mirrors it row for row (tests/unit/data/times.tsv).
  */
 #include "query.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define NS_PER_S 1000000000ll
@@ -63,32 +66,35 @@ static int parse_terms(const char **p, int64_t *out)
 static int bad(const char *what, const char *s, char *err, size_t errlen)
 {
 	if (err && errlen)
-		snprintf(
-		    err, errlen,
-		    "invalid %s \"%.64s\" (want unix seconds or milliseconds, now, now-1h, ...)",
-		    what, s);
+		snprintf(err, errlen,
+			 "invalid %s \"%.64s\" (want now, now-1h30m, now+10m, or a unix time in s, "
+			 "ms, us or ns up to 2262-04-11)",
+			 what, s);
 	return -EINVAL;
 }
 
-/* A unix timestamp: the digit count says s, ms, µs or ns. */
-static int parse_unix(const char *s, int64_t *out)
+int query_parse_unix(const char *s, int64_t *out_ns)
 {
-	size_t n = strlen(s);
-	int64_t v = 0;
+	size_t n = s ? strlen(s) : 0;
+	int64_t v = 0, mul;
 
 	if (!n || n > 19 || strspn(s, "0123456789") != n)
 		return -EINVAL;
 	for (; *s; s++)
 		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *s - '0', &v))
 			return -EINVAL;
-	if (n <= 10)
-		return __builtin_mul_overflow(v, NS_PER_S, out) ? -EINVAL : 0;
-	if (n <= 13)
-		return __builtin_mul_overflow(v, 1000000ll, out) ? -EINVAL : 0;
-	if (n <= 16)
-		return __builtin_mul_overflow(v, 1000ll, out) ? -EINVAL : 0;
-	*out = v;
-	return 0;
+	/* Magnitude tells the unit, as Pyroscope's clients send any of them: seconds
+	 * stay below 1e11 until the year 5138, ms below 1e14 until 5138, and so on. */
+	if (v < 100000000000ll)
+		mul = NS_PER_S;
+	else if (v < 100000000000000ll)
+		mul = 1000000ll;
+	else if (v < 100000000000000000ll)
+		mul = 1000ll;
+	else
+		mul = 1;
+	/* Past INT64_MAX ns (2262-04-11) is refused, never wrapped. */
+	return __builtin_mul_overflow(v, mul, out_ns) ? -EINVAL : 0;
 }
 
 int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *err, size_t errlen)
@@ -99,7 +105,7 @@ int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *err, 
 	if (!s || !*s)
 		return bad("time", "", err, errlen);
 	if (strncmp(s, "now", 3) != 0)
-		return parse_unix(s, out_ns) ? bad("time", s, err, errlen) : 0;
+		return query_parse_unix(s, out_ns) ? bad("time", s, err, errlen) : 0;
 	p = s + 3;
 	if (!*p) {
 		*out_ns = now_ns;
@@ -116,17 +122,23 @@ int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *err, 
 int query_parse_duration(const char *s, int64_t *out_ns, char *err, size_t errlen)
 {
 	const char *p = s;
-	int64_t v;
+	bool ok;
 
 	if (s && *s && strspn(s, "0123456789") == strlen(s) && strlen(s) <= 10) {
-		v = 0;
+		int64_t v = 0;
+
 		for (; *p; p++)
 			v = v * 10 + (*p - '0');
-		*out_ns = v * NS_PER_S;
-	} else if (!s || parse_terms(&p, out_ns) || *p) {
+		/* ten digits of seconds can pass INT64_MAX ns: refused, not wrapped */
+		ok = !__builtin_mul_overflow(v, NS_PER_S, out_ns);
+	} else {
+		ok = s && !parse_terms(&p, out_ns) && !*p;
+	}
+	if (!ok) {
 		if (err && errlen)
 			snprintf(err, errlen,
-				 "invalid duration \"%.64s\" (want 10s, 1m, 1h30m, ...)",
+				 "invalid duration \"%.64s\" (want 10s, 1m, 1h30m, ..., under 292 "
+				 "years)",
 				 s ? s : "");
 		return -EINVAL;
 	}

@@ -308,17 +308,17 @@ static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slo
 		int64_t v = vals[vi];
 
 		at = 0;
-		t->n[0].total[slot] += v;
+		t->n[0].total[slot] = query_sat_add(t->n[0].total[slot], v);
 		for (size_t k = 0; !e && k < b.n; k++) {
 			e = child(t, at, b.names[k], &at);
 			if (e)
 				break;
-			t->n[at].total[slot] += v;
+			t->n[at].total[slot] = query_sat_add(t->n[at].total[slot], v);
 			if (t->n[at].module == TREE_NONE && b.mods[k] != SIZE_MAX)
 				t->n[at].module = (uint32_t)b.mods[k];
 		}
 		if (!e)
-			t->n[at].self[slot] += v;
+			t->n[at].self[slot] = query_sat_add(t->n[at].self[slot], v);
 	}
 	free(b.names);
 	free(b.mods);
@@ -624,11 +624,11 @@ static int top_rows(struct tree *t, const struct stack_src *src, int vi, struct 
 			struct top_row *r = &(*rows)[b.names[k]];
 
 			if (r->last != i + 1) {
-				r->cum += vals[vi];
+				r->cum = query_sat_add(r->cum, vals[vi]);
 				r->last = i + 1;
 			}
 			if (k == b.n - 1)
-				r->flat += vals[vi];
+				r->flat = query_sat_add(r->flat, vals[vi]);
 		}
 	}
 	free(b.names);

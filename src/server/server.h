@@ -27,6 +27,13 @@
 #define SERVER_MAX_LABELS      32
 #define SERVER_MAX_LABEL_NAME  128
 #define SERVER_MAX_LABEL_VALUE 1024
+
+/* A stored profile may start at most this far ahead of the server's clock:
+ * a later time would outlive retention and keep rollups busy (docs/api.md). */
+#define SERVER_MAX_CLOCK_SKEW_NS (10 * 60 * 1000000000LL)
+/* Longer profile durations are clamped to this (a chunk lives until start + duration). */
+#define SERVER_MAX_PROFILE_DURATION_NS (3600 * 1000000000LL)
+
 /* Longest /debug/pprof/profile?seconds= */
 #define SERVER_MAX_PROFILE_SECONDS 600
 
@@ -66,10 +73,13 @@ void server__stop(struct server *s);
  * Stores a decoded pprof (pprof_decode_flat) under a series label set, exactly as
  * /ingest does with a pprof: the path `hearth run` uses for its agent's profiles,
  * with no HTTP hop (store__append_flat). keys/vals are n label pairs (validated
- * here). 0, -EINVAL (err says why), -ENOMEM, -EIO.
+ * here). The time rules of docs/api.md apply: a start before 1970 or more than
+ * SERVER_MAX_CLOCK_SKEW_NS ahead of now is -ERANGE, a negative sample value
+ * -EDOM, and f->duration_ns is clamped in place to [0, SERVER_MAX_PROFILE_DURATION_NS].
+ * 0, -EINVAL, -ERANGE or -EDOM (err says why), -ENOMEM, -EIO.
  */
 int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
-		      const struct profile_flat *f, char *err, size_t errlen);
+		      struct profile_flat *f, char *err, size_t errlen);
 
 /* ---- pieces of request parsing, exposed for unit tests and fuzzing ---- */
 
@@ -84,8 +94,6 @@ int server_parse_name(const char *name, struct server_labels *out, char *err, si
 int server_labels__add(struct server_labels *l, const char *k, const char *v, char *err,
 		       size_t errlen);
 void server_labels__fini(struct server_labels *l);
-/* Unix time in s, ms, µs or ns (told apart by magnitude) to ns. 0 or -EINVAL. */
-int server_parse_unix_time(const char *s, int64_t *ns);
 /*
  * Whether a URL path (already %-decoded) may name a web UI file: it starts with
  * '/' and has no empty, "." or ".." segment (so it cannot leave the UI's

@@ -10,11 +10,13 @@
  * text formats become a model and go through store__append.
  */
 #include "server_impl.h"
+#include "query/query.h"
 #include "store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SERVER_MAX_SAMPLE_RATE 1000000
 
@@ -30,6 +32,36 @@ static enum MHD_Result bad(struct server_req *r, enum server_reject why, const c
 	return server_error(r, 400, why, "%s", msg);
 }
 
+/*
+ * 0, or -ERANGE when t is before 1970 or more than SERVER_MAX_CLOCK_SKEW_NS
+ * after now_ns: a chunk there would outlive retention (or never be reached by
+ * it) and keep rollups busy. err names `what`, the time and the allowed skew.
+ */
+static int check_time(const char *what, int64_t t, int64_t now_ns, char *err, size_t errlen)
+{
+	time_t sec = (time_t)(t / 1000000000);
+	char when[32] = "?";
+	struct tm tm;
+	int64_t ahead;
+
+	if (t <= 0) {
+		snprintf(err, errlen, "%s time %lld ns is not after 1970-01-01", what,
+			 (long long)t);
+		return -ERANGE;
+	}
+	if (t <= now_ns || __builtin_sub_overflow(t, now_ns, &ahead) ||
+	    ahead <= SERVER_MAX_CLOCK_SKEW_NS)
+		return 0;
+	if (gmtime_r(&sec, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(err, errlen,
+		 "%s time %s is %lld s ahead of this server's clock, over the allowed clock skew "
+		 "of %lld s",
+		 what, when, (long long)(ahead / 1000000000),
+		 (long long)(SERVER_MAX_CLOCK_SKEW_NS / 1000000000));
+	return -ERANGE;
+}
+
 /* Query-string arguments into a; on failure the reply is already queued (*done). */
 static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, bool *ok)
 {
@@ -37,6 +69,7 @@ static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, 
 		   *until = server_arg(r, "until"), *rate = server_arg(r, "sampleRate"),
 		   *spy = server_arg(r, "spyName");
 	char err[512], *end;
+	int64_t now;
 	int ret;
 
 	*ok = false;
@@ -53,16 +86,17 @@ static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, 
 		return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
 	if (ret)
 		return bad(r, SERVER_REJ_BAD_LABELS, err);
-	a->until_ns = server_now_ns();
-	if (until && server_parse_unix_time(until, &a->until_ns))
-		return server_error(r, 400, SERVER_REJ_BAD_TIME,
-				    "'until' is not a unix time: '%.64s'", until);
+	now = server_now_ns();
+	a->until_ns = now;
+	if (until && query_parse_time(until, now, &a->until_ns, err, sizeof(err)))
+		return server_error(r, 400, SERVER_REJ_BAD_TIME, "'until': %s", err);
 	a->from_ns = a->until_ns;
-	if (from && server_parse_unix_time(from, &a->from_ns))
-		return server_error(r, 400, SERVER_REJ_BAD_TIME,
-				    "'from' is not a unix time: '%.64s'", from);
+	if (from && query_parse_time(from, now, &a->from_ns, err, sizeof(err)))
+		return server_error(r, 400, SERVER_REJ_BAD_TIME, "'from': %s", err);
 	if (a->from_ns > a->until_ns)
 		return bad(r, SERVER_REJ_BAD_TIME, "'from' is after 'until'");
+	if (check_time("'until'", a->until_ns, now, err, sizeof(err)))
+		return bad(r, SERVER_REJ_BAD_TIME, err);
 	a->rate = 100;
 	if (rate && *rate) {
 		a->rate = strtol(rate, &end, 10);
@@ -135,15 +169,70 @@ static enum MHD_Result store_failed(struct server_req *r, int ret, const char *e
 {
 	if (ret == -EDQUOT)
 		return server_error(r, 429, SERVER_REJ_TOO_MANY_SERIES, "%s", err);
+	if (ret == -ERANGE)
+		return server_error(r, 400, SERVER_REJ_BAD_TIME, "%s", err);
+	if (ret == -EDOM)
+		return server_error(r, 400, SERVER_REJ_BAD_PROFILE, "%s", err);
 	if (ret == -E2BIG || ret == -EINVAL)
 		return server_error(r, 400, SERVER_REJ_BAD_LABELS, "%s", err);
 	return server_error(r, 500, SERVER_REJ_INTERNAL, "storing failed: %s", err);
 }
 
+/* -EDOM when a sample value is below 0 (a CPU profile counts up from 0, and
+ * negative samples would make totals shrink or go negative). */
+static int check_values(const struct profile *p, const struct profile_flat *f, char *err,
+			size_t errlen)
+{
+	size_t n = f ? f->n_samples : profile__n_samples(p);
+	struct profile_sample sm;
+
+	for (size_t i = 0; i < n; i++) {
+		const int64_t *v = f ? f->samples[i].values : sm.values;
+
+		if (!f && profile__sample(p, i, &sm))
+			continue;
+		for (int k = 0; k < PROFILE_N_VALUES; k++)
+			if (v[k] < 0) {
+				snprintf(err, errlen, "sample %zu has a negative value (%lld)", i,
+					 (long long)v[k]);
+				return -EDOM;
+			}
+	}
+	return 0;
+}
+
+/*
+ * The rules of every stored profile (/ingest and hearth run alike): refuses a
+ * start before 1970 or beyond the clock skew (-ERANGE) and negative sample
+ * values (-EDOM); clamps the duration to [0, SERVER_MAX_PROFILE_DURATION_NS]
+ * so a chunk's end (start + duration, which retention compares) stays near its
+ * start. p or f is changed in place.
+ */
+static int check_profile(struct profile *p, struct profile_flat *f, char *err, size_t errlen)
+{
+	int64_t t = f ? f->time_ns : profile__time_ns(p);
+	int64_t dur = f ? f->duration_ns : profile__duration_ns(p);
+	int ret;
+
+	ret = check_time("profile", t, server_now_ns(), err, errlen)
+		  ?: check_values(p, f, err, errlen);
+	if (ret)
+		return ret;
+	if (dur < 0)
+		dur = 0;
+	if (dur > SERVER_MAX_PROFILE_DURATION_NS)
+		dur = SERVER_MAX_PROFILE_DURATION_NS;
+	if (f)
+		f->duration_ns = dur;
+	else
+		profile__set_time(p, t, dur);
+	return 0;
+}
+
 /* Stores p or f (one of them NULL) under the label pairs. */
 static int store_labelled(struct server *s, const char *const *keys, const char *const *vals,
-			  size_t n, const struct profile *p, const struct profile_flat *f,
-			  char *err, size_t errlen)
+			  size_t n, struct profile *p, struct profile_flat *f, char *err,
+			  size_t errlen)
 {
 	struct store_label extra[SERVER_MAX_LABELS];
 	struct store_append_result res = {0};
@@ -157,17 +246,20 @@ static int store_labelled(struct server *s, const char *const *keys, const char 
 		snprintf(err, errlen, "too many labels (at most %d)", SERVER_MAX_LABELS);
 		return -E2BIG;
 	}
+	ret = check_profile(p, f, err, errlen);
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < n; i++)
 		extra[i] = (struct store_label){.name = keys[i], .value = vals[i]};
 	ret = f ? store__append_flat(s->store, f, NULL, extra, n, &res, err, errlen)
 		: store__append(s->store, p, NULL, extra, n, &res, err, errlen);
 	if (!ret)
-		server_metrics__ingest(&s->metrics, (uint64_t)res.samples, 0);
+		server_metrics__ingest(&s->metrics, res.samples > 0 ? (uint64_t)res.samples : 0, 0);
 	return ret;
 }
 
 int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
-		      const struct profile_flat *f, char *err, size_t errlen)
+		      struct profile_flat *f, char *err, size_t errlen)
 {
 	if (!f) {
 		snprintf(err, errlen, "no profile given");

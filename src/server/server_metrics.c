@@ -58,10 +58,24 @@ void server_metrics__request(struct server_metrics *m, unsigned status, int64_t 
 	ADD(&m->lat_sum_us, (uint64_t)(dur_ns / 1000));
 }
 
+/* *p += v, stuck at UINT64_MAX rather than wrapping: a crafted profile may say
+ * INT64_MAX samples, and a counter that wraps looks like a restart. */
+static void add_saturating(uint64_t *p, uint64_t v)
+{
+	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED), sum;
+	bool done;
+
+	do {
+		sum = old > UINT64_MAX - v ? UINT64_MAX : old + v;
+		done = __atomic_compare_exchange_n(p, &old, sum, true, __ATOMIC_RELAXED,
+						   __ATOMIC_RELAXED);
+	} while (!done);
+}
+
 void server_metrics__ingest(struct server_metrics *m, uint64_t samples, uint64_t bytes)
 {
 	ADD(&m->ingested_profiles, 1);
-	ADD(&m->ingested_samples, samples);
+	add_saturating(&m->ingested_samples, samples);
 	ADD(&m->ingested_bytes, bytes);
 }
 

@@ -134,29 +134,6 @@ int server_parse_name(const char *name, struct server_labels *out, char *err, si
 	return ret;
 }
 
-int server_parse_unix_time(const char *s, int64_t *ns)
-{
-	char *end;
-	long long v;
-
-	if (!s || !*s || !isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return -EINVAL;
-	/* Magnitude tells the unit, as Pyroscope does: seconds stay below 1e11 until 5138. */
-	if (v < 100000000000LL)
-		*ns = (int64_t)v * 1000000000;
-	else if (v < 100000000000000LL)
-		*ns = (int64_t)v * 1000000;
-	else if (v < 100000000000000000LL)
-		*ns = (int64_t)v * 1000;
-	else
-		*ns = (int64_t)v;
-	return 0;
-}
-
 /* memmem for the boundary search. */
 static const uint8_t *find(const uint8_t *h, size_t hl, const char *n, size_t nl)
 {

@@ -27,7 +27,7 @@ int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
 	if (err)
 		return err;
 	for (size_t i = 0; i < rows->n; i++)
-		samples += rows->r[i].v[0];
+		samples = store_sat_add(samples, rows->r[i].v[0]);
 	sqlite3_bind_int(st, 1, level);
 	sqlite3_bind_int64(st, 2, t0);
 	sqlite3_bind_int64(st, 3, dur);
@@ -156,7 +156,9 @@ static int cover(struct scan *sc, int level, int64_t from, int64_t until)
 	w = store_level_window_ns[level];
 	if (sc->max_window > 0 && w > sc->max_window)
 		return cover(sc, level - 1, from, until);
-	a = from % w ? from - from % w + w : from; /* times are > 0 */
+	a = from - from % w; /* the window of from (rounded toward 0), then the next one */
+	if (from % w && __builtin_add_overflow(a, w, &a))
+		return cover(sc, level - 1, from, until); /* no whole window before INT64_MAX */
 	b = until - until % w;
 	if (a >= b)
 		return cover(sc, level - 1, from, until);

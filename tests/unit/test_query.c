@@ -118,6 +118,45 @@ TEST(times_and_durations)
 cleanup:;
 }
 
+/* Every row of tests/unit/data/times.tsv (the one time rule, shared with the
+ * UI's test): the parsed nanoseconds, or a refusal whose message names the input. */
+TEST(time_rule_table_boundaries)
+{
+	char path[512], line[256], err[256];
+	FILE *f;
+	int rows = 0;
+
+	snprintf(path, sizeof(path), "%s/times.tsv", unit_data_dir());
+	f = fopen(path, "r");
+	CHECKF(f, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *tab = strchr(line, '\t'), *want;
+		int64_t t = -1;
+		int ret;
+
+		if (line[0] == '#' || !tab)
+			continue;
+		*tab = 0;
+		want = tab + 1;
+		want[strcspn(want, "\n")] = 0;
+		ret = query_parse_time(line, T0, &t, err, sizeof(err));
+		if (!strcmp(want, "refused")) {
+			CHECKF(ret == -EINVAL, "\"%s\": want refused, got %lld", line,
+			       (long long)t);
+			CHECKF(strstr(err, line), "\"%s\": message \"%s\"", line, err);
+		} else {
+			CHECKF(ret == 0 && t == strtoll(want, NULL, 10),
+			       "\"%s\": want %s, got %d %lld (%s)", line, want, ret, (long long)t,
+			       ret ? err : "");
+		}
+		rows++;
+	}
+	CHECKF(rows > 40, "only %d rows in %s", rows, path);
+cleanup:
+	if (f)
+		fclose(f);
+}
+
 /* A store with two hosts: host a runs proc0 (hot:30 cold:10), host b proc1 (hot:5). */
 static struct store *fixture(const char *name)
 {
@@ -322,6 +361,69 @@ TEST(diff_and_timeline)
 cleanup:
 	free(d);
 	free(t);
+	store__close(s);
+}
+
+/*
+ * Two stacks of INT64_MAX samples each (a crafted pprof can say so): every
+ * total saturates at INT64_MAX instead of wrapping to -2, and ranges and steps
+ * near INT64_MAX are answered (UBSan aborts this binary on any overflow).
+ */
+TEST(values_saturate_and_ranges_near_int64_max)
+{
+	struct store_opts o = {.no_fsync = true};
+	struct store *s = NULL;
+	struct profile *p = profile__new(10000000);
+	struct store_label extra[] = {{"host", "max"}};
+	struct query_request q = {.from_ns = T0 - S, .until_ns = T0 + 60 * S, .step_ns = 10 * S};
+	char dir[300], err[256], *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
+	int64_t v[2] = {INT64_MAX, INT64_MAX}, ns;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/saturate", unit_tmp_dir());
+	CHECK(p && store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	{
+		struct profile_line lh = {profile__function(p, "hot", NULL, NULL), 0};
+		struct profile_line lc = {profile__function(p, "cold", NULL, NULL), 0};
+		uint64_t h = profile__location(p, 0, 1, &lh, 1),
+			 k = profile__location(p, 0, 2, &lc, 1);
+
+		profile__set_time(p, T0, 10 * S);
+		CHECK(profile__add_sample(p, &h, 1, v, NULL, 0) == 0);
+		CHECK(profile__add_sample(p, &k, 1, v, NULL, 0) == 0);
+		CHECKF(store__append(s, p, NULL, extra, 1, NULL, err, sizeof(err)) == 0, "%s", err);
+	}
+	CAPTURE(a, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(a, "\"total\":9223372036854775807,\"tree\""), "%s", a);
+	CAPTURE(b, query_top_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(b, "9223372036854775807") && !strstr(b, "-"), "%s", b);
+	CAPTURE(c, query_timeline_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(c, "\"values\":[9223372036854775807,0,0"), "%s", c);
+	/* The whole int64 range, auto step: refused (too many points) or answered. */
+	q.from_ns = 0;
+	q.until_ns = INT64_MAX;
+	q.step_ns = 0;
+	CAPTURE(d, query_timeline_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 || rc == -E2BIG, "%d %s", rc, err);
+	q.from_ns = -7427701147406097483; /* now-15250w */
+	q.step_ns = INT64_MAX - 10;
+	CAPTURE(e, query_timeline_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 || rc == -E2BIG, "%d %s", rc, err);
+	free(a);
+	a = NULL;
+	q.from_ns = INT64_MAX - 10; /* the last 10 ns of the int64 range: no window fits */
+	q.until_ns = INT64_MAX;
+	CAPTURE(a, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(a, "\"total\":0,"), "%d %s", rc, a ? a : err);
+	CHECK(query_parse_duration("9999999999", &ns, err, sizeof(err)) == -EINVAL);
+	CHECKF(strstr(err, "9999999999"), "%s", err);
+cleanup:
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+	free(e);
+	profile__free(p);
 	store__close(s);
 }
 

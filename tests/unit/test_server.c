@@ -1,8 +1,9 @@
 /*
- * Tests of src/server: request parsing (Pyroscope names, unix times in four
- * units, multipart), the text profile parser it uses (src/profile/folded_parse.c),
- * and a real HTTP round trip on a temporary store: folded ingest, query back,
- * every bad input answered 4xx JSON with nothing stored, auth, body limit.
+ * Tests of src/server: request parsing (Pyroscope names, multipart), the text
+ * profile parser it uses (src/profile/folded_parse.c), a real HTTP round trip
+ * on a temporary store (folded ingest, query back, every bad input answered
+ * 4xx JSON with nothing stored, auth, body limit), and the time rules of the
+ * store path /ingest and hearth run share (clock skew, duration clamp).
  */
 #include "unit.h"
 
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 TEST(parse_name)
@@ -53,22 +55,6 @@ TEST(parse_name_too_many_labels)
 	CHECK(server_parse_name(name, &l, err, sizeof(err)) == -E2BIG);
 cleanup:
 	server_labels__fini(&l);
-}
-
-TEST(unix_time_units)
-{
-	int64_t ns;
-
-	CHECK(server_parse_unix_time("1700000000", &ns) == 0 && ns == 1700000000LL * 1000000000);
-	CHECK(server_parse_unix_time("1700000000123", &ns) == 0 && ns == 1700000000123LL * 1000000);
-	CHECK(server_parse_unix_time("1700000000123456", &ns) == 0 &&
-	      ns == 1700000000123456LL * 1000);
-	CHECK(server_parse_unix_time("1700000000123456789", &ns) == 0 &&
-	      ns == 1700000000123456789LL);
-	CHECK(server_parse_unix_time("17x", &ns) == -EINVAL);
-	CHECK(server_parse_unix_time("-5", &ns) == -EINVAL);
-	CHECK(server_parse_unix_time("", &ns) == -EINVAL);
-cleanup:;
 }
 
 TEST(multipart)
@@ -117,6 +103,25 @@ TEST(text_parse)
 	CHECK(profile_text_parse(";;; 5\n", 6, false, 10, &p, err, sizeof(err)) == -EINVAL);
 	CHECK(profile_text_parse("a\0b 1\n", 6, false, 10, &p, err, sizeof(err)) == -EINVAL);
 	CHECK(p == NULL);
+cleanup:
+	profile__free(p);
+}
+
+/* The largest folded count (2^53) at sampleRate=1 (period 1 s): its cpu
+ * nanoseconds (count x period) saturate at INT64_MAX, and so does the sum of two. */
+TEST(text_parse_count_times_period_saturates)
+{
+	const char *big = "a;b 9007199254740992\na;c 9007199254740992\n";
+	struct profile *p = NULL;
+	struct profile_sample sm;
+	char err[256];
+
+	CHECKF(profile_text_parse(big, strlen(big), false, 1000000000, &p, err, sizeof(err)) == 0,
+	       "%s", err);
+	CHECK(profile__sample(p, 0, &sm) == 0 && sm.values[0] == 9007199254740992LL);
+	CHECKF(sm.values[1] == INT64_MAX, "%lld", (long long)sm.values[1]);
+	CHECK(profile__total(p, 1) == INT64_MAX);
+	CHECK(profile__total(p, 0) == 2 * 9007199254740992LL);
 cleanup:
 	profile__free(p);
 }
@@ -313,6 +318,78 @@ cleanup:
 	free(h.body);
 	free(bomb);
 	free(big);
+	server__stop(srv);
+	store__close(st);
+	if (o.log)
+		fclose(o.log);
+}
+
+/* A flat profile (as hearth run's agent hands over) of "main;hot 5" at t for dur. */
+static struct profile_flat *flat_at(int64_t t, int64_t dur)
+{
+	struct profile *p = NULL;
+	struct profile_flat *f = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char err[256];
+
+	if (profile_text_parse("main;hot 5\n", 11, false, 10000000, &p, err, sizeof(err)) == 0) {
+		profile__set_time(p, t, dur);
+		if (pprof_encode(p, &buf, &len) == 0)
+			pprof_decode_flat(buf, len, &f, err, sizeof(err));
+	}
+	free(buf);
+	profile__free(p);
+	return f;
+}
+
+/*
+ * The store path shared by /ingest and hearth run: a profile dated beyond the
+ * clock skew is refused with a message naming its time; a huge duration
+ * (2^62 ns) is clamped, so the chunk does not outlive the retention.
+ */
+TEST(store_path_refuses_future_times_and_clamps_durations)
+{
+	struct store_opts so = {
+	    .no_fsync = true, .no_auto_rollup = true, .retention_ns = 3600 * 1000000000LL};
+	struct server_opts o = {.listen = "127.0.0.1:0"};
+	const char *k[] = {"__name__"}, *v[] = {"skew"};
+	struct store *st = NULL;
+	struct server *srv = NULL;
+	struct profile_flat *f = NULL;
+	struct timespec ts;
+	char err[512], dir[512];
+	int64_t now, h = 3600 * 1000000000LL;
+	uint64_t deleted = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	snprintf(dir, sizeof(dir), "%s/store-skew", unit_tmp_dir());
+	CHECK(store__open(dir, &so, &st, err, sizeof(err)) == 0);
+	o.store = st;
+	o.log = fopen("/dev/null", "w");
+	CHECK(server__start(&o, &srv, err, sizeof(err)) == 0);
+
+	CHECK((f = flat_at(now + 24 * h, 10000000000LL)) != NULL);
+	err[0] = 0;
+	CHECKF(server_store_flat(srv, k, v, 1, f, err, sizeof(err)) == -ERANGE, "%s", err);
+	CHECKF(strstr(err, "ahead of this server's clock") && strstr(err, "clock skew of 600 s"),
+	       "%s", err);
+	CHECK(stored_profiles(st) == 0);
+	profile_flat__free(f);
+
+	CHECK((f = flat_at(now + 5 * 60 * 1000000000LL, 10000000000LL)) != NULL);
+	CHECKF(server_store_flat(srv, k, v, 1, f, err, sizeof(err)) == 0, "%s", err);
+	profile_flat__free(f);
+	CHECK((f = flat_at(now - 60 * 1000000000LL, 1LL << 62)) != NULL);
+	CHECKF(server_store_flat(srv, k, v, 1, f, err, sizeof(err)) == 0, "%s", err);
+	CHECK(stored_profiles(st) == 2);
+	/* Two hours past retention both are gone: the 2^62 ns one was clamped. */
+	CHECK(store__maintain(st, now + 3 * h, &deleted) == 0);
+	CHECKF(deleted > 0 && stored_profiles(st) == 0, "deleted %llu, %d left",
+	       (unsigned long long)deleted, stored_profiles(st));
+cleanup:
+	profile_flat__free(f);
 	server__stop(srv);
 	store__close(st);
 	if (o.log)
