@@ -672,6 +672,8 @@ static int build_all(struct sym_dwarf *d)
 	if (n && !(d->all = sym_grow(NULL, &cap, n, sizeof(*d->all))))
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n_cus; i++) {
+		if (!d->cu_list[i]->n_fns)
+			continue; /* its fns may be NULL: memcpy wants a pointer even for 0 bytes */
 		memcpy(d->all + d->n_all, d->cu_list[i]->fns,
 		       d->cu_list[i]->n_fns * sizeof(*d->all));
 		d->n_all += d->cu_list[i]->n_fns;
