@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 #include "store/store.h"
 
 #define MAINTAIN_EVERY_S 60
+/* malloc arenas of a serving process (M_ARENA_MAX) */
+#define CLI_MALLOC_ARENAS 4
 
 static void usage(FILE *f)
 {
@@ -135,6 +138,9 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 
 	make_parents(a->data);
 	query_keep_freed_memory(); /* a server answers merge after merge */
+	/* One thread per connection, each arena keeping up to 64 MiB freed (above):
+	 * a few arenas bound that idle memory whatever the number of clients. */
+	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
 	ret = store__open(a->data, &a->st, st, err, sizeof(err));
 	if (ret) {
 		cli_error(cmd, "cannot open the store in '%s': %s", a->data, err);
