@@ -53,7 +53,7 @@
 /* Memory one decode may use: SERVER_MEM_BASE + SERVER_MEM_PER_BODY_BYTE bytes per body
  * byte, at most SERVER_MEM_MAX (server_memory_budget). */
 #define SERVER_MEM_BASE		 (64u << 20)
-#define SERVER_MEM_PER_BODY_BYTE 64u
+#define SERVER_MEM_PER_BODY_BYTE 128u
 #define SERVER_MEM_MAX		 (1024u << 20)
 /* Longest bearer token (cli_read_token's buffer); compared in constant time. */
 #define SERVER_MAX_TOKEN 1024
