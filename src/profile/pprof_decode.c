@@ -3,7 +3,8 @@
  * into a flat profile or a new model. It must survive any input, so it runs in
  * guarded steps:
  *
- *   inflate   bounded by PPROF_MAX_INFLATED (decompression bombs: -EFBIG); one
+ *   inflate   bounded by PPROF_MAX_INFLATED, or half the caller's memory budget
+ *             (pprof_decode_flat_budget; decompression bombs: -EFBIG); one
  *             libdeflate call into a buffer of the size the gzip trailer states,
  *             zlib streaming whenever that does not give the whole answer;
  *   parse     the protobuf wire format read directly (pprof_wire.c): varints,
