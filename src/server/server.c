@@ -392,8 +392,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (*data_size) {
 		/* a body trickling in past its deadline: close the connection */
-		if (mono_ns() - r->t0 > (int64_t)SERVER_BODY_DEADLINE_S * 1000000000)
+		if (mono_ns() - r->t0 > (int64_t)SERVER_BODY_DEADLINE_S * 1000000000) {
+			snprintf(r->error, sizeof(r->error),
+				 "no answer: the body took more than %d s", SERVER_BODY_DEADLINE_S);
 			return MHD_NO;
+		}
 		take_body(s, r, data, *data_size);
 		*data_size = 0;
 		return MHD_YES;
@@ -409,14 +412,20 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	char method[64], path[SERVER_LOG_PATH_MAX * 4 + 8], error[sizeof(r->error) * 4 + 8];
 
 	(void)conn;
-	(void)toe;
 	if (!r)
 		return;
+	if (!r->status && !r->error[0]) /* closed before an answer: say why */
+		snprintf(r->error, sizeof(r->error), "no answer: %s",
+			 toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED
+			     ? "the connection was idle too long"
+			 : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT
+			     ? "the client went away"
+			     : "the connection was closed");
 	server_metrics__request(&s->metrics, r->status, mono_ns() - r->t0, r->is_query);
 	/* the path comes %-decoded: a "%0A" in it must not start a line of its own */
 	log_escape(r->method, false, method, sizeof(method), 15);
 	log_escape(r->url, false, path, sizeof(path), SERVER_LOG_PATH_MAX);
-	if (r->status >= 400)
+	if (r->status >= 400 || !r->status)
 		server_log(s, "warn",
 			   "method=%s path=%s status=%u dur_ms=%.1f bytes_in=%zu error=\"%s\"",
 			   method, path, r->status, (double)(mono_ns() - r->t0) / 1e6, r->len,

@@ -231,8 +231,10 @@ static enum MHD_Result pprof_run(struct server *s, struct server_req *r, double 
 		snprintf(err, sizeof(err), "sampling failed: %s", strerror(-ret));
 	} else if (s->store) {
 		ret = server_wait(r, seconds);
-		if (ret == -EPIPE) /* nobody to answer */
+		if (ret == -EPIPE) { /* nobody to answer */
+			snprintf(r->error, sizeof(r->error), "no answer: the client went away");
 			return MHD_NO;
+		}
 		if (ret)
 			return server_error(r, 503, SERVER_REJ_BUSY,
 					    "the server is stopping; the profile was cut short");
