@@ -22,7 +22,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #define SERVER_DEFAULT_LISTEN "127.0.0.1:4100"

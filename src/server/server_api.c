@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Fills q from query/from/until/maxNodes/step/groupBy with a prefix ("" or "left"). */
 static int request_args(struct server_req *r, const char *prefix, struct query_request *q,
