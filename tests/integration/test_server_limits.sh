@@ -37,7 +37,7 @@ for _ in range(128):
     s.sendall(b"GET /heal")
     socks.append(s)
 open(ready, "w").close()
-time.sleep(8)
+time.sleep(20)
 EOF
 flood=$!
 BG_PIDS+=($flood)
@@ -49,6 +49,19 @@ if [ "$st" = 200 ]; then
 	pass "idle_half_requests_leave_healthz_answering (${ms} ms)"
 else
 	fail idle_half_requests_leave_healthz_answering "status '$st' after ${ms} ms with 128 idle half-requests open"
+fi
+# The flooding client itself gets in again once the server has closed its silent
+# sockets (10 s idle timeout), while they are still open on its side.
+for _ in $(seq 30); do
+	st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$U1/healthz")
+	[ "$st" = 200 ] && break
+	sleep 0.5
+done
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$st" = 200 ] && [ "$ms" -lt 14000 ]; then
+	pass "idle_sockets_closed_by_timeout (${ms} ms after the flood)"
+else
+	fail idle_sockets_closed_by_timeout "healthz from the flooding address: '$st' after ${ms} ms"
 fi
 kill "$flood" 2>/dev/null
 wait "$flood" 2>/dev/null
