@@ -27,7 +27,8 @@ static void usage(FILE *f)
 		"interval to a hearth server (or any Pyroscope-compatible /ingest). Needs root.\n"
 		"\n"
 		"      --server URL           where to push (e.g. http://127.0.0.1:4100)\n"
-		"      --auth-token-file F    send 'Authorization: Bearer TOKEN' with every push\n"
+		"      --auth-token-file F    send 'Authorization: Bearer TOKEN' with every push,\n"
+		"                             and require it on the --listen endpoints\n"
 		"  -F, --freq HZ              samples per second per CPU, 1-10000 (default 99)\n"
 		"      --interval SECS        length of one profile (default 10)\n"
 		"      --host NAME            value of the host label (default: the hostname)\n"
@@ -225,8 +226,12 @@ static int agent_main(struct agent_cli *ac)
 {
 	struct agent *ag = NULL;
 	struct server *srv = NULL;
-	struct server_opts so = {
-	    .listen = ac->listen, .live = agent__live_profile, .metrics = agent__write_metrics};
+	/* the listener takes the token the agent pushes with: its live profiles and
+	 * metrics are no less private than the server's */
+	struct server_opts so = {.listen = ac->listen,
+				 .auth_token = ac->a.ao.auth_token,
+				 .live = agent__live_profile,
+				 .metrics = agent__write_metrics};
 	char err[2048] = "", url[300];
 	int ret;
 
@@ -237,6 +242,7 @@ static int agent_main(struct agent_cli *ac)
 	}
 	so.ctx = ag;
 	if (strcmp(ac->listen, "off")) {
+		cli_warn_exposed("agent", ac->listen, so.auth_token);
 		ret = server__start(&so, &srv, err, sizeof(err));
 		if (ret) {
 			cli_error("agent", "%s", err);

@@ -23,6 +23,13 @@ int cli_read_token(const char *cmd, const char *path, char *buf, size_t len);
 void cli_sleep_unless_stopped(double seconds);
 /* "http://HOST:PORT" for a listen address and the port bound. */
 void cli_listen_url(const char *listen, int port, char *buf, size_t len);
+/* A loud stderr warning when listen (NULL: the default) is not loopback-only and
+ * no token guards it. */
+void cli_warn_exposed(const char *cmd, const char *listen, const char *token);
+/* Sets the umask to 077 and makes dir (created 0700 if missing) private: an
+ * existing one readable by others is chmod'ed to owner-only, with a note. 0 or
+ * -errno after an error line. */
+int cli_private_dir(const char *cmd, const char *dir);
 
 struct cli_serve_args {
 	const char *data;

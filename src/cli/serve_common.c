@@ -1,6 +1,8 @@
 /*
  * What `hearth server`, `agent` and `run` share: stop on SIGINT/SIGTERM, the
- * bearer token file, and the /debug + /metrics listener options.
+ * bearer token file, the /debug + /metrics listener options, the warning about
+ * a listener open beyond loopback without a token, and the private data
+ * directory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,4 +104,38 @@ void cli_listen_url(const char *listen, int port, char *buf, size_t len)
 		snprintf(buf, len, "http://127.0.0.1:%d", port);
 	else
 		snprintf(buf, len, "http://%.*s:%d", hl, listen, port);
+}
+
+void cli_warn_exposed(const char *cmd, const char *listen, const char *token)
+{
+	if (token || server_listen_is_loopback(listen))
+		return;
+	fprintf(stderr,
+		"hearth %s: WARNING: listening on %s, beyond loopback, with no --auth-token-file:\n"
+		"hearth %s: WARNING: anyone who can reach this port can read every profile, push\n"
+		"hearth %s: WARNING: data and start live profiling. Add --auth-token-file FILE,\n"
+		"hearth %s: WARNING: or listen on 127.0.0.1.\n",
+		cmd, listen ? listen : CLI_DEFAULT_LISTEN, cmd, cmd, cmd);
+}
+
+int cli_private_dir(const char *cmd, const char *dir)
+{
+	struct stat st;
+
+	umask(077); /* the store's files: 0600 (stacks name the machine's code and users) */
+	if (!mkdir(dir, 0700))
+		return 0;
+	if (errno != EEXIST) /* the store's open names the problem */
+		return 0;
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || !(st.st_mode & 077))
+		return 0;
+	/* made by an older hearth, or by hand: what is inside may be readable */
+	if (chmod(dir, st.st_mode & 0700)) {
+		cli_error(cmd, "cannot make '%s' private (mode %03o): %s", dir,
+			  (unsigned)(st.st_mode & 0777), strerror(errno));
+		return -errno;
+	}
+	fprintf(stderr, "hearth %s: made '%s' private: mode %03o, was %03o\n", cmd, dir,
+		(unsigned)(st.st_mode & 0700), (unsigned)(st.st_mode & 0777));
+	return 0;
 }

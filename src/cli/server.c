@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 #include "store/store.h"
 
 #define MAINTAIN_EVERY_S 60
+/* malloc arenas of a serving process (M_ARENA_MAX) */
+#define CLI_MALLOC_ARENAS 4
 
 static void usage(FILE *f)
 {
@@ -28,15 +31,18 @@ static void usage(FILE *f)
 	    "Stores profiles pushed by agents and Pyroscope-style clients and serves the\n"
 	    "web UI at / and the query API (see docs/api.md).\n"
 	    "\n"
-	    "      --data DIR             store directory (default ./hearth-data)\n"
+	    "      --data DIR             store directory (default ./hearth-data; made\n"
+	    "                             owner-only, mode 700)\n"
 	    "      --listen HOST:PORT     address to serve on (default 127.0.0.1:4100;\n"
-	    "                             port 0 picks a free one)\n"
+	    "                             port 0 picks a free one; beyond loopback,\n"
+	    "                             use --auth-token-file)\n"
 	    "      --retention DURATION   delete data older than this (default 7d)\n"
 	    "      --auth-token-file F    require 'Authorization: Bearer TOKEN' (not on /healthz)\n"
 	    "      --max-body-mb N        largest request body (default 64)\n"
 	    "      --max-series N         most series the store accepts (default 100000)\n"
 	    "      --web-dir DIR          serve the web UI from DIR instead of the copy built\n"
-	    "                             into hearth (for UI development)\n"
+	    "                             into hearth (for UI development; no dotfiles, no\n"
+	    "                             symlinks out of DIR)\n"
 	    "  -h, --help                 this help\n");
 }
 
@@ -134,7 +140,13 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	int ret;
 
 	make_parents(a->data);
+	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
+	if (cli_private_dir(cmd, a->data))
+		return -EPERM;
 	query_keep_freed_memory(); /* a server answers merge after merge */
+	/* One thread per connection, each arena keeping up to 64 MiB freed (above):
+	 * a few arenas bound that idle memory whatever the number of clients. */
+	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
 	ret = store__open(a->data, &a->st, st, err, sizeof(err));
 	if (ret) {
 		cli_error(cmd, "cannot open the store in '%s': %s", a->data, err);

@@ -3,7 +3,8 @@
  * into a flat profile or a new model. It must survive any input, so it runs in
  * guarded steps:
  *
- *   inflate   bounded by PPROF_MAX_INFLATED (decompression bombs: -EFBIG); one
+ *   inflate   bounded by PPROF_MAX_INFLATED, or half the caller's memory budget
+ *             (pprof_decode_flat_budget; decompression bombs: -EFBIG); one
  *             libdeflate call into a buffer of the size the gzip trailer states,
  *             zlib streaming whenever that does not give the whole answer;
  *   parse     the protobuf wire format read directly (pprof_wire.c): varints,
@@ -81,6 +82,7 @@ struct inflater {
 	size_t n, in_left;
 	uint8_t *out; /* owned until handed over */
 	size_t cap, len;
+	size_t max; /* inflated bytes allowed: PPROF_MAX_INFLATED or the caller's budget */
 };
 
 /* Bytes of input zlib has not consumed yet. */
@@ -105,10 +107,9 @@ static int inflater_feed(struct inflater *f)
 		f->in_left -= c;
 	}
 	if (f->len == f->cap) {
-		if (f->cap > PPROF_MAX_INFLATED)
+		if (f->cap > f->max)
 			return -EFBIG;
-		ncap = f->cap * 2 > (size_t)PPROF_MAX_INFLATED + 1 ? (size_t)PPROF_MAX_INFLATED + 1
-								   : f->cap * 2;
+		ncap = f->cap * 2 > f->max + 1 ? f->max + 1 : f->cap * 2;
 		n = realloc(f->out, ncap);
 		if (!n)
 			return -ENOMEM;
@@ -143,8 +144,8 @@ static int inflater_run(struct inflater *f, char *err, size_t errlen)
 		int zr, r = inflater_feed(f);
 
 		if (r == -EFBIG)
-			return fail(err, errlen, r, "the gzip stream inflates to more than %u MiB",
-				    PPROF_MAX_INFLATED >> 20);
+			return fail(err, errlen, r, "the gzip stream inflates to more than %zu MiB",
+				    f->max >> 20);
 		if (r)
 			return r;
 		room = f->z.avail_out;
@@ -170,7 +171,7 @@ static int inflater_run(struct inflater *f, char *err, size_t errlen)
  * answered here": a stream that is not one member ending at the end of the input, a
  * trailer that lies or names more than the limit, invalid data. The zlib path then
  * runs from the start and gives the answer (and its error message) for those. */
-static int gunzip_fast(const uint8_t *in, size_t n, uint8_t **out, size_t *out_len)
+static int gunzip_fast(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *out_len)
 {
 	struct libdeflate_decompressor *d;
 	enum libdeflate_result lr;
@@ -181,7 +182,7 @@ static int gunzip_fast(const uint8_t *in, size_t n, uint8_t **out, size_t *out_l
 		return 1;
 	isize = (size_t)in[n - 4] | (size_t)in[n - 3] << 8 | (size_t)in[n - 2] << 16 |
 		(size_t)in[n - 1] << 24;
-	if (isize == 0 || isize > PPROF_MAX_INFLATED)
+	if (isize == 0 || isize > max)
 		return 1;
 	buf = malloc(isize);
 	d = libdeflate_alloc_decompressor();
@@ -202,18 +203,18 @@ static int gunzip_fast(const uint8_t *in, size_t n, uint8_t **out, size_t *out_l
 }
 
 /* Inflates a gzip buffer into a malloc'd *out. */
-static int gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *out_len, char *err,
-		  size_t errlen)
+static int gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *out_len,
+		  char *err, size_t errlen)
 {
-	struct inflater f = {.start = in, .in = in, .n = n, .in_left = n};
-	int r = gunzip_fast(in, n, out, out_len);
+	struct inflater f = {.start = in, .in = in, .n = n, .in_left = n, .max = max};
+	int r = gunzip_fast(in, n, max, out, out_len);
 
 	if (r <= 0)
 		return r;
 
 	/* profiles compress about 4:1; the buffer doubles from there */
 	f.cap = 65536;
-	if (n <= PPROF_MAX_INFLATED / 4 && n * 4 > f.cap)
+	if (n <= max / 4 && n * 4 > f.cap)
 		f.cap = n * 4;
 	f.out = malloc(f.cap);
 	if (!f.out)
@@ -240,12 +241,14 @@ static int gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *out_len, c
 #define DEC_PARSE_FACTOR 8u
 #define DEC_PARSE_MAX	 (1ull << 30)
 
-static int parse(const uint8_t *buf, size_t len, struct pprof_wire *w, char *err, size_t errlen)
+static int parse(const uint8_t *buf, size_t len, size_t max, struct pprof_wire *w, char *err,
+		 size_t errlen)
 {
 	uint64_t limit = DEC_PARSE_BASE + (uint64_t)len * DEC_PARSE_FACTOR;
 	int r;
 
 	limit = limit > DEC_PARSE_MAX ? DEC_PARSE_MAX : limit;
+	limit = limit > max ? max : limit;
 	r = pprof_wire__parse(w, buf, len, (size_t)limit);
 	if (r == -EFBIG)
 		return fail(err, errlen, -EFBIG,
@@ -728,26 +731,33 @@ static void dec_fini(struct dec *d)
 	free(d->locs);
 }
 
-int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out, char *err,
-		      size_t errlen)
+int pprof_decode_flat_budget(const uint8_t *buf, size_t len, size_t budget,
+			     struct profile_flat **out, char *err, size_t errlen)
 {
 	static const uint8_t empty[1];
 	struct flat_box *b = calloc(1, sizeof(*b));
 	struct dec d = {.err = err, .errlen = errlen};
 	uint8_t *raw = NULL;
 	size_t raw_len = len;
+	/* Half the budget each: the inflated bytes live beside the parsed arrays until the
+	 * parse ends, and flattening copies the parsed arrays once (see flatten). */
+	size_t max_inflated = PPROF_MAX_INFLATED, max_parsed = SIZE_MAX;
 	int r = b ? 0 : -ENOMEM;
 
+	if (budget) {
+		max_inflated = budget / 2 < max_inflated ? budget / 2 : max_inflated;
+		max_parsed = budget / 2;
+	}
 	*out = NULL;
 	if (err && errlen)
 		err[0] = '\0';
 	if (!buf)
 		buf = empty, len = raw_len = 0;
 	if (!r && is_gzip(buf, len))
-		r = gunzip(buf, len, &raw, &raw_len, err, errlen);
+		r = gunzip(buf, len, max_inflated, &raw, &raw_len, err, errlen);
 	if (!r) {
 		d.m = &b->m;
-		r = parse(raw ? raw : buf, raw_len, &b->m, err, errlen);
+		r = parse(raw ? raw : buf, raw_len, max_parsed, &b->m, err, errlen);
 		free(raw); /* the parsed arrays hold copies of the strings */
 		raw = NULL;
 		r = r ?: check_all(&d) ?: flatten(&d, b);
@@ -761,6 +771,12 @@ int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out,
 	else
 		*out = &b->f;
 	return r;
+}
+
+int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out, char *err,
+		      size_t errlen)
+{
+	return pprof_decode_flat_budget(buf, len, 0, out, err, errlen);
 }
 
 int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err, size_t errlen)

@@ -254,6 +254,15 @@ static inline const char *profile_flat__str(const struct profile_flat *f, size_t
  */
 int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out, char *err,
 		      size_t errlen);
+/*
+ * pprof_decode_flat within a memory budget of `budget` bytes (0: only the limits
+ * above), for a caller that sizes it by the request: the inflated bytes and the
+ * parsed arrays may each take half of it (flattening copies the parsed arrays
+ * once), so the decode's peak stays near the budget. -EFBIG past it, err naming
+ * the step (inflate or parse) and its share in MiB.
+ */
+int pprof_decode_flat_budget(const uint8_t *buf, size_t len, size_t budget,
+			     struct profile_flat **out, char *err, size_t errlen);
 /* The model of a flat profile: what pprof_decode returns for the same input.
  * 0 or -ENOMEM. */
 int profile__from_flat(const struct profile_flat *f, struct profile **out);

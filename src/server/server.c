@@ -4,8 +4,12 @@
  * accumulation bounded by max_body, bearer-token auth, routing, JSON errors and
  * one structured (logfmt) log line per request.
  *
- * A request body is read completely (or counted and discarded past the limit)
- * before the handler runs, so a handler sees either all of it or a 413.
+ * Auth and an announced Content-Length over max_body are checked on the headers
+ * alone: the 401/413 is queued on the first call of the access handler, before
+ * any upload data, so libmicrohttpd answers (and sends no "100 Continue") without
+ * reading the body. Otherwise a request body is read completely (or counted and
+ * discarded past the limit) before the handler runs, so a handler sees either all
+ * of it or a 413. The connection limits are in server.h ("Limits").
  */
 #include "server_impl.h"
 
@@ -20,9 +24,9 @@
 #include <time.h>
 #include <zlib.h>
 
-#define SERVER_DEFAULT_LISTEN  "127.0.0.1:4100"
-#define SERVER_MAX_CONNECTIONS 128
-#define SERVER_CONN_TIMEOUT_S  120
+#define SERVER_DEFAULT_LISTEN "127.0.0.1:4100"
+/* Longest request path a log line shows (escaped). */
+#define SERVER_LOG_PATH_MAX 512
 /* Text answers at least this big are gzipped for clients that accept it: the
  * web UI's 100,000-node tree is ~6 MiB of JSON, ~1.3 MiB gzipped at level 1
  * (~50 ms of CPU), which matters on anything slower than loopback. */
@@ -196,10 +200,7 @@ enum MHD_Result server_error(struct server_req *r, unsigned status, enum server_
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(r->error, sizeof(r->error), "%.255s", msg);
-	for (char *c = r->error; *c; c++) /* keeps the logfmt line parseable */
-		if (*c == '"' || *c == '\n')
-			*c = '\'';
+	snprintf(r->error, sizeof(r->error), "%.255s", msg); /* escaped when logged */
 	server_metrics__reject(&r->srv->metrics, why);
 	if (server_mem__open(&m))
 		return MHD_NO;
@@ -214,24 +215,94 @@ const char *server_arg(struct server_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-/* Constant-time comparison of the Authorization header against "Bearer TOKEN". */
+int server_wait(struct server_req *r, double seconds)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct timespec step = {0, 100 * 1000000};
+	int64_t end = mono_ns() + (int64_t)(seconds * 1e9);
+	char c;
+
+	while (mono_ns() < end) {
+		if (__atomic_load_n(&r->srv->stopping, __ATOMIC_RELAXED))
+			return -ECANCELED;
+		/* 0 bytes at a non-blocking peek: the client closed its end */
+		if (ci && recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+			return -EPIPE;
+		nanosleep(&step, NULL);
+	}
+	return 0;
+}
+
+/*
+ * Copies a token or header value into a zero-padded SERVER_MAX_TOKEN buffer; its
+ * length (SIZE_MAX when too long to be any valid token) goes to *len. Every byte
+ * of the input is read up to the buffer's size, whatever its content.
+ */
+static void pad_token(const char *s, unsigned char out[SERVER_MAX_TOKEN], size_t *len)
+{
+	size_t n = strnlen(s, SERVER_MAX_TOKEN);
+
+	memset(out, 0, SERVER_MAX_TOKEN);
+	memcpy(out, s, n);
+	*len = n < SERVER_MAX_TOKEN ? n : SIZE_MAX;
+}
+
+bool server_token_ok(const char *header, const char *token)
+{
+	unsigned char a[SERVER_MAX_TOKEN], b[SERVER_MAX_TOKEN];
+	size_t na, nb;
+	unsigned diff = 0;
+
+	if (!header || strncmp(header, "Bearer ", 7) != 0)
+		return false;
+	pad_token(header + 7, a, &na);
+	pad_token(token, b, &nb);
+	/* every byte of both buffers is compared: the time says nothing of where
+	 * they differ, nor of the token's length */
+	for (size_t i = 0; i < SERVER_MAX_TOKEN; i++)
+		diff |= (unsigned)(a[i] ^ b[i]);
+	diff |= (unsigned)(na != nb) | (unsigned)(na == SIZE_MAX);
+	return diff == 0;
+}
+
 static bool authorized(struct server *s, struct MHD_Connection *conn)
 {
-	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-	size_t n;
-	unsigned char diff = 0;
-
 	if (!s->token)
 		return true;
-	if (!h || strncmp(h, "Bearer ", 7) != 0)
-		return false;
-	h += 7;
-	n = strlen(s->token);
-	if (strlen(h) != n)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		diff |= (unsigned char)(h[i] ^ s->token[i]);
-	return diff == 0;
+	return server_token_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
+			       s->token);
+}
+
+size_t server_memory_budget(size_t body_len)
+{
+	if (body_len > (SERVER_MEM_MAX - SERVER_MEM_BASE) / SERVER_MEM_PER_BODY_BYTE)
+		return SERVER_MEM_MAX;
+	return SERVER_MEM_BASE + body_len * SERVER_MEM_PER_BODY_BYTE;
+}
+
+/*
+ * Writes s into out (size n, n > 4) for a logfmt value: printable ASCII as is,
+ * every other byte, '"' and '\\' (and ' ' unless the value is quoted) as \xHH, so
+ * a request cannot forge a line or a field of the log. Cut at max input bytes
+ * ("..." then).
+ */
+static const char *log_escape(const char *s, bool quoted, char *out, size_t n, size_t max)
+{
+	size_t o = 0, i = 0;
+
+	for (; s[i] && i < max && o + 5 < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || (c == ' ' && !quoted) || c >= 0x7f || c == '"' || c == '\\')
+			o += (size_t)snprintf(out + o, n - o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	if (s[i] && o + 4 <= n)
+		o += (size_t)snprintf(out + o, n - o, "...");
+	out[o] = '\0';
+	return out;
 }
 
 /* Appends an upload chunk, or counts it as overflow past max_body. */
@@ -258,14 +329,40 @@ static void take_body(struct server *s, struct server_req *r, const char *data, 
 	r->len += n;
 }
 
-static enum MHD_Result dispatch(struct server *s, struct server_req *r)
+static enum MHD_Result too_large(struct server *s, struct server_req *r)
 {
-	if (r->too_large)
-		return server_error(r, 413, SERVER_REJ_TOO_LARGE,
-				    "request body is over the limit of %zu bytes", s->max_body);
+	return server_error(r, 413, SERVER_REJ_TOO_LARGE,
+			    "request body is over the limit of %zu bytes", s->max_body);
+}
+
+/*
+ * What the headers alone decide, on the access handler's first call: a missing
+ * token or an announced body over max_body. The reply is queued before any upload
+ * data, so the body is never read (nor a "100 Continue" sent). MHD_YES with
+ * nothing queued when the request may go on.
+ */
+static enum MHD_Result check_headers(struct server *s, struct server_req *r)
+{
+	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
+	char *end;
+	unsigned long long n;
+
 	if (strcmp(r->url, "/healthz") && !authorized(s, r->conn))
 		return server_error(r, 401, SERVER_REJ_UNAUTHORIZED,
 				    "missing or wrong 'Authorization: Bearer' token");
+	if (cl && *cl) {
+		errno = 0;
+		n = strtoull(cl, &end, 10);
+		if (errno == ERANGE || n > s->max_body)
+			return too_large(s, r);
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result dispatch(struct server *s, struct server_req *r)
+{
+	if (r->too_large)
+		return too_large(s, r);
 	return server_route(s, r);
 }
 
@@ -286,9 +383,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->method = method;
 		r->t0 = mono_ns();
 		*con_cls = r;
+		return check_headers(s, r);
+	}
+	if (r->status) { /* answered from the headers: the body is not wanted */
+		*data_size = 0;
 		return MHD_YES;
 	}
 	if (*data_size) {
+		/* a body trickling in past its deadline: close the connection */
+		if (mono_ns() - r->t0 > (int64_t)SERVER_BODY_DEADLINE_S * 1000000000) {
+			snprintf(r->error, sizeof(r->error),
+				 "no answer: the body took more than %d s", SERVER_BODY_DEADLINE_S);
+			return MHD_NO;
+		}
 		take_body(s, r, data, *data_size);
 		*data_size = 0;
 		return MHD_YES;
@@ -301,21 +408,31 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct server *s = cls;
 	struct server_req *r = *con_cls;
+	char method[64], path[SERVER_LOG_PATH_MAX * 4 + 8], error[sizeof(r->error) * 4 + 8];
 
 	(void)conn;
-	(void)toe;
 	if (!r)
 		return;
+	if (!r->status && !r->error[0]) /* closed before an answer: say why */
+		snprintf(r->error, sizeof(r->error), "no answer: %s",
+			 toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED
+			     ? "the connection was idle too long"
+			 : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT
+			     ? "the client went away"
+			     : "the connection was closed");
 	server_metrics__request(&s->metrics, r->status, mono_ns() - r->t0, r->is_query);
-	if (r->status >= 400)
+	/* the path comes %-decoded: a "%0A" in it must not start a line of its own */
+	log_escape(r->method, false, method, sizeof(method), 15);
+	log_escape(r->url, false, path, sizeof(path), SERVER_LOG_PATH_MAX);
+	if (r->status >= 400 || !r->status)
 		server_log(s, "warn",
 			   "method=%s path=%s status=%u dur_ms=%.1f bytes_in=%zu error=\"%s\"",
-			   r->method, r->url, r->status, (double)(mono_ns() - r->t0) / 1e6, r->len,
-			   r->error);
+			   method, path, r->status, (double)(mono_ns() - r->t0) / 1e6, r->len,
+			   log_escape(r->error, true, error, sizeof(error), sizeof(r->error)));
 	else
 		server_log(s, "info",
 			   "method=%s path=%s status=%u dur_ms=%.1f bytes_in=%zu bytes_out=%zu",
-			   r->method, r->url, r->status, (double)(mono_ns() - r->t0) / 1e6, r->len,
+			   method, path, r->status, (double)(mono_ns() - r->t0) / 1e6, r->len,
 			   r->bytes_out);
 	free(r->body);
 	free(r);
@@ -356,11 +473,28 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen
 	return inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &a4->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
+bool server_listen_is_loopback(const char *listen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+
+	if (!listen)
+		listen = SERVER_DEFAULT_LISTEN;
+	if (parse_listen(listen, &ss, &sl))
+		return false;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	const struct in6_addr *a6 = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+	return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+}
+
 static int start_daemon(struct server *s, const char *listen, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+	/* poll, not select: connection fds may exceed FD_SETSIZE */
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD;
 	const union MHD_DaemonInfo *info;
 
 	if (parse_listen(listen, &ss, &sl)) {
@@ -373,8 +507,10 @@ static int start_daemon(struct server *s, const char *listen, char *err, size_t 
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_MAX_CONNECTIONS,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVER_CONN_TIMEOUT_S,
-				MHD_OPTION_END);
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				(unsigned)SERVER_MAX_CONN_PER_CLIENT, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)SERVER_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				(size_t)SERVER_CONN_MEMORY, MHD_OPTION_END);
 	if (!s->d) {
 		snprintf(err, errlen, "cannot listen on %s: %s", listen,
 			 strerror(errno ? errno : EADDRINUSE));
@@ -398,11 +534,26 @@ int server__start(const struct server_opts *opts, struct server **out, char *err
 	s->max_body = opts->max_body ? opts->max_body : SERVER_DEFAULT_MAX_BODY;
 	s->log = opts->log ? opts->log : stderr;
 	s->token = opts->auth_token;
+	if (s->token && strlen(s->token) >= SERVER_MAX_TOKEN) {
+		snprintf(err, errlen, "the auth token is over %d bytes", SERVER_MAX_TOKEN - 1);
+		free(s);
+		return -EINVAL;
+	}
+	/* --web-dir resolved once: a file it serves must resolve to below it */
+	if (opts->web_dir && !(s->web_root = realpath(opts->web_dir, NULL))) {
+		ret = -errno;
+		snprintf(err, errlen, "--web-dir '%s': %s", opts->web_dir, strerror(errno));
+		free(s);
+		return ret;
+	}
 	pthread_mutex_init(&s->live_lock, NULL);
+	sem_init(&s->decodes, 0, SERVER_MAX_DECODES);
 	server_metrics__init(&s->metrics);
 	ret = start_daemon(s, opts->listen ? opts->listen : SERVER_DEFAULT_LISTEN, err, errlen);
 	if (ret) {
 		pthread_mutex_destroy(&s->live_lock);
+		sem_destroy(&s->decodes);
+		free(s->web_root);
 		free(s);
 		return ret;
 	}
@@ -419,7 +570,10 @@ void server__stop(struct server *s)
 {
 	if (!s)
 		return;
+	__atomic_store_n(&s->stopping, true, __ATOMIC_RELAXED); /* ends server_wait */
 	MHD_stop_daemon(s->d);
 	pthread_mutex_destroy(&s->live_lock);
+	sem_destroy(&s->decodes);
+	free(s->web_root);
 	free(s);
 }

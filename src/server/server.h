@@ -37,6 +37,34 @@
 /* Longest /debug/pprof/profile?seconds= */
 #define SERVER_MAX_PROFILE_SECONDS 600
 
+/*
+ * Limits against clients that would crash, stall or fill the server (docs/api.md,
+ * "Limits"). Connections: one thread each, at most SERVER_MAX_CONNECTIONS, of which
+ * one client address may hold SERVER_MAX_CONN_PER_CLIENT (so one client cannot take
+ * them all); a connection silent for SERVER_IDLE_TIMEOUT_S (in its headers, its body
+ * or between keep-alive requests) is closed, and a body must be complete within
+ * SERVER_BODY_DEADLINE_S of its headers. Headers take at most SERVER_CONN_MEMORY.
+ */
+#define SERVER_MAX_CONNECTIONS	   256
+#define SERVER_MAX_CONN_PER_CLIENT 32
+#define SERVER_IDLE_TIMEOUT_S	   10
+#define SERVER_BODY_DEADLINE_S	   120
+#define SERVER_CONN_MEMORY	   (32u << 10)
+/* /debug/pprof/profile holds its connection for `seconds`: at most this many at once
+ * (429 beyond), so long profiles leave connections for everything else. */
+#define SERVER_MAX_PROFILES_IN_FLIGHT 4
+/* Decoding an /ingest body: at most this many at once; a request waits up to
+ * SERVER_DECODE_WAIT_S for its turn (503 after). */
+#define SERVER_MAX_DECODES   2
+#define SERVER_DECODE_WAIT_S 10
+/* Memory one decode may use: SERVER_MEM_BASE + SERVER_MEM_PER_BODY_BYTE bytes per body
+ * byte, at most SERVER_MEM_MAX (server_memory_budget). */
+#define SERVER_MEM_BASE		 (64u << 20)
+#define SERVER_MEM_PER_BODY_BYTE 128u
+#define SERVER_MEM_MAX		 (1024u << 20)
+/* Longest bearer token (cli_read_token's buffer); compared in constant time. */
+#define SERVER_MAX_TOKEN 1024
+
 struct store;
 
 /*
@@ -81,6 +109,16 @@ void server__stop(struct server *s);
 int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
 		      struct profile_flat *f, char *err, size_t errlen);
 
+/* The memory budget of decoding a body of body_len bytes (see SERVER_MEM_BASE). */
+size_t server_memory_budget(size_t body_len);
+/* Whether a --listen address ("HOST:PORT") is loopback only (127.0.0.0/8, ::1,
+ * localhost); false for every-address binds (":4100", "0.0.0.0:…", "[::]:…") and
+ * for anything unparsable. */
+bool server_listen_is_loopback(const char *listen);
+/* Whether the bearer token in an Authorization header value matches token, in time
+ * that depends on neither (both are compared over SERVER_MAX_TOKEN bytes). */
+bool server_token_ok(const char *header, const char *token);
+
 /* ---- pieces of request parsing, exposed for unit tests and fuzzing ---- */
 
 struct server_labels {
@@ -96,8 +134,9 @@ int server_labels__add(struct server_labels *l, const char *k, const char *v, ch
 void server_labels__fini(struct server_labels *l);
 /*
  * Whether a URL path (already %-decoded) may name a web UI file: it starts with
- * '/' and has no empty, "." or ".." segment (so it cannot leave the UI's
- * directory). "/" itself is fine (it means index.html).
+ * '/' and has no empty segment and none starting with '.' (so it cannot leave the
+ * UI's directory, nor name a dotfile such as .git/ or .env). "/" itself is fine
+ * (it means index.html).
  */
 bool server_web_path_ok(const char *path);
 /*

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Fills q from query/from/until/maxNodes/step/groupBy with a prefix ("" or "left"). */
 static int request_args(struct server_req *r, const char *prefix, struct query_request *q,
@@ -177,16 +176,18 @@ static int stored_profile(struct server_req *r, double seconds, int64_t t0, stru
 	return query_profile(r->srv->store, &q, p, err, errlen);
 }
 
+static enum MHD_Result pprof_run(struct server *s, struct server_req *r, double seconds,
+				 const char *query);
+
+/* Holds one of SERVER_MAX_PROFILES_IN_FLIGHT slots while the profile runs: the
+ * request waits `seconds`, holding its connection, and too many such requests
+ * would take every connection from the short ones. */
 enum MHD_Result server_h_pprof(struct server *s, struct server_req *r)
 {
 	const char *sec = server_arg(r, "seconds"), *query = server_arg(r, "query");
 	double seconds = 30;
-	char err[512] = "", *end;
-	struct profile *p = NULL;
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int64_t t0 = server_now_ns();
-	int ret;
+	char *end;
+	enum MHD_Result ret;
 
 	if (sec && *sec) {
 		seconds = strtod(sec, &end);
@@ -195,6 +196,30 @@ enum MHD_Result server_h_pprof(struct server *s, struct server_req *r)
 					    "seconds '%.32s' is not a duration from 0 to %d", sec,
 					    SERVER_MAX_PROFILE_SECONDS);
 	}
+	if (__atomic_add_fetch(&s->profiles_in_flight, 1, __ATOMIC_RELAXED) >
+	    SERVER_MAX_PROFILES_IN_FLIGHT) {
+		__atomic_sub_fetch(&s->profiles_in_flight, 1, __ATOMIC_RELAXED);
+		return server_error(
+		    r, 429, SERVER_REJ_BUSY,
+		    "seconds=%g: %d live profiles are already in flight (the limit); "
+		    "retry when one ends",
+		    seconds, SERVER_MAX_PROFILES_IN_FLIGHT);
+	}
+	ret = pprof_run(s, r, seconds, query);
+	__atomic_sub_fetch(&s->profiles_in_flight, 1, __ATOMIC_RELAXED);
+	return ret;
+}
+
+static enum MHD_Result pprof_run(struct server *s, struct server_req *r, double seconds,
+				 const char *query)
+{
+	char err[512] = "";
+	struct profile *p = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int64_t t0 = server_now_ns();
+	int ret;
+
 	if (query && *query && !s->store)
 		return server_error(r, 400, SERVER_REJ_BAD_PARAM,
 				    "this listener has no store to query");
@@ -204,7 +229,14 @@ enum MHD_Result server_h_pprof(struct server *s, struct server_req *r)
 		pthread_mutex_unlock(&s->live_lock);
 		snprintf(err, sizeof(err), "sampling failed: %s", strerror(-ret));
 	} else if (s->store) {
-		usleep((useconds_t)(seconds * 1e6));
+		ret = server_wait(r, seconds);
+		if (ret == -EPIPE) { /* nobody to answer */
+			snprintf(r->error, sizeof(r->error), "no answer: the client went away");
+			return MHD_NO;
+		}
+		if (ret)
+			return server_error(r, 503, SERVER_REJ_BUSY,
+					    "the server is stopping; the profile was cut short");
 		ret = stored_profile(r, seconds, t0, &p, err, sizeof(err));
 	} else {
 		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no profile source");

@@ -6,6 +6,7 @@
 
 #include <microhttpd.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ enum server_reject {
 	SERVER_REJ_TOO_MANY_SERIES,
 	SERVER_REJ_BAD_PARAM,
 	SERVER_REJ_INTERNAL,
+	SERVER_REJ_BUSY,
 	SERVER_REJ_MAX,
 };
 
@@ -52,6 +54,10 @@ struct server {
 	FILE *log;
 	int port;
 	pthread_mutex_t live_lock; /* one live profile at a time */
+	int profiles_in_flight;	   /* /debug/pprof/profile requests running (atomic) */
+	sem_t decodes;		   /* SERVER_MAX_DECODES slots */
+	bool stopping;		   /* set by server__stop: long waits end (atomic) */
+	char *web_root;		   /* realpath of opts.web_dir, or NULL */
 	struct server_metrics metrics;
 };
 
@@ -84,6 +90,9 @@ void server_log(struct server *s, const char *level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void server_json_str(FILE *f, const char *s);
 const char *server_arg(struct server_req *r, const char *name);
+/* Waits `seconds` unless the server stops or the client hangs up first: 0, -ECANCELED
+ * (stopping) or -EPIPE (client gone). */
+int server_wait(struct server_req *r, double seconds);
 
 /* Replies; buf is malloc'd and taken over. */
 enum MHD_Result server_reply(struct server_req *r, unsigned status, const char *ctype, char *buf,

@@ -8,6 +8,11 @@
  * nothing (the store's append is itself atomic). A pprof is decoded into a flat
  * profile and stored by store__append_flat, without building the model; the
  * text formats become a model and go through store__append.
+ *
+ * Decoding is where a small body turns into a lot of memory (a 250 KiB gzip can
+ * inflate to 256 MiB of tiny messages): a pprof decodes within a budget sized by
+ * its body (server_memory_budget), and at most SERVER_MAX_DECODES bodies decode at
+ * once, so the peak is bounded by a few budgets whatever the number of clients.
  */
 #include "server_impl.h"
 #include "query/query.h"
@@ -133,7 +138,7 @@ static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 {
 	char err[512] = "";
 	const uint8_t *b;
-	size_t n;
+	size_t n, budget;
 	int ret;
 
 	if (strcmp(a->format, "pprof")) {
@@ -149,11 +154,15 @@ static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 				   "multipart body has no 'profile' field");
 		if (ret)
 			return bad(r, SERVER_REJ_BAD_PROFILE, "malformed multipart body");
-		ret = pprof_decode_flat(b, n, &d->f, err, sizeof(err));
+		budget = server_memory_budget(r->len);
+		ret = pprof_decode_flat_budget(b, n, budget, &d->f, err, sizeof(err));
 		if (ret == -EFBIG)
-			return server_error(r, 413, SERVER_REJ_BOMB,
-					    "pprof inflates past %u bytes (decompression bomb?)",
-					    PPROF_MAX_INFLATED);
+			return server_error(
+			    r, 413, SERVER_REJ_BOMB,
+			    "pprof needs more than this request's memory budget of %zu MiB "
+			    "(%u MiB + %u bytes per body byte, at most %u MiB): %s",
+			    budget >> 20, SERVER_MEM_BASE >> 20, SERVER_MEM_PER_BODY_BYTE,
+			    SERVER_MEM_MAX >> 20, err);
 		if (ret == -EINVAL)
 			return server_error(r, 400, SERVER_REJ_BAD_PROFILE, "malformed pprof: %s",
 					    err);
@@ -292,6 +301,19 @@ static enum MHD_Result store_it(struct server *s, struct server_req *r, struct i
 	return server_reply(r, 200, "application/json", strdup("{}\n"), 3);
 }
 
+/* Waits up to SERVER_DECODE_WAIT_S for one of the SERVER_MAX_DECODES slots. 0 or -EBUSY. */
+static int decode_slot(struct server *s)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until); /* sem_timedwait's clock */
+	until.tv_sec += SERVER_DECODE_WAIT_S;
+	while (sem_timedwait(&s->decodes, &until))
+		if (errno != EINTR)
+			return -EBUSY;
+	return 0;
+}
+
 enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 {
 	struct ingest_args a = {0};
@@ -304,8 +326,17 @@ enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 	if (!s->store)
 		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "this listener has no store");
 	ret = ingest_args(r, &a, &ok);
-	if (ok)
+	if (ok && decode_slot(s)) {
+		ret = server_error(r, 503, SERVER_REJ_BUSY,
+				   "%d bodies are being decoded (the limit) and none finished "
+				   "within %d s; retry later",
+				   SERVER_MAX_DECODES, SERVER_DECODE_WAIT_S);
+		ok = false;
+	}
+	if (ok) {
 		ret = decode(r, &a, &d);
+		sem_post(&s->decodes);
+	}
 	if (ok && (d.p || d.f))
 		ret = store_it(s, r, &a, &d);
 	profile__free(d.p);

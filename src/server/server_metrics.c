@@ -23,6 +23,7 @@ static const char *const reject_names[SERVER_REJ_MAX] = {
     [SERVER_REJ_TOO_MANY_SERIES] = "too_many_series",
     [SERVER_REJ_BAD_PARAM] = "bad_param",
     [SERVER_REJ_INTERNAL] = "internal",
+    [SERVER_REJ_BUSY] = "busy",
 };
 
 /* Upper bounds (seconds) of the query latency buckets. */

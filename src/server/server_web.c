@@ -5,8 +5,9 @@
  * reload, no rebuild).
  *
  * Constraint: a URL must never name a file outside the UI. libmicrohttpd hands
- * us the path %-decoded, so a ".." segment is refused whatever its spelling,
- * and on disk only regular files are served.
+ * us the path %-decoded, so a ".." segment is refused whatever its spelling, as
+ * is every dotfile (.git/, .env); on disk only regular files are served, and
+ * only when their real path (symlinks resolved) is below the directory's.
  */
 #include "server_impl.h"
 #include "web_files.h"
@@ -32,9 +33,8 @@ bool server_web_path_ok(const char *path)
 	for (const char *p = path; *p; p++) {
 		if (*p != '/')
 			continue;
-		/* p[1] starts a segment: refuse "", "." and ".." */
-		if (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || !p[2])) ||
-		    (p[1] == '.' && p[2] == '.' && (p[3] == '/' || !p[3])))
+		/* p[1] starts a segment: refuse "" and any starting with '.' ("..", ".git") */
+		if (p[1] == '/' || p[1] == '.')
 			return false;
 	}
 	return true;
@@ -87,20 +87,34 @@ static enum MHD_Result reply_file(struct server_req *r, const char *ctype, const
 	return ret;
 }
 
-/* Reads dir/path (a regular file) into a malloc'd buffer. 0, -ENOENT, -EFBIG, -errno. */
-static int read_disk_file(const char *dir, const char *path, char **buf, size_t *len)
+/*
+ * Reads root/path (a regular file whose real path is below root, itself a real
+ * path) into a malloc'd buffer. 0, -ENOENT (also for a symlink leading out of
+ * root), -EFBIG, -errno.
+ */
+static int read_disk_file(const char *root, const char *path, char **buf, size_t *len)
 {
-	char full[4096];
+	char full[4096], *real;
+	size_t rl = strlen(root);
 	struct stat st;
 	ssize_t n = 0;
 	size_t got = 0;
 	int fd, err = 0;
 
 	*buf = NULL;
-	if ((size_t)snprintf(full, sizeof(full), "%s%s", dir, path) >= sizeof(full))
+	if ((size_t)snprintf(full, sizeof(full), "%s%s", root, path) >= sizeof(full))
 		return -ENAMETOOLONG;
-	if ((fd = open(full, O_RDONLY | O_CLOEXEC)) < 0)
-		return errno == ENOTDIR ? -ENOENT : -errno;
+	if (!(real = realpath(full, NULL)))
+		return errno == ENOTDIR || errno == ENOENT ? -ENOENT : -errno;
+	/* below root: root's path then '/' (root "/" is its own prefix) */
+	if (strncmp(real, root, rl) || (real[rl] != '/' && !(rl == 1 && root[0] == '/'))) {
+		free(real);
+		return -ENOENT;
+	}
+	fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	free(real);
+	if (fd < 0)
+		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		err = -ENOENT; /* a directory is not a page */
 		goto cleanup;
@@ -131,7 +145,7 @@ static enum MHD_Result from_disk(struct server *s, struct server_req *r, const c
 {
 	char *buf;
 	size_t len = 0;
-	int err = read_disk_file(s->opts.web_dir, path, &buf, &len);
+	int err = read_disk_file(s->web_root, path, &buf, &len);
 
 	if (err == -ENOENT)
 		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no such endpoint '%.200s'",
@@ -152,7 +166,8 @@ enum MHD_Result server_h_web(struct server *s, struct server_req *r)
 		return server_error(r, 405, SERVER_REJ_METHOD, "%.200s takes GET or HEAD", r->url);
 	if (!server_web_path_ok(path))
 		return server_error(r, 400, SERVER_REJ_BAD_PARAM,
-				    "path '%.200s' is not allowed (no '.', '..' or empty segments)",
+				    "path '%.200s' is not allowed (no empty segments, none "
+				    "starting with '.')",
 				    r->url);
 	if (s->opts.web_dir)
 		return from_disk(s, r, path);

@@ -25,7 +25,7 @@ static char *cstr(const uint8_t *d, size_t n)
 	return s;
 }
 
-/* Whether path has an empty, "." or ".." segment, splitting on '/' the plain way. */
+/* Whether path has an empty segment or one starting with ".", splitting on '/' the plain way. */
 static bool has_bad_segment(const char *path)
 {
 	const char *seg = path + 1, *end;
@@ -35,8 +35,7 @@ static bool has_bad_segment(const char *path)
 
 		end = strchr(seg, '/');
 		n = end ? (size_t)(end - seg) : strlen(seg);
-		if ((n == 0 && end) || (n == 1 && seg[0] == '.') ||
-		    (n == 2 && seg[0] == '.' && seg[1] == '.'))
+		if ((n == 0 && end) || (n && seg[0] == '.')) /* empty, or a dot segment/file */
 			return true;
 		if (!end)
 			return false;

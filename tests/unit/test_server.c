@@ -275,7 +275,7 @@ TEST(http_ingest_query_and_bad_input)
 		CHECK(http_do(server__port(s2), "/ingest?name=app&format=pprof", bomb, bomb_len,
 			      NULL, &h) == 0);
 		server__stop(s2);
-		CHECK(is_error(&h, 413, "decompression bomb"));
+		CHECK(is_error(&h, 413, "memory budget"));
 	}
 	CHECK((big = calloc(1, (1 << 20) + 10)) != NULL);
 	CHECK(http_do(port, "/ingest?name=app", big, (1 << 20) + 10, NULL, &h) == 0);
@@ -436,16 +436,58 @@ cleanup:
 /* Which URL paths may name a web UI file (the check behind the 400 answer). */
 TEST(web_paths)
 {
-	static const char *const ok[] = {"/",	       "/index.html", "/js/app.js",
-					 "/a/b/c.css", "/.well",      "/x..y",
-					 "/..x",       "/x.",	      "/img/a.b.png"};
-	static const char *const bad[] = {"",	  "index.html", "//",	  "/js//app.js",
-					  "/.",	  "/..",	"/../x",  "/js/../../etc/passwd",
-					  "/./x", "/js/.",	"/js/..", "/a/./b"};
+	static const char *const ok[] = {"/",	  "/index.html", "/js/app.js",	 "/a/b/c.css",
+					 "/x..y", "/x.",	 "/img/a.b.png", "/js/"};
+	/* dotfiles too: a --web-dir checkout holds .git/ */
+	static const char *const bad[] = {
+	    "",		 "index.html", "//",	       "/js//app.js",
+	    "/.",	 "/..",	       "/../x",	       "/js/../../etc/passwd",
+	    "/./x",	 "/js/.",      "/js/..",       "/a/./b",
+	    "/.well",	 "/..x",       "/.git/config", "/.env",
+	    "/a/.hidden"};
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 		CHECKF(server_web_path_ok(ok[i]), "'%s' refused", ok[i]);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECKF(!server_web_path_ok(bad[i]), "'%s' accepted", bad[i]);
+cleanup:;
+}
+
+/* The bearer token check: the whole token, nothing more or less, of any length. */
+TEST(token_compare)
+{
+	char longtok[SERVER_MAX_TOKEN + 16], hdr[SERVER_MAX_TOKEN + 32];
+
+	CHECK(server_token_ok("Bearer s3cret", "s3cret"));
+	CHECK(!server_token_ok("Bearer s3cre", "s3cret"));
+	CHECK(!server_token_ok("Bearer s3cret2", "s3cret"));
+	CHECK(!server_token_ok("Bearer S3cret", "s3cret"));
+	CHECK(!server_token_ok("Bearer ", "s3cret"));
+	CHECK(!server_token_ok("bearer s3cret", "s3cret"));
+	CHECK(!server_token_ok("s3cret", "s3cret"));
+	CHECK(!server_token_ok(NULL, "s3cret"));
+	/* the longest token there can be, and one byte past it in the header */
+	memset(longtok, 'k', SERVER_MAX_TOKEN - 1);
+	longtok[SERVER_MAX_TOKEN - 1] = '\0';
+	snprintf(hdr, sizeof(hdr), "Bearer %s", longtok);
+	CHECK(server_token_ok(hdr, longtok));
+	snprintf(hdr, sizeof(hdr), "Bearer %sk", longtok);
+	CHECK(!server_token_ok(hdr, longtok));
+cleanup:;
+}
+
+/* Which --listen addresses are loopback only (the others warn without a token). */
+TEST(listen_loopback)
+{
+	static const char *const lo[] = {"127.0.0.1:4100", "127.5.6.7:0", "localhost:80",
+					 "[::1]:4100", "[::ffff:127.0.0.1]:1"};
+	static const char *const wide[] = {":4100",	    "0.0.0.0:4100", "[::]:4100",
+					   "10.0.0.1:4100", "[fe80::1]:1",  "garbage"};
+
+	CHECK(server_listen_is_loopback(NULL)); /* the default */
+	for (size_t i = 0; i < sizeof(lo) / sizeof(lo[0]); i++)
+		CHECKF(server_listen_is_loopback(lo[i]), "'%s' not loopback", lo[i]);
+	for (size_t i = 0; i < sizeof(wide) / sizeof(wide[0]); i++)
+		CHECKF(!server_listen_is_loopback(wide[i]), "'%s' loopback", wide[i]);
 cleanup:;
 }
