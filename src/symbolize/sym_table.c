@@ -5,6 +5,11 @@
  * Constraint: lookups are the hot path and tables can hold millions of symbols across
  * a system, so an entry is 24 bytes with names as offsets into one blob per table, and
  * the one-frame result handed to callers is made on first use, once per symbol.
+ * First sight of a big object is paid by whoever asks first (a 100 MB binary has ~100k
+ * symbols and ~7 MB of names), so building touches no name it need not: an ELF's
+ * string table is taken whole as the blob (no copy), the sort reads names only to break
+ * ties at one address, and a name is demangled when a lookup first returns it, then
+ * kept with the table (and accounted with it).
  *
  * Where a symbol ends:
  *   sized (st_size > 0)        [start, start + size)
@@ -15,6 +20,7 @@
 #include "symbolize/sym_internal.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +89,29 @@ int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char 
 	return 0;
 }
 
+void sym_builder__adopt_names(struct sym_builder *b, char *names, size_t len)
+{
+	free(b->names);
+	b->names = names;
+	b->len = b->names_cap = len;
+	b->adopted = true;
+}
+
+int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r)
+{
+	struct sym_raw *arr;
+
+	if (b->n >= SYM_MAX_SYMBOLS)
+		return 0;
+	arr = sym_grow(b->raw, &b->cap, b->n + 1, sizeof(*arr));
+	if (!arr)
+		return -ENOMEM;
+	b->raw = arr;
+	b->raw[b->n] = *r;
+	b->raw[b->n++].display = r->name;
+	return 0;
+}
+
 void sym_builder__fini(struct sym_builder *b)
 {
 	free(b->raw);
@@ -100,20 +129,23 @@ static size_t leading_underscores(const char *s)
 	return strspn(s, "_");
 }
 
-/* By address; at one address the winner first: higher rank, fewer '_', then by name. */
-static int raw_cmp(const void *pa, const void *pb, void *arg)
+/*
+ * Whether later, a symbol at the same address as earlier and after it in the file,
+ * wins over it: a higher rank, else fewer leading '_', else (a tie) yes: the last in
+ * the file wins, as llvm-symbolizer picks, so the aliases that identical code folding
+ * leaves (template instances, D1/D2 pairs) show the same name in both tools.
+ */
+static bool raw_wins(const struct sym_raw *later, const struct sym_raw *earlier,
+		     const struct sym_builder *b)
 {
-	const struct sym_raw *a = pa, *b = pb;
-	const char *na = raw_name(arg, a), *nb = raw_name(arg, b);
-	size_t ua = leading_underscores(na), ub = leading_underscores(nb);
+	size_t ul, ue;
 
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank > b->rank ? -1 : 1;
-	if (ua != ub)
-		return ua < ub ? -1 : 1;
-	return strcmp(na, nb);
+	/* names only for ties of rank: each one read is a cache miss on a big object */
+	if (later->rank != earlier->rank)
+		return later->rank > earlier->rank;
+	ul = leading_underscores(raw_name(b, later));
+	ue = leading_underscores(raw_name(b, earlier));
+	return ul <= ue;
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
@@ -141,15 +173,80 @@ static uint64_t raw_end(const struct sym_raw *raw, size_t n, size_t i)
 	return min_u64(end, r->bound);
 }
 
-/* Keeps the first (best) symbol at each address; returns the new count. */
-static size_t dedupe(struct sym_raw *raw, size_t n)
-{
-	size_t out = 0;
+/* A symbol's start and its index in the builder: what the sort moves. */
+struct sym_key {
+	uint64_t start, idx;
+};
 
-	for (size_t i = 0; i < n; i++)
-		if (out == 0 || raw[out - 1].start != raw[i].start)
-			raw[out++] = raw[i];
-	return out;
+/*
+ * Stable LSD radix sort of k[0, n) by start, a byte per pass, skipping the bytes all
+ * starts share (an object's symbols span a few MB: 3-4 passes). tmp has room for n.
+ * Returns whichever of k, tmp holds the result. A comparison sort of the 40-byte raw
+ * symbols through a callback was ~10% of a big binary's first sight.
+ */
+static struct sym_key *key_sort(struct sym_key *k, struct sym_key *tmp, size_t n)
+{
+	uint64_t diff = 0;
+
+	for (size_t i = 1; i < n; i++)
+		diff |= k[i].start ^ k[0].start;
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		size_t count[256] = {0}, pos = 0;
+		struct sym_key *swap;
+
+		if (!((diff >> shift) & 0xff))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			count[(k[i].start >> shift) & 0xff]++;
+		for (size_t v = 0; v < 256; v++) {
+			size_t c = count[v];
+
+			count[v] = pos;
+			pos += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[(k[i].start >> shift) & 0xff]++] = k[i];
+		swap = k;
+		k = tmp;
+		tmp = swap;
+	}
+	return k;
+}
+
+/*
+ * Replaces b->raw by its symbols sorted by start, one per address: the winner among
+ * each address's symbols (raw_wins; the sort is stable, so they are in file order).
+ * Returns the new count, or 0 with -ENOMEM in *err.
+ */
+static size_t sort_unique(struct sym_builder *b, int *err)
+{
+	struct sym_key *keys = malloc((b->n ? b->n : 1) * 2 * sizeof(*keys)), *k;
+	struct sym_raw *out = malloc((b->n ? b->n : 1) * sizeof(*out));
+	size_t m = 0;
+
+	*err = 0;
+	if (!keys || !out) {
+		free(keys);
+		free(out);
+		*err = -ENOMEM;
+		return 0;
+	}
+	for (size_t i = 0; i < b->n; i++)
+		keys[i] = (struct sym_key){b->raw[i].start, i};
+	k = key_sort(keys, keys + b->n, b->n);
+	for (size_t i = 0, j; i < b->n; i = j) {
+		const struct sym_raw *best = &b->raw[k[i].idx];
+
+		for (j = i + 1; j < b->n && k[j].start == k[i].start; j++)
+			if (raw_wins(&b->raw[k[j].idx], best, b))
+				best = &b->raw[k[j].idx];
+		out[m++] = *best;
+	}
+	free(keys);
+	free(b->raw);
+	b->raw = out;
+	b->n = b->cap = m;
+	return m;
 }
 
 /* Copies the builder's name at off to dst + *pos; returns its offset in dst. */
@@ -196,22 +293,27 @@ int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 	int err = 0;
 
 	memset(t, 0, sizeof(*t));
-	if (b->n)
-		qsort_r(b->raw, b->n, sizeof(*b->raw), raw_cmp, b);
-	n = dedupe(b->raw, b->n);
+	n = sort_unique(b, &err);
+	if (err)
+		goto cleanup;
 	t->syms = malloc((n ? n : 1) * sizeof(*t->syms));
 	if (!t->syms) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct sym_entry e = { b->raw[i].start, raw_end(b->raw, n, i), b->raw[i].name,
-				       b->raw[i].display };
+		struct sym_entry e = {b->raw[i].start, raw_end(b->raw, n, i), b->raw[i].name,
+				      b->raw[i].display};
 
 		if (e.end > e.start)
 			t->syms[t->n++] = e;
 	}
-	err = compact_names(b, t);
+	if (b->adopted) { /* the string table as read: kept whole, no name touched */
+		t->names = b->names;
+		b->names = NULL;
+	} else {
+		err = compact_names(b, t);
+	}
 cleanup:
 	if (err)
 		sym_table__fini(t);
@@ -219,11 +321,18 @@ cleanup:
 	return err;
 }
 
+char sym_shown_raw[1];
+
 void sym_table__fini(struct sym_table *t)
 {
 	if (t->results)
 		for (size_t i = 0; i < t->n; i++)
 			free(t->results[i]);
+	if (t->shown)
+		for (size_t i = 0; i < t->n; i++)
+			if (t->shown[i] != SYM_SHOWN_RAW)
+				free(t->shown[i]);
+	free(t->shown);
 	free(t->results);
 	free(t->syms);
 	free(t->names);
@@ -268,4 +377,32 @@ const struct sym_result *sym_table__result(struct sym_table *t, size_t i)
 	r->frames[0].system_name = t->names + t->syms[i].name;
 	t->results[i] = r;
 	return r;
+}
+
+const char *sym_table__shown(struct sym_table *t, size_t i)
+{
+	const char *raw = t->names + t->syms[i].name;
+	char *dem;
+
+	if (!t->shown) {
+		if (!(t->shown = calloc(t->n, sizeof(*t->shown))))
+			return raw;
+		t->shown_bytes += malloc_usable_size(t->shown);
+	}
+	if (!t->shown[i]) {
+		/* a NULL from sym_demangle may also be its ENOMEM: the raw name is kept then
+		 * (never a wrong name, and not retried per lookup) */
+		dem = sym_demangle(raw);
+		t->shown[i] = dem ? dem : SYM_SHOWN_RAW;
+		t->shown_bytes += dem ? malloc_usable_size(dem) : 0;
+	}
+	return t->shown[i] == SYM_SHOWN_RAW ? raw : t->shown[i];
+}
+
+/* The kernel's lazily made results are not counted: its table is outside the budget,
+ * and an object's table never makes any. */
+uint64_t sym_table__bytes(const struct sym_table *t)
+{
+	return t->n * sizeof(*t->syms) + (t->names ? malloc_usable_size(t->names) : 0) +
+	       t->shown_bytes;
 }
