@@ -18,6 +18,8 @@
 #define SYM_UNSIZED_TAIL (64 * 1024)
 /* More symbols than this in one table is not a real object; the rest are ignored. */
 #define SYM_MAX_SYMBOLS (16u << 20)
+/* A lookup's first search is over every SYM_TOP_STRIDE-th start (sym_table.top). */
+#define SYM_TOP_STRIDE 16
 /* name offset of a symbol that only ends the one before it (kernel "_etext"). */
 #define SYM_NO_NAME UINT32_MAX
 
@@ -35,6 +37,10 @@ struct sym_entry {
 struct sym_table {
 	struct sym_entry *syms; /* owned */
 	size_t n;
+	/* owned: syms[k * SYM_TOP_STRIDE].start, searched first (small enough to stay in
+	 * cache; the entries of a big object are not); NULL for a small table */
+	uint64_t *top;
+	size_t n_top;
 	/* owned: NUL-terminated names; of an ELF, its whole string table as read (names
 	 * are never copied or touched at load: offsets are st_name), NUL-ended */
 	char *names;

@@ -158,10 +158,9 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* End of raw[i] in an array sorted and with one symbol per address (see file top). */
-static uint64_t raw_end(const struct sym_raw *raw, size_t n, size_t i)
+/* End of r, whose successor by address (one symbol per address) is next (see file top). */
+static uint64_t raw_end(const struct sym_raw *r, const struct sym_raw *next)
 {
-	const struct sym_raw *r = &raw[i], *next = i + 1 < n ? &raw[i + 1] : NULL;
 	uint64_t end;
 
 	if (r->size)
@@ -214,38 +213,34 @@ static struct sym_key *key_sort(struct sym_key *k, struct sym_key *tmp, size_t n
 }
 
 /*
- * Replaces b->raw by its symbols sorted by start, one per address: the winner among
- * each address's symbols (raw_wins; the sort is stable, so they are in file order).
- * Returns the new count, or 0 with -ENOMEM in *err.
+ * b's symbols by start, one per address: the winner among each address's symbols
+ * (raw_wins; the sort is stable, so they come in file order). Into *sorted (within
+ * *keys, which the caller frees) the winners' keys; returns their count. -ENOMEM in
+ * *err. The raw symbols are not moved: each page of a big object's arrays touched
+ * for the first time costs a page fault, the larger part of reading its symbols.
  */
-static size_t sort_unique(struct sym_builder *b, int *err)
+static size_t sort_unique(const struct sym_builder *b, struct sym_key **keys,
+			  struct sym_key **sorted, int *err)
 {
-	struct sym_key *keys = malloc((b->n ? b->n : 1) * 2 * sizeof(*keys)), *k;
-	struct sym_raw *out = malloc((b->n ? b->n : 1) * sizeof(*out));
+	struct sym_key *k;
 	size_t m = 0;
 
 	*err = 0;
-	if (!keys || !out) {
-		free(keys);
-		free(out);
+	if (!(*keys = malloc((b->n ? b->n : 1) * 2 * sizeof(**keys)))) {
 		*err = -ENOMEM;
 		return 0;
 	}
 	for (size_t i = 0; i < b->n; i++)
-		keys[i] = (struct sym_key){b->raw[i].start, i};
-	k = key_sort(keys, keys + b->n, b->n);
+		(*keys)[i] = (struct sym_key){b->raw[i].start, i};
+	k = *sorted = key_sort(*keys, *keys + b->n, b->n);
 	for (size_t i = 0, j; i < b->n; i = j) {
-		const struct sym_raw *best = &b->raw[k[i].idx];
+		struct sym_key best = k[i];
 
 		for (j = i + 1; j < b->n && k[j].start == k[i].start; j++)
-			if (raw_wins(&b->raw[k[j].idx], best, b))
-				best = &b->raw[k[j].idx];
-		out[m++] = *best;
+			if (raw_wins(&b->raw[k[j].idx], &b->raw[best.idx], b))
+				best = k[j];
+		k[m++] = best; /* m <= i: nothing unread is overwritten */
 	}
-	free(keys);
-	free(b->raw);
-	b->raw = out;
-	b->n = b->cap = m;
 	return m;
 }
 
@@ -287,13 +282,27 @@ static int compact_names(const struct sym_builder *b, struct sym_table *t)
 	return 0;
 }
 
+/* t->top for a table big enough to want it. 0 or -ENOMEM. */
+static int top_index(struct sym_table *t)
+{
+	if (t->n < 4 * SYM_TOP_STRIDE)
+		return 0;
+	t->n_top = (t->n + SYM_TOP_STRIDE - 1) / SYM_TOP_STRIDE;
+	if (!(t->top = malloc(t->n_top * sizeof(*t->top))))
+		return -ENOMEM;
+	for (size_t k = 0; k < t->n_top; k++)
+		t->top[k] = t->syms[k * SYM_TOP_STRIDE].start;
+	return 0;
+}
+
 int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 {
+	struct sym_key *keys = NULL, *k = NULL;
 	size_t n;
 	int err = 0;
 
 	memset(t, 0, sizeof(*t));
-	n = sort_unique(b, &err);
+	n = sort_unique(b, &keys, &k, &err);
 	if (err)
 		goto cleanup;
 	t->syms = malloc((n ? n : 1) * sizeof(*t->syms));
@@ -302,12 +311,15 @@ int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 		goto cleanup;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct sym_entry e = {b->raw[i].start, raw_end(b->raw, n, i), b->raw[i].name,
-				      b->raw[i].display};
+		const struct sym_raw *r = &b->raw[k[i].idx];
+		struct sym_entry e = {r->start, raw_end(r, i + 1 < n ? &b->raw[k[i + 1].idx] : NULL),
+				      r->name, r->display};
 
 		if (e.end > e.start)
 			t->syms[t->n++] = e;
 	}
+	if ((err = top_index(t)))
+		goto cleanup;
 	if (b->adopted) { /* the string table as read: kept whole, no name touched */
 		t->names = b->names;
 		b->names = NULL;
@@ -315,6 +327,7 @@ int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 		err = compact_names(b, t);
 	}
 cleanup:
+	free(keys);
 	if (err)
 		sym_table__fini(t);
 	sym_builder__fini(b);
@@ -333,16 +346,40 @@ void sym_table__fini(struct sym_table *t)
 			if (t->shown[i] != SYM_SHOWN_RAW)
 				free(t->shown[i]);
 	free(t->shown);
+	free(t->top);
 	free(t->results);
 	free(t->syms);
 	free(t->names);
 	memset(t, 0, sizeof(*t));
 }
 
+/*
+ * The stretch [*lo, *hi) of syms that the search for addr can stay in, from t->top:
+ * syms[< lo].start <= addr < syms[>= hi].start. A lookup in a big object's table then
+ * misses the cache on the few entries of one stretch, not at every halving of it all.
+ */
+static void top_bounds(const struct sym_table *t, uint64_t addr, size_t *lo, size_t *hi)
+{
+	size_t a = 0, b = t->n_top;
+
+	while (a < b) { /* first k with top[k] > addr */
+		size_t mid = a + (b - a) / 2;
+
+		if (t->top[mid] <= addr)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	*lo = a ? (a - 1) * SYM_TOP_STRIDE : 0;
+	*hi = a * SYM_TOP_STRIDE < t->n ? a * SYM_TOP_STRIDE : t->n;
+}
+
 long sym_table__find(const struct sym_table *t, uint64_t addr)
 {
 	size_t lo = 0, hi = t->n;
 
+	if (t->top)
+		top_bounds(t, addr, &lo, &hi);
 	/* Invariant: syms[< lo].start <= addr < syms[>= hi].start. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -403,6 +440,6 @@ const char *sym_table__shown(struct sym_table *t, size_t i)
  * and an object's table never makes any. */
 uint64_t sym_table__bytes(const struct sym_table *t)
 {
-	return t->n * sizeof(*t->syms) + (t->names ? malloc_usable_size(t->names) : 0) +
-	       t->shown_bytes;
+	return t->n * sizeof(*t->syms) + t->n_top * sizeof(*t->top) +
+	       (t->names ? malloc_usable_size(t->names) : 0) + t->shown_bytes;
 }
