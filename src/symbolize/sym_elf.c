@@ -259,6 +259,7 @@ static int read_strtab(struct sym_elf *e, size_t idx, char **names, size_t *len)
 		return -ENOEXEC;
 	if (!(p = malloc(sh.sh_size + 1)))
 		return -ENOMEM;
+	sym_hugepage_hint(p, sh.sh_size + 1);
 	while (got < sh.sh_size) {
 		ssize_t r = pread(e->fd, p + got, sh.sh_size - got, (off_t)(sh.sh_offset + got));
 
@@ -295,6 +296,8 @@ static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, str
 	sym_builder__adopt_names(b, names, len);
 	if (!(d = elf_getdata(scn, NULL)))
 		return -ENOEXEC;
+	if (sh->sh_entsize && (err = sym_builder__reserve(b, sh->sh_size / sh->sh_entsize)))
+		return err;
 	/* Entry 0 is the reserved undefined symbol; gelf_getsym bounds-checks the index. */
 	for (int i = 1; gelf_getsym(d, i, &sym); i++) {
 		struct sym_raw r;

@@ -83,6 +83,8 @@ int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char 
 void sym_builder__adopt_names(struct sym_builder *b, char *names, size_t len);
 /* Adds a symbol named by r->name (an offset < len in the adopted blob). 0 or -ENOMEM. */
 int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r);
+/* Room for n symbols in all (at most SYM_MAX_SYMBOLS), made at once. 0 or -ENOMEM. */
+int sym_builder__reserve(struct sym_builder *b, size_t n);
 /* Sorts, keeps one symbol per address, computes ends; b is emptied. 0 or -ENOMEM. */
 int sym_builder__finish(struct sym_builder *b, struct sym_table *t);
 void sym_builder__fini(struct sym_builder *b);
@@ -99,6 +101,14 @@ const struct sym_result *sym_table__result(struct sym_table *t, size_t i);
 const char *sym_table__shown(struct sym_table *t, size_t i);
 /* Bytes t holds: entries, names, shown names (for the symbolizer's account). */
 uint64_t sym_table__bytes(const struct sym_table *t);
+
+/*
+ * Asks for transparent huge pages (MADV_HUGEPAGE) on the 2 MiB-aligned part of a block
+ * p[0, len) from malloc, before it is filled: one page fault per 2 MiB instead of one
+ * per 4 KiB. Only for a block filled whole right away (a huge page is allocated whole).
+ * Best effort: nothing changes for a small block, or when the kernel says no.
+ */
+void sym_hugepage_hint(void *p, size_t len);
 
 /* Room for `need` elements of `elem` bytes in p (capacity *cap, doubling, overflow-
  * checked). Returns the possibly moved array, or NULL on ENOMEM (p still valid). */

@@ -23,9 +23,24 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* How many earlier symbols to try when addr is past the nearest one (nested symbols). */
 #define SYM_LOOKBACK 4
+
+/* 2 MiB: an x86-64 (and arm64 4K-granule) PMD, the transparent huge page size. */
+#define SYM_HUGE_PAGE ((uintptr_t)2 << 20)
+
+void sym_hugepage_hint(void *p, size_t len)
+{
+	uintptr_t lo = ((uintptr_t)p + SYM_HUGE_PAGE - 1) & ~(SYM_HUGE_PAGE - 1);
+	uintptr_t hi = ((uintptr_t)p + len) & ~(SYM_HUGE_PAGE - 1);
+
+	/* the range is ours alone: malloc gives a block this big a mapping of its own, or
+	 * a heap range no other block shares; its flags go with it when it is freed */
+	if (p && hi > lo)
+		madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
 
 void *sym_grow(void *p, size_t *cap, size_t need, size_t elem)
 {
@@ -95,6 +110,22 @@ void sym_builder__adopt_names(struct sym_builder *b, char *names, size_t len)
 	b->names = names;
 	b->len = b->names_cap = len;
 	b->adopted = true;
+}
+
+int sym_builder__reserve(struct sym_builder *b, size_t n)
+{
+	struct sym_raw *arr;
+
+	n = n < SYM_MAX_SYMBOLS ? n : SYM_MAX_SYMBOLS;
+	if (n <= b->cap)
+		return 0;
+	if (!(arr = realloc(b->raw, n * sizeof(*arr))))
+		return -ENOMEM;
+	b->raw = arr;
+	b->cap = n;
+	/* filled by the caller's loop right after, most of it (its function symbols) */
+	sym_hugepage_hint(arr, n * sizeof(*arr));
+	return 0;
 }
 
 int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r)
@@ -230,6 +261,7 @@ static size_t sort_unique(const struct sym_builder *b, struct sym_key **keys,
 		*err = -ENOMEM;
 		return 0;
 	}
+	sym_hugepage_hint(*keys, b->n * 2 * sizeof(**keys));
 	for (size_t i = 0; i < b->n; i++)
 		(*keys)[i] = (struct sym_key){b->raw[i].start, i};
 	k = *sorted = key_sort(*keys, *keys + b->n, b->n);
@@ -310,10 +342,12 @@ int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	sym_hugepage_hint(t->syms, n * sizeof(*t->syms));
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_raw *r = &b->raw[k[i].idx];
-		struct sym_entry e = {r->start, raw_end(r, i + 1 < n ? &b->raw[k[i + 1].idx] : NULL),
-				      r->name, r->display};
+		struct sym_entry e = {r->start,
+				      raw_end(r, i + 1 < n ? &b->raw[k[i + 1].idx] : NULL), r->name,
+				      r->display};
 
 		if (e.end > e.start)
 			t->syms[t->n++] = e;
@@ -372,6 +406,10 @@ static void top_bounds(const struct sym_table *t, uint64_t addr, size_t *lo, siz
 	}
 	*lo = a ? (a - 1) * SYM_TOP_STRIDE : 0;
 	*hi = a * SYM_TOP_STRIDE < t->n ? a * SYM_TOP_STRIDE : t->n;
+	/* the stretch's cache lines asked for at once: its halvings then wait for one
+	 * memory round trip, not one each (they were most of a lookup's time) */
+	for (const char *p = (const char *)&t->syms[*lo]; p < (const char *)&t->syms[*hi]; p += 64)
+		__builtin_prefetch(p);
 }
 
 long sym_table__find(const struct sym_table *t, uint64_t addr)

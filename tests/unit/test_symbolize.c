@@ -799,6 +799,40 @@ cleanup:
 	symbolizer__free(s);
 }
 
+/*
+ * A library of 300 functions (each its own body, so none is folded into another): a
+ * table this big is searched through its top index first (every 16th start), and
+ * every function's first, middle and last byte must still name it.
+ */
+TEST(every_function_of_a_big_table_resolves)
+{
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	char src[256], lib[256], name[32];
+	FILE *f = NULL;
+	int closed;
+
+	snprintf(src, sizeof(src), "%s/many.c", unit_tmp_dir());
+	snprintf(lib, sizeof(lib), "%s/libmany.so", unit_tmp_dir());
+	CHECK(s && (f = fopen(src, "w")));
+	for (int i = 0; i < 300; i++)
+		fprintf(f,
+			"__attribute__((noinline)) int many_%03d(int x)"
+			" { volatile int v = x; return v * %d + %d; }\n",
+			i, i + 2, i * 7);
+	closed = fclose(f);
+	f = NULL;
+	CHECK(closed == 0);
+	CHECK(sh("gcc -O2 -shared -fPIC -o '%s' '%s'", lib, src) == 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "many_%03d", i);
+		CHECKF(function_resolves(s, lib, name), "%s", name);
+	}
+cleanup:
+	if (f)
+		fclose(f);
+	symbolizer__free(s);
+}
+
 /* The name of the last FUNC symbol in .symtab at vaddr (file order), into out. */
 static int last_symbol_at(const char *path, uint64_t vaddr, char *out, size_t len)
 {
