@@ -765,6 +765,18 @@ static const char *str_put(char **pos, const char *p)
 	return d;
 }
 
+/* Copies p's room bytes (str_room(p), its NUL included) into *pos; NULL for NULL. */
+static const char *str_put_n(char **pos, const char *p, size_t room)
+{
+	char *d = *pos;
+
+	if (!p)
+		return NULL;
+	memcpy(d, p, room);
+	*pos += room;
+	return d;
+}
+
 /* A new entry holding copies of f[0, n). NULL on ENOMEM. */
 static struct sym_centry *centry_new(struct sym_object *o, uint64_t v, const struct sym_frame *f,
 				     size_t n)
@@ -872,12 +884,68 @@ static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64
  * _ZN name holding "17h" goes the auto way as before, and any other _Z name straight
  * to the C++ demangler, which is where the auto style would take it after that scan.
  */
+/* Where the C++ demangler writes: a stack buffer, then the heap past it. */
+struct dem_out {
+	char *p; /* stack, or owned (malloc'd) once grown */
+	size_t len, cap;
+	bool oom;
+	char stack[2048];
+};
+
+static void dem_put(const char *str, size_t n, void *opaque)
+{
+	struct dem_out *o = opaque;
+	size_t cap = o->cap;
+	char *p;
+
+	if (o->oom)
+		return;
+	while (o->len + n + 1 > cap)
+		cap *= 2;
+	if (cap != o->cap) {
+		p = o->p == o->stack ? malloc(cap) : realloc(o->p, cap);
+		if (!p) {
+			o->oom = true;
+			return;
+		}
+		if (o->p == o->stack)
+			memcpy(p, o->stack, o->len);
+		o->p = p;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->len, str, n);
+	o->len += n;
+}
+
+/*
+ * A C++ name demangled into one exact allocation: the demangler's own string grows by
+ * reallocation as it prints, and a big object's first sight demangles tens of
+ * thousands of names. NULL when it does not demangle (or on ENOMEM).
+ */
+static char *demangle_cxx(const char *sys)
+{
+	struct dem_out o = {.len = 0, .cap = sizeof(o.stack)};
+	char *r = NULL;
+
+	o.p = o.stack;
+	if (cplus_demangle_v3_callback(sys, DMGL_PARAMS | DMGL_ANSI, dem_put, &o) && !o.oom &&
+	    (r = o.p == o.stack ? malloc(o.len + 1) : o.p)) {
+		if (o.p == o.stack)
+			memcpy(r, o.stack, o.len);
+		r[o.len] = '\0';
+		return r;
+	}
+	if (o.p != o.stack)
+		free(o.p);
+	return NULL;
+}
+
 char *sym_demangle(const char *sys)
 {
 	if (!sys || sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R'))
 		return NULL;
 	if (sys[1] == 'Z' && !(sys[2] == 'N' && strstr(sys, "17h")))
-		return cplus_demangle_v3(sys, DMGL_PARAMS | DMGL_ANSI);
+		return demangle_cxx(sys);
 	return cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
 }
 
@@ -940,12 +1008,19 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 			  const struct sym_result **out)
 {
 	struct sym_frame *f = s->scratch.frames;
+	size_t len[SYM_MAX_FRAMES][3]; /* name, system_name (0: the same), file: str_room */
 	char *pos, *p;
 	int n = object_lookup(s, o, vaddr, f), err = 0;
 	size_t room = 0, cap = s->scratch_cap;
 
-	for (int i = 0; i < n; i++)
-		room += str_room(f[i].name) + str_room(f[i].system_name) + str_room(f[i].file);
+	/* each string measured once: the names are long, and a big object's raw names
+	 * are read here for the first time (cache misses) */
+	for (int i = 0; i < n; i++) {
+		len[i][0] = str_room(f[i].name);
+		len[i][1] = f[i].system_name == f[i].name ? 0 : str_room(f[i].system_name);
+		len[i][2] = str_room(f[i].file);
+		room += len[i][0] + len[i][1] + len[i][2];
+	}
 	if (room > cap) {
 		while (cap < room)
 			cap = cap ? cap * 2 : 4096;
@@ -959,12 +1034,10 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 	}
 	pos = s->scratch_text;
 	for (int i = 0; i < n; i++) {
-		const char *sys = f[i].system_name;
-
-		f[i].system_name = sys == f[i].name ? NULL : str_put(&pos, sys);
-		f[i].name = str_put(&pos, f[i].name);
-		f[i].system_name = f[i].system_name ? f[i].system_name : f[i].name;
-		f[i].file = str_put(&pos, f[i].file);
+		f[i].name = str_put_n(&pos, f[i].name, len[i][0]);
+		f[i].system_name =
+		    len[i][1] ? str_put_n(&pos, f[i].system_name, len[i][1]) : f[i].name;
+		f[i].file = str_put_n(&pos, f[i].file, len[i][2]);
 	}
 	s->scratch.n = (size_t)n;
 	*out = n ? &s->scratch : &s->unresolved;

@@ -752,6 +752,51 @@ TEST(rust_names_demangled_on_first_hit)
 cleanup:;
 }
 
+/*
+ * A demangled name longer than the demangler's first buffer (2 KiB) comes back whole:
+ * f taking 20 arguments of a 5-scope type, all but the first written as a back
+ * reference (S3_), so a short mangled name (libiberty refuses long ones) shows long.
+ */
+TEST(long_cxx_name_demangled_whole)
+{
+	static char mangled[512], type[256], shown[4096];
+	char src[256], lib[256];
+	size_t m = 0, t = 0, d = 0;
+	FILE *f = NULL;
+	int closed;
+
+	m += (size_t)snprintf(mangled + m, sizeof(mangled) - m, "_Z1fN");
+	for (int i = 0; i < 5; i++) {
+		m += (size_t)snprintf(mangled + m, sizeof(mangled) - m,
+				      "25abcdefghijklmnopqrstuvwx%c", 'a' + i);
+		t += (size_t)snprintf(type + t, sizeof(type) - t, "%sabcdefghijklmnopqrstuvwx%c",
+				      i ? "::" : "", 'a' + i);
+	}
+	m += (size_t)snprintf(mangled + m, sizeof(mangled) - m, "E");
+	d += (size_t)snprintf(shown + d, sizeof(shown) - d, "f(%s", type);
+	for (int i = 1; i < 20; i++) {
+		m += (size_t)snprintf(mangled + m, sizeof(mangled) - m, "S3_");
+		d += (size_t)snprintf(shown + d, sizeof(shown) - d, ", %s", type);
+	}
+	snprintf(shown + d, sizeof(shown) - d, ")");
+	snprintf(src, sizeof(src), "%s/long.c", unit_tmp_dir());
+	snprintf(lib, sizeof(lib), "%s/liblong.so", unit_tmp_dir());
+	CHECK((f = fopen(src, "w")));
+	fprintf(f,
+		"__attribute__((noinline)) int long_fn(void) __asm__(\"%s\");\n"
+		"int long_fn(void) { volatile int v = 3; return v * 2; }\n",
+		mangled);
+	closed = fclose(f);
+	f = NULL;
+	CHECK(closed == 0);
+	CHECK(sh("gcc -O2 -shared -fPIC -o '%s' '%s'", lib, src) == 0);
+	CHECK(strlen(shown) > 2048);
+	check_demangled_once(unit_failed, lib, mangled, shown);
+cleanup:
+	if (f)
+		fclose(f);
+}
+
 /* A name that does not demangle is shown raw, and costs the account nothing per hit. */
 TEST(plain_name_not_kept_twice)
 {
