@@ -36,8 +36,10 @@ void sym_hugepage_hint(void *p, size_t len)
 	uintptr_t lo = ((uintptr_t)p + SYM_HUGE_PAGE - 1) & ~(SYM_HUGE_PAGE - 1);
 	uintptr_t hi = ((uintptr_t)p + len) & ~(SYM_HUGE_PAGE - 1);
 
-	/* the range is ours alone: malloc gives a block this big a mapping of its own, or
-	 * a heap range no other block shares; its flags go with it when it is freed */
+	/* the range is inside the block, so no other block's memory changes now; glibc
+	 * gives a block this big a mapping of its own (gone with it when freed), or a heap
+	 * range, which keeps the flag after the free: later blocks there may get huge
+	 * pages too, no harm beyond that */
 	if (p && hi > lo)
 		madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 }
