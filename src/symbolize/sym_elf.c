@@ -1,13 +1,18 @@
 /*
  * sym_elf: what the symbolizer needs from one ELF file — its GNU build-id, its PT_LOAD
  * segments (to turn file offsets into ELF virtual addresses) and its function symbols
- * (.symtab, else .dynsym) — read once through libelf, copied out, and closed.
+ * (.symtab, else .dynsym) — read once through libelf, copied out, and closed. Of the
+ * file, only headers, notes, the one symbol table and its string table are read.
  *
  * Constraints: the file is outside input and may be truncated, corrupt or changed under
  * us. libelf is used in ELF_C_READ mode (pread on demand, never mmap: a file truncated
- * while mapped would SIGBUS the profiler), and every section or segment is checked to
- * lie inside the file before libelf is asked to allocate and read it. Only regular
- * files are opened (a FIFO would block, a device would never end).
+ * while mapped would SIGBUS the profiler, and `cp` over a library truncates it in
+ * place; MAP_PRIVATE does not help, as pages not yet copied still come from the file).
+ * Reading /usr/bin/node's symbol and string tables (10 MB) this way is ~8 ms, a fifth
+ * of its load (docs/symbolize.md): not worth a SIGBUS handler around every access to
+ * a name. Every section or segment is checked to lie inside the file before libelf
+ * is asked to allocate and read it (or we read it). Only regular files are opened (a
+ * FIFO would block, a device would never end).
  * References: ELF gABI (symbol table, program header), LSB "Note section" for
  * NT_GNU_BUILD_ID.
  */
@@ -233,40 +238,80 @@ static uint64_t section_end(struct sym_elf *e, const GElf_Sym *s)
 	return sh.sh_addr > UINT64_MAX - sh.sh_size ? UINT64_MAX : sh.sh_addr + sh.sh_size;
 }
 
-/* Whether section index idx is a string table inside the file. */
-static bool strtab_ok(struct sym_elf *e, size_t idx)
+/*
+ * The string table at section index idx, read whole into *names (malloc'd, the
+ * caller's) with a NUL added past its end, so any offset below *len - 1 names a
+ * terminated string. Read by us rather than through libelf, whose copy would be
+ * freed with the handle: this one becomes the symbol table's name blob as is.
+ * 0, -ENOMEM, or -ENOEXEC (not a string table, outside the file, over 4 GiB, or the
+ * file shrank under us).
+ */
+static int read_strtab(struct sym_elf *e, size_t idx, char **names, size_t *len)
 {
 	Elf_Scn *scn = elf_getscn(e->elf, idx);
 	GElf_Shdr sh;
+	char *p;
+	size_t got = 0;
 
-	return scn && gelf_getshdr(scn, &sh) && sh.sh_type == SHT_STRTAB &&
-	       in_file(e, sh.sh_offset, sh.sh_size);
+	*names = NULL;
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_STRTAB ||
+	    !in_file(e, sh.sh_offset, sh.sh_size) || sh.sh_size >= SYM_NO_NAME - 1)
+		return -ENOEXEC;
+	if (!(p = malloc(sh.sh_size + 1)))
+		return -ENOMEM;
+	sym_hugepage_hint(p, sh.sh_size + 1);
+	while (got < sh.sh_size) {
+		ssize_t r = pread(e->fd, p + got, sh.sh_size - got, (off_t)(sh.sh_offset + got));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			free(p);
+			return -ENOEXEC;
+		}
+		got += (size_t)r;
+	}
+	p[sh.sh_size] = '\0';
+	*names = p;
+	*len = sh.sh_size + 1;
+	return 0;
 }
 
-/* Function symbols of one symbol table section into b. 0, -ENOMEM or -ENOEXEC. */
+/*
+ * Function symbols of one symbol table section into b. 0, -ENOMEM or -ENOEXEC. Names
+ * stay offsets into the string table (adopted by b): none is read or copied here.
+ */
 static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct sym_builder *b)
 {
 	Elf_Data *d;
 	GElf_Sym sym;
+	char *names;
+	size_t len;
 	int err;
 
-	if (!in_file(e, sh->sh_offset, sh->sh_size) || !strtab_ok(e, sh->sh_link) ||
-	    !(d = elf_getdata(scn, NULL)))
+	if (!in_file(e, sh->sh_offset, sh->sh_size))
 		return -ENOEXEC;
+	if ((err = read_strtab(e, sh->sh_link, &names, &len)))
+		return err;
+	sym_builder__adopt_names(b, names, len);
+	if (!(d = elf_getdata(scn, NULL)))
+		return -ENOEXEC;
+	if (sh->sh_entsize && (err = sym_builder__reserve(b, sh->sh_size / sh->sh_entsize)))
+		return err;
 	/* Entry 0 is the reserved undefined symbol; gelf_getsym bounds-checks the index. */
 	for (int i = 1; gelf_getsym(d, i, &sym); i++) {
-		const char *name;
 		struct sym_raw r;
 
-		if (!keep_symbol(&sym) || !(name = elf_strptr(e->elf, sh->sh_link, sym.st_name)) ||
-		    !name[0])
+		/* an offset past the table, or the empty name: no name to show */
+		if (!keep_symbol(&sym) || sym.st_name >= len - 1 || !names[sym.st_name])
 			continue;
 		r = (struct sym_raw){.start = sym.st_value,
 				     .size = sym.st_size,
 				     .bound = section_end(e, &sym),
 				     .region = sym.st_shndx,
+				     .name = sym.st_name,
 				     .rank = symbol_rank(&sym)};
-		if ((err = sym_builder__add(b, &r, name, NULL)))
+		if ((err = sym_builder__add_at(b, &r)))
 			return err;
 	}
 	return 0;

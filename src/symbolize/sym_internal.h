@@ -18,6 +18,8 @@
 #define SYM_UNSIZED_TAIL (64 * 1024)
 /* More symbols than this in one table is not a real object; the rest are ignored. */
 #define SYM_MAX_SYMBOLS (16u << 20)
+/* A lookup's first search is over every SYM_TOP_STRIDE-th start (sym_table.top). */
+#define SYM_TOP_STRIDE 16
 /* name offset of a symbol that only ends the one before it (kernel "_etext"). */
 #define SYM_NO_NAME UINT32_MAX
 
@@ -28,13 +30,30 @@ struct sym_entry {
 	uint32_t display; /* offset in sym_table.names: shown name ("f [module]") */
 };
 
-/* Sorted by start, non-overlapping starts; immutable once built. */
+/*
+ * Sorted by start, non-overlapping starts; immutable once built, but for what lookups
+ * fill in lazily (shown names, results).
+ */
 struct sym_table {
 	struct sym_entry *syms; /* owned */
 	size_t n;
-	char *names;		     /* owned: NUL-terminated names back to back */
+	/* owned: syms[k * SYM_TOP_STRIDE].start, searched first (small enough to stay in
+	 * cache; the entries of a big object are not); NULL for a small table */
+	uint64_t *top;
+	size_t n_top;
+	/* owned: NUL-terminated names; of an ELF, its whole string table as read (names
+	 * are never copied or touched at load: offsets are st_name), NUL-ended */
+	char *names;
+	/* owned, lazily: per symbol, its name demangled on the first lookup that hit it
+	 * (owned, malloc'd), SYM_SHOWN_RAW when it does not demangle, NULL not yet tried */
+	char **shown;
+	uint64_t shown_bytes;	     /* the shown strings' allocations, for the account */
 	struct sym_result **results; /* owned, lazily: one shared result per symbol */
 };
+
+/* shown[i] of a name that does not demangle: show the raw name. */
+extern char sym_shown_raw[1];
+#define SYM_SHOWN_RAW sym_shown_raw
 
 /* A symbol as read, before sorting and choosing among aliases. */
 struct sym_raw {
@@ -50,11 +69,22 @@ struct sym_builder {
 	size_t n, cap;
 	char *names;
 	size_t len, names_cap;
+	bool adopted; /* names is a string table given whole (sym_builder__adopt_names) */
 };
 
 /* Adds a symbol; display NULL = same as name, name NULL = an end marker. 0 or -ENOMEM. */
 int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char *name,
 		     const char *display);
+/*
+ * Makes names[0, len) (malloc'd, names[len - 1] == '\0', len < SYM_NO_NAME) the name
+ * blob of an empty builder, which takes it over: symbols are then added with
+ * sym_builder__add_at, naming an offset in it, and the table keeps the blob as is.
+ */
+void sym_builder__adopt_names(struct sym_builder *b, char *names, size_t len);
+/* Adds a symbol named by r->name (an offset < len in the adopted blob). 0 or -ENOMEM. */
+int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r);
+/* Room for n symbols in all (at most SYM_MAX_SYMBOLS), made at once. 0 or -ENOMEM. */
+int sym_builder__reserve(struct sym_builder *b, size_t n);
 /* Sorts, keeps one symbol per address, computes ends; b is emptied. 0 or -ENOMEM. */
 int sym_builder__finish(struct sym_builder *b, struct sym_table *t);
 void sym_builder__fini(struct sym_builder *b);
@@ -64,6 +94,21 @@ void sym_table__fini(struct sym_table *t);
 long sym_table__find(const struct sym_table *t, uint64_t addr);
 /* The shared one-frame result for symbol i (from sym_table__find); NULL on ENOMEM. */
 const struct sym_result *sym_table__result(struct sym_table *t, size_t i);
+/*
+ * Symbol i's name demangled (made on the first call for i, then kept), or its raw name
+ * when it does not demangle (also when memory ran out). Valid until sym_table__fini.
+ */
+const char *sym_table__shown(struct sym_table *t, size_t i);
+/* Bytes t holds: entries, names, shown names (for the symbolizer's account). */
+uint64_t sym_table__bytes(const struct sym_table *t);
+
+/*
+ * Asks for transparent huge pages (MADV_HUGEPAGE) on the 2 MiB-aligned part of a block
+ * p[0, len) from malloc, before it is filled: one page fault per 2 MiB instead of one
+ * per 4 KiB. Only for a block filled whole right away (a huge page is allocated whole).
+ * Best effort: nothing changes for a small block, or when the kernel says no.
+ */
+void sym_hugepage_hint(void *p, size_t len);
 
 /* Room for `need` elements of `elem` bytes in p (capacity *cap, doubling, overflow-
  * checked). Returns the possibly moved array, or NULL on ENOMEM (p still valid). */

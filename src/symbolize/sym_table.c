@@ -5,6 +5,11 @@
  * Constraint: lookups are the hot path and tables can hold millions of symbols across
  * a system, so an entry is 24 bytes with names as offsets into one blob per table, and
  * the one-frame result handed to callers is made on first use, once per symbol.
+ * First sight of a big object is paid by whoever asks first (a 100 MB binary has ~100k
+ * symbols and ~7 MB of names), so building touches no name it need not: an ELF's
+ * string table is taken whole as the blob (no copy), the sort reads names only to break
+ * ties at one address, and a name is demangled when a lookup first returns it, then
+ * kept with the table (and accounted with it).
  *
  * Where a symbol ends:
  *   sized (st_size > 0)        [start, start + size)
@@ -15,11 +20,29 @@
 #include "symbolize/sym_internal.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* How many earlier symbols to try when addr is past the nearest one (nested symbols). */
 #define SYM_LOOKBACK 4
+
+/* 2 MiB: an x86-64 (and arm64 4K-granule) PMD, the transparent huge page size. */
+#define SYM_HUGE_PAGE ((uintptr_t)2 << 20)
+
+void sym_hugepage_hint(void *p, size_t len)
+{
+	uintptr_t lo = ((uintptr_t)p + SYM_HUGE_PAGE - 1) & ~(SYM_HUGE_PAGE - 1);
+	uintptr_t hi = ((uintptr_t)p + len) & ~(SYM_HUGE_PAGE - 1);
+
+	/* the range is inside the block, so no other block's memory changes now; glibc
+	 * gives a block this big a mapping of its own (gone with it when freed), or a heap
+	 * range, which keeps the flag after the free: later blocks there may get huge
+	 * pages too, no harm beyond that */
+	if (p && hi > lo)
+		madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
 
 void *sym_grow(void *p, size_t *cap, size_t need, size_t elem)
 {
@@ -83,6 +106,45 @@ int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char 
 	return 0;
 }
 
+void sym_builder__adopt_names(struct sym_builder *b, char *names, size_t len)
+{
+	free(b->names);
+	b->names = names;
+	b->len = b->names_cap = len;
+	b->adopted = true;
+}
+
+int sym_builder__reserve(struct sym_builder *b, size_t n)
+{
+	struct sym_raw *arr;
+
+	n = n < SYM_MAX_SYMBOLS ? n : SYM_MAX_SYMBOLS;
+	if (n <= b->cap)
+		return 0;
+	if (!(arr = realloc(b->raw, n * sizeof(*arr))))
+		return -ENOMEM;
+	b->raw = arr;
+	b->cap = n;
+	/* filled by the caller's loop right after, most of it (its function symbols) */
+	sym_hugepage_hint(arr, n * sizeof(*arr));
+	return 0;
+}
+
+int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r)
+{
+	struct sym_raw *arr;
+
+	if (b->n >= SYM_MAX_SYMBOLS)
+		return 0;
+	arr = sym_grow(b->raw, &b->cap, b->n + 1, sizeof(*arr));
+	if (!arr)
+		return -ENOMEM;
+	b->raw = arr;
+	b->raw[b->n] = *r;
+	b->raw[b->n++].display = r->name;
+	return 0;
+}
+
 void sym_builder__fini(struct sym_builder *b)
 {
 	free(b->raw);
@@ -100,20 +162,23 @@ static size_t leading_underscores(const char *s)
 	return strspn(s, "_");
 }
 
-/* By address; at one address the winner first: higher rank, fewer '_', then by name. */
-static int raw_cmp(const void *pa, const void *pb, void *arg)
+/*
+ * Whether later, a symbol at the same address as earlier and after it in the file,
+ * wins over it: a higher rank, else fewer leading '_', else (a tie) yes: the last in
+ * the file wins, as llvm-symbolizer picks, so the aliases that identical code folding
+ * leaves (template instances, D1/D2 pairs) show the same name in both tools.
+ */
+static bool raw_wins(const struct sym_raw *later, const struct sym_raw *earlier,
+		     const struct sym_builder *b)
 {
-	const struct sym_raw *a = pa, *b = pb;
-	const char *na = raw_name(arg, a), *nb = raw_name(arg, b);
-	size_t ua = leading_underscores(na), ub = leading_underscores(nb);
+	size_t ul, ue;
 
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->rank != b->rank)
-		return a->rank > b->rank ? -1 : 1;
-	if (ua != ub)
-		return ua < ub ? -1 : 1;
-	return strcmp(na, nb);
+	/* names only for ties of rank: each one read is a cache miss on a big object */
+	if (later->rank != earlier->rank)
+		return later->rank > earlier->rank;
+	ul = leading_underscores(raw_name(b, later));
+	ue = leading_underscores(raw_name(b, earlier));
+	return ul <= ue;
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
@@ -126,10 +191,9 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* End of raw[i] in an array sorted and with one symbol per address (see file top). */
-static uint64_t raw_end(const struct sym_raw *raw, size_t n, size_t i)
+/* End of r, whose successor by address (one symbol per address) is next (see file top). */
+static uint64_t raw_end(const struct sym_raw *r, const struct sym_raw *next)
 {
-	const struct sym_raw *r = &raw[i], *next = i + 1 < n ? &raw[i + 1] : NULL;
 	uint64_t end;
 
 	if (r->size)
@@ -141,15 +205,77 @@ static uint64_t raw_end(const struct sym_raw *raw, size_t n, size_t i)
 	return min_u64(end, r->bound);
 }
 
-/* Keeps the first (best) symbol at each address; returns the new count. */
-static size_t dedupe(struct sym_raw *raw, size_t n)
-{
-	size_t out = 0;
+/* A symbol's start and its index in the builder: what the sort moves. */
+struct sym_key {
+	uint64_t start, idx;
+};
 
-	for (size_t i = 0; i < n; i++)
-		if (out == 0 || raw[out - 1].start != raw[i].start)
-			raw[out++] = raw[i];
-	return out;
+/*
+ * Stable LSD radix sort of k[0, n) by start, a byte per pass, skipping the bytes all
+ * starts share (an object's symbols span a few MB: 3-4 passes). tmp has room for n.
+ * Returns whichever of k, tmp holds the result. A comparison sort of the 40-byte raw
+ * symbols through a callback was ~10% of a big binary's first sight.
+ */
+static struct sym_key *key_sort(struct sym_key *k, struct sym_key *tmp, size_t n)
+{
+	uint64_t diff = 0;
+
+	for (size_t i = 1; i < n; i++)
+		diff |= k[i].start ^ k[0].start;
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		size_t count[256] = {0}, pos = 0;
+		struct sym_key *swap;
+
+		if (!((diff >> shift) & 0xff))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			count[(k[i].start >> shift) & 0xff]++;
+		for (size_t v = 0; v < 256; v++) {
+			size_t c = count[v];
+
+			count[v] = pos;
+			pos += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[(k[i].start >> shift) & 0xff]++] = k[i];
+		swap = k;
+		k = tmp;
+		tmp = swap;
+	}
+	return k;
+}
+
+/*
+ * b's symbols by start, one per address: the winner among each address's symbols
+ * (raw_wins; the sort is stable, so they come in file order). Into *sorted (within
+ * *keys, which the caller frees) the winners' keys; returns their count. -ENOMEM in
+ * *err. The raw symbols are not moved: each page of a big object's arrays touched
+ * for the first time costs a page fault, the larger part of reading its symbols.
+ */
+static size_t sort_unique(const struct sym_builder *b, struct sym_key **keys,
+			  struct sym_key **sorted, int *err)
+{
+	struct sym_key *k;
+	size_t m = 0;
+
+	*err = 0;
+	if (!(*keys = malloc((b->n ? b->n : 1) * 2 * sizeof(**keys)))) {
+		*err = -ENOMEM;
+		return 0;
+	}
+	sym_hugepage_hint(*keys, b->n * 2 * sizeof(**keys));
+	for (size_t i = 0; i < b->n; i++)
+		(*keys)[i] = (struct sym_key){b->raw[i].start, i};
+	k = *sorted = key_sort(*keys, *keys + b->n, b->n);
+	for (size_t i = 0, j; i < b->n; i = j) {
+		struct sym_key best = k[i];
+
+		for (j = i + 1; j < b->n && k[j].start == k[i].start; j++)
+			if (raw_wins(&b->raw[k[j].idx], &b->raw[best.idx], b))
+				best = k[j];
+		k[m++] = best; /* m <= i: nothing unread is overwritten */
+	}
+	return m;
 }
 
 /* Copies the builder's name at off to dst + *pos; returns its offset in dst. */
@@ -190,50 +316,110 @@ static int compact_names(const struct sym_builder *b, struct sym_table *t)
 	return 0;
 }
 
+/* t->top for a table big enough to want it. 0 or -ENOMEM. */
+static int top_index(struct sym_table *t)
+{
+	if (t->n < 4 * SYM_TOP_STRIDE)
+		return 0;
+	t->n_top = (t->n + SYM_TOP_STRIDE - 1) / SYM_TOP_STRIDE;
+	if (!(t->top = malloc(t->n_top * sizeof(*t->top))))
+		return -ENOMEM;
+	for (size_t k = 0; k < t->n_top; k++)
+		t->top[k] = t->syms[k * SYM_TOP_STRIDE].start;
+	return 0;
+}
+
 int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 {
+	struct sym_key *keys = NULL, *k = NULL;
 	size_t n;
 	int err = 0;
 
 	memset(t, 0, sizeof(*t));
-	if (b->n)
-		qsort_r(b->raw, b->n, sizeof(*b->raw), raw_cmp, b);
-	n = dedupe(b->raw, b->n);
+	n = sort_unique(b, &keys, &k, &err);
+	if (err)
+		goto cleanup;
 	t->syms = malloc((n ? n : 1) * sizeof(*t->syms));
 	if (!t->syms) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	sym_hugepage_hint(t->syms, n * sizeof(*t->syms));
 	for (size_t i = 0; i < n; i++) {
-		struct sym_entry e = { b->raw[i].start, raw_end(b->raw, n, i), b->raw[i].name,
-				       b->raw[i].display };
+		const struct sym_raw *r = &b->raw[k[i].idx];
+		struct sym_entry e = {r->start,
+				      raw_end(r, i + 1 < n ? &b->raw[k[i + 1].idx] : NULL), r->name,
+				      r->display};
 
 		if (e.end > e.start)
 			t->syms[t->n++] = e;
 	}
-	err = compact_names(b, t);
+	if ((err = top_index(t)))
+		goto cleanup;
+	if (b->adopted) { /* the string table as read: kept whole, no name touched */
+		t->names = b->names;
+		b->names = NULL;
+	} else {
+		err = compact_names(b, t);
+	}
 cleanup:
+	free(keys);
 	if (err)
 		sym_table__fini(t);
 	sym_builder__fini(b);
 	return err;
 }
 
+char sym_shown_raw[1];
+
 void sym_table__fini(struct sym_table *t)
 {
 	if (t->results)
 		for (size_t i = 0; i < t->n; i++)
 			free(t->results[i]);
+	if (t->shown)
+		for (size_t i = 0; i < t->n; i++)
+			if (t->shown[i] != SYM_SHOWN_RAW)
+				free(t->shown[i]);
+	free(t->shown);
+	free(t->top);
 	free(t->results);
 	free(t->syms);
 	free(t->names);
 	memset(t, 0, sizeof(*t));
 }
 
+/*
+ * The stretch [*lo, *hi) of syms that the search for addr can stay in, from t->top:
+ * syms[< lo].start <= addr < syms[>= hi].start. A lookup in a big object's table then
+ * misses the cache on the few entries of one stretch, not at every halving of it all.
+ */
+static void top_bounds(const struct sym_table *t, uint64_t addr, size_t *lo, size_t *hi)
+{
+	size_t a = 0, b = t->n_top;
+
+	while (a < b) { /* first k with top[k] > addr */
+		size_t mid = a + (b - a) / 2;
+
+		if (t->top[mid] <= addr)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	*lo = a ? (a - 1) * SYM_TOP_STRIDE : 0;
+	*hi = a * SYM_TOP_STRIDE < t->n ? a * SYM_TOP_STRIDE : t->n;
+	/* the stretch's cache lines asked for at once: its halvings then wait for one
+	 * memory round trip, not one each (they were most of a lookup's time) */
+	for (const char *p = (const char *)&t->syms[*lo]; p < (const char *)&t->syms[*hi]; p += 64)
+		__builtin_prefetch(p);
+}
+
 long sym_table__find(const struct sym_table *t, uint64_t addr)
 {
 	size_t lo = 0, hi = t->n;
 
+	if (t->top)
+		top_bounds(t, addr, &lo, &hi);
 	/* Invariant: syms[< lo].start <= addr < syms[>= hi].start. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -268,4 +454,32 @@ const struct sym_result *sym_table__result(struct sym_table *t, size_t i)
 	r->frames[0].system_name = t->names + t->syms[i].name;
 	t->results[i] = r;
 	return r;
+}
+
+const char *sym_table__shown(struct sym_table *t, size_t i)
+{
+	const char *raw = t->names + t->syms[i].name;
+	char *dem;
+
+	if (!t->shown) {
+		if (!(t->shown = calloc(t->n, sizeof(*t->shown))))
+			return raw;
+		t->shown_bytes += malloc_usable_size(t->shown);
+	}
+	if (!t->shown[i]) {
+		/* a NULL from sym_demangle may also be its ENOMEM: the raw name is kept then
+		 * (never a wrong name, and not retried per lookup) */
+		dem = sym_demangle(raw);
+		t->shown[i] = dem ? dem : SYM_SHOWN_RAW;
+		t->shown_bytes += dem ? malloc_usable_size(dem) : 0;
+	}
+	return t->shown[i] == SYM_SHOWN_RAW ? raw : t->shown[i];
+}
+
+/* The kernel's lazily made results are not counted: its table is outside the budget,
+ * and an object's table never makes any. */
+uint64_t sym_table__bytes(const struct sym_table *t)
+{
+	return t->n * sizeof(*t->syms) + t->n_top * sizeof(*t->top) +
+	       (t->names ? malloc_usable_size(t->names) : 0) + t->shown_bytes;
 }

@@ -521,15 +521,10 @@ static void lru_touch(struct symbolizer *s, struct sym_object *o)
 		s->lru_tail = o;
 }
 
-static uint64_t table_bytes(const struct sym_table *t)
-{
-	return t->n * sizeof(*t->syms) + (t->names ? malloc_usable_size(t->names) : 0);
-}
-
 /* Recomputes what o holds in memory and moves the difference into s's account. */
 static void object_account(struct symbolizer *s, struct sym_object *o)
 {
-	uint64_t b = o->heavy ? table_bytes(&o->info.table) + sym_dwarf__bytes(o->dwarf) : 0;
+	uint64_t b = o->heavy ? sym_table__bytes(&o->info.table) + sym_dwarf__bytes(o->dwarf) : 0;
 
 	s->obj_bytes = s->obj_bytes - o->bytes + b;
 	o->bytes = b;
@@ -770,6 +765,18 @@ static const char *str_put(char **pos, const char *p)
 	return d;
 }
 
+/* Copies p's room bytes (str_room(p), its NUL included) into *pos; NULL for NULL. */
+static const char *str_put_n(char **pos, const char *p, size_t room)
+{
+	char *d = *pos;
+
+	if (!p)
+		return NULL;
+	memcpy(d, p, room);
+	*pos += room;
+	return d;
+}
+
 /* A new entry holding copies of f[0, n). NULL on ENOMEM. */
 static struct sym_centry *centry_new(struct sym_object *o, uint64_t v, const struct sym_frame *f,
 				     size_t n)
@@ -869,26 +876,91 @@ static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64
 	return true;
 }
 
+/*
+ * cplus_demangle in its default (auto) style tries a _Z name as legacy Rust first, and
+ * libiberty's Rust demangler checks every character before it looks for the hash
+ * segment "17h" + 16 hex digits that every legacy Rust name ends with: a scan of the
+ * whole name that rejects each C++ name, ~5% of a big C++ binary's first sight. So a
+ * _ZN name holding "17h" goes the auto way as before, and any other _Z name straight
+ * to the C++ demangler, which is where the auto style would take it after that scan.
+ */
+/* Where the C++ demangler writes: a stack buffer, then the heap past it. */
+struct dem_out {
+	char *p; /* stack, or owned (malloc'd) once grown */
+	size_t len, cap;
+	bool oom;
+	char stack[2048];
+};
+
+static void dem_put(const char *str, size_t n, void *opaque)
+{
+	struct dem_out *o = opaque;
+	size_t cap = o->cap;
+	char *p;
+
+	if (o->oom)
+		return;
+	while (o->len + n + 1 > cap)
+		cap *= 2;
+	if (cap != o->cap) {
+		p = o->p == o->stack ? malloc(cap) : realloc(o->p, cap);
+		if (!p) {
+			o->oom = true;
+			return;
+		}
+		if (o->p == o->stack)
+			memcpy(p, o->stack, o->len);
+		o->p = p;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->len, str, n);
+	o->len += n;
+}
+
+/*
+ * A C++ name demangled into one exact allocation: the demangler's own string grows by
+ * reallocation as it prints, and a big object's first sight demangles tens of
+ * thousands of names. NULL when it does not demangle (or on ENOMEM).
+ */
+static char *demangle_cxx(const char *sys)
+{
+	struct dem_out o = {.len = 0, .cap = sizeof(o.stack)};
+	char *r = NULL;
+
+	o.p = o.stack;
+	if (cplus_demangle_v3_callback(sys, DMGL_PARAMS | DMGL_ANSI, dem_put, &o) && !o.oom &&
+	    (r = o.p == o.stack ? malloc(o.len + 1) : o.p)) {
+		if (o.p == o.stack)
+			memcpy(r, o.stack, o.len);
+		r[o.len] = '\0';
+		return r;
+	}
+	if (o.p != o.stack)
+		free(o.p);
+	return NULL;
+}
+
 char *sym_demangle(const char *sys)
 {
 	if (!sys || sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R'))
 		return NULL;
+	if (sys[1] == 'Z' && !(sys[2] == 'N' && strstr(sys, "17h")))
+		return demangle_cxx(sys);
 	return cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
 }
 
 /*
- * The frame from the symbol table, when DWARF gave nothing; its name demangled into
- * *dem when it demangles (the caller frees it). 0 or 1 frames.
+ * The frame from the symbol table, when DWARF gave nothing: its name demangled (once
+ * per symbol, kept with the table). 0 or 1 frames.
  */
-static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_frame *f, char **dem)
+static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_frame *f)
 {
 	long i = sym_table__find(&o->info.table, vaddr);
 
 	if (i < 0)
 		return 0;
-	f->system_name = f->name = o->info.table.names + o->info.table.syms[i].name;
-	if ((*dem = sym_demangle(f->system_name)))
-		f->name = *dem;
+	f->system_name = o->info.table.names + o->info.table.syms[i].name;
+	f->name = sym_table__shown(&o->info.table, (size_t)i);
 	f->file = NULL;
 	f->line = 0;
 	f->inlined = false;
@@ -896,11 +968,13 @@ static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_fram
 }
 
 /*
- * Frames for vaddr in o (DWARF, else symbols) into f; demangled names are malloc'd into
- * dem[i] (NULL when not demangled; the caller frees them). Returns the count.
+ * Frames for vaddr in o (DWARF, else symbols) into f, their strings borrowed from o's
+ * tables (valid until o is unloaded). Returns the count. What the lookup added to o's
+ * tables (DWARF's index, demangled names) is accounted here; the caller copies the
+ * strings out before it enforces the budget.
  */
 static int object_lookup(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
-			 struct sym_frame *f, char **dem)
+			 struct sym_frame *f)
 {
 	int n = o->dwarf ? sym_dwarf__lookup(o->dwarf, vaddr, f, SYM_MAX_FRAMES) : 0;
 
@@ -909,9 +983,10 @@ static int object_lookup(struct symbolizer *s, struct sym_object *o, uint64_t va
 		n = 0;
 	}
 	if (n == 0) /* DWARF's frames come demangled; a symbol's is demangled here */
-		n = (int)symtab_frame(o, vaddr, f, dem);
+		n = (int)symtab_frame(o, vaddr, f);
 	else if (!strcmp(f[n - 1].system_name, "??"))
-		symtab_frame(o, vaddr, &f[n - 1], &dem[n - 1]);
+		symtab_frame(o, vaddr, &f[n - 1]);
+	object_account(s, o);
 	return n;
 }
 
@@ -919,14 +994,9 @@ static int object_lookup(struct symbolizer *s, struct sym_object *o, uint64_t va
 static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object *o, uint64_t vaddr)
 {
 	struct sym_frame f[SYM_MAX_FRAMES];
-	char *dem[SYM_MAX_FRAMES] = {0};
-	struct sym_centry *e;
-	int n = object_lookup(s, o, vaddr, f, dem);
+	int n = object_lookup(s, o, vaddr, f);
 
-	e = centry_new(o, vaddr, f, (size_t)n);
-	for (int i = 0; i < n; i++)
-		free(dem[i]);
-	return e;
+	return centry_new(o, vaddr, f, (size_t)n);
 }
 
 /*
@@ -938,12 +1008,19 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 			  const struct sym_result **out)
 {
 	struct sym_frame *f = s->scratch.frames;
-	char *dem[SYM_MAX_FRAMES] = {0}, *pos, *p;
-	int found = object_lookup(s, o, vaddr, f, dem), n = found, err = 0;
+	size_t len[SYM_MAX_FRAMES][3]; /* name, system_name (0: the same), file: str_room */
+	char *pos, *p;
+	int n = object_lookup(s, o, vaddr, f), err = 0;
 	size_t room = 0, cap = s->scratch_cap;
 
-	for (int i = 0; i < n; i++)
-		room += str_room(f[i].name) + str_room(f[i].system_name) + str_room(f[i].file);
+	/* each string measured once: the names are long, and a big object's raw names
+	 * are read here for the first time (cache misses) */
+	for (int i = 0; i < n; i++) {
+		len[i][0] = str_room(f[i].name);
+		len[i][1] = f[i].system_name == f[i].name ? 0 : str_room(f[i].system_name);
+		len[i][2] = str_room(f[i].file);
+		room += len[i][0] + len[i][1] + len[i][2];
+	}
 	if (room > cap) {
 		while (cap < room)
 			cap = cap ? cap * 2 : 4096;
@@ -957,15 +1034,11 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 	}
 	pos = s->scratch_text;
 	for (int i = 0; i < n; i++) {
-		const char *sys = f[i].system_name;
-
-		f[i].system_name = sys == f[i].name ? NULL : str_put(&pos, sys);
-		f[i].name = str_put(&pos, f[i].name);
-		f[i].system_name = f[i].system_name ? f[i].system_name : f[i].name;
-		f[i].file = str_put(&pos, f[i].file);
+		f[i].name = str_put_n(&pos, f[i].name, len[i][0]);
+		f[i].system_name =
+		    len[i][1] ? str_put_n(&pos, f[i].system_name, len[i][1]) : f[i].name;
+		f[i].file = str_put_n(&pos, f[i].file, len[i][2]);
 	}
-	for (int i = 0; i < found; i++)
-		free(dem[i]);
 	s->scratch.n = (size_t)n;
 	*out = n ? &s->scratch : &s->unresolved;
 	budget_enforce(s);

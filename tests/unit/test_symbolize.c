@@ -661,6 +661,272 @@ cleanup:
 	symbolizer__free(s);
 }
 
+/* A C++ library: a method (mangled), a plain extern "C" function, and three global
+ * aliases of one function (ties for which name an address shows). */
+static const char cxx_src[] =
+    "namespace hearth_ns {\n"
+    "struct Widget { int spin(int x); };\n"
+    "__attribute__((noinline)) int Widget::spin(int x) { volatile int v = x; return v * 5; }\n"
+    "}\n"
+    "extern \"C\" {\n"
+    "__attribute__((noinline)) int hearth_plain(int x) { volatile int v = x; return v - 1; }\n"
+    "int hearth_use(int x) { hearth_ns::Widget w; return w.spin(x) + hearth_plain(x); }\n"
+    "int al_impl(int x) { volatile int v = x; return v + 3; }\n"
+    "int al_zz(int) __attribute__((alias(\"al_impl\")));\n"
+    "int al_mm(int) __attribute__((alias(\"al_impl\")));\n"
+    "}\n";
+#define CXX_METHOD    "_ZN9hearth_ns6Widget4spinEi"
+#define CXX_DEMANGLED "hearth_ns::Widget::spin(int)"
+
+static int build_cxx_lib(char *out, size_t len)
+{
+	char src[256];
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/cxx.cc", unit_tmp_dir());
+	snprintf(out, len, "%s/libcxx.so", unit_tmp_dir());
+	if (!(f = fopen(src, "w")) || fputs(cxx_src, f) < 0 || fclose(f) != 0)
+		return -1;
+	return sh("g++ -O2 -shared -fPIC -o '%s' '%s'", out, src);
+}
+
+/* Bytes the symbolizer accounts now. */
+static uint64_t accounted(struct symbolizer *s)
+{
+	struct sym_stats st;
+
+	symbolizer__stats(s, &st);
+	return st.cache_bytes;
+}
+
+/*
+ * A symbol's name is demangled when a lookup first returns it, and kept with the
+ * object's table: the account grows by at least the demangled name then, not at load
+ * and not again for another address of the same function. Without an address cache,
+ * the account is the object's tables alone.
+ */
+static void check_demangled_once(int *unit_failed, const char *lib, const char *sys,
+				 const char *shown)
+{
+	struct symbolizer *s =
+	    symbolizer__new(&(struct sym_opts){.no_debuginfod = true, .no_address_cache = true});
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	uint64_t off, size, loaded, hit;
+
+	CHECK(s && (o = object_of(s, lib)));
+	CHECK(symbol_file_off(lib, sys, &off, &size, NULL) == 0 && size >= 2);
+	loaded = accounted(s);
+	CHECK(symbolizer__resolve(s, o, off, &r) == 0 && r->n == 1);
+	CHECKF(!strcmp(r->frames[0].name, shown), "%s", r->frames[0].name);
+	CHECK(!strcmp(r->frames[0].system_name, sys));
+	hit = accounted(s);
+	CHECKF(hit >= loaded + strlen(shown) + 1, "%llu after the hit, %llu before",
+	       (unsigned long long)hit, (unsigned long long)loaded);
+	CHECK(symbolizer__resolve(s, o, off + size - 1, &r) == 0 && r->n == 1);
+	CHECKF(!strcmp(r->frames[0].name, shown), "%s", r->frames[0].name);
+	CHECKF(accounted(s) == hit, "%llu, want %llu", (unsigned long long)accounted(s),
+	       (unsigned long long)hit);
+cleanup:
+	symbolizer__free(s);
+}
+
+TEST(cxx_name_demangled_on_first_hit)
+{
+	char lib[256];
+
+	CHECK(build_cxx_lib(lib, sizeof(lib)) == 0);
+	check_demangled_once(unit_failed, lib, CXX_METHOD, CXX_DEMANGLED);
+cleanup:;
+}
+
+TEST(rust_names_demangled_on_first_hit)
+{
+	char lib[256];
+
+	CHECK(build_names_lib(lib, sizeof(lib), false) == 0);
+	check_demangled_once(unit_failed, lib, "_ZN4core3fmt5write17h0123456789abcdefE",
+			     "core::fmt::write");
+	check_demangled_once(unit_failed, lib, "_RNvNtCs1234_7mycrate3foo3bar",
+			     "mycrate::foo::bar");
+cleanup:;
+}
+
+/*
+ * A demangled name longer than the demangler's first buffer (2 KiB) comes back whole:
+ * f taking 20 arguments of a 5-scope type, all but the first written as a back
+ * reference (S3_), so a short mangled name (libiberty refuses long ones) shows long.
+ */
+TEST(long_cxx_name_demangled_whole)
+{
+	static char mangled[512], type[256], shown[4096];
+	char src[256], lib[256];
+	size_t m = 0, t = 0, d = 0;
+	FILE *f = NULL;
+	int closed;
+
+	m += (size_t)snprintf(mangled + m, sizeof(mangled) - m, "_Z1fN");
+	for (int i = 0; i < 5; i++) {
+		m += (size_t)snprintf(mangled + m, sizeof(mangled) - m,
+				      "25abcdefghijklmnopqrstuvwx%c", 'a' + i);
+		t += (size_t)snprintf(type + t, sizeof(type) - t, "%sabcdefghijklmnopqrstuvwx%c",
+				      i ? "::" : "", 'a' + i);
+	}
+	m += (size_t)snprintf(mangled + m, sizeof(mangled) - m, "E");
+	d += (size_t)snprintf(shown + d, sizeof(shown) - d, "f(%s", type);
+	for (int i = 1; i < 20; i++) {
+		m += (size_t)snprintf(mangled + m, sizeof(mangled) - m, "S3_");
+		d += (size_t)snprintf(shown + d, sizeof(shown) - d, ", %s", type);
+	}
+	snprintf(shown + d, sizeof(shown) - d, ")");
+	snprintf(src, sizeof(src), "%s/long.c", unit_tmp_dir());
+	snprintf(lib, sizeof(lib), "%s/liblong.so", unit_tmp_dir());
+	CHECK((f = fopen(src, "w")));
+	fprintf(f,
+		"__attribute__((noinline)) int long_fn(void) __asm__(\"%s\");\n"
+		"int long_fn(void) { volatile int v = 3; return v * 2; }\n",
+		mangled);
+	closed = fclose(f);
+	f = NULL;
+	CHECK(closed == 0);
+	CHECK(sh("gcc -O2 -shared -fPIC -o '%s' '%s'", lib, src) == 0);
+	CHECK(strlen(shown) > 2048);
+	check_demangled_once(unit_failed, lib, mangled, shown);
+cleanup:
+	if (f)
+		fclose(f);
+}
+
+/* A name that does not demangle is shown raw, and costs the account nothing per hit. */
+TEST(plain_name_not_kept_twice)
+{
+	struct symbolizer *s =
+	    symbolizer__new(&(struct sym_opts){.no_debuginfod = true, .no_address_cache = true});
+	struct sym_object *o;
+	uint64_t off, size, first;
+	char lib[256];
+
+	CHECK(s && build_cxx_lib(lib, sizeof(lib)) == 0 && (o = object_of(s, lib)));
+	CHECK(symbol_file_off(lib, "hearth_plain", &off, &size, NULL) == 0);
+	CHECK(resolves_to(s, o, off, "hearth_plain"));
+	first = accounted(s);
+	CHECK(resolves_to(s, o, off + 1, "hearth_plain"));
+	CHECK(accounted(s) == first);
+cleanup:
+	symbolizer__free(s);
+}
+
+/*
+ * Demangled names leave the account with their object: a process that mapped the
+ * library exits, and everything it cost (table, names shown) is given back (no
+ * address cache, whose bucket array would stay).
+ */
+TEST(demangled_names_released_with_their_object)
+{
+	struct symbolizer *s =
+	    symbolizer__new(&(struct sym_opts){.no_debuginfod = true, .no_address_cache = true});
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	uint64_t off, size, before;
+	char lib[256];
+
+	CHECK(s && build_cxx_lib(lib, sizeof(lib)) == 0);
+	before = accounted(s);
+	CHECK((o = object_of(s, lib)) && symbolizer__hold(s, 7, o) == 0);
+	CHECK(symbol_file_off(lib, CXX_METHOD, &off, &size, NULL) == 0);
+	CHECK(symbolizer__resolve(s, o, off, &r) == 0 && r->n == 1);
+	CHECK(!strcmp(r->frames[0].name, CXX_DEMANGLED));
+	CHECK(accounted(s) > before);
+	symbolizer__forget_pid(s, 7);
+	CHECKF(accounted(s) == before, "%llu, want %llu", (unsigned long long)accounted(s),
+	       (unsigned long long)before);
+cleanup:
+	symbolizer__free(s);
+}
+
+/*
+ * A library of 300 functions (each its own body, so none is folded into another): a
+ * table this big is searched through its top index first (every 16th start), and
+ * every function's first, middle and last byte must still name it.
+ */
+TEST(every_function_of_a_big_table_resolves)
+{
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	char src[256], lib[256], name[32];
+	FILE *f = NULL;
+	int closed;
+
+	snprintf(src, sizeof(src), "%s/many.c", unit_tmp_dir());
+	snprintf(lib, sizeof(lib), "%s/libmany.so", unit_tmp_dir());
+	CHECK(s && (f = fopen(src, "w")));
+	for (int i = 0; i < 300; i++)
+		fprintf(f,
+			"__attribute__((noinline)) int many_%03d(int x)"
+			" { volatile int v = x; return v * %d + %d; }\n",
+			i, i + 2, i * 7);
+	closed = fclose(f);
+	f = NULL;
+	CHECK(closed == 0);
+	CHECK(sh("gcc -O2 -shared -fPIC -o '%s' '%s'", lib, src) == 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "many_%03d", i);
+		CHECKF(function_resolves(s, lib, name), "%s", name);
+	}
+cleanup:
+	if (f)
+		fclose(f);
+	symbolizer__free(s);
+}
+
+/* The name of the last FUNC symbol in .symtab at vaddr (file order), into out. */
+static int last_symbol_at(const char *path, uint64_t vaddr, char *out, size_t len)
+{
+	int fd = open(path, O_RDONLY), err = -1;
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	GElf_Sym sym;
+
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (int i = 0; gelf_getsym(d, i, &sym); i++)
+			if (GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value == vaddr) {
+				snprintf(out, len, "%s", elf_strptr(elf, sh.sh_link, sym.st_name));
+				err = 0;
+			}
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/*
+ * Equal aliases at one address (same binding, all sized, no leading '_'; what identical
+ * code folding leaves): the last in the file is shown, as llvm-symbolizer shows it.
+ */
+TEST(equal_aliases_show_the_last_in_the_file)
+{
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	uint64_t off, size, vaddr;
+	char lib[256], want[64];
+
+	CHECK(s && build_cxx_lib(lib, sizeof(lib)) == 0 && (o = object_of(s, lib)));
+	CHECK(symbol_file_off(lib, "al_impl", &off, &size, &vaddr) == 0);
+	CHECK(last_symbol_at(lib, vaddr, want, sizeof(want)) == 0);
+	CHECK(symbolizer__resolve(s, o, off, &r) == 0 && r->n == 1);
+	CHECKF(!strcmp(r->frames[0].name, want), "%s, want %s", r->frames[0].name, want);
+cleanup:
+	symbolizer__free(s);
+}
+
 /* Some address of inl_outer in lib shows inl_leaf (line 5) inlined at line 9, and every
  * one names inl_outer in names.c as the outer frame (CHECKs of the calling test). */
 static void check_inlined_frames(int *unit_failed, const char *lib)
@@ -796,15 +1062,6 @@ TEST(cache_budget_honoured)
 	CHECK(used < 4 || st.object_reloads > 0); /* round 2 read evicted ones again */
 cleanup:
 	symbolizer__free(s);
-}
-
-/* Bytes the symbolizer accounts now. */
-static uint64_t accounted(struct symbolizer *s)
-{
-	struct sym_stats st;
-
-	symbolizer__stats(s, &st);
-	return st.cache_bytes;
 }
 
 /*
