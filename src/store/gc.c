@@ -348,3 +348,133 @@ int store_gc_step(struct store *s)
 		s->stats.gc_cycles++;
 	return e;
 }
+
+/* ---- at open: ids named but missing (store_check_refs) ---- */
+
+/* What the references found: ref[t][id] for id <= n, and the highest id named
+ * past the table's end. */
+struct refs {
+	uint8_t *ref[STORE_N_TABS];
+	uint64_t over[STORE_N_TABS];
+};
+
+static void ref_id(struct store *s, struct refs *r, int t, uint64_t id)
+{
+	if (id <= s->tabs[t].n)
+		r->ref[t][id] = 1;
+	else if (id > r->over[t] && id < UINT32_MAX - 1)
+		r->over[t] = id;
+}
+
+/* The references of every live key of table t (a key that does not decode is
+ * left for the readers to report). */
+static void key_refs(struct store *s, struct refs *r, int t)
+{
+	uint64_t v[5];
+	size_t len;
+
+	for (uint64_t id = 1; id <= s->tabs[t].n; id++) {
+		const uint8_t *k = store_itab__key(&s->tabs[t], id, &len), *end;
+
+		if (!k)
+			continue;
+		end = k + len;
+		switch (t) {
+		case STORE_T_PAIRS:
+			if (get_n(&k, end, v, 2)) {
+				ref_id(s, r, STORE_T_SERIES, v[0]);
+				ref_id(s, r, STORE_T_STACKS, v[1]);
+			}
+			break;
+		case STORE_T_STACKS:
+			while (k < end && get_n(&k, end, v, 1))
+				ref_id(s, r, STORE_T_LOCATIONS, v[0]);
+			break;
+		case STORE_T_LOCATIONS:
+			if (!get_n(&k, end, v, 3))
+				break;
+			if (v[0])
+				ref_id(s, r, STORE_T_MAPPINGS, v[0]);
+			for (uint64_t i = 0; i < v[2] && get_n(&k, end, v + 3, 2); i++)
+				ref_id(s, r, STORE_T_FUNCTIONS, v[3]);
+			break;
+		case STORE_T_FUNCTIONS:
+			for (int i = 0; i < 3 && get_n(&k, end, v, 1); i++)
+				if (v[0])
+					ref_id(s, r, STORE_T_STRINGS, v[0]);
+			break;
+		case STORE_T_MAPPINGS:
+			if (get_n(&k, end, v, 5)) {
+				if (v[3])
+					ref_id(s, r, STORE_T_STRINGS, v[3]);
+				if (v[4])
+					ref_id(s, r, STORE_T_STRINGS, v[4]);
+			}
+			break;
+		}
+	}
+}
+
+/* The series every chunk names (its totals column). */
+static int chunk_refs(struct store *s, struct refs *r)
+{
+	struct store_rows rows = {0};
+	sqlite3_stmt *st = NULL;
+	int rc, e = 0;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT totals FROM chunks", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	while (!e && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		rows.n = 0;
+		e = store_totals_decode(sqlite3_column_blob(st, 0),
+					(size_t)sqlite3_column_bytes(st, 0), NULL, 0, &rows);
+		if (e == -EINVAL)
+			e = 0; /* quarantined when a scan reads it */
+		for (size_t i = 0; !e && i < rows.n; i++)
+			ref_id(s, r, STORE_T_SERIES, rows.r[i].series_id);
+	}
+	if (!e && rc != SQLITE_DONE)
+		e = -EIO;
+	sqlite3_finalize(st);
+	store_rows__fini(&rows);
+	return e;
+}
+
+int store_check_refs(struct store *s)
+{
+	struct refs r = {0};
+	int e = 0, lost = 0;
+
+	for (int t = 0; !e && t < STORE_N_TABS; t++)
+		if (!(r.ref[t] = calloc(s->tabs[t].n + 1, 1)))
+			e = -ENOMEM;
+	for (int t = 0; !e && t < STORE_N_TABS; t++)
+		key_refs(s, &r, t);
+	e = e ?: chunk_refs(s, &r);
+	for (int t = 0; !e && t < STORE_N_TABS; t++) {
+		size_t n = s->tabs[t].n + 1, want = r.over[t] ? r.over[t] + 1 : n;
+		uint8_t *ref = r.ref[t];
+
+		if (want > n) { /* ids past the end were named: all of them are taken */
+			if (!(ref = realloc(ref, want))) {
+				e = -ENOMEM;
+				break;
+			}
+			memset(ref + n, 1, want - n);
+			r.ref[t] = ref;
+		}
+		int k = store_itab__keep_lost(&s->tabs[t], ref, want);
+
+		if (k < 0)
+			e = k;
+		else if (k) {
+			lost += k;
+			store_log(s,
+				  "table %s: %d ids are named but missing (lost rows): not reused",
+				  store_tab_names[t], k);
+		}
+	}
+	for (int t = 0; t < STORE_N_TABS; t++)
+		free(r.ref[t]);
+	return e ?: lost;
+}

@@ -76,7 +76,7 @@ void store_itab__fini(struct store_itab *t)
 
 static bool key_eq(const struct store_itab *t, uint32_t id, const void *key, size_t len)
 {
-	/* a free id's length (STORE_ITAB_FREE) equals no key's */
+	/* a free or lost id's length (STORE_ITAB_FREE, _LOST) equals no key's */
 	return t->klen[id - 1] == len && memcmp(t->buf + t->off[id - 1], key, len) == 0;
 }
 
@@ -115,7 +115,7 @@ static int reindex(struct store_itab *t, size_t want)
 	t->slots = s;
 	t->nslots = ns;
 	for (size_t i = 0; i < t->n; i++)
-		if (t->klen[i] != STORE_ITAB_FREE)
+		if (t->klen[i] < STORE_ITAB_LOST)
 			slot_insert(t, t->hashes[i], (uint32_t)(i + 1));
 	return 0;
 }
@@ -189,7 +189,7 @@ int store_itab__intern(struct store_itab *t, const void *key, size_t len, uint64
 		*id = found;
 		return 0;
 	}
-	if (t->n >= UINT32_MAX - 1 || len >= STORE_ITAB_FREE)
+	if (t->n >= UINT32_MAX - 1 || len >= STORE_ITAB_LOST)
 		return -ENOSPC;
 	if (grow((void **)&t->pend, &t->cap_pend, t->npend + 1, sizeof(*t->pend)) ||
 	    grow((void **)&t->buf, &t->cap, t->len + len, 1))
@@ -216,7 +216,7 @@ int store_itab__intern(struct store_itab *t, const void *key, size_t len, uint64
 
 const uint8_t *store_itab__key(const struct store_itab *t, uint64_t id, size_t *len)
 {
-	if (id == 0 || id > t->n || t->klen[id - 1] == STORE_ITAB_FREE)
+	if (!store_itab__live(t, id))
 		return NULL;
 	*len = t->klen[id - 1];
 	return t->buf + t->off[id - 1];
@@ -267,7 +267,7 @@ int store_itab__load(struct store_itab *t, uint64_t id, const void *key, size_t 
 {
 	uint64_t h = store_hash(key, len);
 
-	if (id <= t->n || id >= UINT32_MAX - 1 || len >= STORE_ITAB_FREE ||
+	if (id <= t->n || id >= UINT32_MAX - 1 || len >= STORE_ITAB_LOST ||
 	    find_hashed(t, h, key, len))
 		return -EINVAL;
 	while (t->n < id) { /* ids missing from the table were freed */
@@ -316,7 +316,7 @@ static void compact_buf(struct store_itab *t)
 	uint8_t *nb;
 
 	for (size_t i = 0; i < t->n; i++)
-		if (t->klen[i] != STORE_ITAB_FREE)
+		if (t->klen[i] < STORE_ITAB_LOST)
 			need += t->klen[i];
 	if (need == t->len)
 		return;
@@ -324,7 +324,7 @@ static void compact_buf(struct store_itab *t)
 	if (!nb)
 		return; /* the keys stay where they are: still correct, just larger */
 	for (size_t i = 0; i < t->n; i++)
-		if (t->klen[i] != STORE_ITAB_FREE) {
+		if (t->klen[i] < STORE_ITAB_LOST) {
 			memcpy(nb + at, t->buf + t->off[i], t->klen[i]);
 			t->off[i] = at;
 			at += t->klen[i];
@@ -342,7 +342,7 @@ int store_itab__free_ids(struct store_itab *t, const uint8_t *dead, size_t n_dea
 	if (t->npend)
 		return -EBUSY; /* only between transactions */
 	for (size_t id = 1; id <= t->n && id < n_dead; id++)
-		if (dead[id] && t->klen[id - 1] != STORE_ITAB_FREE) {
+		if (dead[id] && t->klen[id - 1] < STORE_ITAB_LOST) {
 			t->klen[id - 1] = STORE_ITAB_FREE;
 			t->live--;
 			freed++;
@@ -357,6 +357,27 @@ int store_itab__free_ids(struct store_itab *t, const uint8_t *dead, size_t n_dea
 	int e = rebuild_free(t) ?: reindex(t, t->n);
 
 	return e ?: (int)(freed > INT32_MAX ? INT32_MAX : freed);
+}
+
+int store_itab__keep_lost(struct store_itab *t, const uint8_t *ref, size_t n_ref)
+{
+	int n = 0;
+
+	for (size_t id = 1; id < n_ref; id++) {
+		if (!ref[id] || store_itab__live(t, id))
+			continue;
+		while (t->n < id) { /* named past the last id: ids up to it are taken */
+			if (room_for_id(t))
+				return -ENOMEM;
+			t->klen[t->n++] = STORE_ITAB_FREE;
+		}
+		if (t->klen[id - 1] == STORE_ITAB_FREE) {
+			t->klen[id - 1] = STORE_ITAB_LOST;
+			n++;
+		}
+	}
+	store_itab__commit(t);
+	return rebuild_free(t) ?: n;
 }
 
 size_t store_itab__bytes(const struct store_itab *t)

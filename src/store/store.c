@@ -193,12 +193,38 @@ static int open_db(struct store *s, char *err, size_t errlen)
 		set_err(err, errlen, "%s: table series_stacks is corrupt", s->path);
 		return -EIO;
 	}
+	e = store_check_refs(s);
+	if (e < 0) {
+		set_err(err, errlen, "%s: %s", s->path,
+			e == -EIO ? sqlite3_errmsg(s->db) : strerror(-e));
+		return e;
+	}
 	load_stats(s);
 	if (prepare_all(s)) {
 		set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
 		return -EIO;
 	}
 	return 0;
+}
+
+static bool is_corrupt(int rc)
+{
+	return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB;
+}
+
+/* Appends to err how to salvage a database SQLite finds corrupt (docs/storage.md,
+ * "Recovery"): `hearth recover` copies every row it can still read. */
+static void recovery_hint(const struct store *s, char *err, size_t errlen)
+{
+	size_t n = err ? strlen(err) : 0;
+
+	if (!err || n + 1 >= errlen)
+		return;
+	snprintf(err + n, errlen - n,
+		 "; the database is damaged: stop hearth, copy what is still readable with "
+		 "`hearth recover --data %s --to NEWDIR`, then start hearth with --data NEWDIR "
+		 "(docs/storage.md, Recovery)",
+		 s->dir);
 }
 
 static void fill_defaults(struct store_opts *o)
@@ -247,6 +273,8 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 	}
 	e = open_db(s, err, errlen);
 	if (e) {
+		if (s->db && is_corrupt(sqlite3_errcode(s->db)))
+			recovery_hint(s, err, errlen);
 		store__close(s);
 		return e;
 	}

@@ -145,6 +145,23 @@ int store__append_flat(struct store *s, const struct profile_flat *f, const char
  */
 int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted);
 
+/* What store__salvage copied. */
+struct store_salvage_result {
+	uint64_t rows;	      /* rows copied, all tables */
+	uint64_t chunks;      /* of which chunks */
+	uint64_t holes;	      /* unreadable stretches skipped (rows there are lost) */
+	uint64_t lost_tables; /* tables whose schema could not be read at all */
+};
+/*
+ * Copies every row that can still be read from the store in dir (a database
+ * SQLite finds corrupt, which store__open refuses) into a new store in to_dir
+ * (created; it must not hold a database yet). dir is opened read-only. See
+ * docs/storage.md, "Recovery". 0, -EEXIST, -ENOENT (no database in dir), -EIO
+ * (nothing readable, or the new database failed; err says which file).
+ */
+int store__salvage(const char *dir, const char *to_dir, struct store_salvage_result *res, char *err,
+		   size_t errlen);
+
 /* For /metrics. */
 struct store_stats {
 	uint64_t series;	      /* live series (max_series counts these) */

@@ -63,6 +63,9 @@ uint64_t store_hash(const void *p, size_t n);
  * are given again, lowest first; see itab.c.
  */
 #define STORE_ITAB_FREE UINT32_MAX
+/* klen of an id missing from the database but named by a stored key (a store
+ * salvaged with sqlite3's .recover): never given again (see store_check_refs). */
+#define STORE_ITAB_LOST (UINT32_MAX - 1)
 struct store_itab {
 	uint8_t *buf;
 	size_t len, cap;
@@ -91,7 +94,7 @@ const uint8_t *store_itab__key(const struct store_itab *t, uint64_t id, size_t *
 /* Whether id is in use. */
 static inline bool store_itab__live(const struct store_itab *t, uint64_t id)
 {
-	return id && id <= t->n && t->klen[id - 1] != STORE_ITAB_FREE;
+	return id && id <= t->n && t->klen[id - 1] < STORE_ITAB_LOST;
 }
 void store_itab__commit(struct store_itab *t);
 int store_itab__rollback(struct store_itab *t);
@@ -106,6 +109,9 @@ int store_itab__loaded(struct store_itab *t);
 int store_itab__free_ids(struct store_itab *t, const uint8_t *dead, size_t n_dead);
 /* Bytes of memory the table holds. */
 size_t store_itab__bytes(const struct store_itab *t);
+/* Marks the ids with ref[id] != 0 (id < n_ref) that are not live as lost: never
+ * given again. The count marked, or -ENOMEM. */
+int store_itab__keep_lost(struct store_itab *t, const uint8_t *ref, size_t n_ref);
 
 /* ---- rows and chunks ---- */
 
@@ -357,6 +363,12 @@ int store_gc_step(struct store *s);
 /* The write barrier: a chunk of these rows is being stored. */
 void store_gc_note_rows(struct store *s, const struct store_rows *rows);
 void store_gc_fini(struct store *s);
+/*
+ * At open: ids that stored keys (and chunks, for series) name but the tables
+ * lack (lost rows of a salvaged database) are kept out of reuse, so that a new
+ * entry never takes the meaning of a lost one. Logged. 0 or -errno.
+ */
+int store_check_refs(struct store *s);
 
 /* Local id of stack in series (adding the pair when new). 0 or -ENOMEM. */
 int store_local_id(struct store *s, uint64_t series, uint64_t stack, uint64_t *local);
