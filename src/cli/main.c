@@ -11,9 +11,13 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"record", cmd_record},   {"run", cmd_run},	    {"agent", cmd_agent},
-    {"server", cmd_server},   {"query", cmd_query}, {"symbolize", cmd_symbolize},
-    {"recover", cmd_recover},
+	{ "record", cmd_record },
+	{ "run", cmd_run },
+	{ "agent", cmd_agent },
+	{ "server", cmd_server },
+	{ "query", cmd_query },
+	{ "symbolize", cmd_symbolize },
+	{ "recover", cmd_recover },
 };
 
 static void usage(FILE *f)
