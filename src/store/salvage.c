@@ -215,6 +215,11 @@ int store__salvage(const char *dir, const char *to_dir, struct store_salvage_res
 	}
 	res->rows = c.rows;
 	res->holes = c.holes;
+	/* tells store__open to look for series only chunks still name */
+	if (!e && sqlite3_exec(
+		      c.to, "INSERT OR REPLACE INTO meta VALUES('salvaged', strftime('%s', 'now'))",
+		      NULL, NULL, NULL) != SQLITE_OK)
+		e = -EIO;
 	if (!e && sqlite3_exec(c.to, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		e = -EIO;
 	if (e && c.to && err && !*err)

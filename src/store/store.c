@@ -193,6 +193,7 @@ static int open_db(struct store *s, char *err, size_t errlen)
 		set_err(err, errlen, "%s: table series_stacks is corrupt", s->path);
 		return -EIO;
 	}
+	s->salvaged = query_int(s, "SELECT count(*) FROM meta WHERE k='salvaged'") > 0;
 	e = store_check_refs(s);
 	if (e < 0) {
 		set_err(err, errlen, "%s: %s", s->path,

@@ -64,7 +64,7 @@ uint64_t store_hash(const void *p, size_t n);
  */
 #define STORE_ITAB_FREE UINT32_MAX
 /* klen of an id missing from the database but named by a stored key (a store
- * salvaged with sqlite3's .recover): never given again (see store_check_refs). */
+ * salvaged by hearth recover): never given again (see store_check_refs). */
 #define STORE_ITAB_LOST (UINT32_MAX - 1)
 struct store_itab {
 	uint8_t *buf;
@@ -356,6 +356,7 @@ struct store {
 		size_t cap;
 	} gc;
 	size_t gc_budget; /* chunks a maintenance tick marks; 0: the default (tests set it) */
+	bool salvaged;	  /* meta.salvaged: written by store__salvage (hearth recover) */
 };
 
 /* One step of the garbage collection (gc.c), from store__maintain. 0 or -errno. */
@@ -364,7 +365,7 @@ int store_gc_step(struct store *s);
 void store_gc_note_rows(struct store *s, const struct store_rows *rows);
 void store_gc_fini(struct store *s);
 /*
- * At open: ids that stored keys (and chunks, for series) name but the tables
+ * At open: ids that stored keys (and, in a salvaged store, chunks) name but the tables
  * lack (lost rows of a salvaged database) are kept out of reuse, so that a new
  * entry never takes the meaning of a lost one. Logged. 0 or -errno.
  */

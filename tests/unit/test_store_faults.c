@@ -427,3 +427,42 @@ TEST(gc_keeps_what_appends_use_mid_cycle)
 cleanup:
 	store__close(s);
 }
+
+/*
+ * A salvaged store (hearth recover) that lost the row of a series its chunks
+ * still name: a new series must not take that id, or the old rows would be
+ * read as the new process's.
+ */
+TEST(salvaged_store_keeps_lost_series_ids)
+{
+	struct store_opts o = fast;
+	struct store *s = NULL;
+	char dir[300], err[256], *log = NULL;
+	FILE *logf = tmpfile();
+
+	CHECK(logf);
+	o.log = logf;
+	snprintf(dir, sizeof(dir), "%s/salvaged", unit_tmp_dir());
+	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	CHECK(append_pids(s, T0, 2, 3, 1, NULL, err, sizeof(err)) == 0);
+	/* what hearth recover leaves when the page of the last series was lost */
+	CHECK(exec(s, "DELETE FROM series WHERE id = (SELECT max(id) FROM series);"
+		      "DELETE FROM series_stacks WHERE id > 3;"
+		      "INSERT INTO meta VALUES('salvaged', 1)") == 0);
+	store__close(s);
+	s = NULL;
+	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	log = slurp(logf);
+	CHECKF(log && strstr(log, "table series: 1 ids are named but missing"), "log: %s",
+	       log ? log : "(none)");
+	CHECK(append_pids(s, T0 + 3600 * S, 1, 3, 3, NULL, err, sizeof(err)) == 0);
+	/* the new process has its own rows only, in its own hour */
+	CHECK(total(s, "{pid=\"3\"}", T0, T0 + 60 * S) == 0);
+	CHECK(total(s, "{pid=\"3\"}", T0 + 3600 * S, T0 + 3660 * S) == 6);
+	CHECK(total(s, "{pid=\"1\"}", T0, T0 + 60 * S) == 6);
+cleanup:
+	free(log);
+	store__close(s);
+	if (logf)
+		fclose(logf);
+}
