@@ -296,17 +296,17 @@ static void shrink_arrays(struct store_itab *t)
 	if (c * 2 > t->cap_n)
 		return; /* less than half unused: keep it */
 	size_t *o = realloc(t->off, c * sizeof(*o));
-	uint32_t *k = o ? realloc(t->klen, c * sizeof(*k)) : NULL;
-	uint64_t *h = k ? realloc(t->hashes, c * sizeof(*h)) : NULL;
+	uint32_t *k = realloc(t->klen, c * sizeof(*k));
+	uint64_t *h = realloc(t->hashes, c * sizeof(*h));
 
+	/* a shrink that fails leaves that array larger: every one holds >= c */
 	if (o)
 		t->off = o;
 	if (k)
 		t->klen = k;
-	if (h) {
+	if (h)
 		t->hashes = h;
-		t->cap_n = c;
-	}
+	t->cap_n = c;
 }
 
 /* Moves the live keys to a buffer of their size, in id order. */

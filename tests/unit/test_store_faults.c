@@ -8,7 +8,8 @@
  *    mappings and strings that no stored chunk references, in bounded steps,
  *    while appends go on: after retention a new series is accepted under
  *    max_series, the intern tables shrink, and what is still stored reads back
- *    the same, before and after a reopen.
+ *    the same, before and after a reopen;
+ *  - a salvaged store (hearth recover) never gives a lost id to a new entry.
  */
 #include "unit.h"
 
