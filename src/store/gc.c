@@ -21,12 +21,16 @@
  *     chunk. Marks are conservative: a chunk deleted after it was marked keeps
  *     its series until the next cycle.
  *  2. sweep (one tick, under the store's lock, no append in between): the rest
- *     of the closure above is computed in memory, and the garbage is deleted
- *     from the tables in one SQLite transaction, then freed in memory (keys
- *     compacted, ids given again, lowest first). Killed mid-sweep, the store
- *     reopens with all or none of it; a failed transaction frees nothing. The
- *     location cache and the stack memo are emptied (they may name freed ids),
- *     as after a rollback.
+ *     of the closure above is computed in memory and the garbage retired: it
+ *     can no longer be found (an append of the same key makes a new entry), its
+ *     keys are compacted away, and the location cache and the stack memo are
+ *     emptied (they may name it), as after a rollback.
+ *  3. delete (that tick and the next ones, 16384 rows a tick): the retired
+ *     rows are deleted from the tables, referrers first (pairs, series, stacks,
+ *     locations, functions and mappings, strings), a transaction a tick; then
+ *     their ids are given again, lowest first. Killed in between, the rows not
+ *     yet deleted load as live entries nothing references (the next cycle
+ *     frees them), and no row names a deleted one.
  *
  * store__maintain runs the step before retention, so an entry is freed at the
  * earliest one tick after the last chunk that used it was deleted: a query that
@@ -45,6 +49,8 @@
 void store_gc_fini(struct store *s)
 {
 	free(s->gc.series);
+	for (int t = 0; t < STORE_N_TABS; t++)
+		free(s->gc.dying[t]);
 	memset(&s->gc, 0, sizeof(s->gc));
 }
 
@@ -234,55 +240,106 @@ static size_t to_dead(struct store *s, uint8_t **live)
 	return n;
 }
 
-/* Deletes the garbage from the database, one transaction. 0 or -EIO. */
-static int delete_rows(struct store *s, uint8_t **dead)
+/* Rows a tick deletes when store.gc_budget is 0 (a few tens of ms of SQLite). */
+#define STORE_GC_DEFAULT_DELETES 16384
+
+/*
+ * Retires the garbage in memory (it can no longer be found; the location cache
+ * and the stack memo, which may name it, are emptied) and lists it for
+ * deletion, referrers first: pairs, series, stacks, locations, functions,
+ * mappings, strings. 0 or -ENOMEM (nothing retired then).
+ */
+static int retire(struct store *s, uint8_t **dead)
 {
+	struct store_gc *g = &s->gc;
+	const struct store_itab *ser = &s->tabs[STORE_T_SERIES];
+	int e = 0;
+
+	for (int t = 0; !e && t < STORE_N_TABS; t++) {
+		size_t n = 0;
+
+		for (uint64_t id = 1; id <= s->tabs[t].n; id++)
+			n += dead[t][id];
+		free(g->dying[t]);
+		g->dying[t] = NULL;
+		g->n_dying[t] = g->at[t] = 0;
+		if (n && !(g->dying[t] = malloc(n * sizeof(*g->dying[t]))))
+			e = -ENOMEM;
+		for (uint64_t id = 1; !e && id <= s->tabs[t].n; id++)
+			if (dead[t][id])
+				g->dying[t][g->n_dying[t]++] = (uint32_t)id;
+	}
+	if (e) {
+		for (int t = 0; t < STORE_N_TABS; t++)
+			g->n_dying[t] = 0;
+		return e;
+	}
+	for (uint64_t id = 1; id <= ser->n && id < s->local_cap; id++)
+		if (dead[STORE_T_SERIES][id]) {
+			free(s->local[id].stacks);
+			memset(&s->local[id], 0, sizeof(s->local[id]));
+		}
+	store_loccache_clear(&s->loccache);
+	store_stackmemo_clear(&s->stackmemo);
+	for (int t = 0; t < STORE_N_TABS; t++)
+		store_itab__retire(&s->tabs[t], dead[t], s->tabs[t].n + 1);
+	return 0;
+}
+
+/* Whether retired rows are still to be deleted. */
+static bool dying(const struct store *s)
+{
+	for (int t = 0; t < STORE_N_TABS; t++)
+		if (s->gc.at[t] < s->gc.n_dying[t])
+			return true;
+	return false;
+}
+
+/*
+ * Deletes up to the tick's budget of retired rows, referrers first, in one
+ * transaction, then gives their ids again. Killed in between, the rows not yet
+ * deleted are loaded as live at the next open, and no row names a deleted one.
+ */
+static int delete_some(struct store *s)
+{
+	struct store_gc *g = &s->gc;
+	size_t budget = s->gc_budget ? s->gc_budget * 16 : STORE_GC_DEFAULT_DELETES;
+	size_t upto[STORE_N_TABS];
 	char sql[64];
 	int e = store_exec(s, "BEGIN IMMEDIATE", NULL, 0);
 
-	for (int t = 0; !e && t < STORE_N_TABS; t++) {
+	for (int t = STORE_N_TABS - 1; t >= 0; t--) {
 		sqlite3_stmt *st = NULL;
 
+		upto[t] = g->at[t];
+		if (e || upto[t] == g->n_dying[t] || !budget)
+			continue;
 		snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE id = ?", store_tab_names[t]);
 		if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
 			e = -EIO;
-		for (uint64_t id = 1; !e && id <= s->tabs[t].n; id++) {
-			if (!dead[t][id])
-				continue;
-			sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+		for (; !e && budget && upto[t] < g->n_dying[t]; upto[t]++, budget--) {
+			sqlite3_bind_int64(st, 1, g->dying[t][upto[t]]);
 			e = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 			sqlite3_reset(st);
 		}
 		sqlite3_finalize(st);
 	}
 	e = e ?: store_exec(s, "COMMIT", NULL, 0);
-	if (e)
+	if (e) {
 		store_exec(s, "ROLLBACK", NULL, 0);
-	return e;
-}
-
-/* Frees the garbage in memory, once it is gone from the database. */
-static void free_garbage(struct store *s, uint8_t **dead)
-{
-	const struct store_itab *ser = &s->tabs[STORE_T_SERIES];
-
-	for (uint64_t id = 1; id <= ser->n && id < s->local_cap; id++)
-		if (dead[STORE_T_SERIES][id]) {
-			free(s->local[id].stacks);
-			memset(&s->local[id], 0, sizeof(s->local[id]));
-		}
-	/* they may hold freed ids, which will be given again */
-	store_loccache_clear(&s->loccache);
-	store_stackmemo_clear(&s->stackmemo);
-	for (int t = 0; t < STORE_N_TABS; t++) {
-		int n = store_itab__free_ids(&s->tabs[t], dead[t], s->tabs[t].n + 1);
-
-		if (n > 0)
-			s->stats.gc_freed += (uint64_t)n;
+		return e; /* retried next tick */
 	}
+	for (int t = 0; t < STORE_N_TABS; t++) {
+		if (upto[t] == g->at[t])
+			continue;
+		store_itab__release(&s->tabs[t], g->dying[t] + g->at[t], upto[t] - g->at[t]);
+		s->stats.gc_freed += upto[t] - g->at[t];
+		g->at[t] = upto[t];
+	}
+	return 0;
 }
 
-/* The sweep: closure, delete, free. 0 or -errno (nothing freed then). */
+/* The sweep: the closure, then the garbage retired. 0 or -errno. */
 static int sweep(struct store *s)
 {
 	uint8_t *live[STORE_N_TABS] = {0};
@@ -294,11 +351,8 @@ static int sweep(struct store *s)
 	e = e ?: close_over(s, live);
 	if (e == -EUCLEAN)
 		store_log(s, "garbage collection skipped: an intern-table key does not decode");
-	if (!e && to_dead(s, live)) {
-		e = delete_rows(s, live);
-		if (!e)
-			free_garbage(s, live);
-	}
+	if (!e && to_dead(s, live))
+		e = retire(s, live);
 	for (int t = 0; t < STORE_N_TABS; t++)
 		free(live[t]);
 	return e;
@@ -332,6 +386,12 @@ int store_gc_step(struct store *s)
 	bool done = false;
 	int e;
 
+	if (dying(s)) { /* the last sweep's rows, a budget a tick */
+		e = delete_some(s);
+		if (!e && !dying(s))
+			s->stats.gc_cycles++;
+		return e;
+	}
 	if (!g->marking && (e = begin(s)))
 		return e;
 	e = mark_chunks(s, &done);
@@ -344,7 +404,9 @@ int store_gc_step(struct store *s)
 	}
 	g->marking = false;
 	e = sweep(s);
-	if (!e)
+	if (!e && dying(s))
+		e = delete_some(s);
+	if (!e && !dying(s))
 		s->stats.gc_cycles++;
 	return e;
 }

@@ -7,11 +7,12 @@
  * Entries added during an append stay "pending" until commit; a failed append
  * rolls them back so memory and database never disagree (ids are reused).
  *
- * The store's garbage collection frees ids no stored chunk needs any more
- * (store_itab__free_ids): their keys leave the buffer, which is compacted, and
- * the ids are given again, lowest first, so that ids stay dense and the arrays
- * indexed by id (here, in the builder, in queries) stay as small as the peak
- * of live entries, not as the store's lifetime. Trailing free ids are dropped.
+ * The store's garbage collection frees ids no stored chunk needs any more:
+ * retired (store_itab__retire), they can no longer be found and their keys
+ * leave the buffer, which is compacted; once their rows are deleted from the
+ * database (store_itab__release) the ids are given again, lowest first, so that ids stay dense and
+ * the arrays indexed by id (here, in the builder, in queries) stay as small as the peak of live
+ * entries, not as the store's lifetime. Trailing free ids are dropped.
  */
 #include "store_impl.h"
 
@@ -255,6 +256,15 @@ static int rebuild_free(struct store_itab *t)
 	size_t nf = t->n - t->live;
 
 	t->nfree = 0;
+	if (t->cap_free > 64 && t->cap_free >= 4 * nf) { /* give back what a GC left */
+		size_t c = nf > 16 ? nf : 16;
+		uint32_t *f = realloc(t->free, c * sizeof(*f));
+
+		if (f) {
+			t->free = f;
+			t->cap_free = c;
+		}
+	}
 	if (grow((void **)&t->free, &t->cap_free, nf, sizeof(*t->free)))
 		return -ENOMEM;
 	for (size_t id = t->n; id > 0; id--)
@@ -335,28 +345,42 @@ static void compact_buf(struct store_itab *t)
 	t->cap = need ? need : 1;
 }
 
-int store_itab__free_ids(struct store_itab *t, const uint8_t *dead, size_t n_dead)
+int store_itab__retire(struct store_itab *t, const uint8_t *dead, size_t n_dead)
 {
-	size_t freed = 0;
+	size_t n = 0;
 
 	if (t->npend)
 		return -EBUSY; /* only between transactions */
 	for (size_t id = 1; id <= t->n && id < n_dead; id++)
 		if (dead[id] && t->klen[id - 1] < STORE_ITAB_LOST) {
-			t->klen[id - 1] = STORE_ITAB_FREE;
+			t->klen[id - 1] = STORE_ITAB_LOST;
 			t->live--;
-			freed++;
+			n++;
 		}
-	if (!freed)
+	if (!n)
 		return 0;
+	compact_buf(t);
+	return reindex(t, t->n) ?: (int)(n > INT32_MAX ? INT32_MAX : n);
+}
+
+int store_itab__release(struct store_itab *t, const uint32_t *ids, size_t n)
+{
+	if (t->npend)
+		return -EBUSY;
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] && ids[i] <= t->n && t->klen[ids[i] - 1] == STORE_ITAB_LOST)
+			t->klen[ids[i] - 1] = STORE_ITAB_FREE;
 	while (t->n && t->klen[t->n - 1] == STORE_ITAB_FREE)
 		t->n--;
-	compact_buf(t);
 	shrink_arrays(t);
 	store_itab__commit(t);
-	int e = rebuild_free(t) ?: reindex(t, t->n);
+	int e = rebuild_free(t);
 
-	return e ?: (int)(freed > INT32_MAX ? INT32_MAX : freed);
+	/* the index is sized by n: rebuilt smaller once n has fallen to a quarter
+	 * (if that fails, the larger one stays: still correct) */
+	if (!e && t->nslots > 64 && t->nslots >= 8 * (t->n + 1))
+		e = reindex(t, t->n);
+	return e;
 }
 
 int store_itab__keep_lost(struct store_itab *t, const uint8_t *ref, size_t n_ref)

@@ -102,11 +102,14 @@ int store_itab__rollback(struct store_itab *t);
  * ascending, or a duplicate key), -ENOMEM. store_itab__loaded ends the load. */
 int store_itab__load(struct store_itab *t, uint64_t id, const void *key, size_t len);
 int store_itab__loaded(struct store_itab *t);
-/* Frees every live id with dead[id] != 0 (id < n_dead), between transactions:
- * compacts the keys, drops trailing free ids, shrinks the arrays. The count
- * freed, -EBUSY (pending entries), -ENOMEM (the index could not be rebuilt:
- * still correct, only larger). */
-int store_itab__free_ids(struct store_itab *t, const uint8_t *dead, size_t n_dead);
+/* Retires every live id with dead[id] != 0 (id < n_dead), between
+ * transactions: no longer found nor live, not given again yet (klen
+ * STORE_ITAB_LOST); the keys are compacted away. The count retired, -EBUSY
+ * (pending entries), -ENOMEM (the index could not be rebuilt: still correct). */
+int store_itab__retire(struct store_itab *t, const uint8_t *dead, size_t n_dead);
+/* Frees retired ids (their rows are gone from the database): given again from
+ * now on; trailing free ids dropped, arrays shrunk. 0, -EBUSY, -ENOMEM. */
+int store_itab__release(struct store_itab *t, const uint32_t *ids, size_t n);
 /* Bytes of memory the table holds. */
 size_t store_itab__bytes(const struct store_itab *t);
 /* Marks the ids with ref[id] != 0 (id < n_ref) that are not live as lost: never
@@ -354,9 +357,15 @@ struct store {
 		int64_t last;	 /* the highest chunk id when the cycle began */
 		uint8_t *series; /* series marked live, by id */
 		size_t cap;
+		/* retired ids whose rows are still to be deleted, per table; done
+		 * ones before at[t] */
+		uint32_t *dying[STORE_N_TABS];
+		size_t n_dying[STORE_N_TABS], at[STORE_N_TABS];
 	} gc;
-	size_t gc_budget; /* chunks a maintenance tick marks; 0: the default (tests set it) */
-	bool salvaged;	  /* meta.salvaged: written by store__salvage (hearth recover) */
+	/* chunks a maintenance tick marks (and 16 times as many rows it deletes); 0: the
+	 * defaults (tests set it) */
+	size_t gc_budget;
+	bool salvaged; /* meta.salvaged: written by store__salvage (hearth recover) */
 };
 
 /* One step of the garbage collection (gc.c), from store__maintain. 0 or -errno. */
