@@ -7,6 +7,17 @@
  *
  *   store_driver ingest DIR START_S N     profile i at START_S + 10 i, i+1 samples
  *   store_driver verify DIR START_S N     exit 0 when profiles 0..N-1 are all there
+ *
+ * `churn` is a long-lived host whose processes come and go, compressed: profile
+ * i (pid i, its own function; i+1 samples) at START_S + 3600 i, each followed by
+ * store__maintain (rollups, garbage collection, a retention of 1 h) under a limit
+ * of CHURN_MAX_SERIES series, which only the garbage collection keeps it under.
+ * `churn-verify` reopens after a kill -9: the last acknowledged profile is
+ * there, no stored key names a lost id, the series are within the limit, and a
+ * new process is accepted and read back.
+ *
+ *   store_driver churn DIR START_S N
+ *   store_driver churn-verify DIR START_S ACKED
  */
 #include "query/query.h"
 #include "store/store.h"
@@ -75,6 +86,113 @@ static int ingest(struct store *s, int64_t start, long n)
 	return 0;
 }
 
+#define CHURN_MAX_SERIES 20
+
+static const struct store_opts churn_opts = {.retention_ns = 3600 * S,
+					     .max_series = CHURN_MAX_SERIES};
+
+/* Profile i of the churn: one process, pid i, a function of its own. */
+static struct profile *make_churn(int64_t start, long i)
+{
+	struct profile *p = profile__new(10000000);
+	char name[32];
+
+	if (!p)
+		return NULL;
+	snprintf(name, sizeof(name), "proc_fn_%ld", i);
+	profile__set_time(p, (start + 3600 * i) * S, 10 * S);
+	struct profile_line l = {profile__function(p, name, name, "churn.c"), 1};
+	uint64_t loc = profile__location(p, 0, 0x1000 + (uint64_t)i, &l, 1);
+	int64_t v[2] = {i + 1, (i + 1) * 10000000};
+	struct profile_label lab[] = {{"process", "churn", 0}, {"pid", NULL, i}};
+
+	if (!loc || profile__add_sample(p, &loc, 1, v, lab, 2)) {
+		profile__free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int churn(struct store *s, int64_t start, long n)
+{
+	char err[256];
+
+	for (long i = 0; i < n; i++) {
+		struct profile *p = make_churn(start, i);
+		int e = p ? append_wire(s, p, err, sizeof(err)) : -ENOMEM;
+
+		profile__free(p);
+		if (e) {
+			fprintf(stderr, "append %ld: %s\n", i, err);
+			return 1;
+		}
+		printf("ACK %ld\n", i);
+		fflush(stdout);
+		e = store__maintain(s, (start + 3600 * i + 1) * S, NULL);
+		if (e) {
+			fprintf(stderr, "maintain after %ld: %s\n", i, strerror(-e));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Total samples of pid's process in the hour of profile i. */
+static int64_t churn_total(struct store *s, int64_t start, long i, long pid)
+{
+	char sel[64], err[256];
+	struct query_request q = {.query = sel,
+				  .from_ns = (start + 3600 * i) * S,
+				  .until_ns = (start + 3600 * i + 10) * S};
+	struct profile *p = NULL;
+	int64_t t;
+
+	snprintf(sel, sizeof(sel), "{pid=\"%ld\"}", pid);
+	if (query_profile(s, &q, &p, err, sizeof(err))) {
+		fprintf(stderr, "query %ld: %s\n", i, err);
+		return -1;
+	}
+	t = profile__total(p, 0);
+	profile__free(p);
+	return t;
+}
+
+static int churn_verify(struct store *s, int64_t start, long acked)
+{
+	struct store_stats st;
+	struct profile *p = NULL;
+	char err[256];
+	long last = acked - 1, fresh = acked + 1;
+	int64_t t;
+	int e;
+
+	if ((t = churn_total(s, start, last, last)) != last + 1) {
+		fprintf(stderr, "profile %ld: total %lld, want %ld\n", last, (long long)t,
+			last + 1);
+		return 1;
+	}
+	store__stats(s, &st);
+	if (st.series > CHURN_MAX_SERIES) {
+		fprintf(stderr, "%llu series, over the limit\n", (unsigned long long)st.series);
+		return 1;
+	}
+	/* a new process an hour later: accepted, and read back */
+	p = make_churn(start, fresh);
+	e = p ? append_wire(s, p, err, sizeof(err)) : -ENOMEM;
+	profile__free(p);
+	if (e) {
+		fprintf(stderr, "new process after %ld profiles: %s\n", acked, err);
+		return 1;
+	}
+	if ((t = churn_total(s, start, fresh, fresh)) != fresh + 1) {
+		fprintf(stderr, "new process: total %lld, want %ld\n", (long long)t, fresh + 1);
+		return 1;
+	}
+	printf("churn verified: %ld acknowledged, %llu live series\n", acked,
+	       (unsigned long long)st.series);
+	return 0;
+}
+
 static int verify(struct store *s, int64_t start, long n)
 {
 	char err[256];
@@ -107,18 +225,26 @@ int main(int argc, char **argv)
 	char err[256];
 	int rc;
 
-	if (argc != 5 || (strcmp(argv[1], "ingest") && strcmp(argv[1], "verify"))) {
-		fprintf(stderr, "usage: store_driver ingest|verify DIR START_S N\n");
+	bool is_churn = argc == 5 && !strncmp(argv[1], "churn", 5);
+
+	if (argc != 5 || (strcmp(argv[1], "ingest") && strcmp(argv[1], "verify") &&
+			  strcmp(argv[1], "churn") && strcmp(argv[1], "churn-verify"))) {
+		fprintf(stderr,
+			"usage: store_driver ingest|verify|churn|churn-verify DIR START_S N\n");
 		return 2;
 	}
-	if (store__open(argv[2], NULL, &s, err, sizeof(err))) {
+	if (store__open(argv[2], is_churn ? &churn_opts : NULL, &s, err, sizeof(err))) {
 		fprintf(stderr, "open: %s\n", err);
 		return 1;
 	}
-	if (argv[1][0] == 'i')
+	if (!strcmp(argv[1], "ingest"))
 		rc = ingest(s, atoll(argv[3]), atol(argv[4]));
-	else
+	else if (!strcmp(argv[1], "verify"))
 		rc = verify(s, atoll(argv[3]), atol(argv[4]));
+	else if (!strcmp(argv[1], "churn"))
+		rc = churn(s, atoll(argv[3]), atol(argv[4]));
+	else
+		rc = churn_verify(s, atoll(argv[3]), atol(argv[4]));
 	store__close(s);
 	return rc;
 }

@@ -19,6 +19,7 @@ int cmd_agent(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
 
 /* Prints "hearth CMD: MESSAGE" on stderr (one sentence, newline added). */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

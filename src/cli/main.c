@@ -17,6 +17,7 @@ static const struct {
 	{ "server", cmd_server },
 	{ "query", cmd_query },
 	{ "symbolize", cmd_symbolize },
+	{ "recover", cmd_recover },
 };
 
 static void usage(FILE *f)
@@ -35,6 +36,7 @@ static void usage(FILE *f)
 		   "  query     query a server or a data directory from the terminal\n"
 		   "  symbolize addresses on stdin -> function, file:line, inlined frames\n"
 		   "            (like addr2line -f -i -C)\n"
+		   "  recover   copy what can still be read of a damaged store into a new one\n"
 		   "\n"
 		   "Run 'hearth COMMAND --help' for the options of a command.\n"
 		   "  -h, --help       this help\n"

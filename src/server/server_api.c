@@ -1,7 +1,8 @@
 /*
  * The query API (/api/...) and /debug/pprof/profile: thin wrappers around
  * src/query — parse the arguments, run the query, map its error codes to HTTP
- * (-EINVAL/-E2BIG: 400, anything else: 500).
+ * (-EINVAL/-E2BIG: 400, anything else: 500; -EUCLEAN, stored data that does
+ * not decode, says so).
  */
 #include "server_impl.h"
 #include "query/query.h"
@@ -48,6 +49,11 @@ static enum MHD_Result query_failed(struct server_req *r, int ret, const char *e
 {
 	if (ret == -EINVAL || ret == -E2BIG)
 		return server_error(r, 400, SERVER_REJ_BAD_QUERY, "%s", err);
+	if (ret == -EUCLEAN)
+		return server_error(r, 500, SERVER_REJ_INTERNAL,
+				    "query failed: the store's data is corrupt (%s); see the "
+				    "server log and docs/storage.md",
+				    err[0] ? err : strerror(-ret));
 	return server_error(r, 500, SERVER_REJ_INTERNAL, "query failed: %s",
 			    err[0] ? err : strerror(-ret));
 }

@@ -124,6 +124,16 @@ static void write_store(FILE *f, struct store *st)
 		"# HELP hearth_store_profiles Profiles stored.\n"
 		"# TYPE hearth_store_profiles gauge\nhearth_store_profiles %llu\n",
 		(unsigned long long)ss.profiles);
+	fprintf(f,
+		"# HELP hearth_store_corrupt_chunks_total Chunks quarantined because they did"
+		" not decode.\n# TYPE hearth_store_corrupt_chunks_total counter\n"
+		"hearth_store_corrupt_chunks_total %llu\n",
+		(unsigned long long)ss.corrupt_chunks);
+	fprintf(f,
+		"# HELP hearth_store_gc_freed_total Intern-table entries freed by the store's"
+		" garbage collection.\n# TYPE hearth_store_gc_freed_total counter\n"
+		"hearth_store_gc_freed_total %llu\n",
+		(unsigned long long)ss.gc_freed);
 }
 
 enum MHD_Result server_h_metrics(struct server *s, struct server_req *r)

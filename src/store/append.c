@@ -380,7 +380,7 @@ int store_append_series(struct store_append_ctx *a, const struct profile_label *
 	if (err || !added)
 		return err;
 	a->new_series++;
-	if (a->s->tabs[STORE_T_SERIES].n > a->s->opts.max_series) {
+	if (a->s->tabs[STORE_T_SERIES].live > a->s->opts.max_series) {
 		snprintf(a->err, a->errlen, "the store holds its limit of %zu series",
 			 a->s->opts.max_series);
 		return -EDQUOT;

@@ -83,7 +83,7 @@ static int get_n(const uint8_t **p, const uint8_t *end, uint64_t *v, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (store_get_varint(p, end, &v[i]))
-			return -EINVAL;
+			return -EUCLEAN;
 	return 0;
 }
 
@@ -106,7 +106,7 @@ static int mapping(struct store_builder *b, uint64_t id, uint64_t *out)
 	k = store_itab__key(&b->s->tabs[STORE_T_MAPPINGS], id, &len);
 	end = k + len;
 	if (!k || get_n(&k, end, v, 5))
-		return -EINVAL;
+		return -EUCLEAN;
 	return remember(sl, profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])),
 			out);
 }
@@ -127,7 +127,7 @@ static int function(struct store_builder *b, uint64_t id, uint64_t *out)
 	k = store_itab__key(&b->s->tabs[STORE_T_FUNCTIONS], id, &len);
 	end = k + len;
 	if (!k || get_n(&k, end, v, 3))
-		return -EINVAL;
+		return -EUCLEAN;
 	return remember(sl, profile__function(b->p, str(b, v[0]), str(b, v[1]), str(b, v[2])), out);
 }
 
@@ -149,7 +149,7 @@ static int location(struct store_builder *b, uint64_t id, uint64_t *out)
 	k = store_itab__key(&b->s->tabs[STORE_T_LOCATIONS], id, &len);
 	end = k + len;
 	if (!k || get_n(&k, end, v, 3))
-		return -EINVAL;
+		return -EUCLEAN;
 	err = mapping(b, v[0], &mid);
 	for (uint64_t i = 0; !err && i < v[2] && i < 64; i++) {
 		err = get_n(&k, end, l, 2) ?: function(b, l[0], &lines[i].function_id);
@@ -194,7 +194,8 @@ static int stack_locked(struct store_builder *b, uint64_t stack_id, bool in_room
 	}
 	*out = locs;
 	while (k < end && !err) {
-		err = store_get_varint(&k, end, &lid);
+		if (store_get_varint(&k, end, &lid))
+			return -EUCLEAN;	       /* a stored key cut short */
 		if (!err && lid < xl_cap && xl[lid]) { /* translated before: most frames */
 			locs[(*n)++] = xl[lid];
 			continue;
@@ -275,8 +276,8 @@ int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *
 	int err;
 
 	pthread_mutex_lock(&b->s->lock);
-	err = loc_id && loc_id <= b->s->tabs[STORE_T_LOCATIONS].n ? location(b, loc_id, out)
-								  : -ENOENT;
+	err = store_itab__live(&b->s->tabs[STORE_T_LOCATIONS], loc_id) ? location(b, loc_id, out)
+								       : -ENOENT;
 	pthread_mutex_unlock(&b->s->lock);
 	return err;
 }
@@ -312,7 +313,8 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 			*cap = c;
 		}
 		while (k < end && !err)
-			err = store_get_varint(&k, end, &(*locs)[at++]);
+			if (store_get_varint(&k, end, &(*locs)[at++]))
+				err = -EUCLEAN; /* a stored key cut short */
 		off[i + 1] = at;
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -80,6 +80,8 @@ int store_local_load(struct store *s)
 	uint64_t series, stack;
 
 	for (uint64_t id = 1; id <= s->tabs[STORE_T_PAIRS].n; id++) {
+		if (!store_itab__live(&s->tabs[STORE_T_PAIRS], id))
+			continue; /* freed with its series */
 		int err = pair_key(s, id, &series, &stack) ?: push(s, id, series, stack);
 
 		if (err)
@@ -93,8 +95,8 @@ void store_local_rollback(struct store *s)
 	const struct store_itab *t = &s->tabs[STORE_T_PAIRS];
 	uint64_t series, stack;
 
-	for (uint64_t id = t->n; id > t->committed; id--)
-		if (!pair_key(s, id, &series, &stack) && series < s->local_cap &&
+	for (size_t i = t->npend; i-- > 0;)
+		if (!pair_key(s, t->pend[i], &series, &stack) && series < s->local_cap &&
 		    s->local[series].n)
 			s->local[series].n--;
 }

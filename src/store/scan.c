@@ -26,6 +26,7 @@ int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
 	err = store_chunk_encode(rows, period, &data, &dlen, &rlen, &totals, &tlen);
 	if (err)
 		return err;
+	store_gc_note_rows(s, rows);
 	for (size_t i = 0; i < rows->n; i++)
 		samples = store_sat_add(samples, rows->r[i].v[0]);
 	sqlite3_bind_int(st, 1, level);
@@ -44,6 +45,8 @@ int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
+struct bad_chunk;
+
 /* State of one scan. */
 struct scan {
 	struct store *s;
@@ -59,13 +62,21 @@ struct scan {
 	uint8_t *scratch;
 	size_t scratch_cap;
 	sqlite3_stmt *sel;
+	struct bad_chunk *bad; /* chunks that did not decode */
+	size_t n_bad, bad_cap;
 };
 
-/* Delivers the decoded rows of one chunk. */
-static int deliver(struct scan *sc, int64_t t0, int64_t dur)
+/* A chunk that did not decode, quarantined once the scan is over. */
+struct bad_chunk {
+	int64_t id, t0;
+	int level;
+	const char *reason;
+};
+
+/* Translates the decoded rows of one chunk into sc->out; *why is set (and
+ * nothing translated) when a row names a local stack id its series never had. */
+static int translate(struct scan *sc, int64_t t0, int64_t dur, const char **why)
 {
-	if (!sc->rows.n)
-		return 0;
 	if (sc->out_cap < sc->rows.n) {
 		struct store_row *o = realloc(sc->out, sc->rows.n * sizeof(*o));
 
@@ -80,19 +91,87 @@ static int deliver(struct scan *sc, int64_t t0, int64_t dur)
 		const struct store_crow *r = &sc->rows.r[i];
 		uint64_t stack = r->stack_id;
 
-		if (xlate && !(stack = store_global_stack(sc->s, r->series_id, r->stack_id)))
-			return -EINVAL; /* a local id no pair defines: corrupt chunk */
+		if (xlate && !(stack = store_global_stack(sc->s, r->series_id, r->stack_id))) {
+			*why = "names a stack its series does not have";
+			return 0;
+		}
 		sc->out[i] = (struct store_row){.series_id = r->series_id,
 						.stack_id = stack,
 						.time_ns = t0,
 						.duration_ns = dur,
 						.values = {r->v[0], r->v[1]}};
 	}
-	return sc->fn(sc->ctx, sc->out, sc->rows.n);
+	return 0;
 }
 
-/* Every chunk of one level starting in [from, until); *seen (may be NULL) gets
- * their start times for the caller to find missing windows. */
+/* Decodes the chunk of the current row of st into sc->rows and sc->out; *why
+ * is set when its bytes do not decode (the chunk is then skipped). */
+static int read_chunk(struct scan *sc, sqlite3_stmt *st, int64_t t0, int64_t dur, const char **why)
+{
+	int err;
+
+	sc->rows.n = 0;
+	if (sc->flags & STORE_SCAN_TOTALS)
+		err = store_totals_decode(sqlite3_column_blob(st, 2),
+					  (size_t)sqlite3_column_bytes(st, 2), sc->ids, sc->n_ids,
+					  &sc->rows);
+	else
+		err = store_chunk_decode(sqlite3_column_blob(st, 3),
+					 (size_t)sqlite3_column_bytes(st, 3),
+					 (size_t)sqlite3_column_int64(st, 4), sc->ids, sc->n_ids,
+					 &sc->rows, &sc->scratch, &sc->scratch_cap);
+	if (err == -EINVAL) {
+		*why =
+		    sc->flags & STORE_SCAN_TOTALS ? "totals do not decode" : "body does not decode";
+		return 0;
+	}
+	return err ?: translate(sc, t0, dur, why);
+}
+
+/* Remembers a chunk that did not decode (once per chunk). */
+static int add_bad(struct scan *sc, sqlite3_stmt *st, int level, int64_t t0, const char *why)
+{
+	int64_t id = sqlite3_column_int64(st, 5);
+
+	for (size_t i = 0; i < sc->n_bad; i++)
+		if (sc->bad[i].id == id)
+			return 0;
+	if (sc->n_bad == sc->bad_cap) {
+		size_t c = sc->bad_cap ? sc->bad_cap * 2 : 8;
+		struct bad_chunk *b = realloc(sc->bad, c * sizeof(*b));
+
+		if (!b)
+			return -ENOMEM;
+		sc->bad = b;
+		sc->bad_cap = c;
+	}
+	sc->bad[sc->n_bad++] = (struct bad_chunk){id, t0, level, why};
+	return 0;
+}
+
+/* Appends t0 to *seen. */
+static int push_seen(int64_t **seen, size_t *n_seen, size_t *cap, int64_t t0)
+{
+	if (*n_seen == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		int64_t *n = realloc(*seen, c * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		*seen = n;
+		*cap = c;
+	}
+	(*seen)[(*n_seen)++] = t0;
+	return 0;
+}
+
+/*
+ * Every chunk of one level starting in [from, until); *seen (may be NULL) gets
+ * the start times of those that decoded, for the caller to cover the rest from
+ * finer levels. A chunk whose bytes do not decode is skipped (and quarantined
+ * after the scan): the rest of the range is still answered, and a rollup that
+ * does not decode is replaced, in this very scan, by the finer chunks it sums.
+ */
 static int scan_level(struct scan *sc, int level, int64_t from, int64_t until, int64_t **seen,
 		      size_t *n_seen)
 {
@@ -105,31 +184,17 @@ static int scan_level(struct scan *sc, int level, int64_t from, int64_t until, i
 	sqlite3_bind_int64(st, 3, until);
 	while (!err && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t t0 = sqlite3_column_int64(st, 0), dur = sqlite3_column_int64(st, 1);
+		const char *why = NULL;
 
-		if (seen) {
-			if (*n_seen == cap) {
-				int64_t *n =
-				    realloc(*seen, (cap = cap ? cap * 2 : 64) * sizeof(*n));
-				if (!n) {
-					err = -ENOMEM;
-					break;
-				}
-				*seen = n;
-			}
-			(*seen)[(*n_seen)++] = t0;
+		err = read_chunk(sc, st, t0, dur, &why);
+		if (!err && why) {
+			err = add_bad(sc, st, level, t0, why);
+			continue;
 		}
-		sc->rows.n = 0;
-		if (sc->flags & STORE_SCAN_TOTALS)
-			err = store_totals_decode(sqlite3_column_blob(st, 2),
-						  (size_t)sqlite3_column_bytes(st, 2), sc->ids,
-						  sc->n_ids, &sc->rows);
-		else
-			err = store_chunk_decode(
-			    sqlite3_column_blob(st, 3), (size_t)sqlite3_column_bytes(st, 3),
-			    (size_t)sqlite3_column_int64(st, 4), sc->ids, sc->n_ids, &sc->rows,
-			    &sc->scratch, &sc->scratch_cap);
-		if (!err)
-			err = deliver(sc, t0, dur);
+		if (!err && seen)
+			err = push_seen(seen, n_seen, &cap, t0);
+		if (!err && sc->rows.n)
+			err = sc->fn(sc->ctx, sc->out, sc->rows.n);
 	}
 	if (!err && rc != SQLITE_DONE)
 		err = -EIO;
@@ -192,12 +257,16 @@ int store_scan_locked(struct store *s, const uint64_t *ids, size_t n, int64_t fr
 	if (s->first_ns > 0 && from < s->first_ns)
 		from = s->first_ns;
 	if (sqlite3_prepare_v2(s->db,
-			       "SELECT t0, dur, totals, data, raw_len FROM chunks"
+			       "SELECT t0, dur, totals, data, raw_len, id FROM chunks"
 			       " WHERE level=? AND t0>=? AND t0<? ORDER BY t0",
 			       -1, &sc.sel, NULL) != SQLITE_OK)
 		return -EIO;
 	err = cover(&sc, max_level, from, until);
 	sqlite3_finalize(sc.sel);
+	/* after the scan's statement is done: quarantine changes the chunks table */
+	for (size_t i = 0; i < sc.n_bad; i++)
+		store_quarantine(s, sc.bad[i].id, sc.bad[i].level, sc.bad[i].t0, sc.bad[i].reason);
+	free(sc.bad);
 	store_rows__fini(&sc.rows);
 	free(sc.out);
 	free(sc.scratch);
@@ -287,9 +356,10 @@ int store_rollup_due(struct store *s, int64_t now_ns)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t due[256];
-	int err = 0;
+	int first_err = 0;
 
-	for (int l = 1; l < STORE_LEVELS && !err; l++) {
+	/* a window that fails stays pending (and is logged); the others go on */
+	for (int l = 1; l < STORE_LEVELS; l++) {
 		size_t n = 0;
 
 		if (sqlite3_prepare_v2(s->db,
@@ -303,8 +373,15 @@ int store_rollup_due(struct store *s, int64_t now_ns)
 		while (n < 256 && sqlite3_step(st) == SQLITE_ROW)
 			due[n++] = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
-		for (size_t i = 0; i < n && !err; i++)
-			err = rollup_one(s, l, due[i]);
+		for (size_t i = 0; i < n; i++) {
+			int err = rollup_one(s, l, due[i]);
+
+			if (err && !first_err) {
+				store_log(s, "rollup of level %d window %lld ns failed: %s", l,
+					  (long long)due[i], strerror(-err));
+				first_err = err;
+			}
+		}
 	}
-	return err;
+	return first_err;
 }

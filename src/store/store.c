@@ -70,7 +70,11 @@ static int create_schema(struct store *s, char *err, size_t errlen)
 			  " raw_len INTEGER NOT NULL, totals BLOB NOT NULL, data BLOB NOT NULL);"
 			  "CREATE INDEX IF NOT EXISTS chunks_level_t0 ON chunks(level, t0);"
 			  "CREATE TABLE IF NOT EXISTS pending(level INTEGER, t0 INTEGER,"
-			  " PRIMARY KEY(level, t0)) WITHOUT ROWID;",
+			  " PRIMARY KEY(level, t0)) WITHOUT ROWID;"
+			  "CREATE TABLE IF NOT EXISTS quarantine(qid INTEGER PRIMARY KEY,"
+			  " chunk_id INTEGER, level INTEGER, t0 INTEGER, dur INTEGER,"
+			  " nrows INTEGER, samples INTEGER, raw_len INTEGER, totals BLOB,"
+			  " data BLOB, reason TEXT, at INTEGER);",
 			  err, errlen);
 }
 
@@ -97,23 +101,22 @@ static int load_tab(struct store *s, int t, char *err, size_t errlen)
 	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	while (!e && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		uint64_t id;
-		bool added;
 		const void *k = sqlite3_column_blob(st, 1);
 		int len = sqlite3_column_bytes(st, 1);
+		sqlite3_int64 id = sqlite3_column_int64(st, 0);
 
-		e = store_itab__intern(tab, k ? k : "", (size_t)len, &id, &added);
-		if (!e && (!added || id != (uint64_t)sqlite3_column_int64(st, 0))) {
+		/* ids ascend; a gap is an id the garbage collection freed */
+		e = id < 1 ? -EINVAL : store_itab__load(tab, (uint64_t)id, k ? k : "", (size_t)len);
+		if (e == -EINVAL) {
 			set_err(err, errlen, "%s: table %s is corrupt near id %lld", s->path,
-				store_tab_names[t], (long long)sqlite3_column_int64(st, 0));
+				store_tab_names[t], (long long)id);
 			e = -EIO;
 		}
 	}
 	if (!e && rc != SQLITE_DONE)
 		e = -EIO;
 	sqlite3_finalize(st);
-	store_itab__commit(tab);
-	return e;
+	return e ?: store_itab__loaded(tab);
 }
 
 /* Counters of /metrics from the chunks table. */
@@ -125,6 +128,7 @@ static void load_stats(struct store *s)
 	st->rows = (uint64_t)query_int(s, "SELECT total(nrows) FROM chunks WHERE level=0");
 	st->samples = (uint64_t)query_int(s, "SELECT total(samples) FROM chunks WHERE level=0");
 	st->chunks = (uint64_t)query_int(s, "SELECT count(*) FROM chunks");
+	st->corrupt_chunks = (uint64_t)query_int(s, "SELECT count(*) FROM quarantine");
 	st->oldest_ns = query_int(s, "SELECT ifnull(min(t0), 0) FROM chunks WHERE level=0");
 	st->newest_ns = query_int(s, "SELECT ifnull(max(t0), 0) FROM chunks WHERE level=0");
 	s->newest_ns = st->newest_ns;
@@ -189,12 +193,39 @@ static int open_db(struct store *s, char *err, size_t errlen)
 		set_err(err, errlen, "%s: table series_stacks is corrupt", s->path);
 		return -EIO;
 	}
+	s->salvaged = query_int(s, "SELECT count(*) FROM meta WHERE k='salvaged'") > 0;
+	e = store_check_refs(s);
+	if (e < 0) {
+		set_err(err, errlen, "%s: %s", s->path,
+			e == -EIO ? sqlite3_errmsg(s->db) : strerror(-e));
+		return e;
+	}
 	load_stats(s);
 	if (prepare_all(s)) {
 		set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
 		return -EIO;
 	}
 	return 0;
+}
+
+static bool is_corrupt(int rc)
+{
+	return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB;
+}
+
+/* Appends to err how to salvage a database SQLite finds corrupt (docs/storage.md,
+ * "Recovery"): `hearth recover` copies every row it can still read. */
+static void recovery_hint(const struct store *s, char *err, size_t errlen)
+{
+	size_t n = err ? strlen(err) : 0;
+
+	if (!err || n + 1 >= errlen)
+		return;
+	snprintf(err + n, errlen - n,
+		 "; the database is damaged: stop hearth, copy what is still readable with "
+		 "`hearth recover --data %s --to NEWDIR`, then start hearth with --data NEWDIR "
+		 "(docs/storage.md, Recovery)",
+		 s->dir);
 }
 
 static void fill_defaults(struct store_opts *o)
@@ -243,6 +274,8 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 	}
 	e = open_db(s, err, errlen);
 	if (e) {
+		if (s->db && is_corrupt(sqlite3_errcode(s->db)))
+			recovery_hint(s, err, errlen);
 		store__close(s);
 		return e;
 	}
@@ -259,6 +292,7 @@ void store__close(struct store *s)
 		store_itab__fini(&s->tabs[t]);
 	}
 	store_local_fini(s);
+	store_gc_fini(s);
 	store_loccache_fini(&s->loccache);
 	store_stackmemo_fini(&s->stackmemo);
 	sqlite3_finalize(s->ins_chunk);
@@ -280,7 +314,8 @@ int store_flush_tabs(struct store *s)
 		struct store_itab *tab = &s->tabs[t];
 		sqlite3_stmt *st = s->ins_tab[t];
 
-		for (uint64_t id = tab->committed + 1; id <= tab->n; id++) {
+		for (size_t i = 0; i < tab->npend; i++) {
+			uint64_t id = tab->pend[i];
 			size_t len;
 			const uint8_t *k = store_itab__key(tab, id, &len);
 
@@ -327,11 +362,88 @@ int store__stats(struct store *s, struct store_stats *out)
 {
 	pthread_mutex_lock(&s->lock);
 	*out = s->stats;
-	out->series = s->tabs[STORE_T_SERIES].committed;
-	out->stacks = s->tabs[STORE_T_STACKS].committed;
+	out->series = s->tabs[STORE_T_SERIES].live;
+	out->stacks = s->tabs[STORE_T_STACKS].live;
+	out->locations = s->tabs[STORE_T_LOCATIONS].live;
+	out->strings = s->tabs[STORE_T_STRINGS].live;
+	out->intern_bytes = 0;
+	for (int t = 0; t < STORE_N_TABS; t++)
+		out->intern_bytes += store_itab__bytes(&s->tabs[t]);
+	out->intern_bytes +=
+	    s->local_cap * sizeof(*s->local) + s->pair_local_cap * sizeof(*s->pair_local);
+	for (size_t i = 0; i < s->local_cap; i++)
+		out->intern_bytes += s->local[i].cap * sizeof(*s->local[i].stacks);
 	out->bytes_on_disk = file_size(s->path, "") + file_size(s->path, "-wal");
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+void store_log(struct store *s, const char *fmt, ...)
+{
+	FILE *f = s->opts.log ? s->opts.log : stderr;
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(f, "hearth store: %s: ", s->path);
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
+	fflush(f);
+	va_end(ap);
+}
+
+/*
+ * Moves chunk id aside into the quarantine table, bytes and all (for a later
+ * look), so that no scan decodes it again; a rollup's window becomes pending
+ * again, so it is rebuilt from the finer levels. A savepoint: inside a rollup's
+ * transaction it commits with it, outside it is its own transaction.
+ */
+int store_quarantine(struct store *s, int64_t id, int level, int64_t t0, const char *reason)
+{
+	sqlite3_stmt *st = NULL;
+	int e;
+
+	store_log(s, "chunk %lld (level %d, t0 %lld ns) %s: moved to the quarantine table",
+		  (long long)id, level, (long long)t0, reason);
+	e = store_exec(s, "SAVEPOINT quarantine", NULL, 0);
+	if (e)
+		return e;
+	if (sqlite3_prepare_v2(
+		s->db,
+		"INSERT INTO quarantine(chunk_id, level, t0, dur, nrows, samples,"
+		" raw_len, totals, data, reason, at) SELECT id, level, t0, dur, nrows,"
+		" samples, raw_len, totals, data, ?2, strftime('%s', 'now')"
+		" FROM chunks WHERE id = ?1",
+		-1, &st, NULL) != SQLITE_OK)
+		e = -EIO;
+	if (!e) {
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
+		e = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (!e && sqlite3_prepare_v2(s->db, "DELETE FROM chunks WHERE id = ?", -1, &st, NULL) !=
+		      SQLITE_OK)
+		e = -EIO;
+	if (!e) {
+		sqlite3_bind_int64(st, 1, id);
+		e = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	}
+	sqlite3_finalize(st);
+	if (!e && level > 0) {
+		sqlite3_bind_int(s->ins_pending, 1, level);
+		sqlite3_bind_int64(s->ins_pending, 2, t0);
+		e = sqlite3_step(s->ins_pending) == SQLITE_DONE ? 0 : -EIO;
+		sqlite3_reset(s->ins_pending);
+	}
+	if (e) {
+		store_exec(s, "ROLLBACK TO quarantine", NULL, 0);
+		store_log(s, "chunk %lld: quarantine failed: %s", (long long)id,
+			  sqlite3_errmsg(s->db));
+	}
+	store_exec(s, "RELEASE quarantine", NULL, 0);
+	load_stats(s);
+	return e;
 }
 
 /* Deletes chunks (and rollup work) older than the retention. */
@@ -370,9 +482,13 @@ int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted)
 	if (deleted)
 		*deleted = 0;
 	pthread_mutex_lock(&s->lock);
-	e = store_rollup_due(s, now_ns);
-	if (!e)
-		e = retain(s, now_ns, deleted);
+	/* GC first: what retention deletes now is freed a tick later at the earliest
+	 * (gc.c); each part runs whatever the others answered */
+	e = store_gc_step(s);
+	if (e)
+		store_log(s, "garbage collection failed: %s", strerror(-e));
+	e = store_rollup_due(s, now_ns) ?: e;
+	e = retain(s, now_ns, deleted) ?: e;
 	load_stats(s);
 	pthread_mutex_unlock(&s->lock);
 	return e;
@@ -391,6 +507,8 @@ int store__series_foreach(struct store *s, int (*fn)(void *ctx, const struct sto
 		size_t len;
 		const uint8_t *k = store_itab__key(tab, id, &len);
 
+		if (!k)
+			continue; /* freed by the garbage collection */
 		e = store_series_labels(k, len, &ser.profile_type, labels, STORE_MAX_SERIES_LABELS,
 					&ser.n_labels);
 		if (!e)

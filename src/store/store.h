@@ -20,7 +20,11 @@
  *   -E2BIG   a label set over opts.max_labels_per_series, or a label name/value
  *            longer than STORE_MAX_LABEL_LEN
  *   -EDQUOT  the append would create more series than opts.max_series
- * Anything else (-ENOMEM, -EIO, -ENOSPC, ...) is the server's problem (5xx).
+ * Anything else (-ENOMEM, -EIO, -ENOSPC, ...) is the server's problem (5xx);
+ * -EUCLEAN means stored data does not decode (a corrupt intern-table key): the
+ * store cannot serve that request. A chunk that does not decode is not an error:
+ * scans skip it, count it (store_stats.corrupt_chunks), log it and move it to the
+ * quarantine table (docs/storage.md, "Corruption").
  */
 #ifndef HEARTH_STORE_H
 #define HEARTH_STORE_H
@@ -30,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Defaults used when a store_opts field is 0. */
 #define STORE_DEFAULT_RETENTION_NS (7ll * 24 * 3600 * 1000000000ll) /* 7 days */
@@ -68,6 +73,9 @@ struct store_opts {
 	bool no_fsync;
 	/* true: store__append never rolls up on its own; call store__maintain. */
 	bool no_auto_rollup;
+	/* Where the store logs what it skipped or repaired (a quarantined chunk);
+	 * NULL: stderr. Borrowed: must outlive the store. */
+	FILE *log;
 };
 
 /* A label of a series (or an extra label of an append). */
@@ -126,19 +134,46 @@ int store__append_flat(struct store *s, const struct profile_flat *f, const char
 /*
  * Background work, bounded per call; call it every minute or so (store__append
  * also rolls up on its own unless opts.no_auto_rollup):
- *  - rolls up every completed window that has no (or a stale) rollup,
+ *  - one bounded step of garbage collection: series no chunk references any
+ *    more, and the stacks, locations, functions, mappings and strings only they
+ *    used, are freed (a cycle spans several calls on a large store; their ids
+ *    are given again to new entries),
+ *  - rolls up every completed window that has no (or a stale) rollup (a window
+ *    that fails is left pending; the others go on),
  *  - deletes chunks whose window ended before now_ns - retention.
  * *deleted (may be NULL) receives the number of chunks deleted. 0 or -errno.
  */
 int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted);
 
+/* What store__salvage copied. */
+struct store_salvage_result {
+	uint64_t rows;	      /* rows copied, all tables */
+	uint64_t chunks;      /* of which chunks */
+	uint64_t holes;	      /* unreadable stretches skipped (rows there are lost) */
+	uint64_t lost_tables; /* tables whose schema could not be read at all */
+};
+/*
+ * Copies every row that can still be read from the store in dir (a database
+ * SQLite finds corrupt, which store__open refuses) into a new store in to_dir
+ * (created; it must not hold a database yet). dir is opened read-only. See
+ * docs/storage.md, "Recovery". 0, -EEXIST, -ENOENT (no database in dir), -EIO
+ * (nothing readable, or the new database failed; err says which file).
+ */
+int store__salvage(const char *dir, const char *to_dir, struct store_salvage_result *res, char *err,
+		   size_t errlen);
+
 /* For /metrics. */
 struct store_stats {
-	uint64_t series;	      /* series known */
+	uint64_t series;	      /* live series (max_series counts these) */
 	uint64_t profiles;	      /* appends stored (raw chunks, after retention) */
 	uint64_t rows;		      /* raw rows stored */
 	uint64_t samples;	      /* sum of values[0] over raw rows */
-	uint64_t stacks;	      /* distinct stacks interned */
+	uint64_t stacks;	      /* distinct stacks interned (live) */
+	uint64_t locations, strings;  /* live entries of those intern tables */
+	uint64_t intern_bytes;	      /* memory of the in-memory intern tables */
+	uint64_t corrupt_chunks;      /* chunks quarantined because they did not decode */
+	uint64_t gc_cycles;	      /* garbage collections completed since open */
+	uint64_t gc_freed;	      /* intern-table entries they freed */
 	uint64_t chunks;	      /* chunks of every level */
 	uint64_t bytes_on_disk;	      /* database + WAL files */
 	int64_t oldest_ns, newest_ns; /* time span of the raw chunks (0 when empty) */
@@ -196,7 +231,7 @@ void store_builder__free(struct store_builder *b);
 /*
  * Adds values to the sample of stack stack_id in the builder's profile, with
  * the given sample labels (may be NULL/0). 0, -ENOENT (unknown stack),
- * -EINVAL (corrupt stored key), -ENOMEM.
+ * -EUCLEAN (corrupt stored key), -ENOMEM.
  */
 int store_builder__add(struct store_builder *b, uint64_t stack_id,
 		       const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
@@ -226,7 +261,7 @@ int store_builder__append(struct store_builder *b, const struct store_builder_sa
 /*
  * The profile's id of store location loc_id (added to the builder's profile,
  * with its mapping and functions, on first use). 0, -ENOENT (unknown id),
- * -EINVAL (corrupt stored key), -ENOMEM.
+ * -EUCLEAN (corrupt stored key), -ENOMEM.
  */
 int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *out);
 
@@ -234,7 +269,7 @@ int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *
  * The store location ids of n stacks, leaf first, one lock for all: stack i's
  * ids are (*locs)[off[i] .. off[i+1]) (off has n + 1 entries). *locs (malloc'd,
  * *cap entries, the caller frees it) is grown as needed. 0, -ENOENT (unknown
- * stack), -EINVAL (corrupt key), -ENOMEM.
+ * stack), -EUCLEAN (corrupt key), -ENOMEM.
  */
 int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
 			   uint64_t **locs, size_t *cap);

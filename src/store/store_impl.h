@@ -57,16 +57,29 @@ uint64_t store_hash(const void *p, size_t n);
 /* ---- intern table: byte keys -> ids 1..n, with commit/rollback ---- */
 
 /*
- * Keys live concatenated in buf; entries added since the last commit are
- * "pending": rollback drops them (and rebuilds the index, a rare path).
+ * Keys live in buf (id i's at off[i-1], klen[i-1] bytes); entries added since
+ * the last commit are "pending" (pend lists them): rollback drops them (and
+ * rebuilds the index, a rare path). GC frees ids (klen STORE_ITAB_FREE), which
+ * are given again, lowest first; see itab.c.
  */
+#define STORE_ITAB_FREE UINT32_MAX
+/* klen of an id missing from the database but named by a stored key (a store
+ * salvaged by hearth recover): never given again (see store_check_refs). */
+#define STORE_ITAB_LOST (UINT32_MAX - 1)
 struct store_itab {
 	uint8_t *buf;
 	size_t len, cap;
-	size_t *off; /* off[i]: start of key of id i+1; off[n] == len */
-	uint64_t *hashes;
-	size_t n, cap_n, committed;
-	uint64_t *slots; /* (hash tag | id) or 0; nslots is a power of two */
+	size_t *off;	  /* off[i]: start of the key of id i+1 */
+	uint32_t *klen;	  /* klen[i]: its length, or STORE_ITAB_FREE */
+	uint64_t *hashes; /* hashes[i]: its store_hash */
+	size_t n, cap_n;  /* ids 1..n given (some may be free); cap_n: of off, klen, hashes */
+	size_t live;	  /* ids in use */
+	uint32_t *free;	  /* free ids <= n, highest first */
+	size_t nfree, cap_free;
+	uint32_t *pend; /* ids given since the last commit, in order */
+	size_t npend, cap_pend;
+	size_t committed, committed_len; /* n and len at the last commit */
+	uint64_t *slots;		 /* (hash tag | id) or 0; nslots is a power of two */
 	size_t nslots;
 };
 
@@ -76,10 +89,32 @@ int store_itab__intern(struct store_itab *t, const void *key, size_t len, uint64
 		       bool *added);
 /* Id of key or 0. */
 uint64_t store_itab__find(const struct store_itab *t, const void *key, size_t len);
-/* Key of id (1..n); NULL when out of range. */
+/* Key of id; NULL when out of range or free. */
 const uint8_t *store_itab__key(const struct store_itab *t, uint64_t id, size_t *len);
+/* Whether id is in use. */
+static inline bool store_itab__live(const struct store_itab *t, uint64_t id)
+{
+	return id && id <= t->n && t->klen[id - 1] < STORE_ITAB_LOST;
+}
 void store_itab__commit(struct store_itab *t);
 int store_itab__rollback(struct store_itab *t);
+/* At open: key as id (ids ascending; a gap is a freed id). 0, -EINVAL (id not
+ * ascending, or a duplicate key), -ENOMEM. store_itab__loaded ends the load. */
+int store_itab__load(struct store_itab *t, uint64_t id, const void *key, size_t len);
+int store_itab__loaded(struct store_itab *t);
+/* Retires every live id with dead[id] != 0 (id < n_dead), between
+ * transactions: no longer found nor live, not given again yet (klen
+ * STORE_ITAB_LOST); the keys are compacted away. The count retired, -EBUSY
+ * (pending entries), -ENOMEM (the index could not be rebuilt: still correct). */
+int store_itab__retire(struct store_itab *t, const uint8_t *dead, size_t n_dead);
+/* Frees retired ids (their rows are gone from the database): given again from
+ * now on; trailing free ids dropped, arrays shrunk. 0, -EBUSY, -ENOMEM. */
+int store_itab__release(struct store_itab *t, const uint32_t *ids, size_t n);
+/* Bytes of memory the table holds. */
+size_t store_itab__bytes(const struct store_itab *t);
+/* Marks the ids with ref[id] != 0 (id < n_ref) that are not live as lost: never
+ * given again. The count marked, or -ENOMEM. */
+int store_itab__keep_lost(struct store_itab *t, const uint8_t *ref, size_t n_ref);
 
 /* ---- rows and chunks ---- */
 
@@ -314,7 +349,36 @@ struct store {
 	size_t pair_local_cap;
 	struct store_loccache loccache;	  /* see loccache.c */
 	struct store_stackmemo stackmemo; /* see stackmemo.c */
+	/* The garbage collection's cycle (gc.c). */
+	struct store_gc {
+		bool marking;	 /* a cycle is marking chunks */
+		bool failed;	 /* a mark ran out of memory: the cycle starts over */
+		int64_t cursor;	 /* chunks with id <= cursor are marked */
+		int64_t last;	 /* the highest chunk id when the cycle began */
+		uint8_t *series; /* series marked live, by id */
+		size_t cap;
+		/* retired ids whose rows are still to be deleted, per table; done
+		 * ones before at[t] */
+		uint32_t *dying[STORE_N_TABS];
+		size_t n_dying[STORE_N_TABS], at[STORE_N_TABS];
+	} gc;
+	/* chunks a maintenance tick marks (and 16 times as many rows it deletes); 0: the
+	 * defaults (tests set it) */
+	size_t gc_budget;
+	bool salvaged; /* meta.salvaged: written by store__salvage (hearth recover) */
 };
+
+/* One step of the garbage collection (gc.c), from store__maintain. 0 or -errno. */
+int store_gc_step(struct store *s);
+/* The write barrier: a chunk of these rows is being stored. */
+void store_gc_note_rows(struct store *s, const struct store_rows *rows);
+void store_gc_fini(struct store *s);
+/*
+ * At open: ids that stored keys (and, in a salvaged store, chunks) name but the tables
+ * lack (lost rows of a salvaged database) are kept out of reuse, so that a new
+ * entry never takes the meaning of a lost one. Logged. 0 or -errno.
+ */
+int store_check_refs(struct store *s);
 
 /* Local id of stack in series (adding the pair when new). 0 or -ENOMEM. */
 int store_local_id(struct store *s, uint64_t series, uint64_t stack, uint64_t *local);
@@ -330,6 +394,12 @@ void store_local_rollback(struct store *s);
 /* Rebuilds the local ids from the pairs table (at open). 0, -EINVAL, -ENOMEM. */
 int store_local_load(struct store *s);
 void store_local_fini(struct store *s);
+
+/* One line to opts.log (stderr by default), prefixed with the database's path. */
+void store_log(struct store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Moves a chunk that does not decode to the quarantine table (logged, counted in
+ * stats.corrupt_chunks); a rollup's window becomes pending again. 0 or -EIO. */
+int store_quarantine(struct store *s, int64_t id, int level, int64_t t0, const char *reason);
 
 /* Runs SQL with no result; 0 or -EIO (err gets sqlite's message). */
 int store_exec(struct store *s, const char *sql, char *err, size_t errlen);

@@ -1,0 +1,232 @@
+/*
+ * Salvage of a damaged store (store__salvage, `hearth recover`): when SQLite
+ * finds a page corrupt, the store no longer opens (it loads the intern tables
+ * whole). This copies every row that can still be read into a new store:
+ * each table is read in rowid order; where a read fails, the reader skips
+ * ahead (1, 2, 4, ... rowids) until rows can be read again, then reads back
+ * down towards the hole, so only rows on unreadable pages are lost. The damaged
+ * database is opened read-only and left as it is.
+ *
+ * The new store opens like any other: ids that surviving keys name but whose
+ * rows were lost are kept out of reuse (store_check_refs), chunks that do not
+ * decode are quarantined when read, and frames whose strings were lost have
+ * empty names. SQLite's own `.recover` would do the same, but the sqlite3 CLI
+ * Debian ships is built without the sqlite_dbpage table it needs.
+ */
+#include "store_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Tables copied, in this order; the first column of each is its rowid. */
+static const char *const salvage_tables[] = {
+    "strings", "mappings",	"functions", "locations",  "stacks",
+    "series",  "series_stacks", "chunks",    "quarantine",
+};
+
+/* Largest skip after a failed read (rowids are below 2^63). */
+#define SALVAGE_MAX_SKIP (1ll << 62)
+
+struct copier {
+	sqlite3 *from, *to;
+	sqlite3_stmt *fwd, *back, *ins;
+	int ncols;
+	uint64_t rows, holes;
+};
+
+/* Inserts the current row of sel. 0 or -EIO. */
+static int copy_row(struct copier *c, sqlite3_stmt *sel)
+{
+	int rc;
+
+	for (int i = 0; i < c->ncols; i++)
+		sqlite3_bind_value(c->ins, i + 1, sqlite3_column_value(sel, i));
+	rc = sqlite3_step(c->ins);
+	sqlite3_reset(c->ins);
+	if (rc != SQLITE_DONE)
+		return -EIO;
+	c->rows++;
+	return 0;
+}
+
+/* Reads rows from below hi down to (not including) lo, until a read fails. */
+static int read_back(struct copier *c, int64_t lo, int64_t hi)
+{
+	int rc, e = 0;
+
+	sqlite3_bind_int64(c->back, 1, lo);
+	sqlite3_bind_int64(c->back, 2, hi);
+	while (!e && (rc = sqlite3_step(c->back)) == SQLITE_ROW)
+		e = copy_row(c, c->back);
+	sqlite3_reset(c->back);
+	return e;
+}
+
+/* Copies the readable rows of one table. 0 or -EIO (the new database). */
+static int copy_table(struct copier *c)
+{
+	int64_t last = INT64_MIN, hole = 0, skip = 1;
+	bool after_hole = false;
+	int rc, e = 0;
+
+	for (;;) {
+		sqlite3_bind_int64(c->fwd, 1, last);
+		while (!e && (rc = sqlite3_step(c->fwd)) == SQLITE_ROW) {
+			int64_t id = sqlite3_column_int64(c->fwd, 0);
+
+			if (after_hole) { /* the rows between the hole and here */
+				after_hole = false;
+				e = read_back(c, hole, id);
+			}
+			e = e ?: copy_row(c, c->fwd);
+			last = id;
+			skip = 1;
+		}
+		sqlite3_reset(c->fwd);
+		if (e || rc == SQLITE_DONE)
+			break;
+		/* unreadable from last on: skip ahead, doubling */
+		if (!after_hole) {
+			c->holes++;
+			hole = last;
+			after_hole = true;
+		}
+		if (skip > SALVAGE_MAX_SKIP || last > INT64_MAX - skip)
+			break;
+		last = last == INT64_MIN ? 0 : last + skip;
+		skip *= 2;
+	}
+	return e;
+}
+
+static int prepare_copier(struct copier *c, const char *table)
+{
+	char sql[256], *p;
+	int n;
+
+	snprintf(sql, sizeof(sql), "SELECT * FROM %s WHERE rowid > ? ORDER BY rowid", table);
+	if (sqlite3_prepare_v2(c->from, sql, -1, &c->fwd, NULL) != SQLITE_OK)
+		return -ENOENT; /* the table's schema is unreadable or missing */
+	snprintf(sql, sizeof(sql),
+		 "SELECT * FROM %s WHERE rowid > ? AND rowid < ? ORDER BY rowid DESC", table);
+	if (sqlite3_prepare_v2(c->from, sql, -1, &c->back, NULL) != SQLITE_OK)
+		return -ENOENT;
+	c->ncols = sqlite3_column_count(c->fwd);
+	n = snprintf(sql, sizeof(sql), "INSERT OR IGNORE INTO %s VALUES(?", table);
+	p = sql + n;
+	for (int i = 1; i < c->ncols && p + 4 < sql + sizeof(sql); i++)
+		p += sprintf(p, ",?");
+	snprintf(p, (size_t)(sql + sizeof(sql) - p), ")");
+	if (sqlite3_prepare_v2(c->to, sql, -1, &c->ins, NULL) != SQLITE_OK)
+		return -EIO;
+	return 0;
+}
+
+static void finalize_copier(struct copier *c)
+{
+	sqlite3_finalize(c->fwd);
+	sqlite3_finalize(c->back);
+	sqlite3_finalize(c->ins);
+	c->fwd = c->back = c->ins = NULL;
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Creates the new store's schema (store__open does) and opens it raw. */
+static int open_new(const char *to_dir, sqlite3 **to, char *err, size_t errlen)
+{
+	struct store_opts o = {.no_fsync = true};
+	struct store *s = NULL;
+	char *path = NULL;
+	struct stat sb;
+	int e;
+
+	if (asprintf(&path, "%s/hearth.db", to_dir) < 0)
+		return -ENOMEM;
+	if (!stat(path, &sb)) {
+		set_err(err, errlen, "%s already exists: give an empty or new directory", path);
+		free(path);
+		return -EEXIST;
+	}
+	e = store__open(to_dir, &o, &s, err, errlen);
+	store__close(s);
+	if (!e && sqlite3_open_v2(path, to, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(*to));
+		e = -EIO;
+	}
+	free(path);
+	return e;
+}
+
+int store__salvage(const char *dir, const char *to_dir, struct store_salvage_result *res, char *err,
+		   size_t errlen)
+{
+	struct copier c = {0};
+	char *path = NULL;
+	int e = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (err && errlen)
+		*err = 0;
+	if (asprintf(&path, "%s/hearth.db", dir) < 0)
+		return -ENOMEM;
+	if (access(path, R_OK)) {
+		set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		free(path);
+		return -ENOENT;
+	}
+	/* read-only: the damaged file (and its WAL) stay as they are */
+	if (sqlite3_open_v2(path, &c.from, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(c.from));
+		e = -EIO;
+	}
+	e = e ?: open_new(to_dir, &c.to, err, errlen);
+	if (!e && sqlite3_exec(c.to, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		e = -EIO;
+	for (size_t t = 0; !e && t < sizeof(salvage_tables) / sizeof(*salvage_tables); t++) {
+		uint64_t rows = c.rows;
+		int pe = prepare_copier(&c, salvage_tables[t]);
+
+		if (pe == -ENOENT) {
+			res->lost_tables++;
+		} else if (pe) {
+			e = pe;
+		} else {
+			e = copy_table(&c);
+			if (!strcmp(salvage_tables[t], "chunks"))
+				res->chunks = c.rows - rows;
+		}
+		finalize_copier(&c);
+	}
+	res->rows = c.rows;
+	res->holes = c.holes;
+	/* tells store__open to look for series only chunks still name */
+	if (!e && sqlite3_exec(
+		      c.to, "INSERT OR REPLACE INTO meta VALUES('salvaged', strftime('%s', 'now'))",
+		      NULL, NULL, NULL) != SQLITE_OK)
+		e = -EIO;
+	if (!e && sqlite3_exec(c.to, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		e = -EIO;
+	if (e && c.to && err && !*err)
+		set_err(err, errlen, "%s/hearth.db: %s", to_dir, sqlite3_errmsg(c.to));
+	finalize_copier(&c);
+	sqlite3_close(c.from);
+	sqlite3_close(c.to);
+	free(path);
+	return e;
+}
