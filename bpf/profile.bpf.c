@@ -45,6 +45,8 @@ const volatile __u64 samples_rb_size = 4096;
 
 /* Which map set the program writes to; flipped by user space through the mmap'ed .bss. */
 __u32 active_set = 0;
+/* Bumped when a known process exits: invalidates every CPU's note_process cache. */
+__u32 exit_gen = 0;
 
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -103,13 +105,6 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, HEARTH_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
 /* ---- table-driven unwinder (see bpf/unwind_abi.h, docs/unwind.md) ---- */
 
 /* bpf_loop runs the per-frame step at most BPF_MAX_LOOPS (1 << 23) times. */
@@ -118,7 +113,8 @@ _Static_assert((HEARTH_UNWIND_MAX_FRAMES & (HEARTH_UNWIND_MAX_FRAMES - 1)) == 0,
 	       "frame index is masked, so the depth is a power of two");
 _Static_assert((HEARTH_UNWIND_MAX_MAPPINGS & (HEARTH_UNWIND_MAX_MAPPINGS - 1)) == 0,
 	       "mapping index is masked, so the count is a power of two");
-_Static_assert(HEARTH_MAX_STACK == 127, "dwarf sample kstack matches HEARTH_MAX_STACK");
+_Static_assert(HEARTH_RB_MAX_USER == HEARTH_UNWIND_MAX_FRAMES,
+	       "a ring-buffer record holds a table-unwound stack");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -135,23 +131,39 @@ struct {
 	__type(value, struct hearth_unwind_proc);
 } unwind_procs SEC(".maps");
 
-/* Walker state and the sample being built: too big for the 512-byte BPF stack. */
-struct hearth_uw_state {
+/* Frames a sample can carry: user (table-unwound: up to 512) then kernel. */
+#define SAMPLE_FRAMES (HEARTH_RB_MAX_USER + HEARTH_MAX_STACK)
+/* User frames asked for first by send_sample (see there). */
+#define USTACK_FIRST 32
+
+/* Per-CPU scratch, too big for the 512-byte BPF stack: the sample being built
+ * (sent as one block, header and the frames used), the table walker's state and
+ * the last process announced from this CPU. */
+struct hearth_scratch {
+	struct hearth_cpu_stats stats; /* first: user space reads it (bpf/profile_abi.h) */
+	__u64 last_pstart; /* note_process: (last_pid, last_pstart, last_gen) was */
+	__u32 last_pid;	   /* found in `known` on this CPU, while exit_gen was last_gen */
+	__u32 last_gen;
+	struct hearth_rb_sample s;
+	__u64 frames[SAMPLE_FRAMES]; /* directly after s: user frames, then kernel frames */
 	__u64 pc, sp, bp;
 	__u32 pid;
 	__u32 bp_valid;
 	__u32 remap; /* a caller's pc was outside every mapping */
 	__u32 pad;
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
-	struct hearth_rb_dwarf_sample s;
 };
+_Static_assert(__builtin_offsetof(struct hearth_scratch, stats) == 0, "stats open the scratch");
+_Static_assert(__builtin_offsetof(struct hearth_scratch, frames) ==
+		       __builtin_offsetof(struct hearth_scratch, s) + sizeof(struct hearth_rb_sample),
+	       "frames follow the header");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct hearth_uw_state);
-} unwind_scratch SEC(".maps");
+	__type(value, struct hearth_scratch);
+} scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -177,28 +189,6 @@ static __always_inline void bump(void *map, __u32 idx)
 		*v += 1; /* per-CPU slot: no other writer */
 }
 
-/* Announces a process the first time one of its samples is seen (or after pid reuse). */
-static __always_inline void note_process(__u32 pid, __u64 pstart, struct task_struct *task)
-{
-	struct hearth_event *ev;
-	__u64 *seen = bpf_map_lookup_elem(&known, &pid);
-
-	if (seen && *seen == pstart)
-		return;
-	bpf_map_update_elem(&known, &pid, &pstart, BPF_ANY);
-	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (!ev) {
-		bump(&drops, HEARTH_DROP_EVENT_LOST);
-		bpf_map_delete_elem(&known, &pid); /* try again on the next sample */
-		return;
-	}
-	ev->kind = HEARTH_EV_NEW;
-	ev->pid = pid;
-	ev->pstart = pstart;
-	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
-	bpf_ringbuf_submit(ev, 0);
-}
-
 /* Classifies a stack helper error into a drop counter. */
 static __always_inline void count_stack_error(long err, bool user)
 {
@@ -221,10 +211,10 @@ struct map_search {
 static long map_search_step(__u32 i, void *ctx)
 {
 	struct map_search *ms = ctx;
-	struct hearth_uw_state *st;
+	struct hearth_scratch *st;
 	__u32 zero = 0, mid;
 
-	st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st || ms->lo >= ms->hi)
 		return 1;
 	mid = ms->lo + (ms->hi - ms->lo) / 2;
@@ -236,7 +226,7 @@ static long map_search_step(__u32 i, void *ctx)
 }
 
 /* Copies the mapping holding addr into *out; false when none. */
-static __always_inline bool find_mapping(struct hearth_uw_state *st, __u64 addr,
+static __always_inline bool find_mapping(struct hearth_scratch *st, __u64 addr,
 					 struct hearth_unwind_mapping *out)
 {
 	struct map_search ms = { addr, 0, st->proc.n };
@@ -294,7 +284,7 @@ static __always_inline struct hearth_unwind_row *find_row(const struct hearth_un
 }
 
 /* One frame with frame pointers (objects without a table): 1 = stop. */
-static __always_inline long fp_step(struct hearth_uw_state *st)
+static __always_inline long fp_step(struct hearth_scratch *st)
 {
 	__u64 frame[2]; /* saved rbp, return address */
 
@@ -312,7 +302,7 @@ static __always_inline long fp_step(struct hearth_uw_state *st)
 }
 
 /* The CFA of a row, or 0 when the row says stop (counted). */
-static __always_inline __u64 row_cfa(struct hearth_uw_state *st, struct hearth_unwind_row *r)
+static __always_inline __u64 row_cfa(struct hearth_scratch *st, struct hearth_unwind_row *r)
 {
 	switch (r->cfa_kind) {
 	case HEARTH_CFA_RSP:
@@ -337,7 +327,7 @@ static __always_inline __u64 row_cfa(struct hearth_uw_state *st, struct hearth_u
 }
 
 /* One frame with a CFI row: CFA, then RA at CFA-8 and RBP per the row. 1 = stop. */
-static __always_inline long cfi_step(struct hearth_uw_state *st, struct hearth_unwind_row *r)
+static __always_inline long cfi_step(struct hearth_scratch *st, struct hearth_unwind_row *r)
 {
 	__u64 cfa = row_cfa(st, r), ra, bp;
 
@@ -366,11 +356,11 @@ static long unwind_step(__u32 i, void *ctx)
 {
 	struct hearth_unwind_mapping m;
 	struct hearth_unwind_row *r;
-	struct hearth_uw_state *st;
+	struct hearth_scratch *st;
 	__u32 zero = 0, n;
 	__u64 addr;
 
-	st = bpf_map_lookup_elem(&unwind_scratch, &zero);
+	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 1;
 	n = st->s.ulen;
@@ -378,7 +368,7 @@ static long unwind_step(__u32 i, void *ctx)
 		bump(&unwind_stats, HEARTH_UW_TRUNCATED);
 		return 1;
 	}
-	st->s.ustack[n & (HEARTH_UNWIND_MAX_FRAMES - 1)] = st->pc;
+	st->frames[n & (HEARTH_UNWIND_MAX_FRAMES - 1)] = st->pc;
 	st->s.ulen = n + 1;
 	/* Callers' pcs are return addresses: the call is the byte before. */
 	addr = n ? st->pc - 1 : st->pc;
@@ -395,6 +385,70 @@ static long unwind_step(__u32 i, void *ctx)
 		return 1;
 	}
 	return cfi_step(st, r);
+}
+
+/* Announces a process the first time one of its samples is seen (or after pid
+ * reuse). The CPU's last answer is kept in its scratch: a CPU mostly samples the
+ * same process again, and the `known` LRU lookup (hash, bucket and element: cold
+ * lines at 99 Hz) cost more than a third of the fp program (see
+ * docs/architecture.md). An exit of a known process bumps exit_gen, so a cached
+ * answer never outlives the `known` entry it stands for. */
+static __always_inline void note_process(struct hearth_scratch *st, __u32 pid, __u64 pstart,
+					 struct task_struct *task)
+{
+	struct hearth_event *ev;
+	__u32 gen = exit_gen;
+	__u64 *seen;
+
+	if (st->last_pid == pid && st->last_pstart == pstart && st->last_gen == gen)
+		return;
+	seen = bpf_map_lookup_elem(&known, &pid);
+	if (seen && *seen == pstart)
+		goto cache;
+	bpf_map_update_elem(&known, &pid, &pstart, BPF_ANY);
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		bump(&drops, HEARTH_DROP_EVENT_LOST);
+		bpf_map_delete_elem(&known, &pid); /* try again on the next sample */
+		return;
+	}
+	ev->kind = HEARTH_EV_NEW;
+	ev->pid = pid;
+	ev->pstart = pstart;
+	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
+	bpf_ringbuf_submit(ev, 0);
+cache:
+	st->last_pid = pid;
+	st->last_pstart = pstart;
+	st->last_gen = gen;
+}
+
+/* Sends the scratch's sample: the header and only the frames used (ulen + klen). */
+static __always_inline void output_sample(struct hearth_scratch *st)
+{
+	__u64 size = sizeof(st->s) + sizeof(__u64) * ((__u64)st->s.ulen + st->s.klen);
+	long flags;
+
+	if (size > sizeof(st->s) + sizeof(st->frames))
+		return; /* cannot happen (lengths are bounded); tells the verifier */
+	/* Wake the reader only when the buffer is half full; it also polls on a timer. */
+	flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > samples_rb_size / 2 ?
+			BPF_RB_FORCE_WAKEUP :
+			BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&samples, &st->s, size, flags))
+		bump(&drops, HEARTH_DROP_RINGBUF_FULL);
+}
+
+/* Fills the scratch's sample header from the aggregation key. */
+static __always_inline void sample_header(struct hearth_scratch *st, struct hearth_count_key *key)
+{
+	st->s.pid = key->pid;
+	st->s.tid = key->tid;
+	st->s.pstart = key->pstart;
+	__builtin_memcpy(st->s.comm, key->comm, sizeof(st->s.comm));
+	__builtin_memcpy(st->s.pcomm, key->pcomm, sizeof(st->s.pcomm));
+	st->s.ulen = 0;
+	st->s.klen = 0;
 }
 
 /* Asks user space to re-read a process's maps (rate-limited per pid). */
@@ -421,101 +475,99 @@ static __always_inline void request_remap(struct hearth_count_key *key)
 /* Table-unwinds the current task's user stack and sends the sample. Returns
  * false when the process has no tables (the caller takes the fp path). */
 static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
+					      struct hearth_scratch *st,
 					      struct hearth_count_key *key, bool want_kernel)
 {
 	struct hearth_unwind_proc *p;
-	struct hearth_uw_state *st;
 	struct pt_regs *regs;
-	__u32 zero = 0;
-	long n, flags;
+	__u32 ulen, nmap;
+	long n;
 
 	p = bpf_map_lookup_elem(&unwind_procs, &key->pid);
-	st = bpf_map_lookup_elem(&unwind_scratch, &zero);
-	if (!p || p->pstart != key->pstart || !st)
+	if (!p || p->pstart != key->pstart)
 		return false;
-	/* A copy: user space may replace the view (exec) while we walk. */
-	if (bpf_probe_read_kernel(&st->proc, sizeof(st->proc), p))
+	/* A copy: user space may replace the view (exec) while we walk. Only the
+	 * mappings in use: the whole view is 2 KB of cold lines per sample. */
+	nmap = p->n;
+	if (nmap > HEARTH_UNWIND_MAX_MAPPINGS)
+		nmap = HEARTH_UNWIND_MAX_MAPPINGS;
+	if (bpf_probe_read_kernel(&st->proc,
+				  __builtin_offsetof(struct hearth_unwind_proc, m) +
+					  nmap * sizeof(struct hearth_unwind_mapping),
+				  p))
 		return false;
+	st->proc.n = nmap; /* what was copied, even if the view changed meanwhile */
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	st->pc = BPF_CORE_READ(regs, ip);
 	st->sp = BPF_CORE_READ(regs, sp);
 	st->bp = BPF_CORE_READ(regs, bp);
 	st->bp_valid = 1;
 	st->pid = key->pid;
-	st->s.pid = key->pid;
-	st->s.tid = key->tid;
-	st->s.pstart = key->pstart;
-	__builtin_memcpy(st->s.comm, key->comm, sizeof(st->s.comm));
-	__builtin_memcpy(st->s.pcomm, key->pcomm, sizeof(st->s.pcomm));
-	st->s.ulen = 0;
-	st->s.klen = 0;
+	sample_header(st, key);
 	st->remap = 0;
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
 	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (st->remap)
 		request_remap(key);
 	if (want_kernel) {
-		n = bpf_get_stack(ctx, st->s.kstack, sizeof(st->s.kstack), 0);
+		/* Kernel frames right after the user ones (ulen <= 512: room for 127). */
+		ulen = st->s.ulen;
+		if (ulen > HEARTH_RB_MAX_USER)
+			ulen = HEARTH_RB_MAX_USER;
+		n = bpf_get_stack(ctx, &st->frames[ulen], HEARTH_MAX_STACK * sizeof(__u64), 0);
 		if (n < 0)
 			count_stack_error(n, false);
 		else
 			st->s.klen = n / sizeof(__u64);
 	}
-	flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > samples_rb_size / 2 ?
-			BPF_RB_FORCE_WAKEUP :
-			BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&samples, &st->s, sizeof(st->s), flags))
-		bump(&drops, HEARTH_DROP_RINGBUF_FULL);
+	output_sample(st);
 	return true;
 }
 
-static __always_inline int send_sample(struct bpf_perf_event_data *ctx,
+/* Sends one sample with the kernel's stack walkers: frames go to the per-CPU
+ * scratch, then only the used ones to the ring buffer (bpf_get_stack zero-fills
+ * the rest of its buffer; in the ring that was 2 KB of cold lines per sample). */
+static __always_inline int send_sample(struct bpf_perf_event_data *ctx, struct hearth_scratch *st,
 				       struct hearth_count_key *key, bool want_user,
 				       bool want_kernel)
 {
-	struct hearth_rb_sample *s;
-	long n = 0, flags;
+	__u32 ulen = 0;
+	long n = 0;
 
-	s = bpf_ringbuf_reserve(&samples, sizeof(*s), 0);
-	if (!s) {
-		bump(&drops, HEARTH_DROP_RINGBUF_FULL);
-		return 0;
-	}
-	s->pid = key->pid;
-	s->tid = key->tid;
-	s->pstart = key->pstart;
-	__builtin_memcpy(s->comm, key->comm, sizeof(s->comm));
-	__builtin_memcpy(s->pcomm, key->pcomm, sizeof(s->pcomm));
-	s->ulen = 0;
-	s->klen = 0;
+	sample_header(st, key);
 	if (want_user) {
-		n = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
+		/* bpf_get_stack zero-fills what it does not use of its buffer: a short
+		 * one first (most stacks fit), the full depth only when it was filled. */
+		n = bpf_get_stack(ctx, st->frames, USTACK_FIRST * sizeof(__u64),
+				  BPF_F_USER_STACK);
+		if (n == USTACK_FIRST * sizeof(__u64))
+			n = bpf_get_stack(ctx, st->frames, HEARTH_MAX_STACK * sizeof(__u64),
+					  BPF_F_USER_STACK);
 		if (n < 0)
 			goto fail;
-		s->ulen = n / sizeof(__u64);
+		ulen = n / sizeof(__u64);
+		if (ulen > HEARTH_MAX_STACK)
+			ulen = HEARTH_MAX_STACK;
+		st->s.ulen = ulen;
 	}
 	if (want_kernel) {
-		n = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
+		n = bpf_get_stack(ctx, &st->frames[ulen], HEARTH_MAX_STACK * sizeof(__u64), 0);
 		if (n < 0) {
 			want_user = false;
 			goto fail;
 		}
-		s->klen = n / sizeof(__u64);
+		st->s.klen = n / sizeof(__u64);
 	}
-	/* Wake the reader only when the buffer is half full; it also polls on a timer. */
-	flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > samples_rb_size / 2 ?
-			BPF_RB_FORCE_WAKEUP :
-			BPF_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(s, flags);
+	output_sample(st);
 	return 0;
 fail:
 	count_stack_error(n, want_user);
-	bpf_ringbuf_discard(s, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
-static __always_inline int count_sample(struct bpf_perf_event_data *ctx, void *counts,
-					void *stacks, struct hearth_count_key *key, bool want_user,
+static __always_inline int count_sample(struct bpf_perf_event_data *ctx,
+					struct hearth_scratch *st, void *counts, void *stacks,
+					struct hearth_count_key *key, bool want_user,
 					bool want_kernel)
 {
 	__u64 one = 1, *val;
@@ -557,7 +609,7 @@ stack_error:
 	 * taken. Send this sample whole through the ring buffer instead (counted as
 	 * a collision, not lost). */
 	if (err == -EEXIST)
-		return send_sample(ctx, key, want_user, want_kernel);
+		return send_sample(ctx, st, key, want_user, want_kernel);
 	return 0;
 }
 
@@ -573,44 +625,53 @@ SEC("perf_event")
 int hearth_sample(struct bpf_perf_event_data *ctx)
 {
 	struct hearth_count_key key = {};
-	struct task_struct *task;
+	struct task_struct *task, *leader;
+	struct hearth_scratch *st;
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
+	__u32 pid = id >> 32, tid = (__u32)id, zero = 0;
 	bool want_user, want_kernel;
 
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 0; /* cannot happen: a one-entry per-CPU array */
 	if (pid == 0 && !keep_idle) {
-		bump(&stats, HEARTH_STAT_IDLE);
+		st->stats.idle++; /* per-CPU: no other writer */
 		return 0;
 	}
 	if (filter_pid && !bpf_map_lookup_elem(&filter_pids, &pid))
 		return 0;
 	if (filter_cgroup && bpf_current_task_under_cgroup(&filter_cgroups, 0) != 1)
 		return 0;
-	bump(&stats, HEARTH_STAT_SAMPLES);
+	st->stats.samples++;
 
-	task = (struct task_struct *)bpf_get_current_task();
+	/* Plain loads through the BTF task pointer: no helper call per field. */
+	task = bpf_get_current_task_btf();
+	leader = task->group_leader;
 	key.pid = pid;
 	key.tid = tid;
-	key.pstart = BPF_CORE_READ(task, group_leader, start_boottime);
-	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+	key.pstart = leader->start_boottime;
+	__builtin_memcpy(key.comm, task->comm, sizeof(key.comm));
 	/* The process name now, not at drain time: samples taken before an exec keep
 	 * the name they ran under. */
-	BPF_CORE_READ_STR_INTO(&key.pcomm, task, group_leader, comm);
+	if (pid == tid)
+		__builtin_memcpy(key.pcomm, key.comm, sizeof(key.pcomm));
+	else
+		__builtin_memcpy(key.pcomm, leader->comm, sizeof(key.pcomm));
 	if (pid != 0)
-		note_process(pid, key.pstart, task);
+		note_process(st, pid, key.pstart, task);
 
 	/* Kernel threads have no user stack; a sample taken in user mode has no
 	 * kernel stack. Neither is a loss. (x86-64: CPL is the low 2 bits of CS.) */
-	want_user = BPF_CORE_READ(task, mm) != NULL;
+	want_user = task->mm != NULL;
 	want_kernel = (user_cs(ctx) & 3) == 0;
 
-	if (use_unwind && want_user && send_dwarf_sample(ctx, &key, want_kernel))
+	if (use_unwind && want_user && send_dwarf_sample(ctx, st, &key, want_kernel))
 		return 0;
 	if (use_ringbuf)
-		return send_sample(ctx, &key, want_user, want_kernel);
+		return send_sample(ctx, st, &key, want_user, want_kernel);
 	if (active_set)
-		return count_sample(ctx, &counts1, &stacks1, &key, want_user, want_kernel);
-	return count_sample(ctx, &counts0, &stacks0, &key, want_user, want_kernel);
+		return count_sample(ctx, st, &counts1, &stacks1, &key, want_user, want_kernel);
+	return count_sample(ctx, st, &counts0, &stacks0, &key, want_user, want_kernel);
 }
 
 static __always_inline void send_event(__u32 kind, struct task_struct *task)
@@ -630,8 +691,10 @@ static __always_inline void send_event(__u32 kind, struct task_struct *task)
 	ev->pid = pid;
 	ev->pstart = *seen;
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
-	if (kind == HEARTH_EV_EXIT)
+	if (kind == HEARTH_EV_EXIT) {
 		bpf_map_delete_elem(&known, &pid);
+		__sync_fetch_and_add(&exit_gen, 1); /* CPUs' note_process caches are stale */
+	}
 	bpf_ringbuf_submit(ev, 0);
 }
 

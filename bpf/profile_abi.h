@@ -28,19 +28,26 @@ struct hearth_count_key {
 };
 _Static_assert(sizeof(struct hearth_count_key) == 56, "count key ABI");
 
-/* One sample as sent through the samples ring buffer (--transfer ringbuf). */
+/*
+ * One sample as sent through the samples ring buffer (--transfer ringbuf, --unwind
+ * dwarf, and map-mode collisions): this header, then ulen user frames, then klen
+ * kernel frames (__u64 each). Only the frames used are sent: a record is
+ * sizeof(header) + 8 * (ulen + klen) bytes, where a fixed 2 KB record cost the
+ * program a cold cache line per unused slot (docs/architecture.md, "BPF cost per
+ * sample").
+ */
 struct hearth_rb_sample {
 	__u32 pid;
 	__u32 tid;
 	__u64 pstart;
-	__u32 ulen; /* frames used in ustack */
-	__u32 klen; /* frames used in kstack */
+	__u32 ulen; /* user frames, first (at most HEARTH_RB_MAX_USER) */
+	__u32 klen; /* kernel frames, after the user ones (at most HEARTH_MAX_STACK) */
 	char comm[HEARTH_COMM_LEN];
 	char pcomm[HEARTH_COMM_LEN];
-	__u64 ustack[HEARTH_MAX_STACK];
-	__u64 kstack[HEARTH_MAX_STACK];
 };
-_Static_assert(sizeof(struct hearth_rb_sample) == 56 + 2 * 8 * HEARTH_MAX_STACK, "rb sample ABI");
+_Static_assert(sizeof(struct hearth_rb_sample) == 56, "rb sample ABI");
+/* Most user frames of a record: the table unwinder's depth (HEARTH_UNWIND_MAX_FRAMES). */
+#define HEARTH_RB_MAX_USER 512
 
 /* Process events, sent through the events ring buffer. */
 enum hearth_event_kind {
@@ -76,11 +83,14 @@ enum hearth_drop {
 	HEARTH_DROP_MAX,
 };
 
-/* Per-CPU counters of what was seen (for the summary and metrics). */
-enum hearth_stat {
-	HEARTH_STAT_SAMPLES = 0, /* samples that passed the filters */
-	HEARTH_STAT_IDLE,	 /* idle (pid 0) samples skipped */
-	HEARTH_STAT_MAX,
+/* Per-CPU counters of what was seen (for the summary and metrics). They open the
+ * program's per-CPU scratch (map `scratch`, whose value is larger): the program
+ * touches that memory on every sample anyway, where a map of their own cost a
+ * cold page per sample. */
+struct hearth_cpu_stats {
+	__u64 samples; /* samples that passed the filters */
+	__u64 idle;    /* idle (pid 0) samples skipped */
 };
+_Static_assert(sizeof(struct hearth_cpu_stats) == 16, "cpu stats ABI");
 
 #endif /* HEARTH_BPF_PROFILE_ABI_H */

@@ -86,20 +86,8 @@ struct hearth_unwind_proc {
 _Static_assert(sizeof(struct hearth_unwind_proc) == 16 + 32 * HEARTH_UNWIND_MAX_MAPPINGS,
 	       "unwind proc ABI");
 
-/* A table-unwound sample (ring buffer, told apart from hearth_rb_sample by size). */
-struct hearth_rb_dwarf_sample {
-	__u32 pid;
-	__u32 tid;
-	__u64 pstart;
-	__u32 ulen;
-	__u32 klen;
-	char comm[16];
-	char pcomm[16];
-	__u64 kstack[127];
-	__u64 ustack[HEARTH_UNWIND_MAX_FRAMES];
-};
-_Static_assert(sizeof(struct hearth_rb_dwarf_sample) == 56 + 8 * (127 + HEARTH_UNWIND_MAX_FRAMES),
-	       "dwarf sample ABI");
+/* Table-unwound samples go through the ring buffer as struct hearth_rb_sample
+ * (bpf/profile_abi.h): its HEARTH_RB_MAX_USER is this depth. */
 
 /* Why table unwinding stopped (per-CPU counters in unwind_stats). */
 enum hearth_unwind_stat {

@@ -255,55 +255,46 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/*
- * Hands one ring-buffer sample to the callback. Both record layouts (stack-helper
- * frames, table-unwound frames) share the header fields; only the user-frame
- * capacity differs, so ulen is clamped to max_user.
- */
-#define EMIT_RB_SAMPLE(s, r, max_user)                                                             \
-	emit_rb_sample((s), (r)->pid, (r)->tid, (r)->pstart, (r)->comm, (r)->pcomm,               \
-		       (const uint64_t *)(r)->ustack, (r)->ulen < (max_user) ? (r)->ulen : (max_user), \
-		       (const uint64_t *)(r)->kstack,                                             \
-		       (r)->klen < HEARTH_MAX_STACK ? (r)->klen : HEARTH_MAX_STACK)
-
-static void emit_rb_sample(struct sampler *s, __u32 pid, __u32 tid, __u64 pstart,
-			   const char *rcomm, const char *rpcomm, const uint64_t *user,
-			   size_t n_user, const uint64_t *kernel, size_t n_kernel)
+int sampler_parse_rb_sample(const void *data, size_t size, struct sampler_sample *out,
+			    char comm[HEARTH_COMM_LEN + 1], char pcomm[HEARTH_COMM_LEN + 1])
 {
-	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
-	struct sampler_sample smp = {
-		.pid = pid,
-		.tid = tid,
-		.pstart = pstart,
+	const struct hearth_rb_sample *r = data;
+	const uint64_t *frames = (const uint64_t *)(r + 1);
+
+	/* Lengths are checked one by one before they are added: no 32-bit wrap. */
+	if (size < sizeof(*r) || r->ulen > HEARTH_RB_MAX_USER || r->klen > HEARTH_MAX_STACK ||
+	    size < sizeof(*r) + 8 * ((size_t)r->ulen + r->klen))
+		return -EINVAL;
+	memcpy(comm, r->comm, HEARTH_COMM_LEN);
+	comm[HEARTH_COMM_LEN] = '\0';
+	memcpy(pcomm, r->pcomm, HEARTH_COMM_LEN);
+	pcomm[HEARTH_COMM_LEN] = '\0';
+	*out = (struct sampler_sample){
+		.pid = r->pid,
+		.tid = r->tid,
+		.pstart = r->pstart,
 		.comm = comm,
 		.pcomm = pcomm,
-		.n_user = n_user,
-		.n_kernel = n_kernel,
-		.user = user,
-		.kernel = kernel,
+		.n_user = r->ulen,
+		.n_kernel = r->klen,
+		.user = frames,
+		.kernel = frames + r->ulen,
 		.count = 1,
 	};
-
-	memcpy(comm, rcomm, HEARTH_COMM_LEN);
-	comm[HEARTH_COMM_LEN] = '\0';
-	memcpy(pcomm, rpcomm, HEARTH_COMM_LEN);
-	pcomm[HEARTH_COMM_LEN] = '\0';
-	s->cb.sample(s->cb.ctx, &smp);
+	return 0;
 }
 
-/* Ring-buffer samples: table-unwound ones (struct hearth_rb_dwarf_sample, up to 512
- * user frames) are told apart from stack-helper ones by their size. */
+/* Ring-buffer samples, stack-helper and table-unwound alike (only the frames used
+ * travel). A malformed record would be a program/ABI mismatch: skipped. */
 static int on_rb_sample(void *ctx, void *data, size_t size)
 {
+	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
 	struct sampler *s = ctx;
+	struct sampler_sample smp;
 
-	if (size < sizeof(struct hearth_rb_sample) || !s->cb.sample)
+	if (!s->cb.sample || sampler_parse_rb_sample(data, size, &smp, comm, pcomm) != 0)
 		return 0;
-	if (size >= sizeof(struct hearth_rb_dwarf_sample))
-		EMIT_RB_SAMPLE(s, (const struct hearth_rb_dwarf_sample *)data,
-			       HEARTH_UNWIND_MAX_FRAMES);
-	else
-		EMIT_RB_SAMPLE(s, (const struct hearth_rb_sample *)data, HEARTH_MAX_STACK);
+	s->cb.sample(s->cb.ctx, &smp);
 	return 0;
 }
 
@@ -688,7 +679,25 @@ void sampler__drops(const struct sampler *s, uint64_t drops[HEARTH_DROP_MAX])
 
 uint64_t sampler__samples(const struct sampler *s)
 {
-	return percpu_sum(bpf_map__fd(s->skel->maps.stats), HEARTH_STAT_SAMPLES, s->n_possible);
+	/* Per-CPU values of the scratch, each opening with struct hearth_cpu_stats;
+	 * the kernel lays them out value_size rounded up to 8 apart. */
+	size_t stride = (bpf_map__value_size(s->skel->maps.scratch) + 7) & ~(size_t)7;
+	char *vals = calloc((size_t)s->n_possible, stride);
+	__u32 zero = 0;
+	uint64_t sum = 0;
+
+	if (!vals)
+		return 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.scratch), &zero, vals) == 0) {
+		for (int i = 0; i < s->n_possible; i++) {
+			struct hearth_cpu_stats cs;
+
+			memcpy(&cs, vals + (size_t)i * stride, sizeof(cs));
+			sum += cs.samples;
+		}
+	}
+	free(vals);
+	return sum;
 }
 
 void sampler__last_drain(const struct sampler *s, struct sampler_drain_stats *out)

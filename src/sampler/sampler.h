@@ -127,6 +127,15 @@ int sampler__n_cpus(const struct sampler *s);
 /* Detaches and frees. NULL is a no-op. */
 void sampler__close(struct sampler *s);
 
+/*
+ * One samples ring-buffer record (struct hearth_rb_sample, then ulen user and klen
+ * kernel frames) as a sample of count 1 whose frames point into data; comm and
+ * pcomm receive the NUL-terminated names. -EINVAL when size is shorter than the
+ * lengths say or a length is over its bound (HEARTH_RB_MAX_USER, HEARTH_MAX_STACK).
+ */
+int sampler_parse_rb_sample(const void *data, size_t size, struct sampler_sample *out,
+			    char comm[HEARTH_COMM_LEN + 1], char pcomm[HEARTH_COMM_LEN + 1]);
+
 /* One-line description of a drop counter ("stack-id collisions (user)"...). */
 const char *sampler_drop_name(int drop);
 

@@ -186,3 +186,62 @@ TEST(sampler_rejects_bad_frequency_and_cgroup)
 cleanup:
 	sampler__close(s);
 }
+
+/* A ring-buffer record as the BPF program writes it: header, user frames, kernel frames. */
+static size_t make_record(uint64_t *buf, uint32_t ulen, uint32_t klen)
+{
+	struct hearth_rb_sample h = { .pid = 42, .tid = 43, .pstart = 7, .ulen = ulen, .klen = klen };
+
+	memcpy(h.comm, "worker-thread-nm", HEARTH_COMM_LEN); /* 16 bytes, no NUL */
+	memcpy(h.pcomm, "proc", 5);
+	memcpy(buf, &h, sizeof(h));
+	for (uint32_t i = 0; i < ulen + klen; i++)
+		buf[sizeof(h) / 8 + i] = i < ulen ? 0x400000 + i : 0xffffffff81000000ull + i;
+	return sizeof(h) + 8 * (size_t)(ulen + klen);
+}
+
+TEST(sampler_parses_variable_length_records)
+{
+	static uint64_t buf[(sizeof(struct hearth_rb_sample) / 8) + HEARTH_RB_MAX_USER +
+			    HEARTH_MAX_STACK + 1];
+	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
+	struct sampler_sample smp;
+	size_t size;
+
+	/* A shallow user-mode sample: only its 3 frames travel. */
+	size = make_record(buf, 3, 0);
+	CHECK(size == 56 + 3 * 8);
+	CHECK(sampler_parse_rb_sample(buf, size, &smp, comm, pcomm) == 0);
+	CHECK(smp.pid == 42 && smp.tid == 43 && smp.pstart == 7 && smp.count == 1);
+	CHECK(smp.n_user == 3 && smp.n_kernel == 0);
+	CHECK(smp.user[0] == 0x400000 && smp.user[2] == 0x400002);
+	CHECK_STREQ(smp.comm, "worker-thread-nm");
+	CHECK_STREQ(smp.pcomm, "proc");
+
+	/* Kernel frames follow the user ones; the deepest table-unwound stack fits. */
+	size = make_record(buf, HEARTH_RB_MAX_USER, HEARTH_MAX_STACK);
+	CHECK(sampler_parse_rb_sample(buf, size, &smp, comm, pcomm) == 0);
+	CHECK(smp.n_user == HEARTH_RB_MAX_USER && smp.n_kernel == HEARTH_MAX_STACK);
+	CHECK(smp.user[HEARTH_RB_MAX_USER - 1] == 0x400000 + HEARTH_RB_MAX_USER - 1);
+	CHECK(smp.kernel[0] == 0xffffffff81000000ull + HEARTH_RB_MAX_USER);
+
+	/* A kernel thread's sample: no user frames. */
+	size = make_record(buf, 0, 5);
+	CHECK(sampler_parse_rb_sample(buf, size, &smp, comm, pcomm) == 0);
+	CHECK(smp.n_user == 0 && smp.n_kernel == 5 && smp.kernel[4] == 0xffffffff81000004ull);
+
+	/* Shorter than its lengths say, shorter than a header, or lengths out of
+	 * bounds: refused, never read past the record. */
+	size = make_record(buf, 3, 2);
+	CHECK(sampler_parse_rb_sample(buf, size - 8, &smp, comm, pcomm) == -EINVAL);
+	CHECK(sampler_parse_rb_sample(buf, 55, &smp, comm, pcomm) == -EINVAL);
+	make_record(buf, HEARTH_RB_MAX_USER + 1, 0);
+	CHECK(sampler_parse_rb_sample(buf, sizeof(buf), &smp, comm, pcomm) == -EINVAL);
+	make_record(buf, 0, HEARTH_MAX_STACK + 1);
+	CHECK(sampler_parse_rb_sample(buf, sizeof(buf), &smp, comm, pcomm) == -EINVAL);
+	/* ulen + klen wrapping around 32 bits must not pass the size check. */
+	((struct hearth_rb_sample *)buf)->ulen = 0xffffffffu;
+	((struct hearth_rb_sample *)buf)->klen = 2;
+	CHECK(sampler_parse_rb_sample(buf, sizeof(buf), &smp, comm, pcomm) == -EINVAL);
+cleanup:;
+}
