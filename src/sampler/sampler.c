@@ -315,7 +315,8 @@ static int setup_ringbufs(struct sampler *s)
 static __u32 samples_rb_bytes(const struct sampler *s, const struct sampler_opts *o)
 {
 	uint64_t want = (uint64_t)(s->n_possible > 0 ? s->n_possible : 1) * (uint64_t)o->hz *
-			sizeof(struct hearth_rb_dwarf_sample);
+			(sizeof(struct hearth_rb_sample) +
+			 (HEARTH_RB_MAX_USER + HEARTH_MAX_STACK) * sizeof(__u64));
 	__u32 bytes = SAMPLES_RB_MIN_BYTES;
 
 	while (bytes < want && bytes < SAMPLES_RB_MAX_BYTES)
