@@ -24,6 +24,7 @@ static const char *const reject_names[SERVER_REJ_MAX] = {
     [SERVER_REJ_BAD_PARAM] = "bad_param",
     [SERVER_REJ_INTERNAL] = "internal",
     [SERVER_REJ_BUSY] = "busy",
+    [SERVER_REJ_DISK_FULL] = "disk_full",
 };
 
 /* Upper bounds (seconds) of the query latency buckets. */

@@ -563,6 +563,10 @@ static int append_locked(struct store_append_ctx *a, struct store_append_result 
 		goto cleanup;
 	err = write_append(a, &rows, &samples) ?: store_exec(s, "COMMIT", a->err, a->errlen);
 	if (err) {
+		/* A full disk is the operator's to fix, not a fault of the store or the
+		 * profile: say so (the server answers 507), before ROLLBACK resets it. */
+		if (err == -EIO && (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_FULL)
+			err = -ENOSPC;
 		store_exec(s, "ROLLBACK", NULL, 0);
 		store_tabs_rollback(s);
 		goto cleanup;
