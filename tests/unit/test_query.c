@@ -519,3 +519,63 @@ cleanup:
 	profile__free(pr);
 	store__close(s);
 }
+
+/*
+ * Issue 12 item 1: one sample of 200,000 frames (as a pprof could store before
+ * ingest capped stack depth, and as the store still holds) must not crash the
+ * tree, diff or top writers: the UI asks for maxNodes=20000, a chain of 20,000
+ * nested nodes, which a recursive writer cannot go down on an 8 MiB stack.
+ */
+#define DEEP_FRAMES 200000
+TEST(deep_stack_tree_diff_top_do_not_recurse)
+{
+	char dir[300], err[256], *t = NULL, *d = NULL, *top = NULL;
+	struct store_opts o = {.no_fsync = true};
+	struct query_request q = {.from_ns = T0, .until_ns = T0 + 60 * S, .max_nodes = 20000};
+	struct store *s = NULL;
+	struct profile *p = profile__new(10000000);
+	uint64_t *locs = malloc(DEEP_FRAMES * sizeof(*locs));
+	int64_t v[2] = {1, 10000000};
+	size_t names = 0, depth = 0, max_depth = 0;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/deep", unit_tmp_dir());
+	CHECK(p && locs && store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	struct profile_line ln = {profile__function(p, "recurse", NULL, NULL), 0};
+	uint64_t leaf_fn = profile__function(p, "leaf", NULL, NULL);
+	struct profile_line ll = {leaf_fn, 0};
+
+	locs[0] = profile__location(p, 0, 0x2000, &ll, 1);
+	locs[1] = profile__location(p, 0, 0x1000, &ln, 1);
+	for (size_t i = 2; i < DEEP_FRAMES; i++)
+		locs[i] = locs[1];
+	profile__set_time(p, T0, 10 * S);
+	CHECK(profile__add_sample(p, locs, DEEP_FRAMES, v, NULL, 0) == 0);
+	CHECK(store__append(s, p, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
+	CAPTURE(t, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0, "%d %s", rc, err);
+	/* 20,000 nodes, nested one in the next, every brace closed */
+	for (const char *c = t; *c; c++) {
+		if (*c == '{')
+			depth++, max_depth = depth > max_depth ? depth : max_depth;
+		else if (*c == '}')
+			depth--;
+		names += strncmp(c, "{\"name\":", 8) == 0;
+	}
+	CHECKF(names == 20000 && depth == 0 && max_depth == 20001, "%zu %zu %zu", names, depth,
+	       max_depth);
+	CHECK(strstr(t, "{\"name\":\"recurse\",\"self\":0,\"total\":1,\"children\":["));
+	CAPTURE(d, query_diff_json(s, &q, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(d, "\"self\":[0,0],\"total\":[1,1],\"children\""), "%d %s", rc,
+	       err);
+	CAPTURE(top, query_top_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(top, "{\"name\":\"leaf\",\"flat\":1,\"cum\":1}"), "%d %s", rc,
+	       err);
+cleanup:
+	free(t);
+	free(d);
+	free(top);
+	free(locs);
+	profile__free(p);
+	store__close(s);
+}
