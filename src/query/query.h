@@ -94,6 +94,10 @@ void query_selector__free(struct query_selector *sel);
 /* Whether the labels (a missing label counts as "") and the profile type (as
  * STORE_PROFILE_TYPE_LABEL) satisfy every matcher. */
 bool query_selector__match(const struct query_selector *sel, const struct store_series *ser);
+/* The same over the =~ / !~ matchers only (regex true) or the = / != ones only:
+ * the cheap ones can run under the store's lock, the regexes after it. */
+bool query_selector__match_some(const struct query_selector *sel, const struct store_series *ser,
+				bool regex);
 
 /* ---- time ---- */
 

@@ -279,10 +279,21 @@ static const char *label_value(const struct store_series *ser, const char *name)
 
 bool query_selector__match(const struct query_selector *sel, const struct store_series *ser)
 {
+	return query_selector__match_some(sel, ser, false) &&
+	       query_selector__match_some(sel, ser, true);
+}
+
+bool query_selector__match_some(const struct query_selector *sel, const struct store_series *ser,
+				bool regex)
+{
 	for (size_t i = 0; sel && i < sel->n; i++) {
 		const struct query_matcher *m = &sel->m[i];
-		const char *v = label_value(ser, m->name);
+		const char *v;
 		bool ok;
+
+		if (regex != (m->op == QUERY_OP_RE || m->op == QUERY_OP_NRE))
+			continue;
+		v = label_value(ser, m->name);
 
 		switch (m->op) {
 		case QUERY_OP_EQ:
