@@ -810,16 +810,16 @@ cleanup:
 TEST(decode_reads_wire_variants)
 {
 	static const uint8_t msg[] = {
-	    0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,		    /* sample_type {samples, count} */
+	    0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,			  /* sample_type {samples, count} */
 	    0x12, 0x07, 0x08, 0x09, 0x08, 0x05, 0x12, 0x01, 0x07, /* sample: locs 9, 5 unpacked;
 								   * value [7] packed */
 	    0x22, 0x08, 0x08, 0x09, 0x18, 0x10, 0x22, 0x02, 0x08, 0x03, /* location 9 at 0x10:
 									 * line {function 3} */
 	    0x22, 0x08, 0x08, 0x05, 0x18, 0x20, 0x22, 0x02, 0x08, 0x03, /* location 5 at 0x20 */
-	    0x2a, 0x04, 0x08, 0x03, 0x10, 0x03,		    /* function 3, name "main" */
-	    0xa0, 0x01, 0x05,				    /* field 20: unknown, skipped */
-	    0x32, 0x00, 0x32, 0x07, 's', 'a', 'm', 'p', 'l', 'e', 's', /* string table */
-	    0x32, 0x05, 'c', 'o', 'u', 'n', 't', 0x32, 0x04, 'm', 'a', 'i', 'n',
+	    0x2a, 0x04, 0x08, 0x03, 0x10, 0x03, /* function 3, name "main" */
+	    0xa0, 0x01, 0x05,			/* field 20: unknown, skipped */
+	    0x32, 0x00, 0x32, 0x07, 's',  'a',	'm',  'p',  'l',  'e',	's', /* string table */
+	    0x32, 0x05, 'c',  'o',  'u',  'n',	't',  0x32, 0x04, 'm',	'a', 'i', 'n',
 	};
 	static const uint8_t wrong_type[] = {0x08, 0x01}; /* sample_type as a varint */
 	struct profile_sample smp;
@@ -1032,8 +1032,8 @@ TEST(decode_rejects_a_lying_gzip_trailer_size)
 
 	CHECK(fixture_init(&x));
 	CHECK(pprof_encode(x.p, &buf, &len) == 0);
-	raw_len = (size_t)buf[len - 4] | (size_t)buf[len - 3] << 8 |
-		  (size_t)buf[len - 2] << 16 | (size_t)buf[len - 1] << 24;
+	raw_len = (size_t)buf[len - 4] | (size_t)buf[len - 3] << 8 | (size_t)buf[len - 2] << 16 |
+		  (size_t)buf[len - 1] << 24;
 	CHECK(raw_len > 1);
 	CHECKF(pprof_decode(buf, len, &p, err, sizeof(err)) == 0, "%s", err);
 	CHECK(same_profile(x.p, p));
@@ -1421,7 +1421,8 @@ static struct profile *deep_profile(void)
 
 	for (int i = 0; !err && i < 100; i++) {
 		snprintf(name, sizeof(name), i ? "f%d" : "leaf", i);
-		ids[i] = loc1(p, 0, 0x1000 + (uint64_t)i, profile__function(p, name, NULL, NULL), 0);
+		ids[i] =
+		    loc1(p, 0, 0x1000 + (uint64_t)i, profile__function(p, name, NULL, NULL), 0);
 	}
 	for (size_t i = 0; !err && i < DEEP_FRAMES; i++)
 		locs[i] = i ? ids[1 + (i - 1) % 99] : ids[0];

@@ -632,9 +632,12 @@ TEST(regex_pathological_patterns_answer_in_milliseconds)
 		char last; /* the value's last byte */
 		int want;
 	} cases[] = {
-	    {"(((((.*)+)+)+)+)+Q", 'a', 0}, {"(((((.*)+)+)+)+)+Q", 'Q', 1},
-	    {nested, 'a', 0},		     {nested, 'x', 1},
-	    {"(a|aa)*(a|aa)*(a|aa)*b", 'a', 0}, {"(a*)*(a*)*(a*)*a{10,200}", 'a', 1},
+	    {"(((((.*)+)+)+)+)+Q", 'a', 0},
+	    {"(((((.*)+)+)+)+)+Q", 'Q', 1},
+	    {nested, 'a', 0},
+	    {nested, 'x', 1},
+	    {"(a|aa)*(a|aa)*(a|aa)*b", 'a', 0},
+	    {"(a*)*(a*)*(a*)*a{10,200}", 'a', 1},
 	    {"(x+x+)+y", 'a', 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -644,8 +647,8 @@ TEST(regex_pathological_patterns_answer_in_milliseconds)
 		double ms = now_ms() - t0;
 
 		worst = ms > worst ? ms : worst;
-		CHECKF(got == cases[i].want, "%s on ...%c: %d (%s)", cases[i].re, cases[i].last, got,
-		       got < 0 ? err : "");
+		CHECKF(got == cases[i].want, "%s on ...%c: %d (%s)", cases[i].re, cases[i].last,
+		       got, got < 0 ? err : "");
 		CHECKF(ms < 500, "%s took %.0f ms", cases[i].re, ms);
 	}
 	fprintf(stderr, "  slowest pathological regex: %.2f ms\n", worst);
@@ -705,16 +708,21 @@ TEST(regex_re2_syntax)
 	    {"nginx|envoy", "envoy", 1},
 	    {".*", "", 1},
 	    {"a.*z", "a\xff z", 1}, /* invalid UTF-8: one rune */
+	    {"(?m)a$\n^b", "a\nb", 1},
+	    {"a$\n^b", "a\nb", 0},
+	    {"\\Aab\\z", "ab", 1},
+	    {"(?U)a+", "aa", 1},
+	    {"[\\x41-\\x43]+", "ABC", 1},
 	};
 	char err[256];
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int got = sel_match(cases[i].re, false, cases[i].val, err, sizeof(err));
 
-		CHECKF(got == cases[i].want, "%s on \"%s\": %d (%s)", cases[i].re, cases[i].val, got,
-		       got < 0 ? err : "");
-		CHECKF(sel_match(cases[i].re, true, cases[i].val, err, sizeof(err)) == !got, "!~ %s",
-		       cases[i].re);
+		CHECKF(got == cases[i].want, "%s on \"%s\": %d (%s)", cases[i].re, cases[i].val,
+		       got, got < 0 ? err : "");
+		CHECKF(sel_match(cases[i].re, true, cases[i].val, err, sizeof(err)) == !got,
+		       "!~ %s", cases[i].re);
 	}
 cleanup:;
 }
