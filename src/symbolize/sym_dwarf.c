@@ -671,7 +671,7 @@ static int build_all(struct sym_dwarf *d)
 		n += d->cu_list[i]->n_fns;
 	if (n && !(d->all = sym_grow(NULL, &cap, n, sizeof(*d->all))))
 		return -ENOMEM;
-	for (size_t i = 0; i < d->n_cus; i++) {
+	for (size_t i = 0; n && i < d->n_cus; i++) { /* n = 0: d->all is NULL, no copy */
 		memcpy(d->all + d->n_all, d->cu_list[i]->fns,
 		       d->cu_list[i]->n_fns * sizeof(*d->all));
 		d->n_all += d->cu_list[i]->n_fns;
