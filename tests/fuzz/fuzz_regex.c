@@ -1,15 +1,16 @@
 /*
  * libFuzzer target for the label-matcher regex engine (regex.c), directly and
  * through the selector parser. Input: PATTERN, then optionally a NUL and a
- * VALUE (at most a label value's 1024 bytes). Any pattern must compile or be
+ * VALUE (at most FUZZ_REGEX_MAX_VALUE bytes). Any pattern must compile or be
  * refused with a message; a compiled one stays within QUERY_REGEX_MAX_PROG
  * and matches the value the same way through both paths.
  *
- * Time budget: compile and match are linear, so one input must take well
- * under FUZZ_REGEX_BUDGET_MS even under ASan (the worst case, the largest
- * program on a 1024-byte value, takes ~100 ms); more means a super-linear
- * path, reported as a crash with the input. libFuzzer's -timeout (see
- * fuzz_regex.timeout) catches a hang that never returns.
+ * Time budget: compile and match are linear, so one input's CPU time must stay
+ * under FUZZ_REGEX_BASE_MS plus FUZZ_REGEX_NS_PER_STEP for each (program
+ * instruction x value rune) it matched: about ten times what the instrumented
+ * build takes (~70 ns a step), whatever the machine's load (CPU time, not wall
+ * time). More means a super-linear path, reported as a crash with the input.
+ * libFuzzer's -timeout (fuzz_regex.timeout) catches a hang that never returns.
  */
 #include "query/query.h"
 
@@ -20,13 +21,15 @@
 #include <string.h>
 #include <time.h>
 
-#define FUZZ_REGEX_BUDGET_MS 1000.0
+#define FUZZ_REGEX_BASE_MS     50.0
+#define FUZZ_REGEX_NS_PER_STEP 1000.0
+#define FUZZ_REGEX_MAX_VALUE   256 /* bytes: the value */
 
 static double now_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -57,10 +60,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t plen = nul ? (size_t)(nul - data) : size, vlen = nul ? size - plen - 1 : 0;
 	struct query_regex *re = NULL;
 	char *pat, *val, err[256] = "";
-	double t0 = now_ms(), ms;
+	double t0 = now_ms(), ms, steps = 0, budget;
 	int e;
 
-	if (plen > QUERY_MAX_REGEX_LEN + 16 || vlen > 1024)
+	if (plen > QUERY_MAX_REGEX_LEN + 16 || vlen > FUZZ_REGEX_MAX_VALUE)
 		return 0;
 	pat = strndup((const char *)data, plen);
 	val = nul ? strndup((const char *)nul + 1, vlen) : NULL;
@@ -79,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				continue;
 			m = query_regex__match(re, v, strlen(v));
 			s = via_selector(pat, v);
+			steps += 2.0 * (double)query_regex__size(re) * (double)(strlen(v) + 1);
 			if (s >= 0 && s != m)
 				abort(); /* the selector matched otherwise than the regex */
 		}
@@ -86,9 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	ms = now_ms() - t0;
-	if (ms > FUZZ_REGEX_BUDGET_MS) {
-		fprintf(stderr, "fuzz_regex: one input took %.0f ms (budget %.0f ms): %s\n", ms,
-			FUZZ_REGEX_BUDGET_MS, pat);
+	budget = FUZZ_REGEX_BASE_MS + steps * FUZZ_REGEX_NS_PER_STEP / 1e6;
+	if (ms > budget) {
+		fprintf(stderr, "fuzz_regex: one input took %.0f ms of CPU (budget %.0f ms): %s\n",
+			ms, budget, pat);
 		abort();
 	}
 out:
