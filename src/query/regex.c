@@ -66,7 +66,7 @@ struct query_regex {
 
 /* ---- syntax tree ---- */
 
-enum re_kind { N_EMPTY, N_LIT, N_CLASS, N_ANY, N_ASSERT, N_CAT, N_ALT, N_REP };
+enum re_kind { N_LIT, N_CLASS, N_ANY, N_ASSERT, N_CAT, N_ALT, N_REP };
 
 struct re_node {
 	uint8_t kind, arg;	  /* arg: fold (LIT), dot matches \n (ANY) */
