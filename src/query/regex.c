@@ -310,7 +310,8 @@ static int class_store(struct re_parser *ps, struct class_buf *c, bool neg, int 
 	    query_grow((void **)&re->classes, &re->classes_cap, re->n_classes + 1,
 		       sizeof(*re->classes)))
 		return -ENOMEM;
-	memcpy(re->ranges + re->n_ranges, c->r, c->n * sizeof(*c->r));
+	if (c->n) /* an empty class ([^\x00-\x{10ffff}]) has no array at all */
+		memcpy(re->ranges + re->n_ranges, c->r, c->n * sizeof(*c->r));
 	re->classes[re->n_classes] = (struct re_class){(uint32_t)re->n_ranges, (uint32_t)c->n};
 	re->n_ranges += c->n;
 	*idx = (uint32_t)re->n_classes++;

@@ -713,6 +713,7 @@ TEST(regex_re2_syntax)
 	    {"\\Aab\\z", "ab", 1},
 	    {"(?U)a+", "aa", 1},
 	    {"[\\x41-\\x43]+", "ABC", 1},
+	    {"a[^\\x00-\\x{10ffff}]?", "a", 1}, /* an empty class (fuzz_matcher) */
 	};
 	char err[256];
 
