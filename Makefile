@@ -127,11 +127,13 @@ $(BUILD)/tests/store_driver $(BUILD)/bench/store_bench: $(BUILD)/%: %.c $(LIB_OB
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# libFuzzer targets (clang), with the library modules under ASan.
+# libFuzzer targets (clang), with the library modules under ASan and UBSan. A UBSan
+# report must end the run as a finding: without -fno-sanitize-recover it is printed
+# and the run goes on to "PASS".
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_SRCS) | $(GENERATED)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -Ibpf -I$(GEN) -fsanitize=fuzzer,address,undefined \
-		-o $@ $^ $(LDLIBS)
+		-fno-sanitize-recover=all -o $@ $^ $(LDLIBS)
 fuzz: $(FUZZ_BINS)
 
 test: $(TEST_DEPS_STAMP) $(BUILD)/hearth $(BUILD)/hearth-asan unit-tests

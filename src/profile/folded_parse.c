@@ -7,8 +7,9 @@
  * Each distinct frame name becomes a function and a location without a mapping
  * (address = function id, so locations are interned once per name); stacks are
  * stored leaf first as the model wants. Outside input: every line is bounded
- * (PROFILE_TEXT_MAX_FRAMES frames, counts up to 2^53), and one bad line rejects
- * the whole body, naming the line, so nothing half-parsed is ever stored.
+ * (stacks cut to PROFILE_MAX_FRAMES frames, counts up to 2^53), and one bad
+ * line rejects the whole body, naming the line, so nothing half-parsed is ever
+ * stored.
  */
 #include "profile.h"
 #include "profile_impl.h"
@@ -19,7 +20,7 @@
 
 struct text_parser {
 	struct profile *p;
-	uint64_t *locs; /* scratch, PROFILE_TEXT_MAX_FRAMES entries */
+	uint64_t *locs; /* scratch, PROFILE_MAX_FRAMES entries */
 	int64_t period_ns;
 	bool lines;
 	char *err;
@@ -50,26 +51,53 @@ static int split_count(char *line, size_t *stack_len, int64_t *count)
 	return 0;
 }
 
-/* Interns the frames of a root-first stack, filling tp->locs leaf first. Count or -errno. */
-static int stack_locs(struct text_parser *tp, char *stack, size_t lineno)
+/* The number of frames of a root-first stack (strtok_r's: empty ones skipped). */
+static size_t count_frames(const char *stack)
 {
 	size_t n = 0;
+
+	for (const char *c = stack; *c; c++)
+		n += *c != ';' && (c == stack || c[-1] == ';');
+	return n;
+}
+
+/* After the first k frames of a stack (and their separator). */
+static char *skip_frames(char *stack, size_t k)
+{
+	for (char *c = stack; *c; c++)
+		if (*c != ';' && (c == stack || c[-1] == ';') && k-- == 0)
+			return c;
+	return stack + strlen(stack);
+}
+
+/* The location of a frame named name (a function without a mapping). */
+static uint64_t frame_loc(struct text_parser *tp, const char *name)
+{
+	struct profile_line ln = {profile__function(tp->p, name, name, NULL), 0};
+
+	return ln.function_id ? profile__location(tp->p, 0, ln.function_id, &ln, 1) : 0;
+}
+
+/*
+ * Interns the frames of a root-first stack, filling tp->locs leaf first. A
+ * stack deeper than PROFILE_MAX_FRAMES starts with PROFILE_TRUNCATED_FRAME in
+ * place of its root-side frames (see profile.h). Count or -errno.
+ */
+static int stack_locs(struct text_parser *tp, char *stack, size_t lineno)
+{
+	size_t n = 0, depth = count_frames(stack);
 	char *save = NULL;
 
+	if (depth > PROFILE_MAX_FRAMES) {
+		if (!(tp->locs[n++] = frame_loc(tp, PROFILE_TRUNCATED_FRAME)))
+			return -ENOMEM;
+		stack = skip_frames(stack, depth - (PROFILE_MAX_FRAMES - 1));
+	}
 	for (char *f = strtok_r(stack, ";", &save); f; f = strtok_r(NULL, ";", &save)) {
-		uint64_t fid;
-		struct profile_line ln = {0};
-
-		if (n == PROFILE_TEXT_MAX_FRAMES)
+		if (n == PROFILE_MAX_FRAMES) /* not reached: count_frames counted them */
 			return text_error(tp, lineno, "stack deeper than the frame limit");
-		fid = profile__function(tp->p, f, f, NULL);
-		if (!fid)
+		if (!(tp->locs[n++] = frame_loc(tp, f)))
 			return -ENOMEM;
-		ln.function_id = fid;
-		tp->locs[n] = profile__location(tp->p, 0, fid, &ln, 1);
-		if (!tp->locs[n])
-			return -ENOMEM;
-		n++;
 	}
 	if (n == 0)
 		return text_error(tp, lineno, "empty stack");
@@ -118,7 +146,7 @@ int profile_text_parse(const char *buf, size_t len, bool lines, int64_t period_n
 	if (memchr(buf, '\0', len))
 		return text_error(&tp, 1, "NUL byte in a text profile");
 	tp.p = profile__new(period_ns);
-	tp.locs = malloc(PROFILE_TEXT_MAX_FRAMES * sizeof(*tp.locs));
+	tp.locs = malloc(PROFILE_MAX_FRAMES * sizeof(*tp.locs));
 	copy = malloc(len + 1);
 	if (!tp.p || !tp.locs || !copy)
 		goto cleanup;

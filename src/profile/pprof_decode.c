@@ -20,6 +20,8 @@
  *             them; by binary search otherwise) and values the model's pair:
  *             a struct profile_flat, which the store ingests directly
  *             (store__append_flat), without a model;
+ *   cut       stacks deeper than PROFILE_MAX_FRAMES, as every input format is
+ *             (the leaf-most frames kept under one "[truncated]" frame);
  *
  * then, for pprof_decode, the model is built from the flat profile (flat.c).
  *
@@ -704,6 +706,68 @@ static int flatten(struct dec *d, struct flat_box *b)
 	return 0;
 }
 
+/* Grows *arr by one element of elem bytes (n before); 0 or -ENOMEM. */
+static int grow1(void *arr, size_t n, size_t elem)
+{
+	void *p = realloc(*(void **)arr, (n + 1) * elem);
+
+	if (!p)
+		return -ENOMEM;
+	*(void **)arr = p;
+	return 0;
+}
+
+/*
+ * Cuts samples deeper than PROFILE_MAX_FRAMES (profile.h): their leaf-most
+ * PROFILE_MAX_FRAMES - 1 locations stay, the last becomes one added location
+ * of an added function named PROFILE_TRUNCATED_FRAME. The cut is in place
+ * (locs is shared by the samples; the cut-off entries are just not referred
+ * to any more). pprof itself has no depth limit: a 325-byte gzip held one
+ * sample of 200,000 frames, which every consumer then had to walk.
+ */
+static int cut_deep_stacks(struct flat_box *b)
+{
+	static const char marker[] = PROFILE_TRUNCATED_FRAME;
+	struct profile_flat *f = &b->f;
+	struct pprof_wire *m = &b->m;
+	uint32_t sid = (uint32_t)f->n_strings, fid = (uint32_t)f->n_functions,
+		 lid = (uint32_t)f->n_locations;
+	bool deep = false;
+
+	for (size_t i = 0; i < f->n_samples && !deep; i++)
+		deep = b->samples[i].n_locs > PROFILE_MAX_FRAMES;
+	if (!deep)
+		return 0;
+	if (grow1(&m->str_buf, m->str_len + sizeof(marker) - 1, 1) ||
+	    grow1(&b->str_off, f->n_strings + 1, sizeof(*b->str_off)) ||
+	    grow1(&b->functions, f->n_functions, sizeof(*b->functions)) ||
+	    grow1(&b->lines, f->n_lines, sizeof(*b->lines)) ||
+	    grow1(&b->locations, f->n_locations, sizeof(*b->locations)))
+		return -ENOMEM;
+	memcpy(m->str_buf + m->str_len, marker, sizeof(marker));
+	m->str_len += sizeof(marker);
+	m->str_cap = m->str_len;
+	b->str_off[sid + 1] = (uint32_t)m->str_len;
+	b->functions[fid] = (struct profile_flat_function){sid, sid, 0};
+	b->lines[f->n_lines] = (struct profile_flat_line){fid, 0};
+	b->locations[lid] = (struct profile_flat_location){0, 0, (uint32_t)f->n_lines, 1};
+	for (size_t i = 0; i < f->n_samples; i++) {
+		struct profile_flat_sample *s = &b->samples[i];
+
+		if (s->n_locs <= PROFILE_MAX_FRAMES)
+			continue;
+		s->n_locs = PROFILE_MAX_FRAMES;
+		b->locs[s->loc_off + PROFILE_MAX_FRAMES - 1] = lid;
+	}
+	f->str_buf = m->str_buf;
+	f->str_off = b->str_off;
+	f->functions = b->functions;
+	f->lines = b->lines;
+	f->locations = b->locations;
+	f->n_strings++, f->n_functions++, f->n_lines++, f->n_locations++;
+	return 0;
+}
+
 void profile_flat__free(struct profile_flat *f)
 {
 	struct flat_box *b = (struct flat_box *)f;
@@ -760,7 +824,7 @@ int pprof_decode_flat_budget(const uint8_t *buf, size_t len, size_t budget,
 		r = parse(raw ? raw : buf, raw_len, max_parsed, &b->m, err, errlen);
 		free(raw); /* the parsed arrays hold copies of the strings */
 		raw = NULL;
-		r = r ?: check_all(&d) ?: flatten(&d, b);
+		r = r ?: check_all(&d) ?: flatten(&d, b) ?: cut_deep_stacks(b);
 	}
 	if (r == -ENOMEM && err && errlen && !err[0])
 		fail(err, errlen, r, "out of memory while decoding the profile");

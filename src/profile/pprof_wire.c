@@ -203,8 +203,8 @@ static int rd_repeated(struct pprof_wire *w, struct rd *r, unsigned wt, struct p
 		return err;
 	n = count_varints(sub.p, sub.end);
 	err = arr_room(w, a, sizeof(*v), n);
-	if (err)
-		return err;
+	if (err || !n) /* an empty packed field: a->v may still be NULL */
+		return err ? err : (sub.p == sub.end ? 0 : -EINVAL);
 	v = (uint64_t *)a->v + a->n;
 	for (size_t i = 0; i < n; i++) {
 		err = rd_varint(&sub, &v[i]);

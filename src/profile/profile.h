@@ -164,6 +164,17 @@ int64_t profile__total(const struct profile *p, int i);
 const char *profile__frame_name(const struct profile *p, const struct profile_location *loc,
 				size_t line, char *buf, size_t len);
 
+/*
+ * Deepest stack kept at ingest, for every input format (pprof, folded, lines):
+ * a deeper stack keeps its PROFILE_MAX_FRAMES - 1 leaf-most frames, and one
+ * frame named PROFILE_TRUNCATED_FRAME (a function without a mapping) takes the
+ * place of all the root-side frames cut, so the sample's value still counts
+ * and the flame graph shows where the cut was. Bounds every consumer's work per
+ * stack (tree depth, JSON nesting in the web UI).
+ */
+#define PROFILE_MAX_FRAMES	1024
+#define PROFILE_TRUNCATED_FRAME "[truncated]"
+
 /* ---- pprof ---- */
 
 /* Upper bound on the inflated size pprof_decode accepts (decompression bombs). */
@@ -174,9 +185,9 @@ int pprof_encode(const struct profile *p, uint8_t **buf, size_t *len);
 /* pprof_encode then fwrite. 0, -EIO, -ENOMEM. */
 int pprof_write(const struct profile *p, FILE *f);
 /*
- * Decodes a pprof (gzipped or raw profile.proto) into a new profile.
- * Returns 0, -EINVAL for malformed input (err names the problem),
- * -EFBIG when it inflates past PPROF_MAX_INFLATED, -ENOMEM.
+ * Decodes a pprof (gzipped or raw profile.proto) into a new profile, stacks
+ * deeper than PROFILE_MAX_FRAMES cut as said there. Returns 0, -EINVAL for
+ * malformed input (err names the problem), -EFBIG when it inflates past PPROF_MAX_INFLATED, -ENOMEM.
  * err (may be NULL) receives a one-sentence reason on failure.
  */
 int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err, size_t errlen);
@@ -282,13 +293,11 @@ int top_write(const struct profile *p, FILE *f, size_t max_rows);
 
 /* ---- text input (folded_parse.c) ---- */
 
-/* Deepest stack a text profile line may hold. */
-#define PROFILE_TEXT_MAX_FRAMES 1024
-
 /*
  * Parses folded stacks ("root;...;leaf COUNT" per line) or, with lines = true,
  * Pyroscope's "lines" format ("root;...;leaf", one sample per line) into a new
- * CPU profile with period period_ns (values: count, count * period_ns).
+ * CPU profile with period period_ns (values: count, count * period_ns); a stack
+ * deeper than PROFILE_MAX_FRAMES is cut as said there.
  * Returns 0, -EINVAL for malformed input (err names the line), -ENOMEM.
  */
 int profile_text_parse(const char *buf, size_t len, bool lines, int64_t period_ns,

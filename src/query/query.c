@@ -34,16 +34,20 @@ struct selection {
 	const struct query_selector *sel;
 };
 
+static void sel_series_fini(struct sel_series *d)
+{
+	for (size_t k = 0; k < d->n; k++) {
+		free((char *)d->labels[k].name);
+		free((char *)d->labels[k].value);
+	}
+	free(d->labels);
+	free(d->type);
+}
+
 static void selection_fini(struct selection *sl)
 {
-	for (size_t i = 0; i < sl->n; i++) {
-		for (size_t k = 0; k < sl->s[i].n; k++) {
-			free((char *)sl->s[i].labels[k].name);
-			free((char *)sl->s[i].labels[k].value);
-		}
-		free(sl->s[i].labels);
-		free(sl->s[i].type);
-	}
+	for (size_t i = 0; i < sl->n; i++)
+		sel_series_fini(&sl->s[i]);
 	free(sl->s);
 }
 
@@ -71,7 +75,7 @@ static int on_series(void *ctx, const struct store_series *ser)
 	struct selection *sl = ctx;
 	int err;
 
-	if (!query_selector__match(sl->sel, ser))
+	if (!query_selector__match_some(sl->sel, ser, false))
 		return 0;
 	if (query_grow((void **)&sl->s, &sl->cap, sl->n + 1, sizeof(*sl->s)))
 		return -ENOMEM;
@@ -108,7 +112,30 @@ static int check_request(const struct query_request *q, char *err, size_t errlen
 	return 0;
 }
 
-/* The series matching q's selector (not yet filtered by data in range). */
+/* Keeps the copied series that the selector's regexes match (in order). */
+static void filter_regex(struct selection *sl)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < sl->n; i++) {
+		struct sel_series *d = &sl->s[i];
+		struct store_series ser = {d->id, d->type, d->n, d->labels};
+
+		if (query_selector__match_some(sl->sel, &ser, true))
+			sl->s[w++] = *d;
+		else
+			sel_series_fini(d);
+	}
+	sl->n = w;
+}
+
+/*
+ * The series matching q's selector (not yet filtered by data in range). The
+ * = and != matchers run under the store's lock (store__series_foreach holds
+ * it), the regexes on the copies after it: a regex costs up to
+ * len(value) x program size per series, and ingest must not wait for that
+ * (a backtracking regex once held the lock for 17 s).
+ */
 static int select_series(struct store *s, const struct query_request *q, struct selection *sl,
 			 char *err, size_t errlen)
 {
@@ -121,6 +148,8 @@ static int select_series(struct store *s, const struct query_request *q, struct 
 		return e;
 	sl->sel = sel;
 	e = store__series_foreach(s, on_series, sl);
+	if (!e)
+		filter_regex(sl);
 	query_selector__free(sel);
 	sl->sel = NULL;
 	return e;

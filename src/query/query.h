@@ -6,7 +6,7 @@
  *
  * Selector syntax (Prometheus): `{a="x", b!="y", c=~"re", d!~"re"}` and
  * `name{...}` (sugar for `__name__="name"`); `{}`, "" and NULL select every
- * series. Regexes are POSIX extended, anchored at both ends like Prometheus.
+ * series. Regexes are RE2 syntax, anchored at both ends like Prometheus.
  * Values are double-quoted with \" \\ \n \t escapes (single quotes and
  * backquotes also accepted).
  *
@@ -23,7 +23,6 @@
 #include "profile/profile.h"
 #include "store/store.h"
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,12 +30,16 @@
 /* Limits of a selector. */
 #define QUERY_MAX_SELECTOR_LEN 4096
 #define QUERY_MAX_MATCHERS     32
-/* Longest regex of a =~ / !~ matcher; see selector.c for the other regex limits
- * (no repeat of a repeat, at most 16 '+'/'{', bounds up to 100 adding up to
- * at most 200) that keep
- * glibc's regcomp from blowing up. */
+/*
+ * Regexes of =~ / !~ matchers (regex.c): RE2 syntax, linear-time matching.
+ * Longest pattern, deepest group nesting, largest count of x{n,m}, and most
+ * instructions of the compiled program (x{n} makes n copies of x); over any of
+ * them the selector is refused (-EINVAL) with a message naming the limit.
+ */
 #define QUERY_MAX_REGEX_LEN	1024
-#define QUERY_MAX_REGEX_LEN_STR "1024"
+#define QUERY_REGEX_MAX_NESTING 100
+#define QUERY_REGEX_MAX_REPEAT	1000
+#define QUERY_REGEX_MAX_PROG	4096
 /* Default and ceiling of maxNodes (tree, top, diff). */
 #define QUERY_DEFAULT_MAX_NODES 2048
 #define QUERY_MAX_NODES		262144 /* the web UI draws 100,000-node trees */
@@ -46,6 +49,25 @@
 /* Default range when a request gives none: the last hour. */
 #define QUERY_DEFAULT_RANGE_NS (3600ll * 1000000000ll)
 
+/* ---- regular expressions (regex.c) ---- */
+
+/*
+ * A compiled regex, matched against a whole value (anchored at both ends) in
+ * time O(len(value) x program size). See regex.c for the syntax. Not
+ * thread-safe: a compiled regex holds its match scratch (no allocation when
+ * matching); one per thread.
+ */
+struct query_regex;
+
+/* 0, or -EINVAL (err names the problem and its offset, or the limit), -ENOMEM. */
+int query_regex__compile(const char *pattern, struct query_regex **out, char *err, size_t errlen);
+/* Whether all of s[0, len) matches. */
+bool query_regex__match(const struct query_regex *re, const char *s, size_t len);
+/* Instructions of the compiled program. */
+size_t query_regex__size(const struct query_regex *re);
+/* NULL is a no-op. */
+void query_regex__free(struct query_regex *re);
+
 /* ---- selectors ---- */
 
 enum query_op { QUERY_OP_EQ, QUERY_OP_NEQ, QUERY_OP_RE, QUERY_OP_NRE };
@@ -54,7 +76,7 @@ struct query_matcher {
 	char *name;  /* owned */
 	char *value; /* owned, unescaped */
 	enum query_op op;
-	regex_t re; /* compiled `^(?:value)$` for RE/NRE */
+	struct query_regex *re; /* owned; compiled value for RE/NRE, else NULL */
 };
 
 struct query_selector {
@@ -72,6 +94,10 @@ void query_selector__free(struct query_selector *sel);
 /* Whether the labels (a missing label counts as "") and the profile type (as
  * STORE_PROFILE_TYPE_LABEL) satisfy every matcher. */
 bool query_selector__match(const struct query_selector *sel, const struct store_series *ser);
+/* The same over the =~ / !~ matchers only (regex true) or the = / != ones only:
+ * the cheap ones can run under the store's lock, the regexes after it. */
+bool query_selector__match_some(const struct query_selector *sel, const struct store_series *ser,
+				bool regex);
 
 /* ---- time ---- */
 

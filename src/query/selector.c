@@ -2,7 +2,8 @@
  * Label selectors in Prometheus syntax: `name{a="x", b!="y", c=~"re", d!~"re"}`.
  * The input comes from HTTP query strings, so the parser is strict, bounded
  * (QUERY_MAX_SELECTOR_LEN, QUERY_MAX_MATCHERS) and names the position of the
- * first problem. Regexes are POSIX ERE anchored at both ends, as PromQL's are.
+ * first problem. Regexes (regex.c) are RE2 syntax anchored at both ends, as
+ * PromQL's are, and match in linear time.
  */
 #include "query.h"
 
@@ -123,71 +124,22 @@ static int parse_value(struct parser *ps, char **out)
 	return 0;
 }
 
-static bool is_quant(char c)
-{
-	return c == '*' || c == '+' || c == '?' || c == '{';
-}
-
-/*
- * glibc's regcomp copies the subtree of every `+` and `{n,m}` (`a+` is `aa*`),
- * so stacked or nested repeats grow exponentially: `a++++++++` or
- * `((a{99}){99}){99}` take seconds and gigabytes. Accepted: patterns of at most
- * QUERY_MAX_REGEX_LEN bytes, no quantifier right after another, at most 16
- * `+`/`{`, bounds up to 100 that add up to at most 200. NULL or the reason.
- */
-static const char *regex_limits(const char *re)
-{
-	long bounds = 0;
-	int heavy = 0;
-
-	if (strlen(re) > QUERY_MAX_REGEX_LEN)
-		return "longer than " QUERY_MAX_REGEX_LEN_STR " bytes";
-	for (const char *p = re; *p; p++) {
-		if (*p == '\\' && p[1]) {
-			p++;
-			continue;
-		}
-		if (*p == '+' || *p == '{')
-			heavy++;
-		if (*p == '{') {
-			long b = strtol(p + 1, NULL, 10);
-			const char *comma = strchr(p, ',');
-
-			if (comma && comma[1] >= '0' && comma[1] <= '9')
-				b = b > strtol(comma + 1, NULL, 10) ? b
-								    : strtol(comma + 1, NULL, 10);
-			if (b > 100 || (bounds += b) > 200)
-				return "repeat bounds over 100 (or adding up to over 200)";
-		}
-		if (is_quant(*p) && p != re && (is_quant(p[-1]) || p[-1] == '}') &&
-		    !(p - 1 > re && p[-2] == '\\'))
-			return "a repeat of a repeat";
-	}
-	return heavy > 16 ? "more than 16 '+' or '{' repeats" : NULL;
-}
-
 /* Sets m->op to op, compiling the regex first for =~ and !~ (m->op stays EQ,
  * with nothing to free, until a regex compiled). */
 static int compile(struct parser *ps, struct query_matcher *m, enum query_op op)
 {
-	char *pat, msg[128];
-	const char *why;
+	char msg[160];
 	int rc;
 
 	if (op != QUERY_OP_RE && op != QUERY_OP_NRE) {
 		m->op = op;
 		return 0;
 	}
-	if ((why = regex_limits(m->value)))
-		return fail(ps, -EINVAL, "regex for label %.64s has %s", m->name, why);
-	if (asprintf(&pat, "^(%s)$", m->value) < 0)
-		return -ENOMEM;
-	rc = regcomp(&m->re, pat, REG_EXTENDED | REG_NOSUB);
-	free(pat);
-	if (rc) {
-		regerror(rc, NULL, msg, sizeof(msg));
+	rc = query_regex__compile(m->value, &m->re, msg, sizeof(msg));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc)
 		return fail(ps, -EINVAL, "bad regex for label %.64s: %s", m->name, msg);
-	}
 	m->op = op;
 	return 0;
 }
@@ -309,8 +261,7 @@ void query_selector__free(struct query_selector *sel)
 	for (size_t i = 0; i < sel->n; i++) {
 		free(sel->m[i].name);
 		free(sel->m[i].value);
-		if (sel->m[i].op == QUERY_OP_RE || sel->m[i].op == QUERY_OP_NRE)
-			regfree(&sel->m[i].re);
+		query_regex__free(sel->m[i].re);
 	}
 	free(sel->m);
 	free(sel);
@@ -328,10 +279,21 @@ static const char *label_value(const struct store_series *ser, const char *name)
 
 bool query_selector__match(const struct query_selector *sel, const struct store_series *ser)
 {
+	return query_selector__match_some(sel, ser, false) &&
+	       query_selector__match_some(sel, ser, true);
+}
+
+bool query_selector__match_some(const struct query_selector *sel, const struct store_series *ser,
+				bool regex)
+{
 	for (size_t i = 0; sel && i < sel->n; i++) {
 		const struct query_matcher *m = &sel->m[i];
-		const char *v = label_value(ser, m->name);
+		const char *v;
 		bool ok;
+
+		if (regex != (m->op == QUERY_OP_RE || m->op == QUERY_OP_NRE))
+			continue;
+		v = label_value(ser, m->name);
 
 		switch (m->op) {
 		case QUERY_OP_EQ:
@@ -341,10 +303,10 @@ bool query_selector__match(const struct query_selector *sel, const struct store_
 			ok = strcmp(v, m->value) != 0;
 			break;
 		case QUERY_OP_RE:
-			ok = regexec(&m->re, v, 0, NULL, 0) == 0;
+			ok = query_regex__match(m->re, v, strlen(v));
 			break;
 		default:
-			ok = regexec(&m->re, v, 0, NULL, 0) != 0;
+			ok = !query_regex__match(m->re, v, strlen(v));
 			break;
 		}
 		if (!ok)

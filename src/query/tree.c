@@ -467,54 +467,84 @@ static void write_value(FILE *out, const int64_t v[2], bool diff)
 	fputc_unlocked(']', out);
 }
 
-static int write_node(struct tree *t, size_t i, bool diff, FILE *out)
+/*
+ * The writer walks the tree with an explicit stack, not recursion: a stack of
+ * 200,000 frames makes a chain of max_nodes nested nodes, and the web UI asks
+ * for 20,000 of them (a recursive writer died of a stack overflow there). Each
+ * level is a node whose children are being written; the children of every open
+ * node sit in one shared buffer (kids), a level's run at its end, so the buffer
+ * holds at most the kept nodes and is popped as levels close.
+ */
+struct write_level {
+	size_t node, kid_off, nk, next; /* kids[kid_off .. +nk), next to write */
+};
+
+struct writer {
+	struct tree *t;
+	bool diff;
+	FILE *out;
+	size_t *kids, nkids, kids_cap;
+	struct write_level *lv;
+	size_t depth, lv_cap;
+};
+
+/* Writes node i up to its children and pushes it as the innermost open level,
+ * its kept children sorted by rank at the end of kids. */
+static int open_node(struct writer *w, size_t i)
 {
-	size_t kids[64], *k = kids, nk = 0, cap = 64;
+	struct tree *t = w->t;
 	const char *name = json_name(t, t->n[i].name), *mod = NULL;
-	int e = 0;
+	size_t off = w->nkids;
 
 	if (!name || (t->n[i].module != TREE_NONE && !(mod = json_name(t, t->n[i].module))))
 		return -ENOMEM;
-	fputs_unlocked("{\"name\":", out);
-	fputs_unlocked(name, out);
-	if (mod) {
-		fputs_unlocked(",\"module\":", out);
-		fputs_unlocked(mod, out);
-	}
-	fputs_unlocked(",\"self\":", out);
-	write_value(out, t->n[i].self, diff);
-	fputs_unlocked(",\"total\":", out);
-	write_value(out, t->n[i].total, diff);
+	if (query_grow((void **)&w->lv, &w->lv_cap, w->depth + 1, sizeof(*w->lv)))
+		return -ENOMEM;
 	for (uint32_t c = t->n[i].first; c != TREE_NONE; c = t->n[c].next) {
 		if (!t->n[c].keep)
 			continue;
-		if (nk == cap) {
-			size_t *nkids = k == kids ? malloc(cap * 2 * sizeof(*k))
-						  : realloc(k, cap * 2 * sizeof(*k));
-			if (!nkids) {
-				e = -ENOMEM;
-				break;
-			}
-			if (k == kids)
-				memcpy(nkids, kids, sizeof(kids));
-			k = nkids;
-			cap *= 2;
-		}
-		k[nk++] = c;
+		if (query_grow((void **)&w->kids, &w->kids_cap, w->nkids + 1, sizeof(*w->kids)))
+			return -ENOMEM;
+		w->kids[w->nkids++] = c;
 	}
-	if (nk) {
-		qsort_r(k, nk, sizeof(*k), by_rank, t->n);
-		fputs_unlocked(",\"children\":[", out);
-		for (size_t j = 0; !e && j < nk; j++) {
-			if (j)
-				fputc_unlocked(',', out);
-			e = write_node(t, k[j], diff, out);
-		}
-		fputc_unlocked(']', out);
+	if (w->nkids > off)
+		qsort_r(w->kids + off, w->nkids - off, sizeof(*w->kids), by_rank, t->n);
+	w->lv[w->depth++] = (struct write_level){i, off, w->nkids - off, 0};
+	fputs_unlocked("{\"name\":", w->out);
+	fputs_unlocked(name, w->out);
+	if (mod) {
+		fputs_unlocked(",\"module\":", w->out);
+		fputs_unlocked(mod, w->out);
 	}
-	fputc_unlocked('}', out);
-	if (k != kids)
-		free(k);
+	fputs_unlocked(",\"self\":", w->out);
+	write_value(w->out, t->n[i].self, w->diff);
+	fputs_unlocked(",\"total\":", w->out);
+	write_value(w->out, t->n[i].total, w->diff);
+	return 0;
+}
+
+/* Writes the kept subtree of node `root` as nested JSON objects. */
+static int write_tree(struct tree *t, size_t root, bool diff, FILE *out)
+{
+	struct writer w = {.t = t, .diff = diff, .out = out};
+	int e = open_node(&w, root);
+
+	while (!e && w.depth) {
+		struct write_level *l = &w.lv[w.depth - 1];
+
+		if (l->next < l->nk) {
+			fputs_unlocked(l->next ? "," : ",\"children\":[", out);
+			e = open_node(&w, w.kids[l->kid_off + l->next++]); /* may move w.lv */
+			continue;
+		}
+		if (l->nk)
+			fputc_unlocked(']', out);
+		fputc_unlocked('}', out);
+		w.nkids = l->kid_off;
+		w.depth--;
+	}
+	free(w.kids);
+	free(w.lv);
 	return e;
 }
 
@@ -542,7 +572,7 @@ static int tree_write(const struct stack_src *src, int value_index, size_t max_n
 	if (!e) {
 		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(value_index),
 			(long long)t.n[0].total[0]);
-		e = write_node(&t, 0, false, out);
+		e = write_tree(&t, 0, false, out);
 		fputs("}\n", out);
 	}
 	tree_fini(&t);
@@ -569,7 +599,7 @@ static int diff_write(const struct stack_src *l, const struct stack_src *r, int 
 	if (!e) {
 		fprintf(out, "{\"unit\":\"%s\",\"left\":%lld,\"right\":%lld,\"tree\":",
 			unit(value_index), (long long)t.n[0].total[0], (long long)t.n[0].total[1]);
-		e = write_node(&t, 0, true, out);
+		e = write_tree(&t, 0, true, out);
 		fputs("}\n", out);
 	}
 	tree_fini(&t);

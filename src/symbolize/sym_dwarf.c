@@ -780,8 +780,9 @@ int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *fra
 		return err;
 	ci = d->cu_list[r->owner];
 	/* the function, then the call inlined into it holding vaddr, and so on inwards */
-	for (; r && n < SYM_DWARF_MAX_DEPTH; r = range_find(ci->kids + r->kids, r->n_kids, vaddr))
-		chain[n++] = r->scope;
+	for (; r && n < SYM_DWARF_MAX_DEPTH;
+	     r = r->n_kids ? range_find(ci->kids + r->kids, r->n_kids, vaddr) : NULL)
+		chain[n++] = r->scope; /* no kids: ci->kids may be NULL, no NULL + 0 */
 	line_of(ci, vaddr, &file, &line);
 	/* innermost first: each inlined call is a frame at the current file:line, which then
 	 * moves to its call site */

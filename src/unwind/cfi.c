@@ -343,6 +343,17 @@ static int advance(struct interp *in, uint64_t delta)
 	return err;
 }
 
+/*
+ * factor * data_align as the two's complement product (wrapping): both come
+ * from the file, and a product past int64 is undefined behaviour in C (the
+ * fuzzer found one once UBSan reports were fatal). A wrapped offset only makes
+ * a wrong unwind of that code, as any other bogus CFI does.
+ */
+static int64_t scaled(uint64_t factor, int64_t data_align)
+{
+	return (int64_t)(factor * (uint64_t)data_align);
+}
+
 /* Opcodes with a register rule (DWARF 5 §6.4.2.3). */
 static void reg_op(struct interp *in, struct rd *r, uint8_t op)
 {
@@ -351,13 +362,13 @@ static void reg_op(struct interp *in, struct rd *r, uint8_t op)
 
 	switch (op) {
 	case 0x05:
-		set_reg_rule(in, reg, RULE_OFFSET, (int64_t)rd_uleb(r) * da);
+		set_reg_rule(in, reg, RULE_OFFSET, scaled(rd_uleb(r), da));
 		break;
 	case 0x11:
-		set_reg_rule(in, reg, RULE_OFFSET, rd_sleb(r) * da);
+		set_reg_rule(in, reg, RULE_OFFSET, scaled((uint64_t)rd_sleb(r), da));
 		break;
 	case 0x2f:
-		set_reg_rule(in, reg, RULE_OFFSET, -(int64_t)rd_uleb(r));
+		set_reg_rule(in, reg, RULE_OFFSET, (int64_t)(0 - rd_uleb(r)));
 		break;
 	case 0x06:
 		set_reg_rule(in, reg, RULE_RESTORE, 0);
@@ -403,7 +414,7 @@ static void cfa_op(struct interp *in, struct rd *r, uint8_t op)
 		break;
 	case 0x12:
 		set_cfa_reg(s, rd_uleb(r));
-		s->cfa_off = rd_sleb(r) * in->cie->data_align;
+		s->cfa_off = scaled((uint64_t)rd_sleb(r), in->cie->data_align);
 		break;
 	case 0x0d:
 		set_cfa_reg(s, rd_uleb(r));
@@ -413,7 +424,7 @@ static void cfa_op(struct interp *in, struct rd *r, uint8_t op)
 		set_cfa_reg(s, s->cfa_reg);
 		break;
 	case 0x13:
-		s->cfa_off = rd_sleb(r) * in->cie->data_align;
+		s->cfa_off = scaled((uint64_t)rd_sleb(r), in->cie->data_align);
 		set_cfa_reg(s, s->cfa_reg);
 		break;
 	case 0x0f:
@@ -512,8 +523,7 @@ static int run_insns(struct interp *in, const uint8_t *p, const uint8_t *end)
 			err = advance(in, lo);
 			break;
 		case 2: /* offset */
-			set_reg_rule(in, lo, RULE_OFFSET,
-				     (int64_t)rd_uleb(&r) * in->cie->data_align);
+			set_reg_rule(in, lo, RULE_OFFSET, scaled(rd_uleb(&r), in->cie->data_align));
 			break;
 		case 3: /* restore */
 			set_reg_rule(in, lo, RULE_RESTORE, 0);

@@ -11,7 +11,9 @@ fi
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$corpus/"
-"build/fuzz/$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
+# per-input time limit: tests/fuzz/NAME.timeout (seconds) when present, else 10
+limit=$(cat "tests/fuzz/$name.timeout" 2>/dev/null || echo 10)
+"build/fuzz/$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout="$limit" \
 	-artifact_prefix="build/fuzz/$name-" "$corpus" > "$corpus.log" 2>&1
 rc=$? # the fuzzer's own status, not a pipe's
 tail -5 "$corpus.log"

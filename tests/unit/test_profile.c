@@ -810,16 +810,16 @@ cleanup:
 TEST(decode_reads_wire_variants)
 {
 	static const uint8_t msg[] = {
-	    0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,		    /* sample_type {samples, count} */
+	    0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,			  /* sample_type {samples, count} */
 	    0x12, 0x07, 0x08, 0x09, 0x08, 0x05, 0x12, 0x01, 0x07, /* sample: locs 9, 5 unpacked;
 								   * value [7] packed */
 	    0x22, 0x08, 0x08, 0x09, 0x18, 0x10, 0x22, 0x02, 0x08, 0x03, /* location 9 at 0x10:
 									 * line {function 3} */
 	    0x22, 0x08, 0x08, 0x05, 0x18, 0x20, 0x22, 0x02, 0x08, 0x03, /* location 5 at 0x20 */
-	    0x2a, 0x04, 0x08, 0x03, 0x10, 0x03,		    /* function 3, name "main" */
-	    0xa0, 0x01, 0x05,				    /* field 20: unknown, skipped */
-	    0x32, 0x00, 0x32, 0x07, 's', 'a', 'm', 'p', 'l', 'e', 's', /* string table */
-	    0x32, 0x05, 'c', 'o', 'u', 'n', 't', 0x32, 0x04, 'm', 'a', 'i', 'n',
+	    0x2a, 0x04, 0x08, 0x03, 0x10, 0x03, /* function 3, name "main" */
+	    0xa0, 0x01, 0x05,			/* field 20: unknown, skipped */
+	    0x32, 0x00, 0x32, 0x07, 's',  'a',	'm',  'p',  'l',  'e',	's', /* string table */
+	    0x32, 0x05, 'c',  'o',  'u',  'n',	't',  0x32, 0x04, 'm',	'a', 'i', 'n',
 	};
 	static const uint8_t wrong_type[] = {0x08, 0x01}; /* sample_type as a varint */
 	struct profile_sample smp;
@@ -1032,8 +1032,8 @@ TEST(decode_rejects_a_lying_gzip_trailer_size)
 
 	CHECK(fixture_init(&x));
 	CHECK(pprof_encode(x.p, &buf, &len) == 0);
-	raw_len = (size_t)buf[len - 4] | (size_t)buf[len - 3] << 8 |
-		  (size_t)buf[len - 2] << 16 | (size_t)buf[len - 1] << 24;
+	raw_len = (size_t)buf[len - 4] | (size_t)buf[len - 3] << 8 | (size_t)buf[len - 2] << 16 |
+		  (size_t)buf[len - 1] << 24;
 	CHECK(raw_len > 1);
 	CHECKF(pprof_decode(buf, len, &p, err, sizeof(err)) == 0, "%s", err);
 	CHECK(same_profile(x.p, p));
@@ -1393,4 +1393,142 @@ cleanup:
 	free(e);
 	free(out);
 	profile__free(x.p);
+}
+
+/* ---- stack depth (issue 12 item 1) ---- */
+
+#define DEEP_FRAMES 200000
+
+/* Frame k (0 = leaf) of the profile's only sample, as the writers name it. */
+static const char *deep_frame(const struct profile *p, size_t k, char *buf, size_t len)
+{
+	struct profile_sample s;
+	struct profile_location loc;
+
+	if (profile__n_samples(p) != 1 || profile__sample(p, 0, &s) || k >= s.n_locs ||
+	    profile__get_location(p, s.locs[k], &loc))
+		return "";
+	return profile__frame_name(p, &loc, 0, buf, len);
+}
+
+/* One sample of DEEP_FRAMES frames: leaf, then f1 .. f99 repeating to the root. */
+static struct profile *deep_profile(void)
+{
+	struct profile *p = profile__new(10 * MS);
+	uint64_t *locs = malloc(DEEP_FRAMES * sizeof(*locs)), ids[100];
+	char name[16];
+	int err = !p || !locs;
+
+	for (int i = 0; !err && i < 100; i++) {
+		snprintf(name, sizeof(name), i ? "f%d" : "leaf", i);
+		ids[i] =
+		    loc1(p, 0, 0x1000 + (uint64_t)i, profile__function(p, name, NULL, NULL), 0);
+	}
+	for (size_t i = 0; !err && i < DEEP_FRAMES; i++)
+		locs[i] = i ? ids[1 + (i - 1) % 99] : ids[0];
+	err = err || add(p, locs, DEEP_FRAMES, 3, NULL, 0);
+	free(locs);
+	if (err) {
+		profile__free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * A pprof of one 200,000-frame sample (what the issue's 325-byte file holds)
+ * decodes to PROFILE_MAX_FRAMES frames: the leaf-most ones as they were, then
+ * one PROFILE_TRUNCATED_FRAME at the root; the sample's values are kept. The
+ * flat decoder (the server's ingest) cuts the same way.
+ */
+TEST(pprof_deep_stack_is_truncated_at_ingest)
+{
+	struct profile *p = deep_profile(), *q = NULL;
+	struct profile_flat *f = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char err[256], a[64], b[64];
+
+	CHECK(p && pprof_encode(p, &buf, &len) == 0);
+	CHECK(pprof_decode(buf, len, &q, err, sizeof(err)) == 0);
+	CHECK(profile__n_samples(q) == 1 && profile__total(q, 0) == 3);
+	struct profile_sample s;
+
+	CHECK(profile__sample(q, 0, &s) == 0);
+	CHECKF(s.n_locs == PROFILE_MAX_FRAMES, "%zu frames", s.n_locs);
+	for (size_t k = 0; k < PROFILE_MAX_FRAMES - 1; k++)
+		CHECKF(strcmp(deep_frame(q, k, a, sizeof(a)), deep_frame(p, k, b, sizeof(b))) == 0,
+		       "frame %zu: %s, want %s", k, a, b);
+	CHECK_STREQ(deep_frame(q, PROFILE_MAX_FRAMES - 1, a, sizeof(a)), PROFILE_TRUNCATED_FRAME);
+	CHECK(pprof_decode_flat(buf, len, &f, err, sizeof(err)) == 0);
+	CHECK(f->n_samples == 1 && f->samples[0].n_locs == PROFILE_MAX_FRAMES);
+	const struct profile_flat_location *l =
+	    &f->locations[f->locs[f->samples[0].loc_off + PROFILE_MAX_FRAMES - 1]];
+
+	CHECK(l->n_lines == 1);
+	CHECK_STREQ(profile_flat__str(f, f->functions[f->lines[l->line_off].function].name, NULL),
+		    PROFILE_TRUNCATED_FRAME);
+cleanup:
+	profile_flat__free(f);
+	free(buf);
+	profile__free(q);
+	profile__free(p);
+}
+
+/* Folded and lines input are cut the same way (they used to refuse the body). */
+TEST(text_deep_stack_is_truncated_at_ingest)
+{
+	size_t cap = 3000 * 8 + 16, n = 0;
+	char *text = malloc(cap), err[256], a[64];
+	struct profile *p = NULL;
+
+	CHECK(text);
+	for (int i = 0; i < 3000; i++)
+		n += (size_t)snprintf(text + n, cap - n, "%sf%d", i ? ";;" : "", i);
+	n += (size_t)snprintf(text + n, cap - n, " 7\n");
+	for (int lines = 0; lines < 2; lines++) {
+		CHECKF(profile_text_parse(text, lines ? n - 3 : n, lines, 10 * MS, &p, err,
+					  sizeof(err)) == 0,
+		       "%s", err);
+		struct profile_sample s;
+
+		CHECK(profile__sample(p, 0, &s) == 0 && s.n_locs == PROFILE_MAX_FRAMES);
+		CHECK(profile__total(p, 0) == (lines ? 1 : 7));
+		CHECK_STREQ(deep_frame(p, 0, a, sizeof(a)), "f2999");
+		CHECK_STREQ(deep_frame(p, PROFILE_MAX_FRAMES - 2, a, sizeof(a)), "f1977");
+		CHECK_STREQ(deep_frame(p, PROFILE_MAX_FRAMES - 1, a, sizeof(a)),
+			    PROFILE_TRUNCATED_FRAME);
+		profile__free(p);
+		p = NULL;
+	}
+cleanup:
+	free(text);
+	profile__free(p);
+}
+
+/* The text writers of a profile walk stacks without recursion, at any depth. */
+TEST(deep_stack_writers_do_not_recurse)
+{
+	struct profile *p = deep_profile();
+	char *svg = NULL, *folded = NULL, *top = NULL;
+	size_t len;
+	FILE *out = NULL;
+
+	CHECK(p);
+	CHECK((out = open_memstream(&svg, &len)) && svg_write(p, out, "deep") == 0);
+	fclose(out);
+	CHECK((out = open_memstream(&folded, &len)) && folded_write(p, out) == 0);
+	fclose(out);
+	CHECK((out = open_memstream(&top, &len)) && top_write(p, out, 10) == 0);
+	fclose(out);
+	out = NULL;
+	CHECK(strstr(svg, "data-name=\"leaf\"") && strstr(folded, "f2;f1;leaf 3\n") &&
+	      strstr(top, "leaf"));
+cleanup:
+	if (out)
+		fclose(out);
+	free(svg);
+	free(folded);
+	free(top);
+	profile__free(p);
 }
