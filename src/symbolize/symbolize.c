@@ -524,7 +524,9 @@ static void lru_touch(struct symbolizer *s, struct sym_object *o)
 /* Recomputes what o holds in memory and moves the difference into s's account. */
 static void object_account(struct symbolizer *s, struct sym_object *o)
 {
-	uint64_t b = o->heavy ? sym_table__bytes(&o->info.table) + sym_dwarf__bytes(o->dwarf) : 0;
+	uint64_t b = o->heavy ? sym_table__bytes(&o->info.table) + sym_table__bytes(&o->info.data) +
+				    sym_dwarf__bytes(o->dwarf)
+			      : 0;
 
 	s->obj_bytes = s->obj_bytes - o->bytes + b;
 	o->bytes = b;
@@ -534,6 +536,7 @@ static void object_account(struct symbolizer *s, struct sym_object *o)
 static void object_unload(struct symbolizer *s, struct sym_object *o)
 {
 	sym_table__fini(&o->info.table);
+	sym_table__fini(&o->info.data);
 	sym_dwarf__close(o->dwarf);
 	o->dwarf = NULL;
 	o->heavy = false;
@@ -551,8 +554,11 @@ static void debug_symbols(struct symbolizer *s, struct sym_object *o)
 		return;
 	if (sym_elf__load(e, &tmp) == 0 && !tmp.dynsym && tmp.table.n) {
 		sym_table__fini(&o->info.table);
+		sym_table__fini(&o->info.data);
 		o->info.table = tmp.table;
+		o->info.data = tmp.data;
 		memset(&tmp.table, 0, sizeof(tmp.table));
+		memset(&tmp.data, 0, sizeof(tmp.data));
 	} else if (tmp.damaged) {
 		s->stats.dwarf_failures++;
 	}
@@ -951,16 +957,25 @@ char *sym_demangle(const char *sys)
 
 /*
  * The frame from the symbol table, when DWARF gave nothing: its name demangled (once
- * per symbol, kept with the table). 0 or 1 frames.
+ * per symbol, kept with the table). Where no function is, or the function found
+ * starts before a data object in code that holds vaddr (a size-less function whose
+ * end was only guessed as the next function's start, such as crtstuff's), the data
+ * object, as llvm-symbolizer names it. 0 or 1 frames.
  */
 static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_frame *f)
 {
-	long i = sym_table__find(&o->info.table, vaddr);
+	struct sym_table *t = &o->info.table;
+	long i = sym_table__find(t, vaddr), j;
 
+	if (o->info.data.n && (j = sym_table__find(&o->info.data, vaddr)) >= 0 &&
+	    (i < 0 || o->info.data.syms[j].start > t->syms[i].start)) {
+		t = &o->info.data;
+		i = j;
+	}
 	if (i < 0)
 		return 0;
-	f->system_name = o->info.table.names + o->info.table.syms[i].name;
-	f->name = sym_table__shown(&o->info.table, (size_t)i);
+	f->system_name = t->names + t->syms[i].name;
+	f->name = sym_table__shown(t, (size_t)i);
 	f->file = NULL;
 	f->line = 0;
 	f->inlined = false;
