@@ -1015,9 +1015,12 @@ static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object 
 }
 
 /*
- * Frames for vaddr in o into s->scratch, their strings copied into s->scratch_text: the
- * budget may evict o right after, and the result must live until the next call. 0 or
- * -ENOMEM.
+ * Frames for vaddr in o into s->scratch. When the account is over the budget, their
+ * strings are copied into s->scratch_text first: the budget then evicts, perhaps o,
+ * and the result must live until the next call. Under it nothing is evicted, and the
+ * strings borrowed from o's tables live until the next call as they are (copying
+ * them, with a strlen of each raw name in a big string table, was ~6% of the first
+ * sight of a big object). 0 or -ENOMEM.
  */
 static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
 			  const struct sym_result **out)
@@ -1027,6 +1030,12 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 	char *pos, *p;
 	int n = object_lookup(s, o, vaddr, f), err = 0;
 	size_t room = 0, cap = s->scratch_cap;
+
+	if (s->obj_bytes + s->cache_bytes <= s->budget) { /* budget_enforce would do nothing */
+		s->scratch.n = (size_t)n;
+		*out = n ? &s->scratch : &s->unresolved;
+		return 0;
+	}
 
 	/* each string measured once: the names are long, and a big object's raw names
 	 * are read here for the first time (cache misses) */
