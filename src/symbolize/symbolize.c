@@ -887,8 +887,10 @@ static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64
  * libiberty's Rust demangler checks every character before it looks for the hash
  * segment "17h" + 16 hex digits that every legacy Rust name ends with: a scan of the
  * whole name that rejects each C++ name, ~5% of a big C++ binary's first sight. So a
- * _ZN name holding "17h" goes the auto way as before, and any other _Z name straight
- * to the C++ demangler, which is where the auto style would take it after that scan.
+ * _ZN name ending in that segment (and 'E') goes the auto way as before, and any other
+ * _Z name straight to the C++ demangler, which is where the auto style would take it
+ * after that scan. (Looking for "17h" anywhere with strstr was itself ~1%: a C++ name
+ * is long, and strstr slower per byte than strlen.)
  */
 /* Where the C++ demangler writes: a stack buffer, then the heap past it. */
 struct dem_out {
@@ -946,11 +948,19 @@ static char *demangle_cxx(const char *sys)
 	return NULL;
 }
 
+/* Whether a _ZN name ends as legacy Rust names do: "17h", 16 hex digits, 'E'. */
+static bool rust_legacy_tail(const char *sys)
+{
+	size_t n = strlen(sys);
+
+	return n >= 24 && sys[n - 1] == 'E' && !memcmp(sys + n - 20, "17h", 3);
+}
+
 char *sym_demangle(const char *sys)
 {
 	if (!sys || sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R'))
 		return NULL;
-	if (sys[1] == 'Z' && !(sys[2] == 'N' && strstr(sys, "17h")))
+	if (sys[1] == 'Z' && !(sys[2] == 'N' && rust_legacy_tail(sys)))
 		return demangle_cxx(sys);
 	return cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
 }
