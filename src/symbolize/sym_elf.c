@@ -1,7 +1,8 @@
 /*
  * sym_elf: what the symbolizer needs from one ELF file — its GNU build-id, its PT_LOAD
  * segments (to turn file offsets into ELF virtual addresses) and its function symbols
- * (.symtab, else .dynsym) — read once through libelf, copied out, and closed. Of the
+ * (.symtab, else .dynsym; and the data objects that lie in code, in a table apart) —
+ * read once through libelf, copied out, and closed. Of the
  * file, only headers, notes, the one symbol table and its string table are read.
  *
  * Constraints: the file is outside input and may be truncated, corrupt or changed under
