@@ -7,7 +7,9 @@
  * takes), or FILE+0xOFF — a file offset in FILE, what hearth prints for a frame it could
  * not name. Output per address: with -a the address, then per frame (innermost first;
  * only the innermost without --inlines) the function and "file:line", "??" and "??:0"
- * when unknown.
+ * when unknown. --no-inlines prints one frame too, named for the function the code is
+ * physically in (the outermost frame) at the innermost file:line, as llvm-symbolizer
+ * --no-inlines does; addr2line -f names the innermost, our default.
  *
  * Throughput. Once the symbolizer's caches are warm, per-line stdio (getline, strtoull,
  * fputs of ~110 bytes per address) cost more than the lookups. So input is read in
@@ -48,9 +50,17 @@
 /* The unknown answer: function, then file:line. */
 #define UNKNOWN_FRAME "??\n??:0\n"
 
+/* Which frames an answer shows. */
+enum frames_shown {
+	FRAMES_INNERMOST, /* default: the innermost function (addr2line -f) */
+	FRAMES_ALL,	  /* --inlines: every frame, innermost first (addr2line -f -i) */
+	FRAMES_PHYSICAL,  /* --no-inlines: the outermost function, innermost file:line */
+};
+
 struct symbolize_args {
 	const char *obj;
-	bool inlines, addresses, stats;
+	enum frames_shown frames;
+	bool addresses, stats;
 	long passes; /* --timing N: in-process passes, timed on stderr */
 	long cache_mb;
 	double wait_s;
@@ -115,7 +125,8 @@ struct emitter {
 struct symbolize_ctx {
 	struct symbolizer *s;	/* owned by cmd_symbolize */
 	struct sym_object *obj; /* borrowed: --obj, NULL when not given */
-	bool inlines, addresses;
+	enum frames_shown frames;
+	bool addresses;
 	struct text_cache tc;
 	struct sbuf fmt; /* one answer being formatted */
 	struct emitter em;
@@ -135,6 +146,10 @@ static void usage(FILE *f)
 	    "\n"
 	    "      --obj FILE          the object hex addresses belong to\n"
 	    "  -i, --inlines           also the frames inlined at the address (innermost first)\n"
+	    "      --no-inlines        one frame, named for the function the code is in (where\n"
+	    "                          inlined code was inlined to, as llvm-symbolizer\n"
+	    "                          --no-inlines), at the innermost file:line; without\n"
+	    "                          either, the innermost function (as addr2line -f)\n"
 	    "  -a, --addresses         print each address before its frames\n"
 	    "      --symbol-cache-mb N byte budget of symbol tables, DWARF and the address\n"
 	    "                          caches (a quarter of it for formatted answers),\n"
@@ -151,7 +166,7 @@ static void usage(FILE *f)
 	    "Exit status: 0 on success, 1 when an object cannot be read, 2 for a bad option.\n",
 	    SYM_DEFAULT_CACHE_MB);
 }
-enum { OPT_OBJ = 256, OPT_CACHE, OPT_WAIT, OPT_STATS, OPT_TIMING };
+enum { OPT_OBJ = 256, OPT_NO_INLINES, OPT_CACHE, OPT_WAIT, OPT_STATS, OPT_TIMING };
 
 /* 0, or EXIT_USAGE after saying why; -1 for --help. */
 static int parse_args(int argc, char **argv, struct symbolize_args *a)
@@ -159,6 +174,7 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 	static const struct option opts[] = {
 	    {"obj", required_argument, NULL, OPT_OBJ},
 	    {"inlines", no_argument, NULL, 'i'},
+	    {"no-inlines", no_argument, NULL, OPT_NO_INLINES},
 	    {"addresses", no_argument, NULL, 'a'},
 	    {"symbol-cache-mb", required_argument, NULL, OPT_CACHE},
 	    {"debuginfod-wait", required_argument, NULL, OPT_WAIT},
@@ -177,7 +193,10 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 			a->obj = optarg;
 			break;
 		case 'i':
-			a->inlines = true;
+			a->frames = FRAMES_ALL;
+			break;
+		case OPT_NO_INLINES:
+			a->frames = FRAMES_PHYSICAL;
 			break;
 		case 'a':
 			a->addresses = true;
@@ -304,13 +323,23 @@ static void put_dec(struct sbuf *b, uint64_t v)
 }
 
 /* "name\nfile:line\n" per frame shown ("??\n??:0\n" when none). 0 or -ENOMEM. */
-static int put_frames(struct sbuf *b, const struct sym_result *r, bool inlines)
+static int put_frames(struct sbuf *b, const struct sym_result *r, enum frames_shown shown)
 {
-	size_t n = inlines ? r->n : (r->n ? 1 : 0), room = sizeof(UNKNOWN_FRAME);
+	size_t n = shown == FRAMES_ALL ? r->n : (r->n ? 1 : 0), room = sizeof(UNKNOWN_FRAME);
 	size_t name_len[SYM_MAX_FRAMES], file_len[SYM_MAX_FRAMES];
+	struct sym_frame phys;
+	const struct sym_frame *frames = r->frames;
 
+	if (shown == FRAMES_PHYSICAL && r->n > 1) {
+		/* the outermost function's name at the innermost frame's file:line */
+		phys = r->frames[0];
+		phys.name = r->frames[r->n - 1].name;
+		phys.system_name = r->frames[r->n - 1].system_name;
+		phys.inlined = false;
+		frames = &phys;
+	}
 	for (size_t i = 0; i < n; i++) {
-		const struct sym_frame *f = &r->frames[i];
+		const struct sym_frame *f = &frames[i];
 
 		name_len[i] = strlen(f->name);
 		file_len[i] = f->file ? strlen(f->file) : 2;
@@ -321,7 +350,7 @@ static int put_frames(struct sbuf *b, const struct sym_result *r, bool inlines)
 	if (!n)
 		sbuf_put(b, UNKNOWN_FRAME, sizeof(UNKNOWN_FRAME) - 1);
 	for (size_t i = 0; i < n; i++) {
-		const struct sym_frame *f = &r->frames[i];
+		const struct sym_frame *f = &frames[i];
 
 		sbuf_put(b, f->name, name_len[i]);
 		b->p[b->len++] = '\n';
@@ -601,7 +630,7 @@ static int frames_of(struct symbolize_ctx *c, struct sym_object *o, uint64_t v, 
 	c->fmt.len = 0;
 	if (c->addresses && !sbuf_reserve(&c->fmt, 19))
 		put_address(&c->fmt, v);
-	if ((c->addresses && !c->fmt.len) || put_frames(&c->fmt, r, c->inlines))
+	if ((c->addresses && !c->fmt.len) || put_frames(&c->fmt, r, c->frames))
 		return -ENOMEM;
 	len = c->fmt.len;
 	/* An object whose debug info is still on its way may answer better later. */
@@ -979,7 +1008,7 @@ int cmd_symbolize(int argc, char **argv)
 		return 1;
 	}
 	budget = (uint64_t)a.cache_mb << 20;
-	c.inlines = a.inlines;
+	c.frames = a.frames;
 	c.addresses = a.addresses;
 	c.tc.budget = (size_t)(budget / 4);
 	c.tc.n_recs = 1;

@@ -1,7 +1,8 @@
 /*
  * sym_elf: what the symbolizer needs from one ELF file — its GNU build-id, its PT_LOAD
  * segments (to turn file offsets into ELF virtual addresses) and its function symbols
- * (.symtab, else .dynsym) — read once through libelf, copied out, and closed. Of the
+ * (.symtab, else .dynsym; and the data objects that lie in code, in a table apart) —
+ * read once through libelf, copied out, and closed. Of the
  * file, only headers, notes, the one symbol table and its string table are read.
  *
  * Constraints: the file is outside input and may be truncated, corrupt or changed under
@@ -208,12 +209,21 @@ static int load_segments(struct sym_elf *e, struct sym_elf_info *info)
 	return 0;
 }
 
-static bool keep_symbol(const GElf_Sym *s)
+/* What a symbol is to us: a function, a data object (kept when it lies in code), or
+ * neither (undefined, absolute, at 0, another type). */
+enum sym_kind { SYM_SKIP, SYM_FUNCTION, SYM_OBJECT };
+
+static enum sym_kind symbol_kind(const GElf_Sym *s)
 {
 	int type = GELF_ST_TYPE(s->st_info);
 
-	return (type == STT_FUNC || type == STT_GNU_IFUNC) && s->st_shndx != SHN_UNDEF &&
-	       s->st_value != 0;
+	if (s->st_shndx == SHN_UNDEF || s->st_value == 0)
+		return SYM_SKIP;
+	if (type == STT_FUNC || type == STT_GNU_IFUNC)
+		return SYM_FUNCTION;
+	/* a data object needs its size: it says which addresses are in it */
+	return type == STT_OBJECT && s->st_size && s->st_shndx < SHN_LORESERVE ? SYM_OBJECT
+									       : SYM_SKIP;
 }
 
 static uint8_t symbol_rank(const GElf_Sym *s)
@@ -226,15 +236,20 @@ static uint8_t symbol_rank(const GElf_Sym *s)
 	return rank + (s->st_size ? SYM_RANK_SIZED : 0);
 }
 
-/* End vaddr of the section holding s, which no symbol of it may pass; unknown: max. */
-static uint64_t section_end(struct sym_elf *e, const GElf_Sym *s)
+/*
+ * End vaddr of the section holding s, which no symbol of it may pass (unknown: max),
+ * and into *exec whether that section holds code (SHF_EXECINSTR).
+ */
+static uint64_t section_end(struct sym_elf *e, const GElf_Sym *s, bool *exec)
 {
 	Elf_Scn *scn;
 	GElf_Shdr sh;
 
+	*exec = false;
 	if (s->st_shndx >= SHN_LORESERVE || !(scn = elf_getscn(e->elf, s->st_shndx)) ||
 	    !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
 		return UINT64_MAX;
+	*exec = (sh.sh_flags & SHF_EXECINSTR) != 0;
 	return sh.sh_addr > UINT64_MAX - sh.sh_size ? UINT64_MAX : sh.sh_addr + sh.sh_size;
 }
 
@@ -278,10 +293,13 @@ static int read_strtab(struct sym_elf *e, size_t idx, char **names, size_t *len)
 }
 
 /*
- * Function symbols of one symbol table section into b. 0, -ENOMEM or -ENOEXEC. Names
- * stay offsets into the string table (adopted by b): none is read or copied here.
+ * Function symbols of one symbol table section into b, data objects in executable
+ * sections into db. 0, -ENOMEM or -ENOEXEC. Functions' names stay offsets into the
+ * string table (adopted by b): none is read or copied here; the few objects' names
+ * are copied into db.
  */
-static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct sym_builder *b)
+static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct sym_builder *b,
+		       struct sym_builder *db)
 {
 	Elf_Data *d;
 	GElf_Sym sym;
@@ -300,32 +318,39 @@ static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, str
 		return err;
 	/* Entry 0 is the reserved undefined symbol; gelf_getsym bounds-checks the index. */
 	for (int i = 1; gelf_getsym(d, i, &sym); i++) {
+		enum sym_kind kind = symbol_kind(&sym);
 		struct sym_raw r;
+		bool exec;
 
 		/* an offset past the table, or the empty name: no name to show */
-		if (!keep_symbol(&sym) || sym.st_name >= len - 1 || !names[sym.st_name])
+		if (kind == SYM_SKIP || sym.st_name >= len - 1 || !names[sym.st_name])
 			continue;
 		r = (struct sym_raw){.start = sym.st_value,
 				     .size = sym.st_size,
-				     .bound = section_end(e, &sym),
+				     .bound = section_end(e, &sym, &exec),
 				     .region = sym.st_shndx,
 				     .name = sym.st_name,
 				     .rank = symbol_rank(&sym)};
-		if ((err = sym_builder__add_at(b, &r)))
+		if (kind == SYM_FUNCTION)
+			err = sym_builder__add_at(b, &r);
+		else /* data in code (constant tables of hand-written assembly), else none */
+			err = exec ? sym_builder__add(db, &r, names + sym.st_name, NULL) : 0;
+		if (err)
 			return err;
 	}
 	return 0;
 }
 
 /* Symbols of the first section of this type. 0, -ENOENT (none), -ENOMEM, -ENOEXEC. */
-static int load_symbols_of(struct sym_elf *e, Elf64_Word type, struct sym_builder *b)
+static int load_symbols_of(struct sym_elf *e, Elf64_Word type, struct sym_builder *b,
+			   struct sym_builder *db)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 
 	while ((scn = elf_nextscn(e->elf, scn)))
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
-			return load_symtab(e, scn, &sh, b);
+			return load_symtab(e, scn, &sh, b, db);
 	return -ENOENT;
 }
 
@@ -335,15 +360,16 @@ static int load_symbols_of(struct sym_elf *e, Elf64_Word type, struct sym_builde
  */
 static int load_symbols(struct sym_elf *e, struct sym_elf_info *info)
 {
-	struct sym_builder b = {0};
-	int err = load_symbols_of(e, SHT_SYMTAB, &b), dyn_err;
+	struct sym_builder b = {0}, db = {0};
+	int err = load_symbols_of(e, SHT_SYMTAB, &b, &db), dyn_err;
 
 	if (err == -ENOMEM)
 		goto cleanup;
 	if (err || b.n == 0) {
 		sym_builder__fini(&b);
+		sym_builder__fini(&db);
 		info->dynsym = true;
-		dyn_err = load_symbols_of(e, SHT_DYNSYM, &b);
+		dyn_err = load_symbols_of(e, SHT_DYNSYM, &b, &db);
 		info->damaged = err == -ENOEXEC || dyn_err == -ENOEXEC;
 		if (dyn_err == -ENOMEM || (dyn_err == -ENOEXEC && err == -ENOEXEC) ||
 		    (dyn_err == -ENOEXEC && err == -ENOENT)) {
@@ -351,9 +377,12 @@ static int load_symbols(struct sym_elf *e, struct sym_elf_info *info)
 			goto cleanup;
 		}
 	}
+	if ((err = sym_builder__finish(&db, &info->data)))
+		goto cleanup;
 	return sym_builder__finish(&b, &info->table);
 cleanup:
 	sym_builder__fini(&b);
+	sym_builder__fini(&db);
 	return err;
 }
 
@@ -374,6 +403,7 @@ void sym_elf_info__fini(struct sym_elf_info *info)
 	info->damaged = false;
 	info->dynsym = false;
 	sym_table__fini(&info->table);
+	sym_table__fini(&info->data);
 }
 
 /*

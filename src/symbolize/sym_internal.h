@@ -126,6 +126,10 @@ struct sym_elf_info {
 	struct sym_segment *segs;
 	size_t n_segs;
 	struct sym_table table;
+	/* data objects (STT_OBJECT) in executable sections, such as the constant tables of
+	 * hand-written assembly: named only where no function of table is (what
+	 * llvm-symbolizer shows there); a sampled PC never lands in them */
+	struct sym_table data;
 	bool damaged; /* a symbol table was unreadable; what could be read is kept */
 	bool dynsym;  /* the table came from .dynsym (no .symtab functions) */
 };

@@ -1,6 +1,7 @@
 /*
  * sym_table: a sorted array of function symbols searched by address, built once per
- * object (or once for the kernel) and never changed after.
+ * object (or once for the kernel) and never changed after. (An object's data symbols
+ * that lie in code make a second, small one: sym_elf_info.data.)
  *
  * Constraint: lookups are the hot path and tables can hold millions of symbols across
  * a system, so an entry is 24 bytes with names as offsets into one blob per table, and

@@ -524,7 +524,9 @@ static void lru_touch(struct symbolizer *s, struct sym_object *o)
 /* Recomputes what o holds in memory and moves the difference into s's account. */
 static void object_account(struct symbolizer *s, struct sym_object *o)
 {
-	uint64_t b = o->heavy ? sym_table__bytes(&o->info.table) + sym_dwarf__bytes(o->dwarf) : 0;
+	uint64_t b = o->heavy ? sym_table__bytes(&o->info.table) + sym_table__bytes(&o->info.data) +
+				    sym_dwarf__bytes(o->dwarf)
+			      : 0;
 
 	s->obj_bytes = s->obj_bytes - o->bytes + b;
 	o->bytes = b;
@@ -534,6 +536,7 @@ static void object_account(struct symbolizer *s, struct sym_object *o)
 static void object_unload(struct symbolizer *s, struct sym_object *o)
 {
 	sym_table__fini(&o->info.table);
+	sym_table__fini(&o->info.data);
 	sym_dwarf__close(o->dwarf);
 	o->dwarf = NULL;
 	o->heavy = false;
@@ -551,8 +554,11 @@ static void debug_symbols(struct symbolizer *s, struct sym_object *o)
 		return;
 	if (sym_elf__load(e, &tmp) == 0 && !tmp.dynsym && tmp.table.n) {
 		sym_table__fini(&o->info.table);
+		sym_table__fini(&o->info.data);
 		o->info.table = tmp.table;
+		o->info.data = tmp.data;
 		memset(&tmp.table, 0, sizeof(tmp.table));
+		memset(&tmp.data, 0, sizeof(tmp.data));
 	} else if (tmp.damaged) {
 		s->stats.dwarf_failures++;
 	}
@@ -881,8 +887,10 @@ static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64
  * libiberty's Rust demangler checks every character before it looks for the hash
  * segment "17h" + 16 hex digits that every legacy Rust name ends with: a scan of the
  * whole name that rejects each C++ name, ~5% of a big C++ binary's first sight. So a
- * _ZN name holding "17h" goes the auto way as before, and any other _Z name straight
- * to the C++ demangler, which is where the auto style would take it after that scan.
+ * _ZN name ending in that segment (and 'E') goes the auto way as before, and any other
+ * _Z name straight to the C++ demangler, which is where the auto style would take it
+ * after that scan. (Looking for "17h" anywhere with strstr was itself ~1%: a C++ name
+ * is long, and strstr slower per byte than strlen.)
  */
 /* Where the C++ demangler writes: a stack buffer, then the heap past it. */
 struct dem_out {
@@ -940,27 +948,44 @@ static char *demangle_cxx(const char *sys)
 	return NULL;
 }
 
+/* Whether a _ZN name ends as legacy Rust names do: "17h", 16 hex digits, 'E'. */
+static bool rust_legacy_tail(const char *sys)
+{
+	size_t n = strlen(sys);
+
+	return n >= 24 && sys[n - 1] == 'E' && !memcmp(sys + n - 20, "17h", 3);
+}
+
 char *sym_demangle(const char *sys)
 {
 	if (!sys || sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R'))
 		return NULL;
-	if (sys[1] == 'Z' && !(sys[2] == 'N' && strstr(sys, "17h")))
+	if (sys[1] == 'Z' && !(sys[2] == 'N' && rust_legacy_tail(sys)))
 		return demangle_cxx(sys);
 	return cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
 }
 
 /*
  * The frame from the symbol table, when DWARF gave nothing: its name demangled (once
- * per symbol, kept with the table). 0 or 1 frames.
+ * per symbol, kept with the table). Where no function is, or the function found
+ * starts before a data object in code that holds vaddr (a size-less function whose
+ * end was only guessed as the next function's start, such as crtstuff's), the data
+ * object, as llvm-symbolizer names it. 0 or 1 frames.
  */
 static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_frame *f)
 {
-	long i = sym_table__find(&o->info.table, vaddr);
+	struct sym_table *t = &o->info.table;
+	long i = sym_table__find(t, vaddr), j;
 
+	if (o->info.data.n && (j = sym_table__find(&o->info.data, vaddr)) >= 0 &&
+	    (i < 0 || o->info.data.syms[j].start > t->syms[i].start)) {
+		t = &o->info.data;
+		i = j;
+	}
 	if (i < 0)
 		return 0;
-	f->system_name = o->info.table.names + o->info.table.syms[i].name;
-	f->name = sym_table__shown(&o->info.table, (size_t)i);
+	f->system_name = t->names + t->syms[i].name;
+	f->name = sym_table__shown(t, (size_t)i);
 	f->file = NULL;
 	f->line = 0;
 	f->inlined = false;
@@ -1000,9 +1025,12 @@ static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object 
 }
 
 /*
- * Frames for vaddr in o into s->scratch, their strings copied into s->scratch_text: the
- * budget may evict o right after, and the result must live until the next call. 0 or
- * -ENOMEM.
+ * Frames for vaddr in o into s->scratch. When the account is over the budget, their
+ * strings are copied into s->scratch_text first: the budget then evicts, perhaps o,
+ * and the result must live until the next call. Under it nothing is evicted, and the
+ * strings borrowed from o's tables live until the next call as they are (copying
+ * them, with a strlen of each raw name in a big string table, was ~6% of the first
+ * sight of a big object). 0 or -ENOMEM.
  */
 static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
 			  const struct sym_result **out)
@@ -1012,6 +1040,12 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 	char *pos, *p;
 	int n = object_lookup(s, o, vaddr, f), err = 0;
 	size_t room = 0, cap = s->scratch_cap;
+
+	if (s->obj_bytes + s->cache_bytes <= s->budget) { /* budget_enforce would do nothing */
+		s->scratch.n = (size_t)n;
+		*out = n ? &s->scratch : &s->unresolved;
+		return 0;
+	}
 
 	/* each string measured once: the names are long, and a big object's raw names
 	 * are read here for the first time (cache misses) */

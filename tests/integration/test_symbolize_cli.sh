@@ -35,6 +35,30 @@ else
 	fail inlined_frame_file_line "no inl_mix;inl_hot pair with lines: $(head -12 "$T/inl.out")"
 fi
 
+# 1b. --no-inlines names the function the code physically is in (llvm-symbolizer
+#     --no-inlines): the outermost frame's name, with the line-table file:line of the
+#     innermost, one frame per address. Compared with --inlines on the same addresses.
+sym --obj "$W/inlined" --no-inlines -a < "$T/inl.addrs" > "$T/phys.out"
+# per address: with --inlines the innermost file:line and the outermost name; with
+# --no-inlines the one frame. They must be equal, frame for frame.
+awk '/^0x/ { a = $0; k = 0; next }
+	FILENAME == ARGV[1] { if (k == 1) line[a] = $0; if (k % 2 == 0) outer[a] = $0; k++; next }
+	{ if (k == 0) name[a] = $0; if (k == 1) pl[a] = $0; cnt[a] = ++k }
+	END {
+		for (a in name) {
+			if (cnt[a] != 2 || name[a] != outer[a] || pl[a] != line[a]) { bad++; continue }
+			ok++
+		}
+		print ok + 0, bad + 0
+	}' "$T/inl.out" "$T/phys.out" > "$T/phys.ok"
+inl_in=$(awk '/^0x/ { getline f; if (f == "inl_mix") n++ } END { print n + 0 }' "$T/inl.out")
+if [ "$inl_in" -gt 0 ] && [ "$(cat "$T/phys.ok")" = "$(wc -l < "$T/inl.addrs") 0" ] &&
+	! grep -q inl_mix "$T/phys.out" && [ "$(grep -c '^0x' "$T/phys.out")" = "$(wc -l < "$T/inl.addrs")" ]; then
+	pass "no_inlines_physical_function: $inl_in addresses inlined from inl_mix named inl_hot, at the innermost file:line"
+else
+	fail no_inlines_physical_function "$(cat "$T/phys.ok"); $(head -6 "$T/phys.out" | tr '\n' ' ')"
+fi
+
 # 2. Stripped binary, debug file under <debug root>/.build-id/xx/rest.debug: same names
 #    and lines as the unstripped one. The real /usr/lib/debug is used when we are root.
 bid=$(readelf -n "$W/inlined" | awk '/Build ID/ { print $3 }')

@@ -1117,3 +1117,41 @@ TEST(objects_released_with_their_last_process)
 cleanup:
 	symbolizer__free(s);
 }
+
+/* A table of constants inside .text, as OpenSSL's perlasm writes them (an STT_OBJECT
+ * symbol in an executable section), between two functions; and a data object in .data. */
+static const char text_data_src[] =
+    "__attribute__((noinline)) int td_before(int x) { volatile int v = x; return v * 5; }\n"
+    "__asm__(\".text\\n.p2align 6\\n.type td_table, @object\\n.size td_table, 256\\n"
+    "td_table:\\n.fill 256, 1, 0x5a\\n\");\n"
+    "__attribute__((noinline)) int td_after(int x) { volatile int v = x; return v * 7; }\n"
+    "int td_data[64] = {1};\n";
+
+/* llvm-symbolizer names an address in a data table inside .text by the table's symbol;
+ * so does hearth, but only where no function covers the address, and only for objects
+ * in executable sections (data in .data stays unnamed: no code runs there). */
+TEST(data_object_in_text_named_after_functions)
+{
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	struct sym_object *o;
+	char src[256], lib[256];
+	uint64_t off, size;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/textdata.c", unit_tmp_dir());
+	snprintf(lib, sizeof(lib), "%s/libtextdata.so", unit_tmp_dir());
+	CHECK(s && (f = fopen(src, "w")));
+	CHECK(fputs(text_data_src, f) >= 0 && fclose(f) == 0);
+	CHECK(sh("gcc -O2 -shared -fPIC -o '%s' '%s'", lib, src) == 0);
+	CHECK((o = object_of(s, lib)));
+	CHECK(symbol_file_off(lib, "td_table", &off, &size, NULL) == 0 && size == 256);
+	CHECK(resolves_to(s, o, off, "td_table"));
+	CHECK(resolves_to(s, o, off + 100, "td_table"));
+	CHECK(resolves_to(s, o, off + 255, "td_table"));
+	CHECK(function_resolves(s, lib, "td_before"));
+	CHECK(function_resolves(s, lib, "td_after"));
+	CHECK(symbol_file_off(lib, "td_data", &off, &size, NULL) == 0 && size == 256);
+	CHECK(resolves_nothing(s, o, off + 8));
+cleanup:
+	symbolizer__free(s);
+}
