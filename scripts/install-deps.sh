@@ -11,7 +11,7 @@ BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev libdebug
 # Tests and benchmarks: real clients and peers (go tool pprof, chromium, perf),
 # sanitizer and fuzzer runtimes, workload tool chains.
 TEST_PKGS=(golang-go chromium linux-perf libclang-rt-14-dev g++ procps psmisc time util-linux
-	debuginfod elfutils binutils curl python3 libxml2-utils jq pngquant sqlite3)
+	debuginfod elfutils binutils curl python3 libxml2-utils jq pngquant sqlite3 bpftrace gzip)
 # Node.js and npm may come from another source (with npm bundled, where Debian's
 # npm package would conflict): install Debian's only when the commands are missing.
 NODE_PKGS=(nodejs npm)
