@@ -6,18 +6,23 @@
 . "$(dirname "$0")/lib.sh"
 command -v debuginfod > /dev/null || { skip debuginfod "debuginfod is not installed"; finish; }
 
-port=$((20000 + RANDOM % 20000))
 mkdir -p "$T/srv" "$T/cache"
 cp "$W/inlined.debug" "$T/srv/"
 objcopy --strip-all "$W/inlined" "$T/prog" # no debuglink: only the build-id leads there
 bid=$(readelf -n "$W/inlined" | awk '/Build ID/ { print $3 }')
-# bounded lifetime: killed at exit by lib.sh, and by timeout at worst
-timeout 120 debuginfod -p "$port" -d "$T/db.sqlite" -F "$T/srv" -t 1 -g 0 > "$T/srv.log" 2>&1 &
-BG_PIDS+=($!)
-url=http://127.0.0.1:$port
-for _ in $(seq 100); do
-	curl -sf -o /dev/null "$url/buildid/$bid/debuginfo" && break
-	sleep 0.2
+# debuginfod takes a port number, not 0: pick one below the ephemeral range, and
+# another when that one is taken (a listener or a connection of someone else).
+for attempt in 1 2 3 4 5; do
+	port=$((20000 + RANDOM % 12000))
+	# bounded lifetime: killed at exit by lib.sh, and by timeout at worst
+	timeout 120 debuginfod -p "$port" -d "$T/db.sqlite" -F "$T/srv" -t 1 -g 0 > "$T/srv.log" 2>&1 &
+	BG_PIDS+=($!)
+	url=http://127.0.0.1:$port
+	for _ in $(seq 100); do
+		curl -sf -o /dev/null "$url/buildid/$bid/debuginfo" && break 2
+		grep -q "Address already in use" "$T/srv.log" && break
+		sleep 0.2
+	done
 done
 curl -sf -o /dev/null "$url/buildid/$bid/debuginfo" || { fail debuginfod_server "did not serve $bid: $(tail -3 "$T/srv.log")"; finish; }
 
