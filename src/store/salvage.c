@@ -15,7 +15,6 @@
  */
 #include "store_impl.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,18 +133,6 @@ static void finalize_copier(struct copier *c)
 	c->fwd = c->back = c->ins = NULL;
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Creates the new store's schema (store__open does) and opens it raw. */
 static int open_new(const char *to_dir, sqlite3 **to, char *err, size_t errlen)
@@ -159,14 +146,14 @@ static int open_new(const char *to_dir, sqlite3 **to, char *err, size_t errlen)
 	if (asprintf(&path, "%s/hearth.db", to_dir) < 0)
 		return -ENOMEM;
 	if (!stat(path, &sb)) {
-		set_err(err, errlen, "%s already exists: give an empty or new directory", path);
+		store_set_err(err, errlen, "%s already exists: give an empty or new directory", path);
 		free(path);
 		return -EEXIST;
 	}
 	e = store__open(to_dir, &o, &s, err, errlen);
 	store__close(s);
 	if (!e && sqlite3_open_v2(path, to, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(*to));
+		store_set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(*to));
 		e = -EIO;
 	}
 	free(path);
@@ -186,13 +173,13 @@ int store__salvage(const char *dir, const char *to_dir, struct store_salvage_res
 	if (asprintf(&path, "%s/hearth.db", dir) < 0)
 		return -ENOMEM;
 	if (access(path, R_OK)) {
-		set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		store_set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
 		free(path);
 		return -ENOENT;
 	}
 	/* read-only: the damaged file (and its WAL) stay as they are */
 	if (sqlite3_open_v2(path, &c.from, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(c.from));
+		store_set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(c.from));
 		e = -EIO;
 	}
 	e = e ?: open_new(to_dir, &c.to, err, errlen);
@@ -223,7 +210,7 @@ int store__salvage(const char *dir, const char *to_dir, struct store_salvage_res
 	if (!e && sqlite3_exec(c.to, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		e = -EIO;
 	if (e && c.to && err && !*err)
-		set_err(err, errlen, "%s/hearth.db: %s", to_dir, sqlite3_errmsg(c.to));
+		store_set_err(err, errlen, "%s/hearth.db: %s", to_dir, sqlite3_errmsg(c.to));
 	finalize_copier(&c);
 	sqlite3_close(c.from);
 	sqlite3_close(c.to);

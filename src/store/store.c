@@ -24,9 +24,7 @@ const char *const store_tab_names[STORE_N_TABS] = {
     "strings", "mappings", "functions", "locations", "stacks", "series", "series_stacks",
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+void store_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -43,7 +41,7 @@ int store_exec(struct store *s, const char *sql, char *err, size_t errlen)
 
 	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) == SQLITE_OK)
 		return 0;
-	set_err(err, errlen, "%s: %s", s->path, msg ? msg : "SQLite error");
+	store_set_err(err, errlen, "%s: %s", s->path, msg ? msg : "SQLite error");
 	sqlite3_free(msg);
 	return -EIO;
 }
@@ -108,7 +106,7 @@ static int load_tab(struct store *s, int t, char *err, size_t errlen)
 		/* ids ascend; a gap is an id the garbage collection freed */
 		e = id < 1 ? -EINVAL : store_itab__load(tab, (uint64_t)id, k ? k : "", (size_t)len);
 		if (e == -EINVAL) {
-			set_err(err, errlen, "%s: table %s is corrupt near id %lld", s->path,
+			store_set_err(err, errlen, "%s: table %s is corrupt near id %lld", s->path,
 				store_tab_names[t], (long long)id);
 			e = -EIO;
 		}
@@ -165,7 +163,7 @@ static int open_db(struct store *s, char *err, size_t errlen)
 
 	if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
 	    SQLITE_OK) {
-		set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+		store_set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
 		return -EIO;
 	}
 	sqlite3_busy_timeout(s->db, 5000);
@@ -177,7 +175,7 @@ static int open_db(struct store *s, char *err, size_t errlen)
 	if (e)
 		return e;
 	if (query_int(s, "SELECT v FROM meta WHERE k='version'") != STORE_SCHEMA_VERSION) {
-		set_err(err, errlen, "%s: unknown store version (want %d)", s->path,
+		store_set_err(err, errlen, "%s: unknown store version (want %d)", s->path,
 			STORE_SCHEMA_VERSION);
 		return -EIO;
 	}
@@ -185,24 +183,24 @@ static int open_db(struct store *s, char *err, size_t errlen)
 		e = load_tab(s, t, err, errlen);
 		if (e) {
 			if (e == -EIO && err && !*err)
-				set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+				store_set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
 			return e;
 		}
 	}
 	if (store_local_load(s)) {
-		set_err(err, errlen, "%s: table series_stacks is corrupt", s->path);
+		store_set_err(err, errlen, "%s: table series_stacks is corrupt", s->path);
 		return -EIO;
 	}
 	s->salvaged = query_int(s, "SELECT count(*) FROM meta WHERE k='salvaged'") > 0;
 	e = store_check_refs(s);
 	if (e < 0) {
-		set_err(err, errlen, "%s: %s", s->path,
+		store_set_err(err, errlen, "%s: %s", s->path,
 			e == -EIO ? sqlite3_errmsg(s->db) : strerror(-e));
 		return e;
 	}
 	load_stats(s);
 	if (prepare_all(s)) {
-		set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+		store_set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
 		return -EIO;
 	}
 	return 0;
@@ -251,11 +249,11 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 	if (err && errlen)
 		*err = 0;
 	if (mkdir(dir, 0755) && errno != EEXIST) {
-		set_err(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		store_set_err(err, errlen, "cannot create %s: %s", dir, strerror(errno));
 		return -errno;
 	}
 	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
-		set_err(err, errlen, "%s is not a directory", dir);
+		store_set_err(err, errlen, "%s is not a directory", dir);
 		return -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));

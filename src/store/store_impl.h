@@ -275,6 +275,10 @@ struct store_append_ctx {
 };
 
 /* a + b clamped to the int64 range (a crafted profile may sum past it). */
+/* Writes one formatted sentence into err (NULL or errlen 0: nothing). */
+void store_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 static inline int64_t store_sat_add(int64_t a, int64_t b)
 {
 	int64_t r;
