@@ -83,11 +83,11 @@ static int names_add(struct sym_builder *b, const char *s, uint32_t *off)
 	return 0;
 }
 
-int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char *name,
-		     const char *display)
+/* Room for one more symbol: 1, 0 when the table is full (the symbol is skipped),
+ * or -ENOMEM. */
+static int room_for_one(struct sym_builder *b)
 {
-	struct sym_raw raw = *r, *arr;
-	int err;
+	struct sym_raw *arr;
 
 	if (b->n >= SYM_MAX_SYMBOLS)
 		return 0;
@@ -95,6 +95,17 @@ int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char 
 	if (!arr)
 		return -ENOMEM;
 	b->raw = arr;
+	return 1;
+}
+
+int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char *name,
+		     const char *display)
+{
+	struct sym_raw raw = *r;
+	int err = room_for_one(b);
+
+	if (err <= 0)
+		return err;
 	raw.name = raw.display = SYM_NO_NAME;
 	if (name) {
 		if ((err = names_add(b, name, &raw.name)))
@@ -133,14 +144,10 @@ int sym_builder__reserve(struct sym_builder *b, size_t n)
 
 int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r)
 {
-	struct sym_raw *arr;
+	int room = room_for_one(b);
 
-	if (b->n >= SYM_MAX_SYMBOLS)
-		return 0;
-	arr = sym_grow(b->raw, &b->cap, b->n + 1, sizeof(*arr));
-	if (!arr)
-		return -ENOMEM;
-	b->raw = arr;
+	if (room <= 0)
+		return room;
 	b->raw[b->n] = *r;
 	b->raw[b->n++].display = r->name;
 	return 0;
