@@ -67,12 +67,15 @@ static int append_wire(struct store *s, const struct profile *p, char *err, size
 	return e;
 }
 
-static int ingest(struct store *s, int64_t start, long n)
+/* Appends profiles 0..n-1 made by `make`, printing "ACK i" after each one the store
+ * took; with `maintain`, runs maintenance (retention, GC) at each profile's hour. */
+static int append_all(struct store *s, int64_t start, long n,
+		      struct profile *(*make_one)(int64_t, long), bool maintain)
 {
 	char err[256];
 
 	for (long i = 0; i < n; i++) {
-		struct profile *p = make(start, i);
+		struct profile *p = make_one(start, i);
 		int e = p ? append_wire(s, p, err, sizeof(err)) : -ENOMEM;
 
 		profile__free(p);
@@ -82,6 +85,11 @@ static int ingest(struct store *s, int64_t start, long n)
 		}
 		printf("ACK %ld\n", i);
 		fflush(stdout);
+		e = maintain ? store__maintain(s, (start + 3600 * i + 1) * S, NULL) : 0;
+		if (e) {
+			fprintf(stderr, "maintain after %ld: %s\n", i, strerror(-e));
+			return 1;
+		}
 	}
 	return 0;
 }
@@ -111,30 +119,6 @@ static struct profile *make_churn(int64_t start, long i)
 		return NULL;
 	}
 	return p;
-}
-
-static int churn(struct store *s, int64_t start, long n)
-{
-	char err[256];
-
-	for (long i = 0; i < n; i++) {
-		struct profile *p = make_churn(start, i);
-		int e = p ? append_wire(s, p, err, sizeof(err)) : -ENOMEM;
-
-		profile__free(p);
-		if (e) {
-			fprintf(stderr, "append %ld: %s\n", i, err);
-			return 1;
-		}
-		printf("ACK %ld\n", i);
-		fflush(stdout);
-		e = store__maintain(s, (start + 3600 * i + 1) * S, NULL);
-		if (e) {
-			fprintf(stderr, "maintain after %ld: %s\n", i, strerror(-e));
-			return 1;
-		}
-	}
-	return 0;
 }
 
 /* Total samples of pid's process in the hour of profile i. */
@@ -238,11 +222,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!strcmp(argv[1], "ingest"))
-		rc = ingest(s, atoll(argv[3]), atol(argv[4]));
+		rc = append_all(s, atoll(argv[3]), atol(argv[4]), make, false);
 	else if (!strcmp(argv[1], "verify"))
 		rc = verify(s, atoll(argv[3]), atol(argv[4]));
 	else if (!strcmp(argv[1], "churn"))
-		rc = churn(s, atoll(argv[3]), atol(argv[4]));
+		rc = append_all(s, atoll(argv[3]), atol(argv[4]), make_churn, true);
 	else
 		rc = churn_verify(s, atoll(argv[3]), atol(argv[4]));
 	store__close(s);
