@@ -30,7 +30,9 @@ count() { # name, output file, exit code
 	fi
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 	grep -E '^(FAIL|SKIP) ' "$out" | sed "s|^|  [$name] |"
-	[ "$f" -gt 0 ] && failures+=("$name: see $out")
+	# the summary repeats why (CI shows only the end of the output)
+	[ "$f" -gt 0 ] && failures+=("$name: see $out
+$(grep '^FAIL ' "$out" | head -5 | cut -c1-400 | sed 's/^/    /')")
 	return 0
 }
 

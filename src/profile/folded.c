@@ -27,7 +27,7 @@ struct folded_line {
 };
 
 /* Appends name made safe for folded output (see the file comment). */
-static void append_safe(struct profile_sbuf *b, const char *name)
+static void append_safe(struct base_sbuf *b, const char *name)
 {
 	size_t start = b->len;
 
@@ -40,12 +40,12 @@ static void append_safe(struct profile_sbuf *b, const char *name)
 			out = ':';
 		else if (*c < 0x20 || *c == 0x7f)
 			out = '_';
-		profile_sbuf__append(b, &out, 1);
+		base_sbuf__append(b, &out, 1);
 	}
 	while (!b->err && b->len > start && (b->s[b->len - 1] == ' ' || b->s[b->len - 1] == '\t'))
 		b->s[--b->len] = '\0';
 	if (b->len == start)
-		profile_sbuf__puts(b, "??");
+		base_sbuf__puts(b, "??");
 }
 
 /* The string label "process" of a sample, NULL when absent. */
@@ -59,7 +59,7 @@ static const char *process_label(const struct profile_sample *s)
 
 /* Appends one sample's stack, root first, frames separated by ';'. */
 static void append_stack(const struct profile *p, const struct profile_sample *s,
-			 struct profile_sbuf *b)
+			 struct base_sbuf *b)
 {
 	const char *proc = process_label(s);
 	char name[PROFILE_NAME_MAX];
@@ -73,7 +73,7 @@ static void append_stack(const struct profile *p, const struct profile_sample *s
 		/* the outer function (last line) first, then the callees inlined into it */
 		for (size_t l = loc.n_lines ? loc.n_lines : 1; l-- > 0;) {
 			if (b->len)
-				profile_sbuf__append(b, ";", 1);
+				base_sbuf__append(b, ";", 1);
 			append_safe(b, profile__frame_name(p, &loc, l, name, sizeof(name)));
 		}
 	}
@@ -97,7 +97,7 @@ static int collect_lines(const struct profile *p, struct folded_line **out, size
 	if (!lines)
 		return -ENOMEM;
 	for (size_t i = 0; i < ns; i++) {
-		struct profile_sbuf b = {0};
+		struct base_sbuf b = {0};
 
 		if (profile__sample(p, i, &s))
 			continue;
@@ -105,7 +105,7 @@ static int collect_lines(const struct profile *p, struct folded_line **out, size
 		if (b.err || !b.len) {
 			int err = b.err;
 
-			profile_sbuf__fini(&b);
+			base_sbuf__fini(&b);
 			if (err)
 				return err;
 			continue;
@@ -127,7 +127,7 @@ static int print_lines(struct folded_line *lines, size_t n, FILE *f)
 		size_t j = i + 1;
 
 		while (j < n && strcmp(lines[j].stack, lines[i].stack) == 0)
-			count = profile_sat_add(count, lines[j++].count);
+			count = base_sat_add(count, lines[j++].count);
 		/* flamegraph.pl reads only positive counts; empty stacks carry nothing */
 		if (count > 0 && fprintf(f, "%s %" PRId64 "\n", lines[i].stack, count) < 0)
 			return -EIO;

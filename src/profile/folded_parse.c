@@ -129,7 +129,7 @@ static int parse_line(struct text_parser *tp, char *line, size_t lineno)
 	if (n < 0)
 		return n;
 	values[0] = count;
-	values[1] = profile_sat_mul(count, tp->period_ns); /* 2^53 x 1 s saturates */
+	values[1] = base_sat_mul(count, tp->period_ns); /* 2^53 x 1 s saturates */
 	return profile__add_sample(tp->p, tp->locs, (size_t)n, values, NULL, 0);
 }
 

@@ -576,7 +576,7 @@ static void sample_values(const struct dec *d, bool period_ns, const int64_t *in
 	if (d->idx_cpu >= 0)
 		out[1] = in[d->idx_cpu];
 	else
-		out[1] = period_ns ? profile_sat_mul(in[d->idx_count], period) : 0;
+		out[1] = period_ns ? base_sat_mul(in[d->idx_count], period) : 0;
 }
 
 static void flatten_strings(const struct dec *d, struct flat_box *b)

@@ -26,7 +26,7 @@
 
 struct enc {
 	const struct profile *p;
-	struct profile_arena a;
+	struct base_arena a;
 	Perftools__Profiles__Profile msg;
 	int64_t sid_samples, sid_count, sid_cpu, sid_ns;
 };
@@ -51,7 +51,7 @@ static int enc_strings(struct enc *e)
 	size_t n = profile__n_strings(e->p);
 
 	/* borrowed: the model's strings live until the message is packed */
-	e->msg.string_table = profile_arena__alloc(&e->a, n + 4, sizeof(char *));
+	e->msg.string_table = base_arena__alloc(&e->a, n + 4, sizeof(char *));
 	if (!e->msg.string_table)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
@@ -66,7 +66,7 @@ static int enc_strings(struct enc *e)
 
 static Perftools__Profiles__ValueType *enc_value_type(struct enc *e, int64_t type, int64_t unit)
 {
-	Perftools__Profiles__ValueType *vt = profile_arena__alloc(&e->a, 1, sizeof(*vt));
+	Perftools__Profiles__ValueType *vt = base_arena__alloc(&e->a, 1, sizeof(*vt));
 
 	if (vt) {
 		perftools__profiles__value_type__init(vt);
@@ -80,7 +80,7 @@ static int enc_header(struct enc *e)
 {
 	Perftools__Profiles__Profile *m = &e->msg;
 
-	m->sample_type = profile_arena__alloc(&e->a, 2, sizeof(*m->sample_type));
+	m->sample_type = base_arena__alloc(&e->a, 2, sizeof(*m->sample_type));
 	if (!m->sample_type)
 		return -ENOMEM;
 	m->sample_type[0] = enc_value_type(e, e->sid_samples, e->sid_count);
@@ -94,7 +94,7 @@ static int enc_header(struct enc *e)
 	m->duration_nanos = profile__duration_ns(e->p);
 	m->default_sample_type = e->sid_cpu;
 	m->n_comment = profile__n_comments(e->p);
-	m->comment = profile_arena__alloc(&e->a, m->n_comment, sizeof(*m->comment));
+	m->comment = base_arena__alloc(&e->a, m->n_comment, sizeof(*m->comment));
 	if (m->n_comment && !m->comment)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n_comment; i++)
@@ -128,10 +128,10 @@ static void enc_mapping_flags(struct enc *e, Perftools__Profiles__Mapping *maps)
 static int enc_mappings(struct enc *e)
 {
 	size_t n = profile__n_mappings(e->p);
-	Perftools__Profiles__Mapping *maps = profile_arena__alloc(&e->a, n, sizeof(*maps));
+	Perftools__Profiles__Mapping *maps = base_arena__alloc(&e->a, n, sizeof(*maps));
 	struct profile_mapping pm;
 
-	e->msg.mapping = profile_arena__alloc(&e->a, n, sizeof(*e->msg.mapping));
+	e->msg.mapping = base_arena__alloc(&e->a, n, sizeof(*e->msg.mapping));
 	if (n && (!maps || !e->msg.mapping))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -155,10 +155,10 @@ static int enc_mappings(struct enc *e)
 static int enc_functions(struct enc *e)
 {
 	size_t n = profile__n_functions(e->p);
-	Perftools__Profiles__Function *fns = profile_arena__alloc(&e->a, n, sizeof(*fns));
+	Perftools__Profiles__Function *fns = base_arena__alloc(&e->a, n, sizeof(*fns));
 	int64_t sids[3];
 
-	e->msg.function = profile_arena__alloc(&e->a, n, sizeof(*e->msg.function));
+	e->msg.function = base_arena__alloc(&e->a, n, sizeof(*e->msg.function));
 	if (n && (!fns || !e->msg.function))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -179,9 +179,9 @@ static int enc_lines(struct enc *e, Perftools__Profiles__Location *l,
 		     const struct profile_location *loc)
 {
 	Perftools__Profiles__Line *lines =
-	    profile_arena__alloc(&e->a, loc->n_lines, sizeof(*lines));
+	    base_arena__alloc(&e->a, loc->n_lines, sizeof(*lines));
 
-	l->line = profile_arena__alloc(&e->a, loc->n_lines, sizeof(*l->line));
+	l->line = base_arena__alloc(&e->a, loc->n_lines, sizeof(*l->line));
 	if (loc->n_lines && (!lines || !l->line))
 		return -ENOMEM;
 	for (size_t i = 0; i < loc->n_lines; i++) {
@@ -197,11 +197,11 @@ static int enc_lines(struct enc *e, Perftools__Profiles__Location *l,
 static int enc_locations(struct enc *e)
 {
 	size_t n = profile__n_locations(e->p);
-	Perftools__Profiles__Location *locs = profile_arena__alloc(&e->a, n, sizeof(*locs));
+	Perftools__Profiles__Location *locs = base_arena__alloc(&e->a, n, sizeof(*locs));
 	struct profile_location loc;
 	int err;
 
-	e->msg.location = profile_arena__alloc(&e->a, n, sizeof(*e->msg.location));
+	e->msg.location = base_arena__alloc(&e->a, n, sizeof(*e->msg.location));
 	if (n && (!locs || !e->msg.location))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -224,9 +224,9 @@ static int enc_labels(struct enc *e, Perftools__Profiles__Sample *s,
 		      const struct profile_sample *ps)
 {
 	Perftools__Profiles__Label *labels =
-	    profile_arena__alloc(&e->a, ps->n_labels, sizeof(*labels));
+	    base_arena__alloc(&e->a, ps->n_labels, sizeof(*labels));
 
-	s->label = profile_arena__alloc(&e->a, ps->n_labels, sizeof(*s->label));
+	s->label = base_arena__alloc(&e->a, ps->n_labels, sizeof(*s->label));
 	if (ps->n_labels && (!labels || !s->label))
 		return -ENOMEM;
 	for (size_t i = 0; i < ps->n_labels; i++) {
@@ -249,12 +249,12 @@ static int enc_labels(struct enc *e, Perftools__Profiles__Sample *s,
 static int enc_samples(struct enc *e)
 {
 	size_t n = profile__n_samples(e->p);
-	Perftools__Profiles__Sample *ss = profile_arena__alloc(&e->a, n, sizeof(*ss));
-	int64_t *vals = profile_arena__alloc(&e->a, n, sizeof(int64_t) * PROFILE_N_VALUES);
+	Perftools__Profiles__Sample *ss = base_arena__alloc(&e->a, n, sizeof(*ss));
+	int64_t *vals = base_arena__alloc(&e->a, n, sizeof(int64_t) * PROFILE_N_VALUES);
 	struct profile_sample ps;
 	int err;
 
-	e->msg.sample = profile_arena__alloc(&e->a, n, sizeof(*e->msg.sample));
+	e->msg.sample = base_arena__alloc(&e->a, n, sizeof(*e->msg.sample));
 	if (n && (!ss || !vals || !e->msg.sample))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -353,7 +353,7 @@ int pprof_encode(const struct profile *p, uint8_t **buf, size_t *len)
 	err = gzip_compress(raw, n, buf, len);
 cleanup:
 	free(raw);
-	profile_arena__fini(&e.a);
+	base_arena__fini(&e.a);
 	return err;
 }
 

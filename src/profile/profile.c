@@ -58,7 +58,7 @@ struct label_cache {
 
 struct profile {
 	int64_t period_ns, time_ns, duration_ns;
-	struct profile_strtab strs;
+	struct base_strtab strs;
 	struct mapping_rec *maps;
 	size_t n_maps, cap_maps;
 	struct function_rec *funcs;
@@ -69,16 +69,16 @@ struct profile {
 	size_t n_samples, cap_samples;
 	int64_t *comments; /* string ids */
 	size_t n_comments, cap_comments;
-	struct profile_hidx map_idx, func_idx, loc_idx, sample_idx;
+	struct base_hmap map_idx, func_idx, loc_idx, sample_idx;
 	/* samples [0, n_indexed) are in sample_idx; profile__append_sample leaves the
 	 * rest for the next profile__add_sample to index */
 	size_t n_indexed;
 	/* every sample's locs and labels and every location's lines: one free at the end
 	 * instead of one per record */
-	struct profile_arena sample_arena;
+	struct base_arena sample_arena;
 	/* samples' location lists alone, so that profile__sample_locs_room's room stays at
 	 * this arena's end while a caller fills it (and adds locations meanwhile) */
-	struct profile_arena locs_arena;
+	struct base_arena locs_arena;
 	uint64_t *room; /* the last profile__sample_locs_room, until a sample is appended */
 	size_t room_n;
 	struct label_cache lc;
@@ -90,7 +90,7 @@ struct profile *profile__new(int64_t period_ns)
 
 	if (!p)
 		return NULL;
-	if (profile_strtab__init(&p->strs)) {
+	if (base_strtab__init(&p->strs)) {
 		free(p);
 		return NULL;
 	}
@@ -102,8 +102,8 @@ void profile__free(struct profile *p)
 {
 	if (!p)
 		return;
-	profile_arena__fini(&p->sample_arena);
-	profile_arena__fini(&p->locs_arena);
+	base_arena__fini(&p->sample_arena);
+	base_arena__fini(&p->locs_arena);
 	free(p->lc.in);
 	free(p->lc.sorted);
 	free(p->maps);
@@ -111,11 +111,11 @@ void profile__free(struct profile *p)
 	free(p->locs);
 	free(p->samples);
 	free(p->comments);
-	profile_hidx__fini(&p->map_idx);
-	profile_hidx__fini(&p->func_idx);
-	profile_hidx__fini(&p->loc_idx);
-	profile_hidx__fini(&p->sample_idx);
-	profile_strtab__fini(&p->strs);
+	base_hmap__fini(&p->map_idx);
+	base_hmap__fini(&p->func_idx);
+	base_hmap__fini(&p->loc_idx);
+	base_hmap__fini(&p->sample_idx);
+	base_strtab__fini(&p->strs);
 	free(p);
 }
 
@@ -142,11 +142,11 @@ int64_t profile__period_ns(const struct profile *p)
 
 int profile__add_comment(struct profile *p, const char *comment)
 {
-	int64_t sid = profile_strtab__intern(&p->strs, comment);
+	int64_t sid = base_strtab__intern(&p->strs, comment);
 
 	if (sid < 0)
 		return (int)sid;
-	if (profile_grow((void **)&p->comments, &p->cap_comments, p->n_comments + 1,
+	if (base_grow((void **)&p->comments, &p->cap_comments, p->n_comments + 1,
 			 sizeof(*p->comments)))
 		return -ENOMEM;
 	p->comments[p->n_comments++] = sid;
@@ -180,12 +180,12 @@ static bool mapping_eq(const void *ctx, size_t idx, const void *key)
 
 static uint64_t mapping_hash(const struct mapping_rec *m)
 {
-	uint64_t h = profile_hash_u64(PROFILE_HASH_SEED, m->start);
+	uint64_t h = base_hash_u64(BASE_HASH_SEED, m->start);
 
-	h = profile_hash_u64(h, m->limit);
-	h = profile_hash_u64(h, m->offset);
-	h = profile_hash_u64(h, (uint64_t)m->file);
-	return profile_hash_u64(h, (uint64_t)m->build_id);
+	h = base_hash_u64(h, m->limit);
+	h = base_hash_u64(h, m->offset);
+	h = base_hash_u64(h, (uint64_t)m->file);
+	return base_hash_u64(h, (uint64_t)m->build_id);
 }
 
 uint64_t profile__mapping(struct profile *p, uint64_t start, uint64_t limit, uint64_t offset,
@@ -195,16 +195,16 @@ uint64_t profile__mapping(struct profile *p, uint64_t start, uint64_t limit, uin
 	uint64_t hash;
 	size_t i;
 
-	m.file = profile_strtab__intern(&p->strs, file);
-	m.build_id = profile_strtab__intern(&p->strs, build_id);
+	m.file = base_strtab__intern(&p->strs, file);
+	m.build_id = base_strtab__intern(&p->strs, build_id);
 	if (m.file < 0 || m.build_id < 0)
 		return 0;
 	hash = mapping_hash(&m);
-	i = profile_hidx__find(&p->map_idx, hash, mapping_eq, p, &m);
+	i = base_hmap__find(&p->map_idx, hash, mapping_eq, p, &m);
 	if (i != SIZE_MAX)
 		return i + 1;
-	if (profile_grow((void **)&p->maps, &p->cap_maps, p->n_maps + 1, sizeof(m)) ||
-	    profile_hidx__insert(&p->map_idx, hash, p->n_maps))
+	if (base_grow((void **)&p->maps, &p->cap_maps, p->n_maps + 1, sizeof(m)) ||
+	    base_hmap__insert(&p->map_idx, hash, p->n_maps))
 		return 0;
 	p->maps[p->n_maps++] = m;
 	return p->n_maps;
@@ -253,9 +253,9 @@ uint64_t profile__function(struct profile *p, const char *name, const char *syst
 			   const char *filename)
 {
 	int64_t sids[3] = {
-		profile_strtab__intern(&p->strs, name),
-		profile_strtab__intern(&p->strs, system_name),
-		profile_strtab__intern(&p->strs, filename),
+		base_strtab__intern(&p->strs, name),
+		base_strtab__intern(&p->strs, system_name),
+		base_strtab__intern(&p->strs, filename),
 	};
 
 	return profile__function_by_sids(p, sids);
@@ -288,14 +288,14 @@ uint64_t profile__function_by_sids(struct profile *p, const int64_t sids[3])
 	for (int k = 0; k < 3; k++)
 		if (sids[k] < 0 || (size_t)sids[k] >= p->strs.n)
 			return 0;
-	hash = profile_hash_u64(PROFILE_HASH_SEED, (uint64_t)f.name);
-	hash = profile_hash_u64(hash, (uint64_t)f.system_name);
-	hash = profile_hash_u64(hash, (uint64_t)f.filename);
-	i = profile_hidx__find(&p->func_idx, hash, function_eq, p, &f);
+	hash = base_hash_u64(BASE_HASH_SEED, (uint64_t)f.name);
+	hash = base_hash_u64(hash, (uint64_t)f.system_name);
+	hash = base_hash_u64(hash, (uint64_t)f.filename);
+	i = base_hmap__find(&p->func_idx, hash, function_eq, p, &f);
 	if (i != SIZE_MAX)
 		return i + 1;
-	if (profile_grow((void **)&p->funcs, &p->cap_funcs, p->n_funcs + 1, sizeof(f)) ||
-	    profile_hidx__insert(&p->func_idx, hash, p->n_funcs))
+	if (base_grow((void **)&p->funcs, &p->cap_funcs, p->n_funcs + 1, sizeof(f)) ||
+	    base_hmap__insert(&p->func_idx, hash, p->n_funcs))
 		return 0;
 	p->funcs[p->n_funcs++] = f;
 	return p->n_funcs;
@@ -353,27 +353,27 @@ static uint64_t location_add(struct profile *p, const struct location_key *k)
 {
 	/* Only (mapping, address) is hashed, so exact and plain lookups share one index. */
 	uint64_t hash =
-	    profile_hash_u64(profile_hash_u64(PROFILE_HASH_SEED, k->mapping_id), k->address);
+	    base_hash_u64(base_hash_u64(BASE_HASH_SEED, k->mapping_id), k->address);
 	struct location_rec *l;
 	size_t i;
 
 	if (!location_args_ok(p, k))
 		return 0;
-	i = profile_hidx__find(&p->loc_idx, hash, location_eq, p, k);
+	i = base_hmap__find(&p->loc_idx, hash, location_eq, p, k);
 	if (i != SIZE_MAX)
 		return i + 1;
-	if (profile_grow((void **)&p->locs, &p->cap_locs, p->n_locs + 1, sizeof(*l)))
+	if (base_grow((void **)&p->locs, &p->cap_locs, p->n_locs + 1, sizeof(*l)))
 		return 0;
 	l = &p->locs[p->n_locs];
 	*l = (struct location_rec){.mapping_id = k->mapping_id, .address = k->address};
 	if (k->n_lines) {
 		l->lines =
-		    profile_arena__copy(&p->sample_arena, k->lines, k->n_lines, sizeof(*l->lines));
+		    base_arena__copy(&p->sample_arena, k->lines, k->n_lines, sizeof(*l->lines));
 		if (!l->lines)
 			return 0;
 		l->n_lines = k->n_lines;
 	}
-	if (profile_hidx__insert(&p->loc_idx, hash, p->n_locs))
+	if (base_hmap__insert(&p->loc_idx, hash, p->n_locs))
 		return 0; /* the lines' arena memory goes with the profile */
 	return ++p->n_locs;
 }
@@ -427,12 +427,12 @@ const char *profile__string(const struct profile *p, size_t id)
 
 int64_t profile__string_id(const struct profile *p, const char *s)
 {
-	return profile_strtab__find(&p->strs, s);
+	return base_strtab__find(&p->strs, s);
 }
 
 int64_t profile__intern_string(struct profile *p, const char *s)
 {
-	return profile_strtab__intern(&p->strs, s);
+	return base_strtab__intern(&p->strs, s);
 }
 
 /* ---- samples ---- */
@@ -464,14 +464,14 @@ static bool sample_eq(const void *ctx, size_t idx, const void *key)
 
 static uint64_t sample_hash(const struct sample_key *k)
 {
-	uint64_t h = PROFILE_HASH_SEED;
+	uint64_t h = BASE_HASH_SEED;
 
 	for (size_t i = 0; i < k->n_locs; i++)
-		h = profile_hash_u64(h, k->locs[i]);
+		h = base_hash_u64(h, k->locs[i]);
 	for (size_t i = 0; i < k->n_labels; i++) {
-		h = profile_hash_u64(h, (uintptr_t)k->labels[i].key);
-		h = profile_hash_u64(h, (uintptr_t)k->labels[i].str);
-		h = profile_hash_u64(h, (uint64_t)k->labels[i].num);
+		h = base_hash_u64(h, (uintptr_t)k->labels[i].key);
+		h = base_hash_u64(h, (uintptr_t)k->labels[i].str);
+		h = base_hash_u64(h, (uint64_t)k->labels[i].num);
 	}
 	return h;
 }
@@ -541,8 +541,8 @@ static int labels_intern(struct profile *p, const struct profile_label *in, size
 	if (labels_reset(c, n))
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		int64_t k = profile_strtab__intern(&p->strs, in[i].key);
-		int64_t s = in[i].str ? profile_strtab__intern(&p->strs, in[i].str) : 0;
+		int64_t k = base_strtab__intern(&p->strs, in[i].key);
+		int64_t s = in[i].str ? base_strtab__intern(&p->strs, in[i].str) : 0;
 
 		if (k < 0 || s < 0)
 			return -ENOMEM;
@@ -592,7 +592,7 @@ static struct profile_label *labels_commit(struct profile *p)
 
 	if (!c->committed && c->n)
 		c->committed =
-		    profile_arena__copy(&p->sample_arena, c->sorted, c->n, sizeof(*c->committed));
+		    base_arena__copy(&p->sample_arena, c->sorted, c->n, sizeof(*c->committed));
 	return c->committed;
 }
 
@@ -608,12 +608,12 @@ static int sample_append(struct profile *p, const struct sample_key *k,
 		return -EINVAL; /* written past the room */
 	p->room = NULL;		/* the arena's end moves on: the room is gone either way */
 	p->room_n = 0;
-	if (profile_grow((void **)&p->samples, &p->cap_samples, p->n_samples + 1, sizeof(s)))
+	if (base_grow((void **)&p->samples, &p->cap_samples, p->n_samples + 1, sizeof(s)))
 		return -ENOMEM;
 	if (k->n_locs) {
 		/* locations written into the room are taken where they are: no copy */
-		s.locs = in_room ? profile_arena__take(&p->locs_arena, k->n_locs, sizeof(*s.locs))
-				 : profile_arena__copy(&p->locs_arena, k->locs, k->n_locs,
+		s.locs = in_room ? base_arena__take(&p->locs_arena, k->n_locs, sizeof(*s.locs))
+				 : base_arena__copy(&p->locs_arena, k->locs, k->n_locs,
 						       sizeof(*s.locs));
 		if (!s.locs)
 			return -ENOMEM;
@@ -630,7 +630,7 @@ static int index_samples(struct profile *p)
 		const struct sample_rec *r = &p->samples[p->n_indexed];
 		struct sample_key k = {r->locs, r->n_locs, r->labels, r->n_labels};
 
-		if (profile_hidx__insert(&p->sample_idx, sample_hash(&k), p->n_indexed))
+		if (base_hmap__insert(&p->sample_idx, sample_hash(&k), p->n_indexed))
 			return -ENOMEM;
 	}
 	return 0;
@@ -647,17 +647,17 @@ static int sample_add_key(struct profile *p, struct sample_key *k,
 
 	if (err)
 		return err;
-	i = profile_hidx__find(&p->sample_idx, hash, sample_eq, p, k);
+	i = base_hmap__find(&p->sample_idx, hash, sample_eq, p, k);
 	if (i != SIZE_MAX) {
 		for (int v = 0; v < PROFILE_N_VALUES; v++)
 			p->samples[i].values[v] =
-			    profile_sat_add(p->samples[i].values[v], values[v]);
+			    base_sat_add(p->samples[i].values[v], values[v]);
 		return 0;
 	}
 	if (k->n_labels && !(labels = labels_commit(p)))
 		return -ENOMEM;
 	err = sample_append(p, k, values, labels);
-	if (!err && profile_hidx__insert(&p->sample_idx, hash, p->n_indexed)) {
+	if (!err && base_hmap__insert(&p->sample_idx, hash, p->n_indexed)) {
 		p->n_samples--; /* its arena memory goes with the profile */
 		return -ENOMEM;
 	}
@@ -730,7 +730,7 @@ int profile__add_sample_sids(struct profile *p, const uint64_t *locs, size_t n_l
 
 uint64_t *profile__sample_locs_room(struct profile *p, size_t max_n)
 {
-	p->room = profile_arena__room(&p->locs_arena, max_n ? max_n : 1, sizeof(*p->room));
+	p->room = base_arena__room(&p->locs_arena, max_n ? max_n : 1, sizeof(*p->room));
 	p->room_n = p->room ? max_n : 0;
 	return p->room;
 }
@@ -762,6 +762,6 @@ int64_t profile__total(const struct profile *p, int i)
 	if (i < 0 || i >= PROFILE_N_VALUES)
 		return 0;
 	for (size_t s = 0; s < p->n_samples; s++)
-		t = profile_sat_add(t, p->samples[s].values[i]);
+		t = base_sat_add(t, p->samples[s].values[i]);
 	return t;
 }

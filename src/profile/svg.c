@@ -53,10 +53,10 @@ struct svg_node {
 struct svg {
 	const struct profile *p;
 	int vi; /* sample value index sizing frames */
-	struct profile_strtab names;
+	struct base_strtab names;
 	struct svg_node *nodes; /* [0] is the root "all" */
 	size_t n, cap;
-	struct profile_hidx children; /* (parent, name) -> node */
+	struct base_hmap children; /* (parent, name) -> node */
 };
 
 /* ---- the tree ---- */
@@ -77,18 +77,18 @@ static bool child_eq(const void *ctx, size_t idx, const void *key)
 /* The child of parent called name, created when new; SIZE_MAX on ENOMEM. */
 static size_t child_of(struct svg *s, size_t parent, const char *name, int kind)
 {
-	struct child_key k = {parent, profile_strtab__intern(&s->names, name)};
+	struct child_key k = {parent, base_strtab__intern(&s->names, name)};
 	uint64_t hash;
 	size_t i;
 
 	if (k.name < 0)
 		return SIZE_MAX;
-	hash = profile_hash_u64(profile_hash_u64(PROFILE_HASH_SEED, parent), (uint64_t)k.name);
-	i = profile_hidx__find(&s->children, hash, child_eq, s, &k);
+	hash = base_hash_u64(base_hash_u64(BASE_HASH_SEED, parent), (uint64_t)k.name);
+	i = base_hmap__find(&s->children, hash, child_eq, s, &k);
 	if (i != SIZE_MAX)
 		return i;
-	if (profile_grow((void **)&s->nodes, &s->cap, s->n + 1, sizeof(*s->nodes)) ||
-	    profile_hidx__insert(&s->children, hash, s->n))
+	if (base_grow((void **)&s->nodes, &s->cap, s->n + 1, sizeof(*s->nodes)) ||
+	    base_hmap__insert(&s->children, hash, s->n))
 		return SIZE_MAX;
 	s->nodes[s->n] =
 	    (struct svg_node){.parent = parent,
@@ -105,7 +105,7 @@ static bool descend(struct svg *s, size_t *node, const char *name, int kind, int
 
 	if (c == SIZE_MAX)
 		return false;
-	s->nodes[c].value = profile_sat_add(s->nodes[c].value, v);
+	s->nodes[c].value = base_sat_add(s->nodes[c].value, v);
 	*node = c;
 	return true;
 }
@@ -119,7 +119,7 @@ static int add_sample(struct svg *s, const struct profile_sample *ps)
 
 	if (v <= 0) /* a width cannot be negative */
 		return 0;
-	s->nodes[0].value = profile_sat_add(s->nodes[0].value, v);
+	s->nodes[0].value = base_sat_add(s->nodes[0].value, v);
 	for (size_t i = 0; i < ps->n_labels; i++)
 		if (ps->labels[i].str && strcmp(ps->labels[i].key, "process") == 0 &&
 		    !descend(s, &node, ps->labels[i].str, SVG_KIND_PROCESS, v))
@@ -139,7 +139,7 @@ static int add_sample(struct svg *s, const struct profile_sample *ps)
 static int build_tree(struct svg *s)
 {
 	struct profile_sample ps;
-	int err = profile_strtab__init(&s->names);
+	int err = base_strtab__init(&s->names);
 
 	s->vi = profile__total(s->p, 0) > 0 ? 0 : 1;
 	if (!err && child_of(s, SIZE_MAX, "all", SVG_KIND_ROOT) != 0)
@@ -189,7 +189,7 @@ static int layout(struct svg *s)
 
 		for (; i < m && items[i].parent == parent; i++) {
 			s->nodes[items[i].node].start = off;
-			off = profile_sat_add(off, s->nodes[items[i].node].value);
+			off = base_sat_add(off, s->nodes[items[i].node].value);
 		}
 	}
 	free(items);
@@ -226,7 +226,7 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 }
 
 /* Appends at most max_chars characters of s escaped for XML text and attributes. */
-static void xml_append(struct profile_sbuf *b, const char *str, size_t max_chars)
+static void xml_append(struct base_sbuf *b, const char *str, size_t max_chars)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t n = strlen(str), chars = 0;
@@ -235,21 +235,21 @@ static void xml_append(struct profile_sbuf *b, const char *str, size_t max_chars
 		size_t len = utf8_len(s + i, n - i);
 
 		if (len > 1)
-			profile_sbuf__append(b, (const char *)s + i, len);
+			base_sbuf__append(b, (const char *)s + i, len);
 		else if (len == 0 || (s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
-			profile_sbuf__puts(b, "?");
+			base_sbuf__puts(b, "?");
 		else if (s[i] == '&')
-			profile_sbuf__puts(b, "&amp;");
+			base_sbuf__puts(b, "&amp;");
 		else if (s[i] == '<')
-			profile_sbuf__puts(b, "&lt;");
+			base_sbuf__puts(b, "&lt;");
 		else if (s[i] == '>')
-			profile_sbuf__puts(b, "&gt;");
+			base_sbuf__puts(b, "&gt;");
 		else if (s[i] == '"')
-			profile_sbuf__puts(b, "&quot;");
+			base_sbuf__puts(b, "&quot;");
 		else if (s[i] == '\'')
-			profile_sbuf__puts(b, "&apos;");
+			base_sbuf__puts(b, "&apos;");
 		else
-			profile_sbuf__append(b, (const char *)s + i, 1);
+			base_sbuf__append(b, (const char *)s + i, 1);
 		i += len ? len : 1;
 	}
 }
@@ -268,7 +268,7 @@ static size_t utf8_chars(const char *str)
 }
 
 /* The label of a frame w pixels wide: the name, or its start and "..", or nothing. */
-static void append_fitted(struct profile_sbuf *b, const char *name, double w)
+static void append_fitted(struct base_sbuf *b, const char *name, double w)
 {
 	double fit = (w - 6) / (SVG_FONT * SVG_CHAR_W);
 	size_t chars;
@@ -280,7 +280,7 @@ static void append_fitted(struct profile_sbuf *b, const char *name, double w)
 		xml_append(b, name, SIZE_MAX);
 	} else {
 		xml_append(b, name, chars - 2);
-		profile_sbuf__puts(b, "..");
+		base_sbuf__puts(b, "..");
 	}
 }
 
@@ -288,7 +288,7 @@ static void append_fitted(struct profile_sbuf *b, const char *name, double w)
 
 static void frame_fill(int kind, const char *name, char *buf, size_t len)
 {
-	uint64_t h = profile_hash_bytes(PROFILE_HASH_SEED, name, strlen(name));
+	uint64_t h = base_hash_bytes(BASE_HASH_SEED, name, strlen(name));
 	double v1 = (double)(h & 0xff) / 255, v2 = (double)((h >> 8) & 0xff) / 255;
 	double v3 = (double)((h >> 16) & 0xff) / 255;
 	int r, g, b;
@@ -452,7 +452,7 @@ struct svg_geom {
 };
 
 static void frame_xml(const struct svg *s, const struct svg_node *n, const struct svg_geom *g,
-		      struct profile_sbuf *b)
+		      struct base_sbuf *b)
 {
 	const char *name = s->names.strs[n->name];
 	double x = SVG_XPAD + (double)n->start * g->scale, w = (double)n->value * g->scale;
@@ -460,20 +460,20 @@ static void frame_xml(const struct svg *s, const struct svg_node *n, const struc
 	char fill[32];
 
 	frame_fill(n->kind, name, fill, sizeof(fill));
-	profile_sbuf__puts(b, "<g class=\"f\" data-name=\"");
+	base_sbuf__puts(b, "<g class=\"f\" data-name=\"");
 	xml_append(b, name, SIZE_MAX);
-	profile_sbuf__printf(b, "\" data-s=\"%" PRId64 "\" data-v=\"%" PRId64 "\" data-d=\"%zu\">",
+	base_sbuf__printf(b, "\" data-s=\"%" PRId64 "\" data-v=\"%" PRId64 "\" data-d=\"%zu\">",
 			     n->start, n->value, n->depth);
-	profile_sbuf__puts(b, "<title>");
+	base_sbuf__puts(b, "<title>");
 	xml_append(b, name, SIZE_MAX);
-	profile_sbuf__printf(b, " (%" PRId64 " %s, %.2f%%)</title>", n->value, g->unit,
+	base_sbuf__printf(b, " (%" PRId64 " %s, %.2f%%)</title>", n->value, g->unit,
 			     100.0 * (double)n->value / (double)g->total);
-	profile_sbuf__printf(b,
+	base_sbuf__printf(b,
 			     "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
 			     "data-fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">",
 			     x, y, w, SVG_FRAME_H - 1, fill, fill, x + 3, y + SVG_FRAME_H - 5);
 	append_fitted(b, name, w);
-	profile_sbuf__puts(b, "</text></g>\n");
+	base_sbuf__puts(b, "</text></g>\n");
 }
 
 static size_t max_depth(const struct svg *s, const struct svg_geom *g)
@@ -488,7 +488,7 @@ static size_t max_depth(const struct svg *s, const struct svg_geom *g)
 
 static void write_head(FILE *f, const struct svg_geom *g, const char *title)
 {
-	struct profile_sbuf t = {0};
+	struct base_sbuf t = {0};
 	int h = g->height;
 
 	xml_append(&t, title ? title : "Flame Graph", SIZE_MAX);
@@ -511,13 +511,13 @@ static void write_head(FILE *f, const struct svg_geom *g, const char *title)
 	fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", SVG_XPAD, h - 17);
 	fprintf(f, "<text id=\"matched\" x=\"%d\" y=\"%d\"> </text>\n", SVG_WIDTH - SVG_XPAD,
 		h - 17);
-	profile_sbuf__fini(&t);
+	base_sbuf__fini(&t);
 }
 
 static int write_doc(const struct svg *s, FILE *f, const char *title)
 {
 	struct svg_geom g = {.total = s->nodes[0].value, .unit = s->vi ? "ns" : "samples"};
-	struct profile_sbuf b = {0};
+	struct base_sbuf b = {0};
 	int err = 0;
 
 	g.scale = g.total > 0 ? (double)(SVG_WIDTH - 2 * SVG_XPAD) / (double)g.total : 0;
@@ -538,7 +538,7 @@ static int write_doc(const struct svg *s, FILE *f, const char *title)
 		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">No samples</text>\n",
 			SVG_WIDTH / 2, g.height / 2);
 	fputs("</svg>\n", f);
-	profile_sbuf__fini(&b);
+	base_sbuf__fini(&b);
 	return err;
 }
 
@@ -554,7 +554,7 @@ int svg_write(const struct profile *p, FILE *f, const char *title)
 	if (!err && (fflush(f) != 0 || ferror(f)))
 		err = -EIO;
 	free(s.nodes);
-	profile_hidx__fini(&s.children);
-	profile_strtab__fini(&s.names);
+	base_hmap__fini(&s.children);
+	base_strtab__fini(&s.names);
 	return err;
 }

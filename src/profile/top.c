@@ -33,7 +33,7 @@ struct top {
 	const struct profile *p;
 	bool time_mode; /* values are cpu ns (else sample counts) */
 	int64_t total;
-	struct profile_strtab names; /* row i is names.strs[i]; id 0 ("") unused */
+	struct base_strtab names; /* row i is names.strs[i]; id 0 ("") unused */
 	struct top_row *rows;
 	size_t cap_rows;
 	/*
@@ -108,11 +108,11 @@ static int64_t abs64(int64_t v)
 /* Row id of a frame name, its row created at zero; -ENOMEM. */
 static int64_t row_of(struct top *t, const char *name)
 {
-	int64_t id = profile_strtab__intern(&t->names, name);
+	int64_t id = base_strtab__intern(&t->names, name);
 	size_t old = t->cap_rows;
 
 	if (id < 0 ||
-	    profile_grow((void **)&t->rows, &t->cap_rows, (size_t)id + 1, sizeof(*t->rows)))
+	    base_grow((void **)&t->rows, &t->cap_rows, (size_t)id + 1, sizeof(*t->rows)))
 		return -ENOMEM;
 	if (t->cap_rows > old)
 		memset(t->rows + old, 0, (t->cap_rows - old) * sizeof(*t->rows));
@@ -127,7 +127,7 @@ static const size_t *loc_rows(struct top *t, uint64_t id, const struct profile_l
 
 	if (t->loc_off[id])
 		return &t->loc_rows[t->loc_off[id] - 1];
-	if (profile_grow((void **)&t->loc_rows, &t->cap_loc_rows, at + n, sizeof(*t->loc_rows)))
+	if (base_grow((void **)&t->loc_rows, &t->cap_loc_rows, at + n, sizeof(*t->loc_rows)))
 		return NULL;
 	for (size_t l = 0; l < n; l++) {
 		int64_t r = row_of(t, profile__frame_name_ex(t->p, loc, l, false, name, sizeof(name)));
@@ -148,7 +148,7 @@ static int count_sample(struct top *t, const struct profile_sample *s, size_t st
 	struct profile_location loc;
 	bool leaf = true;
 
-	t->total = profile_sat_add(t->total, abs64(v)); /* pprof's total is of |v| */
+	t->total = base_sat_add(t->total, abs64(v)); /* pprof's total is of |v| */
 	for (size_t i = 0; i < s->n_locs; i++) {
 		const size_t *ids;
 
@@ -160,10 +160,10 @@ static int count_sample(struct top *t, const struct profile_sample *s, size_t st
 			struct top_row *r = &t->rows[ids[l]];
 
 			if (leaf)
-				r->flat = profile_sat_add(r->flat, v);
+				r->flat = base_sat_add(r->flat, v);
 			leaf = false;
 			if (r->stamp != stamp)
-				r->cum = profile_sat_add(r->cum, v);
+				r->cum = base_sat_add(r->cum, v);
 			r->stamp = stamp;
 		}
 	}
@@ -284,7 +284,7 @@ static void print_rows(const struct top *t, FILE *f, const struct top_unit *u,
 
 	fprintf(f, "%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
 	for (size_t i = 0; i < n; i++) {
-		sum = profile_sat_add(sum, items[i].flat);
+		sum = base_sat_add(sum, items[i].flat);
 		format_value(items[i].flat, u, flat, sizeof(flat));
 		format_value(items[i].cum, u, cum, sizeof(cum));
 		format_pct(items[i].flat, t->total, fp, sizeof(fp));
@@ -307,7 +307,7 @@ static void print_table(const struct top *t, FILE *f, const struct top_item *ite
 	int64_t sum = 0;
 
 	for (size_t i = 0; i < shown; i++)
-		sum = profile_sat_add(sum, items[i].flat);
+		sum = base_sat_add(sum, items[i].flat);
 	print_labels(t, f, u);
 	format_value(sum, u, sum_s, sizeof(sum_s));
 	format_value(t->total, u, total_s, sizeof(total_s));
@@ -324,7 +324,7 @@ int top_write(const struct profile *p, FILE *f, size_t max_rows)
 	struct top t = {.p = p};
 	struct top_item *items = NULL;
 	size_t n = 0;
-	int err = profile_strtab__init(&t.names);
+	int err = base_strtab__init(&t.names);
 
 	t.loc_off = calloc(profile__n_locations(p) + 1, sizeof(*t.loc_off));
 	if (!err && !t.loc_off)
@@ -344,6 +344,6 @@ int top_write(const struct profile *p, FILE *f, size_t max_rows)
 	free(t.rows);
 	free(t.loc_off);
 	free(t.loc_rows);
-	profile_strtab__fini(&t.names);
+	base_strtab__fini(&t.names);
 	return err;
 }

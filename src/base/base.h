@@ -1,0 +1,175 @@
+/*
+ * The base layer: the few generic building blocks every module uses, so that
+ * growth, hashing, hash tables, arenas and clamped arithmetic are written once.
+ *
+ *   base_grow      geometric array growth with overflow-checked sizes
+ *   base_sat_*     saturating 64-bit arithmetic (sample values never wrap)
+ *   base_hash_*    one hash over bytes and one 64-bit mix
+ *   base_hmap      open-addressing index: hash -> element index of the caller's
+ *                  array (the caller owns keys and values; the map owns slots)
+ *   base_arena     bump arena: many small blocks freed at once
+ *   base_sbuf      growing string with a sticky error
+ *   base_strtab    string interner (id 0 is always "")
+ *
+ * Nothing here knows any other hearth module: every module may include it, it
+ * includes no module. Every name starts with base_.
+ */
+#ifndef HEARTH_BASE_H
+#define HEARTH_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- arrays ---- */
+
+/* Grows *arr (of *cap elements of elem bytes) to hold at least need elements:
+ * the capacity doubles from BASE_GROW_MIN, and the byte size is checked for
+ * overflow. *arr and *cap are left unchanged on failure. 0 or -ENOMEM. */
+#define BASE_GROW_MIN 16
+int base_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* ---- saturating arithmetic ---- */
+
+/* a + b clamped to [INT64_MIN, INT64_MAX]. */
+static inline int64_t base_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* a * b clamped to [INT64_MIN, INT64_MAX]. */
+static inline int64_t base_sat_mul(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
+/* a + b clamped to UINT64_MAX. */
+static inline uint64_t base_sat_addu(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* ---- hashing ---- */
+
+#define BASE_HASH_SEED 0x9e3779b97f4a7c15ull
+
+/* The mix: h combined with v (splitmix64's finaliser of h ^ v), every input bit
+ * reaching every output bit. Chain it for several integers. */
+static inline uint64_t base_hash_u64(uint64_t h, uint64_t v)
+{
+	uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* n bytes at p hashed into h, 8 bytes at a time. In memory only: never stored. */
+uint64_t base_hash_bytes(uint64_t h, const void *p, size_t n);
+
+/* ---- open-addressing hash index ---- */
+
+/* Slots hold (hash, element index + 1); the caller's arrays hold the keys, so one
+ * index type serves every key type. Linear probing, load kept under 3/4 (a probe
+ * always ends at an empty slot); removal shifts the run back (no tombstones). */
+struct base_hmap {
+	struct base_hmap_slot {
+		uint64_t hash;
+		size_t idx1; /* element index + 1; 0 = empty slot */
+	} * slots;	     /* owned */
+	size_t cap;	     /* power of two, or 0 before the first insert */
+	size_t n;
+};
+
+/* Says whether element idx of the caller's array equals key. */
+typedef bool (*base_eq_fn)(const void *ctx, size_t idx, const void *key);
+
+/* Index of the first element with this hash for which eq says yes; SIZE_MAX when
+ * none. Inline so that a constant eq is inlined into the probe loop. */
+static inline size_t base_hmap__find(const struct base_hmap *h, uint64_t hash, base_eq_fn eq,
+				     const void *ctx, const void *key)
+{
+	if (!h->cap)
+		return SIZE_MAX;
+	for (size_t i = hash & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
+		const struct base_hmap_slot *s = &h->slots[i];
+
+		if (!s->idx1)
+			return SIZE_MAX;
+		if (s->hash == hash && eq(ctx, s->idx1 - 1, key))
+			return s->idx1 - 1;
+	}
+}
+
+/* Records element idx under hash (the caller checked that it is new). 0 or -ENOMEM. */
+int base_hmap__insert(struct base_hmap *h, uint64_t hash, size_t idx);
+/* Forgets element idx recorded under hash; -ENOENT when it is not there. */
+int base_hmap__remove(struct base_hmap *h, uint64_t hash, size_t idx);
+/* Renumbers element from (under hash) as to, e.g. when the caller moves its last
+ * element into a freed place. -ENOENT when from is not there. */
+int base_hmap__renumber(struct base_hmap *h, uint64_t hash, size_t from, size_t to);
+/* Empties the index, keeping its slots for reuse. */
+void base_hmap__clear(struct base_hmap *h);
+void base_hmap__fini(struct base_hmap *h);
+
+/* ---- bump arena ---- */
+
+struct base_arena {
+	struct base_arena_block *head; /* owned: the newest block first */
+};
+
+/* Zeroed memory of n * size bytes aligned for any type, or NULL (ENOMEM, overflow). */
+void *base_arena__alloc(struct base_arena *a, size_t n, size_t size);
+/* A copy of n * size bytes of src in the arena (n may be 0: a valid pointer), or NULL. */
+void *base_arena__copy(struct base_arena *a, const void *src, size_t n, size_t size);
+/* Room for n * size bytes at the arena's end, not taken: the next take of at most that
+ * many bytes (base_arena__take) returns the same pointer. NULL on ENOMEM. */
+void *base_arena__room(struct base_arena *a, size_t n, size_t size);
+/* n * size bytes of the arena, not zeroed, or NULL. */
+void *base_arena__take(struct base_arena *a, size_t n, size_t size);
+/* Bytes the arena holds from malloc (its blocks). */
+size_t base_arena__bytes(const struct base_arena *a);
+void base_arena__fini(struct base_arena *a);
+
+/* ---- growing string: errors are sticky and checked once at the end ---- */
+
+struct base_sbuf {
+	char *s; /* owned, always NUL-terminated once anything was appended */
+	size_t len, cap;
+	int err; /* 0 or -ENOMEM */
+};
+
+void base_sbuf__append(struct base_sbuf *b, const char *s, size_t n);
+void base_sbuf__puts(struct base_sbuf *b, const char *s);
+__attribute__((format(printf, 2, 3))) void base_sbuf__printf(struct base_sbuf *b, const char *fmt,
+							     ...);
+void base_sbuf__fini(struct base_sbuf *b);
+
+/* ---- string interner: id 0 is always "" (the pprof string_table rule) ---- */
+
+struct base_strtab {
+	char **strs; /* owned array; the strings live in the arena, so pointers stay
+		      * valid while the table grows */
+	size_t n, cap;
+	struct base_hmap idx;
+	struct base_arena arena; /* the strings' bytes, freed all at once */
+};
+
+int base_strtab__init(struct base_strtab *st);
+void base_strtab__fini(struct base_strtab *st);
+/* Id of s (NULL is ""), adding a copy when new; -ENOMEM. */
+int64_t base_strtab__intern(struct base_strtab *st, const char *s);
+/* Id of s, or -ENOENT when it was never interned. */
+int64_t base_strtab__find(const struct base_strtab *st, const char *s);
+
+#endif
