@@ -52,18 +52,17 @@ static int64_t clock_ns(clockid_t c)
 static void on_sample(void *ctx, const struct sampler_sample *s)
 {
 	struct agent *a = ctx;
-	struct collect_sample cs = sampler_sample__collect(s);
 
-	collector__add(a->col, &cs);
+	collector__add(a->col, s);
 	if (__atomic_load_n(&a->live_active, __ATOMIC_ACQUIRE))
-		collector__add(a->live_col, &cs);
+		collector__add(a->live_col, s);
 }
 
 static void on_event(void *ctx, const struct sampler_event *e)
 {
 	struct agent *a = ctx;
 
-	collector__event(a->col, (enum collect_event_kind)e->kind, e->pid, e->pstart, e->comm);
+	collector__event(a->col, e);
 }
 
 /* Appends "%XX"-escaped s to buf. */

@@ -309,14 +309,12 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 
 static void on_sample(void *ctx, const struct sampler_sample *s)
 {
-	struct collect_sample cs = sampler_sample__collect(s);
-
-	collector__add(ctx, &cs);
+	collector__add(ctx, s);
 }
 
 static void on_event(void *ctx, const struct sampler_event *e)
 {
-	collector__event(ctx, (enum collect_event_kind)e->kind, e->pid, e->pstart, e->comm);
+	collector__event(ctx, e);
 }
 
 static int64_t now_ns(clockid_t clk)

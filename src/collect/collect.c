@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COMM_LEN 16
+/* HEARTH_COMM_LEN (bpf/profile_abi.h) bounds every name the sampler hands over. */
+#define COMM_LEN HEARTH_COMM_LEN
 
 struct entry {
 	uint64_t hash;
@@ -85,7 +86,7 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static uint64_t hash_sample(const struct collect_sample *s)
+static uint64_t hash_sample(const struct sampler_sample *s)
 {
 	uint64_t h = 14695981039346656037ull;
 
@@ -101,13 +102,14 @@ static uint64_t hash_sample(const struct collect_sample *s)
 	return h;
 }
 
-static bool entry_matches(const struct entry *e, uint64_t h, const struct collect_sample *s)
+static bool entry_matches(const struct entry *e, uint64_t h, const struct sampler_sample *s)
 {
 	return e->hash == h && e->pid == s->pid && e->tid == s->tid && e->pstart == s->pstart &&
 	       e->n_user == s->n_user && e->n_kernel == s->n_kernel &&
 	       strncmp(e->comm, s->comm, COMM_LEN) == 0 &&
 	       strncmp(e->pcomm, s->pcomm ? s->pcomm : "", COMM_LEN) == 0 &&
-	       (!s->n_kernel || memcmp(e->frames, s->kernel, s->n_kernel * sizeof(uint64_t)) == 0) &&
+	       (!s->n_kernel ||
+		memcmp(e->frames, s->kernel, s->n_kernel * sizeof(uint64_t)) == 0) &&
 	       (!s->n_user ||
 		memcmp(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t)) == 0);
 }
@@ -135,7 +137,7 @@ static int grow(struct collector *c)
 	return 0;
 }
 
-static int fill_entry(struct entry *e, uint64_t h, const struct collect_sample *s)
+static int fill_entry(struct entry *e, uint64_t h, const struct sampler_sample *s)
 {
 	size_t n = s->n_kernel + s->n_user;
 
@@ -158,7 +160,7 @@ static int fill_entry(struct entry *e, uint64_t h, const struct collect_sample *
 	return 0;
 }
 
-int collector__add(struct collector *c, const struct collect_sample *s)
+int collector__add(struct collector *c, const struct sampler_sample *s)
 {
 	uint64_t h = hash_sample(s);
 	size_t i;
@@ -205,21 +207,19 @@ static void forget_after_build(struct collector *c, uint32_t pid)
 	c->gone[c->n_gone++] = pid;
 }
 
-void collector__event(struct collector *c, enum collect_event_kind kind, uint32_t pid,
-		      uint64_t pstart, const char *comm)
+void collector__event(struct collector *c, const struct sampler_event *e)
 {
-	(void)comm;
-	switch (kind) {
-	case COLLECT_EV_NEW:
-		proc_table__get(c->pt, pid, pstart); /* reads /proc while the process lives */
+	switch (e->kind) {
+	case HEARTH_EV_NEW:
+		proc_table__get(c->pt, e->pid, e->pstart); /* reads /proc while the process lives */
 		break;
-	case COLLECT_EV_EXEC: /* a new image: its JIT map starts over, its objects change */
-		proc_table__exec(c->pt, pid, pstart);
-		forget_after_build(c, pid);
+	case HEARTH_EV_EXEC: /* a new image: its JIT map starts over, its objects change */
+		proc_table__exec(c->pt, e->pid, e->pstart);
+		forget_after_build(c, e->pid);
 		break;
-	case COLLECT_EV_EXIT:
-		proc_table__exit(c->pt, pid, pstart);
-		forget_after_build(c, pid);
+	case HEARTH_EV_EXIT:
+		proc_table__exit(c->pt, e->pid, e->pstart);
+		forget_after_build(c, e->pid);
 		break;
 	}
 }
@@ -238,7 +238,7 @@ static uint64_t unresolved_location(struct profile *p, uint64_t mapping_id, uint
 				    const char *module, uint64_t off)
 {
 	char name[320];
-	struct profile_line line = { 0 };
+	struct profile_line line = {0};
 
 	if (module)
 		snprintf(name, sizeof(name), "%s+0x%" PRIx64, module, off);
@@ -257,9 +257,8 @@ static uint64_t resolved_location(struct profile *p, uint64_t mapping_id, uint64
 	struct profile_line lines[SYM_MAX_FRAMES];
 
 	for (size_t i = 0; i < r->n; i++) {
-		lines[i].function_id = profile__function(p, r->frames[i].name,
-							 r->frames[i].system_name,
-							 r->frames[i].file);
+		lines[i].function_id = profile__function(
+		    p, r->frames[i].name, r->frames[i].system_name, r->frames[i].file);
 		if (!lines[i].function_id)
 			return 0;
 		lines[i].line = r->frames[i].line;
@@ -270,8 +269,8 @@ static uint64_t resolved_location(struct profile *p, uint64_t mapping_id, uint64
 static uint64_t kernel_location(struct collector *c, struct profile *p, uint64_t addr)
 {
 	const struct sym_result *r = NULL;
-	uint64_t mid = profile__mapping(p, 0xffff800000000000ull, UINT64_MAX, 0,
-					PROFILE_KERNEL_MAPPING, NULL);
+	uint64_t mid =
+	    profile__mapping(p, 0xffff800000000000ull, UINT64_MAX, 0, PROFILE_KERNEL_MAPPING, NULL);
 
 	if (!mid)
 		return 0;
@@ -290,8 +289,9 @@ static bool file_backed(const struct proc_mapping *m)
 /* Anonymous code (no file): what a JIT emits, named by the process's perf map. */
 static bool jit_candidate(const struct proc_mapping *m)
 {
-	return !m || (m->exec && !m->inode &&
-		      (!m->path[0] || !strncmp(m->path, "[anon", 5) || !strncmp(m->path, "//anon", 6)));
+	return !m ||
+	       (m->exec && !m->inode &&
+		(!m->path[0] || !strncmp(m->path, "[anon", 5) || !strncmp(m->path, "//anon", 6)));
 }
 
 /* A location named from /tmp/perf-PID.map, or 0 when the map does not cover addr. */
@@ -330,8 +330,8 @@ static uint64_t user_location(struct collector *c, struct profile *p, struct pro
 	}
 	off = proc_mapping__file_off(m, addr);
 	if (!file_backed(m)) {
-		mid = profile__mapping(p, m->start, m->end, m->pgoff, m->path[0] ? m->path : "[anon]",
-				       NULL);
+		mid = profile__mapping(p, m->start, m->end, m->pgoff,
+				       m->path[0] ? m->path : "[anon]", NULL);
 		c->stats.unresolved++;
 		return unresolved_location(p, mid, addr, m->path[0] ? m->path : "[anon]", off);
 	}
@@ -361,12 +361,12 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 {
 	struct proc_process *proc = e->pid ? proc_table__get(c->pt, e->pid, e->pstart) : NULL;
 	size_t n = 0;
-	int64_t values[PROFILE_N_VALUES] = { (int64_t)e->count, (int64_t)e->count * period_ns };
+	int64_t values[PROFILE_N_VALUES] = {(int64_t)e->count, (int64_t)e->count * period_ns};
 	struct profile_label labels[4] = {
-		{ .key = "pid", .num = e->pid },
-		{ .key = "tid", .num = e->tid },
-		{ .key = "comm", .str = e->comm },
-		{ .key = "process", .str = process_name(e, proc) },
+	    {.key = "pid", .num = e->pid},
+	    {.key = "tid", .num = e->tid},
+	    {.key = "comm", .str = e->comm},
+	    {.key = "process", .str = process_name(e, proc)},
 	};
 
 	if (e->pid && !proc)

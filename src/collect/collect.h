@@ -3,8 +3,10 @@
  * (identical process/thread/stacks add up), keeps the process table current from
  * process events, and on demand symbolizes everything into a profile.
  *
- * Shared by `hearth record` (one profile at the end) and, later, the agent (one
- * profile per interval). Symbolization happens only in collector__build, off the
+ * Used by `hearth record` (one profile at the end) and by the agent, which also
+ * serves `hearth run` (one profile per interval). It takes the sampler's own
+ * sample and event structs (sampler/sampler.h): the sampler sits below and knows
+ * nothing of this module. Symbolization happens only in collector__build, off the
  * sampling path, and each distinct address is resolved once (symbolizer cache).
  */
 #ifndef HEARTH_COLLECT_H
@@ -15,35 +17,19 @@
 
 #include "profile/profile.h"
 #include "proc/proc.h"
+#include "sampler/sampler.h"
 #include "symbolize/symbolize.h"
 
 /* Bound on distinct (process, thread, stacks) entries held between builds. */
 #define COLLECT_MAX_ENTRIES (1u << 20)
 
-struct collect_sample {
-	uint32_t pid, tid;
-	uint64_t pstart;	/* process start, ns since boot (0 = unknown) */
-	const char *comm;	/* thread name */
-	const char *pcomm;	/* process name when sampled (NULL: ask proc/) */
-	size_t n_user, n_kernel;
-	const uint64_t *user;	/* leaf first */
-	const uint64_t *kernel; /* leaf first */
-	uint64_t count;
-};
-
-enum collect_event_kind {
-	COLLECT_EV_NEW = 1, /* same values as HEARTH_EV_* */
-	COLLECT_EV_EXEC = 2,
-	COLLECT_EV_EXIT = 3,
-};
-
 struct collect_stats {
-	uint64_t samples;     /* sample counts added */
-	uint64_t entries;     /* distinct entries held now */
-	uint64_t dropped;     /* samples dropped because the table was full */
-	uint64_t no_process;  /* samples whose process could not be read */
-	uint64_t frames;      /* frames turned into locations by the last build */
-	uint64_t unresolved;  /* of those, frames left as module+offset */
+	uint64_t samples;    /* sample counts added */
+	uint64_t entries;    /* distinct entries held now */
+	uint64_t dropped;    /* samples dropped because the table was full */
+	uint64_t no_process; /* samples whose process could not be read */
+	uint64_t frames;     /* frames turned into locations by the last build */
+	uint64_t unresolved; /* of those, frames left as module+offset */
 };
 
 struct collector;
@@ -52,11 +38,12 @@ struct collector;
 struct collector *collector__new(struct proc_table *pt, struct symbolizer *sym);
 void collector__free(struct collector *c);
 
-/* Adds a raw sample (copied). 0, or -ENOSPC when the table is full (counted). */
-int collector__add(struct collector *c, const struct collect_sample *s);
-/* A process event: read mappings now (NEW), re-read after exec, keep after exit. */
-void collector__event(struct collector *c, enum collect_event_kind kind, uint32_t pid,
-		      uint64_t pstart, const char *comm);
+/* Adds a raw sample (copied). 0, -ENOSPC when the table is full or -ENOMEM (both
+ * counted in stats.dropped). */
+int collector__add(struct collector *c, const struct sampler_sample *s);
+/* A process event (HEARTH_EV_*): read mappings now (NEW), re-read after exec, keep
+ * after exit. Other kinds are ignored. */
+void collector__event(struct collector *c, const struct sampler_event *e);
 /*
  * Symbolizes what was added since the last build into a new profile (period_ns,
  * time_ns..+duration_ns) and forgets it. NULL on ENOMEM.

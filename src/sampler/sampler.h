@@ -5,6 +5,8 @@
  *
  * The sampler knows nothing of symbols or profiles: it hands raw samples
  * {pid, tid, comm, user addrs, kernel addrs, count} and process events to callbacks.
+ * struct sampler_sample and struct sampler_event are the one definition of both:
+ * collect/ takes them as they are. This header includes only bpf/ ABI headers.
  */
 #ifndef HEARTH_SAMPLER_H
 #define HEARTH_SAMPLER_H
@@ -13,12 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collect/collect.h"
 #include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
-#include "unwind_abi.h"  /* bpf/: HEARTH_UW_* */
+#include "unwind_abi.h"	 /* bpf/: HEARTH_UW_* */
 
-#define SAMPLER_MIN_HZ 1
-#define SAMPLER_MAX_HZ 10000
+#define SAMPLER_MIN_HZ	 1
+#define SAMPLER_MAX_HZ	 10000
 #define SAMPLER_MAX_PIDS 1024
 
 enum sampler_transfer {
@@ -33,23 +34,24 @@ enum sampler_unwind {
 };
 
 struct sampler_opts {
-	int hz;				 /* samples per second per CPU */
-	bool idle;			 /* keep idle (pid 0) samples */
+	int hz;	   /* samples per second per CPU */
+	bool idle; /* keep idle (pid 0) samples */
 	enum sampler_transfer transfer;
-	const uint32_t *pids;		 /* only these processes (all threads); NULL = all */
+	const uint32_t *pids; /* only these processes (all threads); NULL = all */
 	size_t n_pids;
-	const char *cgroup_path;	 /* only tasks in this cgroup v2 directory (or below) */
-	enum sampler_unwind unwind;	 /* user-stack unwinder (see docs/unwind.md) */
+	const char *cgroup_path;    /* only tasks in this cgroup v2 directory (or below) */
+	enum sampler_unwind unwind; /* user-stack unwinder (see docs/unwind.md) */
 };
 
+/* A raw sample. Every pointer is borrowed for the callback's duration. */
 struct sampler_sample {
 	uint32_t pid, tid;
-	uint64_t pstart;	 /* process start, ns since boot */
-	const char *comm;	 /* thread name, borrowed */
-	const char *pcomm;	 /* process name when sampled, borrowed */
+	uint64_t pstart;   /* process start, ns since boot (0 = unknown) */
+	const char *comm;  /* thread name */
+	const char *pcomm; /* process name when sampled (NULL or "": ask proc/) */
 	size_t n_user, n_kernel;
-	const uint64_t *user;	 /* leaf first; borrowed for the callback's duration */
-	const uint64_t *kernel;	 /* leaf first */
+	const uint64_t *user;	/* leaf first */
+	const uint64_t *kernel; /* leaf first */
 	uint64_t count;
 };
 
@@ -60,23 +62,6 @@ struct sampler_event {
 	const char *comm; /* process name, borrowed */
 };
 
-/* The same sample as the collector takes it (pointers still borrowed). */
-static inline struct collect_sample sampler_sample__collect(const struct sampler_sample *s)
-{
-	return (struct collect_sample){
-		.pid = s->pid,
-		.tid = s->tid,
-		.pstart = s->pstart,
-		.comm = s->comm,
-		.pcomm = s->pcomm,
-		.n_user = s->n_user,
-		.n_kernel = s->n_kernel,
-		.user = s->user,
-		.kernel = s->kernel,
-		.count = s->count,
-	};
-}
-
 struct sampler_callbacks {
 	void (*sample)(void *ctx, const struct sampler_sample *s);
 	void (*event)(void *ctx, const struct sampler_event *e);
@@ -84,9 +69,9 @@ struct sampler_callbacks {
 };
 
 struct sampler_drain_stats {
-	uint64_t syscalls;	/* bpf() calls made by the last drain */
-	uint64_t keys;		/* count-map entries drained */
-	uint64_t stacks;	/* distinct stacks read */
+	uint64_t syscalls; /* bpf() calls made by the last drain */
+	uint64_t keys;	   /* count-map entries drained */
+	uint64_t stacks;   /* distinct stacks read */
 };
 
 struct sampler;

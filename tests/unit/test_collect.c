@@ -55,7 +55,7 @@ static const char *write_kallsyms(void)
 
 TEST(collect_symbolizes_own_process)
 {
-	struct sym_opts so = { .kallsyms_path = write_kallsyms() };
+	struct sym_opts so = {.kallsyms_path = write_kallsyms()};
 	struct proc_table *pt = proc_table__new("/proc");
 	struct symbolizer *sym = symbolizer__new(&so);
 	struct collector *c = pt && sym ? collector__new(pt, sym) : NULL;
@@ -64,14 +64,18 @@ TEST(collect_symbolizes_own_process)
 	struct collect_stats st;
 	char buf[256];
 	/* leaf first: an address inside the leaf, then a return address into the caller */
-	uint64_t user[2] = { (uint64_t)(uintptr_t)collect_test_leaf + 2,
-			     (uint64_t)(uintptr_t)collect_test_caller + 5 };
-	uint64_t kernel[2] = { 0xffffffff81001010ull, 0xffffffff81002008ull };
-	struct collect_sample cs = { .pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(),
-				     .comm = "tester", .n_user = 2, .user = user, .count = 3 };
+	uint64_t user[2] = {(uint64_t)(uintptr_t)collect_test_leaf + 2,
+			    (uint64_t)(uintptr_t)collect_test_caller + 5};
+	uint64_t kernel[2] = {0xffffffff81001010ull, 0xffffffff81002008ull};
+	struct sampler_sample cs = {.pid = (uint32_t)getpid(),
+				    .tid = (uint32_t)getpid(),
+				    .comm = "tester",
+				    .n_user = 2,
+				    .user = user,
+				    .count = 3};
 
 	CHECK(c);
-	collector__event(c, COLLECT_EV_NEW, cs.pid, 0, "test_collect");
+	collector__event(c, &(struct sampler_event){.kind = HEARTH_EV_NEW, .pid = cs.pid});
 	CHECK(collector__add(c, &cs) == 0);
 	CHECK(collector__add(c, &cs) == 0); /* identical: aggregated */
 	cs.n_kernel = 2;
@@ -117,12 +121,16 @@ TEST(collect_keeps_module_and_offset_when_unresolved)
 	struct profile_sample s;
 	char buf[256];
 	void *anon = malloc(1 << 20); /* heap: a mapping with no file */
-	uint64_t user[2] = { (uint64_t)(uintptr_t)anon + 64, 0x10 /* in no mapping */ };
-	struct collect_sample cs = { .pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(),
-				     .comm = "tester", .n_user = 2, .user = user, .count = 1 };
+	uint64_t user[2] = {(uint64_t)(uintptr_t)anon + 64, 0x10 /* in no mapping */};
+	struct sampler_sample cs = {.pid = (uint32_t)getpid(),
+				    .tid = (uint32_t)getpid(),
+				    .comm = "tester",
+				    .n_user = 2,
+				    .user = user,
+				    .count = 1};
 
 	CHECK(c && anon);
-	collector__event(c, COLLECT_EV_NEW, cs.pid, 0, "test_collect");
+	collector__event(c, &(struct sampler_event){.kind = HEARTH_EV_NEW, .pid = cs.pid});
 	CHECK(collector__add(c, &cs) == 0);
 	p = collector__build(c, 1000, 0, 0);
 	CHECK(p && profile__sample(p, 0, &s) == 0 && s.n_locs == 2);
