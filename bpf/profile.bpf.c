@@ -3,8 +3,9 @@
  * hearth's sampling program: runs on a per-CPU cpu-clock perf event, filters
  * (idle, pids, cgroup), and records the user and kernel stacks of whatever ran.
  *
- * Two transfer modes, chosen before load:
- *  - counts (default): stack ids from the kernel's stack-trace maps, counts
+ * Two transfer modes, chosen before load (`use_ringbuf`; hearth's commands choose
+ * ringbuf unless told --transfer map):
+ *  - counts: stack ids from the kernel's stack-trace maps, counts
  *    aggregated in a hash map keyed by (pid, tid, pstart, stacks, comm). The maps
  *    come in two sets; user space flips `active_set` and drains the idle set
  *    with batched lookup-and-delete, so nothing the program writes is raced by
@@ -27,9 +28,8 @@
 #define EFAULT 14
 #define E2BIG 7
 
-/* Maps sized here are defaults; user space resizes them before load. */
-#define COUNTS_ENTRIES 16384
-#define STACKS_ENTRIES 16384
+/* Maps sized here are defaults; user space resizes them before load. The counts
+ * and stack maps take their sizes from the ABI header (HEARTH_*_ENTRIES). */
 #define KNOWN_ENTRIES 65536
 #define FILTER_PIDS_ENTRIES 1024
 
@@ -50,7 +50,7 @@ __u32 exit_gen = 0;
 
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, COUNTS_ENTRIES);
+	__uint(max_entries, HEARTH_COUNTS_ENTRIES);
 	__type(key, struct hearth_count_key);
 	__type(value, __u64);
 };
@@ -59,7 +59,7 @@ struct counts_map counts1 SEC(".maps");
 
 struct stacks_map {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, STACKS_ENTRIES);
+	__uint(max_entries, HEARTH_STACKS_ENTRIES);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, HEARTH_MAX_STACK * sizeof(__u64));
 };

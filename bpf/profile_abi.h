@@ -16,6 +16,12 @@
 #define HEARTH_MAX_STACK 127
 #define HEARTH_COMM_LEN 16
 
+/* Entries of each counts map and each stack-trace map (per set, map mode). The
+ * BPF object is built with these and user space sets them again before load
+ * (1 in ring-buffer mode, where the maps go unused). */
+#define HEARTH_COUNTS_ENTRIES 16384
+#define HEARTH_STACKS_ENTRIES 16384
+
 /* Aggregation key of the counts map: one entry per (process, thread, stacks). */
 struct hearth_count_key {
 	__u32 pid;	 /* process id (tgid) */

@@ -80,7 +80,7 @@ static const struct option agent_only_opts[] = {
 void cli_agent_defaults(struct cli_agent_args *a)
 {
 	a->ao.so.hz = 99;
-	a->ao.so.transfer = SAMPLER_TRANSFER_RINGBUF; /* bench/overhead: cheaper at 99 Hz */
+	a->ao.so.transfer = SAMPLER_TRANSFER_RINGBUF; /* docs/architecture.md, "Transfer modes" */
 	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
 	a->ao.trim_memory = true; /* an always-on process keeps only what it uses */
 }

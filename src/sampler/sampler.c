@@ -34,9 +34,6 @@
 
 /* Entries drained per lookup-and-delete batch call. */
 #define DRAIN_BATCH 4096
-/* Default sizes of the in-kernel maps (per set). */
-#define COUNTS_ENTRIES 16384
-#define STACKS_ENTRIES 16384
 /* The samples ring buffer holds about a second of the largest records of every
  * CPU (the reader is woken at half full, and a profile build may keep it away
  * for a few hundred ms), within these bounds. Its pages count in the reader's
@@ -342,10 +339,10 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	if (bpf_map__set_max_entries(k->maps.samples, rb_bytes) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_rows, 1)) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_procs, 1)) ||
-	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : COUNTS_ENTRIES) ||
-	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : COUNTS_ENTRIES) ||
-	    bpf_map__set_max_entries(k->maps.stacks0, rb ? 1 : STACKS_ENTRIES) ||
-	    bpf_map__set_max_entries(k->maps.stacks1, rb ? 1 : STACKS_ENTRIES))
+	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
+	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
+	    bpf_map__set_max_entries(k->maps.stacks0, rb ? 1 : HEARTH_STACKS_ENTRIES) ||
+	    bpf_map__set_max_entries(k->maps.stacks1, rb ? 1 : HEARTH_STACKS_ENTRIES))
 		return -EINVAL;
 	return 0;
 }
