@@ -592,8 +592,8 @@ static void free_stacks(struct sampler *s, int stacks_fd)
 {
 	__u32 key, next;
 
-	for (size_t i = 0; i < s->stacks.n_ids; i++) {
-		__u32 id = s->stacks.ids[i];
+	for (size_t i = 0; i < s->stacks.n; i++) {
+		__u32 id = s->stacks.entries[i].id;
 
 		bpf_map_delete_elem(stacks_fd, &id);
 		s->last.syscalls++;

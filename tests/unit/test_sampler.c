@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sampler/sampler.h"
+#include "sampler/stackcache.h"
 #include "unit.h"
 
 struct seen {
@@ -244,4 +245,42 @@ TEST(sampler_parses_variable_length_records)
 	((struct hearth_rb_sample *)buf)->klen = 2;
 	CHECK(sampler_parse_rb_sample(buf, sizeof(buf), &smp, comm, pcomm) == -EINVAL);
 cleanup:;
+}
+
+/* The drain's stack cache: each id once, frames up to the first zero, ids kept in
+ * insertion order (the order the drain frees them in), empty again after reset. */
+TEST(sampler_stack_cache_keeps_each_id_once)
+{
+	struct stack_cache c;
+	uint64_t frames[HEARTH_MAX_STACK] = {0};
+	const struct stack_cache_entry *e;
+	const uint32_t n_ids = 5000; /* past several growths of the index */
+
+	stack_cache__init(&c);
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t i = 0; i < n_ids; i++) {
+			uint32_t id = i * 7919u; /* ids of a stack map: sparse, 0 included */
+
+			for (uint32_t f = 0; f < HEARTH_MAX_STACK; f++)
+				frames[f] = f < i % 9 ? 0x1000 + id + f : 0;
+			CHECK(!stack_cache__get(&c, id));
+			e = stack_cache__put(&c, id, frames, HEARTH_MAX_STACK);
+			CHECK(e && e->id == id && e->n == i % 9);
+		}
+		CHECK(c.n == n_ids);
+		for (uint32_t i = 0; i < n_ids; i++) {
+			uint32_t id = i * 7919u;
+
+			e = stack_cache__get(&c, id);
+			CHECK(e && e->id == id && e->n == i % 9);
+			CHECK(e->n == 0 || (e->frames[0] == 0x1000 + id &&
+					    e->frames[e->n - 1] == 0x1000 + id + e->n - 1));
+			CHECK(c.entries[i].id == id);
+		}
+		CHECK(!stack_cache__get(&c, 1)); /* never put */
+		stack_cache__reset(&c);
+		CHECK(c.n == 0 && !stack_cache__get(&c, 7919u));
+	}
+cleanup:
+	stack_cache__fini(&c);
 }
