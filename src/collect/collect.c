@@ -11,6 +11,7 @@
  *   the caller's function even when the call is the last instruction of it.
  */
 #include "collect.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,7 +24,6 @@
 #define COMM_LEN HEARTH_COMM_LEN
 
 struct entry {
-	uint64_t hash;
 	uint32_t pid, tid;
 	uint64_t pstart;
 	char comm[COMM_LEN + 1];
@@ -36,8 +36,9 @@ struct entry {
 struct collector {
 	struct proc_table *pt;	/* borrowed */
 	struct symbolizer *sym; /* borrowed */
-	struct entry *entries;	/* open addressing; frames == NULL marks a free slot */
-	size_t cap, used;
+	struct entry *entries;	/* owned, dense, in the order first seen */
+	size_t n, cap;
+	struct base_hmap idx; /* hash of an entry's key -> index in entries */
 	struct collect_stats stats;
 	uint64_t kernel_mapping_key;
 	uint32_t *gone; /* owned: pids that exited or exec'd since the last build */
@@ -57,11 +58,10 @@ struct collector *collector__new(struct proc_table *pt, struct symbolizer *sym)
 
 static void clear_entries(struct collector *c)
 {
-	for (size_t i = 0; i < c->cap; i++) {
+	for (size_t i = 0; i < c->n; i++)
 		free(c->entries[i].frames);
-		c->entries[i].frames = NULL;
-	}
-	c->used = 0;
+	c->n = 0;
+	base_hmap__clear(&c->idx);
 }
 
 void collector__free(struct collector *c)
@@ -70,41 +70,35 @@ void collector__free(struct collector *c)
 		return;
 	clear_entries(c);
 	free(c->entries);
+	base_hmap__fini(&c->idx);
 	free(c->gone);
 	free(c);
 }
 
-/* FNV-1a over the identifying fields; good enough spread for open addressing. */
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
+/* The base hash over what entry_matches compares: a NULL pcomm hashes as "" (they
+ * match), and frames only when there are some (a 0-frame side may be NULL). */
 static uint64_t hash_sample(const struct sampler_sample *s)
 {
-	uint64_t h = 14695981039346656037ull;
+	const char *pcomm = s->pcomm ? s->pcomm : "";
+	uint64_t h = base_hash_u64(BASE_HASH_SEED, (uint64_t)s->pid << 32 | s->tid);
 
-	h = hash_bytes(h, &s->pid, sizeof(s->pid));
-	h = hash_bytes(h, &s->tid, sizeof(s->tid));
-	h = hash_bytes(h, &s->pstart, sizeof(s->pstart));
-	h = hash_bytes(h, s->comm, strnlen(s->comm, COMM_LEN));
-	if (s->pcomm)
-		h = hash_bytes(h, s->pcomm, strnlen(s->pcomm, COMM_LEN));
-	h = hash_bytes(h, &s->n_kernel, sizeof(s->n_kernel));
-	h = hash_bytes(h, s->kernel, s->n_kernel * sizeof(*s->kernel));
-	h = hash_bytes(h, s->user, s->n_user * sizeof(*s->user));
+	h = base_hash_u64(h, s->pstart);
+	h = base_hash_bytes(h, s->comm, strnlen(s->comm, COMM_LEN));
+	h = base_hash_bytes(h, pcomm, strnlen(pcomm, COMM_LEN));
+	h = base_hash_u64(h, (uint64_t)s->n_kernel << 32 | s->n_user);
+	if (s->n_kernel)
+		h = base_hash_bytes(h, s->kernel, s->n_kernel * sizeof(*s->kernel));
+	if (s->n_user)
+		h = base_hash_bytes(h, s->user, s->n_user * sizeof(*s->user));
 	return h;
 }
 
-static bool entry_matches(const struct entry *e, uint64_t h, const struct sampler_sample *s)
+static bool entry_matches(const void *ctx, size_t idx, const void *key)
 {
-	return e->hash == h && e->pid == s->pid && e->tid == s->tid && e->pstart == s->pstart &&
+	const struct entry *e = &((const struct collector *)ctx)->entries[idx];
+	const struct sampler_sample *s = key;
+
+	return e->pid == s->pid && e->tid == s->tid && e->pstart == s->pstart &&
 	       e->n_user == s->n_user && e->n_kernel == s->n_kernel &&
 	       strncmp(e->comm, s->comm, COMM_LEN) == 0 &&
 	       strncmp(e->pcomm, s->pcomm ? s->pcomm : "", COMM_LEN) == 0 &&
@@ -114,30 +108,7 @@ static bool entry_matches(const struct entry *e, uint64_t h, const struct sample
 		memcmp(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t)) == 0);
 }
 
-static int grow(struct collector *c)
-{
-	size_t ncap = c->cap ? c->cap * 2 : 1024;
-	struct entry *n = calloc(ncap, sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->cap; i++) {
-		size_t j;
-
-		if (!c->entries[i].frames)
-			continue;
-		j = c->entries[i].hash & (ncap - 1);
-		while (n[j].frames)
-			j = (j + 1) & (ncap - 1);
-		n[j] = c->entries[i];
-	}
-	free(c->entries);
-	c->entries = n;
-	c->cap = ncap;
-	return 0;
-}
-
-static int fill_entry(struct entry *e, uint64_t h, const struct sampler_sample *s)
+static int fill_entry(struct entry *e, const struct sampler_sample *s)
 {
 	size_t n = s->n_kernel + s->n_user;
 
@@ -148,7 +119,6 @@ static int fill_entry(struct entry *e, uint64_t h, const struct sampler_sample *
 		memcpy(e->frames, s->kernel, s->n_kernel * sizeof(uint64_t));
 	if (s->n_user)
 		memcpy(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t));
-	e->hash = h;
 	e->pid = s->pid;
 	e->tid = s->tid;
 	e->pstart = s->pstart;
@@ -163,27 +133,33 @@ static int fill_entry(struct entry *e, uint64_t h, const struct sampler_sample *
 int collector__add(struct collector *c, const struct sampler_sample *s)
 {
 	uint64_t h = hash_sample(s);
-	size_t i;
+	size_t i = base_hmap__find(&c->idx, h, entry_matches, c, s);
+	int err;
 
 	c->stats.samples += s->count;
-	if ((c->used + 1) * 4 > c->cap * 3) {
-		if (c->used >= COLLECT_MAX_ENTRIES || grow(c)) {
-			c->stats.dropped += s->count;
-			return -ENOSPC;
-		}
+	if (i != SIZE_MAX) {
+		c->entries[i].count += s->count;
+		return 0;
 	}
-	for (i = h & (c->cap - 1); c->entries[i].frames; i = (i + 1) & (c->cap - 1)) {
-		if (entry_matches(&c->entries[i], h, s)) {
-			c->entries[i].count += s->count;
-			return 0;
-		}
+	err = -ENOSPC;
+	if (c->n >= COLLECT_MAX_ENTRIES)
+		goto dropped;
+	err = base_grow((void **)&c->entries, &c->cap, c->n + 1, sizeof(*c->entries));
+	if (err)
+		goto dropped;
+	err = fill_entry(&c->entries[c->n], s);
+	if (err)
+		goto dropped;
+	err = base_hmap__insert(&c->idx, h, c->n);
+	if (err) {
+		free(c->entries[c->n].frames);
+		goto dropped;
 	}
-	if (fill_entry(&c->entries[i], h, s)) {
-		c->stats.dropped += s->count;
-		return -ENOMEM;
-	}
-	c->used++;
+	c->n++;
 	return 0;
+dropped:
+	c->stats.dropped += s->count;
+	return err;
 }
 
 /*
@@ -193,16 +169,9 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
  */
 static void forget_after_build(struct collector *c, uint32_t pid)
 {
-	size_t cap = c->gone_cap ? c->gone_cap * 2 : 64;
-	uint32_t *g;
-
-	if (c->n_gone == c->gone_cap) {
-		if (cap > SIZE_MAX / sizeof(*g) || !(g = realloc(c->gone, cap * sizeof(*g)))) {
-			symbolizer__forget_pid(c->sym, pid);
-			return;
-		}
-		c->gone = g;
-		c->gone_cap = cap;
+	if (base_grow((void **)&c->gone, &c->gone_cap, c->n_gone + 1, sizeof(*c->gone))) {
+		symbolizer__forget_pid(c->sym, pid);
+		return;
 	}
 	c->gone[c->n_gone++] = pid;
 }
@@ -402,14 +371,14 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 	profile__set_time(p, time_ns, duration_ns);
 	c->stats.frames = 0;
 	c->stats.unresolved = 0;
-	for (size_t i = 0; i < c->cap; i++)
-		if (c->entries[i].frames && c->entries[i].n_user + c->entries[i].n_kernel > max)
+	for (size_t i = 0; i < c->n; i++)
+		if (c->entries[i].n_user + c->entries[i].n_kernel > max)
 			max = c->entries[i].n_user + c->entries[i].n_kernel;
 	locs = malloc((max ? max : 1) * sizeof(*locs));
 	if (!locs)
 		goto fail;
-	for (size_t i = 0; i < c->cap; i++) {
-		if (c->entries[i].frames && build_entry(c, p, &c->entries[i], period_ns, locs))
+	for (size_t i = 0; i < c->n; i++) {
+		if (build_entry(c, p, &c->entries[i], period_ns, locs))
 			goto fail;
 	}
 	free(locs);
@@ -427,5 +396,5 @@ fail:
 void collector__stats(const struct collector *c, struct collect_stats *out)
 {
 	*out = c->stats;
-	out->entries = c->used;
+	out->entries = c->n;
 }

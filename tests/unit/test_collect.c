@@ -146,3 +146,47 @@ cleanup:
 	symbolizer__free(sym);
 	proc_table__free(pt);
 }
+
+/* Samples that differ only where entry_matches says "the same" (a NULL or ""
+ * process name, NULL or non-NULL pointers to no frames) add up into one entry,
+ * and thousands of distinct ones each keep their own count across the index's
+ * growth. */
+TEST(collect_aggregates_equal_samples_once)
+{
+	struct proc_table *pt = proc_table__new("/proc");
+	struct symbolizer *sym = symbolizer__new(NULL);
+	struct collector *c = pt && sym ? collector__new(pt, sym) : NULL;
+	struct profile *p = NULL;
+	struct collect_stats st;
+	uint64_t none[1] = {0};
+	struct sampler_sample a = {.pid = 0, .tid = 0, .comm = "swapper", .count = 1};
+	struct sampler_sample b = a;
+	const uint32_t n = 3000;
+
+	CHECK(c);
+	b.pcomm = "";
+	b.user = none;
+	b.kernel = none;
+	CHECK(collector__add(c, &a) == 0);
+	CHECK(collector__add(c, &b) == 0);
+	collector__stats(c, &st);
+	CHECKF(st.entries == 1 && st.samples == 2, "entries %llu", (unsigned long long)st.entries);
+	for (uint32_t round = 0; round < 2; round++) {
+		for (uint32_t i = 0; i < n; i++) {
+			struct sampler_sample s = {.pid = 0, .tid = i, .comm = "t", .count = i + 1};
+
+			CHECK(collector__add(c, &s) == 0);
+		}
+	}
+	collector__stats(c, &st);
+	CHECK(st.entries == 1 + n && st.dropped == 0);
+	p = collector__build(c, 1, 0, 0);
+	CHECK(p && profile__n_samples(p) == 1 + n);
+	/* 2 for the first entry, then twice 1..n */
+	CHECK(profile__total(p, 0) == 2 + (int64_t)n * (n + 1));
+cleanup:
+	profile__free(p);
+	collector__free(c);
+	symbolizer__free(sym);
+	proc_table__free(pt);
+}
