@@ -12,6 +12,7 @@
  * of it or a 413. The connection limits are in server.h ("Limits").
  */
 #include "server_impl.h"
+#include "base/base.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -305,6 +306,9 @@ static const char *log_escape(const char *s, bool quoted, char *out, size_t n, s
 	return out;
 }
 
+/* First allocation of a request body. */
+#define SERVER_BODY_MIN 65536
+
 /* Appends an upload chunk, or counts it as overflow past max_body. */
 static void take_body(struct server *s, struct server_req *r, const char *data, size_t n)
 {
@@ -312,18 +316,11 @@ static void take_body(struct server *s, struct server_req *r, const char *data, 
 		r->too_large = true;
 		return;
 	}
-	if (r->len + n > r->cap) {
-		size_t cap = r->cap ? r->cap : 65536;
-		uint8_t *b;
-
-		while (cap < r->len + n)
-			cap *= 2;
-		if (!(b = realloc(r->body, cap))) {
-			r->too_large = true;
-			return;
-		}
-		r->body = b;
-		r->cap = cap;
+	/* At least SERVER_BODY_MIN at first: most uploads fit in one allocation. */
+	if (base_grow((void **)&r->body, &r->cap,
+		      r->len + n > SERVER_BODY_MIN ? r->len + n : SERVER_BODY_MIN, 1)) {
+		r->too_large = true;
+		return;
 	}
 	memcpy(r->body + r->len, data, n);
 	r->len += n;

@@ -5,6 +5,7 @@
  * relaxed atomics from the connection threads.
  */
 #include "server_impl.h"
+#include "base/base.h"
 #include "store/store.h"
 
 #include <string.h>
@@ -68,7 +69,7 @@ static void add_saturating(uint64_t *p, uint64_t v)
 	bool done;
 
 	do {
-		sum = old > UINT64_MAX - v ? UINT64_MAX : old + v;
+		sum = base_sat_addu(old, v);
 		done = __atomic_compare_exchange_n(p, &old, sum, true, __ATOMIC_RELAXED,
 						   __ATOMIC_RELAXED);
 	} while (!done);
