@@ -53,13 +53,43 @@ static const char *write_kallsyms(void)
 	return path;
 }
 
+/* A collector over this machine's /proc, with its proc table and symbolizer. */
+struct fixture {
+	struct proc_table *pt;
+	struct symbolizer *sym;
+	struct collector *c;
+	struct profile *p; /* the test's built profile, freed on close */
+};
+
+static struct collector *fixture_open(struct fixture *f, const struct sym_opts *so)
+{
+	f->p = NULL;
+	f->pt = proc_table__new("/proc");
+	f->sym = symbolizer__new(so);
+	f->c = f->pt && f->sym ? collector__new(f->pt, f->sym) : NULL;
+	return f->c;
+}
+
+static void fixture_close(struct fixture *f)
+{
+	profile__free(f->p);
+	collector__free(f->c);
+	symbolizer__free(f->sym);
+	proc_table__free(f->pt);
+}
+
+/* A sample of this process, thread "tester", with n user frames. */
+static struct sampler_sample own_sample(const uint64_t *user, size_t n, uint64_t count)
+{
+	return (struct sampler_sample){ .pid = (uint32_t)getpid(), .tid = (uint32_t)getpid(),
+					.comm = "tester", .n_user = n, .user = user, .count = count };
+}
+
 TEST(collect_symbolizes_own_process)
 {
 	struct sym_opts so = {.kallsyms_path = write_kallsyms()};
-	struct proc_table *pt = proc_table__new("/proc");
-	struct symbolizer *sym = symbolizer__new(&so);
-	struct collector *c = pt && sym ? collector__new(pt, sym) : NULL;
-	struct profile *p = NULL;
+	struct fixture f;
+	struct collector *c = fixture_open(&f, &so);
 	struct profile_sample s;
 	struct collect_stats st;
 	char buf[256];
@@ -67,12 +97,7 @@ TEST(collect_symbolizes_own_process)
 	uint64_t user[2] = {(uint64_t)(uintptr_t)collect_test_leaf + 2,
 			    (uint64_t)(uintptr_t)collect_test_caller + 5};
 	uint64_t kernel[2] = {0xffffffff81001010ull, 0xffffffff81002008ull};
-	struct sampler_sample cs = {.pid = (uint32_t)getpid(),
-				    .tid = (uint32_t)getpid(),
-				    .comm = "tester",
-				    .n_user = 2,
-				    .user = user,
-				    .count = 3};
+	struct sampler_sample cs = own_sample(user, 2, 3);
 
 	CHECK(c);
 	collector__event(c, &(struct sampler_event){.kind = HEARTH_EV_NEW, .pid = cs.pid});
@@ -84,67 +109,54 @@ TEST(collect_symbolizes_own_process)
 	collector__stats(c, &st);
 	CHECK(st.entries == 2 && st.samples == 9);
 
-	p = collector__build(c, 10000000, 1, 2);
-	CHECK(p);
-	CHECK(profile__n_samples(p) == 2);
-	CHECK(profile__total(p, 0) == 9);
-	CHECK(profile__total(p, 1) == 9 * 10000000ll);
+	f.p = collector__build(c, 10000000, 1, 2);
+	CHECK(f.p);
+	CHECK(profile__n_samples(f.p) == 2);
+	CHECK(profile__total(f.p, 0) == 9);
+	CHECK(profile__total(f.p, 1) == 9 * 10000000ll);
 	for (size_t i = 0; i < 2; i++) {
-		CHECK(profile__sample(p, i, &s) == 0);
+		CHECK(profile__sample(f.p, i, &s) == 0);
 		CHECK_STREQ(label_str(&s, "comm"), "tester");
 		CHECK(label_str(&s, "process") != NULL);
 		if (s.n_locs == 2) {
-			CHECK_STREQ(name_at(p, &s, 0, buf, sizeof(buf)), "collect_test_leaf");
-			CHECK_STREQ(name_at(p, &s, 1, buf, sizeof(buf)), "collect_test_caller");
+			CHECK_STREQ(name_at(f.p, &s, 0, buf, sizeof(buf)), "collect_test_leaf");
+			CHECK_STREQ(name_at(f.p, &s, 1, buf, sizeof(buf)), "collect_test_caller");
 		} else {
 			CHECK(s.n_locs == 4);
-			CHECK_STREQ(name_at(p, &s, 0, buf, sizeof(buf)), "do_syscall_64_[k]");
-			CHECK_STREQ(name_at(p, &s, 1, buf, sizeof(buf)), "entry_SYSCALL_64_[k]");
-			CHECK_STREQ(name_at(p, &s, 2, buf, sizeof(buf)), "collect_test_leaf");
+			CHECK_STREQ(name_at(f.p, &s, 0, buf, sizeof(buf)), "do_syscall_64_[k]");
+			CHECK_STREQ(name_at(f.p, &s, 1, buf, sizeof(buf)), "entry_SYSCALL_64_[k]");
+			CHECK_STREQ(name_at(f.p, &s, 2, buf, sizeof(buf)), "collect_test_leaf");
 		}
 	}
 	collector__stats(c, &st);
 	CHECK(st.entries == 0); /* build forgets what it built */
 cleanup:
-	profile__free(p);
-	collector__free(c);
-	symbolizer__free(sym);
-	proc_table__free(pt);
+	fixture_close(&f);
 }
 
 TEST(collect_keeps_module_and_offset_when_unresolved)
 {
-	struct proc_table *pt = proc_table__new("/proc");
-	struct symbolizer *sym = symbolizer__new(NULL);
-	struct collector *c = pt && sym ? collector__new(pt, sym) : NULL;
-	struct profile *p = NULL;
+	struct fixture f;
+	struct collector *c = fixture_open(&f, NULL);
 	struct profile_sample s;
 	char buf[256];
 	void *anon = malloc(1 << 20); /* heap: a mapping with no file */
 	uint64_t user[2] = {(uint64_t)(uintptr_t)anon + 64, 0x10 /* in no mapping */};
-	struct sampler_sample cs = {.pid = (uint32_t)getpid(),
-				    .tid = (uint32_t)getpid(),
-				    .comm = "tester",
-				    .n_user = 2,
-				    .user = user,
-				    .count = 1};
+	struct sampler_sample cs = own_sample(user, 2, 1);
 
 	CHECK(c && anon);
 	collector__event(c, &(struct sampler_event){.kind = HEARTH_EV_NEW, .pid = cs.pid});
 	CHECK(collector__add(c, &cs) == 0);
-	p = collector__build(c, 1000, 0, 0);
-	CHECK(p && profile__sample(p, 0, &s) == 0 && s.n_locs == 2);
+	f.p = collector__build(c, 1000, 0, 0);
+	CHECK(f.p && profile__sample(f.p, 0, &s) == 0 && s.n_locs == 2);
 	/* the heap is "[heap]" or anonymous: named after it, never a bare [unknown] */
-	name_at(p, &s, 0, buf, sizeof(buf));
+	name_at(f.p, &s, 0, buf, sizeof(buf));
 	CHECKF(strstr(buf, "+0x") && strncmp(buf, "[unknown]", 9) != 0, "%s", buf);
-	name_at(p, &s, 1, buf, sizeof(buf));
+	name_at(f.p, &s, 1, buf, sizeof(buf));
 	CHECKF(strncmp(buf, "[unknown] 0x", 12) == 0, "%s", buf);
 cleanup:
 	free(anon);
-	profile__free(p);
-	collector__free(c);
-	symbolizer__free(sym);
-	proc_table__free(pt);
+	fixture_close(&f);
 }
 
 /* Samples that differ only where entry_matches says "the same" (a NULL or ""
@@ -153,10 +165,8 @@ cleanup:
  * growth. */
 TEST(collect_aggregates_equal_samples_once)
 {
-	struct proc_table *pt = proc_table__new("/proc");
-	struct symbolizer *sym = symbolizer__new(NULL);
-	struct collector *c = pt && sym ? collector__new(pt, sym) : NULL;
-	struct profile *p = NULL;
+	struct fixture f;
+	struct collector *c = fixture_open(&f, NULL);
 	struct collect_stats st;
 	uint64_t none[1] = {0};
 	struct sampler_sample a = {.pid = 0, .tid = 0, .comm = "swapper", .count = 1};
@@ -180,13 +190,10 @@ TEST(collect_aggregates_equal_samples_once)
 	}
 	collector__stats(c, &st);
 	CHECK(st.entries == 1 + n && st.dropped == 0);
-	p = collector__build(c, 1, 0, 0);
-	CHECK(p && profile__n_samples(p) == 1 + n);
+	f.p = collector__build(c, 1, 0, 0);
+	CHECK(f.p && profile__n_samples(f.p) == 1 + n);
 	/* 2 for the first entry, then twice 1..n */
-	CHECK(profile__total(p, 0) == 2 + (int64_t)n * (n + 1));
+	CHECK(profile__total(f.p, 0) == 2 + (int64_t)n * (n + 1));
 cleanup:
-	profile__free(p);
-	collector__free(c);
-	symbolizer__free(sym);
-	proc_table__free(pt);
+	fixture_close(&f);
 }
