@@ -223,7 +223,8 @@ int agent_spool__push(struct agent_spool *sp, const char *query, const uint8_t *
 	return 0;
 }
 
-/* Reads a spool file into query/data. 0 or -errno. */
+/* Reads a spool file into query/data. 0, -EINVAL when it is not a spool file, or
+ * -errno. */
 static int read_file(const char *path, char **query, uint8_t **data, size_t *len)
 {
 	FILE *f = fopen(path, "r");
@@ -231,27 +232,30 @@ static int read_file(const char *path, char **query, uint8_t **data, size_t *len
 	size_t qcap = 0;
 	ssize_t ql;
 	long start, end;
-	int ret = -EINVAL;
+	int ret;
 
 	*query = NULL;
 	*data = NULL;
 	if (!f)
 		return -errno;
-	if (!fgets(magic, sizeof(magic), f) || strcmp(magic, SPOOL_MAGIC))
-		goto out;
-	if ((ql = getline(&q, &qcap, f)) <= 0)
-		goto out;
+	if (!fgets(magic, sizeof(magic), f) || strcmp(magic, SPOOL_MAGIC) ||
+	    (ql = getline(&q, &qcap, f)) <= 0) {
+		ret = -EINVAL;
+		goto cleanup;
+	}
 	q[ql - 1] = '\0';
-	start = ftell(f);
-	fseek(f, 0, SEEK_END);
-	end = ftell(f);
-	fseek(f, start, SEEK_SET);
+	if ((start = ftell(f)) < 0 || fseek(f, 0, SEEK_END) || (end = ftell(f)) < start ||
+	    fseek(f, start, SEEK_SET)) {
+		ret = -EIO;
+		goto cleanup;
+	}
 	*len = (size_t)(end - start);
-	ret = -ENOMEM;
-	if (!(*data = malloc(*len ? *len : 1)))
-		goto out;
+	if (!(*data = malloc(*len ? *len : 1))) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
 	ret = fread(*data, 1, *len, f) == *len ? 0 : -EIO;
-out:
+cleanup:
 	fclose(f);
 	if (ret) {
 		free(q);

@@ -547,3 +547,34 @@ TEST(spool_reload_removes_temp_files)
 cleanup:
 	agent_spool__free(sp);
 }
+
+/* Files a previous run left that are not spool files (another magic, a header
+ * without its query line, an empty file) are dropped and counted on reload; the
+ * good file among them is still sent, body intact. */
+TEST(spool_reload_drops_unreadable_files)
+{
+	static const char *const bad[] = {"not a spool\nq\nbody", "hearth-spool 1\n", ""};
+	struct agent_spool *sp = NULL;
+	struct agent_spool_stats st;
+	char dir[512], path[1024], q[64];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/spool-bad", unit_tmp_dir());
+	CHECK(agent_spool__new(dir, 1000, 10000, &sp) == 0);
+	agent_spool__free(sp); /* made the directory */
+	sp = NULL;
+	for (int i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "%s/spool-%020d.bin", dir, i + 1);
+		CHECK((f = fopen(path, "w")) != NULL);
+		fputs(i < 3 ? bad[i] : "hearth-spool 1\nn=good\nbody", f);
+		fclose(f);
+	}
+	CHECK(agent_spool__new(dir, 1000, 10000, &sp) == 0);
+	CHECK(pop_query(sp, q, sizeof(q)) == 0);
+	CHECK_BUFEQ(q, "n=good");
+	CHECK(pop_query(sp, q, sizeof(q)) == -ENOENT);
+	agent_spool__stats(sp, &st);
+	CHECKF(st.dropped == 3, "%llu", (unsigned long long)st.dropped);
+cleanup:
+	agent_spool__free(sp);
+}
