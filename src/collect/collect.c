@@ -136,9 +136,9 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 	size_t i = base_hmap__find(&c->idx, h, entry_matches, c, s);
 	int err;
 
-	c->stats.samples += s->count;
+	c->stats.samples = base_sat_addu(c->stats.samples, s->count);
 	if (i != SIZE_MAX) {
-		c->entries[i].count += s->count;
+		c->entries[i].count = base_sat_addu(c->entries[i].count, s->count);
 		return 0;
 	}
 	err = -ENOSPC;
@@ -158,7 +158,7 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 	c->n++;
 	return 0;
 dropped:
-	c->stats.dropped += s->count;
+	c->stats.dropped = base_sat_addu(c->stats.dropped, s->count);
 	return err;
 }
 
@@ -330,7 +330,9 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 {
 	struct proc_process *proc = e->pid ? proc_table__get(c->pt, e->pid, e->pstart) : NULL;
 	size_t n = 0;
-	int64_t values[PROFILE_N_VALUES] = {(int64_t)e->count, (int64_t)e->count * period_ns};
+	/* Counts and their time saturate (sample values never wrap). */
+	int64_t n_samples = e->count > INT64_MAX ? INT64_MAX : (int64_t)e->count;
+	int64_t values[PROFILE_N_VALUES] = {n_samples, base_sat_mul(n_samples, period_ns)};
 	struct profile_label labels[4] = {
 	    {.key = "pid", .num = e->pid},
 	    {.key = "tid", .num = e->tid},
@@ -339,7 +341,7 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	};
 
 	if (e->pid && !proc)
-		c->stats.no_process += e->count;
+		c->stats.no_process = base_sat_addu(c->stats.no_process, e->count);
 	for (uint32_t i = 0; i < e->n_kernel; i++) {
 		uint64_t addr = i ? e->frames[i] - 1 : e->frames[i];
 

@@ -197,3 +197,27 @@ TEST(collect_aggregates_equal_samples_once)
 cleanup:
 	fixture_close(&f);
 }
+
+/* Sample counts saturate: two adds of INT64_MAX samples stay INT64_MAX samples
+ * and INT64_MAX nanoseconds, never a negative or wrapped total (before: the
+ * count wrapped and count x period overflowed, which UBSan aborts on). */
+TEST(collect_counts_saturate)
+{
+	struct fixture f;
+	struct collector *c = fixture_open(&f, NULL);
+	struct sampler_sample s = {.comm = "swapper", .count = INT64_MAX};
+	struct collect_stats st;
+
+	CHECK(c);
+	CHECK(collector__add(c, &s) == 0);
+	s.count = UINT64_MAX;
+	CHECK(collector__add(c, &s) == 0);
+	collector__stats(c, &st);
+	CHECK(st.entries == 1 && st.samples == UINT64_MAX);
+	f.p = collector__build(c, 10000000, 0, 0);
+	CHECK(f.p && profile__n_samples(f.p) == 1);
+	CHECKF(profile__total(f.p, 0) == INT64_MAX, "%lld", (long long)profile__total(f.p, 0));
+	CHECKF(profile__total(f.p, 1) == INT64_MAX, "%lld", (long long)profile__total(f.p, 1));
+cleanup:
+	fixture_close(&f);
+}
