@@ -9,6 +9,7 @@
  * symbolizer, which only this thread touches, so no lock guards them.
  */
 #include "agent_impl.h"
+#include "base/base.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -40,14 +41,6 @@ struct agent {
 	/* counters (relaxed atomics: read by HTTP threads) */
 	uint64_t profiles, build_errors, drain_ns, build_ns, last_samples;
 };
-
-static int64_t clock_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void on_sample(void *ctx, const struct sampler_sample *s)
 {
@@ -97,7 +90,7 @@ static void ingest_query(const struct agent *a, int64_t t0, int64_t dur, char *b
 /* Builds the interval's profile and queues it. */
 static int flush_interval(struct agent *a, int64_t t0, int64_t dur)
 {
-	int64_t b0 = clock_ns(CLOCK_MONOTONIC);
+	int64_t b0 = base_clock_ns(CLOCK_MONOTONIC);
 	struct profile *raw = collector__build(a->col, 1000000000 / a->opts.so.hz, t0, dur);
 	struct profile *p = raw ? agent_relabel(a->pt, raw) : NULL;
 	uint8_t *buf = NULL;
@@ -105,7 +98,7 @@ static int flush_interval(struct agent *a, int64_t t0, int64_t dur)
 	char query[2048];
 	int ret = -ENOMEM;
 
-	__atomic_store_n(&a->build_ns, (uint64_t)(clock_ns(CLOCK_MONOTONIC) - b0),
+	__atomic_store_n(&a->build_ns, (uint64_t)(base_clock_ns(CLOCK_MONOTONIC) - b0),
 			 __ATOMIC_RELAXED);
 	if (p && profile__n_samples(p) == 0)
 		ret = 0; /* an idle machine: nothing to send */
@@ -162,17 +155,18 @@ static int next_wait_ms(struct agent *a, int64_t now, int64_t last_drain, int64_
 
 int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
 {
-	int64_t start = clock_ns(CLOCK_MONOTONIC), t0 = clock_ns(CLOCK_REALTIME);
+	int64_t start = base_clock_ns(CLOCK_MONOTONIC), t0 = base_clock_ns(CLOCK_REALTIME);
 	int64_t last_drain = start, interval = (int64_t)(a->opts.interval_s * 1e9), now = start;
 	int ret = 0;
 
 	__atomic_store_n(&a->running, true, __ATOMIC_RELEASE);
 	while (!*stop && ret >= 0) {
 		ret = sampler__poll(a->s, next_wait_ms(a, now, last_drain, start, interval));
-		now = clock_ns(CLOCK_MONOTONIC);
+		now = base_clock_ns(CLOCK_MONOTONIC);
 		if (ret >= 0 && now - last_drain >= AGENT_DRAIN_NS) {
 			ret = sampler__drain(a->s);
-			__atomic_store_n(&a->drain_ns, (uint64_t)(clock_ns(CLOCK_MONOTONIC) - now),
+			__atomic_store_n(&a->drain_ns,
+					 (uint64_t)(base_clock_ns(CLOCK_MONOTONIC) - now),
 					 __ATOMIC_RELAXED);
 			last_drain = now;
 		}
@@ -181,11 +175,11 @@ int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
 			sampler__drain(a->s);
 			flush_interval(a, t0, now - start);
 			start = now;
-			t0 = clock_ns(CLOCK_REALTIME);
+			t0 = base_clock_ns(CLOCK_REALTIME);
 		}
 	}
 	if (ret >= 0 && sampler__drain(a->s) >= 0)
-		flush_interval(a, t0, clock_ns(CLOCK_MONOTONIC) - start);
+		flush_interval(a, t0, base_clock_ns(CLOCK_MONOTONIC) - start);
 	__atomic_store_n(&a->running, false, __ATOMIC_RELEASE);
 	live_check(a, INT64_MAX);
 	agent_sender__stop(a->snd, flush_s);
@@ -205,9 +199,9 @@ int agent__live_profile(void *agent, double seconds, struct profile **out)
 	}
 	a->live_done = false;
 	a->live_result = NULL;
-	a->live_start = clock_ns(CLOCK_MONOTONIC);
+	a->live_start = base_clock_ns(CLOCK_MONOTONIC);
 	a->live_until = a->live_start + (int64_t)(seconds * 1e9);
-	a->live_t0 = clock_ns(CLOCK_REALTIME);
+	a->live_t0 = base_clock_ns(CLOCK_REALTIME);
 	__atomic_store_n(&a->live_active, true, __ATOMIC_RELEASE);
 	while (!a->live_done)
 		pthread_cond_wait(&a->live_cond, &a->live_lock);

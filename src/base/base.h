@@ -10,6 +10,7 @@
  *   base_arena     bump arena: many small blocks freed at once
  *   base_sbuf      growing string with a sticky error
  *   base_strtab    string interner (id 0 is always "")
+ *   base_clock_ns  a clock read as nanoseconds
  *
  * Nothing here knows any other hearth module: every module may include it, it
  * includes no module. Every name starts with base_.
@@ -20,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* ---- arrays ---- */
 
@@ -171,5 +173,11 @@ void base_strtab__fini(struct base_strtab *st);
 int64_t base_strtab__intern(struct base_strtab *st, const char *s);
 /* Id of s, or -ENOENT when it was never interned. */
 int64_t base_strtab__find(const struct base_strtab *st, const char *s);
+
+/* ---- clocks ---- */
+
+/* Clock clk (CLOCK_MONOTONIC, CLOCK_REALTIME, ...) in nanoseconds: the one place a
+ * timespec becomes a count of ns. */
+int64_t base_clock_ns(clockid_t clk);
 
 #endif

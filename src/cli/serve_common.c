@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "cli.h"
 #include "serve.h"
 
@@ -72,10 +73,7 @@ int cli_read_token(const char *cmd, const char *path, char *buf, size_t len)
 
 static double mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)base_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 /* Sleeps until cli_stop, or `seconds` passed: one wait, woken by the stop pipe. */

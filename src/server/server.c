@@ -36,18 +36,13 @@
 
 int64_t server_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return base_clock_ns(CLOCK_REALTIME);
 }
 
+/* Request durations and deadlines. */
 static int64_t mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return base_clock_ns(CLOCK_MONOTONIC);
 }
 
 void server_log(struct server *s, const char *level, const char *fmt, ...)

@@ -171,3 +171,19 @@ cleanup:
 	base_arena__fini(&a);
 	base_sbuf__fini(&b);
 }
+
+/* The monotonic clock moves forward by at least what we slept; the real-time
+ * clock agrees with time(2) to the second. */
+TEST(clock_ns_reads_both_clocks)
+{
+	struct timespec nap = {0, 2 * 1000 * 1000};
+	int64_t m0 = base_clock_ns(CLOCK_MONOTONIC), m1, r = base_clock_ns(CLOCK_REALTIME);
+	int64_t t = (int64_t)time(NULL);
+
+	nanosleep(&nap, NULL);
+	m1 = base_clock_ns(CLOCK_MONOTONIC);
+	CHECKF(m1 - m0 >= 2000000, "%lld ns", (long long)(m1 - m0));
+	CHECKF(r / 1000000000 >= t - 1 && r / 1000000000 <= t + 1, "%lld vs %lld", (long long)r,
+	       (long long)t);
+cleanup:;
+}
