@@ -134,6 +134,11 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_SRCS) | $(GENERATED)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -Ibpf -I$(GEN) -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $^ $(LDLIBS)
+# The config file's syntax is a CLI part with no dependencies: only its parser is linked.
+$(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/cli/conf_parse.c src/cli/cli.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_config.c src/cli/conf_parse.c
 fuzz: $(FUZZ_BINS)
 
 test: $(TEST_DEPS_STAMP) $(BUILD)/hearth $(BUILD)/hearth-asan unit-tests
