@@ -6,6 +6,7 @@
 # read, kernel frames included, and without any one of those capabilities it cannot
 # (docs/install.md, "Capabilities", has the same figures).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/server_lib.sh"
 need_root units
 U=$HEARTH_ROOT/dist/systemd
 
@@ -113,4 +114,18 @@ for c in $caps; do
 		fail "needs_$c" "without it: rc $rc, user/kernel named $res: $(tail -1 "$T/no_$c.folded.err")"
 	fi
 done
+
+# the agent itself under the unit's set: its profiles reach a server
+start_hearth "$T/server.log" server --data "$T/data" --listen 127.0.0.1:0 ||
+	{ fail server_start "$(cat "$T/server.log")"; finish; }
+set=$(tr ' ' '\n' <<<"$caps" | sed -n 's/^CAP_\(.*\)/+\L\1/p' | paste -sd,)
+setpriv --bounding-set="-all,$set" --inh-caps=-all --no-new-privs "$HEARTH" agent --server "$HURL" \
+	--interval 1 -F 19 --host unit-caps --spool-dir "$T/spool" --listen off > /dev/null 2> "$T/agent.log" &
+BG_PIDS+=($!)
+arrived() { curl -s --max-time 5 "$HURL/api/series?from=now-5m" | grep -q '"host":"unit-caps"'; }
+if wait_until 30 arrived; then
+	pass agent_under_unit_caps_pushes
+else
+	fail agent_under_unit_caps_pushes "$(tail -3 "$T/agent.log")"
+fi
 finish
