@@ -42,8 +42,8 @@ static void usage(FILE *f)
 		"      --server URL          ask a running server (default http://127.0.0.1:4100)\n"
 		"      --data DIR            read a data directory directly instead\n"
 		"      --auth-token-file F   bearer token for the server\n"
-		"      --config FILE         settings file (default " CLI_CONFIG_DEFAULT ", if any;\n"
-		"                            flags override it; see docs/config.md)\n"
+		"      --config FILE         settings file (default " CLI_CONFIG_DEFAULT ",\n"
+		"                            if any; flags override it; see docs/config.md)\n"
 		"      --print-config        print the effective settings and exit\n"
 		"  -h, --help                this help\n");
 }

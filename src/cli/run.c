@@ -41,8 +41,8 @@ static void usage(FILE *f)
 	    "      --transfer MODE        ringbuf (default) or map\n"
 	    "      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
 	    "      --idle                 keep samples of idle CPUs\n"
-	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ", if any;\n"
-	    "                             flags override it; see docs/config.md)\n"
+	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
+	    "                             if any; flags override it; see docs/config.md)\n"
 	    "      --print-config         print the effective settings and exit\n"
 	    "  -h, --help                 this help\n");
 }

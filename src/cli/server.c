@@ -43,8 +43,8 @@ static void usage(FILE *f)
 	    "      --web-dir DIR          serve the web UI from DIR instead of the copy built\n"
 	    "                             into hearth (for UI development; no dotfiles, no\n"
 	    "                             symlinks out of DIR)\n"
-	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ", if any;\n"
-	    "                             flags override it; see docs/config.md)\n"
+	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
+	    "                             if any; flags override it; see docs/config.md)\n"
 	    "      --print-config         print the effective settings and exit\n"
 	    "  -h, --help                 this help\n");
 }
