@@ -268,8 +268,10 @@ int cli_config_args(const char *cmd, const struct option *opts, int *argc, char 
 
 	cfg.cmd = cmd;
 	cfg.opts = opts;
-	if (!rest)
-		return -ENOMEM;
+	if (!rest) {
+		cli_error(cmd, "out of memory");
+		return -EINVAL;
+	}
 	ret = take_own_flags(cmd, *argc, *argv, rest, &n_rest, &path);
 	cfg.path = path ? path : CLI_CONFIG_DEFAULT;
 	if (!ret)
