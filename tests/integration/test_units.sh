@@ -65,6 +65,15 @@ fi
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$U/hearth-agent.service" | head -1)
 run_caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$U/hearth-run.service" | head -1)
 [ "$caps" = "$run_caps" ] && pass run_unit_same_caps || fail run_unit_same_caps "agent '$caps', run '$run_caps'"
+# settings that take a capability back out of the bounding set (systemd.exec(5)):
+# ProtectKernelLogs= drops CAP_SYSLOG, ProtectClock= CAP_SYS_TIME, PrivateDevices=
+# CAP_SYS_RAWIO and CAP_MKNOD; none may remove one the unit keeps
+for u in hearth-agent hearth-run; do
+	clash=""
+	grep -qx 'ProtectKernelLogs=yes' "$U/$u.service" && grep -qw CAP_SYSLOG <<<"$caps" &&
+		clash="ProtectKernelLogs=yes removes CAP_SYSLOG"
+	[ -z "$clash" ] && pass "${u}_keeps_its_caps" || fail "${u}_keeps_its_caps" "$clash"
+done
 # a binary only its owner (nobody) can read, run by root
 priv=$T/priv
 mkdir -p "$priv"
