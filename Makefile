@@ -43,7 +43,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps test-deps unit-tests fuzz test run bench clean format
+.PHONY: all deps test-deps unit-tests fuzz test run bench clean format man install uninstall
 all: $(BUILD)/hearth
 
 deps: $(DEPS_STAMP)
@@ -134,6 +134,11 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_SRCS) | $(GENERATED)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -Ibpf -I$(GEN) -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $^ $(LDLIBS)
+# The config file's syntax is a CLI part with no dependencies: only its parser is linked.
+$(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/cli/conf_parse.c src/cli/cli.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_config.c src/cli/conf_parse.c
 fuzz: $(FUZZ_BINS)
 
 test: $(TEST_DEPS_STAMP) $(BUILD)/hearth $(BUILD)/hearth-asan unit-tests
@@ -147,6 +152,53 @@ bench: $(TEST_DEPS_STAMP) $(BUILD)/hearth
 
 format:
 	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(wildcard tests/unit/*.[ch]) $(wildcard tools/*.c)
+
+# ---- installation (docs/install.md) ----
+# make install [PREFIX=/usr/local] [DESTDIR=] installs the binary, man pages, systemd
+# units (not enabled), docs, and the example config as /etc/hearth/hearth.conf unless
+# one is already there. debian/rules calls it with PREFIX=/usr.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/hearth
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= /etc
+UNITS      := $(notdir $(wildcard dist/systemd/*.service))
+DOCS       := README.md $(wildcard docs/*.md)
+MAN_STAMP  := $(BUILD)/man/.stamp
+
+# Man pages from the built binary's --help (tools/gen-man.sh).
+$(MAN_STAMP): $(BUILD)/hearth tools/gen-man.sh
+	rm -rf $(BUILD)/man
+	bash tools/gen-man.sh $(BUILD)/hearth $(BUILD)/man/man1
+	@touch $@
+man: $(MAN_STAMP)
+
+install: $(BUILD)/hearth $(MAN_STAMP)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/hearth
+	install -m 755 $(BUILD)/hearth $(DESTDIR)$(BINDIR)/hearth
+	install -m 644 $(BUILD)/man/man1/*.1 $(DESTDIR)$(MANDIR)/man1/
+	for u in $(UNITS); do \
+		sed 's|/usr/bin/hearth|$(BINDIR)/hearth|' dist/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
+		chmod 644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
+	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 644 dist/hearth.conf $(DESTDIR)$(DOCDIR)/hearth.conf.example
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/hearth/hearth.conf ]; then \
+		echo "kept $(DESTDIR)$(SYSCONFDIR)/hearth/hearth.conf (the example is in $(DOCDIR))"; \
+	else install -m 644 dist/hearth.conf $(DESTDIR)$(SYSCONFDIR)/hearth/hearth.conf; fi
+
+# Removes what install put there; the config only when it is still the example.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/hearth
+	rm -f $(DESTDIR)$(MANDIR)/man1/hearth.1 $(DESTDIR)$(MANDIR)/man1/hearth-*.1
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@if cmp -s dist/hearth.conf $(DESTDIR)$(SYSCONFDIR)/hearth/hearth.conf; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/hearth/hearth.conf; \
+		rmdir $(DESTDIR)$(SYSCONFDIR)/hearth 2>/dev/null || true; \
+	elif [ -e $(DESTDIR)$(SYSCONFDIR)/hearth/hearth.conf ]; then \
+		echo "kept $(DESTDIR)$(SYSCONFDIR)/hearth/hearth.conf: it was edited"; fi
 
 clean:
 	rm -rf $(BUILD)

@@ -9,9 +9,11 @@ BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev libdebug
 	zlib1g-dev libdeflate-dev libprotobuf-c-dev protobuf-c-compiler libsqlite3-dev libmicrohttpd-dev
 	libcurl4-openssl-dev libiberty-dev pkg-config)
 # Tests and benchmarks: real clients and peers (go tool pprof, chromium, perf),
-# sanitizer and fuzzer runtimes, workload tool chains.
+# sanitizer and fuzzer runtimes, workload tool chains; dpkg-buildpackage and
+# debhelper for the package test, systemd-analyze for the units, man for man pages.
 TEST_PKGS=(golang-go chromium linux-perf libclang-rt-14-dev g++ procps psmisc time util-linux
-	debuginfod elfutils binutils curl python3 libxml2-utils jq pngquant sqlite3 bpftrace gzip)
+	debuginfod elfutils binutils curl python3 libxml2-utils jq pngquant sqlite3 bpftrace gzip
+	debhelper dpkg-dev fakeroot systemd man-db)
 # Node.js and npm may come from another source (with npm bundled, where Debian's
 # npm package would conflict): install Debian's only when the commands are missing.
 NODE_PKGS=(nodejs npm)

@@ -298,6 +298,9 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	ret = agent_spool_check_format(a->opts.spool_dir, err, errlen);
+	if (ret)
+		return ret;
 	ret = agent_spool__new(a->opts.spool_dir, AGENT_SPOOL_MEM_BYTES,
 			       (a->opts.spool_mb ? a->opts.spool_mb : AGENT_DEFAULT_SPOOL_MB) << 20,
 			       &a->sp);

@@ -88,6 +88,10 @@ struct agent_spool_stats {
 int agent_spool__new(const char *dir, size_t mem_bytes, size_t disk_bytes,
 		     struct agent_spool **out);
 void agent_spool__free(struct agent_spool *sp);
+/* -EPROTO with err naming the file and its version when dir holds a spool file of
+ * another format version than this build writes ("hearth-spool N"): such files are
+ * neither sent nor dropped. 0 otherwise (no dir, or files this build reads). */
+int agent_spool_check_format(const char *dir, char *err, size_t errlen);
 /* Queues a copy; drops the oldest when over the bounds (memory stays within
  * mem_bytes even when disk writes fail). 0 or -ENOMEM. */
 int agent_spool__push(struct agent_spool *sp, const char *query, const uint8_t *data, size_t len);

@@ -29,7 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SPOOL_MAGIC "hearth-spool 1\n"
+#define SPOOL_PREFIX "hearth-spool "
+#define SPOOL_MAGIC  SPOOL_PREFIX "1\n"
 
 int (*agent_spool_fsync)(int fd) = fsync;
 
@@ -369,6 +370,37 @@ static int reload(struct agent_spool *sp)
 	}
 	free(names);
 	return n < 0 ? -errno : 0;
+}
+
+int agent_spool_check_format(const char *dir, char *err, size_t errlen)
+{
+	struct dirent **names = NULL;
+	int n = dir ? scandir(dir, &names, NULL, alphasort) : 0, ret = 0;
+
+	for (int i = 0; i < n; i++) {
+		char path[4096], head[32] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+		if (!ret && !strncmp(names[i]->d_name, "spool-", 6) && (f = fopen(path, "r"))) {
+			/* a file without the prefix is damaged, not newer: reload drops it */
+			if (fgets(head, sizeof(head), f) && !strncmp(head, SPOOL_PREFIX, 13) &&
+			    strcmp(head, SPOOL_MAGIC)) {
+				head[strcspn(head, "\n")] = '\0';
+				snprintf(
+				    err, errlen,
+				    "spool file %s has format version %s, not the version 1 "
+				    "this hearth reads: send it with the hearth that wrote it, "
+				    "or move it out of the spool directory",
+				    path, head + 13);
+				ret = -EPROTO;
+			}
+			fclose(f);
+		}
+		free(names[i]);
+	}
+	free(names);
+	return ret;
 }
 
 /* mkdir -p, mode 0700 for what it creates. 0 or -errno. */

@@ -41,6 +41,9 @@ static void usage(FILE *f)
 		"      --transfer MODE        ringbuf (default) or map, as in hearth record\n"
 		"      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
 		"      --idle                 keep samples of idle CPUs\n"
+		"      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
+		"                             if any; flags override it; see docs/config.md)\n"
+		"      --print-config         print the effective settings and exit\n"
 		"  -h, --help                 this help\n");
 }
 
@@ -67,7 +70,7 @@ const struct option cli_agent_long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const struct option agent_only_opts[] = {
+const struct option cli_agent_only_opts[] = {
     {"server", required_argument, NULL, OPT_SERVER},
     {"auth-token-file", required_argument, NULL, OPT_ATOKEN},
     {"spool-dir", required_argument, NULL, OPT_SPOOL_DIR},
@@ -188,20 +191,20 @@ static int agent_only_opt(int c, const char *arg, struct agent_cli *ac)
 	return -EINVAL;
 }
 
-static int parse_args(int argc, char **argv, struct agent_cli *ac)
+#define AGENT_OPTSTRING ":h" CLI_AGENT_SHORT_OPTS
+
+static int parse_flags(int argc, char **argv, const struct option *opts, struct agent_cli *ac)
 {
-	struct option opts[32];
 	int c, ret;
 
-	cli_merge_opts(cli_agent_long_opts, agent_only_opts, opts, 32);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h" CLI_AGENT_SHORT_OPTS, opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, AGENT_OPTSTRING, opts)) != -1) {
 		if (cli_getopt_failed("agent", c, argc, argv))
 			return -EINVAL;
 		if (c == 'h') {
 			usage(stdout);
-			return 1;
+			return CLI_DONE;
 		}
 		ret = cli_parse_agent_opt("agent", c, optarg, &ac->a);
 		if (ret == 1)
@@ -220,6 +223,19 @@ static int parse_args(int argc, char **argv, struct agent_cli *ac)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The config file's settings, then argv (cli.h has the return convention). */
+static int parse_args(int argc, char **argv, struct agent_cli *ac)
+{
+	struct option opts[32];
+	int ret;
+
+	cli_merge_opts(cli_agent_long_opts, cli_agent_only_opts, opts, 32);
+	ret = cli_config_args("agent", opts, &argc, &argv);
+	if (!ret)
+		ret = parse_flags(argc, argv, opts, ac);
+	return cli_config_done("agent", opts, AGENT_OPTSTRING, argc, argv, ret);
 }
 
 static int agent_main(struct agent_cli *ac)

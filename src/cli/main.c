@@ -38,7 +38,9 @@ static void usage(FILE *f)
 		   "            (like addr2line -f -i -C)\n"
 		   "  recover   copy what can still be read of a damaged store into a new one\n"
 		   "\n"
-		   "Run 'hearth COMMAND --help' for the options of a command.\n"
+		   "Run 'hearth COMMAND --help' for the options of a command. Every option\n"
+		   "can also be set in " CLI_CONFIG_DEFAULT " (or --config FILE; see\n"
+		   "docs/config.md); 'hearth COMMAND --print-config' shows the result.\n"
 		   "  -h, --help       this help\n"
 		   "  -V, --version    print the version\n");
 }

@@ -42,6 +42,9 @@ static void usage(FILE *f)
 		"      --server URL          ask a running server (default http://127.0.0.1:4100)\n"
 		"      --data DIR            read a data directory directly instead\n"
 		"      --auth-token-file F   bearer token for the server\n"
+		"      --config FILE         settings file (default " CLI_CONFIG_DEFAULT ",\n"
+		"                            if any; flags override it; see docs/config.md)\n"
+		"      --print-config        print the effective settings and exit\n"
 		"  -h, --help                this help\n");
 }
 
@@ -57,7 +60,7 @@ enum {
 	OPT_STEP
 };
 
-static const struct option long_opts[] = {
+const struct option cli_query_opts[] = {
     {"from", required_argument, NULL, OPT_FROM},
     {"until", required_argument, NULL, OPT_UNTIL},
     {"format", required_argument, NULL, OPT_FORMAT},
@@ -126,18 +129,18 @@ static int parse_one(int c, const char *arg, struct query_args *q)
 	return -EINVAL;
 }
 
-static int parse_args(int argc, char **argv, struct query_args *q)
+static int parse_flags(int argc, char **argv, struct query_args *q)
 {
 	int c, ret;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, ":h", cli_query_opts)) != -1) {
 		if (cli_getopt_failed("query", c, argc, argv))
 			return -EINVAL;
 		if (c == 'h') {
 			usage(stdout);
-			return 1;
+			return CLI_DONE;
 		}
 		if ((ret = parse_one(c, optarg, q)))
 			return ret;
@@ -153,6 +156,16 @@ static int parse_args(int argc, char **argv, struct query_args *q)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The config file's settings, then argv (cli.h has the return convention). */
+static int parse_args(int argc, char **argv, struct query_args *q)
+{
+	int ret = cli_config_args("query", cli_query_opts, &argc, &argv);
+
+	if (!ret)
+		ret = parse_flags(argc, argv, q);
+	return cli_config_done("query", cli_query_opts, ":h", argc, argv, ret);
 }
 
 /* ---- against a data directory ---- */

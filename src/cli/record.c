@@ -75,6 +75,9 @@ static void usage(FILE *f)
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
 		"  -q, --quiet            no progress line\n"
+		"      --config FILE      settings file (default " CLI_CONFIG_DEFAULT ", if any;\n"
+		"                         flags override it; see docs/config.md)\n"
+		"      --print-config     print the effective settings and exit\n"
 		"  -h, --help             this help\n"
 		"\n"
 		"Exit status: 0 on success, 1 when sampling fails, 2 for a bad option or value.\n");
@@ -176,7 +179,7 @@ static int parse_pids(const char *arg, struct record_args *a)
 
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE };
 
-static const struct option long_opts[] = {
+const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
 	{ "freq", required_argument, NULL, 'F' },	   { "duration", required_argument, NULL, 'd' },
 	{ "output", required_argument, NULL, 'o' },	   { "quiet", no_argument, NULL, 'q' },
@@ -188,7 +191,7 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* One option. 0 to go on, 1 when --help was printed, -EINVAL after an error line. */
+/* One option. 0 to go on, CLI_DONE when --help was printed, -EINVAL after an error line. */
 static int parse_one(int c, const char *arg, struct record_args *a)
 {
 	long v;
@@ -220,7 +223,7 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 		return 0;
 	case 'h':
 		usage(stdout);
-		return 1;
+		return CLI_DONE;
 	case OPT_CGROUP:
 		a->so.cgroup_path = arg;
 		return 0;
@@ -269,8 +272,10 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 	return -EINVAL;
 }
 
-/* Parses argv. 0 to record, 1 after --help, -EINVAL after printing the error. */
-static int parse_args(int argc, char **argv, struct record_args *a)
+#define RECORD_OPTSTRING ":ap:F:d:o:qh"
+
+/* Parses argv. 0 to record, CLI_DONE after --help, -EINVAL after printing the error. */
+static int parse_flags(int argc, char **argv, struct record_args *a)
 {
 	int c, ret;
 
@@ -283,7 +288,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	a->so.pids = a->pids;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":ap:F:d:o:qh", long_opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, RECORD_OPTSTRING, cli_record_opts)) != -1) {
 		if (cli_getopt_failed("record", c, argc, argv))
 			return -EINVAL;
 		ret = parse_one(c, optarg, a);
@@ -303,6 +308,16 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The config file's settings, then argv (cli.h has the return convention). */
+static int parse_args(int argc, char **argv, struct record_args *a)
+{
+	int ret = cli_config_args("record", cli_record_opts, &argc, &argv);
+
+	if (!ret)
+		ret = parse_flags(argc, argv, a);
+	return cli_config_done("record", cli_record_opts, RECORD_OPTSTRING, argc, argv, ret);
 }
 
 /* ---- recording ---- */

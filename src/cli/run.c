@@ -41,6 +41,9 @@ static void usage(FILE *f)
 	    "      --transfer MODE        ringbuf (default) or map\n"
 	    "      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
 	    "      --idle                 keep samples of idle CPUs\n"
+	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
+	    "                             if any; flags override it; see docs/config.md)\n"
+	    "      --print-config         print the effective settings and exit\n"
 	    "  -h, --help                 this help\n");
 }
 
@@ -110,20 +113,20 @@ static int run_sink(void *ctx, const char *query, const uint8_t *pprof, size_t l
 	return ret;
 }
 
-static int parse_args(int argc, char **argv, struct run_args *r)
+#define RUN_OPTSTRING ":h" CLI_AGENT_SHORT_OPTS
+
+static int parse_flags(int argc, char **argv, const struct option *opts, struct run_args *r)
 {
-	struct option opts[32];
 	int c, ret;
 
-	cli_merge_opts(cli_serve_long_opts, cli_agent_long_opts, opts, 32);
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h" CLI_AGENT_SHORT_OPTS, opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, RUN_OPTSTRING, opts)) != -1) {
 		if (cli_getopt_failed("run", c, argc, argv))
 			return -EINVAL;
 		if (c == 'h') {
 			usage(stdout);
-			return 1;
+			return CLI_DONE;
 		}
 		ret = cli_parse_serve_opt("run", c, optarg, &r->s);
 		if (ret == 1)
@@ -136,6 +139,19 @@ static int parse_args(int argc, char **argv, struct run_args *r)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The config file's settings, then argv (cli.h has the return convention). */
+static int parse_args(int argc, char **argv, struct run_args *r)
+{
+	struct option opts[32];
+	int ret;
+
+	cli_merge_opts(cli_serve_long_opts, cli_agent_long_opts, opts, 32);
+	ret = cli_config_args("run", opts, &argc, &argv);
+	if (!ret)
+		ret = parse_flags(argc, argv, opts, r);
+	return cli_config_done("run", opts, RUN_OPTSTRING, argc, argv, ret);
 }
 
 static int run_main(struct run_args *r)

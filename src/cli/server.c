@@ -43,6 +43,9 @@ static void usage(FILE *f)
 	    "      --web-dir DIR          serve the web UI from DIR instead of the copy built\n"
 	    "                             into hearth (for UI development; no dotfiles, no\n"
 	    "                             symlinks out of DIR)\n"
+	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
+	    "                             if any; flags override it; see docs/config.md)\n"
+	    "      --print-config         print the effective settings and exit\n"
 	    "  -h, --help                 this help\n");
 }
 
@@ -162,18 +165,18 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	return ret;
 }
 
-static int parse_args(int argc, char **argv, struct cli_serve_args *a)
+static int parse_flags(int argc, char **argv, struct cli_serve_args *a)
 {
 	int c, ret;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", cli_serve_long_opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, ":h", cli_serve_long_opts)) != -1) {
 		if (cli_getopt_failed("server", c, argc, argv))
 			return -EINVAL;
 		if (c == 'h') {
 			usage(stdout);
-			return 1;
+			return CLI_DONE;
 		}
 		if ((ret = cli_parse_serve_opt("server", c, optarg, a)))
 			return ret;
@@ -184,6 +187,16 @@ static int parse_args(int argc, char **argv, struct cli_serve_args *a)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The config file's settings, then argv (cli.h has the return convention). */
+static int parse_args(int argc, char **argv, struct cli_serve_args *a)
+{
+	int ret = cli_config_args("server", cli_serve_long_opts, &argc, &argv);
+
+	if (!ret)
+		ret = parse_flags(argc, argv, a);
+	return cli_config_done("server", cli_serve_long_opts, ":h", argc, argv, ret);
 }
 
 int cmd_server(int argc, char **argv)

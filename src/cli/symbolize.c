@@ -161,6 +161,9 @@ static void usage(FILE *f)
 	    "                          process (output of the first pass only) and print each\n"
 	    "                          pass's addresses/s on stderr (lookups and formatting into\n"
 	    "                          memory; reading and writing excluded)\n"
+	    "      --config FILE       settings file (default " CLI_CONFIG_DEFAULT ", if any;\n"
+	    "                          flags override it; see docs/config.md)\n"
+	    "      --print-config      print the effective settings and exit\n"
 	    "  -h, --help              this help\n"
 	    "\n"
 	    "Exit status: 0 on success, 1 when an object cannot be read, 2 for a bad option.\n",
@@ -168,7 +171,7 @@ static void usage(FILE *f)
 }
 enum { OPT_OBJ = 256, OPT_NO_INLINES, OPT_CACHE, OPT_WAIT, OPT_STATS, OPT_TIMING };
 
-/* 0, or EXIT_USAGE after saying why; -1 for --help. */
+/* The config file's settings, then argv (cli.h has the return convention). */
 static int parse_args(int argc, char **argv, struct symbolize_args *a)
 {
 	static const struct option opts[] = {
@@ -183,11 +186,12 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	int c;
+	int c, ret = cli_config_args("symbolize", opts, &argc, &argv);
 
 	*a = (struct symbolize_args){.cache_mb = SYM_DEFAULT_CACHE_MB, .wait_s = 30};
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":iah", opts, NULL)) != -1) {
+	optind = 1;
+	while (!ret && (c = cli_getopt(argc, argv, ":iah", opts)) != -1) {
 		switch (c) {
 		case OPT_OBJ:
 			a->obj = optarg;
@@ -209,17 +213,20 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 				break;
 			cli_error("symbolize",
 				  "--timing '%s' is not a number of passes from 1 to 100", optarg);
-			return EXIT_USAGE;
+			ret = -EINVAL;
+			break;
 		case 'h':
 			usage(stdout);
-			return -1;
+			ret = CLI_DONE;
+			break;
 		case OPT_CACHE:
 			if (cli_parse_long(optarg, 1, 65536, &a->cache_mb) == 0)
 				break;
 			cli_error("symbolize",
 				  "--symbol-cache-mb '%s' is not a number of MiB from 1 to 65536",
 				  optarg);
-			return EXIT_USAGE;
+			ret = -EINVAL;
+			break;
 		case OPT_WAIT:
 			if (!strcmp(optarg, "0") ||
 			    cli_parse_seconds(optarg, 3600, &a->wait_s) == 0) {
@@ -230,20 +237,22 @@ static int parse_args(int argc, char **argv, struct symbolize_args *a)
 			    "symbolize",
 			    "--debuginfod-wait '%s' is not a number of seconds from 0 to 3600",
 			    optarg);
-			return EXIT_USAGE;
+			ret = -EINVAL;
+			break;
 		default:
 			cli_error("symbolize",
 				  "unknown or incomplete option '%s' (see hearth symbolize --help)",
 				  cli_bad_option(argc, argv, optind, optopt));
-			return EXIT_USAGE;
+			ret = -EINVAL;
+			break;
 		}
 	}
-	if (optind < argc) {
+	if (!ret && optind < argc) {
 		cli_error("symbolize", "unexpected argument '%s': addresses are read from stdin",
 			  argv[optind]);
-		return EXIT_USAGE;
+		ret = -EINVAL;
 	}
-	return 0;
+	return cli_config_done("symbolize", opts, ":iah", argc, argv, ret);
 }
 
 /* ---- bytes ---- */
@@ -1002,7 +1011,7 @@ int cmd_symbolize(int argc, char **argv)
 	int err = parse_args(argc, argv, &a);
 
 	if (err)
-		return err < 0 ? 0 : err;
+		return err > 0 ? 0 : EXIT_USAGE;
 	if (a.obj && access(a.obj, R_OK) != 0) {
 		cli_error("symbolize", "cannot read --obj '%s': %s", a.obj, strerror(errno));
 		return 1;

@@ -159,6 +159,7 @@ static int prepare_all(struct store *s)
 
 static int open_db(struct store *s, char *err, size_t errlen)
 {
+	int64_t version;
 	int e;
 
 	if (sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
@@ -170,13 +171,23 @@ static int open_db(struct store *s, char *err, size_t errlen)
 	e = store_exec(s, "PRAGMA journal_mode=WAL", err, errlen) ?:
 		store_exec(s, s->opts.no_fsync ? "PRAGMA synchronous=NORMAL"
 					       : "PRAGMA synchronous=FULL",
-			   err, errlen) ?:
-		create_schema(s, err, errlen);
+			   err, errlen);
 	if (e)
 		return e;
-	if (query_int(s, "SELECT v FROM meta WHERE k='version'") != STORE_SCHEMA_VERSION) {
-		store_set_err(err, errlen, "%s: unknown store version (want %d)", s->path,
-			STORE_SCHEMA_VERSION);
+	/* A store of another format version gets no table added before it is refused. */
+	version = query_int(s, "SELECT v FROM meta WHERE k='version'");
+	if (version == -1 || version == STORE_SCHEMA_VERSION) {
+		e = create_schema(s, err, errlen); /* new store, or tables added since */
+		if (e)
+			return e;
+		version = query_int(s, "SELECT v FROM meta WHERE k='version'");
+	}
+	if (version != STORE_SCHEMA_VERSION) {
+		store_set_err(err, errlen,
+			      "%s: store format version %lld, %s this hearth reads (version %d)",
+			      s->path, (long long)version,
+			      version > STORE_SCHEMA_VERSION ? "newer than what" : "not one",
+			      STORE_SCHEMA_VERSION);
 		return -EIO;
 	}
 	for (int t = 0; t < STORE_N_TABS; t++) {
