@@ -104,8 +104,9 @@ uint64_t profile__function(struct profile *p, const char *name, const char *syst
 uint64_t profile__location(struct profile *p, uint64_t mapping_id, uint64_t address,
 			   const struct profile_line *lines, size_t n_lines);
 /* Like profile__location but keyed by (mapping_id, address, lines): locations at one
- * address with different lines stay apart (rebuilding stored or decoded profiles). */
-uint64_t profile__location_lines(struct profile *p, uint64_t mapping_id, uint64_t address,
+ * address with different lines stay apart (a decoded pprof may hold several at one
+ * address, address 0 is common; a profile rebuilt from the store keeps them apart). */
+uint64_t profile__location_exact(struct profile *p, uint64_t mapping_id, uint64_t address,
 				 const struct profile_line *lines, size_t n_lines);
 /*
  * Adds values to the sample with these locations and labels (label order does not

@@ -15,7 +15,6 @@
 #include "query_impl.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -547,13 +546,6 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	query_map__fini(&m.map);
 	selection_fini(&sl);
 	return e;
-}
-
-void query_keep_freed_memory(void)
-{
-	/* setting either also turns off glibc's dynamic adjustment of both */
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 /* ---- merge by stack (no sample labels) ---- */

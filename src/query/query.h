@@ -145,17 +145,6 @@ int query_series_json(struct store *s, const struct query_request *q, FILE *out,
 		      size_t errlen);
 
 /*
- * For a process that answers queries again and again (the server): keeps the
- * memory a merge frees for the next one, instead of glibc's default of giving
- * it back to the kernel after each query and faulting every page in again on
- * the next (a 1 h merge with sample labels of the benchmark's day allocates
- * ~30 MB: ~8,000 page faults, a quarter of its time). Fixed malloc thresholds:
- * blocks under 32 MiB come from the heap, and up to 64 MiB of freed heap per
- * malloc arena is kept. Process-wide; call it once, before serving.
- */
-void query_keep_freed_memory(void);
-
-/*
  * Merges every matching series over the range into one new profile (the caller
  * frees it): samples keep the series' STORE_SAMPLE_LABELS as labels, so
  * folded_write shows the process, and time/duration are the range. A selection
