@@ -101,7 +101,7 @@ __attribute__((format(printf, 2, 3))) static int perr(struct re_parser *ps, cons
 
 static int new_node(struct re_parser *ps, uint8_t kind, uint32_t a, uint32_t *out)
 {
-	if (query_grow((void **)&ps->nodes, &ps->nodes_cap, ps->n_nodes + 1, sizeof(*ps->nodes)))
+	if (base_grow((void **)&ps->nodes, &ps->nodes_cap, ps->n_nodes + 1, sizeof(*ps->nodes)))
 		return -ENOMEM;
 	ps->nodes[ps->n_nodes] = (struct re_node){
 	    .kind = kind, .a = a, .kid = RE_NONE, .next = RE_NONE, .last = RE_NONE};
@@ -163,7 +163,7 @@ struct class_buf {
 
 static int class_add(struct class_buf *c, uint32_t lo, uint32_t hi)
 {
-	if (query_grow((void **)&c->r, &c->cap, c->n + 1, sizeof(*c->r)))
+	if (base_grow((void **)&c->r, &c->cap, c->n + 1, sizeof(*c->r)))
 		return -ENOMEM;
 	c->r[c->n++] = (struct re_range){lo, hi};
 	return 0;
@@ -305,9 +305,9 @@ static int class_store(struct re_parser *ps, struct class_buf *c, bool neg, int 
 	class_norm(c);
 	if (neg && (e = class_negate(c)))
 		return e;
-	if (query_grow((void **)&re->ranges, &re->ranges_cap, re->n_ranges + c->n + 1,
+	if (base_grow((void **)&re->ranges, &re->ranges_cap, re->n_ranges + c->n + 1,
 		       sizeof(*re->ranges)) ||
-	    query_grow((void **)&re->classes, &re->classes_cap, re->n_classes + 1,
+	    base_grow((void **)&re->classes, &re->classes_cap, re->n_classes + 1,
 		       sizeof(*re->classes)))
 		return -ENOMEM;
 	if (c->n) /* an empty class ([^\x00-\x{10ffff}]) has no array at all */
@@ -810,7 +810,7 @@ static int inst(struct re_parser *ps, uint8_t op, uint8_t arg, uint32_t x, uint3
 				  "program over %d instructions (repeats expand: x{n} is n "
 				  "copies of x)",
 				  QUERY_REGEX_MAX_PROG);
-	if (query_grow((void **)&re->prog, &re->cap, re->n + 1, sizeof(*re->prog)))
+	if (base_grow((void **)&re->prog, &re->cap, re->n + 1, sizeof(*re->prog)))
 		return -ENOMEM;
 	re->prog[re->n++] = (struct re_inst){op, arg, x, y};
 	return 0;

@@ -69,14 +69,18 @@ static int write_profile(struct server_req *r, const struct query_request *q, FI
 	int ret;
 
 	if (fmt && strcmp(fmt, "pprof") && strcmp(fmt, "folded") && strcmp(fmt, "tree") &&
-	    strcmp(fmt, "top") && strcmp(fmt, "svg")) {
-		snprintf(err, errlen, "unknown format '%.64s' (pprof, folded, svg, tree, top)",
-			 fmt);
+	    strcmp(fmt, "top") && strcmp(fmt, "topjson") && strcmp(fmt, "svg")) {
+		snprintf(err, errlen,
+			 "unknown format '%.64s' (pprof, folded, svg, tree, top, topjson)", fmt);
 		return -EINVAL;
 	}
 	if (!fmt || !strcmp(fmt, "tree")) {
 		*ctype = "application/json";
 		return query_tree_json(r->srv->store, q, f, err, errlen);
+	}
+	if (!strcmp(fmt, "topjson")) { /* the web UI's top table: top_write's rows as JSON */
+		*ctype = "application/json";
+		return query_top_json(r->srv->store, q, f, err, errlen);
 	}
 	ret = query_profile(r->srv->store, q, &p, err, errlen);
 	if (ret)
