@@ -306,9 +306,9 @@ static int class_store(struct re_parser *ps, struct class_buf *c, bool neg, int 
 	if (neg && (e = class_negate(c)))
 		return e;
 	if (base_grow((void **)&re->ranges, &re->ranges_cap, re->n_ranges + c->n + 1,
-		       sizeof(*re->ranges)) ||
+		      sizeof(*re->ranges)) ||
 	    base_grow((void **)&re->classes, &re->classes_cap, re->n_classes + 1,
-		       sizeof(*re->classes)))
+		      sizeof(*re->classes)))
 		return -ENOMEM;
 	if (c->n) /* an empty class ([^\x00-\x{10ffff}]) has no array at all */
 		memcpy(re->ranges + re->n_ranges, c->r, c->n * sizeof(*c->r));
@@ -320,17 +320,6 @@ static int class_store(struct re_parser *ps, struct class_buf *c, bool neg, int 
 
 /* ---- escapes ---- */
 
-static int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* \xHH or \x{H...}, after the 'x'. */
 static int parse_hex(struct re_parser *ps, uint32_t *r)
 {
@@ -338,14 +327,14 @@ static int parse_hex(struct re_parser *ps, uint32_t *r)
 	int n = 0;
 
 	if (ps->p < ps->end && *ps->p == '{') {
-		for (ps->p++; ps->p < ps->end && hex_val(*ps->p) >= 0 && n < 8; ps->p++, n++)
-			v = v * 16 + (uint32_t)hex_val(*ps->p);
+		for (ps->p++; ps->p < ps->end && base_hex_digit(*ps->p) >= 0 && n < 8; ps->p++, n++)
+			v = v * 16 + (uint32_t)base_hex_digit(*ps->p);
 		if (ps->p >= ps->end || *ps->p != '}' || !n || v > RE_MAX_RUNE)
 			return perr(ps, "invalid \\x{...} escape");
 		ps->p++;
 	} else {
-		for (; ps->p < ps->end && n < 2 && hex_val(*ps->p) >= 0; ps->p++, n++)
-			v = v * 16 + (uint32_t)hex_val(*ps->p);
+		for (; ps->p < ps->end && n < 2 && base_hex_digit(*ps->p) >= 0; ps->p++, n++)
+			v = v * 16 + (uint32_t)base_hex_digit(*ps->p);
 		if (n != 2)
 			return perr(ps, "invalid \\x escape (want \\xHH or \\x{H...})");
 	}
