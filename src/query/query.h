@@ -131,6 +131,8 @@ struct query_request {
 	int value_index; /* which sample value: 0 samples (default), 1 cpu nanoseconds */
 	int64_t step_ns; /* timeline; 0 = auto (about 1000 points, multiple of 10 s) */
 	const char *group_by; /* timeline; NULL/"" = one group of everything */
+	size_t top_rows;      /* tree: also the top table (query_top_json's object) as "top",
+			       * at most this many rows; 0 = no top; capped at QUERY_MAX_NODES */
 };
 
 /* JSON `["name", ...]`: sorted label names of the series matching q in its range
@@ -184,7 +186,10 @@ int64_t query_stacks__total(const struct query_stacks *qs, int vi);
  * Children are sorted by total, descending. Only the max_nodes nodes of largest
  * total are kept (0 = QUERY_DEFAULT_MAX_NODES); a dropped child's value stays
  * in its parent's total, so a total may exceed self + the children's totals.
- * Frames are named as query_profile then folded_write would name them.
+ * Frames are named as query_profile then folded_write would name them. With
+ * q->top_rows, the answer also holds "top": query_top_json's object (at most
+ * top_rows rows) of the same merge, which the web UI shows beside the tree (one
+ * merge for both).
  */
 int query_tree_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		    size_t errlen);
@@ -198,8 +203,8 @@ int query_tree_json(struct store *s, const struct query_request *q, FILE *out, c
  */
 int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		   size_t errlen);
-/* The JSON writer of query_top_json, for a table counted elsewhere (t's rows,
- * values[value_index]). 0 or -ENOMEM. */
+/* The JSON object of query_top_json (no newline), for a table counted elsewhere
+ * (t's rows, values[value_index]). 0 or -ENOMEM. */
 int query_top_rows_json(const struct top *t, int value_index, size_t max_nodes, FILE *out);
 
 /*

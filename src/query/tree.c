@@ -537,25 +537,6 @@ static const char *unit(int vi)
 	return vi ? "nanoseconds" : "samples";
 }
 
-static int tree_write(const struct stack_src *src, int value_index, size_t max_nodes, FILE *out)
-{
-	struct tree t;
-	int e;
-
-	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
-		return -EINVAL;
-	e = tree_init(&t) ?: tree_add(&t, src, value_index, 0) ?:
-		prune(&t, nodes_limit(max_nodes)) ?: json_names_init(&t);
-	if (!e) {
-		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(value_index),
-			(long long)t.n[0].total[0]);
-		e = write_tree(&t, 0, false, out);
-		fputs("}\n", out);
-	}
-	tree_fini(&t);
-	return e;
-}
-
 static int diff_write(const struct stack_src *l, const struct stack_src *r, int value_index,
 		      size_t max_nodes, FILE *out)
 {
@@ -634,18 +615,53 @@ int query_top_rows_json(const struct top *t, int value_index, size_t max_nodes, 
 		fprintf(out, ",\"self\":%lld,\"total\":%lld}", (long long)rows[i].self,
 			(long long)rows[i].total);
 	}
-	fputs("]}\n", out);
+	fputs("]}", out);
 	free(rows);
 	return 0;
 }
 
-static int top_write_src(const struct stack_src *src, int value_index, size_t max_nodes, FILE *out)
+/* The top table object of src's stacks, at most rows rows. */
+static int top_object(const struct stack_src *src, int vi, size_t rows, FILE *out)
 {
 	struct top *t = NULL;
-	int e = top__new(src->p, value_index, &t) ?: top_add_stacks(t, src, value_index) ?:
-		query_top_rows_json(t, value_index, max_nodes, out);
+	int e = top__new(src->p, vi, &t) ?: top_add_stacks(t, src, vi) ?:
+		query_top_rows_json(t, vi, rows, out);
 
 	top__free(t);
+	return e;
+}
+
+static int top_json_write(const struct stack_src *src, const struct query_request *q, FILE *out)
+{
+	int e = top_object(src, q->value_index, q->max_nodes, out);
+
+	fputc('\n', out);
+	return e;
+}
+
+/* ---- the tree, with the top table when asked for ---- */
+
+static int tree_write(const struct stack_src *src, const struct query_request *q, FILE *out)
+{
+	int vi = q->value_index;
+	struct tree t;
+	int e;
+
+	if (vi < 0 || vi >= PROFILE_N_VALUES)
+		return -EINVAL;
+	e = tree_init(&t) ?: tree_add(&t, src, vi, 0) ?: prune(&t, nodes_limit(q->max_nodes)) ?:
+		json_names_init(&t);
+	if (!e) {
+		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(vi),
+			(long long)t.n[0].total[0]);
+		e = write_tree(&t, 0, false, out);
+	}
+	tree_fini(&t); /* before the top: its memory is not needed by then */
+	if (!e && q->top_rows) {
+		fputs(",\"top\":", out);
+		e = top_object(src, vi, q->top_rows, out);
+	}
+	fputs("}\n", out);
 	return e;
 }
 
@@ -669,7 +685,8 @@ static void stack_src_close(struct stack_src *src)
 }
 
 static int with_stacks(struct store *s, const struct query_request *q, FILE *out, char *err,
-		       size_t errlen, int (*write)(const struct stack_src *, int, size_t, FILE *))
+		       size_t errlen,
+		       int (*write)(const struct stack_src *, const struct query_request *, FILE *))
 {
 	struct query_stacks qs;
 	struct stack_src src = {NULL, &qs, NULL};
@@ -677,7 +694,7 @@ static int with_stacks(struct store *s, const struct query_request *q, FILE *out
 
 	if (!e)
 		e = stack_src_open(&src, s);
-	if (!e && (e = write(&src, q->value_index, q->max_nodes, out)))
+	if (!e && (e = write(&src, q, out)))
 		query_fail(err, errlen, e, "writing the result failed: %s", strerror(-e));
 	stack_src_close(&src);
 	query_stacks__fini(&qs);
@@ -693,7 +710,7 @@ int query_tree_json(struct store *s, const struct query_request *q, FILE *out, c
 int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		   size_t errlen)
 {
-	return with_stacks(s, q, out, err, errlen, top_write_src);
+	return with_stacks(s, q, out, err, errlen, top_json_write);
 }
 
 int query_diff_json(struct store *s, const struct query_request *left,

@@ -513,7 +513,7 @@ TEST(top_counts_inlined_and_pruned_functions_as_pprof)
 	struct store_opts o = {.no_fsync = true};
 	struct store *s = NULL;
 	struct query_request q = {.from_ns = T0, .until_ns = T0 + 60 * S, .max_nodes = 20};
-	char dir[300], err[256], *top = NULL, *t = NULL;
+	char dir[300], err[256], *top = NULL, *t = NULL, *both = NULL;
 	int rc;
 
 	snprintf(dir, sizeof(dir), "%s/top_inline", unit_tmp_dir());
@@ -556,9 +556,20 @@ TEST(top_counts_inlined_and_pruned_functions_as_pprof)
 	CHECKF(strstr(top, "{\"name\":\"g\",\"self\":0,\"total\":3}") && !strstr(top, "_[i]"), "%s",
 	       top);
 	CHECKF(strstr(top, "{\"name\":\"main\",\"self\":0,\"total\":45}"), "%s", top);
+	/* the tree answer carries the same table when asked (the web UI's one request) */
+	q.top_rows = q.max_nodes; /* the same rows as query_top_json above */
+	CAPTURE(both, query_tree_json(s, &q, out, err, sizeof(err)));
+	top[strlen(top) - 1] = '\0'; /* the newline */
+	t[strlen(t) - 2] = '\0';     /* "}\n" */
+	CHECKF(rc == 0 && strncmp(both, t, strlen(t)) == 0 &&
+		   strncmp(both + strlen(t), ",\"top\":", 7) == 0 &&
+		   strncmp(both + strlen(t) + 7, top, strlen(top)) == 0 &&
+		   strcmp(both + strlen(t) + 7 + strlen(top), "}\n") == 0,
+	       "%s", both);
 cleanup:
 	free(t);
 	free(top);
+	free(both);
 	profile__free(p);
 	store__close(s);
 }
@@ -648,6 +659,7 @@ static int top_of_samples(const struct profile *p, int vi, size_t max, FILE *out
 	for (size_t i = 0; !e && i < profile__n_samples(p); i++)
 		e = profile__sample(p, i, &sm) ?: top__add(t, sm.locs, sm.n_locs, sm.values[vi]);
 	e = e ?: query_top_rows_json(t, vi, max, out);
+	fputc('\n', out);
 	top__free(t);
 	return e;
 }

@@ -2,8 +2,9 @@
 // for it, and links the views (timeline brush -> every view; table row <-> flame
 // frame; search -> frames, rows and the matched share). Heavy lifting lives in the
 // other modules: tree.js (typed arrays), flame.js (canvas), table.js, timeline.js.
-// The top table is the server's (/api/profile?format=topjson, over the whole merge),
-// fetched beside the tree, not summed here from the tree the server pruned.
+// The top table is the server's (profile/top.c's rows over the whole merge, as
+// format=topjson), sent with the tree (topRows), not summed here from the tree the
+// server pruned.
 
 import { ApiError, apiUrl, getJSON } from './api.js';
 import { bareName, colorIndex, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
@@ -285,14 +286,13 @@ async function load() {
   updateExports();
   const sel = { query: state.query, from: state.from, until: state.until };
   const timeline = loadTimeline(signal);
-  // The top table's rows, asked for beside the tree (errors: the tree's say it all).
-  const top = getJSON('/api/profile', { format: 'topjson', ...sel, maxNodes: TOP_ROWS }, signal)
-    .catch(() => null);
   try {
-    const data = await getJSON('/api/profile', { format: 'tree', ...sel, maxNodes: state.maxNodes }, signal);
+    // One request, one merge on the server: the tree and the top table's rows.
+    const data = await getJSON('/api/profile',
+      { format: 'tree', ...sel, maxNodes: state.maxNodes, topRows: TOP_ROWS }, signal);
     if (seq !== loadSeq) return;
     performance.mark('hearth:tree-parsed');
-    await showTree(data, seq, top);
+    await showTree(data, seq);
     if (seq !== loadSeq) return;
   } catch (e) {
     if (e.name === 'AbortError' || seq !== loadSeq) return;
@@ -313,7 +313,7 @@ const QUICK_FRAMES = 20000;
 // table puts 500 of them in the page; its filter searches them all).
 const TOP_ROWS = 100000;
 
-async function showTree(data, seq, topAnswer) {
+async function showTree(data, seq) {
   const total = +data.total || 0;
   matcher = compileSearch(state.search);
   if (matcher && matcher.error) matcher = null; // applySearch() below says why
@@ -342,10 +342,8 @@ async function showTree(data, seq, topAnswer) {
   flame.renderList();
   renderBreadcrumbs();
   // The table comes after the graph: its layout must not delay the first draw.
-  const top = await topAnswer;
-  if (seq !== loadSeq) return;
   const t = tree;
-  table.setRows(topRows(top, t), total,
+  table.setRows(topRows(data.top, t), total,
     (r) => palette[r.first >= 0 ? t.color[r.first] : colorIndex(r.name)]);
   table.setSelected(state.focus);
   applySearch(false);

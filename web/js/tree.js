@@ -190,7 +190,8 @@ function walkOutermost(t, mark, visit) {
 }
 
 /**
- * The top table's rows from a /api/profile?format=topjson answer: the server's table
+ * The top table's rows from the "top" of a /api/profile?format=tree&topRows=N answer
+ * (format=topjson's object): the server's table
  * over the whole merge (profile/top.c, as `pprof -top`), not over this tree, which
  * the server pruned to maxNodes. Returns [{name, self, total, nameIdx, first}]:
  * nameIdx is the name's id in t and first one of its frames (for focus and colour),
