@@ -39,6 +39,8 @@ struct node {
  * probe nor a map entry.
  */
 #define TREE_LIST_MAX 8
+/* Nodes reserved up front (tree_add): 4 Mi nodes, 224 MiB of address space. */
+#define TREE_RESERVE ((size_t)1 << 22)
 
 struct tree {
 	struct node *n;
@@ -280,6 +282,13 @@ static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slo
 	int e = 0;
 
 	names_reset(t);
+	/* Room for a node per frame (at most TREE_RESERVE nodes) at once: the array,
+	 * mmapped at this size, is touched only where nodes are made, where growing
+	 * it step by step copied it and faulted its pages in again at every step. */
+	if (base_grow((void **)&t->n, &t->cap,
+		      t->nn + (qs->off[qs->n] < TREE_RESERVE ? qs->off[qs->n] : TREE_RESERVE),
+		      sizeof(*t->n)))
+		return -ENOMEM;
 	for (size_t i = 0; !e && i < qs->n; i++) {
 		int64_t v = qs->v[i][vi];
 
