@@ -45,8 +45,9 @@ struct top {
 	/*
 	 * Row ids of each location's lines, named once per location rather than once
 	 * per frame of every sample (a merged profile has millions of frames over tens
-	 * of thousands of locations): loc_off[loc id] is 1 + the offset of its ids in
-	 * loc_rows, 0 while unnamed; cap_loc_off entries, grown with the profile.
+	 * of thousands of locations): loc_off[loc id] is 1 + the offset of its entry
+	 * (count, then row ids) in loc_rows, 0 while unnamed; cap_loc_off entries,
+	 * grown with the profile.
 	 */
 	size_t *loc_off, cap_loc_off;
 	size_t *loc_rows, n_loc_rows, cap_loc_rows;
@@ -124,14 +125,21 @@ static int64_t row_of(struct top *t, const char *name)
 	return id;
 }
 
-/* The row ids of location id's lines (at least one), naming them on first use. */
-static const size_t *loc_rows(struct top *t, uint64_t id, const struct profile_location *loc)
+/* Location id's entry in loc_rows: its count of lines (at least one), then their row
+ * ids; named on first use. A location p does not have gets an empty entry, not
+ * remembered (a bad id must not grow loc_off). NULL on ENOMEM. */
+static const size_t *loc_rows(struct top *t, uint64_t id)
 {
+	static const size_t unknown[1] = {0};
 	char name[PROFILE_NAME_MAX];
-	size_t n = loc->n_lines ? loc->n_lines : 1, at = t->n_loc_rows;
+	struct profile_location loc;
+	size_t n, at = t->n_loc_rows;
 
 	if (id < t->cap_loc_off && t->loc_off[id])
 		return &t->loc_rows[t->loc_off[id] - 1];
+	if (profile__get_location(t->p, id, &loc))
+		return unknown;
+	n = loc.n_lines ? loc.n_lines : 1;
 	if (id >= t->cap_loc_off) {
 		size_t old = t->cap_loc_off;
 
@@ -140,17 +148,18 @@ static const size_t *loc_rows(struct top *t, uint64_t id, const struct profile_l
 			return NULL;
 		memset(t->loc_off + old, 0, (t->cap_loc_off - old) * sizeof(*t->loc_off));
 	}
-	if (base_grow((void **)&t->loc_rows, &t->cap_loc_rows, at + n, sizeof(*t->loc_rows)))
+	if (base_grow((void **)&t->loc_rows, &t->cap_loc_rows, at + n + 1, sizeof(*t->loc_rows)))
 		return NULL;
+	t->loc_rows[at] = n;
 	for (size_t l = 0; l < n; l++) {
 		int64_t r =
-		    row_of(t, profile__frame_name_ex(t->p, loc, l, false, name, sizeof(name)));
+		    row_of(t, profile__frame_name_ex(t->p, &loc, l, false, name, sizeof(name)));
 
 		if (r < 0)
 			return NULL;
-		t->loc_rows[at + l] = (size_t)r;
+		t->loc_rows[at + 1 + l] = (size_t)r;
 	}
-	t->n_loc_rows = at + n;
+	t->n_loc_rows = at + n + 1;
 	t->loc_off[id] = at + 1;
 	return &t->loc_rows[at];
 }
@@ -158,19 +167,16 @@ static const size_t *loc_rows(struct top *t, uint64_t id, const struct profile_l
 /* Counts one stack: self for its innermost frame, total once per distinct function. */
 int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v)
 {
-	struct profile_location loc;
 	bool leaf = true;
 
 	t->n_stacks++;
 	t->total = base_sat_add(t->total, abs64(v)); /* pprof's total is of |v| */
 	for (size_t i = 0; i < n; i++) {
-		const size_t *ids;
+		const size_t *ids = loc_rows(t, locs[i]);
 
-		if (profile__get_location(t->p, locs[i], &loc))
-			continue;
-		if (!(ids = loc_rows(t, locs[i], &loc)))
+		if (!ids)
 			return -ENOMEM;
-		for (size_t l = 0; l < (loc.n_lines ? loc.n_lines : 1); l++) {
+		for (size_t l = 1; l <= ids[0]; l++) {
 			struct top_acc *r = &t->rows[ids[l]];
 
 			if (leaf)
