@@ -269,6 +269,7 @@ static const struct top_unit *pick_unit(const struct top *t, const struct top_ro
 {
 	const struct top_unit *umin, *umax;
 	int64_t min = 0, min100;
+	bool time_mode = t->vi == 1;
 
 	for (size_t i = 0; i < n; i++) {
 		int64_t v = items[i].self ? abs64(items[i].self) : abs64(items[i].total);
@@ -278,12 +279,11 @@ static const struct top_unit *pick_unit(const struct top *t, const struct top_ro
 	}
 	if (!min)
 		min = t->total;
-	if (__builtin_mul_overflow(min, 100, &min100))
-		min100 = INT64_MAX;
-	umin = auto_unit((t->vi == 1), min);
-	umax = auto_unit((t->vi == 1), t->total);
+	min100 = base_sat_mul(min, 100);
+	umin = auto_unit(time_mode, min);
+	umax = auto_unit(time_mode, t->total);
 	if (umin != umax && min100 < t->total)
-		umin = auto_unit((t->vi == 1), min100);
+		umin = auto_unit(time_mode, min100);
 	return umin;
 }
 
@@ -310,14 +310,14 @@ static void print_labels(const struct top *t, FILE *f, const struct top_unit *u)
 		if (c[0] != '#') /* pprof hides comments starting with '#' */
 			fprintf(f, "%s\n", c);
 	}
-	fprintf(f, "Type: %s\n", (t->vi == 1) ? "cpu" : "samples");
+	fprintf(f, "Type: %s\n", t->vi == 1 ? "cpu" : "samples");
 	if (profile__time_ns(t->p))
 		print_time(f, profile__time_ns(t->p));
 	if (!dur)
 		return;
 	format_value(dur, auto_unit(true, dur), dbuf, sizeof(dbuf));
 	format_value(t->total, u, tbuf, sizeof(tbuf));
-	if ((t->vi == 1) && t->total) {
+	if (t->vi == 1 && t->total) {
 		format_pct(t->total, dur, pct, sizeof(pct));
 		fprintf(f, "Duration: %s, Total samples = %s (%s)\n", dbuf, tbuf, pct);
 	} else {

@@ -28,7 +28,7 @@ const DEFAULTS = {
 const VIEWS = ['flame', 'sandwich', 'diff'];
 
 const state = readURL();
-let tree = null; // flattened /api/profile answer for the current selection
+let tree = null; // typed arrays (tree.js) of the /api/profile answer for the current selection
 let diffTree = null;
 let diffKey = ''; // the diff selection diffTree was fetched for
 let matcher = null;
