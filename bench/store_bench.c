@@ -29,11 +29,12 @@
  * --only QUERY times that query alone (the others print "-"), 20 runs instead
  * of 3, so that `perf record` sees one path: stacks1, stacks24, profile1,
  * profile24, timeline24, tree1.
- * The benchmark sets malloc up as the server does (query_keep_freed_memory:
+ * The benchmark sets malloc up as the server does (server_keep_freed_memory:
  * memory a query frees is kept for the next); --default-malloc keeps glibc's
  * default, under which every query faults its memory in afresh.
  */
 #include "query/query.h"
+#include "server/server.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -393,7 +394,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!default_malloc)
-		query_keep_freed_memory(); /* as the server does */
+		server_keep_freed_memory(); /* as the server does */
 	int n = (int)(hours * 3600 / INTERVAL_S);
 	int64_t start = 1700000123LL * S; /* not aligned to any rollup window */
 	int64_t end = start + (int64_t)n * INTERVAL_S * S;

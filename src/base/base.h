@@ -4,6 +4,7 @@
  *
  *   base_grow      geometric array growth with overflow-checked sizes
  *   base_sat_*     saturating 64-bit arithmetic (sample values never wrap)
+ *   base_hex_digit the value of one hex digit (every hex parser's step)
  *   base_hash_*    one hash over bytes and one 64-bit mix
  *   base_hmap      open-addressing index: hash -> element index of the caller's
  *                  array (the caller owns keys and values; the map owns slots)
@@ -59,6 +60,20 @@ static inline uint64_t base_sat_addu(uint64_t a, uint64_t b)
 	uint64_t r;
 
 	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* ---- text ---- */
+
+/* The value of hex digit c (0-9, a-f, A-F), or -1 for any other character. */
+static inline int base_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 /* ---- hashing ---- */

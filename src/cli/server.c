@@ -146,7 +146,7 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
 	if (cli_private_dir(cmd, a->data))
 		return -EPERM;
-	query_keep_freed_memory(); /* a server answers merge after merge */
+	server_keep_freed_memory(); /* a server answers merge after merge */
 	/* One thread per connection, each arena keeping up to 64 MiB freed (above):
 	 * a few arenas bound that idle memory whatever the number of clients. */
 	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);

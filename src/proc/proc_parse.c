@@ -7,6 +7,7 @@
  * The formats are those printed by fs/proc/task_mmu.c:show_map_vma() and
  * fs/proc/array.c:do_task_stat().
  */
+#include "base/base.h"
 #include "proc/proc.h"
 
 #include <errno.h>
@@ -18,17 +19,6 @@
 
 static const char proc_deleted_suffix[] = " (deleted)";
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Hex number at *s (no sign, no "0x"); advances *s. 0 or -EINVAL (empty, overflow). */
 static int parse_hex(const char **s, uint64_t *out)
 {
@@ -36,7 +26,7 @@ static int parse_hex(const char **s, uint64_t *out)
 	uint64_t v = 0;
 	int d;
 
-	for (; (d = hex_digit(*p)) >= 0; p++) {
+	for (; (d = base_hex_digit(*p)) >= 0; p++) {
 		if (v >> 60)
 			return -EINVAL;
 		v = v << 4 | (uint64_t)d;

@@ -10,7 +10,7 @@
  *   parse     the protobuf wire format read directly (pprof_wire.c): varints,
  *             packed repeated fields, the string table copied once into one
  *             buffer (the inflated one is freed after this step); a handful of
- *             flat arrays on a byte budget (a
+ *             plain arrays on a byte budget (a
  *             few bytes on the wire can ask for a 40-byte record each: -EFBIG
  *             past the budget), no allocation per message;
  *   validate  every string index, every id reference, value counts (-EINVAL with
@@ -706,10 +706,11 @@ static int flatten(struct dec *d, struct flat_box *b)
 	return 0;
 }
 
-/* Grows *arr by one element of elem bytes (n before); 0 or -ENOMEM. */
+/* Grows *arr by one element of elem bytes (n before); 0 or -ENOMEM. Not base_grow:
+ * the flat profile's arrays are exact-sized (no capacity), grown once per cut. */
 static int grow1(void *arr, size_t n, size_t elem)
 {
-	void *p = realloc(*(void **)arr, (n + 1) * elem);
+	void *p = reallocarray(*(void **)arr, n + 1, elem); /* checks (n + 1) * elem */
 
 	if (!p)
 		return -ENOMEM;

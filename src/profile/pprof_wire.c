@@ -2,7 +2,7 @@
  * profile.proto off the wire (protobuf encoding: developers.google.com/protocol-
  * buffers/docs/encoding): tags and varints, length-delimited submessages,
  * repeated scalars packed or not, unknown fields skipped. One pass over the
- * buffer, each kind of element appended to its own flat array, so a 60,000-
+ * buffer, each kind of element appended to its own array, so a 60,000-
  * sample profile costs a dozen allocations instead of one per message.
  *
  * The input comes from outside: every read is bounds-checked against the end of
@@ -131,6 +131,9 @@ static int rd_int(struct rd *r, unsigned wt, uint64_t *out)
 }
 
 /* ---- arrays on a budget ---- */
+
+/* Not base_grow: every byte of growth is charged to the decode's byte budget
+ * (-EFBIG past it, not -ENOMEM), which the caller sets from the request. */
 
 static int arr_room(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem, size_t more)
 {
@@ -263,7 +266,7 @@ static int parse_label(struct pprof_wire *w, struct rd *r, unsigned wt)
 }
 
 /* Sample: 1 location_id (packed uint64), 2 value (packed int64), 3 label. Its
- * elements must be contiguous in the flat arrays, and they are: a sample is
+ * elements must be contiguous in those arrays, and they are: a sample is
  * parsed whole before the next one starts. */
 static int parse_sample(struct pprof_wire *w, struct rd *m)
 {

@@ -45,7 +45,7 @@ struct pprof_wire_sample {
 	size_t label_off, n_label; /* into pprof_wire.labels */
 };
 
-/* A flat array of elem-byte elements. */
+/* A growing array of elem-byte elements. */
 struct pprof_wire_arr {
 	void *v;
 	size_t n, cap;

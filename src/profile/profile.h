@@ -104,8 +104,9 @@ uint64_t profile__function(struct profile *p, const char *name, const char *syst
 uint64_t profile__location(struct profile *p, uint64_t mapping_id, uint64_t address,
 			   const struct profile_line *lines, size_t n_lines);
 /* Like profile__location but keyed by (mapping_id, address, lines): locations at one
- * address with different lines stay apart (rebuilding stored or decoded profiles). */
-uint64_t profile__location_lines(struct profile *p, uint64_t mapping_id, uint64_t address,
+ * address with different lines stay apart (a decoded pprof may hold several at one
+ * address, address 0 is common; a profile rebuilt from the store keeps them apart). */
+uint64_t profile__location_exact(struct profile *p, uint64_t mapping_id, uint64_t address,
 				 const struct profile_line *lines, size_t n_lines);
 /*
  * Adds values to the sample with these locations and labels (label order does not
@@ -287,9 +288,35 @@ void profile_flat__free(struct profile_flat *f);
 int folded_write(const struct profile *p, FILE *f);
 /* A standalone SVG flame graph (zoom on click, search box, title per frame). */
 int svg_write(const struct profile *p, FILE *f, const char *title);
-/* The `pprof -top` table: header with duration and total, then flat, flat%, sum%, cum,
- * cum%, name for at most max_rows functions (0 = all), sorted by flat. */
+/* The `pprof -top` table of p's samples: header with duration and total, then flat,
+ * flat%, sum%, cum, cum% (pprof's column names for self and total), name for at most
+ * max_rows functions (0 = all), sorted by self. */
 int top_write(const struct profile *p, FILE *f, size_t max_rows);
+
+/*
+ * The top table's rows, counted stack by stack (top.c says what a row is): the one
+ * definition of the table, which top_write prints as pprof's text and
+ * query_top_json writes as the web UI's JSON.
+ */
+struct top;
+/* A table counting values[value_index] over locations of p (borrowed: p may gain
+ * locations between calls, as a store_builder adds them). 0, -EINVAL, -ENOMEM. */
+int top__new(const struct profile *p, int value_index, struct top **out);
+/* NULL is a no-op. */
+void top__free(struct top *t);
+/* Counts one stack (n location ids of p, leaf first; unknown ids are skipped) of
+ * value v. 0 or -ENOMEM. */
+int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v);
+/* Sum of |v| over the stacks counted (pprof's total; saturating). */
+int64_t top__total(const struct top *t);
+struct top_row {
+	const char *name; /* borrowed from the table */
+	int64_t self;	  /* stacks whose innermost frame is the function */
+	int64_t total;	  /* stacks in which it appears at least once */
+};
+/* Every row, sorted by self, then total (descending), then name: *out (the caller
+ * frees it; names valid while t lives) holds *n. 0 or -ENOMEM. */
+int top__rows(const struct top *t, struct top_row **out, size_t *n);
 
 /* ---- text input (folded_parse.c) ---- */
 

@@ -42,14 +42,6 @@ int profile__mapping_sids(const struct profile *p, uint64_t id, int64_t *file, i
 int profile__function_sids(const struct profile *p, uint64_t id, int64_t sids[3]);
 /* Comment i as a string id. */
 int64_t profile__comment_sid(const struct profile *p, size_t i);
-/*
- * Like profile__location but keyed by (mapping_id, address, lines): a decoded pprof
- * may hold several locations at one address (address 0 is common) with different
- * lines, and they must stay apart.
- */
-uint64_t profile__location_exact(struct profile *p, uint64_t mapping_id, uint64_t address,
-				 const struct profile_line *lines, size_t n_lines);
-
 /* Display name of a frame; inline_suffix false leaves PROFILE_INLINE_SUFFIX off
  * (top counts an inlined function under its own name, like pprof). */
 const char *profile__frame_name_ex(const struct profile *p, const struct profile_location *loc,

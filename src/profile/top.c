@@ -1,5 +1,8 @@
 /*
- * The `go tool pprof -top` table, computed from the model without pprof:
+ * The top table: one row per function, the one definition behind both the
+ * `go tool pprof -top` text (top_write: `hearth record`, /api/profile?format=top)
+ * and the web UI's JSON table (/api/profile?format=topjson: query_top_json feeds
+ * the store's distinct stacks through top__add and writes top__rows):
  *
  *     Type: cpu
  *     Duration: 10s, Total samples = 1.98s (19.80%)
@@ -8,12 +11,14 @@
  *          1.20s 60.61% 60.61%      1.20s 60.61%  main.hot
  *
  * Rows are functions by display name: an inlined callee is its own row (as in
- * pprof, without the _[i] suffix), kernel functions carry _[k]. flat is the value
- * of samples whose innermost frame is the function, cum the value of samples in
- * which it appears at least once. Values are cpu nanoseconds, or sample counts
- * when the profile has no time. Numbers are formatted the way pprof's
- * measurement package does (one unit for the whole table, chosen from the
- * smallest row and the total; "%.2f" with ".00" dropped; Go's Percentage).
+ * pprof, without the _[i] suffix, so a function inlined at one call site and
+ * called at another is one row), kernel functions carry _[k]. A row's self
+ * (pprof's "flat" column) is the value of stacks whose innermost frame is the
+ * function, its total (pprof's "cum") the value of stacks in which it appears
+ * at least once. The text counts cpu nanoseconds, or sample counts when the
+ * profile has no time. Numbers are formatted the way pprof's measurement
+ * package does (one unit for the whole table, chosen from the smallest row and
+ * the total; "%.2f" with ".00" dropped; Go's Percentage).
  */
 #include "profile_impl.h"
 
@@ -24,25 +29,27 @@
 #include <string.h>
 #include <time.h>
 
-struct top_row {
-	int64_t flat, cum;
-	size_t stamp; /* 1 + index of the last sample counted into cum */
+struct top_acc {
+	int64_t self, total;
+	size_t stamp; /* 1 + index of the last stack counted into total */
 };
 
 struct top {
-	const struct profile *p;
-	bool time_mode; /* values are cpu ns (else sample counts) */
+	const struct profile *p; /* borrowed; may gain locations between top__add calls */
+	int vi;			 /* the value counted */
+	size_t n_stacks;	 /* stacks counted so far */
 	int64_t total;
 	struct base_strtab names; /* row i is names.strs[i]; id 0 ("") unused */
-	struct top_row *rows;
+	struct top_acc *rows;
 	size_t cap_rows;
 	/*
 	 * Row ids of each location's lines, named once per location rather than once
 	 * per frame of every sample (a merged profile has millions of frames over tens
-	 * of thousands of locations): loc_off[loc id] is 1 + the offset of its ids in
-	 * loc_rows, 0 while unnamed.
+	 * of thousands of locations): loc_off[loc id] is 1 + the offset of its entry
+	 * (count, then row ids) in loc_rows, 0 while unnamed; cap_loc_off entries,
+	 * grown with the profile.
 	 */
-	size_t *loc_off;
+	size_t *loc_off, cap_loc_off;
 	size_t *loc_rows, n_loc_rows, cap_loc_rows;
 };
 
@@ -111,63 +118,111 @@ static int64_t row_of(struct top *t, const char *name)
 	int64_t id = base_strtab__intern(&t->names, name);
 	size_t old = t->cap_rows;
 
-	if (id < 0 ||
-	    base_grow((void **)&t->rows, &t->cap_rows, (size_t)id + 1, sizeof(*t->rows)))
+	if (id < 0 || base_grow((void **)&t->rows, &t->cap_rows, (size_t)id + 1, sizeof(*t->rows)))
 		return -ENOMEM;
 	if (t->cap_rows > old)
 		memset(t->rows + old, 0, (t->cap_rows - old) * sizeof(*t->rows));
 	return id;
 }
 
-/* The row ids of location id's lines (at least one), naming them on first use. */
-static const size_t *loc_rows(struct top *t, uint64_t id, const struct profile_location *loc)
+/* Location id's entry in loc_rows: its count of lines (at least one), then their row
+ * ids; named on first use. A location p does not have gets an empty entry, not
+ * remembered (a bad id must not grow loc_off). NULL on ENOMEM. */
+static const size_t *loc_rows(struct top *t, uint64_t id)
 {
+	static const size_t unknown[1] = {0};
 	char name[PROFILE_NAME_MAX];
-	size_t n = loc->n_lines ? loc->n_lines : 1, at = t->n_loc_rows;
+	struct profile_location loc;
+	size_t n, at = t->n_loc_rows;
 
-	if (t->loc_off[id])
+	if (id < t->cap_loc_off && t->loc_off[id])
 		return &t->loc_rows[t->loc_off[id] - 1];
-	if (base_grow((void **)&t->loc_rows, &t->cap_loc_rows, at + n, sizeof(*t->loc_rows)))
+	if (profile__get_location(t->p, id, &loc))
+		return unknown;
+	n = loc.n_lines ? loc.n_lines : 1;
+	if (id >= t->cap_loc_off) {
+		size_t old = t->cap_loc_off;
+
+		if (id == SIZE_MAX ||
+		    base_grow((void **)&t->loc_off, &t->cap_loc_off, id + 1, sizeof(*t->loc_off)))
+			return NULL;
+		memset(t->loc_off + old, 0, (t->cap_loc_off - old) * sizeof(*t->loc_off));
+	}
+	if (base_grow((void **)&t->loc_rows, &t->cap_loc_rows, at + n + 1, sizeof(*t->loc_rows)))
 		return NULL;
+	t->loc_rows[at] = n;
 	for (size_t l = 0; l < n; l++) {
-		int64_t r = row_of(t, profile__frame_name_ex(t->p, loc, l, false, name, sizeof(name)));
+		int64_t r =
+		    row_of(t, profile__frame_name_ex(t->p, &loc, l, false, name, sizeof(name)));
 
 		if (r < 0)
 			return NULL;
-		t->loc_rows[at + l] = (size_t)r;
+		t->loc_rows[at + 1 + l] = (size_t)r;
 	}
-	t->n_loc_rows = at + n;
+	t->n_loc_rows = at + n + 1;
 	t->loc_off[id] = at + 1;
 	return &t->loc_rows[at];
 }
 
-/* Counts one sample: flat for its innermost frame, cum once per distinct function. */
-static int count_sample(struct top *t, const struct profile_sample *s, size_t stamp)
+/* Counts one stack: self for its innermost frame, total once per distinct function. */
+int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v)
 {
-	int64_t v = t->time_mode ? s->values[1] : s->values[0];
-	struct profile_location loc;
 	bool leaf = true;
 
+	t->n_stacks++;
 	t->total = base_sat_add(t->total, abs64(v)); /* pprof's total is of |v| */
-	for (size_t i = 0; i < s->n_locs; i++) {
-		const size_t *ids;
+	for (size_t i = 0; i < n; i++) {
+		const size_t *ids = loc_rows(t, locs[i]);
 
-		if (profile__get_location(t->p, s->locs[i], &loc))
-			continue;
-		if (!(ids = loc_rows(t, s->locs[i], &loc)))
+		if (!ids)
 			return -ENOMEM;
-		for (size_t l = 0; l < (loc.n_lines ? loc.n_lines : 1); l++) {
-			struct top_row *r = &t->rows[ids[l]];
+		for (size_t l = 1; l <= ids[0]; l++) {
+			struct top_acc *r = &t->rows[ids[l]];
 
 			if (leaf)
-				r->flat = base_sat_add(r->flat, v);
+				r->self = base_sat_add(r->self, v);
 			leaf = false;
-			if (r->stamp != stamp)
-				r->cum = base_sat_add(r->cum, v);
-			r->stamp = stamp;
+			if (r->stamp != t->n_stacks)
+				r->total = base_sat_add(r->total, v);
+			r->stamp = t->n_stacks;
 		}
 	}
 	return 0;
+}
+
+int top__new(const struct profile *p, int value_index, struct top **out)
+{
+	struct top *t;
+
+	*out = NULL;
+	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
+		return -EINVAL;
+	if (!(t = calloc(1, sizeof(*t))))
+		return -ENOMEM;
+	t->p = p;
+	t->vi = value_index;
+	if (base_strtab__init(&t->names)) {
+		free(t);
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+void top__free(struct top *t)
+{
+	if (!t)
+		return;
+	free(t->rows);
+	free(t->loc_off);
+	free(t->loc_rows);
+	base_strtab__fini(&t->names);
+	free(t);
+}
+
+int64_t top__total(const struct top *t)
+{
+	return t->total;
 }
 
 static int count_all(struct top *t)
@@ -175,66 +230,60 @@ static int count_all(struct top *t)
 	struct profile_sample s;
 	int err = 0;
 
-	t->time_mode = profile__total(t->p, 1) != 0;
 	for (size_t i = 0; i < profile__n_samples(t->p) && !err; i++)
 		if (profile__sample(t->p, i, &s) == 0)
-			err = count_sample(t, &s, i + 1);
+			err = top__add(t, s.locs, s.n_locs, s.values[t->vi]);
 	return err;
 }
 
-struct top_item {
-	const char *name; /* borrowed from top.names */
-	int64_t flat, cum;
-};
-
 static int item_cmp(const void *va, const void *vb)
 {
-	const struct top_item *a = va, *b = vb;
+	const struct top_row *a = va, *b = vb;
 
-	if (a->flat != b->flat)
-		return a->flat > b->flat ? -1 : 1;
-	if (a->cum != b->cum)
-		return a->cum > b->cum ? -1 : 1;
+	if (a->self != b->self)
+		return a->self > b->self ? -1 : 1;
+	if (a->total != b->total)
+		return a->total > b->total ? -1 : 1;
 	return strcmp(a->name, b->name);
 }
 
-/* The rows as a sorted array of items; *n of them. */
-static struct top_item *sorted_items(const struct top *t, size_t *n)
+int top__rows(const struct top *t, struct top_row **out, size_t *n)
 {
-	struct top_item *items = calloc(t->names.n ? t->names.n : 1, sizeof(*items));
+	struct top_row *items = calloc(t->names.n ? t->names.n : 1, sizeof(*items));
 
 	*n = 0;
+	*out = items;
 	if (!items)
-		return NULL;
+		return -ENOMEM;
 	for (size_t id = 1; id < t->names.n; id++)
 		items[(*n)++] =
-		    (struct top_item){t->names.strs[id], t->rows[id].flat, t->rows[id].cum};
+		    (struct top_row){t->names.strs[id], t->rows[id].self, t->rows[id].total};
 	if (*n > 1)
 		qsort(items, *n, sizeof(*items), item_cmp);
-	return items;
+	return 0;
 }
 
 /* pprof's selectOutputUnit: the unit of the smallest row, or of 100x it when the
  * total needs a larger unit, so small rows read "0.01s" rather than "10ms". */
-static const struct top_unit *pick_unit(const struct top *t, const struct top_item *items, size_t n)
+static const struct top_unit *pick_unit(const struct top *t, const struct top_row *items, size_t n)
 {
 	const struct top_unit *umin, *umax;
 	int64_t min = 0, min100;
+	bool time_mode = t->vi == 1;
 
 	for (size_t i = 0; i < n; i++) {
-		int64_t v = items[i].flat ? abs64(items[i].flat) : abs64(items[i].cum);
+		int64_t v = items[i].self ? abs64(items[i].self) : abs64(items[i].total);
 
 		if (v > 0 && (min == 0 || v < min))
 			min = v;
 	}
 	if (!min)
 		min = t->total;
-	if (__builtin_mul_overflow(min, 100, &min100))
-		min100 = INT64_MAX;
-	umin = auto_unit(t->time_mode, min);
-	umax = auto_unit(t->time_mode, t->total);
+	min100 = base_sat_mul(min, 100);
+	umin = auto_unit(time_mode, min);
+	umax = auto_unit(time_mode, t->total);
 	if (umin != umax && min100 < t->total)
-		umin = auto_unit(t->time_mode, min100);
+		umin = auto_unit(time_mode, min100);
 	return umin;
 }
 
@@ -261,14 +310,14 @@ static void print_labels(const struct top *t, FILE *f, const struct top_unit *u)
 		if (c[0] != '#') /* pprof hides comments starting with '#' */
 			fprintf(f, "%s\n", c);
 	}
-	fprintf(f, "Type: %s\n", t->time_mode ? "cpu" : "samples");
+	fprintf(f, "Type: %s\n", t->vi == 1 ? "cpu" : "samples");
 	if (profile__time_ns(t->p))
 		print_time(f, profile__time_ns(t->p));
 	if (!dur)
 		return;
 	format_value(dur, auto_unit(true, dur), dbuf, sizeof(dbuf));
 	format_value(t->total, u, tbuf, sizeof(tbuf));
-	if (t->time_mode && t->total) {
+	if (t->vi == 1 && t->total) {
 		format_pct(t->total, dur, pct, sizeof(pct));
 		fprintf(f, "Duration: %s, Total samples = %s (%s)\n", dbuf, tbuf, pct);
 	} else {
@@ -277,19 +326,19 @@ static void print_labels(const struct top *t, FILE *f, const struct top_unit *u)
 }
 
 static void print_rows(const struct top *t, FILE *f, const struct top_unit *u,
-		       const struct top_item *items, size_t n)
+		       const struct top_row *items, size_t n)
 {
 	char flat[64], cum[64], fp[16], sp[16], cp[16];
 	int64_t sum = 0;
 
 	fprintf(f, "%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
 	for (size_t i = 0; i < n; i++) {
-		sum = base_sat_add(sum, items[i].flat);
-		format_value(items[i].flat, u, flat, sizeof(flat));
-		format_value(items[i].cum, u, cum, sizeof(cum));
-		format_pct(items[i].flat, t->total, fp, sizeof(fp));
+		sum = base_sat_add(sum, items[i].self);
+		format_value(items[i].self, u, flat, sizeof(flat));
+		format_value(items[i].total, u, cum, sizeof(cum));
+		format_pct(items[i].self, t->total, fp, sizeof(fp));
 		format_pct(sum, t->total, sp, sizeof(sp));
-		format_pct(items[i].cum, t->total, cp, sizeof(cp));
+		format_pct(items[i].total, t->total, cp, sizeof(cp));
 		fprintf(f, "%10s %s %s %10s %s  ", flat, fp, sp, cum, cp);
 		/* names come from outside (decoded profiles): keep one row per line */
 		for (const unsigned char *c = (const unsigned char *)items[i].name; *c; c++)
@@ -298,7 +347,7 @@ static void print_rows(const struct top *t, FILE *f, const struct top_unit *u,
 	}
 }
 
-static void print_table(const struct top *t, FILE *f, const struct top_item *items, size_t n,
+static void print_table(const struct top *t, FILE *f, const struct top_row *items, size_t n,
 			size_t max_rows)
 {
 	size_t shown = max_rows && max_rows < n ? max_rows : n;
@@ -307,7 +356,7 @@ static void print_table(const struct top *t, FILE *f, const struct top_item *ite
 	int64_t sum = 0;
 
 	for (size_t i = 0; i < shown; i++)
-		sum = base_sat_add(sum, items[i].flat);
+		sum = base_sat_add(sum, items[i].self);
 	print_labels(t, f, u);
 	format_value(sum, u, sum_s, sizeof(sum_s));
 	format_value(t->total, u, total_s, sizeof(total_s));
@@ -321,29 +370,20 @@ static void print_table(const struct top *t, FILE *f, const struct top_item *ite
 
 int top_write(const struct profile *p, FILE *f, size_t max_rows)
 {
-	struct top t = {.p = p};
-	struct top_item *items = NULL;
+	struct top *t = NULL;
+	struct top_row *items = NULL;
 	size_t n = 0;
-	int err = base_strtab__init(&t.names);
+	/* pprof's -top counts cpu time when the profile has any, else samples */
+	int err = top__new(p, profile__total(p, 1) != 0, &t);
 
-	t.loc_off = calloc(profile__n_locations(p) + 1, sizeof(*t.loc_off));
-	if (!err && !t.loc_off)
-		err = -ENOMEM;
 	if (!err)
-		err = count_all(&t);
+		err = count_all(t) ?: top__rows(t, &items, &n);
 	if (!err) {
-		items = sorted_items(&t, &n);
-		err = items ? 0 : -ENOMEM;
-	}
-	if (!err) {
-		print_table(&t, f, items, n, max_rows);
+		print_table(t, f, items, n, max_rows);
 		if (fflush(f) != 0 || ferror(f))
 			err = -EIO;
 	}
 	free(items);
-	free(t.rows);
-	free(t.loc_off);
-	free(t.loc_rows);
-	base_strtab__fini(&t.names);
+	top__free(t);
 	return err;
 }

@@ -3,19 +3,18 @@
  * list them (labels, values, series), merge their rows over a range into one
  * profile, or sum them per step (timeline, in timeline.c).
  *
- * A merge first sums rows by (series, stack) (a flat array by stack id, a hash
+ * A merge first sums rows by (series, stack) (an array indexed by stack id, a hash
  * map only for stacks several series share), then rebuilds each distinct pair
  * once through a store_builder: decoding rows is cheap, building profile
  * samples is not, so the expensive step runs once per pair, and appends without
  * the profile's dedup lookup when the pairs are known to be distinct samples.
  * Outputs without sample labels (tree, top, diff) use query_stacks instead: rows
- * summed per stack id in a flat array, stacks expanded to store location ids,
+ * summed in an array indexed by stack id, stacks expanded to store location ids,
  * and no profile sample at all (a 1 h merge of the benchmark: ~3x cheaper).
  */
 #include "query_impl.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +76,7 @@ static int on_series(void *ctx, const struct store_series *ser)
 
 	if (!query_selector__match_some(sl->sel, ser, false))
 		return 0;
-	if (query_grow((void **)&sl->s, &sl->cap, sl->n + 1, sizeof(*sl->s)))
+	if (base_grow((void **)&sl->s, &sl->cap, sl->n + 1, sizeof(*sl->s)))
 		return -ENOMEM;
 	err = copy_series(&sl->s[sl->n], ser);
 	sl->n++; /* counted even on failure so that fini frees it */
@@ -227,7 +226,7 @@ int query_labels_json(struct store *s, const struct query_request *q, FILE *out,
 	for (size_t i = 0; !e && i < sl.n; i++) {
 		if (!sl.s[i].has_data)
 			continue;
-		if (query_grow((void **)&v, &cap, n + sl.s[i].n + 1, sizeof(*v))) {
+		if (base_grow((void **)&v, &cap, n + sl.s[i].n + 1, sizeof(*v))) {
 			e = -ENOMEM;
 			break;
 		}
@@ -268,7 +267,7 @@ int query_label_values_json(struct store *s, const char *name, const struct quer
 
 		if (!val)
 			continue;
-		if (query_grow((void **)&v, &cap, n + 1, sizeof(*v)))
+		if (base_grow((void **)&v, &cap, n + 1, sizeof(*v)))
 			e = -ENOMEM;
 		else
 			v[n++] = val;
@@ -323,7 +322,7 @@ struct agg_row {
 /*
  * Rows summed by (series, stack). last[stack id] is 1 + the index of the
  * pair last met with that stack: a stack seldom belongs to more than one
- * series (a process's own code), so that one probe of a flat array answers
+ * series (a process's own code), so that one probe of an array indexed by stack answers
  * most rows, and a stack met for the first time is a new pair. Only stacks
  * shared by several series go through the hash map: their first pair enters it
  * when a second series meets the stack, later pairs when they are made. Pairs
@@ -331,20 +330,31 @@ struct agg_row {
  */
 struct merge {
 	struct selection *sl;
-	struct query_map map;
+	struct base_hmap map; /* (series id, stack id) -> pair index, shared stacks only */
 	uint32_t *last;
 	size_t last_cap; /* entries of last */
 	struct agg_row *rows;
 	size_t n, cap;
 };
 
+static uint64_t pair_hash(uint64_t series_id, uint64_t stack)
+{
+	return base_hash_u64(base_hash_u64(BASE_HASH_SEED, series_id), stack);
+}
+
+/* key: a struct store_row */
+static bool pair_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct agg_row *a = &((const struct merge *)ctx)->rows[idx];
+	const struct store_row *r = key;
+
+	return a->series_id == r->series_id && a->stack == r->stack_id;
+}
+
 /* Puts pair i in the hash map (it is not there yet). 0 or -ENOMEM. */
 static int pair_map(struct merge *m, size_t i)
 {
-	size_t idx;
-	bool added;
-
-	if (query_map__get(&m->map, m->rows[i].series_id, m->rows[i].stack, i, &idx, &added))
+	if (base_hmap__insert(&m->map, pair_hash(m->rows[i].series_id, m->rows[i].stack), i))
 		return -ENOMEM;
 	m->rows[i].mapped = true;
 	return 0;
@@ -355,28 +365,26 @@ static int pair_of(struct merge *m, const struct store_row *r, size_t *idx)
 {
 	uint64_t st = r->stack_id;
 	uint32_t last = st < m->last_cap ? m->last[st] : 0;
-	bool added = true;
+	/* a stack beyond last_cap (appended during the scan) always goes to the map */
+	bool mapped = last || st >= m->last_cap;
 
 	if (last && m->rows[last - 1].series_id == r->series_id) {
 		*idx = last - 1;
 		return 0;
 	}
-	/* a stack beyond last_cap (appended during the scan) always goes to the map */
-	if (last || st >= m->last_cap) {
-		if ((last && !m->rows[last - 1].mapped && pair_map(m, last - 1)) ||
-		    query_map__get(&m->map, r->series_id, st, m->n, idx, &added))
-			return -ENOMEM;
-	}
-	if (added) {
+	if (last && !m->rows[last - 1].mapped && pair_map(m, last - 1))
+		return -ENOMEM;
+	*idx = mapped ? base_hmap__find(&m->map, pair_hash(r->series_id, st), pair_eq, m, r)
+		      : SIZE_MAX;
+	if (*idx == SIZE_MAX) {
 		*idx = m->n;
 		if (m->n >= UINT32_MAX - 1 ||
-		    query_grow((void **)&m->rows, &m->cap, m->n + 1, sizeof(*m->rows)))
+		    base_grow((void **)&m->rows, &m->cap, m->n + 1, sizeof(*m->rows)))
 			return -ENOMEM;
-		m->rows[m->n++] = (struct agg_row){r->series_id,
-						   (uint32_t)find_series(m->sl, r->series_id),
-						   last || st >= m->last_cap,
-						   st,
-						   {0, 0}};
+		m->rows[m->n++] = (struct agg_row){
+		    r->series_id, (uint32_t)find_series(m->sl, r->series_id), false, st, {0, 0}};
+		if (mapped && pair_map(m, *idx))
+			return -ENOMEM;
 	}
 	if (st < m->last_cap)
 		m->last[st] = (uint32_t)(*idx + 1);
@@ -392,7 +400,7 @@ static int on_rows(void *ctx, const struct store_row *rows, size_t n)
 		if (pair_of(m, &rows[i], &idx))
 			return -ENOMEM;
 		for (int k = 0; k < PROFILE_N_VALUES; k++)
-			m->rows[idx].v[k] = query_sat_add(m->rows[idx].v[k], rows[i].values[k]);
+			m->rows[idx].v[k] = base_sat_add(m->rows[idx].v[k], rows[i].values[k]);
 	}
 	return 0;
 }
@@ -544,23 +552,16 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	free(ids);
 	free(m.rows);
 	free(m.last);
-	query_map__fini(&m.map);
+	base_hmap__fini(&m.map);
 	selection_fini(&sl);
 	return e;
-}
-
-void query_keep_freed_memory(void)
-{
-	/* setting either also turns off glibc's dynamic adjustment of both */
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 /* ---- merge by stack (no sample labels) ---- */
 
 /*
  * Rows summed per store stack id: pos[stack id] is 1 + the stack's index in
- * first-seen order (0: not seen). Stack ids are dense (1..n), so a flat array
+ * first-seen order (0: not seen). Stack ids are dense (1..n), so an array indexed by id
  * of 4 bytes per stack of the store beats a hash table: no probing, no key.
  */
 struct stack_agg {
@@ -573,19 +574,12 @@ struct stack_agg {
 
 static int agg_grow_pos(struct stack_agg *a, uint64_t id)
 {
-	size_t c = a->cap ? a->cap : 1024;
-	uint32_t *n;
+	size_t old = a->cap;
 
-	while (c <= id) {
-		if (c > SIZE_MAX / 8)
-			return -ENOMEM;
-		c *= 2;
-	}
-	if (!(n = realloc(a->pos, c * sizeof(*n))))
+	if (id >= SIZE_MAX / 2 ||
+	    base_grow((void **)&a->pos, &a->cap, (size_t)id + 1, sizeof(*a->pos)))
 		return -ENOMEM;
-	memset(n + a->cap, 0, (c - a->cap) * sizeof(*n));
-	a->pos = n;
-	a->cap = c;
+	memset(a->pos + old, 0, (a->cap - old) * sizeof(*a->pos));
 	return 0;
 }
 
@@ -601,15 +595,15 @@ static int on_stack_rows(void *ctx, const struct store_row *rows, size_t n)
 			return -ENOMEM;
 		if (!(k = a->pos[id])) {
 			if (a->n >= UINT32_MAX - 1 ||
-			    query_grow((void **)&a->ids, &a->cap_ids, a->n + 1, sizeof(*a->ids)) ||
-			    query_grow((void **)&a->v, &a->cap_v, a->n + 1, sizeof(*a->v)))
+			    base_grow((void **)&a->ids, &a->cap_ids, a->n + 1, sizeof(*a->ids)) ||
+			    base_grow((void **)&a->v, &a->cap_v, a->n + 1, sizeof(*a->v)))
 				return -ENOMEM;
 			a->ids[a->n] = id;
 			a->v[a->n][0] = a->v[a->n][1] = 0;
 			k = a->pos[id] = (uint32_t)++a->n;
 		}
 		for (int j = 0; j < PROFILE_N_VALUES; j++)
-			a->v[k - 1][j] = query_sat_add(a->v[k - 1][j], rows[i].values[j]);
+			a->v[k - 1][j] = base_sat_add(a->v[k - 1][j], rows[i].values[j]);
 	}
 	return 0;
 }
@@ -678,7 +672,7 @@ int64_t query_stacks__total(const struct query_stacks *qs, int vi)
 	int64_t t = 0;
 
 	for (size_t i = 0; vi >= 0 && vi < PROFILE_N_VALUES && i < qs->n; i++)
-		t = query_sat_add(t, qs->v[i][vi]);
+		t = base_sat_add(t, qs->v[i][vi]);
 	return t;
 }
 
@@ -706,7 +700,7 @@ static int on_totals(void *ctx, const struct store_row *rows, size_t n)
 		if (k == SIZE_MAX || at < 0 || (size_t)at >= t->points)
 			continue;
 		int64_t *v = &t->vals[t->group_of[k] * t->points + (size_t)at];
-		*v = query_sat_add(*v, rows[i].values[t->vi]);
+		*v = base_sat_add(*v, rows[i].values[t->vi]);
 	}
 	return 0;
 }
@@ -798,7 +792,7 @@ static int timeline_print(const struct timeline *t, const struct query_request *
 		bool any = false;
 
 		for (size_t i = 0; i < t->points; i++) {
-			tot[g] = query_sat_add(tot[g], t->vals[g * t->points + i]);
+			tot[g] = base_sat_add(tot[g], t->vals[g * t->points + i]);
 			any |= t->vals[g * t->points + i] != 0;
 		}
 		if (any)

@@ -131,6 +131,8 @@ struct query_request {
 	int value_index; /* which sample value: 0 samples (default), 1 cpu nanoseconds */
 	int64_t step_ns; /* timeline; 0 = auto (about 1000 points, multiple of 10 s) */
 	const char *group_by; /* timeline; NULL/"" = one group of everything */
+	size_t top_rows;      /* tree: also the top table (query_top_json's object) as "top",
+			       * at most this many rows; 0 = no top; capped at QUERY_MAX_NODES */
 };
 
 /* JSON `["name", ...]`: sorted label names of the series matching q in its range
@@ -143,17 +145,6 @@ int query_label_values_json(struct store *s, const char *name, const struct quer
 /* JSON `[{"profileType":"…","labels":{"k":"v",…}}, …]`: matching series with data in range. */
 int query_series_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		      size_t errlen);
-
-/*
- * For a process that answers queries again and again (the server): keeps the
- * memory a merge frees for the next one, instead of glibc's default of giving
- * it back to the kernel after each query and faulting every page in again on
- * the next (a 1 h merge with sample labels of the benchmark's day allocates
- * ~30 MB: ~8,000 page faults, a quarter of its time). Fixed malloc thresholds:
- * blocks under 32 MiB come from the heap, and up to 64 MiB of freed heap per
- * malloc arena is kept. Process-wide; call it once, before serving.
- */
-void query_keep_freed_memory(void);
 
 /*
  * Merges every matching series over the range into one new profile (the caller
@@ -169,7 +160,7 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
  * A merge without sample labels, for the outputs that do not show them (tree,
  * top, diff): every distinct stack of the matching series over the range once,
  * with its values summed over series and chunks, as store location ids. Rows
- * are summed per store stack id in a flat array; each distinct stack is then
+ * are summed in an array indexed by store stack id; each distinct stack is then
  * expanded once; no profile is built (the writers name each store location
  * once, through a store_builder).
  */
@@ -189,36 +180,40 @@ void query_stacks__fini(struct query_stacks *qs);
 int64_t query_stacks__total(const struct query_stacks *qs, int vi);
 
 /*
- * JSON flame tree of a profile, root first:
+ * JSON flame tree of the request's merge by stack (query_stacks), root first:
  *   {"unit":"samples"|"nanoseconds","total":N,"tree":
  *     {"name":"total","self":N,"total":N,"children":[{"name":..., ...}, ...]}}
  * Children are sorted by total, descending. Only the max_nodes nodes of largest
  * total are kept (0 = QUERY_DEFAULT_MAX_NODES); a dropped child's value stays
  * in its parent's total, so a total may exceed self + the children's totals.
+ * Frames are named as query_profile then folded_write would name them. With
+ * q->top_rows, the answer also holds "top": query_top_json's object (at most
+ * top_rows rows) of the same merge, which the web UI shows beside the tree (one
+ * merge for both).
  */
-int query_tree_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out);
-/* The tree of the request's merge by stack (query_stacks): the same JSON as
- * query_profile then query_tree_write, without building profile samples. */
 int query_tree_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		    size_t errlen);
 
-/* JSON top table: {"unit":…,"total":N,"rows":[{"name":…,"flat":N,"cum":N}, …]}
- * sorted by flat, at most max_nodes rows. */
-int query_top_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out);
-/* Likewise: query_top_write's table of the request's merge by stack. */
+/*
+ * JSON top table of the request's merge by stack: profile/top.c's rows (the
+ * same functions, self and total as `pprof -top`, top_write), counting
+ * values[value_index], over the whole merge (not a pruned tree):
+ *   {"unit":…,"total":N,"rows":[{"name":…,"self":N,"total":N}, …]}
+ * sorted by self, then total, then name; at most max_nodes rows.
+ */
 int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		   size_t errlen);
+/* The JSON object of query_top_json (no newline), for a table counted elsewhere
+ * (t's rows, values[value_index]). 0 or -ENOMEM. */
+int query_top_rows_json(const struct top *t, int value_index, size_t max_nodes, FILE *out);
 
 /*
  * Diff of two selections as one tree over the union of their stacks:
  *   {"unit":…,"left":N,"right":N,"tree":{"name":"total","self":[l,r],"total":[l,r],
  *     "children":[…]}}
- * Node pruning as in query_tree_write, ranked by max(left, right).
+ * Node pruning as in query_tree_json, ranked by max(left, right).
  * max_nodes and value_index come from `left`.
  */
-int query_diff_write(const struct profile *left, const struct profile *right, int value_index,
-		     size_t max_nodes, FILE *out);
-/* Likewise: query_diff_write of the two requests' merges by stack. */
 int query_diff_json(struct store *s, const struct query_request *left,
 		    const struct query_request *right, FILE *out, char *err, size_t errlen);
 

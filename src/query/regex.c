@@ -101,7 +101,7 @@ __attribute__((format(printf, 2, 3))) static int perr(struct re_parser *ps, cons
 
 static int new_node(struct re_parser *ps, uint8_t kind, uint32_t a, uint32_t *out)
 {
-	if (query_grow((void **)&ps->nodes, &ps->nodes_cap, ps->n_nodes + 1, sizeof(*ps->nodes)))
+	if (base_grow((void **)&ps->nodes, &ps->nodes_cap, ps->n_nodes + 1, sizeof(*ps->nodes)))
 		return -ENOMEM;
 	ps->nodes[ps->n_nodes] = (struct re_node){
 	    .kind = kind, .a = a, .kid = RE_NONE, .next = RE_NONE, .last = RE_NONE};
@@ -163,7 +163,7 @@ struct class_buf {
 
 static int class_add(struct class_buf *c, uint32_t lo, uint32_t hi)
 {
-	if (query_grow((void **)&c->r, &c->cap, c->n + 1, sizeof(*c->r)))
+	if (base_grow((void **)&c->r, &c->cap, c->n + 1, sizeof(*c->r)))
 		return -ENOMEM;
 	c->r[c->n++] = (struct re_range){lo, hi};
 	return 0;
@@ -305,10 +305,10 @@ static int class_store(struct re_parser *ps, struct class_buf *c, bool neg, int 
 	class_norm(c);
 	if (neg && (e = class_negate(c)))
 		return e;
-	if (query_grow((void **)&re->ranges, &re->ranges_cap, re->n_ranges + c->n + 1,
-		       sizeof(*re->ranges)) ||
-	    query_grow((void **)&re->classes, &re->classes_cap, re->n_classes + 1,
-		       sizeof(*re->classes)))
+	if (base_grow((void **)&re->ranges, &re->ranges_cap, re->n_ranges + c->n + 1,
+		      sizeof(*re->ranges)) ||
+	    base_grow((void **)&re->classes, &re->classes_cap, re->n_classes + 1,
+		      sizeof(*re->classes)))
 		return -ENOMEM;
 	if (c->n) /* an empty class ([^\x00-\x{10ffff}]) has no array at all */
 		memcpy(re->ranges + re->n_ranges, c->r, c->n * sizeof(*c->r));
@@ -320,17 +320,6 @@ static int class_store(struct re_parser *ps, struct class_buf *c, bool neg, int 
 
 /* ---- escapes ---- */
 
-static int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* \xHH or \x{H...}, after the 'x'. */
 static int parse_hex(struct re_parser *ps, uint32_t *r)
 {
@@ -338,14 +327,14 @@ static int parse_hex(struct re_parser *ps, uint32_t *r)
 	int n = 0;
 
 	if (ps->p < ps->end && *ps->p == '{') {
-		for (ps->p++; ps->p < ps->end && hex_val(*ps->p) >= 0 && n < 8; ps->p++, n++)
-			v = v * 16 + (uint32_t)hex_val(*ps->p);
+		for (ps->p++; ps->p < ps->end && base_hex_digit(*ps->p) >= 0 && n < 8; ps->p++, n++)
+			v = v * 16 + (uint32_t)base_hex_digit(*ps->p);
 		if (ps->p >= ps->end || *ps->p != '}' || !n || v > RE_MAX_RUNE)
 			return perr(ps, "invalid \\x{...} escape");
 		ps->p++;
 	} else {
-		for (; ps->p < ps->end && n < 2 && hex_val(*ps->p) >= 0; ps->p++, n++)
-			v = v * 16 + (uint32_t)hex_val(*ps->p);
+		for (; ps->p < ps->end && n < 2 && base_hex_digit(*ps->p) >= 0; ps->p++, n++)
+			v = v * 16 + (uint32_t)base_hex_digit(*ps->p);
 		if (n != 2)
 			return perr(ps, "invalid \\x escape (want \\xHH or \\x{H...})");
 	}
@@ -810,7 +799,7 @@ static int inst(struct re_parser *ps, uint8_t op, uint8_t arg, uint32_t x, uint3
 				  "program over %d instructions (repeats expand: x{n} is n "
 				  "copies of x)",
 				  QUERY_REGEX_MAX_PROG);
-	if (query_grow((void **)&re->prog, &re->cap, re->n + 1, sizeof(*re->prog)))
+	if (base_grow((void **)&re->prog, &re->cap, re->n + 1, sizeof(*re->prog)))
 		return -ENOMEM;
 	re->prog[re->n++] = (struct re_inst){op, arg, x, y};
 	return 0;

@@ -1,10 +1,12 @@
 /*
- * Flame tree, top table and diff tree of profiles as JSON. Frames are named as
+ * Flame tree, diff tree and top table of a request as JSON, each written one way:
+ * from the request's merge by stack (query_stacks), whose store location ids a
+ * store_builder names into a profile of locations only. Frames are named as
  * folded/top name them (profile__frame_name); a node is keyed by (parent, name
- * id) (its parent's short children list, or a map for wide parents), names are
- * interned by two independent 64-bit hashes (a collision of both is not a
- * practical concern). A diff is the same tree with two value
- * slots, one per profile. Only the max_nodes largest nodes are written.
+ * id) (its parent's short children list, or a base_hmap for wide parents), names
+ * are interned in a base_strtab. A diff is the same tree with two value slots,
+ * one per selection. Only the max_nodes largest nodes are written. The top
+ * table's rows are profile/top.c's (top__add), the one definition of the table.
  *
  * Each node also names its module (the basename of the mapping's file,
  * "[kernel]" for kernel frames; from the first location that made the node),
@@ -37,51 +39,56 @@ struct node {
  * probe nor a map entry.
  */
 #define TREE_LIST_MAX 8
+/* Nodes reserved up front (tree_add): 4 Mi nodes, 224 MiB of address space. */
+#define TREE_RESERVE ((size_t)1 << 22)
 
 struct tree {
 	struct node *n;
 	size_t nn, cap;
-	char **names;
-	char **json; /* names[i] as a quoted JSON string, made when first written; n_names */
-	size_t n_names, names_cap;
-	struct query_map name_map, child_map;
-	/* Per location of the stacks being added (a profile's location id, or a
-	 * store location id for a query_stacks): loc_off[id] is 1 + the index in
-	 * pool of (count, module id, name ids outer line first); 0 = not named yet.
-	 * Naming a frame (snprintf + hash) once per location, not once per sample
-	 * frame. loc_cap entries, grown on demand. */
+	struct base_strtab names; /* id 0 is "" (unused), id 1 "total" */
+	char **json; /* names.strs[i] as a quoted JSON string, made when first written */
+	struct base_hmap child_map; /* (parent, name) -> node index, for wide parents */
+	/* Per store location of the stacks being added: loc_off[id] is 1 + the
+	 * index in pool of (count, module id, name ids outer line first); 0 = not
+	 * named yet. Naming a frame (snprintf + hash) once per location, not once
+	 * per sample frame. loc_cap entries, grown on demand. */
 	size_t *loc_off, *pool;
 	size_t loc_cap, pool_n, pool_cap;
 };
 
-static uint64_t hash_str(const char *s, uint64_t h)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 static int intern_name(struct tree *t, const char *s, size_t *id)
 {
-	bool added;
+	int64_t i;
 
-	if (t->n_names >= TREE_NONE - 1)
+	if (t->names.n >= TREE_NONE - 1)
 		return -ENOMEM;
-	if (query_map__get(&t->name_map, hash_str(s, 0xcbf29ce484222325ull),
-			   hash_str(s, 0x84222325cbf29ce4ull), t->n_names, id, &added))
-		return -ENOMEM;
-	if (!added)
-		return 0;
-	if (query_grow((void **)&t->names, &t->names_cap, t->n_names + 1, sizeof(*t->names)))
-		return -ENOMEM;
-	t->names[t->n_names] = strdup(s);
-	return t->names[t->n_names++] ? 0 : -ENOMEM;
+	if ((i = base_strtab__intern(&t->names, s)) < 0)
+		return (int)i;
+	*id = (size_t)i;
+	return 0;
+}
+
+static uint64_t child_hash(size_t parent, size_t name)
+{
+	return base_hash_u64(base_hash_u64(BASE_HASH_SEED, parent), name);
+}
+
+struct child_key {
+	uint32_t parent, name;
+};
+
+static bool child_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct node *n = &((const struct tree *)ctx)->n[idx];
+	const struct child_key *k = key;
+
+	return n->parent == k->parent && n->name == k->name;
 }
 
 /* parent: TREE_NONE for the root. */
 static int new_node(struct tree *t, uint32_t parent, size_t name, size_t *out)
 {
-	if (t->nn >= TREE_NONE - 1 || query_grow((void **)&t->n, &t->cap, t->nn + 1, sizeof(*t->n)))
+	if (t->nn >= TREE_NONE - 1 || base_grow((void **)&t->n, &t->cap, t->nn + 1, sizeof(*t->n)))
 		return -ENOMEM;
 	t->n[t->nn] = (struct node){.name = (uint32_t)name,
 				    .parent = parent,
@@ -100,11 +107,8 @@ static int new_node(struct tree *t, uint32_t parent, size_t name, size_t *out)
 /* Moves the children of a node whose list is full into child_map. */
 static int kids_to_map(struct tree *t, size_t parent)
 {
-	size_t idx;
-	bool added;
-
 	for (uint32_t c = t->n[parent].first; c != TREE_NONE; c = t->n[c].next)
-		if (query_map__get(&t->child_map, parent, t->n[c].name, c, &idx, &added))
+		if (base_hmap__insert(&t->child_map, child_hash(parent, t->n[c].name), c))
 			return -ENOMEM;
 	return 0;
 }
@@ -112,7 +116,9 @@ static int kids_to_map(struct tree *t, size_t parent)
 /* The child of parent named name, made when missing (see TREE_LIST_MAX). */
 static int child(struct tree *t, size_t parent, size_t name, size_t *out)
 {
-	bool added;
+	struct child_key k = {(uint32_t)parent, (uint32_t)name};
+	uint64_t h;
+	size_t i;
 
 	if (t->n[parent].nkids <= TREE_LIST_MAX) {
 		for (uint32_t c = t->n[parent].first; c != TREE_NONE; c = t->n[c].next)
@@ -125,33 +131,35 @@ static int child(struct tree *t, size_t parent, size_t name, size_t *out)
 		if (kids_to_map(t, parent))
 			return -ENOMEM;
 	}
-	if (query_map__get(&t->child_map, parent, name, t->nn, out, &added))
-		return -ENOMEM;
-	return added ? new_node(t, (uint32_t)parent, name, out) : 0;
+	h = child_hash(parent, name);
+	if ((i = base_hmap__find(&t->child_map, h, child_eq, t, &k)) != SIZE_MAX) {
+		*out = i;
+		return 0;
+	}
+	return new_node(t, (uint32_t)parent, name, out)
+		   ?: base_hmap__insert(&t->child_map, h, *out);
 }
 
 static int tree_init(struct tree *t)
 {
-	size_t root, name;
+	size_t root, name = 0;
 
 	memset(t, 0, sizeof(*t));
+	if (base_strtab__init(&t->names))
+		return -ENOMEM;
 	return intern_name(t, "total", &name) ?: new_node(t, TREE_NONE, name, &root);
 }
 
 static void tree_fini(struct tree *t)
 {
-	for (size_t i = 0; i < t->n_names; i++) {
-		free(t->names[i]);
-		if (t->json)
-			free(t->json[i]);
-	}
-	free(t->names);
+	for (size_t i = 0; t->json && i < t->names.n; i++)
+		free(t->json[i]);
 	free(t->json);
 	free(t->n);
 	free(t->loc_off);
 	free(t->pool);
-	query_map__fini(&t->name_map);
-	query_map__fini(&t->child_map);
+	base_strtab__fini(&t->names);
+	base_hmap__fini(&t->child_map);
 }
 
 /* The module of a location, interned into *id: its mapping file's basename,
@@ -174,40 +182,14 @@ static int name_module(struct tree *t, const struct profile *p, const struct pro
 }
 
 /*
- * The stacks a tree or a top table is made of: the samples of a profile, or the
- * distinct stacks of a query_stacks (same frames and sums, built without
- * profile samples); p holds their locations either way.
+ * The stacks a tree is made of: the distinct stacks of a query_stacks, whose
+ * store location ids b names into p (a profile of locations only).
  */
 struct stack_src {
-	const struct profile *p;       /* the locations named (for qs: b's profile) */
-	const struct query_stacks *qs; /* NULL: p's samples */
-	struct store_builder *b;       /* qs: translates its store location ids into p */
+	struct profile *p;	       /* owned: the locations named */
+	const struct query_stacks *qs; /* borrowed */
+	struct store_builder *b;       /* owned: translates qs's store location ids into p */
 };
-
-static size_t src_n(const struct stack_src *src)
-{
-	return src->qs ? src->qs->n : profile__n_samples(src->p);
-}
-
-/* Stack i: its location ids (leaf first, borrowed) and values. */
-static int src_get(const struct stack_src *src, size_t i, const uint64_t **locs, size_t *n,
-		   int64_t v[PROFILE_N_VALUES])
-{
-	struct profile_sample smp;
-
-	if (src->qs) {
-		*locs = src->qs->locs + src->qs->off[i];
-		*n = src->qs->off[i + 1] - src->qs->off[i];
-		memcpy(v, src->qs->v[i], sizeof(src->qs->v[i]));
-		return 0;
-	}
-	if (profile__sample(src->p, i, &smp))
-		return -EINVAL;
-	*locs = smp.locs;
-	*n = smp.n_locs;
-	memcpy(v, smp.values, sizeof(smp.values));
-	return 0;
-}
 
 /* Names the frames of location id into the pool; *at is its pool index. */
 static int name_location(struct tree *t, const struct stack_src *src, uint64_t id, size_t *at)
@@ -227,16 +209,16 @@ static int name_location(struct tree *t, const struct stack_src *src, uint64_t i
 		size_t old = t->loc_cap;
 
 		if (id == SIZE_MAX ||
-		    query_grow((void **)&t->loc_off, &t->loc_cap, id + 1, sizeof(*t->loc_off)))
+		    base_grow((void **)&t->loc_off, &t->loc_cap, id + 1, sizeof(*t->loc_off)))
 			return -ENOMEM;
 		memset(t->loc_off + old, 0, (t->loc_cap - old) * sizeof(*t->loc_off));
 	}
-	if (src->b && (e = store_builder__location(src->b, id, &pid)))
+	if ((e = store_builder__location(src->b, id, &pid)))
 		return e;
 	if (profile__get_location(p, pid, &loc))
 		return -EINVAL;
 	n = loc.n_lines ? loc.n_lines : 1;
-	if (query_grow((void **)&t->pool, &t->pool_cap, t->pool_n + n + 2, sizeof(*t->pool)))
+	if (base_grow((void **)&t->pool, &t->pool_cap, t->pool_n + n + 2, sizeof(*t->pool)))
 		return -ENOMEM;
 	*at = t->pool_n;
 	t->pool[t->pool_n++] = n;
@@ -267,14 +249,12 @@ static int stack_names(struct tree *t, const struct stack_src *src, const uint64
 
 	b->n = 0;
 	for (size_t i = n_locs; i-- > 0;) {
-		if (!src->b && (locs[i] == 0 || locs[i] > profile__n_locations(src->p)))
-			return -EINVAL;
 		int e = name_location(t, src, locs[i], &at);
 		if (e)
 			return e;
 		cap = b->cap;
-		if (query_grow((void **)&b->names, &cap, b->n + t->pool[at], sizeof(*b->names)) ||
-		    query_grow((void **)&b->mods, &b->cap, b->n + t->pool[at], sizeof(*b->mods)))
+		if (base_grow((void **)&b->names, &cap, b->n + t->pool[at], sizeof(*b->names)) ||
+		    base_grow((void **)&b->mods, &b->cap, b->n + t->pool[at], sizeof(*b->mods)))
 			return -ENOMEM;
 		memcpy(b->names + b->n, &t->pool[at + 2], t->pool[at] * sizeof(*b->names));
 		for (size_t k = 0; k < t->pool[at]; k++)
@@ -284,41 +264,47 @@ static int stack_names(struct tree *t, const struct stack_src *src, const uint64
 	return 0;
 }
 
-/* Starts naming the locations of new stacks. */
-static int names_reset(struct tree *t, const struct stack_src *src)
+/* Starts naming the locations of new stacks (another selection's store builder). */
+static void names_reset(struct tree *t)
 {
 	free(t->loc_off);
+	t->loc_off = NULL;
+	t->loc_cap = 0;
 	t->pool_n = 0;
-	t->loc_cap = src->b ? 0 : profile__n_locations(src->p) + 1;
-	t->loc_off = t->loc_cap ? calloc(t->loc_cap, sizeof(*t->loc_off)) : NULL;
-	return t->loc_off || !t->loc_cap ? 0 : -ENOMEM;
 }
 
 /* Adds every stack of src to slot `slot` of the tree. */
 static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slot)
 {
+	const struct query_stacks *qs = src->qs;
 	struct stack_buf b = {0};
-	const uint64_t *locs;
-	int64_t vals[PROFILE_N_VALUES] = {0};
-	size_t at, nl;
-	int e = names_reset(t, src);
+	size_t at;
+	int e = 0;
 
-	for (size_t i = 0; !e && i < src_n(src); i++) {
-		e = src_get(src, i, &locs, &nl, vals) ?: stack_names(t, src, locs, nl, &b);
-		int64_t v = vals[vi];
+	names_reset(t);
+	/* Room for a node per frame (at most TREE_RESERVE nodes) at once: the array,
+	 * mmapped at this size, is touched only where nodes are made, where growing
+	 * it step by step copied it and faulted its pages in again at every step. */
+	if (base_grow((void **)&t->n, &t->cap,
+		      t->nn + (qs->off[qs->n] < TREE_RESERVE ? qs->off[qs->n] : TREE_RESERVE),
+		      sizeof(*t->n)))
+		return -ENOMEM;
+	for (size_t i = 0; !e && i < qs->n; i++) {
+		int64_t v = qs->v[i][vi];
 
+		e = stack_names(t, src, qs->locs + qs->off[i], qs->off[i + 1] - qs->off[i], &b);
 		at = 0;
-		t->n[0].total[slot] = query_sat_add(t->n[0].total[slot], v);
+		t->n[0].total[slot] = base_sat_add(t->n[0].total[slot], v);
 		for (size_t k = 0; !e && k < b.n; k++) {
 			e = child(t, at, b.names[k], &at);
 			if (e)
 				break;
-			t->n[at].total[slot] = query_sat_add(t->n[at].total[slot], v);
+			t->n[at].total[slot] = base_sat_add(t->n[at].total[slot], v);
 			if (t->n[at].module == TREE_NONE && b.mods[k] != SIZE_MAX)
 				t->n[at].module = (uint32_t)b.mods[k];
 		}
 		if (!e)
-			t->n[at].self[slot] = query_sat_add(t->n[at].self[slot], v);
+			t->n[at].self[slot] = base_sat_add(t->n[at].self[slot], v);
 	}
 	free(b.names);
 	free(b.mods);
@@ -423,15 +409,15 @@ static void put_i64(FILE *out, int64_t v)
 	fwrite_unlocked(p, 1, (size_t)(buf + sizeof(buf) - p), out);
 }
 
-/* names[id] quoted and escaped as JSON (as query_json_string writes it). */
+/* names.strs[id] quoted and escaped as JSON (as query_json_string writes it). */
 static const char *json_name(struct tree *t, size_t id)
 {
-	const unsigned char *c = (const unsigned char *)t->names[id];
+	const unsigned char *c = (const unsigned char *)t->names.strs[id];
 	char *q, *o;
 
 	if (t->json[id])
 		return t->json[id];
-	if (!(q = o = malloc(strlen(t->names[id]) * 6 + 3)))
+	if (!(q = o = malloc(strlen(t->names.strs[id]) * 6 + 3)))
 		return NULL;
 	*o++ = '"';
 	for (; *c; c++) {
@@ -450,7 +436,7 @@ static const char *json_name(struct tree *t, size_t id)
 /* Makes room for the names' JSON, made as they are first written. */
 static int json_names_init(struct tree *t)
 {
-	t->json = calloc(t->n_names, sizeof(*t->json));
+	t->json = calloc(t->names.n, sizeof(*t->json));
 	return t->json ? 0 : -ENOMEM;
 }
 
@@ -498,12 +484,12 @@ static int open_node(struct writer *w, size_t i)
 
 	if (!name || (t->n[i].module != TREE_NONE && !(mod = json_name(t, t->n[i].module))))
 		return -ENOMEM;
-	if (query_grow((void **)&w->lv, &w->lv_cap, w->depth + 1, sizeof(*w->lv)))
+	if (base_grow((void **)&w->lv, &w->lv_cap, w->depth + 1, sizeof(*w->lv)))
 		return -ENOMEM;
 	for (uint32_t c = t->n[i].first; c != TREE_NONE; c = t->n[c].next) {
 		if (!t->n[c].keep)
 			continue;
-		if (query_grow((void **)&w->kids, &w->kids_cap, w->nkids + 1, sizeof(*w->kids)))
+		if (base_grow((void **)&w->kids, &w->kids_cap, w->nkids + 1, sizeof(*w->kids)))
 			return -ENOMEM;
 		w->kids[w->nkids++] = c;
 	}
@@ -560,32 +546,6 @@ static const char *unit(int vi)
 	return vi ? "nanoseconds" : "samples";
 }
 
-static int tree_write(const struct stack_src *src, int value_index, size_t max_nodes, FILE *out)
-{
-	struct tree t;
-	int e;
-
-	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
-		return -EINVAL;
-	e = tree_init(&t) ?: tree_add(&t, src, value_index, 0) ?:
-		prune(&t, nodes_limit(max_nodes)) ?: json_names_init(&t);
-	if (!e) {
-		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(value_index),
-			(long long)t.n[0].total[0]);
-		e = write_tree(&t, 0, false, out);
-		fputs("}\n", out);
-	}
-	tree_fini(&t);
-	return e;
-}
-
-int query_tree_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out)
-{
-	struct stack_src src = {p, NULL, NULL};
-
-	return tree_write(&src, value_index, max_nodes, out);
-}
-
 static int diff_write(const struct stack_src *l, const struct stack_src *r, int value_index,
 		      size_t max_nodes, FILE *out)
 {
@@ -606,111 +566,112 @@ static int diff_write(const struct stack_src *l, const struct stack_src *r, int 
 	return e;
 }
 
-int query_diff_write(const struct profile *left, const struct profile *right, int value_index,
-		     size_t max_nodes, FILE *out)
+/* ---- top: profile/top.c's rows of the distinct stacks ---- */
+
+/* Counts every stack of src into t, its store location ids translated into p's
+ * (once per location: pid_of[store id] is p's id, 0 = not yet). */
+static int top_add_stacks(struct top *t, const struct stack_src *src, int vi)
 {
-	struct stack_src l = {left, NULL, NULL}, r = {right, NULL, NULL};
+	const struct query_stacks *qs = src->qs;
+	uint64_t *pid_of = NULL, *locs = NULL;
+	size_t pid_cap = 0, locs_cap = 0;
+	int e = 0;
 
-	return diff_write(&l, &r, value_index, max_nodes, out);
-}
+	for (size_t i = 0; !e && i < qs->n; i++) {
+		size_t n = qs->off[i + 1] - qs->off[i];
 
-/* ---- top ---- */
-
-struct top_row {
-	int64_t flat, cum;
-	size_t last; /* last sample counted in cum (+1) */
-};
-
-static int by_flat(const void *a, const void *b, void *ctx)
-{
-	const struct top_row *base = ctx;
-	const struct top_row *x = &base[*(const size_t *)a], *y = &base[*(const size_t *)b];
-
-	if (x->flat != y->flat)
-		return x->flat > y->flat ? -1 : 1;
-	if (x->cum != y->cum)
-		return x->cum > y->cum ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
-}
-
-static int top_rows(struct tree *t, const struct stack_src *src, int vi, struct top_row **rows)
-{
-	struct stack_buf b = {0};
-	const uint64_t *locs;
-	int64_t vals[PROFILE_N_VALUES] = {0};
-	size_t rcap = 0, nl;
-	int e = names_reset(t, src);
-
-	*rows = NULL;
-	for (size_t i = 0; !e && i < src_n(src); i++) {
-		e = src_get(src, i, &locs, &nl, vals) ?: stack_names(t, src, locs, nl, &b);
-		size_t old = rcap;
-
-		if (!e && query_grow((void **)rows, &rcap, t->n_names, sizeof(**rows)))
+		if (base_grow((void **)&locs, &locs_cap, n ? n : 1, sizeof(*locs))) {
 			e = -ENOMEM;
-		if (!e && rcap > old)
-			memset(*rows + old, 0, (rcap - old) * sizeof(**rows));
-		for (size_t k = 0; !e && k < b.n; k++) {
-			struct top_row *r = &(*rows)[b.names[k]];
-
-			if (r->last != i + 1) {
-				r->cum = query_sat_add(r->cum, vals[vi]);
-				r->last = i + 1;
-			}
-			if (k == b.n - 1)
-				r->flat = query_sat_add(r->flat, vals[vi]);
+			break;
 		}
+		for (size_t k = 0; !e && k < n; k++) {
+			uint64_t id = qs->locs[qs->off[i] + k];
+			size_t old = pid_cap;
+
+			if (id >= pid_cap) {
+				if (id == SIZE_MAX || base_grow((void **)&pid_of, &pid_cap, id + 1,
+								sizeof(*pid_of))) {
+					e = -ENOMEM;
+					break;
+				}
+				memset(pid_of + old, 0, (pid_cap - old) * sizeof(*pid_of));
+			}
+			if (!pid_of[id])
+				e = store_builder__location(src->b, id, &pid_of[id]);
+			locs[k] = pid_of[id];
+		}
+		if (!e)
+			e = top__add(t, locs, n, qs->v[i][vi]);
 	}
-	free(b.names);
-	free(b.mods);
+	free(pid_of);
+	free(locs);
 	return e;
 }
 
-static int top_write_src(const struct stack_src *src, int value_index, size_t max_nodes, FILE *out)
+int query_top_rows_json(const struct top *t, int value_index, size_t max_nodes, FILE *out)
 {
-	struct tree t;
 	struct top_row *rows = NULL;
-	size_t *idx = NULL, lim = nodes_limit(max_nodes);
+	size_t n = 0, lim = nodes_limit(max_nodes);
+	int e = top__rows(t, &rows, &n);
+
+	if (e)
+		return e;
+	fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"rows\":[", unit(value_index),
+		(long long)top__total(t));
+	for (size_t i = 0; i < n && i < lim; i++) {
+		fputs(i ? ",\n{\"name\":" : "{\"name\":", out);
+		query_json_string(out, rows[i].name);
+		fprintf(out, ",\"self\":%lld,\"total\":%lld}", (long long)rows[i].self,
+			(long long)rows[i].total);
+	}
+	fputs("]}", out);
+	free(rows);
+	return 0;
+}
+
+/* The top table object of src's stacks, at most rows rows. */
+static int top_object(const struct stack_src *src, int vi, size_t rows, FILE *out)
+{
+	struct top *t = NULL;
+	int e = top__new(src->p, vi, &t) ?: top_add_stacks(t, src, vi) ?:
+		query_top_rows_json(t, vi, rows, out);
+
+	top__free(t);
+	return e;
+}
+
+static int top_json_write(const struct stack_src *src, const struct query_request *q, FILE *out)
+{
+	int e = top_object(src, q->value_index, q->max_nodes, out);
+
+	fputc('\n', out);
+	return e;
+}
+
+/* ---- the tree, with the top table when asked for ---- */
+
+static int tree_write(const struct stack_src *src, const struct query_request *q, FILE *out)
+{
+	int vi = q->value_index;
+	struct tree t;
 	int e;
 
-	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
+	if (vi < 0 || vi >= PROFILE_N_VALUES)
 		return -EINVAL;
-	e = tree_init(&t);
-	if (!e)
-		e = top_rows(&t, src, value_index, &rows);
-	if (!e && !(idx = malloc((t.n_names + 1) * sizeof(*idx))))
-		e = -ENOMEM;
+	e = tree_init(&t) ?: tree_add(&t, src, vi, 0) ?: prune(&t, nodes_limit(q->max_nodes)) ?:
+		json_names_init(&t);
 	if (!e) {
-		size_t n = 0;
-
-		/* 0 is "total"; names never seen as a frame are modules */
-		for (size_t i = 1; rows && i < t.n_names; i++)
-			if (rows[i].last)
-				idx[n++] = i;
-		if (n)
-			qsort_r(idx, n, sizeof(*idx), by_flat, rows);
-		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"rows\":[", unit(value_index),
-			(long long)(src->qs ? query_stacks__total(src->qs, value_index)
-					    : profile__total(src->p, value_index)));
-		for (size_t i = 0; i < n && i < lim; i++) {
-			fputs(i ? ",\n{\"name\":" : "{\"name\":", out);
-			query_json_string(out, t.names[idx[i]]);
-			fprintf(out, ",\"flat\":%lld,\"cum\":%lld}", (long long)rows[idx[i]].flat,
-				(long long)rows[idx[i]].cum);
-		}
-		fputs("]}\n", out);
+		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(vi),
+			(long long)t.n[0].total[0]);
+		e = write_tree(&t, 0, false, out);
 	}
-	free(idx);
-	free(rows);
-	tree_fini(&t);
+	tree_fini(&t); /* before the top: its memory is not needed by then */
+	if (!e && q->top_rows) {
+		fputs(",\"top\":", out);
+		e = top_object(src, vi, q->top_rows, out);
+	}
+	fputs("}\n", out);
 	return e;
-}
-
-int query_top_write(const struct profile *p, int value_index, size_t max_nodes, FILE *out)
-{
-	struct stack_src src = {p, NULL, NULL};
-
-	return top_write_src(&src, value_index, max_nodes, out);
 }
 
 /* ---- over the store: merged by stack (query_stacks), no profile samples ---- */
@@ -727,13 +688,14 @@ static int stack_src_open(struct stack_src *src, struct store *s)
 static void stack_src_close(struct stack_src *src)
 {
 	store_builder__free(src->b);
-	profile__free((struct profile *)src->p);
+	profile__free(src->p);
 	src->b = NULL;
 	src->p = NULL;
 }
 
 static int with_stacks(struct store *s, const struct query_request *q, FILE *out, char *err,
-		       size_t errlen, int (*write)(const struct stack_src *, int, size_t, FILE *))
+		       size_t errlen,
+		       int (*write)(const struct stack_src *, const struct query_request *, FILE *))
 {
 	struct query_stacks qs;
 	struct stack_src src = {NULL, &qs, NULL};
@@ -741,7 +703,7 @@ static int with_stacks(struct store *s, const struct query_request *q, FILE *out
 
 	if (!e)
 		e = stack_src_open(&src, s);
-	if (!e && (e = write(&src, q->value_index, q->max_nodes, out)))
+	if (!e && (e = write(&src, q, out)))
 		query_fail(err, errlen, e, "writing the result failed: %s", strerror(-e));
 	stack_src_close(&src);
 	query_stacks__fini(&qs);
@@ -757,7 +719,7 @@ int query_tree_json(struct store *s, const struct query_request *q, FILE *out, c
 int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		   size_t errlen)
 {
-	return with_stacks(s, q, out, err, errlen, top_write_src);
+	return with_stacks(s, q, out, err, errlen, top_json_write);
 }
 
 int query_diff_json(struct store *s, const struct query_request *left,

@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -568,4 +569,11 @@ void server__stop(struct server *s)
 	sem_destroy(&s->decodes);
 	free(s->web_root);
 	free(s);
+}
+
+void server_keep_freed_memory(void)
+{
+	/* setting either also turns off glibc's dynamic adjustment of both */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }

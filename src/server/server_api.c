@@ -11,13 +11,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Fills q from query/from/until/maxNodes/step/groupBy with a prefix ("" or "left"). */
+/* Argument name, when given, into *out: a count from 1 to QUERY_MAX_NODES. */
+static int count_arg(struct server_req *r, const char *name, size_t *out, char *err, size_t errlen)
+{
+	const char *v = server_arg(r, name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtol(v, &end, 10);
+	if (*end || n < 1 || n > QUERY_MAX_NODES) {
+		snprintf(err, errlen, "%s '%.32s' is not a number from 1 to %d", name, v,
+			 QUERY_MAX_NODES);
+		return -EINVAL;
+	}
+	*out = (size_t)n;
+	return 0;
+}
+
+/* Fills q from query/from/until/maxNodes/topRows/step/groupBy with a prefix ("" or
+ * "left"). */
 static int request_args(struct server_req *r, const char *prefix, struct query_request *q,
 			char *err, size_t errlen)
 {
 	char name[64];
 	const char *from, *until, *v;
-	char *end;
+	int ret;
 
 	snprintf(name, sizeof(name), "%squery", prefix);
 	q->query = server_arg(r, name);
@@ -29,16 +49,9 @@ static int request_args(struct server_req *r, const char *prefix, struct query_r
 	until = server_arg(r, name);
 	if (query_parse_range(from, until, server_now_ns(), &q->from_ns, &q->until_ns, err, errlen))
 		return -EINVAL;
-	if ((v = server_arg(r, "maxNodes")) && *v) {
-		long n = strtol(v, &end, 10);
-
-		if (*end || n < 1 || n > QUERY_MAX_NODES) {
-			snprintf(err, errlen, "maxNodes '%.32s' is not a number from 1 to %d", v,
-				 QUERY_MAX_NODES);
-			return -EINVAL;
-		}
-		q->max_nodes = (size_t)n;
-	}
+	if ((ret = count_arg(r, "maxNodes", &q->max_nodes, err, errlen)) ||
+	    (ret = count_arg(r, "topRows", &q->top_rows, err, errlen)))
+		return ret;
 	if ((v = server_arg(r, "step")) && *v && query_parse_duration(v, &q->step_ns, err, errlen))
 		return -EINVAL;
 	q->group_by = server_arg(r, "groupBy");
@@ -69,14 +82,18 @@ static int write_profile(struct server_req *r, const struct query_request *q, FI
 	int ret;
 
 	if (fmt && strcmp(fmt, "pprof") && strcmp(fmt, "folded") && strcmp(fmt, "tree") &&
-	    strcmp(fmt, "top") && strcmp(fmt, "svg")) {
-		snprintf(err, errlen, "unknown format '%.64s' (pprof, folded, svg, tree, top)",
-			 fmt);
+	    strcmp(fmt, "top") && strcmp(fmt, "topjson") && strcmp(fmt, "svg")) {
+		snprintf(err, errlen,
+			 "unknown format '%.64s' (pprof, folded, svg, tree, top, topjson)", fmt);
 		return -EINVAL;
 	}
 	if (!fmt || !strcmp(fmt, "tree")) {
 		*ctype = "application/json";
 		return query_tree_json(r->srv->store, q, f, err, errlen);
+	}
+	if (!strcmp(fmt, "topjson")) { /* the web UI's top table: top_write's rows as JSON */
+		*ctype = "application/json";
+		return query_top_json(r->srv->store, q, f, err, errlen);
 	}
 	ret = query_profile(r->srv->store, q, &p, err, errlen);
 	if (ret)

@@ -158,7 +158,7 @@ static int location(struct store_builder *b, uint64_t id, uint64_t *out)
 	if (err)
 		return err;
 	/* deeper inline chains are cut to 64 lines (the outermost are kept by pprof tools) */
-	return remember(sl, profile__location_lines(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64),
+	return remember(sl, profile__location_exact(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64),
 			out);
 }
 

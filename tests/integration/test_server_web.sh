@@ -124,8 +124,24 @@ else
 	fail svg_profile "status $st, names: $names $(head -c 300 "$T/xmllint")"
 fi
 st=$(http_status "$URL/api/profile?format=xml&$Q" "$T/xml")
-[ "$st" = 400 ] && grep -q "unknown format 'xml' (pprof, folded, svg, tree, top)" "$T/xml" &&
+[ "$st" = 400 ] && grep -q "unknown format 'xml' (pprof, folded, svg, tree, top, topjson)" "$T/xml" &&
 	pass unknown_format_lists_svg || fail unknown_format_lists_svg "status $st: $(cat "$T/xml")"
+
+# topjson: the web UI's top table, the text top's rows (self = pprof's flat) as JSON.
+st=$(http_status "$URL/api/profile?format=topjson&$Q" "$T/top.json" -D "$T/hdr.top")
+rows=$(jq -c '[.total, (.rows[] | [.name, .self, .total])]' "$T/top.json" 2>/dev/null)
+want='[100,["hot",70,70],["cold",25,25],["idle",5,5],["main",0,100],["work",0,95]]'
+[ "$st" = 200 ] && [ "$(header "$T/hdr.top" Content-Type)" = application/json ] &&
+	[ "$rows" = "$want" ] && pass "topjson_rows" ||
+	fail topjson_rows "status $st: $rows $(head -c 300 "$T/top.json")"
+# The tree answer carries the same table when asked (topRows: the web UI's one request).
+st=$(http_status "$URL/api/profile?format=tree&topRows=2&$Q" "$T/treetop.json")
+top=$(jq -c '[.total, .tree.total, (.top.rows[] | [.name, .self, .total])]' "$T/treetop.json" 2>/dev/null)
+[ "$st" = 200 ] && [ "$top" = '[100,100,["hot",70,70],["cold",25,25]]' ] && pass tree_with_top_rows ||
+	fail tree_with_top_rows "status $st: $top $(head -c 300 "$T/treetop.json")"
+st=$(http_status "$URL/api/profile?format=tree&topRows=0&$Q" "$T/tr0")
+[ "$st" = 400 ] && grep -q "topRows '0' is not a number from 1 to 262144" "$T/tr0" &&
+	pass top_rows_0_refused || fail top_rows_0_refused "status $st: $(cat "$T/tr0")"
 
 # maxNodes: the UI asks for 100,000; over the ceiling is a 400 naming it.
 st=$(http_status "$URL/api/profile?format=tree&maxNodes=100000&$Q" "$T/tree100k")

@@ -541,6 +541,15 @@ try {
     // the server keeps the 3 largest nodes: total (the root), main, compute
     const names = fs.map((f) => f.name).filter((n) => n !== 'all' && n !== 'total');
     expect(names.join() === 'main,compute', `frames with maxNodes=3: ${fs.map((f) => f.name)}`);
+    // The top table is the whole profile's, not the pruned tree's: every function
+    // with its full self and total (summed from a 3-node tree, hash had self 0).
+    const rows = await tableRows(page);
+    const bad = [];
+    for (const [n, v] of FN) {
+      const r = rows.find((x) => x.name === n);
+      if (!r || r.self !== v.self || r.total !== v.total) bad.push(`${n} ${r ? `${r.self}/${r.total}` : 'missing'} want ${v.self}/${v.total}`);
+    }
+    expect(bad.length === 0 && rows.length === FN.size, `top table with maxNodes=3: ${bad.join('; ')}`);
     await page.goto(`${BASE}/`);
     await waitReady(page);
   });

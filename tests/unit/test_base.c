@@ -2,7 +2,8 @@
  * Unit tests for src/base/: growth refuses sizes that would overflow, the hash
  * index finds what was inserted and nothing else after removals (checked against
  * a brute-force model over a random churn), the interner keeps ids stable, the
- * arena aligns and copies, saturating arithmetic clamps at both ends.
+ * arena aligns and copies, saturating arithmetic clamps at both ends, hex digits
+ * are read as such and nothing else is.
  */
 #include "base/base.h"
 #include "unit.h"
@@ -41,6 +42,22 @@ TEST(saturating_arithmetic_clamps)
 	CHECK(base_sat_mul(-6, 7) == -42);
 	CHECK(base_sat_addu(UINT64_MAX - 1, 5) == UINT64_MAX);
 	CHECK(base_sat_addu(1, 2) == 3);
+cleanup:;
+}
+
+TEST(hex_digits_and_nothing_else)
+{
+	static const char digits[] = "0123456789abcdefABCDEF";
+
+	for (int c = 0; c < 256; c++) {
+		const char *at = c ? strchr(digits, c) : NULL;
+		int want = !at		      ? -1
+			   : at - digits < 16 ? (int)(at - digits)
+					      : (int)(at - digits) - 6;
+
+		CHECKF(base_hex_digit((char)c) == want, "%d: %d, want %d", c,
+		       base_hex_digit((char)c), want);
+	}
 cleanup:;
 }
 

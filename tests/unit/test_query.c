@@ -206,6 +206,16 @@ static struct store *fixture(const char *name)
 		fclose(out);                                                                       \
 	} while (0)
 
+/* Counts the nodes of a tree answer. */
+static size_t count_nodes(const char *json)
+{
+	size_t n = 0;
+
+	for (const char *c = json; (c = strstr(c, "{\"name\":")); c++)
+		n++;
+	return n;
+}
+
 TEST(listings)
 {
 	struct store *s = fixture("listings");
@@ -252,8 +262,8 @@ TEST(profile_tree_top_by_host)
 	       "%s", t);
 	CHECKF(strstr(t, "{\"name\":\"hot\",\"self\":180,\"total\":180}"), "%s", t);
 	CAPTURE(top, query_top_json(s, &q, out, err, sizeof(err)));
-	CHECKF(strstr(top, "\"rows\":[{\"name\":\"hot\",\"flat\":180,\"cum\":180},"), "%s", top);
-	CHECKF(strstr(top, "{\"name\":\"main\",\"flat\":0,\"cum\":240}"), "%s", top);
+	CHECKF(strstr(top, "\"rows\":[{\"name\":\"hot\",\"self\":180,\"total\":180},"), "%s", top);
+	CHECKF(strstr(top, "{\"name\":\"main\",\"self\":0,\"total\":240}"), "%s", top);
 	q.max_nodes = 2;
 	CAPTURE(small, query_tree_json(s, &q, out, err, sizeof(err)));
 	CHECKF(!strstr(small, "cold") && !strstr(small, "hot") && strstr(small, "main"), "%s",
@@ -432,10 +442,14 @@ cleanup:
 TEST(tree_names_modules)
 {
 	struct profile *p = profile__new(10000000);
-	char *t = NULL, *top = NULL;
+	struct store_opts o = {.no_fsync = true};
+	struct store *s = NULL;
+	struct query_request q = {.from_ns = T0, .until_ns = T0 + 60 * S};
+	char dir[300], err[256], *t = NULL, *top = NULL;
 	int rc;
 
-	CHECK(p);
+	snprintf(dir, sizeof(dir), "%s/modules", unit_tmp_dir());
+	CHECK(p && store__open(dir, &o, &s, err, sizeof(err)) == 0);
 	uint64_t ma = profile__mapping(p, 0x1000, 0x2000, 0, "/usr/bin/app", "");
 	uint64_t ml = profile__mapping(p, 0x7000, 0x8000, 0, "/lib/x86_64-linux-gnu/libc.so.6", "");
 	uint64_t mk = profile__mapping(p, 0xffff0000, 0xffffffff, 0, PROFILE_KERNEL_MAPPING, "");
@@ -456,7 +470,9 @@ TEST(tree_names_modules)
 	int64_t v3[2] = {1, 0};
 
 	CHECK(profile__add_sample(p, s3, 2, v3, NULL, 0) == 0);
-	CAPTURE(t, query_tree_write(p, 0, 0, out));
+	profile__set_time(p, T0, 10 * S);
+	CHECKF(store__append(s, p, NULL, NULL, 0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CAPTURE(t, query_tree_json(s, &q, out, err, sizeof(err)));
 	CHECK(rc == 0);
 	CHECKF(strstr(t, "{\"name\":\"main\",\"module\":\"app\",\"self\":0,\"total\":11"), "%s", t);
 	CHECKF(strstr(t, "{\"name\":\"work\",\"module\":\"libc.so.6\",\"self\":0,\"total\":7"),
@@ -469,7 +485,7 @@ TEST(tree_names_modules)
 	CHECKF(strstr(t, "{\"name\":\"jit\",\"self\":3,\"total\":3}"), "%s", t);
 	CHECKF(!strstr(t, "{\"name\":\"total\",\"module\""), "%s", t);
 	/* module names are not functions: the top table does not list them */
-	CAPTURE(top, query_top_write(p, 0, 0, out));
+	CAPTURE(top, query_top_json(s, &q, out, err, sizeof(err)));
 	CHECK(rc == 0);
 	CHECKF(strstr(top, "\"name\":\"main\"") && !strstr(top, "\"name\":\"app\"") &&
 		   !strstr(top, "\"name\":\"[kernel]\"") && !strstr(top, "libc.so.6"),
@@ -480,6 +496,82 @@ cleanup:
 	free(t);
 	free(top);
 	profile__free(p);
+	store__close(s);
+}
+
+/*
+ * The top table is profile/top.c's, over the whole merge: f inlined into g in
+ * one stack (3) and called from main in another (2) is one row "f" of self 5,
+ * as in `pprof -top` (query/tree.c's own table had rows "f" 2 and "f_[i]" 3);
+ * and leaf, at the end of 40 stacks main -> aN -> leaf of 1 each, keeps its
+ * self 40 when a tree of 20 nodes drops most of its frames (the web UI summed
+ * its table from that pruned tree: leaf self 18 or less).
+ */
+TEST(top_counts_inlined_and_pruned_functions_as_pprof)
+{
+	struct profile *p = profile__new(10000000);
+	struct store_opts o = {.no_fsync = true};
+	struct store *s = NULL;
+	struct query_request q = {.from_ns = T0, .until_ns = T0 + 60 * S, .max_nodes = 20};
+	char dir[300], err[256], *top = NULL, *t = NULL, *both = NULL;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/top_inline", unit_tmp_dir());
+	CHECK(p && store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	{
+		uint64_t ff = profile__function(p, "f", NULL, NULL),
+			 fg = profile__function(p, "g", NULL, NULL),
+			 fm = profile__function(p, "main", NULL, NULL),
+			 fl = profile__function(p, "leaf", NULL, NULL);
+		struct profile_line in[2] = {{ff, 0}, {fg, 0}}, lf = {ff, 0}, lm = {fm, 0},
+				    ll = {fl, 0};
+		uint64_t main_loc = profile__location(p, 0, 0x1000, &lm, 1);
+		uint64_t a[2] = {profile__location(p, 0, 0x2000, in, 2), main_loc};
+		uint64_t b[2] = {profile__location(p, 0, 0x3000, &lf, 1), main_loc};
+		int64_t va[2] = {3, 0}, vb[2] = {2, 0}, v1[2] = {1, 0};
+
+		CHECK(profile__add_sample(p, a, 2, va, NULL, 0) == 0);
+		CHECK(profile__add_sample(p, b, 2, vb, NULL, 0) == 0);
+		for (int i = 0; i < 40; i++) {
+			char name[16];
+			struct profile_line la;
+
+			snprintf(name, sizeof(name), "a%d", i);
+			la = (struct profile_line){profile__function(p, name, NULL, NULL), 0};
+			uint64_t c[3] = {profile__location(p, 0, 0x5000 + i * 16, &ll, 1),
+					 profile__location(p, 0, 0x4000 + i * 16, &la, 1),
+					 main_loc};
+			CHECK(profile__add_sample(p, c, 3, v1, NULL, 0) == 0);
+		}
+	}
+	profile__set_time(p, T0, 10 * S);
+	CHECKF(store__append(s, p, NULL, NULL, 0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CAPTURE(t, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(t, "\"name\":\"f_[i]\"") && count_nodes(t) == 20, "%s", t);
+	CAPTURE(top, query_top_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(top, "{\"unit\":\"samples\",\"total\":45,\"rows\":["
+				      "{\"name\":\"leaf\",\"self\":40,\"total\":40},\n"
+				      "{\"name\":\"f\",\"self\":5,\"total\":5},"),
+	       "%s", top);
+	CHECKF(strstr(top, "{\"name\":\"g\",\"self\":0,\"total\":3}") && !strstr(top, "_[i]"), "%s",
+	       top);
+	CHECKF(strstr(top, "{\"name\":\"main\",\"self\":0,\"total\":45}"), "%s", top);
+	/* the tree answer carries the same table when asked (the web UI's one request) */
+	q.top_rows = q.max_nodes; /* the same rows as query_top_json above */
+	CAPTURE(both, query_tree_json(s, &q, out, err, sizeof(err)));
+	top[strlen(top) - 1] = '\0'; /* the newline */
+	t[strlen(t) - 2] = '\0';     /* "}\n" */
+	CHECKF(rc == 0 && strncmp(both, t, strlen(t)) == 0 &&
+		   strncmp(both + strlen(t), ",\"top\":", 7) == 0 &&
+		   strncmp(both + strlen(t) + 7, top, strlen(top)) == 0 &&
+		   strcmp(both + strlen(t) + 7 + strlen(top), "}\n") == 0,
+	       "%s", both);
+cleanup:
+	free(t);
+	free(top);
+	free(both);
+	profile__free(p);
+	store__close(s);
 }
 
 /*
@@ -556,8 +648,27 @@ static struct store *mixed_fixture(const char *name)
 	return s;
 }
 
-/* Tree, top and diff JSON of a request, the fast way (query_*_json) and by a
- * merged profile (query_profile + query_*_write): byte for byte the same. */
+/* profile/top.c's rows of p's samples in query_top_json's JSON: the table of the
+ * merge into a profile, to compare with the merge by stack. */
+static int top_of_samples(const struct profile *p, int vi, size_t max, FILE *out)
+{
+	struct top *t = NULL;
+	struct profile_sample sm;
+	int e = top__new(p, vi, &t);
+
+	for (size_t i = 0; !e && i < profile__n_samples(p); i++)
+		e = profile__sample(p, i, &sm) ?: top__add(t, sm.locs, sm.n_locs, sm.values[vi]);
+	e = e ?: query_top_rows_json(t, vi, max, out);
+	fputc('\n', out);
+	top__free(t);
+	return e;
+}
+
+/*
+ * Tree, top and diff JSON of a request are written from the merge by stack
+ * (query_stacks); they must answer for the merge into a profile (query_profile):
+ * the same totals, and the top table the one profile/top.c makes of its samples.
+ */
 TEST(merge_by_stack_answers_as_the_profile_merge)
 {
 	struct store *s = mixed_fixture("mixed");
@@ -565,7 +676,7 @@ TEST(merge_by_stack_answers_as_the_profile_merge)
 	struct query_request r = {.query = "{host=\"b\"}", .from_ns = T0, .until_ns = T0 + 100 * S};
 	struct profile *p = NULL, *pr = NULL;
 	struct query_stacks qs = {0};
-	char err[256], *fast = NULL, *slow = NULL;
+	char err[256], want[128], *fast = NULL, *slow = NULL;
 	static const size_t max_nodes[] = {0, 3, 17, 100000};
 	int rc;
 
@@ -579,24 +690,28 @@ TEST(merge_by_stack_answers_as_the_profile_merge)
 	CHECK(query_profile(s, &r, &pr, err, sizeof(err)) == 0);
 	for (int vi = 0; vi < 2; vi++)
 		for (size_t m = 0; m < sizeof(max_nodes) / sizeof(max_nodes[0]); m++) {
+			size_t lim = max_nodes[m] ? max_nodes[m] : QUERY_DEFAULT_MAX_NODES;
+
 			q.value_index = vi;
 			q.max_nodes = max_nodes[m];
 			CAPTURE(fast, query_tree_json(s, &q, out, err, sizeof(err)));
-			CHECK(rc == 0);
-			CAPTURE(slow, query_tree_write(p, vi, q.max_nodes, out));
-			CHECK(rc == 0);
-			CHECKF(strcmp(fast, slow) == 0, "tree vi %d max %zu:\n%s\n%s", vi,
-			       q.max_nodes, fast, slow);
-			free(fast), free(slow), fast = slow = NULL;
+			snprintf(want, sizeof(want),
+				 "\"total\":%lld,\"tree\":", (long long)profile__total(p, vi));
+			CHECKF(rc == 0 && strstr(fast, want) && count_nodes(fast) <= lim,
+			       "tree vi %d max %zu: %s", vi, q.max_nodes, fast);
+			free(fast), fast = NULL;
 			CAPTURE(fast, query_top_json(s, &q, out, err, sizeof(err)));
-			CAPTURE(slow, query_top_write(p, vi, q.max_nodes, out));
+			CHECK(rc == 0);
+			CAPTURE(slow, top_of_samples(p, vi, lim, out));
 			CHECKF(strcmp(fast, slow) == 0, "top vi %d:\n%s\n%s", vi, fast, slow);
 			free(fast), free(slow), fast = slow = NULL;
 			CAPTURE(fast, query_diff_json(s, &q, &r, out, err, sizeof(err)));
-			CHECK(rc == 0);
-			CAPTURE(slow, query_diff_write(p, pr, vi, q.max_nodes, out));
-			CHECKF(strcmp(fast, slow) == 0, "diff vi %d:\n%s\n%s", vi, fast, slow);
-			free(fast), free(slow), fast = slow = NULL;
+			snprintf(want, sizeof(want), "\"left\":%lld,\"right\":%lld,",
+				 (long long)profile__total(p, vi),
+				 (long long)profile__total(pr, vi));
+			CHECKF(rc == 0 && strstr(fast, want) && count_nodes(fast) <= lim,
+			       "diff vi %d: %s", vi, fast);
+			free(fast), fast = NULL;
 		}
 	/* frames of every kind made it into the comparison */
 	q.max_nodes = 100000;
@@ -672,7 +787,7 @@ TEST(deep_stack_tree_diff_top_do_not_recurse)
 	CHECKF(rc == 0 && strstr(d, "\"self\":[0,0],\"total\":[1,1],\"children\""), "%d %s", rc,
 	       err);
 	CAPTURE(top, query_top_json(s, &q, out, err, sizeof(err)));
-	CHECKF(rc == 0 && strstr(top, "{\"name\":\"leaf\",\"flat\":1,\"cum\":1}"), "%d %s", rc,
+	CHECKF(rc == 0 && strstr(top, "{\"name\":\"leaf\",\"self\":1,\"total\":1}"), "%d %s", rc,
 	       err);
 cleanup:
 	free(t);

@@ -1,13 +1,16 @@
 // hearth's page: keeps the selection in the URL, fetches the tree and the timeline
 // for it, and links the views (timeline brush -> every view; table row <-> flame
 // frame; search -> frames, rows and the matched share). Heavy lifting lives in the
-// other modules: flat.js (typed arrays), flame.js (canvas), table.js, timeline.js.
+// other modules: tree.js (typed arrays), flame.js (canvas), table.js, timeline.js.
+// The top table is the server's (profile/top.c's rows over the whole merge, as
+// format=topjson), sent with the tree (topRows), not summed here from the tree the
+// server pruned.
 
 import { ApiError, apiUrl, getJSON } from './api.js';
-import { bareName, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
+import { bareName, colorIndex, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
   PAL_DIM } from './colors.js';
-import { aggregate, changeOf, compileSearch, diffRows, flatten, nameOf, sandwich, searchTree }
-  from './flat.js';
+import { changeOf, compileSearch, diffRows, nameOf, sandwich, searchTree, topRows, treeArrays }
+  from './tree.js';
 import { FlameGraph } from './flame.js';
 import { esc, fmtInt, fmtPct, fmtPP, fmtTime } from './format.js';
 import { QueryBar } from './querybar.js';
@@ -25,7 +28,7 @@ const DEFAULTS = {
 const VIEWS = ['flame', 'sandwich', 'diff'];
 
 const state = readURL();
-let tree = null; // flattened /api/profile answer for the current selection
+let tree = null; // typed arrays (tree.js) of the /api/profile answer for the current selection
 let diffTree = null;
 let diffKey = ''; // the diff selection diffTree was fetched for
 let matcher = null;
@@ -196,7 +199,9 @@ function zoomFlame(i) {
 function selectFunction(name, how = {}) {
   state.focus = name;
   writeURL(false);
-  const id = tree ? tree.names.indexOf(name) : -1;
+  // A top row names an inlined function without the tree's "_[i]" (as pprof -top).
+  let id = tree ? tree.names.indexOf(name) : -1;
+  if (id < 0 && tree) id = tree.names.indexOf(`${name}_[i]`);
   if (!how.fromFlame) {
     flame.setFocus(id);
     if (tree && state.view === 'flame') flame.render(); // a hidden graph redraws when shown
@@ -227,7 +232,7 @@ function applySearch(redraw = true) {
     g.setMatch(matcher && g.t ? searchTree(g.t, matcher).byName : null);
   }
   if (r) {
-    table.setMatch(r.byName);
+    table.setMatch((name) => matcher.test(name));
     share.textContent = `Matched: ${fmtPct(r.matched, tree.total[0]).replace(/(\.\d)\d%$/, '$1%')} ` +
       `of total (${fmtInt(r.matched)} samples)`;
   } else {
@@ -282,7 +287,9 @@ async function load() {
   const sel = { query: state.query, from: state.from, until: state.until };
   const timeline = loadTimeline(signal);
   try {
-    const data = await getJSON('/api/profile', { format: 'tree', ...sel, maxNodes: state.maxNodes }, signal);
+    // One request, one merge on the server: the tree and the top table's rows.
+    const data = await getJSON('/api/profile',
+      { format: 'tree', ...sel, maxNodes: state.maxNodes, topRows: TOP_ROWS }, signal);
     if (seq !== loadSeq) return;
     performance.mark('hearth:tree-parsed');
     await showTree(data, seq);
@@ -302,6 +309,9 @@ async function load() {
 // Trees above this many frames are drawn first from a quick tree of only the frames
 // wide enough to see, so the graph appears before the full tree is built.
 const QUICK_FRAMES = 20000;
+// Rows of the top table asked for: more functions than a profile has in practice (the
+// table puts 500 of them in the page; its filter searches them all).
+const TOP_ROWS = 100000;
 
 async function showTree(data, seq) {
   const total = +data.total || 0;
@@ -312,7 +322,7 @@ async function showTree(data, seq) {
   $('#flame').hidden = empty;
   $('#flame-empty').hidden = !empty;
   const quick = Number(state.maxNodes) > QUICK_FRAMES && !empty
-    ? flatten(root, null, 'all', (total * 0.5) / Math.max(100, Math.floor(flame.width || $('#flame').clientWidth))) : null;
+    ? treeArrays(root, null, 'all', (total * 0.5) / Math.max(100, Math.floor(flame.width || $('#flame').clientWidth))) : null;
   if (quick) {
     // The quick tree holds exactly the frames the full one would draw unzoomed.
     flame.setTree(quick);
@@ -323,7 +333,7 @@ async function showTree(data, seq) {
     await new Promise((r) => setTimeout(r, 0)); // let the browser show it
     if (seq !== loadSeq) return;
   }
-  tree = flatten(root);
+  tree = treeArrays(root);
   flame.setTree(tree);
   flame.setFocus(state.focus ? tree.names.indexOf(state.focus) : -1);
   if (matcher) flame.setMatch(searchTree(tree, matcher).byName);
@@ -332,7 +342,9 @@ async function showTree(data, seq) {
   flame.renderList();
   renderBreadcrumbs();
   // The table comes after the graph: its layout must not delay the first draw.
-  table.setRows(aggregate(tree), total, (r) => palette[tree.color[r.first]]);
+  const t = tree;
+  table.setRows(topRows(data.top, t), total,
+    (r) => palette[r.first >= 0 ? t.color[r.first] : colorIndex(r.name)]);
   table.setSelected(state.focus);
   applySearch(false);
   // Parsed -> everything usable (full tree, zoom, table, search): the whole cost.
@@ -417,8 +429,8 @@ function renderSandwich() {
   $('#sandwich-stats').textContent = row
     ? `total ${fmtInt(row.total)} samples (${fmtPct(row.total, tree.total[0])}) · self ${fmtInt(row.self)} (${fmtPct(row.self, tree.total[0])})`
     : '';
-  callersGraph.setTree(s ? flatten(s.callers, null, fn) : null);
-  calleesGraph.setTree(s ? flatten(s.callees, null, fn) : null);
+  callersGraph.setTree(s ? treeArrays(s.callers, null, fn) : null);
+  calleesGraph.setTree(s ? treeArrays(s.callees, null, fn) : null);
   for (const g of [callersGraph, calleesGraph]) {
     g.container.hidden = !s;
     g.setMatch(matcher && g.t ? searchTree(g.t, matcher).byName : null);
@@ -502,7 +514,7 @@ function markDiffRanges() {
 function showDiff(d) {
   const L = +d.left || 0;
   const R = +d.right || 0;
-  diffTree = flatten(d.tree || { name: 'total', self: [0, 0], total: [0, 0] }, { left: L, right: R });
+  diffTree = treeArrays(d.tree || { name: 'total', self: [0, 0], total: [0, 0] }, { left: L, right: R });
   diffGraph.setTree(diffTree);
   diffGraph.setFocus(state.focus ? diffTree.names.indexOf(state.focus) : -1);
   diffGraph.setMatch(matcher ? searchTree(diffTree, matcher).byName : null);

@@ -38,7 +38,7 @@ export class TopTable {
     });
   }
 
-  /** rows: aggregate() output; grand: the profile's total samples. */
+  /** rows: topRows() output; grand: the profile's total samples. */
   setRows(rows, grand, colorOf) {
     this.rows = rows;
     this.grand = grand;
@@ -46,12 +46,11 @@ export class TopTable {
     this.render();
   }
 
-  /** match: Uint8Array by name id or null. */
+  /** match: whether a function name matches the search, or null. */
   setMatch(match) {
     this.match = match;
     for (const tr of this.body.rows) {
-      const id = Number(tr.dataset.id);
-      if (match && match[id]) tr.dataset.match = '1';
+      if (match && match(tr.dataset.name)) tr.dataset.match = '1';
       else delete tr.dataset.match;
     }
   }
@@ -85,7 +84,7 @@ export class TopTable {
     const g = this.grand;
     this.body.innerHTML = shown.map((r) => {
       const n = esc(r.name);
-      const m = this.match && this.match[r.nameIdx] ? ' data-match="1"' : '';
+      const m = this.match && this.match(r.name) ? ' data-match="1"' : '';
       const s = r.name === this.selected ? ' aria-selected="true"' : '';
       return `<tr data-name="${n}" data-id="${r.nameIdx}" data-self="${r.self}" data-total="${r.total}"${m}${s}>` +
         `<td class="name bar-cell" title="${n}" style="--p:${g ? ((100 * r.total) / g).toFixed(1) : 0}%">` +

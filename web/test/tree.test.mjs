@@ -1,7 +1,7 @@
-// Unit tests of the UI's pure modules: node web/test/flat.test.mjs
+// Unit tests of the UI's pure modules: node web/test/tree.test.mjs
 import assert from 'node:assert/strict';
-import { flatten, aggregate, searchTree, compileSearch, sandwich, diffRows, changeOf, nameOf }
-  from '../js/flat.js';
+import { treeArrays, topRows, searchTree, compileSearch, sandwich, diffRows, changeOf, nameOf }
+  from '../js/tree.js';
 import { packageOf } from '../js/colors.js';
 import { completionContext } from '../js/querybar.js';
 import { durationSec, fmtDuration, stepFor, toSec } from '../js/timeparse.js';
@@ -17,8 +17,8 @@ const tree = N('total', 0, 100, [N('main', 0, 100, [
   N('c', 5, 30, [N('b', 25, 25)]),
 ])]);
 
-test('flatten keeps pre-order, x ranges and subtree ends', () => {
-  const t = flatten(tree);
+test('treeArrays keeps pre-order, x ranges and subtree ends', () => {
+  const t = treeArrays(tree);
   assert.equal(t.n, 7);
   assert.deepEqual([...t.depth], [0, 1, 2, 3, 4, 2, 3]);
   assert.equal(nameOf(t, 0), 'all');
@@ -29,16 +29,22 @@ test('flatten keeps pre-order, x ranges and subtree ends', () => {
   assert.equal(t.maxDepth, 4);
 });
 
-test('aggregate counts a recursive function once', () => {
-  const rows = Object.fromEntries(aggregate(flatten(tree)).map((r) => [r.name, r]));
-  assert.equal(rows.a.total, 70);
-  assert.equal(rows.a.self, 50);
-  assert.equal(rows.b.total, 85);
-  assert.equal(rows.b.self, 45);
+test('topRows keeps the server\'s rows and links them to the tree', () => {
+  const t = treeArrays(tree);
+  const top = { unit: 'samples', total: 10, rows: [
+    { name: 'b', self: 6, total: 6 }, { name: 'gone', self: 3, total: 3 }, { name: 'a', self: 1, total: 10 }] };
+  const rows = topRows(top, t);
+  assert.deepEqual(rows.map((r) => [r.name, r.self, r.total]), [['b', 6, 6], ['gone', 3, 3], ['a', 1, 10]]);
+  const b = rows[0];
+  assert.equal(t.names[b.nameIdx], 'b');
+  assert.equal(nameOf(t, b.first), 'b');
+  assert.equal(rows[1].nameIdx, -1); // pruned from the tree, still a row
+  assert.equal(rows[1].first, -1);
+  assert.deepEqual(topRows(null, t), []);
 });
 
 test('search share counts each sample once', () => {
-  const t = flatten(tree);
+  const t = treeArrays(tree);
   assert.equal(searchTree(t, compileSearch('B')).matched, 85);
   assert.equal(searchTree(t, compileSearch('ai')).matched, 100);
   assert.equal(searchTree(t, compileSearch('/^(a|b)$/')).matched, 95);
@@ -48,23 +54,23 @@ test('search share counts each sample once', () => {
 });
 
 test('sandwich callers/callees without double counting', () => {
-  const s = sandwich(flatten(tree), 'a');
+  const s = sandwich(treeArrays(tree), 'a');
   assert.equal(s.callees.total, 70);
   assert.equal(s.callees.children[0].name, 'b');
   assert.equal(s.callees.children[0].children[0].name, 'a');
   assert.equal(s.callers.total, 70);
   assert.equal(s.callers.children.length, 1);
   assert.equal(s.callers.children[0].name, 'main');
-  const b = sandwich(flatten(tree), 'b');
+  const b = sandwich(treeArrays(tree), 'b');
   assert.equal(b.callers.total, 85);
   assert.deepEqual(b.callers.children.map((c) => [c.name, c.total]), [['a', 60], ['c', 25]]);
-  assert.equal(sandwich(flatten(tree), 'nope'), null);
+  assert.equal(sandwich(treeArrays(tree), 'nope'), null);
 });
 
 test('diff rows and change', () => {
   const P = (name, s, t, children = []) => ({ name, self: s, total: t, children });
   const d = P('total', [0, 0], [100, 200], [P('x', [80, 40], [80, 40]), P('y', [20, 160], [20, 160])]);
-  const t = flatten(d, { left: 100, right: 200 });
+  const t = treeArrays(d, { left: 100, right: 200 });
   const rows = diffRows(t);
   assert.equal(rows[0].name, 'x');
   assert.ok(Math.abs(rows[0].delta - -60) < 1e-9);
@@ -83,8 +89,8 @@ test('package names', () => {
 });
 
 test('a quick tree keeps the wide frames at the same x', () => {
-  const full = flatten(tree);
-  const quick = flatten(tree, null, 'all', 30);
+  const full = treeArrays(tree);
+  const quick = treeArrays(tree, null, 'all', 30);
   // kept: all(100), main(100), a(70), b(60), a(40), c(30); b under c (25) is left out
   assert.equal(quick.n, 6);
   const xs = (t) => Array.from({ length: t.n }, (_, i) => `${nameOf(t, i)}@${t.depth[i]}:${t.start[i]}`);

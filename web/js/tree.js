@@ -1,5 +1,6 @@
-// The tree as typed arrays, built once per answer, so the flame graph, the tables,
-// search and the sandwich view never walk JSON objects again.
+// The flame tree as typed arrays, built once per answer, so the flame graph, search
+// and the sandwich view never walk JSON objects again. (The top table's rows come
+// from the server, computed over the whole merge: topRows links them to the tree.)
 //
 // Nodes are stored in pre-order: node 0 is the root, a node's subtree is the index
 // range [i, end[i]), and nodes of one depth appear left to right. That is what lets
@@ -11,14 +12,14 @@
 import { colorIndex, PAL_ROOT } from './colors.js';
 
 /**
- * Flattens a /api/profile tree (numbers) or a /api/diff tree ([left, right] pairs).
+ * Typed arrays of a /api/profile tree (numbers) or a /api/diff tree ([left, right] pairs).
  * For a diff, lTotal/rTotal are the answer's "left"/"right" totals and a frame's
  * size is its mean share of both sides, so neither side dominates by volume.
  * rootName names node 0 ("all" for a whole profile, the function for a sandwich).
  * minSize > 0 leaves out subtrees smaller than that (a quick tree of only what an
  * unzoomed graph can draw; x offsets stay those of the full tree).
  */
-export function flatten(root, diff = null, rootName = 'all', minSize = 0) {
+export function treeArrays(root, diff = null, rootName = 'all', minSize = 0) {
   const names = [];
   const nameIds = new Map();
   const colorOf = []; // by name id: computed once per distinct name, not per frame
@@ -189,34 +190,26 @@ function walkOutermost(t, mark, visit) {
 }
 
 /**
- * Per-function rows for the top table: self summed over all frames of a name, total
- * counted only at frames with no ancestor of the same name (so recursion does not
- * count a sample twice). Returns [{name, nameIdx, self, total, first}] (root excluded;
- * first is one frame of the name).
+ * The top table's rows from the "top" of a /api/profile?format=tree&topRows=N answer
+ * (format=topjson's object): the server's table
+ * over the whole merge (profile/top.c, as `pprof -top`), not over this tree, which
+ * the server pruned to maxNodes. Returns [{name, self, total, nameIdx, first}]:
+ * nameIdx is the name's id in t and first one of its frames (for focus and colour),
+ * both -1 when the tree kept no frame of the function.
  */
-export function aggregate(t) {
-  const m = t.names.length;
-  const self = new Float64Array(m);
-  const total = new Float64Array(m);
-  const first = new Int32Array(m); // a frame of the name (0 = none), for its colour
-  const active = new Int32Array(m);
-  const stack = [];
-  for (let i = 1; i < t.n; i++) {
-    while (stack.length && t.end[stack[stack.length - 1]] <= i) active[t.nameIdx[stack.pop()]]--;
-    const id = t.nameIdx[i];
-    if (!first[id]) first[id] = i;
-    self[id] += t.self[i];
-    if (active[id] === 0) total[id] += t.total[i];
-    active[id]++;
-    stack.push(i);
+export function topRows(top, t) {
+  const ids = new Map();
+  const first = new Int32Array(t ? t.names.length : 0).fill(-1);
+  if (t) {
+    t.names.forEach((n, id) => { if (!ids.has(n)) ids.set(n, id); });
+    for (let i = 1; i < t.n; i++) if (first[t.nameIdx[i]] < 0) first[t.nameIdx[i]] = i;
   }
-  const rows = [];
-  for (let id = 0; id < m; id++) {
-    if (first[id]) {
-      rows.push({ name: t.names[id], nameIdx: id, self: self[id], total: total[id], first: first[id] });
-    }
-  }
-  return rows;
+  const rows = top && Array.isArray(top.rows) ? top.rows : [];
+  return rows.map((r) => {
+    const name = String(r.name);
+    const id = ids.has(name) ? ids.get(name) : -1;
+    return { name, self: +r.self || 0, total: +r.total || 0, nameIdx: id, first: id < 0 ? -1 : first[id] };
+  });
 }
 
 /**
