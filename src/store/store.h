@@ -120,12 +120,12 @@ int store__append(struct store *s, const struct profile *p, const char *profile_
 		  char *err, size_t errlen);
 
 /*
- * store__append for a decoded pprof (pprof_decode_flat), stored exactly as
- * store__append stores profile__from_flat(f) (same rows, same ids, same
- * errors) at f->time_ns, without building the model: the ingest path of
- * /ingest and of hearth run. Locations seen before are found by their content
- * hash straight from the flat arrays (the location cache), and stacks a series
- * used before by their location ids (the stack memo): see docs/storage.md.
+ * The store's one ingest path: store__append for a flat profile (a decoded
+ * pprof, or profile__to_flat of a model), stored at f->time_ns. store__append
+ * is this on profile__to_flat(p). Locations seen before are found by their
+ * content hash straight from the flat arrays (the location cache), and stacks
+ * a series used before by their location ids (the stack memo): see
+ * docs/storage.md.
  */
 int store__append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
 		       const struct store_label *extra, size_t n_extra,
@@ -198,7 +198,7 @@ int store__series_foreach(struct store *s, int (*fn)(void *ctx, const struct sto
 /* One stored row as a scan delivers it. */
 struct store_row {
 	uint64_t series_id;
-	uint64_t stack_id;   /* store__stack_profile resolves it */
+	uint64_t stack_id;   /* store_builder__add / store__stack_locations resolve it */
 	int64_t time_ns;     /* start of the chunk the row comes from */
 	int64_t duration_ns; /* length of that chunk's window */
 	int64_t values[PROFILE_N_VALUES];

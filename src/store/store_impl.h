@@ -240,34 +240,30 @@ void store_stackmemo_fini(struct store_stackmemo *m);
 /* Per-append state: id translations and scratch (append.c). */
 struct store_append_ctx {
 	struct store *s;
-	const struct profile *p;      /* the model path; or */
-	const struct profile_flat *f; /* the flat path (a decoded pprof) */
+	const struct profile_flat *f; /* the profile being stored */
 	int64_t time_ns, duration_ns, period_ns;
 	const char *type;
 	const struct store_label *extra;
 	size_t n_extra;
-	/* profile id (flat: index + 1) -> store id, 0 = not yet */
+	/* flat index + 1 -> store id, 0 = not yet */
 	uint64_t *map_ids, *func_ids, *loc_ids;
 	uint64_t *str_ids; /* flat string index -> store string id, 0 = not yet */
-	/* profile id -> content hash (loccache.c), {0, 0} = not yet */
+	/* flat index + 1 -> content hash (loccache.c), {0, 0} = not yet */
 	uint64_t (*map_h)[2], (*func_h)[2];
 	/*
-	 * Series by the bytes of the sample's label array: the model's strings are
-	 * interned, so the samples of one process carry the same pointers (a flat
-	 * profile's, the same string indices), and the series key (labels sorted,
-	 * joined, looked up) is built once per label set instead of once per
-	 * sample. Pointers and indices are compared, never dereferenced: equal ones
-	 * in one live profile are equal strings.
+	 * Series by the bytes of the sample's label array: the samples of one
+	 * process carry the same string indices, and the series key (labels
+	 * sorted, joined, looked up) is built once per label set instead of once
+	 * per sample. Indices are compared, never dereferenced: equal ones in one
+	 * profile are equal strings.
 	 */
 	struct store_series_memo {
-		const void *labels; /* borrowed from p or f */
+		const void *labels; /* borrowed from f */
 		size_t bytes;
 		uint64_t id; /* 0: empty slot */
 	} * memo;
-	size_t memo_cap;       /* power of two */
-	const char *last_file; /* borrowed from p: the last function's file */
-	uint64_t last_file_id; /* and its string id */
-	uint8_t *key;	       /* scratch for keys */
+	size_t memo_cap; /* power of two */
+	uint8_t *key;	 /* scratch for keys */
 	size_t key_cap;
 	size_t new_series;
 	char *err;

@@ -856,3 +856,29 @@ cleanup:
 	free(ref);
 	store_rows__fini(&rows);
 }
+
+/* The flat form of a model is the model again: profile__from_flat of
+ * profile__to_flat encodes to the same pprof bytes, comments and numeric
+ * labels included, so store__append (which stores the flat form) stores what
+ * the model holds. */
+TEST(model_to_flat_round_trips)
+{
+	struct profile *p = make(T0, 3, 4, 2), *back = NULL;
+	struct profile_flat *f = NULL;
+	uint8_t *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+
+	CHECK(p && profile__add_comment(p, "dropped 3 samples") == 0);
+	CHECK(profile__to_flat(p, &f) == 0);
+	CHECK(f->time_ns == T0 && f->duration_ns == 10 * S && f->period_ns == 10000000);
+	CHECK(f->n_samples == profile__n_samples(p) && f->n_comments == 1);
+	CHECK(profile__from_flat(f, &back) == 0);
+	CHECK(pprof_encode(p, &a, &na) == 0 && pprof_encode(back, &b, &nb) == 0);
+	CHECKF(na == nb && memcmp(a, b, na) == 0, "%zu bytes vs %zu", na, nb);
+cleanup:
+	free(a);
+	free(b);
+	profile__free(back);
+	profile_flat__free(f);
+	profile__free(p);
+}
