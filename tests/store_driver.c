@@ -19,6 +19,7 @@
  *   store_driver churn DIR START_S N
  *   store_driver churn-verify DIR START_S ACKED
  */
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "store/store.h"
 
@@ -96,7 +97,8 @@ static int append_all(struct store *s, int64_t start, long n,
 
 #define CHURN_MAX_SERIES 20
 
-static const struct store_opts churn_opts = {.retention_ns = 3600 * S,
+static const struct store_opts ingest_opts = {.sample_labels = ingest_sample_labels};
+static const struct store_opts churn_opts = {.sample_labels = ingest_sample_labels, .retention_ns = 3600 * S,
 					     .max_series = CHURN_MAX_SERIES};
 
 /* Profile i of the churn: one process, pid i, a function of its own. */
@@ -217,7 +219,7 @@ int main(int argc, char **argv)
 			"usage: store_driver ingest|verify|churn|churn-verify DIR START_S N\n");
 		return 2;
 	}
-	if (store__open(argv[2], is_churn ? &churn_opts : NULL, &s, err, sizeof(err))) {
+	if (store__open(argv[2], is_churn ? &churn_opts : &ingest_opts, &s, err, sizeof(err))) {
 		fprintf(stderr, "open: %s\n", err);
 		return 1;
 	}

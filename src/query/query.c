@@ -13,6 +13,7 @@
  * and no profile sample at all (a 1 h merge of the benchmark: ~3x cheaper).
  */
 #include "query_impl.h"
+#include "ingest/ingest.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -397,10 +398,10 @@ static int on_rows(void *ctx, const struct store_row *rows, size_t n)
 	return 0;
 }
 
-/* The sample labels of a series (STORE_SAMPLE_LABELS only), borrowed strings. */
+/* The sample labels of a series (INGEST_SAMPLE_LABELS only), borrowed strings. */
 static size_t sample_labels(const struct sel_series *ss, struct profile_label *out)
 {
-	static const char *const names[] = STORE_SAMPLE_LABELS;
+	static const char *const names[] = INGEST_SAMPLE_LABELS;
 	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -413,7 +414,7 @@ static size_t sample_labels(const struct sel_series *ss, struct profile_label *o
 }
 
 #define QUERY_MAX_SAMPLE_LABELS 16
-_Static_assert(sizeof((const char *[])STORE_SAMPLE_LABELS) / sizeof(const char *) <=
+_Static_assert(sizeof((const char *[])INGEST_SAMPLE_LABELS) / sizeof(const char *) <=
 		   QUERY_MAX_SAMPLE_LABELS,
 	       "a series' sample labels fit in struct series_labels");
 

@@ -15,9 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const sample_label_names[] = STORE_SAMPLE_LABELS;
-#define N_SAMPLE_LABELS (sizeof(sample_label_names) / sizeof(sample_label_names[0]))
-
 int store_append_key_room(struct store_append_ctx *a, size_t need)
 {
 	if (need <= a->key_cap)
@@ -66,17 +63,19 @@ static int label_cmp(const void *x, const void *y)
 	return strcmp(((const struct store_label *)x)->name, ((const struct store_label *)y)->name);
 }
 
-/* The kept labels of a sample's (sorted) labels; numbers are printed into nums. */
-static size_t sample_labels(const struct profile_label *labels, size_t n_labels,
-			    struct store_label *out, char nums[N_SAMPLE_LABELS][24])
+/* The kept labels (opts.sample_labels) of a sample's (sorted) labels; numbers
+ * are printed into nums. */
+static size_t sample_labels(const struct store *s, const struct profile_label *labels,
+			    size_t n_labels, struct store_label *out,
+			    char nums[STORE_MAX_SAMPLE_LABELS][24])
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < n_labels; i++) {
 		const struct profile_label *l = &labels[i];
 
-		for (size_t k = 0; k < N_SAMPLE_LABELS && n < N_SAMPLE_LABELS; k++) {
-			if (strcmp(l->key, sample_label_names[k]))
+		for (size_t k = 0; k < s->n_sample_labels && n < s->n_sample_labels; k++) {
+			if (strcmp(l->key, s->opts.sample_labels[k]))
 				continue;
 			if (!l->str) {
 				snprintf(nums[n], sizeof(nums[n]), "%lld", (long long)l->num);
@@ -133,9 +132,9 @@ struct store_series_memo *store_append_memo_slot(struct store_append_ctx *a, con
 int store_append_series(struct store_append_ctx *a, const struct profile_label *labels,
 			size_t n_labels, uint64_t *out)
 {
-	struct store_label l[STORE_MAX_SERIES_LABELS + N_SAMPLE_LABELS];
-	char nums[N_SAMPLE_LABELS][24];
-	size_t n = sample_labels(labels, n_labels, l, nums), ns = n, len;
+	struct store_label l[STORE_MAX_SERIES_LABELS + STORE_MAX_SAMPLE_LABELS];
+	char nums[STORE_MAX_SAMPLE_LABELS][24];
+	size_t n = sample_labels(a->s, labels, n_labels, l, nums), ns = n, len;
 	bool added;
 	int err;
 

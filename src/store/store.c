@@ -107,7 +107,7 @@ static int load_tab(struct store *s, int t, char *err, size_t errlen)
 		e = id < 1 ? -EINVAL : store_itab__load(tab, (uint64_t)id, k ? k : "", (size_t)len);
 		if (e == -EINVAL) {
 			store_set_err(err, errlen, "%s: table %s is corrupt near id %lld", s->path,
-				store_tab_names[t], (long long)id);
+				      store_tab_names[t], (long long)id);
 			e = -EIO;
 		}
 	}
@@ -176,14 +176,15 @@ static int open_db(struct store *s, char *err, size_t errlen)
 		return e;
 	if (query_int(s, "SELECT v FROM meta WHERE k='version'") != STORE_SCHEMA_VERSION) {
 		store_set_err(err, errlen, "%s: unknown store version (want %d)", s->path,
-			STORE_SCHEMA_VERSION);
+			      STORE_SCHEMA_VERSION);
 		return -EIO;
 	}
 	for (int t = 0; t < STORE_N_TABS; t++) {
 		e = load_tab(s, t, err, errlen);
 		if (e) {
 			if (e == -EIO && err && !*err)
-				store_set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+				store_set_err(err, errlen, "%s: %s", s->path,
+					      sqlite3_errmsg(s->db));
 			return e;
 		}
 	}
@@ -195,7 +196,7 @@ static int open_db(struct store *s, char *err, size_t errlen)
 	e = store_check_refs(s);
 	if (e < 0) {
 		store_set_err(err, errlen, "%s: %s", s->path,
-			e == -EIO ? sqlite3_errmsg(s->db) : strerror(-e));
+			      e == -EIO ? sqlite3_errmsg(s->db) : strerror(-e));
 		return e;
 	}
 	load_stats(s);
@@ -243,6 +244,7 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 {
 	struct store *s;
 	struct stat sb;
+	size_t n;
 	int e;
 
 	*out = NULL;
@@ -256,12 +258,19 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 		store_set_err(err, errlen, "%s is not a directory", dir);
 		return -EINVAL;
 	}
+	for (n = 0; opts && opts->sample_labels && opts->sample_labels[n]; n++)
+		if (n == STORE_MAX_SAMPLE_LABELS) {
+			store_set_err(err, errlen, "over %d sample labels to keep",
+				      STORE_MAX_SAMPLE_LABELS);
+			return -EINVAL;
+		}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
 	if (opts)
 		s->opts = *opts;
+	s->n_sample_labels = n;
 	fill_defaults(&s->opts);
 	s->dir = strdup(dir);
 	if (s->dir && asprintf(&s->path, "%s/hearth.db", dir) < 0)

@@ -40,24 +40,16 @@
 #define STORE_DEFAULT_RETENTION_NS (7ll * 24 * 3600 * 1000000000ll) /* 7 days */
 #define STORE_DEFAULT_MAX_SERIES   100000
 #define STORE_DEFAULT_MAX_LABELS   32
+/* Most entries of store_opts.sample_labels. */
+#define STORE_MAX_SAMPLE_LABELS 16
 /* Longest label name or value, in bytes (longer: -E2BIG). */
 #define STORE_MAX_LABEL_LEN 1024
 /* Label names: [a-zA-Z_][a-zA-Z0-9_.]*, like Prometheus plus '.' (OTel names). */
 
 /* Label holding the profile type in series listings (it is not stored as a label). */
 #define STORE_PROFILE_TYPE_LABEL "__profile_type__"
-/* Label holding the application name of a Pyroscope `name=APP{...}` ingest; the
- * query syntax `APP{...}` matches it. The server passes it as an extra label. */
-#define STORE_NAME_LABEL "__name__"
 /* Profile type of hearth's CPU profiles (Pyroscope naming). */
 #define STORE_CPU_PROFILE_TYPE "process_cpu:samples:count:cpu:nanoseconds"
-
-/* Sample labels copied into the series labels; other sample labels are dropped
- * (e.g. tid, which would make a series per thread). */
-#define STORE_SAMPLE_LABELS                                                                        \
-	{                                                                                          \
-		"pid", "comm", "process", "exe", "container", "unit"                               \
-	}
 
 struct store;
 
@@ -73,6 +65,14 @@ struct store_opts {
 	bool no_fsync;
 	/* true: store__append never rolls up on its own; call store__maintain. */
 	bool no_auto_rollup;
+	/*
+	 * Names of the sample labels that become series labels, NULL-terminated
+	 * (at most STORE_MAX_SAMPLE_LABELS; the producers' vocabulary, e.g.
+	 * ingest_sample_labels); other sample labels are dropped (e.g. tid, which
+	 * would make a series per thread). NULL: none. Borrowed: must outlive the
+	 * store.
+	 */
+	const char *const *sample_labels;
 	/* Where the store logs what it skipped or repaired (a quarantined chunk);
 	 * NULL: stderr. Borrowed: must outlive the store. */
 	FILE *log;
@@ -106,8 +106,8 @@ struct store_append_result {
 /*
  * Stores profile p at profile__time_ns(p) (must be > 0) with type profile_type
  * (NULL: STORE_CPU_PROFILE_TYPE). Each sample goes to the series made of `extra`
- * (e.g. host, kernel, __name__) plus the sample's STORE_SAMPLE_LABELS string
- * labels (numeric labels are printed in decimal); a sample label overrides an
+ * (e.g. host, kernel, __name__) plus the sample's labels named in
+ * opts.sample_labels (numeric labels are printed in decimal); a sample label overrides an
  * extra label of the same name. Samples with no locations are stored as an
  * empty stack.
  *

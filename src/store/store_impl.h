@@ -322,6 +322,7 @@ struct store {
 	sqlite3 *db;
 	char *dir, *path;
 	struct store_opts opts;
+	size_t n_sample_labels; /* entries of opts.sample_labels */
 	struct store_itab tabs[STORE_N_TABS];
 	struct store_stats stats; /* kept current; bytes_on_disk read on demand */
 	int64_t newest_ns;	  /* newest raw chunk start */

@@ -6,6 +6,7 @@
  * get the same answer from both stores: the same error, or the same rows,
  * samples and series. Never a crash, a leak or a UBSan report.
  */
+#include "ingest/ingest.h"
 #include "profile/profile.h"
 #include "store/store.h"
 
@@ -35,7 +36,7 @@ static void cleanup(void)
 
 static struct store *open_store(const char *name)
 {
-	struct store_opts o = {.no_fsync = true, .max_series = 1000};
+	struct store_opts o = {.sample_labels = ingest_sample_labels, .no_fsync = true, .max_series = 1000};
 	struct store *s = NULL;
 	char dir[128], err[256];
 
