@@ -190,8 +190,10 @@ static int select_with_data(struct store *s, const struct query_request *q, stru
 	ids = series_ids(sl);
 	if (!ids)
 		return -ENOMEM;
-	e = store__scan(s, ids, sl->n, q->from_ns, q->until_ns, 0, STORE_SCAN_TOTALS, mark_data,
-			sl);
+	e = store__scan(
+	    s,
+	    &(struct store_scan_query){ids, sl->n, q->from_ns, q->until_ns, 0, STORE_SCAN_TOTALS},
+	    mark_data, sl);
 	free(ids);
 	return e;
 }
@@ -526,9 +528,11 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 		ids = series_ids(&sl);
 		m.last_cap = store__max_stack_id(s) + 1;
 		m.last = calloc(m.last_cap, sizeof(*m.last));
-		e = ids && m.last
-			? store__scan(s, ids, sl.n, q->from_ns, q->until_ns, 0, 0, on_rows, &m)
-			: -ENOMEM;
+		e = ids && m.last ? store__scan(s,
+						&(struct store_scan_query){ids, sl.n, q->from_ns,
+									   q->until_ns, 0, 0},
+						on_rows, &m)
+				  : -ENOMEM;
 	}
 	if (!e) {
 		*out = profile__new(period_of(&m));
@@ -651,8 +655,10 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 		ids = series_ids(&sl);
 		e = !ids ? -ENOMEM : agg_grow_pos(&a, store__max_stack_id(s));
 		e = e
-			?: store__scan(s, ids, sl.n, q->from_ns, q->until_ns, 0, 0, on_stack_rows,
-				       &a);
+			?: store__scan(
+			       s,
+			       &(struct store_scan_query){ids, sl.n, q->from_ns, q->until_ns, 0, 0},
+			       on_stack_rows, &a);
 	}
 	e = e ?: stacks_build(s, &a, out);
 	if (e && e != -EINVAL && e != -E2BIG && err && errlen && !*err)
@@ -842,7 +848,9 @@ int query_timeline_json(struct store *s, const struct query_request *q, FILE *ou
 		e = t.vals && ids ? 0 : -ENOMEM;
 	}
 	if (!e && sl.n)
-		e = store__scan(s, ids, sl.n, q->from_ns, q->until_ns, t.step, STORE_SCAN_TOTALS,
+		e = store__scan(s,
+				&(struct store_scan_query){ids, sl.n, q->from_ns, q->until_ns,
+							   t.step, STORE_SCAN_TOTALS},
 				on_totals, &t);
 	if (!e)
 		e = timeline_print(&t, q, out);

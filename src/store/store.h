@@ -207,17 +207,26 @@ struct store_row {
 /* Scan flags. */
 #define STORE_SCAN_TOTALS 1u /* rows are per-series totals (stack_id 0): cheap for timelines */
 
+/* What store__scan reads. */
+struct store_scan_query {
+	const uint64_t *ids;	   /* series ids, sorted ascending; borrowed for the call */
+	size_t n_ids;		   /* 0: nothing to scan */
+	int64_t from_ns, until_ns; /* chunks starting in [from_ns, until_ns) */
+	int64_t max_window_ns;	   /* > 0: no chunk longer than this (timelines: their step) */
+	unsigned flags;		   /* STORE_SCAN_* */
+};
+
+/* Receives a batch of rows (borrowed for the call); non-zero stops the scan. */
+typedef int (*store_rows_fn)(void *ctx, const struct store_row *rows, size_t n);
+
 /*
- * Calls fn with batches of rows of the series in ids (sorted ascending, n > 0)
- * whose chunks start in [from_ns, until_ns). The coarsest rollups that fit in
- * the range are used, raw chunks at its edges; max_window_ns > 0 forbids
- * chunks longer than that (timelines pass their step). A non-zero return of fn
- * stops the scan and is returned. 0 or -errno. fn runs with the store locked:
- * it must not call into the store.
+ * Calls fn with batches of rows of the query's series whose chunks start in
+ * [from_ns, until_ns). The coarsest rollups that fit in the range are used,
+ * raw chunks at its edges. A non-zero return of fn stops the scan and is
+ * returned. 0, -EINVAL (from_ns > until_ns) or -errno. fn runs with the store
+ * locked: it must not call into the store.
  */
-int store__scan(struct store *s, const uint64_t *ids, size_t n, int64_t from_ns, int64_t until_ns,
-		int64_t max_window_ns, unsigned flags,
-		int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx);
+int store__scan(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx);
 
 /*
  * Rebuilds stored stacks into a profile: a builder translates store ids to the

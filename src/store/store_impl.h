@@ -416,9 +416,8 @@ int store_rollup_due(struct store *s, int64_t now_ns);
 /* Internal scan flag: deliver series-local stack ids as stored (rollups). */
 #define STORE_SCAN_LOCAL_IDS 0x100u
 /* Scan with the lock held, restricted to levels <= max_level. */
-int store_scan_locked(struct store *s, const uint64_t *ids, size_t n, int64_t from, int64_t until,
-		      int max_level, int64_t max_window, unsigned flags,
-		      int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx);
+int store_scan_locked(struct store *s, const struct store_scan_query *q, int max_level,
+		      store_rows_fn fn, void *ctx);
 
 /* Series key: type NUL (name NUL value NUL)* with names sorted. */
 int store_series_labels(const uint8_t *key, size_t len, const char **type,
