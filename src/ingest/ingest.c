@@ -1,8 +1,9 @@
 /*
  * ingest__store: the rules every stored profile follows, then the store's one
- * append path (store__append_flat). No decoding happens here: producers hand
- * over a flat profile (a decoded pprof, a parsed text format, or the agent's
- * model through profile__to_flat), so this is the same for all of them.
+ * append path, through the storage interface (struct store_backend), so every
+ * backend receives the same checked profiles. No decoding happens here:
+ * producers hand over a flat profile (a decoded pprof, a parsed text format,
+ * or the agent's model through profile__to_flat), the same for all of them.
  */
 #include "ingest.h"
 
@@ -98,16 +99,16 @@ static int check_profile(struct ingest_request *req, int64_t now_ns, char *err, 
 	return 0;
 }
 
-int ingest__store(struct store *s, struct ingest_request *req, int64_t now_ns,
+int ingest__store(struct store_backend *b, struct ingest_request *req, int64_t now_ns,
 		  struct store_append_result *res, char *err, size_t errlen)
 {
 	int ret;
 
 	if (err && errlen)
 		*err = 0;
-	if (!s || !req->profile) {
+	if (!b || !req->profile) {
 		if (err && errlen)
-			snprintf(err, errlen, "no %s given", s ? "profile" : "store");
+			snprintf(err, errlen, "no %s given", b ? "profile" : "store");
 		return -EINVAL;
 	}
 	if (req->n_labels > INGEST_MAX_LABELS) {
@@ -118,6 +119,6 @@ int ingest__store(struct store *s, struct ingest_request *req, int64_t now_ns,
 	ret = check_profile(req, now_ns, err, errlen);
 	if (ret)
 		return ret;
-	return store__append_flat(s, req->profile, NULL, req->labels, req->n_labels, res, err,
-				  errlen);
+	return b->ops->append_flat(b, req->profile, NULL, req->labels, req->n_labels, res, err,
+				   errlen);
 }

@@ -267,6 +267,7 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->backend.ops = &store_embedded_ops;
 	pthread_mutex_init(&s->lock, NULL);
 	if (opts)
 		s->opts = *opts;

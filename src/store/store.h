@@ -286,4 +286,34 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 /* The highest stack id the store has given (stack ids are dense, 1..n). */
 uint64_t store__max_stack_id(struct store *s);
 
+/* ---- the storage interface ---- */
+
+/*
+ * What hearth needs of a storage backend, so that a second one (e.g. a
+ * ClickHouse client) can stand where the embedded store stands: ingest
+ * appends through it, and readers scan it. Each operation has the contract of
+ * the store__ function of the same name above; label names and values are
+ * derived from the series listing (src/query). A backend embeds a struct
+ * store_backend whose ops stay valid while it is open.
+ */
+struct store_backend;
+struct store_backend_ops {
+	const char *name; /* "embedded", ... (logs, /metrics) */
+	int (*append_flat)(struct store_backend *b, const struct profile_flat *f,
+			   const char *profile_type, const struct store_label *extra,
+			   size_t n_extra, struct store_append_result *res, char *err,
+			   size_t errlen);
+	int (*scan)(struct store_backend *b, const struct store_scan_query *q, store_rows_fn fn,
+		    void *ctx);
+	int (*series_foreach)(struct store_backend *b,
+			      int (*fn)(void *ctx, const struct store_series *ser), void *ctx);
+	int (*maintain)(struct store_backend *b, int64_t now_ns, uint64_t *deleted);
+};
+struct store_backend {
+	const struct store_backend_ops *ops;
+};
+
+/* The embedded store as a backend; borrowed, valid until store__close(s). */
+struct store_backend *store__backend(struct store *s);
+
 #endif /* HEARTH_STORE_H */

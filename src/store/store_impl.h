@@ -318,6 +318,7 @@ enum store_tab {
 extern const char *const store_tab_names[STORE_N_TABS];
 
 struct store {
+	struct store_backend backend; /* ops: the embedded store (backend.c) */
 	pthread_mutex_t lock;
 	sqlite3 *db;
 	char *dir, *path;
@@ -413,6 +414,8 @@ int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
 		       const struct store_rows *rows, int64_t period);
 /* Rolls up complete windows (newest data >= window end + grace). */
 int store_rollup_due(struct store *s, int64_t now_ns);
+/* The embedded store's table of the storage interface (backend.c). */
+extern const struct store_backend_ops store_embedded_ops;
 /* Internal scan flag: deliver series-local stack ids as stored (rollups). */
 #define STORE_SCAN_LOCAL_IDS 0x100u
 /* Scan with the lock held, restricted to levels <= max_level. */

@@ -73,7 +73,8 @@ TEST(ingest_stores_the_request_range_and_labels)
 
 	snprintf(dir, sizeof(dir), "%s/range", unit_tmp_dir());
 	CHECK(f && store__open(dir, &opts, &s, err, sizeof(err)) == 0);
-	CHECKF(ingest__store(s, &req, T0 + 70 * S, &res, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(ingest__store(store__backend(s), &req, T0 + 70 * S, &res, err, sizeof(err)) == 0,
+	       "%s", err);
 	CHECK(res.samples == 3 && res.series == 1);
 	CHECK(f->time_ns == T0 + 60 * S && f->duration_ns == 5 * S);
 	CHECK(store__stats(s, &st) == 0);
@@ -102,20 +103,21 @@ TEST(ingest_refuses_bad_requests_and_clamps)
 	req.has_range = true;
 	req.from_ns = T0 + S;
 	req.until_ns = T0;
-	CHECK(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == -EINVAL);
+	CHECK(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == -EINVAL);
 	CHECKF(strstr(err, "'from'"), "%s", err);
 	req.until_ns = T0 + 2 * S;
-	CHECK(ingest__store(s, &req, T0 - 3600 * S, NULL, err, sizeof(err)) == -ERANGE);
+	CHECK(ingest__store(store__backend(s), &req, T0 - 3600 * S, NULL, err, sizeof(err)) ==
+	      -ERANGE);
 	CHECKF(strstr(err, "clock skew"), "%s", err);
 	req.has_range = false;
 	req.profile = neg;
-	CHECK(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == -EDOM);
+	CHECK(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == -EDOM);
 	CHECKF(strstr(err, "negative value"), "%s", err);
 	CHECK(store__stats(s, &st) == 0 && st.profiles == 0);
 	req.profile = f;
 	f->time_ns = T0;
 	f->duration_ns = 1LL << 62;
-	CHECKF(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
 	CHECK(f->duration_ns == INGEST_MAX_PROFILE_DURATION_NS);
 cleanup:
 	profile_flat__free(f);
@@ -167,4 +169,55 @@ TEST(agent_sink_gets_flat_profiles_with_their_range)
 cleanup:
 	profile_flat__free(f);
 	agent_sender__free(snd);
+}
+
+/* A second backend: counts what reaches it. */
+struct fake_backend {
+	struct store_backend b;
+	int appends;
+	int64_t time_ns;
+	size_t n_extra;
+};
+
+static int fake_append(struct store_backend *b, const struct profile_flat *f, const char *type,
+		       const struct store_label *extra, size_t n_extra,
+		       struct store_append_result *res, char *err, size_t errlen)
+{
+	struct fake_backend *fb = (struct fake_backend *)b;
+
+	(void)type;
+	(void)extra;
+	(void)err;
+	(void)errlen;
+	fb->appends++;
+	fb->time_ns = f->time_ns;
+	fb->n_extra = n_extra;
+	if (res)
+		*res = (struct store_append_result){1, 1, f->n_samples, 0};
+	return 0;
+}
+
+/* ingest__store reaches storage only through the interface: a backend other
+ * than the embedded store gets the checked profile, and a refused one never
+ * reaches it. */
+TEST(ingest_goes_through_the_backend_interface)
+{
+	static const struct store_backend_ops ops = {.name = "fake", .append_flat = fake_append};
+	struct fake_backend fb = {.b = {&ops}};
+	struct profile_flat *f = flat_of(T0, 2), *neg = flat_of(T0, -2);
+	struct ingest_request req = {.labels = app, .n_labels = 2, .profile = neg};
+	char err[256];
+
+	CHECK(f && neg);
+	CHECK(ingest__store(&fb.b, &req, T0, NULL, err, sizeof(err)) == -EDOM);
+	CHECK(fb.appends == 0);
+	req.profile = f;
+	req.has_range = true;
+	req.from_ns = T0 + S;
+	req.until_ns = T0 + 2 * S;
+	CHECKF(ingest__store(&fb.b, &req, T0 + 3 * S, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECK(fb.appends == 1 && fb.time_ns == T0 + S && fb.n_extra == 2);
+cleanup:
+	profile_flat__free(f);
+	profile_flat__free(neg);
 }
