@@ -17,17 +17,7 @@
 
 int store_append_key_room(struct store_append_ctx *a, size_t need)
 {
-	if (need <= a->key_cap)
-		return 0;
-	size_t c = a->key_cap ? a->key_cap : 256;
-	while (c < need)
-		c *= 2;
-	uint8_t *k = realloc(a->key, c);
-	if (!k)
-		return -ENOMEM;
-	a->key = k;
-	a->key_cap = c;
-	return 0;
+	return base_grow((void **)&a->key, &a->key_cap, need, 1);
 }
 
 /*
@@ -118,7 +108,7 @@ struct store_series_memo *store_append_memo_slot(struct store_append_ctx *a, con
 						 size_t bytes)
 {
 	size_t mask = a->memo_cap - 1;
-	size_t i = bytes ? (size_t)store_hash(labels, bytes) & mask : 0;
+	size_t i = bytes ? (size_t)base_hash_bytes(BASE_HASH_SEED, labels, bytes) & mask : 0;
 
 	for (;; i = (i + 1) & mask) {
 		struct store_series_memo *m = &a->memo[i];

@@ -43,7 +43,8 @@ void store_builder__free(struct store_builder *b)
 	free(b);
 }
 
-/* The translation slot of store id in table t (grown on demand), or NULL. */
+/* The translation slot of store id in table t (grown on demand), or NULL.
+ * Sized to the table's ids at once, not doubled: the table bounds it. */
 static uint32_t *slot(struct store_builder *b, int t, uint64_t id)
 {
 	if (id >= b->cap[t]) {
@@ -299,18 +300,9 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 			break;
 		}
 		/* a location id takes at least one byte of the key */
-		if (*cap < at + len) {
-			size_t c = *cap ? *cap : 1024;
-			uint64_t *nl;
-
-			while (c < at + len)
-				c *= 2;
-			if (!(nl = realloc(*locs, c * sizeof(*nl)))) {
-				err = -ENOMEM;
-				break;
-			}
-			*locs = nl;
-			*cap = c;
+		if (base_grow((void **)locs, cap, at + len, sizeof(**locs))) {
+			err = -ENOMEM;
+			break;
 		}
 		while (k < end && !err)
 			if (store_get_varint(&k, end, &(*locs)[at++]))

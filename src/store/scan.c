@@ -28,7 +28,7 @@ int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
 		return err;
 	store_gc_note_rows(s, rows);
 	for (size_t i = 0; i < rows->n; i++)
-		samples = store_sat_add(samples, rows->r[i].v[0]);
+		samples = base_sat_add(samples, rows->r[i].v[0]);
 	sqlite3_bind_int(st, 1, level);
 	sqlite3_bind_int64(st, 2, t0);
 	sqlite3_bind_int64(st, 3, dur);
@@ -136,15 +136,8 @@ static int add_bad(struct scan *sc, sqlite3_stmt *st, int level, int64_t t0, con
 	for (size_t i = 0; i < sc->n_bad; i++)
 		if (sc->bad[i].id == id)
 			return 0;
-	if (sc->n_bad == sc->bad_cap) {
-		size_t c = sc->bad_cap ? sc->bad_cap * 2 : 8;
-		struct bad_chunk *b = realloc(sc->bad, c * sizeof(*b));
-
-		if (!b)
-			return -ENOMEM;
-		sc->bad = b;
-		sc->bad_cap = c;
-	}
+	if (base_grow((void **)&sc->bad, &sc->bad_cap, sc->n_bad + 1, sizeof(*sc->bad)))
+		return -ENOMEM;
 	sc->bad[sc->n_bad++] = (struct bad_chunk){id, t0, level, why};
 	return 0;
 }
@@ -152,15 +145,8 @@ static int add_bad(struct scan *sc, sqlite3_stmt *st, int level, int64_t t0, con
 /* Appends t0 to *seen. */
 static int push_seen(int64_t **seen, size_t *n_seen, size_t *cap, int64_t t0)
 {
-	if (*n_seen == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		int64_t *n = realloc(*seen, c * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		*seen = n;
-		*cap = c;
-	}
+	if (base_grow((void **)seen, cap, *n_seen + 1, sizeof(**seen)))
+		return -ENOMEM;
 	(*seen)[(*n_seen)++] = t0;
 	return 0;
 }

@@ -6,6 +6,7 @@
 #define HEARTH_STORE_IMPL_H
 
 #include "store.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -52,8 +53,6 @@ static inline int64_t store_unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
-uint64_t store_hash(const void *p, size_t n);
-
 /* ---- intern table: byte keys -> ids 1..n, with commit/rollback ---- */
 
 /*
@@ -71,7 +70,7 @@ struct store_itab {
 	size_t len, cap;
 	size_t *off;	  /* off[i]: start of the key of id i+1 */
 	uint32_t *klen;	  /* klen[i]: its length, or STORE_ITAB_FREE */
-	uint64_t *hashes; /* hashes[i]: its store_hash */
+	uint64_t *hashes; /* hashes[i]: its base_hash_bytes (in memory only) */
 	size_t n, cap_n;  /* ids 1..n given (some may be free); cap_n: of off, klen, hashes */
 	size_t live;	  /* ids in use */
 	uint32_t *free;	  /* free ids <= n, highest first */
@@ -170,6 +169,8 @@ static inline int64_t store_first_window(int64_t t)
 
 /* ---- location cache (loccache.c): content hash -> store location id ---- */
 
+/* Not a base_hmap: the 128-bit key is the whole entry (no element array for an
+ * index to point into), and the probe must stay one cache line, not two. */
 struct store_loccache {
 	struct store_loccache_slot {
 		uint64_t h[2];
@@ -209,6 +210,7 @@ void store_loccache_mix(uint64_t h[2], const void *p, size_t n);
 /* Most entries it holds; past this it starts over empty (see stackmemo.c). */
 #define STORE_STACKMEMO_MAX (1u << 20)
 
+/* Not a base_hmap, for the location cache's reason: the slot is the entry. */
 struct store_stackmemo {
 	struct store_stackmemo_slot {
 		uint64_t h[2];	/* 128-bit hash of the series and the location ids */
@@ -256,6 +258,8 @@ struct store_append_ctx {
 	 * sorted, joined, looked up) is built once per label set instead of once
 	 * per sample. Indices are compared, never dereferenced: equal ones in one
 	 * profile are equal strings.
+	 * Not a base_hmap: sized once per append (2 slots per sample), never
+	 * grown, and the slot is the whole entry.
 	 */
 	struct store_series_memo {
 		const void *labels; /* borrowed from f */
@@ -270,19 +274,9 @@ struct store_append_ctx {
 	size_t errlen;
 };
 
-/* a + b clamped to the int64 range (a crafted profile may sum past it). */
 /* Writes one formatted sentence into err (NULL or errlen 0: nothing). */
 void store_set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-static inline int64_t store_sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 /* a->key holds at least need bytes. 0 or -ENOMEM. */
 int store_append_key_room(struct store_append_ctx *a, size_t need);
