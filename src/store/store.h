@@ -1,9 +1,10 @@
 /*
  * store: hearth's embedded, crash-safe profile store.
  *
- * A series is a sorted label set plus a profile type. store__append splits one
- * profile (e.g. a 10 s host profile from the agent, or one /ingest request) into
- * series by the labels of each sample plus the request's extra labels, interns
+ * A series is a sorted label set plus a profile type. store__append_flat (the
+ * one ingest path, reached through src/ingest) splits one flat profile (e.g. a
+ * 10 s host profile from the agent, or one /ingest request) into series by the
+ * labels of each sample plus the request's extra labels, interns
  * stacks and symbols once per store, and writes the rows (series, stack, values)
  * of the profile as one compressed columnar chunk in a single SQLite transaction
  * (WAL mode). Completed time windows are rolled up into coarser chunks so long
