@@ -219,6 +219,13 @@ struct store_stackmemo {
 	} * slots;
 	size_t cap, n; /* cap: power of two or 0 */
 };
+/*
+ * Doubles a 128-bit-keyed table (the location cache's or the stack memo's
+ * slots: uint64_t h[2], then a word that is 0 in an empty slot; size bytes
+ * each), from 4096 slots, reinserting every entry by h[0]. 0 or -ENOMEM (the
+ * table is unchanged).
+ */
+int store_fp_grow(void **slots, size_t *cap, size_t size);
 /* Hash of a series' stack: the series, then its location ids, leaf first. */
 void store_stackmemo_hash(uint64_t series, const uint64_t *locs, size_t n, uint64_t h[2]);
 /* The slot of h for series, or NULL. */
