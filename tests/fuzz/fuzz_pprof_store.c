@@ -1,8 +1,9 @@
 /*
- * libFuzzer target for the pprof ingest path of /ingest and hearth run:
- * pprof_decode_flat + store__append_flat, checked against the model path
- * (pprof_decode + store__append) on a second store fed the same inputs in the
- * same order. Any input must decode or fail cleanly, and every decoded one must
+ * libFuzzer target for the pprof ingest path of /ingest:
+ * pprof_decode_flat + store__append_flat, checked against the model's way in
+ * (pprof_decode + store__append, which stores profile__to_flat of the model)
+ * on a second store fed the same inputs in the same order: the model round
+ * trip must not change what is stored. Any input must decode or fail cleanly, and every decoded one must
  * get the same answer from both stores: the same error, or the same rows,
  * samples and series. Never a crash, a leak or a UBSan report.
  */
