@@ -90,7 +90,8 @@ static void ingest_query(const struct agent *a, int64_t t0, int64_t dur, char *b
 {
 	char name[1024];
 
-	snprintf(name, sizeof(name), "hearth{host=\"%s\",kernel=\"%s\"}", a->host, a->kernel);
+	snprintf(name, sizeof(name), "%s{%s=\"%s\",%s=\"%s\"}", INGEST_AGENT_APP, INGEST_HOST_LABEL,
+		 a->host, INGEST_KERNEL_LABEL, a->kernel);
 	snprintf(buf, len, "format=pprof&spyName=hearth&sampleRate=%d&name=", a->opts.so.hz);
 	url_escape(buf, len, name);
 	snprintf(buf + strlen(buf), len - strlen(buf), "&from=%lld&until=%lld", (long long)t0,
