@@ -33,6 +33,7 @@
  * memory a query frees is kept for the next); --default-malloc keeps glibc's
  * default, under which every query faults its memory in afresh.
  */
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -362,7 +363,7 @@ int main(int argc, char **argv)
 {
 	double hours = 24;
 	const char *dir = "/tmp/hearth-bench-store";
-	struct store_opts o = {0};
+	struct store_opts o = {.sample_labels = ingest_sample_labels};
 	struct totals t = {0};
 	struct store *st = NULL;
 	struct store_stats ss;

@@ -1,8 +1,8 @@
 /*
  * A tiny driver of src/store for the crash test (tests/integration/
  * test_store_crash.sh): `ingest` appends profiles through the same decode +
- * append path as /ingest (pprof_encode → pprof_decode → store__append, fsync on)
- * and prints "ACK i" only after store__append returned 0; `verify` reopens the
+ * append path as /ingest (pprof_encode → pprof_decode_flat → store__append_flat, fsync
+ * on) and prints "ACK i" only after the append returned 0; `verify` reopens the
  * store and checks that every acknowledged profile is there with its exact total.
  *
  *   store_driver ingest DIR START_S N     profile i at START_S + 10 i, i+1 samples
@@ -19,6 +19,7 @@
  *   store_driver churn DIR START_S N
  *   store_driver churn-verify DIR START_S ACKED
  */
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "store/store.h"
 
@@ -55,15 +56,15 @@ static struct profile *make(int64_t start, long i)
 static int append_wire(struct store *s, const struct profile *p, char *err, size_t errlen)
 {
 	struct store_label extra[] = {{"host", "crash-test"}};
-	struct profile *d = NULL;
+	struct profile_flat *d = NULL;
 	uint8_t *buf = NULL;
 	size_t len;
-	int e = pprof_encode(p, &buf, &len) ?: pprof_decode(buf, len, &d, err, errlen);
+	int e = pprof_encode(p, &buf, &len) ?: pprof_decode_flat(buf, len, &d, err, errlen);
 
 	if (!e)
-		e = store__append(s, d, NULL, extra, 1, NULL, err, errlen);
+		e = store__append_flat(s, d, NULL, extra, 1, NULL, err, errlen);
 	free(buf);
-	profile__free(d);
+	profile_flat__free(d);
 	return e;
 }
 
@@ -96,7 +97,8 @@ static int append_all(struct store *s, int64_t start, long n,
 
 #define CHURN_MAX_SERIES 20
 
-static const struct store_opts churn_opts = {.retention_ns = 3600 * S,
+static const struct store_opts ingest_opts = {.sample_labels = ingest_sample_labels};
+static const struct store_opts churn_opts = {.sample_labels = ingest_sample_labels, .retention_ns = 3600 * S,
 					     .max_series = CHURN_MAX_SERIES};
 
 /* Profile i of the churn: one process, pid i, a function of its own. */
@@ -217,7 +219,7 @@ int main(int argc, char **argv)
 			"usage: store_driver ingest|verify|churn|churn-verify DIR START_S N\n");
 		return 2;
 	}
-	if (store__open(argv[2], is_churn ? &churn_opts : NULL, &s, err, sizeof(err))) {
+	if (store__open(argv[2], is_churn ? &churn_opts : &ingest_opts, &s, err, sizeof(err))) {
 		fprintf(stderr, "open: %s\n", err);
 		return 1;
 	}

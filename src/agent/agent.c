@@ -2,7 +2,8 @@
  * The agent's sampling loop: sleep on the BPF ring buffers until the next
  * deadline (they wake it for events and half-full sample buffers), drain the
  * kernel's counts every second, and every interval build one profile of the
- * host, relabel it, encode it and queue it in the spool for the sender thread.
+ * host, relabel it and queue it for the sender thread: encoded as pprof in the
+ * spool (HTTP), or as a flat profile in the sink's queue (hearth run).
  *
  * A live window (/debug/pprof/profile?seconds=N) feeds a second collector with
  * the same samples for N seconds; it shares the process table and the
@@ -31,6 +32,7 @@ struct agent {
 	struct agent_spool *sp;
 	struct agent_sender *snd;
 	char host[256], kernel[256];
+	struct store_label labels[3]; /* __name__, host, kernel: a sink's series labels */
 	/* live window, guarded by live_lock */
 	pthread_mutex_t live_lock;
 	pthread_cond_t live_cond;
@@ -80,11 +82,36 @@ static void ingest_query(const struct agent *a, int64_t t0, int64_t dur, char *b
 {
 	char name[1024];
 
-	snprintf(name, sizeof(name), "hearth{host=\"%s\",kernel=\"%s\"}", a->host, a->kernel);
+	snprintf(name, sizeof(name), "%s{%s=\"%s\",%s=\"%s\"}", INGEST_AGENT_APP, INGEST_HOST_LABEL,
+		 a->host, INGEST_KERNEL_LABEL, a->kernel);
 	snprintf(buf, len, "format=pprof&spyName=hearth&sampleRate=%d&name=", a->opts.so.hz);
 	url_escape(buf, len, name);
 	snprintf(buf + strlen(buf), len - strlen(buf), "&from=%lld&until=%lld", (long long)t0,
 		 (long long)(t0 + dur));
+}
+
+/* Queues the profile of [t0, t0 + dur) for the sender: flat for a sink, else
+ * as a pprof with its /ingest query string in the spool. */
+static int queue_profile(struct agent *a, const struct profile *p, int64_t t0, int64_t dur)
+{
+	struct profile_flat *f = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char query[2048];
+	int ret;
+
+	if (a->opts.sink) {
+		ret = profile__to_flat(p, &f);
+		return ret ?: agent_sender__push_flat(a->snd, f, t0, t0 + dur);
+	}
+	ret = pprof_encode(p, &buf, &len);
+	if (!ret) {
+		ingest_query(a, t0, dur, query, sizeof(query));
+		ret = agent_spool__push(a->sp, query, buf, len);
+		agent_sender__kick(a->snd);
+	}
+	free(buf);
+	return ret;
 }
 
 /* Builds the interval's profile and queues it. */
@@ -93,24 +120,16 @@ static int flush_interval(struct agent *a, int64_t t0, int64_t dur)
 	int64_t b0 = base_clock_ns(CLOCK_MONOTONIC);
 	struct profile *raw = collector__build(a->col, 1000000000 / a->opts.so.hz, t0, dur);
 	struct profile *p = raw ? agent_relabel(a->pt, raw) : NULL;
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	char query[2048];
 	int ret = -ENOMEM;
 
 	__atomic_store_n(&a->build_ns, (uint64_t)(base_clock_ns(CLOCK_MONOTONIC) - b0),
 			 __ATOMIC_RELAXED);
 	if (p && profile__n_samples(p) == 0)
 		ret = 0; /* an idle machine: nothing to send */
-	else if (p && !(ret = pprof_encode(p, &buf, &len))) {
-		ingest_query(a, t0, dur, query, sizeof(query));
-		ret = agent_spool__push(a->sp, query, buf, len);
-		agent_sender__kick(a->snd);
+	else if (p && !(ret = queue_profile(a, p, t0, dur)))
 		__atomic_add_fetch(&a->profiles, 1, __ATOMIC_RELAXED);
-	}
 	if (ret)
 		__atomic_add_fetch(&a->build_errors, 1, __ATOMIC_RELAXED);
-	free(buf);
 	profile__free(p);
 	profile__free(raw);
 	if (a->opts.trim_memory)
@@ -256,7 +275,10 @@ void agent__write_metrics(void *agent, FILE *f)
 	for (int i = 0; i < HEARTH_DROP_MAX; i++)
 		if (sampler_drop_is_loss(i))
 			lost += drops[i];
-	agent_spool__stats(a->sp, &ss);
+	if (a->opts.sink)
+		agent_sender__sink_stats(a->snd, &ss);
+	else
+		agent_spool__stats(a->sp, &ss);
 	gauge(f, "hearth_agent_samples_total", "counter", "Samples taken (after filters).",
 	      (double)sampler__samples(a->s));
 	gauge(f, "hearth_agent_samples_dropped_total", "counter", "Samples lost in the kernel.",
@@ -312,7 +334,7 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 	ret = sampler__open(&a->opts.so, &cb, &a->s, err, errlen);
 	if (ret)
 		return ret;
-	ret = agent_sender__start(&a->opts, a->sp, &a->snd);
+	ret = agent_sender__start(&a->opts, a->sp, a->labels, 3, &a->snd);
 	if (ret)
 		snprintf(err, errlen, "cannot start the sender thread: %s", strerror(-ret));
 	return ret;
@@ -335,6 +357,9 @@ int agent__open(const struct agent_opts *opts, struct agent **out, char *err, si
 	else if (gethostname(a->host, sizeof(a->host) - 1))
 		snprintf(a->host, sizeof(a->host), "unknown");
 	snprintf(a->kernel, sizeof(a->kernel), "%s", uname(&u) ? "unknown" : u.release);
+	a->labels[0] = (struct store_label){INGEST_NAME_LABEL, INGEST_AGENT_APP};
+	a->labels[1] = (struct store_label){INGEST_HOST_LABEL, a->host};
+	a->labels[2] = (struct store_label){INGEST_KERNEL_LABEL, a->kernel};
 	pthread_mutex_init(&a->live_lock, NULL);
 	pthread_cond_init(&a->live_cond, NULL);
 	if (!opts->sink)

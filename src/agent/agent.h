@@ -3,7 +3,9 @@
  * from the kernel become one profile of the host, labelled per sample with pid,
  * comm, process, exe, container and unit, and per profile with host and kernel;
  * it is encoded as gzipped pprof and handed to a spool that a sender thread
- * empties — by HTTP POST to a server's /ingest, or to a local sink (hearth run).
+ * empties by HTTP POST to a server's /ingest — or, with a local sink (hearth
+ * run), handed as a flat profile to a queue that the sender thread empties
+ * into the sink (ingest__store), never becoming text or pprof.
  *
  * Sampling never waits for the network: the spool is bounded (memory, then disk
  * up to spool_mb), drops the oldest profile when full and counts every drop.
@@ -17,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "ingest/ingest.h"
 #include "profile/profile.h"
 #include "sampler/sampler.h"
 
@@ -28,12 +31,17 @@
 #define AGENT_BACKOFF_MIN_MS 250
 #define AGENT_BACKOFF_MAX_MS 5000
 
+/* Profiles waiting for a local sink (hearth run): 80 s at the default interval. */
+#define AGENT_SINK_QUEUE 8
+
 /*
- * Local delivery instead of HTTP: stores one encoded profile (gzipped pprof) with
- * the series labels in `query` ("name=...&from=...&until=...", as /ingest takes).
+ * Local delivery instead of HTTP (hearth run): stores one profile, as it is —
+ * a flat profile with its series labels (__name__, host, kernel) and time
+ * range, no query string and no pprof — typically with ingest__store. Called
+ * from the sender thread; req and its profile are borrowed for the call.
  * 0 on success; -EAGAIN and other errors are retried, -EINVAL drops the profile.
  */
-typedef int (*agent_sink_fn)(void *ctx, const char *query, const uint8_t *pprof, size_t len);
+typedef int (*agent_sink_fn)(void *ctx, struct ingest_request *req);
 
 struct agent_opts {
 	struct sampler_opts so;

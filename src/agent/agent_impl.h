@@ -16,10 +16,18 @@ struct profile *agent_relabel(struct proc_table *pt, const struct profile *src);
 /* fsync(2) as the spool calls it: a seam for tests, which count or fail the calls. */
 extern int (*agent_spool_fsync)(int fd);
 
-/* The sender thread (agent_send.c). */
+/* The sender thread (agent_send.c). labels (borrowed, outliving the sender)
+ * are the series labels of every profile handed to a sink. */
 struct agent_sender;
 int agent_sender__start(const struct agent_opts *opts, struct agent_spool *sp,
+			const struct store_label *labels, size_t n_labels,
 			struct agent_sender **out);
+/* Sink mode: queues flat profile f (taken over) of [from_ns, until_ns) for the
+ * sink, dropping the oldest queued one when AGENT_SINK_QUEUE are waiting. 0. */
+int agent_sender__push_flat(struct agent_sender *snd, struct profile_flat *f, int64_t from_ns,
+			    int64_t until_ns);
+/* Sink mode: what the queue did, in the spool's terms (no bytes, no disk). */
+void agent_sender__sink_stats(struct agent_sender *snd, struct agent_spool_stats *out);
 /* Wakes the sender (something was queued). */
 void agent_sender__kick(struct agent_sender *snd);
 /* Waits up to flush_s seconds for the spool to empty, then stops the thread (once). */

@@ -1,6 +1,6 @@
 /*
  * The sender thread: takes the oldest spooled profile, delivers it (HTTP POST
- * to SERVER/ingest with libcurl, or the local sink), and on failure waits with
+ * to SERVER/ingest with libcurl), and on failure waits with
  * exponential backoff and jitter before trying again. Only a status saying the
  * profile itself is bad (400, 413, 415, 422) drops it, counted as rejected: no
  * retry could make the server take it. Everything else is retried and counted
@@ -9,6 +9,12 @@
  * profiles for good over a configuration slip loses data. The spool's bounds
  * keep a long refusal from growing memory. The sampling thread never waits
  * for this one.
+ *
+ * With a local sink (hearth run) there is no HTTP and no spool: profiles stay
+ * flat profiles in a small queue (AGENT_SINK_QUEUE, oldest dropped and counted
+ * when full) and the thread hands each to the sink as an ingest request, with
+ * the same retry and drop rules. Storing and the store's maintenance run here,
+ * off the sampling thread.
  */
 #include "agent_impl.h"
 
@@ -22,6 +28,12 @@
  * guards against a kick that never comes. */
 #define AGENT_IDLE_WAIT_S 60.0
 
+/* A profile waiting for the sink: owned by the queue, then by the thread. */
+struct sink_item {
+	struct profile_flat *f;
+	int64_t from_ns, until_ns;
+};
+
 struct agent_sender {
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -34,6 +46,12 @@ struct agent_sender {
 	long status;			   /* HTTP status of the last attempt; 0 when none came */
 	uint64_t failures[AGENT_FAIL_MAX]; /* atomic */
 	unsigned seed;
+	/* sink mode, under lock: queue[head .. head + n) (mod AGENT_SINK_QUEUE) */
+	struct sink_item queue[AGENT_SINK_QUEUE];
+	size_t head, n;
+	struct agent_spool_stats sink_stats; /* what the queue did (no bytes, no disk) */
+	const struct store_label *labels;    /* borrowed from the agent */
+	size_t n_labels;
 };
 
 static double mono_s(void)
@@ -119,13 +137,6 @@ static enum agent_send_fail fail_kind(const struct agent_sender *snd, int err)
 	if (err == -EACCES)
 		return AGENT_FAIL_AUTH;
 	return err == -ECONNREFUSED ? AGENT_FAIL_CONNECT : AGENT_FAIL_SERVER;
-}
-
-static int deliver(struct agent_sender *snd, const char *query, const uint8_t *data, size_t len)
-{
-	if (snd->opts->sink)
-		return snd->opts->sink(snd->opts->sink_ctx, query, data, len);
-	return post(snd, query, data, len);
 }
 
 /* Monotonic seconds as an absolute timespec for pthread_cond_timedwait on a
@@ -257,7 +268,7 @@ static void *sender_main(void *arg)
 		}
 		if (ret == 0) {
 			snd->status = 0;
-			ret = deliver(snd, query, data, len);
+			ret = post(snd, query, data, len);
 			log_change(snd, ret, &last);
 		}
 		free(query);
@@ -274,7 +285,107 @@ static void *sender_main(void *arg)
 	return NULL;
 }
 
+/* Takes the oldest queued profile into *it. false when the queue is empty. */
+static bool sink_take(struct agent_sender *snd, struct sink_item *it)
+{
+	bool got;
+
+	pthread_mutex_lock(&snd->lock);
+	got = snd->n > 0;
+	if (got) {
+		*it = snd->queue[snd->head];
+		snd->head = (snd->head + 1) % AGENT_SINK_QUEUE;
+		snd->n--;
+		snd->sink_stats.queued = snd->n + 1; /* the one in hand still waits */
+	}
+	pthread_mutex_unlock(&snd->lock);
+	return got;
+}
+
+/* Done with the profile in hand: delivered (sent) or refused for good. */
+static void sink_done(struct agent_sender *snd, struct sink_item *it, bool sent)
+{
+	pthread_mutex_lock(&snd->lock);
+	if (sent)
+		snd->sink_stats.sent++;
+	else
+		snd->sink_stats.rejected++;
+	snd->sink_stats.queued = snd->n;
+	pthread_mutex_unlock(&snd->lock);
+	profile_flat__free(it->f);
+	it->f = NULL;
+}
+
+/* The sender of sink mode: one profile in hand, retried until the sink takes
+ * it, refuses it for good (-EINVAL), or the flush deadline passes. */
+static void *sink_main(void *arg)
+{
+	struct agent_sender *snd = arg;
+	struct sink_item it = {0};
+	unsigned fails = 0;
+	int last = -1, ret;
+
+	while (!flush_over(snd)) {
+		if (!it.f && !sink_take(snd, &it)) {
+			if (stopping(snd))
+				break;
+			wait_for(snd, AGENT_IDLE_WAIT_S, true);
+			continue;
+		}
+		struct ingest_request req = {.labels = snd->labels,
+					     .n_labels = snd->n_labels,
+					     .has_range = true,
+					     .from_ns = it.from_ns,
+					     .until_ns = it.until_ns,
+					     .profile = it.f};
+
+		ret = snd->opts->sink(snd->opts->sink_ctx, &req);
+		log_change(snd, ret, &last);
+		if (ret == 0 || ret == -EINVAL) {
+			sink_done(snd, &it, ret == 0);
+			fails = 0;
+			continue;
+		}
+		__atomic_add_fetch(&snd->failures[AGENT_FAIL_SINK], 1, __ATOMIC_RELAXED);
+		fails++;
+		wait_for(snd, backoff_s(snd, fails), false);
+	}
+	profile_flat__free(it.f); /* stopping: not delivered in time */
+	return NULL;
+}
+
+int agent_sender__push_flat(struct agent_sender *snd, struct profile_flat *f, int64_t from_ns,
+			    int64_t until_ns)
+{
+	struct sink_item drop = {0};
+
+	pthread_mutex_lock(&snd->lock);
+	if (snd->n == AGENT_SINK_QUEUE) { /* full: the oldest goes */
+		drop = snd->queue[snd->head];
+		snd->head = (snd->head + 1) % AGENT_SINK_QUEUE;
+		snd->n--;
+		snd->sink_stats.dropped++;
+	}
+	snd->queue[(snd->head + snd->n) % AGENT_SINK_QUEUE] =
+	    (struct sink_item){f, from_ns, until_ns};
+	snd->n++;
+	snd->sink_stats.queued = snd->n;
+	snd->kicked = true;
+	pthread_cond_signal(&snd->cond);
+	pthread_mutex_unlock(&snd->lock);
+	profile_flat__free(drop.f);
+	return 0;
+}
+
+void agent_sender__sink_stats(struct agent_sender *snd, struct agent_spool_stats *out)
+{
+	pthread_mutex_lock(&snd->lock);
+	*out = snd->sink_stats;
+	pthread_mutex_unlock(&snd->lock);
+}
+
 int agent_sender__start(const struct agent_opts *opts, struct agent_spool *sp,
+			const struct store_label *labels, size_t n_labels,
 			struct agent_sender **out)
 {
 	struct agent_sender *snd = calloc(1, sizeof(*snd));
@@ -285,6 +396,8 @@ int agent_sender__start(const struct agent_opts *opts, struct agent_spool *sp,
 		return -ENOMEM;
 	snd->opts = opts;
 	snd->sp = sp;
+	snd->labels = labels;
+	snd->n_labels = n_labels;
 	snd->seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)snd;
 	pthread_mutex_init(&snd->lock, NULL);
 	/* Deadlines are monotonic (mono_s): the condition variable must wait on that
@@ -296,7 +409,7 @@ int agent_sender__start(const struct agent_opts *opts, struct agent_spool *sp,
 	pthread_condattr_destroy(&ca);
 	if (!opts->sink && !(snd->curl = curl_easy_init()))
 		goto fail;
-	if (pthread_create(&snd->thread, NULL, sender_main, snd))
+	if (pthread_create(&snd->thread, NULL, opts->sink ? sink_main : sender_main, snd))
 		goto fail;
 	*out = snd;
 	return 0;
@@ -337,6 +450,8 @@ void agent_sender__free(struct agent_sender *snd)
 	agent_sender__stop(snd, 0);
 	if (snd->curl)
 		curl_easy_cleanup(snd->curl);
+	for (size_t i = 0; i < snd->n; i++) /* not delivered before the stop */
+		profile_flat__free(snd->queue[(snd->head + i) % AGENT_SINK_QUEUE].f);
 	pthread_cond_destroy(&snd->cond);
 	pthread_mutex_destroy(&snd->lock);
 	free(snd);

@@ -1,8 +1,10 @@
 /*
  * hearth run: agent, server and store in one process — the default a new user
- * starts with. The agent's profiles go to the store through a local sink (the
- * same decode-and-store path as /ingest, no HTTP hop); the server answers the
- * query API, and /debug/pprof/profile samples live.
+ * starts with. The agent's profiles go to the store through a local sink:
+ * agent (profile__to_flat) → sender thread → run_sink → ingest__store →
+ * store__append_flat, the path of /ingest after its decoding, with no HTTP,
+ * query string or pprof in between. The server answers the query API, and
+ * /debug/pprof/profile samples live.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +15,7 @@
 
 #include "cli.h"
 #include "serve.h"
+#include "ingest/ingest.h"
 
 #define RUN_FLUSH_S	     5.0
 #define RUN_MAINTAIN_EVERY_S 60
@@ -55,58 +58,28 @@ struct run_args {
 	int64_t last_maintain;
 };
 
-/* Value of `key` in a query string, %-decoded into buf; NULL when absent. */
-static const char *query_value(const char *q, const char *key, char *buf, size_t len)
-{
-	size_t kl = strlen(key), n = 0;
-
-	for (const char *p = q; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
-		if (strncmp(p, key, kl) || p[kl] != '=')
-			continue;
-		for (p += kl + 1; *p && *p != '&' && n + 1 < len; p++) {
-			unsigned v;
-
-			if (*p == '%' && sscanf(p + 1, "%2x", &v) == 1) {
-				buf[n++] = (char)v;
-				p += 2;
-			} else {
-				buf[n++] = *p;
-			}
-		}
-		buf[n] = '\0';
-		return buf;
-	}
-	return NULL;
-}
-
-/* The agent's sink: decode the pprof and store it under the query's name labels. */
-static int run_sink(void *ctx, const char *query, const uint8_t *pprof, size_t len)
+/* The agent's sink, on its sender thread: the profile goes to the store as it
+ * is (ingest__store, the path of /ingest after decoding), then the store's
+ * background work when due. */
+static int run_sink(void *ctx, struct ingest_request *req)
 {
 	struct run_args *r = ctx;
-	struct server_labels labels = {0};
-	struct profile_flat *f = NULL;
-	char name[2048], err[512];
+	struct server *srv = __atomic_load_n(&r->srv, __ATOMIC_ACQUIRE);
+	struct store_append_result res = {0};
+	char err[512];
 	int ret;
 
-	if (!__atomic_load_n(&r->srv, __ATOMIC_ACQUIRE))
+	if (!srv)
 		return -EAGAIN;
-	if (!query_value(query, "name", name, sizeof(name)))
-		return -EINVAL;
-	ret = server_parse_name(name, &labels, err, sizeof(err));
+	ret = ingest__store(store__backend(r->st), req, ingest_now_ns(), &res, err, sizeof(err));
 	if (!ret)
-		ret = pprof_decode_flat(pprof, len, &f, err, sizeof(err));
-	if (!ret) /* the same decode and store path as a pprof pushed to /ingest */
-		ret = server_store_flat(r->srv, (const char *const *)labels.keys,
-					(const char *const *)labels.vals, labels.n, f, err,
-					sizeof(err));
-	if (ret && ret != -ENOMEM)
+		server__count_ingest(srv, res.samples);
+	else if (ret != -ENOMEM)
 		fprintf(stderr, "hearth run: storing a profile failed: %s\n", err);
 	if (time(NULL) - r->last_maintain >= RUN_MAINTAIN_EVERY_S) {
 		r->last_maintain = time(NULL); /* rollups and retention, off the sampling thread */
 		store__maintain(r->st, (int64_t)r->last_maintain * 1000000000, NULL);
 	}
-	profile_flat__free(f);
-	server_labels__fini(&labels);
 	/* The caller's mistakes will not get better with retries: drop them. */
 	if (ret == -EINVAL || ret == -E2BIG || ret == -EDQUOT || ret == -ERANGE || ret == -EDOM)
 		return -EINVAL;

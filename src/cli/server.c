@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "serve.h"
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -150,6 +151,7 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	/* One thread per connection, each arena keeping up to 64 MiB freed (above):
 	 * a few arenas bound that idle memory whatever the number of clients. */
 	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
+	a->st.sample_labels = ingest_sample_labels; /* the agent's vocabulary */
 	ret = store__open(a->data, &a->st, st, err, sizeof(err));
 	if (ret) {
 		cli_error(cmd, "cannot open the store in '%s': %s", a->data, err);

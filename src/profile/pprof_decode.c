@@ -539,20 +539,6 @@ static int check_all(struct dec *d)
 
 /* ---- flattening: wire ids to checked indices ---- */
 
-/* The flat profile and everything it points to. f comes first: profile_flat__free
- * takes the box by its f. */
-struct flat_box {
-	struct profile_flat f;
-	struct pprof_wire m; /* owns the strings */
-	uint32_t *str_off, *locs, *comments;
-	struct profile_flat_mapping *mappings;
-	struct profile_flat_function *functions;
-	struct profile_flat_location *locations;
-	struct profile_flat_line *lines;
-	struct profile_flat_sample *samples;
-	struct profile_flat_label *labels;
-};
-
 static void *flat_alloc(size_t n, size_t size)
 {
 	return calloc(n ? n : 1, size);
@@ -579,7 +565,7 @@ static void sample_values(const struct dec *d, bool period_ns, const int64_t *in
 		out[1] = period_ns ? base_sat_mul(in[d->idx_count], period) : 0;
 }
 
-static void flatten_strings(const struct dec *d, struct flat_box *b)
+static void flatten_strings(const struct dec *d, struct profile_flat_box *b)
 {
 	const struct pprof_wire *m = d->m;
 
@@ -590,7 +576,7 @@ static void flatten_strings(const struct dec *d, struct flat_box *b)
 		b->comments[i] = (uint32_t)W(comments, int64_t, i);
 }
 
-static void flatten_symbols(const struct dec *d, struct flat_box *b)
+static void flatten_symbols(const struct dec *d, struct profile_flat_box *b)
 {
 	const struct pprof_wire *m = d->m;
 	size_t n_lines = 0;
@@ -629,7 +615,7 @@ static void flatten_symbols(const struct dec *d, struct flat_box *b)
 	b->f.n_lines = n_lines;
 }
 
-static void flatten_samples(const struct dec *d, struct flat_box *b)
+static void flatten_samples(const struct dec *d, struct profile_flat_box *b)
 {
 	const struct pprof_wire *m = d->m;
 	bool period_ns =
@@ -657,7 +643,7 @@ static void flatten_samples(const struct dec *d, struct flat_box *b)
  * The checked message as a flat profile. Every flat element is no larger than
  * the parsed one it comes from, so this at most doubles the parse budget.
  */
-static int flatten(struct dec *d, struct flat_box *b)
+static int flatten(struct dec *d, struct profile_flat_box *b)
 {
 	const struct pprof_wire *m = d->m;
 	struct profile_flat *f = &b->f;
@@ -726,7 +712,7 @@ static int grow1(void *arr, size_t n, size_t elem)
  * to any more). pprof itself has no depth limit: a 325-byte gzip held one
  * sample of 200,000 frames, which every consumer then had to walk.
  */
-static int cut_deep_stacks(struct flat_box *b)
+static int cut_deep_stacks(struct profile_flat_box *b)
 {
 	static const char marker[] = PROFILE_TRUNCATED_FRAME;
 	struct profile_flat *f = &b->f;
@@ -771,7 +757,7 @@ static int cut_deep_stacks(struct flat_box *b)
 
 void profile_flat__free(struct profile_flat *f)
 {
-	struct flat_box *b = (struct flat_box *)f;
+	struct profile_flat_box *b = (struct profile_flat_box *)f;
 
 	if (!b)
 		return;
@@ -800,7 +786,7 @@ int pprof_decode_flat_budget(const uint8_t *buf, size_t len, size_t budget,
 			     struct profile_flat **out, char *err, size_t errlen)
 {
 	static const uint8_t empty[1];
-	struct flat_box *b = calloc(1, sizeof(*b));
+	struct profile_flat_box *b = calloc(1, sizeof(*b));
 	struct dec d = {.err = err, .errlen = errlen};
 	uint8_t *raw = NULL;
 	size_t raw_len = len;

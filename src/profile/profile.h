@@ -188,8 +188,8 @@ int pprof_write(const struct profile *p, FILE *f);
 /*
  * Decodes a pprof (gzipped or raw profile.proto) into a new profile, stacks
  * deeper than PROFILE_MAX_FRAMES cut as said there. Returns 0, -EINVAL for
- * malformed input (err names the problem), -EFBIG when it inflates past PPROF_MAX_INFLATED, -ENOMEM.
- * err (may be NULL) receives a one-sentence reason on failure.
+ * malformed input (err names the problem), -EFBIG when it inflates past PPROF_MAX_INFLATED,
+ * -ENOMEM. err (may be NULL) receives a one-sentence reason on failure.
  */
 int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, char *err, size_t errlen);
 
@@ -278,6 +278,14 @@ int pprof_decode_flat_budget(const uint8_t *buf, size_t len, size_t budget,
 /* The model of a flat profile: what pprof_decode returns for the same input.
  * 0 or -ENOMEM. */
 int profile__from_flat(const struct profile_flat *f, struct profile **out);
+/*
+ * The flat profile of a model, so that one consumer of flat profiles (the
+ * store's ingest) serves models too: indices are the model's ids minus one,
+ * strings the model's string table. A string label with an empty value is
+ * left out (its flat form would be numeric). profile__from_flat of the result
+ * gives back an equal model. 0, -E2BIG (over 4 GiB of strings), -ENOMEM.
+ */
+int profile__to_flat(const struct profile *p, struct profile_flat **out);
 /* NULL is a no-op. */
 void profile_flat__free(struct profile_flat *f);
 

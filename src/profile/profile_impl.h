@@ -12,6 +12,7 @@
 
 #include "profile.h"
 #include "base/base.h"
+#include "pprof_wire.h"
 
 #include <stdarg.h>
 
@@ -56,6 +57,21 @@ enum profile_frame_kind {
 };
 enum profile_frame_kind profile__frame_kind(const struct profile *p,
 					    const struct profile_location *loc, size_t line);
+
+/* A flat profile and everything it points to, as pprof_decode_flat and
+ * profile__to_flat allocate it. f comes first: profile_flat__free takes the box
+ * by its f and frees every array (and m's strings). */
+struct profile_flat_box {
+	struct profile_flat f;
+	struct pprof_wire m; /* owns the strings */
+	uint32_t *str_off, *locs, *comments;
+	struct profile_flat_mapping *mappings;
+	struct profile_flat_function *functions;
+	struct profile_flat_location *locations;
+	struct profile_flat_line *lines;
+	struct profile_flat_sample *samples;
+	struct profile_flat_label *labels;
+};
 
 /* Room for one frame name (longer names are truncated). */
 #define PROFILE_NAME_MAX 1024

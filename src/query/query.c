@@ -13,6 +13,7 @@
  * and no profile sample at all (a 1 h merge of the benchmark: ~3x cheaper).
  */
 #include "query_impl.h"
+#include "ingest/ingest.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -188,8 +189,10 @@ static int select_with_data(struct store *s, const struct query_request *q, stru
 	ids = series_ids(sl);
 	if (!ids)
 		return -ENOMEM;
-	e = store__scan(s, ids, sl->n, q->from_ns, q->until_ns, 0, STORE_SCAN_TOTALS, mark_data,
-			sl);
+	e = store__scan(
+	    s,
+	    &(struct store_scan_query){ids, sl->n, q->from_ns, q->until_ns, 0, STORE_SCAN_TOTALS},
+	    mark_data, sl);
 	free(ids);
 	return e;
 }
@@ -405,10 +408,10 @@ static int on_rows(void *ctx, const struct store_row *rows, size_t n)
 	return 0;
 }
 
-/* The sample labels of a series (STORE_SAMPLE_LABELS only), borrowed strings. */
+/* The sample labels of a series (INGEST_SAMPLE_LABELS only), borrowed strings. */
 static size_t sample_labels(const struct sel_series *ss, struct profile_label *out)
 {
-	static const char *const names[] = STORE_SAMPLE_LABELS;
+	static const char *const names[] = INGEST_SAMPLE_LABELS;
 	size_t n = 0;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -421,7 +424,7 @@ static size_t sample_labels(const struct sel_series *ss, struct profile_label *o
 }
 
 #define QUERY_MAX_SAMPLE_LABELS 16
-_Static_assert(sizeof((const char *[])STORE_SAMPLE_LABELS) / sizeof(const char *) <=
+_Static_assert(sizeof((const char *[])INGEST_SAMPLE_LABELS) / sizeof(const char *) <=
 		   QUERY_MAX_SAMPLE_LABELS,
 	       "a series' sample labels fit in struct series_labels");
 
@@ -533,9 +536,11 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 		ids = series_ids(&sl);
 		m.last_cap = store__max_stack_id(s) + 1;
 		m.last = calloc(m.last_cap, sizeof(*m.last));
-		e = ids && m.last
-			? store__scan(s, ids, sl.n, q->from_ns, q->until_ns, 0, 0, on_rows, &m)
-			: -ENOMEM;
+		e = ids && m.last ? store__scan(s,
+						&(struct store_scan_query){ids, sl.n, q->from_ns,
+									   q->until_ns, 0, 0},
+						on_rows, &m)
+				  : -ENOMEM;
 	}
 	if (!e) {
 		*out = profile__new(period_of(&m));
@@ -644,8 +649,10 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 		ids = series_ids(&sl);
 		e = !ids ? -ENOMEM : agg_grow_pos(&a, store__max_stack_id(s));
 		e = e
-			?: store__scan(s, ids, sl.n, q->from_ns, q->until_ns, 0, 0, on_stack_rows,
-				       &a);
+			?: store__scan(
+			       s,
+			       &(struct store_scan_query){ids, sl.n, q->from_ns, q->until_ns, 0, 0},
+			       on_stack_rows, &a);
 	}
 	e = e ?: stacks_build(s, &a, out);
 	if (e && e != -EINVAL && e != -E2BIG && err && errlen && !*err)
@@ -835,7 +842,9 @@ int query_timeline_json(struct store *s, const struct query_request *q, FILE *ou
 		e = t.vals && ids ? 0 : -ENOMEM;
 	}
 	if (!e && sl.n)
-		e = store__scan(s, ids, sl.n, q->from_ns, q->until_ns, t.step, STORE_SCAN_TOTALS,
+		e = store__scan(s,
+				&(struct store_scan_query){ids, sl.n, q->from_ns, q->until_ns,
+							   t.step, STORE_SCAN_TOTALS},
 				on_totals, &t);
 	if (!e)
 		e = timeline_print(&t, q, out);

@@ -148,7 +148,7 @@ int query_series_json(struct store *s, const struct query_request *q, FILE *out,
 
 /*
  * Merges every matching series over the range into one new profile (the caller
- * frees it): samples keep the series' STORE_SAMPLE_LABELS as labels, so
+ * frees it): samples keep the series' INGEST_SAMPLE_LABELS as labels, so
  * folded_write shows the process, and time/duration are the range. A selection
  * with no data gives an empty profile (0 samples), not an error. Encode it with
  * pprof_encode / folded_write / top_write.

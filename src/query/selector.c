@@ -6,6 +6,7 @@
  * PromQL's are, and match in linear time.
  */
 #include "query.h"
+#include "ingest/ingest.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -212,7 +213,7 @@ static int parse(struct query_selector *sel, struct parser *ps)
 		if (err)
 			return err;
 		m->op = QUERY_OP_EQ;
-		m->name = strdup(STORE_NAME_LABEL);
+		m->name = strdup(INGEST_NAME_LABEL);
 		err = m->name ? parse_name(ps, true, &m->value) : -ENOMEM;
 		if (err)
 			return err;

@@ -19,20 +19,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ingest/ingest.h"
 #include "profile/profile.h"
 
 /* Largest request body /ingest accepts (a gzipped pprof of a busy host is ~1 MiB). */
 #define SERVER_DEFAULT_MAX_BODY (64u << 20)
-/* Most labels a pushed series may carry (name=APP{...} plus the profile's own). */
-#define SERVER_MAX_LABELS      32
+/* Most labels a pushed series may carry (name=APP{...}): ingest's limit. */
+#define SERVER_MAX_LABELS      INGEST_MAX_LABELS
 #define SERVER_MAX_LABEL_NAME  128
 #define SERVER_MAX_LABEL_VALUE 1024
-
-/* A stored profile may start at most this far ahead of the server's clock:
- * a later time would outlive retention and keep rollups busy (docs/api.md). */
-#define SERVER_MAX_CLOCK_SKEW_NS (10 * 60 * 1000000000LL)
-/* Longer profile durations are clamped to this (a chunk lives until start + duration). */
-#define SERVER_MAX_PROFILE_DURATION_NS (3600 * 1000000000LL)
 
 /* Longest /debug/pprof/profile?seconds= */
 #define SERVER_MAX_PROFILE_SECONDS 600
@@ -110,16 +105,11 @@ int server__port(const struct server *s);
 void server__stop(struct server *s);
 
 /*
- * Stores a decoded pprof (pprof_decode_flat) under a series label set, exactly as
- * /ingest does with a pprof: the path `hearth run` uses for its agent's profiles,
- * with no HTTP hop (store__append_flat). keys/vals are n label pairs (validated
- * here). The time rules of docs/api.md apply: a start before 1970 or more than
- * SERVER_MAX_CLOCK_SKEW_NS ahead of now is -ERANGE, a negative sample value
- * -EDOM, and f->duration_ns is clamped in place to [0, SERVER_MAX_PROFILE_DURATION_NS].
- * 0, -EINVAL, -ERANGE or -EDOM (err says why), -ENOMEM, -EIO.
+ * Counts a profile stored by a producer in this process (hearth run's agent,
+ * through ingest__store) in the ingest counters of /metrics, as /ingest counts
+ * its own. samples: store_append_result.samples.
  */
-int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
-		      struct profile_flat *f, char *err, size_t errlen);
+void server__count_ingest(struct server *s, int64_t samples);
 
 /* The memory budget of decoding a body of body_len bytes (see SERVER_MEM_BASE). */
 size_t server_memory_budget(size_t body_len);

@@ -4,10 +4,12 @@
  * (default 100: period 1e9/sampleRate ns), spyName; a pprof comes as the raw
  * body or as the multipart field `profile`.
  *
- * Decode fully, validate fully, then one append: a rejected request stores
- * nothing (the store's append is itself atomic). A pprof is decoded into a flat
- * profile and stored by store__append_flat, without building the model; the
- * text formats become a model and go through store__append.
+ * This file is the HTTP boundary of ingest: it parses the query string, decodes
+ * the body into a flat profile (a pprof directly, without building the model;
+ * the text formats through their model and profile__to_flat), and hands an
+ * ingest request to ingest__store (src/ingest/), the path every producer
+ * takes. Decode fully, validate fully, then one append: a rejected request
+ * stores nothing (the store's append is itself atomic).
  *
  * Decoding is where a small body turns into a lot of memory (a 250 KiB gzip can
  * inflate to 256 MiB of tiny messages): a pprof decodes within a budget sized by
@@ -16,7 +18,7 @@
  */
 #include "server_impl.h"
 #include "query/query.h"
-#include "store/store.h"
+#include "ingest/ingest.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -37,37 +39,7 @@ static enum MHD_Result bad(struct server_req *r, enum server_reject why, const c
 	return server_error(r, 400, why, "%s", msg);
 }
 
-/*
- * 0, or -ERANGE when t is before 1970 or more than SERVER_MAX_CLOCK_SKEW_NS
- * after now_ns: a chunk there would outlive retention (or never be reached by
- * it) and keep rollups busy. err names `what`, the time and the allowed skew.
- */
-static int check_time(const char *what, int64_t t, int64_t now_ns, char *err, size_t errlen)
-{
-	time_t sec = (time_t)(t / 1000000000);
-	char when[32] = "?";
-	struct tm tm;
-	int64_t ahead;
-
-	if (t <= 0) {
-		snprintf(err, errlen, "%s time %lld ns is not after 1970-01-01", what,
-			 (long long)t);
-		return -ERANGE;
-	}
-	if (t <= now_ns || __builtin_sub_overflow(t, now_ns, &ahead) ||
-	    ahead <= SERVER_MAX_CLOCK_SKEW_NS)
-		return 0;
-	if (gmtime_r(&sec, &tm))
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(err, errlen,
-		 "%s time %s is %lld s ahead of this server's clock, over the allowed clock skew "
-		 "of %lld s",
-		 what, when, (long long)(ahead / 1000000000),
-		 (long long)(SERVER_MAX_CLOCK_SKEW_NS / 1000000000));
-	return -ERANGE;
-}
-
-/* Query-string arguments into a; on failure the reply is already queued (*done). */
+/* Query-string arguments into a; *ok false: the reply (an error) is already queued. */
 static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, bool *ok)
 {
 	const char *name = server_arg(r, "name"), *from = server_arg(r, "from"),
@@ -91,7 +63,7 @@ static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, 
 		return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
 	if (ret)
 		return bad(r, SERVER_REJ_BAD_LABELS, err);
-	now = server_now_ns();
+	now = ingest_now_ns();
 	a->until_ns = now;
 	if (until && query_parse_time(until, now, &a->until_ns, err, sizeof(err)))
 		return server_error(r, 400, SERVER_REJ_BAD_TIME, "'until': %s", err);
@@ -100,7 +72,7 @@ static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, 
 		return server_error(r, 400, SERVER_REJ_BAD_TIME, "'from': %s", err);
 	if (a->from_ns > a->until_ns)
 		return bad(r, SERVER_REJ_BAD_TIME, "'from' is after 'until'");
-	if (check_time("'until'", a->until_ns, now, err, sizeof(err)))
+	if (ingest_check_time("'until'", a->until_ns, now, err, sizeof(err)))
 		return bad(r, SERVER_REJ_BAD_TIME, err);
 	a->rate = 100;
 	if (rate && *rate) {
@@ -128,13 +100,23 @@ static int pprof_bytes(struct server_req *r, const uint8_t **b, size_t *n)
 	return 0;
 }
 
-/* A decoded request: a model (text formats) or a flat profile (pprof). */
-struct decoded {
-	struct profile *p;
-	struct profile_flat *f;
-};
+/* The body of a text format (folded, lines) as a flat profile. */
+static int decode_text(struct server_req *r, const struct ingest_args *a, struct profile_flat **f,
+		       char *err, size_t errlen)
+{
+	struct profile *p = NULL;
+	int ret = profile_text_parse((const char *)r->body, r->len, !strcmp(a->format, "lines"),
+				     1000000000 / a->rate, &p, err, errlen);
 
-static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a, struct decoded *d)
+	if (!ret && (ret = profile__to_flat(p, f)))
+		snprintf(err, errlen, "%s", strerror(-ret));
+	profile__free(p);
+	return ret == -E2BIG ? -ENOMEM : ret; /* -EINVAL stays the parser's */
+}
+
+/* The body as a flat profile (*f); on failure the reply is already queued. */
+static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
+			      struct profile_flat **f)
 {
 	char err[512] = "";
 	const uint8_t *b;
@@ -142,8 +124,7 @@ static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 	int ret;
 
 	if (strcmp(a->format, "pprof")) {
-		ret = profile_text_parse((const char *)r->body, r->len, !strcmp(a->format, "lines"),
-					 1000000000 / a->rate, &d->p, err, sizeof(err));
+		ret = decode_text(r, a, f, err, sizeof(err));
 		if (ret == -EINVAL)
 			return server_error(r, 400, SERVER_REJ_BAD_PROFILE,
 					    "malformed %s profile: %s", a->format, err);
@@ -155,7 +136,7 @@ static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 		if (ret)
 			return bad(r, SERVER_REJ_BAD_PROFILE, "malformed multipart body");
 		budget = server_memory_budget(r->len);
-		ret = pprof_decode_flat_budget(b, n, budget, &d->f, err, sizeof(err));
+		ret = pprof_decode_flat_budget(b, n, budget, f, err, sizeof(err));
 		if (ret == -EFBIG)
 			return server_error(
 			    r, 413, SERVER_REJ_BOMB,
@@ -173,7 +154,7 @@ static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 	return MHD_YES;
 }
 
-/* Maps a store__append error to a reply. */
+/* Maps an ingest__store error to a reply. */
 static enum MHD_Result store_failed(struct server_req *r, int ret, const char *err)
 {
 	if (ret == -EDQUOT)
@@ -189,118 +170,35 @@ static enum MHD_Result store_failed(struct server_req *r, int ret, const char *e
 	return server_error(r, 500, SERVER_REJ_INTERNAL, "storing failed: %s", err);
 }
 
-/* -EDOM when a sample value is below 0 (a CPU profile counts up from 0, and
- * negative samples would make totals shrink or go negative). */
-static int check_values(const struct profile *p, const struct profile_flat *f, char *err,
-			size_t errlen)
-{
-	size_t n = f ? f->n_samples : profile__n_samples(p);
-	struct profile_sample sm;
-
-	for (size_t i = 0; i < n; i++) {
-		const int64_t *v = f ? f->samples[i].values : sm.values;
-
-		if (!f && profile__sample(p, i, &sm))
-			continue;
-		for (int k = 0; k < PROFILE_N_VALUES; k++)
-			if (v[k] < 0) {
-				snprintf(err, errlen, "sample %zu has a negative value (%lld)", i,
-					 (long long)v[k]);
-				return -EDOM;
-			}
-	}
-	return 0;
-}
-
-/*
- * The rules of every stored profile (/ingest and hearth run alike): refuses a
- * start before 1970 or beyond the clock skew (-ERANGE) and negative sample
- * values (-EDOM); clamps the duration to [0, SERVER_MAX_PROFILE_DURATION_NS]
- * so a chunk's end (start + duration, which retention compares) stays near its
- * start. p or f is changed in place.
- */
-static int check_profile(struct profile *p, struct profile_flat *f, char *err, size_t errlen)
-{
-	int64_t t = f ? f->time_ns : profile__time_ns(p);
-	int64_t dur = f ? f->duration_ns : profile__duration_ns(p);
-	int ret;
-
-	ret = check_time("profile", t, server_now_ns(), err, errlen)
-		  ?: check_values(p, f, err, errlen);
-	if (ret)
-		return ret;
-	if (dur < 0)
-		dur = 0;
-	if (dur > SERVER_MAX_PROFILE_DURATION_NS)
-		dur = SERVER_MAX_PROFILE_DURATION_NS;
-	if (f)
-		f->duration_ns = dur;
-	else
-		profile__set_time(p, t, dur);
-	return 0;
-}
-
-/* Stores p or f (one of them NULL) under the label pairs. */
-static int store_labelled(struct server *s, const char *const *keys, const char *const *vals,
-			  size_t n, struct profile *p, struct profile_flat *f, char *err,
-			  size_t errlen)
-{
-	struct store_label extra[SERVER_MAX_LABELS];
-	struct store_append_result res = {0};
-	int ret;
-
-	if (!s->store) {
-		snprintf(err, errlen, "this listener has no store");
-		return -ENOTSUP;
-	}
-	if (n > SERVER_MAX_LABELS) {
-		snprintf(err, errlen, "too many labels (at most %d)", SERVER_MAX_LABELS);
-		return -E2BIG;
-	}
-	ret = check_profile(p, f, err, errlen);
-	if (ret)
-		return ret;
-	for (size_t i = 0; i < n; i++)
-		extra[i] = (struct store_label){.name = keys[i], .value = vals[i]};
-	ret = f ? store__append_flat(s->store, f, NULL, extra, n, &res, err, errlen)
-		: store__append(s->store, p, NULL, extra, n, &res, err, errlen);
-	if (!ret)
-		server_metrics__ingest(&s->metrics, res.samples > 0 ? (uint64_t)res.samples : 0, 0);
-	return ret;
-}
-
-int server_store_flat(struct server *s, const char *const *keys, const char *const *vals, size_t n,
-		      struct profile_flat *f, char *err, size_t errlen)
-{
-	if (!f) {
-		snprintf(err, errlen, "no profile given");
-		return -EINVAL;
-	}
-	return store_labelled(s, keys, vals, n, NULL, f, err, errlen);
-}
-
 static enum MHD_Result store_it(struct server *s, struct server_req *r, struct ingest_args *a,
-				struct decoded *d)
+				struct profile_flat *f)
 {
+	struct store_label labels[SERVER_MAX_LABELS];
+	struct store_append_result res = {0};
+	struct ingest_request req = {.labels = labels, .n_labels = a->labels.n, .profile = f};
 	char err[512] = "";
-	int64_t t = d->f ? d->f->time_ns : profile__time_ns(d->p);
 	int ret;
 
-	if (strcmp(a->format, "pprof") || t <= 0 || server_arg(r, "from")) {
-		if (d->f) {
-			d->f->time_ns = a->from_ns;
-			d->f->duration_ns = a->until_ns - a->from_ns;
-		} else {
-			profile__set_time(d->p, a->from_ns, a->until_ns - a->from_ns);
-		}
+	for (size_t i = 0; i < a->labels.n; i++)
+		labels[i] = (struct store_label){a->labels.keys[i], a->labels.vals[i]};
+	/* A pprof keeps its own time unless the request gives one ('from'). */
+	if (strcmp(a->format, "pprof") || f->time_ns <= 0 || server_arg(r, "from")) {
+		req.has_range = true;
+		req.from_ns = a->from_ns;
+		req.until_ns = a->until_ns;
 	}
-	ret = store_labelled(s, (const char *const *)a->labels.keys,
-			     (const char *const *)a->labels.vals, a->labels.n, d->p, d->f, err,
-			     sizeof(err));
+	ret =
+	    ingest__store(store__backend(s->store), &req, ingest_now_ns(), &res, err, sizeof(err));
 	if (ret)
 		return store_failed(r, ret, err);
+	server__count_ingest(s, res.samples);
 	__atomic_add_fetch(&s->metrics.ingested_bytes, r->len, __ATOMIC_RELAXED);
 	return server_reply(r, 200, "application/json", strdup("{}\n"), 3);
+}
+
+void server__count_ingest(struct server *s, int64_t samples)
+{
+	server_metrics__ingest(&s->metrics, samples > 0 ? (uint64_t)samples : 0, 0);
 }
 
 /* Waits up to SERVER_DECODE_WAIT_S for one of the SERVER_MAX_DECODES slots. 0 or -EBUSY. */
@@ -319,7 +217,7 @@ static int decode_slot(struct server *s)
 enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 {
 	struct ingest_args a = {0};
-	struct decoded d = {0};
+	struct profile_flat *f = NULL;
 	enum MHD_Result ret;
 	bool ok;
 
@@ -336,13 +234,12 @@ enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 		ok = false;
 	}
 	if (ok) {
-		ret = decode(r, &a, &d);
+		ret = decode(r, &a, &f);
 		sem_post(&s->decodes);
 	}
-	if (ok && (d.p || d.f))
-		ret = store_it(s, r, &a, &d);
-	profile__free(d.p);
-	profile_flat__free(d.f);
+	if (ok && f)
+		ret = store_it(s, r, &a, f);
+	profile_flat__free(f);
 	server_labels__fini(&a.labels);
 	return ret;
 }

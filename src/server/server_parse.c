@@ -6,7 +6,7 @@
  * SERVER_MAX_LABELS) and every failure names the offending value in err.
  */
 #include "server.h"
-#include "store/store.h"
+#include "ingest/ingest.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -126,7 +126,7 @@ int server_parse_name(const char *name, struct server_labels *out, char *err, si
 		copy[n - 1] = '\0';
 		*brace = '\0';
 	}
-	ret = copy[0] ? server_labels__add(out, STORE_NAME_LABEL, copy, err, errlen)
+	ret = copy[0] ? server_labels__add(out, INGEST_NAME_LABEL, copy, err, errlen)
 		      : perr(err, errlen, -EINVAL, "name '%.200s' has no application name", name);
 	if (!ret && brace)
 		ret = parse_label_list(brace + 1, out, err, errlen);

@@ -1,15 +1,13 @@
 /*
- * store__append: one profile → rows (series, stack, values) → one raw chunk, in
- * one SQLite transaction with every newly interned string, mapping, function,
- * location, stack and series. Either all of it commits or none of it does (the
- * in-memory intern tables roll back with the transaction).
+ * The store's one ingest path: a flat profile → rows (series, stack, values) →
+ * one raw chunk, in one SQLite transaction with every newly interned string,
+ * mapping, function, location, stack and series. Either all of it commits or
+ * none of it does (the in-memory intern tables roll back with the transaction).
  *
- * The profile's own ids are translated to store ids once per profile through
- * arrays indexed by the profile id (a location seen by an earlier append: one
- * probe of the location cache), and a stack the series used before costs one
- * probe of the stack memo, whatever its depth. store__append_flat does the
- * same from a decoded pprof without the model (append_flat.c); this file holds
- * the model path and everything both share: series, stacks, the transaction.
+ * append_flat.c translates the flat profile's indices to store ids; this file
+ * holds what surrounds it: argument checks, series, stacks, the transaction.
+ * store__append takes a model and stores its flat form (profile__to_flat), so
+ * a model and its pprof store the same rows with the same ids.
  */
 #include "store_impl.h"
 
@@ -17,202 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const sample_label_names[] = STORE_SAMPLE_LABELS;
-#define N_SAMPLE_LABELS (sizeof(sample_label_names) / sizeof(sample_label_names[0]))
-
 int store_append_key_room(struct store_append_ctx *a, size_t need)
 {
-	if (need <= a->key_cap)
-		return 0;
-	size_t c = a->key_cap ? a->key_cap : 256;
-	while (c < need)
-		c *= 2;
-	uint8_t *k = realloc(a->key, c);
-	if (!k)
-		return -ENOMEM;
-	a->key = k;
-	a->key_cap = c;
-	return 0;
-}
-
-static int intern_string(struct store_append_ctx *a, const char *str, uint64_t *id)
-{
-	str = str ? str : "";
-	/* the NUL is part of the key: a stored string is a C string in place */
-	return store_itab__intern(&a->s->tabs[STORE_T_STRINGS], str, strlen(str) + 1, id, NULL);
-}
-
-static int map_id(struct store_append_ctx *a, uint64_t pid, uint64_t *out)
-{
-	struct profile_mapping m;
-	uint64_t file, build;
-	uint8_t k[64], *e;
-	int err;
-
-	if (pid == 0 || a->map_ids[pid]) {
-		*out = pid ? a->map_ids[pid] : 0;
-		return 0;
-	}
-	err = profile__get_mapping(a->p, pid, &m) ?: intern_string(a, m.file, &file) ?:
-		intern_string(a, m.build_id, &build);
-	if (err)
-		return err;
-	e = store_put_varint(k, m.start);
-	e = store_put_varint(e, m.limit);
-	e = store_put_varint(e, m.offset);
-	e = store_put_varint(e, file);
-	e = store_put_varint(e, build);
-	err = store_itab__intern(&a->s->tabs[STORE_T_MAPPINGS], k, (size_t)(e - k), out, NULL);
-	a->map_ids[pid] = *out;
-	return err;
-}
-
-static int func_id(struct store_append_ctx *a, uint64_t pid, uint64_t *out)
-{
-	struct profile_function f;
-	uint64_t sid[3];
-	uint8_t k[32], *e = k;
-	int err;
-
-	if (a->func_ids[pid]) {
-		*out = a->func_ids[pid];
-		return 0;
-	}
-	/* the model's strings are interned: an equal pointer is an equal string, and
-	 * most functions share their file with the previous one or have
-	 * system_name == name, which saves two of the three lookups */
-	err = profile__get_function(a->p, pid, &f) ?: intern_string(a, f.name, &sid[0]);
-	if (!err && f.system_name == f.name)
-		sid[1] = sid[0];
-	else if (!err)
-		err = intern_string(a, f.system_name, &sid[1]);
-	if (!err && f.filename && f.filename == a->last_file)
-		sid[2] = a->last_file_id;
-	else if (!err)
-		err = intern_string(a, f.filename, &sid[2]);
-	if (err)
-		return err;
-	a->last_file = f.filename;
-	a->last_file_id = sid[2];
-	for (int i = 0; i < 3; i++)
-		e = store_put_varint(e, sid[i]);
-	err = store_itab__intern(&a->s->tabs[STORE_T_FUNCTIONS], k, (size_t)(e - k), out, NULL);
-	a->func_ids[pid] = *out;
-	return err;
-}
-
-static void mix_str(uint64_t h[2], const char *str)
-{
-	str = str ? str : "";
-	store_loccache_mix(h, str, strlen(str) + 1);
-}
-
-/* Content hash of mapping pid (0: none), memoized per append. */
-static int map_hash(struct store_append_ctx *a, uint64_t pid, const uint64_t **out)
-{
-	struct profile_mapping m;
-	uint64_t *h = a->map_h[pid];
-
-	*out = h;
-	if (h[0] || h[1])
-		return 0;
-	h[0] = STORE_LOCCACHE_MAPPING_SEED0;
-	h[1] = STORE_LOCCACHE_MAPPING_SEED1;
-	if (pid) {
-		if (profile__get_mapping(a->p, pid, &m))
-			return -EINVAL;
-		uint64_t v[3] = {m.start, m.limit, m.offset};
-		store_loccache_mix(h, v, sizeof(v));
-		mix_str(h, m.file);
-		mix_str(h, m.build_id);
-	}
-	return 0;
-}
-
-/* Content hash of function pid, memoized per append. */
-static int func_hash(struct store_append_ctx *a, uint64_t pid, const uint64_t **out)
-{
-	struct profile_function f;
-	uint64_t *h = a->func_h[pid];
-
-	*out = h;
-	if (h[0] || h[1])
-		return 0;
-	if (profile__get_function(a->p, pid, &f))
-		return -EINVAL;
-	h[0] = STORE_LOCCACHE_FUNCTION_SEED0;
-	h[1] = STORE_LOCCACHE_FUNCTION_SEED1;
-	mix_str(h, f.name);
-	mix_str(h, f.system_name);
-	mix_str(h, f.filename);
-	return 0;
-}
-
-/* Content hash of a location: what its stored key is made of (loccache.c). */
-static int loc_hash(struct store_append_ctx *a, const struct profile_location *l, uint64_t h[2])
-{
-	const uint64_t *mh, *fh;
-	uint64_t v[3];
-	int err = map_hash(a, l->mapping_id, &mh);
-
-	if (err)
-		return err;
-	h[0] = mh[0];
-	h[1] = mh[1];
-	v[0] = l->address;
-	v[1] = l->n_lines;
-	store_loccache_mix(h, v, 2 * sizeof(*v));
-	for (size_t i = 0; i < l->n_lines; i++) {
-		if ((err = func_hash(a, l->lines[i].function_id, &fh)))
-			return err;
-		v[0] = fh[0];
-		v[1] = fh[1];
-		v[2] = (uint64_t)l->lines[i].line;
-		store_loccache_mix(h, v, sizeof(v));
-	}
-	return 0;
-}
-
-/* Location key: mapping, address, n_lines, (function, zigzag line)*. Looked up
- * in the store's location cache first, by content hash. */
-static int loc_id(struct store_append_ctx *a, uint64_t pid, uint64_t *out)
-{
-	struct profile_location l;
-	uint64_t mid, fid, h[2];
-	uint8_t *e;
-	int err;
-
-	if (a->loc_ids[pid]) {
-		*out = a->loc_ids[pid];
-		return 0;
-	}
-	err = profile__get_location(a->p, pid, &l) ?: loc_hash(a, &l, h);
-	if (err)
-		return err;
-	if ((*out = store_loccache_find(&a->s->loccache, h))) {
-		a->loc_ids[pid] = *out;
-		return 0;
-	}
-	err = map_id(a, l.mapping_id, &mid);
-	if (err)
-		return err;
-	if (l.n_lines > 100000 || store_append_key_room(a, 40 + l.n_lines * 20))
-		return -ENOMEM;
-	e = store_put_varint(a->key, mid);
-	e = store_put_varint(e, l.address);
-	e = store_put_varint(e, l.n_lines);
-	for (size_t i = 0; i < l.n_lines; i++) {
-		err = func_id(a, l.lines[i].function_id, &fid);
-		if (err)
-			return err;
-		e = store_put_varint(e, fid);
-		e = store_put_varint(e, store_zigzag(l.lines[i].line));
-	}
-	err = store_itab__intern(&a->s->tabs[STORE_T_LOCATIONS], a->key, (size_t)(e - a->key), out,
-				 NULL)
-		  ?: store_loccache_put(&a->s->loccache, h, *out);
-	a->loc_ids[pid] = *out;
-	return err;
+	return base_grow((void **)&a->key, &a->key_cap, need, 1);
 }
 
 /*
@@ -243,55 +48,24 @@ int store_append_stack(struct store_append_ctx *a, uint64_t series, const uint64
 	return err ?: store_stackmemo_put(&a->s->stackmemo, h, series, stack, *local);
 }
 
-static int stack_local(struct store_append_ctx *a, uint64_t series, const uint64_t *ids, size_t n,
-		       uint64_t *local)
-{
-	uint64_t h[2];
-
-	store_stackmemo_hash(series, ids, n, h);
-	return store_append_stack(a, series, ids, n, h, local);
-}
-
-/* Scratch for n location ids: the caller's buffer when it is large enough. */
-static uint64_t *ids_room(uint64_t *buf, size_t cap, uint64_t **heap, size_t n)
-{
-	if (n <= cap)
-		return buf;
-	free(*heap);
-	*heap = n <= SIZE_MAX / sizeof(**heap) ? malloc(n * sizeof(**heap)) : NULL;
-	return *heap;
-}
-
-/* Series-local id of a model sample's stack in series. */
-static int model_stack(struct store_append_ctx *a, const struct profile_sample *smp,
-		       uint64_t series, uint64_t *local)
-{
-	uint64_t ids[128], *heap = NULL, *tmp = ids_room(ids, 128, &heap, smp->n_locs);
-	int err = tmp ? 0 : -ENOMEM;
-
-	for (size_t i = 0; i < smp->n_locs && !err; i++)
-		err = loc_id(a, smp->locs[i], &tmp[i]);
-	err = err ?: stack_local(a, series, tmp, smp->n_locs, local);
-	free(heap);
-	return err;
-}
-
 static int label_cmp(const void *x, const void *y)
 {
 	return strcmp(((const struct store_label *)x)->name, ((const struct store_label *)y)->name);
 }
 
-/* The kept labels of a sample's (sorted) labels; numbers are printed into nums. */
-static size_t sample_labels(const struct profile_label *labels, size_t n_labels,
-			    struct store_label *out, char nums[N_SAMPLE_LABELS][24])
+/* The kept labels (opts.sample_labels) of a sample's (sorted) labels; numbers
+ * are printed into nums. */
+static size_t sample_labels(const struct store *s, const struct profile_label *labels,
+			    size_t n_labels, struct store_label *out,
+			    char nums[STORE_MAX_SAMPLE_LABELS][24])
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < n_labels; i++) {
 		const struct profile_label *l = &labels[i];
 
-		for (size_t k = 0; k < N_SAMPLE_LABELS && n < N_SAMPLE_LABELS; k++) {
-			if (strcmp(l->key, sample_label_names[k]))
+		for (size_t k = 0; k < s->n_sample_labels && n < s->n_sample_labels; k++) {
+			if (strcmp(l->key, s->opts.sample_labels[k]))
 				continue;
 			if (!l->str) {
 				snprintf(nums[n], sizeof(nums[n]), "%lld", (long long)l->num);
@@ -334,7 +108,7 @@ struct store_series_memo *store_append_memo_slot(struct store_append_ctx *a, con
 						 size_t bytes)
 {
 	size_t mask = a->memo_cap - 1;
-	size_t i = bytes ? (size_t)store_hash(labels, bytes) & mask : 0;
+	size_t i = bytes ? (size_t)base_hash_bytes(BASE_HASH_SEED, labels, bytes) & mask : 0;
 
 	for (;; i = (i + 1) & mask) {
 		struct store_series_memo *m = &a->memo[i];
@@ -348,9 +122,9 @@ struct store_series_memo *store_append_memo_slot(struct store_append_ctx *a, con
 int store_append_series(struct store_append_ctx *a, const struct profile_label *labels,
 			size_t n_labels, uint64_t *out)
 {
-	struct store_label l[STORE_MAX_SERIES_LABELS + N_SAMPLE_LABELS];
-	char nums[N_SAMPLE_LABELS][24];
-	size_t n = sample_labels(labels, n_labels, l, nums), ns = n, len;
+	struct store_label l[STORE_MAX_SERIES_LABELS + STORE_MAX_SAMPLE_LABELS];
+	char nums[STORE_MAX_SAMPLE_LABELS][24];
+	size_t n = sample_labels(a->s, labels, n_labels, l, nums), ns = n, len;
 	bool added;
 	int err;
 
@@ -386,23 +160,6 @@ int store_append_series(struct store_append_ctx *a, const struct profile_label *
 		return -EDQUOT;
 	}
 	return 0;
-}
-
-static int model_series(struct store_append_ctx *a, const struct profile_sample *smp, uint64_t *out)
-{
-	struct store_series_memo *m =
-	    store_append_memo_slot(a, smp->labels, smp->n_labels * sizeof(*smp->labels));
-	int err;
-
-	if (m->id) {
-		*out = m->id;
-		return 0;
-	}
-	err = store_append_series(a, smp->labels, smp->n_labels, out);
-	if (!err) /* at most one entry per sample: the table never fills */
-		*m = (struct store_series_memo){smp->labels, smp->n_labels * sizeof(*smp->labels),
-						*out};
-	return err;
 }
 
 /* Valid label name: [a-zA-Z_][a-zA-Z0-9_.]*. */
@@ -455,31 +212,6 @@ static int check_args(int64_t time_ns, const char *type, const struct store_labe
 	return 0;
 }
 
-/* Rows of the profile, sorted and merged. */
-static int build_rows(struct store_append_ctx *a, struct store_rows *rows, int64_t *samples)
-{
-	struct profile_sample smp;
-	struct store_crow r;
-	int err = 0;
-
-	if (a->f)
-		return store_append_flat_rows(a, rows, samples);
-	*samples = 0;
-	for (size_t i = 0; i < profile__n_samples(a->p) && !err; i++) {
-		err = profile__sample(a->p, i, &smp) ?: model_series(a, &smp, &r.series_id) ?:
-			model_stack(a, &smp, r.series_id, &r.stack_id);
-		if (err)
-			break;
-		r.v[0] = smp.values[0];
-		r.v[1] = smp.values[1];
-		*samples = store_sat_add(*samples, smp.values[0]);
-		err = store_rows__push(rows, &r);
-	}
-	if (!err)
-		store_rows__sort_merge(rows);
-	return err;
-}
-
 /* Marks the windows of t for rollup and drops their stale rollups. */
 static int touch_windows(struct store *s, int64_t t)
 {
@@ -505,7 +237,7 @@ static int write_append(struct store_append_ctx *a, struct store_rows *rows, int
 	int64_t t = a->time_ns;
 	int err;
 
-	err = build_rows(a, rows, samples);
+	err = store_append_flat_rows(a, rows, samples);
 	if (err)
 		return err;
 	err = store_insert_chunk(s, 0, t, a->duration_ns, rows, a->period_ns) ?:
@@ -518,17 +250,15 @@ static int write_append(struct store_append_ctx *a, struct store_rows *rows, int
 static int alloc_ctx(struct store_append_ctx *a)
 {
 	const struct profile_flat *f = a->f;
-	size_t n_maps = f ? f->n_mappings : profile__n_mappings(a->p);
-	size_t n_funcs = f ? f->n_functions : profile__n_functions(a->p);
-	size_t n_locs = f ? f->n_locations : profile__n_locations(a->p);
-	size_t n_samples = f ? f->n_samples : profile__n_samples(a->p);
+	size_t n_maps = f->n_mappings, n_funcs = f->n_functions, n_locs = f->n_locations;
+	size_t n_samples = f->n_samples;
 
 	a->map_ids = calloc(n_maps + 1, sizeof(uint64_t));
 	a->func_ids = calloc(n_funcs + 1, sizeof(uint64_t));
 	a->loc_ids = calloc(n_locs + 1, sizeof(uint64_t));
 	a->map_h = calloc(n_maps + 1, sizeof(*a->map_h));
 	a->func_h = calloc(n_funcs + 1, sizeof(*a->func_h));
-	a->str_ids = calloc(f ? f->n_strings + 1 : 1, sizeof(uint64_t));
+	a->str_ids = calloc(f->n_strings + 1, sizeof(uint64_t));
 	a->memo_cap = 16;
 	while (a->memo_cap < 2 * n_samples && a->memo_cap < SIZE_MAX / 4)
 		a->memo_cap *= 2;
@@ -616,21 +346,6 @@ static int append(struct store_append_ctx *a, struct store_append_result *res, c
 	return e;
 }
 
-int store__append(struct store *s, const struct profile *p, const char *profile_type,
-		  const struct store_label *extra, size_t n_extra, struct store_append_result *res,
-		  char *err, size_t errlen)
-{
-	struct store_append_ctx a = {
-	    .s = s, .p = p, .type = profile_type, .extra = extra, .n_extra = n_extra};
-
-	if (p) {
-		a.time_ns = profile__time_ns(p);
-		a.duration_ns = profile__duration_ns(p);
-		a.period_ns = profile__period_ns(p);
-	}
-	return append(&a, res, err, errlen);
-}
-
 int store__append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
 		       const struct store_label *extra, size_t n_extra,
 		       struct store_append_result *res, char *err, size_t errlen)
@@ -644,4 +359,20 @@ int store__append_flat(struct store *s, const struct profile_flat *f, const char
 		a.period_ns = f->period_ns;
 	}
 	return append(&a, res, err, errlen);
+}
+
+int store__append(struct store *s, const struct profile *p, const char *profile_type,
+		  const struct store_label *extra, size_t n_extra, struct store_append_result *res,
+		  char *err, size_t errlen)
+{
+	struct profile_flat *f = NULL;
+	int e = p ? profile__to_flat(p, &f) : 0;
+
+	if (e) {
+		store_set_err(err, errlen, "the profile has no flat form: %s", strerror(-e));
+		return e == -E2BIG ? -ENOMEM : e; /* 4 GiB of strings: no label of the caller's */
+	}
+	e = store__append_flat(s, f, profile_type, extra, n_extra, res, err, errlen);
+	profile_flat__free(f);
+	return e;
 }

@@ -314,7 +314,7 @@ static int flat_finish(struct store_append_ctx *a, const struct flat_pending *pd
 	struct store_crow r = {.series_id = pd->series, .v = {pd->v[0], pd->v[1]}};
 	int err = store_append_stack(a, pd->series, pd->ids, pd->n, pd->h, &r.stack_id);
 
-	*samples = store_sat_add(*samples, pd->v[0]);
+	*samples = base_sat_add(*samples, pd->v[0]);
 	return err ?: store_rows__push(rows, &r);
 }
 

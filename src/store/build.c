@@ -43,7 +43,8 @@ void store_builder__free(struct store_builder *b)
 	free(b);
 }
 
-/* The translation slot of store id in table t (grown on demand), or NULL. */
+/* The translation slot of store id in table t (grown on demand), or NULL.
+ * Sized to the table's ids at once, not doubled: the table bounds it. */
 static uint32_t *slot(struct store_builder *b, int t, uint64_t id)
 {
 	if (id >= b->cap[t]) {
@@ -87,79 +88,82 @@ static int get_n(const uint8_t **p, const uint8_t *end, uint64_t *v, int n)
 	return 0;
 }
 
+/* What untranslated found: the slot to fill and the rest of the stored key. */
+struct pending_id {
+	uint32_t *sl;
+	const uint8_t *k, *end;
+};
+
+/*
+ * Id of table t as the builder knows it: 1 and *out when translated before;
+ * else 0, with p the slot to remember its profile id in and v the first n
+ * varints of its stored key (p->k, p->end: the rest). -ENOMEM, -EUCLEAN.
+ */
+static int untranslated(struct store_builder *b, int t, uint64_t id, uint64_t *v, int n,
+			struct pending_id *p, uint64_t *out)
+{
+	size_t len;
+
+	if (!(p->sl = slot(b, t, id)))
+		return -ENOMEM;
+	if (*p->sl) {
+		*out = *p->sl;
+		return 1;
+	}
+	p->k = store_itab__key(&b->s->tabs[t], id, &len);
+	p->end = p->k + len;
+	if (!p->k || get_n(&p->k, p->end, v, n))
+		return -EUCLEAN;
+	return 0;
+}
+
 static int mapping(struct store_builder *b, uint64_t id, uint64_t *out)
 {
-	uint32_t *sl;
+	struct pending_id p;
 	uint64_t v[5];
-	size_t len;
-	const uint8_t *k, *end;
+	int r;
 
 	*out = 0;
 	if (!id)
 		return 0;
-	if (!(sl = slot(b, STORE_T_MAPPINGS, id)))
-		return -ENOMEM;
-	if (*sl) {
-		*out = *sl;
-		return 0;
-	}
-	k = store_itab__key(&b->s->tabs[STORE_T_MAPPINGS], id, &len);
-	end = k + len;
-	if (!k || get_n(&k, end, v, 5))
-		return -EUCLEAN;
-	return remember(sl, profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])),
+	r = untranslated(b, STORE_T_MAPPINGS, id, v, 5, &p, out);
+	if (r)
+		return r < 0 ? r : 0;
+	return remember(p.sl, profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])),
 			out);
 }
 
 static int function(struct store_builder *b, uint64_t id, uint64_t *out)
 {
-	uint32_t *sl;
+	struct pending_id p;
 	uint64_t v[3];
-	size_t len;
-	const uint8_t *k, *end;
+	int r = untranslated(b, STORE_T_FUNCTIONS, id, v, 3, &p, out);
 
-	if (!(sl = slot(b, STORE_T_FUNCTIONS, id)))
-		return -ENOMEM;
-	if (*sl) {
-		*out = *sl;
-		return 0;
-	}
-	k = store_itab__key(&b->s->tabs[STORE_T_FUNCTIONS], id, &len);
-	end = k + len;
-	if (!k || get_n(&k, end, v, 3))
-		return -EUCLEAN;
-	return remember(sl, profile__function(b->p, str(b, v[0]), str(b, v[1]), str(b, v[2])), out);
+	if (r)
+		return r < 0 ? r : 0;
+	return remember(p.sl, profile__function(b->p, str(b, v[0]), str(b, v[1]), str(b, v[2])),
+			out);
 }
 
 static int location(struct store_builder *b, uint64_t id, uint64_t *out)
 {
 	struct profile_line lines[64];
-	uint32_t *sl;
+	struct pending_id p;
 	uint64_t v[3], mid, l[2];
-	size_t len;
-	const uint8_t *k, *end;
-	int err;
+	int err = untranslated(b, STORE_T_LOCATIONS, id, v, 3, &p, out);
 
-	if (!(sl = slot(b, STORE_T_LOCATIONS, id)))
-		return -ENOMEM;
-	if (*sl) {
-		*out = *sl;
-		return 0;
-	}
-	k = store_itab__key(&b->s->tabs[STORE_T_LOCATIONS], id, &len);
-	end = k + len;
-	if (!k || get_n(&k, end, v, 3))
-		return -EUCLEAN;
+	if (err)
+		return err < 0 ? err : 0;
 	err = mapping(b, v[0], &mid);
 	for (uint64_t i = 0; !err && i < v[2] && i < 64; i++) {
-		err = get_n(&k, end, l, 2) ?: function(b, l[0], &lines[i].function_id);
+		err = get_n(&p.k, p.end, l, 2) ?: function(b, l[0], &lines[i].function_id);
 		lines[i].line = store_unzigzag(l[1]);
 	}
 	if (err)
 		return err;
 	/* deeper inline chains are cut to 64 lines (the outermost are kept by pprof tools) */
-	return remember(sl, profile__location_exact(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64),
-			out);
+	return remember(
+	    p.sl, profile__location_exact(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64), out);
 }
 
 /* The profile's location ids of a stored stack, leaf first, into *out: b->locs, or
@@ -299,18 +303,9 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 			break;
 		}
 		/* a location id takes at least one byte of the key */
-		if (*cap < at + len) {
-			size_t c = *cap ? *cap : 1024;
-			uint64_t *nl;
-
-			while (c < at + len)
-				c *= 2;
-			if (!(nl = realloc(*locs, c * sizeof(*nl)))) {
-				err = -ENOMEM;
-				break;
-			}
-			*locs = nl;
-			*cap = c;
+		if (base_grow((void **)locs, cap, at + len, sizeof(**locs))) {
+			err = -ENOMEM;
+			break;
 		}
 		while (k < end && !err)
 			if (store_get_varint(&k, end, &(*locs)[at++]))

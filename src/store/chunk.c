@@ -18,18 +18,8 @@
 
 int store_rows__push(struct store_rows *a, const struct store_crow *row)
 {
-	if (a->n == a->cap) {
-		size_t c = a->cap ? a->cap * 2 : 1024;
-		struct store_crow *r;
-
-		if (c > SIZE_MAX / sizeof(*r))
-			return -ENOMEM;
-		r = realloc(a->r, c * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		a->r = r;
-		a->cap = c;
-	}
+	if (a->n == a->cap && base_grow((void **)&a->r, &a->cap, a->n + 1, sizeof(*a->r)))
+		return -ENOMEM;
 	a->r[a->n++] = *row;
 	return 0;
 }
@@ -49,15 +39,6 @@ static int crow_cmp(const void *x, const void *y)
 	if (a->stack_id != b->stack_id)
 		return a->stack_id < b->stack_id ? -1 : 1;
 	return 0;
-}
-
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
 }
 
 /* Radix digits of RADIX_BITS bits: one or two passes sort the small ids of
@@ -138,7 +119,7 @@ void store_rows__sort_merge(struct store_rows *a)
 	for (size_t i = 1; i < a->n; i++) {
 		if (crow_cmp(&a->r[w], &a->r[i]) == 0) {
 			for (int k = 0; k < PROFILE_N_VALUES; k++)
-				a->r[w].v[k] = sat_add(a->r[w].v[k], a->r[i].v[k]);
+				a->r[w].v[k] = base_sat_add(a->r[w].v[k], a->r[i].v[k]);
 		} else {
 			a->r[++w] = a->r[i];
 		}
@@ -207,7 +188,7 @@ static int encode_totals(const struct store_rows *rows, uint8_t **out, size_t *l
 
 		for (; j < rows->n && rows->r[j].series_id == rows->r[i].series_id; j++)
 			for (int k = 0; k < PROFILE_N_VALUES; k++)
-				t[k] = sat_add(t[k], rows->r[j].v[k]);
+				t[k] = base_sat_add(t[k], rows->r[j].v[k]);
 		p = store_put_varint(p, rows->r[i].series_id - prev);
 		for (int k = 0; k < PROFILE_N_VALUES; k++)
 			p = store_put_varint(p, store_zigzag(t[k]));

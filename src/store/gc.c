@@ -60,18 +60,13 @@ static bool mark_series(struct store *s, uint64_t id)
 	struct store_gc *g = &s->gc;
 
 	if (id >= g->cap) {
-		size_t c = g->cap ? g->cap : 64;
-		uint8_t *n;
+		size_t old = g->cap;
 
-		while (c <= id)
-			c *= 2;
-		if (!(n = realloc(g->series, c))) {
+		if (base_grow((void **)&g->series, &g->cap, id + 1, 1)) {
 			g->failed = true;
 			return false;
 		}
-		memset(n + g->cap, 0, c - g->cap);
-		g->series = n;
-		g->cap = c;
+		memset(g->series + old, 0, g->cap - old);
 	}
 	g->series[id] = 1;
 	return true;

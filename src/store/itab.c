@@ -19,48 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A 64-bit hash, 8 bytes at a time (keys are short: tens of bytes). */
-uint64_t store_hash(const void *p, size_t n)
+/* The hash of a key: in memory only (the index), never stored, so it may change. */
+static uint64_t key_hash(const void *key, size_t len)
 {
-	const uint8_t *b = p;
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-	uint64_t w;
-
-	while (n >= 8) {
-		memcpy(&w, b, 8);
-		h = (h ^ (w * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
-		h ^= h >> 29;
-		b += 8;
-		n -= 8;
-	}
-	w = 0;
-	memcpy(&w, b, n);
-	h = (h ^ (w * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 32;
-	return h;
-}
-
-/* Grows an array of elem-sized elements to hold need, doubling; 0 or -ENOMEM. */
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t c = *cap ? *cap : 16;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need) {
-		if (c > SIZE_MAX / 2)
-			return -ENOMEM;
-		c *= 2;
-	}
-	if (c > SIZE_MAX / elem)
-		return -ENOMEM;
-	n = realloc(*arr, c * elem);
-	if (!n)
-		return -ENOMEM;
-	*arr = n;
-	*cap = c;
-	return 0;
+	return base_hash_bytes(BASE_HASH_SEED, key, len);
 }
 
 void store_itab__fini(struct store_itab *t)
@@ -83,7 +45,9 @@ static bool key_eq(const struct store_itab *t, uint32_t id, const void *key, siz
 
 /* A slot holds the id in its low 32 bits and the hash's high 32 bits above, so a
  * probe rejects other keys without touching their hashes or bytes (each of which
- * is a cache miss in a table of 100,000 keys). */
+ * is a cache miss in a table of 100,000 keys). Not a base_hmap for that reason:
+ * its 16-byte (hash, index) slots would double the index of the store's largest
+ * in-memory structure and halve the probes per cache line. */
 #define SLOT_ID(v)  ((uint32_t)(v))
 #define SLOT_TAG(h) ((h)&0xffffffff00000000ull)
 
@@ -137,7 +101,7 @@ static uint64_t find_hashed(const struct store_itab *t, uint64_t h, const void *
 
 uint64_t store_itab__find(const struct store_itab *t, const void *key, size_t len)
 {
-	return find_hashed(t, store_hash(key, len), key, len);
+	return find_hashed(t, key_hash(key, len), key, len);
 }
 
 /* Room for one more id (n + 1) in the arrays indexed by id. */
@@ -145,7 +109,7 @@ static int room_for_id(struct store_itab *t)
 {
 	size_t old_cap = t->cap_n, c = t->cap_n;
 
-	if (grow((void **)&t->off, &c, t->n + 1, sizeof(*t->off)))
+	if (base_grow((void **)&t->off, &c, t->n + 1, sizeof(*t->off)))
 		return -ENOMEM;
 	if (c != old_cap) { /* klen and hashes share cap_n with off */
 		uint32_t *kl = realloc(t->klen, c * sizeof(*kl));
@@ -165,7 +129,7 @@ static int room_for_id(struct store_itab *t)
 /* Stores key as id (a free id being reused, or n + 1), hashed h. */
 static int put(struct store_itab *t, uint32_t id, uint64_t h, const void *key, size_t len)
 {
-	if (grow((void **)&t->buf, &t->cap, t->len + len, 1))
+	if (base_grow((void **)&t->buf, &t->cap, t->len + len, 1))
 		return -ENOMEM;
 	if (len) /* an empty key (the empty stack) may come first, with buf still NULL */
 		memcpy(t->buf + t->len, key, len);
@@ -180,7 +144,7 @@ static int put(struct store_itab *t, uint32_t id, uint64_t h, const void *key, s
 
 int store_itab__intern(struct store_itab *t, const void *key, size_t len, uint64_t *id, bool *added)
 {
-	uint64_t h = store_hash(key, len);
+	uint64_t h = key_hash(key, len);
 	uint64_t found = find_hashed(t, h, key, len);
 	uint32_t nid;
 
@@ -192,8 +156,8 @@ int store_itab__intern(struct store_itab *t, const void *key, size_t len, uint64
 	}
 	if (t->n >= UINT32_MAX - 1 || len >= STORE_ITAB_LOST)
 		return -ENOSPC;
-	if (grow((void **)&t->pend, &t->cap_pend, t->npend + 1, sizeof(*t->pend)) ||
-	    grow((void **)&t->buf, &t->cap, t->len + len, 1))
+	if (base_grow((void **)&t->pend, &t->cap_pend, t->npend + 1, sizeof(*t->pend)) ||
+	    base_grow((void **)&t->buf, &t->cap, t->len + len, 1))
 		return -ENOMEM;
 	if (t->nfree) {
 		nid = t->free[t->nfree - 1];
@@ -265,7 +229,7 @@ static int rebuild_free(struct store_itab *t)
 			t->cap_free = c;
 		}
 	}
-	if (grow((void **)&t->free, &t->cap_free, nf, sizeof(*t->free)))
+	if (base_grow((void **)&t->free, &t->cap_free, nf, sizeof(*t->free)))
 		return -ENOMEM;
 	for (size_t id = t->n; id > 0; id--)
 		if (t->klen[id - 1] == STORE_ITAB_FREE)
@@ -275,7 +239,7 @@ static int rebuild_free(struct store_itab *t)
 
 int store_itab__load(struct store_itab *t, uint64_t id, const void *key, size_t len)
 {
-	uint64_t h = store_hash(key, len);
+	uint64_t h = key_hash(key, len);
 
 	if (id <= t->n || id >= UINT32_MAX - 1 || len >= STORE_ITAB_LOST ||
 	    find_hashed(t, h, key, len))

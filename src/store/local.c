@@ -13,22 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* base_grow, with the new elements zeroed (0: no local id yet). */
 static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
-	size_t c = *cap ? *cap : 64;
-	void *n;
+	size_t old = *cap;
+	int err = base_grow(arr, cap, need, elem);
 
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	n = realloc(*arr, c * elem);
-	if (!n)
-		return -ENOMEM;
-	memset((char *)n + *cap * elem, 0, (c - *cap) * elem);
-	*arr = n;
-	*cap = c;
-	return 0;
+	if (!err && *cap > old)
+		memset((char *)*arr + old * elem, 0, (*cap - old) * elem);
+	return err;
 }
 
 /* Records pair id (series, stack) as the next local id of series. */

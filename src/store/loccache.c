@@ -18,6 +18,7 @@
  */
 #include "store_impl.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,24 +49,36 @@ uint64_t store_loccache_find(const struct store_loccache *c, const uint64_t h[2]
 	}
 }
 
-static int grow(struct store_loccache *c)
-{
-	size_t cap = c->cap ? c->cap * 2 : 4096;
-	struct store_loccache_slot *s;
+/* A slot of a 128-bit-keyed table: the key, then a word that is 0 when empty. */
+struct fp_slot {
+	uint64_t h[2];
+	uint64_t used;
+};
+_Static_assert(offsetof(struct store_loccache_slot, id) == offsetof(struct fp_slot, used),
+	       "a location cache slot is a 128-bit-keyed slot");
+_Static_assert(offsetof(struct store_stackmemo_slot, stack) == offsetof(struct fp_slot, used),
+	       "a stack memo slot is a 128-bit-keyed slot");
 
-	if (cap > SIZE_MAX / sizeof(*s) || !(s = calloc(cap, sizeof(*s))))
+int store_fp_grow(void **slots, size_t *cap, size_t size)
+{
+	size_t ncap = *cap ? *cap * 2 : 4096, bytes;
+	char *s, *old = *slots;
+
+	if (__builtin_mul_overflow(ncap, size, &bytes) || !(s = calloc(ncap, size)))
 		return -ENOMEM;
-	for (size_t i = 0; i < c->cap; i++) {
-		if (!c->slots[i].id)
+	for (size_t i = 0; i < *cap; i++) {
+		const struct fp_slot *o = (const void *)(old + i * size);
+
+		if (!o->used)
 			continue;
-		size_t j = c->slots[i].h[0] & (cap - 1);
-		while (s[j].id)
-			j = (j + 1) & (cap - 1);
-		s[j] = c->slots[i];
+		size_t j = o->h[0] & (ncap - 1);
+		while (((const struct fp_slot *)(const void *)(s + j * size))->used)
+			j = (j + 1) & (ncap - 1);
+		memcpy(s + j * size, o, size);
 	}
-	free(c->slots);
-	c->slots = s;
-	c->cap = cap;
+	free(old);
+	*slots = s;
+	*cap = ncap;
 	return 0;
 }
 
@@ -73,7 +86,8 @@ int store_loccache_put(struct store_loccache *c, const uint64_t h[2], uint64_t i
 {
 	size_t i;
 
-	if ((c->n + 1) * 2 > c->cap && grow(c))
+	if ((c->n + 1) * 2 > c->cap &&
+	    store_fp_grow((void **)&c->slots, &c->cap, sizeof(*c->slots)))
 		return -ENOMEM;
 	for (i = h[0] & (c->cap - 1); c->slots[i].id; i = (i + 1) & (c->cap - 1))
 		if (c->slots[i].h[0] == h[0] && c->slots[i].h[1] == h[1]) {

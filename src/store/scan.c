@@ -28,7 +28,7 @@ int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
 		return err;
 	store_gc_note_rows(s, rows);
 	for (size_t i = 0; i < rows->n; i++)
-		samples = store_sat_add(samples, rows->r[i].v[0]);
+		samples = base_sat_add(samples, rows->r[i].v[0]);
 	sqlite3_bind_int(st, 1, level);
 	sqlite3_bind_int64(st, 2, t0);
 	sqlite3_bind_int64(st, 3, dur);
@@ -136,15 +136,8 @@ static int add_bad(struct scan *sc, sqlite3_stmt *st, int level, int64_t t0, con
 	for (size_t i = 0; i < sc->n_bad; i++)
 		if (sc->bad[i].id == id)
 			return 0;
-	if (sc->n_bad == sc->bad_cap) {
-		size_t c = sc->bad_cap ? sc->bad_cap * 2 : 8;
-		struct bad_chunk *b = realloc(sc->bad, c * sizeof(*b));
-
-		if (!b)
-			return -ENOMEM;
-		sc->bad = b;
-		sc->bad_cap = c;
-	}
+	if (base_grow((void **)&sc->bad, &sc->bad_cap, sc->n_bad + 1, sizeof(*sc->bad)))
+		return -ENOMEM;
 	sc->bad[sc->n_bad++] = (struct bad_chunk){id, t0, level, why};
 	return 0;
 }
@@ -152,15 +145,8 @@ static int add_bad(struct scan *sc, sqlite3_stmt *st, int level, int64_t t0, con
 /* Appends t0 to *seen. */
 static int push_seen(int64_t **seen, size_t *n_seen, size_t *cap, int64_t t0)
 {
-	if (*n_seen == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		int64_t *n = realloc(*seen, c * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		*seen = n;
-		*cap = c;
-	}
+	if (base_grow((void **)seen, cap, *n_seen + 1, sizeof(**seen)))
+		return -ENOMEM;
 	(*seen)[(*n_seen)++] = t0;
 	return 0;
 }
@@ -237,17 +223,17 @@ static int cover(struct scan *sc, int level, int64_t from, int64_t until)
 	return err ?: cover(sc, level - 1, prev, until);
 }
 
-int store_scan_locked(struct store *s, const uint64_t *ids, size_t n, int64_t from, int64_t until,
-		      int max_level, int64_t max_window, unsigned flags,
-		      int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx)
+int store_scan_locked(struct store *s, const struct store_scan_query *q, int max_level,
+		      store_rows_fn fn, void *ctx)
 {
 	struct scan sc = {.s = s,
-			  .ids = ids,
-			  .n_ids = n,
-			  .max_window = max_window,
-			  .flags = flags,
+			  .ids = q->ids,
+			  .n_ids = q->n_ids,
+			  .max_window = q->max_window_ns,
+			  .flags = q->flags,
 			  .fn = fn,
 			  .ctx = ctx};
+	int64_t from = q->from_ns, until = q->until_ns;
 	int err;
 
 	if (from <= 0)
@@ -273,19 +259,16 @@ int store_scan_locked(struct store *s, const uint64_t *ids, size_t n, int64_t fr
 	return err;
 }
 
-int store__scan(struct store *s, const uint64_t *ids, size_t n, int64_t from_ns, int64_t until_ns,
-		int64_t max_window_ns, unsigned flags,
-		int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx)
+int store__scan(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx)
 {
 	int err;
 
-	if (!n)
+	if (!q->n_ids)
 		return 0;
-	if (from_ns > until_ns)
+	if (q->from_ns > q->until_ns)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
-	err = store_scan_locked(s, ids, n, from_ns, until_ns, STORE_LEVELS - 1, max_window_ns,
-				flags, fn, ctx);
+	err = store_scan_locked(s, q, STORE_LEVELS - 1, fn, ctx);
 	pthread_mutex_unlock(&s->lock);
 	return err;
 }
@@ -325,8 +308,11 @@ static int rollup_one(struct store *s, int level, int64_t t0)
 	err = store_exec(s, "BEGIN IMMEDIATE", NULL, 0);
 	if (err)
 		return err;
-	err = store_scan_locked(s, NULL, 0, t0, t0 + w, level - 1, 0, STORE_SCAN_LOCAL_IDS, collect,
-				&rows);
+	err =
+	    store_scan_locked(s,
+			      &(struct store_scan_query){
+				  .from_ns = t0, .until_ns = t0 + w, .flags = STORE_SCAN_LOCAL_IDS},
+			      level - 1, collect, &rows);
 	if (!err) {
 		store_rows__sort_merge(&rows);
 		sqlite3_bind_int(s->del_rollup, 1, level);

@@ -45,27 +45,6 @@ const struct store_stackmemo_slot *store_stackmemo_find(const struct store_stack
 	}
 }
 
-static int grow(struct store_stackmemo *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 4096;
-	struct store_stackmemo_slot *s;
-
-	if (cap > SIZE_MAX / sizeof(*s) || !(s = calloc(cap, sizeof(*s))))
-		return -ENOMEM;
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->slots[i].stack)
-			continue;
-		size_t j = m->slots[i].h[0] & (cap - 1);
-		while (s[j].stack)
-			j = (j + 1) & (cap - 1);
-		s[j] = m->slots[i];
-	}
-	free(m->slots);
-	m->slots = s;
-	m->cap = cap;
-	return 0;
-}
-
 int store_stackmemo_put(struct store_stackmemo *m, const uint64_t h[2], uint64_t series,
 			uint64_t stack, uint64_t local)
 {
@@ -75,7 +54,8 @@ int store_stackmemo_put(struct store_stackmemo *m, const uint64_t h[2], uint64_t
 		return 0; /* not representable: simply not remembered */
 	if (m->n >= STORE_STACKMEMO_MAX)
 		store_stackmemo_clear(m);
-	if ((m->n + 1) * 2 > m->cap && grow(m))
+	if ((m->n + 1) * 2 > m->cap &&
+	    store_fp_grow((void **)&m->slots, &m->cap, sizeof(*m->slots)))
 		return -ENOMEM;
 	for (i = h[0] & (m->cap - 1); m->slots[i].stack; i = (i + 1) & (m->cap - 1))
 		if (m->slots[i].h[0] == h[0] && m->slots[i].h[1] == h[1] &&

@@ -107,7 +107,7 @@ static int load_tab(struct store *s, int t, char *err, size_t errlen)
 		e = id < 1 ? -EINVAL : store_itab__load(tab, (uint64_t)id, k ? k : "", (size_t)len);
 		if (e == -EINVAL) {
 			store_set_err(err, errlen, "%s: table %s is corrupt near id %lld", s->path,
-				store_tab_names[t], (long long)id);
+				      store_tab_names[t], (long long)id);
 			e = -EIO;
 		}
 	}
@@ -194,7 +194,8 @@ static int open_db(struct store *s, char *err, size_t errlen)
 		e = load_tab(s, t, err, errlen);
 		if (e) {
 			if (e == -EIO && err && !*err)
-				store_set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+				store_set_err(err, errlen, "%s: %s", s->path,
+					      sqlite3_errmsg(s->db));
 			return e;
 		}
 	}
@@ -206,7 +207,7 @@ static int open_db(struct store *s, char *err, size_t errlen)
 	e = store_check_refs(s);
 	if (e < 0) {
 		store_set_err(err, errlen, "%s: %s", s->path,
-			e == -EIO ? sqlite3_errmsg(s->db) : strerror(-e));
+			      e == -EIO ? sqlite3_errmsg(s->db) : strerror(-e));
 		return e;
 	}
 	load_stats(s);
@@ -254,6 +255,7 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 {
 	struct store *s;
 	struct stat sb;
+	size_t n;
 	int e;
 
 	*out = NULL;
@@ -267,12 +269,20 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 		store_set_err(err, errlen, "%s is not a directory", dir);
 		return -EINVAL;
 	}
+	for (n = 0; opts && opts->sample_labels && opts->sample_labels[n]; n++)
+		if (n == STORE_MAX_SAMPLE_LABELS) {
+			store_set_err(err, errlen, "over %d sample labels to keep",
+				      STORE_MAX_SAMPLE_LABELS);
+			return -EINVAL;
+		}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->backend.ops = &store_embedded_ops;
 	pthread_mutex_init(&s->lock, NULL);
 	if (opts)
 		s->opts = *opts;
+	s->n_sample_labels = n;
 	fill_defaults(&s->opts);
 	s->dir = strdup(dir);
 	if (s->dir && asprintf(&s->path, "%s/hearth.db", dir) < 0)

@@ -1,9 +1,10 @@
 /*
  * store: hearth's embedded, crash-safe profile store.
  *
- * A series is a sorted label set plus a profile type. store__append splits one
- * profile (e.g. a 10 s host profile from the agent, or one /ingest request) into
- * series by the labels of each sample plus the request's extra labels, interns
+ * A series is a sorted label set plus a profile type. store__append_flat (the
+ * one ingest path, reached through src/ingest) splits one flat profile (e.g. a
+ * 10 s host profile from the agent, or one /ingest request) into series by the
+ * labels of each sample plus the request's extra labels, interns
  * stacks and symbols once per store, and writes the rows (series, stack, values)
  * of the profile as one compressed columnar chunk in a single SQLite transaction
  * (WAL mode). Completed time windows are rolled up into coarser chunks so long
@@ -40,24 +41,16 @@
 #define STORE_DEFAULT_RETENTION_NS (7ll * 24 * 3600 * 1000000000ll) /* 7 days */
 #define STORE_DEFAULT_MAX_SERIES   100000
 #define STORE_DEFAULT_MAX_LABELS   32
+/* Most entries of store_opts.sample_labels. */
+#define STORE_MAX_SAMPLE_LABELS 16
 /* Longest label name or value, in bytes (longer: -E2BIG). */
 #define STORE_MAX_LABEL_LEN 1024
 /* Label names: [a-zA-Z_][a-zA-Z0-9_.]*, like Prometheus plus '.' (OTel names). */
 
 /* Label holding the profile type in series listings (it is not stored as a label). */
 #define STORE_PROFILE_TYPE_LABEL "__profile_type__"
-/* Label holding the application name of a Pyroscope `name=APP{...}` ingest; the
- * query syntax `APP{...}` matches it. The server passes it as an extra label. */
-#define STORE_NAME_LABEL "__name__"
 /* Profile type of hearth's CPU profiles (Pyroscope naming). */
 #define STORE_CPU_PROFILE_TYPE "process_cpu:samples:count:cpu:nanoseconds"
-
-/* Sample labels copied into the series labels; other sample labels are dropped
- * (e.g. tid, which would make a series per thread). */
-#define STORE_SAMPLE_LABELS                                                                        \
-	{                                                                                          \
-		"pid", "comm", "process", "exe", "container", "unit"                               \
-	}
 
 struct store;
 
@@ -73,6 +66,14 @@ struct store_opts {
 	bool no_fsync;
 	/* true: store__append never rolls up on its own; call store__maintain. */
 	bool no_auto_rollup;
+	/*
+	 * Names of the sample labels that become series labels, NULL-terminated
+	 * (at most STORE_MAX_SAMPLE_LABELS; the producers' vocabulary, e.g.
+	 * ingest_sample_labels); other sample labels are dropped (e.g. tid, which
+	 * would make a series per thread). NULL: none. Borrowed: must outlive the
+	 * store.
+	 */
+	const char *const *sample_labels;
 	/* Where the store logs what it skipped or repaired (a quarantined chunk);
 	 * NULL: stderr. Borrowed: must outlive the store. */
 	FILE *log;
@@ -106,8 +107,8 @@ struct store_append_result {
 /*
  * Stores profile p at profile__time_ns(p) (must be > 0) with type profile_type
  * (NULL: STORE_CPU_PROFILE_TYPE). Each sample goes to the series made of `extra`
- * (e.g. host, kernel, __name__) plus the sample's STORE_SAMPLE_LABELS string
- * labels (numeric labels are printed in decimal); a sample label overrides an
+ * (e.g. host, kernel, __name__) plus the sample's labels named in
+ * opts.sample_labels (numeric labels are printed in decimal); a sample label overrides an
  * extra label of the same name. Samples with no locations are stored as an
  * empty stack.
  *
@@ -120,12 +121,12 @@ int store__append(struct store *s, const struct profile *p, const char *profile_
 		  char *err, size_t errlen);
 
 /*
- * store__append for a decoded pprof (pprof_decode_flat), stored exactly as
- * store__append stores profile__from_flat(f) (same rows, same ids, same
- * errors) at f->time_ns, without building the model: the ingest path of
- * /ingest and of hearth run. Locations seen before are found by their content
- * hash straight from the flat arrays (the location cache), and stacks a series
- * used before by their location ids (the stack memo): see docs/storage.md.
+ * The store's one ingest path: store__append for a flat profile (a decoded
+ * pprof, or profile__to_flat of a model), stored at f->time_ns. store__append
+ * is this on profile__to_flat(p). Locations seen before are found by their
+ * content hash straight from the flat arrays (the location cache), and stacks
+ * a series used before by their location ids (the stack memo): see
+ * docs/storage.md.
  */
 int store__append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
 		       const struct store_label *extra, size_t n_extra,
@@ -198,7 +199,7 @@ int store__series_foreach(struct store *s, int (*fn)(void *ctx, const struct sto
 /* One stored row as a scan delivers it. */
 struct store_row {
 	uint64_t series_id;
-	uint64_t stack_id;   /* store__stack_profile resolves it */
+	uint64_t stack_id;   /* store_builder__add / store__stack_locations resolve it */
 	int64_t time_ns;     /* start of the chunk the row comes from */
 	int64_t duration_ns; /* length of that chunk's window */
 	int64_t values[PROFILE_N_VALUES];
@@ -207,17 +208,26 @@ struct store_row {
 /* Scan flags. */
 #define STORE_SCAN_TOTALS 1u /* rows are per-series totals (stack_id 0): cheap for timelines */
 
+/* What store__scan reads. */
+struct store_scan_query {
+	const uint64_t *ids;	   /* series ids, sorted ascending; borrowed for the call */
+	size_t n_ids;		   /* 0: nothing to scan */
+	int64_t from_ns, until_ns; /* chunks starting in [from_ns, until_ns) */
+	int64_t max_window_ns;	   /* > 0: no chunk longer than this (timelines: their step) */
+	unsigned flags;		   /* STORE_SCAN_* */
+};
+
+/* Receives a batch of rows (borrowed for the call); non-zero stops the scan. */
+typedef int (*store_rows_fn)(void *ctx, const struct store_row *rows, size_t n);
+
 /*
- * Calls fn with batches of rows of the series in ids (sorted ascending, n > 0)
- * whose chunks start in [from_ns, until_ns). The coarsest rollups that fit in
- * the range are used, raw chunks at its edges; max_window_ns > 0 forbids
- * chunks longer than that (timelines pass their step). A non-zero return of fn
- * stops the scan and is returned. 0 or -errno. fn runs with the store locked:
- * it must not call into the store.
+ * Calls fn with batches of rows of the query's series whose chunks start in
+ * [from_ns, until_ns). The coarsest rollups that fit in the range are used,
+ * raw chunks at its edges. A non-zero return of fn stops the scan and is
+ * returned. 0, -EINVAL (from_ns > until_ns) or -errno. fn runs with the store
+ * locked: it must not call into the store.
  */
-int store__scan(struct store *s, const uint64_t *ids, size_t n, int64_t from_ns, int64_t until_ns,
-		int64_t max_window_ns, unsigned flags,
-		int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx);
+int store__scan(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx);
 
 /*
  * Rebuilds stored stacks into a profile: a builder translates store ids to the
@@ -276,5 +286,35 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 
 /* The highest stack id the store has given (stack ids are dense, 1..n). */
 uint64_t store__max_stack_id(struct store *s);
+
+/* ---- the storage interface ---- */
+
+/*
+ * What hearth needs of a storage backend, so that a second one (e.g. a
+ * ClickHouse client) can stand where the embedded store stands: ingest
+ * appends through it, and readers scan it. Each operation has the contract of
+ * the store__ function of the same name above; label names and values are
+ * derived from the series listing (src/query). A backend embeds a struct
+ * store_backend whose ops stay valid while it is open.
+ */
+struct store_backend;
+struct store_backend_ops {
+	const char *name; /* "embedded", ... (logs, /metrics) */
+	int (*append_flat)(struct store_backend *b, const struct profile_flat *f,
+			   const char *profile_type, const struct store_label *extra,
+			   size_t n_extra, struct store_append_result *res, char *err,
+			   size_t errlen);
+	int (*scan)(struct store_backend *b, const struct store_scan_query *q, store_rows_fn fn,
+		    void *ctx);
+	int (*series_foreach)(struct store_backend *b,
+			      int (*fn)(void *ctx, const struct store_series *ser), void *ctx);
+	int (*maintain)(struct store_backend *b, int64_t now_ns, uint64_t *deleted);
+};
+struct store_backend {
+	const struct store_backend_ops *ops;
+};
+
+/* The embedded store as a backend; borrowed, valid until store__close(s). */
+struct store_backend *store__backend(struct store *s);
 
 #endif /* HEARTH_STORE_H */

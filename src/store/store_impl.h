@@ -6,6 +6,7 @@
 #define HEARTH_STORE_IMPL_H
 
 #include "store.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -52,8 +53,6 @@ static inline int64_t store_unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
-uint64_t store_hash(const void *p, size_t n);
-
 /* ---- intern table: byte keys -> ids 1..n, with commit/rollback ---- */
 
 /*
@@ -71,7 +70,7 @@ struct store_itab {
 	size_t len, cap;
 	size_t *off;	  /* off[i]: start of the key of id i+1 */
 	uint32_t *klen;	  /* klen[i]: its length, or STORE_ITAB_FREE */
-	uint64_t *hashes; /* hashes[i]: its store_hash */
+	uint64_t *hashes; /* hashes[i]: its base_hash_bytes (in memory only) */
 	size_t n, cap_n;  /* ids 1..n given (some may be free); cap_n: of off, klen, hashes */
 	size_t live;	  /* ids in use */
 	uint32_t *free;	  /* free ids <= n, highest first */
@@ -170,6 +169,8 @@ static inline int64_t store_first_window(int64_t t)
 
 /* ---- location cache (loccache.c): content hash -> store location id ---- */
 
+/* Not a base_hmap: the 128-bit key is the whole entry (no element array for an
+ * index to point into), and the probe must stay one cache line, not two. */
 struct store_loccache {
 	struct store_loccache_slot {
 		uint64_t h[2];
@@ -209,6 +210,7 @@ void store_loccache_mix(uint64_t h[2], const void *p, size_t n);
 /* Most entries it holds; past this it starts over empty (see stackmemo.c). */
 #define STORE_STACKMEMO_MAX (1u << 20)
 
+/* Not a base_hmap, for the location cache's reason: the slot is the entry. */
 struct store_stackmemo {
 	struct store_stackmemo_slot {
 		uint64_t h[2];	/* 128-bit hash of the series and the location ids */
@@ -217,6 +219,13 @@ struct store_stackmemo {
 	} * slots;
 	size_t cap, n; /* cap: power of two or 0 */
 };
+/*
+ * Doubles a 128-bit-keyed table (the location cache's or the stack memo's
+ * slots: uint64_t h[2], then a word that is 0 in an empty slot; size bytes
+ * each), from 4096 slots, reinserting every entry by h[0]. 0 or -ENOMEM (the
+ * table is unchanged).
+ */
+int store_fp_grow(void **slots, size_t *cap, size_t size);
 /* Hash of a series' stack: the series, then its location ids, leaf first. */
 void store_stackmemo_hash(uint64_t series, const uint64_t *locs, size_t n, uint64_t h[2]);
 /* The slot of h for series, or NULL. */
@@ -240,53 +249,41 @@ void store_stackmemo_fini(struct store_stackmemo *m);
 /* Per-append state: id translations and scratch (append.c). */
 struct store_append_ctx {
 	struct store *s;
-	const struct profile *p;      /* the model path; or */
-	const struct profile_flat *f; /* the flat path (a decoded pprof) */
+	const struct profile_flat *f; /* the profile being stored */
 	int64_t time_ns, duration_ns, period_ns;
 	const char *type;
 	const struct store_label *extra;
 	size_t n_extra;
-	/* profile id (flat: index + 1) -> store id, 0 = not yet */
+	/* flat index + 1 -> store id, 0 = not yet */
 	uint64_t *map_ids, *func_ids, *loc_ids;
 	uint64_t *str_ids; /* flat string index -> store string id, 0 = not yet */
-	/* profile id -> content hash (loccache.c), {0, 0} = not yet */
+	/* flat index + 1 -> content hash (loccache.c), {0, 0} = not yet */
 	uint64_t (*map_h)[2], (*func_h)[2];
 	/*
-	 * Series by the bytes of the sample's label array: the model's strings are
-	 * interned, so the samples of one process carry the same pointers (a flat
-	 * profile's, the same string indices), and the series key (labels sorted,
-	 * joined, looked up) is built once per label set instead of once per
-	 * sample. Pointers and indices are compared, never dereferenced: equal ones
-	 * in one live profile are equal strings.
+	 * Series by the bytes of the sample's label array: the samples of one
+	 * process carry the same string indices, and the series key (labels
+	 * sorted, joined, looked up) is built once per label set instead of once
+	 * per sample. Indices are compared, never dereferenced: equal ones in one
+	 * profile are equal strings.
+	 * Not a base_hmap: sized once per append (2 slots per sample), never
+	 * grown, and the slot is the whole entry.
 	 */
 	struct store_series_memo {
-		const void *labels; /* borrowed from p or f */
+		const void *labels; /* borrowed from f */
 		size_t bytes;
 		uint64_t id; /* 0: empty slot */
 	} * memo;
-	size_t memo_cap;       /* power of two */
-	const char *last_file; /* borrowed from p: the last function's file */
-	uint64_t last_file_id; /* and its string id */
-	uint8_t *key;	       /* scratch for keys */
+	size_t memo_cap; /* power of two */
+	uint8_t *key;	 /* scratch for keys */
 	size_t key_cap;
 	size_t new_series;
 	char *err;
 	size_t errlen;
 };
 
-/* a + b clamped to the int64 range (a crafted profile may sum past it). */
 /* Writes one formatted sentence into err (NULL or errlen 0: nothing). */
 void store_set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-static inline int64_t store_sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
 
 /* a->key holds at least need bytes. 0 or -ENOMEM. */
 int store_append_key_room(struct store_append_ctx *a, size_t need);
@@ -322,10 +319,12 @@ enum store_tab {
 extern const char *const store_tab_names[STORE_N_TABS];
 
 struct store {
+	struct store_backend backend; /* ops: the embedded store (backend.c) */
 	pthread_mutex_t lock;
 	sqlite3 *db;
 	char *dir, *path;
 	struct store_opts opts;
+	size_t n_sample_labels; /* entries of opts.sample_labels */
 	struct store_itab tabs[STORE_N_TABS];
 	struct store_stats stats; /* kept current; bytes_on_disk read on demand */
 	int64_t newest_ns;	  /* newest raw chunk start */
@@ -416,12 +415,13 @@ int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
 		       const struct store_rows *rows, int64_t period);
 /* Rolls up complete windows (newest data >= window end + grace). */
 int store_rollup_due(struct store *s, int64_t now_ns);
+/* The embedded store's table of the storage interface (backend.c). */
+extern const struct store_backend_ops store_embedded_ops;
 /* Internal scan flag: deliver series-local stack ids as stored (rollups). */
 #define STORE_SCAN_LOCAL_IDS 0x100u
 /* Scan with the lock held, restricted to levels <= max_level. */
-int store_scan_locked(struct store *s, const uint64_t *ids, size_t n, int64_t from, int64_t until,
-		      int max_level, int64_t max_window, unsigned flags,
-		      int (*fn)(void *ctx, const struct store_row *rows, size_t n), void *ctx);
+int store_scan_locked(struct store *s, const struct store_scan_query *q, int max_level,
+		      store_rows_fn fn, void *ctx);
 
 /* Series key: type NUL (name NUL value NUL)* with names sorted. */
 int store_series_labels(const uint8_t *key, size_t len, const char **type,

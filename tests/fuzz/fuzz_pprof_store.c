@@ -1,11 +1,13 @@
 /*
- * libFuzzer target for the pprof ingest path of /ingest and hearth run:
- * pprof_decode_flat + store__append_flat, checked against the model path
- * (pprof_decode + store__append) on a second store fed the same inputs in the
- * same order. Any input must decode or fail cleanly, and every decoded one must
+ * libFuzzer target for the pprof ingest path of /ingest:
+ * pprof_decode_flat + store__append_flat, checked against the model's way in
+ * (pprof_decode + store__append, which stores profile__to_flat of the model)
+ * on a second store fed the same inputs in the same order: the model round
+ * trip must not change what is stored. Any input must decode or fail cleanly, and every decoded one must
  * get the same answer from both stores: the same error, or the same rows,
  * samples and series. Never a crash, a leak or a UBSan report.
  */
+#include "ingest/ingest.h"
 #include "profile/profile.h"
 #include "store/store.h"
 
@@ -35,7 +37,7 @@ static void cleanup(void)
 
 static struct store *open_store(const char *name)
 {
-	struct store_opts o = {.no_fsync = true, .max_series = 1000};
+	struct store_opts o = {.sample_labels = ingest_sample_labels, .no_fsync = true, .max_series = 1000};
 	struct store *s = NULL;
 	char dir[128], err[256];
 

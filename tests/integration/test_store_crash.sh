@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Crash safety of the store: a driver appends profiles through the /ingest path
-# (pprof encode → decode → store__append, fsync on) and prints "ACK i" after each
+# (pprof encode → decode → store__append_flat, fsync on) and prints "ACK i" after each
 # append returned; we SIGKILL it mid-ingest, three times on the same data dir,
 # then reopen and check that every acknowledged profile is there with its exact
 # total, and that SQLite's integrity check passes. Then the same for a churn of

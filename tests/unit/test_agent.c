@@ -411,7 +411,7 @@ static int send_one(const int *statuses, int n, struct agent_spool_stats *st, in
 	opts.log = log;
 	if (!(ret = agent_spool__new(NULL, 1 << 20, 0, &sp)) &&
 	    !(ret = agent_spool__push(sp, "name=t", data, sizeof(data))) &&
-	    !(ret = agent_sender__start(&opts, sp, &snd))) {
+	    !(ret = agent_sender__start(&opts, sp, NULL, 0, &snd))) {
 		agent_sender__kick(snd);
 		agent_sender__stop(snd, 10.0);
 		agent_spool__stats(sp, st);

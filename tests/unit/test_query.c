@@ -6,6 +6,7 @@
  */
 #include "unit.h"
 
+#include "ingest/ingest.h"
 #include "query/query.h"
 
 #include <errno.h>
@@ -34,7 +35,7 @@ TEST(selector_parses)
 	sel = NULL;
 	CHECK(query_selector__parse("my-app.cpu{x=\"a\\\"b\"}", &sel, err, sizeof(err)) == 0);
 	CHECK(sel->n == 2);
-	CHECK_STREQ(sel->m[0].name, STORE_NAME_LABEL);
+	CHECK_STREQ(sel->m[0].name, INGEST_NAME_LABEL);
 	CHECK_STREQ(sel->m[0].value, "my-app.cpu");
 	CHECK_STREQ(sel->m[1].value, "a\"b");
 	query_selector__free(sel);
@@ -163,7 +164,7 @@ static struct store *fixture(const char *name)
 {
 	char dir[300], err[256];
 	struct store *s = NULL;
-	struct store_opts o = {.no_fsync = true};
+	struct store_opts o = {.sample_labels = ingest_sample_labels, .no_fsync = true};
 
 	snprintf(dir, sizeof(dir), "%s/%s", unit_tmp_dir(), name);
 	if (store__open(dir, &o, &s, err, sizeof(err)))
@@ -294,7 +295,7 @@ TEST(series_with_equal_sample_labels_merge_into_one_sample)
 {
 	char dir[300], err[256];
 	struct store *s = NULL;
-	struct store_opts o = {.no_fsync = true};
+	struct store_opts o = {.sample_labels = ingest_sample_labels, .no_fsync = true};
 	struct query_request q = {.from_ns = T0, .until_ns = T0 + 60 * S};
 	struct profile *p = NULL;
 	struct profile_sample sm;
@@ -382,7 +383,7 @@ cleanup:
  */
 TEST(values_saturate_and_ranges_near_int64_max)
 {
-	struct store_opts o = {.no_fsync = true};
+	struct store_opts o = {.sample_labels = ingest_sample_labels, .no_fsync = true};
 	struct store *s = NULL;
 	struct profile *p = profile__new(10000000);
 	struct store_label extra[] = {{"host", "max"}};
@@ -584,7 +585,8 @@ static struct store *mixed_fixture(const char *name)
 {
 	char dir[300], err[256];
 	struct store *s = NULL;
-	struct store_opts o = {.no_fsync = true, .no_auto_rollup = true};
+	struct store_opts o = {
+	    .sample_labels = ingest_sample_labels, .no_fsync = true, .no_auto_rollup = true};
 	uint64_t rng = 12345;
 
 	snprintf(dir, sizeof(dir), "%s/%s", unit_tmp_dir(), name);
@@ -748,7 +750,7 @@ cleanup:
 TEST(deep_stack_tree_diff_top_do_not_recurse)
 {
 	char dir[300], err[256], *t = NULL, *d = NULL, *top = NULL;
-	struct store_opts o = {.no_fsync = true};
+	struct store_opts o = {.sample_labels = ingest_sample_labels, .no_fsync = true};
 	struct query_request q = {.from_ns = T0, .until_ns = T0 + 60 * S, .max_nodes = 20000};
 	struct store *s = NULL;
 	struct profile *p = profile__new(10000000);
@@ -1033,7 +1035,7 @@ static void *run_slow_query(void *arg)
 TEST(ingest_does_not_wait_for_regex_matching)
 {
 	char dir[300], err[256], val[1001];
-	struct store_opts o = {.no_fsync = true};
+	struct store_opts o = {.sample_labels = ingest_sample_labels, .no_fsync = true};
 	struct store *s = NULL;
 	struct slow_query sq = {0};
 	pthread_t th;

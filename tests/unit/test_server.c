@@ -7,6 +7,7 @@
  */
 #include "unit.h"
 
+#include "ingest/ingest.h"
 #include "profile/profile.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -25,7 +26,7 @@ TEST(parse_name)
 
 	CHECK(server_parse_name("myapp{env=prod,region=\"eu\"}", &l, err, sizeof(err)) == 0);
 	CHECK(l.n == 3);
-	CHECK_STREQ(l.keys[0], STORE_NAME_LABEL);
+	CHECK_STREQ(l.keys[0], INGEST_NAME_LABEL);
 	CHECK_STREQ(l.vals[0], "myapp");
 	CHECK_STREQ(l.keys[2], "region");
 	CHECK_STREQ(l.vals[2], "eu");
@@ -226,7 +227,8 @@ static uint8_t *gzip_zeros(size_t n, size_t *out_len)
 
 TEST(http_ingest_query_and_bad_input)
 {
-	struct store_opts so = {.no_fsync = true, .max_series = 50};
+	struct store_opts so = {
+	    .sample_labels = ingest_sample_labels, .no_fsync = true, .max_series = 50};
 	struct server_opts o = {.listen = "127.0.0.1:0", .max_body = 1 << 20};
 	struct store *st = NULL;
 	struct server *srv = NULL;
@@ -343,6 +345,15 @@ static struct profile_flat *flat_at(int64_t t, int64_t dur)
 	return f;
 }
 
+/* ingest__store of f under __name__=skew. */
+static int ingest_skew(struct store *st, struct profile_flat *f, char *err, size_t errlen)
+{
+	static const struct store_label l[] = {{INGEST_NAME_LABEL, "skew"}};
+	struct ingest_request req = {.labels = l, .n_labels = 1, .profile = f};
+
+	return ingest__store(store__backend(st), &req, ingest_now_ns(), NULL, err, errlen);
+}
+
 /*
  * The store path shared by /ingest and hearth run: a profile dated beyond the
  * clock skew is refused with a message naming its time; a huge duration
@@ -350,10 +361,11 @@ static struct profile_flat *flat_at(int64_t t, int64_t dur)
  */
 TEST(store_path_refuses_future_times_and_clamps_durations)
 {
-	struct store_opts so = {
-	    .no_fsync = true, .no_auto_rollup = true, .retention_ns = 3600 * 1000000000LL};
+	struct store_opts so = {.sample_labels = ingest_sample_labels,
+				.no_fsync = true,
+				.no_auto_rollup = true,
+				.retention_ns = 3600 * 1000000000LL};
 	struct server_opts o = {.listen = "127.0.0.1:0"};
-	const char *k[] = {"__name__"}, *v[] = {"skew"};
 	struct store *st = NULL;
 	struct server *srv = NULL;
 	struct profile_flat *f = NULL;
@@ -372,17 +384,17 @@ TEST(store_path_refuses_future_times_and_clamps_durations)
 
 	CHECK((f = flat_at(now + 24 * h, 10000000000LL)) != NULL);
 	err[0] = 0;
-	CHECKF(server_store_flat(srv, k, v, 1, f, err, sizeof(err)) == -ERANGE, "%s", err);
+	CHECKF(ingest_skew(st, f, err, sizeof(err)) == -ERANGE, "%s", err);
 	CHECKF(strstr(err, "ahead of this server's clock") && strstr(err, "clock skew of 600 s"),
 	       "%s", err);
 	CHECK(stored_profiles(st) == 0);
 	profile_flat__free(f);
 
 	CHECK((f = flat_at(now + 5 * 60 * 1000000000LL, 10000000000LL)) != NULL);
-	CHECKF(server_store_flat(srv, k, v, 1, f, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(ingest_skew(st, f, err, sizeof(err)) == 0, "%s", err);
 	profile_flat__free(f);
 	CHECK((f = flat_at(now - 60 * 1000000000LL, 1LL << 62)) != NULL);
-	CHECKF(server_store_flat(srv, k, v, 1, f, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(ingest_skew(st, f, err, sizeof(err)) == 0, "%s", err);
 	CHECK(stored_profiles(st) == 2);
 	/* Two hours past retention both are gone: the 2^62 ns one was clamped. */
 	CHECK(store__maintain(st, now + 3 * h, &deleted) == 0);

@@ -9,6 +9,7 @@
  */
 #include "unit.h"
 
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "store/store.h"
 #include "store/store_impl.h"
@@ -91,7 +92,9 @@ static int64_t merged_total(struct store *s, const char *q, int64_t from, int64_
 	return t;
 }
 
-static const struct store_opts fast = {.no_fsync = true};
+static const struct store_opts fast = {.sample_labels = ingest_sample_labels, .no_fsync = true};
+/* The defaults, with the agent's sample labels kept (as hearth serve opens it). */
+static const struct store_opts dflt = {.sample_labels = ingest_sample_labels};
 
 TEST(append_merge_roundtrip)
 {
@@ -129,11 +132,11 @@ TEST(persists_across_reopen)
 
 	snprintf(dir, sizeof(dir), "%s/reopen", unit_tmp_dir());
 	CHECK(p);
-	CHECK(store__open(dir, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(store__open(dir, &dflt, &s, err, sizeof(err)) == 0);
 	CHECK(store__append(s, p, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
 	store__close(s);
 	s = NULL;
-	CHECK(store__open(dir, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(store__open(dir, &dflt, &s, err, sizeof(err)) == 0);
 	CHECK(store__stats(s, &st) == 0);
 	CHECK(st.series == 2 && st.profiles == 1 && st.samples == 60 && st.bytes_on_disk > 0);
 	CHECK(merged_total(s, "{process=\"proc1\"}", T0, T0 + 1) == 30);
@@ -151,7 +154,10 @@ TEST(rejected_appends_store_nothing)
 {
 	char dir[300], err[256];
 	struct store *s = NULL;
-	struct store_opts o = {.no_fsync = true, .max_series = 4, .max_labels_per_series = 3};
+	struct store_opts o = {.sample_labels = ingest_sample_labels,
+			       .no_fsync = true,
+			       .max_series = 4,
+			       .max_labels_per_series = 3};
 	struct profile *p = make(T0, 3, 2, 1), *big = make(T0 + 10 * S, 5, 2, 1);
 	struct profile *notime = make(0, 1, 1, 1);
 	struct store_label two[] = {{"host", "a"}, {"kernel", "6.1"}};
@@ -285,7 +291,8 @@ TEST(retention_deletes_old_chunks)
 {
 	char dir[300], err[256];
 	struct store *s = NULL;
-	struct store_opts o = {.no_fsync = true, .retention_ns = 3600 * S};
+	struct store_opts o = {
+	    .sample_labels = ingest_sample_labels, .no_fsync = true, .retention_ns = 3600 * S};
 	int64_t start = T0;
 	static int64_t vals[400];
 	uint64_t deleted = 0;
@@ -330,7 +337,8 @@ static int append_via(struct store *s, const struct profile *p, bool flat, char 
 /* On the model path, then on the flat path (which probes the cache itself). */
 TEST(location_cache_forgets_rolled_back_ids)
 {
-	struct store_opts o = {.no_fsync = true, .max_series = 1};
+	struct store_opts o = {
+	    .sample_labels = ingest_sample_labels, .no_fsync = true, .max_series = 1};
 	struct store *s = NULL;
 	struct profile *p1 = make(T0, 1, 1, 1), *bad = make(T0 + 10 * S, 2, 3, 1);
 	struct profile *p3 = profile__new(10000000), *p4 = make(T0 + 30 * S, 1, 3, 1), *m = NULL;
@@ -766,7 +774,8 @@ TEST(stack_memo_forgets_rolled_back_ids)
 	/* another new stack takes the rolled-back stack id */
 	static const struct smp_spec s3[] = {{"proc0", 4, 1, {"main"}}};
 	static const struct smp_spec s4[] = {{"proc0", 3, 2, {"f0", "main"}}};
-	struct store_opts o = {.no_fsync = true, .max_series = 1};
+	struct store_opts o = {
+	    .sample_labels = ingest_sample_labels, .no_fsync = true, .max_series = 1};
 	struct profile *p1 = spec_profile(T0, s1, 1), *pb = spec_profile(T0 + 10 * S, bad, 2);
 	struct profile *p3 = spec_profile(T0 + 20 * S, s3, 1),
 		       *p4 = spec_profile(T0 + 30 * S, s4, 1);
@@ -855,4 +864,30 @@ TEST(rows_sort_merge_matches_a_plain_sort)
 cleanup:
 	free(ref);
 	store_rows__fini(&rows);
+}
+
+/* The flat form of a model is the model again: profile__from_flat of
+ * profile__to_flat encodes to the same pprof bytes, comments and numeric
+ * labels included, so store__append (which stores the flat form) stores what
+ * the model holds. */
+TEST(model_to_flat_round_trips)
+{
+	struct profile *p = make(T0, 3, 4, 2), *back = NULL;
+	struct profile_flat *f = NULL;
+	uint8_t *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+
+	CHECK(p && profile__add_comment(p, "dropped 3 samples") == 0);
+	CHECK(profile__to_flat(p, &f) == 0);
+	CHECK(f->time_ns == T0 && f->duration_ns == 10 * S && f->period_ns == 10000000);
+	CHECK(f->n_samples == profile__n_samples(p) && f->n_comments == 1);
+	CHECK(profile__from_flat(f, &back) == 0);
+	CHECK(pprof_encode(p, &a, &na) == 0 && pprof_encode(back, &b, &nb) == 0);
+	CHECKF(na == nb && memcmp(a, b, na) == 0, "%zu bytes vs %zu", na, nb);
+cleanup:
+	free(a);
+	free(b);
+	profile__free(back);
+	profile_flat__free(f);
+	profile__free(p);
 }

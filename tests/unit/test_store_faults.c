@@ -13,6 +13,7 @@
  */
 #include "unit.h"
 
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "store/store.h"
 #include "store/store_impl.h"
@@ -26,7 +27,8 @@
 #define S  1000000000LL
 #define T0 (1700000000LL * S)
 
-static const struct store_opts fast = {.no_fsync = true, .no_auto_rollup = true};
+static const struct store_opts fast = {
+    .sample_labels = ingest_sample_labels, .no_fsync = true, .no_auto_rollup = true};
 
 /* A profile at t: n_proc processes with pids pid0.., each with n_stacks stacks
  * main;f<pid>;g<pid>_<k> (functions and strings unique to the pid, as a real
@@ -323,8 +325,11 @@ static int gc_settle(struct store *s, int64_t now)
 
 TEST(gc_after_retention_accepts_new_series_and_shrinks)
 {
-	struct store_opts o = {
-	    .no_fsync = true, .no_auto_rollup = true, .retention_ns = 3600 * S, .max_series = 40};
+	struct store_opts o = {.sample_labels = ingest_sample_labels,
+			       .no_fsync = true,
+			       .no_auto_rollup = true,
+			       .retention_ns = 3600 * S,
+			       .max_series = 40};
 	struct store *s = NULL;
 	struct store_stats full, st;
 	struct store_append_result res;
@@ -383,7 +388,10 @@ cleanup:
  */
 TEST(gc_keeps_what_appends_use_mid_cycle)
 {
-	struct store_opts o = {.no_fsync = true, .no_auto_rollup = true, .retention_ns = 3600 * S};
+	struct store_opts o = {.sample_labels = ingest_sample_labels,
+			       .no_fsync = true,
+			       .no_auto_rollup = true,
+			       .retention_ns = 3600 * S};
 	struct store *s = NULL;
 	struct store_stats st;
 	char dir[300], err[256];
