@@ -12,8 +12,8 @@ declare -A RANK=(
 	[unwind]=3 [symbolize]=3
 	[sampler]=4 [profile]=4
 	[collect]=5 [store]=5
-	[ingest]=6 [query]=6
-	[agent]=7
+	[ingest]=6
+	[query]=7 [agent]=7
 	[server]=8
 	[cli]=9
 )
