@@ -10,6 +10,7 @@
  *   base_arena     bump arena: many small blocks freed at once
  *   base_sbuf      growing string with a sticky error
  *   base_strtab    string interner (id 0 is always "")
+ *   base_hex_digit the value of one hex digit
  *
  * Nothing here knows any other hearth module: every module may include it, it
  * includes no module. Every name starts with base_.
@@ -57,6 +58,18 @@ static inline uint64_t base_sat_addu(uint64_t a, uint64_t b)
 	uint64_t r;
 
 	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* ---- text ---- */
+
+/* Value + 1 of each hex digit byte, 0 for every other byte (a table: parsers call it
+ * per byte on hot paths). */
+extern const unsigned char base_hex_table[256];
+
+/* 0-15 for [0-9a-fA-F], -1 for any other byte. */
+static inline int base_hex_digit(char c)
+{
+	return (int)base_hex_table[(unsigned char)c] - 1;
 }
 
 /* ---- hashing ---- */

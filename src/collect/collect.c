@@ -211,7 +211,7 @@ void collector__event(struct collector *c, enum collect_event_kind kind, uint32_
 	(void)comm;
 	switch (kind) {
 	case COLLECT_EV_NEW:
-		proc_table__get(c->pt, pid, pstart); /* reads /proc while the process lives */
+		proc_table__lookup(c->pt, pid, pstart); /* reads /proc while the process lives */
 		break;
 	case COLLECT_EV_EXEC: /* a new image: its JIT map starts over, its objects change */
 		proc_table__exec(c->pt, pid, pstart);
@@ -359,7 +359,7 @@ static const char *process_name(const struct entry *e, const struct proc_process
 static int build_entry(struct collector *c, struct profile *p, const struct entry *e,
 		       int64_t period_ns, uint64_t *locs)
 {
-	struct proc_process *proc = e->pid ? proc_table__get(c->pt, e->pid, e->pstart) : NULL;
+	struct proc_process *proc = e->pid ? proc_table__lookup(c->pt, e->pid, e->pstart) : NULL;
 	size_t n = 0;
 	int64_t values[PROFILE_N_VALUES] = { (int64_t)e->count, (int64_t)e->count * period_ns };
 	struct profile_label labels[4] = {

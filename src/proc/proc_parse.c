@@ -9,6 +9,8 @@
  */
 #include "proc/proc.h"
 
+#include "base/base.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,17 +20,6 @@
 
 static const char proc_deleted_suffix[] = " (deleted)";
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Hex number at *s (no sign, no "0x"); advances *s. 0 or -EINVAL (empty, overflow). */
 static int parse_hex(const char **s, uint64_t *out)
 {
@@ -36,7 +27,7 @@ static int parse_hex(const char **s, uint64_t *out)
 	uint64_t v = 0;
 	int d;
 
-	for (; (d = hex_digit(*p)) >= 0; p++) {
+	for (; (d = base_hex_digit(*p)) >= 0; p++) {
 		if (v >> 60)
 			return -EINVAL;
 		v = v << 4 | (uint64_t)d;

@@ -2,7 +2,8 @@
  * Unit tests for src/base/: growth refuses sizes that would overflow, the hash
  * index finds what was inserted and nothing else after removals (checked against
  * a brute-force model over a random churn), the interner keeps ids stable, the
- * arena aligns and copies, saturating arithmetic clamps at both ends.
+ * arena aligns and copies, saturating arithmetic clamps at both ends, the hex digit
+ * helper takes exactly [0-9a-fA-F].
  */
 #include "base/base.h"
 #include "unit.h"
@@ -11,6 +12,7 @@
 #include <stdalign.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 TEST(grow_doubles_and_refuses_overflow)
 {
@@ -41,6 +43,20 @@ TEST(saturating_arithmetic_clamps)
 	CHECK(base_sat_mul(-6, 7) == -42);
 	CHECK(base_sat_addu(UINT64_MAX - 1, 5) == UINT64_MAX);
 	CHECK(base_sat_addu(1, 2) == 3);
+cleanup:;
+}
+
+TEST(hex_digit_takes_exactly_hex)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (int c = 0; c < 256; c++) {
+		const char *at = c ? strchr(digits, c >= 'A' && c <= 'F' ? c + 32 : c) : NULL;
+		int want = at ? (int)(at - digits) : -1;
+
+		CHECKF(base_hex_digit((char)c) == want, "byte %d gave %d\n", c,
+		       base_hex_digit((char)c));
+	}
 cleanup:;
 }
 
