@@ -2,8 +2,10 @@
  * Tests for src/symbolize. ELF fixtures are compiled at test time with gcc into the test
  * tmp dir: a PIE and a non-PIE executable, a shared library and a stripped copy of it.
  * Expected offsets come from an independent reading of each file here (libelf: symbol
- * vaddr, then the PT_LOAD holding it), not from the code under test.
+ * vaddr, then the PT_LOAD holding it), not from the code under test. The batch engine
+ * (sym_batch: lines in, addr2line's text out) is checked against texts written here.
  */
+#include "base/base.h"
 #include "symbolize/symbolize.h"
 #include "unit.h"
 
@@ -1153,5 +1155,123 @@ TEST(data_object_in_text_named_after_functions)
 	CHECK(symbol_file_off(lib, "td_data", &off, &size, NULL) == 0 && size == 256);
 	CHECK(resolves_nothing(s, o, off + 8));
 cleanup:
+	symbolizer__free(s);
+}
+
+/* ---- sym_batch ---- */
+
+/* Input naming hearth_exported of the non-PIE fixture by vaddr and by FILE+0xOFF, a line
+ * that names nothing, and the expected output (with addresses); 0 or -1. */
+static int batch_case(char *in, size_t in_len, char *want, size_t want_len)
+{
+	uint64_t off, size, vaddr;
+
+	if (build_fixtures() || symbol_file_off(fx_nopie, "hearth_exported", &off, &size, &vaddr))
+		return -1;
+	snprintf(in, in_len, "0x%" PRIx64 "\nnot an address\n%s+0x%" PRIx64 "\n%" PRIx64, vaddr,
+		 fx_nopie, off + 1, vaddr + size - 1);
+	snprintf(want, want_len,
+		 "0x%016" PRIx64 "\nhearth_exported\n??:0\n"
+		 "0x0000000000000000\n??\n??:0\n"
+		 "0x%016" PRIx64 "\nhearth_exported\n??:0\n"
+		 "0x%016" PRIx64 "\nhearth_exported\n??:0\n",
+		 vaddr, off + 1, vaddr + size - 1);
+	return 0;
+}
+
+/* A batch over a fresh symbolizer, hex lines meaning vaddrs of the non-PIE fixture. */
+static int batch_open(size_t text_bytes, struct symbolizer **s, struct sym_batch **b)
+{
+	struct sym_batch_opts o = {.addresses = true, .text_bytes = text_bytes};
+
+	*b = NULL;
+	*s = symbolizer__new(&(struct sym_opts){.no_address_cache = true, .no_debuginfod = true});
+	if (!*s || !(o.obj = object_of(*s, fx_nopie)))
+		return -1;
+	return sym_batch__new(*s, &o, b);
+}
+
+TEST(batch_answers_vaddr_offset_and_junk_lines)
+{
+	struct symbolizer *s = NULL;
+	struct sym_batch *b = NULL;
+	struct base_sbuf out = {0};
+	struct sym_batch_stats st;
+	char in[1024], want[1024];
+
+	CHECK(batch_case(in, sizeof(in), want, sizeof(want)) == 0);
+	CHECK(batch_open(1 << 20, &s, &b) == 0);
+	CHECK(sym_batch__text(b, in, strlen(in), &out) == 0);
+	CHECKF(out.len == strlen(want) && !memcmp(out.s, want, out.len), "got\n%s", out.s);
+	/* asked again: the same text, now from the text cache */
+	out.len = 0;
+	CHECK(sym_batch__text(b, in, strlen(in), &out) == 0);
+	CHECKF(out.len == strlen(want) && !memcmp(out.s, want, out.len), "got\n%s", out.s);
+	sym_batch__stats(b, &st);
+	CHECKF(st.misses == 3 && st.hits == 3, "hits %" PRIu64 " misses %" PRIu64, st.hits,
+	       st.misses);
+cleanup:
+	base_sbuf__fini(&out);
+	sym_batch__free(b);
+	symbolizer__free(s);
+}
+
+TEST(batch_text_cache_full_still_answers)
+{
+	struct symbolizer *s = NULL;
+	struct sym_batch *b = NULL;
+	struct base_sbuf out = {0};
+	struct sym_batch_stats st;
+	char in[1024], want[1024];
+
+	CHECK(batch_case(in, sizeof(in), want, sizeof(want)) == 0);
+	CHECK(batch_open(64, &s, &b) == 0); /* no room for even one answer */
+	for (int pass = 0; pass < 2; pass++) {
+		out.len = 0;
+		CHECK(sym_batch__text(b, in, strlen(in), &out) == 0);
+		CHECKF(out.len == strlen(want) && !memcmp(out.s, want, out.len), "got\n%s", out.s);
+	}
+	sym_batch__stats(b, &st);
+	CHECK(st.hits == 0 && st.bytes <= 64 + 4096 * 8);
+cleanup:
+	base_sbuf__fini(&out);
+	sym_batch__free(b);
+	symbolizer__free(s);
+}
+
+TEST(batch_stream_matches_text)
+{
+	struct symbolizer *s = NULL;
+	struct sym_batch *b = NULL;
+	char in[1024], want[1024], got[2048], path_in[256], path_out[256];
+	const char *what = "";
+	int in_fd = -1, out_fd = -1;
+	ssize_t n;
+
+	CHECK(batch_case(in, sizeof(in), want, sizeof(want)) == 0);
+	CHECK(batch_open(1 << 20, &s, &b) == 0);
+	snprintf(path_in, sizeof(path_in), "%s/batch.in", unit_tmp_dir());
+	snprintf(path_out, sizeof(path_out), "%s/batch.out", unit_tmp_dir());
+	in_fd = open(path_in, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	out_fd = open(path_out, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(in_fd >= 0 && out_fd >= 0);
+	CHECK(pwrite(in_fd, in, strlen(in), 0) == (ssize_t)strlen(in));
+	CHECK(sym_batch__stream(b, in_fd, out_fd, &what) == 0);
+	n = pread(out_fd, got, sizeof(got) - 1, 0);
+	CHECK(n >= 0);
+	got[n] = '\0';
+	CHECKF(!strcmp(got, want), "got\n%s", got);
+	/* a write error is reported as one, naming the write */
+	CHECK(lseek(in_fd, 0, SEEK_SET) == 0);
+	close(out_fd);
+	out_fd = open(path_out, O_RDONLY);
+	CHECK(out_fd >= 0);
+	CHECK(sym_batch__stream(b, in_fd, out_fd, &what) == -EBADF && !strcmp(what, "write"));
+cleanup:
+	if (in_fd >= 0)
+		close(in_fd);
+	if (out_fd >= 0)
+		close(out_fd);
+	sym_batch__free(b);
 	symbolizer__free(s);
 }
