@@ -24,7 +24,7 @@
 enum req_state { REQ_QUEUED, REQ_FETCHING, REQ_DONE, REQ_FAILED };
 
 struct dbg_req {
-	char bid[SYM_BUILD_ID_HEX];
+	char bid[OBJECT_BUILD_ID_HEX];
 	char *path; /* owned: cached debug file, when REQ_DONE */
 	enum req_state state;
 };
@@ -64,7 +64,7 @@ static long next_queued(struct sym_dbginfod *d)
 
 static void fetch_one(struct sym_dbginfod *d, size_t i)
 {
-	char bid[SYM_BUILD_ID_HEX], *path = NULL;
+	char bid[OBJECT_BUILD_ID_HEX], *path = NULL;
 	int fd;
 
 	memcpy(bid, d->reqs[i].bid, sizeof(bid));

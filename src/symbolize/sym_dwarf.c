@@ -810,7 +810,7 @@ int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *fra
 static bool build_id_matches(const char *path, const char *bid)
 {
 	struct sym_elf *e;
-	char got[SYM_BUILD_ID_HEX];
+	char got[OBJECT_BUILD_ID_HEX];
 
 	if (sym_elf__open(path, &e) != 0)
 		return false;

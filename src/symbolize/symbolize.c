@@ -54,16 +54,16 @@
 #define SYM_PROC_MAX	     65536 /* processes holding objects; past it, holds are not kept */
 
 struct sym_object {
-	char *path;			 /* owned: name as mapped, shown to users */
-	char build_id[SYM_BUILD_ID_HEX]; /* "" when none */
-	bool loaded;			 /* its ELF was read (else it resolves nothing) */
-	bool heavy;			 /* symbols (and DWARF) in memory; else re-read */
-	bool debug_pending;		 /* debuginfod was asked; its answer not seen yet */
-	struct sym_elf_info info;	 /* segments and symbols, owned */
-	struct sym_dwarf *dwarf;	 /* owned: DWARF of the file or its debug file */
-	char *load_path;		 /* owned: the file read, to re-read after eviction */
-	char *debug_path;		 /* owned: separate debug file in use, NULL = none */
-	char *debuglink;		 /* owned: .gnu_debuglink name, NULL = none */
+	char *path;			    /* owned: name as mapped, shown to users */
+	char build_id[OBJECT_BUILD_ID_HEX]; /* "" when none */
+	bool loaded;			    /* its ELF was read (else it resolves nothing) */
+	bool heavy;			    /* symbols (and DWARF) in memory; else re-read */
+	bool debug_pending;		    /* debuginfod was asked; its answer not seen yet */
+	struct sym_elf_info info;	    /* segments and symbols, owned */
+	struct sym_dwarf *dwarf;	    /* owned: DWARF of the file or its debug file */
+	char *load_path;		    /* owned: the file read, to re-read after eviction */
+	char *debug_path;		    /* owned: separate debug file in use, NULL = none */
+	char *debuglink;		    /* owned: .gnu_debuglink name, NULL = none */
 	uint32_t debuglink_crc;
 	uint32_t gen; /* bumped when its debug info arrives late */
 	uint32_t polls;
@@ -77,9 +77,8 @@ struct sym_object {
 
 /* One name of an object: (dev, inode, mtime), or the open path when nothing else. */
 struct sym_ident {
-	uint64_t dev, inode;
-	uint64_t mtime_ns;
-	bool stat_ok;		/* mtime_ns came from stat(2) */
+	struct object_id id;	/* src/object's identity; dev == inode == 0: by path */
+	bool stat_ok;		/* id.mtime_ns came from stat(2) */
 	uint64_t checked_ns;	/* when mtime was last compared with the file */
 	char *path;		/* owned; the key only when dev == inode == 0 */
 	struct sym_object *obj; /* borrowed from the object list */
@@ -163,10 +162,10 @@ static uint64_t str_hash(const char *s)
 	return h;
 }
 
-/* Ignores mtime on purpose: every version of one file shares a chain. */
-static uint64_t ident_hash(uint64_t dev, uint64_t inode, const char *path)
+/* Ignores mtime on purpose (object_id__hash): every version of one file shares a chain. */
+static uint64_t ident_hash(const struct object_id *oid, const char *path)
 {
-	return dev || inode ? sym_mix64(dev * 0x9e3779b97f4a7c15ULL ^ inode) : str_hash(path);
+	return oid->dev || oid->inode ? object_id__hash(oid) : str_hash(path);
 }
 
 /* ---- identities ---- */
@@ -178,7 +177,7 @@ static struct sym_ident **ident_bucket(struct symbolizer *s, uint64_t hash)
 
 static uint64_t ident_hash_of(const struct sym_ident *id)
 {
-	return ident_hash(id->dev, id->inode, id->path);
+	return ident_hash(&id->id, id->path);
 }
 
 /* Doubles the buckets when chains get long (best effort). */
@@ -206,12 +205,12 @@ static void idents_grow(struct symbolizer *s)
  * The identity to use for (dev, inode) now: among its versions, one whose mtime we
  * could check, most recently checked first. NULL when unknown.
  */
-static struct sym_ident *ident_current(struct symbolizer *s, uint64_t dev, uint64_t inode)
+static struct sym_ident *ident_current(struct symbolizer *s, const struct object_id *oid)
 {
 	struct sym_ident *id, *best = NULL;
 
-	for (id = *ident_bucket(s, ident_hash(dev, inode, NULL)); id; id = id->next) {
-		if (id->dev != dev || id->inode != inode)
+	for (id = *ident_bucket(s, ident_hash(oid, NULL)); id; id = id->next) {
+		if (!object_id__same_file(&id->id, oid))
 			continue;
 		if (!best || (id->stat_ok && !best->stat_ok) ||
 		    (id->stat_ok == best->stat_ok && id->checked_ns > best->checked_ns))
@@ -226,10 +225,9 @@ static struct sym_ident *ident_find(struct symbolizer *s, const struct sym_ident
 	struct sym_ident *id;
 
 	for (id = *ident_bucket(s, ident_hash_of(key)); id; id = id->next) {
-		if (id->dev != key->dev || id->inode != key->inode ||
-		    id->mtime_ns != key->mtime_ns || id->stat_ok != key->stat_ok)
+		if (!object_id__eq(&id->id, &key->id) || id->stat_ok != key->stat_ok)
 			continue;
-		if (id->dev || id->inode || strcmp(id->path, key->path) == 0)
+		if (id->id.dev || id->id.inode || strcmp(id->path, key->path) == 0)
 			return id;
 	}
 	return NULL;
@@ -245,7 +243,7 @@ static void ident_add(struct symbolizer *s, const struct sym_ident *key, struct 
 	*id = *key;
 	id->obj = obj;
 	id->path = NULL;
-	if (!key->dev && !key->inode && !(id->path = strdup(key->path))) {
+	if (!key->id.dev && !key->id.inode && !(id->path = strdup(key->path))) {
 		free(id);
 		return;
 	}
@@ -369,7 +367,7 @@ static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_e
 static struct sym_object *object_load(struct symbolizer *s, const char *open_path, const char *path)
 {
 	struct sym_elf *elf = NULL;
-	char bid[SYM_BUILD_ID_HEX] = "";
+	char bid[OBJECT_BUILD_ID_HEX] = "";
 	struct sym_object *o = NULL;
 	int err = open_path ? sym_elf__open(open_path, &elf) : -ENOENT;
 
@@ -391,12 +389,6 @@ static struct sym_object *object_load(struct symbolizer *s, const char *open_pat
 
 /* ---- public: objects ---- */
 
-/* Only compared for equality: wrapping (unsigned) arithmetic is fine and never UB. */
-static uint64_t mtime_ns_of(const struct stat *st)
-{
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec;
-}
-
 /*
  * Whether the file at p is the mapped one: same inode number. The device is not
  * compared: through overlayfs (containers) stat(2) shows the overlay's device while
@@ -404,7 +396,7 @@ static uint64_t mtime_ns_of(const struct stat *st)
  */
 static bool stat_as_mapped(const char *p, const struct sym_ident *key, struct stat *st)
 {
-	return p && stat(p, st) == 0 && st->st_ino == key->inode;
+	return p && stat(p, st) == 0 && st->st_ino == key->id.inode;
 }
 
 /*
@@ -416,7 +408,7 @@ static bool stat_as_mapped(const char *p, const struct sym_ident *key, struct st
 static struct sym_object *object_by_inode(struct symbolizer *s, struct sym_ident *key,
 					  const char **open_path, const char *path, uint64_t now)
 {
-	struct sym_ident *cur = ident_current(s, key->dev, key->inode), *id;
+	struct sym_ident *cur = ident_current(s, &key->id), *id;
 	struct stat st;
 
 	if (cur && cur->stat_ok && now - cur->checked_ns < SYM_RECHECK_NS)
@@ -431,7 +423,7 @@ static struct sym_object *object_by_inode(struct symbolizer *s, struct sym_ident
 			return NULL; /* loading nothing makes an object that resolves nothing */
 	}
 	key->stat_ok = true;
-	key->mtime_ns = mtime_ns_of(&st);
+	key->id.mtime_ns = object_mtime_ns(&st);
 	id = ident_find(s, key);
 	if (id)
 		id->checked_ns = now;
@@ -446,9 +438,7 @@ static struct sym_object *object_by_stat(struct symbolizer *s, struct sym_ident 
 	struct sym_ident *id;
 
 	if (stat(open_path, &st) == 0) {
-		key->dev = st.st_dev;
-		key->inode = st.st_ino;
-		key->mtime_ns = mtime_ns_of(&st);
+		object_id__of_stat(&st, &key->id);
 		key->stat_ok = true;
 	}
 	id = ident_find(s, key);
@@ -459,14 +449,12 @@ struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_pat
 				      uint64_t dev, uint64_t inode)
 {
 	uint64_t now = now_ns();
-	struct sym_ident key = {.dev = dev, .inode = inode, .checked_ns = now};
+	struct sym_ident key = {.id = {.dev = inode ? dev : 0, .inode = inode}, .checked_ns = now};
 	struct sym_object *o;
 
 	path = path ? path : open_path ? open_path : "";
 	open_path = open_path ? open_path : path;
 	key.path = (char *)open_path; /* only read; ident_add copies it */
-	if (!inode)
-		key.dev = 0;
 	o = inode ? object_by_inode(s, &key, &open_path, path, now)
 		  : object_by_stat(s, &key, open_path);
 	if (o)
@@ -635,7 +623,7 @@ static void debug_poll(struct symbolizer *s, struct sym_object *o)
 static int object_reload(struct symbolizer *s, struct sym_object *o)
 {
 	struct sym_elf *e;
-	char bid[SYM_BUILD_ID_HEX];
+	char bid[OBJECT_BUILD_ID_HEX];
 	int err = o->load_path ? sym_elf__open(o->load_path, &e) : -ENOENT;
 
 	if (err)
@@ -861,25 +849,10 @@ static void budget_enforce(struct symbolizer *s)
 
 /* ---- public: resolving ---- */
 
-/*
- * vaddr = off - p_offset + p_vaddr, through the PT_LOAD whose file bytes hold off
- * (an executable one if several do). False when no segment holds it.
- */
+/* vaddr = off - p_offset + p_vaddr (object_segments_vaddr). */
 static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64_t *vaddr)
 {
-	const struct sym_segment *hit = NULL;
-
-	for (size_t i = 0; i < o->info.n_segs; i++) {
-		const struct sym_segment *seg = &o->info.segs[i];
-
-		if (off >= seg->off && off - seg->off < seg->filesz &&
-		    (!hit || (seg->exec && !hit->exec)))
-			hit = seg;
-	}
-	if (!hit)
-		return false;
-	*vaddr = off - hit->off + hit->vaddr;
-	return true;
+	return object_segments_vaddr(o->info.segs, o->info.n_segs, off, vaddr);
 }
 
 /*
