@@ -286,7 +286,7 @@ static int emit_copy(struct emitter *em, const void *p, size_t len)
 
 static uint64_t text_hash(const struct sym_object *o, uint64_t v, bool is_off)
 {
-	return sym_mix64(v ^ ((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ULL) ^ is_off);
+	return base_hash_u64((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ULL ^ is_off, v);
 }
 
 /* The slot of (o, v, is_off), or the empty slot where it would go (linear probing). */

@@ -9,6 +9,7 @@
  * answered -ENOENT. Stopping cancels an ongoing fetch through the progress callback.
  */
 #include "symbolize/sym_internal.h"
+#include "base/base.h"
 
 #include <elfutils/debuginfod.h>
 #include <errno.h>
@@ -153,9 +154,8 @@ static struct dbg_req *request_of(struct sym_dbginfod *d, const char *bid)
 	for (size_t i = 0; i < d->n; i++)
 		if (!strcmp(d->reqs[i].bid, bid))
 			return &d->reqs[i];
-	if (d->n >= SYM_DBGINFOD_MAX || !(r = sym_grow(d->reqs, &d->cap, d->n + 1, sizeof(*r))))
+	if (d->n >= SYM_DBGINFOD_MAX || base_grow((void **)&d->reqs, &d->cap, d->n + 1, sizeof(*r)))
 		return NULL;
-	d->reqs = r;
 	r = &d->reqs[d->n++];
 	memset(r, 0, sizeof(*r));
 	snprintf(r->bid, sizeof(r->bid), "%s", bid);

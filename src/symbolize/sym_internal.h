@@ -108,9 +108,6 @@ uint64_t sym_table__bytes(const struct sym_table *t);
  */
 void sym_hugepage_hint(void *p, size_t len);
 
-/* Room for `need` elements of `elem` bytes in p (capacity *cap, doubling, overflow-
- * checked). Returns the possibly moved array, or NULL on ENOMEM (p still valid). */
-void *sym_grow(void *p, size_t *cap, size_t need, size_t elem);
 
 /* What one ELF file yields; everything owned. */
 struct sym_elf_info {

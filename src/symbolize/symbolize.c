@@ -1,12 +1,15 @@
 /*
- * symbolize: objects by identity, (object, offset) -> frames (DWARF lines and inlines,
- * else symbols) through a byte-budgeted cache, JIT code through perf maps, and kernel
- * addresses through kallsyms.
+ * symbolize: objects by identity and (object, offset) -> frames, the lookup itself
+ * (DWARF lines and inlines, else symbols), kernel addresses through kallsyms, and the
+ * symbolizer's lifecycle. The rest of the symbolizer is in files of their own, sharing
+ * sym_impl.h: sym_cache.c (the address cache and the byte budget), sym_jit.c (JIT
+ * code through perf maps), sym_hold.c (which processes hold which objects).
  *
- * Identity. A mapping names its file by dev+inode (from /proc/PID/maps); the file's
- * mtime tells a file rewritten in place from its old self. Each such identity points to
- * one object; a file reached under another identity (a copy, another container layer)
- * with the same GNU build-id shares the object already loaded. So:
+ * Identity (src/object's). A mapping names its file by dev+inode (from /proc/PID/maps);
+ * the file's mtime tells a file rewritten in place from its old self. Each such
+ * identity points to one object; a file reached under another identity (a copy,
+ * another container layer) with the same GNU build-id shares the object already
+ * loaded. So:
  *   (dev, inode, mtime) --> object <-- build-id
  * Checking mtime costs a stat(2); a known identity is re-checked at most once per
  * SYM_RECHECK_NS, so asking for the same object per frame costs a hash lookup.
@@ -16,25 +19,17 @@
  * else the .gnu_debuglink target with the right CRC, else debuginfod in the background,
  * taken when it arrives); then .symtab, .dynsym. Names are demangled (C++, Rust).
  *
- * Memory. Symbol tables and DWARF handles (heavy) and the (object, vaddr) address cache
- * are accounted in bytes against one budget (sym_opts.cache_bytes). Past it, address
- * entries are evicted oldest first while they hold over a quarter of the budget, else
- * the least recently used object's tables and DWARF are dropped (it keeps its identity
- * and segments and is re-read from its file, build-id checked, on next use). Hence
- * results are borrowed only until the next call: they are copied out of the cache into
+ * Memory (sym_cache.c). Symbol tables, DWARF handles and the address cache are
+ * accounted in bytes against one budget; an evicted object keeps its identity and
+ * segments and is re-read from its file, build-id checked, on next use. Hence results
+ * are borrowed only until the next call: they are copied out of the cache into
  * s->scratch. The object records themselves (a few hundred bytes) live until
  * symbolizer__free. The kernel's table is one, shared, and outside the budget.
- *
- * Lifetime. The caller says which process maps which object (symbolizer__hold); each
- * process holds a reference. When a process is forgotten (it exited, and its samples
- * were symbolized), objects nobody holds any more are released at once: their address-
- * cache entries (listed per object), symbol table and DWARF. Objects never held (the
- * symbolize CLI, tests) live under the budget's eviction alone.
  * An object's ELF is read into our memory and closed; only DWARF keeps an fd, while
  * its object is in memory.
  */
+#include "symbolize/sym_impl.h"
 #include "symbolize/symbolize.h"
-#include "symbolize/sym_internal.h"
 
 #include <errno.h>
 #include <libiberty/demangle.h>
@@ -45,106 +40,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SYM_RECHECK_NS	     (1000ULL * 1000 * 1000)
-#define SYM_CACHE_MIN_SLOTS  1024
-#define SYM_JIT_MAX	     1024 /* perf maps held (pids); the oldest goes first */
-#define SYM_JIT_RECHECK_NS   (1000ULL * 1000 * 1000)
-#define SYM_HASH_MIN_BUCKETS 256
-#define SYM_PROC_BUCKETS     4096
-#define SYM_PROC_MAX	     65536 /* processes holding objects; past it, holds are not kept */
+#include "base/base.h"
 
-struct sym_object {
-	char *path;			    /* owned: name as mapped, shown to users */
-	char build_id[OBJECT_BUILD_ID_HEX]; /* "" when none */
-	bool loaded;			    /* its ELF was read (else it resolves nothing) */
-	bool heavy;			    /* symbols (and DWARF) in memory; else re-read */
-	bool debug_pending;		    /* debuginfod was asked; its answer not seen yet */
-	struct sym_elf_info info;	    /* segments and symbols, owned */
-	struct sym_dwarf *dwarf;	    /* owned: DWARF of the file or its debug file */
-	char *load_path;		    /* owned: the file read, to re-read after eviction */
-	char *debug_path;		    /* owned: separate debug file in use, NULL = none */
-	char *debuglink;		    /* owned: .gnu_debuglink name, NULL = none */
-	uint32_t debuglink_crc;
-	uint32_t gen; /* bumped when its debug info arrives late */
-	uint32_t polls;
-	uint64_t bytes;				/* accounted: table + DWARF while heavy */
-	uint32_t holders;			/* processes that map it (symbolizer__hold) */
-	struct sym_centry *centries;		/* its address-cache entries (onext list) */
-	struct sym_object *lru_prev, *lru_next; /* heavy objects, most recent first */
-	struct sym_object *next;		/* every object, for symbolizer__free */
-	struct sym_object *bid_next;		/* build-id hash chain */
-};
-
-/* One name of an object: (dev, inode, mtime), or the open path when nothing else. */
-struct sym_ident {
-	struct object_id id;	/* src/object's identity; dev == inode == 0: by path */
-	bool stat_ok;		/* id.mtime_ns came from stat(2) */
-	uint64_t checked_ns;	/* when mtime was last compared with the file */
-	char *path;		/* owned; the key only when dev == inode == 0 */
-	struct sym_object *obj; /* borrowed from the object list */
-	struct sym_ident *next; /* hash chain */
-};
-
-struct sym_centry;
-
-/*
- * The objects one process maps, as the caller said (symbolizer__hold): each holds one
- * reference on them until symbolizer__forget_pid. Arrays, not sets: a process maps tens
- * to a few hundred objects, and a linear scan of pointers is cheaper than hashing them.
- */
-struct sym_proc {
-	uint32_t pid;
-	uint32_t n, cap;
-	struct sym_object **objs; /* owned array; the objects are the list's */
-	struct sym_proc *next;	  /* hash chain */
-};
-
-/* The perf map of one process. */
-struct sym_jit {
-	uint32_t pid;
-	uint64_t checked_ns;
-	struct sym_perfmap *map; /* owned */
-	struct sym_jit *next;
-};
-
-struct sym_ident_hash {
-	struct sym_ident **buckets; /* owned chains */
-	size_t n_buckets, count;    /* n_buckets: a power of two */
-};
-
-struct sym_bid_hash {
-	struct sym_object **buckets; /* chains via bid_next; objects owned by the list */
-	size_t n_buckets, count;
-};
-
-struct symbolizer {
-	char *kallsyms_path;
-	struct sym_object *objects;
-	struct sym_ident_hash idents;  /* by dev+inode (or path) */
-	struct sym_bid_hash build_ids; /* objects by build-id */
-	char *debug_root;	       /* NULL = /usr/lib/debug */
-	char *perfmap_dir;	       /* NULL = /tmp */
-	struct sym_dbginfod *dbginfod; /* owned, NULL when DEBUGINFOD_URLS is unset */
-	struct sym_object *lru_head, *lru_tail;
-	struct sym_centry **buckets; /* owned entries, chained */
-	size_t n_buckets, cache_used;
-	struct sym_centry *c_head, *c_tail; /* address-cache LRU, most recent first */
-	uint64_t budget, obj_bytes, cache_bytes;
-	struct sym_jit *jits;
-	size_t n_jits;
-	struct sym_proc **procs; /* owned chains, by pid; SYM_PROC_BUCKETS */
-	size_t n_procs;
-	struct sym_result scratch; /* what the last resolve handed out */
-	bool no_address_cache;	   /* sym_opts.no_address_cache */
-	char *scratch_text;	   /* owned: scratch's strings, without an address cache */
-	size_t scratch_cap;
-	struct sym_table kernel;
-	bool kernel_loaded;
-	struct sym_result unresolved; /* n == 0, handed out for every miss */
-	struct sym_stats stats;
-};
-
-static uint64_t now_ns(void)
+uint64_t sym_now_ns(void)
 {
 	struct timespec ts;
 
@@ -257,44 +155,39 @@ static void ident_add(struct symbolizer *s, const struct sym_ident *key, struct 
 
 /* ---- objects and build-ids ---- */
 
-static struct sym_object **bid_bucket(struct symbolizer *s, const char *bid)
+static uint64_t bid_hash(const char *bid)
 {
-	return &s->build_ids.buckets[str_hash(bid) & (s->build_ids.n_buckets - 1)];
+	return base_hash_bytes(BASE_HASH_SEED, bid, strlen(bid));
+}
+
+static bool bid_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct sym_bid_index *b = ctx;
+
+	return strcmp(b->objs[idx]->build_id, key) == 0;
 }
 
 static struct sym_object *bid_find(struct symbolizer *s, const char *bid)
 {
-	struct sym_object *o;
+	size_t i = base_hmap__find(&s->build_ids.index, bid_hash(bid), bid_eq, &s->build_ids, bid);
 
-	for (o = *bid_bucket(s, bid); o; o = o->bid_next)
-		if (strcmp(o->build_id, bid) == 0)
-			return o;
-	return NULL;
+	return i == SIZE_MAX ? NULL : s->build_ids.objs[i];
 }
 
-static void bids_grow(struct symbolizer *s)
+/* Records o under its build-id. Best effort: on ENOMEM o is just not shared by build-id. */
+static void bid_add(struct symbolizer *s, struct sym_object *o)
 {
-	size_t n = s->build_ids.n_buckets * 2;
-	struct sym_object **b = calloc(n, sizeof(*b));
-	struct sym_object *o, *next;
+	struct sym_bid_index *b = &s->build_ids;
 
-	if (!b)
+	if (base_grow((void **)&b->objs, &b->cap, b->n + 1, sizeof(*b->objs)) ||
+	    base_hmap__insert(&b->index, bid_hash(o->build_id), b->n))
 		return;
-	for (size_t i = 0; i < s->build_ids.n_buckets; i++) {
-		for (o = s->build_ids.buckets[i]; o; o = next) {
-			next = o->bid_next;
-			o->bid_next = b[str_hash(o->build_id) & (n - 1)];
-			b[str_hash(o->build_id) & (n - 1)] = o;
-		}
-	}
-	free(s->build_ids.buckets);
-	s->build_ids.buckets = b;
-	s->build_ids.n_buckets = n;
+	b->objs[b->n++] = o;
 }
 
 static struct sym_object *object_new(struct symbolizer *s, const char *path, const char *bid)
 {
-	struct sym_object *o = calloc(1, sizeof(*o)), **b;
+	struct sym_object *o = calloc(1, sizeof(*o));
 
 	if (!o || !(o->path = strdup(path))) {
 		free(o);
@@ -304,14 +197,8 @@ static struct sym_object *object_new(struct symbolizer *s, const char *path, con
 	o->next = s->objects;
 	s->objects = o;
 	s->stats.objects++;
-	if (bid[0]) {
-		if (s->build_ids.count >= s->build_ids.n_buckets)
-			bids_grow(s);
-		b = bid_bucket(s, bid);
-		o->bid_next = *b;
-		*b = o;
-		s->build_ids.count++;
-	}
+	if (bid[0])
+		bid_add(s, o);
 	return o;
 }
 
@@ -327,9 +214,6 @@ static void object_free(struct sym_object *o)
 }
 
 static void debug_find(struct symbolizer *s, struct sym_object *o);
-static void object_account(struct symbolizer *s, struct sym_object *o);
-static void lru_touch(struct symbolizer *s, struct sym_object *o);
-static void budget_enforce(struct symbolizer *s);
 
 /*
  * Reads an open ELF into o (once), then its debug info wherever it is. A failure leaves
@@ -354,9 +238,9 @@ static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_e
 		o->debuglink = strdup(link);
 	o->loaded = o->heavy = true;
 	debug_find(s, o);
-	lru_touch(s, o);
-	object_account(s, o);
-	budget_enforce(s);
+	sym_lru_touch(s, o);
+	sym_object_account(s, o);
+	sym_budget_enforce(s);
 }
 
 /*
@@ -448,7 +332,7 @@ static struct sym_object *object_by_stat(struct symbolizer *s, struct sym_ident 
 struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_path, const char *path,
 				      uint64_t dev, uint64_t inode)
 {
-	uint64_t now = now_ns();
+	uint64_t now = sym_now_ns();
 	struct sym_ident key = {.id = {.dev = inode ? dev : 0, .inode = inode}, .checked_ns = now};
 	struct sym_object *o;
 
@@ -481,56 +365,6 @@ bool sym_object__settled(const struct sym_object *o)
 }
 
 /* ---- object contents: symbols, DWARF, separate debug files ---- */
-
-static void lru_unlink(struct symbolizer *s, struct sym_object *o)
-{
-	if (o->lru_prev)
-		o->lru_prev->lru_next = o->lru_next;
-	else if (s->lru_head == o)
-		s->lru_head = o->lru_next;
-	if (o->lru_next)
-		o->lru_next->lru_prev = o->lru_prev;
-	else if (s->lru_tail == o)
-		s->lru_tail = o->lru_prev;
-	o->lru_prev = o->lru_next = NULL;
-}
-
-/* Most recently used first. */
-static void lru_touch(struct symbolizer *s, struct sym_object *o)
-{
-	if (s->lru_head == o)
-		return;
-	lru_unlink(s, o);
-	o->lru_next = s->lru_head;
-	if (s->lru_head)
-		s->lru_head->lru_prev = o;
-	s->lru_head = o;
-	if (!s->lru_tail)
-		s->lru_tail = o;
-}
-
-/* Recomputes what o holds in memory and moves the difference into s's account. */
-static void object_account(struct symbolizer *s, struct sym_object *o)
-{
-	uint64_t b = o->heavy ? sym_table__bytes(&o->info.table) + sym_table__bytes(&o->info.data) +
-				    sym_dwarf__bytes(o->dwarf)
-			      : 0;
-
-	s->obj_bytes = s->obj_bytes - o->bytes + b;
-	o->bytes = b;
-}
-
-/* Drops o's symbols and DWARF (re-read on next use); segments stay. */
-static void object_unload(struct symbolizer *s, struct sym_object *o)
-{
-	sym_table__fini(&o->info.table);
-	sym_table__fini(&o->info.data);
-	sym_dwarf__close(o->dwarf);
-	o->dwarf = NULL;
-	o->heavy = false;
-	object_account(s, o);
-	lru_unlink(s, o);
-}
 
 /* Symbols from the debug file when o's own were only .dynsym (a stripped binary). */
 static void debug_symbols(struct symbolizer *s, struct sym_object *o)
@@ -615,7 +449,7 @@ static void debug_poll(struct symbolizer *s, struct sym_object *o)
 	if (debug_attach(s, o, p)) {
 		s->stats.debuginfod_files++;
 		o->gen++; /* cached answers for o predate its debug info */
-		object_account(s, o);
+		sym_object_account(s, o);
 	}
 }
 
@@ -641,210 +475,6 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 	else if (!o->debug_path)
 		sym_dwarf__open(o->load_path, &o->dwarf);
 	return 0;
-}
-
-/*
- * ---- the address cache: (object, vaddr) -> copied frames, byte-accounted ----
- * Eviction is CLOCK (second chance) over insertion order: a hit only sets a bit in the
- * entry it reads anyway, where LRU relinking would touch two other random entries.
- */
-
-struct sym_centry {
-	struct sym_centry *hnext, *prev, *next; /* hash chain; LRU list */
-	struct sym_centry *onext, *oprev;	/* entries of the same object */
-	struct sym_object *obj;
-	uint64_t vaddr;
-	uint32_t gen, n;
-	uint32_t bytes;
-	bool referenced; /* hit since it last reached the LRU tail: gets a second chance */
-	struct sym_frame frames[]; /* strings follow, owned by the entry */
-};
-
-static size_t centry_bucket(const struct symbolizer *s, const struct sym_object *o, uint64_t v)
-{
-	return (size_t)sym_mix64((uint64_t)(uintptr_t)o ^ sym_mix64(v)) & (s->n_buckets - 1);
-}
-
-static void centry_unlink_lru(struct symbolizer *s, struct sym_centry *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		s->c_head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		s->c_tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void centry_push_lru(struct symbolizer *s, struct sym_centry *e)
-{
-	e->next = s->c_head;
-	e->prev = NULL;
-	if (s->c_head)
-		s->c_head->prev = e;
-	s->c_head = e;
-	if (!s->c_tail)
-		s->c_tail = e;
-}
-
-static void centry_remove(struct symbolizer *s, struct sym_centry *e)
-{
-	struct sym_centry **pp = &s->buckets[centry_bucket(s, e->obj, e->vaddr)];
-
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
-	centry_unlink_lru(s, e);
-	if (e->oprev)
-		e->oprev->onext = e->onext;
-	else
-		e->obj->centries = e->onext;
-	if (e->onext)
-		e->onext->oprev = e->oprev;
-	s->cache_bytes -= e->bytes;
-	s->cache_used--;
-	free(e);
-}
-
-static struct sym_centry *centry_find(struct symbolizer *s, const struct sym_object *o, uint64_t v)
-{
-	struct sym_centry *e;
-
-	if (!s->n_buckets)
-		return NULL;
-	for (e = s->buckets[centry_bucket(s, o, v)]; e; e = e->hnext)
-		if (e->obj == o && e->vaddr == v)
-			return e;
-	return NULL;
-}
-
-/* Doubles the buckets when the table is full (best effort). */
-static void buckets_grow(struct symbolizer *s)
-{
-	size_t n = s->n_buckets ? s->n_buckets * 2 : SYM_CACHE_MIN_SLOTS, old = s->n_buckets;
-	struct sym_centry **b = calloc(n, sizeof(*b)), **ob = s->buckets, *e, *next;
-
-	if (!b)
-		return;
-	s->buckets = b;
-	s->n_buckets = n;
-	for (size_t i = 0; i < old; i++) {
-		for (e = ob[i]; e; e = next) {
-			next = e->hnext;
-			e->hnext = b[centry_bucket(s, e->obj, e->vaddr)];
-			b[centry_bucket(s, e->obj, e->vaddr)] = e;
-		}
-	}
-	free(ob);
-	s->cache_bytes = s->cache_bytes - old * sizeof(*b) + n * sizeof(*b);
-}
-
-static size_t str_room(const char *p)
-{
-	return p ? strlen(p) + 1 : 0;
-}
-
-/* Copies p into *pos (when not NULL) and returns the copy. */
-static const char *str_put(char **pos, const char *p)
-{
-	char *d = *pos;
-	size_t n = str_room(p);
-
-	if (!p)
-		return NULL;
-	memcpy(d, p, n);
-	*pos += n;
-	return d;
-}
-
-/* Copies p's room bytes (str_room(p), its NUL included) into *pos; NULL for NULL. */
-static const char *str_put_n(char **pos, const char *p, size_t room)
-{
-	char *d = *pos;
-
-	if (!p)
-		return NULL;
-	memcpy(d, p, room);
-	*pos += room;
-	return d;
-}
-
-/* A new entry holding copies of f[0, n). NULL on ENOMEM. */
-static struct sym_centry *centry_new(struct sym_object *o, uint64_t v, const struct sym_frame *f,
-				     size_t n)
-{
-	size_t room = sizeof(struct sym_centry) + n * sizeof(*f);
-	struct sym_centry *e;
-	char *pos;
-
-	for (size_t i = 0; i < n; i++)
-		room += str_room(f[i].name) + str_room(f[i].file) +
-			(f[i].system_name != f[i].name ? str_room(f[i].system_name) : 0);
-	if (!(e = calloc(1, room)))
-		return NULL;
-	e->obj = o;
-	e->vaddr = v;
-	e->gen = o->gen;
-	e->n = (uint32_t)n;
-	e->bytes = (uint32_t)room;
-	pos = (char *)&e->frames[n];
-	for (size_t i = 0; i < n; i++) {
-		e->frames[i] = f[i];
-		e->frames[i].name = str_put(&pos, f[i].name);
-		e->frames[i].system_name = f[i].system_name == f[i].name
-					       ? e->frames[i].name
-					       : str_put(&pos, f[i].system_name);
-		e->frames[i].file = str_put(&pos, f[i].file);
-	}
-	return e;
-}
-
-static void centry_insert(struct symbolizer *s, struct sym_centry *e)
-{
-	size_t b;
-
-	if (s->cache_used >= s->n_buckets)
-		buckets_grow(s);
-	b = centry_bucket(s, e->obj, e->vaddr);
-	e->hnext = s->buckets[b];
-	s->buckets[b] = e;
-	centry_push_lru(s, e);
-	e->oprev = NULL;
-	e->onext = e->obj->centries;
-	if (e->onext)
-		e->onext->oprev = e;
-	e->obj->centries = e;
-	s->cache_bytes += e->bytes;
-	s->cache_used++;
-}
-
-/*
- * Evicts until the account fits the budget: address-cache entries (oldest first) while
- * they hold more than a quarter of it, else whole objects' tables (least recently used).
- */
-static void budget_enforce(struct symbolizer *s)
-{
-	while (s->obj_bytes + s->cache_bytes > s->budget) {
-		bool cache_big = s->cache_bytes > s->budget / 4 && s->c_tail;
-
-		if (!cache_big && s->lru_tail) {
-			object_unload(s, s->lru_tail);
-			s->stats.object_evictions++;
-		} else if (s->c_tail && s->c_tail->referenced) { /* CLOCK: second chance */
-			struct sym_centry *e = s->c_tail;
-
-			e->referenced = false;
-			centry_unlink_lru(s, e);
-			centry_push_lru(s, e);
-		} else if (s->c_tail) {
-			centry_remove(s, s->c_tail);
-			s->stats.cache_evictions++;
-		} else {
-			break; /* only bucket arrays left: they stay */
-		}
-	}
 }
 
 /* ---- public: resolving ---- */
@@ -984,7 +614,7 @@ static int object_lookup(struct symbolizer *s, struct sym_object *o, uint64_t va
 		n = (int)symtab_frame(o, vaddr, f);
 	else if (!strcmp(f[n - 1].system_name, "??"))
 		symtab_frame(o, vaddr, &f[n - 1]);
-	object_account(s, o);
+	sym_object_account(s, o);
 	return n;
 }
 
@@ -994,7 +624,7 @@ static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object 
 	struct sym_frame f[SYM_MAX_FRAMES];
 	int n = object_lookup(s, o, vaddr, f);
 
-	return centry_new(o, vaddr, f, (size_t)n);
+	return sym_centry_new(o, vaddr, f, (size_t)n);
 }
 
 /*
@@ -1048,7 +678,7 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 	}
 	s->scratch.n = (size_t)n;
 	*out = n ? &s->scratch : &s->unresolved;
-	budget_enforce(s);
+	sym_budget_enforce(s);
 	return err;
 }
 
@@ -1070,7 +700,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		return -EINVAL;
 	if (obj->debug_pending && (obj->polls++ & 255) == 0)
 		debug_poll(s, obj);
-	e = centry_find(s, obj, vaddr);
+	e = sym_centry_find(s, obj, vaddr);
 	if (e && e->gen == obj->gen) {
 		s->stats.cache_hits++;
 		e->referenced = true; /* not relinked: a hit touches no other entry's memory */
@@ -1078,7 +708,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		return 0;
 	}
 	if (e)
-		centry_remove(s, e);
+		sym_centry_remove(s, e);
 	s->stats.cache_misses++;
 	if (!obj->loaded)
 		return 0;
@@ -1086,15 +716,15 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		obj->loaded = false; /* gone or replaced: resolves nothing from now on */
 		return 0;
 	}
-	lru_touch(s, obj);
-	object_account(s, obj);
+	sym_lru_touch(s, obj);
+	sym_object_account(s, obj);
 	if (s->no_address_cache) /* straight into scratch */
 		return scratch_lookup(s, obj, vaddr, out);
 	if (!(e = object_frames(s, obj, vaddr)))
 		return -ENOMEM;
 	*out = centry_result(s, e); /* copied out before anything can be evicted */
-	centry_insert(s, e);
-	budget_enforce(s);
+	sym_centry_insert(s, e);
+	sym_budget_enforce(s);
 	return 0;
 }
 
@@ -1109,171 +739,6 @@ int symbolizer__resolve(struct symbolizer *s, struct sym_object *obj, uint64_t o
 	if (!object_off_to_vaddr(obj, off, &vaddr))
 		return 0;
 	return symbolizer__resolve_vaddr(s, obj, vaddr, out);
-}
-
-/* ---- JIT code: perf maps by pid ---- */
-
-static struct sym_jit *jit_find(struct symbolizer *s, uint32_t pid)
-{
-	for (struct sym_jit *j = s->jits; j; j = j->next)
-		if (j->pid == pid)
-			return j;
-	return NULL;
-}
-
-static void jit_forget(struct symbolizer *s, uint32_t pid);
-
-/* The map state of pid, made on first use (the oldest dropped past SYM_JIT_MAX). */
-static struct sym_jit *jit_get(struct symbolizer *s, uint32_t pid)
-{
-	struct sym_jit *j = jit_find(s, pid), **pp;
-
-	if (j)
-		return j;
-	if (s->n_jits >= SYM_JIT_MAX) {
-		for (pp = &s->jits; (*pp)->next; pp = &(*pp)->next)
-			;
-		jit_forget(s, (*pp)->pid);
-	}
-	if (!(j = calloc(1, sizeof(*j))) || !(j->map = sym_perfmap__new(s->perfmap_dir, pid))) {
-		free(j);
-		return NULL;
-	}
-	j->pid = pid;
-	j->next = s->jits;
-	s->jits = j;
-	s->n_jits++;
-	return j;
-}
-
-/* Re-reads the map when it may have grown: at most every SYM_JIT_RECHECK_NS. */
-static void jit_refresh(struct symbolizer *s, struct sym_jit *j, bool missed)
-{
-	uint64_t now = now_ns(), before = sym_perfmap__bad_lines(j->map);
-
-	if (j->checked_ns &&
-	    now - j->checked_ns < (missed ? SYM_JIT_RECHECK_NS / 10 : SYM_JIT_RECHECK_NS))
-		return;
-	j->checked_ns = now;
-	sym_perfmap__refresh(j->map);
-	s->stats.perfmap_bad_lines += sym_perfmap__bad_lines(j->map) - before;
-}
-
-int symbolizer__resolve_jit(struct symbolizer *s, uint32_t pid, uint64_t addr,
-			    const struct sym_result **out)
-{
-	struct sym_jit *j = jit_get(s, pid);
-	const char *name;
-
-	*out = &s->unresolved;
-	if (!j)
-		return -ENOMEM;
-	jit_refresh(s, j, false);
-	if (!(name = sym_perfmap__find(j->map, addr))) {
-		jit_refresh(s, j, true);
-		if (!(name = sym_perfmap__find(j->map, addr)))
-			return 0;
-	}
-	s->stats.jit_hits++;
-	s->scratch.n = 1;
-	s->scratch.frames[0] = (struct sym_frame){.name = name, .system_name = name};
-	*out = &s->scratch;
-	return 0;
-}
-
-/* ---- which processes map which objects: references, released on exit ---- */
-
-static struct sym_proc **proc_slot(struct symbolizer *s, uint32_t pid)
-{
-	struct sym_proc **pp = &s->procs[sym_mix64(pid) & (SYM_PROC_BUCKETS - 1)];
-
-	while (*pp && (*pp)->pid != pid)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-int symbolizer__hold(struct symbolizer *s, uint32_t pid, struct sym_object *obj)
-{
-	struct sym_proc **pp, *p;
-	struct sym_object **objs;
-	size_t cap;
-
-	if (!obj)
-		return -EINVAL;
-	if (!s->procs && !(s->procs = calloc(SYM_PROC_BUCKETS, sizeof(*s->procs))))
-		return -ENOMEM;
-	pp = proc_slot(s, pid);
-	if (!(p = *pp)) {
-		if (s->n_procs >= SYM_PROC_MAX)
-			return -ENOSPC;
-		if (!(p = calloc(1, sizeof(*p))))
-			return -ENOMEM;
-		p->pid = pid;
-		*pp = p;
-		s->n_procs++;
-	}
-	for (uint32_t i = 0; i < p->n; i++)
-		if (p->objs[i] == obj)
-			return 0;
-	cap = p->cap;
-	if (!(objs = sym_grow(p->objs, &cap, (size_t)p->n + 1, sizeof(*objs))))
-		return -ENOMEM;
-	p->objs = objs;
-	p->cap = (uint32_t)cap;
-	p->objs[p->n++] = obj;
-	obj->holders++;
-	return 0;
-}
-
-/*
- * o's last process is gone: its cached addresses, symbol table and DWARF are freed now
- * rather than when the budget runs out. The record stays (identity, segments), so a
- * late sample or a new process mapping the same file reads it again.
- */
-static void object_release(struct symbolizer *s, struct sym_object *o)
-{
-	while (o->centries)
-		centry_remove(s, o->centries);
-	if (o->heavy)
-		object_unload(s, o);
-	s->stats.object_releases++;
-}
-
-/* Drops pid's references; objects nobody holds any more are released. */
-static void proc_forget(struct symbolizer *s, uint32_t pid)
-{
-	struct sym_proc **pp = s->procs ? proc_slot(s, pid) : NULL, *p = pp ? *pp : NULL;
-
-	if (!p)
-		return;
-	*pp = p->next;
-	s->n_procs--;
-	for (uint32_t i = 0; i < p->n; i++)
-		if (--p->objs[i]->holders == 0)
-			object_release(s, p->objs[i]);
-	free(p->objs);
-	free(p);
-}
-
-static void jit_forget(struct symbolizer *s, uint32_t pid)
-{
-	for (struct sym_jit **pp = &s->jits; *pp; pp = &(*pp)->next) {
-		struct sym_jit *j = *pp;
-
-		if (j->pid != pid)
-			continue;
-		*pp = j->next;
-		sym_perfmap__free(j->map);
-		free(j);
-		s->n_jits--;
-		return;
-	}
-}
-
-void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
-{
-	jit_forget(s, pid);
-	proc_forget(s, pid);
 }
 
 void symbolizer__wait_debuginfo(struct symbolizer *s, int timeout_ms)
@@ -1334,10 +799,9 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 	s->no_address_cache = opts && opts->no_address_cache;
 	if (!opts || !opts->no_debuginfod)
 		s->dbginfod = sym_dbginfod__new();
-	s->idents.n_buckets = s->build_ids.n_buckets = SYM_HASH_MIN_BUCKETS;
+	s->idents.n_buckets = SYM_HASH_MIN_BUCKETS;
 	s->idents.buckets = calloc(SYM_HASH_MIN_BUCKETS, sizeof(*s->idents.buckets));
-	s->build_ids.buckets = calloc(SYM_HASH_MIN_BUCKETS, sizeof(*s->build_ids.buckets));
-	if (!s->kallsyms_path || !s->idents.buckets || !s->build_ids.buckets) {
+	if (!s->kallsyms_path || !s->idents.buckets) {
 		symbolizer__free(s);
 		return NULL;
 	}
@@ -1353,19 +817,10 @@ void symbolizer__free(struct symbolizer *s)
 		return;
 	sym_dbginfod__free(s->dbginfod); /* first: its thread stops */
 	while (s->c_tail)
-		centry_remove(s, s->c_tail);
+		sym_centry_remove(s, s->c_tail);
 	while (s->jits)
-		jit_forget(s, s->jits->pid);
-	for (size_t i = 0; s->procs && i < SYM_PROC_BUCKETS; i++) {
-		while (s->procs[i]) {
-			struct sym_proc *p = s->procs[i];
-
-			s->procs[i] = p->next;
-			free(p->objs);
-			free(p);
-		}
-	}
-	free(s->procs);
+		sym_jit_forget(s, s->jits->pid);
+	sym_holds_free(s);
 	free(s->buckets);
 	free(s->debug_root);
 	free(s->perfmap_dir);
@@ -1381,7 +836,8 @@ void symbolizer__free(struct symbolizer *s)
 		}
 	}
 	free(s->idents.buckets);
-	free(s->build_ids.buckets);
+	base_hmap__fini(&s->build_ids.index);
+	free(s->build_ids.objs);
 	sym_table__fini(&s->kernel);
 	free(s->scratch_text);
 	free(s->kallsyms_path);

@@ -22,17 +22,6 @@
 /* Most frames (one function and its inlined callees) one address resolves to. */
 #define SYM_MAX_FRAMES 16
 
-/* MurmurHash3's 64-bit finalizer: the symbolizer's caches and the CLI's text cache hash
- * with it. */
-static inline uint64_t sym_mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
-
 struct sym_frame {
 	const char *name;	 /* borrowed (lives as long as the symbolizer): display name */
 	const char *system_name; /* borrowed: raw symbol name */
