@@ -289,11 +289,11 @@ static uint64_t text_hash(const struct sym_object *o, uint64_t v, bool is_off)
 	return base_hash_u64((uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ULL ^ is_off, v);
 }
 
-/* The slot of (o, v, is_off), or the empty slot where it would go (linear probing). */
+/* The slot of (o, v, is_off), whose text_hash is h, or the empty slot where it would go
+ * (linear probing). */
 static struct text_slot *text_probe(struct text_cache *tc, const struct sym_object *o, uint64_t v,
-				    bool is_off)
+				    bool is_off, uint64_t h)
 {
-	uint64_t h = text_hash(o, v, is_off);
 	size_t i = (size_t)h & (tc->n_slots - 1);
 
 	for (;; i = (i + 1) & (tc->n_slots - 1)) {
@@ -407,7 +407,8 @@ static int text_grow(struct text_cache *tc)
 		if (!old[i].rec)
 			continue;
 		r = &tc->recs[old[i].rec];
-		*text_probe(tc, r->obj, r->v, r->is_off) = old[i];
+		*text_probe(tc, r->obj, r->v, r->is_off, text_hash(r->obj, r->v, r->is_off)) =
+		    old[i];
 	}
 	region_free(old, old_bytes);
 	return 0;
@@ -434,12 +435,23 @@ static bool text_fits(struct text_cache *tc, size_t len)
 	       text_bytes(tc) + len + sizeof(*tc->recs) <= tc->budget;
 }
 
+/* One input line, parsed: what to answer. */
+struct line_key {
+	struct sym_object *o; /* borrowed; NULL: the line names no address (answer unknown) */
+	uint64_t v;	      /* vaddr of --obj, or file offset in o when is_off */
+	bool is_off;
+	uint64_t h; /* text_hash(o, v, is_off), computed once per line */
+};
+
 /*
  * Appends the answer to (o, v) (with -a, its address line too): from the cache, else
  * resolved, formatted and cached. 0 or -errno.
  */
-static int frames_of(struct sym_batch *c, struct sym_object *o, uint64_t v, bool is_off)
+static int frames_of(struct sym_batch *c, const struct line_key *k)
 {
+	struct sym_object *o = k->o;
+	uint64_t v = k->v;
+	bool is_off = k->is_off;
 	struct text_cache *tc = &c->tc;
 	const struct sym_result *r;
 	struct text_slot *t;
@@ -452,7 +464,7 @@ static int frames_of(struct sym_batch *c, struct sym_object *o, uint64_t v, bool
 			return err;
 		text_reset(tc); /* the slots alone would pass the budget */
 	}
-	t = text_probe(tc, o, v, is_off);
+	t = text_probe(tc, o, v, is_off, k->h);
 	if (t->rec) {
 		rec = &tc->recs[t->rec];
 		tc->hits++;
@@ -478,9 +490,9 @@ static int frames_of(struct sym_batch *c, struct sym_object *o, uint64_t v, bool
 		text_reset(tc);
 		if (!text_fits(tc, len))
 			return emit_copy(&c->em, c->fmt.p, len);
-		t = text_probe(tc, o, v, is_off);
+		t = text_probe(tc, o, v, is_off, k->h);
 	}
-	t->tag = (uint32_t)(text_hash(o, v, is_off) >> 32);
+	t->tag = (uint32_t)(k->h >> 32);
 	t->rec = (uint32_t)tc->n_recs;
 	rec = &tc->recs[tc->n_recs++];
 	*rec = (struct text_rec){.v = v,
@@ -518,13 +530,6 @@ static bool parse_hex(const char *p, const char *end, uint64_t *v)
 	return true;
 }
 
-/* One input line, parsed: what to answer. */
-struct line_key {
-	struct sym_object *o; /* borrowed; NULL: the line names no address (answer unknown) */
-	uint64_t v;	      /* vaddr of --obj, or file offset in o when is_off */
-	bool is_off;
-};
-
 /*
  * Parses one input line, [line, line + len) (writable; left as found). Trailing CR and
  * blanks are ignored. FILE+0xOFF lines get FILE's object here.
@@ -547,7 +552,9 @@ static void line_parse(struct sym_batch *c, char *line, size_t len, struct line_
 	} else if (c->obj && parse_hex(line, line + len, &k->v)) {
 		k->o = c->obj;
 	}
-	if (!k->o)
+	if (k->o)
+		k->h = text_hash(k->o, k->v, k->is_off);
+	else
 		k->v = 0;
 }
 
@@ -568,6 +575,8 @@ static char *line_fast(const struct sym_batch *c, char *p, const char *end, stru
 	if (q == (const unsigned char *)end || *q != '\n' || q == digits || q - digits > 16)
 		return NULL;
 	*k = (struct line_key){.o = c->obj, .v = c->obj ? x : 0};
+	if (c->obj)
+		k->h = text_hash(c->obj, x, false);
 	return (char *)q;
 }
 
@@ -575,7 +584,7 @@ static char *line_fast(const struct sym_batch *c, char *p, const char *end, stru
 static int line_answer(struct sym_batch *c, const struct line_key *k)
 {
 	if (k->o)
-		return frames_of(c, k->o, k->v, k->is_off);
+		return frames_of(c, k);
 	c->fmt.len = 0;
 	if (sbuf_reserve(&c->fmt, 19 + sizeof(UNKNOWN_FRAME)))
 		return -ENOMEM;
@@ -610,8 +619,7 @@ static int symbolize_line(struct sym_batch *c, char *line, size_t len)
 PREFETCH_FN prefetch_slot(const struct text_cache *tc, const struct line_key *k)
 {
 	if (k->o && tc->n_slots)
-		__builtin_prefetch(
-		    &tc->slots[text_hash(k->o, k->v, k->is_off) & (tc->n_slots - 1)]);
+		__builtin_prefetch(&tc->slots[k->h & (tc->n_slots - 1)]);
 }
 
 PREFETCH_FN prefetch_rec(const struct text_cache *tc, const struct line_key *k)
@@ -621,7 +629,7 @@ PREFETCH_FN prefetch_rec(const struct text_cache *tc, const struct line_key *k)
 	if (!k->o || !tc->n_slots)
 		return;
 	/* the record of the home slot: nearly always the one (no probe: it would wait) */
-	t = &tc->slots[text_hash(k->o, k->v, k->is_off) & (tc->n_slots - 1)];
+	t = &tc->slots[k->h & (tc->n_slots - 1)];
 	if (t->rec) /* a prefetch never faults, even past the region */
 		__builtin_prefetch(&tc->recs[t->rec]);
 }

@@ -1,8 +1,8 @@
 /*
  * sym_jit: JIT code named from perf maps (perf-PID.map), one map per process, re-read
  * when it may have grown, at most SYM_JIT_MAX processes (the oldest dropped first).
- * A list, not a base_hmap: few processes write perf maps, and each lookup of a JIT
- * frame costs a binary search of the map anyway.
+ * A list, not a base_hmap: asked only for frames in anonymous executable memory
+ * (JIT code), bounded by SYM_JIT_MAX, and each answer costs a search of the map anyway.
  */
 #include "symbolize/sym_impl.h"
 
