@@ -53,7 +53,9 @@ static int names_add(struct sym_builder *b, const char *s, uint32_t *off)
 
 	if (n >= SYM_NO_NAME || b->len >= SYM_NO_NAME - n)
 		return -ENOMEM;
-	if (base_grow((void **)&b->names, &b->names_cap, b->len + n, 1))
+	/* per symbol: the call only when full */
+	if (b->len + n > b->names_cap &&
+	    base_grow((void **)&b->names, &b->names_cap, b->len + n, 1))
 		return -ENOMEM;
 	memcpy(b->names + b->len, s, n);
 	*off = (uint32_t)b->len;
@@ -67,7 +69,7 @@ static int room_for_one(struct sym_builder *b)
 {
 	if (b->n >= SYM_MAX_SYMBOLS)
 		return 0;
-	if (base_grow((void **)&b->raw, &b->cap, b->n + 1, sizeof(*b->raw)))
+	if (b->n >= b->cap && base_grow((void **)&b->raw, &b->cap, b->n + 1, sizeof(*b->raw)))
 		return -ENOMEM;
 	return 1;
 }
