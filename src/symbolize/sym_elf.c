@@ -112,6 +112,11 @@ void sym_elf__build_id(struct sym_elf *e, char *hex, size_t len)
 	object_elf_build_id(e->elf, e->size, hex, len);
 }
 
+int sym_elf__object(struct sym_elf *e, uint64_t dev, uint64_t inode, struct object **out)
+{
+	return object__from_elf(e->elf, e->fd, dev, inode, out);
+}
+
 /* What a symbol is to us: a function, a data object (kept when it lies in code), or
  * neither (undefined, absolute, at 0, another type). */
 enum sym_kind { SYM_SKIP, SYM_FUNCTION, SYM_OBJECT };
@@ -291,18 +296,11 @@ cleanup:
 
 int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info)
 {
-	int err = object_elf_segments(e->elf, &info->segs, &info->n_segs);
-
-	if (!err)
-		err = load_symbols(e, info);
-	return err;
+	return load_symbols(e, info);
 }
 
 void sym_elf_info__fini(struct sym_elf_info *info)
 {
-	free(info->segs);
-	info->segs = NULL;
-	info->n_segs = 0;
 	info->damaged = false;
 	info->dynsym = false;
 	sym_table__fini(&info->table);

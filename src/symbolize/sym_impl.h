@@ -21,16 +21,17 @@
 #define SYM_PROC_MAX	     65536 /* processes holding objects; past it, holds are not kept */
 
 struct sym_object {
-	char *path;			    /* owned: name as mapped, shown to users */
-	char build_id[OBJECT_BUILD_ID_HEX]; /* "" when none */
-	bool loaded;			    /* its ELF was read (else it resolves nothing) */
-	bool heavy;			    /* symbols (and DWARF) in memory; else re-read */
-	bool debug_pending;		    /* debuginfod was asked; its answer not seen yet */
-	struct sym_elf_info info;	    /* segments and symbols, owned */
-	struct sym_dwarf *dwarf;	    /* owned: DWARF of the file or its debug file */
-	char *load_path;		    /* owned: the file read, to re-read after eviction */
-	char *debug_path;		    /* owned: separate debug file in use, NULL = none */
-	char *debuglink;		    /* owned: .gnu_debuglink name, NULL = none */
+	char *path;		  /* owned: name as mapped, shown to users */
+	struct object *obj;	  /* one ref: src/object's identity, build-id and PT_LOAD
+				   * segments; NULL when the file could not be read as ELF */
+	bool loaded;		  /* its ELF was read (else it resolves nothing) */
+	bool heavy;		  /* symbols (and DWARF) in memory; else re-read */
+	bool debug_pending;	  /* debuginfod was asked; its answer not seen yet */
+	struct sym_elf_info info; /* segments and symbols, owned */
+	struct sym_dwarf *dwarf;  /* owned: DWARF of the file or its debug file */
+	char *load_path;	  /* owned: the file read, to re-read after eviction */
+	char *debug_path;	  /* owned: separate debug file in use, NULL = none */
+	char *debuglink;	  /* owned: .gnu_debuglink name, NULL = none */
 	uint32_t debuglink_crc;
 	uint32_t gen; /* bumped when its debug info arrives late */
 	uint32_t polls;

@@ -108,11 +108,8 @@ uint64_t sym_table__bytes(const struct sym_table *t);
  */
 void sym_hugepage_hint(void *p, size_t len);
 
-
 /* What one ELF file yields; everything owned. */
 struct sym_elf_info {
-	struct object_segment *segs; /* PT_LOAD segments (object_elf_segments) */
-	size_t n_segs;
 	struct sym_table table;
 	/* data objects (STT_OBJECT) in executable sections, such as the constant tables of
 	 * hand-written assembly: named only where no function of table is (what
@@ -132,8 +129,11 @@ int sym_elf__open(const char *path, struct sym_elf **out);
 void sym_elf__close(struct sym_elf *e);
 /* Hex NT_GNU_BUILD_ID into hex ("" when none): object_elf_build_id of e. */
 void sym_elf__build_id(struct sym_elf *e, char *hex, size_t len);
+/* src/object's object of e (object__from_elf: dev and inode as mapped, 0 = fstat's).
+ * 0, -errno. */
+int sym_elf__object(struct sym_elf *e, uint64_t dev, uint64_t inode, struct object **out);
 /*
- * Segments and function symbols into info. 0, -ENOMEM, -ENOEXEC
+ * Function symbols into info. 0, -ENOMEM, -ENOEXEC
  * (nothing usable); 0 with info->damaged when .symtab was corrupt but .dynsym was read.
  */
 int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info);

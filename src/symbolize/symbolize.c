@@ -164,7 +164,7 @@ static bool bid_eq(const void *ctx, size_t idx, const void *key)
 {
 	const struct sym_bid_index *b = ctx;
 
-	return strcmp(b->objs[idx]->build_id, key) == 0;
+	return strcmp(sym_object__build_id(b->objs[idx]), key) == 0;
 }
 
 static struct sym_object *bid_find(struct symbolizer *s, const char *bid)
@@ -180,24 +180,27 @@ static void bid_add(struct symbolizer *s, struct sym_object *o)
 	struct sym_bid_index *b = &s->build_ids;
 
 	if (base_grow((void **)&b->objs, &b->cap, b->n + 1, sizeof(*b->objs)) ||
-	    base_hmap__insert(&b->index, bid_hash(o->build_id), b->n))
+	    base_hmap__insert(&b->index, bid_hash(o->obj->build_id), b->n))
 		return;
 	b->objs[b->n++] = o;
 }
 
-static struct sym_object *object_new(struct symbolizer *s, const char *path, const char *bid)
+/* A new object record; obj (may be NULL: unreadable) is its reference, taken over
+ * even on failure. NULL on ENOMEM. */
+static struct sym_object *object_new(struct symbolizer *s, const char *path, struct object *obj)
 {
 	struct sym_object *o = calloc(1, sizeof(*o));
 
 	if (!o || !(o->path = strdup(path))) {
 		free(o);
+		object__put(obj);
 		return NULL;
 	}
-	snprintf(o->build_id, sizeof(o->build_id), "%s", bid);
+	o->obj = obj;
 	o->next = s->objects;
 	s->objects = o;
 	s->stats.objects++;
-	if (bid[0])
+	if (obj && obj->build_id[0])
 		bid_add(s, o);
 	return o;
 }
@@ -210,6 +213,7 @@ static void object_free(struct sym_object *o)
 	free(o->debug_path);
 	free(o->debuglink);
 	free(o->path);
+	object__put(o->obj);
 	free(o);
 }
 
@@ -244,27 +248,31 @@ static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_e
 }
 
 /*
- * The object in the file at open_path: opened once here. Same build-id as a loaded
- * object -> that object. Unreadable (or open_path NULL) -> a new object that resolves
- * nothing. NULL on ENOMEM.
+ * The object in the file at open_path (named by id as mapped): opened once here. Same
+ * build-id as a loaded object -> that object. Unreadable (or open_path NULL) -> a new
+ * object that resolves nothing. NULL on ENOMEM.
  */
-static struct sym_object *object_load(struct symbolizer *s, const char *open_path, const char *path)
+static struct sym_object *object_load(struct symbolizer *s, const char *open_path, const char *path,
+				      const struct object_id *id)
 {
 	struct sym_elf *elf = NULL;
-	char bid[OBJECT_BUILD_ID_HEX] = "";
+	struct object *obj = NULL;
 	struct sym_object *o = NULL;
 	int err = open_path ? sym_elf__open(open_path, &elf) : -ENOENT;
 
+	if (!err && (err = sym_elf__object(elf, id->dev, id->inode, &obj)))
+		sym_elf__close(elf);
 	if (err) {
-		if (err != -ENOMEM && (o = object_new(s, path, "")))
+		if (err != -ENOMEM && (o = object_new(s, path, NULL)))
 			s->stats.elf_failures++;
 		return o;
 	}
 	s->stats.elf_opens++;
-	sym_elf__build_id(elf, bid, sizeof(bid));
-	o = bid[0] ? bid_find(s, bid) : NULL;
-	if (!o)
-		o = object_new(s, path, bid);
+	o = obj->build_id[0] ? bid_find(s, obj->build_id) : NULL;
+	if (o)
+		object__put(obj); /* the same object under another name */
+	else
+		o = object_new(s, path, obj);
 	if (o && !o->loaded) /* new, or its first copy was unreadable */
 		object_fill(s, o, elf, open_path);
 	sym_elf__close(elf);
@@ -343,7 +351,7 @@ struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_pat
 		  : object_by_stat(s, &key, open_path);
 	if (o)
 		return o;
-	o = object_load(s, open_path, path);
+	o = object_load(s, open_path, path, &key.id);
 	if (o)
 		ident_add(s, &key, o);
 	return o;
@@ -356,7 +364,7 @@ const char *sym_object__path(const struct sym_object *o)
 
 const char *sym_object__build_id(const struct sym_object *o)
 {
-	return o->build_id;
+	return o->obj ? o->obj->build_id : "";
 }
 
 bool sym_object__settled(const struct sym_object *o)
@@ -415,8 +423,8 @@ static void debug_find(struct symbolizer *s, struct sym_object *o)
 
 	if (debug_attach(s, o, o->load_path))
 		return;
-	if (o->build_id[0] &&
-	    sym_debug__by_build_id(s->debug_root, o->build_id, p, sizeof(p)) == 0 &&
+	if (sym_object__build_id(o)[0] &&
+	    sym_debug__by_build_id(s->debug_root, sym_object__build_id(o), p, sizeof(p)) == 0 &&
 	    debug_attach(s, o, p))
 		return;
 	if (o->debuglink &&
@@ -424,16 +432,16 @@ static void debug_find(struct symbolizer *s, struct sym_object *o)
 				    sizeof(p)) == 0 &&
 	    debug_attach(s, o, p))
 		return;
-	o->debug_pending = s->dbginfod && o->build_id[0];
+	o->debug_pending = s->dbginfod && sym_object__build_id(o)[0];
 	if (o->debug_pending) /* queues the fetch now; its answer is taken by debug_poll */
-		sym_dbginfod__get(s->dbginfod, o->build_id, p, sizeof(p));
+		sym_dbginfod__get(s->dbginfod, sym_object__build_id(o), p, sizeof(p));
 }
 
 /* A debuginfod answer for o, when one has come: used from now on. */
 static void debug_poll(struct symbolizer *s, struct sym_object *o)
 {
 	char p[4096];
-	int err = sym_dbginfod__get(s->dbginfod, o->build_id, p, sizeof(p));
+	int err = sym_dbginfod__get(s->dbginfod, sym_object__build_id(o), p, sizeof(p));
 
 	if (err == -EAGAIN)
 		return;
@@ -464,7 +472,7 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 		return err;
 	sym_elf__build_id(e, bid, sizeof(bid));
 	sym_elf_info__fini(&o->info);
-	err = strcmp(bid, o->build_id) ? -ESTALE : sym_elf__load(e, &o->info);
+	err = strcmp(bid, sym_object__build_id(o)) ? -ESTALE : sym_elf__load(e, &o->info);
 	sym_elf__close(e);
 	if (err)
 		return err;
@@ -482,7 +490,7 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 /* vaddr = off - p_offset + p_vaddr (object_segments_vaddr). */
 static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64_t *vaddr)
 {
-	return object_segments_vaddr(o->info.segs, o->info.n_segs, off, vaddr);
+	return o->obj && object_segments_vaddr(o->obj->segs, o->obj->n_segs, off, vaddr);
 }
 
 /*
