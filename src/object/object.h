@@ -10,7 +10,8 @@
  * another identity (a copy, another container layer) with the same GNU build-id is the
  * same object. This module holds the one identity type, the one build-id reader, the one
  * PT_LOAD reader and the offset -> vaddr formula, and the refcounted object made of
- * them; each module keeps its own index of objects (they run on different threads).
+ * them, which an unwind_table and a sym_object each hold; each module keeps its own
+ * index of objects (they run on different threads).
  *
  * The file is outside input: every note and segment is checked to lie in the file
  * before libelf is asked for it.
