@@ -141,7 +141,7 @@ static int copy_sample(struct proc_table *pt, const struct profile_sample *s, st
 		labels[n++] = s->labels[i];
 	}
 	if (pid > 0) {
-		struct proc_process *p = proc_table__get(pt, (uint32_t)pid, 0);
+		struct proc_process *p = proc_table__lookup(pt, (uint32_t)pid, 0);
 
 		if (p) {
 			exe = p->exe ? p->exe : "";

@@ -1,7 +1,7 @@
 /*
  * Geometric array growth and the byte hash: the two helpers every module's
- * tables are built on. Growth checks each multiplication for overflow, so a
- * hostile count turns into -ENOMEM, never into a short buffer.
+ * tables are built on (and the hex digit table the text parsers share). Growth checks each
+ * multiplication for overflow, so a hostile count turns into -ENOMEM, never into a short buffer.
  */
 #include "base.h"
 
@@ -47,3 +47,9 @@ uint64_t base_hash_bytes(uint64_t h, const void *p, size_t n)
 	memcpy(&w, b, n);
 	return base_hash_u64(h, w);
 }
+
+const unsigned char base_hex_table[256] = {
+    ['0'] = 1,	['1'] = 2,  ['2'] = 3,	['3'] = 4,  ['4'] = 5,	['5'] = 6,  ['6'] = 7,	['7'] = 8,
+    ['8'] = 9,	['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};

@@ -180,7 +180,7 @@ void collector__event(struct collector *c, const struct sampler_event *e)
 {
 	switch (e->kind) {
 	case HEARTH_EV_NEW:
-		proc_table__get(c->pt, e->pid, e->pstart); /* reads /proc while the process lives */
+		proc_table__lookup(c->pt, e->pid, e->pstart); /* reads /proc while the process lives */
 		break;
 	case HEARTH_EV_EXEC: /* a new image: its JIT map starts over, its objects change */
 		proc_table__exec(c->pt, e->pid, e->pstart);
@@ -328,7 +328,7 @@ static const char *process_name(const struct entry *e, const struct proc_process
 static int build_entry(struct collector *c, struct profile *p, const struct entry *e,
 		       int64_t period_ns, uint64_t *locs)
 {
-	struct proc_process *proc = e->pid ? proc_table__get(c->pt, e->pid, e->pstart) : NULL;
+	struct proc_process *proc = e->pid ? proc_table__lookup(c->pt, e->pid, e->pstart) : NULL;
 	size_t n = 0;
 	/* Counts and their time saturate (sample values never wrap). */
 	int64_t n_samples = e->count > INT64_MAX ? INT64_MAX : (int64_t)e->count;

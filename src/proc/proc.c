@@ -524,7 +524,7 @@ static struct proc_entry *table_load(struct proc_table *pt, uint32_t pid, uint64
 	return fresh;
 }
 
-struct proc_process *proc_table__get(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns)
+struct proc_process *proc_table__lookup(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns)
 {
 	bool any = pstart_ns == 0;
 	struct proc_entry *e = table_find(pt, pid, proc_ns_to_ticks(pt, pstart_ns), any);
@@ -607,7 +607,7 @@ int proc_table__exec(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns)
 	struct proc_entry *e = table_find(pt, pid, proc_ns_to_ticks(pt, pstart_ns), any);
 
 	if (!e || (any && e->p.exited)) /* first sight: /proc shows the new image */
-		return proc_table__get(pt, pid, pstart_ns) ? 0 : -errno;
+		return proc_table__lookup(pt, pid, pstart_ns) ? 0 : -errno;
 	if (e->p.exited)
 		return -ESRCH;
 	entry_touch(pt, e);

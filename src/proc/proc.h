@@ -62,16 +62,18 @@ struct proc_table *proc_table__new(const char *proc_root);
 void proc_table__free(struct proc_table *pt);
 
 /*
- * The process with this pid and start time (ns since boot as BPF reads it from
- * task->start_boottime; 0 = "whatever runs as pid now"). Reads /proc on first sight.
+ * Looks up the process with this pid and start time (ns since boot as BPF reads it
+ * from task->start_boottime; 0 = "whatever runs as pid now"), reading /proc and adding
+ * it on first sight. Not a refcount: there is nothing to put.
  * Returns NULL (errno set) when the process is unknown and cannot be read (ESRCH),
  * e.g. it exited before we saw it, or (pstart_ns != 0) pid now runs a different process
  * and we never saw the one asked for.
  * The pointer stays valid until proc_table__free, or until the entry is evicted: that
- * happens only inside a later proc_table__get that adds a process to a full table, and
+ * happens only inside a later proc_table__lookup that adds a process to a full table, and
  * takes the least recently used exited process first (a live one only if none exited).
  */
-struct proc_process *proc_table__get(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
+struct proc_process *proc_table__lookup(struct proc_table *pt, uint32_t pid,
+				       uint64_t pstart_ns);
 /* The process called exec: keep the current mappings as old_maps and re-read. 0 or -errno. */
 int proc_table__exec(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
 /* The process exited: mark it, keep its mappings. */

@@ -10,6 +10,8 @@
 #include "base/base.h"
 #include "proc/proc.h"
 
+#include "base/base.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

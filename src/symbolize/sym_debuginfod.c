@@ -9,6 +9,7 @@
  * answered -ENOENT. Stopping cancels an ongoing fetch through the progress callback.
  */
 #include "symbolize/sym_internal.h"
+#include "base/base.h"
 
 #include <elfutils/debuginfod.h>
 #include <errno.h>
@@ -24,7 +25,7 @@
 enum req_state { REQ_QUEUED, REQ_FETCHING, REQ_DONE, REQ_FAILED };
 
 struct dbg_req {
-	char bid[SYM_BUILD_ID_HEX];
+	char bid[OBJECT_BUILD_ID_HEX];
 	char *path; /* owned: cached debug file, when REQ_DONE */
 	enum req_state state;
 };
@@ -64,7 +65,7 @@ static long next_queued(struct sym_dbginfod *d)
 
 static void fetch_one(struct sym_dbginfod *d, size_t i)
 {
-	char bid[SYM_BUILD_ID_HEX], *path = NULL;
+	char bid[OBJECT_BUILD_ID_HEX], *path = NULL;
 	int fd;
 
 	memcpy(bid, d->reqs[i].bid, sizeof(bid));
@@ -153,9 +154,8 @@ static struct dbg_req *request_of(struct sym_dbginfod *d, const char *bid)
 	for (size_t i = 0; i < d->n; i++)
 		if (!strcmp(d->reqs[i].bid, bid))
 			return &d->reqs[i];
-	if (d->n >= SYM_DBGINFOD_MAX || !(r = sym_grow(d->reqs, &d->cap, d->n + 1, sizeof(*r))))
+	if (d->n >= SYM_DBGINFOD_MAX || base_grow((void **)&d->reqs, &d->cap, d->n + 1, sizeof(*r)))
 		return NULL;
-	d->reqs = r;
 	r = &d->reqs[d->n++];
 	memset(r, 0, sizeof(*r));
 	snprintf(r->bid, sizeof(r->bid), "%s", bid);

@@ -19,6 +19,7 @@
  * .build-id/xx/rest.debug).
  */
 #include "symbolize/sym_internal.h"
+#include "base/base.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -94,6 +95,9 @@ struct cu_span {
 };
 
 /* CUs indexed so far, by CU DIE offset: open addressing, the value a cu_list index. */
+/* CUs by DIE offset, and demangled names (below): open addressing with the key in the
+ * slot, not a base_hmap, whose probe would read the caller's array for every compare
+ * (a second cache miss per lookup on the address-resolving path). */
 struct cu_slot {
 	Dwarf_Off off; /* 0 = empty (a CU DIE never lies at offset 0: its header does) */
 	uint32_t cu;
@@ -270,7 +274,7 @@ static const char *die_name(Dwarf_Die *die, const char **plain)
 
 static struct dem_slot *dem_probe(struct dem_slot *t, size_t cap, const char *sys)
 {
-	size_t i = (size_t)sym_mix64((uint64_t)(uintptr_t)sys) & (cap - 1);
+	size_t i = (size_t)base_hash_u64(BASE_HASH_SEED, (uintptr_t)sys) & (cap - 1);
 
 	while (t[i].sys && t[i].sys != sys)
 		i = (i + 1) & (cap - 1);
@@ -382,19 +386,18 @@ static int scope_add(struct cu_build *b, Dwarf_Die *die, uint32_t parent, uint32
 
 		if (lo >= hi)
 			continue;
-		r = fn ? ci->fns : ci->kids;
-		if (!(r = sym_grow(r, fn ? &b->cap_fns : &b->cap_kids, *n + 1, sizeof(*r))))
+		if (base_grow((void **)(fn ? &ci->fns : &ci->kids), fn ? &b->cap_fns : &b->cap_kids,
+			      *n + 1, sizeof(*r)))
 			return -ENOMEM;
-		*(fn ? &ci->fns : &ci->kids) = r;
+		r = fn ? ci->fns : ci->kids;
 		r[(*n)++] = (struct scope_range){lo, hi, id, fn ? b->cu : parent, 0, 0};
 		*out = id;
 	}
 	if (*out == SCOPE_NONE)
 		return 0;
-	if (!(s = sym_grow(ci->scopes, &b->cap_scopes, ci->n_scopes + 1, sizeof(*s))))
+	if (base_grow((void **)&ci->scopes, &b->cap_scopes, ci->n_scopes + 1, sizeof(*s)))
 		return -ENOMEM;
-	ci->scopes = s;
-	s = &s[ci->n_scopes++];
+	s = &ci->scopes[ci->n_scopes++];
 	*s = (struct scope){.die = dwarf_dieoffset(die), .inlined = parent != SCOPE_NONE};
 	if (s->inlined)
 		call_site(b, die, s);
@@ -519,7 +522,7 @@ static uint64_t cu_index_bytes(const struct cu_build *b)
 /* Finds slot of off in d->cus (or the empty one where it goes). */
 static struct cu_slot *cu_probe(struct cu_slot *t, size_t cap, Dwarf_Off off)
 {
-	size_t i = (size_t)sym_mix64(off) & (cap - 1);
+	size_t i = (size_t)base_hash_u64(BASE_HASH_SEED, off) & (cap - 1);
 
 	while (t[i].off && t[i].off != off)
 		i = (i + 1) & (cap - 1);
@@ -535,9 +538,8 @@ static int cus_room(struct sym_dwarf *d)
 
 	if (d->n_cus >= UINT32_MAX - 1)
 		return -ENOMEM;
-	if (!(list = sym_grow(d->cu_list, &d->cap_cu_list, d->n_cus + 1, sizeof(*list))))
+	if (base_grow((void **)&d->cu_list, &d->cap_cu_list, d->n_cus + 1, sizeof(*list)))
 		return -ENOMEM;
-	d->cu_list = list;
 	if ((d->n_cus + 1) * 2 <= d->cap_cus)
 		return 0;
 	cap = d->cap_cus ? d->cap_cus * 2 : 64;
@@ -669,7 +671,7 @@ static int build_all(struct sym_dwarf *d)
 		err = -EIO;
 	for (size_t i = 0; i < d->n_cus; i++)
 		n += d->cu_list[i]->n_fns;
-	if (n && !(d->all = sym_grow(NULL, &cap, n, sizeof(*d->all))))
+	if (n && base_grow((void **)&d->all, &cap, n, sizeof(*d->all)))
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n_cus; i++) {
 		if (!d->cu_list[i]->n_fns)
@@ -810,7 +812,7 @@ int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *fra
 static bool build_id_matches(const char *path, const char *bid)
 {
 	struct sym_elf *e;
-	char got[SYM_BUILD_ID_HEX];
+	char got[OBJECT_BUILD_ID_HEX];
 
 	if (sym_elf__open(path, &e) != 0)
 		return false;

@@ -1,6 +1,7 @@
 /*
- * sym_elf: what the symbolizer needs from one ELF file — its GNU build-id, its PT_LOAD
- * segments (to turn file offsets into ELF virtual addresses) and its function symbols
+ * sym_elf: what the symbolizer needs from one ELF file — its GNU build-id and its PT_LOAD
+ * segments (to turn file offsets into ELF virtual addresses), both read by src/object,
+ * and its function symbols
  * (.symtab, else .dynsym; and the data objects that lie in code, in a table apart) —
  * read once through libelf, copied out, and closed. Of the
  * file, only headers, notes, the one symbol table and its string table are read.
@@ -106,107 +107,14 @@ void sym_elf__close(struct sym_elf *e)
 	free(e);
 }
 
-static void hex_encode(const unsigned char *p, size_t n, char *hex)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		hex[2 * i] = digits[p[i] >> 4];
-		hex[2 * i + 1] = digits[p[i] & 15];
-	}
-	hex[2 * n] = '\0';
-}
-
-/* Looks for an NT_GNU_BUILD_ID note (owner "GNU") in d; true when found. */
-static bool notes_build_id(Elf_Data *d, char *hex, size_t len)
-{
-	size_t off = 0, next, name_off, desc_off;
-	GElf_Nhdr nh;
-
-	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-		const char *base = d->d_buf;
-
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof(ELF_NOTE_GNU) &&
-		    memcmp(base + name_off, ELF_NOTE_GNU, sizeof(ELF_NOTE_GNU)) == 0 &&
-		    nh.n_descsz > 0 && nh.n_descsz <= SYM_BUILD_ID_MAX && 2 * nh.n_descsz < len) {
-			hex_encode((const unsigned char *)base + desc_off, nh.n_descsz, hex);
-			return true;
-		}
-		off = next;
-	}
-	return false;
-}
-
-/* Through PT_NOTE segments: works even when section headers are stripped. */
-static bool segments_build_id(struct sym_elf *e, char *hex, size_t len)
-{
-	size_t n;
-	GElf_Phdr ph;
-
-	if (elf_getphdrnum(e->elf, &n) != 0)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		Elf_Data *d;
-
-		if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_NOTE ||
-		    !in_file(e, ph.p_offset, ph.p_filesz))
-			continue;
-		d = elf_getdata_rawchunk(e->elf, (int64_t)ph.p_offset, ph.p_filesz,
-					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-		if (d && notes_build_id(d, hex, len))
-			return true;
-	}
-	return false;
-}
-
-static bool sections_build_id(struct sym_elf *e, char *hex, size_t len)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(e->elf, scn))) {
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
-		    !in_file(e, sh.sh_offset, sh.sh_size))
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (d && notes_build_id(d, hex, len))
-			return true;
-	}
-	return false;
-}
-
 void sym_elf__build_id(struct sym_elf *e, char *hex, size_t len)
 {
-	if (len == 0)
-		return;
-	hex[0] = '\0';
-	if (!segments_build_id(e, hex, len) && !sections_build_id(e, hex, len))
-		hex[0] = '\0';
+	object_elf_build_id(e->elf, e->size, hex, len);
 }
 
-/* PT_LOAD segments with file bytes (ELF gABI program header). 0 or -ENOMEM. */
-static int load_segments(struct sym_elf *e, struct sym_elf_info *info)
+int sym_elf__object(struct sym_elf *e, uint64_t dev, uint64_t inode, struct object **out)
 {
-	size_t n, cap = 0;
-	GElf_Phdr ph;
-
-	if (elf_getphdrnum(e->elf, &n) != 0)
-		return 0; /* no program headers: nothing is loaded from this file */
-	for (size_t i = 0; i < n; i++) {
-		struct sym_segment *segs;
-
-		if (!gelf_getphdr(e->elf, (int)i, &ph) || ph.p_type != PT_LOAD || ph.p_filesz == 0)
-			continue;
-		segs = sym_grow(info->segs, &cap, info->n_segs + 1, sizeof(*segs));
-		if (!segs)
-			return -ENOMEM;
-		info->segs = segs;
-		segs[info->n_segs++] = (struct sym_segment){ph.p_offset, ph.p_filesz, ph.p_vaddr,
-							    (ph.p_flags & PF_X) != 0};
-	}
-	return 0;
+	return object__from_elf(e->elf, e->fd, dev, inode, out);
 }
 
 /* What a symbol is to us: a function, a data object (kept when it lies in code), or
@@ -388,18 +296,11 @@ cleanup:
 
 int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info)
 {
-	int err = load_segments(e, info);
-
-	if (!err)
-		err = load_symbols(e, info);
-	return err;
+	return load_symbols(e, info);
 }
 
 void sym_elf_info__fini(struct sym_elf_info *info)
 {
-	free(info->segs);
-	info->segs = NULL;
-	info->n_segs = 0;
 	info->damaged = false;
 	info->dynsym = false;
 	sym_table__fini(&info->table);

@@ -5,15 +5,13 @@
 #ifndef HEARTH_SYM_INTERNAL_H
 #define HEARTH_SYM_INTERNAL_H
 
+#include "object/object.h"
 #include "symbolize/symbolize.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* A GNU build-id is usually 20 bytes (sha1); allow up to 64 (hex: 128 chars + NUL). */
-#define SYM_BUILD_ID_MAX 64
-#define SYM_BUILD_ID_HEX (2 * SYM_BUILD_ID_MAX + 1)
 /* An unsized symbol that is last in its region covers at most this much. */
 #define SYM_UNSIZED_TAIL (64 * 1024)
 /* More symbols than this in one table is not a real object; the rest are ignored. */
@@ -110,21 +108,8 @@ uint64_t sym_table__bytes(const struct sym_table *t);
  */
 void sym_hugepage_hint(void *p, size_t len);
 
-/* Room for `need` elements of `elem` bytes in p (capacity *cap, doubling, overflow-
- * checked). Returns the possibly moved array, or NULL on ENOMEM (p still valid). */
-void *sym_grow(void *p, size_t *cap, size_t need, size_t elem);
-
-/* A PT_LOAD segment: file bytes [off, off + filesz) load at vaddr. */
-struct sym_segment {
-	uint64_t off, filesz, vaddr;
-	bool exec;
-};
-
 /* What one ELF file yields; everything owned. */
 struct sym_elf_info {
-	char build_id[SYM_BUILD_ID_HEX]; /* "" when none */
-	struct sym_segment *segs;
-	size_t n_segs;
 	struct sym_table table;
 	/* data objects (STT_OBJECT) in executable sections, such as the constant tables of
 	 * hand-written assembly: named only where no function of table is (what
@@ -142,10 +127,13 @@ struct sym_elf; /* an open ELF file: fd + libelf handle */
  */
 int sym_elf__open(const char *path, struct sym_elf **out);
 void sym_elf__close(struct sym_elf *e);
-/* Hex NT_GNU_BUILD_ID into hex ("" when none). */
+/* Hex NT_GNU_BUILD_ID into hex ("" when none): object_elf_build_id of e. */
 void sym_elf__build_id(struct sym_elf *e, char *hex, size_t len);
+/* src/object's object of e (object__from_elf: dev and inode as mapped, 0 = fstat's).
+ * 0, -errno. */
+int sym_elf__object(struct sym_elf *e, uint64_t dev, uint64_t inode, struct object **out);
 /*
- * Segments and function symbols into info (build_id untouched). 0, -ENOMEM, -ENOEXEC
+ * Function symbols into info. 0, -ENOMEM, -ENOEXEC
  * (nothing usable); 0 with info->damaged when .symtab was corrupt but .dynsym was read.
  */
 int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info);

@@ -9,6 +9,7 @@
  * entry names only [START, START + SIZE). Malformed lines are skipped and counted.
  */
 #include "symbolize/sym_internal.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,12 +91,11 @@ static int add_line(struct sym_perfmap *m, const char *line, size_t n)
 	    start > UINT64_MAX - size || !*p)
 		return -EINVAL;
 	nlen = strlen(p) + 1;
-	if (!(e = sym_grow(m->ents, &m->cap, m->n + 1, sizeof(*e))))
+	if (base_grow((void **)&m->ents, &m->cap, m->n + 1, sizeof(*e)) ||
+	    base_grow((void **)&m->names, &m->names_cap, m->len + nlen, 1))
 		return -ENOMEM;
-	m->ents = e;
-	if (!(names = sym_grow(m->names, &m->names_cap, m->len + nlen, 1)))
-		return -ENOMEM;
-	m->names = names;
+	e = m->ents;
+	names = m->names;
 	memcpy(names + m->len, p, nlen);
 	e[m->n++] = (struct perfmap_entry){start, start + size, m->seq++, (uint32_t)m->len};
 	m->len += nlen;

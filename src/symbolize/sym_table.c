@@ -19,6 +19,7 @@
  * and never past its bound (the end of its ELF section).
  */
 #include "symbolize/sym_internal.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -45,38 +46,17 @@ void sym_hugepage_hint(void *p, size_t len)
 		madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 }
 
-void *sym_grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return p;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2)
-			return NULL;
-		ncap *= 2;
-	}
-	if (ncap > SIZE_MAX / elem)
-		return NULL;
-	np = realloc(p, ncap * elem);
-	if (np)
-		*cap = ncap;
-	return np;
-}
-
 /* Copies s into the blob; *off is where. 0 or -ENOMEM (also past 4 GiB of names). */
 static int names_add(struct sym_builder *b, const char *s, uint32_t *off)
 {
 	size_t n = strlen(s) + 1;
-	char *names;
 
 	if (n >= SYM_NO_NAME || b->len >= SYM_NO_NAME - n)
 		return -ENOMEM;
-	names = sym_grow(b->names, &b->names_cap, b->len + n, 1);
-	if (!names)
+	/* per symbol: the call only when full */
+	if (b->len + n > b->names_cap &&
+	    base_grow((void **)&b->names, &b->names_cap, b->len + n, 1))
 		return -ENOMEM;
-	b->names = names;
 	memcpy(b->names + b->len, s, n);
 	*off = (uint32_t)b->len;
 	b->len += n;
@@ -87,14 +67,10 @@ static int names_add(struct sym_builder *b, const char *s, uint32_t *off)
  * or -ENOMEM. */
 static int room_for_one(struct sym_builder *b)
 {
-	struct sym_raw *arr;
-
 	if (b->n >= SYM_MAX_SYMBOLS)
 		return 0;
-	arr = sym_grow(b->raw, &b->cap, b->n + 1, sizeof(*arr));
-	if (!arr)
+	if (b->n >= b->cap && base_grow((void **)&b->raw, &b->cap, b->n + 1, sizeof(*b->raw)))
 		return -ENOMEM;
-	b->raw = arr;
 	return 1;
 }
 

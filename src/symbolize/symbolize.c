@@ -1,12 +1,15 @@
 /*
- * symbolize: objects by identity, (object, offset) -> frames (DWARF lines and inlines,
- * else symbols) through a byte-budgeted cache, JIT code through perf maps, and kernel
- * addresses through kallsyms.
+ * symbolize: objects by identity and (object, offset) -> frames, the lookup itself
+ * (DWARF lines and inlines, else symbols), kernel addresses through kallsyms, and the
+ * symbolizer's lifecycle. The rest of the symbolizer is in files of their own, sharing
+ * sym_impl.h: sym_cache.c (the address cache and the byte budget), sym_jit.c (JIT
+ * code through perf maps), sym_hold.c (which processes hold which objects).
  *
- * Identity. A mapping names its file by dev+inode (from /proc/PID/maps); the file's
- * mtime tells a file rewritten in place from its old self. Each such identity points to
- * one object; a file reached under another identity (a copy, another container layer)
- * with the same GNU build-id shares the object already loaded. So:
+ * Identity (src/object's). A mapping names its file by dev+inode (from /proc/PID/maps);
+ * the file's mtime tells a file rewritten in place from its old self. Each such
+ * identity points to one object; a file reached under another identity (a copy,
+ * another container layer) with the same GNU build-id shares the object already
+ * loaded. So:
  *   (dev, inode, mtime) --> object <-- build-id
  * Checking mtime costs a stat(2); a known identity is re-checked at most once per
  * SYM_RECHECK_NS, so asking for the same object per frame costs a hash lookup.
@@ -16,25 +19,17 @@
  * else the .gnu_debuglink target with the right CRC, else debuginfod in the background,
  * taken when it arrives); then .symtab, .dynsym. Names are demangled (C++, Rust).
  *
- * Memory. Symbol tables and DWARF handles (heavy) and the (object, vaddr) address cache
- * are accounted in bytes against one budget (sym_opts.cache_bytes). Past it, address
- * entries are evicted oldest first while they hold over a quarter of the budget, else
- * the least recently used object's tables and DWARF are dropped (it keeps its identity
- * and segments and is re-read from its file, build-id checked, on next use). Hence
- * results are borrowed only until the next call: they are copied out of the cache into
+ * Memory (sym_cache.c). Symbol tables, DWARF handles and the address cache are
+ * accounted in bytes against one budget; an evicted object keeps its identity and
+ * segments and is re-read from its file, build-id checked, on next use. Hence results
+ * are borrowed only until the next call: they are copied out of the cache into
  * s->scratch. The object records themselves (a few hundred bytes) live until
  * symbolizer__free. The kernel's table is one, shared, and outside the budget.
- *
- * Lifetime. The caller says which process maps which object (symbolizer__hold); each
- * process holds a reference. When a process is forgotten (it exited, and its samples
- * were symbolized), objects nobody holds any more are released at once: their address-
- * cache entries (listed per object), symbol table and DWARF. Objects never held (the
- * symbolize CLI, tests) live under the budget's eviction alone.
  * An object's ELF is read into our memory and closed; only DWARF keeps an fd, while
  * its object is in memory.
  */
+#include "symbolize/sym_impl.h"
 #include "symbolize/symbolize.h"
-#include "symbolize/sym_internal.h"
 
 #include <errno.h>
 #include <libiberty/demangle.h>
@@ -45,107 +40,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define SYM_RECHECK_NS	     (1000ULL * 1000 * 1000)
-#define SYM_CACHE_MIN_SLOTS  1024
-#define SYM_JIT_MAX	     1024 /* perf maps held (pids); the oldest goes first */
-#define SYM_JIT_RECHECK_NS   (1000ULL * 1000 * 1000)
-#define SYM_HASH_MIN_BUCKETS 256
-#define SYM_PROC_BUCKETS     4096
-#define SYM_PROC_MAX	     65536 /* processes holding objects; past it, holds are not kept */
+#include "base/base.h"
 
-struct sym_object {
-	char *path;			 /* owned: name as mapped, shown to users */
-	char build_id[SYM_BUILD_ID_HEX]; /* "" when none */
-	bool loaded;			 /* its ELF was read (else it resolves nothing) */
-	bool heavy;			 /* symbols (and DWARF) in memory; else re-read */
-	bool debug_pending;		 /* debuginfod was asked; its answer not seen yet */
-	struct sym_elf_info info;	 /* segments and symbols, owned */
-	struct sym_dwarf *dwarf;	 /* owned: DWARF of the file or its debug file */
-	char *load_path;		 /* owned: the file read, to re-read after eviction */
-	char *debug_path;		 /* owned: separate debug file in use, NULL = none */
-	char *debuglink;		 /* owned: .gnu_debuglink name, NULL = none */
-	uint32_t debuglink_crc;
-	uint32_t gen; /* bumped when its debug info arrives late */
-	uint32_t polls;
-	uint64_t bytes;				/* accounted: table + DWARF while heavy */
-	uint32_t holders;			/* processes that map it (symbolizer__hold) */
-	struct sym_centry *centries;		/* its address-cache entries (onext list) */
-	struct sym_object *lru_prev, *lru_next; /* heavy objects, most recent first */
-	struct sym_object *next;		/* every object, for symbolizer__free */
-	struct sym_object *bid_next;		/* build-id hash chain */
-};
-
-/* One name of an object: (dev, inode, mtime), or the open path when nothing else. */
-struct sym_ident {
-	uint64_t dev, inode;
-	uint64_t mtime_ns;
-	bool stat_ok;		/* mtime_ns came from stat(2) */
-	uint64_t checked_ns;	/* when mtime was last compared with the file */
-	char *path;		/* owned; the key only when dev == inode == 0 */
-	struct sym_object *obj; /* borrowed from the object list */
-	struct sym_ident *next; /* hash chain */
-};
-
-struct sym_centry;
-
-/*
- * The objects one process maps, as the caller said (symbolizer__hold): each holds one
- * reference on them until symbolizer__forget_pid. Arrays, not sets: a process maps tens
- * to a few hundred objects, and a linear scan of pointers is cheaper than hashing them.
- */
-struct sym_proc {
-	uint32_t pid;
-	uint32_t n, cap;
-	struct sym_object **objs; /* owned array; the objects are the list's */
-	struct sym_proc *next;	  /* hash chain */
-};
-
-/* The perf map of one process. */
-struct sym_jit {
-	uint32_t pid;
-	uint64_t checked_ns;
-	struct sym_perfmap *map; /* owned */
-	struct sym_jit *next;
-};
-
-struct sym_ident_hash {
-	struct sym_ident **buckets; /* owned chains */
-	size_t n_buckets, count;    /* n_buckets: a power of two */
-};
-
-struct sym_bid_hash {
-	struct sym_object **buckets; /* chains via bid_next; objects owned by the list */
-	size_t n_buckets, count;
-};
-
-struct symbolizer {
-	char *kallsyms_path;
-	struct sym_object *objects;
-	struct sym_ident_hash idents;  /* by dev+inode (or path) */
-	struct sym_bid_hash build_ids; /* objects by build-id */
-	char *debug_root;	       /* NULL = /usr/lib/debug */
-	char *perfmap_dir;	       /* NULL = /tmp */
-	struct sym_dbginfod *dbginfod; /* owned, NULL when DEBUGINFOD_URLS is unset */
-	struct sym_object *lru_head, *lru_tail;
-	struct sym_centry **buckets; /* owned entries, chained */
-	size_t n_buckets, cache_used;
-	struct sym_centry *c_head, *c_tail; /* address-cache LRU, most recent first */
-	uint64_t budget, obj_bytes, cache_bytes;
-	struct sym_jit *jits;
-	size_t n_jits;
-	struct sym_proc **procs; /* owned chains, by pid; SYM_PROC_BUCKETS */
-	size_t n_procs;
-	struct sym_result scratch; /* what the last resolve handed out */
-	bool no_address_cache;	   /* sym_opts.no_address_cache */
-	char *scratch_text;	   /* owned: scratch's strings, without an address cache */
-	size_t scratch_cap;
-	struct sym_table kernel;
-	bool kernel_loaded;
-	struct sym_result unresolved; /* n == 0, handed out for every miss */
-	struct sym_stats stats;
-};
-
-static uint64_t now_ns(void)
+uint64_t sym_now_ns(void)
 {
 	struct timespec ts;
 
@@ -163,10 +60,10 @@ static uint64_t str_hash(const char *s)
 	return h;
 }
 
-/* Ignores mtime on purpose: every version of one file shares a chain. */
-static uint64_t ident_hash(uint64_t dev, uint64_t inode, const char *path)
+/* Ignores mtime on purpose (object_id__hash): every version of one file shares a chain. */
+static uint64_t ident_hash(const struct object_id *oid, const char *path)
 {
-	return dev || inode ? sym_mix64(dev * 0x9e3779b97f4a7c15ULL ^ inode) : str_hash(path);
+	return oid->dev || oid->inode ? object_id__hash(oid) : str_hash(path);
 }
 
 /* ---- identities ---- */
@@ -178,7 +75,7 @@ static struct sym_ident **ident_bucket(struct symbolizer *s, uint64_t hash)
 
 static uint64_t ident_hash_of(const struct sym_ident *id)
 {
-	return ident_hash(id->dev, id->inode, id->path);
+	return ident_hash(&id->id, id->path);
 }
 
 /* Doubles the buckets when chains get long (best effort). */
@@ -206,12 +103,12 @@ static void idents_grow(struct symbolizer *s)
  * The identity to use for (dev, inode) now: among its versions, one whose mtime we
  * could check, most recently checked first. NULL when unknown.
  */
-static struct sym_ident *ident_current(struct symbolizer *s, uint64_t dev, uint64_t inode)
+static struct sym_ident *ident_current(struct symbolizer *s, const struct object_id *oid)
 {
 	struct sym_ident *id, *best = NULL;
 
-	for (id = *ident_bucket(s, ident_hash(dev, inode, NULL)); id; id = id->next) {
-		if (id->dev != dev || id->inode != inode)
+	for (id = *ident_bucket(s, ident_hash(oid, NULL)); id; id = id->next) {
+		if (!object_id__same_file(&id->id, oid))
 			continue;
 		if (!best || (id->stat_ok && !best->stat_ok) ||
 		    (id->stat_ok == best->stat_ok && id->checked_ns > best->checked_ns))
@@ -226,10 +123,9 @@ static struct sym_ident *ident_find(struct symbolizer *s, const struct sym_ident
 	struct sym_ident *id;
 
 	for (id = *ident_bucket(s, ident_hash_of(key)); id; id = id->next) {
-		if (id->dev != key->dev || id->inode != key->inode ||
-		    id->mtime_ns != key->mtime_ns || id->stat_ok != key->stat_ok)
+		if (!object_id__eq(&id->id, &key->id) || id->stat_ok != key->stat_ok)
 			continue;
-		if (id->dev || id->inode || strcmp(id->path, key->path) == 0)
+		if (id->id.dev || id->id.inode || strcmp(id->path, key->path) == 0)
 			return id;
 	}
 	return NULL;
@@ -245,7 +141,7 @@ static void ident_add(struct symbolizer *s, const struct sym_ident *key, struct 
 	*id = *key;
 	id->obj = obj;
 	id->path = NULL;
-	if (!key->dev && !key->inode && !(id->path = strdup(key->path))) {
+	if (!key->id.dev && !key->id.inode && !(id->path = strdup(key->path))) {
 		free(id);
 		return;
 	}
@@ -259,61 +155,53 @@ static void ident_add(struct symbolizer *s, const struct sym_ident *key, struct 
 
 /* ---- objects and build-ids ---- */
 
-static struct sym_object **bid_bucket(struct symbolizer *s, const char *bid)
+static uint64_t bid_hash(const char *bid)
 {
-	return &s->build_ids.buckets[str_hash(bid) & (s->build_ids.n_buckets - 1)];
+	return base_hash_bytes(BASE_HASH_SEED, bid, strlen(bid));
+}
+
+static bool bid_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct sym_bid_index *b = ctx;
+
+	return strcmp(sym_object__build_id(b->objs[idx]), key) == 0;
 }
 
 static struct sym_object *bid_find(struct symbolizer *s, const char *bid)
 {
-	struct sym_object *o;
+	size_t i = base_hmap__find(&s->build_ids.index, bid_hash(bid), bid_eq, &s->build_ids, bid);
 
-	for (o = *bid_bucket(s, bid); o; o = o->bid_next)
-		if (strcmp(o->build_id, bid) == 0)
-			return o;
-	return NULL;
+	return i == SIZE_MAX ? NULL : s->build_ids.objs[i];
 }
 
-static void bids_grow(struct symbolizer *s)
+/* Records o under its build-id. Best effort: on ENOMEM o is just not shared by build-id. */
+static void bid_add(struct symbolizer *s, struct sym_object *o)
 {
-	size_t n = s->build_ids.n_buckets * 2;
-	struct sym_object **b = calloc(n, sizeof(*b));
-	struct sym_object *o, *next;
+	struct sym_bid_index *b = &s->build_ids;
 
-	if (!b)
+	if (base_grow((void **)&b->objs, &b->cap, b->n + 1, sizeof(*b->objs)) ||
+	    base_hmap__insert(&b->index, bid_hash(o->obj->build_id), b->n))
 		return;
-	for (size_t i = 0; i < s->build_ids.n_buckets; i++) {
-		for (o = s->build_ids.buckets[i]; o; o = next) {
-			next = o->bid_next;
-			o->bid_next = b[str_hash(o->build_id) & (n - 1)];
-			b[str_hash(o->build_id) & (n - 1)] = o;
-		}
-	}
-	free(s->build_ids.buckets);
-	s->build_ids.buckets = b;
-	s->build_ids.n_buckets = n;
+	b->objs[b->n++] = o;
 }
 
-static struct sym_object *object_new(struct symbolizer *s, const char *path, const char *bid)
+/* A new object record; obj (may be NULL: unreadable) is its reference, taken over
+ * even on failure. NULL on ENOMEM. */
+static struct sym_object *object_new(struct symbolizer *s, const char *path, struct object *obj)
 {
-	struct sym_object *o = calloc(1, sizeof(*o)), **b;
+	struct sym_object *o = calloc(1, sizeof(*o));
 
 	if (!o || !(o->path = strdup(path))) {
 		free(o);
+		object__put(obj);
 		return NULL;
 	}
-	snprintf(o->build_id, sizeof(o->build_id), "%s", bid);
+	o->obj = obj;
 	o->next = s->objects;
 	s->objects = o;
 	s->stats.objects++;
-	if (bid[0]) {
-		if (s->build_ids.count >= s->build_ids.n_buckets)
-			bids_grow(s);
-		b = bid_bucket(s, bid);
-		o->bid_next = *b;
-		*b = o;
-		s->build_ids.count++;
-	}
+	if (obj && obj->build_id[0])
+		bid_add(s, o);
 	return o;
 }
 
@@ -325,13 +213,11 @@ static void object_free(struct sym_object *o)
 	free(o->debug_path);
 	free(o->debuglink);
 	free(o->path);
+	object__put(o->obj);
 	free(o);
 }
 
 static void debug_find(struct symbolizer *s, struct sym_object *o);
-static void object_account(struct symbolizer *s, struct sym_object *o);
-static void lru_touch(struct symbolizer *s, struct sym_object *o);
-static void budget_enforce(struct symbolizer *s);
 
 /*
  * Reads an open ELF into o (once), then its debug info wherever it is. A failure leaves
@@ -356,33 +242,37 @@ static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_e
 		o->debuglink = strdup(link);
 	o->loaded = o->heavy = true;
 	debug_find(s, o);
-	lru_touch(s, o);
-	object_account(s, o);
-	budget_enforce(s);
+	sym_lru_touch(s, o);
+	sym_object_account(s, o);
+	sym_budget_enforce(s);
 }
 
 /*
- * The object in the file at open_path: opened once here. Same build-id as a loaded
- * object -> that object. Unreadable (or open_path NULL) -> a new object that resolves
- * nothing. NULL on ENOMEM.
+ * The object in the file at open_path (named by id as mapped): opened once here. Same
+ * build-id as a loaded object -> that object. Unreadable (or open_path NULL) -> a new
+ * object that resolves nothing. NULL on ENOMEM.
  */
-static struct sym_object *object_load(struct symbolizer *s, const char *open_path, const char *path)
+static struct sym_object *object_load(struct symbolizer *s, const char *open_path, const char *path,
+				      const struct object_id *id)
 {
 	struct sym_elf *elf = NULL;
-	char bid[SYM_BUILD_ID_HEX] = "";
+	struct object *obj = NULL;
 	struct sym_object *o = NULL;
 	int err = open_path ? sym_elf__open(open_path, &elf) : -ENOENT;
 
+	if (!err && (err = sym_elf__object(elf, id->dev, id->inode, &obj)))
+		sym_elf__close(elf);
 	if (err) {
-		if (err != -ENOMEM && (o = object_new(s, path, "")))
+		if (err != -ENOMEM && (o = object_new(s, path, NULL)))
 			s->stats.elf_failures++;
 		return o;
 	}
 	s->stats.elf_opens++;
-	sym_elf__build_id(elf, bid, sizeof(bid));
-	o = bid[0] ? bid_find(s, bid) : NULL;
-	if (!o)
-		o = object_new(s, path, bid);
+	o = obj->build_id[0] ? bid_find(s, obj->build_id) : NULL;
+	if (o)
+		object__put(obj); /* the same object under another name */
+	else
+		o = object_new(s, path, obj);
 	if (o && !o->loaded) /* new, or its first copy was unreadable */
 		object_fill(s, o, elf, open_path);
 	sym_elf__close(elf);
@@ -391,12 +281,6 @@ static struct sym_object *object_load(struct symbolizer *s, const char *open_pat
 
 /* ---- public: objects ---- */
 
-/* Only compared for equality: wrapping (unsigned) arithmetic is fine and never UB. */
-static uint64_t mtime_ns_of(const struct stat *st)
-{
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec;
-}
-
 /*
  * Whether the file at p is the mapped one: same inode number. The device is not
  * compared: through overlayfs (containers) stat(2) shows the overlay's device while
@@ -404,7 +288,7 @@ static uint64_t mtime_ns_of(const struct stat *st)
  */
 static bool stat_as_mapped(const char *p, const struct sym_ident *key, struct stat *st)
 {
-	return p && stat(p, st) == 0 && st->st_ino == key->inode;
+	return p && stat(p, st) == 0 && st->st_ino == key->id.inode;
 }
 
 /*
@@ -416,7 +300,7 @@ static bool stat_as_mapped(const char *p, const struct sym_ident *key, struct st
 static struct sym_object *object_by_inode(struct symbolizer *s, struct sym_ident *key,
 					  const char **open_path, const char *path, uint64_t now)
 {
-	struct sym_ident *cur = ident_current(s, key->dev, key->inode), *id;
+	struct sym_ident *cur = ident_current(s, &key->id), *id;
 	struct stat st;
 
 	if (cur && cur->stat_ok && now - cur->checked_ns < SYM_RECHECK_NS)
@@ -431,7 +315,7 @@ static struct sym_object *object_by_inode(struct symbolizer *s, struct sym_ident
 			return NULL; /* loading nothing makes an object that resolves nothing */
 	}
 	key->stat_ok = true;
-	key->mtime_ns = mtime_ns_of(&st);
+	key->id.mtime_ns = object_mtime_ns(&st);
 	id = ident_find(s, key);
 	if (id)
 		id->checked_ns = now;
@@ -446,9 +330,7 @@ static struct sym_object *object_by_stat(struct symbolizer *s, struct sym_ident 
 	struct sym_ident *id;
 
 	if (stat(open_path, &st) == 0) {
-		key->dev = st.st_dev;
-		key->inode = st.st_ino;
-		key->mtime_ns = mtime_ns_of(&st);
+		object_id__of_stat(&st, &key->id);
 		key->stat_ok = true;
 	}
 	id = ident_find(s, key);
@@ -458,20 +340,18 @@ static struct sym_object *object_by_stat(struct symbolizer *s, struct sym_ident 
 struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_path, const char *path,
 				      uint64_t dev, uint64_t inode)
 {
-	uint64_t now = now_ns();
-	struct sym_ident key = {.dev = dev, .inode = inode, .checked_ns = now};
+	uint64_t now = sym_now_ns();
+	struct sym_ident key = {.id = {.dev = inode ? dev : 0, .inode = inode}, .checked_ns = now};
 	struct sym_object *o;
 
 	path = path ? path : open_path ? open_path : "";
 	open_path = open_path ? open_path : path;
 	key.path = (char *)open_path; /* only read; ident_add copies it */
-	if (!inode)
-		key.dev = 0;
 	o = inode ? object_by_inode(s, &key, &open_path, path, now)
 		  : object_by_stat(s, &key, open_path);
 	if (o)
 		return o;
-	o = object_load(s, open_path, path);
+	o = object_load(s, open_path, path, &key.id);
 	if (o)
 		ident_add(s, &key, o);
 	return o;
@@ -484,7 +364,7 @@ const char *sym_object__path(const struct sym_object *o)
 
 const char *sym_object__build_id(const struct sym_object *o)
 {
-	return o->build_id;
+	return o->obj ? o->obj->build_id : "";
 }
 
 bool sym_object__settled(const struct sym_object *o)
@@ -493,56 +373,6 @@ bool sym_object__settled(const struct sym_object *o)
 }
 
 /* ---- object contents: symbols, DWARF, separate debug files ---- */
-
-static void lru_unlink(struct symbolizer *s, struct sym_object *o)
-{
-	if (o->lru_prev)
-		o->lru_prev->lru_next = o->lru_next;
-	else if (s->lru_head == o)
-		s->lru_head = o->lru_next;
-	if (o->lru_next)
-		o->lru_next->lru_prev = o->lru_prev;
-	else if (s->lru_tail == o)
-		s->lru_tail = o->lru_prev;
-	o->lru_prev = o->lru_next = NULL;
-}
-
-/* Most recently used first. */
-static void lru_touch(struct symbolizer *s, struct sym_object *o)
-{
-	if (s->lru_head == o)
-		return;
-	lru_unlink(s, o);
-	o->lru_next = s->lru_head;
-	if (s->lru_head)
-		s->lru_head->lru_prev = o;
-	s->lru_head = o;
-	if (!s->lru_tail)
-		s->lru_tail = o;
-}
-
-/* Recomputes what o holds in memory and moves the difference into s's account. */
-static void object_account(struct symbolizer *s, struct sym_object *o)
-{
-	uint64_t b = o->heavy ? sym_table__bytes(&o->info.table) + sym_table__bytes(&o->info.data) +
-				    sym_dwarf__bytes(o->dwarf)
-			      : 0;
-
-	s->obj_bytes = s->obj_bytes - o->bytes + b;
-	o->bytes = b;
-}
-
-/* Drops o's symbols and DWARF (re-read on next use); segments stay. */
-static void object_unload(struct symbolizer *s, struct sym_object *o)
-{
-	sym_table__fini(&o->info.table);
-	sym_table__fini(&o->info.data);
-	sym_dwarf__close(o->dwarf);
-	o->dwarf = NULL;
-	o->heavy = false;
-	object_account(s, o);
-	lru_unlink(s, o);
-}
 
 /* Symbols from the debug file when o's own were only .dynsym (a stripped binary). */
 static void debug_symbols(struct symbolizer *s, struct sym_object *o)
@@ -593,8 +423,8 @@ static void debug_find(struct symbolizer *s, struct sym_object *o)
 
 	if (debug_attach(s, o, o->load_path))
 		return;
-	if (o->build_id[0] &&
-	    sym_debug__by_build_id(s->debug_root, o->build_id, p, sizeof(p)) == 0 &&
+	if (sym_object__build_id(o)[0] &&
+	    sym_debug__by_build_id(s->debug_root, sym_object__build_id(o), p, sizeof(p)) == 0 &&
 	    debug_attach(s, o, p))
 		return;
 	if (o->debuglink &&
@@ -602,16 +432,16 @@ static void debug_find(struct symbolizer *s, struct sym_object *o)
 				    sizeof(p)) == 0 &&
 	    debug_attach(s, o, p))
 		return;
-	o->debug_pending = s->dbginfod && o->build_id[0];
+	o->debug_pending = s->dbginfod && sym_object__build_id(o)[0];
 	if (o->debug_pending) /* queues the fetch now; its answer is taken by debug_poll */
-		sym_dbginfod__get(s->dbginfod, o->build_id, p, sizeof(p));
+		sym_dbginfod__get(s->dbginfod, sym_object__build_id(o), p, sizeof(p));
 }
 
 /* A debuginfod answer for o, when one has come: used from now on. */
 static void debug_poll(struct symbolizer *s, struct sym_object *o)
 {
 	char p[4096];
-	int err = sym_dbginfod__get(s->dbginfod, o->build_id, p, sizeof(p));
+	int err = sym_dbginfod__get(s->dbginfod, sym_object__build_id(o), p, sizeof(p));
 
 	if (err == -EAGAIN)
 		return;
@@ -627,7 +457,7 @@ static void debug_poll(struct symbolizer *s, struct sym_object *o)
 	if (debug_attach(s, o, p)) {
 		s->stats.debuginfod_files++;
 		o->gen++; /* cached answers for o predate its debug info */
-		object_account(s, o);
+		sym_object_account(s, o);
 	}
 }
 
@@ -635,14 +465,14 @@ static void debug_poll(struct symbolizer *s, struct sym_object *o)
 static int object_reload(struct symbolizer *s, struct sym_object *o)
 {
 	struct sym_elf *e;
-	char bid[SYM_BUILD_ID_HEX];
+	char bid[OBJECT_BUILD_ID_HEX];
 	int err = o->load_path ? sym_elf__open(o->load_path, &e) : -ENOENT;
 
 	if (err)
 		return err;
 	sym_elf__build_id(e, bid, sizeof(bid));
 	sym_elf_info__fini(&o->info);
-	err = strcmp(bid, o->build_id) ? -ESTALE : sym_elf__load(e, &o->info);
+	err = strcmp(bid, sym_object__build_id(o)) ? -ESTALE : sym_elf__load(e, &o->info);
 	sym_elf__close(e);
 	if (err)
 		return err;
@@ -655,231 +485,12 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 	return 0;
 }
 
-/*
- * ---- the address cache: (object, vaddr) -> copied frames, byte-accounted ----
- * Eviction is CLOCK (second chance) over insertion order: a hit only sets a bit in the
- * entry it reads anyway, where LRU relinking would touch two other random entries.
- */
-
-struct sym_centry {
-	struct sym_centry *hnext, *prev, *next; /* hash chain; LRU list */
-	struct sym_centry *onext, *oprev;	/* entries of the same object */
-	struct sym_object *obj;
-	uint64_t vaddr;
-	uint32_t gen, n;
-	uint32_t bytes;
-	bool referenced; /* hit since it last reached the LRU tail: gets a second chance */
-	struct sym_frame frames[]; /* strings follow, owned by the entry */
-};
-
-static size_t centry_bucket(const struct symbolizer *s, const struct sym_object *o, uint64_t v)
-{
-	return (size_t)sym_mix64((uint64_t)(uintptr_t)o ^ sym_mix64(v)) & (s->n_buckets - 1);
-}
-
-static void centry_unlink_lru(struct symbolizer *s, struct sym_centry *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		s->c_head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		s->c_tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void centry_push_lru(struct symbolizer *s, struct sym_centry *e)
-{
-	e->next = s->c_head;
-	e->prev = NULL;
-	if (s->c_head)
-		s->c_head->prev = e;
-	s->c_head = e;
-	if (!s->c_tail)
-		s->c_tail = e;
-}
-
-static void centry_remove(struct symbolizer *s, struct sym_centry *e)
-{
-	struct sym_centry **pp = &s->buckets[centry_bucket(s, e->obj, e->vaddr)];
-
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
-	centry_unlink_lru(s, e);
-	if (e->oprev)
-		e->oprev->onext = e->onext;
-	else
-		e->obj->centries = e->onext;
-	if (e->onext)
-		e->onext->oprev = e->oprev;
-	s->cache_bytes -= e->bytes;
-	s->cache_used--;
-	free(e);
-}
-
-static struct sym_centry *centry_find(struct symbolizer *s, const struct sym_object *o, uint64_t v)
-{
-	struct sym_centry *e;
-
-	if (!s->n_buckets)
-		return NULL;
-	for (e = s->buckets[centry_bucket(s, o, v)]; e; e = e->hnext)
-		if (e->obj == o && e->vaddr == v)
-			return e;
-	return NULL;
-}
-
-/* Doubles the buckets when the table is full (best effort). */
-static void buckets_grow(struct symbolizer *s)
-{
-	size_t n = s->n_buckets ? s->n_buckets * 2 : SYM_CACHE_MIN_SLOTS, old = s->n_buckets;
-	struct sym_centry **b = calloc(n, sizeof(*b)), **ob = s->buckets, *e, *next;
-
-	if (!b)
-		return;
-	s->buckets = b;
-	s->n_buckets = n;
-	for (size_t i = 0; i < old; i++) {
-		for (e = ob[i]; e; e = next) {
-			next = e->hnext;
-			e->hnext = b[centry_bucket(s, e->obj, e->vaddr)];
-			b[centry_bucket(s, e->obj, e->vaddr)] = e;
-		}
-	}
-	free(ob);
-	s->cache_bytes = s->cache_bytes - old * sizeof(*b) + n * sizeof(*b);
-}
-
-static size_t str_room(const char *p)
-{
-	return p ? strlen(p) + 1 : 0;
-}
-
-/* Copies p into *pos (when not NULL) and returns the copy. */
-static const char *str_put(char **pos, const char *p)
-{
-	char *d = *pos;
-	size_t n = str_room(p);
-
-	if (!p)
-		return NULL;
-	memcpy(d, p, n);
-	*pos += n;
-	return d;
-}
-
-/* Copies p's room bytes (str_room(p), its NUL included) into *pos; NULL for NULL. */
-static const char *str_put_n(char **pos, const char *p, size_t room)
-{
-	char *d = *pos;
-
-	if (!p)
-		return NULL;
-	memcpy(d, p, room);
-	*pos += room;
-	return d;
-}
-
-/* A new entry holding copies of f[0, n). NULL on ENOMEM. */
-static struct sym_centry *centry_new(struct sym_object *o, uint64_t v, const struct sym_frame *f,
-				     size_t n)
-{
-	size_t room = sizeof(struct sym_centry) + n * sizeof(*f);
-	struct sym_centry *e;
-	char *pos;
-
-	for (size_t i = 0; i < n; i++)
-		room += str_room(f[i].name) + str_room(f[i].file) +
-			(f[i].system_name != f[i].name ? str_room(f[i].system_name) : 0);
-	if (!(e = calloc(1, room)))
-		return NULL;
-	e->obj = o;
-	e->vaddr = v;
-	e->gen = o->gen;
-	e->n = (uint32_t)n;
-	e->bytes = (uint32_t)room;
-	pos = (char *)&e->frames[n];
-	for (size_t i = 0; i < n; i++) {
-		e->frames[i] = f[i];
-		e->frames[i].name = str_put(&pos, f[i].name);
-		e->frames[i].system_name = f[i].system_name == f[i].name
-					       ? e->frames[i].name
-					       : str_put(&pos, f[i].system_name);
-		e->frames[i].file = str_put(&pos, f[i].file);
-	}
-	return e;
-}
-
-static void centry_insert(struct symbolizer *s, struct sym_centry *e)
-{
-	size_t b;
-
-	if (s->cache_used >= s->n_buckets)
-		buckets_grow(s);
-	b = centry_bucket(s, e->obj, e->vaddr);
-	e->hnext = s->buckets[b];
-	s->buckets[b] = e;
-	centry_push_lru(s, e);
-	e->oprev = NULL;
-	e->onext = e->obj->centries;
-	if (e->onext)
-		e->onext->oprev = e;
-	e->obj->centries = e;
-	s->cache_bytes += e->bytes;
-	s->cache_used++;
-}
-
-/*
- * Evicts until the account fits the budget: address-cache entries (oldest first) while
- * they hold more than a quarter of it, else whole objects' tables (least recently used).
- */
-static void budget_enforce(struct symbolizer *s)
-{
-	while (s->obj_bytes + s->cache_bytes > s->budget) {
-		bool cache_big = s->cache_bytes > s->budget / 4 && s->c_tail;
-
-		if (!cache_big && s->lru_tail) {
-			object_unload(s, s->lru_tail);
-			s->stats.object_evictions++;
-		} else if (s->c_tail && s->c_tail->referenced) { /* CLOCK: second chance */
-			struct sym_centry *e = s->c_tail;
-
-			e->referenced = false;
-			centry_unlink_lru(s, e);
-			centry_push_lru(s, e);
-		} else if (s->c_tail) {
-			centry_remove(s, s->c_tail);
-			s->stats.cache_evictions++;
-		} else {
-			break; /* only bucket arrays left: they stay */
-		}
-	}
-}
-
 /* ---- public: resolving ---- */
 
-/*
- * vaddr = off - p_offset + p_vaddr, through the PT_LOAD whose file bytes hold off
- * (an executable one if several do). False when no segment holds it.
- */
+/* vaddr = off - p_offset + p_vaddr (object_segments_vaddr). */
 static bool object_off_to_vaddr(const struct sym_object *o, uint64_t off, uint64_t *vaddr)
 {
-	const struct sym_segment *hit = NULL;
-
-	for (size_t i = 0; i < o->info.n_segs; i++) {
-		const struct sym_segment *seg = &o->info.segs[i];
-
-		if (off >= seg->off && off - seg->off < seg->filesz &&
-		    (!hit || (seg->exec && !hit->exec)))
-			hit = seg;
-	}
-	if (!hit)
-		return false;
-	*vaddr = off - hit->off + hit->vaddr;
-	return true;
+	return o->obj && object_segments_vaddr(o->obj->segs, o->obj->n_segs, off, vaddr);
 }
 
 /*
@@ -1011,7 +622,7 @@ static int object_lookup(struct symbolizer *s, struct sym_object *o, uint64_t va
 		n = (int)symtab_frame(o, vaddr, f);
 	else if (!strcmp(f[n - 1].system_name, "??"))
 		symtab_frame(o, vaddr, &f[n - 1]);
-	object_account(s, o);
+	sym_object_account(s, o);
 	return n;
 }
 
@@ -1021,7 +632,7 @@ static struct sym_centry *object_frames(struct symbolizer *s, struct sym_object 
 	struct sym_frame f[SYM_MAX_FRAMES];
 	int n = object_lookup(s, o, vaddr, f);
 
-	return centry_new(o, vaddr, f, (size_t)n);
+	return sym_centry_new(o, vaddr, f, (size_t)n);
 }
 
 /*
@@ -1075,7 +686,7 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 	}
 	s->scratch.n = (size_t)n;
 	*out = n ? &s->scratch : &s->unresolved;
-	budget_enforce(s);
+	sym_budget_enforce(s);
 	return err;
 }
 
@@ -1097,7 +708,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		return -EINVAL;
 	if (obj->debug_pending && (obj->polls++ & 255) == 0)
 		debug_poll(s, obj);
-	e = centry_find(s, obj, vaddr);
+	e = sym_centry_find(s, obj, vaddr);
 	if (e && e->gen == obj->gen) {
 		s->stats.cache_hits++;
 		e->referenced = true; /* not relinked: a hit touches no other entry's memory */
@@ -1105,7 +716,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		return 0;
 	}
 	if (e)
-		centry_remove(s, e);
+		sym_centry_remove(s, e);
 	s->stats.cache_misses++;
 	if (!obj->loaded)
 		return 0;
@@ -1113,15 +724,15 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		obj->loaded = false; /* gone or replaced: resolves nothing from now on */
 		return 0;
 	}
-	lru_touch(s, obj);
-	object_account(s, obj);
+	sym_lru_touch(s, obj);
+	sym_object_account(s, obj);
 	if (s->no_address_cache) /* straight into scratch */
 		return scratch_lookup(s, obj, vaddr, out);
 	if (!(e = object_frames(s, obj, vaddr)))
 		return -ENOMEM;
 	*out = centry_result(s, e); /* copied out before anything can be evicted */
-	centry_insert(s, e);
-	budget_enforce(s);
+	sym_centry_insert(s, e);
+	sym_budget_enforce(s);
 	return 0;
 }
 
@@ -1136,171 +747,6 @@ int symbolizer__resolve(struct symbolizer *s, struct sym_object *obj, uint64_t o
 	if (!object_off_to_vaddr(obj, off, &vaddr))
 		return 0;
 	return symbolizer__resolve_vaddr(s, obj, vaddr, out);
-}
-
-/* ---- JIT code: perf maps by pid ---- */
-
-static struct sym_jit *jit_find(struct symbolizer *s, uint32_t pid)
-{
-	for (struct sym_jit *j = s->jits; j; j = j->next)
-		if (j->pid == pid)
-			return j;
-	return NULL;
-}
-
-static void jit_forget(struct symbolizer *s, uint32_t pid);
-
-/* The map state of pid, made on first use (the oldest dropped past SYM_JIT_MAX). */
-static struct sym_jit *jit_get(struct symbolizer *s, uint32_t pid)
-{
-	struct sym_jit *j = jit_find(s, pid), **pp;
-
-	if (j)
-		return j;
-	if (s->n_jits >= SYM_JIT_MAX) {
-		for (pp = &s->jits; (*pp)->next; pp = &(*pp)->next)
-			;
-		jit_forget(s, (*pp)->pid);
-	}
-	if (!(j = calloc(1, sizeof(*j))) || !(j->map = sym_perfmap__new(s->perfmap_dir, pid))) {
-		free(j);
-		return NULL;
-	}
-	j->pid = pid;
-	j->next = s->jits;
-	s->jits = j;
-	s->n_jits++;
-	return j;
-}
-
-/* Re-reads the map when it may have grown: at most every SYM_JIT_RECHECK_NS. */
-static void jit_refresh(struct symbolizer *s, struct sym_jit *j, bool missed)
-{
-	uint64_t now = now_ns(), before = sym_perfmap__bad_lines(j->map);
-
-	if (j->checked_ns &&
-	    now - j->checked_ns < (missed ? SYM_JIT_RECHECK_NS / 10 : SYM_JIT_RECHECK_NS))
-		return;
-	j->checked_ns = now;
-	sym_perfmap__refresh(j->map);
-	s->stats.perfmap_bad_lines += sym_perfmap__bad_lines(j->map) - before;
-}
-
-int symbolizer__resolve_jit(struct symbolizer *s, uint32_t pid, uint64_t addr,
-			    const struct sym_result **out)
-{
-	struct sym_jit *j = jit_get(s, pid);
-	const char *name;
-
-	*out = &s->unresolved;
-	if (!j)
-		return -ENOMEM;
-	jit_refresh(s, j, false);
-	if (!(name = sym_perfmap__find(j->map, addr))) {
-		jit_refresh(s, j, true);
-		if (!(name = sym_perfmap__find(j->map, addr)))
-			return 0;
-	}
-	s->stats.jit_hits++;
-	s->scratch.n = 1;
-	s->scratch.frames[0] = (struct sym_frame){.name = name, .system_name = name};
-	*out = &s->scratch;
-	return 0;
-}
-
-/* ---- which processes map which objects: references, released on exit ---- */
-
-static struct sym_proc **proc_slot(struct symbolizer *s, uint32_t pid)
-{
-	struct sym_proc **pp = &s->procs[sym_mix64(pid) & (SYM_PROC_BUCKETS - 1)];
-
-	while (*pp && (*pp)->pid != pid)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-int symbolizer__hold(struct symbolizer *s, uint32_t pid, struct sym_object *obj)
-{
-	struct sym_proc **pp, *p;
-	struct sym_object **objs;
-	size_t cap;
-
-	if (!obj)
-		return -EINVAL;
-	if (!s->procs && !(s->procs = calloc(SYM_PROC_BUCKETS, sizeof(*s->procs))))
-		return -ENOMEM;
-	pp = proc_slot(s, pid);
-	if (!(p = *pp)) {
-		if (s->n_procs >= SYM_PROC_MAX)
-			return -ENOSPC;
-		if (!(p = calloc(1, sizeof(*p))))
-			return -ENOMEM;
-		p->pid = pid;
-		*pp = p;
-		s->n_procs++;
-	}
-	for (uint32_t i = 0; i < p->n; i++)
-		if (p->objs[i] == obj)
-			return 0;
-	cap = p->cap;
-	if (!(objs = sym_grow(p->objs, &cap, (size_t)p->n + 1, sizeof(*objs))))
-		return -ENOMEM;
-	p->objs = objs;
-	p->cap = (uint32_t)cap;
-	p->objs[p->n++] = obj;
-	obj->holders++;
-	return 0;
-}
-
-/*
- * o's last process is gone: its cached addresses, symbol table and DWARF are freed now
- * rather than when the budget runs out. The record stays (identity, segments), so a
- * late sample or a new process mapping the same file reads it again.
- */
-static void object_release(struct symbolizer *s, struct sym_object *o)
-{
-	while (o->centries)
-		centry_remove(s, o->centries);
-	if (o->heavy)
-		object_unload(s, o);
-	s->stats.object_releases++;
-}
-
-/* Drops pid's references; objects nobody holds any more are released. */
-static void proc_forget(struct symbolizer *s, uint32_t pid)
-{
-	struct sym_proc **pp = s->procs ? proc_slot(s, pid) : NULL, *p = pp ? *pp : NULL;
-
-	if (!p)
-		return;
-	*pp = p->next;
-	s->n_procs--;
-	for (uint32_t i = 0; i < p->n; i++)
-		if (--p->objs[i]->holders == 0)
-			object_release(s, p->objs[i]);
-	free(p->objs);
-	free(p);
-}
-
-static void jit_forget(struct symbolizer *s, uint32_t pid)
-{
-	for (struct sym_jit **pp = &s->jits; *pp; pp = &(*pp)->next) {
-		struct sym_jit *j = *pp;
-
-		if (j->pid != pid)
-			continue;
-		*pp = j->next;
-		sym_perfmap__free(j->map);
-		free(j);
-		s->n_jits--;
-		return;
-	}
-}
-
-void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
-{
-	jit_forget(s, pid);
-	proc_forget(s, pid);
 }
 
 void symbolizer__wait_debuginfo(struct symbolizer *s, int timeout_ms)
@@ -1361,10 +807,9 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 	s->no_address_cache = opts && opts->no_address_cache;
 	if (!opts || !opts->no_debuginfod)
 		s->dbginfod = sym_dbginfod__new();
-	s->idents.n_buckets = s->build_ids.n_buckets = SYM_HASH_MIN_BUCKETS;
+	s->idents.n_buckets = SYM_HASH_MIN_BUCKETS;
 	s->idents.buckets = calloc(SYM_HASH_MIN_BUCKETS, sizeof(*s->idents.buckets));
-	s->build_ids.buckets = calloc(SYM_HASH_MIN_BUCKETS, sizeof(*s->build_ids.buckets));
-	if (!s->kallsyms_path || !s->idents.buckets || !s->build_ids.buckets) {
+	if (!s->kallsyms_path || !s->idents.buckets) {
 		symbolizer__free(s);
 		return NULL;
 	}
@@ -1380,19 +825,10 @@ void symbolizer__free(struct symbolizer *s)
 		return;
 	sym_dbginfod__free(s->dbginfod); /* first: its thread stops */
 	while (s->c_tail)
-		centry_remove(s, s->c_tail);
+		sym_centry_remove(s, s->c_tail);
 	while (s->jits)
-		jit_forget(s, s->jits->pid);
-	for (size_t i = 0; s->procs && i < SYM_PROC_BUCKETS; i++) {
-		while (s->procs[i]) {
-			struct sym_proc *p = s->procs[i];
-
-			s->procs[i] = p->next;
-			free(p->objs);
-			free(p);
-		}
-	}
-	free(s->procs);
+		sym_jit_forget(s, s->jits->pid);
+	sym_holds_free(s);
 	free(s->buckets);
 	free(s->debug_root);
 	free(s->perfmap_dir);
@@ -1408,7 +844,8 @@ void symbolizer__free(struct symbolizer *s)
 		}
 	}
 	free(s->idents.buckets);
-	free(s->build_ids.buckets);
+	base_hmap__fini(&s->build_ids.index);
+	free(s->build_ids.objs);
 	sym_table__fini(&s->kernel);
 	free(s->scratch_text);
 	free(s->kallsyms_path);

@@ -22,17 +22,6 @@
 /* Most frames (one function and its inlined callees) one address resolves to. */
 #define SYM_MAX_FRAMES 16
 
-/* MurmurHash3's 64-bit finalizer: the symbolizer's caches and the CLI's text cache hash
- * with it. */
-static inline uint64_t sym_mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
-
 struct sym_frame {
 	const char *name;	 /* borrowed (lives as long as the symbolizer): display name */
 	const char *system_name; /* borrowed: raw symbol name */
@@ -148,5 +137,47 @@ void symbolizer__wait_debuginfo(struct symbolizer *s, int timeout_ms);
 int symbolizer__resolve_kernel(struct symbolizer *s, uint64_t addr, const struct sym_result **out);
 
 void symbolizer__stats(const struct symbolizer *s, struct sym_stats *out);
+
+/* ---- batch: lines of addresses in, addr2line's answers out (sym_batch.c) ---- */
+
+struct base_sbuf;
+
+/* Which frames an answer shows. */
+enum sym_frames_shown {
+	SYM_FRAMES_INNERMOST, /* the innermost function (addr2line -f) */
+	SYM_FRAMES_ALL,	      /* every frame, innermost first (addr2line -f -i) */
+	SYM_FRAMES_PHYSICAL,  /* the outermost function (the one the code is in) at the
+			       * innermost file:line (llvm-symbolizer --no-inlines) */
+};
+
+struct sym_batch_opts {
+	struct sym_object *obj; /* borrowed: what hex lines are vaddrs of; NULL: none */
+	enum sym_frames_shown frames;
+	bool addresses;	   /* each address ("0x" and 16 digits) before its frames */
+	size_t text_bytes; /* budget of the formatted answers kept */
+};
+
+struct sym_batch_stats {
+	uint64_t hits, misses, resets; /* text cache: answers reused, made, and emptyings */
+	size_t bytes, budget;
+};
+
+struct sym_batch;
+
+/* A batch answering through s (borrowed: outlives the batch). 0, -EINVAL, -ENOMEM. */
+int sym_batch__new(struct symbolizer *s, const struct sym_batch_opts *o, struct sym_batch **out);
+void sym_batch__free(struct sym_batch *b);
+/*
+ * Answers every line read from in_fd onto out_fd, until EOF. Lines are a hex vaddr of
+ * the batch's object ("0x401136", "401136") or FILE+0xOFF (a file offset in FILE);
+ * anything else, and a line over 1 MiB, is answered "??". Output is written as answers
+ * are made and before every read (an interactive caller gets its answer at once).
+ * 0, -ENOMEM, or -errno of a read or write (*what says "read" or "write").
+ */
+int sym_batch__stream(struct sym_batch *b, int in_fd, int out_fd, const char **what);
+/* The same for the lines of [in, in + len) (writable; left as found; the last line may
+ * lack its newline), appended to out. 0 or -ENOMEM. */
+int sym_batch__text(struct sym_batch *b, char *in, size_t len, struct base_sbuf *out);
+void sym_batch__stats(const struct sym_batch *b, struct sym_batch_stats *out);
 
 #endif /* HEARTH_SYMBOLIZE_H */

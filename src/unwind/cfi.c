@@ -41,34 +41,39 @@ static uint64_t rd_bytes(struct rd *r, size_t n)
 	return v;
 }
 
-static uint64_t rd_uleb(struct rd *r)
+/* LEB128 (DWARF 5 §7.6): the low 64 bits of the value, *shift the bits read and *last
+ * the last byte (its 0x40 bit is a signed value's sign). */
+static uint64_t rd_leb(struct rd *r, unsigned *shift, uint8_t *last)
 {
 	uint64_t v = 0;
-	unsigned shift = 0;
 	uint8_t b;
 
+	*shift = 0;
 	do {
 		b = (uint8_t)rd_bytes(r, 1);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
+		if (*shift < 64)
+			v |= (uint64_t)(b & 0x7f) << *shift;
+		*shift += 7;
 	} while ((b & 0x80) && !r->err);
+	*last = b;
 	return v;
+}
+
+static uint64_t rd_uleb(struct rd *r)
+{
+	unsigned shift;
+	uint8_t last;
+
+	return rd_leb(r, &shift, &last);
 }
 
 static int64_t rd_sleb(struct rd *r)
 {
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b;
+	unsigned shift;
+	uint8_t last;
+	uint64_t v = rd_leb(r, &shift, &last);
 
-	do {
-		b = (uint8_t)rd_bytes(r, 1);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while ((b & 0x80) && !r->err);
-	if (shift < 64 && (b & 0x40))
+	if (shift < 64 && (last & 0x40))
 		v |= ~0ull << shift;
 	return (int64_t)v;
 }

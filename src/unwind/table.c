@@ -1,6 +1,7 @@
 /*
  * table: one ELF object's unwind table, built from its .eh_frame (or, when it
- * has none, .debug_frame) and keyed by its GNU build-id.
+ * has none, .debug_frame). Its identity, build-id and segments are src/object's
+ * (the same reader symbolize uses).
  *
  * Runs off the sampling path (unwind_mgr calls it from the user-space loop).
  * libelf only gives access to the section bytes; the CFI evaluation is cfi.c.
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,69 +24,6 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* Hex build-id from the first NT_GNU_BUILD_ID note, or NULL. */
-static char *elf_build_id(Elf *elf)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *d;
-		GElf_Nhdr nh;
-		size_t off = 0, noff, doff;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
-		    !(d = elf_getdata(scn, NULL)))
-			continue;
-		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
-			char *hex;
-
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-			    memcmp((char *)d->d_buf + noff, "GNU", 4) || nh.n_descsz > 64)
-				continue;
-			hex = malloc(nh.n_descsz * 2 + 1);
-			if (!hex)
-				return NULL;
-			for (size_t i = 0; i < nh.n_descsz; i++)
-				sprintf(hex + 2 * i, "%02x", ((unsigned char *)d->d_buf)[doff + i]);
-			hex[nh.n_descsz * 2] = '\0';
-			return hex;
-		}
-	}
-	return NULL;
-}
-
-/* Key without a build-id: path plus identity of the file. */
-static char *file_key(int fd, const char *path)
-{
-	struct stat st;
-	char *key;
-
-	if (fstat(fd, &st))
-		return NULL;
-	if (asprintf(&key, "%s:%llu:%llu:%lld", path, (unsigned long long)st.st_dev,
-		     (unsigned long long)st.st_ino, (long long)st.st_mtime) < 0)
-		return NULL;
-	return key;
-}
-
-/* p_vaddr - p_offset of the first executable PT_LOAD (vaddr = off + delta). */
-static int exec_seg_delta(Elf *elf, uint64_t *delta)
-{
-	size_t n;
-	GElf_Phdr ph;
-
-	if (elf_getphdrnum(elf, &n))
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-			*delta = ph.p_vaddr - ph.p_offset;
-			return 0;
-		}
-	}
-	return -ENODATA;
 }
 
 /* Parses the named CFI section into rows. -ENODATA when absent. */
@@ -141,9 +78,10 @@ static bool has_section(Elf *elf, const char *want)
 	return false;
 }
 
-static int build_from_elf(Elf *elf, int fd, const char *path, size_t max_bytes,
-			  struct unwind_table *t)
+static int build_from_elf(Elf *elf, int fd, const char *path, uint64_t dev, uint64_t inode,
+			  size_t max_bytes, struct unwind_table *t)
 {
+	const struct object_segment *x;
 	int err;
 
 	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64)
@@ -152,14 +90,15 @@ static int build_from_elf(Elf *elf, int fd, const char *path, size_t max_bytes,
 	 * goroutine or g0 stack: the frame-pointer walk is the right one there. */
 	if (has_section(elf, ".gopclntab"))
 		return -ENOTSUP;
-	err = exec_seg_delta(elf, &t->seg_delta);
+	err = object__from_elf(elf, fd, dev, inode, &t->obj);
 	if (err)
 		return err;
-	t->key = elf_build_id(elf);
-	if (!t->key)
-		t->key = file_key(fd, path);
+	x = object__exec_segment(t->obj);
+	if (!x)
+		return -ENODATA;
+	t->seg_delta = x->vaddr - x->off; /* vaddr = off + delta */
 	t->path = strdup(path);
-	if (!t->key || !t->path)
+	if (!t->path)
 		return -ENOMEM;
 	err = parse_section(elf, ".eh_frame", true, max_bytes, &t->rows);
 	if (err == -ENODATA || (!err && t->rows.n == 0))
@@ -170,11 +109,11 @@ static int build_from_elf(Elf *elf, int fd, const char *path, size_t max_bytes,
 	return t->rows.n ? 0 : -ENODATA;
 }
 
-int unwind_table__build(const char *path, size_t max_cfi_bytes, struct unwind_table **out)
+int unwind_table__build(const char *path, uint64_t dev, uint64_t inode, size_t max_cfi_bytes,
+			struct unwind_table **out)
 {
 	struct unwind_table *t = NULL;
 	double t0 = now_ms();
-	struct stat st;
 	Elf *elf = NULL;
 	int fd = -1, err;
 
@@ -190,11 +129,9 @@ int unwind_table__build(const char *path, size_t max_cfi_bytes, struct unwind_ta
 		err = t ? -EINVAL : -ENOMEM;
 		goto cleanup;
 	}
-	err = build_from_elf(elf, fd, path, max_cfi_bytes, t);
+	err = build_from_elf(elf, fd, path, dev, inode, max_cfi_bytes, t);
 	if (err)
 		goto cleanup;
-	if (fstat(fd, &st) == 0)
-		t->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	t->build_ms = now_ms() - t0;
 	*out = t;
 	t = NULL;
@@ -211,8 +148,7 @@ void unwind_table__free(struct unwind_table *t)
 	if (!t)
 		return;
 	cfi_rows__fini(&t->rows);
-	free(t->key);
+	object__put(t->obj);
 	free(t->path);
-	free(t->file_id);
 	free(t);
 }

@@ -2,7 +2,8 @@
  * unwind_mgr: the only writer of the unwind_rows and unwind_procs BPF maps.
  *
  * A process event (NEW/EXEC) queues the pid; unwind_mgr__work, called from the
- * user-space loop with a time budget, reads /proc/PID/maps, gets a table per
+ * user-space loop with a time budget, reads /proc/PID/maps (each line through
+ * proc/'s strict parser, proc_parse_maps_line), gets a table per
  * executable file mapping (built once, shared by build-id, refcounted), copies
  * new tables into the mmap'ed row array in whole chunks, then publishes the
  * process view. Rows are written before the view that points at them, so the
@@ -13,6 +14,8 @@
  * their tables instead of parsing .eh_frame for every process. Before an idle
  * table is reused, the file's mtime is checked against the one it was built
  * from, so a binary rebuilt in place under the same inode gets a new table.
+ * Tables are found by src/object's identity: (dev, inode) as the mapping says,
+ * then the GNU build-id across names.
  *
  *   addr (process) --(- bias)--> vaddr (ELF) ; bias = start - off - (p_vaddr - p_offset)
  */
@@ -29,10 +32,13 @@
 
 #include <bpf/bpf.h>
 
+#include "base/base.h"
+#include "proc/proc.h"
+
 /* A chunk of rows in bytes: page-aligned, so one can be mapped on its own. */
 #define MGR_CHUNK_BYTES ((size_t)HEARTH_UNWIND_CHUNK_ROWS * sizeof(struct hearth_unwind_row))
 _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pages");
-/* Objects without a table remembered (by dev:inode), so a busy machine that
+/* Objects without a table remembered (by dev and inode), so a busy machine that
  * starts the same huge or table-less binary again does not rebuild it each time. */
 #define MGR_NEG_ENTRIES 256
 /* .eh_frame bytes per row is about 5 (libc, libcrypto, libclang-cpp); allow 8. */
@@ -66,39 +72,29 @@ struct unwind_mgr {
 	 * unmapped right after: a mapping of the whole array would count all of it
 	 * (16 MiB by default) in hearth's RSS for as long as it runs. */
 	int rows_fd, procs_fd;
-	uint32_t chunks;		/* chunks in unwind_rows */
+	uint32_t chunks; /* chunks in unwind_rows */
 	uint8_t used[HEARTH_UNWIND_CHUNKS];
-	struct unwind_table **tables; /* live tables (refs > 0) */
+	/* live and idle tables; found by a linear scan, not a base_hmap: a few hundred at
+	 * most, scanned per mapping while a view is built, off the sample path */
+	struct unwind_table **tables;
 	size_t n_tables, cap_tables;
 	struct proc_view *procs;
 	size_t n_procs, cap_procs;
 	struct pending *queue;
 	size_t n_queue, cap_queue;
-	char *neg[MGR_NEG_ENTRIES]; /* file ids without a table; owned, ring */
-	size_t neg_next;
+	/* files without a table: a lossy ring (the oldest forgotten), scanned */
+	struct object_id neg[MGR_NEG_ENTRIES];
+	size_t neg_next, n_neg;
 	uint64_t build_failed, no_room, reused;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
 	size_t n_idle;
 	double build_ms;
 };
 
-/* Grows *arr (elements of size sz) to hold n+1; -ENOMEM. */
+/* Room in *arr (elements of size sz) for n + 1. 0 or -ENOMEM. */
 static int grow(void **arr, size_t *cap, size_t n, size_t sz)
 {
-	size_t nc;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 16;
-	if (nc > SIZE_MAX / sz)
-		return -ENOMEM;
-	p = realloc(*arr, nc * sz);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
+	return base_grow(arr, cap, n + 1, sz);
 }
 
 int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mgr **out)
@@ -225,46 +221,47 @@ static bool idle_still_valid(const struct unwind_table *t, const char *open_path
 
 	if (stat(open_path, &st))
 		return false;
-	return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == t->mtime_ns;
+	return object_mtime_ns(&st) == t->obj->id.mtime_ns;
 }
 
 /* ---- tables ---- */
 
-static struct unwind_table *table_find(struct unwind_mgr *m, const char *file_id, const char *key)
+/* The table of this file (dev and inode; file may be NULL), else of this build-id
+ * (bid may be NULL or ""). */
+static struct unwind_table *table_find(struct unwind_mgr *m, const struct object_id *file,
+				       const char *bid)
 {
 	for (size_t i = 0; i < m->n_tables; i++) {
 		struct unwind_table *t = m->tables[i];
 
-		if ((file_id && !strcmp(t->file_id, file_id)) || (key && !strcmp(t->key, key)))
+		if ((file && object_id__same_file(&t->obj->id, file)) ||
+		    (bid && bid[0] && !strcmp(t->obj->build_id, bid)))
 			return t;
 	}
 	return NULL;
 }
 
-static bool neg_has(const struct unwind_mgr *m, const char *file_id)
+static bool neg_has(const struct unwind_mgr *m, const struct object_id *file)
 {
-	for (size_t i = 0; i < MGR_NEG_ENTRIES; i++)
-		if (m->neg[i] && !strcmp(m->neg[i], file_id))
+	for (size_t i = 0; i < m->n_neg; i++)
+		if (object_id__same_file(&m->neg[i], file))
 			return true;
 	return false;
 }
 
-static void neg_add(struct unwind_mgr *m, const char *file_id)
+static void neg_add(struct unwind_mgr *m, const struct object_id *file)
 {
-	char *copy = strdup(file_id);
-
-	if (!copy)
-		return;
-	free(m->neg[m->neg_next]);
-	m->neg[m->neg_next] = copy;
+	m->neg[m->neg_next] = *file;
 	m->neg_next = (m->neg_next + 1) % MGR_NEG_ENTRIES;
+	if (m->n_neg < MGR_NEG_ENTRIES)
+		m->n_neg++;
 }
 
 /* Builds (or shares) the table of a mapped file and takes a ref; NULL if none. */
 static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_path, const char *path,
-				      const char *file_id)
+				      const struct object_id *file)
 {
-	struct unwind_table *t = table_find(m, file_id, NULL), *same;
+	struct unwind_table *t = table_find(m, file, NULL), *same;
 	size_t max_bytes = (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS * MGR_CFI_BYTES_PER_ROW;
 	int err;
 
@@ -279,23 +276,22 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 	}
 	if (t)
 		goto ref;
-	if (neg_has(m, file_id))
+	if (neg_has(m, file))
 		return NULL;
-	err = unwind_table__build(open_path, max_bytes, &t);
+	err = unwind_table__build(open_path, file->dev, file->inode, max_bytes, &t);
 	if (err) {
 		m->build_failed++;
 		/* Only what the file is says "never": not a process gone meanwhile. */
 		if (err == -ENODATA || err == -ENOTSUP || err == -EFBIG || err == -ENOEXEC ||
 		    err == -EINVAL)
-			neg_add(m, file_id);
+			neg_add(m, file);
 		return NULL;
 	}
 	m->build_ms += t->build_ms;
 	free(t->path);
 	t->path = strdup(path);
-	t->file_id = strdup(file_id);
-	same = table_find(m, NULL, t->key);
-	if (!t->path || !t->file_id || same ||
+	same = table_find(m, NULL, t->obj->build_id);
+	if (!t->path || same ||
 	    grow((void **)&m->tables, &m->cap_tables, m->n_tables, sizeof(*m->tables))) {
 		unwind_table__free(t);
 		t = same; /* the same build-id under another path or inode */
@@ -308,7 +304,7 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 	if (table_load(m, t)) {
 		m->no_room++;
 		if (t->rows.n > (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS)
-			neg_add(m, file_id); /* can never fit; a full map may have room later */
+			neg_add(m, file); /* can never fit; a full map may have room later */
 		unwind_table__free(t);
 		return NULL;
 	}
@@ -336,29 +332,25 @@ static void view_drop(struct unwind_mgr *m, struct proc_view *v)
 	*v = m->procs[--m->n_procs];
 }
 
-/* One executable file mapping of /proc/PID/maps into val (and its table into tabs). */
-static void add_mapping(struct unwind_mgr *m, uint32_t pid, const char *line,
+/* One mapping of /proc/PID/maps into val (and its table into tabs) when it maps a
+ * file executable. */
+static void add_mapping(struct unwind_mgr *m, uint32_t pid, const struct proc_mapping *pm,
 			struct hearth_unwind_proc *val, struct unwind_table **tabs)
 {
-	unsigned long long start, end, off, ino;
-	char perms[8], dev[16], open_path[96], file_id[48];
+	struct object_id file = {.dev = proc_mapping__dev(pm), .inode = pm->inode};
 	struct hearth_unwind_mapping *mp;
 	struct unwind_table *t;
-	int path_at = 0;
+	char open_path[96];
 
-	if (sscanf(line, "%llx-%llx %7s %llx %15s %llu %n", &start, &end, perms, &off, dev, &ino,
-		   &path_at) < 6 ||
-	    !path_at || perms[2] != 'x' || line[path_at] != '/')
+	if (!pm->exec || pm->path[0] != '/' || val->n >= HEARTH_UNWIND_MAX_MAPPINGS)
 		return;
-	if (val->n >= HEARTH_UNWIND_MAX_MAPPINGS)
-		return;
-	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", pid, start, end);
-	snprintf(file_id, sizeof(file_id), "%s:%llu", dev, ino);
-	t = table_get(m, open_path, line + path_at, file_id);
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)pm->start, (unsigned long long)pm->end);
+	t = table_get(m, open_path, pm->path, &file);
 	mp = &val->m[val->n];
-	mp->start = start;
-	mp->end = end;
-	mp->bias = t ? start - off - t->seg_delta : 0;
+	mp->start = pm->start;
+	mp->end = pm->end;
+	mp->bias = t ? pm->start - pm->pgoff - t->seg_delta : 0;
 	mp->row_start = t ? t->row_start : 0;
 	mp->row_count = t ? (uint32_t)t->rows.n : 0;
 	tabs[val->n++] = t;
@@ -382,10 +374,10 @@ static int view_publish(struct unwind_mgr *m, const struct hearth_unwind_proc *v
 	return 0;
 }
 
-/* Whether a maps line maps the dynamic loader (glibc's or musl's). */
-static bool maps_loader(const char *line)
+/* Whether a mapped path is the dynamic loader (glibc's or musl's). */
+static bool maps_loader(const char *path)
 {
-	return strstr(line, "/ld-linux") || strstr(line, "/ld-musl");
+	return strstr(path, "/ld-linux") || strstr(path, "/ld-musl");
 }
 
 /* Publishes the process's view from /proc/PID/maps. Returns 1 when the view looks
@@ -397,7 +389,6 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 	struct unwind_table **tabs = calloc(HEARTH_UNWIND_MAX_MAPPINGS, sizeof(*tabs));
 	char path[64], *line = NULL;
 	size_t cap = 0;
-	ssize_t len;
 	FILE *f = NULL;
 	int err = -ENOMEM, loader = 0, objects = 0;
 
@@ -410,16 +401,18 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 		goto cleanup;
 	}
 	val->pstart = pstart;
-	while ((len = getline(&line, &cap, f)) > 0) {
+	while (getline(&line, &cap, f) > 0) {
+		struct proc_mapping pm;
 		uint32_t before = val->n;
 
-		if (line[len - 1] == '\n')
-			line[len - 1] = '\0';
-		add_mapping(m, pid, line, val, tabs);
+		if (proc_parse_maps_line(line, &pm))
+			continue; /* malformed (or ENOMEM): that mapping keeps frame pointers */
+		add_mapping(m, pid, &pm, val, tabs);
 		if (val->n > before) {
-			loader |= maps_loader(line);
+			loader |= maps_loader(pm.path);
 			objects++;
 		}
+		proc_mapping__fini(&pm);
 	}
 	err = view_publish(m, val, pid, tabs);
 	if (!err) {
@@ -540,8 +533,9 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 		const struct unwind_table *t = m->tables[i];
 
 		o->rows += t->rows.n;
-		o->user_bytes += sizeof(*t) + t->rows.cap * sizeof(*t->rows.rows) + strlen(t->key) +
-				 strlen(t->path) + strlen(t->file_id) + 3;
+		o->user_bytes += sizeof(*t) + t->rows.cap * sizeof(*t->rows.rows) +
+				 sizeof(*t->obj) + t->obj->n_segs * sizeof(*t->obj->segs) +
+				 strlen(t->path) + 1;
 	}
 	for (size_t i = 0; i < m->n_procs; i++)
 		o->user_bytes += HEARTH_UNWIND_MAX_MAPPINGS * sizeof(void *);
@@ -580,7 +574,5 @@ void unwind_mgr__free(struct unwind_mgr *m)
 	free(m->tables);
 	free(m->procs);
 	free(m->queue);
-	for (size_t i = 0; i < MGR_NEG_ENTRIES; i++)
-		free(m->neg[i]);
 	free(m);
 }

@@ -5,7 +5,8 @@
  *
  * Three layers, each usable alone:
  *  - cfi_parse: bytes of one CFI section -> rows sorted by pc (no I/O; fuzzed);
- *  - unwind_table: one ELF object's table, keyed by build-id;
+ *  - unwind_table: one ELF object's table, found by its src/object identity
+ *    (dev, inode as mapped; mtime) or build-id;
  *  - unwind_mgr: the only writer of the unwind_rows/unwind_procs BPF maps:
  *    tables shared and refcounted across processes, rows in fixed-size chunks,
  *    a table dropped when the last process using it exits.
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "object/object.h"
 #include "unwind_abi.h" /* bpf/: struct hearth_unwind_row, limits */
 
 /* Rows of one object, sorted by pc, no two consecutive rows with the same rule. */
@@ -41,13 +43,11 @@ void cfi_rows__finish(struct cfi_rows *r);
 void cfi_rows__fini(struct cfi_rows *r);
 
 struct unwind_table {
-	char *key;     /* build-id hex, or "path:dev:ino:mtime"; owned */
-	char *path;    /* path it was built from; owned */
-	char *file_id; /* "dev:inode" of the file, set by unwind_mgr; owned */
+	struct object *obj; /* one ref: identity (mtime when built), build-id, segments */
+	char *path;	    /* path it was built from (unwind_mgr: as mapped); owned */
 	struct cfi_rows rows;
 	uint64_t seg_delta; /* p_vaddr - p_offset of the executable PT_LOAD */
 	double build_ms;    /* time spent building */
-	int64_t mtime_ns;   /* the file's mtime when built (st_mtim) */
 	/* Set by unwind_mgr: */
 	int refs;	    /* process views using it; 0 = idle, kept while there is room */
 	uint64_t idle_tick; /* when it last became idle (for LRU eviction) */
@@ -55,13 +55,15 @@ struct unwind_table {
 	uint32_t chunks;    /* chunks allocated */
 };
 
-/* Builds the table of the ELF file at path. max_cfi_bytes (0 = no limit) skips,
+/* Builds the table of the ELF file at path; dev and inode name it as the mapping
+ * does (0, 0: as fstat says; see object__from_elf). max_cfi_bytes (0 = no limit) skips,
  * before any parsing, objects whose CFI section is larger (-EFBIG): about 5 bytes
  * of .eh_frame make a row, so the caller can refuse what could never fit.
  * Returns 0 or -errno: -ENODATA when it has no CFI (or no executable segment),
  * -ENOTSUP for Go binaries, -EFBIG, -ENOEXEC when not a 64-bit ELF, -EINVAL when
  * its CFI is malformed; an open(2) error as is. */
-int unwind_table__build(const char *path, size_t max_cfi_bytes, struct unwind_table **out);
+int unwind_table__build(const char *path, uint64_t dev, uint64_t inode, size_t max_cfi_bytes,
+			struct unwind_table **out);
 void unwind_table__free(struct unwind_table *t);
 
 struct unwind_mgr_stats {

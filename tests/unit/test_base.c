@@ -12,6 +12,7 @@
 #include <stdalign.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 TEST(grow_doubles_and_refuses_overflow)
 {

@@ -232,14 +232,14 @@ TEST(fake_tree_process)
 
 	CHECK(pt);
 	CHECK(fake_process(root, 100, "my (weird) comm", 777, maps_a) == 0);
-	p = proc_table__get(pt, 100, 0);
+	p = proc_table__lookup(pt, 100, 0);
 	CHECK(p);
 	CHECK(p->pid == 100 && p->start_ticks == 777 && !p->exited);
 	CHECK_STREQ(p->comm, "my (weird) comm");
 	CHECK_STREQ(p->exe, "/usr/bin/fake");
 	CHECK_STREQ(p->cgroup, "/system.slice/fake.service");
 	CHECK(p->n_maps == 5 && p->n_old_maps == 0);
-	CHECK(proc_table__get(pt, 100, 777 * ns_per_tick() + 5) == p);
+	CHECK(proc_table__lookup(pt, 100, 777 * ns_per_tick() + 5) == p);
 	CHECK(proc_table__count(pt) == 1);
 
 	m = proc__find_mapping(pt, p, 0x2abc);
@@ -270,7 +270,7 @@ TEST(fake_tree_process)
 	CHECK(proc__object_path(pt, p, vdso, buf, sizeof(buf)) == NULL);
 
 	errno = 0;
-	CHECK(proc_table__get(pt, 999, 0) == NULL && errno == ESRCH);
+	CHECK(proc_table__lookup(pt, 999, 0) == NULL && errno == ESRCH);
 cleanup:
 	proc_table__free(pt);
 }
@@ -285,20 +285,20 @@ TEST(pid_reuse_is_a_different_process)
 
 	CHECK(pt);
 	CHECK(fake_process(root, 200, "first", 5000, maps_a) == 0);
-	a = proc_table__get(pt, 200, 5000 * nspt);
+	a = proc_table__lookup(pt, 200, 5000 * nspt);
 	CHECK(a && a->start_ticks == 5000);
 
 	/* The pid now runs another process with other mappings. */
 	CHECK(write_stat(root, 200, "second", 6000) == 0);
 	CHECK(write_maps(root, 200, "100000-200000 r-xp 00000000 08:01 99 /usr/bin/other\n") == 0);
-	CHECK(proc_table__get(pt, 200, 5000 * nspt) == a); /* kept, not re-read */
-	b = proc_table__get(pt, 200, 6000 * nspt + 123);
+	CHECK(proc_table__lookup(pt, 200, 5000 * nspt) == a); /* kept, not re-read */
+	b = proc_table__lookup(pt, 200, 6000 * nspt + 123);
 	CHECK(b && b != a);
 	CHECK_STREQ(b->comm, "second");
 	CHECK(b->n_maps == 1 && !b->exited);
 	CHECK(a->exited); /* its pid runs someone else: the first one is gone */
 	CHECK(proc_table__count(pt) == 2);
-	CHECK(proc_table__get(pt, 200, 0) == b);
+	CHECK(proc_table__lookup(pt, 200, 0) == b);
 
 	/* Each keeps its own mappings; the exited one is never re-read. */
 	CHECK(proc__find_mapping(pt, a, 0x2100) != NULL);
@@ -307,7 +307,7 @@ TEST(pid_reuse_is_a_different_process)
 
 	/* A third start time we never saw, while the pid runs the second: unknown. */
 	errno = 0;
-	CHECK(proc_table__get(pt, 200, 7000 * nspt) == NULL && errno == ESRCH);
+	CHECK(proc_table__lookup(pt, 200, 7000 * nspt) == NULL && errno == ESRCH);
 	CHECK(proc_table__count(pt) == 2);
 cleanup:
 	proc_table__free(pt);
@@ -323,7 +323,7 @@ TEST(exec_keeps_old_maps)
 
 	CHECK(pt);
 	CHECK(fake_process(root, 300, "sh", 42, maps_a) == 0);
-	p = proc_table__get(pt, 300, 42 * ns_per_tick());
+	p = proc_table__lookup(pt, 300, 42 * ns_per_tick());
 	CHECK(p);
 	CHECK(write_stat(root, 300, "python3", 42) == 0);
 	CHECK(write_maps(root, 300, "400000-500000 r-xp 00000000 08:01 50 /usr/bin/python3\n") == 0);
@@ -355,7 +355,7 @@ TEST(reread_on_miss_is_rate_limited)
 
 	CHECK(pt);
 	CHECK(fake_process(root, 400, "dl", 1, maps_a) == 0);
-	p = proc_table__get(pt, 400, 0);
+	p = proc_table__lookup(pt, 400, 0);
 	CHECK(p);
 	/* A library dlopen'ed after we read the maps. */
 	CHECK(write_maps(root, 400,
@@ -390,26 +390,26 @@ TEST(exit_and_eviction)
 	proc_table__set_limit(pt, 2);
 	for (uint32_t pid = 501; pid <= 503; pid++)
 		CHECK(fake_process(root, pid, "w", pid, maps_a) == 0);
-	p501 = proc_table__get(pt, 501, 0);
-	p502 = proc_table__get(pt, 502, 0);
+	p501 = proc_table__lookup(pt, 501, 0);
+	p502 = proc_table__lookup(pt, 502, 0);
 	CHECK(p501 && p502);
 	proc_table__exit(pt, 501, 501 * ns_per_tick());
 	CHECK(p501->exited && !p502->exited);
 	/* Exited 501 is still served from memory... */
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/501' '%s/502'", root, root);
 	CHECK(system(cmd) == 0);
-	CHECK(proc_table__get(pt, 501, 501 * ns_per_tick()) == p501);
+	CHECK(proc_table__lookup(pt, 501, 501 * ns_per_tick()) == p501);
 	/* ...until a new process needs its slot: the exited one goes, not live 502. */
-	CHECK(proc_table__get(pt, 503, 0) != NULL);
+	CHECK(proc_table__lookup(pt, 503, 0) != NULL);
 	CHECK(proc_table__count(pt) == 2);
-	CHECK(proc_table__get(pt, 502, 0) == p502);
-	CHECK(proc_table__get(pt, 501, 501 * ns_per_tick()) == NULL);
+	CHECK(proc_table__lookup(pt, 502, 0) == p502);
+	CHECK(proc_table__lookup(pt, 501, 501 * ns_per_tick()) == NULL);
 
 	/* With no exited process, the least recently used live one goes. */
 	CHECK(fake_process(root, 504, "w", 504, maps_a) == 0);
-	CHECK(proc_table__get(pt, 502, 0) == p502); /* 503 is now the oldest */
-	CHECK(proc_table__get(pt, 504, 0) != NULL);
-	CHECK(proc_table__get(pt, 502, 0) == p502);
+	CHECK(proc_table__lookup(pt, 502, 0) == p502); /* 503 is now the oldest */
+	CHECK(proc_table__lookup(pt, 504, 0) != NULL);
+	CHECK(proc_table__lookup(pt, 502, 0) == p502);
 	CHECK(proc_table__count(pt) == 2);
 cleanup:
 	proc_table__free(pt);
@@ -440,11 +440,11 @@ TEST(real_child_process)
 	CHECK(pt);
 	pid = spawn_sleeper();
 	CHECK(pid > 0);
-	p = proc_table__get(pt, (uint32_t)pid, 0);
+	p = proc_table__lookup(pt, (uint32_t)pid, 0);
 	CHECK(p && p->start_ticks > 0 && !p->exited);
 	CHECK(p->comm[0] != '\0' && p->exe[0] == '/');
-	CHECK(proc_table__get(pt, (uint32_t)pid, p->start_ticks * ns_per_tick() + 1) == p);
-	CHECK(proc_table__get(pt, (uint32_t)pid, (p->start_ticks + 100) * ns_per_tick()) == NULL);
+	CHECK(proc_table__lookup(pt, (uint32_t)pid, p->start_ticks * ns_per_tick() + 1) == p);
+	CHECK(proc_table__lookup(pt, (uint32_t)pid, (p->start_ticks + 100) * ns_per_tick()) == NULL);
 	m = proc__find_mapping(pt, p, addr);
 	CHECK(m && m->exec && m->inode != 0);
 	CHECKF(strstr(m->path, "libc") != NULL, "path %s", m->path);

@@ -2,8 +2,10 @@
  * Tests for src/symbolize. ELF fixtures are compiled at test time with gcc into the test
  * tmp dir: a PIE and a non-PIE executable, a shared library and a stripped copy of it.
  * Expected offsets come from an independent reading of each file here (libelf: symbol
- * vaddr, then the PT_LOAD holding it), not from the code under test.
+ * vaddr, then the PT_LOAD holding it), not from the code under test. The batch engine
+ * (sym_batch: lines in, addr2line's text out) is checked against texts written here.
  */
+#include "base/base.h"
 #include "symbolize/symbolize.h"
 #include "unit.h"
 
@@ -1153,5 +1155,124 @@ TEST(data_object_in_text_named_after_functions)
 	CHECK(symbol_file_off(lib, "td_data", &off, &size, NULL) == 0 && size == 256);
 	CHECK(resolves_nothing(s, o, off + 8));
 cleanup:
+	symbolizer__free(s);
+}
+
+/* ---- sym_batch ---- */
+
+/* Input naming hearth_exported of the non-PIE fixture by vaddr and by FILE+0xOFF, a line
+ * that names nothing, and the expected output (with addresses); 0 or -1. */
+static int batch_case(char *in, size_t in_len, char *want, size_t want_len)
+{
+	uint64_t off, size, vaddr;
+
+	if (build_fixtures() || symbol_file_off(fx_nopie, "hearth_exported", &off, &size, &vaddr))
+		return -1;
+	snprintf(in, in_len, "0x%" PRIx64 "\nnot an address\n%s+0x%" PRIx64 "\n%" PRIx64, vaddr,
+		 fx_nopie, off + 1, vaddr + size - 1);
+	snprintf(want, want_len,
+		 "0x%016" PRIx64 "\nhearth_exported\n??:0\n"
+		 "0x0000000000000000\n??\n??:0\n"
+		 "0x%016" PRIx64 "\nhearth_exported\n??:0\n"
+		 "0x%016" PRIx64 "\nhearth_exported\n??:0\n",
+		 vaddr, off + 1, vaddr + size - 1);
+	return 0;
+}
+
+/* A batch over a fresh symbolizer, hex lines meaning vaddrs of the non-PIE fixture. */
+static int batch_open(size_t text_bytes, struct symbolizer **s, struct sym_batch **b)
+{
+	struct sym_batch_opts o = {.addresses = true, .text_bytes = text_bytes};
+
+	*b = NULL;
+	*s = symbolizer__new(&(struct sym_opts){.no_address_cache = true, .no_debuginfod = true});
+	if (!*s || !(o.obj = object_of(*s, fx_nopie)))
+		return -1;
+	return sym_batch__new(*s, &o, b);
+}
+
+/* Answers batch_case's input twice through a batch with this text budget; 0 when both
+ * passes gave exactly the expected text, with the batch's counters in *st. */
+static int batch_twice(size_t text_bytes, struct sym_batch_stats *st)
+{
+	struct symbolizer *s = NULL;
+	struct sym_batch *b = NULL;
+	struct base_sbuf out = {0};
+	char in[1024], want[1024];
+	int err = -1;
+
+	if (batch_case(in, sizeof(in), want, sizeof(want)) || batch_open(text_bytes, &s, &b))
+		goto cleanup;
+	for (int pass = 0; pass < 2; pass++) {
+		out.len = 0;
+		if (sym_batch__text(b, in, strlen(in), &out) || out.len != strlen(want) ||
+		    memcmp(out.s, want, out.len)) {
+			fprintf(stderr, "  pass %d got\n%s", pass + 1, out.s ? out.s : "");
+			goto cleanup;
+		}
+	}
+	sym_batch__stats(b, st);
+	err = 0;
+cleanup:
+	base_sbuf__fini(&out);
+	sym_batch__free(b);
+	symbolizer__free(s);
+	return err;
+}
+
+TEST(batch_answers_vaddr_offset_and_junk_lines)
+{
+	struct sym_batch_stats st;
+
+	CHECK(batch_twice(1 << 20, &st) == 0);
+	/* the second pass came from the text cache (the junk line is never cached) */
+	CHECKF(st.misses == 3 && st.hits == 3, "hits %" PRIu64 " misses %" PRIu64, st.hits,
+	       st.misses);
+cleanup:;
+}
+
+TEST(batch_text_cache_full_still_answers)
+{
+	struct sym_batch_stats st;
+
+	CHECK(batch_twice(64, &st) == 0); /* no room for even one answer */
+	CHECK(st.hits == 0 && st.bytes <= 64 + 4096 * 8);
+cleanup:;
+}
+
+TEST(batch_stream_matches_text)
+{
+	struct symbolizer *s = NULL;
+	struct sym_batch *b = NULL;
+	char in[1024], want[1024], got[2048], path_in[256], path_out[256];
+	const char *what = "";
+	int in_fd = -1, out_fd = -1;
+	ssize_t n;
+
+	CHECK(batch_case(in, sizeof(in), want, sizeof(want)) == 0);
+	CHECK(batch_open(1 << 20, &s, &b) == 0);
+	snprintf(path_in, sizeof(path_in), "%s/batch.in", unit_tmp_dir());
+	snprintf(path_out, sizeof(path_out), "%s/batch.out", unit_tmp_dir());
+	in_fd = open(path_in, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	out_fd = open(path_out, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(in_fd >= 0 && out_fd >= 0);
+	CHECK(pwrite(in_fd, in, strlen(in), 0) == (ssize_t)strlen(in));
+	CHECK(sym_batch__stream(b, in_fd, out_fd, &what) == 0);
+	n = pread(out_fd, got, sizeof(got) - 1, 0);
+	CHECK(n >= 0);
+	got[n] = '\0';
+	CHECKF(!strcmp(got, want), "got\n%s", got);
+	/* a write error is reported as one, naming the write */
+	CHECK(lseek(in_fd, 0, SEEK_SET) == 0);
+	close(out_fd);
+	out_fd = open(path_out, O_RDONLY);
+	CHECK(out_fd >= 0);
+	CHECK(sym_batch__stream(b, in_fd, out_fd, &what) == -EBADF && !strcmp(what, "write"));
+cleanup:
+	if (in_fd >= 0)
+		close(in_fd);
+	if (out_fd >= 0)
+		close(out_fd);
+	sym_batch__free(b);
 	symbolizer__free(s);
 }

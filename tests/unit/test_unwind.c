@@ -6,9 +6,11 @@
  * the next one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -203,7 +205,7 @@ TEST(table_of_this_binary)
 	uint64_t vaddr;
 
 	CHECK(probe_fn(1) == 4);
-	CHECK(unwind_table__build("/proc/self/exe", 0, &t) == 0);
+	CHECK(unwind_table__build("/proc/self/exe", 0, 0, 0, &t) == 0);
 	dl_iterate_phdr(first_object, &bias);
 	vaddr = (uintptr_t)probe_fn - bias;
 	w = row_at(&t->rows, (uint32_t)vaddr);
@@ -219,14 +221,14 @@ TEST(table_of_libc)
 {
 	struct unwind_table *t = NULL, *none = NULL;
 
-	CHECK(unwind_table__build("/lib/x86_64-linux-gnu/libc.so.6", 0, &t) == 0);
+	CHECK(unwind_table__build("/lib/x86_64-linux-gnu/libc.so.6", 0, 0, 0, &t) == 0);
 	CHECKF(t->rows.n > 5000, "%zu rows", t->rows.n);
-	CHECKF(strlen(t->key) == 40, "key %s", t->key);
+	CHECKF(strlen(t->obj->build_id) == 40, "build-id %s", t->obj->build_id);
 	CHECKF(t->rows.unsupported * 100 < t->rows.n, "%zu of %zu unsupported", t->rows.unsupported,
 	       t->rows.n);
 	printf("  libc: %zu FDEs, %zu rows (%zu unsupported), %.1f ms\n", t->rows.fdes, t->rows.n,
 	       t->rows.unsupported, t->build_ms);
-	CHECK(unwind_table__build("/nonexistent", 0, &none) == -ENOENT && !none);
+	CHECK(unwind_table__build("/nonexistent", 0, 0, 0, &none) == -ENOENT && !none);
 cleanup:
 	unwind_table__free(t);
 }
@@ -237,7 +239,7 @@ TEST(mgr_shares_and_drops_tables)
 	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
 	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
 	struct unwind_mgr *m = NULL;
-	struct unwind_mgr_stats st, st2;
+	struct unwind_mgr_stats st, st2, st3;
 	int rows_fd = -1, procs_fd = -1, status;
 	uint32_t self = (uint32_t)getpid(), child;
 	pid_t pid = -1;
@@ -296,6 +298,17 @@ TEST(mgr_shares_and_drops_tables)
 	       "%llu tables %llu reused", (unsigned long long)st2.tables,
 	       (unsigned long long)st2.reused);
 	CHECK(bpf_map_lookup_elem(procs_fd, &self, val) == 0 && val->pstart == 3);
+	/* Idle again, and our executable rewritten in place (a new mtime, the same inode):
+	 * its table is built anew, every other one taken back. */
+	unwind_mgr__exit(m, self);
+	CHECK(utimensat(AT_FDCWD, "/proc/self/exe", NULL, 0) == 0);
+	unwind_mgr__note(m, self, 4);
+	CHECK(unwind_mgr__work(m, 1000) == 1);
+	unwind_mgr__stats(m, &st3);
+	CHECKF(st3.tables == st.tables && st3.reused == st2.reused + st.tables - 1 &&
+		   st3.build_failed == st2.build_failed && st3.build_ms > st2.build_ms,
+	       "%llu tables %llu reused", (unsigned long long)st3.tables,
+	       (unsigned long long)st3.reused);
 cleanup:
 	if (pid > 0) {
 		kill(pid, SIGKILL);
