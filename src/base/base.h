@@ -13,6 +13,7 @@
  *   base_strtab    string interner (id 0 is always "")
  *   base_clock_ns  a clock read as nanoseconds
  *   base_hex_digit the value of one hex digit
+ *   base_json_string  a string as a JSON literal
  *
  * Nothing here knows any other hearth module: every module may include it, it
  * includes no module. Every name starts with base_.
@@ -23,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 /* ---- arrays ---- */
@@ -74,6 +76,10 @@ static inline int base_hex_digit(char c)
 {
 	return (int)base_hex_table[(unsigned char)c] - 1;
 }
+
+/* Writes s as a JSON string literal: quotes, \" and \\ escaped, control bytes as
+ * \u00XX; other bytes as they are (the caller's strings are UTF-8 or opaque). */
+void base_json_string(FILE *out, const char *s);
 
 /* ---- hashing ---- */
 

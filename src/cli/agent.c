@@ -193,8 +193,9 @@ static int agent_only_opt(int c, const char *arg, struct agent_cli *ac)
 
 #define AGENT_OPTSTRING ":h" CLI_AGENT_SHORT_OPTS
 
-static int parse_flags(int argc, char **argv, const struct option *opts, struct agent_cli *ac)
+static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
 {
+	struct agent_cli *ac = ctx;
 	int c, ret;
 
 	opterr = 0;
@@ -229,13 +230,9 @@ static int parse_flags(int argc, char **argv, const struct option *opts, struct 
 static int parse_args(int argc, char **argv, struct agent_cli *ac)
 {
 	struct option opts[32];
-	int ret;
 
 	cli_merge_opts(cli_agent_long_opts, cli_agent_only_opts, opts, 32);
-	ret = cli_config_args("agent", opts, &argc, &argv);
-	if (!ret)
-		ret = parse_flags(argc, argv, opts, ac);
-	return cli_config_done("agent", opts, AGENT_OPTSTRING, argc, argv, ret);
+	return cli_parse("agent", opts, AGENT_OPTSTRING, argc, argv, parse_flags, ac);
 }
 
 static int agent_main(struct agent_cli *ac)

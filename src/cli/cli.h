@@ -99,5 +99,15 @@ int cli_getopt(int argc, char **argv, const char *optstring, const struct option
  */
 int cli_config_done(const char *cmd, const struct option *opts, const char *optstring, int argc,
 		    char **argv, int ret);
+/* What a command's flag parser gets: argv with the config file's settings in front,
+ * the command's options, and its argument struct. Returns as parse_args does. */
+typedef int (*cli_flags_fn)(int argc, char **argv, const struct option *opts, void *ctx);
+/*
+ * A command's parse_args: the config file's settings for cmd, then argv, through
+ * flags (cli_config_args, flags, cli_config_done). 0 to run, CLI_DONE after
+ * --help or --print-config, -EINVAL after an error line.
+ */
+int cli_parse(const char *cmd, const struct option *opts, const char *optstring, int argc,
+	      char **argv, cli_flags_fn flags, void *ctx);
 
 #endif

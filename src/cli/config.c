@@ -414,3 +414,13 @@ int cli_config_done(const char *cmd, const struct option *opts, const char *opts
 	}
 	return ret;
 }
+
+int cli_parse(const char *cmd, const struct option *opts, const char *optstring, int argc,
+	      char **argv, cli_flags_fn flags, void *ctx)
+{
+	int ret = cli_config_args(cmd, opts, &argc, &argv);
+
+	if (!ret)
+		ret = flags(argc, argv, opts, ctx);
+	return cli_config_done(cmd, opts, optstring, argc, argv, ret);
+}

@@ -129,13 +129,14 @@ static int parse_one(int c, const char *arg, struct query_args *q)
 	return -EINVAL;
 }
 
-static int parse_flags(int argc, char **argv, struct query_args *q)
+static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
 {
+	struct query_args *q = ctx;
 	int c, ret;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, ":h", cli_query_opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, ":h", opts)) != -1) {
 		if (cli_getopt_failed("query", c, argc, argv))
 			return -EINVAL;
 		if (c == 'h') {
@@ -161,11 +162,7 @@ static int parse_flags(int argc, char **argv, struct query_args *q)
 /* The config file's settings, then argv (cli.h has the return convention). */
 static int parse_args(int argc, char **argv, struct query_args *q)
 {
-	int ret = cli_config_args("query", cli_query_opts, &argc, &argv);
-
-	if (!ret)
-		ret = parse_flags(argc, argv, q);
-	return cli_config_done("query", cli_query_opts, ":h", argc, argv, ret);
+	return cli_parse("query", cli_query_opts, ":h", argc, argv, parse_flags, q);
 }
 
 /* ---- against a data directory ---- */

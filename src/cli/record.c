@@ -275,8 +275,9 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 #define RECORD_OPTSTRING ":ap:F:d:o:qh"
 
 /* Parses argv. 0 to record, CLI_DONE after --help, -EINVAL after printing the error. */
-static int parse_flags(int argc, char **argv, struct record_args *a)
+static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
 {
+	struct record_args *a = ctx;
 	int c, ret;
 
 	a->so.hz = 99;
@@ -288,7 +289,7 @@ static int parse_flags(int argc, char **argv, struct record_args *a)
 	a->so.pids = a->pids;
 	opterr = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, RECORD_OPTSTRING, cli_record_opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, RECORD_OPTSTRING, opts)) != -1) {
 		if (cli_getopt_failed("record", c, argc, argv))
 			return -EINVAL;
 		ret = parse_one(c, optarg, a);
@@ -313,11 +314,7 @@ static int parse_flags(int argc, char **argv, struct record_args *a)
 /* The config file's settings, then argv (cli.h has the return convention). */
 static int parse_args(int argc, char **argv, struct record_args *a)
 {
-	int ret = cli_config_args("record", cli_record_opts, &argc, &argv);
-
-	if (!ret)
-		ret = parse_flags(argc, argv, a);
-	return cli_config_done("record", cli_record_opts, RECORD_OPTSTRING, argc, argv, ret);
+	return cli_parse("record", cli_record_opts, RECORD_OPTSTRING, argc, argv, parse_flags, a);
 }
 
 /* ---- recording ---- */

@@ -88,8 +88,9 @@ static int run_sink(void *ctx, struct ingest_request *req)
 
 #define RUN_OPTSTRING ":h" CLI_AGENT_SHORT_OPTS
 
-static int parse_flags(int argc, char **argv, const struct option *opts, struct run_args *r)
+static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
 {
+	struct run_args *r = ctx;
 	int c, ret;
 
 	opterr = 0;
@@ -118,13 +119,9 @@ static int parse_flags(int argc, char **argv, const struct option *opts, struct 
 static int parse_args(int argc, char **argv, struct run_args *r)
 {
 	struct option opts[32];
-	int ret;
 
 	cli_merge_opts(cli_serve_long_opts, cli_agent_long_opts, opts, 32);
-	ret = cli_config_args("run", opts, &argc, &argv);
-	if (!ret)
-		ret = parse_flags(argc, argv, opts, r);
-	return cli_config_done("run", opts, RUN_OPTSTRING, argc, argv, ret);
+	return cli_parse("run", opts, RUN_OPTSTRING, argc, argv, parse_flags, r);
 }
 
 static int run_main(struct run_args *r)

@@ -167,13 +167,14 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	return ret;
 }
 
-static int parse_flags(int argc, char **argv, struct cli_serve_args *a)
+static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
 {
+	struct cli_serve_args *a = ctx;
 	int c, ret;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, ":h", cli_serve_long_opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, ":h", opts)) != -1) {
 		if (cli_getopt_failed("server", c, argc, argv))
 			return -EINVAL;
 		if (c == 'h') {
@@ -194,11 +195,7 @@ static int parse_flags(int argc, char **argv, struct cli_serve_args *a)
 /* The config file's settings, then argv (cli.h has the return convention). */
 static int parse_args(int argc, char **argv, struct cli_serve_args *a)
 {
-	int ret = cli_config_args("server", cli_serve_long_opts, &argc, &argv);
-
-	if (!ret)
-		ret = parse_flags(argc, argv, a);
-	return cli_config_done("server", cli_serve_long_opts, ":h", argc, argv, ret);
+	return cli_parse("server", cli_serve_long_opts, ":h", argc, argv, parse_flags, a);
 }
 
 int cmd_server(int argc, char **argv)

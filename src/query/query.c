@@ -213,7 +213,7 @@ static void print_set(FILE *out, const char **v, size_t n)
 			continue;
 		if (k++)
 			fputc(',', out);
-		query_json_string(out, v[i]);
+		base_json_string(out, v[i]);
 	}
 	fputs("]\n", out);
 }
@@ -295,14 +295,14 @@ int query_series_json(struct store *s, const struct query_request *q, FILE *out,
 			if (!sl.s[i].has_data)
 				continue;
 			fputs(k++ ? ",\n{\"profileType\":" : "{\"profileType\":", out);
-			query_json_string(out, sl.s[i].type);
+			base_json_string(out, sl.s[i].type);
 			fputs(",\"labels\":{", out);
 			for (size_t j = 0; j < sl.s[i].n; j++) {
 				if (j)
 					fputc(',', out);
-				query_json_string(out, sl.s[i].labels[j].name);
+				base_json_string(out, sl.s[i].labels[j].name);
 				fputc(':', out);
-				query_json_string(out, sl.s[i].labels[j].value);
+				base_json_string(out, sl.s[i].labels[j].value);
 			}
 			fputs("}}", out);
 		}
@@ -814,7 +814,7 @@ static int timeline_print(const struct timeline *t, const struct query_request *
 		size_t g = order[j];
 
 		fputs(j ? ",\n{\"group\":" : "{\"group\":", out);
-		query_json_string(out, t->names[g]);
+		base_json_string(out, t->names[g]);
 		fputs(",\"values\":[", out);
 		for (size_t i = 0; i < t->points; i++)
 			fprintf(out, i ? ",%lld" : "%lld", (long long)t->vals[g * t->points + i]);

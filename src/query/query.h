@@ -231,7 +231,5 @@ int query_diff_json(struct store *s, const struct query_request *left,
 int query_timeline_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 			size_t errlen);
 
-/* Writes s as a JSON string literal (quotes and escapes included). */
-void query_json_string(FILE *out, const char *s);
 
 #endif /* HEARTH_QUERY_H */

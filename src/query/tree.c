@@ -409,7 +409,7 @@ static void put_i64(FILE *out, int64_t v)
 	fwrite_unlocked(p, 1, (size_t)(buf + sizeof(buf) - p), out);
 }
 
-/* names.strs[id] quoted and escaped as JSON (as query_json_string writes it). */
+/* names.strs[id] quoted and escaped as JSON (as base_json_string writes it). */
 static const char *json_name(struct tree *t, size_t id)
 {
 	const unsigned char *c = (const unsigned char *)t->names.strs[id];
@@ -620,7 +620,7 @@ int query_top_rows_json(const struct top *t, int value_index, size_t max_nodes, 
 		(long long)top__total(t));
 	for (size_t i = 0; i < n && i < lim; i++) {
 		fputs(i ? ",\n{\"name\":" : "{\"name\":", out);
-		query_json_string(out, rows[i].name);
+		base_json_string(out, rows[i].name);
 		fprintf(out, ",\"self\":%lld,\"total\":%lld}", (long long)rows[i].self,
 			(long long)rows[i].total);
 	}

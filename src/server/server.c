@@ -65,21 +65,6 @@ void server_log(struct server *s, const char *level, const char *fmt, ...)
 	funlockfile(s->log);
 }
 
-/* Writes s as a JSON string (quotes included). */
-void server_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c < 0x20)
-			fprintf(f, "\\u%04x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc('"', f);
-}
-
 /* Whether to gzip this answer: big, text, and the client said gzip (not ;q=0). */
 static bool want_gzip(struct server_req *r, const char *ctype, size_t len)
 {
@@ -202,7 +187,7 @@ enum MHD_Result server_error(struct server_req *r, unsigned status, enum server_
 	if (server_mem__open(&m))
 		return MHD_NO;
 	fputs("{\"error\": ", m.f);
-	server_json_str(m.f, msg);
+	base_json_string(m.f, msg);
 	fputs("}\n", m.f);
 	return server_reply_mem(r, status, "application/json", &m);
 }

@@ -89,7 +89,6 @@ void server_mem__discard(struct server_mem *m);
 int64_t server_now_ns(void);
 void server_log(struct server *s, const char *level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void server_json_str(FILE *f, const char *s);
 const char *server_arg(struct server_req *r, const char *name);
 /* Waits `seconds` unless the server stops or the client hangs up first: 0, -ECANCELED
  * (stopping) or -EPIPE (client gone). */

@@ -205,3 +205,20 @@ TEST(clock_ns_reads_both_clocks)
 	       (long long)t);
 cleanup:;
 }
+
+TEST(json_string_escapes_quotes_backslashes_and_controls)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CHECK(f);
+	base_json_string(f, "a\"b\\c\n\x01" "d\xc3\xa9");
+	fclose(f);
+	f = NULL;
+	CHECK_STREQ(buf, "\"a\\\"b\\\\c\\u000a\\u0001d\xc3\xa9\"");
+cleanup:
+	if (f)
+		fclose(f);
+	free(buf);
+}
