@@ -34,6 +34,9 @@
  * overflow. *arr and *cap are left unchanged on failure. 0 or -ENOMEM. */
 #define BASE_GROW_MIN 16
 int base_grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* base_grow, with the elements it adds zeroed (arrays indexed by id, where 0 means
+ * "none yet"). 0 or -ENOMEM. */
+int base_grow_zeroed(void **arr, size_t *cap, size_t need, size_t elem);
 
 /* ---- saturating arithmetic ---- */
 

@@ -30,6 +30,16 @@ int base_grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+int base_grow_zeroed(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t old = *cap;
+	int err = base_grow(arr, cap, need, elem);
+
+	if (!err && *cap > old)
+		memset((char *)*arr + old * elem, 0, (*cap - old) * elem);
+	return err;
+}
+
 uint64_t base_hash_bytes(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *b = p;

@@ -56,6 +56,8 @@ struct proc_table {
 	char *root;		  /* owned: "/proc" or a test tree */
 	uint64_t ns_per_tick;	  /* 1e9 / sysconf(_SC_CLK_TCK) */
 	size_t max_processes;
+	/* Chained by pid, not a base_hmap: a reused pid has several entries (the old
+	 * process and the new one), and table_find looks at all of them. */
 	struct proc_entry **buckets; /* owned array; entries owned through the lists */
 	size_t n_buckets;	  /* power of two */
 	size_t count;

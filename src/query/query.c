@@ -579,12 +579,9 @@ struct stack_agg {
 
 static int agg_grow_pos(struct stack_agg *a, uint64_t id)
 {
-	size_t old = a->cap;
-
 	if (id >= SIZE_MAX / 2 ||
-	    base_grow((void **)&a->pos, &a->cap, (size_t)id + 1, sizeof(*a->pos)))
+	    base_grow_zeroed((void **)&a->pos, &a->cap, (size_t)id + 1, sizeof(*a->pos)))
 		return -ENOMEM;
-	memset(a->pos + old, 0, (a->cap - old) * sizeof(*a->pos));
 	return 0;
 }
 

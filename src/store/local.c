@@ -13,28 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* base_grow, with the new elements zeroed (0: no local id yet). */
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t old = *cap;
-	int err = base_grow(arr, cap, need, elem);
-
-	if (!err && *cap > old)
-		memset((char *)*arr + old * elem, 0, (*cap - old) * elem);
-	return err;
-}
-
 /* Records pair id (series, stack) as the next local id of series. */
 static int push(struct store *s, uint64_t pair, uint64_t series, uint64_t stack)
 {
 	struct store_local *l;
 
 	if (series > UINT32_MAX ||
-	    grow((void **)&s->local, &s->local_cap, series + 1, sizeof(*s->local)) ||
-	    grow((void **)&s->pair_local, &s->pair_local_cap, pair + 1, sizeof(*s->pair_local)))
+	    base_grow_zeroed((void **)&s->local, &s->local_cap, series + 1, sizeof(*s->local)) ||
+	    base_grow_zeroed((void **)&s->pair_local, &s->pair_local_cap, pair + 1,
+			     sizeof(*s->pair_local)))
 		return -ENOMEM;
 	l = &s->local[series];
-	if (l->n == l->cap && grow((void **)&l->stacks, &l->cap, l->n + 1, sizeof(*l->stacks)))
+	if (l->n == l->cap && base_grow((void **)&l->stacks, &l->cap, l->n + 1, sizeof(*l->stacks)))
 		return -ENOMEM;
 	s->pair_local[pair] = (uint32_t)l->n;
 	l->stacks[l->n++] = stack;

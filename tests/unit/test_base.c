@@ -222,3 +222,21 @@ cleanup:
 		fclose(f);
 	free(buf);
 }
+
+TEST(grow_zeroed_zeroes_only_what_it_adds)
+{
+	uint32_t *a = NULL;
+	size_t cap = 0;
+
+	CHECK(base_grow_zeroed((void **)&a, &cap, 3, sizeof(*a)) == 0 && cap == BASE_GROW_MIN);
+	for (size_t i = 0; i < cap; i++)
+		CHECK(a[i] == 0);
+	a[5] = 42;
+	CHECK(base_grow_zeroed((void **)&a, &cap, 100, sizeof(*a)) == 0 && cap == 128);
+	CHECK(a[5] == 42);
+	for (size_t i = BASE_GROW_MIN; i < cap; i++)
+		CHECKF(a[i] == 0, "a[%zu] = %u", i, a[i]);
+	CHECK(base_grow_zeroed((void **)&a, &cap, SIZE_MAX / 2, sizeof(*a)) == -ENOMEM && cap == 128);
+cleanup:
+	free(a);
+}
