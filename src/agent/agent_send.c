@@ -20,6 +20,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -344,6 +345,10 @@ static void *sink_main(void *arg)
 		if (ret == 0 || ret == -EINVAL) {
 			sink_done(snd, &it, ret == 0);
 			fails = 0;
+			/* the store's append freed its scratch on this thread's arena: give
+			 * it back as the sampling thread does after each interval */
+			if (snd->opts->trim_memory)
+				malloc_trim(0);
 			continue;
 		}
 		__atomic_add_fetch(&snd->failures[AGENT_FAIL_SINK], 1, __ATOMIC_RELAXED);
