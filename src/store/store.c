@@ -76,7 +76,7 @@ static int create_schema(struct store *s, char *err, size_t errlen)
 			  err, errlen);
 }
 
-static int64_t query_int(struct store *s, const char *sql)
+int64_t store_query_int(struct store *s, const char *sql)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t v = -1;
@@ -122,15 +122,16 @@ static void load_stats(struct store *s)
 {
 	struct store_stats *st = &s->stats;
 
-	st->profiles = (uint64_t)query_int(s, "SELECT count(*) FROM chunks WHERE level=0");
-	st->rows = (uint64_t)query_int(s, "SELECT total(nrows) FROM chunks WHERE level=0");
-	st->samples = (uint64_t)query_int(s, "SELECT total(samples) FROM chunks WHERE level=0");
-	st->chunks = (uint64_t)query_int(s, "SELECT count(*) FROM chunks");
-	st->corrupt_chunks = (uint64_t)query_int(s, "SELECT count(*) FROM quarantine");
-	st->oldest_ns = query_int(s, "SELECT ifnull(min(t0), 0) FROM chunks WHERE level=0");
-	st->newest_ns = query_int(s, "SELECT ifnull(max(t0), 0) FROM chunks WHERE level=0");
+	st->profiles = (uint64_t)store_query_int(s, "SELECT count(*) FROM chunks WHERE level=0");
+	st->rows = (uint64_t)store_query_int(s, "SELECT total(nrows) FROM chunks WHERE level=0");
+	st->samples =
+	    (uint64_t)store_query_int(s, "SELECT total(samples) FROM chunks WHERE level=0");
+	st->chunks = (uint64_t)store_query_int(s, "SELECT count(*) FROM chunks");
+	st->corrupt_chunks = (uint64_t)store_query_int(s, "SELECT count(*) FROM quarantine");
+	st->oldest_ns = store_query_int(s, "SELECT ifnull(min(t0), 0) FROM chunks WHERE level=0");
+	st->newest_ns = store_query_int(s, "SELECT ifnull(max(t0), 0) FROM chunks WHERE level=0");
 	s->newest_ns = st->newest_ns;
-	s->first_ns = query_int(s, "SELECT ifnull(min(t0), 0) FROM chunks");
+	s->first_ns = store_query_int(s, "SELECT ifnull(min(t0), 0) FROM chunks");
 	if (s->first_ns > 0)
 		s->first_ns = store_first_window(s->first_ns);
 }
@@ -175,12 +176,12 @@ static int open_db(struct store *s, char *err, size_t errlen)
 	if (e)
 		return e;
 	/* A store of another format version gets no table added before it is refused. */
-	version = query_int(s, "SELECT v FROM meta WHERE k='version'");
+	version = store_query_int(s, "SELECT v FROM meta WHERE k='version'");
 	if (version == -1 || version == STORE_SCHEMA_VERSION) {
 		e = create_schema(s, err, errlen); /* new store, or tables added since */
 		if (e)
 			return e;
-		version = query_int(s, "SELECT v FROM meta WHERE k='version'");
+		version = store_query_int(s, "SELECT v FROM meta WHERE k='version'");
 	}
 	if (version != STORE_SCHEMA_VERSION) {
 		store_set_err(err, errlen,
@@ -203,7 +204,7 @@ static int open_db(struct store *s, char *err, size_t errlen)
 		store_set_err(err, errlen, "%s: table series_stacks is corrupt", s->path);
 		return -EIO;
 	}
-	s->salvaged = query_int(s, "SELECT count(*) FROM meta WHERE k='salvaged'") > 0;
+	s->salvaged = store_query_int(s, "SELECT count(*) FROM meta WHERE k='salvaged'") > 0;
 	e = store_check_refs(s);
 	if (e < 0) {
 		store_set_err(err, errlen, "%s: %s", s->path,

@@ -406,6 +406,9 @@ int store_quarantine(struct store *s, int64_t id, int level, int64_t t0, const c
 
 /* Runs SQL with no result; 0 or -EIO (err gets sqlite's message). */
 int store_exec(struct store *s, const char *sql, char *err, size_t errlen);
+/* The first column of the first row of sql as an integer; -1 when sql fails or
+ * returns no row. */
+int64_t store_query_int(struct store *s, const char *sql);
 /* Writes the pending entries of every intern table; 0 or -EIO. */
 int store_flush_tabs(struct store *s);
 void store_tabs_commit(struct store *s);

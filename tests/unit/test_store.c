@@ -63,19 +63,6 @@ static struct profile *make(int64_t t, int n_proc, int n_stacks, int64_t mult)
 	return p;
 }
 
-static char *folded(const struct profile *p)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		return NULL;
-	folded_write(p, f);
-	fclose(f);
-	return buf;
-}
-
 static int64_t merged_total(struct store *s, const char *q, int64_t from, int64_t until)
 {
 	struct query_request r = {.query = q, .from_ns = from, .until_ns = until};
@@ -110,8 +97,8 @@ TEST(append_merge_roundtrip)
 	CHECKF(store__append(s, p, NULL, extra, 1, &res, err, sizeof(err)) == 0, "%s", err);
 	CHECK(res.series == 3 && res.new_series == 3 && res.rows == 15 && res.samples == 45);
 	CHECK(query_profile(s, &q, &m, err, sizeof(err)) == 0);
-	f1 = folded(p);
-	f2 = folded(m);
+	f1 = unit_folded(p);
+	f2 = unit_folded(m);
 	CHECK(f1 && f2);
 	CHECKF(strcmp(f1, f2) == 0, "original:\n%s\nmerged:\n%s", f1, f2);
 	CHECK(profile__total(m, 1) == profile__total(p, 1));
@@ -368,7 +355,7 @@ TEST(location_cache_forgets_rolled_back_ids)
 		/* g1 and g2 again: stored under their own names, not h1/h2 */
 		CHECK(append_via(s, p4, flat, err, sizeof(err)) == 0);
 		CHECK(query_profile(s, &q, &m, err, sizeof(err)) == 0);
-		CHECK((f = folded(m)));
+		CHECK((f = unit_folded(m)));
 		CHECKF(strstr(f, "main;f0;g1 2") && strstr(f, "main;f0;g2 3") && !strstr(f, "h"),
 		       "%s path: %s", flat ? "flat" : "model", f);
 		free(f);
@@ -684,7 +671,7 @@ TEST(flat_append_stores_what_the_model_path_stores)
 		       err);
 		if (k == 1) { /* what a user reads back from the flat path */
 			CHECKF(query_profile(s, &q, &m, err, sizeof(err)) == 0, "%s", err);
-			CHECK((f = folded(m)));
+			CHECK((f = unit_folded(m)));
 			/* an extra label fills in for a missing sample label */
 			CHECKF(
 			    strstr(f, "proc0;main;main;inl_b_[i];inl_a_[i];do_syscall_64_[k] "
@@ -793,7 +780,7 @@ TEST(stack_memo_forgets_rolled_back_ids)
 		CHECKF(append_via(s, p3, flat, err, sizeof(err)) == 0, "%s", err);
 		CHECKF(append_via(s, p4, flat, err, sizeof(err)) == 0, "%s", err);
 		CHECK(query_profile(s, &q, &m, err, sizeof(err)) == 0);
-		CHECK((f = folded(m)));
+		CHECK((f = unit_folded(m)));
 		CHECKF(strcmp(f, "proc0;main;f0 3\n") == 0, "%s path: %s", flat ? "flat" : "model",
 		       f);
 		free(f);

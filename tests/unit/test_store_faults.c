@@ -82,20 +82,6 @@ static int append_pids(struct store *s, int64_t t, int n_proc, int n_stacks, int
 	return e;
 }
 
-/* Folded text of p (malloc'd), NULL on error. */
-static char *folded(const struct profile *p)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		return NULL;
-	folded_write(p, f);
-	fclose(f);
-	return buf;
-}
-
 /* Whether the merge of [from, until) is, in folded text, the profile stored
  * there (make_pids(from, n_proc, n_stacks, pid0)): every frame named right. */
 static bool reads_back(struct store *s, int64_t from, int64_t until, int n_proc, int n_stacks,
@@ -106,7 +92,8 @@ static bool reads_back(struct store *s, int64_t from, int64_t until, int n_proc,
 	char err[256] = "", *a = NULL, *b = NULL;
 	bool ok = false;
 
-	if (p && !query_profile(s, &r, &m, err, sizeof(err)) && (a = folded(p)) && (b = folded(m)))
+	if (p && !query_profile(s, &r, &m, err, sizeof(err)) && (a = unit_folded(p)) &&
+	    (b = unit_folded(m)))
 		ok = !strcmp(a, b);
 	if (!ok)
 		fprintf(stderr, "  stored:\n%s\n  read back (%s):\n%s\n", a ? a : "", err,
@@ -161,18 +148,6 @@ static int exec(struct store *s, const char *sql)
 	return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 }
 
-static int64_t count(struct store *s, const char *sql)
-{
-	sqlite3_stmt *st = NULL;
-	int64_t v = -1;
-
-	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 /* The log the store wrote so far. */
 static char *slurp(FILE *f)
 {
@@ -222,14 +197,14 @@ TEST(corrupt_raw_chunk_is_skipped_counted_and_quarantined)
 	CHECKF(log && strstr(log, "chunk") && strstr(log, "quarantine"), "log: %s",
 	       log ? log : "(none)");
 	/* quarantined: moved aside with its bytes, not decoded (nor counted) again */
-	CHECK(count(s, "SELECT count(*) FROM quarantine") == 2);
-	CHECK(count(s, "SELECT count(*) FROM chunks WHERE level = 0") == 4);
+	CHECK(store_query_int(s, "SELECT count(*) FROM quarantine") == 2);
+	CHECK(store_query_int(s, "SELECT count(*) FROM chunks WHERE level = 0") == 4);
 	CHECK(total(s, "", T0, T0 + 60 * S) == 24);
 	CHECK(store__stats(s, &st) == 0 && st.corrupt_chunks == 2);
 	/* rollups go on: the minute holds the four good profiles */
 	CHECK(store__maintain(s, T0 + 3 * 3600 * S, NULL) == 0);
-	CHECK(count(s, "SELECT count(*) FROM pending WHERE level = 1") == 0);
-	CHECK(count(s, "SELECT sum(samples) FROM chunks WHERE level = 1") == 24);
+	CHECK(store_query_int(s, "SELECT count(*) FROM pending WHERE level = 1") == 0);
+	CHECK(store_query_int(s, "SELECT sum(samples) FROM chunks WHERE level = 1") == 24);
 	store__close(s);
 	s = NULL;
 	/* the count survives a reopen (it is the quarantine table's) */
@@ -261,16 +236,16 @@ TEST(corrupt_rollup_is_rebuilt_from_raw_chunks)
 		CHECKF(append_pids(s, h0 + i * 10 * S, 2, 3, 7, NULL, err, sizeof(err)) == 0, "%s",
 		       err);
 	CHECK(store__maintain(s, h0 + 3 * 3600 * S, NULL) == 0);
-	CHECK(count(s, "SELECT count(*) FROM chunks WHERE level = 3") == 1);
+	CHECK(store_query_int(s, "SELECT count(*) FROM chunks WHERE level = 3") == 1);
 	CHECK(total(s, "", h0, h0 + 3600 * S) == 144);
 	/* the hour's rollup is garbage: the query reads the finer levels instead */
 	CHECK(exec(s, "UPDATE chunks SET totals = x'05', data = x'05' WHERE level = 3") == 0);
 	CHECK(total(s, "", h0, h0 + 3600 * S) == 144);
 	CHECK(store__stats(s, &st) == 0 && st.corrupt_chunks == 1);
 	/* and the window is rolled up again */
-	CHECK(count(s, "SELECT count(*) FROM pending WHERE level = 3") == 1);
+	CHECK(store_query_int(s, "SELECT count(*) FROM pending WHERE level = 3") == 1);
 	CHECK(store__maintain(s, h0 + 3 * 3600 * S, NULL) == 0);
-	CHECK(count(s, "SELECT sum(samples) FROM chunks WHERE level = 3") == 144);
+	CHECK(store_query_int(s, "SELECT sum(samples) FROM chunks WHERE level = 3") == 144);
 	CHECK(total(s, "", h0, h0 + 3600 * S) == 144);
 cleanup:
 	store__close(s);

@@ -3,6 +3,7 @@
  * named on the command line), prints PASS/FAIL per test and a summary.
  */
 #include "unit.h"
+#include "profile/profile.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -86,4 +87,17 @@ int main(int argc, char **argv)
 	}
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
+}
+
+char *unit_folded(const struct profile *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	folded_write(p, f);
+	fclose(f);
+	return buf;
 }

@@ -47,6 +47,10 @@ void unit_register(const char *name, unit_fn fn);
 #define CHECK_STREQ(a, b)                                                                          \
 	CHECKF((a) != NULL && strcmp((a), (b)) == 0, "got \"%s\", want \"%s\"", (a) ? (a) : "(null)", (b))
 
+struct profile;
+/* The folded text of p (folded_write into a malloc'd string), NULL on error. */
+char *unit_folded(const struct profile *p);
+
 /* Directory holding test data files (tests/unit/data), for tests that need one. */
 const char *unit_data_dir(void);
 /* A fresh temporary directory for this test binary (removed at exit). */
