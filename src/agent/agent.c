@@ -132,6 +132,7 @@ static int flush_interval(struct agent *a, int64_t t0, int64_t dur)
 		__atomic_add_fetch(&a->build_errors, 1, __ATOMIC_RELAXED);
 	profile__free(p);
 	profile__free(raw);
+	symbolizer__expire_idle(a->sym, (uint64_t)base_clock_ns(CLOCK_MONOTONIC));
 	if (a->opts.trim_memory)
 		malloc_trim(0);
 	return ret;
@@ -313,7 +314,7 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 	int ret;
 
 	a->pt = proc_table__new("/proc");
-	a->sym = symbolizer__new(NULL);
+	a->sym = symbolizer__new(&(struct sym_opts){.release_grace_ns = AGENT_SYM_GRACE_NS});
 	a->col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
 	a->live_col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
 	if (!a->col || !a->live_col) {

@@ -10,6 +10,14 @@
 #include "collect/collect.h"
 #include "proc/proc.h"
 
+/*
+ * How long the agent's symbolizer keeps an object no live process maps (its tables,
+ * DWARF and cached addresses, still under the byte budget): the next short process of
+ * the same binary (a cron job, a shell's ls) finds libc's DWARF loaded instead of
+ * inflating its debug file again.
+ */
+#define AGENT_SYM_GRACE_NS (600 * 1000000000ULL)
+
 /* A copy of src with tid dropped and exe/container/unit added per sample. NULL on ENOMEM. */
 struct profile *agent_relabel(struct proc_table *pt, const struct profile *src);
 

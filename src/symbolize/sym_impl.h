@@ -37,6 +37,8 @@ struct sym_object {
 	uint32_t polls;
 	uint64_t bytes;				/* accounted: table + DWARF while heavy */
 	uint32_t holders;			/* processes that map it (symbolizer__hold) */
+	uint64_t idle_since_ns;			/* unheld since (grace period), 0 = not idle */
+	struct sym_object *idle_prev, *idle_next; /* idle objects, oldest first */
 	struct sym_centry *centries;		/* its address-cache entries (onext list) */
 	struct sym_object *lru_prev, *lru_next; /* heavy objects, most recent first */
 	struct sym_object *next;		/* every object, for symbolizer__free */
@@ -104,6 +106,8 @@ struct symbolizer {
 	size_t n_jits;
 	struct sym_proc **procs; /* owned chains, by pid; SYM_PROC_BUCKETS */
 	size_t n_procs;
+	uint64_t release_grace_ns;		   /* sym_opts.release_grace_ns */
+	struct sym_object *idle_head, *idle_tail; /* unheld objects in their grace period */
 	struct sym_result scratch; /* what the last resolve handed out */
 	bool no_address_cache;	   /* sym_opts.no_address_cache */
 	char *scratch_text;	   /* owned: scratch's strings, without an address cache */

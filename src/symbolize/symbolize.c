@@ -805,6 +805,7 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 	s->debug_root = opts && opts->debug_root ? strdup(opts->debug_root) : NULL;
 	s->perfmap_dir = opts && opts->perfmap_dir ? strdup(opts->perfmap_dir) : NULL;
 	s->no_address_cache = opts && opts->no_address_cache;
+	s->release_grace_ns = opts ? opts->release_grace_ns : 0;
 	if (!opts || !opts->no_debuginfod)
 		s->dbginfod = sym_dbginfod__new();
 	s->idents.n_buckets = SYM_HASH_MIN_BUCKETS;

@@ -49,6 +49,10 @@ struct sym_opts {
 	bool no_debuginfod;	 /* true: never ask debuginfod even with DEBUGINFOD_URLS */
 	bool no_address_cache;	 /* true: keep no per-address results (a caller that keeps its
 				  * own, like the symbolize CLI's text cache); objects still are */
+	uint64_t release_grace_ns; /* an object whose last process was forgotten keeps its
+				    * tables, DWARF and cached addresses this long (still under
+				    * the budget) for the next process of the same binary;
+				    * 0 = released at once */
 };
 
 struct sym_stats {
@@ -61,6 +65,7 @@ struct sym_stats {
 	uint64_t object_evictions;  /* objects whose tables and DWARF were dropped */
 	uint64_t object_reloads;    /* evicted objects read again */
 	uint64_t object_releases;   /* objects freed when their last process was forgotten */
+	uint64_t object_revivals;   /* idle objects (in their grace period) held again */
 	uint64_t cache_bytes;	    /* accounted now: tables + DWARF + address cache */
 	uint64_t cache_budget;	    /* the budget they stay under */
 	uint64_t cache_entries;	    /* addresses cached now */
@@ -126,10 +131,16 @@ int symbolizer__hold(struct symbolizer *s, uint32_t pid, struct sym_object *obj)
 /*
  * Releases what is held for process pid: its perf map, and its holds on objects. An
  * object whose last holder this was has its cached addresses, symbol table and DWARF
- * freed at once (counted in object_releases); asked again, it is read again. Call when
- * the process has exited (or exec'd) and its samples have been symbolized.
+ * freed (counted in object_releases) at once, or, with sym_opts.release_grace_ns, once
+ * it has stayed unheld that long (symbolizer__expire_idle); asked again after that, it
+ * is read again. Call when the process has exited (or exec'd) and its samples have
+ * been symbolized.
  */
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);
+/* Releases the objects whose grace period (sym_opts.release_grace_ns) has run out at
+ * now_ns (CLOCK_MONOTONIC). symbolizer__forget_pid calls it too; a caller with no
+ * process to forget calls it now and then (the agent: once per interval). */
+void symbolizer__expire_idle(struct symbolizer *s, uint64_t now_ns);
 /* Waits up to timeout_ms for pending debuginfod fetches and takes their results. */
 void symbolizer__wait_debuginfo(struct symbolizer *s, int timeout_ms);
 /* Frames for a kernel address from kallsyms (module symbols as "name [module]");

@@ -1120,6 +1120,55 @@ cleanup:
 	symbolizer__free(s);
 }
 
+/*
+ * With a grace period (the agent's), an object whose last process is forgotten stays
+ * loaded and cached: the next process of the same binary resolves it with no re-read
+ * and its cached addresses still hit. Once the grace runs out it is released as
+ * without one.
+ */
+TEST(objects_kept_for_a_grace_period_after_their_last_process)
+{
+	struct symbolizer *s = symbolizer__new(
+	    &(struct sym_opts){.no_debuginfod = true, .release_grace_ns = 3600ULL * 1000000000});
+	struct sym_object *lib;
+	uint64_t lib_off, size, held;
+	struct sym_stats st;
+
+	CHECK(s && build_fixtures() == 0);
+	CHECK(symbol_file_off(fx_lib, "hearth_exported", &lib_off, &size, NULL) == 0);
+	CHECK((lib = object_of(s, fx_lib)));
+	CHECK(resolves_to(s, lib, lib_off, "hearth_exported"));
+	CHECK(symbolizer__hold(s, 200, lib) == 0);
+	held = accounted(s);
+
+	/* 200 exits: nothing is released within the hour */
+	symbolizer__forget_pid(s, 200);
+	symbolizer__expire_idle(s, (uint64_t)base_clock_ns(CLOCK_MONOTONIC));
+	symbolizer__stats(s, &st);
+	CHECKF(st.object_releases == 0 && accounted(s) == held && st.cache_entries == 1,
+	       "%llu releases, %llu bytes (held %llu)", (unsigned long long)st.object_releases,
+	       (unsigned long long)accounted(s), (unsigned long long)held);
+
+	/* a new process of the same binary: held again, its address still a cache hit */
+	CHECK(symbolizer__hold(s, 201, lib) == 0);
+	CHECK(resolves_to(s, lib, lib_off, "hearth_exported"));
+	symbolizer__stats(s, &st);
+	CHECK(st.object_revivals == 1 && st.cache_hits == 1 && st.object_reloads == 0);
+
+	/* 201 exits; an hour later the object is released like one without grace */
+	symbolizer__forget_pid(s, 201);
+	symbolizer__expire_idle(s, (uint64_t)base_clock_ns(CLOCK_MONOTONIC) + 3601ULL * 1000000000);
+	symbolizer__stats(s, &st);
+	CHECKF(st.object_releases == 1 && st.cache_entries == 0 && accounted(s) < held,
+	       "%llu releases, %llu entries", (unsigned long long)st.object_releases,
+	       (unsigned long long)st.cache_entries);
+	CHECK(resolves_to(s, lib, lib_off, "hearth_exported"));
+	symbolizer__stats(s, &st);
+	CHECK(st.object_reloads == 1);
+cleanup:
+	symbolizer__free(s);
+}
+
 /* A table of constants inside .text, as OpenSSL's perlasm writes them (an STT_OBJECT
  * symbol in an executable section), between two functions; and a data object in .data. */
 static const char text_data_src[] =
