@@ -7,10 +7,11 @@
 #  - doALot's cumulative share (go tool pprof -top -noinlines) is within 2 points
 #    of the truth, 66.7%, and within 2 points of perf record --call-graph dwarf
 #    recorded on the same process at the same time (when perf can unwind Go:
-#    Debian's perf 6.1 unwinds through libunwind, which reads .eh_frame only,
-#    and Go has none; its samples then have one frame and the check is skipped
-#    with the counts);
+#    Debian's perf 6.1 unwinds through libunwind and finds nothing it uses in a
+#    Go binary, which has no .eh_frame; its samples then have one frame and the
+#    check is skipped with the counts);
 #  - the walk ends at runtime.main/goexit: samples reach main.main;
+#  - Go's assembly leaves too: runtime.memmove keeps its caller main.copyBig;
 #  - a Go binary built with -w (no .debug_frame) is still walked with frame
 #    pointers (stacks reach main.main).
 . "$(dirname "$0")/lib.sh"
@@ -71,7 +72,7 @@ if [ -n "${perf_pid:-}" ]; then
 		END { end(); printf "%.1f %d %d\n", n ? 100 * h / n : 0, n, deep }')
 	set -- $pshare
 	if [ "${2:-0}" -gt 100 ] && [ $((${3:-0} * 2)) -lt "$2" ]; then
-		skip go_perf_agreement "perf --call-graph dwarf unwound only ${3:-0} of $2 samples past the leaf (no .eh_frame in Go binaries); hearth doALot ${alot}%"
+		skip go_perf_agreement "perf --call-graph dwarf unwound only ${3:-0} of $2 samples past the leaf (it finds no .eh_frame in Go binaries); hearth doALot ${alot}%"
 	elif [ "${2:-0}" -gt 100 ] && within "$alot" "$1" 2; then
 		pass "go_perf_agreement: doALot hearth ${alot}%, perf --call-graph dwarf $1% ($2 samples)"
 	else
@@ -79,6 +80,20 @@ if [ -n "${perf_pid:-}" ]; then
 	fi
 else
 	fail go_perf_agreement "perf is not installed (scripts/install-deps.sh installs it)"
+fi
+
+# An assembly leaf: goleaf's copy mode spends its time in runtime.memmove under
+# main.copyBig; with frame pointers memmove hangs under main.main.
+pid=$(start_workload "$W/goleaf" 5 copy)
+"$HEARTH" record -p "$pid" -F 499 -d 2 -q -o "$T/copy.folded" 2> "$T/err3.txt"
+rc=$?
+tot=$(grep -E ';runtime\.memmove ' "$T/copy.folded" | awk '{ s += $NF } END { print s + 0 }')
+ok=$(grep -E ';main\.main;main\.copyBig;runtime\.memmove ' "$T/copy.folded" |
+	awk '{ s += $NF } END { print s + 0 }')
+if [ $rc -eq 0 ] && [ "$tot" -gt 0 ] && [ $((ok * 100)) -ge $((tot * 98)) ]; then
+	pass "go_asm_leaf: $ok of $tot runtime.memmove samples are under main.main;main.copyBig"
+else
+	fail go_asm_leaf "rc $rc; $ok of $tot runtime.memmove samples under main.copyBig: $(sort -t' ' -k2 -rn "$T/copy.folded" | head -3)"
 fi
 
 # Without .debug_frame (-w): frame pointers, and stacks still reach main.main.

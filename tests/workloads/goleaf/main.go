@@ -2,6 +2,8 @@
 // doLittle (1/3), and both spend their time in prepare, a small leaf that Go
 // builds without a frame (no locals, no calls: no frame pointer is pushed). A
 // frame-pointer walk from prepare skips its caller; a table walk keeps it.
+// With "copy" as second argument it runs main.main -> copyBig -> copy() instead:
+// runtime.memmove, a frameless assembly leaf.
 package main
 
 import (
@@ -30,6 +32,17 @@ func doLittle() int {
 	return prepare(1000000)
 }
 
+var src, dst = make([]byte, 1<<20), make([]byte, 1<<20)
+
+//go:noinline
+func copyBig() int {
+	n := 0
+	for i := 0; i < 64; i++ {
+		n += copy(dst, src)
+	}
+	return n
+}
+
 func main() {
 	secs := 10.0
 	if len(os.Args) > 1 {
@@ -37,11 +50,16 @@ func main() {
 			secs = v
 		}
 	}
+	copyMode := len(os.Args) > 2 && os.Args[2] == "copy"
 	fmt.Println(os.Getpid())
 	deadline := time.Now().Add(time.Duration(secs * float64(time.Second)))
 	total := 0
 	for time.Now().Before(deadline) {
-		total += doALot() + doLittle()
+		if copyMode {
+			total += copyBig()
+		} else {
+			total += doALot() + doLittle()
+		}
 	}
 	if total == 42 {
 		fmt.Println(total)
