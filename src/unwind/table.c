@@ -163,8 +163,16 @@ static int build_from_elf(Elf *elf, int fd, const char *path, uint64_t dev, uint
 	if (!t->path)
 		return -ENOMEM;
 	err = parse_section(elf, ".eh_frame", true, max_bytes, &t->rows);
-	if (err == -ENODATA || (!err && t->rows.n == 0))
+	if (is_go) {
+		/* Go's own functions are only in .debug_frame; an externally linked
+		 * (cgo) Go binary has an .eh_frame too, for its C parts: read both. */
+		int derr = parse_section(elf, ".debug_frame", false, max_bytes, &t->rows);
+
+		if (!err || err == -ENODATA)
+			err = derr;
+	} else if (err == -ENODATA || (!err && t->rows.n == 0)) {
 		err = parse_section(elf, ".debug_frame", false, max_bytes, &t->rows);
+	}
 	if (err && !(err == -EINVAL && t->rows.n))
 		return err; /* malformed after some FDEs: keep what was evaluated */
 	if (is_go) {

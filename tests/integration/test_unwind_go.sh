@@ -11,6 +11,8 @@
 #    Go binary, which has no .eh_frame; its samples then have one frame and the
 #    check is skipped with the counts);
 #  - the walk ends at runtime.main/goexit: samples reach main.main;
+#  - the same with a Go binary linked externally (as cgo ones are: .eh_frame
+#    for the C start-up code beside Go's .debug_frame);
 #  - Go's assembly leaves too: runtime.memmove keeps its caller main.copyBig;
 #  - a Go binary built with -w (no .debug_frame) is still walked with frame
 #    pointers (stacks reach main.main).
@@ -80,6 +82,19 @@ if [ -n "${perf_pid:-}" ]; then
 	fi
 else
 	fail go_perf_agreement "perf is not installed (scripts/install-deps.sh installs it)"
+fi
+
+# Externally linked: the table holds both .eh_frame's and .debug_frame's rows.
+pid=$(start_workload "$W/goleaf-ext" 5)
+"$HEARTH" record -p "$pid" -F 499 -d 2 -q -o "$T/ext.folded" 2> "$T/err4.txt"
+rc=$?
+tot=$(grep -E ';main\.' "$T/ext.folded" | awk '{ s += $NF } END { print s + 0 }')
+ok=$(grep -E '^goleaf-ext;(runtime\.goexit[^;]*;)?runtime\.main;main\.main;main\.do(ALot|Little);main\.prepare ' \
+	"$T/ext.folded" | awk '{ s += $NF } END { print s + 0 }')
+if [ $rc -eq 0 ] && [ "$tot" -gt 0 ] && [ $((ok * 100)) -ge $((tot * 98)) ]; then
+	pass "go_external_link: $ok of $tot main.* samples are runtime.main;main.main;doALot|doLittle;prepare"
+else
+	fail go_external_link "rc $rc; $ok of $tot main.* samples have the known chain: $(sort -t' ' -k2 -rn "$T/ext.folded" | head -3)"
 fi
 
 # An assembly leaf: goleaf's copy mode spends its time in runtime.memmove under
