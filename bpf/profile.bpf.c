@@ -149,8 +149,8 @@ struct hearth_scratch {
 	__u64 pc, sp, bp;
 	__u32 pid;
 	__u32 bp_valid;
-	__u32 remap;  /* a caller's pc was outside every mapping */
-	__u32 via_jit; /* the current pc was reached by a mixed-mode (fp) step */
+	__u32 remap;			/* a caller's pc was outside every mapping */
+	__u32 via_jit;			/* the current pc was reached by a mixed-mode (fp) step */
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
 };
 _Static_assert(__builtin_offsetof(struct hearth_scratch, stats) == 0, "stats open the scratch");

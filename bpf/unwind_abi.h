@@ -92,17 +92,17 @@ _Static_assert(sizeof(struct hearth_unwind_proc) == 16 + 32 * HEARTH_UNWIND_MAX_
 /* How table unwinding went: why walks stopped, and the frames crossed without a
  * table (per-CPU counters in unwind_stats). */
 enum hearth_unwind_stat {
-	HEARTH_UW_SAMPLES = 0,	 /* samples unwound with tables */
-	HEARTH_UW_END,		 /* reached the outermost frame (RA undefined) */
-	HEARTH_UW_NO_ROW,	 /* pc in a table's object but no CFI row (then fp is tried) */
-	HEARTH_UW_UNSUPPORTED,	 /* a rule marked unsupported */
-	HEARTH_UW_NO_MAPPING,	 /* pc outside every known mapping (then fp is tried) */
-	HEARTH_UW_READ_FAIL,	 /* stack memory unreadable */
-	HEARTH_UW_BAD_FP,	 /* mixed mode: rbp not a frame above sp (misaligned, below sp, far) */
-	HEARTH_UW_TRUNCATED,	 /* HEARTH_UNWIND_MAX_FRAMES reached */
-	HEARTH_UW_FP_FRAMES,	 /* frames taken with frame pointers (object without table) */
-	HEARTH_UW_JIT_FRAMES,	 /* mixed mode: frames crossed with frame pointers where no
-				  * table applies (outside every mapping: JIT code; or no row) */
+	HEARTH_UW_SAMPLES = 0, /* samples unwound with tables */
+	HEARTH_UW_END,	       /* reached the outermost frame (RA undefined) */
+	HEARTH_UW_NO_ROW,      /* pc in a table's object but no CFI row (then fp is tried) */
+	HEARTH_UW_UNSUPPORTED, /* a rule marked unsupported */
+	HEARTH_UW_NO_MAPPING,  /* pc outside every known mapping (then fp is tried) */
+	HEARTH_UW_READ_FAIL,   /* stack memory unreadable */
+	HEARTH_UW_BAD_FP,     /* mixed mode: rbp not a frame above sp (misaligned, below sp, far) */
+	HEARTH_UW_TRUNCATED,  /* HEARTH_UNWIND_MAX_FRAMES reached */
+	HEARTH_UW_FP_FRAMES,  /* frames taken with frame pointers (object without table) */
+	HEARTH_UW_JIT_FRAMES, /* mixed mode: frames crossed with frame pointers where no
+			       * table applies (outside every mapping: JIT code; or no row) */
 	HEARTH_UW_STAT_MAX,
 };
 
