@@ -13,8 +13,11 @@ command -v node > /dev/null || { fail unwind_jit "node is not installed (scripts
 
 # --interpreted-frames-native-stack: interpreted JS frames get their own named
 # code in the perf map (else they are all Builtins_InterpreterEntryTrampoline).
+cd "$T" || exit 1 # node --perf-basic-prof also writes isolate-*-v8.log into its cwd
 pid=$(start_workload node --perf-basic-prof --interpreted-frames-native-stack \
 	--no-turbo-inlining "$W/jitchain.js" 20)
+trap 'rm -f "/tmp/perf-$pid.map"; cleanup_lib' EXIT # node leaves its map behind
+cd - > /dev/null || exit 1
 sleep 1 # let TurboFan compile the hot function
 
 for mode in dwarf auto; do
