@@ -149,8 +149,8 @@ struct hearth_scratch {
 	__u64 pc, sp, bp;
 	__u32 pid;
 	__u32 bp_valid;
-	__u32 remap; /* a caller's pc was outside every mapping */
-	__u32 pad;
+	__u32 remap;			/* a caller's pc was outside every mapping */
+	__u32 via_jit;			/* the current pc was reached by a mixed-mode (fp) step */
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
 };
 _Static_assert(__builtin_offsetof(struct hearth_scratch, stats) == 0, "stats open the scratch");
@@ -301,6 +301,35 @@ static __always_inline long fp_step(struct hearth_scratch *st)
 	return st->pc == 0;
 }
 
+/* Most one frame may span in mixed mode: rbp further than this above sp is not a
+ * frame pointer (8 MiB: the default stack limit). */
+#define MIXED_MAX_FRAME (8ull << 20)
+
+/* Mixed mode: one frame with frame pointers where no table applies (JIT code in
+ * anonymous memory, or code without a CFI row), as a JIT's frames are laid out:
+ * CFA = rbp + 16, RA = [rbp + 8], caller's rbp = [rbp]. rbp must look like a frame
+ * (8-aligned, at or above sp, within MIXED_MAX_FRAME of it): sp then grows at every
+ * step, so a walk cannot loop. 1 = stop. */
+static __always_inline long mixed_step(struct hearth_scratch *st)
+{
+	__u64 frame[2]; /* saved rbp, return address */
+
+	if (!st->bp_valid || (st->bp & 7) || st->bp < st->sp || st->bp - st->sp > MIXED_MAX_FRAME) {
+		bump(&unwind_stats, HEARTH_UW_BAD_FP);
+		return 1;
+	}
+	if (bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp)) {
+		bump(&unwind_stats, HEARTH_UW_READ_FAIL);
+		return 1;
+	}
+	bump(&unwind_stats, HEARTH_UW_JIT_FRAMES);
+	st->sp = st->bp + 16;
+	st->bp = frame[0];
+	st->pc = frame[1];
+	st->via_jit = 1;
+	return st->pc == 0;
+}
+
 /* The CFA of a row, or 0 when the row says stop (counted). */
 static __always_inline __u64 row_cfa(struct hearth_scratch *st, struct hearth_unwind_row *r)
 {
@@ -374,15 +403,22 @@ static long unwind_step(__u32 i, void *ctx)
 	addr = n ? st->pc - 1 : st->pc;
 	if (!find_mapping(st, addr, &m)) {
 		bump(&unwind_stats, HEARTH_UW_NO_MAPPING);
-		st->remap = n > 0; /* a leaf outside files is JIT code; a caller is suspect */
-		return 1;
+		/* A leaf outside files is JIT code, and so is a caller reached from JIT
+		 * code; a caller that a table step led to may be a library loaded
+		 * (dlopen) since the view was read: ask for a re-read. */
+		if (n > 0 && !st->via_jit)
+			st->remap = 1;
+		return mixed_step(st);
 	}
+	st->via_jit = 0;
 	if (!m.row_count)
 		return fp_step(st);
 	r = find_row(&m, addr - m.bias);
-	if (!r) {
+	if (!r || r->cfa_kind == HEARTH_CFA_NONE) {
+		/* Code without CFI in an object with a table (a JIT's builtins, hand-
+		 * written assembly): frame pointers, as for JIT code. */
 		bump(&unwind_stats, HEARTH_UW_NO_ROW);
-		return 1;
+		return mixed_step(st);
 	}
 	return cfi_step(st, r);
 }
@@ -505,6 +541,7 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	st->pid = key->pid;
 	sample_header(st, key);
 	st->remap = 0;
+	st->via_jit = 0;
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
 	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (st->remap)

@@ -89,16 +89,20 @@ _Static_assert(sizeof(struct hearth_unwind_proc) == 16 + 32 * HEARTH_UNWIND_MAX_
 /* Table-unwound samples go through the ring buffer as struct hearth_rb_sample
  * (bpf/profile_abi.h): its HEARTH_RB_MAX_USER is this depth. */
 
-/* Why table unwinding stopped (per-CPU counters in unwind_stats). */
+/* How table unwinding went: why walks stopped, and the frames crossed without a
+ * table (per-CPU counters in unwind_stats). */
 enum hearth_unwind_stat {
-	HEARTH_UW_SAMPLES = 0,	 /* samples unwound with tables */
-	HEARTH_UW_END,		 /* reached the outermost frame (RA undefined) */
-	HEARTH_UW_NO_ROW,	 /* pc in a table's object but no CFI row */
-	HEARTH_UW_UNSUPPORTED,	 /* a rule marked unsupported */
-	HEARTH_UW_NO_MAPPING,	 /* pc outside every known mapping */
-	HEARTH_UW_READ_FAIL,	 /* stack memory unreadable */
-	HEARTH_UW_TRUNCATED,	 /* HEARTH_UNWIND_MAX_FRAMES reached */
-	HEARTH_UW_FP_FRAMES,	 /* frames taken with frame pointers (object without table) */
+	HEARTH_UW_SAMPLES = 0, /* samples unwound with tables */
+	HEARTH_UW_END,	       /* reached the outermost frame (RA undefined) */
+	HEARTH_UW_NO_ROW,      /* pc in a table's object but no CFI row (then fp is tried) */
+	HEARTH_UW_UNSUPPORTED, /* a rule marked unsupported */
+	HEARTH_UW_NO_MAPPING,  /* pc outside every known mapping (then fp is tried) */
+	HEARTH_UW_READ_FAIL,   /* stack memory unreadable */
+	HEARTH_UW_BAD_FP,     /* mixed mode: rbp not a frame above sp (misaligned, below sp, far) */
+	HEARTH_UW_TRUNCATED,  /* HEARTH_UNWIND_MAX_FRAMES reached */
+	HEARTH_UW_FP_FRAMES,  /* frames taken with frame pointers (object without table) */
+	HEARTH_UW_JIT_FRAMES, /* mixed mode: frames crossed with frame pointers where no
+			       * table applies (outside every mapping: JIT code; or no row) */
 	HEARTH_UW_STAT_MAX,
 };
 

@@ -448,22 +448,28 @@ static void report_unwind(struct sampler *s)
 	if (sampler__unwind_stats(s, uw, &ms))
 		return;
 	big = unwind_mgr__largest(sampler__unwind_mgr(s));
-	fprintf(stderr,
-		"hearth record: unwind: %llu samples table-unwound (stops: %llu outermost, %llu no "
-		"CFI row, %llu unsupported rule, %llu unmapped pc, %llu unreadable stack, %llu at "
-		"%d frames; %llu frame-pointer frames); %llu tables for %llu processes, %llu rows "
-		"= %llu KiB in BPF (%llu of %llu chunks; %llu objects did not fit), %llu KiB user memory, "
-		"built in %.1f ms%s%s\n",
-		(unsigned long long)uw[HEARTH_UW_SAMPLES], (unsigned long long)uw[HEARTH_UW_END],
-		(unsigned long long)uw[HEARTH_UW_NO_ROW], (unsigned long long)uw[HEARTH_UW_UNSUPPORTED],
-		(unsigned long long)uw[HEARTH_UW_NO_MAPPING], (unsigned long long)uw[HEARTH_UW_READ_FAIL],
-		(unsigned long long)uw[HEARTH_UW_TRUNCATED], HEARTH_UNWIND_MAX_FRAMES,
-		(unsigned long long)uw[HEARTH_UW_FP_FRAMES], (unsigned long long)ms.tables,
-		(unsigned long long)ms.procs, (unsigned long long)ms.rows,
-		(unsigned long long)(ms.row_bytes >> 10), (unsigned long long)ms.chunks_used,
-		(unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room,
-		(unsigned long long)(ms.user_bytes >> 10),
-		ms.build_ms, big ? "; largest " : "", big ? big->path : "");
+	fprintf(
+	    stderr,
+	    "hearth record: unwind: %llu samples table-unwound (stops: %llu outermost, %llu "
+	    "unsupported rule, %llu unreadable stack, %llu bad frame pointer, %llu at %d frames; "
+	    "mixed mode: %llu unmapped pcs and %llu pcs without CFI row, %llu frames crossed "
+	    "with frame pointers; %llu frame-pointer frames); %llu tables for %llu processes, %llu "
+	    "rows "
+	    "= %llu KiB in BPF (%llu of %llu chunks; %llu objects did not fit), %llu KiB user "
+	    "memory, "
+	    "built in %.1f ms%s%s\n",
+	    (unsigned long long)uw[HEARTH_UW_SAMPLES], (unsigned long long)uw[HEARTH_UW_END],
+	    (unsigned long long)uw[HEARTH_UW_UNSUPPORTED],
+	    (unsigned long long)uw[HEARTH_UW_READ_FAIL], (unsigned long long)uw[HEARTH_UW_BAD_FP],
+	    (unsigned long long)uw[HEARTH_UW_TRUNCATED], HEARTH_UNWIND_MAX_FRAMES,
+	    (unsigned long long)uw[HEARTH_UW_NO_MAPPING], (unsigned long long)uw[HEARTH_UW_NO_ROW],
+	    (unsigned long long)uw[HEARTH_UW_JIT_FRAMES],
+	    (unsigned long long)uw[HEARTH_UW_FP_FRAMES], (unsigned long long)ms.tables,
+	    (unsigned long long)ms.procs, (unsigned long long)ms.rows,
+	    (unsigned long long)(ms.row_bytes >> 10), (unsigned long long)ms.chunks_used,
+	    (unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room,
+	    (unsigned long long)(ms.user_bytes >> 10), ms.build_ms, big ? "; largest " : "",
+	    big ? big->path : "");
 }
 
 static int record(const struct record_args *a, FILE *out)

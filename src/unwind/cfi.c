@@ -214,7 +214,7 @@ static int parse_cie(const uint8_t *sec, const uint8_t *p, const uint8_t *end, u
 
 /* ---- rows ---- */
 
-static int rows_push(struct cfi_rows *o, const struct hearth_unwind_row *row)
+int cfi_rows__push(struct cfi_rows *o, const struct hearth_unwind_row *row)
 {
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 256;
@@ -280,7 +280,7 @@ static int emit_row(struct interp *in, uint64_t loc, const struct cfi_state *s)
 		o->rows[o->n - 1] = row;
 		return 0;
 	}
-	return rows_push(o, &row);
+	return cfi_rows__push(o, &row);
 }
 
 static void set_cfa_reg(struct cfi_state *s, uint64_t reg)
@@ -637,7 +637,7 @@ static int parse_fde(const uint8_t *buf, size_t len, uint64_t base, bool is_eh,
 		struct hearth_unwind_row gap = {.pc = (uint32_t)in.end,
 						.cfa_kind = HEARTH_CFA_NONE};
 
-		err = rows_push(out, &gap);
+		err = cfi_rows__push(out, &gap);
 	}
 	out->fdes++;
 	return err;

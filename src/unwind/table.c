@@ -78,17 +78,79 @@ static bool has_section(Elf *elf, const char *want)
 	return false;
 }
 
+/*
+ * Go's CFI gives its stack bottoms an ordinary rule (return address at CFA-8),
+ * so a walk would go on into whatever lies above them. The outermost functions
+ * of a goroutine's stack (runtime.goexit) and of a thread's g0 stack
+ * (runtime.mstart, which rt0_go also reaches) become END rows here, found by
+ * name in .symtab. Their ABI wrappers are named NAME.abi0 since Go 1.17.
+ */
+static int go_mark_outermost(Elf *elf, struct cfi_rows *rows)
+{
+	static const char *const ends[] = {"runtime.goexit", "runtime.goexit.abi0",
+					   "runtime.mstart", "runtime.mstart.abi0"};
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			return 0;
+		n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			struct hearth_unwind_row end = {.cfa_kind = HEARTH_CFA_END,
+							.rbp_kind = HEARTH_RBP_SAME};
+			const char *name;
+			GElf_Sym sym;
+			bool want = false;
+			int err;
+
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size ||
+			    sym.st_value + sym.st_size > UINT32_MAX)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			for (size_t k = 0; name && k < sizeof(ends) / sizeof(*ends); k++)
+				want |= !strcmp(name, ends[k]);
+			if (!want)
+				continue;
+			/* Every row inside the function ends the walk, and one at its
+			 * start covers it from its first byte. */
+			for (size_t r = 0; r < rows->n; r++)
+				if (rows->rows[r].pc >= sym.st_value &&
+				    rows->rows[r].pc < sym.st_value + sym.st_size)
+					rows->rows[r] =
+					    (struct hearth_unwind_row){.pc = rows->rows[r].pc,
+								       .cfa_kind = HEARTH_CFA_END,
+								       .rbp_kind = HEARTH_RBP_SAME};
+			end.pc = (uint32_t)sym.st_value;
+			err = cfi_rows__push(rows, &end);
+			if (err)
+				return err;
+		}
+		return 0;
+	}
+	return 0; /* no .symtab: the walk stops where the CFI does */
+}
+
 static int build_from_elf(Elf *elf, int fd, const char *path, uint64_t dev, uint64_t inode,
 			  size_t max_bytes, struct unwind_table *t)
 {
 	const struct object_segment *x;
+	bool is_go;
 	int err;
 
 	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64)
 		return -ENOEXEC;
-	/* Go keeps frame pointers on amd64, and its CFI does not mark the end of a
-	 * goroutine or g0 stack: the frame-pointer walk is the right one there. */
-	if (has_section(elf, ".gopclntab"))
+	/* A Go binary built with -w has no .debug_frame: its frame pointers are all
+	 * there is (and they skip the caller of a frameless leaf). */
+	is_go = has_section(elf, ".gopclntab");
+	if (is_go && !has_section(elf, ".debug_frame"))
 		return -ENOTSUP;
 	err = object__from_elf(elf, fd, dev, inode, &t->obj);
 	if (err)
@@ -101,10 +163,23 @@ static int build_from_elf(Elf *elf, int fd, const char *path, uint64_t dev, uint
 	if (!t->path)
 		return -ENOMEM;
 	err = parse_section(elf, ".eh_frame", true, max_bytes, &t->rows);
-	if (err == -ENODATA || (!err && t->rows.n == 0))
+	if (is_go) {
+		/* Go's own functions are only in .debug_frame; an externally linked
+		 * (cgo) Go binary has an .eh_frame too, for its C parts: read both. */
+		int derr = parse_section(elf, ".debug_frame", false, max_bytes, &t->rows);
+
+		if (!err || err == -ENODATA)
+			err = derr;
+	} else if (err == -ENODATA || (!err && t->rows.n == 0)) {
 		err = parse_section(elf, ".debug_frame", false, max_bytes, &t->rows);
+	}
 	if (err && !(err == -EINVAL && t->rows.n))
 		return err; /* malformed after some FDEs: keep what was evaluated */
+	if (is_go) {
+		err = go_mark_outermost(elf, &t->rows);
+		if (err)
+			return err;
+	}
 	cfi_rows__finish(&t->rows);
 	return t->rows.n ? 0 : -ENODATA;
 }

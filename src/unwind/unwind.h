@@ -38,6 +38,8 @@ struct cfi_rows {
  * malformed input (rows of the FDEs before the error are kept), -ENOMEM.
  */
 int cfi_parse(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh, struct cfi_rows *out);
+/* Appends one row (unsorted until cfi_rows__finish). 0 or -ENOMEM. */
+int cfi_rows__push(struct cfi_rows *r, const struct hearth_unwind_row *row);
 /* Sorts, drops rows shadowed by a row at the same pc, merges equal neighbours. */
 void cfi_rows__finish(struct cfi_rows *r);
 void cfi_rows__fini(struct cfi_rows *r);
