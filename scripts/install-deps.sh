@@ -7,13 +7,14 @@ set -euo pipefail
 # Build: compilers, BPF tool chain, libraries hearth links against.
 BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev libdebuginfod-dev
 	zlib1g-dev libdeflate-dev libprotobuf-c-dev protobuf-c-compiler libsqlite3-dev libmicrohttpd-dev
-	libcurl4-openssl-dev libiberty-dev pkg-config)
+	libcurl4-openssl-dev libiberty-dev libyaml-dev pkg-config)
 # Tests and benchmarks: real clients and peers (go tool pprof, chromium, perf),
 # sanitizer and fuzzer runtimes, workload tool chains; dpkg-buildpackage and
 # debhelper for the package test, systemd-analyze for the units, man for man pages.
 TEST_PKGS=(golang-go chromium linux-perf libclang-rt-14-dev g++ procps psmisc time util-linux
 	debuginfod elfutils binutils curl python3 libxml2-utils jq pngquant sqlite3 bpftrace gzip
-	debhelper dpkg-dev fakeroot systemd man-db)
+	debhelper dpkg-dev fakeroot systemd man-db protobuf-compiler clickhouse-server
+	clickhouse-client zookeeper)
 # Node.js and npm may come from another source (with npm bundled, where Debian's
 # npm package would conflict): install Debian's only when the commands are missing.
 NODE_PKGS=(nodejs npm)
