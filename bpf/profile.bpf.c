@@ -149,8 +149,10 @@ struct hearth_scratch {
 	__u64 pc, sp, bp;
 	__u32 pid;
 	__u32 bp_valid;
-	__u32 remap;			/* a caller's pc was outside every mapping */
-	__u32 via_jit;			/* the current pc was reached by a mixed-mode (fp) step */
+	__u32 remap;	/* a caller's pc was outside every mapping */
+	__u32 via_jit;	/* the current pc was reached by a mixed-mode (fp) step */
+	__u32 exact_pc; /* the current pc is an interrupted one, not a return address */
+	__u32 pad;
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
 };
 _Static_assert(__builtin_offsetof(struct hearth_scratch, stats) == 0, "stats open the scratch");
@@ -380,6 +382,30 @@ read_fail:
 	return 1;
 }
 
+/* A signal return trampoline: the interrupted code's rip, rsp and rbp are in the
+ * kernel's signal frame at sp (HEARTH_SIGFRAME_*). Reached as a return address
+ * (from the handler), the trampoline's frame is dropped: it is no call site, and
+ * its address looked up one byte early names the function before it. The
+ * interrupted rip is no return address either: it is looked up as is. 1 = stop. */
+static __always_inline long signal_step(struct hearth_scratch *st, __u32 n)
+{
+	__u64 regs[(HEARTH_SIGFRAME_RIP - HEARTH_SIGFRAME_RBP) / 8 + 1]; /* rbp .. rip */
+
+	if (bpf_probe_read_user(regs, sizeof(regs), (void *)(st->sp + HEARTH_SIGFRAME_RBP))) {
+		bump(&unwind_stats, HEARTH_UW_READ_FAIL);
+		return 1;
+	}
+	bump(&unwind_stats, HEARTH_UW_SIGNAL);
+	if (n)
+		st->s.ulen = n;
+	st->bp = regs[0];
+	st->bp_valid = 1;
+	st->sp = regs[(HEARTH_SIGFRAME_RSP - HEARTH_SIGFRAME_RBP) / 8];
+	st->pc = regs[(HEARTH_SIGFRAME_RIP - HEARTH_SIGFRAME_RBP) / 8];
+	st->exact_pc = 1;
+	return st->pc == 0;
+}
+
 /* bpf_loop callback: records the current pc, then steps to the caller. */
 static long unwind_step(__u32 i, void *ctx)
 {
@@ -400,7 +426,8 @@ static long unwind_step(__u32 i, void *ctx)
 	st->frames[n & (HEARTH_UNWIND_MAX_FRAMES - 1)] = st->pc;
 	st->s.ulen = n + 1;
 	/* Callers' pcs are return addresses: the call is the byte before. */
-	addr = n ? st->pc - 1 : st->pc;
+	addr = n && !st->exact_pc ? st->pc - 1 : st->pc;
+	st->exact_pc = 0;
 	if (!find_mapping(st, addr, &m)) {
 		bump(&unwind_stats, HEARTH_UW_NO_MAPPING);
 		/* A leaf outside files is JIT code, and so is a caller reached from JIT
@@ -414,6 +441,8 @@ static long unwind_step(__u32 i, void *ctx)
 	if (!m.row_count)
 		return fp_step(st);
 	r = find_row(&m, addr - m.bias);
+	if (r && r->cfa_kind == HEARTH_CFA_SIGNAL)
+		return signal_step(st, n);
 	if (!r || r->cfa_kind == HEARTH_CFA_NONE) {
 		/* Code without CFI in an object with a table (a JIT's builtins, hand-
 		 * written assembly): frame pointers, as for JIT code. */
@@ -542,6 +571,7 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	sample_header(st, key);
 	st->remap = 0;
 	st->via_jit = 0;
+	st->exact_pc = 0;
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
 	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (st->remap)

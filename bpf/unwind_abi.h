@@ -47,7 +47,17 @@ enum hearth_cfa_kind {
 	HEARTH_CFA_PLT = 3,	/* CFA = rsp + cfa_off + ((rip & 15) >= plt_thr ? 8 : 0) */
 	HEARTH_CFA_END = 4,	/* return address undefined: outermost frame, done */
 	HEARTH_CFA_UNSUPPORTED = 5, /* a rule hearth does not evaluate: stop cleanly */
+	HEARTH_CFA_SIGNAL = 6,	    /* a signal return trampoline: the caller's rip, rsp and
+				     * rbp are in the kernel's signal frame at rsp */
 };
+
+/* x86-64 Linux signal frame, as the handler's return leaves it (the kernel's
+ * struct rt_sigframe after its return address, `pretcode`, was popped): rsp
+ * points at struct ucontext, whose uc_mcontext (struct sigcontext) follows
+ * uc_flags, uc_link and uc_stack (8 + 8 + 24 bytes). */
+#define HEARTH_SIGFRAME_RBP (40 + 80)
+#define HEARTH_SIGFRAME_RSP (40 + 120)
+#define HEARTH_SIGFRAME_RIP (40 + 128)
 
 /* Where the caller's RBP is. */
 enum hearth_rbp_kind {
@@ -103,6 +113,7 @@ enum hearth_unwind_stat {
 	HEARTH_UW_FP_FRAMES,  /* frames taken with frame pointers (object without table) */
 	HEARTH_UW_JIT_FRAMES, /* mixed mode: frames crossed with frame pointers where no
 			       * table applies (outside every mapping: JIT code; or no row) */
+	HEARTH_UW_SIGNAL,     /* signal frames crossed (to the interrupted code) */
 	HEARTH_UW_STAT_MAX,
 };
 

@@ -84,11 +84,52 @@ static bool has_section(Elf *elf, const char *want)
  * of a goroutine's stack (runtime.goexit) and of a thread's g0 stack
  * (runtime.mstart, which rt0_go also reaches) become END rows here, found by
  * name in .symtab. Their ABI wrappers are named NAME.abi0 since Go 1.17.
+ *
+ * Go's signal return trampoline (runtime.sigreturn, __sigaction since Go 1.20)
+ * gets SIGNAL rows: read as an ordinary frame, its "return address" is the
+ * signal frame's uc_flags (a caller "[unknown] 0x6" under the interrupted
+ * code). The handler returns to its first byte, and the walker looks a return
+ * address up one byte before it (in the previous function's padding), so the
+ * SIGNAL rule starts one byte early, as glibc's FDE for __restore_rt does.
  */
-static int go_mark_outermost(Elf *elf, struct cfi_rows *rows)
+static const struct go_special {
+	const char *name;
+	uint8_t kind;
+} go_specials[] = {
+    {"runtime.goexit", HEARTH_CFA_END},
+    {"runtime.goexit.abi0", HEARTH_CFA_END},
+    {"runtime.mstart", HEARTH_CFA_END},
+    {"runtime.mstart.abi0", HEARTH_CFA_END},
+    {"runtime.sigreturn", HEARTH_CFA_SIGNAL},
+    {"runtime.sigreturn.abi0", HEARTH_CFA_SIGNAL},
+    {"runtime.sigreturn__sigaction", HEARTH_CFA_SIGNAL},
+    {"runtime.sigreturn__sigaction.abi0", HEARTH_CFA_SIGNAL},
+};
+
+/* The special kind of a Go function by name, or HEARTH_CFA_NONE. */
+static uint8_t go_special_kind(const char *name)
 {
-	static const char *const ends[] = {"runtime.goexit", "runtime.goexit.abi0",
-					   "runtime.mstart", "runtime.mstart.abi0"};
+	for (size_t k = 0; name && k < sizeof(go_specials) / sizeof(*go_specials); k++)
+		if (!strcmp(name, go_specials[k].name))
+			return go_specials[k].kind;
+	return HEARTH_CFA_NONE;
+}
+
+/* Every row of [start, end) gets kind, and one at from covers it from there. */
+static int mark_range(struct cfi_rows *rows, uint32_t from, uint64_t start, uint64_t end,
+		      uint8_t kind)
+{
+	struct hearth_unwind_row row = {.pc = from, .cfa_kind = kind, .rbp_kind = HEARTH_RBP_SAME};
+
+	for (size_t r = 0; r < rows->n; r++)
+		if (rows->rows[r].pc >= start && rows->rows[r].pc < end)
+			rows->rows[r] = (struct hearth_unwind_row){
+			    .pc = rows->rows[r].pc, .cfa_kind = kind, .rbp_kind = HEARTH_RBP_SAME};
+	return cfi_rows__push(rows, &row);
+}
+
+static int go_mark_special(Elf *elf, struct cfi_rows *rows)
+{
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 
@@ -103,33 +144,21 @@ static int go_mark_outermost(Elf *elf, struct cfi_rows *rows)
 			return 0;
 		n = sh.sh_size / sh.sh_entsize;
 		for (size_t i = 0; i < n; i++) {
-			struct hearth_unwind_row end = {.cfa_kind = HEARTH_CFA_END,
-							.rbp_kind = HEARTH_RBP_SAME};
-			const char *name;
 			GElf_Sym sym;
-			bool want = false;
+			uint8_t kind;
+			uint64_t from;
 			int err;
 
 			if (!gelf_getsym(d, (int)i, &sym) ||
 			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size ||
-			    sym.st_value + sym.st_size > UINT32_MAX)
+			    !sym.st_value || sym.st_value + sym.st_size > UINT32_MAX)
 				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			for (size_t k = 0; name && k < sizeof(ends) / sizeof(*ends); k++)
-				want |= !strcmp(name, ends[k]);
-			if (!want)
+			kind = go_special_kind(elf_strptr(elf, sh.sh_link, sym.st_name));
+			if (kind == HEARTH_CFA_NONE)
 				continue;
-			/* Every row inside the function ends the walk, and one at its
-			 * start covers it from its first byte. */
-			for (size_t r = 0; r < rows->n; r++)
-				if (rows->rows[r].pc >= sym.st_value &&
-				    rows->rows[r].pc < sym.st_value + sym.st_size)
-					rows->rows[r] =
-					    (struct hearth_unwind_row){.pc = rows->rows[r].pc,
-								       .cfa_kind = HEARTH_CFA_END,
-								       .rbp_kind = HEARTH_RBP_SAME};
-			end.pc = (uint32_t)sym.st_value;
-			err = cfi_rows__push(rows, &end);
+			from = kind == HEARTH_CFA_SIGNAL ? sym.st_value - 1 : sym.st_value;
+			err = mark_range(rows, (uint32_t)from, sym.st_value,
+					 sym.st_value + sym.st_size, kind);
 			if (err)
 				return err;
 		}
@@ -176,7 +205,7 @@ static int build_from_elf(Elf *elf, int fd, const char *path, uint64_t dev, uint
 	if (err && !(err == -EINVAL && t->rows.n))
 		return err; /* malformed after some FDEs: keep what was evaluated */
 	if (is_go) {
-		err = go_mark_outermost(elf, &t->rows);
+		err = go_mark_special(elf, &t->rows);
 		if (err)
 			return err;
 	}

@@ -220,6 +220,7 @@ cleanup:
 TEST(table_of_libc)
 {
 	struct unwind_table *t = NULL, *none = NULL;
+	size_t n_signal = 0;
 
 	CHECK(unwind_table__build("/lib/x86_64-linux-gnu/libc.so.6", 0, 0, 0, &t) == 0);
 	CHECKF(t->rows.n > 5000, "%zu rows", t->rows.n);
@@ -228,6 +229,12 @@ TEST(table_of_libc)
 	       t->rows.n);
 	printf("  libc: %zu FDEs, %zu rows (%zu unsupported), %.1f ms\n", t->rows.fdes, t->rows.n,
 	       t->rows.unsupported, t->build_ms);
+	/* __restore_rt's FDE (augmentation "zRS") becomes SIGNAL rows, starting one
+	 * byte before it (glibc's nop), where the walker looks a handler's return
+	 * address up. */
+	for (size_t i = 0; i < t->rows.n; i++)
+		n_signal += t->rows.rows[i].cfa_kind == HEARTH_CFA_SIGNAL;
+	CHECKF(n_signal >= 1, "%zu SIGNAL rows", n_signal);
 	CHECK(unwind_table__build("/nonexistent", 0, 0, 0, &none) == -ENOENT && !none);
 cleanup:
 	unwind_table__free(t);
