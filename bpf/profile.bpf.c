@@ -183,6 +183,20 @@ struct {
 	__type(value, __u64);
 } unwind_remap SEC(".maps");
 
+/* Processes announced, without a view yet: their samples carry a stack copy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HEARTH_UNWIND_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct hearth_unwind_pending);
+} unwind_pending SEC(".maps");
+
+/* Records of struct hearth_raw_sample; sized before load (tiny when not unwinding). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} rawstacks SEC(".maps");
+
 static __always_inline void bump(void *map, __u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(map, &idx);
@@ -452,6 +466,16 @@ static long unwind_step(__u32 i, void *ctx)
 	return cfi_step(st, r);
 }
 
+/* Until user space publishes the view of (pid, pstart), its samples carry a
+ * stack copy (see send_raw_sample). */
+static __always_inline void mark_pending(__u32 pid, __u64 pstart)
+{
+	struct hearth_unwind_pending p = {pstart, HEARTH_RAW_PER_PROC, 0};
+
+	if (use_unwind)
+		bpf_map_update_elem(&unwind_pending, &pid, &p, BPF_ANY);
+}
+
 /* Announces a process the first time one of its samples is seen (or after pid
  * reuse). The CPU's last answer is kept in its scratch: a CPU mostly samples the
  * same process again, and the `known` LRU lookup (hash, bucket and element: cold
@@ -482,6 +506,7 @@ static __always_inline void note_process(struct hearth_scratch *st, __u32 pid, _
 	ev->pstart = pstart;
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
 	bpf_ringbuf_submit(ev, 0);
+	mark_pending(pid, pstart);
 cache:
 	st->last_pid = pid;
 	st->last_pstart = pstart;
@@ -588,6 +613,65 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 			st->s.klen = n / sizeof(__u64);
 	}
 	output_sample(st);
+	return true;
+}
+
+/* Copies up to HEARTH_RAW_STACK_BYTES of user stack from sp; a copy that
+ * would run past the top of the stack mapping fails whole, so smaller ones are
+ * tried (the walk needs only the frames up to the outermost one). */
+static __always_inline __u32 copy_stack(__u8 *dst, __u64 sp)
+{
+	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES, (void *)sp))
+		return HEARTH_RAW_STACK_BYTES;
+	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 2, (void *)sp))
+		return HEARTH_RAW_STACK_BYTES / 2;
+	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 4, (void *)sp))
+		return HEARTH_RAW_STACK_BYTES / 4;
+	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 8, (void *)sp))
+		return HEARTH_RAW_STACK_BYTES / 8;
+	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 16, (void *)sp))
+		return HEARTH_RAW_STACK_BYTES / 16;
+	return 0;
+}
+
+/* A sample of a process announced but without a view yet: its registers and a
+ * copy of its user stack go to user space, which walks them with the tables
+ * once the view is published. False when the process is not pending (or has
+ * sent its share, or the ring is full): the caller takes the fp path. */
+static __always_inline bool send_raw_sample(struct bpf_perf_event_data *ctx,
+					    struct hearth_count_key *key, bool want_kernel)
+{
+	struct hearth_unwind_pending *p = bpf_map_lookup_elem(&unwind_pending, &key->pid);
+	struct hearth_raw_sample *r;
+	struct pt_regs *regs;
+	long n;
+
+	if (!p || p->pstart != key->pstart || !p->left)
+		return false;
+	r = bpf_ringbuf_reserve(&rawstacks, sizeof(*r), 0);
+	if (!r) {
+		bump(&unwind_stats, HEARTH_UW_RAW_LOST);
+		return false;
+	}
+	__sync_fetch_and_add(&p->left, -1);
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	r->pid = key->pid;
+	r->tid = key->tid;
+	r->pstart = key->pstart;
+	__builtin_memcpy(r->comm, key->comm, sizeof(r->comm));
+	__builtin_memcpy(r->pcomm, key->pcomm, sizeof(r->pcomm));
+	r->ip = BPF_CORE_READ(regs, ip);
+	r->sp = BPF_CORE_READ(regs, sp);
+	r->bp = BPF_CORE_READ(regs, bp);
+	r->stack_len = copy_stack(r->stack, r->sp);
+	r->klen = 0;
+	if (want_kernel) {
+		n = bpf_get_stack(ctx, r->kernel, sizeof(r->kernel), 0);
+		if (n > 0)
+			r->klen = n / sizeof(__u64);
+	}
+	bump(&unwind_stats, HEARTH_UW_RAW);
+	bpf_ringbuf_submit(r, 0);
 	return true;
 }
 
@@ -732,7 +816,9 @@ int hearth_sample(struct bpf_perf_event_data *ctx)
 	want_user = task->mm != NULL;
 	want_kernel = (user_cs(ctx) & 3) == 0;
 
-	if (use_unwind && want_user && send_dwarf_sample(ctx, st, &key, want_kernel))
+	if (use_unwind && want_user &&
+	    (send_dwarf_sample(ctx, st, &key, want_kernel) ||
+	     send_raw_sample(ctx, &key, want_kernel)))
 		return 0;
 	if (use_ringbuf)
 		return send_sample(ctx, st, &key, want_user, want_kernel);
@@ -772,8 +858,16 @@ int BPF_PROG(hearth_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	/* The old image's view would walk the new image with wrong tables: fp
 	 * until user space publishes the new view (EXEC event). */
-	if (use_unwind)
+	if (use_unwind) {
 		bpf_map_delete_elem(&unwind_procs, &pid);
+		/* A process sampled before its exec: the new image's samples carry a
+		 * stack copy until its view is published (the EXEC event asks for
+		 * it). One never sampled is announced by its first sample instead:
+		 * building views at every exec would cost user space a maps read per
+		 * exec on a build machine, for processes mostly never sampled. */
+		if (bpf_map_lookup_elem(&known, &pid))
+			mark_pending(pid, BPF_CORE_READ(p, group_leader, start_boottime));
+	}
 	send_event(HEARTH_EV_EXEC, p);
 	return 0;
 }

@@ -114,7 +114,42 @@ enum hearth_unwind_stat {
 	HEARTH_UW_JIT_FRAMES, /* mixed mode: frames crossed with frame pointers where no
 			       * table applies (outside every mapping: JIT code; or no row) */
 	HEARTH_UW_SIGNAL,     /* signal frames crossed (to the interrupted code) */
+	HEARTH_UW_RAW,	      /* samples sent with a copy of the stack (no view yet) */
+	HEARTH_UW_RAW_LOST,   /* ... that found the raw ring full (walked with fp instead) */
 	HEARTH_UW_STAT_MAX,
 };
+
+/*
+ * A new process's first samples (issue 14). Until user space has published its
+ * view, a process announced by a NEW or EXEC event is "pending" (unwind_pending:
+ * pid -> struct hearth_unwind_pending) and up to HEARTH_RAW_PER_PROC of its
+ * samples go through the `rawstacks` ring buffer with the user registers and a
+ * copy of the user stack from rsp up (as perf --call-graph dwarf does); user
+ * space walks them with the same tables once the view exists.
+ */
+#define HEARTH_RAW_STACK_BYTES 16384
+#define HEARTH_RAW_PER_PROC    512
+#define HEARTH_RAW_MAX_KERNEL  127 /* HEARTH_MAX_STACK (profile_abi.h) */
+
+struct hearth_unwind_pending {
+	__u64 pstart;
+	__u32 left; /* raw samples this process may still send */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct hearth_unwind_pending) == 16, "pending ABI");
+
+struct hearth_raw_sample {
+	__u32 pid, tid;
+	__u64 pstart;
+	char comm[16], pcomm[16];
+	__u64 ip, sp, bp; /* user registers at the sample */
+	__u32 stack_len;  /* bytes of stack copied from sp (0: unreadable) */
+	__u32 klen;	  /* kernel frames used */
+	__u64 kernel[HEARTH_RAW_MAX_KERNEL];
+	__u64 pad;
+	__u8 stack[HEARTH_RAW_STACK_BYTES];
+};
+_Static_assert(sizeof(struct hearth_raw_sample) == 80 + 128 * 8 + HEARTH_RAW_STACK_BYTES,
+	       "raw sample ABI");
 
 #endif /* HEARTH_BPF_UNWIND_ABI_H */

@@ -369,6 +369,7 @@ static int sample_loop(const struct record_args *a, struct sampler *s)
 	}
 	if (show)
 		fputc('\n', stderr);
+	sampler__raw_finish(s);
 	return sampler__drain(s);
 }
 
@@ -441,13 +442,14 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 /* One stderr line on the table unwinder: why walks stopped, table memory, build time. */
 static void report_unwind(struct sampler *s)
 {
-	uint64_t uw[HEARTH_UW_STAT_MAX];
+	uint64_t uw[HEARTH_UW_STAT_MAX], raw[SAMPLER_RAW_STAT_MAX];
 	struct unwind_mgr_stats ms;
 	const struct unwind_table *big;
 
 	if (sampler__unwind_stats(s, uw, &ms))
 		return;
 	big = unwind_mgr__largest(sampler__unwind_mgr(s));
+	sampler__raw_stats(s, raw);
 	fprintf(
 	    stderr,
 	    "hearth record: unwind: %llu samples table-unwound (stops: %llu outermost, %llu "
@@ -471,6 +473,16 @@ static void report_unwind(struct sampler *s)
 	    (unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room,
 	    (unsigned long long)(ms.user_bytes >> 10), ms.build_ms, big ? "; largest " : "",
 	    big ? big->path : "");
+	fprintf(stderr,
+		"hearth record: unwind: first samples of new processes: %llu sent with a stack "
+		"copy (%llu more with frame pointers: ring full), walked once their tables were "
+		"out: %llu complete, %llu partial, %llu with frame pointers (no tables in time), "
+		"%llu dropped\n",
+		(unsigned long long)uw[HEARTH_UW_RAW], (unsigned long long)uw[HEARTH_UW_RAW_LOST],
+		(unsigned long long)raw[SAMPLER_RAW_COMPLETE],
+		(unsigned long long)raw[SAMPLER_RAW_PARTIAL],
+		(unsigned long long)raw[SAMPLER_RAW_NO_VIEW],
+		(unsigned long long)raw[SAMPLER_RAW_DROPPED]);
 }
 
 static int record(const struct record_args *a, FILE *out)

@@ -43,6 +43,8 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 #define MGR_NEG_ENTRIES 256
 /* .eh_frame bytes per row is about 5 (libc, libcrypto, libclang-cpp); allow 8. */
 #define MGR_CFI_BYTES_PER_ROW 8
+/* A file whose table found no room is not built again for this long. */
+#define MGR_NO_ROOM_MS 10000.0
 /* Idle tables kept at most (besides the room they take in unwind_rows). */
 #define MGR_IDLE_MAX 512
 
@@ -84,6 +86,7 @@ struct unwind_mgr {
 	size_t n_queue, cap_queue;
 	/* files without a table: a lossy ring (the oldest forgotten), scanned */
 	struct object_id neg[MGR_NEG_ENTRIES];
+	double neg_until[MGR_NEG_ENTRIES]; /* CLOCK_MONOTONIC ms; 0 = for good */
 	size_t neg_next, n_neg;
 	uint64_t build_failed, no_room, reused;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
@@ -241,16 +244,34 @@ static struct unwind_table *table_find(struct unwind_mgr *m, const struct object
 	return NULL;
 }
 
+static double mono_ms(void);
+
 static bool neg_has(const struct unwind_mgr *m, const struct object_id *file)
 {
-	for (size_t i = 0; i < m->n_neg; i++)
-		if (object_id__same_file(&m->neg[i], file))
+	double now = 0;
+
+	for (size_t i = 0; i < m->n_neg; i++) {
+		if (!object_id__same_file(&m->neg[i], file))
+			continue;
+		if (!m->neg_until[i])
 			return true;
+		if (!now)
+			now = mono_ms();
+		return now < m->neg_until[i];
+	}
 	return false;
 }
 
-static void neg_add(struct unwind_mgr *m, const struct object_id *file)
+/* Remembers a file without a table: for good (for_ms 0) or for a while. */
+static void neg_add(struct unwind_mgr *m, const struct object_id *file, double for_ms)
 {
+	for (size_t i = 0; i < m->n_neg; i++) {
+		if (object_id__same_file(&m->neg[i], file)) {
+			m->neg_until[i] = for_ms ? mono_ms() + for_ms : 0;
+			return;
+		}
+	}
+	m->neg_until[m->neg_next] = for_ms ? mono_ms() + for_ms : 0;
 	m->neg[m->neg_next] = *file;
 	m->neg_next = (m->neg_next + 1) % MGR_NEG_ENTRIES;
 	if (m->n_neg < MGR_NEG_ENTRIES)
@@ -284,7 +305,7 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 		/* Only what the file is says "never": not a process gone meanwhile. */
 		if (err == -ENODATA || err == -ENOTSUP || err == -EFBIG || err == -ENOEXEC ||
 		    err == -EINVAL)
-			neg_add(m, file);
+			neg_add(m, file, 0);
 		return NULL;
 	}
 	m->build_ms += t->build_ms;
@@ -303,8 +324,13 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 	}
 	if (table_load(m, t)) {
 		m->no_room++;
-		if (t->rows.n > (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS)
-			neg_add(m, file); /* can never fit; a full map may have room later */
+		/* Never fits; or not now: not parsed again for every process that
+		 * maps it (a 1M-row library takes 0.1-0.5 s, during which no ring is
+		 * read), until a full map may have room again. */
+		neg_add(m, file,
+			t->rows.n > (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS
+			    ? 0
+			    : MGR_NO_ROOM_MS);
 		unwind_table__free(t);
 		return NULL;
 	}
@@ -561,6 +587,42 @@ const struct unwind_table *unwind_mgr__find_path(const struct unwind_mgr *m, con
 		if (strstr(m->tables[i]->path, substr))
 			return m->tables[i];
 	return NULL;
+}
+
+int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc, uint64_t sp,
+		     uint64_t bp, const uint8_t *stack, size_t stack_len, uint64_t *frames,
+		     size_t max_frames, bool *complete)
+{
+	const struct proc_view *v = view_find(m, pid);
+	size_t bytes = (size_t)m->chunks * MGR_CHUNK_BYTES, n;
+	struct hearth_unwind_proc *val = NULL;
+	void *rows = MAP_FAILED;
+	int err;
+
+	if (!v || v->pstart != pstart)
+		return -ENOENT;
+	val = malloc(sizeof(*val));
+	if (!val)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(m->procs_fd, &pid, val) || val->pstart != pstart) {
+		err = -ENOENT;
+		goto cleanup;
+	}
+	/* Mapped for this walk only: the mapping populates every page of the map,
+	 * which would count in hearth's RSS for as long as it stayed. */
+	rows = mmap(NULL, bytes, PROT_READ, MAP_SHARED, m->rows_fd, 0);
+	if (rows == MAP_FAILED) {
+		err = -errno;
+		goto cleanup;
+	}
+	n = unwind_walk_copy(val, rows, bytes / sizeof(struct hearth_unwind_row), pc, sp, bp, stack,
+			     stack_len, frames, max_frames, complete);
+	err = (int)n;
+cleanup:
+	if (rows != MAP_FAILED)
+		munmap(rows, bytes);
+	free(val);
+	return err;
 }
 
 void unwind_mgr__free(struct unwind_mgr *m)

@@ -104,4 +104,21 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *out)
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m);
 const struct unwind_table *unwind_mgr__find_path(const struct unwind_mgr *m, const char *substr);
 
+/*
+ * Walks a copied user stack (stack holds stack_len bytes from process address
+ * sp) from the registers pc, sp, bp, with the view and rows the BPF walker
+ * uses, as it would (src/unwind/uwalk.c). Writes at most max_frames pcs to
+ * frames (leaf first) and returns how many; *complete says whether the walk
+ * ended at an outermost frame (END row). Any read outside the copy ends it.
+ * view->n == 0 walks with frame pointers alone. rows: n_rows rows, borrowed.
+ */
+size_t unwind_walk_copy(const struct hearth_unwind_proc *view, const struct hearth_unwind_row *rows,
+			size_t n_rows, uint64_t pc, uint64_t sp, uint64_t bp, const uint8_t *stack,
+			size_t stack_len, uint64_t *frames, size_t max_frames, bool *complete);
+/* unwind_walk_copy with the view published for (pid, pstart). Returns the frame
+ * count, -ENOENT while no view of that process is published, or -errno. */
+int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc, uint64_t sp,
+		     uint64_t bp, const uint8_t *stack, size_t stack_len, uint64_t *frames,
+		     size_t max_frames, bool *complete);
+
 #endif /* HEARTH_UNWIND_H */
