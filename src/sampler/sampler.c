@@ -46,9 +46,10 @@
 #define UNWIND_BUDGET_MS 20
 /* A new process's first samples (struct hearth_raw_sample) wait this long at
  * most for a view that unwinds them to the outermost frame; then they are
- * walked with what there is. Its ring buffer holds ~240 of them. */
+ * walked with what there is. Its ring buffer holds ~60 of them (the reader is
+ * woken at each one; its pages count twice in RSS: kept small). */
 #define RAW_WAIT_MS  1500
-#define RAW_RB_BYTES (4u << 20)
+#define RAW_RB_BYTES (1u << 20)
 /* Bytes of raw samples held at once (their stack copies, as used). */
 #define RAW_HELD_MAX_BYTES (16u << 20)
 
@@ -57,6 +58,7 @@ struct raw_held {
 	double t_ms;		     /* when it arrived (CLOCK_MONOTONIC) */
 	struct hearth_raw_sample *r; /* owned; stack holds r->stack_len bytes */
 	size_t bytes;
+	uint64_t gen; /* unwind_mgr__view_gen + 1 at the last try (0: none yet) */
 };
 
 struct sampler {
@@ -359,6 +361,7 @@ static int on_raw_sample(void *ctx, void *data, size_t size)
 	}
 	memcpy(h->r, r, bytes);
 	h->bytes = bytes;
+	h->gen = 0;
 	h->t_ms = now_ms();
 	s->raw_bytes += bytes;
 	s->n_raw++;
@@ -382,7 +385,7 @@ static bool raw_deliver(struct sampler *s, const struct raw_held *h, bool force)
 	if ((n < 0 || !complete) && !force)
 		return false;
 	if (n < 0) {
-		n = (int)unwind_walk_copy(&no_view, NULL, 0, r->ip, r->sp, r->bp, r->stack,
+		n = (int)unwind_walk_copy(&no_view, NULL, NULL, r->ip, r->sp, r->bp, r->stack,
 					  r->stack_len, frames, HEARTH_UNWIND_MAX_FRAMES,
 					  &complete);
 		s->raw_stats[SAMPLER_RAW_NO_VIEW]++;
@@ -417,20 +420,35 @@ static bool raw_deliver(struct sampler *s, const struct raw_held *h, bool force)
 static void raw_flush(struct sampler *s, bool force, uint32_t exit_pid)
 {
 	double now = s->n_raw ? now_ms() : 0;
+	bool batch = false;
 	size_t w = 0;
 
 	for (size_t i = 0; i < s->n_raw; i++) {
 		struct raw_held *h = &s->raw[i];
 		bool now_or_never =
 		    force || now - h->t_ms >= RAW_WAIT_MS || (exit_pid && h->r->pid == exit_pid);
+		/* + 1: never 0, the "not tried yet" of a held sample */
+		uint64_t gen = unwind_mgr__view_gen(s->uw, h->r->pid, h->r->pstart) + 1;
 
+		/* A walk is tried again only once its process's view has changed. */
+		if (!now_or_never && h->gen == gen) {
+			s->raw[w++] = *h;
+			continue;
+		}
+		if (!batch) {
+			unwind_mgr__walk_batch(s->uw, true);
+			batch = true;
+		}
 		if (raw_deliver(s, h, now_or_never)) {
 			s->raw_bytes -= h->bytes;
 			free(h->r);
 		} else {
+			h->gen = gen;
 			s->raw[w++] = *h;
 		}
 	}
+	if (batch)
+		unwind_mgr__walk_batch(s->uw, false);
 	s->n_raw = w;
 }
 

@@ -53,6 +53,7 @@ struct proc_view {
 	uint64_t pstart;
 	struct unwind_table **tables; /* one ref each; owned array */
 	size_t n;
+	uint64_t gen; /* unwind_mgr's gen when published: unique per publication */
 };
 
 struct pending {
@@ -92,6 +93,15 @@ struct unwind_mgr {
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
 	size_t n_idle;
 	double build_ms;
+	uint64_t gen; /* bumped when a view is published or dropped */
+	/* ranges of unwind_rows mapped read-only for walks (unwind_mgr__walk_batch) */
+	struct walk_range {
+		uint32_t row_start, row_count;
+		void *map;
+		size_t len;
+	} walk_maps[HEARTH_UNWIND_MAX_MAPPINGS];
+	size_t n_walk_maps;
+	bool walk_batch;
 };
 
 /* Room in *arr (elements of size sz) for n + 1. 0 or -ENOMEM. */
@@ -390,12 +400,14 @@ static int view_publish(struct unwind_mgr *m, const struct hearth_unwind_proc *v
 
 	if (bpf_map_update_elem(m->procs_fd, &pid, val, BPF_ANY))
 		return -errno;
+	m->gen++;
 	if (old)
 		view_drop(m, old); /* after the update: the walker never sees a freed table */
 	if (grow((void **)&m->procs, &m->cap_procs, m->n_procs, sizeof(*m->procs)))
 		return -ENOMEM;
 	nv.tables = tabs;
 	nv.n = val->n;
+	nv.gen = m->gen;
 	m->procs[m->n_procs++] = nv;
 	return 0;
 }
@@ -505,6 +517,7 @@ void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid)
 		return;
 	bpf_map_delete_elem(m->procs_fd, &pid);
 	view_drop(m, v);
+	m->gen++;
 }
 
 int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
@@ -589,14 +602,63 @@ const struct unwind_table *unwind_mgr__find_path(const struct unwind_mgr *m, con
 	return NULL;
 }
 
+/* The rows of a mapping in the pages that hold them, mapped at r->map. */
+static const struct hearth_unwind_row *range_rows(const struct walk_range *r)
+{
+	if (r->map == MAP_FAILED)
+		return NULL;
+	/* the rows start this far into their first page */
+	return (const struct hearth_unwind_row *)((char *)r->map +
+						  (size_t)r->row_start *
+						      sizeof(struct hearth_unwind_row) % 4096);
+}
+
+/* unwind_rows_fn over the manager's rows: the pages holding a mapping's rows
+ * are mapped the first time a walk of the batch needs them (not the whole
+ * array: mapping it populates every page, 16 MiB by default, each time). */
+static const struct hearth_unwind_row *mgr_rows_of(void *ctx,
+						   const struct hearth_unwind_mapping *mp)
+{
+	struct unwind_mgr *m = ctx;
+	struct walk_range *r;
+	size_t first, end;
+
+	for (size_t i = 0; i < m->n_walk_maps; i++)
+		if (m->walk_maps[i].row_start == mp->row_start &&
+		    m->walk_maps[i].row_count == mp->row_count)
+			return range_rows(&m->walk_maps[i]);
+	if (m->n_walk_maps == HEARTH_UNWIND_MAX_MAPPINGS ||
+	    (uint64_t)mp->row_start + mp->row_count >
+		(uint64_t)m->chunks * HEARTH_UNWIND_CHUNK_ROWS)
+		return NULL;
+	/* byte offset of the first row rounded down to a page, of the end up */
+	first = (size_t)mp->row_start * sizeof(struct hearth_unwind_row) / 4096 * 4096;
+	end = ((size_t)mp->row_start + mp->row_count) * sizeof(struct hearth_unwind_row);
+	end = (end + 4095) / 4096 * 4096;
+	r = &m->walk_maps[m->n_walk_maps++];
+	*r = (struct walk_range){mp->row_start, mp->row_count, NULL, end - first};
+	r->map = mmap(NULL, r->len, PROT_READ, MAP_SHARED, m->rows_fd, (off_t)first);
+	return range_rows(r);
+}
+
+void unwind_mgr__walk_batch(struct unwind_mgr *m, bool start)
+{
+	m->walk_batch = start;
+	if (start)
+		return;
+	for (size_t i = 0; i < m->n_walk_maps; i++)
+		if (m->walk_maps[i].map != MAP_FAILED)
+			munmap(m->walk_maps[i].map, m->walk_maps[i].len);
+	m->n_walk_maps = 0;
+}
+
 int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc, uint64_t sp,
 		     uint64_t bp, const uint8_t *stack, size_t stack_len, uint64_t *frames,
 		     size_t max_frames, bool *complete)
 {
 	const struct proc_view *v = view_find(m, pid);
-	size_t bytes = (size_t)m->chunks * MGR_CHUNK_BYTES, n;
 	struct hearth_unwind_proc *val = NULL;
-	void *rows = MAP_FAILED;
+	bool own_batch = !m->walk_batch;
 	int err;
 
 	if (!v || v->pstart != pstart)
@@ -608,27 +670,29 @@ int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64
 		err = -ENOENT;
 		goto cleanup;
 	}
-	/* Mapped for this walk only: the mapping populates every page of the map,
-	 * which would count in hearth's RSS for as long as it stayed. */
-	rows = mmap(NULL, bytes, PROT_READ, MAP_SHARED, m->rows_fd, 0);
-	if (rows == MAP_FAILED) {
-		err = -errno;
-		goto cleanup;
-	}
-	n = unwind_walk_copy(val, rows, bytes / sizeof(struct hearth_unwind_row), pc, sp, bp, stack,
-			     stack_len, frames, max_frames, complete);
-	err = (int)n;
+	if (own_batch)
+		unwind_mgr__walk_batch(m, true);
+	err = (int)unwind_walk_copy(val, mgr_rows_of, m, pc, sp, bp, stack, stack_len, frames,
+				    max_frames, complete);
+	if (own_batch)
+		unwind_mgr__walk_batch(m, false);
 cleanup:
-	if (rows != MAP_FAILED)
-		munmap(rows, bytes);
 	free(val);
 	return err;
+}
+
+uint64_t unwind_mgr__view_gen(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	const struct proc_view *v = view_find(m, pid);
+
+	return v && v->pstart == pstart ? v->gen : 0;
 }
 
 void unwind_mgr__free(struct unwind_mgr *m)
 {
 	if (!m)
 		return;
+	unwind_mgr__walk_batch(m, false);
 	while (m->n_procs)
 		view_drop(m, &m->procs[m->n_procs - 1]);
 	while (m->n_tables)

@@ -18,8 +18,8 @@
 
 struct uwalk {
 	const struct hearth_unwind_proc *view;
-	const struct hearth_unwind_row *rows;
-	size_t n_rows;
+	unwind_rows_fn rows_of;
+	void *rows_ctx;
 	const uint8_t *stack;
 	uint64_t stack_addr; /* process address of stack[0] */
 	size_t stack_len;
@@ -49,19 +49,20 @@ static const struct hearth_unwind_mapping *find_mapping(const struct uwalk *w, u
 static const struct hearth_unwind_row *
 find_row(const struct uwalk *w, const struct hearth_unwind_mapping *m, uint64_t vaddr)
 {
-	size_t lo = m->row_start, hi = (size_t)m->row_start + m->row_count;
+	const struct hearth_unwind_row *rows = w->rows_of(w->rows_ctx, m);
+	size_t lo = 0, hi = m->row_count;
 
-	if (vaddr >> 32 || hi > w->n_rows)
+	if (vaddr >> 32 || !rows)
 		return NULL;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (w->rows[mid].pc <= vaddr)
+		if (rows[mid].pc <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo == m->row_start ? NULL : &w->rows[lo - 1];
+	return lo == 0 ? NULL : &rows[lo - 1];
 }
 
 /* Frame pointers: CFA = rbp + 16, RA = [rbp + 8], caller's rbp = [rbp]; rbp must
@@ -134,11 +135,11 @@ static int cfi_step(struct uwalk *w, const struct hearth_unwind_row *r)
 	return ra == 0;
 }
 
-size_t unwind_walk_copy(const struct hearth_unwind_proc *view, const struct hearth_unwind_row *rows,
-			size_t n_rows, uint64_t pc, uint64_t sp, uint64_t bp, const uint8_t *stack,
+size_t unwind_walk_copy(const struct hearth_unwind_proc *view, unwind_rows_fn rows_of,
+			void *rows_ctx, uint64_t pc, uint64_t sp, uint64_t bp, const uint8_t *stack,
 			size_t stack_len, uint64_t *frames, size_t max_frames, bool *complete)
 {
-	struct uwalk w = {view, rows, n_rows, stack, sp, stack_len, pc, sp, bp, true, false};
+	struct uwalk w = {view, rows_of, rows_ctx, stack, sp, stack_len, pc, sp, bp, true, false};
 	size_t n = 0;
 	int stop = 0;
 

@@ -240,6 +240,12 @@ cleanup:
 	unwind_table__free(t);
 }
 
+/* unwind_rows_fn over one array of rows indexed as unwind_rows is. */
+static const struct hearth_unwind_row *rows_in(void *ctx, const struct hearth_unwind_mapping *m)
+{
+	return (const struct hearth_unwind_row *)ctx + m->row_start;
+}
+
 /* The user-space walk of a copied stack (a new process's first samples): a CFI
  * step, a signal frame, the outermost frame; a copy too short ends the walk
  * incomplete instead of reading past it. */
@@ -270,16 +276,16 @@ TEST(walk_copy)
 	stack[(16 + HEARTH_SIGFRAME_RSP) / 8] = sp + 0x100;
 	stack[(16 + HEARTH_SIGFRAME_RBP) / 8] = 0;
 	stack[0x100 / 8] = 0x1401; /* g's return address: into the outermost one */
-	n = unwind_walk_copy(view, rows, 4, 0x1010, sp, 0, (const uint8_t *)stack, sizeof(stack),
-			     frames, 8, &complete);
+	n = unwind_walk_copy(view, rows_in, (void *)rows, 0x1010, sp, 0, (const uint8_t *)stack,
+			     sizeof(stack), frames, 8, &complete);
 	/* f, g (the trampoline's frame dropped), the outermost one */
 	CHECKF(n == 3 && complete && frames[0] == 0x1010 && frames[1] == 0x1310 &&
 		   frames[2] == 0x1401,
 	       "%zu frames, complete %d, %#llx %#llx", n, complete, (unsigned long long)frames[0],
 	       (unsigned long long)frames[1]);
 	/* The same from a copy of 12 bytes: f's return address is read, nothing more. */
-	n = unwind_walk_copy(view, rows, 4, 0x1010, sp, 0, (const uint8_t *)stack, 12, frames, 8,
-			     &complete);
+	n = unwind_walk_copy(view, rows_in, (void *)rows, 0x1010, sp, 0, (const uint8_t *)stack, 12,
+			     frames, 8, &complete);
 	CHECKF(n == 1 && !complete, "%zu frames, complete %d", n, complete);
 cleanup:
 	free(view);
