@@ -452,6 +452,13 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 		}
 		proc_mapping__fini(&pm);
 	}
+	/* No executable mapping at all: the process is exiting (its mm is gone, its
+	 * maps read empty). Keep the view it had: its last samples (and the first
+	 * ones still held in user space) are walked with it. */
+	if (!val->n) {
+		err = -ESRCH;
+		goto cleanup;
+	}
 	err = view_publish(m, val, pid, tabs);
 	if (!err) {
 		tabs = NULL;
