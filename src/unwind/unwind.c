@@ -43,8 +43,10 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 #define MGR_NEG_ENTRIES 256
 /* .eh_frame bytes per row is about 5 (libc, libcrypto, libclang-cpp); allow 8. */
 #define MGR_CFI_BYTES_PER_ROW 8
-/* A file whose table found no room is not built again for this long. */
+/* A file whose table found no room is not built again for this long, if it has
+ * more rows than this (about 5 ms of parsing). */
 #define MGR_NO_ROOM_MS 10000.0
+#define MGR_NO_ROOM_MIN_ROWS 65536
 /* Idle tables kept at most (besides the room they take in unwind_rows). */
 #define MGR_IDLE_MAX 512
 
@@ -334,13 +336,14 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 	}
 	if (table_load(m, t)) {
 		m->no_room++;
-		/* Never fits; or not now: not parsed again for every process that
-		 * maps it (a 1M-row library takes 0.1-0.5 s, during which no ring is
-		 * read), until a full map may have room again. */
-		neg_add(m, file,
-			t->rows.n > (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS
-			    ? 0
-			    : MGR_NO_ROOM_MS);
+		/* Never fits; or not now, and big: not parsed again for every
+		 * process that maps it (a 1M-row library takes 0.1-0.5 s, during
+		 * which no ring is read) until a full map may have room again. A
+		 * small table is cheap to build again, and the next try may fit. */
+		if (t->rows.n > (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS)
+			neg_add(m, file, 0);
+		else if (t->rows.n > MGR_NO_ROOM_MIN_ROWS)
+			neg_add(m, file, MGR_NO_ROOM_MS);
 		unwind_table__free(t);
 		return NULL;
 	}
