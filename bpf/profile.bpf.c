@@ -152,7 +152,7 @@ struct hearth_scratch {
 	__u32 remap;	/* a caller's pc was outside every mapping */
 	__u32 via_jit;	/* the current pc was reached by a mixed-mode (fp) step */
 	__u32 exact_pc; /* the current pc is an interrupted one, not a return address */
-	__u32 pad;
+	__u32 leaf_unmapped;		/* the leaf pc was outside every mapping */
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
 };
 _Static_assert(__builtin_offsetof(struct hearth_scratch, stats) == 0, "stats open the scratch");
@@ -449,6 +449,8 @@ static long unwind_step(__u32 i, void *ctx)
 		 * (dlopen) since the view was read: ask for a re-read. */
 		if (n > 0 && !st->via_jit)
 			st->remap = 1;
+		if (n == 0)
+			st->leaf_unmapped = 1;
 		return mixed_step(st);
 	}
 	st->via_jit = 0;
@@ -562,6 +564,9 @@ static __always_inline void request_remap(struct hearth_count_key *key)
 	bpf_ringbuf_submit(ev, 0);
 }
 
+static __always_inline bool send_raw_sample(struct bpf_perf_event_data *ctx,
+					    struct hearth_count_key *key, bool want_kernel);
+
 /* Table-unwinds the current task's user stack and sends the sample. Returns
  * false when the process has no tables (the caller takes the fp path). */
 static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
@@ -597,10 +602,18 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	st->remap = 0;
 	st->via_jit = 0;
 	st->exact_pc = 0;
+	st->leaf_unmapped = 0;
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
 	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (st->remap)
 		request_remap(key);
+	/* A table step led to a caller outside the view, or the leaf is outside
+	 * it: the view may have been read before ld.so (or dlopen) mapped that
+	 * library (or the leaf is JIT code). While the process may still send
+	 * stack copies, send one instead: walked in user space once the view is
+	 * read again, it reaches the root where this walk stopped. */
+	if ((st->remap || st->leaf_unmapped) && send_raw_sample(ctx, key, want_kernel))
+		return true;
 	if (want_kernel) {
 		/* Kernel frames right after the user ones (ulen <= 512: room for 127). */
 		ulen = st->s.ulen;
@@ -616,19 +629,27 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	return true;
 }
 
-/* Copies up to HEARTH_RAW_STACK_BYTES of user stack from sp; a copy that
- * would run past the top of the stack mapping fails whole, so smaller ones are
- * tried (the walk needs only the frames up to the outermost one). */
+/* Copies up to HEARTH_RAW_STACK_BYTES of user stack from sp. A copy that would
+ * run past the top of the stack mapping fails whole: on the main thread's
+ * stack, the copy then ends where argv's strings begin (mm->arg_start: above
+ * _start's frame, below the top); elsewhere smaller copies are tried. */
 static __always_inline __u32 copy_stack(__u8 *dst, __u64 sp)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 top = BPF_CORE_READ(task, mm, arg_start);
+	__u32 len;
+
 	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES, (void *)sp))
 		return HEARTH_RAW_STACK_BYTES;
+	if (top > sp && top - sp < HEARTH_RAW_STACK_BYTES) {
+		len = (__u32)(top - sp) & (HEARTH_RAW_STACK_BYTES - 1);
+		if (len && !bpf_probe_read_user(dst, len, (void *)sp))
+			return len;
+	}
 	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 2, (void *)sp))
 		return HEARTH_RAW_STACK_BYTES / 2;
 	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 4, (void *)sp))
 		return HEARTH_RAW_STACK_BYTES / 4;
-	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 8, (void *)sp))
-		return HEARTH_RAW_STACK_BYTES / 8;
 	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 16, (void *)sp))
 		return HEARTH_RAW_STACK_BYTES / 16;
 	return 0;
