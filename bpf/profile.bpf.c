@@ -604,7 +604,6 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	st->exact_pc = 0;
 	st->leaf_unmapped = 0;
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
-	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (st->remap)
 		request_remap(key);
 	/* A table step led to a caller outside the view, or the leaf is outside
@@ -614,6 +613,7 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	 * read again, it reaches the root where this walk stopped. */
 	if ((st->remap || st->leaf_unmapped) && send_raw_sample(ctx, key, want_kernel))
 		return true;
+	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (want_kernel) {
 		/* Kernel frames right after the user ones (ulen <= 512: room for 127). */
 		ulen = st->s.ulen;
