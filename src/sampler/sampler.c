@@ -606,6 +606,8 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 	}
 	if (ret)
 		s->unwind = SAMPLER_UNWIND_FP; /* no views are ever published: fp stacks */
+	else
+		unwind_mgr__set_pending(s->uw, bpf_map__fd(s->skel->maps.unwind_pending));
 	return 0;
 }
 

@@ -104,6 +104,7 @@ struct unwind_mgr {
 	} walk_maps[HEARTH_UNWIND_MAX_MAPPINGS];
 	size_t n_walk_maps;
 	bool walk_batch;
+	int pending_fd; /* unwind_pending, or -1 */
 };
 
 /* Room in *arr (elements of size sz) for n + 1. 0 or -ENOMEM. */
@@ -130,6 +131,7 @@ int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mg
 		return -ENOMEM;
 	m->chunks = chunks;
 	m->rows_fd = rows_fd;
+	m->pending_fd = -1;
 	m->procs_fd = procs_fd;
 	*out = m;
 	return 0;
@@ -466,6 +468,10 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 	if (!err) {
 		tabs = NULL;
 		err = !loader || objects > 2; /* executable + loader: ld.so still at work */
+		/* Settled: its samples need no stack copies any more (BPF sends them
+		 * while the process is pending, see unwind_mgr__set_pending). */
+		if (err == 1 && m->pending_fd >= 0)
+			bpf_map_delete_elem(m->pending_fd, &pid);
 	}
 cleanup:
 	if (tabs && val)
@@ -689,6 +695,11 @@ int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64
 cleanup:
 	free(val);
 	return err;
+}
+
+void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd)
+{
+	m->pending_fd = pending_fd;
 }
 
 uint64_t unwind_mgr__view_gen(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)

@@ -124,6 +124,10 @@ size_t unwind_walk_copy(const struct hearth_unwind_proc *view, unwind_rows_fn ro
 int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc, uint64_t sp,
 		     uint64_t bp, const uint8_t *stack, size_t stack_len, uint64_t *frames,
 		     size_t max_frames, bool *complete);
+/* pending_fd: the unwind_pending map (not owned). A process whose view looks
+ * settled (its libraries mapped) is taken out of it: from then on a walk that
+ * meets a pc outside its view (JIT code, the vdso) sends no stack copy. */
+void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd);
 /* Between start and stop, the rows walks read stay mapped (each mapping's rows
  * are mapped when a walk first needs them): a batch of walks maps libc once. */
 void unwind_mgr__walk_batch(struct unwind_mgr *m, bool start);
