@@ -149,8 +149,10 @@ struct hearth_scratch {
 	__u64 pc, sp, bp;
 	__u32 pid;
 	__u32 bp_valid;
-	__u32 remap; /* a caller's pc was outside every mapping */
-	__u32 pad;
+	__u32 remap;	/* a caller's pc was outside every mapping */
+	__u32 via_jit;	/* the current pc was reached by a mixed-mode (fp) step */
+	__u32 exact_pc; /* the current pc is an interrupted one, not a return address */
+	__u32 leaf_unmapped;		/* the leaf pc was outside every mapping */
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
 };
 _Static_assert(__builtin_offsetof(struct hearth_scratch, stats) == 0, "stats open the scratch");
@@ -180,6 +182,20 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } unwind_remap SEC(".maps");
+
+/* Processes announced, without a view yet: their samples carry a stack copy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, HEARTH_UNWIND_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct hearth_unwind_pending);
+} unwind_pending SEC(".maps");
+
+/* Records of struct hearth_raw_sample; sized before load (tiny when not unwinding). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} rawstacks SEC(".maps");
 
 static __always_inline void bump(void *map, __u32 idx)
 {
@@ -301,6 +317,35 @@ static __always_inline long fp_step(struct hearth_scratch *st)
 	return st->pc == 0;
 }
 
+/* Most one frame may span in mixed mode: rbp further than this above sp is not a
+ * frame pointer (8 MiB: the default stack limit). */
+#define MIXED_MAX_FRAME (8ull << 20)
+
+/* Mixed mode: one frame with frame pointers where no table applies (JIT code in
+ * anonymous memory, or code without a CFI row), as a JIT's frames are laid out:
+ * CFA = rbp + 16, RA = [rbp + 8], caller's rbp = [rbp]. rbp must look like a frame
+ * (8-aligned, at or above sp, within MIXED_MAX_FRAME of it): sp then grows at every
+ * step, so a walk cannot loop. 1 = stop. */
+static __always_inline long mixed_step(struct hearth_scratch *st)
+{
+	__u64 frame[2]; /* saved rbp, return address */
+
+	if (!st->bp_valid || (st->bp & 7) || st->bp < st->sp || st->bp - st->sp > MIXED_MAX_FRAME) {
+		bump(&unwind_stats, HEARTH_UW_BAD_FP);
+		return 1;
+	}
+	if (bpf_probe_read_user(frame, sizeof(frame), (void *)st->bp)) {
+		bump(&unwind_stats, HEARTH_UW_READ_FAIL);
+		return 1;
+	}
+	bump(&unwind_stats, HEARTH_UW_JIT_FRAMES);
+	st->sp = st->bp + 16;
+	st->bp = frame[0];
+	st->pc = frame[1];
+	st->via_jit = 1;
+	return st->pc == 0;
+}
+
 /* The CFA of a row, or 0 when the row says stop (counted). */
 static __always_inline __u64 row_cfa(struct hearth_scratch *st, struct hearth_unwind_row *r)
 {
@@ -351,6 +396,30 @@ read_fail:
 	return 1;
 }
 
+/* A signal return trampoline: the interrupted code's rip, rsp and rbp are in the
+ * kernel's signal frame at sp (HEARTH_SIGFRAME_*). Reached as a return address
+ * (from the handler), the trampoline's frame is dropped: it is no call site, and
+ * its address looked up one byte early names the function before it. The
+ * interrupted rip is no return address either: it is looked up as is. 1 = stop. */
+static __always_inline long signal_step(struct hearth_scratch *st, __u32 n)
+{
+	__u64 regs[(HEARTH_SIGFRAME_RIP - HEARTH_SIGFRAME_RBP) / 8 + 1]; /* rbp .. rip */
+
+	if (bpf_probe_read_user(regs, sizeof(regs), (void *)(st->sp + HEARTH_SIGFRAME_RBP))) {
+		bump(&unwind_stats, HEARTH_UW_READ_FAIL);
+		return 1;
+	}
+	bump(&unwind_stats, HEARTH_UW_SIGNAL);
+	if (n)
+		st->s.ulen = n;
+	st->bp = regs[0];
+	st->bp_valid = 1;
+	st->sp = regs[(HEARTH_SIGFRAME_RSP - HEARTH_SIGFRAME_RBP) / 8];
+	st->pc = regs[(HEARTH_SIGFRAME_RIP - HEARTH_SIGFRAME_RBP) / 8];
+	st->exact_pc = 1;
+	return st->pc == 0;
+}
+
 /* bpf_loop callback: records the current pc, then steps to the caller. */
 static long unwind_step(__u32 i, void *ctx)
 {
@@ -371,20 +440,42 @@ static long unwind_step(__u32 i, void *ctx)
 	st->frames[n & (HEARTH_UNWIND_MAX_FRAMES - 1)] = st->pc;
 	st->s.ulen = n + 1;
 	/* Callers' pcs are return addresses: the call is the byte before. */
-	addr = n ? st->pc - 1 : st->pc;
+	addr = n && !st->exact_pc ? st->pc - 1 : st->pc;
+	st->exact_pc = 0;
 	if (!find_mapping(st, addr, &m)) {
 		bump(&unwind_stats, HEARTH_UW_NO_MAPPING);
-		st->remap = n > 0; /* a leaf outside files is JIT code; a caller is suspect */
-		return 1;
+		/* A leaf outside files is JIT code, and so is a caller reached from JIT
+		 * code; a caller that a table step led to may be a library loaded
+		 * (dlopen) since the view was read: ask for a re-read. */
+		if (n > 0 && !st->via_jit)
+			st->remap = 1;
+		if (n == 0)
+			st->leaf_unmapped = 1;
+		return mixed_step(st);
 	}
+	st->via_jit = 0;
 	if (!m.row_count)
 		return fp_step(st);
 	r = find_row(&m, addr - m.bias);
-	if (!r) {
+	if (r && r->cfa_kind == HEARTH_CFA_SIGNAL)
+		return signal_step(st, n);
+	if (!r || r->cfa_kind == HEARTH_CFA_NONE) {
+		/* Code without CFI in an object with a table (a JIT's builtins, hand-
+		 * written assembly): frame pointers, as for JIT code. */
 		bump(&unwind_stats, HEARTH_UW_NO_ROW);
-		return 1;
+		return mixed_step(st);
 	}
 	return cfi_step(st, r);
+}
+
+/* Until user space publishes the view of (pid, pstart), its samples carry a
+ * stack copy (see send_raw_sample). */
+static __always_inline void mark_pending(__u32 pid, __u64 pstart)
+{
+	struct hearth_unwind_pending p = {pstart, HEARTH_RAW_PER_PROC, 0};
+
+	if (use_unwind)
+		bpf_map_update_elem(&unwind_pending, &pid, &p, BPF_ANY);
 }
 
 /* Announces a process the first time one of its samples is seen (or after pid
@@ -417,6 +508,7 @@ static __always_inline void note_process(struct hearth_scratch *st, __u32 pid, _
 	ev->pstart = pstart;
 	BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
 	bpf_ringbuf_submit(ev, 0);
+	mark_pending(pid, pstart);
 cache:
 	st->last_pid = pid;
 	st->last_pstart = pstart;
@@ -472,6 +564,9 @@ static __always_inline void request_remap(struct hearth_count_key *key)
 	bpf_ringbuf_submit(ev, 0);
 }
 
+static __always_inline bool send_raw_sample(struct bpf_perf_event_data *ctx,
+					    struct hearth_count_key *key, bool want_kernel);
+
 /* Table-unwinds the current task's user stack and sends the sample. Returns
  * false when the process has no tables (the caller takes the fp path). */
 static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
@@ -505,10 +600,20 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	st->pid = key->pid;
 	sample_header(st, key);
 	st->remap = 0;
+	st->via_jit = 0;
+	st->exact_pc = 0;
+	st->leaf_unmapped = 0;
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
-	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (st->remap)
 		request_remap(key);
+	/* A table step led to a caller outside the view, or the leaf is outside
+	 * it: the view may have been read before ld.so (or dlopen) mapped that
+	 * library (or the leaf is JIT code). While the process may still send
+	 * stack copies, send one instead: walked in user space once the view is
+	 * read again, it reaches the root where this walk stopped. */
+	if ((st->remap || st->leaf_unmapped) && send_raw_sample(ctx, key, want_kernel))
+		return true;
+	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (want_kernel) {
 		/* Kernel frames right after the user ones (ulen <= 512: room for 127). */
 		ulen = st->s.ulen;
@@ -521,6 +626,73 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 			st->s.klen = n / sizeof(__u64);
 	}
 	output_sample(st);
+	return true;
+}
+
+/* Copies up to HEARTH_RAW_STACK_BYTES of user stack from sp. A copy that would
+ * run past the top of the stack mapping fails whole: on the main thread's
+ * stack, the copy then ends where argv's strings begin (mm->arg_start: above
+ * _start's frame, below the top); elsewhere smaller copies are tried. */
+static __always_inline __u32 copy_stack(__u8 *dst, __u64 sp)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 top = BPF_CORE_READ(task, mm, arg_start);
+	__u32 len;
+
+	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES, (void *)sp))
+		return HEARTH_RAW_STACK_BYTES;
+	if (top > sp && top - sp < HEARTH_RAW_STACK_BYTES) {
+		len = (__u32)(top - sp) & (HEARTH_RAW_STACK_BYTES - 1);
+		if (len && !bpf_probe_read_user(dst, len, (void *)sp))
+			return len;
+	}
+	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 2, (void *)sp))
+		return HEARTH_RAW_STACK_BYTES / 2;
+	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 4, (void *)sp))
+		return HEARTH_RAW_STACK_BYTES / 4;
+	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES / 16, (void *)sp))
+		return HEARTH_RAW_STACK_BYTES / 16;
+	return 0;
+}
+
+/* A sample of a process announced but without a view yet: its registers and a
+ * copy of its user stack go to user space, which walks them with the tables
+ * once the view is published. False when the process is not pending (or has
+ * sent its share, or the ring is full): the caller takes the fp path. */
+static __always_inline bool send_raw_sample(struct bpf_perf_event_data *ctx,
+					    struct hearth_count_key *key, bool want_kernel)
+{
+	struct hearth_unwind_pending *p = bpf_map_lookup_elem(&unwind_pending, &key->pid);
+	struct hearth_raw_sample *r;
+	struct pt_regs *regs;
+	long n;
+
+	if (!p || p->pstart != key->pstart || !p->left)
+		return false;
+	r = bpf_ringbuf_reserve(&rawstacks, sizeof(*r), 0);
+	if (!r) {
+		bump(&unwind_stats, HEARTH_UW_RAW_LOST);
+		return false;
+	}
+	__sync_fetch_and_add(&p->left, -1);
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	r->pid = key->pid;
+	r->tid = key->tid;
+	r->pstart = key->pstart;
+	__builtin_memcpy(r->comm, key->comm, sizeof(r->comm));
+	__builtin_memcpy(r->pcomm, key->pcomm, sizeof(r->pcomm));
+	r->ip = BPF_CORE_READ(regs, ip);
+	r->sp = BPF_CORE_READ(regs, sp);
+	r->bp = BPF_CORE_READ(regs, bp);
+	r->stack_len = copy_stack(r->stack, r->sp);
+	r->klen = 0;
+	if (want_kernel) {
+		n = bpf_get_stack(ctx, r->kernel, sizeof(r->kernel), 0);
+		if (n > 0)
+			r->klen = n / sizeof(__u64);
+	}
+	bump(&unwind_stats, HEARTH_UW_RAW);
+	bpf_ringbuf_submit(r, 0);
 	return true;
 }
 
@@ -665,7 +837,9 @@ int hearth_sample(struct bpf_perf_event_data *ctx)
 	want_user = task->mm != NULL;
 	want_kernel = (user_cs(ctx) & 3) == 0;
 
-	if (use_unwind && want_user && send_dwarf_sample(ctx, st, &key, want_kernel))
+	if (use_unwind && want_user &&
+	    (send_dwarf_sample(ctx, st, &key, want_kernel) ||
+	     send_raw_sample(ctx, &key, want_kernel)))
 		return 0;
 	if (use_ringbuf)
 		return send_sample(ctx, st, &key, want_user, want_kernel);
@@ -705,8 +879,16 @@ int BPF_PROG(hearth_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	/* The old image's view would walk the new image with wrong tables: fp
 	 * until user space publishes the new view (EXEC event). */
-	if (use_unwind)
+	if (use_unwind) {
 		bpf_map_delete_elem(&unwind_procs, &pid);
+		/* A process sampled before its exec: the new image's samples carry a
+		 * stack copy until its view is published (the EXEC event asks for
+		 * it). One never sampled is announced by its first sample instead:
+		 * building views at every exec would cost user space a maps read per
+		 * exec on a build machine, for processes mostly never sampled. */
+		if (bpf_map_lookup_elem(&known, &pid))
+			mark_pending(pid, BPF_CORE_READ(p, group_leader, start_boottime));
+	}
 	send_event(HEARTH_EV_EXEC, p);
 	return 0;
 }

@@ -47,7 +47,17 @@ enum hearth_cfa_kind {
 	HEARTH_CFA_PLT = 3,	/* CFA = rsp + cfa_off + ((rip & 15) >= plt_thr ? 8 : 0) */
 	HEARTH_CFA_END = 4,	/* return address undefined: outermost frame, done */
 	HEARTH_CFA_UNSUPPORTED = 5, /* a rule hearth does not evaluate: stop cleanly */
+	HEARTH_CFA_SIGNAL = 6,	    /* a signal return trampoline: the caller's rip, rsp and
+				     * rbp are in the kernel's signal frame at rsp */
 };
+
+/* x86-64 Linux signal frame, as the handler's return leaves it (the kernel's
+ * struct rt_sigframe after its return address, `pretcode`, was popped): rsp
+ * points at struct ucontext, whose uc_mcontext (struct sigcontext) follows
+ * uc_flags, uc_link and uc_stack (8 + 8 + 24 bytes). */
+#define HEARTH_SIGFRAME_RBP (40 + 80)
+#define HEARTH_SIGFRAME_RSP (40 + 120)
+#define HEARTH_SIGFRAME_RIP (40 + 128)
 
 /* Where the caller's RBP is. */
 enum hearth_rbp_kind {
@@ -89,17 +99,57 @@ _Static_assert(sizeof(struct hearth_unwind_proc) == 16 + 32 * HEARTH_UNWIND_MAX_
 /* Table-unwound samples go through the ring buffer as struct hearth_rb_sample
  * (bpf/profile_abi.h): its HEARTH_RB_MAX_USER is this depth. */
 
-/* Why table unwinding stopped (per-CPU counters in unwind_stats). */
+/* How table unwinding went: why walks stopped, and the frames crossed without a
+ * table (per-CPU counters in unwind_stats). */
 enum hearth_unwind_stat {
-	HEARTH_UW_SAMPLES = 0,	 /* samples unwound with tables */
-	HEARTH_UW_END,		 /* reached the outermost frame (RA undefined) */
-	HEARTH_UW_NO_ROW,	 /* pc in a table's object but no CFI row */
-	HEARTH_UW_UNSUPPORTED,	 /* a rule marked unsupported */
-	HEARTH_UW_NO_MAPPING,	 /* pc outside every known mapping */
-	HEARTH_UW_READ_FAIL,	 /* stack memory unreadable */
-	HEARTH_UW_TRUNCATED,	 /* HEARTH_UNWIND_MAX_FRAMES reached */
-	HEARTH_UW_FP_FRAMES,	 /* frames taken with frame pointers (object without table) */
+	HEARTH_UW_SAMPLES = 0, /* samples unwound with tables */
+	HEARTH_UW_END,	       /* reached the outermost frame (RA undefined) */
+	HEARTH_UW_NO_ROW,      /* pc in a table's object but no CFI row (then fp is tried) */
+	HEARTH_UW_UNSUPPORTED, /* a rule marked unsupported */
+	HEARTH_UW_NO_MAPPING,  /* pc outside every known mapping (then fp is tried) */
+	HEARTH_UW_READ_FAIL,   /* stack memory unreadable */
+	HEARTH_UW_BAD_FP,     /* mixed mode: rbp not a frame above sp (misaligned, below sp, far) */
+	HEARTH_UW_TRUNCATED,  /* HEARTH_UNWIND_MAX_FRAMES reached */
+	HEARTH_UW_FP_FRAMES,  /* frames taken with frame pointers (object without table) */
+	HEARTH_UW_JIT_FRAMES, /* mixed mode: frames crossed with frame pointers where no
+			       * table applies (outside every mapping: JIT code; or no row) */
+	HEARTH_UW_SIGNAL,     /* signal frames crossed (to the interrupted code) */
+	HEARTH_UW_RAW,	      /* samples sent with a copy of the stack (no view yet) */
+	HEARTH_UW_RAW_LOST,   /* ... that found the raw ring full (walked with fp instead) */
 	HEARTH_UW_STAT_MAX,
 };
+
+/*
+ * A new process's first samples (issue 14). Until user space has published its
+ * view, a process announced by a NEW or EXEC event is "pending" (unwind_pending:
+ * pid -> struct hearth_unwind_pending) and up to HEARTH_RAW_PER_PROC of its
+ * samples go through the `rawstacks` ring buffer with the user registers and a
+ * copy of the user stack from rsp up (as perf --call-graph dwarf does); user
+ * space walks them with the same tables once the view exists.
+ */
+#define HEARTH_RAW_STACK_BYTES 16384
+#define HEARTH_RAW_PER_PROC    512
+#define HEARTH_RAW_MAX_KERNEL  127 /* HEARTH_MAX_STACK (profile_abi.h) */
+
+struct hearth_unwind_pending {
+	__u64 pstart;
+	__u32 left; /* raw samples this process may still send */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct hearth_unwind_pending) == 16, "pending ABI");
+
+struct hearth_raw_sample {
+	__u32 pid, tid;
+	__u64 pstart;
+	char comm[16], pcomm[16];
+	__u64 ip, sp, bp; /* user registers at the sample */
+	__u32 stack_len;  /* bytes of stack copied from sp (0: unreadable) */
+	__u32 klen;	  /* kernel frames used */
+	__u64 kernel[HEARTH_RAW_MAX_KERNEL];
+	__u64 pad;
+	__u8 stack[HEARTH_RAW_STACK_BYTES];
+};
+_Static_assert(sizeof(struct hearth_raw_sample) == 80 + 128 * 8 + HEARTH_RAW_STACK_BYTES,
+	       "raw sample ABI");
 
 #endif /* HEARTH_BPF_UNWIND_ABI_H */

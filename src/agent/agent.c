@@ -198,6 +198,7 @@ int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
 			t0 = base_clock_ns(CLOCK_REALTIME);
 		}
 	}
+	sampler__raw_finish(a->s);
 	if (ret >= 0 && sampler__drain(a->s) >= 0)
 		flush_interval(a, t0, base_clock_ns(CLOCK_MONOTONIC) - start);
 	__atomic_store_n(&a->running, false, __ATOMIC_RELEASE);

@@ -369,6 +369,7 @@ static int sample_loop(const struct record_args *a, struct sampler *s)
 	}
 	if (show)
 		fputc('\n', stderr);
+	sampler__raw_finish(s);
 	return sampler__drain(s);
 }
 
@@ -441,29 +442,47 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 /* One stderr line on the table unwinder: why walks stopped, table memory, build time. */
 static void report_unwind(struct sampler *s)
 {
-	uint64_t uw[HEARTH_UW_STAT_MAX];
+	uint64_t uw[HEARTH_UW_STAT_MAX], raw[SAMPLER_RAW_STAT_MAX];
 	struct unwind_mgr_stats ms;
 	const struct unwind_table *big;
 
 	if (sampler__unwind_stats(s, uw, &ms))
 		return;
 	big = unwind_mgr__largest(sampler__unwind_mgr(s));
+	sampler__raw_stats(s, raw);
+	fprintf(
+	    stderr,
+	    "hearth record: unwind: %llu samples table-unwound (stops: %llu outermost, %llu "
+	    "unsupported rule, %llu unreadable stack, %llu bad frame pointer, %llu at %d frames; "
+	    "mixed mode: %llu unmapped pcs and %llu pcs without CFI row, %llu frames crossed "
+	    "with frame pointers; %llu signal frames crossed; %llu frame-pointer frames); %llu "
+	    "tables for %llu processes, %llu "
+	    "rows "
+	    "= %llu KiB in BPF (%llu of %llu chunks; %llu objects did not fit), %llu KiB user "
+	    "memory, "
+	    "built in %.1f ms%s%s\n",
+	    (unsigned long long)uw[HEARTH_UW_SAMPLES], (unsigned long long)uw[HEARTH_UW_END],
+	    (unsigned long long)uw[HEARTH_UW_UNSUPPORTED],
+	    (unsigned long long)uw[HEARTH_UW_READ_FAIL], (unsigned long long)uw[HEARTH_UW_BAD_FP],
+	    (unsigned long long)uw[HEARTH_UW_TRUNCATED], HEARTH_UNWIND_MAX_FRAMES,
+	    (unsigned long long)uw[HEARTH_UW_NO_MAPPING], (unsigned long long)uw[HEARTH_UW_NO_ROW],
+	    (unsigned long long)uw[HEARTH_UW_JIT_FRAMES], (unsigned long long)uw[HEARTH_UW_SIGNAL],
+	    (unsigned long long)uw[HEARTH_UW_FP_FRAMES], (unsigned long long)ms.tables,
+	    (unsigned long long)ms.procs, (unsigned long long)ms.rows,
+	    (unsigned long long)(ms.row_bytes >> 10), (unsigned long long)ms.chunks_used,
+	    (unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room,
+	    (unsigned long long)(ms.user_bytes >> 10), ms.build_ms, big ? "; largest " : "",
+	    big ? big->path : "");
 	fprintf(stderr,
-		"hearth record: unwind: %llu samples table-unwound (stops: %llu outermost, %llu no "
-		"CFI row, %llu unsupported rule, %llu unmapped pc, %llu unreadable stack, %llu at "
-		"%d frames; %llu frame-pointer frames); %llu tables for %llu processes, %llu rows "
-		"= %llu KiB in BPF (%llu of %llu chunks; %llu objects did not fit), %llu KiB user memory, "
-		"built in %.1f ms%s%s\n",
-		(unsigned long long)uw[HEARTH_UW_SAMPLES], (unsigned long long)uw[HEARTH_UW_END],
-		(unsigned long long)uw[HEARTH_UW_NO_ROW], (unsigned long long)uw[HEARTH_UW_UNSUPPORTED],
-		(unsigned long long)uw[HEARTH_UW_NO_MAPPING], (unsigned long long)uw[HEARTH_UW_READ_FAIL],
-		(unsigned long long)uw[HEARTH_UW_TRUNCATED], HEARTH_UNWIND_MAX_FRAMES,
-		(unsigned long long)uw[HEARTH_UW_FP_FRAMES], (unsigned long long)ms.tables,
-		(unsigned long long)ms.procs, (unsigned long long)ms.rows,
-		(unsigned long long)(ms.row_bytes >> 10), (unsigned long long)ms.chunks_used,
-		(unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room,
-		(unsigned long long)(ms.user_bytes >> 10),
-		ms.build_ms, big ? "; largest " : "", big ? big->path : "");
+		"hearth record: unwind: first samples of new processes: %llu sent with a stack "
+		"copy (%llu more with frame pointers: ring full), walked once their tables were "
+		"out: %llu complete, %llu partial, %llu with frame pointers (no tables in time), "
+		"%llu dropped\n",
+		(unsigned long long)uw[HEARTH_UW_RAW], (unsigned long long)uw[HEARTH_UW_RAW_LOST],
+		(unsigned long long)raw[SAMPLER_RAW_COMPLETE],
+		(unsigned long long)raw[SAMPLER_RAW_PARTIAL],
+		(unsigned long long)raw[SAMPLER_RAW_NO_VIEW],
+		(unsigned long long)raw[SAMPLER_RAW_DROPPED]);
 }
 
 static int record(const struct record_args *a, FILE *out)

@@ -44,6 +44,22 @@
 #define COLLISION_RB_BYTES (256u << 10)
 /* Table building per poll/drain: bounded so sampling transfer is never starved. */
 #define UNWIND_BUDGET_MS 20
+/* A new process's first samples (struct hearth_raw_sample) wait this long at
+ * most for a view that unwinds them to the outermost frame; then they are
+ * walked with what there is. Its ring buffer holds ~60 of them (the reader is
+ * woken at each one; its pages count twice in RSS: kept small). */
+#define RAW_WAIT_MS  1500
+#define RAW_RB_BYTES (1u << 20)
+/* Bytes of raw samples held at once (their stack copies, as used). */
+#define RAW_HELD_MAX_BYTES (16u << 20)
+
+/* A raw sample held until its process's view is published. */
+struct raw_held {
+	double t_ms;		     /* when it arrived (CLOCK_MONOTONIC) */
+	struct hearth_raw_sample *r; /* owned; stack holds r->stack_len bytes */
+	size_t bytes;
+	uint64_t gen; /* unwind_mgr__view_gen + 1 at the last try (0: none yet) */
+};
 
 struct sampler {
 	struct profile_bpf *skel;
@@ -61,6 +77,9 @@ struct sampler {
 	struct sampler_drain_stats last;
 	enum sampler_unwind unwind; /* FP when the table unwinder is off */
 	struct unwind_mgr *uw;	    /* NULL when off */
+	struct raw_held *raw;	    /* first samples waiting for their view */
+	size_t n_raw, cap_raw, raw_bytes;
+	uint64_t raw_stats[SAMPLER_RAW_STAT_MAX];
 };
 
 /* ---- libbpf log capture: the verifier's reason goes into the error message ---- */
@@ -222,6 +241,8 @@ cleanup:
 
 /* ---- ring buffers ---- */
 
+static void raw_flush(struct sampler *s, bool force, uint32_t exit_pid);
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
@@ -246,8 +267,10 @@ static int on_event(void *ctx, void *data, size_t size)
 	e.comm = comm;
 	if (s->uw && (ev->kind == HEARTH_EV_NEW || ev->kind == HEARTH_EV_EXEC))
 		unwind_mgr__note(s->uw, ev->pid, ev->pstart);
-	else if (s->uw && ev->kind == HEARTH_EV_EXIT)
+	else if (s->uw && ev->kind == HEARTH_EV_EXIT) {
+		raw_flush(s, false, ev->pid);
 		unwind_mgr__exit(s->uw, ev->pid);
+	}
 	s->cb.event(s->cb.ctx, &e);
 	return 0;
 }
@@ -295,11 +318,155 @@ static int on_rb_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A new process's sample with a copy of its stack: held until its view is out. */
+static int on_raw_sample(void *ctx, void *data, size_t size)
+{
+	const struct hearth_raw_sample *r = data;
+	struct sampler *s = ctx;
+	struct raw_held *h;
+	size_t bytes;
+
+	if (size < sizeof(*r) || r->stack_len > HEARTH_RAW_STACK_BYTES ||
+	    r->klen > HEARTH_RAW_MAX_KERNEL)
+		return 0; /* program/ABI mismatch: skipped */
+	bytes = offsetof(struct hearth_raw_sample, stack) + r->stack_len;
+	if (s->raw_bytes + bytes > RAW_HELD_MAX_BYTES || s->n_raw == SIZE_MAX / sizeof(*s->raw)) {
+		s->raw_stats[SAMPLER_RAW_DROPPED]++;
+		return 0;
+	}
+	if (s->n_raw == s->cap_raw) {
+		size_t cap = s->cap_raw ? s->cap_raw * 2 : 64;
+		struct raw_held *n = realloc(s->raw, cap * sizeof(*n));
+
+		if (!n) {
+			s->raw_stats[SAMPLER_RAW_DROPPED]++;
+			return 0;
+		}
+		s->raw = n;
+		s->cap_raw = cap;
+	}
+	h = &s->raw[s->n_raw];
+	h->r = malloc(bytes);
+	if (!h->r) {
+		s->raw_stats[SAMPLER_RAW_DROPPED]++;
+		return 0;
+	}
+	memcpy(h->r, r, bytes);
+	h->bytes = bytes;
+	h->gen = 0;
+	h->t_ms = now_ms();
+	s->raw_bytes += bytes;
+	s->n_raw++;
+	return 0;
+}
+
+/* Walks one held sample and hands it on; false to keep it (its view is not
+ * out yet, or does not reach the outermost frame yet, and it may still come). */
+static bool raw_deliver(struct sampler *s, const struct raw_held *h, bool force)
+{
+	static const struct hearth_unwind_proc no_view; /* frame pointers alone */
+	const struct hearth_raw_sample *r = h->r;
+	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
+	uint64_t frames[HEARTH_UNWIND_MAX_FRAMES];
+	struct sampler_sample smp;
+	bool complete = false;
+	int n;
+
+	n = unwind_mgr__walk(s->uw, r->pid, r->pstart, r->ip, r->sp, r->bp, r->stack, r->stack_len,
+			     frames, HEARTH_UNWIND_MAX_FRAMES, &complete);
+	if ((n < 0 || !complete) && !force)
+		return false;
+	if (n < 0) {
+		n = (int)unwind_walk_copy(&no_view, NULL, NULL, r->ip, r->sp, r->bp, r->stack,
+					  r->stack_len, frames, HEARTH_UNWIND_MAX_FRAMES,
+					  &complete);
+		s->raw_stats[SAMPLER_RAW_NO_VIEW]++;
+	} else {
+		s->raw_stats[complete ? SAMPLER_RAW_COMPLETE : SAMPLER_RAW_PARTIAL]++;
+	}
+	if (!s->cb.sample)
+		return true;
+	memcpy(comm, r->comm, HEARTH_COMM_LEN);
+	comm[HEARTH_COMM_LEN] = '\0';
+	memcpy(pcomm, r->pcomm, HEARTH_COMM_LEN);
+	pcomm[HEARTH_COMM_LEN] = '\0';
+	smp = (struct sampler_sample){
+	    .pid = r->pid,
+	    .tid = r->tid,
+	    .pstart = r->pstart,
+	    .comm = comm,
+	    .pcomm = pcomm,
+	    .n_user = (uint32_t)n,
+	    .n_kernel = r->klen,
+	    .user = frames,
+	    .kernel = (const uint64_t *)r->kernel,
+	    .count = 1,
+	};
+	s->cb.sample(s->cb.ctx, &smp);
+	return true;
+}
+
+/* Hands on the held samples whose view is out (all of them when force, or once
+ * they waited RAW_WAIT_MS; those of exit_pid, when not 0, now: its view is about
+ * to go), keeping the others in arrival order. */
+static void raw_flush(struct sampler *s, bool force, uint32_t exit_pid)
+{
+	double now = s->n_raw ? now_ms() : 0;
+	bool batch = false;
+	size_t w = 0;
+
+	for (size_t i = 0; i < s->n_raw; i++) {
+		struct raw_held *h = &s->raw[i];
+		bool now_or_never =
+		    force || now - h->t_ms >= RAW_WAIT_MS || (exit_pid && h->r->pid == exit_pid);
+		/* + 1: never 0, the "not tried yet" of a held sample */
+		uint64_t gen = unwind_mgr__view_gen(s->uw, h->r->pid, h->r->pstart) + 1;
+
+		/* A walk is tried again only once its process's view has changed. */
+		if (!now_or_never && h->gen == gen) {
+			s->raw[w++] = *h;
+			continue;
+		}
+		if (!batch) {
+			unwind_mgr__walk_batch(s->uw, true);
+			batch = true;
+		}
+		if (raw_deliver(s, h, now_or_never)) {
+			s->raw_bytes -= h->bytes;
+			free(h->r);
+		} else {
+			h->gen = gen;
+			s->raw[w++] = *h;
+		}
+	}
+	if (batch)
+		unwind_mgr__walk_batch(s->uw, false);
+	s->n_raw = w;
+}
+
 static int setup_ringbufs(struct sampler *s)
 {
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
-	if (!s->rb)
-		return -errno;
+	/* Rings are consumed in the order added. First samples before events: an
+	 * EXIT event walks the process's held ones before its view goes. */
+	if (s->unwind != SAMPLER_UNWIND_FP) {
+		s->rb =
+		    ring_buffer__new(bpf_map__fd(s->skel->maps.rawstacks), on_raw_sample, s, NULL);
+		if (!s->rb ||
+		    ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.events), on_event, s) < 0)
+			return -errno;
+	} else {
+		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_event, s, NULL);
+		if (!s->rb)
+			return -errno;
+	}
 	/* Both modes: in map mode it carries samples whose stack id collided. */
 	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_rb_sample, s) < 0)
 		return -errno;
@@ -339,6 +506,8 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	if (bpf_map__set_max_entries(k->maps.samples, rb_bytes) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_rows, 1)) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_procs, 1)) ||
+	    (!uw && bpf_map__set_max_entries(k->maps.unwind_pending, 1)) ||
+	    bpf_map__set_max_entries(k->maps.rawstacks, uw ? RAW_RB_BYTES : 4096) ||
 	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.stacks0, rb ? 1 : HEARTH_STACKS_ENTRIES) ||
@@ -437,6 +606,8 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 	}
 	if (ret)
 		s->unwind = SAMPLER_UNWIND_FP; /* no views are ever published: fp stacks */
+	else
+		unwind_mgr__set_pending(s->uw, bpf_map__fd(s->skel->maps.unwind_pending));
 	return 0;
 }
 
@@ -617,8 +788,10 @@ int sampler__drain(struct sampler *s)
 
 	memset(&s->last, 0, sizeof(s->last));
 	ring_buffer__consume(s->rb); /* events first: mappings before samples */
-	if (s->uw)
+	if (s->uw) {
 		unwind_mgr__work(s->uw, UNWIND_BUDGET_MS);
+		raw_flush(s, false, 0);
+	}
 	if (s->transfer == SAMPLER_TRANSFER_RINGBUF)
 		return 0;
 	idle_set = __atomic_load_n(&k->bss->active_set, __ATOMIC_RELAXED);
@@ -646,8 +819,10 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 	n = ring_buffer__poll(s->rb, timeout_ms);
 
 	/* Tables for processes announced by this batch of events, off the sample path. */
-	if (s->uw)
+	if (s->uw) {
 		unwind_mgr__work(s->uw, UNWIND_BUDGET_MS);
+		raw_flush(s, false, 0);
+	}
 	if (n == -EINTR)
 		return 0;
 	return n;
@@ -742,6 +917,20 @@ const struct unwind_mgr *sampler__unwind_mgr(const struct sampler *s)
 	return s->uw;
 }
 
+void sampler__raw_stats(const struct sampler *s, uint64_t out[SAMPLER_RAW_STAT_MAX])
+{
+	memcpy(out, s->raw_stats, sizeof(s->raw_stats));
+}
+
+void sampler__raw_finish(struct sampler *s)
+{
+	if (s->uw) {
+		ring_buffer__consume(s->rb);
+		unwind_mgr__work(s->uw, UNWIND_BUDGET_MS);
+		raw_flush(s, true, 0);
+	}
+}
+
 int sampler__n_cpus(const struct sampler *s)
 {
 	return s->n_cpus;
@@ -779,6 +968,9 @@ void sampler__close(struct sampler *s)
 		if (s->pfds[i] >= 0)
 			close(s->pfds[i]);
 	ring_buffer__free(s->rb);
+	for (size_t i = 0; i < s->n_raw; i++)
+		free(s->raw[i].r);
+	free(s->raw);
 	unwind_mgr__free(s->uw); /* before the maps it has mmap'ed go */
 	profile_bpf__destroy(s->skel);
 	if (s->cgroup_fd >= 0)

@@ -105,6 +105,20 @@ struct unwind_mgr_stats;
 /* Table-unwinder counters (sum over CPUs, HEARTH_UW_*) and table memory; -ENOENT when off. */
 int sampler__unwind_stats(const struct sampler *s, uint64_t uw[HEARTH_UW_STAT_MAX],
 			  struct unwind_mgr_stats *ms);
+/* A new process's first samples, sent with a copy of their stack before its
+ * tables were published (bpf/unwind_abi.h, struct hearth_raw_sample), and how
+ * each was walked in user space. */
+enum sampler_raw_stat {
+	SAMPLER_RAW_COMPLETE = 0, /* walked with its view to the outermost frame */
+	SAMPLER_RAW_PARTIAL,	  /* walked with its view, but the walk stopped early */
+	SAMPLER_RAW_NO_VIEW,	  /* no view came in time: walked with frame pointers */
+	SAMPLER_RAW_DROPPED,	  /* not held: over the memory bound (counted, not sent) */
+	SAMPLER_RAW_STAT_MAX,
+};
+void sampler__raw_stats(const struct sampler *s, uint64_t out[SAMPLER_RAW_STAT_MAX]);
+/* Hands on every first sample still held (walked with what there is): call
+ * before the last drain, while the sample callback is still valid. */
+void sampler__raw_finish(struct sampler *s);
 /* The unwind table manager (figures in bench/tests), or NULL when off. Borrowed. */
 const struct unwind_mgr *sampler__unwind_mgr(const struct sampler *s);
 /* Number of CPUs sampled. */

@@ -141,6 +141,7 @@ struct cie {
 	uint64_t ra_reg;
 	uint8_t fde_enc;
 	bool has_z;
+	bool signal; /* augmentation 'S': the FDE is a signal return trampoline */
 	const uint8_t *insns, *insns_end;
 };
 
@@ -168,7 +169,9 @@ static void skip_aug_data(struct rd *r, const char *aug, struct cie *c, uint64_t
 			uint8_t enc = (uint8_t)rd_bytes(r, 1);
 
 			rd_ptr(r, enc & 0x7f, base + (uint64_t)(r->p - sec));
-		} else if (*a != 'S' && *a != 'B') {
+		} else if (*a == 'S') {
+			c->signal = true;
+		} else if (*a != 'B') {
 			return; /* unknown: the 'z' length lets the caller skip the rest */
 		}
 	}
@@ -214,7 +217,7 @@ static int parse_cie(const uint8_t *sec, const uint8_t *p, const uint8_t *end, u
 
 /* ---- rows ---- */
 
-static int rows_push(struct cfi_rows *o, const struct hearth_unwind_row *row)
+int cfi_rows__push(struct cfi_rows *o, const struct hearth_unwind_row *row)
 {
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? o->cap * 2 : 256;
@@ -276,11 +279,18 @@ static int emit_row(struct interp *in, uint64_t loc, const struct cfi_state *s)
 	if (!in->emit || loc >= in->end || loc > UINT32_MAX)
 		return 0;
 	state_to_row(s, loc, &row);
+	if (in->cie->signal) {
+		/* Its rules are DW_CFA expressions over the signal frame (glibc's
+		 * __restore_rt); the walker reads that frame itself. */
+		memset(&row, 0, sizeof(row));
+		row.pc = (uint32_t)loc;
+		row.cfa_kind = HEARTH_CFA_SIGNAL;
+	}
 	if (o->n > in->fde_first && o->rows[o->n - 1].pc == (uint32_t)loc) {
 		o->rows[o->n - 1] = row;
 		return 0;
 	}
-	return rows_push(o, &row);
+	return cfi_rows__push(o, &row);
 }
 
 static void set_cfa_reg(struct cfi_state *s, uint64_t reg)
@@ -637,7 +647,7 @@ static int parse_fde(const uint8_t *buf, size_t len, uint64_t base, bool is_eh,
 		struct hearth_unwind_row gap = {.pc = (uint32_t)in.end,
 						.cfa_kind = HEARTH_CFA_NONE};
 
-		err = rows_push(out, &gap);
+		err = cfi_rows__push(out, &gap);
 	}
 	out->fdes++;
 	return err;

@@ -78,17 +78,108 @@ static bool has_section(Elf *elf, const char *want)
 	return false;
 }
 
+/*
+ * Go's CFI gives its stack bottoms an ordinary rule (return address at CFA-8),
+ * so a walk would go on into whatever lies above them. The outermost functions
+ * of a goroutine's stack (runtime.goexit) and of a thread's g0 stack
+ * (runtime.mstart, which rt0_go also reaches) become END rows here, found by
+ * name in .symtab. Their ABI wrappers are named NAME.abi0 since Go 1.17.
+ *
+ * Go's signal return trampoline (runtime.sigreturn, __sigaction since Go 1.20)
+ * gets SIGNAL rows: read as an ordinary frame, its "return address" is the
+ * signal frame's uc_flags (a caller "[unknown] 0x6" under the interrupted
+ * code). The handler returns to its first byte, and the walker looks a return
+ * address up one byte before it (in the previous function's padding), so the
+ * SIGNAL rule starts one byte early, as glibc's FDE for __restore_rt does.
+ */
+static const struct go_special {
+	const char *name;
+	uint8_t kind;
+} go_specials[] = {
+    {"runtime.goexit", HEARTH_CFA_END},
+    {"runtime.goexit.abi0", HEARTH_CFA_END},
+    {"runtime.mstart", HEARTH_CFA_END},
+    {"runtime.mstart.abi0", HEARTH_CFA_END},
+    {"runtime.sigreturn", HEARTH_CFA_SIGNAL},
+    {"runtime.sigreturn.abi0", HEARTH_CFA_SIGNAL},
+    {"runtime.sigreturn__sigaction", HEARTH_CFA_SIGNAL},
+    {"runtime.sigreturn__sigaction.abi0", HEARTH_CFA_SIGNAL},
+};
+
+/* The special kind of a Go function by name, or HEARTH_CFA_NONE. */
+static uint8_t go_special_kind(const char *name)
+{
+	for (size_t k = 0; name && k < sizeof(go_specials) / sizeof(*go_specials); k++)
+		if (!strcmp(name, go_specials[k].name))
+			return go_specials[k].kind;
+	return HEARTH_CFA_NONE;
+}
+
+/* Every row of [start, end) gets kind, and one at from covers it from there. */
+static int mark_range(struct cfi_rows *rows, uint32_t from, uint64_t start, uint64_t end,
+		      uint8_t kind)
+{
+	struct hearth_unwind_row row = {.pc = from, .cfa_kind = kind, .rbp_kind = HEARTH_RBP_SAME};
+
+	for (size_t r = 0; r < rows->n; r++)
+		if (rows->rows[r].pc >= start && rows->rows[r].pc < end)
+			rows->rows[r] = (struct hearth_unwind_row){
+			    .pc = rows->rows[r].pc, .cfa_kind = kind, .rbp_kind = HEARTH_RBP_SAME};
+	return cfi_rows__push(rows, &row);
+}
+
+static int go_mark_special(Elf *elf, struct cfi_rows *rows)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			return 0;
+		n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Sym sym;
+			uint8_t kind;
+			uint64_t from;
+			int err;
+
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size ||
+			    !sym.st_value || sym.st_value + sym.st_size > UINT32_MAX)
+				continue;
+			kind = go_special_kind(elf_strptr(elf, sh.sh_link, sym.st_name));
+			if (kind == HEARTH_CFA_NONE)
+				continue;
+			from = kind == HEARTH_CFA_SIGNAL ? sym.st_value - 1 : sym.st_value;
+			err = mark_range(rows, (uint32_t)from, sym.st_value,
+					 sym.st_value + sym.st_size, kind);
+			if (err)
+				return err;
+		}
+		return 0;
+	}
+	return 0; /* no .symtab: the walk stops where the CFI does */
+}
+
 static int build_from_elf(Elf *elf, int fd, const char *path, uint64_t dev, uint64_t inode,
 			  size_t max_bytes, struct unwind_table *t)
 {
 	const struct object_segment *x;
+	bool is_go;
 	int err;
 
 	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64)
 		return -ENOEXEC;
-	/* Go keeps frame pointers on amd64, and its CFI does not mark the end of a
-	 * goroutine or g0 stack: the frame-pointer walk is the right one there. */
-	if (has_section(elf, ".gopclntab"))
+	/* A Go binary built with -w has no .debug_frame: its frame pointers are all
+	 * there is (and they skip the caller of a frameless leaf). */
+	is_go = has_section(elf, ".gopclntab");
+	if (is_go && !has_section(elf, ".debug_frame"))
 		return -ENOTSUP;
 	err = object__from_elf(elf, fd, dev, inode, &t->obj);
 	if (err)
@@ -101,10 +192,23 @@ static int build_from_elf(Elf *elf, int fd, const char *path, uint64_t dev, uint
 	if (!t->path)
 		return -ENOMEM;
 	err = parse_section(elf, ".eh_frame", true, max_bytes, &t->rows);
-	if (err == -ENODATA || (!err && t->rows.n == 0))
+	if (is_go) {
+		/* Go's own functions are only in .debug_frame; an externally linked
+		 * (cgo) Go binary has an .eh_frame too, for its C parts: read both. */
+		int derr = parse_section(elf, ".debug_frame", false, max_bytes, &t->rows);
+
+		if (!err || err == -ENODATA)
+			err = derr;
+	} else if (err == -ENODATA || (!err && t->rows.n == 0)) {
 		err = parse_section(elf, ".debug_frame", false, max_bytes, &t->rows);
+	}
 	if (err && !(err == -EINVAL && t->rows.n))
 		return err; /* malformed after some FDEs: keep what was evaluated */
+	if (is_go) {
+		err = go_mark_special(elf, &t->rows);
+		if (err)
+			return err;
+	}
 	cfi_rows__finish(&t->rows);
 	return t->rows.n ? 0 : -ENODATA;
 }

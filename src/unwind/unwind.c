@@ -43,6 +43,10 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 #define MGR_NEG_ENTRIES 256
 /* .eh_frame bytes per row is about 5 (libc, libcrypto, libclang-cpp); allow 8. */
 #define MGR_CFI_BYTES_PER_ROW 8
+/* A file whose table found no room is not built again for this long, if it has
+ * more rows than this (about 5 ms of parsing). */
+#define MGR_NO_ROOM_MS 10000.0
+#define MGR_NO_ROOM_MIN_ROWS 65536
 /* Idle tables kept at most (besides the room they take in unwind_rows). */
 #define MGR_IDLE_MAX 512
 
@@ -51,6 +55,7 @@ struct proc_view {
 	uint64_t pstart;
 	struct unwind_table **tables; /* one ref each; owned array */
 	size_t n;
+	uint64_t gen; /* unwind_mgr's gen when published: unique per publication */
 };
 
 struct pending {
@@ -84,11 +89,22 @@ struct unwind_mgr {
 	size_t n_queue, cap_queue;
 	/* files without a table: a lossy ring (the oldest forgotten), scanned */
 	struct object_id neg[MGR_NEG_ENTRIES];
+	double neg_until[MGR_NEG_ENTRIES]; /* CLOCK_MONOTONIC ms; 0 = for good */
 	size_t neg_next, n_neg;
 	uint64_t build_failed, no_room, reused;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
 	size_t n_idle;
 	double build_ms;
+	uint64_t gen; /* bumped when a view is published or dropped */
+	/* ranges of unwind_rows mapped read-only for walks (unwind_mgr__walk_batch) */
+	struct walk_range {
+		uint32_t row_start, row_count;
+		void *map;
+		size_t len;
+	} walk_maps[HEARTH_UNWIND_MAX_MAPPINGS];
+	size_t n_walk_maps;
+	bool walk_batch;
+	int pending_fd; /* unwind_pending, or -1 */
 };
 
 /* Room in *arr (elements of size sz) for n + 1. 0 or -ENOMEM. */
@@ -115,6 +131,7 @@ int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mg
 		return -ENOMEM;
 	m->chunks = chunks;
 	m->rows_fd = rows_fd;
+	m->pending_fd = -1;
 	m->procs_fd = procs_fd;
 	*out = m;
 	return 0;
@@ -241,16 +258,34 @@ static struct unwind_table *table_find(struct unwind_mgr *m, const struct object
 	return NULL;
 }
 
+static double mono_ms(void);
+
 static bool neg_has(const struct unwind_mgr *m, const struct object_id *file)
 {
-	for (size_t i = 0; i < m->n_neg; i++)
-		if (object_id__same_file(&m->neg[i], file))
+	double now = 0;
+
+	for (size_t i = 0; i < m->n_neg; i++) {
+		if (!object_id__same_file(&m->neg[i], file))
+			continue;
+		if (!m->neg_until[i])
 			return true;
+		if (!now)
+			now = mono_ms();
+		return now < m->neg_until[i];
+	}
 	return false;
 }
 
-static void neg_add(struct unwind_mgr *m, const struct object_id *file)
+/* Remembers a file without a table: for good (for_ms 0) or for a while. */
+static void neg_add(struct unwind_mgr *m, const struct object_id *file, double for_ms)
 {
+	for (size_t i = 0; i < m->n_neg; i++) {
+		if (object_id__same_file(&m->neg[i], file)) {
+			m->neg_until[i] = for_ms ? mono_ms() + for_ms : 0;
+			return;
+		}
+	}
+	m->neg_until[m->neg_next] = for_ms ? mono_ms() + for_ms : 0;
 	m->neg[m->neg_next] = *file;
 	m->neg_next = (m->neg_next + 1) % MGR_NEG_ENTRIES;
 	if (m->n_neg < MGR_NEG_ENTRIES)
@@ -284,7 +319,7 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 		/* Only what the file is says "never": not a process gone meanwhile. */
 		if (err == -ENODATA || err == -ENOTSUP || err == -EFBIG || err == -ENOEXEC ||
 		    err == -EINVAL)
-			neg_add(m, file);
+			neg_add(m, file, 0);
 		return NULL;
 	}
 	m->build_ms += t->build_ms;
@@ -303,8 +338,14 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 	}
 	if (table_load(m, t)) {
 		m->no_room++;
+		/* Never fits; or not now, and big: not parsed again for every
+		 * process that maps it (a 1M-row library takes 0.1-0.5 s, during
+		 * which no ring is read) until a full map may have room again. A
+		 * small table is cheap to build again, and the next try may fit. */
 		if (t->rows.n > (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS)
-			neg_add(m, file); /* can never fit; a full map may have room later */
+			neg_add(m, file, 0);
+		else if (t->rows.n > MGR_NO_ROOM_MIN_ROWS)
+			neg_add(m, file, MGR_NO_ROOM_MS);
 		unwind_table__free(t);
 		return NULL;
 	}
@@ -364,12 +405,14 @@ static int view_publish(struct unwind_mgr *m, const struct hearth_unwind_proc *v
 
 	if (bpf_map_update_elem(m->procs_fd, &pid, val, BPF_ANY))
 		return -errno;
+	m->gen++;
 	if (old)
 		view_drop(m, old); /* after the update: the walker never sees a freed table */
 	if (grow((void **)&m->procs, &m->cap_procs, m->n_procs, sizeof(*m->procs)))
 		return -ENOMEM;
 	nv.tables = tabs;
 	nv.n = val->n;
+	nv.gen = m->gen;
 	m->procs[m->n_procs++] = nv;
 	return 0;
 }
@@ -414,10 +457,21 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 		}
 		proc_mapping__fini(&pm);
 	}
+	/* No executable mapping at all: the process is exiting (its mm is gone, its
+	 * maps read empty). Keep the view it had: its last samples (and the first
+	 * ones still held in user space) are walked with it. */
+	if (!val->n) {
+		err = -ESRCH;
+		goto cleanup;
+	}
 	err = view_publish(m, val, pid, tabs);
 	if (!err) {
 		tabs = NULL;
 		err = !loader || objects > 2; /* executable + loader: ld.so still at work */
+		/* Settled: its samples need no stack copies any more (BPF sends them
+		 * while the process is pending, see unwind_mgr__set_pending). */
+		if (err == 1 && m->pending_fd >= 0)
+			bpf_map_delete_elem(m->pending_fd, &pid);
 	}
 cleanup:
 	if (tabs && val)
@@ -479,6 +533,7 @@ void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid)
 		return;
 	bpf_map_delete_elem(m->procs_fd, &pid);
 	view_drop(m, v);
+	m->gen++;
 }
 
 int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
@@ -563,10 +618,102 @@ const struct unwind_table *unwind_mgr__find_path(const struct unwind_mgr *m, con
 	return NULL;
 }
 
+/* The rows of a mapping in the pages that hold them, mapped at r->map. */
+static const struct hearth_unwind_row *range_rows(const struct walk_range *r)
+{
+	if (r->map == MAP_FAILED)
+		return NULL;
+	/* the rows start this far into their first page */
+	return (const struct hearth_unwind_row *)((char *)r->map +
+						  (size_t)r->row_start *
+						      sizeof(struct hearth_unwind_row) % 4096);
+}
+
+/* unwind_rows_fn over the manager's rows: the pages holding a mapping's rows
+ * are mapped the first time a walk of the batch needs them (not the whole
+ * array: mapping it populates every page, 16 MiB by default, each time). */
+static const struct hearth_unwind_row *mgr_rows_of(void *ctx,
+						   const struct hearth_unwind_mapping *mp)
+{
+	struct unwind_mgr *m = ctx;
+	struct walk_range *r;
+	size_t first, end;
+
+	for (size_t i = 0; i < m->n_walk_maps; i++)
+		if (m->walk_maps[i].row_start == mp->row_start &&
+		    m->walk_maps[i].row_count == mp->row_count)
+			return range_rows(&m->walk_maps[i]);
+	if (m->n_walk_maps == HEARTH_UNWIND_MAX_MAPPINGS ||
+	    (uint64_t)mp->row_start + mp->row_count >
+		(uint64_t)m->chunks * HEARTH_UNWIND_CHUNK_ROWS)
+		return NULL;
+	/* byte offset of the first row rounded down to a page, of the end up */
+	first = (size_t)mp->row_start * sizeof(struct hearth_unwind_row) / 4096 * 4096;
+	end = ((size_t)mp->row_start + mp->row_count) * sizeof(struct hearth_unwind_row);
+	end = (end + 4095) / 4096 * 4096;
+	r = &m->walk_maps[m->n_walk_maps++];
+	*r = (struct walk_range){mp->row_start, mp->row_count, NULL, end - first};
+	r->map = mmap(NULL, r->len, PROT_READ, MAP_SHARED, m->rows_fd, (off_t)first);
+	return range_rows(r);
+}
+
+void unwind_mgr__walk_batch(struct unwind_mgr *m, bool start)
+{
+	m->walk_batch = start;
+	if (start)
+		return;
+	for (size_t i = 0; i < m->n_walk_maps; i++)
+		if (m->walk_maps[i].map != MAP_FAILED)
+			munmap(m->walk_maps[i].map, m->walk_maps[i].len);
+	m->n_walk_maps = 0;
+}
+
+int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc, uint64_t sp,
+		     uint64_t bp, const uint8_t *stack, size_t stack_len, uint64_t *frames,
+		     size_t max_frames, bool *complete)
+{
+	const struct proc_view *v = view_find(m, pid);
+	struct hearth_unwind_proc *val = NULL;
+	bool own_batch = !m->walk_batch;
+	int err;
+
+	if (!v || v->pstart != pstart)
+		return -ENOENT;
+	val = malloc(sizeof(*val));
+	if (!val)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(m->procs_fd, &pid, val) || val->pstart != pstart) {
+		err = -ENOENT;
+		goto cleanup;
+	}
+	if (own_batch)
+		unwind_mgr__walk_batch(m, true);
+	err = (int)unwind_walk_copy(val, mgr_rows_of, m, pc, sp, bp, stack, stack_len, frames,
+				    max_frames, complete);
+	if (own_batch)
+		unwind_mgr__walk_batch(m, false);
+cleanup:
+	free(val);
+	return err;
+}
+
+void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd)
+{
+	m->pending_fd = pending_fd;
+}
+
+uint64_t unwind_mgr__view_gen(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	const struct proc_view *v = view_find(m, pid);
+
+	return v && v->pstart == pstart ? v->gen : 0;
+}
+
 void unwind_mgr__free(struct unwind_mgr *m)
 {
 	if (!m)
 		return;
+	unwind_mgr__walk_batch(m, false);
 	while (m->n_procs)
 		view_drop(m, &m->procs[m->n_procs - 1]);
 	while (m->n_tables)

@@ -38,6 +38,8 @@ struct cfi_rows {
  * malformed input (rows of the FDEs before the error are kept), -ENOMEM.
  */
 int cfi_parse(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh, struct cfi_rows *out);
+/* Appends one row (unsorted until cfi_rows__finish). 0 or -ENOMEM. */
+int cfi_rows__push(struct cfi_rows *r, const struct hearth_unwind_row *row);
 /* Sorts, drops rows shadowed by a row at the same pc, merges equal neighbours. */
 void cfi_rows__finish(struct cfi_rows *r);
 void cfi_rows__fini(struct cfi_rows *r);
@@ -101,5 +103,36 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *out)
 /* Largest table by rows and its build time (for the figures), or NULL. */
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m);
 const struct unwind_table *unwind_mgr__find_path(const struct unwind_mgr *m, const char *substr);
+
+/* The rows of a mapping of a view (its row_count rows, from row_start), or NULL
+ * when they cannot be had (the mapping is then crossed with frame pointers). */
+typedef const struct hearth_unwind_row *(*unwind_rows_fn)(void *ctx,
+							  const struct hearth_unwind_mapping *m);
+/*
+ * Walks a copied user stack (stack holds stack_len bytes from process address
+ * sp) from the registers pc, sp, bp, with the view and rows the BPF walker
+ * uses, as it would (src/unwind/uwalk.c). Writes at most max_frames pcs to
+ * frames (leaf first) and returns how many; *complete says whether the walk
+ * ended at an outermost frame (END row). Any read outside the copy ends it.
+ * view->n == 0 walks with frame pointers alone (rows_of is then not called).
+ */
+size_t unwind_walk_copy(const struct hearth_unwind_proc *view, unwind_rows_fn rows_of,
+			void *rows_ctx, uint64_t pc, uint64_t sp, uint64_t bp, const uint8_t *stack,
+			size_t stack_len, uint64_t *frames, size_t max_frames, bool *complete);
+/* unwind_walk_copy with the view published for (pid, pstart). Returns the frame
+ * count, -ENOENT while no view of that process is published, or -errno. */
+int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc, uint64_t sp,
+		     uint64_t bp, const uint8_t *stack, size_t stack_len, uint64_t *frames,
+		     size_t max_frames, bool *complete);
+/* pending_fd: the unwind_pending map (not owned). A process whose view looks
+ * settled (its libraries mapped) is taken out of it: from then on a walk that
+ * meets a pc outside its view (JIT code, the vdso) sends no stack copy. */
+void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd);
+/* Between start and stop, the rows walks read stay mapped (each mapping's rows
+ * are mapped when a walk first needs them): a batch of walks maps libc once. */
+void unwind_mgr__walk_batch(struct unwind_mgr *m, bool start);
+/* Which publication of (pid, pstart)'s view is current (0: none): a walk that
+ * stopped early can only go further once it has changed. */
+uint64_t unwind_mgr__view_gen(struct unwind_mgr *m, uint32_t pid, uint64_t pstart);
 
 #endif /* HEARTH_UNWIND_H */

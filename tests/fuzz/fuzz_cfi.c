@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfi_rows__finish(&r);
 	for (size_t i = 0; i < r.n; i++) {
 		if ((i && r.rows[i - 1].pc >= r.rows[i].pc) ||
-		    r.rows[i].cfa_kind > HEARTH_CFA_UNSUPPORTED ||
+		    r.rows[i].cfa_kind > HEARTH_CFA_SIGNAL ||
 		    r.rows[i].rbp_kind > HEARTH_RBP_UNKNOWN)
 			abort();
 	}

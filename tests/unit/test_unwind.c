@@ -220,6 +220,7 @@ cleanup:
 TEST(table_of_libc)
 {
 	struct unwind_table *t = NULL, *none = NULL;
+	size_t n_signal = 0;
 
 	CHECK(unwind_table__build("/lib/x86_64-linux-gnu/libc.so.6", 0, 0, 0, &t) == 0);
 	CHECKF(t->rows.n > 5000, "%zu rows", t->rows.n);
@@ -228,9 +229,66 @@ TEST(table_of_libc)
 	       t->rows.n);
 	printf("  libc: %zu FDEs, %zu rows (%zu unsupported), %.1f ms\n", t->rows.fdes, t->rows.n,
 	       t->rows.unsupported, t->build_ms);
+	/* __restore_rt's FDE (augmentation "zRS") becomes SIGNAL rows, starting one
+	 * byte before it (glibc's nop), where the walker looks a handler's return
+	 * address up. */
+	for (size_t i = 0; i < t->rows.n; i++)
+		n_signal += t->rows.rows[i].cfa_kind == HEARTH_CFA_SIGNAL;
+	CHECKF(n_signal >= 1, "%zu SIGNAL rows", n_signal);
 	CHECK(unwind_table__build("/nonexistent", 0, 0, 0, &none) == -ENOENT && !none);
 cleanup:
 	unwind_table__free(t);
+}
+
+/* unwind_rows_fn over one array of rows indexed as unwind_rows is. */
+static const struct hearth_unwind_row *rows_in(void *ctx, const struct hearth_unwind_mapping *m)
+{
+	return (const struct hearth_unwind_row *)ctx + m->row_start;
+}
+
+/* The user-space walk of a copied stack (a new process's first samples): a CFI
+ * step, a signal frame, the outermost frame; a copy too short ends the walk
+ * incomplete instead of reading past it. */
+TEST(walk_copy)
+{
+	/* One object at [0x1000, 0x3000), bias 0: f at 0x1000 (CFA = rsp + 16),
+	 * a signal trampoline at 0x1200 (its rule from 0x11ff), an outermost
+	 * function at 0x1400. */
+	static const struct hearth_unwind_row rows[] = {
+	    {.pc = 0x1000, .cfa_kind = HEARTH_CFA_RSP, .cfa_off = 16},
+	    {.pc = 0x11ff, .cfa_kind = HEARTH_CFA_SIGNAL},
+	    {.pc = 0x1300, .cfa_kind = HEARTH_CFA_RSP, .cfa_off = 8},
+	    {.pc = 0x1400, .cfa_kind = HEARTH_CFA_END},
+	};
+	struct hearth_unwind_proc *view = calloc(1, sizeof(*view));
+	uint64_t stack[64] = {0}, frames[8];
+	const uint64_t sp = 0x7000;
+	bool complete = true;
+	size_t n;
+
+	CHECK(view);
+	view->n = 1;
+	view->m[0] = (struct hearth_unwind_mapping){0x1000, 0x3000, 0, 0, 4};
+	/* f's return address at CFA - 8 = sp + 8: the trampoline's first byte, as
+	 * a signal handler's. The signal frame's ucontext starts at the CFA. */
+	stack[1] = 0x1200;
+	stack[(16 + HEARTH_SIGFRAME_RIP) / 8] = 0x1310; /* interrupted in g */
+	stack[(16 + HEARTH_SIGFRAME_RSP) / 8] = sp + 0x100;
+	stack[(16 + HEARTH_SIGFRAME_RBP) / 8] = 0;
+	stack[0x100 / 8] = 0x1401; /* g's return address: into the outermost one */
+	n = unwind_walk_copy(view, rows_in, (void *)rows, 0x1010, sp, 0, (const uint8_t *)stack,
+			     sizeof(stack), frames, 8, &complete);
+	/* f, g (the trampoline's frame dropped), the outermost one */
+	CHECKF(n == 3 && complete && frames[0] == 0x1010 && frames[1] == 0x1310 &&
+		   frames[2] == 0x1401,
+	       "%zu frames, complete %d, %#llx %#llx", n, complete, (unsigned long long)frames[0],
+	       (unsigned long long)frames[1]);
+	/* The same from a copy of 12 bytes: f's return address is read, nothing more. */
+	n = unwind_walk_copy(view, rows_in, (void *)rows, 0x1010, sp, 0, (const uint8_t *)stack, 12,
+			     frames, 8, &complete);
+	CHECKF(n == 1 && !complete, "%zu frames, complete %d", n, complete);
+cleanup:
+	free(view);
 }
 
 /* The manager over real maps shaped like bpf/profile.bpf.c's (needs root). */
