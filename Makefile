@@ -54,10 +54,11 @@ $(DEPS_STAMP): scripts/install-deps.sh
 	@touch $@
 
 test-deps: $(TEST_DEPS_STAMP)
-$(TEST_DEPS_STAMP): scripts/install-deps.sh tests/ui/package-lock.json
+$(TEST_DEPS_STAMP): scripts/install-deps.sh tests/ui/package-lock.json tests/clients/package-lock.json
 	@mkdir -p $(BUILD)
 	bash scripts/install-deps.sh --test
 	cd tests/ui && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/clients && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 # vmlinux.h from the running kernel's BTF (CO-RE relocates against it at load time).

@@ -241,7 +241,8 @@ static int fill_defaults(const struct ingest_request *req, struct defaults *d, c
 			continue;
 		}
 		if (!req->labels[i].value || !*req->labels[i].value) {
-			set_err(err, errlen, "label __profile_type__ is empty%s", 0, 0);
+			if (err && errlen)
+				snprintf(err, errlen, "label __profile_type__ is empty");
 			return -EINVAL;
 		}
 		d->type = req->labels[i].value;
