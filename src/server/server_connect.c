@@ -135,6 +135,20 @@ static int typed_query(const char *type, const char *label_selector, int64_t sta
 	return 0;
 }
 
+/*
+ * Filters hearth does not apply: a call-site stack selector or profile IDs. Answering
+ * without them would be a wrong answer, so they are refused (unimplemented).
+ */
+static int unserved_filters(const Types__V1__StackTraceSelector *sts, size_t n_ids, struct cerr *e)
+{
+	if ((!sts || !sts->n_call_site) && !n_ids)
+		return 0;
+	e->code = "unimplemented";
+	snprintf(e->msg, sizeof(e->msg), "%s filters are not served by hearth",
+		 n_ids ? "profile_id_selector" : "stack_trace_selector call_site");
+	return -ENOTSUP;
+}
+
 static char *dup_or_fail(const char *s, int *ret)
 {
 	char *c = strdup(s);
@@ -427,9 +441,9 @@ static int m_select_merge_stacktraces(struct server *s, const ProtobufCMessage *
 			 "PROFILE_FORMAT_FLAMEGRAPH");
 		return -ENOTSUP;
 	}
-	ret =
-	    typed_query(req->profile_typeid, req->label_selector, req->start, req->end, &q, &sel, e)
-		?: max_nodes(req->max_nodes, &q, e);
+	ret = unserved_filters(req->stack_trace_selector, req->n_profile_id_selector, e) ?:
+	      typed_query(req->profile_typeid, req->label_selector, req->start, req->end, &q, &sel,
+			  e) ?: max_nodes(req->max_nodes, &q, e);
 	if (!ret && (ret = pyro_flame(s->store, &q, &fg, err, sizeof(err))))
 		engine_err(e, ret, err);
 	if (!ret)
@@ -490,8 +504,9 @@ static int select_merge_profile(struct server *s, const ProtobufCMessage *in, ui
 	char *sel = NULL, err[512] = "";
 	int ret;
 
-	ret = typed_query(req->profile_typeid, req->label_selector, req->start, req->end, &q, &sel,
-			  e);
+	ret = unserved_filters(req->stack_trace_selector, req->n_profile_id_selector, e)
+		  ?: typed_query(req->profile_typeid, req->label_selector, req->start, req->end, &q,
+				 &sel, e);
 	if (!ret && (ret = query_profile(s->store, &q, &p, err, sizeof(err))))
 		engine_err(e, ret, err);
 	if (!ret)
@@ -532,8 +547,9 @@ static int m_select_series(struct server *s, const ProtobufCMessage *in, Protobu
 		return arg_err(e, "step is not a number of seconds from 0 to 1e9%s", "");
 	if (req->limit < 0)
 		return arg_err(e, "limit is negative%s", "");
-	ret = typed_query(req->profile_typeid, req->label_selector, req->start, req->end, &q, &sel,
-			  e);
+	ret = unserved_filters(req->stack_trace_selector, 0, e)
+		  ?: typed_query(req->profile_typeid, req->label_selector, req->start, req->end, &q,
+				 &sel, e);
 	q.step_ns = (int64_t)llround(req->step * 1e9);
 	q.group_by = req->n_group_by ? req->group_by[0] : NULL;
 	if (!ret && (ret = pyro_timeline(s->store, &q, &t, err, sizeof(err))))

@@ -96,6 +96,12 @@ cerr connect_bad_selector 400 invalid_argument "" SelectSeries application/json 
 cerr connect_two_group_by 400 invalid_argument "one label" SelectSeries application/json \
 	"{\"profileTypeID\":\"$CPU\",\"groupBy\":[\"a\",\"b\"]}"
 cerr connect_label_values_no_name 400 invalid_argument "label name" LabelValues application/json '{}'
+cerr connect_call_site_filter_refused 501 unimplemented "stack_trace_selector" SelectMergeStacktraces \
+	application/json "{\"profileTypeID\":\"$CPU\",\"stackTraceSelector\":{\"callSite\":[{\"name\":\"main\"}]}}"
+cerr connect_tree_format_refused 501 unimplemented "PROFILE_FORMAT_TREE" SelectMergeStacktraces \
+	application/json "{\"profileTypeID\":\"$CPU\",\"format\":\"PROFILE_FORMAT_TREE\"}"
+cerr connect_average_refused 501 unimplemented "AVERAGE" SelectSeries application/json \
+	"{\"profileTypeID\":\"$CPU\",\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\"}"
 cerr connect_unknown_method 404 unimplemented "no method 'Nope'" Nope application/json '{}'
 cerr connect_bad_content_type 415 invalid_argument "Content-Type" LabelNames text/plain '{}'
 st=$(curl -s -o "$T/ans" -w '%{http_code}' "$URL/querier.v1.QuerierService/ProfileTypes")
