@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -453,8 +454,9 @@ static int m_select_merge_stacktraces(struct server *s, const ProtobufCMessage *
 	return ret;
 }
 
-/* Inflates a gzip member (pprof_encode's output) into a malloc'd buffer. */
-static int gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *len)
+/* Inflates a gzip member (pprof_encode's output, a gzipped request) into a
+ * malloc'd buffer of at most max bytes. 0, -EIO (not gzip), -EFBIG, -ENOMEM. */
+static int gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *len)
 {
 	z_stream z = {0};
 	size_t cap = n * 4 + 1024;
@@ -482,7 +484,11 @@ static int gunzip(const uint8_t *in, size_t n, uint8_t **out, size_t *len)
 			ret = -EIO;
 			break;
 		}
-		cap *= 2;
+		if (zr != Z_STREAM_END && *len >= max) {
+			ret = -EFBIG;
+			break;
+		}
+		cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
 	}
 	inflateEnd(&z);
 	if (ret) {
@@ -510,7 +516,8 @@ static int select_merge_profile(struct server *s, const ProtobufCMessage *in, ui
 	if (!ret && (ret = query_profile(s->store, &q, &p, err, sizeof(err))))
 		engine_err(e, ret, err);
 	if (!ret)
-		ret = pprof_encode(p, &gz, &gz_len) ?: gunzip(gz, gz_len, raw, raw_len);
+		ret =
+		    pprof_encode(p, &gz, &gz_len) ?: gunzip(gz, gz_len, SIZE_MAX / 4, raw, raw_len);
 	profile__free(p);
 	free(gz);
 	free(sel);
@@ -750,6 +757,30 @@ cleanup:
 	return res;
 }
 
+/* A gzipped request body (Connect's Content-Encoding) in place, inflated to at
+ * most the server's body limit. 0, or -1 when the error is answered. */
+static int inflate_body(struct server_req *r)
+{
+	uint8_t *b;
+	size_t n;
+	int ret = gunzip(r->body, r->len, r->srv->max_body, &b, &n);
+
+	if (ret == -EFBIG)
+		connect_error(r, "resource_exhausted", 413, SERVER_REJ_BOMB,
+			      "the gzipped body inflates past the body limit (--max-body-mb)");
+	else if (ret == -EIO)
+		connect_error(r, "invalid_argument", 0, SERVER_REJ_BAD_FORMAT,
+			      "Content-Encoding is gzip but the body is not valid gzip");
+	else if (ret)
+		connect_error(r, "internal", 0, SERVER_REJ_INTERNAL, "out of memory");
+	if (ret)
+		return -1;
+	free(r->body);
+	r->body = b;
+	r->len = r->cap = n;
+	return 0;
+}
+
 enum MHD_Result server_h_connect(struct server *s, struct server_req *r)
 {
 	const char *name = r->url + strlen(CONNECT_PREFIX), *enc;
@@ -771,10 +802,11 @@ enum MHD_Result server_h_connect(struct server *s, struct server_req *r)
 					     "Content-Type must be application/proto or "
 					     "application/json");
 		enc = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Encoding");
-		if (enc && *enc && strcmp(enc, "identity"))
+		if (enc && *enc && strcmp(enc, "identity") && strcmp(enc, "gzip"))
 			return connect_error(r, "unimplemented", 0, SERVER_REJ_BAD_FORMAT,
-					     "compressed requests are not accepted (send "
-					     "Content-Encoding: identity)");
+					     "Content-Encoding must be gzip or identity");
+		if (enc && !strcmp(enc, "gzip") && inflate_body(r))
+			return MHD_YES; /* answered */
 		r->is_query = true;
 		return call(s, r, &methods[i], json == 1);
 	}

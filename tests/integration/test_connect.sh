@@ -75,6 +75,13 @@ else
 	fail json_field_names_and_int64_forms "$st1 $st2: $(cat "$T/ans1") / $(cat "$T/ans")"
 fi
 
+# A gzipped request (Connect's Content-Encoding), as a client may send one.
+printf '{"name":"service_name","start":"%s","end":"%s"}' "$from_ms" "$until_ms" | gzip > "$T/req.gz"
+st=$(curl -s -o "$T/ans" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+	-H 'Content-Encoding: gzip' --data-binary @"$T/req.gz" "$URL/querier.v1.QuerierService/LabelValues")
+[ "$st" = 200 ] && [ "$(jq -c .names "$T/ans")" = '["api","shop"]' ] && pass connect_gzip_request ||
+	fail connect_gzip_request "$st $(cat "$T/ans")"
+
 # Errors: a Connect error object, the status the protocol gives its code.
 cerr() { # name, want status, want code, message substring, method, ctype, body
 	local st
@@ -104,6 +111,14 @@ cerr connect_average_refused 501 unimplemented "AVERAGE" SelectSeries applicatio
 	"{\"profileTypeID\":\"$CPU\",\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\"}"
 cerr connect_unknown_method 404 unimplemented "no method 'Nope'" Nope application/json '{}'
 cerr connect_bad_content_type 415 invalid_argument "Content-Type" LabelNames text/plain '{}'
+st=$(curl -s -o "$T/ans" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+	-H 'Content-Encoding: gzip' --data-binary '{}' "$URL/querier.v1.QuerierService/LabelNames")
+[ "$st" = 400 ] && jq -r .message "$T/ans" | grep -q "not valid gzip" && pass connect_bad_gzip ||
+	fail connect_bad_gzip "$st $(cat "$T/ans")"
+st=$(curl -s -o "$T/ans" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+	-H 'Content-Encoding: br' --data-binary '{}' "$URL/querier.v1.QuerierService/LabelNames")
+[ "$st" = 501 ] && [ "$(jq -r .code "$T/ans")" = unimplemented ] && pass connect_unknown_encoding ||
+	fail connect_unknown_encoding "$st $(cat "$T/ans")"
 st=$(curl -s -o "$T/ans" -w '%{http_code}' "$URL/querier.v1.QuerierService/ProfileTypes")
 [ "$st" = 405 ] && [ "$(jq -r .code "$T/ans")" = unimplemented ] && pass connect_get_refused ||
 	fail connect_get_refused "$st $(cat "$T/ans")"
