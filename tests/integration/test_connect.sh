@@ -102,6 +102,16 @@ cerr connect_bad_selector 400 invalid_argument "" SelectSeries application/json 
 	"{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{a=\",\"step\":10}"
 cerr connect_two_group_by 400 invalid_argument "one label" SelectSeries application/json \
 	"{\"profileTypeID\":\"$CPU\",\"groupBy\":[\"a\",\"b\"]}"
+# every method refuses its bad input
+cerr connect_profile_types_bad_range 400 invalid_argument "start is after end" ProfileTypes \
+	application/json '{"start":"2000","end":"1000"}'
+cerr connect_series_bad_matcher 400 invalid_argument "" Series application/json '{"matchers":["{a"]}'
+cerr connect_merge_profile_bad_type 400 invalid_argument "profile_typeID" SelectMergeProfile \
+	application/json '{"profileTypeID":"a:b"}'
+cerr connect_stats_bad_body 400 invalid_argument "malformed protobuf" GetProfileStats \
+	application/proto $'\x08'
+cerr connect_negative_max_nodes 400 invalid_argument "max_nodes" SelectMergeStacktraces \
+	application/json "{\"profileTypeID\":\"$CPU\",\"maxNodes\":-1}"
 cerr connect_label_values_no_name 400 invalid_argument "label name" LabelValues application/json '{}'
 cerr connect_call_site_filter_refused 501 unimplemented "stack_trace_selector" SelectMergeStacktraces \
 	application/json "{\"profileTypeID\":\"$CPU\",\"stackTraceSelector\":{\"callSite\":[{\"name\":\"main\"}]}}"

@@ -119,6 +119,7 @@ bad render_diff_two_types 400 "different values" /pyroscope/render-diff --data-u
 	--data-urlencode 'rightQuery=memory:inuse_objects:count:space:bytes{}'
 bad label_values_no_label 400 "missing 'label'" /pyroscope/label-values
 bad label_values_bad_query 400 "" /pyroscope/label-values --data-urlencode label=env --data-urlencode 'query={a'
+bad labels_bad_until 400 "" /pyroscope/labels --data-urlencode until=tomorrow
 bad pyroscope_unknown 404 "no such endpoint" /pyroscope/nope
 st=$(curl -s -o "$T/ans" -w '%{http_code}' -X POST "$URL/pyroscope/render")
 [ "$st" = 405 ] && pass render_post_refused || fail render_post_refused "$st"
