@@ -271,10 +271,13 @@ static int decode_repeated(const ProtobufCFieldDescriptor *f, json_object *v, in
 
 		if (json_object_is_type(e, json_type_null))
 			return bad(err, errlen, f, "null in a list");
+		/* counted before it is decoded: a message element that fails halfway
+		 * is already allocated, and free_unpacked frees what is counted (a
+		 * NULL element is fine) */
+		*count = i + 1;
 		ret = decode_value(f, e, depth, *arr + i * sz, err, errlen);
 		if (ret)
 			return ret;
-		*count = i + 1; /* what free_unpacked frees */
 	}
 	return 0;
 }

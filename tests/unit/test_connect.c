@@ -72,6 +72,8 @@ TEST(pbjson_refuses_bad_json_naming_the_problem)
 	    {"{\"aggregation\":\"NOPE\"}", "unknown enum"},
 	    {"{\"step\":true}", "want a number"},
 	    {"{\"stack_trace_selector\":[]}", "want an object"},
+	    /* a list element failing halfway is freed (fuzz_connect_json found the leak) */
+	    {"{\"stackTraceSelector\":{\"callSite\":[{\"name\":{}}]}}", "want a string"},
 	};
 	ProtobufCMessage *m = NULL;
 	char err[256];
