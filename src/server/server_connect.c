@@ -524,6 +524,48 @@ static int select_merge_profile(struct server *s, const ProtobufCMessage *in, ui
 	return ret;
 }
 
+/* Group g of timeline t as a Series: its group_by label (none for the group of
+ * series without it) and a point (ms, value) at each step with data, as
+ * Pyroscope answers. *out is set as soon as it is allocated. */
+static int group_series(const struct pyro_timeline *t, size_t g, const char *group_by,
+			Types__V1__Series **out)
+{
+	const struct pyro_group *gr = &t->groups[g];
+	Types__V1__Series *ser = malloc(sizeof(*ser));
+	Types__V1__LabelPair *p;
+	size_t np = 0;
+	int ret = 0;
+
+	if (!(*out = ser))
+		return -ENOMEM;
+	types__v1__series__init(ser);
+	if (group_by && gr->value[0]) {
+		if (!(ser->labels = calloc(1, sizeof(*ser->labels))) || !(p = malloc(sizeof(*p))))
+			return -ENOMEM;
+		types__v1__label_pair__init(p);
+		ser->labels[ser->n_labels++] = p;
+		p->name = dup_or_fail(group_by, &ret);
+		p->value = dup_or_fail(gr->value, &ret);
+	}
+	for (size_t i = 0; i < t->n_points; i++)
+		np += gr->values[i] != 0;
+	if (!(ser->points = calloc(np + 1, sizeof(*ser->points))))
+		return -ENOMEM;
+	for (size_t i = 0; !ret && i < t->n_points; i++) {
+		Types__V1__Point *pt;
+
+		if (!gr->values[i])
+			continue;
+		if (!(pt = malloc(sizeof(*pt))))
+			return -ENOMEM;
+		types__v1__point__init(pt);
+		ser->points[ser->n_points++] = pt;
+		pt->value = (double)gr->values[i];
+		pt->timestamp = t->from_ms + (int64_t)i * t->step_ms;
+	}
+	return ret;
+}
+
 static int m_select_series(struct server *s, const ProtobufCMessage *in, ProtobufCMessage **resp,
 			   struct cerr *e)
 {
@@ -540,7 +582,7 @@ static int m_select_series(struct server *s, const ProtobufCMessage *in, Protobu
 	querier__v1__select_series_response__init(out);
 	*resp = &out->base;
 	if (req->n_group_by > 1)
-		return arg_err(e, "hearth groups a series by one label at most (%s given)",
+		return arg_err(e, "hearth groups series by one label at most (group_by has %s)",
 			       "several");
 	if (req->aggregation ==
 	    TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE) {
@@ -564,51 +606,8 @@ static int m_select_series(struct server *s, const ProtobufCMessage *in, Protobu
 	n = req->limit && (size_t)req->limit < t.n_groups ? (size_t)req->limit : t.n_groups;
 	if (!ret && !(out->series = calloc(n + 1, sizeof(*out->series))))
 		ret = -ENOMEM;
-	for (size_t g = 0; !ret && g < n; g++) {
-		Types__V1__Series *ser = malloc(sizeof(*ser));
-		size_t np = 0;
-
-		if (!ser) {
-			ret = -ENOMEM;
-			break;
-		}
-		types__v1__series__init(ser);
-		out->series[out->n_series++] = ser;
-		if (q.group_by && t.groups[g].value[0]) {
-			Types__V1__LabelPair *p = malloc(sizeof(*p));
-
-			if (!p || !(ser->labels = calloc(1, sizeof(*ser->labels)))) {
-				free(p);
-				ret = -ENOMEM;
-				break;
-			}
-			types__v1__label_pair__init(p);
-			ser->labels[ser->n_labels++] = p;
-			p->name = dup_or_fail(q.group_by, &ret);
-			p->value = dup_or_fail(t.groups[g].value, &ret);
-		}
-		for (size_t i = 0; i < t.n_points; i++)
-			np += t.groups[g].values[i] != 0;
-		if (!(ser->points = calloc(np + 1, sizeof(*ser->points)))) {
-			ret = -ENOMEM;
-			break;
-		}
-		/* points where the series has data, as Pyroscope answers */
-		for (size_t i = 0; !ret && i < t.n_points; i++) {
-			Types__V1__Point *pt;
-
-			if (!t.groups[g].values[i])
-				continue;
-			if (!(pt = malloc(sizeof(*pt)))) {
-				ret = -ENOMEM;
-				break;
-			}
-			types__v1__point__init(pt);
-			ser->points[ser->n_points++] = pt;
-			pt->value = (double)t.groups[g].values[i];
-			pt->timestamp = t.from_ms + (int64_t)i * t.step_ms;
-		}
-	}
+	for (size_t g = 0; !ret && g < n; g++)
+		ret = group_series(&t, g, q.group_by, &out->series[out->n_series++]);
 	pyro_timeline__fini(&t);
 	free(sel);
 	return ret;
