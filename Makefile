@@ -17,18 +17,19 @@ TEST_DEPS_STAMP := $(BUILD)/.test-deps-ok
 WARN    := -Wall -Wextra -Werror
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(WARN) -g -Isrc -Ibpf -I$(GEN) -MMD -MP
 CFLAGS  ?= -O2
-LDLIBS  := -lbpf -ldw -lelf -ldebuginfod -lz -ldeflate -lprotobuf-c -lsqlite3 -lmicrohttpd -lcurl \
+LDLIBS  := -lbpf -ldw -lelf -ldebuginfod -lz -ldeflate -lprotobuf-c -lsqlite3 -lmicrohttpd -lcurl -ljson-c \
 	   -l:libiberty.a -lpthread -lm
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SRCS     := $(sort $(wildcard src/*/*.c))
 LIB_SRCS := $(filter-out src/cli/%,$(SRCS))
 CLI_SRCS := $(filter src/cli/%,$(SRCS))
-GEN_SRCS := $(GEN)/profile.pb-c.c $(GEN)/web_files.c
-OBJS      := $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/gen/profile.pb-c.o \
-	     $(BUILD)/obj/gen/web_files.o
-LIB_OBJS_SAN := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/gen/profile.pb-c.o \
-	     $(BUILD)/san/gen/web_files.o
+# protoc-c code of proto/*.proto: pprof's profile, Pyroscope's querier and types.
+PROTOS   := profile querier types
+GEN_SRCS := $(patsubst %,$(GEN)/%.pb-c.c,$(PROTOS)) $(GEN)/web_files.c
+GEN_OBJS := $(patsubst %,gen/%.pb-c.o,$(PROTOS)) gen/web_files.o
+OBJS      := $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS)) $(addprefix $(BUILD)/obj/,$(GEN_OBJS))
+LIB_OBJS_SAN := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(addprefix $(BUILD)/san/,$(GEN_OBJS))
 
 # The web UI, embedded in the binary: every file under web/ (dotfiles, web/test/ and the
 # helpers' *.md notes left out). web.list changes only when the set of files
@@ -53,10 +54,11 @@ $(DEPS_STAMP): scripts/install-deps.sh
 	@touch $@
 
 test-deps: $(TEST_DEPS_STAMP)
-$(TEST_DEPS_STAMP): scripts/install-deps.sh tests/ui/package-lock.json
+$(TEST_DEPS_STAMP): scripts/install-deps.sh tests/ui/package-lock.json tests/clients/package-lock.json
 	@mkdir -p $(BUILD)
 	bash scripts/install-deps.sh --test
 	cd tests/ui && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/clients && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 # vmlinux.h from the running kernel's BTF (CO-RE relocates against it at load time).
@@ -75,9 +77,9 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(GEN)/vmlinux.h | $(DEPS_STAMP)
 $(GEN)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-$(GEN)/profile.pb-c.c $(GEN)/profile.pb-c.h: proto/profile.proto | $(DEPS_STAMP)
+$(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto | $(DEPS_STAMP)
 	@mkdir -p $(GEN)
-	$(PROTOC_C) --proto_path=proto --c_out=$(GEN) proto/profile.proto
+	$(PROTOC_C) --proto_path=proto --c_out=$(GEN) proto/$*.proto
 
 $(BUILD)/tools/embed: tools/embed.c src/server/web_files.h
 	@mkdir -p $(dir $@)
@@ -86,7 +88,7 @@ $(BUILD)/tools/embed: tools/embed.c src/server/web_files.h
 $(GEN)/web_files.c: $(BUILD)/tools/embed $(WEB_LIST) $(WEB_FILES)
 	$(BUILD)/tools/embed $@ web $(WEB_FILES)
 
-GENERATED := $(GEN)/profile.pb-c.h
+GENERATED := $(patsubst %,$(GEN)/%.pb-c.h,$(PROTOS))
 # Only the sampler includes the BPF skeleton.
 SAMPLER_SRCS := $(filter src/sampler/%,$(SRCS))
 $(patsubst %.c,$(BUILD)/obj/%.o,$(SAMPLER_SRCS)) $(patsubst %.c,$(BUILD)/san/%.o,$(SAMPLER_SRCS)): $(GEN)/profile.skel.h
@@ -121,8 +123,7 @@ $(BUILD)/tests/test_%: $(BUILD)/san/tests/unit/test_%.o $(BUILD)/san/tests/unit/
 unit-tests: $(UNIT_BINS)
 
 # The store's crash-test driver and benchmark: library modules linked in, optimized.
-LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o \
-	    $(BUILD)/obj/gen/web_files.o
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(addprefix $(BUILD)/obj/,$(GEN_OBJS))
 $(BUILD)/tests/store_driver $(BUILD)/bench/store_bench: $(BUILD)/%: %.c $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $^ $(LDLIBS)

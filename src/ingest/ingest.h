@@ -31,6 +31,17 @@
 #define INGEST_NAME_LABEL "__name__"
 /* Application name of hearth's own agent. */
 #define INGEST_AGENT_APP "hearth"
+/*
+ * The labels Grafana's Pyroscope data source relies on (docs/grafana.md).
+ * Every stored series has both: ingest__store fills in what a producer left out.
+ *  - STORE_PROFILE_TYPE_LABEL ("__profile_type__"): a request label of that
+ *    name becomes the series' profile type (not a stored label); without one,
+ *    STORE_CPU_PROFILE_TYPE.
+ *  - INGEST_SERVICE_LABEL: a push's app name (__name__); for hearth's agent
+ *    (__name__ INGEST_AGENT_APP, or none), per sample, the sample's systemd
+ *    unit, else its process, else its comm, else the app name.
+ */
+#define INGEST_SERVICE_LABEL "service_name"
 /* Per-profile labels of hearth's agent. */
 #define INGEST_HOST_LABEL   "host"
 #define INGEST_KERNEL_LABEL "kernel"
@@ -42,9 +53,9 @@
  */
 #define INGEST_SAMPLE_LABELS                                                                       \
 	{                                                                                          \
-		"pid", "comm", "process", "exe", "container", "unit"                               \
+		"pid", "comm", "process", "exe", "container", "unit", INGEST_SERVICE_LABEL         \
 	}
-#define INGEST_N_SAMPLE_LABELS 6
+#define INGEST_N_SAMPLE_LABELS 7
 extern const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1];
 
 /* Most series labels a request may carry (name=APP{...} plus the profile's own). */

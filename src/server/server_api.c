@@ -6,6 +6,7 @@
  */
 #include "server_impl.h"
 #include "query/query.h"
+#include "server_connect.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -291,6 +292,10 @@ enum MHD_Result server_route(struct server *s, struct server_req *r)
 		return server_h_pprof(s, r);
 	if (!strcmp(r->url, "/metrics"))
 		return server_h_metrics(s, r);
+	if (!strncmp(r->url, "/querier.v1.QuerierService/", 27) ||
+	    !strncmp(r->url, "/pyroscope/", 11)) /* Grafana's Pyroscope data source */
+		return strncmp(r->url, "/pyroscope/", 11) ? server_h_connect(s, r)
+							  : server_h_pyroscope(s, r);
 	if (s->store) /* the web UI, with the API it talks to */
 		return server_h_web(s, r);
 	return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no such endpoint '%.200s'", r->url);

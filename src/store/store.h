@@ -49,8 +49,10 @@
 
 /* Label holding the profile type in series listings (it is not stored as a label). */
 #define STORE_PROFILE_TYPE_LABEL "__profile_type__"
-/* Profile type of hearth's CPU profiles (Pyroscope naming). */
-#define STORE_CPU_PROFILE_TYPE "process_cpu:samples:count:cpu:nanoseconds"
+/* Profile type of hearth's CPU profiles: Pyroscope's ID of CPU time, whose values are
+ * nanoseconds (values[1]; values[0] counts the samples). Stores written before
+ * issue 16 hold their CPU series under "process_cpu:samples:count:cpu:nanoseconds". */
+#define STORE_CPU_PROFILE_TYPE "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 
 struct store;
 

@@ -81,9 +81,95 @@ TEST(ingest_stores_the_request_range_and_labels)
 	CHECKF(st.oldest_ns == T0 + 60 * S && st.newest_ns == T0 + 60 * S, "%lld",
 	       (long long)(st.oldest_ns - T0));
 	CHECK(store__series_foreach(s, one_series, labels) == 0);
-	CHECKF(!strcmp(labels, "__name__=app,host=h1,pid=42,process=app,"), "%s", labels);
+	CHECKF(!strcmp(labels, "__name__=app,host=h1,pid=42,process=app,service_name=app,"), "%s",
+	       labels);
 cleanup:
 	profile_flat__free(f);
+	store__close(s);
+}
+
+/* Three samples as hearth's agent labels them: a plain process, a process of a
+ * systemd unit, and one with no process label. */
+static struct profile_flat *agent_flat(int64_t t)
+{
+	struct profile *p = profile__new(10000000);
+	struct profile_flat *f = NULL;
+	struct profile_label worker[2] = {{"pid", NULL, 1}, {"process", "worker", 0}};
+	struct profile_label web[3] = {
+	    {"pid", NULL, 2}, {"process", "nginx", 0}, {"unit", "nginx.service", 0}};
+	int64_t vals[2] = {1, 10000000};
+	uint64_t loc;
+	int err;
+
+	if (!p)
+		return NULL;
+	profile__set_time(p, t, 10 * S);
+	struct profile_line l = {profile__function(p, "main", "main", "a.c"), 1};
+	loc = profile__location(p, 0, 0x1000, &l, 1);
+	err = profile__add_sample(p, &loc, 1, vals, worker, 2) ?:
+	      profile__add_sample(p, &loc, 1, vals, web, 3) ?:
+	      profile__add_sample(p, &loc, 1, vals, NULL, 0);
+	if (!err)
+		profile__to_flat(p, &f);
+	profile__free(p);
+	return f;
+}
+
+/* Every series as "TYPE|name=value,...;" in id order. */
+static int all_series(void *ctx, const struct store_series *ser)
+{
+	char *out = ctx;
+
+	snprintf(out + strlen(out), 1024 - strlen(out), "%s|", ser->profile_type);
+	for (size_t i = 0; i < ser->n_labels; i++)
+		snprintf(out + strlen(out), 1024 - strlen(out), "%s=%s,", ser->labels[i].name,
+			 ser->labels[i].value);
+	snprintf(out + strlen(out), 1024 - strlen(out), ";");
+	return 0;
+}
+
+/* The labels Grafana's Pyroscope data source relies on (docs/grafana.md): a
+ * push gets service_name from its app name and the CPU profile type; hearth's
+ * agent gets service_name per process (its systemd unit when it has one); a
+ * __profile_type__ label becomes the series' profile type (not a label), and a
+ * service_name given is kept. */
+TEST(ingest_defaults_service_name_and_profile_type)
+{
+	static const struct store_label agent[] = {{INGEST_NAME_LABEL, INGEST_AGENT_APP},
+						   {INGEST_HOST_LABEL, "h1"}};
+	static const struct store_label typed[] = {
+	    {INGEST_NAME_LABEL, "shop"},
+	    {STORE_PROFILE_TYPE_LABEL, "memory:inuse_space:bytes:space:bytes"},
+	    {"service_name", "checkout"}};
+	struct store *s = NULL;
+	struct profile_flat *f = flat_of(T0, 3), *a = agent_flat(T0), *m = flat_of(T0, 4);
+	struct ingest_request req = {.labels = app, .n_labels = 2, .profile = f};
+	char err[256] = "", got[1024] = "", dir[512];
+
+	snprintf(dir, sizeof(dir), "%s/defaults", unit_tmp_dir());
+	CHECK(f && a && m && store__open(dir, &opts, &s, err, sizeof(err)) == 0);
+	CHECKF(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
+	req = (struct ingest_request){.labels = agent, .n_labels = 2, .profile = a};
+	CHECKF(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
+	req = (struct ingest_request){.labels = typed, .n_labels = 3, .profile = m};
+	CHECKF(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECK(store__series_foreach(s, all_series, got) == 0);
+	CHECKF(!strcmp(got,
+		       "process_cpu:cpu:nanoseconds:cpu:nanoseconds|__name__=app,host=h1,pid=42,"
+		       "process=app,service_name=app,;"
+		       "process_cpu:cpu:nanoseconds:cpu:nanoseconds|__name__=hearth,host=h1,"
+		       "pid=1,process=worker,service_name=worker,;"
+		       "process_cpu:cpu:nanoseconds:cpu:nanoseconds|__name__=hearth,host=h1,"
+		       "pid=2,process=nginx,service_name=nginx.service,unit=nginx.service,;"
+		       "process_cpu:cpu:nanoseconds:cpu:nanoseconds|__name__=hearth,host=h1,"
+		       "service_name=hearth,;"
+		       "memory:inuse_space:bytes:space:bytes|__name__=shop,pid=42,process=app,"
+		       "service_name=checkout,;"),
+	       "%s", got);
+cleanup:
+	profile_flat__free(f);
+	profile_flat__free(a);
+	profile_flat__free(m);
 	store__close(s);
 }
 
@@ -216,7 +302,7 @@ TEST(ingest_goes_through_the_backend_interface)
 	req.from_ns = T0 + S;
 	req.until_ns = T0 + 2 * S;
 	CHECKF(ingest__store(&fb.b, &req, T0 + 3 * S, NULL, err, sizeof(err)) == 0, "%s", err);
-	CHECK(fb.appends == 1 && fb.time_ns == T0 + S && fb.n_extra == 2);
+	CHECK(fb.appends == 1 && fb.time_ns == T0 + S && fb.n_extra == 3); /* + service_name */
 cleanup:
 	profile_flat__free(f);
 	profile_flat__free(neg);

@@ -1,0 +1,118 @@
+/*
+ * Private to src/server/: the Connect protocol's pieces (server_connect.c,
+ * server_pbjson.c) and the Pyroscope-compatible readers of the query engine
+ * (server_render.c), which both the Connect methods and /pyroscope/... use.
+ */
+#ifndef HEARTH_SERVER_CONNECT_H
+#define HEARTH_SERVER_CONNECT_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "query/query.h"
+#include "server_impl.h"
+
+/* ---- proto3 JSON mapping (server_pbjson.c) ---- */
+
+/* Deepest message nesting a JSON request may have (hearth's requests have 3). */
+#define PBJSON_MAX_DEPTH 16
+
+/*
+ * Decodes JSON text (buf, len) into a new message of type d, after the proto3
+ * JSON mapping: field names as in the .proto or lowerCamelCase, 64-bit integers
+ * as numbers or strings, enums by name or number, null as the default. Unknown
+ * fields are ignored (a newer client may send more). 0, -EINVAL (err names the
+ * field and what was wrong), -ENOMEM. *out is freed with
+ * protobuf_c_message_free_unpacked(*out, NULL).
+ */
+int pbjson_decode(const ProtobufCMessageDescriptor *d, const char *buf, size_t len,
+		  ProtobufCMessage **out, char *err, size_t errlen);
+/*
+ * Writes m as proto3 JSON: lowerCamelCase names, fields at their default left
+ * out, 64-bit integers as strings, enums by name. 0 or -ENOTSUP (a non-empty
+ * bytes field: none of hearth's answers has one).
+ */
+int pbjson_encode(const ProtobufCMessage *m, FILE *out);
+
+/* ---- the engine's answers in Pyroscope's shapes (server_render.c) ---- */
+
+/* Runs one of the engine's JSON writers (query_series_json, …) and parses its
+ * answer into *out (json-c; the caller puts it). 0, the writer's error, -ENOMEM. */
+typedef int (*pyro_engine_fn)(struct store *s, const struct query_request *q, FILE *out, char *err,
+			      size_t errlen);
+struct json_object;
+int pyro_engine_json(pyro_engine_fn fn, struct store *s, const struct query_request *q,
+		     struct json_object **out, char *err, size_t errlen);
+
+/* One flame graph in Pyroscope's layout (querier.proto's FlameGraph). */
+struct pyro_flame {
+	size_t n_names;
+	char **names; /* owned; names[0] is "total" */
+	size_t n_levels;
+	struct pyro_level {
+		size_t n;	 /* values: 4 per node (7 in a diff) */
+		int64_t *values; /* owned */
+	} * levels;
+	int64_t total, max_self;
+	int64_t left_ticks, right_ticks; /* a diff's two totals */
+	const char *unit;		 /* "samples" or "nanoseconds" (static) */
+};
+void pyro_flame__fini(struct pyro_flame *fg);
+
+/*
+ * The selector of a Pyroscope query: label_selector with a
+ * `__profile_type__="TYPE"` matcher added (type NULL or "": none added). A
+ * label_selector of "" means every series. *out is malloc'd. 0, -EINVAL (err
+ * says why), -ENOMEM.
+ */
+int pyro_selector(const char *type, const char *label_selector, char **out, char *err,
+		  size_t errlen);
+/* Which sample value a profile type counts: 1 (nanoseconds) for a CPU type in
+ * nanoseconds, else 0 (a count, or the one value of other types). */
+int pyro_value_index(const char *type);
+/* A Pyroscope query "TYPE{...}" or hearth's own "APP{...}" / "{...}" into a
+ * selector (*sel, malloc'd) and the value index. 0, -EINVAL, -ENOMEM. */
+int pyro_query(const char *query, char **sel, int *value_index, char *err, size_t errlen);
+
+/* The flame graph of q's merge (query_tree_json's tree, laid out by level). */
+int pyro_flame(struct store *s, const struct query_request *q, struct pyro_flame *out, char *err,
+	       size_t errlen);
+/* The diff flame graph of two selections (query_diff_json's tree; 7 values per node:
+ * left offset, total, self, right offset, total, self, name index). */
+int pyro_flame_diff(struct store *s, const struct query_request *l, const struct query_request *r,
+		    struct pyro_flame *out, char *err, size_t errlen);
+
+/* A string list (label names or values), sorted and distinct. */
+struct pyro_strings {
+	size_t n;
+	char **v; /* owned */
+};
+void pyro_strings__fini(struct pyro_strings *l);
+/* Label names (values of label `name` when name is non-NULL) of the series
+ * selected by any of the n selectors (none: every series) over q's range. */
+int pyro_labels(struct store *s, const struct query_request *q, const char *const *selectors,
+		size_t n, const char *name, struct pyro_strings *out, char *err, size_t errlen);
+
+/* One group of a timeline: its label value and one total per step. */
+struct pyro_timeline {
+	int64_t from_ms, step_ms;
+	size_t n_groups, n_points;
+	struct pyro_group {
+		char *value;	 /* owned; "" for series without the label */
+		int64_t *values; /* owned, n_points */
+	} * groups;		 /* sorted by total, descending */
+};
+void pyro_timeline__fini(struct pyro_timeline *t);
+int pyro_timeline(struct store *s, const struct query_request *q, struct pyro_timeline *out,
+		  char *err, size_t errlen);
+
+/* ---- HTTP handlers ---- */
+
+/* POST /querier.v1.QuerierService/METHOD (server_connect.c). */
+enum MHD_Result server_h_connect(struct server *s, struct server_req *r);
+/* GET /pyroscope/render, /pyroscope/render-diff, /pyroscope/label-values,
+ * /pyroscope/labels (server_render.c). */
+enum MHD_Result server_h_pyroscope(struct server *s, struct server_req *r);
+
+#endif /* HEARTH_SERVER_CONNECT_H */
