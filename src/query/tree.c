@@ -648,6 +648,474 @@ static int top_json_write(const struct stack_src *src, const struct query_reques
 	return e;
 }
 
+/*
+ * ---- one selection's tree, from its stacks sorted by frame names ----
+ *
+ * The flame tree of one selection is not built node by node (a 1 h merge of the
+ * benchmark: 2.1 million frames made 1.8 million nodes, ~100 MB, of which the UI
+ * keeps 20,000). Its stacks are written out by frame name, root first, and
+ * sorted: the tree is then the trie of the sorted list. A node on the paths of
+ * two or more stacks ("shared") is made for real, from the sweep over the list;
+ * below where a stack parts from both its neighbours, its frames are a chain of
+ * nodes of its own, each of total its value: a run of equal ranks, counted, not
+ * made. Only the nodes kept by maxNodes become tree nodes, and the writer above
+ * writes them.
+ *
+ * The answer is the one a node-by-node build gives (tests/unit/test_query.c
+ * compares it with the diff's, which still builds every node): a node is made
+ * at the first stack, in the merge's order, that passes through it, so its
+ * index there is (that stack's ordinal, depth) here, which orders ties at the
+ * maxNodes cut and among siblings; its module is that of the first stack in the
+ * merge's order whose frame there has one. Totals are summed in another order,
+ * which saturating sums of non-negative values (what ingest admits) allow.
+ */
+
+/* Frames of every stack by name, root first. */
+struct named_stacks {
+	uint32_t *names, *mods; /* name and module (TREE_NONE: none) ids of each frame */
+	size_t *off;		/* n + 1: stack i is names[off[i] .. off[i + 1]) */
+	size_t n, cap;
+};
+
+/* Names of the first TREE_KEY frames of a stack (+ 1; 0 past its end) beside its
+ * index, so that most comparisons of the sort read no frame array. */
+#define TREE_KEY 7
+struct sort_key {
+	uint32_t k[TREE_KEY], stack;
+};
+
+/* A node on the paths of the stacks at sorted positions first..last (two or more;
+ * the root: all of them). */
+struct shared {
+	uint32_t name, depth, parent; /* parent: index in the shared array */
+	uint32_t first, last, ord;    /* ord: the least stack ordinal among them */
+	uint32_t out;		      /* the tree node it became; TREE_NONE = not kept */
+	int64_t self, total;
+};
+
+struct sorted_tree {
+	struct named_stacks ns;
+	const struct query_stacks *qs;
+	int vi;
+	struct sort_key *key; /* n: the stacks in name order ("positions") */
+	uint32_t *lcp;	      /* n + 1: frames position j shares with j - 1; 0 at 0 and n */
+	uint32_t *attach;     /* n: per position, its deepest shared node; its own chain
+			       * hangs below it */
+	uint32_t *keep;	      /* n: per position, how many of its chain's nodes are kept */
+	struct shared *sh;    /* sh[0] is the root */
+	size_t n_sh, cap_sh;
+};
+
+static void sorted_tree_fini(struct sorted_tree *st)
+{
+	free(st->ns.names);
+	free(st->ns.mods);
+	free(st->ns.off);
+	free(st->key);
+	free(st->lcp);
+	free(st->attach);
+	free(st->keep);
+	free(st->sh);
+}
+
+/* Appends the frames of location id (its lines, outer first) to ns. */
+static int name_frames(struct tree *t, const struct stack_src *src, uint64_t id,
+		       struct named_stacks *ns, size_t *nf)
+{
+	size_t at, n, cap = ns->cap;
+	int e = name_location(t, src, id, &at);
+
+	if (e)
+		return e;
+	n = t->pool[at];
+	if (*nf + n >= TREE_NONE ||
+	    base_grow((void **)&ns->names, &cap, *nf + n, sizeof(*ns->names)) ||
+	    base_grow((void **)&ns->mods, &ns->cap, *nf + n, sizeof(*ns->mods)))
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		ns->names[*nf + k] = (uint32_t)t->pool[at + 2 + k];
+		ns->mods[*nf + k] =
+		    t->pool[at + 1] == SIZE_MAX ? TREE_NONE : (uint32_t)t->pool[at + 1];
+	}
+	*nf += n;
+	return 0;
+}
+
+/* Names the frames of every stack of src, root first. */
+static int named_stacks_fill(struct tree *t, const struct stack_src *src, struct named_stacks *ns)
+{
+	const struct query_stacks *qs = src->qs;
+	size_t nf = 0, cap;
+	int e = 0;
+
+	names_reset(t);
+	if (qs->n >= TREE_NONE || !(ns->off = malloc((qs->n + 1) * sizeof(*ns->off))))
+		return -ENOMEM;
+	ns->n = qs->n;
+	ns->off[0] = 0;
+	cap = ns->cap; /* a frame per location, more with inlined lines */
+	if (base_grow((void **)&ns->names, &cap, qs->off[qs->n] + 1, sizeof(*ns->names)) ||
+	    base_grow((void **)&ns->mods, &ns->cap, qs->off[qs->n] + 1, sizeof(*ns->mods)))
+		return -ENOMEM;
+	for (size_t i = 0; !e && i < qs->n; i++) {
+		for (size_t k = qs->off[i + 1]; !e && k-- > qs->off[i];)
+			e = name_frames(t, src, qs->locs[k], ns, &nf);
+		ns->off[i + 1] = nf;
+	}
+	return e;
+}
+
+/* qsort_r comparator of sort keys: by frame names, a prefix first; ctx: the stacks. */
+static int by_names(const void *a, const void *b, void *ctx)
+{
+	const struct sort_key *x = a, *y = b;
+	const struct named_stacks *ns = ctx;
+
+	for (int i = 0; i < TREE_KEY; i++)
+		if (x->k[i] != y->k[i])
+			return x->k[i] < y->k[i] ? -1 : 1;
+	if (x->k[TREE_KEY - 1]) { /* both go on: compare the rest */
+		const uint32_t *p = ns->names + ns->off[x->stack] + TREE_KEY,
+			       *q = ns->names + ns->off[y->stack] + TREE_KEY,
+			       *pe = ns->names + ns->off[x->stack + 1],
+			       *qe = ns->names + ns->off[y->stack + 1];
+
+		for (; p < pe && q < qe; p++, q++)
+			if (*p != *q)
+				return *p < *q ? -1 : 1;
+		if (p < pe || q < qe)
+			return p < pe ? 1 : -1;
+	}
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* The stacks in name order and, per position, the frames shared with the last. */
+static int sort_stacks(struct sorted_tree *st)
+{
+	const struct named_stacks *ns = &st->ns;
+	size_t n = ns->n;
+
+	st->key = malloc((n ? n : 1) * sizeof(*st->key));
+	st->lcp = calloc(n + 1, sizeof(*st->lcp));
+	if (!st->key || !st->lcp)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = ns->off[i + 1] - ns->off[i];
+
+		st->key[i].stack = (uint32_t)i;
+		for (size_t k = 0; k < TREE_KEY; k++)
+			st->key[i].k[k] = k < len ? ns->names[ns->off[i] + k] + 1 : 0;
+	}
+	if (n > 1)
+		qsort_r(st->key, n, sizeof(*st->key), by_names, (void *)ns);
+	for (size_t j = 1; j < n; j++) {
+		const uint32_t *p = ns->names + ns->off[st->key[j - 1].stack],
+			       *q = ns->names + ns->off[st->key[j].stack];
+		size_t lp = ns->off[st->key[j - 1].stack + 1] - ns->off[st->key[j - 1].stack],
+		       lq = ns->off[st->key[j].stack + 1] - ns->off[st->key[j].stack], l = 0;
+
+		while (l < lp && l < lq && p[l] == q[l])
+			l++;
+		st->lcp[j] = (uint32_t)l;
+	}
+	return 0;
+}
+
+static int64_t stack_value(const struct sorted_tree *st, uint32_t stack)
+{
+	return st->qs->v[stack][st->vi];
+}
+
+static size_t stack_len(const struct sorted_tree *st, uint32_t stack)
+{
+	return st->ns.off[stack + 1] - st->ns.off[stack];
+}
+
+/* A new shared node at depth `depth` of position j's stack, below parent. */
+static int shared_new(struct sorted_tree *st, uint32_t parent, uint32_t depth, uint32_t j)
+{
+	uint32_t stack = depth ? st->key[j].stack : 0; /* the root: maybe no stacks at all */
+
+	if (st->n_sh >= TREE_NONE - 1 ||
+	    base_grow((void **)&st->sh, &st->cap_sh, st->n_sh + 1, sizeof(*st->sh)))
+		return -ENOMEM;
+	st->sh[st->n_sh++] = (struct shared){
+	    .name = depth ? st->ns.names[st->ns.off[stack] + depth - 1] : 0,
+	    .depth = depth,
+	    .parent = parent,
+	    .first = j,
+	    .ord = UINT32_MAX,
+	    .out = TREE_NONE,
+	};
+	return 0;
+}
+
+/* Closes shared node i after position last: its sums go to its parent. */
+static void shared_close(struct sorted_tree *st, uint32_t i, uint32_t last)
+{
+	struct shared *x = &st->sh[i], *p = &st->sh[x->parent];
+
+	x->last = last;
+	p->total = base_sat_add(p->total, x->total);
+	p->ord = x->ord < p->ord ? x->ord : p->ord;
+}
+
+/*
+ * The shared nodes, from one sweep over the sorted stacks: a node at depth d
+ * opens where a stack shares d frames with the next and not with the last, and
+ * closes where the next shares fewer. Each stack's value goes to its deepest
+ * shared node (attach), closed nodes pass their sums up: no walk over a path.
+ * path[d] is the open node at depth d (path[0] the root).
+ */
+static int shared_sweep(struct sorted_tree *st)
+{
+	size_t n = st->ns.n, depth = 0, path_cap = 0;
+	uint32_t *path = NULL;
+	int e = shared_new(st, 0, 0, 0);
+
+	st->attach = malloc((n ? n : 1) * sizeof(*st->attach));
+	if (e || !st->attach || base_grow((void **)&path, &path_cap, 1, sizeof(*path))) {
+		free(path);
+		return -ENOMEM;
+	}
+	path[0] = 0;
+	for (uint32_t j = 0; !e && j < n; j++) {
+		uint32_t stack = st->key[j].stack;
+		int64_t v = stack_value(st, stack);
+		struct shared *x;
+
+		for (; depth > st->lcp[j]; depth--)
+			shared_close(st, path[depth], j - 1);
+		for (; !e && depth < st->lcp[j + 1]; depth++) {
+			e = base_grow((void **)&path, &path_cap, depth + 2, sizeof(*path))
+				?: shared_new(st, path[depth], (uint32_t)depth + 1, j);
+			if (!e)
+				path[depth + 1] = (uint32_t)st->n_sh - 1;
+		}
+		if (e)
+			break;
+		x = &st->sh[path[depth]];
+		x->total = base_sat_add(x->total, v);
+		x->ord = stack < x->ord ? stack : x->ord;
+		if (stack_len(st, stack) == depth) /* the stack ends here */
+			x->self = base_sat_add(x->self, v);
+		st->attach[j] = path[depth];
+	}
+	for (; !e && depth > 0; depth--)
+		shared_close(st, path[depth], (uint32_t)n - 1);
+	st->sh[0].last = n ? (uint32_t)n - 1 : 0;
+	free(path);
+	return e;
+}
+
+/* A node's rank, as rank() ranks a one-sided node. */
+static int64_t rank1(int64_t total)
+{
+	return total > 0 ? total : 0;
+}
+
+/* Frames of position j's own chain (below its deepest shared node). */
+static size_t chain_len(const struct sorted_tree *st, size_t j)
+{
+	return stack_len(st, st->key[j].stack) - st->sh[st->attach[j]].depth;
+}
+
+/* A run of count nodes of one rank (a shared node: count 1), or, for ties, a
+ * run in node order: (ord, depth); what: shared index, or position + n_sh. */
+struct rank_run {
+	int64_t rank;
+	uint32_t ord, depth;
+	size_t count, what;
+};
+
+static int by_rank_desc(const void *a, const void *b)
+{
+	const struct rank_run *x = a, *y = b;
+
+	return x->rank != y->rank ? (x->rank > y->rank ? -1 : 1) : 0;
+}
+
+static int by_node_order(const void *a, const void *b)
+{
+	const struct rank_run *x = a, *y = b;
+
+	if (x->ord != y->ord)
+		return x->ord < y->ord ? -1 : 1;
+	return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+/* Every node's rank run, shared nodes first (runs[i] is shared node i). */
+static struct rank_run *rank_runs(const struct sorted_tree *st, size_t *n_runs, size_t *n_nodes)
+{
+	struct rank_run *r = malloc((st->n_sh + st->ns.n) * sizeof(*r));
+	size_t n = 0;
+
+	*n_nodes = 0;
+	if (!r)
+		return NULL;
+	for (size_t i = 0; i < st->n_sh; i++)
+		r[n++] =
+		    (struct rank_run){rank1(st->sh[i].total), st->sh[i].ord, st->sh[i].depth, 1, i};
+	for (size_t j = 0; j < st->ns.n; j++) {
+		size_t c = chain_len(st, j);
+
+		if (c)
+			r[n++] = (struct rank_run){
+			    rank1(stack_value(st, st->key[j].stack)), st->key[j].stack,
+			    st->sh[st->attach[j]].depth + 1, c, st->n_sh + j};
+	}
+	*n_runs = n;
+	for (size_t i = 0; i < n; i++)
+		*n_nodes += r[i].count;
+	return r;
+}
+
+/* Marks a run kept, up to count nodes of it. */
+static void keep_run(struct sorted_tree *st, const struct rank_run *r, size_t count)
+{
+	if (r->what < st->n_sh)
+		st->sh[r->what].out = 0; /* kept; its tree index comes later */
+	else
+		st->keep[r->what - st->n_sh] = (uint32_t)count;
+}
+
+/*
+ * Marks the max_nodes nodes of largest rank kept (prune()'s set): runs by rank
+ * to find the threshold; all above it; of the runs at it, the first in node
+ * order, the last in part.
+ */
+static int sorted_prune(struct sorted_tree *st, size_t max_nodes)
+{
+	size_t n_runs, n_nodes, above = 0, ties = 0, i = 0;
+	struct rank_run *r = rank_runs(st, &n_runs, &n_nodes);
+	int64_t thr;
+
+	st->keep = calloc(st->ns.n ? st->ns.n : 1, sizeof(*st->keep));
+	if (!r || !st->keep) {
+		free(r);
+		return -ENOMEM;
+	}
+	if (n_nodes <= max_nodes) {
+		for (i = 0; i < n_runs; i++)
+			keep_run(st, &r[i], r[i].count);
+		free(r);
+		return 0;
+	}
+	qsort(r, n_runs, sizeof(*r), by_rank_desc);
+	for (i = 0; above + r[i].count < max_nodes; i++)
+		above += r[i].count;
+	thr = r[i].rank;
+	while (i > 0 && r[i - 1].rank == thr)
+		above -= r[--i].count;
+	for (size_t k = 0; k < i; k++)
+		keep_run(st, &r[k], r[k].count);
+	while (i + ties < n_runs && r[i + ties].rank == thr)
+		ties++;
+	qsort(r + i, ties, sizeof(*r), by_node_order);
+	for (size_t k = i; k < i + ties && above < max_nodes; k++) {
+		size_t c = r[k].count < max_nodes - above ? r[k].count : max_nodes - above;
+
+		keep_run(st, &r[k], c);
+		above += c;
+	}
+	free(r);
+	return 0;
+}
+
+/* The module of shared node x: of the first stack, in the merge's order, whose frame
+ * at x has one. */
+static uint32_t shared_module(const struct sorted_tree *st, const struct shared *x)
+{
+	uint32_t best = UINT32_MAX, mod = TREE_NONE;
+
+	for (uint32_t j = x->first; x->depth && j <= x->last; j++) {
+		uint32_t stack = st->key[j].stack,
+			 m = st->ns.mods[st->ns.off[stack] + x->depth - 1];
+
+		if (m != TREE_NONE && stack < best)
+			best = stack, mod = m;
+	}
+	return mod;
+}
+
+/* Makes tree node of kept shared node i (its parent made before it). */
+static int make_shared(struct tree *t, struct sorted_tree *st, size_t i)
+{
+	struct shared *x = &st->sh[i];
+	size_t at;
+	int e = new_node(t, st->sh[x->parent].out, x->name, &at);
+
+	if (e)
+		return e;
+	x->out = (uint32_t)at;
+	t->n[at].self[0] = x->self;
+	t->n[at].total[0] = x->total;
+	t->n[at].module = shared_module(st, x);
+	t->n[at].keep = true;
+	return 0;
+}
+
+/* Makes the tree nodes of the kept part of position j's chain. */
+static int make_chain(struct tree *t, const struct sorted_tree *st, size_t j)
+{
+	uint32_t stack = st->key[j].stack, parent = st->sh[st->attach[j]].out;
+	size_t d0 = st->sh[st->attach[j]].depth, len = stack_len(st, stack), at;
+	int64_t v = stack_value(st, stack);
+
+	for (size_t d = d0; d < d0 + st->keep[j]; d++) {
+		size_t f = st->ns.off[stack] + d;
+		int e = new_node(t, parent, st->ns.names[f], &at);
+
+		if (e)
+			return e;
+		t->n[at].total[0] = v;
+		t->n[at].self[0] = d + 1 == len ? v : 0;
+		t->n[at].module = st->ns.mods[f];
+		t->n[at].keep = true;
+		parent = (uint32_t)at;
+	}
+	return 0;
+}
+
+/* Makes the kept nodes in node order (parents first, as the writer's ties want). */
+static int make_kept(struct tree *t, struct sorted_tree *st)
+{
+	struct rank_run *r = malloc((st->n_sh + st->ns.n) * sizeof(*r));
+	size_t n = 0;
+	int e = 0;
+
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 1; i < st->n_sh; i++)
+		if (st->sh[i].out != TREE_NONE)
+			r[n++] = (struct rank_run){0, st->sh[i].ord, st->sh[i].depth, 1, i};
+	for (size_t j = 0; j < st->ns.n; j++)
+		if (st->keep[j])
+			r[n++] = (struct rank_run){
+			    0, st->key[j].stack, st->sh[st->attach[j]].depth + 1, 0, st->n_sh + j};
+	qsort(r, n, sizeof(*r), by_node_order);
+	st->sh[0].out = 0; /* the root is node 0 of the tree */
+	t->n[0].self[0] = st->sh[0].self;
+	t->n[0].total[0] = st->sh[0].total;
+	t->n[0].keep = true;
+	for (size_t i = 0; !e && i < n; i++)
+		e = r[i].what < st->n_sh ? make_shared(t, st, r[i].what)
+					 : make_chain(t, st, r[i].what - st->n_sh);
+	free(r);
+	return e;
+}
+
+/* The pruned tree of src's stacks into t (tree_init'ed), values vi in slot 0. */
+static int sorted_tree_build(struct tree *t, const struct stack_src *src, int vi, size_t max_nodes)
+{
+	struct sorted_tree st = {.qs = src->qs, .vi = vi};
+	int e = named_stacks_fill(t, src, &st.ns) ?: sort_stacks(&st) ?: shared_sweep(&st) ?:
+		sorted_prune(&st, max_nodes) ?: make_kept(t, &st);
+
+	sorted_tree_fini(&st);
+	return e;
+}
+
 /* ---- the tree, with the top table when asked for ---- */
 
 static int tree_write(const struct stack_src *src, const struct query_request *q, FILE *out)
@@ -658,7 +1126,7 @@ static int tree_write(const struct stack_src *src, const struct query_request *q
 
 	if (vi < 0 || vi >= PROFILE_N_VALUES)
 		return -EINVAL;
-	e = tree_init(&t) ?: tree_add(&t, src, vi, 0) ?: prune(&t, nodes_limit(q->max_nodes)) ?:
+	e = tree_init(&t) ?: sorted_tree_build(&t, src, vi, nodes_limit(q->max_nodes)) ?:
 		json_names_init(&t);
 	if (!e) {
 		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(vi),
