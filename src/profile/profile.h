@@ -315,6 +315,16 @@ void top__free(struct top *t);
 /* Counts one stack (n location ids of p, leaf first; unknown ids are skipped) of
  * value v. 0 or -ENOMEM. */
 int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v);
+/*
+ * The same count in two steps, for a caller that walks the stacks itself and
+ * meets each location many times: top__location_rows gives the row ids of
+ * location loc's lines (a count, then the ids, innermost line first; named on
+ * first use; count 0 for a location p lacks; NULL on ENOMEM; valid until the next
+ * call), top__add_rows counts one stack of value v from its frames' row ids,
+ * innermost LAST (root first). 0, or -EINVAL for a row id the table never gave.
+ */
+const size_t *top__location_rows(struct top *t, uint64_t loc);
+int top__add_rows(struct top *t, const size_t *rows, size_t n, int64_t v);
 /* Sum of |v| over the stacks counted (pprof's total; saturating). */
 int64_t top__total(const struct top *t);
 struct top_row {

@@ -190,6 +190,30 @@ int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v)
 	return 0;
 }
 
+const size_t *top__location_rows(struct top *t, uint64_t loc)
+{
+	return loc_rows(t, loc);
+}
+
+int top__add_rows(struct top *t, const size_t *rows, size_t n, int64_t v)
+{
+	t->n_stacks++;
+	t->total = base_sat_add(t->total, abs64(v));
+	for (size_t i = 0; i < n; i++) {
+		struct top_acc *r;
+
+		if (rows[i] == 0 || rows[i] >= t->names.n)
+			return -EINVAL;
+		r = &t->rows[rows[i]];
+		if (i + 1 == n)
+			r->self = base_sat_add(r->self, v);
+		if (r->stamp != t->n_stacks)
+			r->total = base_sat_add(r->total, v);
+		r->stamp = t->n_stacks;
+	}
+	return 0;
+}
+
 int top__new(const struct profile *p, int value_index, struct top **out)
 {
 	struct top *t;

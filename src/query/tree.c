@@ -54,6 +54,10 @@ struct tree {
 	 * per sample frame. loc_cap entries, grown on demand. */
 	size_t *loc_off, *pool;
 	size_t loc_cap, pool_n, pool_cap;
+	/* borrowed, or NULL: a top table counted as the stacks are named (the tree of
+	 * one selection); each location's pool entry then also holds its row ids,
+	 * outer line first, after its names */
+	struct top *top;
 };
 
 static int intern_name(struct tree *t, const char *s, size_t *id)
@@ -218,7 +222,7 @@ static int name_location(struct tree *t, const struct stack_src *src, uint64_t i
 	if (profile__get_location(p, pid, &loc))
 		return -EINVAL;
 	n = loc.n_lines ? loc.n_lines : 1;
-	if (base_grow((void **)&t->pool, &t->pool_cap, t->pool_n + n + 2, sizeof(*t->pool)))
+	if (base_grow((void **)&t->pool, &t->pool_cap, t->pool_n + 2 * n + 2, sizeof(*t->pool)))
 		return -ENOMEM;
 	*at = t->pool_n;
 	t->pool[t->pool_n++] = n;
@@ -230,6 +234,16 @@ static int name_location(struct tree *t, const struct stack_src *src, uint64_t i
 		if (e)
 			return e;
 		t->pool_n++;
+	}
+	if (t->top) {
+		const size_t *rows = top__location_rows(t->top, pid);
+
+		if (!rows)
+			return -ENOMEM;
+		if (rows[0] != n)
+			return -EINVAL;
+		for (size_t l = n; l > 0; l--)
+			t->pool[t->pool_n++] = rows[l];
 	}
 	t->loc_off[id] = *at + 1;
 	return 0;
@@ -670,11 +684,25 @@ static int top_json_write(const struct stack_src *src, const struct query_reques
  * which saturating sums of non-negative values (what ingest admits) allow.
  */
 
+/*
+ * What the walk over every frame reads of a store location: one 16-byte record
+ * indexed by its id, not loc_off and then the pool (a 1 h merge has 2 million
+ * frames over ~40,000 locations; two dependent cache misses a frame were a
+ * third of the tree's time).
+ */
+struct loc_rec {
+	uint32_t name, mod, row; /* of a location of one line (mod TREE_NONE: none) */
+	uint32_t lines;		 /* 0: not named yet (or: more than one line, read the pool) */
+};
+
 /* Frames of every stack by name, root first. */
 struct named_stacks {
 	uint32_t *names, *mods; /* name and module (TREE_NONE: none) ids of each frame */
 	size_t *off;		/* n + 1: stack i is names[off[i] .. off[i + 1]) */
 	size_t n, cap;
+	size_t *rows, n_rows, rows_cap; /* the top table's row ids of the stack being named */
+	struct loc_rec *rec;		/* by store location id, rec_cap of them */
+	size_t rec_cap;
 };
 
 /* Names of the first TREE_KEY frames of a stack (+ 1; 0 past its end) beside its
@@ -711,6 +739,8 @@ static void sorted_tree_fini(struct sorted_tree *st)
 	free(st->ns.names);
 	free(st->ns.mods);
 	free(st->ns.off);
+	free(st->ns.rows);
+	free(st->ns.rec);
 	free(st->key);
 	free(st->lcp);
 	free(st->attach);
@@ -718,31 +748,81 @@ static void sorted_tree_fini(struct sorted_tree *st)
 	free(st->sh);
 }
 
-/* Appends the frames of location id (its lines, outer first) to ns. */
-static int name_frames(struct tree *t, const struct stack_src *src, uint64_t id,
-		       struct named_stacks *ns, size_t *nf)
+/* Makes room for n more frames, and n more rows when counting a top table. */
+static int frames_room(struct tree *t, struct named_stacks *ns, size_t nf, size_t n)
 {
-	size_t at, n, cap = ns->cap;
-	int e = name_location(t, src, id, &at);
+	size_t cap = ns->cap;
 
-	if (e)
-		return e;
-	n = t->pool[at];
-	if (*nf + n >= TREE_NONE ||
-	    base_grow((void **)&ns->names, &cap, *nf + n, sizeof(*ns->names)) ||
-	    base_grow((void **)&ns->mods, &ns->cap, *nf + n, sizeof(*ns->mods)))
+	if (nf + n > ns->cap &&
+	    (nf + n >= TREE_NONE ||
+	     base_grow((void **)&ns->names, &cap, nf + n, sizeof(*ns->names)) ||
+	     base_grow((void **)&ns->mods, &ns->cap, nf + n, sizeof(*ns->mods))))
 		return -ENOMEM;
-	for (size_t k = 0; k < n; k++) {
-		ns->names[*nf + k] = (uint32_t)t->pool[at + 2 + k];
-		ns->mods[*nf + k] =
-		    t->pool[at + 1] == SIZE_MAX ? TREE_NONE : (uint32_t)t->pool[at + 1];
-	}
-	*nf += n;
+	if (t->top && ns->n_rows + n > ns->rows_cap &&
+	    base_grow((void **)&ns->rows, &ns->rows_cap, ns->n_rows + n, sizeof(*ns->rows)))
+		return -ENOMEM;
 	return 0;
 }
 
+/* Appends the frames of location id from its pool entry (any number of lines),
+ * and remembers one-line locations in ns->rec. */
+static int name_frames_slow(struct tree *t, const struct stack_src *src, uint64_t id,
+			    struct named_stacks *ns, size_t *nf)
+{
+	size_t at, n;
+	const size_t *pl;
+	uint32_t mod;
+	int e = name_location(t, src, id, &at);
+
+	if (e || (e = frames_room(t, ns, *nf, (n = t->pool[at]))))
+		return e;
+	pl = t->pool + at;
+	mod = pl[1] == SIZE_MAX ? TREE_NONE : (uint32_t)pl[1];
+	for (size_t k = 0; k < n; k++) {
+		ns->names[*nf + k] = (uint32_t)pl[2 + k];
+		ns->mods[*nf + k] = mod;
+	}
+	*nf += n;
+	if (t->top) {
+		memcpy(ns->rows + ns->n_rows, pl + 2 + n, n * sizeof(*ns->rows));
+		ns->n_rows += n;
+	}
+	if (n == 1 && (!t->top || pl[3] < UINT32_MAX) &&
+	    (id < ns->rec_cap ||
+	     !base_grow_zeroed((void **)&ns->rec, &ns->rec_cap, id + 1, sizeof(*ns->rec))))
+		ns->rec[id] =
+		    (struct loc_rec){(uint32_t)pl[2], mod, t->top ? (uint32_t)pl[3] : 0, 1};
+	return 0;
+}
+
+/* Appends the frames of location id (its lines, outer first) to ns, their top
+ * table rows to ns->rows. Runs once per frame of the merge: the common case (a
+ * one-line location met before, room enough) reads one record. */
+static inline int name_frames(struct tree *t, const struct stack_src *src, uint64_t id,
+			      struct named_stacks *ns, size_t *nf)
+{
+	const struct loc_rec *r = id < ns->rec_cap ? &ns->rec[id] : NULL;
+
+	if (!r || r->lines != 1 || *nf >= ns->cap || (t->top && ns->n_rows >= ns->rows_cap))
+		return name_frames_slow(t, src, id, ns, nf);
+	ns->names[*nf] = r->name;
+	ns->mods[(*nf)++] = r->mod;
+	if (t->top)
+		ns->rows[ns->n_rows++] = r->row;
+	return 0;
+}
+
+/* Starts loading the records of the next stack's first frames (random reads). */
+static void prefetch_stack(const struct named_stacks *ns, const struct query_stacks *qs, size_t i)
+{
+	for (size_t k = qs->off[i + 1]; k > qs->off[i] && k + 32 > qs->off[i + 1]; k--)
+		if (qs->locs[k - 1] < ns->rec_cap)
+			__builtin_prefetch(&ns->rec[qs->locs[k - 1]]);
+}
+
 /* Names the frames of every stack of src, root first. */
-static int named_stacks_fill(struct tree *t, const struct stack_src *src, struct named_stacks *ns)
+static int named_stacks_fill(struct tree *t, const struct stack_src *src, int vi,
+			     struct named_stacks *ns)
 {
 	const struct query_stacks *qs = src->qs;
 	size_t nf = 0, cap;
@@ -758,9 +838,14 @@ static int named_stacks_fill(struct tree *t, const struct stack_src *src, struct
 	    base_grow((void **)&ns->mods, &ns->cap, qs->off[qs->n] + 1, sizeof(*ns->mods)))
 		return -ENOMEM;
 	for (size_t i = 0; !e && i < qs->n; i++) {
+		ns->n_rows = 0;
+		if (i + 1 < qs->n)
+			prefetch_stack(ns, qs, i + 1);
 		for (size_t k = qs->off[i + 1]; !e && k-- > qs->off[i];)
 			e = name_frames(t, src, qs->locs[k], ns, &nf);
 		ns->off[i + 1] = nf;
+		if (!e && t->top)
+			e = top__add_rows(t->top, ns->rows, ns->n_rows, qs->v[i][vi]);
 	}
 	return e;
 }
@@ -1109,7 +1194,7 @@ static int make_kept(struct tree *t, struct sorted_tree *st)
 static int sorted_tree_build(struct tree *t, const struct stack_src *src, int vi, size_t max_nodes)
 {
 	struct sorted_tree st = {.qs = src->qs, .vi = vi};
-	int e = named_stacks_fill(t, src, &st.ns) ?: sort_stacks(&st) ?: shared_sweep(&st) ?:
+	int e = named_stacks_fill(t, src, vi, &st.ns) ?: sort_stacks(&st) ?: shared_sweep(&st) ?:
 		sorted_prune(&st, max_nodes) ?: make_kept(t, &st);
 
 	sorted_tree_fini(&st);
@@ -1118,27 +1203,37 @@ static int sorted_tree_build(struct tree *t, const struct stack_src *src, int vi
 
 /* ---- the tree, with the top table when asked for ---- */
 
+/* The top table, when asked for, is counted as the tree names the stacks (one
+ * walk over the merge's frames, each location named once for both). */
 static int tree_write(const struct stack_src *src, const struct query_request *q, FILE *out)
 {
 	int vi = q->value_index;
+	struct top *top = NULL;
 	struct tree t;
 	int e;
 
 	if (vi < 0 || vi >= PROFILE_N_VALUES)
 		return -EINVAL;
-	e = tree_init(&t) ?: sorted_tree_build(&t, src, vi, nodes_limit(q->max_nodes)) ?:
-		json_names_init(&t);
-	if (!e) {
-		fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(vi),
-			(long long)t.n[0].total[0]);
-		e = write_tree(&t, 0, false, out);
-	}
+	if ((e = tree_init(&t)))
+		goto cleanup;
+	if (q->top_rows && (e = top__new(src->p, vi, &top)))
+		goto cleanup;
+	t.top = top;
+	if ((e = sorted_tree_build(&t, src, vi, nodes_limit(q->max_nodes)) ?: json_names_init(&t)))
+		goto cleanup;
+	fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(vi),
+		(long long)t.n[0].total[0]);
+	e = write_tree(&t, 0, false, out);
 	tree_fini(&t); /* before the top: its memory is not needed by then */
-	if (!e && q->top_rows) {
+	memset(&t, 0, sizeof(t));
+	if (!e && top) {
 		fputs(",\"top\":", out);
-		e = top_object(src, vi, q->top_rows, out);
+		e = query_top_rows_json(top, vi, q->top_rows, out);
 	}
 	fputs("}\n", out);
+cleanup:
+	tree_fini(&t);
+	top__free(top);
 	return e;
 }
 
