@@ -317,13 +317,15 @@ void top__free(struct top *t);
 int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v);
 /*
  * The same count in two steps, for a caller that walks the stacks itself and
- * meets each location many times: top__location_rows gives the row ids of
- * location loc's lines (a count, then the ids, innermost line first; named on
- * first use; count 0 for a location p lacks; NULL on ENOMEM; valid until the next
- * call), top__add_rows counts one stack of value v from its frames' row ids,
- * innermost LAST (root first). 0, or -EINVAL for a row id the table never gave.
+ * names each location once: top__line_row gives the row id of line `line` of
+ * location loc (of the table's profile), whose profile__frame_name the caller
+ * has made already (frame_name; the row's name is that, but for an inlined
+ * line's suffix); created at zero; -ENOMEM. top__add_rows counts one stack of
+ * value v from its frames' row ids, innermost LAST (root first). 0, or -EINVAL
+ * for a row id the table never gave.
  */
-const size_t *top__location_rows(struct top *t, uint64_t loc);
+int64_t top__line_row(struct top *t, const struct profile_location *loc, size_t line,
+		      const char *frame_name);
 int top__add_rows(struct top *t, const size_t *rows, size_t n, int64_t v);
 /* Sum of |v| over the stacks counted (pprof's total; saturating). */
 int64_t top__total(const struct top *t);

@@ -190,9 +190,15 @@ int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v)
 	return 0;
 }
 
-const size_t *top__location_rows(struct top *t, uint64_t loc)
+int64_t top__line_row(struct top *t, const struct profile_location *loc, size_t line,
+		      const char *frame_name)
 {
-	return loc_rows(t, loc);
+	char name[PROFILE_NAME_MAX];
+
+	/* the names differ only by the suffix of an inlined line */
+	if (line + 1 < loc->n_lines)
+		frame_name = profile__frame_name_ex(t->p, loc, line, false, name, sizeof(name));
+	return row_of(t, frame_name);
 }
 
 int top__add_rows(struct top *t, const size_t *rows, size_t n, int64_t v)

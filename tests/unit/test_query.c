@@ -488,6 +488,8 @@ TEST(tree_names_modules)
 	/* module names are not functions: the top table does not list them */
 	CAPTURE(top, query_top_json(s, &q, out, err, sizeof(err)));
 	CHECK(rc == 0);
+	CHECKF(strstr(top, "{\"name\":\"we\\\"ird\\\\na\\u0001me\",\"self\":1,\"total\":1}"), "%s",
+	       top);
 	CHECKF(strstr(top, "\"name\":\"main\"") && !strstr(top, "\"name\":\"app\"") &&
 		   !strstr(top, "\"name\":\"[kernel]\"") && !strstr(top, "libc.so.6"),
 	       "%s", top);
