@@ -1054,13 +1054,6 @@ struct rank_run {
 	size_t count, what;
 };
 
-static int by_rank_desc(const void *a, const void *b)
-{
-	const struct rank_run *x = a, *y = b;
-
-	return x->rank != y->rank ? (x->rank > y->rank ? -1 : 1) : 0;
-}
-
 static int by_node_order(const void *a, const void *b)
 {
 	const struct rank_run *x = a, *y = b;
@@ -1105,40 +1098,84 @@ static void keep_run(struct sorted_tree *st, const struct rank_run *r, size_t co
 		st->keep[r->what - st->n_sh] = (uint32_t)count;
 }
 
+/* A rank and how many nodes have it, for the selection below. */
+struct wrank {
+	int64_t rank;
+	size_t count;
+};
+
+static int64_t median3(int64_t a, int64_t b, int64_t c)
+{
+	if (a > b)
+		a ^= b, b ^= a, a ^= b;
+	return c <= a ? a : c >= b ? b : c;
+}
+
 /*
- * Marks the max_nodes nodes of largest rank kept (prune()'s set): runs by rank
- * to find the threshold; all above it; of the runs at it, the first in node
- * order, the last in part.
+ * The rank of the k-th largest node (k >= 1, at most the nodes w counts),
+ * reordering w: a quickselect over counted ranks, three-way partitions (many
+ * runs share a rank), O(n) expected, no recursion.
+ */
+static int64_t kth_rank(struct wrank *w, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n;
+
+	for (;;) {
+		int64_t p = median3(w[lo].rank, w[lo + (hi - lo) / 2].rank, w[hi - 1].rank);
+		size_t gt = lo, i = lo, lt = hi, above = 0, at = 0;
+		struct wrank tmp;
+
+		while (i < lt) { /* [lo, gt) > p, [gt, i) == p, [lt, hi) < p */
+			if (w[i].rank > p) {
+				above += w[i].count;
+				tmp = w[gt], w[gt++] = w[i], w[i++] = tmp;
+			} else if (w[i].rank < p) {
+				tmp = w[--lt], w[lt] = w[i], w[i] = tmp;
+			} else {
+				at += w[i++].count;
+			}
+		}
+		if (above >= k)
+			hi = gt;
+		else if (above + at >= k)
+			return p;
+		else
+			k -= above + at, lo = lt;
+	}
+}
+
+/*
+ * Marks the max_nodes nodes of largest rank kept (prune()'s set): the threshold
+ * rank by selection; every run above it; of the runs at it, the first in node
+ * order, the last maybe in part.
  */
 static int sorted_prune(struct sorted_tree *st, size_t max_nodes)
 {
-	size_t n_runs, n_nodes, above = 0, ties = 0, i = 0;
+	size_t n_runs, n_nodes, above = 0, ties = 0;
 	struct rank_run *r = rank_runs(st, &n_runs, &n_nodes);
-	int64_t thr;
+	struct wrank *w = NULL;
+	int64_t thr = 0;
 
 	st->keep = calloc(st->ns.n ? st->ns.n : 1, sizeof(*st->keep));
-	if (!r || !st->keep) {
+	if (!r || !st->keep || !(w = malloc(n_runs * sizeof(*w)))) {
 		free(r);
 		return -ENOMEM;
 	}
-	if (n_nodes <= max_nodes) {
-		for (i = 0; i < n_runs; i++)
+	for (size_t i = 0; i < n_runs; i++)
+		w[i] = (struct wrank){r[i].rank, r[i].count};
+	if (n_nodes > max_nodes)
+		thr = kth_rank(w, n_runs, max_nodes);
+	free(w);
+	for (size_t i = 0; i < n_runs; i++) {
+		if (n_nodes <= max_nodes || r[i].rank > thr) {
 			keep_run(st, &r[i], r[i].count);
-		free(r);
-		return 0;
+			above += r[i].count;
+		} else if (r[i].rank == thr) {
+			r[ties++] = r[i]; /* i >= ties: nothing unread is overwritten */
+		}
 	}
-	qsort(r, n_runs, sizeof(*r), by_rank_desc);
-	for (i = 0; above + r[i].count < max_nodes; i++)
-		above += r[i].count;
-	thr = r[i].rank;
-	while (i > 0 && r[i - 1].rank == thr)
-		above -= r[--i].count;
-	for (size_t k = 0; k < i; k++)
-		keep_run(st, &r[k], r[k].count);
-	while (i + ties < n_runs && r[i + ties].rank == thr)
-		ties++;
-	qsort(r + i, ties, sizeof(*r), by_node_order);
-	for (size_t k = i; k < i + ties && above < max_nodes; k++) {
+	qsort(r, ties, sizeof(*r), by_node_order);
+	for (size_t k = 0; k < ties && above < max_nodes; k++) {
 		size_t c = r[k].count < max_nodes - above ? r[k].count : max_nodes - above;
 
 		keep_run(st, &r[k], c);
