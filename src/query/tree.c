@@ -891,12 +891,10 @@ static int named_stacks_fill(struct tree *t, const struct stack_src *src, int vi
 	return e;
 }
 
-/* qsort_r comparator of sort keys: by frame names, a prefix first; ctx: the stacks. */
-static int by_names(const void *a, const void *b, void *ctx)
+/* Order of sort keys: by frame names, a prefix first, then by stack (all distinct). */
+static inline int key_cmp(const struct named_stacks *ns, const struct sort_key *x,
+			  const struct sort_key *y)
 {
-	const struct sort_key *x = a, *y = b;
-	const struct named_stacks *ns = ctx;
-
 	for (int i = 0; i < TREE_KEY; i++)
 		if (x->k[i] != y->k[i])
 			return x->k[i] < y->k[i] ? -1 : 1;
@@ -913,6 +911,75 @@ static int by_names(const void *a, const void *b, void *ctx)
 			return p < pe ? 1 : -1;
 	}
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static void insertion_sort(struct sort_key *a, size_t lo, size_t hi, const struct named_stacks *ns)
+{
+	for (size_t i = lo + 1; i < hi; i++) {
+		struct sort_key tmp = a[i];
+		size_t j = i;
+
+		for (; j > lo && key_cmp(ns, &tmp, &a[j - 1]) < 0; j--)
+			a[j] = a[j - 1];
+		a[j] = tmp;
+	}
+}
+
+/* Hoare's partition of a[lo, hi) (hi - lo >= 3) around the median of three: the
+ * index p (lo < p < hi) where a[lo, p) <= a[p, hi). */
+static size_t partition(struct sort_key *a, size_t lo, size_t hi, const struct named_stacks *ns)
+{
+	size_t mid = lo + (hi - lo) / 2, i = lo, j = hi - 1;
+	struct sort_key tmp, pivot;
+
+	if (key_cmp(ns, &a[mid], &a[lo]) < 0)
+		tmp = a[mid], a[mid] = a[lo], a[lo] = tmp;
+	if (key_cmp(ns, &a[hi - 1], &a[mid]) < 0) {
+		tmp = a[mid], a[mid] = a[hi - 1], a[hi - 1] = tmp;
+		if (key_cmp(ns, &a[mid], &a[lo]) < 0)
+			tmp = a[mid], a[mid] = a[lo], a[lo] = tmp;
+	}
+	pivot = a[mid]; /* a[lo] <= pivot <= a[hi - 1]: the scans below stop in range */
+	for (;;) {
+		while (key_cmp(ns, &a[i], &pivot) < 0)
+			i++;
+		while (key_cmp(ns, &a[j], &pivot) > 0)
+			j--;
+		if (i >= j)
+			return j + 1 < hi ? j + 1 : j;
+		tmp = a[i], a[i] = a[j], a[j] = tmp;
+		i++, j--;
+	}
+}
+
+/*
+ * Sorts the keys by key_cmp: a quicksort with the comparison inlined (qsort_r's
+ * call per comparison was most of the sort's time), the smaller side first and
+ * the larger on an explicit stack (at most log2(n) deep: no recursion), insertion
+ * sort for short ranges.
+ */
+static void sort_keys(struct sort_key *a, size_t n, const struct named_stacks *ns)
+{
+	size_t stack[64][2], depth = 0, lo = 0, hi = n;
+
+	for (;;) {
+		while (hi - lo > 16) {
+			size_t p = partition(a, lo, hi, ns);
+
+			if (p - lo < hi - p) {
+				stack[depth][0] = p, stack[depth++][1] = hi;
+				hi = p;
+			} else {
+				stack[depth][0] = lo, stack[depth++][1] = p;
+				lo = p;
+			}
+		}
+		insertion_sort(a, lo, hi, ns);
+		if (!depth)
+			return;
+		depth--;
+		lo = stack[depth][0], hi = stack[depth][1];
+	}
 }
 
 /* The stacks in name order and, per position, the frames shared with the last. */
@@ -933,7 +1000,7 @@ static int sort_stacks(struct sorted_tree *st)
 			st->key[i].k[k] = k < len ? ns->names[ns->off[i] + k] + 1 : 0;
 	}
 	if (n > 1)
-		qsort_r(st->key, n, sizeof(*st->key), by_names, (void *)ns);
+		sort_keys(st->key, n, ns);
 	for (size_t j = 1; j < n; j++) {
 		const uint32_t *p = ns->names + ns->off[st->key[j - 1].stack],
 			       *q = ns->names + ns->off[st->key[j].stack];
