@@ -805,15 +805,34 @@ static int frames_room(struct tree *t, struct named_stacks *ns, size_t nf, size_
 	return 0;
 }
 
-/* Appends the frames of location id from its pool entry (any number of lines),
- * and remembers one-line locations in ns->rec. */
+/* Names location id into the pool (*at: its entry) and, when it has one line, its
+ * record. */
+static int remember_location(struct tree *t, const struct stack_src *src, uint64_t id,
+			     struct named_stacks *ns, size_t *at)
+{
+	const size_t *pl;
+	int e = name_location(t, src, id, at);
+
+	if (e)
+		return e;
+	pl = t->pool + *at;
+	if (pl[0] == 1 && (!t->top || pl[3] < UINT32_MAX) &&
+	    (id < ns->rec_cap ||
+	     !base_grow_zeroed((void **)&ns->rec, &ns->rec_cap, id + 1, sizeof(*ns->rec))))
+		ns->rec[id] = (struct loc_rec){(uint32_t)pl[2],
+					       pl[1] == SIZE_MAX ? TREE_NONE : (uint32_t)pl[1],
+					       t->top ? (uint32_t)pl[3] : 0, 1};
+	return 0;
+}
+
+/* Appends the frames of location id from its pool entry (any number of lines). */
 static int name_frames_slow(struct tree *t, const struct stack_src *src, uint64_t id,
 			    struct named_stacks *ns, size_t *nf)
 {
 	size_t at, n;
 	const size_t *pl;
 	uint32_t mod;
-	int e = name_location(t, src, id, &at);
+	int e = remember_location(t, src, id, ns, &at);
 
 	if (e || (e = frames_room(t, ns, *nf, (n = t->pool[at]))))
 		return e;
@@ -828,12 +847,35 @@ static int name_frames_slow(struct tree *t, const struct stack_src *src, uint64_
 		memcpy(ns->rows + ns->n_rows, pl + 2 + n, n * sizeof(*ns->rows));
 		ns->n_rows += n;
 	}
-	if (n == 1 && (!t->top || pl[3] < UINT32_MAX) &&
-	    (id < ns->rec_cap ||
-	     !base_grow_zeroed((void **)&ns->rec, &ns->rec_cap, id + 1, sizeof(*ns->rec))))
-		ns->rec[id] =
-		    (struct loc_rec){(uint32_t)pl[2], mod, t->top ? (uint32_t)pl[3] : 0, 1};
 	return 0;
+}
+
+/*
+ * Names every location of the merge before the walk, in store id order: the
+ * store's keys of locations, and of their functions and strings, lie about in id
+ * order, so naming streams through them rather than reading each at random as
+ * the walk first meets it (~5 cache misses a location, ~40,000 locations an hour).
+ */
+static int name_locations_in_order(struct tree *t, const struct stack_src *src,
+				   struct named_stacks *ns)
+{
+	const struct query_stacks *qs = src->qs;
+	size_t n = qs->off[qs->n], at;
+	uint64_t max = 0, *seen;
+	int e = 0;
+
+	for (size_t k = 0; k < n; k++)
+		max = qs->locs[k] > max ? qs->locs[k] : max;
+	if (max >= SIZE_MAX / 2 || !(seen = calloc(max / 64 + 1, sizeof(*seen))))
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		seen[qs->locs[k] / 64] |= 1ull << (qs->locs[k] % 64);
+	for (uint64_t w = 0; !e && w <= max / 64; w++)
+		for (uint64_t bits = seen[w]; !e && bits; bits &= bits - 1)
+			e = remember_location(t, src, w * 64 + (uint64_t)__builtin_ctzll(bits), ns,
+					      &at);
+	free(seen);
+	return e;
 }
 
 /* Appends the frames of location id (its lines, outer first) to ns, their top
@@ -878,6 +920,7 @@ static int named_stacks_fill(struct tree *t, const struct stack_src *src, int vi
 	if (base_grow((void **)&ns->names, &cap, qs->off[qs->n] + 1, sizeof(*ns->names)) ||
 	    base_grow((void **)&ns->mods, &ns->cap, qs->off[qs->n] + 1, sizeof(*ns->mods)))
 		return -ENOMEM;
+	e = name_locations_in_order(t, src, ns);
 	for (size_t i = 0; !e && i < qs->n; i++) {
 		ns->n_rows = 0;
 		if (i + 1 < qs->n)
