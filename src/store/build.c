@@ -291,11 +291,24 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 {
 	int err = 0;
 
+	const struct store_itab *st = &s->tabs[STORE_T_STACKS];
+
 	off[0] = 0;
 	pthread_mutex_lock(&s->lock);
+	/* the ids come in scan order, at random over the table: as in
+	 * store_builder__append, their offsets first, then a few stacks ahead their
+	 * keys, random reads that miss the cache, started early */
+	for (size_t i = 0; i < n; i++)
+		if (stack_ids[i] && stack_ids[i] <= st->n)
+			__builtin_prefetch(&st->off[stack_ids[i] - 1]);
 	for (size_t i = 0; !err && i < n; i++) {
 		size_t len, at = off[i];
-		const uint8_t *k = store_itab__key(&s->tabs[STORE_T_STACKS], stack_ids[i], &len);
+		const uint8_t *k;
+
+		if (i + BUILD_KEY_AHEAD < n && stack_ids[i + BUILD_KEY_AHEAD] &&
+		    stack_ids[i + BUILD_KEY_AHEAD] <= st->n)
+			__builtin_prefetch(st->buf + st->off[stack_ids[i + BUILD_KEY_AHEAD] - 1]);
+		k = store_itab__key(st, stack_ids[i], &len);
 		const uint8_t *end = k + len;
 
 		if (!k) {
