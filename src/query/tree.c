@@ -2,11 +2,15 @@
  * Flame tree, diff tree and top table of a request as JSON, each written one way:
  * from the request's merge by stack (query_stacks), whose store location ids a
  * store_builder names into a profile of locations only. Frames are named as
- * folded/top name them (profile__frame_name); a node is keyed by (parent, name
- * id) (its parent's short children list, or a base_hmap for wide parents), names
- * are interned in a base_strtab. A diff is the same tree with two value slots,
- * one per selection. Only the max_nodes largest nodes are written. The top
- * table's rows are profile/top.c's (top__add), the one definition of the table.
+ * folded/top name them (profile__frame_name); names are interned in a
+ * base_strtab. A diff is built node by node with two value slots, one per
+ * selection: a node is keyed by (parent, name id) (its parent's short children
+ * list, or a base_hmap for wide parents). The tree of one selection, the web
+ * UI's request, is built from its stacks sorted by name instead, making only
+ * the nodes it keeps (see "one selection's tree" below): the same answer. Only
+ * the max_nodes largest nodes are written. The top table's rows are
+ * profile/top.c's (top__add, or top__line_row and top__add_rows as the tree
+ * walks the stacks), the one definition of the table.
  *
  * Each node also names its module (the basename of the mapping's file,
  * "[kernel]" for kernel frames; from the first location that made the node),
