@@ -1043,33 +1043,48 @@ static size_t partition(struct sort_key *a, size_t lo, size_t hi, const struct n
 	}
 }
 
+/* qsort_r's comparator of sort keys (ctx: the stacks), for sort_keys' fallback. */
+static int by_names(const void *a, const void *b, void *ctx)
+{
+	return key_cmp(ctx, a, b);
+}
+
 /*
  * Sorts the keys by key_cmp: a quicksort with the comparison inlined (qsort_r's
  * call per comparison was most of the sort's time), the smaller side first and
  * the larger on an explicit stack (at most log2(n) deep: no recursion), insertion
- * sort for short ranges.
+ * sort for short ranges. A range still unsorted after 2 log2(n) partitions (stacks
+ * crafted against the median of three) goes to qsort_r (glibc's merge sort,
+ * n log n whatever the input).
  */
 static void sort_keys(struct sort_key *a, size_t n, const struct named_stacks *ns)
 {
-	size_t stack[64][2], depth = 0, lo = 0, hi = n;
+	size_t stack[64][3], depth = 0, lo = 0, hi = n, level = 0;
+	size_t budget = 2 * (size_t)(64 - __builtin_clzll((unsigned long long)n | 1));
 
 	for (;;) {
-		while (hi - lo > 16) {
+		while (hi - lo > 16 && level < budget) {
 			size_t p = partition(a, lo, hi, ns);
 
+			level++;
 			if (p - lo < hi - p) {
-				stack[depth][0] = p, stack[depth++][1] = hi;
+				stack[depth][0] = p, stack[depth][1] = hi,
+				stack[depth++][2] = level;
 				hi = p;
 			} else {
-				stack[depth][0] = lo, stack[depth++][1] = p;
+				stack[depth][0] = lo, stack[depth][1] = p,
+				stack[depth++][2] = level;
 				lo = p;
 			}
 		}
-		insertion_sort(a, lo, hi, ns);
+		if (hi - lo > 16)
+			qsort_r(a + lo, hi - lo, sizeof(*a), by_names, (void *)ns);
+		else
+			insertion_sort(a, lo, hi, ns);
 		if (!depth)
 			return;
 		depth--;
-		lo = stack[depth][0], hi = stack[depth][1];
+		lo = stack[depth][0], hi = stack[depth][1], level = stack[depth][2];
 	}
 }
 
