@@ -289,9 +289,8 @@ int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *
 int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
 			   uint64_t **locs, size_t *cap)
 {
-	int err = 0;
-
 	const struct store_itab *st = &s->tabs[STORE_T_STACKS];
+	int err = 0;
 
 	off[0] = 0;
 	pthread_mutex_lock(&s->lock);
