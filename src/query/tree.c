@@ -928,7 +928,7 @@ static int name_locations_in_order(struct tree *t, const struct stack_src *src,
 
 /* Appends the frames of location id (its lines, outer first) to ns, their top
  * table rows to ns->rows. Runs once per frame of the merge: the common case (a
- * one-line location met before, room enough) reads one record. */
+ * one-line location, all named before the walk; room enough) reads one record. */
 static inline int name_frames(struct tree *t, const struct stack_src *src, uint64_t id,
 			      struct named_stacks *ns, size_t *nf)
 {
