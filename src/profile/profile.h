@@ -98,6 +98,13 @@ uint64_t profile__mapping(struct profile *p, uint64_t start, uint64_t limit, uin
 /* Interned function; the same fields give the same id. Any string may be NULL (""). 0 on ENOMEM. */
 uint64_t profile__function(struct profile *p, const char *name, const char *system_name,
 			   const char *filename);
+/* The same in two steps, for a caller that meets the same strings many times
+ * (the store builder: a file name for many functions): profile__intern_string
+ * interns s (NULL is "") and returns its string id, or -ENOMEM;
+ * profile__function_by_sids is profile__function by string ids (name,
+ * system_name, filename), 0 when an id is out of range or out of memory. */
+int64_t profile__intern_string(struct profile *p, const char *s);
+uint64_t profile__function_by_sids(struct profile *p, const int64_t sids[3]);
 /* Interned location keyed by (mapping_id, address): a second call with the same key
  * returns the first id and ignores its lines. lines[0] is the innermost frame.
  * mapping_id may be 0; 0 on ENOMEM or for an unknown mapping or function id. */
