@@ -98,6 +98,13 @@ uint64_t profile__mapping(struct profile *p, uint64_t start, uint64_t limit, uin
 /* Interned function; the same fields give the same id. Any string may be NULL (""). 0 on ENOMEM. */
 uint64_t profile__function(struct profile *p, const char *name, const char *system_name,
 			   const char *filename);
+/* The same in two steps, for a caller that meets the same strings many times
+ * (the store builder: a file name for many functions): profile__intern_string
+ * interns s (NULL is "") and returns its string id, or -ENOMEM;
+ * profile__function_by_sids is profile__function by string ids (name,
+ * system_name, filename), 0 when an id is out of range or out of memory. */
+int64_t profile__intern_string(struct profile *p, const char *s);
+uint64_t profile__function_by_sids(struct profile *p, const int64_t sids[3]);
 /* Interned location keyed by (mapping_id, address): a second call with the same key
  * returns the first id and ignores its lines. lines[0] is the innermost frame.
  * mapping_id may be 0; 0 on ENOMEM or for an unknown mapping or function id. */
@@ -315,6 +322,18 @@ void top__free(struct top *t);
 /* Counts one stack (n location ids of p, leaf first; unknown ids are skipped) of
  * value v. 0 or -ENOMEM. */
 int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v);
+/*
+ * The same count in two steps, for a caller that walks the stacks itself and
+ * names each location once: top__line_row gives the row id of line `line` of
+ * location loc (of the table's profile), whose profile__frame_name the caller
+ * has made already (frame_name; the row's name is that, but for an inlined
+ * line's suffix); created at zero; -ENOMEM. top__add_rows counts one stack of
+ * value v from its frames' row ids, innermost LAST (root first). 0, or -EINVAL
+ * for a row id the table never gave.
+ */
+int64_t top__line_row(struct top *t, const struct profile_location *loc, size_t line,
+		      const char *frame_name);
+int top__add_rows(struct top *t, const size_t *rows, size_t n, int64_t v);
 /* Sum of |v| over the stacks counted (pprof's total; saturating). */
 int64_t top__total(const struct top *t);
 struct top_row {

@@ -23,11 +23,6 @@ size_t profile__n_strings(const struct profile *p);
 const char *profile__string(const struct profile *p, size_t id);
 /* String id of an interned string, -ENOENT when absent. */
 int64_t profile__string_id(const struct profile *p, const char *s);
-/* Interns s (NULL is "") and returns its string id, or -ENOMEM. */
-int64_t profile__intern_string(struct profile *p, const char *s);
-/* profile__function by string ids (name, system_name, filename); 0 when an id is
- * out of range or out of memory. */
-uint64_t profile__function_by_sids(struct profile *p, const int64_t sids[3]);
 /* A sample label by string ids: str 0 ("") makes it a numeric label (num). */
 struct profile_label_sids {
 	int64_t key, str, num;

@@ -190,6 +190,36 @@ int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v)
 	return 0;
 }
 
+int64_t top__line_row(struct top *t, const struct profile_location *loc, size_t line,
+		      const char *frame_name)
+{
+	char name[PROFILE_NAME_MAX];
+
+	/* the names differ only by the suffix of an inlined line */
+	if (line + 1 < loc->n_lines)
+		frame_name = profile__frame_name_ex(t->p, loc, line, false, name, sizeof(name));
+	return row_of(t, frame_name);
+}
+
+int top__add_rows(struct top *t, const size_t *rows, size_t n, int64_t v)
+{
+	t->n_stacks++;
+	t->total = base_sat_add(t->total, abs64(v));
+	for (size_t i = 0; i < n; i++) {
+		struct top_acc *r;
+
+		if (rows[i] == 0 || rows[i] >= t->names.n)
+			return -EINVAL;
+		r = &t->rows[rows[i]];
+		if (i + 1 == n)
+			r->self = base_sat_add(r->self, v);
+		if (r->stamp != t->n_stacks)
+			r->total = base_sat_add(r->total, v);
+		r->stamp = t->n_stacks;
+	}
+	return 0;
+}
+
 int top__new(const struct profile *p, int value_index, struct top **out)
 {
 	struct top *t;

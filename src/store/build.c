@@ -133,16 +133,42 @@ static int mapping(struct store_builder *b, uint64_t id, uint64_t *out)
 			out);
 }
 
+/* The profile's string id of stored string id (the builder's strings slot holds
+ * it + 1: id 0 is ""): a file or system name is shared by many functions, each
+ * string is read and hashed once. */
+static int string(struct store_builder *b, uint64_t id, int64_t *out)
+{
+	uint32_t *sl = slot(b, STORE_T_STRINGS, id);
+	int64_t sid;
+
+	if (!sl)
+		return -ENOMEM;
+	if (*sl) {
+		*out = (int64_t)*sl - 1;
+		return 0;
+	}
+	if ((sid = profile__intern_string(b->p, str(b, id))) < 0)
+		return (int)sid;
+	if (sid >= UINT32_MAX)
+		return -E2BIG;
+	*sl = (uint32_t)sid + 1;
+	*out = sid;
+	return 0;
+}
+
 static int function(struct store_builder *b, uint64_t id, uint64_t *out)
 {
 	struct pending_id p;
 	uint64_t v[3];
+	int64_t sids[3];
 	int r = untranslated(b, STORE_T_FUNCTIONS, id, v, 3, &p, out);
 
 	if (r)
 		return r < 0 ? r : 0;
-	return remember(p.sl, profile__function(b->p, str(b, v[0]), str(b, v[1]), str(b, v[2])),
-			out);
+	for (int k = 0; k < 3; k++)
+		if ((r = string(b, v[k], &sids[k])))
+			return r;
+	return remember(p.sl, profile__function_by_sids(b->p, sids), out);
 }
 
 static int location(struct store_builder *b, uint64_t id, uint64_t *out)
@@ -289,13 +315,25 @@ int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *
 int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
 			   uint64_t **locs, size_t *cap)
 {
+	const struct store_itab *st = &s->tabs[STORE_T_STACKS];
 	int err = 0;
 
 	off[0] = 0;
 	pthread_mutex_lock(&s->lock);
+	/* the ids come in scan order, at random over the table: as in
+	 * store_builder__append, their offsets first, then a few stacks ahead their
+	 * keys, random reads that miss the cache, started early */
+	for (size_t i = 0; i < n; i++)
+		if (stack_ids[i] && stack_ids[i] <= st->n)
+			__builtin_prefetch(&st->off[stack_ids[i] - 1]);
 	for (size_t i = 0; !err && i < n; i++) {
 		size_t len, at = off[i];
-		const uint8_t *k = store_itab__key(&s->tabs[STORE_T_STACKS], stack_ids[i], &len);
+		const uint8_t *k;
+
+		if (i + BUILD_KEY_AHEAD < n && stack_ids[i + BUILD_KEY_AHEAD] &&
+		    stack_ids[i + BUILD_KEY_AHEAD] <= st->n)
+			__builtin_prefetch(st->buf + st->off[stack_ids[i + BUILD_KEY_AHEAD] - 1]);
+		k = store_itab__key(st, stack_ids[i], &len);
 		const uint8_t *end = k + len;
 
 		if (!k) {

@@ -488,6 +488,8 @@ TEST(tree_names_modules)
 	/* module names are not functions: the top table does not list them */
 	CAPTURE(top, query_top_json(s, &q, out, err, sizeof(err)));
 	CHECK(rc == 0);
+	CHECKF(strstr(top, "{\"name\":\"we\\\"ird\\\\na\\u0001me\",\"self\":1,\"total\":1}"), "%s",
+	       top);
 	CHECKF(strstr(top, "\"name\":\"main\"") && !strstr(top, "\"name\":\"app\"") &&
 		   !strstr(top, "\"name\":\"[kernel]\"") && !strstr(top, "libc.so.6"),
 	       "%s", top);
@@ -738,6 +740,148 @@ cleanup:
 	profile__free(p);
 	profile__free(pr);
 	store__close(s);
+}
+
+/*
+ * A store whose stacks share long prefixes by name: few functions, several
+ * locations of one name (other addresses, with and without a mapping, so a
+ * node's module is the first stack's that knows one), inlined lines, stacks that
+ * are prefixes of others, a few hundred frames deep, small values (many nodes of
+ * equal total, where maxNodes cuts between ties), over two series.
+ */
+static struct store *shared_prefix_fixture(const char *name)
+{
+	char dir[300], err[256];
+	struct store *s = NULL;
+	struct store_opts o = {.sample_labels = ingest_sample_labels, .no_fsync = true};
+	uint64_t rng = 777;
+	int e = 0;
+
+	snprintf(dir, sizeof(dir), "%s/%s", unit_tmp_dir(), name);
+	if (store__open(dir, &o, &s, err, sizeof(err)))
+		return NULL;
+	for (int i = 0; i < 4 && !e; i++) {
+		struct profile *p = profile__new(10000000);
+		struct store_label extra[] = {{"host", i % 2 ? "b" : "a"}};
+		uint64_t locs[8], stack[400], map;
+
+		if (!p)
+			break;
+		map = profile__mapping(p, 0x1000, 0x90000, 0, "/usr/lib/libq.so", "");
+		for (int l = 0; l < 8; l++) {
+			char fn[8];
+			struct profile_line ln[2];
+
+			snprintf(fn, sizeof(fn), "f%d", l % 3);
+			ln[0] = (struct profile_line){profile__function(p, fn, NULL, NULL), l};
+			ln[1] = (struct profile_line){profile__function(p, "outer", NULL, NULL), 0};
+			/* f0..f2 at several addresses; every fourth inlined into outer */
+			locs[l] = profile__location(p, l % 2 ? map : 0, 0x1000 + l * 32ull, ln,
+						    l % 4 == 3 ? 2 : 1);
+		}
+		for (int k = 0; k < 60 && !e; k++) {
+			size_t n;
+			int64_t v[2];
+
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			n = 1 + (rng >> 33) % (k % 10 ? 12 : 400);
+			for (size_t d = 0; d < n; d++) {
+				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+				/* the frames nearest the root vary least: long shared prefixes */
+				stack[n - 1 - d] = locs[(rng >> 35) % (d < n / 2 ? 2 : 8)];
+			}
+			v[0] = 1 + (int64_t)((rng >> 20) % 3);
+			v[1] = v[0] * 10000000;
+			e = profile__add_sample(p, stack, n, v, NULL, 0);
+		}
+		profile__set_time(p, T0 + i * 10 * S, 10 * S);
+		e = e ?: store__append(s, p, NULL, extra, 1, NULL, err, sizeof(err));
+		profile__free(p);
+	}
+	if (e) {
+		store__close(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* A diff against nothing as a tree answer: header "left":L,"right":0 -> "total":L and
+ * every value [x,0] -> x. NULL if it is not such a diff. */
+static char *diff_as_tree(const char *diff)
+{
+	const char *c = strstr(diff, ",\"left\":"), *r;
+	char *out = malloc(strlen(diff) + 1), *o = out;
+
+	if (!out || !c || !(r = strstr(c, ",\"right\":0,\"tree\":"))) {
+		free(out);
+		return NULL;
+	}
+	memcpy(o, diff, (size_t)(c - diff));
+	o += c - diff;
+	o += sprintf(o, ",\"total\":%.*s", (int)(r - c - 8), c + 8);
+	for (c = r + 10; *c;) { /* from ,"tree": on */
+		const char *z;
+
+		if (*c == '[' && (z = c + 1 + strspn(c + 1, "-0123456789")) > c + 1 &&
+		    strncmp(z, ",0]", 3) == 0) {
+			memcpy(o, c + 1, (size_t)(z - c - 1));
+			o += z - c - 1;
+			c = z + 3;
+		} else {
+			*o++ = *c++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/*
+ * The flame tree of one selection is built from its stacks sorted by frame names,
+ * not node by node as the diff's two-sided tree still is: both must give the same
+ * nodes, totals, modules, children order and maxNodes cut (ties between equal
+ * totals kept in the order the stacks were merged). The diff of a selection
+ * against nothing is that tree with [x,0] values.
+ */
+TEST(tree_answers_as_the_diff_against_nothing)
+{
+	struct store *s[2] = {shared_prefix_fixture("shared_prefix"), mixed_fixture("mixed2")};
+	struct query_request q = {.from_ns = T0, .until_ns = T0 + 300 * S};
+	struct query_request none = {
+	    .query = "{host=\"nope\"}", .from_ns = T0, .until_ns = T0 + 300 * S};
+	static const size_t max_nodes[] = {1, 2, 3, 5, 17, 64, 333, 2000, 100000};
+	char err[256], *t = NULL, *d = NULL, *want = NULL;
+	size_t most = 0;
+	int rc;
+
+	CHECK(s[0] && s[1]);
+	for (int f = 0; f < 2; f++)
+		for (int vi = 0; vi < 2; vi++)
+			for (size_t m = 0; m < sizeof(max_nodes) / sizeof(max_nodes[0]); m++) {
+				q.value_index = vi;
+				q.max_nodes = max_nodes[m];
+				CAPTURE(t, query_tree_json(s[f], &q, out, err, sizeof(err)));
+				CHECKF(rc == 0, "%s", err);
+				CAPTURE(d, query_diff_json(s[f], &q, &none, out, err, sizeof(err)));
+				CHECKF(rc == 0 && (want = diff_as_tree(d)), "%s", d);
+				CHECKF(strcmp(t, want) == 0, "fixture %d vi %d max %zu:\n%s\n%s", f,
+				       vi, max_nodes[m], t, want);
+				if (f == 0 && count_nodes(t) > most)
+					most = count_nodes(t);
+				free(t), free(d), free(want), t = d = want = NULL;
+			}
+	/* the fixture is what it says: deep, cut by maxNodes, modules known and not */
+	CHECKF(most > 2000 && most < 100000, "%zu nodes", most);
+	q.max_nodes = 100000;
+	CAPTURE(t, query_tree_json(s[0], &q, out, err, sizeof(err)));
+	CHECKF(strstr(t, "\"module\":\"libq.so\"") && strstr(t, "{\"name\":\"f0\",\"self\"") &&
+		   strstr(t, "\"name\":\"f0_[i]\""),
+	       "%s", t);
+cleanup:
+	free(t);
+	free(d);
+	free(want);
+	store__close(s[0]);
+	store__close(s[1]);
 }
 
 /*
