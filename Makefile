@@ -17,7 +17,7 @@ TEST_DEPS_STAMP := $(BUILD)/.test-deps-ok
 WARN    := -Wall -Wextra -Werror
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(WARN) -g -Isrc -Ibpf -I$(GEN) -MMD -MP
 CFLAGS  ?= -O2
-LDLIBS  := -lbpf -ldw -lelf -ldebuginfod -lz -ldeflate -lprotobuf-c -lsqlite3 -lmicrohttpd -lcurl \
+LDLIBS  := -lbpf -ldw -lelf -ldebuginfod -lz -ldeflate -lprotobuf-c -lsqlite3 -lmicrohttpd -lcurl -ljson-c \
 	   -l:libiberty.a -lpthread -lm
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 

@@ -7,7 +7,7 @@ set -euo pipefail
 # Build: compilers, BPF tool chain, libraries hearth links against.
 BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev libdebuginfod-dev
 	zlib1g-dev libdeflate-dev libprotobuf-c-dev protobuf-c-compiler libsqlite3-dev libmicrohttpd-dev
-	libcurl4-openssl-dev libiberty-dev libyaml-dev pkg-config)
+	libcurl4-openssl-dev libiberty-dev libyaml-dev libjson-c-dev pkg-config)
 # Tests and benchmarks: real clients and peers (go tool pprof, chromium, perf),
 # sanitizer and fuzzer runtimes, workload tool chains; dpkg-buildpackage and
 # debhelper for the package test, systemd-analyze for the units, man for man pages.

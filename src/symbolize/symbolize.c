@@ -357,6 +357,27 @@ struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_pat
 	return o;
 }
 
+int symbolizer__object_by_build_id(struct symbolizer *s, const char *bid, const char *path,
+				   struct sym_object **out)
+{
+	size_t n = strlen(bid);
+	char p[4096];
+	int err;
+
+	*out = NULL;
+	if (n < 2 || n >= OBJECT_BUILD_ID_HEX || strspn(bid, "0123456789abcdef") != n)
+		return -EINVAL; /* it names a file below the debug root: nothing else passes */
+	if ((*out = bid_find(s, bid)))
+		return 0;
+	err = sym_debug__by_build_id(s->debug_root, bid, p, sizeof(p));
+	if (err && s->dbginfod)
+		err = sym_dbginfod__get(s->dbginfod, bid, p, sizeof(p));
+	if (err)
+		return err == -EAGAIN ? err : -ENOENT;
+	*out = symbolizer__object(s, p, path, 0, 0);
+	return *out ? 0 : -ENOMEM;
+}
+
 const char *sym_object__path(const struct sym_object *o)
 {
 	return o->path;
