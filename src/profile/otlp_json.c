@@ -504,11 +504,13 @@ int otlp_json__parse(struct otlp_msg *m, const char *buf, size_t len, char *err,
 	root = json_tokener_parse_ex(tok, buf, (int)len);
 	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
 	    json_tokener_get_parse_end(tok) != len) {
+		enum json_tokener_error e = json_tokener_get_error(tok);
+
 		r = jfail(&j, -EINVAL, "not valid JSON at byte %zu: %s",
 			  json_tokener_get_parse_end(tok),
-			  root && json_tokener_get_parse_end(tok) != len
-			      ? "data follows the request's object"
-			      : json_tokener_error_desc(json_tokener_get_error(tok)));
+			  root			       ? "data follows the request's object"
+			  : e == json_tokener_continue ? "the JSON ends early"
+						       : json_tokener_error_desc(e));
 		goto cleanup;
 	}
 	if ((r = want(&j, root, json_type_object, "the request")))

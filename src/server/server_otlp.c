@@ -88,6 +88,9 @@ static int resolve_locked(struct sym_ctx *c, const char *bid, const char *file, 
 	}
 	if (err)
 		return err == -ENOMEM ? err : 0;
+	left_ms = (c->deadline_ns - server_now_ns()) / 1000000;
+	if (!sym_object__settled(obj) && left_ms > 0) /* its debug info is on the way */
+		symbolizer__wait_debuginfo(s->otlp_sym, (int)left_ms);
 	if ((err = symbolizer__resolve(s->otlp_sym, obj, off, &res)))
 		return err;
 	return copy_frames(c, res, out, max);

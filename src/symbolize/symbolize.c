@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
@@ -369,9 +370,16 @@ int symbolizer__object_by_build_id(struct symbolizer *s, const char *bid, const 
 		return -EINVAL; /* it names a file below the debug root: nothing else passes */
 	if ((*out = bid_find(s, bid)))
 		return 0;
-	err = sym_debug__by_build_id(s->debug_root, bid, p, sizeof(p));
-	if (err && s->dbginfod)
-		err = sym_dbginfod__get(s->dbginfod, bid, p, sizeof(p));
+	if (path && path[0] == '/' && access(path, R_OK) == 0) { /* the file itself, here */
+		*out = symbolizer__object(s, path, path, 0, 0);
+		if (*out && !strcmp(sym_object__build_id(*out), bid))
+			return 0;
+		*out = NULL;
+	}
+	/* The executable, not a debug file alone: a debug file's program headers no longer
+	 * say where its segments were in the file, so a file offset cannot be placed in it.
+	 * The executable's own debug info is then found as for any object (debug_find). */
+	err = sym_dbginfod__get_exec(s->dbginfod, bid, p, sizeof(p));
 	if (err)
 		return err == -EAGAIN ? err : -ENOENT;
 	*out = symbolizer__object(s, p, path, 0, 0);
