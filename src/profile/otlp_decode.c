@@ -286,6 +286,9 @@ static int check_samples(struct dec *d, uint64_t *frames)
 				     i, s->n_values, OTLP_LAYOUT);
 		if (s->n_values == 0 && s->n_timestamps == 0)
 			return dfail(d, -EINVAL, "sample %zu has neither values nor timestamps", i);
+		if (s->n_values && OTLP_AT(m->values, int64_t, s->value_off) < 0)
+			return dfail(d, -EINVAL, "sample %zu has a negative value (%" PRId64 ")", i,
+				     OTLP_AT(m->values, int64_t, s->value_off));
 		if ((err = check_attr_list(d, s->attr_off, s->n_attrs, "sample", i)))
 			return err;
 		if (s->stack > 0)

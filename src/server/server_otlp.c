@@ -203,6 +203,21 @@ static void batch__fini(struct otlp_batch *b)
 	otlp_decoded__fini(&b->dec);
 }
 
+/* What ingest__store would refuse of a profile's time, checked for every profile
+ * before the first is stored (its own checks come one profile at a time; negative
+ * values are otlp_decode's). false: the reply is queued. */
+static bool check_time(struct server_req *r, const struct profile_flat *f, size_t i)
+{
+	char err[256];
+
+	if (f->time_ns > 0 && ingest_check_time("the profile's time_unix_nano", f->time_ns,
+						ingest_now_ns(), err, sizeof(err))) {
+		server_error(r, 400, SERVER_REJ_BAD_TIME, "profile %zu: %s", i, err);
+		return false;
+	}
+	return true;
+}
+
 /* Checks every series' labels (ingest's rules) and flattens its model. */
 static enum MHD_Result prepare(struct server_req *r, struct otlp_batch *b, bool *ok)
 {
@@ -230,6 +245,8 @@ static enum MHD_Result prepare(struct server_req *r, struct otlp_batch *b, bool 
 		if ((ret = profile__to_flat(s->profile, &b->flats[i])))
 			return server_error(r, 500, SERVER_REJ_INTERNAL, "flattening failed: %s",
 					    strerror(-ret));
+		if (!check_time(r, b->flats[i], i))
+			return MHD_YES;
 	}
 	*ok = true;
 	return MHD_YES;

@@ -178,6 +178,21 @@ sed -e "s/@TIME@/$NOW_NS/g" "$FX/cpu.txtpb" | awk '/^dictionary/ { exit } { prin
 bad no_dictionary 400 'no dictionary' "$T/nodict.bin" application/x-protobuf
 encode cpu.txtpb "$T/badidx.bin" -e 's/stack_index: 2 values: 7/stack_index: 9 values: 7/'
 bad bad_stack_index 400 'stack_index 9 is out of range' "$T/badidx.bin" application/x-protobuf
+# two resources, the second's time an hour ahead: the first is not stored either
+rp=$(awk '/^dictionary/ { exit } !/^#/' "$FX/cpu.txtpb")
+{
+	sed -e "s/@TIME@/$NOW_NS/g" -e 's/"shop"/"shopfirst"/' <<< "$rp"
+	sed -e "s/@TIME@/$((NOW_NS + 3600000000000))/g" <<< "$rp"
+	awk '/^dictionary/ { p = 1 } p' "$FX/cpu.txtpb"
+} | protoc -I "$PROTO" --encode="$REQ" profiles_service.proto > "$T/future.bin"
+bad future_time 400 'profile 1: .*time_unix_nano' "$T/future.bin" application/x-protobuf
+if [ -z "$(folded 'shopfirst{}')" ]; then
+	pass otlp_rejected_request_stores_no_profile_of_it
+else
+	fail otlp_rejected_request_stores_no_profile_of_it "$(folded 'shopfirst{}')"
+fi
+encode cpu.txtpb "$T/negative.bin" -e 's/values: 7/values: -7/'
+bad negative_value 400 'sample 1 has a negative value (-7)' "$T/negative.bin" application/x-protobuf
 printf '{"resourceProfiles": [' > "$T/trunc.json"
 bad truncated_json 400 'not valid JSON' "$T/trunc.json" application/json
 # a gzip bomb: 0.5 MiB on the wire, 512 MiB inflated
