@@ -358,6 +358,25 @@ struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_pat
 	return o;
 }
 
+/*
+ * Whether path (a name a request gives, from a profile of anywhere) is a regular file
+ * here that may be read as an object: not a FIFO, socket or device (what a read of
+ * those gives is no file's content) and nothing of /proc, /sys or /dev (kcore and the
+ * like are "regular" there).
+ */
+static bool local_regular_file(const char *path)
+{
+	static const char *const virt[] = {"/proc/", "/sys/", "/dev/"};
+	struct stat st;
+
+	if (!path || path[0] != '/')
+		return false;
+	for (size_t i = 0; i < sizeof(virt) / sizeof(virt[0]); i++)
+		if (!strncmp(path, virt[i], strlen(virt[i])))
+			return false;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+}
+
 int symbolizer__object_by_build_id(struct symbolizer *s, const char *bid, const char *path,
 				   struct sym_object **out)
 {
@@ -370,7 +389,7 @@ int symbolizer__object_by_build_id(struct symbolizer *s, const char *bid, const 
 		return -EINVAL; /* it names a file below the debug root: nothing else passes */
 	if ((*out = bid_find(s, bid)))
 		return 0;
-	if (path && path[0] == '/' && access(path, R_OK) == 0) { /* the file itself, here */
+	if (local_regular_file(path)) { /* the file itself, here */
 		*out = symbolizer__object(s, path, path, 0, 0);
 		if (*out && !strcmp(sym_object__build_id(*out), bid))
 			return 0;

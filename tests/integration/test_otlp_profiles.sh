@@ -143,6 +143,17 @@ else
 	fail otlp_unknown_build_id_module_offset "$(cat "$T/nativenone.folded")"
 fi
 
+# A mapped name that is a FIFO on the server's host: the request still answers at
+# once (no open waits for a writer), the frame kept as module+0xoff.
+mkfifo "$T/fifo"
+t0=$(date +%s)
+BID=0123456789abcdef0123456789abcdef01234567 native nativefifo "$T/fifo"
+if [ "$st" = 200 ] && [ $(($(date +%s) - t0)) -lt 20 ] && grep -qx 'fifo+0x1254 5' "$T/nativefifo.folded"; then
+	pass otlp_fifo_mapping_not_opened
+else
+	fail otlp_fifo_mapping_not_opened "status $st after $(($(date +%s) - t0)) s: $(cat "$T/nativefifo.folded")"
+fi
+
 # Another sample type: not stored, said in partial_success.
 encode memory.txtpb "$T/mem.bin"
 st=$(post "$T/mem.bin" application/x-protobuf "$T/r.mem")
