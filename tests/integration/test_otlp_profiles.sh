@@ -149,9 +149,9 @@ mkfifo "$T/fifo"
 t0=$(date +%s)
 BID=0123456789abcdef0123456789abcdef01234567 native nativefifo "$T/fifo"
 if [ "$st" = 200 ] && [ $(($(date +%s) - t0)) -lt 20 ] && grep -qx 'fifo+0x1254 5' "$T/nativefifo.folded"; then
-	pass otlp_fifo_mapping_not_opened
+	pass otlp_fifo_mapping_answers_at_once
 else
-	fail otlp_fifo_mapping_not_opened "status $st after $(($(date +%s) - t0)) s: $(cat "$T/nativefifo.folded")"
+	fail otlp_fifo_mapping_answers_at_once "status $st after $(($(date +%s) - t0)) s: $(cat "$T/nativefifo.folded")"
 fi
 
 # Another sample type: not stored, said in partial_success.
