@@ -312,12 +312,12 @@ struct otlp_frame {
  * file_offset). Up to max frames, innermost first, into out; returns how many (0:
  * unknown, kept as module+0xoff) or -errno (-ENOMEM fails the decode).
  */
-typedef int (*otlp_symbolize_fn)(void *ctx, const char *build_id, const char *file,
-				 uint64_t off, struct otlp_frame *out, size_t max);
+typedef int (*otlp_symbolize_fn)(void *ctx, const char *build_id, const char *file, uint64_t off,
+				 struct otlp_frame *out, size_t max);
 
 struct otlp_opts {
-	bool json;		    /* OTLP/JSON, else binary protobuf */
-	size_t budget;		    /* bytes the parsed tables may take; 0: OTLP_DEFAULT_BUDGET */
+	bool json;		     /* OTLP/JSON, else binary protobuf */
+	size_t budget;		     /* bytes the parsed tables may take; 0: OTLP_DEFAULT_BUDGET */
 	otlp_symbolize_fn symbolize; /* NULL: frames without lines stay module+0xoff */
 	void *ctx;
 };
@@ -334,8 +334,8 @@ struct otlp_series {
 struct otlp_decoded {
 	struct otlp_series *series; /* owned */
 	size_t n_series;
-	uint64_t rejected;	  /* profiles not kept: a sample type other than CPU */
-	char reject_reason[256];  /* why the first was not */
+	uint64_t rejected;	 /* profiles not kept: a sample type other than CPU */
+	char reject_reason[256]; /* why the first was not */
 	uint64_t frames_symbolized, frames_unsymbolized; /* native frames without lines */
 };
 
@@ -347,8 +347,8 @@ struct otlp_decoded {
  * read), -EFBIG (over the budget), -E2BIG (too many labels), -ENOMEM. Nothing
  * is kept on failure.
  */
-int otlp_decode(const uint8_t *buf, size_t len, const struct otlp_opts *o,
-		struct otlp_decoded *out, char *err, size_t errlen);
+int otlp_decode(const uint8_t *buf, size_t len, const struct otlp_opts *o, struct otlp_decoded *out,
+		char *err, size_t errlen);
 void otlp_decoded__fini(struct otlp_decoded *d);
 
 /*
