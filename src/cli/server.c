@@ -29,8 +29,9 @@ static void usage(FILE *f)
 	    f,
 	    "usage: hearth server [OPTIONS]\n"
 	    "\n"
-	    "Stores profiles pushed by agents and Pyroscope-style clients and serves the\n"
-	    "web UI at / and the query API (see docs/api.md).\n"
+	    "Stores profiles pushed by agents, Pyroscope-style clients and OTLP/HTTP\n"
+	    "profile exporters (POST /v1development/profiles) and serves the web UI at /\n"
+	    "and the query API (see docs/api.md).\n"
 	    "\n"
 	    "      --data DIR             store directory (default ./hearth-data; made\n"
 	    "                             owner-only, mode 700)\n"

@@ -236,6 +236,14 @@ static int gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t
 	return 0;
 }
 
+int profile_gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *out_len,
+		   char *err, size_t errlen)
+{
+	if (!is_gzip(in, n))
+		return fail(err, errlen, -EINVAL, "the body is not gzip data");
+	return gunzip(in, n, max, out, out_len, err, errlen);
+}
+
 /* ---- parse on a budget ---- */
 
 /* Parsed arrays may take this much plus DEC_PARSE_FACTOR bytes per wire byte. */

@@ -296,6 +296,76 @@ int profile__to_flat(const struct profile *p, struct profile_flat **out);
 /* NULL is a no-op. */
 void profile_flat__free(struct profile_flat *f);
 
+/* ---- OTLP profiles in (otlp_decode.c, otlp_wire.c, otlp_json.c) ---- */
+
+/* Most series labels one OTLP resource gives (ingest allows more: room for a
+ * sample's own). */
+#define OTLP_MAX_LABELS 24
+/* service_name of a resource without service.name (OTel's own default). */
+#define OTLP_DEFAULT_SERVICE "unknown_service"
+/* __profile_type__ of what OTLP ingest stores (Pyroscope's CPU type ID). */
+#define OTLP_CPU_PROFILE_TYPE "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+/* Memory budget of a decode when the caller gives none. */
+#define OTLP_DEFAULT_BUDGET (256u << 20)
+
+/* One frame a symbolizer found; strings borrowed until its next call. */
+struct otlp_frame {
+	const char *name, *system_name, *file;
+	int64_t line;
+};
+/*
+ * Frames of a native frame the sender did not symbolize: build_id (lower-case hex,
+ * GNU), file (the mapping's name), off (file offset: address - memory_start +
+ * file_offset). Up to max frames, innermost first, into out; returns how many (0:
+ * unknown, kept as module+0xoff) or -errno (-ENOMEM fails the decode).
+ */
+typedef int (*otlp_symbolize_fn)(void *ctx, const char *build_id, const char *file, uint64_t off,
+				 struct otlp_frame *out, size_t max);
+
+struct otlp_opts {
+	bool json;		     /* OTLP/JSON, else binary protobuf */
+	size_t budget;		     /* bytes the parsed tables may take; 0: OTLP_DEFAULT_BUDGET */
+	otlp_symbolize_fn symbolize; /* NULL: frames without lines stay module+0xoff */
+	void *ctx;
+};
+
+struct otlp_label {
+	char *key, *value; /* owned */
+};
+/* One CPU profile of one resource: its series labels and its model (owned). */
+struct otlp_series {
+	struct otlp_label *labels;
+	size_t n_labels;
+	struct profile *profile;
+};
+struct otlp_decoded {
+	struct otlp_series *series; /* owned */
+	size_t n_series;
+	uint64_t rejected;	 /* profiles not kept: a sample type other than CPU */
+	char reject_reason[256]; /* why the first was not */
+	uint64_t frames_symbolized, frames_unsymbolized; /* native frames without lines */
+};
+
+/*
+ * Decodes an ExportProfilesServiceRequest (opentelemetry-proto v1.10 profiles,
+ * binary or OTLP/JSON as o->json says) into *out (otlp_decoded__fini frees it,
+ * also after a failure). Returns 0, -EINVAL (malformed: err names the message,
+ * field or index), -EPROTO (an earlier, incompatible layout: err names the one
+ * read), -EFBIG (over the budget), -E2BIG (too many labels), -ENOMEM. Nothing
+ * is kept on failure.
+ */
+int otlp_decode(const uint8_t *buf, size_t len, const struct otlp_opts *o, struct otlp_decoded *out,
+		char *err, size_t errlen);
+void otlp_decoded__fini(struct otlp_decoded *d);
+
+/*
+ * Inflates a gzip stream (RFC 1952, several members allowed) into a malloc'd *out
+ * of at most max bytes. 0, -EINVAL (not gzip, or corrupt: err says), -EFBIG (more
+ * than max), -ENOMEM.
+ */
+int profile_gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *out_len,
+		   char *err, size_t errlen);
+
 /* ---- text and SVG ---- */
 
 /* Folded stacks: "process;frame;...;leaf COUNT\n" (root first), sorted, one line per stack.

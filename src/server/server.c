@@ -552,6 +552,7 @@ void server__stop(struct server *s)
 	MHD_stop_daemon(s->d);
 	pthread_mutex_destroy(&s->live_lock);
 	sem_destroy(&s->decodes);
+	server_otlp__stop(s);
 	free(s->web_root);
 	free(s);
 }

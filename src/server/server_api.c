@@ -286,6 +286,8 @@ enum MHD_Result server_route(struct server *s, struct server_req *r)
 		return h_healthz(s, r);
 	if (!strcmp(r->url, "/ingest"))
 		return server_h_ingest(s, r);
+	if (!strcmp(r->url, "/v1development/profiles"))
+		return server_h_otlp(s, r);
 	if (!strncmp(r->url, "/api/", 5))
 		return server_h_api(s, r);
 	if (!strcmp(r->url, "/debug/pprof/profile"))

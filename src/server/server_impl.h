@@ -60,6 +60,7 @@ struct server {
 	bool stopping;		   /* set by server__stop: long waits end (atomic) */
 	char *web_root;		   /* realpath of opts.web_dir, or NULL */
 	struct server_metrics metrics;
+	struct symbolizer *otlp_sym; /* owned, made on first use (server_otlp.c) */
 };
 
 /* One request; body accumulated before dispatch. */
@@ -114,6 +115,15 @@ enum MHD_Result server_h_pprof(struct server *s, struct server_req *r);
 enum MHD_Result server_h_metrics(struct server *s, struct server_req *r);
 /* Static files of the web UI: embedded, or from opts.web_dir (server_web.c). */
 enum MHD_Result server_h_web(struct server *s, struct server_req *r);
+
+/* POST /v1development/profiles (server_otlp.c), and what it frees at stop. */
+enum MHD_Result server_h_otlp(struct server *s, struct server_req *r);
+void server_otlp__stop(struct server *s);
+/* Waits up to SERVER_DECODE_WAIT_S for one of the SERVER_MAX_DECODES slots (sem_post
+ * s->decodes after). 0 or -EBUSY. */
+int server_decode_slot(struct server *s);
+/* Maps an ingest__store error to a reply. */
+enum MHD_Result server_store_failed(struct server_req *r, int ret, const char *err);
 
 /* Metrics (server_metrics.c). */
 void server_metrics__init(struct server_metrics *m);

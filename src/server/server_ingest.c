@@ -154,8 +154,7 @@ static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 	return MHD_YES;
 }
 
-/* Maps an ingest__store error to a reply. */
-static enum MHD_Result store_failed(struct server_req *r, int ret, const char *err)
+enum MHD_Result server_store_failed(struct server_req *r, int ret, const char *err)
 {
 	if (ret == -EDQUOT)
 		return server_error(r, 429, SERVER_REJ_TOO_MANY_SERIES, "%s", err);
@@ -190,7 +189,7 @@ static enum MHD_Result store_it(struct server *s, struct server_req *r, struct i
 	ret =
 	    ingest__store(store__backend(s->store), &req, ingest_now_ns(), &res, err, sizeof(err));
 	if (ret)
-		return store_failed(r, ret, err);
+		return server_store_failed(r, ret, err);
 	server__count_ingest(s, res.samples);
 	__atomic_add_fetch(&s->metrics.ingested_bytes, r->len, __ATOMIC_RELAXED);
 	return server_reply(r, 200, "application/json", strdup("{}\n"), 3);
@@ -201,8 +200,7 @@ void server__count_ingest(struct server *s, int64_t samples)
 	server_metrics__ingest(&s->metrics, samples > 0 ? (uint64_t)samples : 0, 0);
 }
 
-/* Waits up to SERVER_DECODE_WAIT_S for one of the SERVER_MAX_DECODES slots. 0 or -EBUSY. */
-static int decode_slot(struct server *s)
+int server_decode_slot(struct server *s)
 {
 	struct timespec until;
 
@@ -226,7 +224,7 @@ enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 	if (!s->store)
 		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "this listener has no store");
 	ret = ingest_args(r, &a, &ok);
-	if (ok && decode_slot(s)) {
+	if (ok && server_decode_slot(s)) {
 		ret = server_error(r, 503, SERVER_REJ_BUSY,
 				   "%d bodies are being decoded (the limit) and none finished "
 				   "within %d s; retry later",

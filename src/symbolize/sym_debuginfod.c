@@ -26,6 +26,7 @@ enum req_state { REQ_QUEUED, REQ_FETCHING, REQ_DONE, REQ_FAILED };
 
 struct dbg_req {
 	char bid[OBJECT_BUILD_ID_HEX];
+	bool exec;  /* the executable (sym_dbginfod__get_exec), not the debug file */
 	char *path; /* owned: cached debug file, when REQ_DONE */
 	enum req_state state;
 };
@@ -66,12 +67,14 @@ static long next_queued(struct sym_dbginfod *d)
 static void fetch_one(struct sym_dbginfod *d, size_t i)
 {
 	char bid[OBJECT_BUILD_ID_HEX], *path = NULL;
+	bool exec = d->reqs[i].exec;
 	int fd;
 
 	memcpy(bid, d->reqs[i].bid, sizeof(bid));
 	d->reqs[i].state = REQ_FETCHING;
 	pthread_mutex_unlock(&d->lock);
-	fd = debuginfod_find_debuginfo(d->client, (const unsigned char *)bid, 0, &path);
+	fd = exec ? debuginfod_find_executable(d->client, (const unsigned char *)bid, 0, &path)
+		  : debuginfod_find_debuginfo(d->client, (const unsigned char *)bid, 0, &path);
 	if (fd >= 0)
 		close(fd);
 	pthread_mutex_lock(&d->lock);
@@ -147,24 +150,25 @@ void sym_dbginfod__free(struct sym_dbginfod *d)
 }
 
 /* The request for bid, queued now if new; NULL when the table is full. Lock held. */
-static struct dbg_req *request_of(struct sym_dbginfod *d, const char *bid)
+static struct dbg_req *request_of(struct sym_dbginfod *d, const char *bid, bool exec)
 {
 	struct dbg_req *r;
 
 	for (size_t i = 0; i < d->n; i++)
-		if (!strcmp(d->reqs[i].bid, bid))
+		if (!strcmp(d->reqs[i].bid, bid) && d->reqs[i].exec == exec)
 			return &d->reqs[i];
 	if (d->n >= SYM_DBGINFOD_MAX || base_grow((void **)&d->reqs, &d->cap, d->n + 1, sizeof(*r)))
 		return NULL;
 	r = &d->reqs[d->n++];
 	memset(r, 0, sizeof(*r));
 	snprintf(r->bid, sizeof(r->bid), "%s", bid);
+	r->exec = exec;
 	r->state = REQ_QUEUED;
 	pthread_cond_signal(&d->wake);
 	return r;
 }
 
-int sym_dbginfod__get(struct sym_dbginfod *d, const char *bid, char *out, size_t len)
+static int get(struct sym_dbginfod *d, const char *bid, bool exec, char *out, size_t len)
 {
 	struct dbg_req *r;
 	int err;
@@ -172,12 +176,22 @@ int sym_dbginfod__get(struct sym_dbginfod *d, const char *bid, char *out, size_t
 	if (!d || !bid[0])
 		return -ENOENT;
 	pthread_mutex_lock(&d->lock);
-	r = request_of(d, bid);
+	r = request_of(d, bid, exec);
 	err = !r || r->state == REQ_FAILED ? -ENOENT : r->state == REQ_DONE ? 0 : -EAGAIN;
 	if (!err)
 		snprintf(out, len, "%s", r->path);
 	pthread_mutex_unlock(&d->lock);
 	return err;
+}
+
+int sym_dbginfod__get(struct sym_dbginfod *d, const char *bid, char *out, size_t len)
+{
+	return get(d, bid, false, out, len);
+}
+
+int sym_dbginfod__get_exec(struct sym_dbginfod *d, const char *bid, char *out, size_t len)
+{
+	return get(d, bid, true, out, len);
 }
 
 void sym_dbginfod__wait(struct sym_dbginfod *d, int timeout_ms)

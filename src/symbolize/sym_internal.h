@@ -193,6 +193,8 @@ void sym_dbginfod__free(struct sym_dbginfod *d);
  * done, -EAGAIN while queued or fetching, -ENOENT when the servers do not have it.
  */
 int sym_dbginfod__get(struct sym_dbginfod *d, const char *bid, char *out, size_t len);
+/* The same for bid's executable (debuginfod's /buildid/BID/executable). */
+int sym_dbginfod__get_exec(struct sym_dbginfod *d, const char *bid, char *out, size_t len);
 /* Waits until no request is pending, at most timeout_ms. */
 void sym_dbginfod__wait(struct sym_dbginfod *d, int timeout_ms);
 

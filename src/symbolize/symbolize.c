@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
@@ -355,6 +356,53 @@ struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_pat
 	if (o)
 		ident_add(s, &key, o);
 	return o;
+}
+
+/*
+ * Whether path (a name a request gives, from a profile of anywhere) is a regular file
+ * here that may be read as an object: not a FIFO, socket or device (what a read of
+ * those gives is no file's content) and nothing of /proc, /sys or /dev (kcore and the
+ * like are "regular" there).
+ */
+static bool local_regular_file(const char *path)
+{
+	static const char *const virt[] = {"/proc/", "/sys/", "/dev/"};
+	struct stat st;
+
+	if (!path || path[0] != '/')
+		return false;
+	for (size_t i = 0; i < sizeof(virt) / sizeof(virt[0]); i++)
+		if (!strncmp(path, virt[i], strlen(virt[i])))
+			return false;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+}
+
+int symbolizer__object_by_build_id(struct symbolizer *s, const char *bid, const char *path,
+				   struct sym_object **out)
+{
+	size_t n = strlen(bid);
+	char p[4096];
+	int err;
+
+	*out = NULL;
+	if (n < 2 || n >= OBJECT_BUILD_ID_HEX || strspn(bid, "0123456789abcdef") != n)
+		return -EINVAL; /* it names a file below the debug root: nothing else passes */
+	if ((*out = bid_find(s, bid)))
+		return 0;
+	if (local_regular_file(path)) { /* the file itself, here */
+		*out = symbolizer__object(s, path, path, 0, 0);
+		if (*out && !strcmp(sym_object__build_id(*out), bid))
+			return 0;
+		*out = NULL;
+	}
+	/* The executable, not a debug file alone: a debug file's program headers no longer
+	 * say where its segments were in the file, so a file offset cannot be placed in it.
+	 * The executable's own debug info is then found as for any object (debug_find). */
+	err = sym_dbginfod__get_exec(s->dbginfod, bid, p, sizeof(p));
+	if (err)
+		return err == -EAGAIN ? err : -ENOENT;
+	*out = symbolizer__object(s, p, path, 0, 0);
+	return *out ? 0 : -ENOMEM;
 }
 
 const char *sym_object__path(const struct sym_object *o)

@@ -96,6 +96,18 @@ void symbolizer__free(struct symbolizer *s);
  */
 struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_path, const char *path,
 				      uint64_t dev, uint64_t inode);
+/*
+ * The object whose GNU build-id is bid (lower-case hex), for a caller that knows no
+ * file of it (a profile from another host): an object already known by that build-id,
+ * else the file at path when it is a readable regular file (not under /proc, /sys or
+ * /dev) with that build-id, else the executable debuginfod serves (asked without
+ * waiting: -EAGAIN while the fetch runs; symbolizer__wait_debuginfo waits), its debug
+ * info then found as for any object (sym_object__settled says when). path names it to
+ * users. *out borrowed like symbolizer__object's. 0, -EINVAL (bid not hex), -ENOENT
+ * (nowhere to be had), -EAGAIN, -ENOMEM.
+ */
+int symbolizer__object_by_build_id(struct symbolizer *s, const char *bid, const char *path,
+				   struct sym_object **out);
 /* Name as mapped (path argument above). */
 const char *sym_object__path(const struct sym_object *o);
 /* Hex GNU build-id, "" when none. */

@@ -1,0 +1,411 @@
+/*
+ * POST /v1development/profiles: OTLP/HTTP profiles in (opentelemetry-proto v1.10,
+ * ExportProfilesServiceRequest), as application/x-protobuf or application/json,
+ * optionally Content-Encoding: gzip. The OTel Collector's otlphttp exporter sends
+ * this; the OTel eBPF profiler itself speaks OTLP/gRPC only (docs/api.md, "OTLP
+ * profiles", shows the Collector in between).
+ *
+ * The same guards as /ingest: the body limit, one of SERVER_MAX_DECODES decode
+ * slots, a memory budget sized by the body (half of it for the inflated bytes),
+ * PROFILE_MAX_FRAMES, ingest's label rules. Everything is decoded, symbolized,
+ * labelled and flattened before the first append, so a bad request stores
+ * nothing; a request of several CPU profiles is then several appends (a store
+ * error in the middle — disk full, series limit — leaves the ones before).
+ *
+ * Native frames sent without names are symbolized here by build-id through one
+ * symbolizer per server (its .build-id tree and DEBUGINFOD_URLS), under a mutex,
+ * waiting at most SERVER_OTLP_DEBUGINFOD_WAIT_MS per request for debuginfod.
+ */
+#include "server_impl.h"
+#include "ingest/ingest.h"
+#include "symbolize/symbolize.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest a request waits for debuginfod fetches in all. */
+#define SERVER_OTLP_DEBUGINFOD_WAIT_MS 5000
+/* Frames kept of one address's answer (a function and its inlined callees). */
+#define OTLP_MAX_SYM_FRAMES_SERVER 16
+
+static pthread_mutex_t otlp_sym_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct sym_ctx {
+	struct server *s;
+	int64_t deadline_ns;
+	char *strs[3 * OTLP_MAX_SYM_FRAMES_SERVER]; /* owned copies of the last answer */
+};
+
+static void sym_ctx__clear(struct sym_ctx *c)
+{
+	for (size_t i = 0; i < sizeof(c->strs) / sizeof(*c->strs); i++) {
+		free(c->strs[i]);
+		c->strs[i] = NULL;
+	}
+}
+
+/* Copies of the symbolizer's strings: they are the symbolizer's until its next call,
+ * which another request's thread may make once the lock is released. */
+static int copy_frames(struct sym_ctx *c, const struct sym_result *res, struct otlp_frame *out,
+		       size_t max)
+{
+	size_t n = res->n < max ? res->n : max;
+
+	if (n > OTLP_MAX_SYM_FRAMES_SERVER)
+		n = OTLP_MAX_SYM_FRAMES_SERVER;
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_frame *f = &res->frames[i];
+		char **s = &c->strs[3 * i];
+
+		s[0] = strdup(f->name ? f->name : "");
+		s[1] = strdup(f->system_name ? f->system_name : "");
+		s[2] = strdup(f->file ? f->file : "");
+		if (!s[0] || !s[1] || !s[2])
+			return -ENOMEM;
+		out[i] = (struct otlp_frame){s[0], s[1], s[2], f->line};
+	}
+	return (int)n;
+}
+
+static int resolve_locked(struct sym_ctx *c, const char *bid, const char *file, uint64_t off,
+			  struct otlp_frame *out, size_t max)
+{
+	struct server *s = c->s;
+	const struct sym_result *res;
+	struct sym_object *obj;
+	int64_t left_ms;
+	int err;
+
+	if (!s->otlp_sym && !(s->otlp_sym = symbolizer__new(NULL)))
+		return -ENOMEM;
+	err = symbolizer__object_by_build_id(s->otlp_sym, bid, file, &obj);
+	left_ms = (c->deadline_ns - server_now_ns()) / 1000000;
+	if (err == -EAGAIN && left_ms > 0) {
+		symbolizer__wait_debuginfo(s->otlp_sym, (int)left_ms);
+		err = symbolizer__object_by_build_id(s->otlp_sym, bid, file, &obj);
+	}
+	if (err)
+		return err == -ENOMEM ? err : 0;
+	left_ms = (c->deadline_ns - server_now_ns()) / 1000000;
+	if (!sym_object__settled(obj) && left_ms > 0) /* its debug info is on the way */
+		symbolizer__wait_debuginfo(s->otlp_sym, (int)left_ms);
+	if ((err = symbolizer__resolve(s->otlp_sym, obj, off, &res)))
+		return err;
+	return copy_frames(c, res, out, max);
+}
+
+static int resolve(void *ctx, const char *bid, const char *file, uint64_t off,
+		   struct otlp_frame *out, size_t max)
+{
+	struct sym_ctx *c = ctx;
+	int r;
+
+	sym_ctx__clear(c);
+	pthread_mutex_lock(&otlp_sym_lock);
+	r = resolve_locked(c, bid, file, off, out, max);
+	pthread_mutex_unlock(&otlp_sym_lock);
+	return r;
+}
+
+void server_otlp__stop(struct server *s)
+{
+	symbolizer__free(s->otlp_sym);
+	s->otlp_sym = NULL;
+}
+
+/* ---- the request ---- */
+
+static const char *header(struct server_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* Whether content type ct (parameters ignored) is t. */
+static bool ctype_is(const char *ct, const char *t)
+{
+	size_t n = strlen(t);
+
+	return !strncasecmp(ct, t, n) && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
+}
+
+/* The body, inflated when gzip'd (*owned then the caller's to free); on failure the
+ * reply is already queued and *ok false. */
+static enum MHD_Result body(struct server_req *r, size_t budget, const uint8_t **b, size_t *n,
+			    uint8_t **owned, bool *ok)
+{
+	const char *enc = header(r, "Content-Encoding");
+	char err[256] = "";
+	int ret;
+
+	*ok = false;
+	*b = r->body;
+	*n = r->len;
+	if (!enc || !*enc || !strcasecmp(enc, "identity")) {
+		*ok = true;
+		return MHD_YES;
+	}
+	if (strcasecmp(enc, "gzip"))
+		return server_error(r, 415, SERVER_REJ_BAD_FORMAT,
+				    "Content-Encoding '%.64s' is not supported (gzip, identity)",
+				    enc);
+	ret = profile_gunzip(r->body, r->len, budget / 2, owned, n, err, sizeof(err));
+	if (ret == -EFBIG)
+		return server_error(r, 413, SERVER_REJ_BOMB,
+				    "the gzip body inflates past this request's memory budget "
+				    "(%zu MiB for inflating): %s",
+				    (budget / 2) >> 20, err);
+	if (ret == -EINVAL)
+		return server_error(r, 400, SERVER_REJ_BAD_PROFILE, "bad gzip body: %s", err);
+	if (ret)
+		return server_error(r, 500, SERVER_REJ_INTERNAL, "inflating failed: %s",
+				    strerror(-ret));
+	*b = *owned;
+	*ok = true;
+	return MHD_YES;
+}
+
+static enum MHD_Result decode_failed(struct server_req *r, int ret, const char *err, bool json,
+				     size_t budget)
+{
+	const char *what = json ? "OTLP/JSON" : "OTLP protobuf";
+
+	if (ret == -EFBIG)
+		return server_error(r, 413, SERVER_REJ_BOMB,
+				    "%s request needs more than its memory budget of %zu MiB: %s",
+				    what, budget >> 20, err);
+	if (ret == -EINVAL || ret == -EPROTO)
+		return server_error(r, 400, SERVER_REJ_BAD_PROFILE, "malformed %s request: %s",
+				    what, err);
+	if (ret == -E2BIG)
+		return server_error(r, 400, SERVER_REJ_BAD_LABELS, "%s", err);
+	return server_error(r, 500, SERVER_REJ_INTERNAL, "decoding failed: %s", strerror(-ret));
+}
+
+/* Everything a request stores, made before the first append. */
+struct otlp_batch {
+	struct otlp_decoded dec;
+	struct server_labels *labels; /* one per series */
+	struct profile_flat **flats;  /* one per series */
+};
+
+static void batch__fini(struct otlp_batch *b)
+{
+	for (size_t i = 0; i < b->dec.n_series; i++) {
+		if (b->labels)
+			server_labels__fini(&b->labels[i]);
+		if (b->flats)
+			profile_flat__free(b->flats[i]);
+	}
+	free(b->labels);
+	free(b->flats);
+	otlp_decoded__fini(&b->dec);
+}
+
+/* What ingest__store would refuse of a profile's time, checked for every profile
+ * before the first is stored (its own checks come one profile at a time; negative
+ * values are otlp_decode's). false: the reply is queued. */
+static bool check_time(struct server_req *r, const struct profile_flat *f, size_t i)
+{
+	char err[256];
+
+	if (f->time_ns > 0 && ingest_check_time("the profile's time_unix_nano", f->time_ns,
+						ingest_now_ns(), err, sizeof(err))) {
+		server_error(r, 400, SERVER_REJ_BAD_TIME, "profile %zu: %s", i, err);
+		return false;
+	}
+	return true;
+}
+
+/* Checks every series' labels (ingest's rules) and flattens its model. */
+static enum MHD_Result prepare(struct server_req *r, struct otlp_batch *b, bool *ok)
+{
+	char err[512];
+	int ret;
+
+	*ok = false;
+	b->labels = calloc(b->dec.n_series + 1, sizeof(*b->labels));
+	b->flats = calloc(b->dec.n_series + 1, sizeof(*b->flats));
+	if (!b->labels || !b->flats)
+		return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
+	for (size_t i = 0; i < b->dec.n_series; i++) {
+		const struct otlp_series *s = &b->dec.series[i];
+
+		for (size_t k = 0; k < s->n_labels; k++) {
+			ret = server_labels__add(&b->labels[i], s->labels[k].key,
+						 s->labels[k].value, err, sizeof(err));
+			if (ret == -ENOMEM)
+				return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
+			if (ret)
+				return server_error(r, 400, SERVER_REJ_BAD_LABELS,
+						    "resource attribute as label %s: %s",
+						    s->labels[k].key, err);
+		}
+		if ((ret = profile__to_flat(s->profile, &b->flats[i])))
+			return server_error(r, 500, SERVER_REJ_INTERNAL, "flattening failed: %s",
+					    strerror(-ret));
+		if (!check_time(r, b->flats[i], i))
+			return MHD_YES;
+	}
+	*ok = true;
+	return MHD_YES;
+}
+
+static enum MHD_Result store_all(struct server *s, struct server_req *r, struct otlp_batch *b,
+				 int64_t *samples, bool *ok)
+{
+	int64_t now = ingest_now_ns();
+
+	for (size_t i = 0; i < b->dec.n_series; i++) {
+		struct store_label labels[SERVER_MAX_LABELS];
+		struct store_append_result res = {0};
+		struct ingest_request req = {
+		    .labels = labels, .n_labels = b->labels[i].n, .profile = b->flats[i]};
+		char err[512] = "";
+		int ret;
+
+		for (size_t k = 0; k < b->labels[i].n; k++)
+			labels[k] =
+			    (struct store_label){b->labels[i].keys[k], b->labels[i].vals[k]};
+		if (b->flats[i]->time_ns <= 0) { /* no time given: now */
+			req.has_range = true;
+			req.from_ns = req.until_ns = now;
+		}
+		ret = ingest__store(store__backend(s->store), &req, now, &res, err, sizeof(err));
+		if (ret) {
+			*ok = false;
+			return server_store_failed(r, ret, err);
+		}
+		*samples += res.samples;
+	}
+	return MHD_YES;
+}
+
+static void put_varint(FILE *f, uint64_t x)
+{
+	do {
+		fputc((int)((x & 0x7f) | (x >> 7 ? 0x80 : 0)), f);
+		x >>= 7;
+	} while (x);
+}
+
+static size_t varint_len(uint64_t x)
+{
+	size_t n = 1;
+
+	while (x >>= 7)
+		n++;
+	return n;
+}
+
+/* ExportProfilesServiceResponse in the request's encoding: empty, or a partial
+ * success naming the profiles not stored. */
+static enum MHD_Result reply(struct server_req *r, const struct otlp_decoded *d, bool json)
+{
+	const char *msg = d->reject_reason;
+	size_t msg_len = strlen(msg);
+	struct server_mem m;
+	uint64_t n = d->rejected;
+
+	if (server_mem__open(&m))
+		return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
+	if (json && n) {
+		fprintf(m.f,
+			"{\"partialSuccess\":{\"rejectedProfiles\":\"%" PRIu64
+			"\",\"errorMessage\":\"",
+			n);
+		for (const char *p = msg; *p; p++) { /* the sample type's name is the sender's */
+			if (*p == '"' || *p == '\\')
+				fputc('\\', m.f);
+			fputc((unsigned char)*p < 0x20 ? '?' : *p, m.f);
+		}
+		fputs("\"}}\n", m.f);
+	} else if (json) {
+		fputs("{}\n", m.f);
+	} else if (n) { /* 1: partial_success { 1: rejected_profiles, 2: error_message } */
+		fputc(0x0a, m.f);
+		put_varint(m.f, 1 + varint_len(n) + 1 + varint_len(msg_len) + msg_len);
+		fputc(0x08, m.f);
+		put_varint(m.f, n);
+		fputc(0x12, m.f);
+		put_varint(m.f, msg_len);
+		fwrite(msg, 1, msg_len, m.f);
+	}
+	return server_reply_mem(r, 200, json ? "application/json" : "application/x-protobuf", &m);
+}
+
+static enum MHD_Result handle(struct server *s, struct server_req *r, bool json)
+{
+	struct sym_ctx sc = {.s = s,
+			     .deadline_ns = server_now_ns() +
+					    SERVER_OTLP_DEBUGINFOD_WAIT_MS * (int64_t)1000000};
+	struct otlp_opts o = {.json = json, .symbolize = resolve, .ctx = &sc};
+	size_t budget = server_memory_budget(r->len), n;
+	struct otlp_batch b = {0};
+	uint8_t *owned = NULL;
+	const uint8_t *buf;
+	int64_t samples = 0;
+	enum MHD_Result ret;
+	char err[512] = "";
+	bool ok;
+	int dr;
+
+	ret = body(r, budget, &buf, &n, &owned, &ok);
+	if (ok) {
+		o.budget = budget / 2;
+		dr = otlp_decode(buf, n, &o, &b.dec, err, sizeof(err));
+		sym_ctx__clear(&sc);
+		free(owned);
+		owned = NULL;
+		if (dr)
+			ret = decode_failed(r, dr, err, json, o.budget);
+		ok = !dr;
+	}
+	if (ok)
+		ret = prepare(r, &b, &ok);
+	if (ok)
+		ret = store_all(s, r, &b, &samples, &ok);
+	if (ok) {
+		server__count_ingest(s, samples);
+		__atomic_add_fetch(&s->metrics.ingested_bytes, r->len, __ATOMIC_RELAXED);
+		if (b.dec.frames_symbolized || b.dec.frames_unsymbolized)
+			server_log(s, "info",
+				   "otlp: %" PRIu64 " native frames symbolized, %" PRIu64
+				   " left as module+offset",
+				   b.dec.frames_symbolized, b.dec.frames_unsymbolized);
+		ret = reply(r, &b.dec, json);
+	}
+	free(owned);
+	batch__fini(&b);
+	return ret;
+}
+
+enum MHD_Result server_h_otlp(struct server *s, struct server_req *r)
+{
+	const char *ct = header(r, "Content-Type");
+	enum MHD_Result ret;
+	bool json;
+
+	if (strcmp(r->method, "POST"))
+		return server_error(r, 405, SERVER_REJ_METHOD,
+				    "/v1development/profiles takes POST");
+	if (!s->store)
+		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "this listener has no store");
+	if (!ct || !(ctype_is(ct, "application/x-protobuf") ||
+		     ctype_is(ct, "application/protobuf") || ctype_is(ct, "application/json")))
+		return server_error(
+		    r, 415, SERVER_REJ_BAD_FORMAT,
+		    "Content-Type '%.64s' is not an OTLP one (application/x-protobuf, "
+		    "application/json)",
+		    ct ? ct : "");
+	json = ctype_is(ct, "application/json");
+	if (server_decode_slot(s))
+		return server_error(r, 503, SERVER_REJ_BUSY,
+				    "%d bodies are being decoded (the limit) and none finished "
+				    "within %d s; retry later",
+				    SERVER_MAX_DECODES, SERVER_DECODE_WAIT_S);
+	ret = handle(s, r, json);
+	sem_post(&s->decodes);
+	return ret;
+}
