@@ -99,6 +99,27 @@ static int check_profile(struct ingest_request *req, int64_t now_ns, char *err, 
 	return 0;
 }
 
+/*
+ * Appends the profile with its __profile_type__ label (CONV16: every producer
+ * may name its type as a label) as the store's profile type, which the store
+ * keeps beside the labels, not as one of them; no such label: the store's CPU type.
+ */
+static int append_typed(struct store_backend *b, const struct ingest_request *req,
+			struct store_append_result *res, char *err, size_t errlen)
+{
+	struct store_label labels[INGEST_MAX_LABELS];
+	const char *type = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < req->n_labels; i++) {
+		if (strcmp(req->labels[i].name, STORE_PROFILE_TYPE_LABEL) == 0)
+			type = req->labels[i].value;
+		else
+			labels[n++] = req->labels[i];
+	}
+	return b->ops->append_flat(b, req->profile, type, labels, n, res, err, errlen);
+}
+
 int ingest__store(struct store_backend *b, struct ingest_request *req, int64_t now_ns,
 		  struct store_append_result *res, char *err, size_t errlen)
 {
@@ -119,6 +140,5 @@ int ingest__store(struct store_backend *b, struct ingest_request *req, int64_t n
 	ret = check_profile(req, now_ns, err, errlen);
 	if (ret)
 		return ret;
-	return b->ops->append_flat(b, req->profile, NULL, req->labels, req->n_labels, res, err,
-				   errlen);
+	return append_typed(b, req, res, err, errlen);
 }

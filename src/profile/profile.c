@@ -58,6 +58,7 @@ struct label_cache {
 
 struct profile {
 	int64_t period_ns, time_ns, duration_ns;
+	char *type; /* profile type ID (profile__set_type); NULL: CPU */
 	struct base_strtab strs;
 	struct mapping_rec *maps;
 	size_t n_maps, cap_maps;
@@ -116,7 +117,41 @@ void profile__free(struct profile *p)
 	base_hmap__fini(&p->loc_idx);
 	base_hmap__fini(&p->sample_idx);
 	base_strtab__fini(&p->strs);
+	free(p->type);
 	free(p);
+}
+
+int profile__set_type(struct profile *p, const char *type)
+{
+	char *t = NULL;
+
+	if (type && strncmp(type, PROFILE_CPU_TYPE_PREFIX, strlen(PROFILE_CPU_TYPE_PREFIX)) != 0 &&
+	    !(t = strdup(type)))
+		return -ENOMEM;
+	free(p->type);
+	p->type = t;
+	return 0;
+}
+
+const char *profile__type(const struct profile *p)
+{
+	return p->type;
+}
+
+int profile_type_split(const char *type, char fields[PROFILE_TYPE_FIELDS][PROFILE_TYPE_FIELD_MAX])
+{
+	const char *s = type;
+
+	for (int i = 0; i < PROFILE_TYPE_FIELDS; i++) {
+		size_t n = strcspn(s, ":");
+
+		if (n == 0 || n >= PROFILE_TYPE_FIELD_MAX || (i < PROFILE_TYPE_FIELDS - 1) != (s[n] == ':'))
+			return -EINVAL;
+		memcpy(fields[i], s, n);
+		fields[i][n] = '\0';
+		s += n + (s[n] == ':');
+	}
+	return 0;
 }
 
 void profile__set_time(struct profile *p, int64_t time_ns, int64_t duration_ns)

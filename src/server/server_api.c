@@ -285,6 +285,8 @@ enum MHD_Result server_route(struct server *s, struct server_req *r)
 		return h_healthz(s, r);
 	if (!strcmp(r->url, "/ingest"))
 		return server_h_ingest(s, r);
+	if (!strcmp(r->url, "/api/targets"))
+		return server_h_targets(s, r);
 	if (!strncmp(r->url, "/api/", 5))
 		return server_h_api(s, r);
 	if (!strcmp(r->url, "/debug/pprof/profile"))
