@@ -103,6 +103,11 @@ int64_t profile__period_ns(const struct profile *p);
 int profile__set_type(struct profile *p, const char *type);
 /* The type set, NULL for CPU. */
 const char *profile__type(const struct profile *p);
+/* Whether type names CPU samples (NULL does). */
+bool profile_type_is_cpu(const char *type);
+/* The unit of values[vi] for display: "samples" / "nanoseconds" for CPU, else the
+ * type's SAMPLE_UNIT ("bytes", "count"...); valid while p lives. p may be NULL (CPU). */
+const char *profile__unit(const struct profile *p, int vi);
 /* A type's five ':'-separated fields, each non-empty and shorter than
  * PROFILE_TYPE_FIELD_MAX. 0 or -EINVAL. */
 int profile_type_split(const char *type, char fields[PROFILE_TYPE_FIELDS][PROFILE_TYPE_FIELD_MAX]);
@@ -353,6 +358,8 @@ void top__free(struct top *t);
 /* Counts one stack (n location ids of p, leaf first; unknown ids are skipped) of
  * value v. 0 or -ENOMEM. */
 int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v);
+/* The profile t counts the locations of. */
+const struct profile *top__profile(const struct top *t);
 /* Sum of |v| over the stacks counted (pprof's total; saturating). */
 int64_t top__total(const struct top *t);
 struct top_row {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -52,6 +53,7 @@ func main() {
 		os.Exit(1)
 	}
 	allocHeap()
+	runtime.GC() // the heap profile shows the heap as of the last completed GC
 	c := make(chan struct{})
 	for i := 0; i < 20; i++ {
 		go parkForever(c)
