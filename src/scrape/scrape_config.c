@@ -142,8 +142,12 @@ static int get_duration(struct cfg_parse *p, yaml_node_t *n, const char *key, in
 			       "%s: '%s' is not a duration (whole numbers of ms, s, m, h, d, w: "
 			       "e.g. 10s, 1m30s)",
 			       key, s ? s : node_kind(n));
-	if (*out < SCRAPE_MIN_INTERVAL_NS || *out > SCRAPE_MAX_INTERVAL_NS)
-		return fail_at(p, n, -EINVAL, "%s: '%s' is outside 1s to 1h", key, s);
+	/* a timeout may be shorter than the shortest interval, not below 100 ms */
+	if (*out <
+		(strstr(key, "timeout") ? SCRAPE_MIN_INTERVAL_NS / 10 : SCRAPE_MIN_INTERVAL_NS) ||
+	    *out > SCRAPE_MAX_INTERVAL_NS)
+		return fail_at(p, n, -EINVAL, "%s: '%s' is outside %s to 1h", key, s,
+			       strstr(key, "timeout") ? "100ms" : "1s");
 	return 0;
 }
 
