@@ -317,7 +317,7 @@ static int parse_profile(struct cfg_parse *p, yaml_node_t *map, enum scrape_kind
 			e = get_bool(p, v, "enabled", &pc->enabled);
 		} else if (!strcmp(k, "path")) {
 			e = dup_str(p, v, "path", &pc->path);
-			if (!e && (pc->path[0] != '/' || strpbrk(pc->path, " \t\r\n#")))
+			if (!e && (pc->path[0] != '/' || strpbrk(pc->path, " \t\r\n#?")))
 				e = fail_at(p, v, -EINVAL, "path '%s' must start with '/'",
 					    pc->path);
 		} else if (!strcmp(k, "delta") && kind == SCRAPE_CPU) {
@@ -362,6 +362,15 @@ static int parse_pprof_config(struct cfg_parse *p, yaml_node_t *map, struct scra
 	return e;
 }
 
+static int get_prefix(struct cfg_parse *p, yaml_node_t *v, char **prefix)
+{
+	int e = dup_str(p, v, "path_prefix", prefix);
+
+	if (!e && ((*prefix)[0] != '/' || strpbrk(*prefix, " \t\r\n#?")))
+		e = fail_at(p, v, -EINVAL, "path_prefix '%s' must start with '/'", *prefix);
+	return e;
+}
+
 static int parse_profiling(struct cfg_parse *p, yaml_node_t *map, struct scrape_job_cfg *j,
 			   char **prefix)
 {
@@ -378,7 +387,7 @@ static int parse_profiling(struct cfg_parse *p, yaml_node_t *map, struct scrape_
 		if (!strcmp(k, "pprof_config"))
 			e = parse_pprof_config(p, v, j);
 		else if (!strcmp(k, "path_prefix"))
-			e = dup_str(p, v, "path_prefix", prefix);
+			e = get_prefix(p, v, prefix);
 		else
 			e = fail_at(p, kn, -EINVAL,
 				    "unknown key '%s' in profiling_config (known: pprof_config, "

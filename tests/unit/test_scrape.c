@@ -106,6 +106,8 @@ TEST(scrape_config_errors_name_the_line)
 	     "x.yaml:5: delta: false is not supported"},
 	    {"scrape_config:\n  - job_name: a\n", "x.yaml:1: unknown key 'scrape_config'"},
 	    {"", "x.yaml:1: the file is empty"},
+	    {"scrape_configs:\n  - job_name: a\n    profiling_config: {path_prefix: x}\n",
+	     "x.yaml:3: path_prefix 'x' must start with '/'"},
 	    {"scrape_configs: [\n", "x.yaml:2: "},
 	};
 	struct scrape_config *c = NULL;
