@@ -55,7 +55,7 @@ struct dec {
 	struct idpair *map_ix, *fn_ix, *loc_ix; /* sorted by id */
 	bool map_dense, fn_dense, loc_dense;	/* ids are 1..n: ix[id - 1] */
 	int idx_count, idx_cpu;			/* sample_type indices, -1 when absent */
-	int want; /* >= 0: the one sample type to keep (pprof_decode_flat_value) */
+	int want;	/* >= 0: the one sample type to keep (pprof_decode_flat_value) */
 	uint32_t *locs; /* location index of every sample location id, found by check_sample */
 };
 
@@ -675,8 +675,8 @@ static int flatten(struct dec *d, struct profile_flat_box *b)
 	for (size_t i = 0; i < m->sample_type.n; i++) {
 		const struct pprof_wire_vt *vt = &W(sample_type, struct pprof_wire_vt, i);
 
-		b->sample_types[i] = (struct profile_flat_value_type){(uint32_t)vt->type,
-								      (uint32_t)vt->unit};
+		b->sample_types[i] =
+		    (struct profile_flat_value_type){(uint32_t)vt->type, (uint32_t)vt->unit};
 	}
 	flatten_strings(d, b);
 	flatten_symbols(d, b);

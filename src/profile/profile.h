@@ -96,9 +96,9 @@ int64_t profile__period_ns(const struct profile *p);
  * value in both values[0] and values[1], and pprof_encode writes that one value
  * under the type's sample type and period type.
  */
-#define PROFILE_CPU_TYPE_PREFIX	 "process_cpu:"
-#define PROFILE_TYPE_FIELDS	 5
-#define PROFILE_TYPE_FIELD_MAX	 128
+#define PROFILE_CPU_TYPE_PREFIX "process_cpu:"
+#define PROFILE_TYPE_FIELDS	5
+#define PROFILE_TYPE_FIELD_MAX	128
 /* Sets (a copy of) the profile type; NULL or a CPU type: CPU. 0 or -ENOMEM. */
 int profile__set_type(struct profile *p, const char *type);
 /* The type set, NULL for CPU. */
