@@ -17,8 +17,10 @@ TEST_DEPS_STAMP := $(BUILD)/.test-deps-ok
 WARN    := -Wall -Wextra -Werror
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(WARN) -g -Isrc -Ibpf -I$(GEN) -MMD -MP
 CFLAGS  ?= -O2
+# libyaml (the scrape config) through pkg-config, -lyaml where that is missing.
+YAML_LIBS := $(shell pkg-config --libs yaml-0.1 2>/dev/null || echo -lyaml)
 LDLIBS  := -lbpf -ldw -lelf -ldebuginfod -lz -ldeflate -lprotobuf-c -lsqlite3 -lmicrohttpd -lcurl -ljson-c \
-	   -l:libiberty.a -lpthread -lm
+	   $(YAML_LIBS) -l:libiberty.a -lpthread -lm
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 SRCS     := $(sort $(wildcard src/*/*.c))

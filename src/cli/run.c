@@ -38,6 +38,8 @@ static void usage(FILE *f)
 	    "      --auth-token-file F    require 'Authorization: Bearer TOKEN' (not on /healthz)\n"
 	    "      --web-dir DIR          serve the web UI from DIR instead of the copy built\n"
 	    "                             into hearth (for UI development)\n"
+	    "      --scrape-config FILE   also pull profiles from Go /debug/pprof endpoints\n"
+	    "                             (YAML, as Parca and Prometheus; docs/scrape.md)\n"
 	    "  -F, --freq HZ              samples per second per CPU, 1-10000 (default 99)\n"
 	    "      --interval SECS        length of one stored profile (default 10)\n"
 	    "      --host NAME            value of the host label (default: the hostname)\n"
@@ -136,6 +138,7 @@ static int run_main(struct run_args *r)
 	ret = agent__open(&r->a.ao, &ag, err, sizeof(err));
 	if (ret) {
 		cli_error("run", "%s", err);
+		cli_serve_close(&r->s, NULL);
 		return 1;
 	}
 	r->s.so.live = agent__live_profile;
@@ -158,7 +161,7 @@ static int run_main(struct run_args *r)
 	ret = agent__run(ag, &cli_stop, RUN_FLUSH_S);
 	if (ret)
 		cli_error("run", "reading samples from the kernel failed: %s", strerror(-ret));
-	server__stop(srv);
+	cli_serve_close(&r->s, srv);
 	agent__close(ag);
 	store__close(r->st);
 	return ret ? 1 : 0;
@@ -171,8 +174,10 @@ int cmd_run(int argc, char **argv)
 
 	cli_agent_defaults(&r.a);
 	ret = parse_args(argc, argv, &r);
-	if (ret)
+	if (ret) {
+		cli_serve_close(&r.s, NULL);
 		return ret > 0 ? 0 : EXIT_USAGE;
+	}
 	cli_catch_stop_signals();
 	return run_main(&r);
 }

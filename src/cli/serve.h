@@ -36,16 +36,23 @@ struct cli_serve_args {
 	struct server_opts so;
 	struct store_opts st;
 	char token[1024];
+	struct scrape_config *scrape_cfg; /* --scrape-config, until cli_serve_open takes it */
+	struct scrape *scrape;		  /* its scraper, from cli_serve_open to cli_serve_close */
 };
 /* One option of the server family (--data --listen --retention --auth-token-file
- * --max-body-mb --max-series --web-dir). 0 taken, 1 not a server option, -EINVAL after an error. */
+ * --max-body-mb --max-series --web-dir --scrape-config). 0 taken, 1 not a server option,
+ * -EINVAL after an error. */
 int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a);
 /* The long options cli_parse_serve_opt takes (values from 256 up), NULL-terminated. */
 extern const struct option cli_serve_long_opts[];
-#define CLI_SERVE_N_OPTS 7
-/* Opens the store and starts the server. 0 or -errno after an error line. */
+#define CLI_SERVE_N_OPTS 8
+/* Opens the store and starts the server (and the scraper of --scrape-config).
+ * 0 or -errno after an error line. */
 int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 		   struct server **srv);
+/* Stops the server, then the scraper (the server reads its state), frees what
+ * parsing kept; the caller closes the store after. NULL srv is fine. */
+void cli_serve_close(struct cli_serve_args *a, struct server *srv);
 
 /* Sampling options of agent and run (-F --interval --transfer --idle --host). */
 #include "agent/agent.h"

@@ -45,6 +45,8 @@ static void usage(FILE *f)
 	    "      --web-dir DIR          serve the web UI from DIR instead of the copy built\n"
 	    "                             into hearth (for UI development; no dotfiles, no\n"
 	    "                             symlinks out of DIR)\n"
+	    "      --scrape-config FILE   also pull profiles from Go /debug/pprof endpoints,\n"
+	    "                             as Parca and Prometheus do (YAML; docs/scrape.md)\n"
 	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
 	    "                             if any; flags override it; see docs/config.md)\n"
 	    "      --print-config         print the effective settings and exit\n"
@@ -59,6 +61,7 @@ enum {
 	OPT_MAX_BODY,
 	OPT_MAX_SERIES,
 	OPT_WEB_DIR,
+	OPT_SCRAPE_CONFIG,
 };
 
 const struct option cli_serve_long_opts[] = {
@@ -69,17 +72,26 @@ const struct option cli_serve_long_opts[] = {
     {"max-body-mb", required_argument, NULL, OPT_MAX_BODY},
     {"max-series", required_argument, NULL, OPT_MAX_SERIES},
     {"web-dir", required_argument, NULL, OPT_WEB_DIR},
+    {"scrape-config", required_argument, NULL, OPT_SCRAPE_CONFIG},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
 int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a)
 {
-	char err[256];
+	char err[1024];
 	struct stat sb;
 	long v;
 
 	switch (c) {
+	case OPT_SCRAPE_CONFIG:
+		scrape_config__free(a->scrape_cfg); /* given twice: the last wins */
+		a->scrape_cfg = NULL;
+		if (scrape_config__load(arg, &a->scrape_cfg, err, sizeof(err))) {
+			cli_error(cmd, "--scrape-config: %s", err);
+			return -EINVAL;
+		}
+		return 0;
 	case OPT_DATA:
 		a->data = arg;
 		return 0;
@@ -159,13 +171,42 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 		return ret;
 	}
 	a->so.store = *st;
-	ret = server__start(&a->so, srv, err, sizeof(err));
-	if (ret) {
-		cli_error(cmd, "%s", err);
-		store__close(*st);
-		*st = NULL;
+	if (a->scrape_cfg) {
+		ret = scrape__new(a->scrape_cfg, store__backend(*st), &a->scrape, err, sizeof(err));
+		a->scrape_cfg = NULL; /* taken, also on failure */
+		if (ret)
+			goto fail;
+		a->so.scrape = a->scrape;
 	}
+	ret = server__start(&a->so, srv, err, sizeof(err));
+	if (ret)
+		goto fail;
+	/* after the server: /api/targets may be read as soon as the first scrape starts */
+	ret = a->scrape ? scrape__start(a->scrape, err, sizeof(err)) : 0;
+	if (ret) {
+		cli_serve_close(a, *srv);
+		*srv = NULL;
+		goto fail;
+	}
+	return 0;
+fail:
+	cli_error(cmd, "%s", err);
+	scrape__free(a->scrape);
+	a->scrape = NULL;
+	a->so.scrape = NULL;
+	store__close(*st);
+	*st = NULL;
 	return ret;
+}
+
+void cli_serve_close(struct cli_serve_args *a, struct server *srv)
+{
+	server__stop(srv);
+	scrape__free(a->scrape);
+	a->scrape = NULL;
+	a->so.scrape = NULL;
+	scrape_config__free(a->scrape_cfg);
+	a->scrape_cfg = NULL;
 }
 
 static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
@@ -207,19 +248,25 @@ int cmd_server(int argc, char **argv)
 	char url[300];
 	int ret = parse_args(argc, argv, &a);
 
-	if (ret)
+	if (ret) {
+		cli_serve_close(&a, NULL);
 		return ret > 0 ? 0 : EXIT_USAGE;
+	}
 	cli_catch_stop_signals();
 	if (cli_serve_open("server", &a, &st, &srv))
 		return 1;
+
 	cli_listen_url(a.so.listen, server__port(srv), url, sizeof(url));
 	fprintf(stderr, "hearth server: serving %s on %s\n", a.data, url);
+	if (a.scrape)
+		fprintf(stderr, "hearth server: scraping %zu targets (%s/api/targets)\n",
+			scrape__n_targets(a.scrape), url);
 	while (!cli_stop) {
 		cli_sleep_unless_stopped(MAINTAIN_EVERY_S);
 		if (!cli_stop)
 			store__maintain(st, (int64_t)time(NULL) * 1000000000, NULL);
 	}
-	server__stop(srv);
+	cli_serve_close(&a, srv);
 	store__close(st);
 	return 0;
 }

@@ -55,6 +55,7 @@ struct dec {
 	struct idpair *map_ix, *fn_ix, *loc_ix; /* sorted by id */
 	bool map_dense, fn_dense, loc_dense;	/* ids are 1..n: ix[id - 1] */
 	int idx_count, idx_cpu;			/* sample_type indices, -1 when absent */
+	int want;	/* >= 0: the one sample type to keep (pprof_decode_flat_value) */
 	uint32_t *locs; /* location index of every sample location id, found by check_sample */
 };
 
@@ -506,6 +507,14 @@ static int pick_value_types(struct dec *d)
 	int best_count = 0, best_cpu = 0;
 
 	d->idx_count = d->idx_cpu = -1;
+	if (d->want >= 0) {
+		if ((size_t)d->want >= d->m->sample_type.n)
+			return fail(d->err, d->errlen, -EINVAL,
+				    "the profile has %zu sample types, so none of index %d",
+				    d->m->sample_type.n, d->want);
+		d->idx_count = d->idx_cpu = d->want; /* both values are that one */
+		return 0;
+	}
 	for (size_t i = 0; i < d->m->sample_type.n && i < INT32_MAX; i++) {
 		int sc = type_score(d, i, "samples", "count");
 		int sn = type_score(d, i, "cpu", "nanoseconds");
@@ -667,9 +676,16 @@ static int flatten(struct dec *d, struct profile_flat_box *b)
 	b->locs = d->locs; /* found by check_sample */
 	d->locs = NULL;
 	b->labels = flat_alloc(m->labels.n, sizeof(*b->labels));
+	b->sample_types = flat_alloc(m->sample_type.n, sizeof(*b->sample_types));
 	if (!b->str_off || !b->comments || !b->mappings || !b->functions || !b->locations ||
-	    !b->lines || !b->samples || !b->locs || !b->labels)
+	    !b->lines || !b->samples || !b->locs || !b->labels || !b->sample_types)
 		return -ENOMEM;
+	for (size_t i = 0; i < m->sample_type.n; i++) {
+		const struct pprof_wire_vt *vt = &W(sample_type, struct pprof_wire_vt, i);
+
+		b->sample_types[i] =
+		    (struct profile_flat_value_type){(uint32_t)vt->type, (uint32_t)vt->unit};
+	}
 	flatten_strings(d, b);
 	flatten_symbols(d, b);
 	flatten_samples(d, b);
@@ -678,6 +694,10 @@ static int flatten(struct dec *d, struct profile_flat_box *b)
 	    .time_ns = m->time_nanos,
 	    .duration_ns = m->duration_nanos,
 	    .period_ns = m->period,
+	    .n_sample_types = m->sample_type.n,
+	    .sample_types = b->sample_types,
+	    .period_type = {m->has_period_type ? (uint32_t)m->period_type.type : 0,
+			    m->has_period_type ? (uint32_t)m->period_type.unit : 0},
 	    .n_strings = m->strings.n,
 	    .n_mappings = m->mappings.n,
 	    .n_functions = m->functions.n,
@@ -779,6 +799,7 @@ void profile_flat__free(struct profile_flat *f)
 	free(b->samples);
 	free(b->locs);
 	free(b->labels);
+	free(b->sample_types);
 	free(b);
 }
 
@@ -790,12 +811,12 @@ static void dec_fini(struct dec *d)
 	free(d->locs);
 }
 
-int pprof_decode_flat_budget(const uint8_t *buf, size_t len, size_t budget,
-			     struct profile_flat **out, char *err, size_t errlen)
+int pprof_decode_flat_value(const uint8_t *buf, size_t len, size_t budget, int value_index,
+			    struct profile_flat **out, char *err, size_t errlen)
 {
 	static const uint8_t empty[1];
 	struct profile_flat_box *b = calloc(1, sizeof(*b));
-	struct dec d = {.err = err, .errlen = errlen};
+	struct dec d = {.err = err, .errlen = errlen, .want = value_index < 0 ? -1 : value_index};
 	uint8_t *raw = NULL;
 	size_t raw_len = len;
 	/* Half the budget each: the inflated bytes live beside the parsed arrays until the
@@ -830,6 +851,12 @@ int pprof_decode_flat_budget(const uint8_t *buf, size_t len, size_t budget,
 	else
 		*out = &b->f;
 	return r;
+}
+
+int pprof_decode_flat_budget(const uint8_t *buf, size_t len, size_t budget,
+			     struct profile_flat **out, char *err, size_t errlen)
+{
+	return pprof_decode_flat_value(buf, len, budget, -1, out, err, errlen);
 }
 
 int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out, char *err,

@@ -7,7 +7,10 @@
  * types agree and copying into one arena where they do not; nothing is re-interned
  * except the four type/unit strings the header needs. What pprof relies on:
  *   - sample_type [samples/count, cpu/nanoseconds], period_type cpu/nanoseconds and
- *     default_sample_type "cpu", so reports show time;
+ *     default_sample_type "cpu", so reports show time; a model of another type
+ *     (profile__set_type: memory, goroutines...) gets that type's one sample type
+ *     and its period type instead, and one value per sample, so `pprof -top`
+ *     shows bytes or counts, not "samples";
  *   - mapping.has_functions set when any location on it is symbolized: pprof then
  *     does not try to symbolize that mapping again from local binaries.
  */
@@ -29,6 +32,10 @@ struct enc {
 	struct base_arena a;
 	Perftools__Profiles__Profile msg;
 	int64_t sid_samples, sid_count, sid_cpu, sid_ns;
+	/* a typed model (profile__type): its fields, their string ids; n_values 1 */
+	char tf[PROFILE_TYPE_FIELDS][PROFILE_TYPE_FIELD_MAX];
+	int64_t sid_tf[PROFILE_TYPE_FIELDS];
+	size_t n_values;
 };
 
 /* String id of s in the output table, appending it after the model's strings. */
@@ -51,7 +58,7 @@ static int enc_strings(struct enc *e)
 	size_t n = profile__n_strings(e->p);
 
 	/* borrowed: the model's strings live until the message is packed */
-	e->msg.string_table = base_arena__alloc(&e->a, n + 4, sizeof(char *));
+	e->msg.string_table = base_arena__alloc(&e->a, n + 4 + PROFILE_TYPE_FIELDS, sizeof(char *));
 	if (!e->msg.string_table)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
@@ -61,6 +68,12 @@ static int enc_strings(struct enc *e)
 	e->sid_count = enc_extra_string(e, "count");
 	e->sid_cpu = enc_extra_string(e, "cpu");
 	e->sid_ns = enc_extra_string(e, "nanoseconds");
+	e->n_values = PROFILE_N_VALUES;
+	if (profile__type(e->p) && profile_type_split(profile__type(e->p), e->tf) == 0) {
+		for (int i = 1; i < PROFILE_TYPE_FIELDS; i++)
+			e->sid_tf[i] = enc_extra_string(e, e->tf[i]);
+		e->n_values = 1;
+	}
 	return 0;
 }
 
@@ -89,10 +102,18 @@ static int enc_header(struct enc *e)
 	if (!m->sample_type[0] || !m->sample_type[1] || !m->period_type)
 		return -ENOMEM;
 	m->n_sample_type = 2;
+	m->default_sample_type = e->sid_cpu;
+	if (e->n_values == 1) { /* NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT */
+		m->sample_type[0] = enc_value_type(e, e->sid_tf[1], e->sid_tf[2]);
+		m->period_type = enc_value_type(e, e->sid_tf[3], e->sid_tf[4]);
+		if (!m->sample_type[0] || !m->period_type)
+			return -ENOMEM;
+		m->n_sample_type = 1;
+		m->default_sample_type = e->sid_tf[1];
+	}
 	m->period = profile__period_ns(e->p);
 	m->time_nanos = profile__time_ns(e->p);
 	m->duration_nanos = profile__duration_ns(e->p);
-	m->default_sample_type = e->sid_cpu;
 	m->n_comment = profile__n_comments(e->p);
 	m->comment = base_arena__alloc(&e->a, m->n_comment, sizeof(*m->comment));
 	if (m->n_comment && !m->comment)
@@ -265,7 +286,7 @@ static int enc_samples(struct enc *e)
 		ss[i].n_location_id = ps.n_locs;
 		ss[i].value = &vals[i * PROFILE_N_VALUES];
 		memcpy(ss[i].value, ps.values, sizeof(ps.values));
-		ss[i].n_value = PROFILE_N_VALUES;
+		ss[i].n_value = e->n_values; /* 1: values[0], the typed model's value */
 		err = enc_labels(e, &ss[i], &ps);
 		if (err)
 			return err;

@@ -58,6 +58,8 @@ struct label_cache {
 
 struct profile {
 	int64_t period_ns, time_ns, duration_ns;
+	char *type; /* profile type ID (profile__set_type); NULL: CPU */
+	char *unit; /* its SAMPLE_UNIT field (NULL: CPU) */
 	struct base_strtab strs;
 	struct mapping_rec *maps;
 	size_t n_maps, cap_maps;
@@ -116,7 +118,64 @@ void profile__free(struct profile *p)
 	base_hmap__fini(&p->loc_idx);
 	base_hmap__fini(&p->sample_idx);
 	base_strtab__fini(&p->strs);
+	free(p->type);
+	free(p->unit);
 	free(p);
+}
+
+bool profile_type_is_cpu(const char *type)
+{
+	return !type || !strncmp(type, PROFILE_CPU_TYPE_PREFIX, strlen(PROFILE_CPU_TYPE_PREFIX));
+}
+
+int profile__set_type(struct profile *p, const char *type)
+{
+	char f[PROFILE_TYPE_FIELDS][PROFILE_TYPE_FIELD_MAX];
+	char *t = NULL, *u = NULL;
+
+	if (!profile_type_is_cpu(type)) {
+		t = strdup(type);
+		u = strdup(profile_type_split(type, f) ? "count" : f[2]);
+		if (!t || !u) {
+			free(t);
+			free(u);
+			return -ENOMEM;
+		}
+	}
+	free(p->type);
+	free(p->unit);
+	p->type = t;
+	p->unit = u;
+	return 0;
+}
+
+const char *profile__unit(const struct profile *p, int vi)
+{
+	if (p && p->unit)
+		return p->unit;
+	return vi ? "nanoseconds" : "samples";
+}
+
+const char *profile__type(const struct profile *p)
+{
+	return p->type;
+}
+
+int profile_type_split(const char *type, char fields[PROFILE_TYPE_FIELDS][PROFILE_TYPE_FIELD_MAX])
+{
+	const char *s = type;
+
+	for (int i = 0; i < PROFILE_TYPE_FIELDS; i++) {
+		size_t n = strcspn(s, ":");
+
+		if (n == 0 || n >= PROFILE_TYPE_FIELD_MAX ||
+		    (i < PROFILE_TYPE_FIELDS - 1) != (s[n] == ':'))
+			return -EINVAL;
+		memcpy(fields[i], s, n);
+		fields[i][n] = '\0';
+		s += n + (s[n] == ':');
+	}
+	return 0;
 }
 
 void profile__set_time(struct profile *p, int64_t time_ns, int64_t duration_ns)
@@ -147,7 +206,7 @@ int profile__add_comment(struct profile *p, const char *comment)
 	if (sid < 0)
 		return (int)sid;
 	if (base_grow((void **)&p->comments, &p->cap_comments, p->n_comments + 1,
-			 sizeof(*p->comments)))
+		      sizeof(*p->comments)))
 		return -ENOMEM;
 	p->comments[p->n_comments++] = sid;
 	return 0;
@@ -253,9 +312,9 @@ uint64_t profile__function(struct profile *p, const char *name, const char *syst
 			   const char *filename)
 {
 	int64_t sids[3] = {
-		base_strtab__intern(&p->strs, name),
-		base_strtab__intern(&p->strs, system_name),
-		base_strtab__intern(&p->strs, filename),
+	    base_strtab__intern(&p->strs, name),
+	    base_strtab__intern(&p->strs, system_name),
+	    base_strtab__intern(&p->strs, filename),
 	};
 
 	return profile__function_by_sids(p, sids);
@@ -352,8 +411,7 @@ static bool location_args_ok(const struct profile *p, const struct location_key 
 static uint64_t location_add(struct profile *p, const struct location_key *k)
 {
 	/* Only (mapping, address) is hashed, so exact and plain lookups share one index. */
-	uint64_t hash =
-	    base_hash_u64(base_hash_u64(BASE_HASH_SEED, k->mapping_id), k->address);
+	uint64_t hash = base_hash_u64(base_hash_u64(BASE_HASH_SEED, k->mapping_id), k->address);
 	struct location_rec *l;
 	size_t i;
 
@@ -612,9 +670,9 @@ static int sample_append(struct profile *p, const struct sample_key *k,
 		return -ENOMEM;
 	if (k->n_locs) {
 		/* locations written into the room are taken where they are: no copy */
-		s.locs = in_room ? base_arena__take(&p->locs_arena, k->n_locs, sizeof(*s.locs))
-				 : base_arena__copy(&p->locs_arena, k->locs, k->n_locs,
-						       sizeof(*s.locs));
+		s.locs =
+		    in_room ? base_arena__take(&p->locs_arena, k->n_locs, sizeof(*s.locs))
+			    : base_arena__copy(&p->locs_arena, k->locs, k->n_locs, sizeof(*s.locs));
 		if (!s.locs)
 			return -ENOMEM;
 	}
@@ -650,8 +708,7 @@ static int sample_add_key(struct profile *p, struct sample_key *k,
 	i = base_hmap__find(&p->sample_idx, hash, sample_eq, p, k);
 	if (i != SIZE_MAX) {
 		for (int v = 0; v < PROFILE_N_VALUES; v++)
-			p->samples[i].values[v] =
-			    base_sat_add(p->samples[i].values[v], values[v]);
+			p->samples[i].values[v] = base_sat_add(p->samples[i].values[v], values[v]);
 		return 0;
 	}
 	if (k->n_labels && !(labels = labels_commit(p)))

@@ -88,6 +88,30 @@ int64_t profile__time_ns(const struct profile *p);
 int64_t profile__duration_ns(const struct profile *p);
 int64_t profile__period_ns(const struct profile *p);
 
+/*
+ * Profile types, as Pyroscope names them: NAME:SAMPLE_TYPE:SAMPLE_UNIT:PERIOD_TYPE:PERIOD_UNIT
+ * (e.g. memory:inuse_space:bytes:space:bytes). A model without a type, or of a
+ * type starting with PROFILE_CPU_TYPE_PREFIX, holds CPU samples (values
+ * [samples/count, cpu/nanoseconds]); a model of any other type holds its one
+ * value in both values[0] and values[1], and pprof_encode writes that one value
+ * under the type's sample type and period type.
+ */
+#define PROFILE_CPU_TYPE_PREFIX "process_cpu:"
+#define PROFILE_TYPE_FIELDS	5
+#define PROFILE_TYPE_FIELD_MAX	128
+/* Sets (a copy of) the profile type; NULL or a CPU type: CPU. 0 or -ENOMEM. */
+int profile__set_type(struct profile *p, const char *type);
+/* The type set, NULL for CPU. */
+const char *profile__type(const struct profile *p);
+/* Whether type names CPU samples (NULL does). */
+bool profile_type_is_cpu(const char *type);
+/* The unit of values[vi] for display: "samples" / "nanoseconds" for CPU, else the
+ * type's SAMPLE_UNIT ("bytes", "count"...); valid while p lives. p may be NULL (CPU). */
+const char *profile__unit(const struct profile *p, int vi);
+/* A type's five ':'-separated fields, each non-empty and shorter than
+ * PROFILE_TYPE_FIELD_MAX. 0 or -EINVAL. */
+int profile_type_split(const char *type, char fields[PROFILE_TYPE_FIELDS][PROFILE_TYPE_FIELD_MAX]);
+
 /* Free-text comment kept in the pprof `comment` field (e.g. drop counts). 0 or -ENOMEM. */
 int profile__add_comment(struct profile *p, const char *comment);
 
@@ -243,8 +267,17 @@ struct profile_flat_sample {
 	uint32_t label_off, n_labels; /* labels[label_off ..] */
 	int64_t values[PROFILE_N_VALUES];
 };
+/* A pprof ValueType: string indices of its type and unit (0: ""). */
+struct profile_flat_value_type {
+	uint32_t type, unit;
+};
 struct profile_flat {
 	int64_t time_ns, duration_ns, period_ns;
+	/* The message's sample types and period type (a decoded pprof; zero
+	 * otherwise): which profile it is, e.g. inuse_space/bytes per space/bytes. */
+	size_t n_sample_types;
+	const struct profile_flat_value_type *sample_types;
+	struct profile_flat_value_type period_type;
 	size_t n_strings, n_mappings, n_functions, n_locations, n_lines, n_samples, n_labels,
 	    n_comments;
 	const char *str_buf;	 /* the strings, each with its NUL */
@@ -282,6 +315,16 @@ int pprof_decode_flat(const uint8_t *buf, size_t len, struct profile_flat **out,
  */
 int pprof_decode_flat_budget(const uint8_t *buf, size_t len, size_t budget,
 			     struct profile_flat **out, char *err, size_t errlen);
+/*
+ * Like pprof_decode_flat_budget, but each sample's values are both the message's
+ * sample value number value_index (its sample_types[value_index]) instead of
+ * [samples/count, cpu/nanoseconds]: a flat profile holds one value per sample,
+ * so a pprof of several sample types (a Go heap profile has four) is stored as
+ * one flat profile per type. value_index < 0: pprof_decode_flat_budget. Also
+ * -EINVAL when the message has no sample type value_index.
+ */
+int pprof_decode_flat_value(const uint8_t *buf, size_t len, size_t budget, int value_index,
+			    struct profile_flat **out, char *err, size_t errlen);
 /* The model of a flat profile: what pprof_decode returns for the same input.
  * 0 or -ENOMEM. */
 int profile__from_flat(const struct profile_flat *f, struct profile **out);
@@ -404,6 +447,8 @@ int top__add(struct top *t, const uint64_t *locs, size_t n, int64_t v);
 int64_t top__line_row(struct top *t, const struct profile_location *loc, size_t line,
 		      const char *frame_name);
 int top__add_rows(struct top *t, const size_t *rows, size_t n, int64_t v);
+/* The profile t counts the locations of. */
+const struct profile *top__profile(const struct top *t);
 /* Sum of |v| over the stacks counted (pprof's total; saturating). */
 int64_t top__total(const struct top *t);
 struct top_row {

@@ -66,6 +66,7 @@ struct profile_flat_box {
 	struct profile_flat_line *lines;
 	struct profile_flat_sample *samples;
 	struct profile_flat_label *labels;
+	struct profile_flat_value_type *sample_types;
 };
 
 /* Room for one frame name (longer names are truncated). */

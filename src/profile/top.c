@@ -220,6 +220,11 @@ int top__add_rows(struct top *t, const size_t *rows, size_t n, int64_t v)
 	return 0;
 }
 
+const struct profile *top__profile(const struct top *t)
+{
+	return t->p;
+}
+
 int top__new(const struct profile *p, int value_index, struct top **out)
 {
 	struct top *t;

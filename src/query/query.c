@@ -32,6 +32,8 @@ struct selection {
 	struct sel_series *s;
 	size_t n, cap;
 	const struct query_selector *sel;
+	bool cpu_only; /* a merge whose selector names no type (query.h) */
+	char *type;    /* owned: a merge's one profile type; NULL: CPU */
 };
 
 static void sel_series_fini(struct sel_series *d)
@@ -49,6 +51,7 @@ static void selection_fini(struct selection *sl)
 	for (size_t i = 0; i < sl->n; i++)
 		sel_series_fini(&sl->s[i]);
 	free(sl->s);
+	free(sl->type);
 }
 
 static int copy_series(struct sel_series *d, const struct store_series *ser)
@@ -75,7 +78,8 @@ static int on_series(void *ctx, const struct store_series *ser)
 	struct selection *sl = ctx;
 	int err;
 
-	if (!query_selector__match_some(sl->sel, ser, false))
+	if (!query_selector__match_some(sl->sel, ser, false) ||
+	    (sl->cpu_only && !profile_type_is_cpu(ser->profile_type)))
 		return 0;
 	if (base_grow((void **)&sl->s, &sl->cap, sl->n + 1, sizeof(*sl->s)))
 		return -ENOMEM;
@@ -129,6 +133,35 @@ static void filter_regex(struct selection *sl)
 	sl->n = w;
 }
 
+bool query_same_type(const char *a, const char *b)
+{
+	if (profile_type_is_cpu(a) || profile_type_is_cpu(b))
+		return profile_type_is_cpu(a) && profile_type_is_cpu(b);
+	return strcmp(a, b) == 0;
+}
+
+static bool names_type(const struct query_selector *sel)
+{
+	for (size_t i = 0; i < sel->n; i++)
+		if (!strcmp(sel->m[i].name, STORE_PROFILE_TYPE_LABEL))
+			return true;
+	return false;
+}
+
+/* A merge's selection: one profile type (query.h), kept in sl->type. */
+static int one_type(struct selection *sl, char *err, size_t errlen)
+{
+	for (size_t i = 1; i < sl->n; i++)
+		if (!query_same_type(sl->s[0].type, sl->s[i].type))
+			return query_fail(err, errlen, -EINVAL,
+					  "the selector matches series of several profile types "
+					  "(%s and %s); choose one with __profile_type__=\"...\"",
+					  sl->s[0].type, sl->s[i].type);
+	if (sl->n && !profile_type_is_cpu(sl->s[0].type) && !(sl->type = strdup(sl->s[0].type)))
+		return -ENOMEM;
+	return 0;
+}
+
 /*
  * The series matching q's selector (not yet filtered by data in range). The
  * = and != matchers run under the store's lock (store__series_foreach holds
@@ -137,7 +170,7 @@ static void filter_regex(struct selection *sl)
  * (a backtracking regex once held the lock for 17 s).
  */
 static int select_series(struct store *s, const struct query_request *q, struct selection *sl,
-			 char *err, size_t errlen)
+			 bool merge, char *err, size_t errlen)
 {
 	struct query_selector *sel = NULL;
 	int e;
@@ -147,9 +180,12 @@ static int select_series(struct store *s, const struct query_request *q, struct 
 	if (e)
 		return e;
 	sl->sel = sel;
+	sl->cpu_only = merge && !names_type(sel);
 	e = store__series_foreach(s, on_series, sl);
 	if (!e)
 		filter_regex(sl);
+	if (!e && merge)
+		e = one_type(sl, err, errlen);
 	query_selector__free(sel);
 	sl->sel = NULL;
 	return e;
@@ -182,7 +218,7 @@ static int select_with_data(struct store *s, const struct query_request *q, stru
 			    char *err, size_t errlen)
 {
 	uint64_t *ids;
-	int e = select_series(s, q, sl, err, errlen);
+	int e = select_series(s, q, sl, false, err, errlen);
 
 	if (e || !sl->n)
 		return e;
@@ -531,7 +567,7 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	int e;
 
 	*out = NULL;
-	e = select_series(s, q, &sl, err, errlen);
+	e = select_series(s, q, &sl, true, err, errlen);
 	if (!e && sl.n) {
 		ids = series_ids(&sl);
 		m.last_cap = store__max_stack_id(s) + 1;
@@ -548,6 +584,8 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	}
 	if (!e)
 		profile__set_time(*out, q->from_ns, q->until_ns - q->from_ns);
+	if (!e)
+		e = profile__set_type(*out, sl.type); /* pprof's sample type and unit */
 	if (e && e != -EINVAL && e != -E2BIG && err && errlen && !*err)
 		query_fail(err, errlen, e, "merging the profile failed: %s", strerror(-e));
 	if (e) {
@@ -641,7 +679,7 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 	int e;
 
 	memset(out, 0, sizeof(*out));
-	e = select_series(s, q, &sl, err, errlen);
+	e = select_series(s, q, &sl, true, err, errlen);
 	if (!e && sl.n) {
 		ids = series_ids(&sl);
 		e = !ids ? -ENOMEM : agg_grow_pos(&a, store__max_stack_id(s));
@@ -652,6 +690,10 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 			       on_stack_rows, &a);
 	}
 	e = e ?: stacks_build(s, &a, out);
+	if (!e) {
+		out->type = sl.type; /* taken */
+		sl.type = NULL;
+	}
 	if (e && e != -EINVAL && e != -E2BIG && err && errlen && !*err)
 		query_fail(err, errlen, e, "merging the profile failed: %s", strerror(-e));
 	free(ids);
@@ -668,6 +710,7 @@ void query_stacks__fini(struct query_stacks *qs)
 	free(qs->off);
 	free(qs->locs);
 	free(qs->v);
+	free(qs->type);
 	memset(qs, 0, sizeof(*qs));
 }
 
@@ -784,12 +827,14 @@ static int by_total(const void *a, const void *b, void *ctx)
 /* Groups with data, by total descending. */
 static int timeline_print(const struct timeline *t, const struct query_request *q, FILE *out)
 {
+	struct profile *unit_of = profile__new(0); /* the unit of the selection's type */
 	int64_t *tot = calloc(t->n_groups + 1, sizeof(*tot));
 	size_t *order = calloc(t->n_groups + 1, sizeof(*order)), n = 0;
 
-	if (!tot || !order) {
+	if (!tot || !order || !unit_of || profile__set_type(unit_of, t->sl->type)) {
 		free(tot);
 		free(order);
+		profile__free(unit_of);
 		return -ENOMEM;
 	}
 	for (size_t g = 0; g < t->n_groups; g++) {
@@ -805,7 +850,7 @@ static int timeline_print(const struct timeline *t, const struct query_request *
 	if (n)
 		qsort_r(order, n, sizeof(*order), by_total, tot);
 	fprintf(out, "{\"unit\":\"%s\",\"from\":%lld,\"until\":%lld,\"step\":%lld,\"groups\":[",
-		q->value_index ? "nanoseconds" : "samples", (long long)(q->from_ns / 1000000),
+		profile__unit(unit_of, q->value_index), (long long)(q->from_ns / 1000000),
 		(long long)(q->until_ns / 1000000), (long long)(t->step / 1000000));
 	for (size_t j = 0; j < n; j++) {
 		size_t g = order[j];
@@ -820,6 +865,7 @@ static int timeline_print(const struct timeline *t, const struct query_request *
 	fputs("]}\n", out);
 	free(tot);
 	free(order);
+	profile__free(unit_of);
 	return 0;
 }
 
@@ -829,7 +875,7 @@ int query_timeline_json(struct store *s, const struct query_request *q, FILE *ou
 	struct selection sl;
 	struct timeline t = {.sl = &sl};
 	uint64_t *ids = NULL;
-	int e = select_series(s, q, &sl, err, errlen) ?: timeline_setup(&t, q, err, errlen);
+	int e = select_series(s, q, &sl, true, err, errlen) ?: timeline_setup(&t, q, err, errlen);
 
 	if (!e && (t.n_groups ? t.n_groups : 1) > SIZE_MAX / 8 / (t.points + 1))
 		e = -ENOMEM;

@@ -147,6 +147,17 @@ int query_series_json(struct store *s, const struct query_request *q, FILE *out,
 		      size_t errlen);
 
 /*
+ * Profile types in merges (profile, stacks, tree, top, diff, timeline): a
+ * selector without a __profile_type__ matcher selects CPU series only (types
+ * starting with PROFILE_CPU_TYPE_PREFIX: the agent's and scraped CPU alike),
+ * and a selection whose series are of several types is refused (-EINVAL,
+ * naming two of them): a memory profile is never summed with a CPU one. The
+ * merge's values then have the unit of that type (profile__unit): the JSON
+ * "unit" and the pprof sample type follow it. Listings (labels, label values,
+ * series) show every type.
+ */
+
+/*
  * Merges every matching series over the range into one new profile (the caller
  * frees it): samples keep the series' INGEST_SAMPLE_LABELS as labels, so
  * folded_write shows the process, and time/duration are the range. A selection
@@ -171,6 +182,7 @@ struct query_stacks {
 	uint64_t *locs; /* store location ids */
 	int64_t (*v)[PROFILE_N_VALUES];
 	int64_t period_ns; /* values[1] / values[0] of the first stack with samples */
+	char *type;	   /* owned: the series' profile type; NULL for CPU (see below) */
 };
 /* 0 or as query_profile; *out is cleared first and must be finied (also on failure). */
 int query_stacks(struct store *s, const struct query_request *q, struct query_stacks *out,

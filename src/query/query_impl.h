@@ -11,6 +11,9 @@
 #include "query.h"
 
 /* Writes one message into err (may be NULL); returns code. */
+/* Whether two series profile types may be merged: both CPU (NULL counts as
+ * CPU), or the same type. */
+bool query_same_type(const char *a, const char *b);
 int query_fail(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

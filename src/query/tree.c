@@ -595,9 +595,10 @@ static size_t nodes_limit(size_t max_nodes)
 	return max_nodes > QUERY_MAX_NODES ? QUERY_MAX_NODES : max_nodes;
 }
 
-static const char *unit(int vi)
+/* The value's unit, from the merged series' profile type (set on the profile). */
+static const char *unit(const struct profile *p, int vi)
 {
-	return vi ? "nanoseconds" : "samples";
+	return profile__unit(p, vi);
 }
 
 static int diff_write(const struct stack_src *l, const struct stack_src *r, int value_index,
@@ -612,7 +613,8 @@ static int diff_write(const struct stack_src *l, const struct stack_src *r, int 
 		prune(&t, nodes_limit(max_nodes)) ?: json_names_init(&t);
 	if (!e) {
 		fprintf(out, "{\"unit\":\"%s\",\"left\":%lld,\"right\":%lld,\"tree\":",
-			unit(value_index), (long long)t.n[0].total[0], (long long)t.n[0].total[1]);
+			unit(l->p, value_index), (long long)t.n[0].total[0],
+			(long long)t.n[0].total[1]);
 		e = write_tree(&t, 0, true, out);
 		fputs("}\n", out);
 	}
@@ -721,7 +723,7 @@ int query_top_rows_json(const struct top *t, int value_index, size_t max_nodes, 
 
 	if (e)
 		return e;
-	fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"rows\":[", unit(value_index),
+	fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"rows\":[", unit(top__profile(t), value_index),
 		(long long)top__total(t));
 	/* the UI asks for every row (~40,000 of the benchmark's hour): each made in a
 	 * buffer and written at once, numbers formatted by hand */
@@ -1472,7 +1474,7 @@ static int tree_write(const struct stack_src *src, const struct query_request *q
 	t.top = top;
 	if ((e = sorted_tree_build(&t, src, vi, nodes_limit(q->max_nodes)) ?: json_names_init(&t)))
 		goto cleanup;
-	fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(vi),
+	fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(src->p, vi),
 		(long long)t.n[0].total[0]);
 	e = write_tree(&t, 0, false, out);
 	tree_fini(&t); /* before the top: its memory is not needed by then */
@@ -1496,6 +1498,8 @@ static int stack_src_open(struct stack_src *src, struct store *s)
 	struct profile *p = profile__new(src->qs->period_ns);
 
 	src->p = p;
+	if (p && profile__set_type(p, src->qs->type)) /* the unit of the values */
+		return -ENOMEM;
 	return p ? store_builder__new(s, p, &src->b) : -ENOMEM;
 }
 
@@ -1547,6 +1551,11 @@ int query_diff_json(struct store *s, const struct query_request *left,
 		e = query_stacks(s, right, &r, err, errlen);
 	else
 		memset(&r, 0, sizeof(r));
+	if (!e && !query_same_type(l.type, r.type))
+		e = query_fail(err, errlen, -EINVAL,
+			       "the two selections are of different profile types (%s and %s): a "
+			       "diff compares one type",
+			       l.type ? l.type : "CPU", r.type ? r.type : "CPU");
 	e = e ?: stack_src_open(&ls, s) ?: stack_src_open(&rs, s);
 	if (!e && (e = diff_write(&ls, &rs, left->value_index, left->max_nodes, out)))
 		query_fail(err, errlen, e, "writing the diff failed: %s", strerror(-e));

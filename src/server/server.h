@@ -21,6 +21,7 @@
 
 #include "ingest/ingest.h"
 #include "profile/profile.h"
+#include "scrape/scrape.h"
 
 /* Largest request body /ingest accepts (a gzipped pprof of a busy host is ~1 MiB). */
 #define SERVER_DEFAULT_MAX_BODY (64u << 20)
@@ -81,6 +82,7 @@ struct server_opts {
 	void *ctx;		   /* for live and metrics */
 	FILE *log;		   /* structured log lines (NULL = stderr) */
 	const char *web_dir;	   /* serve the web UI from here, not the embedded copy; NULL */
+	struct scrape *scrape;	   /* borrowed; NULL: no scrape config (/api/targets empty) */
 };
 
 struct server;

@@ -288,6 +288,8 @@ enum MHD_Result server_route(struct server *s, struct server_req *r)
 		return server_h_ingest(s, r);
 	if (!strcmp(r->url, "/v1development/profiles"))
 		return server_h_otlp(s, r);
+	if (!strcmp(r->url, "/api/targets"))
+		return server_h_targets(s, r);
 	if (!strncmp(r->url, "/api/", 5))
 		return server_h_api(s, r);
 	if (!strcmp(r->url, "/debug/pprof/profile"))

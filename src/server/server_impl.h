@@ -113,6 +113,8 @@ enum MHD_Result server_h_ingest(struct server *s, struct server_req *r);
 enum MHD_Result server_h_api(struct server *s, struct server_req *r);
 enum MHD_Result server_h_pprof(struct server *s, struct server_req *r);
 enum MHD_Result server_h_metrics(struct server *s, struct server_req *r);
+/* GET /api/targets: the scrape targets' state (server_targets.c). */
+enum MHD_Result server_h_targets(struct server *s, struct server_req *r);
 /* Static files of the web UI: embedded, or from opts.web_dir (server_web.c). */
 enum MHD_Result server_h_web(struct server *s, struct server_req *r);
 

@@ -162,6 +162,7 @@ enum MHD_Result server_h_metrics(struct server *s, struct server_req *r)
 			reject_names[i], (unsigned long long)GET(&m->rejected[i]));
 	write_histogram(mem.f, m);
 	write_store(mem.f, s->store);
+	scrape__metrics(s->opts.scrape, mem.f); /* NULL: no scrape config, no lines */
 	if (s->opts.metrics)
 		s->opts.metrics(s->opts.ctx, mem.f);
 	return server_reply_mem(r, 200, "text/plain; version=0.0.4", &mem);

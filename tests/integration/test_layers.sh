@@ -13,7 +13,7 @@ declare -A RANK=(
 	[sampler]=4 [profile]=4
 	[collect]=5 [store]=5
 	[ingest]=6
-	[query]=7 [agent]=7
+	[query]=7 [agent]=7 [scrape]=7
 	[server]=8
 	[cli]=9
 )

@@ -12,8 +12,8 @@ import { bareName, colorIndex, diffIndex, diffPalette, isInlined, isKernel, pack
 import { changeOf, compileSearch, diffRows, nameOf, sandwich, searchTree, topRows, treeArrays }
   from './tree.js';
 import { FlameGraph } from './flame.js';
-import { esc, fmtInt, fmtPct, fmtPP, fmtTime } from './format.js';
-import { QueryBar } from './querybar.js';
+import { esc, fmtAmount, fmtInt, fmtPct, fmtPP, fmtTime, setUnit } from './format.js';
+import { QueryBar, withType } from './querybar.js';
 import { renderDiffTable, TopTable } from './table.js';
 import { Timeline } from './timeline.js';
 import { durationSec, fmtDuration, stepFor, toSec } from './timeparse.js';
@@ -21,7 +21,7 @@ import { durationSec, fmtDuration, stepFor, toSec } from './timeparse.js';
 const $ = (sel) => document.querySelector(sel);
 const PRESETS = ['5m', '1h', '6h', '24h', '7d'];
 const DEFAULTS = {
-  query: '', from: 'now-1h', until: 'now', view: 'flame', search: '', focus: '', groupBy: '',
+  query: '', type: '', from: 'now-1h', until: 'now', view: 'flame', search: '', focus: '', groupBy: '',
   orient: 'icicle', maxNodes: '20000', lquery: '', lfrom: '', luntil: '', rquery: '', rfrom: '',
   runtil: '',
 };
@@ -108,8 +108,8 @@ const profileTip = (whole) => (t, i) => {
   const pkg = mod || packageOf(name);
   const of = esc(whole(t));
   return `<div class="tname">${esc(bareName(name))}${tags}</div><table>` +
-    `<tr><td>Self</td><td>${fmtInt(t.self[i])} samples · ${fmtPct(t.self[i], root)} of ${of}</td></tr>` +
-    `<tr><td>Total</td><td>${fmtInt(t.total[i])} samples · ${fmtPct(t.total[i], root)} of ${of} · ` +
+    `<tr><td>Self</td><td>${fmtAmount(t.self[i])} · ${fmtPct(t.self[i], root)} of ${of}</td></tr>` +
+    `<tr><td>Total</td><td>${fmtAmount(t.total[i])} · ${fmtPct(t.total[i], root)} of ${of} · ` +
     `${fmtPct(t.total[i], parent)} of parent</td></tr>` +
     (pkg !== bareName(name) ? `<tr><td>${mod ? 'Module' : 'Package'}</td><td>${esc(pkg)}</td></tr>` : '') +
     '</table>';
@@ -124,9 +124,9 @@ function diffTip(t, i) {
   const ch = changeOf(t, i);
   const cls = ch > 0 ? 'pos' : ch < 0 ? 'neg' : '';
   return `<div class="tname">${esc(bareName(name))}${isInlined(name) ? '<span class="tag">inlined</span>' : ''}</div><table>` +
-    `<tr><td>Before</td><td>${fmtInt(t.ltotal[i])} samples · ${fmtPct(t.ltotal[i], L)} of total` +
+    `<tr><td>Before</td><td>${fmtAmount(t.ltotal[i])} · ${fmtPct(t.ltotal[i], L)} of total` +
     ` (self ${fmtInt(t.lself[i])})</td></tr>` +
-    `<tr><td>After</td><td>${fmtInt(t.rtotal[i])} samples · ${fmtPct(t.rtotal[i], R)} of total` +
+    `<tr><td>After</td><td>${fmtAmount(t.rtotal[i])} · ${fmtPct(t.rtotal[i], R)} of total` +
     ` (self ${fmtInt(t.rself[i])})</td></tr>` +
     `<tr><td>Change</td><td class="${cls}">${fmtPP(ch)} of total</td></tr></table>`;
 }
@@ -234,7 +234,7 @@ function applySearch(redraw = true) {
   if (r) {
     table.setMatch((name) => matcher.test(name));
     share.textContent = `Matched: ${fmtPct(r.matched, tree.total[0]).replace(/(\.\d)\d%$/, '$1%')} ` +
-      `of total (${fmtInt(r.matched)} samples)`;
+      `of total (${fmtAmount(r.matched)})`;
   } else {
     table.setMatch(null);
     if (!share.classList.contains('bad')) share.textContent = '';
@@ -255,6 +255,7 @@ function redrawVisible() {
 
 function syncInputs() {
   $('#query').value = state.query;
+  if ([...$('#ptype').options].some((o) => o.value === state.type)) $('#ptype').value = state.type;
   const preset = PRESETS.find((p) => state.from === `now-${p}` && state.until === 'now');
   $('#range').value = preset || 'custom';
   $('#custom-range').hidden = !!preset;
@@ -266,8 +267,11 @@ function syncInputs() {
   $('#orient').setAttribute('aria-label', `Orientation: ${state.orient} (click to switch)`);
 }
 
+/** The selector sent to the server: the query bar's, of the chosen profile type. */
+const typedQuery = (q) => withType(q, state.type);
+
 function updateExports() {
-  const sel = { query: state.query, from: state.from, until: state.until };
+  const sel = { query: typedQuery(state.query), from: state.from, until: state.until };
   for (const f of ['pprof', 'folded', 'svg']) {
     $(`#export-${f}`).href = apiUrl('/api/profile', { format: f, ...sel });
   }
@@ -284,7 +288,7 @@ async function load() {
   $('#query').removeAttribute('aria-invalid');
   $('#status').textContent = 'Loading…';
   updateExports();
-  const sel = { query: state.query, from: state.from, until: state.until };
+  const sel = { query: typedQuery(state.query), from: state.from, until: state.until };
   const timeline = loadTimeline(signal);
   try {
     // One request, one merge on the server: the tree and the top table's rows.
@@ -315,6 +319,7 @@ const TOP_ROWS = 100000;
 
 async function showTree(data, seq) {
   const total = +data.total || 0;
+  setUnit(data.unit, state.type);
   matcher = compileSearch(state.search);
   if (matcher && matcher.error) matcher = null; // applySearch() below says why
   const root = data.tree || { name: 'total', self: 0, total: 0 };
@@ -354,9 +359,9 @@ async function showTree(data, seq) {
     showError(msg);
     $('#flame-empty').textContent = `${msg}: nothing matches ${state.query || 'any series'} ` +
       `for ${rangeText()}. Try a longer range or another selector.`;
-    $('#status').textContent = '0 samples';
+    $('#status').textContent = fmtAmount(0);
   } else {
-    $('#status').textContent = `${fmtInt(total)} samples · ${fmtInt(tree.n - 1)} frames · ` +
+    $('#status').textContent = `${fmtAmount(total)} · ${fmtInt(tree.n - 1)} frames · ` +
       `${rangeText()}${tree.n >= Number(state.maxNodes) ? ` · the server kept the largest ${fmtInt(state.maxNodes)} (maxNodes)` : ''}`;
   }
   if (state.view === 'sandwich') renderSandwich();
@@ -388,14 +393,36 @@ async function loadTimeline(signal) {
   const step = stepFor(toSec(state.from, now), toSec(state.until, now));
   try {
     const d = await getJSON('/api/timeline', {
-      query: state.query, from: state.from, until: state.until, step, groupBy: state.groupBy,
+      query: typedQuery(state.query), from: state.from, until: state.until, step, groupBy: state.groupBy,
     }, signal);
+    setUnit(d.unit, state.type);
     timelineView.setData(d);
   } catch (e) {
     if (e.name === 'AbortError') return;
     // The profile's own error says what is wrong with the selection; this says the rest.
     timelineView.setData(null, e instanceof ApiError && e.status ? e.message : '');
   }
+}
+
+// The profile types with data in the range: CPU (every process_cpu:* type, the
+// server's default) first, then the others, e.g. "memory: inuse_space (bytes)".
+async function loadTypes() {
+  const sel = $('#ptype');
+  let types = [];
+  try {
+    types = await getJSON('/api/label/__profile_type__/values', { from: state.from, until: state.until });
+  } catch {
+    // The profile load reports an unreachable server; the select keeps CPU.
+  }
+  const others = types.filter((t) => !t.startsWith('process_cpu:'));
+  if (state.type && !others.includes(state.type)) others.push(state.type);
+  const label = (t) => {
+    const f = t.split(':');
+    return f.length === 5 ? `${f[0]}: ${f[1]} (${f[2]})` : t;
+  };
+  sel.innerHTML = '<option value="">CPU</option>' +
+    others.map((t) => `<option value="${esc(t)}">${esc(label(t))}</option>`).join('');
+  sel.value = state.type;
 }
 
 async function loadGroupBy() {
@@ -427,7 +454,7 @@ function renderSandwich() {
   empty.textContent = msg;
   const row = s && table.rows.find((r) => r.name === fn);
   $('#sandwich-stats').textContent = row
-    ? `total ${fmtInt(row.total)} samples (${fmtPct(row.total, tree.total[0])}) · self ${fmtInt(row.self)} (${fmtPct(row.self, tree.total[0])})`
+    ? `total ${fmtAmount(row.total)} (${fmtPct(row.total, tree.total[0])}) · self ${fmtAmount(row.self)} (${fmtPct(row.self, tree.total[0])})`
     : '';
   callersGraph.setTree(s ? treeArrays(s.callers, null, fn) : null);
   calleesGraph.setTree(s ? treeArrays(s.callees, null, fn) : null);
@@ -468,7 +495,7 @@ async function loadDiff() {
   syncInputs();
   writeURL(false);
   const params = {
-    left: state.lquery, right: state.rquery, leftfrom: state.lfrom, leftuntil: state.luntil,
+    left: typedQuery(state.lquery), right: typedQuery(state.rquery), leftfrom: state.lfrom, leftuntil: state.luntil,
     rightfrom: state.rfrom, rightuntil: state.runtil, maxNodes: state.maxNodes,
   };
   markDiffRanges();
@@ -482,6 +509,7 @@ async function loadDiff() {
     const d = await getJSON('/api/diff', params, inflight ? inflight.signal : undefined);
     if (seq !== loadSeq) return;
     diffKey = key;
+    setUnit(d.unit, state.type);
     showDiff(d);
   } catch (e) {
     if (e.name === 'AbortError' || seq !== loadSeq) return;
@@ -526,7 +554,7 @@ function showDiff(d) {
   $('#diff-empty').textContent = msg;
   if (msg) showError(msg);
   $('#diff-flame').hidden = !L && !R;
-  $('#diff-summary').textContent = `Before ${fmtInt(L)} samples → after ${fmtInt(R)} samples`;
+  $('#diff-summary').textContent = `Before ${fmtAmount(L)} → after ${fmtAmount(R)}`;
   diffGraph.render();
   // Functions with no self samples on either side have no change of their own to show.
   renderDiffTable($('#diff-table'), diffRows(diffTree).filter((r) => r.left || r.right), (name) => selectFunction(name, { fromTable: true }));
@@ -568,6 +596,7 @@ function applyQueryBar() {
   diffKey = '';
   writeURL(true);
   syncInputs();
+  loadTypes(); // the types with data in the new range
   load();
 }
 
@@ -586,6 +615,12 @@ for (const id of ['#from', '#until']) {
     if (e.key === 'Enter') applyQueryBar();
   });
 }
+$('#ptype').addEventListener('change', () => {
+  state.type = $('#ptype').value;
+  diffKey = '';
+  writeURL(true);
+  load();
+});
 $('#groupby').addEventListener('change', () => {
   state.groupBy = $('#groupby').value;
   writeURL(false);
@@ -662,5 +697,6 @@ new ResizeObserver((entries) => {
 
 syncInputs();
 showView(state.view, false, true);
+loadTypes();
 loadGroupBy();
 load();

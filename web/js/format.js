@@ -7,6 +7,54 @@ export function fmtInt(n) {
   return intFmt.format(Math.round(n));
 }
 
+// The unit of the values shown: the server's "unit" for the current profile type
+// (samples for CPU, bytes, count, nanoseconds) and the type's sample type name,
+// so that a memory profile reads "64.0 MiB", not "67,108,864 samples".
+let curUnit = 'samples';
+let curName = '';
+
+/** Sets the unit of the values on show (the answer's "unit") and the type ID. */
+export function setUnit(unit, typeId) {
+  curUnit = unit || 'samples';
+  curName = (typeId || '').split(':')[1] || '';
+}
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+
+/** 1536 -> "1.5 KiB" */
+export function fmtBytes(n) {
+  let v = Math.abs(n);
+  let i = 0;
+  while (v >= 1024 && i < BYTE_UNITS.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${n < 0 ? '-' : ''}${i ? v.toFixed(1) : Math.round(v)} ${BYTE_UNITS[i]}`;
+}
+
+/** 1.5e9 -> "1.50 s" */
+export function fmtNanos(n) {
+  const a = Math.abs(n);
+  if (a >= 1e9) return `${(n / 1e9).toFixed(2)} s`;
+  if (a >= 1e6) return `${(n / 1e6).toFixed(2)} ms`;
+  if (a >= 1e3) return `${(n / 1e3).toFixed(2)} µs`;
+  return `${Math.round(n)} ns`;
+}
+
+/** A value in the current unit, bare: "12,345" (samples, counts), "1.5 MiB", "2.00 ms". */
+export function fmtValue(n) {
+  if (curUnit === 'bytes') return fmtBytes(n);
+  if (curUnit === 'nanoseconds') return fmtNanos(n);
+  return fmtInt(n);
+}
+
+/** A value with what it counts: "12,345 samples", "1.5 MiB", "20 goroutine". */
+export function fmtAmount(n) {
+  if (curUnit === 'samples') return `${fmtInt(n)} samples`;
+  if (curUnit === 'count') return `${fmtInt(n)} ${curName || 'count'}`;
+  return fmtValue(n);
+}
+
 /** part/whole as "42.0%" ("0%" when whole is 0). */
 export function fmtPct(part, whole) {
   if (!whole) return '0%';

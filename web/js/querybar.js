@@ -49,6 +49,22 @@ export function completionContext(text, caret) {
   return null;
 }
 
+/**
+ * The selector `query` restricted to profile type `type` ('' = as typed: the
+ * server then means CPU): `{a="b"}` -> `{a="b",__profile_type__="T"}`, `app` ->
+ * `app{__profile_type__="T"}`, '' -> `{__profile_type__="T"}`. A query that
+ * names __profile_type__ itself is left alone.
+ */
+export function withType(query, type) {
+  const q = (query || '').trim();
+  if (!type || /__profile_type__\s*[=!]/.test(q)) return q;
+  const m = `__profile_type__="${type.replace(/["\\]/g, '\\$&')}"`;
+  if (!q) return `{${m}}`;
+  if (!q.endsWith('}')) return `${q}{${m}}`;
+  const body = q.slice(q.indexOf('{') + 1, -1).trim();
+  return `${q.slice(0, q.indexOf('{'))}{${body ? `${body}, ` : ''}${m}}`;
+}
+
 export class QueryBar {
   /** input: #query; list: #query-suggest; onApply(): Enter without a choice. */
   constructor(input, list, onApply) {

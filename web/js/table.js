@@ -2,7 +2,7 @@
 // diff table. Only the first ROW_CAP rows of a sort/filter are put in the DOM; the
 // note under the table says how many more there are and that the filter narrows.
 
-import { esc, fmtInt, fmtPct, fmtPP } from './format.js';
+import { esc, fmtInt, fmtPct, fmtPP, fmtValue } from './format.js';
 
 const ROW_CAP = 500;
 
@@ -89,8 +89,8 @@ export class TopTable {
       return `<tr data-name="${n}" data-id="${r.nameIdx}" data-self="${r.self}" data-total="${r.total}"${m}${s}>` +
         `<td class="name bar-cell" title="${n}" style="--p:${g ? ((100 * r.total) / g).toFixed(1) : 0}%">` +
         `<span class="swatch" style="background:${this.colorOf(r)}"></span>${n}</td>` +
-        `<td class="num">${fmtInt(r.self)}</td><td class="num pct">${fmtPct(r.self, g)}</td>` +
-        `<td class="num">${fmtInt(r.total)}</td><td class="num pct">${fmtPct(r.total, g)}</td></tr>`;
+        `<td class="num">${fmtValue(r.self)}</td><td class="num pct">${fmtPct(r.self, g)}</td>` +
+        `<td class="num">${fmtValue(r.total)}</td><td class="num pct">${fmtPct(r.total, g)}</td></tr>`;
     }).join('');
     let note = '';
     if (!this.rows.length) note = 'No functions.';
@@ -107,8 +107,8 @@ export function renderDiffTable(table, rows, onSelect) {
     const n = esc(r.name);
     const cls = r.delta > 0 ? 'pos' : r.delta < 0 ? 'neg' : '';
     return `<tr data-name="${n}" data-left="${r.left}" data-right="${r.right}" data-delta="${r.delta.toFixed(4)}">` +
-      `<td class="name" title="${n}">${n}</td><td class="num">${fmtInt(r.left)}</td>` +
-      `<td class="num">${fmtInt(r.right)}</td><td class="num ${cls}">${fmtPP(r.delta)}</td></tr>`;
+      `<td class="name" title="${n}">${n}</td><td class="num">${fmtValue(r.left)}</td>` +
+      `<td class="num">${fmtValue(r.right)}</td><td class="num ${cls}">${fmtPP(r.delta)}</td></tr>`;
   }).join('');
   body.onclick = (e) => {
     const tr = e.target.closest('tr[data-name]');

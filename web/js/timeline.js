@@ -1,7 +1,7 @@
 // The timeline: samples per step for the selection, stacked by group, with a drag
 // brush that picks a sub-range. Series are drawn as stacked bars, one per step.
 
-import { fmtInt, fmtTime, esc } from './format.js';
+import { fmtAmount, fmtTime, fmtValue, esc } from './format.js';
 
 const COLORS = ['#e8590c', '#1c7ed6', '#2f9e44', '#ae3ec9', '#f59f00', '#0c8599', '#e03131',
   '#5c7cfa', '#66a80f', '#d6336c'];
@@ -134,7 +134,7 @@ export class Timeline {
       ctx.fillStyle = '#667085';
       ctx.font = '11px system-ui, sans-serif';
       ctx.textBaseline = 'top';
-      ctx.fillText(`${fmtInt(max)} samples / ${fmtStep(d.step)}`, 4, 0);
+      ctx.fillText(`${fmtAmount(max)} / ${fmtStep(d.step)}`, 4, 0);
     }
     if (this.marks.length) this.drawMarks(ctx, W, plotH, true);
     if (this.drag) {
@@ -176,10 +176,10 @@ export class Timeline {
     const rows = this.series.filter((g) => g.values[k]).map((g) => {
       sum += g.values[k];
       return `<tr><td><span class="swatch" style="background:${g.color}"></span>${esc(g.group || 'samples')}</td>` +
-        `<td class="num">${fmtInt(g.values[k])}</td></tr>`;
+        `<td class="num">${fmtValue(g.values[k])}</td></tr>`;
     });
     this.tip.innerHTML = `<div class="tname">${fmtTime(t0)} + ${fmtStep(d.step)}</div>` +
-      `<table>${rows.join('')}${rows.length > 1 ? `<tr><td>all</td><td class="num">${fmtInt(sum)}</td></tr>` : ''}` +
+      `<table>${rows.join('')}${rows.length > 1 ? `<tr><td>all</td><td class="num">${fmtValue(sum)}</td></tr>` : ''}` +
       `${rows.length ? '' : '<tr><td>no samples</td></tr>'}</table>`;
     this.tip.hidden = false;
     const left = Math.min(e.clientX + 14, window.innerWidth - this.tip.offsetWidth - 4);
