@@ -76,8 +76,9 @@ fi
 # The CONV16 labels and the resource table (docs/api.md, "OTLP profiles"): the
 # series as /api/series lists them, and selectors on the mapped labels.
 curl -s "$URL/api/series?from=now-1h" > "$T/series.json"
-shop_series=$(jq -c '[.[].labels | select(.service_name == "shop")] | sort_by(.comm // "")' "$T/series.json")
-want='[{"__name__":"shop","__profile_type__":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","container":"c0ffee","host":"web-1","process":"shopd","service_name":"shop"},{"__name__":"shop","__profile_type__":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","comm":"worker-1","container":"c0ffee","host":"web-1","process":"shopd","service_name":"shop"}]'
+# the type is the series' profileType (ingest lifts __profile_type__ out of the labels)
+shop_series=$(jq -c '[.[] | select(.labels.service_name == "shop") | .labels + {"__profile_type__": .profileType}] | sort_by(.comm // "")' "$T/series.json")
+want='[{"__name__":"shop","container":"c0ffee","host":"web-1","process":"shopd","service_name":"shop","__profile_type__":"process_cpu:cpu:nanoseconds:cpu:nanoseconds"},{"__name__":"shop","comm":"worker-1","container":"c0ffee","host":"web-1","process":"shopd","service_name":"shop","__profile_type__":"process_cpu:cpu:nanoseconds:cpu:nanoseconds"}]'
 lab() { folded "{service_name=\"shop\",$1}" | awk '{ s += $NF } END { print s + 0 }'; }
 if [ "$shop_series" = "$want" ] && [ "$(lab 'container="c0ffee",host="web-1",process="shopd"')" = 40 ] &&
 	[ "$(lab 'comm="worker-1"')" = 30 ]; then
