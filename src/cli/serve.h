@@ -33,16 +33,18 @@ int cli_private_dir(const char *cmd, const char *dir);
 
 struct cli_serve_args {
 	const char *data;
+	const char *store; /* --store: NULL or "local" (the embedded store in data), or a
+			    * clickhouse:// URL (docs/clickhouse.md) */
 	struct server_opts so;
 	struct store_opts st;
 	char token[1024];
 };
-/* One option of the server family (--data --listen --retention --auth-token-file
+/* One option of the server family (--data --store --listen --retention --auth-token-file
  * --max-body-mb --max-series --web-dir). 0 taken, 1 not a server option, -EINVAL after an error. */
 int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a);
 /* The long options cli_parse_serve_opt takes (values from 256 up), NULL-terminated. */
 extern const struct option cli_serve_long_opts[];
-#define CLI_SERVE_N_OPTS 7
+#define CLI_SERVE_N_OPTS 8
 /* Opens the store and starts the server. 0 or -errno after an error line. */
 int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 		   struct server **srv);

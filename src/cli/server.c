@@ -34,6 +34,8 @@ static void usage(FILE *f)
 	    "\n"
 	    "      --data DIR             store directory (default ./hearth-data; made\n"
 	    "                             owner-only, mode 700)\n"
+	    "      --store STORE          'local' (default: the store in --data) or\n"
+	    "                             clickhouse://HOST:PORT/DATABASE (docs/clickhouse.md)\n"
 	    "      --listen HOST:PORT     address to serve on (default 127.0.0.1:4100;\n"
 	    "                             port 0 picks a free one; beyond loopback,\n"
 	    "                             use --auth-token-file)\n"
@@ -58,6 +60,7 @@ enum {
 	OPT_MAX_BODY,
 	OPT_MAX_SERIES,
 	OPT_WEB_DIR,
+	OPT_STORE,
 };
 
 const struct option cli_serve_long_opts[] = {
@@ -68,6 +71,7 @@ const struct option cli_serve_long_opts[] = {
     {"max-body-mb", required_argument, NULL, OPT_MAX_BODY},
     {"max-series", required_argument, NULL, OPT_MAX_SERIES},
     {"web-dir", required_argument, NULL, OPT_WEB_DIR},
+    {"store", required_argument, NULL, OPT_STORE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -81,6 +85,16 @@ int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serv
 	switch (c) {
 	case OPT_DATA:
 		a->data = arg;
+		return 0;
+	case OPT_STORE:
+		if (strcmp(arg, "local") && !store__is_clickhouse(arg)) {
+			cli_error(cmd,
+				  "--store: '%s' is neither 'local' nor a "
+				  "clickhouse://HOST:PORT/DATABASE URL",
+				  arg);
+			return -EINVAL;
+		}
+		a->store = arg;
 		return 0;
 	case OPT_LISTEN:
 		a->so.listen = arg;
@@ -136,6 +150,41 @@ static void make_parents(const char *dir)
 	}
 }
 
+static int start_server(const char *cmd, struct cli_serve_args *a, struct store **st,
+			struct server **srv)
+{
+	char err[1024] = "";
+	int ret;
+
+	a->so.store = *st;
+	ret = server__start(&a->so, srv, err, sizeof(err));
+	if (ret) {
+		cli_error(cmd, "%s", err);
+		store__close(*st);
+		*st = NULL;
+	}
+	return ret;
+}
+
+/* The ClickHouse backend: nothing on local disk, so no --data directory. */
+static int open_clickhouse(const char *cmd, struct cli_serve_args *a, struct store **st,
+			   struct server **srv)
+{
+	char err[1024] = "";
+	int ret;
+
+	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
+	server_keep_freed_memory();
+	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
+	a->st.sample_labels = ingest_sample_labels;
+	ret = store__open_clickhouse(a->store, &a->st, st, err, sizeof(err));
+	if (ret) {
+		cli_error(cmd, "cannot open the store %s: %s", a->store, err);
+		return ret;
+	}
+	return start_server(cmd, a, st, srv);
+}
+
 /* Opens the store and starts the HTTP server. 0 or -errno after an error line. */
 int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 		   struct server **srv)
@@ -143,6 +192,8 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	char err[1024] = "";
 	int ret;
 
+	if (store__is_clickhouse(a->store))
+		return open_clickhouse(cmd, a, st, srv);
 	make_parents(a->data);
 	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
 	if (cli_private_dir(cmd, a->data))
@@ -157,14 +208,7 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 		cli_error(cmd, "cannot open the store in '%s': %s", a->data, err);
 		return ret;
 	}
-	a->so.store = *st;
-	ret = server__start(&a->so, srv, err, sizeof(err));
-	if (ret) {
-		cli_error(cmd, "%s", err);
-		store__close(*st);
-		*st = NULL;
-	}
-	return ret;
+	return start_server(cmd, a, st, srv);
 }
 
 static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
@@ -212,7 +256,7 @@ int cmd_server(int argc, char **argv)
 	if (cli_serve_open("server", &a, &st, &srv))
 		return 1;
 	cli_listen_url(a.so.listen, server__port(srv), url, sizeof(url));
-	fprintf(stderr, "hearth server: serving %s on %s\n", a.data, url);
+	fprintf(stderr, "hearth server: serving %s on %s\n", a.store ? a.store : a.data, url);
 	while (!cli_stop) {
 		cli_sleep_unless_stopped(MAINTAIN_EVERY_S);
 		if (!cli_stop)

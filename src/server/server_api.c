@@ -62,6 +62,9 @@ static enum MHD_Result query_failed(struct server_req *r, int ret, const char *e
 {
 	if (ret == -EINVAL || ret == -E2BIG)
 		return server_error(r, 400, SERVER_REJ_BAD_QUERY, "%s", err);
+	if (ret == -EHOSTDOWN) /* the ClickHouse backend's database: retry later */
+		return server_error(r, 503, SERVER_REJ_BUSY, "query failed: %s",
+				    err[0] ? err : strerror(-ret));
 	if (ret == -EUCLEAN)
 		return server_error(r, 500, SERVER_REJ_INTERNAL,
 				    "query failed: the store's data is corrupt (%s); see the "
