@@ -75,7 +75,7 @@ start_one() { # instdir, http_port
 		sleep 0.1
 	done
 	echo "$0: clickhouse-server in $d did not start; its log:" >&2
-	tail -5 "$d/log/stdout" "$d/log/clickhouse-server.err.log" >&2 2>/dev/null || true
+	tail -n 5 "$d/log/stdout" "$d/log/clickhouse-server.err.log" >&2 2>/dev/null || true
 	return 1
 }
 
