@@ -43,3 +43,33 @@ norm_json() {
 		elif type == "array" and length > 0 and all(.[]; type == "object")
 		then sort_by(tostring) else . end)'
 }
+
+# same NAME PATH NORMALIZER: the answers of the servers named in $SERVERS (variables
+# holding their URLs, the first the reference) are equal and not empty.
+same() {
+	local name=$1 path=$2 norm=$3 s
+	local ref=${SERVERS%% *} srv bad=""
+	for srv in $SERVERS; do
+		s=$(http_status "${!srv}$path" "$T/raw.$srv")
+		if [ "$s" != 200 ]; then
+			fail "same_$name" "$srv answered $s: $(head -c 300 "$T/raw.$srv")"
+			return
+		fi
+		$norm < "$T/raw.$srv" > "$T/ans.$srv"
+	done
+	for srv in $SERVERS; do
+		cmp -s "$T/ans.$ref" "$T/ans.$srv" || bad="$bad $srv: $(diff "$T/ans.$ref" "$T/ans.$srv" | head -6 | tr '\n' ' ')"
+	done
+	if [ ! -s "$T/ans.$ref" ] || [ "$(head -c 2 "$T/ans.$ref")" = "[]" ]; then
+		fail "same_$name" "empty answer: $(head -c 200 "$T/raw.$ref")"
+	elif [ -z "$bad" ]; then
+		pass "same_$name ($(wc -c < "$T/ans.$ref") bytes)"
+	else
+		fail "same_$name" "$path differs from $ref's:$bad"
+	fi
+}
+sorted() { sort; }
+pprof_top() { # the table go tool pprof prints, without the file name
+	cat > "$T/pp.pb.gz"
+	go tool pprof -top -nodecount=200 "$T/pp.pb.gz" 2> /dev/null | grep -v '^File:'
+}

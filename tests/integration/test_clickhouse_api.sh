@@ -51,30 +51,7 @@ push C1 "name=lineapp&format=lines&from=$W1&until=$((W1 + 10))" "$T/in.lines"
 push C2 "name=goapp&format=pprof&from=$W2&until=$((W2 + 10))" "$GOPROF"
 
 R="from=$((NOW - 900))&until=$NOW"
-# same NAME PATH NORMALIZER: the three servers' answers are equal (and not empty).
-same() {
-	local name=$1 path=$2 norm=$3 s
-	for srv in E C1 C2; do
-		s=$(http_status "${!srv}$path" "$T/raw.$srv")
-		if [ "$s" != 200 ]; then
-			fail "same_$name" "$srv answered $s: $(head -c 300 "$T/raw.$srv")"
-			return
-		fi
-		$norm < "$T/raw.$srv" > "$T/ans.$srv"
-	done
-	if [ ! -s "$T/ans.E" ] || [ "$(head -c 2 "$T/ans.E")" = "[]" ]; then
-		fail "same_$name" "empty answer: $(head -c 200 "$T/raw.E")"
-	elif cmp -s "$T/ans.E" "$T/ans.C1" && cmp -s "$T/ans.E" "$T/ans.C2"; then
-		pass "same_$name ($(wc -c < "$T/ans.E") bytes)"
-	else
-		fail "same_$name" "$path: $(diff "$T/ans.E" "$T/ans.C1" | head -8) | $(diff "$T/ans.E" "$T/ans.C2" | head -4)"
-	fi
-}
-sorted() { sort; }
-pprof_top() { # the table go tool pprof prints, without the file name
-	cat > "$T/pp.pb.gz"
-	go tool pprof -top -nodecount=200 "$T/pp.pb.gz" 2> /dev/null | grep -v '^File:'
-}
+SERVERS="E C1 C2"
 same series "/api/series?$R" norm_json
 same labels "/api/labels?$R" norm_json
 same env_values "/api/label/env/values?$R" norm_json
