@@ -267,10 +267,13 @@ int ch_http(struct chstore *c, const char *sql_in_url, const void *body, size_t 
 	CURLcode rc;
 	int e = h ? 0 : -ENOMEM;
 
-	/* max_query_size: a scan's IN list of series or stack hashes is long */
-	e = e
-		?: ch_buf_printf(&url, "%s?max_query_size=1073741824%s", c->base,
-				 c->cluster ? "&insert_distributed_sync=1" : "");
+	/* a scan's IN list of series or stack hashes is long: a large query, one
+	 * AST element per hash. In a cluster, an INSERT answers once the shards
+	 * have the rows, not when they are queued on this server. */
+	e = e ?: ch_buf_printf(&url,
+			       "%s?max_query_size=1073741824&max_ast_elements=100000000&"
+			       "max_expanded_ast_elements=100000000%s",
+			       c->base, c->cluster ? "&insert_distributed_sync=1" : "");
 	if (!e && sql_in_url) {
 		char *q = curl_easy_escape(h, sql_in_url, 0);
 
@@ -1112,21 +1115,26 @@ int chstore_stats(struct chstore *c, struct store_stats *out)
 {
 	struct ch_buf a = {0};
 	char err[512];
-	unsigned long long bytes = 0, rows = 0;
+	unsigned long long bytes = 0, rows = 0, stacks = 0, series = 0;
 	int e;
 
 	memset(out, 0, sizeof(*out));
+	/* bytes and rows of this server's own parts (in a cluster: its shard's);
+	 * distinct stacks and series of the whole database (approximate: uniq) */
 	e = ch_sql(c, &a, err, sizeof(err),
-		   "SELECT sum(bytes_on_disk), sumIf(rows, table LIKE 'samples%%') FROM "
+		   "SELECT sum(bytes_on_disk), sumIf(rows, table LIKE 'samples%%'), "
+		   "(SELECT uniq(hash) FROM %s.stacks), (SELECT uniq(id) FROM %s.series) FROM "
 		   "system.parts WHERE database = '%s' AND active FORMAT TSV",
-		   c->db);
-	if (!e && a.p && sscanf((char *)a.p, "%llu\t%llu", &bytes, &rows) == 2) {
+		   c->db, c->db, c->db);
+	if (!e && a.p &&
+	    sscanf((char *)a.p, "%llu\t%llu\t%llu\t%llu", &bytes, &rows, &stacks, &series) == 4) {
 		out->bytes_on_disk = bytes;
 		out->rows = rows;
+		out->stacks = stacks;
+		out->series = series;
 	}
 	pthread_mutex_lock(&c->lock);
 	out->profiles = c->appends;
-	out->stacks = c->n_stacks;
 	out->locations = c->n_locs;
 	pthread_mutex_unlock(&c->lock);
 	ch_buf_fini(&a);
