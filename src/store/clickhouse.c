@@ -270,10 +270,11 @@ int ch_http(struct chstore *c, const char *sql_in_url, const void *body, size_t 
 	/* a scan's IN list of series or stack hashes is long: a large query, one
 	 * AST element per hash. In a cluster, an INSERT answers once the shards
 	 * have the rows, not when they are queued on this server. */
-	e = e ?: ch_buf_printf(&url,
-			       "%s?max_query_size=1073741824&max_ast_elements=100000000&"
-			       "max_expanded_ast_elements=100000000%s",
-			       c->base, c->cluster ? "&insert_distributed_sync=1" : "");
+	e = e
+		?: ch_buf_printf(&url,
+				 "%s?max_query_size=1073741824&max_ast_elements=100000000&"
+				 "max_expanded_ast_elements=100000000%s",
+				 c->base, c->cluster ? "&insert_distributed_sync=1" : "");
 	if (!e && sql_in_url) {
 		char *q = curl_easy_escape(h, sql_in_url, 0);
 
