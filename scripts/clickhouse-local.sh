@@ -8,7 +8,10 @@
 #   scripts/clickhouse-local.sh cluster DIR    two servers, the two shards of the
 #                                              cluster "hearth"; prints both URLs
 #                                              (add ?cluster=hearth, docs/clickhouse.md)
-#   scripts/clickhouse-local.sh stop DIR       stops what start/cluster started
+#   scripts/clickhouse-local.sh replicas DIR   ZooKeeper (Debian's zookeeper) and two
+#                                              servers, two replicas of one shard;
+#                                              prints both URLs (?replicated=1)
+#   scripts/clickhouse-local.sh stop DIR       stops what start/cluster/replicas started
 #
 # Ports: free ones picked at random (HEARTH_CH_PORT=N picks N, N+1, N+2 for the
 # first server: HTTP, native TCP, interserver). The URLs are also written to
@@ -79,6 +82,25 @@ start_one() { # instdir, http_port
 	return 1
 }
 
+# Standalone ZooKeeper from Debian's jars on a free port; sets ZK_PORT.
+start_zookeeper() { # dir
+	local d=$1/zk j=/usr/share/java
+	local cp="$j/zookeeper.jar:$j/zookeeper-jute.jar:$j/slf4j-api.jar:$j/slf4j-simple.jar:$j/log4j-1.2.jar:$j/metrics-core.jar:$j/commons-cli.jar:$j/netty-all.jar"
+	[ -r $j/zookeeper.jar ] || { echo "$0: zookeeper is not installed" >&2; return 1; }
+	mkdir -p "$d/data"
+	ZK_PORT=$(pick_ports)
+	java -Xmx256m -cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$ZK_PORT" "$d/data" \
+		> "$d/log" 2>&1 &
+	echo $! > "$d/pid"
+	for _ in $(seq 300); do
+		grep -q 'PrepRequestProcessor.*started' "$d/log" 2> /dev/null && return 0
+		kill -0 "$(cat "$d/pid")" 2> /dev/null || break
+		sleep 0.1
+	done
+	echo "$0: zookeeper did not start: $(tail -3 "$d/log")" >&2
+	return 1
+}
+
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || usage
@@ -112,8 +134,26 @@ cluster)
 	start_one "$dir/ch1" "$p1"
 	printf 'clickhouse://127.0.0.1:%s/hearth?cluster=hearth\n' "$p0" "$p1" | tee "$dir/url"
 	;;
+replicas)
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	start_zookeeper "$dir"
+	p0=$(pick_ports)
+	p1=$(pick_ports)
+	while [ $((p1 - p0)) -lt 3 ] && [ $((p0 - p1)) -lt 3 ]; do p1=$(pick_ports); done
+	zk="<zookeeper><node><host>127.0.0.1</host><port>$ZK_PORT</port></node></zookeeper>
+	  <remote_servers><hearth><shard><internal_replication>true</internal_replication>
+	  <replica><host>127.0.0.1</host><port>$((p0 + 1))</port></replica>
+	  <replica><host>127.0.0.1</host><port>$((p1 + 1))</port></replica>
+	  </shard></hearth></remote_servers>"
+	write_config "$dir/ch0" "$p0" "$zk <macros><shard>01</shard><replica>r0</replica></macros>"
+	write_config "$dir/ch1" "$p1" "$zk <macros><shard>01</shard><replica>r1</replica></macros>"
+	start_one "$dir/ch0" "$p0"
+	start_one "$dir/ch1" "$p1"
+	printf 'clickhouse://127.0.0.1:%s/hearth?replicated=1\n' "$p0" "$p1" | tee "$dir/url"
+	;;
 stop)
-	for pf in "$dir"/ch*/pid; do
+	for pf in "$dir"/ch*/pid "$dir"/zk/pid; do
 		[ -f "$pf" ] || continue
 		pid=$(cat "$pf")
 		kill -TERM "$pid" 2>/dev/null || true

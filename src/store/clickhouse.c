@@ -393,7 +393,7 @@ static int bad_url(const char *url, const char *why, char *err, size_t errlen)
 {
 	snprintf(err, errlen,
 		 "store URL \"%.200s\": %s (expected clickhouse://HOST:PORT/DATABASE, optionally "
-		 "?cluster=NAME&timeout=SECONDS)",
+		 "?cluster=NAME&replicated=1&timeout=SECONDS)",
 		 url, why);
 	return -EINVAL;
 }
@@ -436,9 +436,14 @@ static int parse_params(struct chstore *c, const char *url, const char *p, char 
 					       "timeout is not a number of seconds in (0, 3600]",
 					       err, errlen);
 			c->timeout_ms = (long)(s * 1000 + 0.5) ?: 1;
+		} else if ((size_t)(eq - p) == 10 && !strncmp(p, "replicated", 10)) {
+			if (vn != 1 || (*v != '0' && *v != '1'))
+				return bad_url(url, "replicated is not 0 or 1", err, errlen);
+			c->replicated = *v == '1';
 		} else {
-			return bad_url(url, "unknown parameter (cluster and timeout are known)",
-				       err, errlen);
+			return bad_url(
+			    url, "unknown parameter (cluster, replicated and timeout are known)",
+			    err, errlen);
 		}
 		p = amp ? amp + 1 : NULL;
 	}
@@ -475,12 +480,21 @@ static int create_tables(struct chstore *c, char *err, size_t errlen)
 
 	for (int t = 0; t < CH_N_T && !e; t++) {
 		const struct ch_table *tb = &ch_tables[t];
+		const char *local = c->cluster ? "_local" : "";
+		char engine[256];
 
+		/* replicas of one table share its ZooKeeper path; {shard} and {replica}
+		 * are the macros of each ClickHouse server's config */
+		if (c->replicated)
+			snprintf(engine, sizeof(engine),
+				 "Replicated%s('/clickhouse/tables/{shard}/%s/%s%s', '{replica}')",
+				 tb->engine, c->db, tb->name, local);
+		else
+			snprintf(engine, sizeof(engine), "%s", tb->engine);
 		e = ch_sql(c, NULL, err, errlen,
 			   "CREATE TABLE IF NOT EXISTS %s.%s%s (%s) ENGINE = %s PARTITION BY day "
 			   "ORDER BY %s",
-			   c->db, tb->name, c->cluster ? "_local" : "", tb->cols, tb->engine,
-			   tb->order);
+			   c->db, tb->name, local, tb->cols, engine, tb->order);
 		if (!e && c->cluster)
 			e = ch_sql(c, NULL, err, errlen,
 				   "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local ENGINE = "

@@ -63,10 +63,11 @@ struct ch_mapping {
 };
 
 struct chstore {
-	char *base;    /* "http://HOST:PORT/" (owned) */
-	char *db;      /* database name (owned; [A-Za-z0-9_] only) */
-	char *cluster; /* Distributed tables over this cluster; NULL: one server (owned) */
-	char *where;   /* "HOST:PORT/DB" for messages (owned) */
+	char *base;	 /* "http://HOST:PORT/" (owned) */
+	char *db;	 /* database name (owned; [A-Za-z0-9_] only) */
+	char *cluster;	 /* Distributed tables over this cluster; NULL: one server (owned) */
+	bool replicated; /* Replicated*MergeTree tables (ZooKeeper; docs/clickhouse.md) */
+	char *where;	 /* "HOST:PORT/DB" for messages (owned) */
 	long timeout_ms;
 	struct store_opts opts;
 	size_t n_sample_labels;

@@ -302,9 +302,11 @@ uint64_t store__max_stack_id(struct store *s);
 #define STORE_CLICKHOUSE_SCHEME "clickhouse://"
 /*
  * Opens the store kept in a ClickHouse database, from a URL
- * clickhouse://HOST:PORT/DATABASE[?cluster=NAME&timeout=SECONDS] (PORT: the
- * HTTP interface's; cluster: Distributed tables over that cluster of the
- * server's remote_servers; timeout of each request, default 10 s). Creates
+ * clickhouse://HOST:PORT/DATABASE[?cluster=NAME&replicated=1&timeout=SECONDS]
+ * (PORT: the HTTP interface's; cluster: Distributed tables over that cluster
+ * of the server's remote_servers; replicated: ReplicatedMergeTree tables, the
+ * server configured with ZooKeeper and {shard}/{replica} macros; timeout of
+ * each request, default 10 s). Creates
  * the database and tables when missing. Every store__ function of this header
  * works on it except store__salvage, with two differences: -EHOSTDOWN is a
  * further error (ClickHouse cannot be reached, did not answer in time, or
