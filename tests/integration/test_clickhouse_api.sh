@@ -20,6 +20,11 @@ start_hearth "$T/c1.log" server --store "$CH" --listen 127.0.0.1:0 && C1=$HURL |
 start_hearth "$T/c2.log" server --store "$CH" --listen 127.0.0.1:0 && C2=$HURL ||
 	{ fail clickhouse_server2_start "$(cat "$T/c2.log")"; finish; }
 pass "clickhouse_servers_start ($CH)"
+# A day past retention (7 d), written straight into ClickHouse: the servers'
+# minutely maintenance drops its partitions (checked at the end).
+OLD=$(($(date +%s) - 10 * 86400))
+ch_sql "$CH" "INSERT INTO hearth.samples VALUES (toDate($OLD), intDiv($OLD, 3600), ${OLD}000000000, 10000000000, 1, 2, 3, 4)"
+ch_sql "$CH" "INSERT INTO hearth.stacks VALUES (toDate($OLD), 2, [])"
 
 # Minute-aligned times: the embedded store counts a profile in the step where its
 # 1-minute rollup starts (docs/clickhouse.md, "Differences"), ClickHouse where it starts.
@@ -91,6 +96,16 @@ fi
 # The data lives in ClickHouse: samples rows, one per (series, time, stack).
 n=$(ch_sql "$CH" "SELECT count() FROM hearth.samples")
 [ "${n:-0}" -gt 10 ] && pass "samples_in_clickhouse ($n rows)" || fail samples_in_clickhouse "$n"
+
+# Retention: the old day's partitions are dropped, today's data stays.
+old_gone() {
+	[ "$(ch_sql "$CH" "SELECT count() FROM system.parts WHERE database = 'hearth' AND active AND partition = toString(toDate($OLD))")" = 0 ]
+}
+if wait_until 75 old_gone && [ "$(curl -s "$C1/api/profile?format=tree&query=web&$R" | jq .total)" = 152 ]; then
+	pass retention_drops_old_days
+else
+	fail retention_drops_old_days "$(ch_sql "$CH" "SELECT table, partition FROM system.parts WHERE database = 'hearth' AND active" | tr '\n' ' ')"
+fi
 
 # Refusals: a bad URL (usage error, exit 2), an unreachable server, a database
 # of another schema version.
