@@ -97,6 +97,22 @@ fi
 n=$(ch_sql "$CH" "SELECT count() FROM hearth.samples")
 [ "${n:-0}" -gt 10 ] && pass "samples_in_clickhouse ($n rows)" || fail samples_in_clickhouse "$n"
 
+# hearth run --store: the local agent's profiles go to ClickHouse, and the other
+# servers read them (only as root: the agent samples with BPF).
+if [ "$(id -u)" = 0 ]; then
+	start_hearth "$T/run.log" run --store "$CH" --listen 127.0.0.1:0 --interval 1 -F 49 &&
+		rpid=$SPID || fail run_start "$(cat "$T/run.log")"
+	run_seen() { curl -s "$C2/api/label/host/values?from=now-5m" | grep -q "$(hostname)"; }
+	if [ -n "${rpid:-}" ] && wait_until 20 run_seen; then
+		pass run_store_clickhouse
+	else
+		fail run_store_clickhouse "$(curl -s "$C2/api/series?from=now-5m" | head -c 300); $(tail -3 "$T/run.log")"
+	fi
+	[ -n "${rpid:-}" ] && kill "$rpid"
+else
+	skip run_store_clickhouse "needs root to load BPF"
+fi
+
 # Retention: the old day's partitions are dropped, today's data stays.
 old_gone() {
 	[ "$(ch_sql "$CH" "SELECT count() FROM system.parts WHERE database = 'hearth' AND active AND partition = toString(toDate($OLD))")" = 0 ]
