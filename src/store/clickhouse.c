@@ -370,23 +370,23 @@ static const struct ch_table ch_tables[CH_N_T] = {
     [CH_T_MAPPINGS] = {"mappings",
 		       "day Date, hash UInt64, map_start UInt64, map_limit UInt64, "
 		       "map_offset UInt64, file String, build_id String",
-		       "ReplacingMergeTree", "hash", "hash"},
+		       "ReplacingMergeTree", "hash", "intHash64(hash)"},
     [CH_T_FUNCTIONS] = {"functions",
 			"day Date, hash UInt64, name String, system_name String, filename String",
-			"ReplacingMergeTree", "hash", "hash"},
+			"ReplacingMergeTree", "hash", "intHash64(hash)"},
     [CH_T_LOCATIONS] = {"locations",
 			"day Date, hash UInt64, mapping UInt64, address UInt64, "
 			"funcs Array(UInt64), lines Array(Int64)",
-			"ReplacingMergeTree", "hash", "hash"},
+			"ReplacingMergeTree", "hash", "intHash64(hash)"},
     [CH_T_STACKS] = {"stacks", "day Date, hash UInt64, locs Array(UInt64)", "ReplacingMergeTree",
-		     "hash", "hash"},
+		     "hash", "intHash64(hash)"},
     [CH_T_SERIES] = {"series",
 		     "day Date, id UInt64, type String, names Array(String), vals Array(String)",
-		     "ReplacingMergeTree", "id", "id"},
+		     "ReplacingMergeTree", "id", "intHash64(id)"},
     [CH_T_SAMPLES] = {"samples",
 		      "day Date, hour UInt32, time_ns Int64, duration_ns Int64, series_id UInt64, "
 		      "stack UInt64, v0 Int64, v1 Int64",
-		      "MergeTree", "(hour, series_id, time_ns, stack)", "series_id"},
+		      "MergeTree", "(hour, series_id, time_ns, stack)", "intHash64(series_id)"},
 };
 
 static int bad_url(const char *url, const char *why, char *err, size_t errlen)
@@ -642,6 +642,21 @@ static uint64_t nonzero(uint64_t h)
 	return h ? h : 1;
 }
 
+/*
+ * A finished content hash: FNV-1a's low bits are weak (the lowest is the XOR of
+ * the bytes' lowest bits), and Distributed tables shard by key modulo the
+ * shards, so every stored hash goes through MurmurHash3's 64-bit finalizer.
+ */
+static uint64_t finish(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb53a7ed34e3ull;
+	h ^= h >> 33;
+	return nonzero(h);
+}
+
 /* What one append builds: RowBinary rows per table, and hashes per flat index. */
 struct ch_append {
 	struct chstore *c;
@@ -736,7 +751,7 @@ static int map_hash(struct ch_append *a, uint32_t m1, uint64_t *out)
 	m = &a->f->mappings[m1 - 1];
 	h = ch_hash_u64(ch_hash_u64(ch_hash_u64(CH_FNV_BASIS ^ 'M', m->start), m->limit),
 			m->offset);
-	h = nonzero(hash_fstr(a, hash_fstr(a, h, m->file), m->build_id));
+	h = finish(hash_fstr(a, hash_fstr(a, h, m->file), m->build_id));
 	*out = a->map_h[m1] = h;
 	if (need(a, CH_T_MAPPINGS, h, &e)) {
 		struct ch_buf *b = &a->t[CH_T_MAPPINGS];
@@ -759,7 +774,7 @@ static int func_hash(struct ch_append *a, uint32_t fi, uint64_t *out)
 		*out = a->func_h[fi];
 		return 0;
 	}
-	h = nonzero(
+	h = finish(
 	    hash_fstr(a, hash_fstr(a, hash_fstr(a, CH_FNV_BASIS ^ 'F', fn->name), fn->system_name),
 		      fn->filename));
 	*out = a->func_h[fi] = h;
@@ -795,7 +810,7 @@ static int loc_hash(struct ch_append *a, uint32_t li, uint64_t *out)
 			return e;
 		h = ch_hash_u64(ch_hash_u64(h, fh), (uint64_t)ln->line);
 	}
-	h = nonzero(h);
+	h = finish(h);
 	*out = a->loc_h[li] = h;
 	if (need(a, CH_T_LOCATIONS, h, &e)) {
 		struct ch_buf *b = &a->t[CH_T_LOCATIONS];
@@ -821,7 +836,7 @@ static int stack_hash(struct ch_append *a, const struct profile_flat_sample *sm,
 			return e;
 		h = ch_hash_u64(h, lh);
 	}
-	*out = h = nonzero(h);
+	*out = h = finish(h);
 	if (need(a, CH_T_STACKS, h, &e)) {
 		struct ch_buf *b = &a->t[CH_T_STACKS];
 
@@ -926,7 +941,7 @@ static int series_of(struct ch_append *a, const struct profile_flat_sample *sm, 
 	for (size_t i = 0; i < k; i++)
 		h = ch_hash(ch_hash(ch_hash(h, l[i].name, l[i].nl), "", 1), l[i].value,
 			    l[i].vl + 1);
-	*out = h = nonzero(h);
+	*out = h = finish(h);
 	if (need(a, CH_T_SERIES, h, &e)) {
 		struct ch_buf *b = &a->t[CH_T_SERIES];
 

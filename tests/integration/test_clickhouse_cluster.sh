@@ -47,11 +47,13 @@ for via in A B; do
 done
 [ $ok = $n ] && pass "ingest_through_both ($n pushes)" || fail ingest_through_both "$ok of $n answered 200"
 
-# Both shards hold rows; together they hold every row.
+# Both shards hold a fair part of the rows (over a quarter each); together every row.
 r0=$(ch_sql "${CH_URLS[0]}" "SELECT count() FROM hearth.samples_local")
 r1=$(ch_sql "${CH_URLS[1]}" "SELECT count() FROM hearth.samples_local")
 all=$(ch_sql "${CH_URLS[0]}" "SELECT count() FROM hearth.samples")
-if [ "${r0:-0}" -gt 0 ] && [ "${r1:-0}" -gt 0 ] && [ $((r0 + r1)) = "$all" ]; then
+# (series ids are content hashes, so the split is the same every run; a hash with
+# weak low bits once put every series of bench/store on one shard)
+if [ "${r0:-0}" -gt $((all / 4)) ] && [ "${r1:-0}" -gt $((all / 4)) ] && [ $((r0 + r1)) = "$all" ]; then
 	pass "sharded_by_series ($r0 + $r1 rows)"
 else
 	fail sharded_by_series "shard rows $r0 $r1, distributed $all"
