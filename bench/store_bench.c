@@ -24,7 +24,10 @@
  * (what one core spent: on a shared machine wall time also counts waiting).
  *
  *   store_bench [--hours H] [--dir DIR] [--no-fsync] [--seed N] [--queries-only]
- *               [--only QUERY] [--default-malloc]
+ *               [--only QUERY] [--default-malloc] [--store clickhouse://HOST:PORT/DB]
+ *
+ * --store runs the same day through the ClickHouse backend instead of the
+ * embedded store in DIR (bench/store runs both and prints them side by side).
  *
  * --queries-only reopens DIR as a run with the same --hours left it and times
  * the queries again (several runs of them on a noisy machine, one ingest).
@@ -178,6 +181,17 @@ static struct profile *make_profile(int64_t t, uint32_t *counts)
  * and TOP_ROWS). */
 #define UI_MAX_NODES 20000
 #define UI_TOP_ROWS  100000
+
+/* --store: the ClickHouse backend's URL (NULL: the embedded store in --dir). */
+static const char *store_url;
+
+static int open_store(const char *dir, const struct store_opts *o, struct store **st, char *err,
+		      size_t errlen)
+{
+	if (store_url)
+		return store__open_clickhouse(store_url, o, st, err, errlen);
+	return store__open(dir, o, st, err, errlen);
+}
 
 /* The query --only names (NULL: all of them). */
 static const char *only;
@@ -397,6 +411,8 @@ int main(int argc, char **argv)
 			queries_only = true;
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc && query_known(argv[i + 1]))
 			only = argv[++i];
+		else if (!strcmp(argv[i], "--store") && i + 1 < argc)
+			store_url = argv[++i];
 		else if (!strcmp(argv[i], "--default-malloc"))
 			default_malloc = true;
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
@@ -405,7 +421,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: store_bench [--hours H] [--dir DIR] [--no-fsync] "
 				"[--seed N] [--queries-only] [--only profile1|profile24|timeline24|"
-				"tree1|tree24|stacks1|stacks24] [--default-malloc]\n");
+				"tree1|tree24|stacks1|stacks24] [--default-malloc] [--store URL]\n");
 			return 2;
 		}
 	}
@@ -416,7 +432,7 @@ int main(int argc, char **argv)
 	int64_t end = start + (int64_t)n * INTERVAL_S * S;
 
 	if (queries_only) {
-		if (store__open(dir, &o, &st, err, sizeof(err))) {
+		if (open_store(dir, &o, &st, err, sizeof(err))) {
 			fprintf(stderr, "open: %s\n", err);
 			return 1;
 		}
@@ -428,7 +444,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "encoding %d distinct host profiles...\n", POOL);
 	if (make_pool(&pl, start))
 		return 1;
-	if (store__open(dir, &o, &st, err, sizeof(err))) {
+	if (open_store(dir, &o, &st, err, sizeof(err))) {
 		fprintf(stderr, "open: %s\n", err);
 		return 1;
 	}
@@ -441,15 +457,16 @@ int main(int argc, char **argv)
 	store__stats(st, &ss);
 	store__close(st); /* checkpoints the WAL: what stays on disk */
 	st = NULL;
-	if (store__open(dir, &o, &st, err, sizeof(err)))
+	if (open_store(dir, &o, &st, err, sizeof(err)))
 		return 1;
 	store__stats(st, &ss);
 	store__close(st);
 	pool_free(&pl);
 
-	printf("store bench: %.1f h, 1 host, %d CPUs at %d Hz, %d processes, %d stacks (Zipf s=1, "
-	       "depth 10-60)%s\n",
-	       hours, CPUS, HZ, PROCS, STACKS, o.no_fsync ? ", no fsync" : ", fsync per append");
+	printf("store bench (%s): %.1f h, 1 host, %d CPUs at %d Hz, %d processes, %d stacks "
+	       "(Zipf s=1, depth 10-60)%s\n",
+	       store_url ? store_url : "embedded", hours, CPUS, HZ, PROCS, STACKS,
+	       store_url ? "" : o.no_fsync ? ", no fsync" : ", fsync per append");
 	printf("| metric | value (wall; CPU time of the thread) | target |\n| --- | --- | --- |\n");
 	printf("| profiles ingested | %llu (%.1f MB of gzipped pprof; %d distinct, replayed) | |\n",
 	       (unsigned long long)t.profiles, t.bytes_pb / 1e6, POOL);

@@ -32,6 +32,8 @@ static void usage(FILE *f)
 	    "\n"
 	    "      --data DIR             store directory (default ./hearth-data; made\n"
 	    "                             owner-only, mode 700)\n"
+	    "      --store STORE          'local' (default: the store in --data) or\n"
+	    "                             clickhouse://HOST:PORT/DATABASE (docs/clickhouse.md)\n"
 	    "      --listen HOST:PORT     address to serve on (default 127.0.0.1:4100;\n"
 	    "                             beyond loopback, use --auth-token-file)\n"
 	    "      --retention DURATION   delete data older than this (default 7d)\n"
@@ -155,7 +157,7 @@ static int run_main(struct run_args *r)
 		"hearth run: profiling this machine into %s; open %s\n"
 		"  e.g. curl '%s/api/profile?format=top&from=now-5m'\n"
 		"       go tool pprof -top '%s/debug/pprof/profile?seconds=5'\n",
-		r->s.data, url, url, url);
+		r->s.store ? r->s.store : r->s.data, url, url, url);
 	printf("%s\n", url);
 	fflush(stdout);
 	ret = agent__run(ag, &cli_stop, RUN_FLUSH_S);

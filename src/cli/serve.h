@@ -33,13 +33,15 @@ int cli_private_dir(const char *cmd, const char *dir);
 
 struct cli_serve_args {
 	const char *data;
+	const char *store; /* --store: NULL or "local" (the embedded store in data), or a
+			    * clickhouse:// URL (docs/clickhouse.md) */
 	struct server_opts so;
 	struct store_opts st;
 	char token[1024];
 	struct scrape_config *scrape_cfg; /* --scrape-config, until cli_serve_open takes it */
 	struct scrape *scrape;		  /* its scraper, from cli_serve_open to cli_serve_close */
 };
-/* One option of the server family (--data --listen --retention --auth-token-file
+/* One option of the server family (--data --store --listen --retention --auth-token-file
  * --max-body-mb --max-series --web-dir --scrape-config). 0 taken, 1 not a server option,
  * -EINVAL after an error. */
 int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a);

@@ -35,6 +35,8 @@ static void usage(FILE *f)
 	    "\n"
 	    "      --data DIR             store directory (default ./hearth-data; made\n"
 	    "                             owner-only, mode 700)\n"
+	    "      --store STORE          'local' (default: the store in --data) or\n"
+	    "                             clickhouse://HOST:PORT/DATABASE (docs/clickhouse.md)\n"
 	    "      --listen HOST:PORT     address to serve on (default 127.0.0.1:4100;\n"
 	    "                             port 0 picks a free one; beyond loopback,\n"
 	    "                             use --auth-token-file)\n"
@@ -62,6 +64,7 @@ enum {
 	OPT_MAX_SERIES,
 	OPT_WEB_DIR,
 	OPT_SCRAPE_CONFIG,
+	OPT_STORE,
 };
 
 const struct option cli_serve_long_opts[] = {
@@ -73,6 +76,7 @@ const struct option cli_serve_long_opts[] = {
     {"max-series", required_argument, NULL, OPT_MAX_SERIES},
     {"web-dir", required_argument, NULL, OPT_WEB_DIR},
     {"scrape-config", required_argument, NULL, OPT_SCRAPE_CONFIG},
+    {"store", required_argument, NULL, OPT_STORE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -94,6 +98,16 @@ int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serv
 		return 0;
 	case OPT_DATA:
 		a->data = arg;
+		return 0;
+	case OPT_STORE:
+		if (strcmp(arg, "local") && !store__is_clickhouse(arg)) {
+			cli_error(cmd,
+				  "--store: '%s' is neither 'local' nor a "
+				  "clickhouse://HOST:PORT/DATABASE URL",
+				  arg);
+			return -EINVAL;
+		}
+		a->store = arg;
 		return 0;
 	case OPT_LISTEN:
 		a->so.listen = arg;
@@ -149,27 +163,14 @@ static void make_parents(const char *dir)
 	}
 }
 
-/* Opens the store and starts the HTTP server. 0 or -errno after an error line. */
-int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
-		   struct server **srv)
+/* Starts the HTTP server on the open store *st (and the scraper of --scrape-config);
+ * on failure the store is closed. 0 or -errno after an error line. */
+static int start_server(const char *cmd, struct cli_serve_args *a, struct store **st,
+			struct server **srv)
 {
 	char err[1024] = "";
 	int ret;
 
-	make_parents(a->data);
-	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
-	if (cli_private_dir(cmd, a->data))
-		return -EPERM;
-	server_keep_freed_memory(); /* a server answers merge after merge */
-	/* One thread per connection, each arena keeping up to 64 MiB freed (above):
-	 * a few arenas bound that idle memory whatever the number of clients. */
-	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
-	a->st.sample_labels = ingest_sample_labels; /* the agent's vocabulary */
-	ret = store__open(a->data, &a->st, st, err, sizeof(err));
-	if (ret) {
-		cli_error(cmd, "cannot open the store in '%s': %s", a->data, err);
-		return ret;
-	}
 	a->so.store = *st;
 	if (a->scrape_cfg) {
 		ret = scrape__new(a->scrape_cfg, store__backend(*st), &a->scrape, err, sizeof(err));
@@ -197,6 +198,51 @@ fail:
 	store__close(*st);
 	*st = NULL;
 	return ret;
+}
+
+/* The ClickHouse backend: nothing on local disk, so no --data directory. */
+static int open_clickhouse(const char *cmd, struct cli_serve_args *a, struct store **st,
+			   struct server **srv)
+{
+	char err[1024] = "";
+	int ret;
+
+	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
+	server_keep_freed_memory();
+	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
+	a->st.sample_labels = ingest_sample_labels;
+	ret = store__open_clickhouse(a->store, &a->st, st, err, sizeof(err));
+	if (ret) {
+		cli_error(cmd, "cannot open the store %s: %s", a->store, err);
+		return ret;
+	}
+	return start_server(cmd, a, st, srv);
+}
+
+/* Opens the store and starts the HTTP server. 0 or -errno after an error line. */
+int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
+		   struct server **srv)
+{
+	char err[1024] = "";
+	int ret;
+
+	if (store__is_clickhouse(a->store))
+		return open_clickhouse(cmd, a, st, srv);
+	make_parents(a->data);
+	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
+	if (cli_private_dir(cmd, a->data))
+		return -EPERM;
+	server_keep_freed_memory(); /* a server answers merge after merge */
+	/* One thread per connection, each arena keeping up to 64 MiB freed (above):
+	 * a few arenas bound that idle memory whatever the number of clients. */
+	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
+	a->st.sample_labels = ingest_sample_labels; /* the agent's vocabulary */
+	ret = store__open(a->data, &a->st, st, err, sizeof(err));
+	if (ret) {
+		cli_error(cmd, "cannot open the store in '%s': %s", a->data, err);
+		return ret;
+	}
+	return start_server(cmd, a, st, srv);
 }
 
 void cli_serve_close(struct cli_serve_args *a, struct server *srv)
@@ -257,7 +303,7 @@ int cmd_server(int argc, char **argv)
 		return 1;
 
 	cli_listen_url(a.so.listen, server__port(srv), url, sizeof(url));
-	fprintf(stderr, "hearth server: serving %s on %s\n", a.data, url);
+	fprintf(stderr, "hearth server: serving %s on %s\n", a.store ? a.store : a.data, url);
 	if (a.scrape)
 		fprintf(stderr, "hearth server: scraping %zu targets (%s/api/targets)\n",
 			scrape__n_targets(a.scrape), url);

@@ -572,11 +572,12 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 		ids = series_ids(&sl);
 		m.last_cap = store__max_stack_id(s) + 1;
 		m.last = calloc(m.last_cap, sizeof(*m.last));
-		e = ids && m.last ? store__scan(s,
-						&(struct store_scan_query){ids, sl.n, q->from_ns,
-									   q->until_ns, 0, 0},
-						on_rows, &m)
-				  : -ENOMEM;
+		e = ids && m.last
+			? store__scan(s,
+				      &(struct store_scan_query){ids, sl.n, q->from_ns, q->until_ns,
+								 0, STORE_SCAN_MERGE_TIME},
+				      on_rows, &m)
+			: -ENOMEM;
 	}
 	if (!e) {
 		*out = profile__new(period_of(&m));
@@ -684,10 +685,11 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 		ids = series_ids(&sl);
 		e = !ids ? -ENOMEM : agg_grow_pos(&a, store__max_stack_id(s));
 		e = e
-			?: store__scan(
-			       s,
-			       &(struct store_scan_query){ids, sl.n, q->from_ns, q->until_ns, 0, 0},
-			       on_stack_rows, &a);
+			?: store__scan(s,
+				       &(struct store_scan_query){ids, sl.n, q->from_ns,
+								  q->until_ns, 0,
+								  STORE_SCAN_MERGE_SERIES},
+				       on_stack_rows, &a);
 	}
 	e = e ?: stacks_build(s, &a, out);
 	if (!e) {

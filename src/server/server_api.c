@@ -63,6 +63,11 @@ static enum MHD_Result query_failed(struct server_req *r, int ret, const char *e
 {
 	if (ret == -EINVAL || ret == -E2BIG)
 		return server_error(r, 400, SERVER_REJ_BAD_QUERY, "%s", err);
+	if (ret == -EHOSTDOWN) /* the ClickHouse backend's database: retry later */
+		return server_error(r, 503, SERVER_REJ_BUSY,
+				    "query failed: the store's ClickHouse did not answer or failed "
+				    "(%s; the server log has its message); retry later",
+				    err[0] ? err : strerror(-ret));
 	if (ret == -EUCLEAN)
 		return server_error(r, 500, SERVER_REJ_INTERNAL,
 				    "query failed: the store's data is corrupt (%s); see the "

@@ -164,6 +164,8 @@ enum MHD_Result server_store_failed(struct server_req *r, int ret, const char *e
 		return server_error(r, 400, SERVER_REJ_BAD_PROFILE, "%s", err);
 	if (ret == -E2BIG || ret == -EINVAL)
 		return server_error(r, 400, SERVER_REJ_BAD_LABELS, "%s", err);
+	if (ret == -EHOSTDOWN) /* the ClickHouse backend's database: an agent spools, retries */
+		return server_error(r, 503, SERVER_REJ_BUSY, "storing failed: %s", err);
 	if (ret == -ENOSPC) /* the disk is full: retrying later (an agent's spool) can work */
 		return server_error(r, 507, SERVER_REJ_DISK_FULL, "storing failed: %s", err);
 	return server_error(r, 500, SERVER_REJ_INTERNAL, "storing failed: %s", err);

@@ -10,6 +10,7 @@
  * a model and its pprof store the same rows with the same ids.
  */
 #include "store_impl.h"
+#include "clickhouse.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,6 +354,9 @@ int store__append_flat(struct store *s, const struct profile_flat *f, const char
 	struct store_append_ctx a = {
 	    .s = s, .f = f, .type = profile_type, .extra = extra, .n_extra = n_extra};
 
+	if (s->ch)
+		return chstore_append_flat(s->ch, f, profile_type, extra, n_extra, res, err,
+					   errlen);
 	if (f) {
 		a.time_ns = f->time_ns;
 		a.duration_ns = f->duration_ns;

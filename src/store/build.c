@@ -5,6 +5,7 @@
  * many stacks costs one array lookup per frame after warm-up.
  */
 #include "store_impl.h"
+#include "clickhouse.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +252,10 @@ int store_builder__add(struct store_builder *b, uint64_t stack_id,
 	uint64_t *locs;
 	int err;
 
+	if (b->s->ch) /* the same, from the ClickHouse backend's cache */
+		return chstore_builder_add(b->s->ch, b->p, &b->xl[STORE_T_LOCATIONS],
+					   &b->cap[STORE_T_LOCATIONS], stack_id, values, labels,
+					   n_labels);
 	pthread_mutex_lock(&b->s->lock);
 	err = stack_locked(b, stack_id, false, &locs, &n, &merged);
 	pthread_mutex_unlock(&b->s->lock);
@@ -278,6 +283,13 @@ int store_builder__append(struct store_builder *b, const struct store_builder_sa
 	const struct store_itab *st = &b->s->tabs[STORE_T_STACKS];
 	int err = 0;
 
+	if (b->s->ch) { /* one sample at a time: its cache has no prefetch to gain */
+		for (size_t i = 0; !err && i < n; i++)
+			err = store_builder__add(b, sm[i].stack_id, sm[i].values, sm[i].labels,
+						 sm[i].n_labels);
+		*distinct = false;
+		return err;
+	}
 	pthread_mutex_lock(&b->s->lock);
 	/* the stacks' offsets, then a few stacks ahead their keys: random reads that
 	 * miss the cache, started early */
@@ -305,6 +317,9 @@ int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *
 {
 	int err;
 
+	if (b->s->ch)
+		return chstore_location(b->s->ch, b->p, &b->xl[STORE_T_LOCATIONS],
+					&b->cap[STORE_T_LOCATIONS], loc_id, out);
 	pthread_mutex_lock(&b->s->lock);
 	err = store_itab__live(&b->s->tabs[STORE_T_LOCATIONS], loc_id) ? location(b, loc_id, out)
 								       : -ENOENT;
@@ -318,6 +333,8 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 	const struct store_itab *st = &s->tabs[STORE_T_STACKS];
 	int err = 0;
 
+	if (s->ch)
+		return chstore_stack_locations(s->ch, stack_ids, n, off, locs, cap);
 	off[0] = 0;
 	pthread_mutex_lock(&s->lock);
 	/* the ids come in scan order, at random over the table: as in
@@ -358,6 +375,8 @@ uint64_t store__max_stack_id(struct store *s)
 {
 	uint64_t n;
 
+	if (s->ch)
+		return chstore_max_stack_id(s->ch);
 	pthread_mutex_lock(&s->lock);
 	n = s->tabs[STORE_T_STACKS].n;
 	pthread_mutex_unlock(&s->lock);

@@ -10,6 +10,7 @@
  * is always the sum of exactly the raw chunks that start inside it.
  */
 #include "store_impl.h"
+#include "clickhouse.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,8 @@ int store__scan(struct store *s, const struct store_scan_query *q, store_rows_fn
 {
 	int err;
 
+	if (s->ch)
+		return chstore_scan(s->ch, q, fn, ctx);
 	if (!q->n_ids)
 		return 0;
 	if (q->from_ns > q->until_ns)

@@ -7,6 +7,7 @@
  * ignored at the next open).
  */
 #include "store_impl.h"
+#include "clickhouse.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -307,6 +308,11 @@ void store__close(struct store *s)
 {
 	if (!s)
 		return;
+	if (s->ch) {
+		chstore_free(s->ch);
+		free(s);
+		return;
+	}
 	for (int t = 0; t < STORE_N_TABS; t++) {
 		sqlite3_finalize(s->ins_tab[t]);
 		store_itab__fini(&s->tabs[t]);
@@ -380,6 +386,8 @@ static uint64_t file_size(const char *path, const char *suffix)
 
 int store__stats(struct store *s, struct store_stats *out)
 {
+	if (s->ch)
+		return chstore_stats(s->ch, out);
 	pthread_mutex_lock(&s->lock);
 	*out = s->stats;
 	out->series = s->tabs[STORE_T_SERIES].live;
@@ -499,6 +507,8 @@ int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted)
 {
 	int e;
 
+	if (s->ch)
+		return chstore_maintain(s->ch, now_ns, deleted);
 	if (deleted)
 		*deleted = 0;
 	pthread_mutex_lock(&s->lock);
@@ -521,6 +531,8 @@ int store__series_foreach(struct store *s, int (*fn)(void *ctx, const struct sto
 	struct store_itab *tab = &s->tabs[STORE_T_SERIES];
 	int e = 0;
 
+	if (s->ch)
+		return chstore_series_foreach(s->ch, fn, ctx);
 	pthread_mutex_lock(&s->lock);
 	for (uint64_t id = 1; id <= tab->committed && !e; id++) {
 		struct store_series ser = {.id = id, .labels = labels};

@@ -209,6 +209,16 @@ struct store_row {
 
 /* Scan flags. */
 #define STORE_SCAN_TOTALS 1u /* rows are per-series totals (stack_id 0): cheap for timelines */
+/*
+ * Hints of what the caller sums anyway, so a backend that aggregates where the
+ * data is (ClickHouse) sends one row per group instead of every stored row.
+ * The embedded store ignores them (its rows are finer; the caller's sums come
+ * out the same). MERGE_TIME: the caller sums rows of one (series, stack) over
+ * time: a row may cover the whole range. MERGE_SERIES: the caller sums by
+ * stack only: a row may also cover several series (series_id then 0).
+ */
+#define STORE_SCAN_MERGE_TIME	2u
+#define STORE_SCAN_MERGE_SERIES 4u
 
 /* What store__scan reads. */
 struct store_scan_query {
@@ -288,6 +298,29 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 
 /* The highest stack id the store has given (stack ids are dense, 1..n). */
 uint64_t store__max_stack_id(struct store *s);
+
+/* ---- the ClickHouse backend (clickhouse.c; docs/clickhouse.md) ---- */
+
+#define STORE_CLICKHOUSE_SCHEME "clickhouse://"
+/*
+ * Opens the store kept in a ClickHouse database, from a URL
+ * clickhouse://HOST:PORT/DATABASE[?cluster=NAME&replicated=1&timeout=SECONDS]
+ * (PORT: the HTTP interface's; cluster: Distributed tables over that cluster
+ * of the server's remote_servers; replicated: ReplicatedMergeTree tables, the
+ * server configured with ZooKeeper and {shard}/{replica} macros; timeout of
+ * each request, default 10 s). Creates
+ * the database and tables when missing. Every store__ function of this header
+ * works on it except store__salvage, with two differences: -EHOSTDOWN is a
+ * further error (ClickHouse cannot be reached, did not answer in time, or
+ * failed an insert: nothing was stored; retry later, HTTP 503), and
+ * opts.max_series and no_fsync do not apply (docs/clickhouse.md). 0, -EINVAL
+ * (a bad URL: err names what), -EIO (a database of another schema version),
+ * -EHOSTDOWN, -ENOMEM.
+ */
+int store__open_clickhouse(const char *url, const struct store_opts *opts, struct store **out,
+			   char *err, size_t errlen);
+/* Whether spec names a ClickHouse store (begins with STORE_CLICKHOUSE_SCHEME). */
+bool store__is_clickhouse(const char *spec);
 
 /* ---- the storage interface ---- */
 

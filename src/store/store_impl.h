@@ -318,8 +318,12 @@ enum store_tab {
 };
 extern const char *const store_tab_names[STORE_N_TABS];
 
+struct chstore;
 struct store {
 	struct store_backend backend; /* ops: the embedded store (backend.c) */
+	/* Non-NULL: a ClickHouse store (clickhouse.c); every store__ function
+	 * forwards to it and nothing below is used. Owned. */
+	struct chstore *ch;
 	pthread_mutex_t lock;
 	sqlite3 *db;
 	char *dir, *path;
