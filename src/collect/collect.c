@@ -150,6 +150,9 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 	err = fill_entry(&c->entries[c->n], s);
 	if (err)
 		goto dropped;
+	/* A new stack: its process's mappings must cover it by the time it exits. */
+	if (s->pid && s->n_user)
+		proc_table__note_addrs(c->pt, s->pid, s->pstart, s->user, s->n_user);
 	err = base_hmap__insert(&c->idx, h, c->n);
 	if (err) {
 		free(c->entries[c->n].frames);

@@ -10,7 +10,9 @@
  *    then fail with ESRCH) instead of silently mixing two processes.
  *  - Bounded: at most PROC_MAX_PROCESSES entries; exited ones are evicted first, least
  *    recently used first (two LRU lists). /proc is read on first sight, on exec, and on
- *    a mapping miss at most once per PROC_REREAD_INTERVAL_NS per process.
+ *    a mapping miss at most once per PROC_REREAD_INTERVAL_NS per process; also when a
+ *    live process's new stack leaves its mappings (a first read during ld.so's start,
+ *    before libc was mapped), a few times per process (proc_table__note_addrs).
  */
 #include "proc/proc.h"
 
@@ -25,6 +27,10 @@
 #include <unistd.h>
 
 #define PROC_REREAD_INTERVAL_NS (100ULL * 1000 * 1000)
+/* Re-reads of a live process's maps asked by its samples as they arrive (see
+ * proc_table__note_addrs): at most this many per process, this often. */
+#define PROC_NOTE_REREADS 4
+#define PROC_NOTE_INTERVAL_NS (10ULL * 1000 * 1000)
 #define PROC_INITIAL_BUCKETS 1024
 #define PROC_MAX_BUCKETS 65536
 /* vm.max_map_count defaults to 65530; anything far beyond is not a real maps file. */
@@ -45,6 +51,7 @@ struct proc_entry {
 	struct proc_entry *lprev;     /* LRU list: pt->live or pt->exited, oldest first */
 	struct proc_entry *lnext;
 	uint64_t maps_read_ns;	      /* CLOCK_MONOTONIC of the last maps read attempt */
+	uint32_t note_rereads;	      /* re-reads asked by proc_table__note_addrs */
 	uint64_t used;		      /* pt->clock at the last use, to pick among same-pid */
 };
 
@@ -641,6 +648,23 @@ const struct proc_mapping *proc__find_mapping(struct proc_table *pt, struct proc
 			return m;
 	}
 	return maps_find(p->old_maps, p->n_old_maps, addr);
+}
+
+void proc_table__note_addrs(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns,
+			    const uint64_t *addrs, size_t n)
+{
+	struct proc_entry *e = table_find(pt, pid, proc_ns_to_ticks(pt, pstart_ns), pstart_ns == 0);
+
+	if (!e || e->p.exited || e->note_rereads >= PROC_NOTE_REREADS ||
+	    now_ns() - e->maps_read_ns < PROC_NOTE_INTERVAL_NS)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (!maps_find(e->p.maps, e->p.n_maps, addrs[i])) {
+			e->note_rereads++;
+			entry_reload(pt, e, false);
+			return;
+		}
+	}
 }
 
 /* Whether snprintf's result n fit in a buffer of len bytes. */

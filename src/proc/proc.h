@@ -80,6 +80,17 @@ int proc_table__exec(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
 void proc_table__exit(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
 
 /*
+ * A live process's sample with these user addresses has just arrived: when one is
+ * outside every mapping read so far (the maps were read while ld.so still mapped
+ * libraries, or a library was loaded since), re-reads them now, while the process
+ * can still be read, so that its samples symbolize after it exits. Known processes
+ * only (nothing is read for an unknown pid); a few re-reads per process, rate-
+ * limited. Cheap when every address is mapped: one binary search per address.
+ */
+void proc_table__note_addrs(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns,
+			    const uint64_t *addrs, size_t n);
+
+/*
  * Mapping that holds addr: searches maps, then old_maps; on a miss in a live process
  * re-reads /proc/PID/maps once (rate-limited) and searches again. NULL when none.
  */

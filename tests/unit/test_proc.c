@@ -379,6 +379,78 @@ cleanup:
 	proc_table__free(pt);
 }
 
+/* python3 sampled while ld.so still maps its libraries, then gone before the
+ * drain: its samples in libc must still find libc. */
+TEST(samples_outside_early_maps_reread_them_while_the_process_lives)
+{
+	char rootbuf[256], cmd[600];
+	const char *root = fake_root("note", rootbuf, sizeof(rootbuf));
+	struct proc_table *pt = proc_table__new(root);
+	struct proc_process *p;
+	const struct proc_mapping *m;
+	uint64_t in_exe[] = {0x2100}, in_libc[] = {0x2100, 0x600100};
+
+	CHECK(pt);
+	CHECK(fake_process(root, 500, "python3", 7, maps_a) == 0);
+	p = proc_table__lookup(pt, 500, 7 * ns_per_tick());
+	CHECK(p && p->n_maps == 5);
+	CHECK(write_maps(root, 500,
+			 "1000-2000 r--p 00000000 08:01 42 /usr/bin/fake\n"
+			 "2000-5000 r-xp 00001000 08:01 42 /usr/bin/fake\n"
+			 "600000-700000 r-xp 00000000 08:01 60 /usr/lib/libc.so.6\n") == 0);
+	usleep(15 * 1000);
+	/* Every address mapped: nothing is read. */
+	proc_table__note_addrs(pt, 500, 7 * ns_per_tick(), in_exe, 1);
+	CHECK(p->n_maps == 5);
+	/* One outside the maps: read now, before the exit. */
+	proc_table__note_addrs(pt, 500, 7 * ns_per_tick(), in_libc, 2);
+	CHECK(p->n_maps == 3);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/500'", root);
+	CHECK(system(cmd) == 0);
+	proc_table__exit(pt, 500, 7 * ns_per_tick());
+	m = proc__find_mapping(pt, p, 0x600100);
+	CHECK(m);
+	CHECK_STREQ(m->path, "/usr/lib/libc.so.6");
+	/* An exited or unknown process is never read. */
+	proc_table__note_addrs(pt, 500, 7 * ns_per_tick(), (uint64_t[]){0x900000}, 1);
+	proc_table__note_addrs(pt, 501, 0, (uint64_t[]){0x900000}, 1);
+	CHECK(proc_table__count(pt) == 1);
+cleanup:
+	proc_table__free(pt);
+}
+
+/* A process whose stacks keep leaving its maps (garbage frame pointers) costs a
+ * few re-reads, not one per sample. */
+TEST(sample_rereads_are_bounded_per_process)
+{
+	char rootbuf[256];
+	const char *root = fake_root("notecap", rootbuf, sizeof(rootbuf));
+	struct proc_table *pt = proc_table__new(root);
+	struct proc_process *p;
+	uint64_t wild[] = {0xdead0000};
+	int reads = 0;
+
+	CHECK(pt);
+	CHECK(fake_process(root, 510, "wild", 9, maps_a) == 0);
+	p = proc_table__lookup(pt, 510, 0);
+	CHECK(p);
+	/* Before each note the maps file says something new: a re-read shows. */
+	for (int i = 0; i < 20; i++) {
+		char maps[128];
+
+		snprintf(maps, sizeof(maps), "%x-%x r-xp 00000000 08:01 42 /usr/bin/fake\n",
+			 0x1000 * (i + 1), 0x1000 * (i + 2));
+		CHECK(write_maps(root, 510, maps) == 0);
+		usleep(11 * 1000);
+		proc_table__note_addrs(pt, 510, 0, wild, 1);
+		if (p->n_maps == 1 && p->maps[0].start == 0x1000u * (i + 1))
+			reads++;
+	}
+	CHECK(reads == 4);
+cleanup:
+	proc_table__free(pt);
+}
+
 TEST(exit_and_eviction)
 {
 	char rootbuf[256], cmd[600];
