@@ -47,4 +47,31 @@ else
 	fail unwind_first "$hit of $tot first-second samples complete (want >= 99.5%, >= 1000 samples): $(grep -a 'first samples' "$T/err" | cut -c1-300); incomplete: $(grep '^deepcfi;' "$T/first.folded" | grep -vE "$root" | sort -t' ' -k2 -rn | head -8 | cut -c1-200)"
 fi
 grep -a 'first samples' "$T/err" | sed 's/^hearth record: unwind: /  /'
+
+# The same under `hearth run` (the agent's path: its sampler hands the stack copies
+# to the collector too): deepcfi started five times after run began, system-wide,
+# its stored samples read back from the store. Every one of them is from a
+# process's first second. They start once run has drained its first profile:
+# until then its start-up (kallsyms, the tables of every process already
+# running) delays new tables past the stack copies a new process is given.
+. "$(dirname "$0")/server_lib.sh"
+start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 -F 999 --interval 2 ||
+	{ fail unwind_first_run "hearth run did not start: $(tail -3 "$T/run.log")"; finish; }
+drained() {
+	curl -sf "$HURL/metrics" | awk '$1 == "hearth_agent_profiles_total" && $2 >= 1 { ok = 1 } END { exit !ok }'
+}
+wait_until 30 drained || { fail unwind_first_run "no profile drained in 30 s: $(tail -3 "$T/run.log")"; finish; }
+for i in 1 2 3 4 5; do
+	"$W/deepcfi" 1 > /dev/null
+done
+sleep 5
+curl -s --max-time 30 "$HURL/api/profile?format=folded&from=now-5m&query=%7Bcomm%3D%22deepcfi%22%7D" > "$T/run.folded"
+kill -INT "$SPID" 2> /dev/null
+tot=$(grep '^deepcfi;' "$T/run.folded" | sum)
+hit=$(grep -E "$root" "$T/run.folded" | sum)
+if [ "$tot" -ge 1000 ] && [ $((hit * 1000)) -ge $((tot * 995)) ]; then
+	pass "unwind_first_run: $hit of $tot samples of new processes' first second are complete (hearth run)"
+else
+	fail unwind_first_run "$hit of $tot first-second samples complete under hearth run (want >= 99.5%, >= 1000 samples); incomplete: $(grep '^deepcfi;' "$T/run.folded" | grep -vE "$root" | sort -t' ' -k2 -rn | head -8 | cut -c1-200)"
+fi
 finish
