@@ -131,12 +131,14 @@ done
 go_env
 sel() { printf '%s' "{job=\"goapp\",__profile_type__=\"$1\"}"; }
 curl -sg -o "$T/heap.pb.gz" "$HURL/api/profile?format=pprof&from=now-5m" --data-urlencode "query=$(sel "$INUSE")" -G
-go tool pprof -top "$T/heap.pb.gz" > "$T/heap.top" 2>&1
+go tool pprof -top -unit=MB "$T/heap.pb.gz" > "$T/heap.top" 2>&1
 # A range holds every snapshot scraped in it, summed: at least one of 64 MiB.
+# -unit=MB makes pprof print "64MB" or "64.50MB"; the whole megabytes of either.
+mb_int() { local v=${1%MB}; printf '%s' "${v%%.*}"; }
 heap_mb=$(awk '$NF == "main.allocHeap" { print $1; exit }' "$T/heap.top")
 heap_pct=$(awk '$NF == "main.allocHeap" { sub("%", "", $2); print int($2); exit }' "$T/heap.top")
-if grep -q "Type: inuse_space" "$T/heap.top" && [[ "$heap_mb" == *MB || "$heap_mb" == *GB ]] &&
-	{ [[ "$heap_mb" == *GB ]] || [ "${heap_mb%%.*}" -ge 60 ]; } && [ "${heap_pct:-0}" -ge 80 ]; then
+if grep -q "Type: inuse_space" "$T/heap.top" && [[ "$heap_mb" =~ ^[0-9.]+MB$ ]] &&
+	[ "$(mb_int "$heap_mb")" -ge 60 ] && [ "${heap_pct:-0}" -ge 80 ]; then
 	pass "pprof_reads_heap: main.allocHeap $heap_mb inuse_space, $heap_pct% of the heap"
 else
 	fail pprof_reads_heap "want Type: inuse_space and main.allocHeap >= 60MB (64 MiB live), >= 80%: $(head -12 "$T/heap.top")"
