@@ -12,10 +12,12 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -413,12 +415,11 @@ TEST(python_walk_threads_and_tss_slot)
 	}
 }
 
-/* Runs the manager's probe of pid until it is described (at most 2 s). */
-static int mgr_describe(struct python_mgr *m, uint32_t pid)
+/* Runs the manager's work until a process is described (at most 2 s). */
+static int mgr_wait(struct python_mgr *m)
 {
 	struct python_mgr_stats st;
 
-	python_mgr__note(m, pid, 1);
 	for (int i = 0; i < 200; i++) {
 		int n = python_mgr__work(m, 50);
 
@@ -432,6 +433,12 @@ static int mgr_describe(struct python_mgr *m, uint32_t pid)
 		usleep(10000);
 	}
 	return -ETIMEDOUT;
+}
+
+static int mgr_describe(struct python_mgr *m, uint32_t pid)
+{
+	python_mgr__note(m, pid, 1);
+	return mgr_wait(m);
 }
 
 TEST(python_resolve_names_and_lines)
@@ -722,4 +729,78 @@ TEST(python_dead_process)
 	CHECK(python_mgr__next_due_ms(m) == -1);
 cleanup:
 	python_mgr__free(m);
+}
+
+/* Starts argv stopped right after its exec (ptrace), before ld.so has mapped its
+ * libraries or the interpreter has initialised: what the sampler sees of a process
+ * started after the agent. */
+static pid_t spawn_stopped_at_exec(char *const argv[])
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(null, 1);
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return -1;
+	}
+	return pid;
+}
+
+TEST(python_probe_retries_until_ready)
+{
+	char py312[PATH_MAX];
+	char *debian_argv[] = {"/usr/bin/python3.11", "-c", "import sys; sys.stdin.read()", NULL};
+	char *pyenv_argv[] = {py312, "-c", "import sys; sys.stdin.read()", NULL};
+	char *const *argvs[] = {debian_argv, pyenv_argv};
+	struct python_mgr *m = NULL;
+	pid_t pid = -1;
+
+	snprintf(py312, sizeof(py312), "%s/versions/3.12.1/bin/python3.12", pyenv_root());
+	for (int k = 0; k < 2; k++) {
+		struct python_mgr_stats st;
+		int err;
+
+		CHECKF(access(argvs[k][0], X_OK) == 0, "%s missing", argvs[k][0]);
+		pid = spawn_stopped_at_exec(argvs[k]);
+		CHECK(pid > 0);
+		CHECK(python_mgr__new(-1, &m) == 0);
+		python_mgr__note(m, (uint32_t)pid, 1);
+		CHECK(python_mgr__work(m, 100) == 1);
+		python_mgr__stats(m, &st);
+		/* static python3.11: its interpreter not initialised; pyenv's: libpython
+		 * not mapped yet. Either way it is tried again soon, not given up */
+		CHECK(st.processes == 0 && st.probed == 1);
+		if (k == 0)
+			CHECK(st.not_ready == 1);
+		err = python_mgr__next_due_ms(m);
+		CHECKF(err > 0 && err <= 10, "next probe in %d ms", err);
+		CHECK(ptrace(PTRACE_DETACH, pid, NULL, NULL) == 0);
+		err = mgr_wait(m); /* on the backoff's schedule */
+		CHECKF(err == 0, "%s: %s", argvs[k][0], python_strerror(err));
+		python_mgr__stats(m, &st);
+		CHECK(st.processes == 1 && st.probed >= 2 && st.unsupported == 0);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+		python_mgr__free(m);
+		m = NULL;
+	}
+cleanup:
+	python_mgr__free(m);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
 }
