@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +306,39 @@ cleanup:
 	return err;
 }
 
+/*
+ * Executables found not to be CPython, by (dev, inode): most processes a machine starts
+ * run a few binaries (sh, sed, grep...), and each would otherwise cost an ELF symbol
+ * scan per exec. A ring of the last PY_NOTPY_MAX; a binary replaced in place (same
+ * inode) by a Python is not noticed until it falls out.
+ */
+#define PY_NOTPY_MAX 256
+static struct {
+	uint64_t dev, inode;
+} notpy[PY_NOTPY_MAX];
+static size_t notpy_next;
+static pthread_mutex_t notpy_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool notpy_has(const struct proc_mapping *m)
+{
+	bool hit = false;
+
+	pthread_mutex_lock(&notpy_lock);
+	for (size_t i = 0; i < PY_NOTPY_MAX && !hit; i++)
+		hit = notpy[i].inode == m->inode && notpy[i].dev == proc_mapping__dev(m);
+	pthread_mutex_unlock(&notpy_lock);
+	return hit;
+}
+
+static void notpy_add(const struct proc_mapping *m)
+{
+	pthread_mutex_lock(&notpy_lock);
+	notpy[notpy_next].dev = proc_mapping__dev(m);
+	notpy[notpy_next].inode = m->inode;
+	notpy_next = (notpy_next + 1) % PY_NOTPY_MAX;
+	pthread_mutex_unlock(&notpy_lock);
+}
+
 int py_probe_target(uint32_t pid, struct py_target *out)
 {
 	struct proc_mapping *maps = NULL;
@@ -330,7 +364,11 @@ int py_probe_target(uint32_t pid, struct py_target *out)
 
 			if (!m->inode || !want || (i > 0 && strcmp(maps[i - 1].path, m->path) == 0))
 				continue;
+			if (pass == 1 && notpy_has(m))
+				continue;
 			found = try_object(pid, m, out);
+			if (found == -PYTHON_E_NOT_PYTHON && pass == 1)
+				notpy_add(m);
 			if (found != -PYTHON_E_NOT_PYTHON)
 				break;
 		}
