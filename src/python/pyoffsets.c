@@ -224,6 +224,7 @@ static int offsets_from_members(const struct py_target *t, struct py_offsets *o)
 enum {
 	DBG_COOKIE = 0,
 	DBG_VERSION = 1,
+	DBG_FREE_THREADED = 2,
 	DBG_RT_INTERP_HEAD = 5,
 	DBG_IS_NEXT = 8,
 	DBG_IS_THREADS_HEAD = 9,
@@ -288,6 +289,8 @@ int py_offsets_debug313(const struct py_target *t, struct py_offsets *o)
 		return err;
 	if (memcmp(&w[DBG_COOKIE], "xdebugpy", 8) != 0 || (w[DBG_VERSION] >> 16) != 0x030d)
 		return -EPROTO;
+	if (w[DBG_FREE_THREADED])
+		return -PYTHON_E_UNSUPPORTED; /* 3.13t: other object and frame layouts */
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (w[map[i].word] > 65535)
 			return -EPROTO; /* no field of these structs is that far in */

@@ -91,7 +91,8 @@ int py_probe_target(uint32_t pid, struct py_target *out);
  */
 int py_offsets_from_process(const struct py_target *t, struct py_offsets *out);
 /* 3.13: the fields _Py_DebugOffsets (at _PyRuntime) covers, written over o. 0, -EIO,
- * -EPROTO (no "xdebugpy" cookie, another version, or a value beyond reason). */
+ * -EPROTO (no "xdebugpy" cookie, another version, or a value beyond reason),
+ * -PYTHON_E_UNSUPPORTED (a free-threaded build). */
 int py_offsets_debug313(const struct py_target *t, struct py_offsets *o);
 
 /* Reads len bytes at addr of pid (process_vm_readv): 0, -EIO (short or unmapped),
