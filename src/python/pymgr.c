@@ -40,6 +40,8 @@ struct py_proc {
 	bool counted;	/* in st.processes (published, or described when procs_fd < 0) */
 	bool published; /* in the BPF map */
 	bool probing;
+	bool gone;    /* exited or forgotten while being probed: dropped after the probe */
+	uint32_t gen; /* notes so far: a probe's result is for the note it started under */
 	unsigned tries;
 	int64_t first_ns, due_ns;
 	/* valid when described: */
@@ -190,10 +192,14 @@ void python_mgr__note(struct python_mgr *m, uint32_t pid, uint64_t pstart)
 {
 	struct py_proc *p;
 	int64_t now = base_clock_ns(CLOCK_MONOTONIC);
+	uint32_t gen = 0;
+	bool probing = false;
 
 	pthread_mutex_lock(&m->lock);
 	p = find_proc(m, pid);
 	if (p) {
+		gen = p->gen + 1;
+		probing = p->probing;
 		/* exec'd, or a new process under the pid: what was known is wrong now */
 		unpublish(m, p);
 		forget_codes(m, pid);
@@ -206,6 +212,8 @@ void python_mgr__note(struct python_mgr *m, uint32_t pid, uint64_t pstart)
 		p = &m->procs[m->n_procs++];
 	}
 	memset(p, 0, sizeof(*p));
+	p->gen = gen;
+	p->probing = probing; /* a probe under way belongs to the earlier note */
 	p->pid = pid;
 	p->pstart = pstart;
 	p->state = PY_PENDING;
@@ -220,7 +228,9 @@ void python_mgr__exit(struct python_mgr *m, uint32_t pid)
 
 	pthread_mutex_lock(&m->lock);
 	p = find_proc(m, pid);
-	if (p && p->state == PY_PENDING && !p->probing)
+	if (p && p->probing)
+		p->gone = true;
+	else if (p && p->state == PY_PENDING)
 		remove_proc(m, p);
 	else if (p)
 		unpublish(m, p);
@@ -233,7 +243,9 @@ void python_mgr__forget_pid(struct python_mgr *m, uint32_t pid)
 
 	pthread_mutex_lock(&m->lock);
 	p = find_proc(m, pid);
-	if (p && !p->probing)
+	if (p && p->probing)
+		p->gone = true;
+	else if (p)
 		remove_proc(m, p);
 	forget_codes(m, pid);
 	pthread_mutex_unlock(&m->lock);
@@ -295,7 +307,10 @@ static void settle(struct python_mgr *m, struct py_proc *p, struct py_probe_resu
 		retry = true;
 	} else if (r->err == -PYTHON_E_NOT_PYTHON && p->tries < PY_LOADING_TRIES) {
 		retry = still_loading(p->pid);
-	} else if (r->err == -PYTHON_E_UNSUPPORTED) {
+	} else if (r->err == -PYTHON_E_UNSUPPORTED || r->err == -PYTHON_E_TSS_KEY ||
+		   r->err == -EPROTO) {
+		/* CPython that cannot be walked: a version without offsets, a key in
+		 * glibc's second level, a member table or debug offsets that make no sense */
 		m->st.unsupported++;
 	}
 	if (r->err && retry && now - p->first_ns < (int64_t)PY_RETRY_FOR_NS) {
@@ -346,13 +361,14 @@ int python_mgr__work(struct python_mgr *m, int budget_ms)
 	pthread_mutex_lock(&m->lock);
 	while (now - start <= (int64_t)budget_ms * 1000000) {
 		struct py_proc *p = next_due(m, now);
-		uint32_t pid;
+		uint32_t pid, gen;
 		uint64_t pstart;
 
 		if (!p)
 			break;
 		pid = p->pid;
 		pstart = p->pstart;
+		gen = p->gen;
 		p->probing = true;
 		pthread_mutex_unlock(&m->lock);
 		probe(pid, pstart, r);
@@ -363,9 +379,11 @@ int python_mgr__work(struct python_mgr *m, int budget_ms)
 		if (!p)
 			continue;
 		p->probing = false;
-		if (p->pstart != pstart || p->state != PY_PENDING)
-			continue; /* noted again meanwhile: that note's probe is due */
-		settle(m, p, r, now);
+		if (p->gone)
+			remove_proc(m, p); /* exited while it was probed */
+		else if (p->gen == gen && p->state == PY_PENDING)
+			settle(m, p, r, now);
+		/* else noted again meanwhile (exec): that note's probe is due */
 	}
 	pthread_mutex_unlock(&m->lock);
 	free(r);

@@ -85,9 +85,9 @@ int py_probe_target(uint32_t pid, struct py_target *out);
 
 /*
  * The offsets for t: the version's table, code fields from PyCode_Type's member table
- * read from the process, and (3.13) checked against _Py_DebugOffsets. 0 or -errno
- * (-PYTHON_E_UNSUPPORTED, -EIO when the process cannot be read, -EPROTO when what the
- * process says disagrees with the table).
+ * read from the process, and (3.13) what _Py_DebugOffsets says. 0 or -errno
+ * (-PYTHON_E_UNSUPPORTED, -EIO when the process cannot be read, -EPROTO when the
+ * member table or the debug offsets are not what they should be).
  */
 int py_offsets_from_process(const struct py_target *t, struct py_offsets *out);
 /* 3.13: the fields _Py_DebugOffsets (at _PyRuntime) covers, written over o. 0, -EIO,
