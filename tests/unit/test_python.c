@@ -761,8 +761,8 @@ static pid_t spawn_stopped_at_exec(char *const argv[])
 TEST(python_probe_retries_until_ready)
 {
 	char py312[PATH_MAX];
-	char *debian_argv[] = {"/usr/bin/python3.11", "-c", "import sys; sys.stdin.read()", NULL};
-	char *pyenv_argv[] = {py312, "-c", "import sys; sys.stdin.read()", NULL};
+	char *debian_argv[] = {"/usr/bin/python3.11", "-c", "import time; time.sleep(30)", NULL};
+	char *pyenv_argv[] = {py312, "-c", "import time; time.sleep(30)", NULL};
 	char *const *argvs[] = {debian_argv, pyenv_argv};
 	struct python_mgr *m = NULL;
 	pid_t pid = -1;
