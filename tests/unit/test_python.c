@@ -646,10 +646,25 @@ cleanup:
 /* Starts argv with a stdin pipe we hold (the program waits on it). */
 static int hold(char *const argv[], pid_t *pid, int *in_fd, FILE **out)
 {
+	char path[64], line[512];
+
 	if (spawn(argv, pid, in_fd, out))
 		return -1;
-	usleep(300000); /* let it map its libraries and initialise */
-	return 0;
+	/* ld.so has mapped its libraries once libc is there (at most 5 s) */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)*pid);
+	for (int i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "r");
+		bool libc = false;
+
+		while (f && !libc && fgets(line, sizeof(line), f))
+			libc = strstr(line, "/libc.so") != NULL;
+		if (f)
+			fclose(f);
+		if (libc)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
 }
 
 static void release(pid_t pid, int in_fd, FILE *out)
