@@ -14,6 +14,7 @@
  * Everything read is outside input: lengths are bounded, tables decoded with checks.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,8 @@ static bool read_svarint(const uint8_t *t, size_t len, size_t *p, int64_t *out)
 {
 	uint64_t u;
 
-	if (!read_varint(t, len, p, &u))
+	/* a line delta beyond an int's range is corrupt (and would overflow the sum) */
+	if (!read_varint(t, len, p, &u) || u > 2 * (uint64_t)UINT32_MAX + 1)
 		return false;
 	*out = (u & 1) ? -(int64_t)(u >> 1) : (int64_t)(u >> 1);
 	return true;
@@ -108,6 +110,8 @@ int64_t py_line_311(const uint8_t *t, size_t len, int64_t firstlineno, int64_t o
 			p += 1;
 		}
 		line += delta;
+		if (line > INT32_MAX || line < INT32_MIN)
+			return -1; /* co_firstlineno is an int: a corrupt table */
 		if (unit >= addr && unit < addr + n)
 			return has ? line : -1;
 		addr += n;

@@ -576,6 +576,10 @@ TEST(python_line_tables_bad_input)
 	static const uint8_t not_entry[] = {0x01, 0x02};
 	static const uint8_t odd[] = {4, 1, 6};
 
+	/* long form, a line delta of 2^41 - 1: no int line, and no overflow in the sum */
+	static const uint8_t huge[] = {0xf0, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x3f, 0, 0, 0};
+
+	CHECK(py_line_311(huge, sizeof(huge), 10, 0) == -1);
 	CHECK(py_line_311(truncated, sizeof(truncated), 10, 0) == -1);
 	CHECK(py_line_311(not_entry, sizeof(not_entry), 10, 0) == -1);
 	CHECK(py_line_311(NULL, 0, 10, 0) == -1);
