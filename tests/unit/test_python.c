@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -821,5 +822,49 @@ cleanup:
 	if (pid > 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
+	}
+}
+
+TEST(python_resolve_notices_reused_address)
+{
+	struct python_mgr *m = NULL;
+
+	for (size_t i = 0; i < N_INTERPRETERS; i++) {
+		struct pyrun r;
+		struct py_target t;
+		struct py_offsets o;
+		struct python_frame f;
+		struct python_mgr_stats st;
+		uint64_t before_start;
+		int32_t moved;
+		struct iovec local = {&moved, sizeof(moved)}, remote;
+
+		CHECK(pyrun_start(i, &r) == 0);
+		CHECK(python_mgr__new(-1, &m) == 0);
+		CHECK(mgr_describe(m, (uint32_t)r.pid) == 0);
+		CHECK(py_probe_target((uint32_t)r.pid, &t) == 0 &&
+		      py_offsets_from_process(&t, &o) == 0);
+		/* a frame that has not started yet: its line is co_firstlineno */
+		before_start = o.layout == HEARTH_PY_LAYOUT_310 ? 0xffffffffu : r.code;
+		CHECK(python_mgr__resolve(m, (uint32_t)r.pid, 1, r.code, before_start, &f) == 0);
+		CHECK_STR(f.name, "hearth_pyprobe.lines_fn");
+		CHECK(f.line == r.firstlineno);
+		/* another code object at the same address, as far as the checksum can tell:
+		 * co_firstlineno changes under the cache's feet */
+		moved = (int32_t)r.firstlineno + 1000;
+		remote.iov_base = (void *)(uintptr_t)(r.code + o.co_firstlineno);
+		remote.iov_len = sizeof(moved);
+		CHECK(process_vm_writev(r.pid, &local, 1, &remote, 1, 0) == sizeof(moved));
+		CHECK(python_mgr__resolve(m, (uint32_t)r.pid, 1, r.code, before_start, &f) == 0);
+		CHECKF(f.line == r.firstlineno + 1000, "%s: line %" PRId64 " from a stale entry",
+		       interpreters[i].rel, f.line);
+		python_mgr__stats(m, &st);
+		CHECK(st.code_cached == 2 && st.code_failed == 0);
+	cleanup:
+		pyrun_stop(&r);
+		python_mgr__free(m);
+		m = NULL;
+		if (*unit_failed)
+			return;
 	}
 }
