@@ -66,4 +66,7 @@ struct python_mgr_stats {
 };
 void python_mgr__stats(struct python_mgr *m, struct python_mgr_stats *out);
 
+/* A sentence for an error of this module (-errno or one of python_impl.h's codes). */
+const char *python_strerror(int err);
+
 #endif /* HEARTH_PYTHON_H */
