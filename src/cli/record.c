@@ -453,18 +453,21 @@ static void report_python(struct sampler *s)
 	uint64_t py[HEARTH_PY_STAT_MAX];
 	struct python_mgr_stats ms;
 
-	if (sampler__python_stats(s, py) || !py[HEARTH_PY_SAMPLES])
+	if (sampler__python_stats(s, py))
 		return;
 	python_mgr__stats(sampler__python(s), &ms);
+	if (!py[HEARTH_PY_SAMPLES] && !ms.unsupported)
+		return;
 	fprintf(stderr,
-		"hearth record: python: %llu samples of %llu CPython processes, %llu with Python "
-		"frames (%llu frames); without: %llu threads with no interpreter state, %llu "
-		"idle in C, %llu unreadable, %llu stopped at a non-code frame; %llu truncated\n",
-		(unsigned long long)py[HEARTH_PY_SAMPLES], (unsigned long long)ms.processes,
-		(unsigned long long)py[HEARTH_PY_WALKED], (unsigned long long)py[HEARTH_PY_FRAMES],
-		(unsigned long long)py[HEARTH_PY_NO_TSTATE], (unsigned long long)py[HEARTH_PY_NO_FRAME],
-		(unsigned long long)py[HEARTH_PY_READ_FAIL], (unsigned long long)py[HEARTH_PY_NOT_CODE],
-		(unsigned long long)py[HEARTH_PY_TRUNCATED]);
+		"hearth record: python: %llu samples of CPython processes, %llu with Python frames "
+		"(%llu frames); without: %llu threads with no interpreter state, %llu idle in C, "
+		"%llu unreadable, %llu stopped at a non-code frame; %llu truncated; %llu CPython "
+		"processes of versions without offsets (native frames only)\n",
+		(unsigned long long)py[HEARTH_PY_SAMPLES], (unsigned long long)py[HEARTH_PY_WALKED],
+		(unsigned long long)py[HEARTH_PY_FRAMES], (unsigned long long)py[HEARTH_PY_NO_TSTATE],
+		(unsigned long long)py[HEARTH_PY_NO_FRAME], (unsigned long long)py[HEARTH_PY_READ_FAIL],
+		(unsigned long long)py[HEARTH_PY_NOT_CODE], (unsigned long long)py[HEARTH_PY_TRUNCATED],
+		(unsigned long long)ms.unsupported);
 }
 
 /* One stderr line on the table unwinder: why walks stopped, table memory, build time. */

@@ -188,7 +188,8 @@ static void forget_codes(struct python_mgr *m, uint32_t pid)
 	}
 }
 
-void python_mgr__note(struct python_mgr *m, uint32_t pid, uint64_t pstart)
+/* (Re)starts what is known of pid: a new process, or a new image (exec). */
+static void renote(struct python_mgr *m, uint32_t pid, uint64_t pstart, bool first_sight)
 {
 	struct py_proc *p;
 	int64_t now = base_clock_ns(CLOCK_MONOTONIC);
@@ -197,6 +198,10 @@ void python_mgr__note(struct python_mgr *m, uint32_t pid, uint64_t pstart)
 
 	pthread_mutex_lock(&m->lock);
 	p = find_proc(m, pid);
+	/* Seen again, same process: a sample taken while it exits (after its exit
+	 * event) announces it once more. What was learnt of it stays. */
+	if (p && first_sight && pstart && p->pstart == pstart)
+		goto cleanup;
 	if (p) {
 		gen = p->gen + 1;
 		probing = p->probing;
@@ -220,6 +225,16 @@ void python_mgr__note(struct python_mgr *m, uint32_t pid, uint64_t pstart)
 	p->first_ns = p->due_ns = now;
 cleanup:
 	pthread_mutex_unlock(&m->lock);
+}
+
+void python_mgr__note(struct python_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	renote(m, pid, pstart, true);
+}
+
+void python_mgr__exec(struct python_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	renote(m, pid, pstart, false);
 }
 
 void python_mgr__exit(struct python_mgr *m, uint32_t pid)
@@ -276,26 +291,6 @@ static void probe(uint32_t pid, uint64_t pstart, struct py_probe_result *r)
 		r->err = py_describe(&r->target, &r->off, pstart, &r->desc);
 }
 
-/* Whether a "not Python" verdict may be early: libc not mapped yet (ld.so is still
- * loading the libraries of a process that just exec'd). */
-static bool still_loading(uint32_t pid)
-{
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	bool libc = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!libc && getline(&line, &cap, f) > 0)
-		libc = strstr(line, "/libc.so") || strstr(line, "/libc-");
-	free(line);
-	fclose(f);
-	return !libc;
-}
-
 /* Stores a probe's result for p (under the lock). */
 static void settle(struct python_mgr *m, struct py_proc *p, struct py_probe_result *r, int64_t now)
 {
@@ -306,7 +301,7 @@ static void settle(struct python_mgr *m, struct py_proc *p, struct py_probe_resu
 		m->st.not_ready++;
 		retry = true;
 	} else if (r->err == -PYTHON_E_NOT_PYTHON && p->tries < PY_LOADING_TRIES) {
-		retry = still_loading(p->pid);
+		retry = r->target.loading; /* an early verdict: ld.so was still at work */
 	} else if (r->err == -PYTHON_E_UNSUPPORTED || r->err == -PYTHON_E_TSS_KEY ||
 		   r->err == -EPROTO) {
 		/* CPython that cannot be walked: a version without offsets, a key in

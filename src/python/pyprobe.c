@@ -351,6 +351,11 @@ int py_probe_target(uint32_t pid, struct py_target *out)
 	err = read_maps(pid, &maps, &n);
 	if (err)
 		return err;
+	/* Judged on this very read: a second look at the maps could see libc mapped
+	 * since, and take an early "not Python" for a final one. */
+	out->loading = true;
+	for (size_t i = 0; i < n && out->loading; i++)
+		out->loading = !strstr(maps[i].path, "/libc.so") && !strstr(maps[i].path, "/libc-");
 	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
 	len = readlink(link, exe, sizeof(exe) - 1);
 	exe[len > 0 ? len : 0] = '\0';

@@ -30,8 +30,12 @@ struct python_mgr;
 int python_mgr__new(int procs_fd, struct python_mgr **out);
 void python_mgr__free(struct python_mgr *m);
 
-/* A process was seen first or exec'd: (re)probe it on the next work. */
+/* A process was seen first: probe it on the next work. Seeing it again under the
+ * same (pid, pstart) changes nothing (a sample taken while it exits announces it
+ * again, after its exit). */
 void python_mgr__note(struct python_mgr *m, uint32_t pid, uint64_t pstart);
+/* It exec'd (pid and pstart stay): forget its old image, probe the new one. */
+void python_mgr__exec(struct python_mgr *m, uint32_t pid, uint64_t pstart);
 /* It exited: its map entry goes; what resolve learnt stays until forget_pid. */
 void python_mgr__exit(struct python_mgr *m, uint32_t pid);
 void python_mgr__forget_pid(struct python_mgr *m, uint32_t pid);

@@ -73,6 +73,7 @@ struct py_target {
 	uint64_t code_type;	       /* addr of PyCode_Type */
 	uint64_t eval_start, eval_end; /* [start, end) of _PyEval_EvalFrameDefault, 0 if unknown */
 	char path[PATH_MAX];	       /* the object as the maps name it */
+	bool loading; /* the maps read had no libc yet: ld.so was still mapping libraries */
 };
 
 /*

@@ -273,8 +273,10 @@ static int on_event(void *ctx, void *data, size_t size)
 		raw_flush(s, false, ev->pid);
 		unwind_mgr__exit(s->uw, ev->pid);
 	}
-	if (s->py && (ev->kind == HEARTH_EV_NEW || ev->kind == HEARTH_EV_EXEC))
+	if (s->py && ev->kind == HEARTH_EV_NEW)
 		python_mgr__note(s->py, ev->pid, ev->pstart);
+	else if (s->py && ev->kind == HEARTH_EV_EXEC)
+		python_mgr__exec(s->py, ev->pid, ev->pstart);
 	else if (s->py && ev->kind == HEARTH_EV_EXIT)
 		python_mgr__exit(s->py, ev->pid);
 	s->cb.event(s->cb.ctx, &e);

@@ -508,6 +508,12 @@ TEST(python_resolve_names_and_lines)
 		err = python_mgr__resolve(m, pid, 1, th[mi].frames[0].code, 0, &f);
 		CHECKF(err == 0, "%s: after exit: %s", interpreters[i].rel, python_strerror(err));
 		CHECK_STR(f.name, "hearth_pyprobe.hot");
+		/* a sample taken while it exits announces it again (same start time):
+		 * what was learnt stays; only an exec starts over */
+		python_mgr__note(m, pid, 1);
+		CHECK(python_mgr__next_due_ms(m) == -1);
+		CHECK(python_mgr__resolve(m, pid, 1, th[mi].frames[0].code, 0, &f) == 0);
+		CHECK(python_mgr__is_eval(m, pid, 1, t.eval_start));
 		CHECK(python_mgr__resolve(m, pid, 1, th[mi].frames[3].code + 16, 0, &f) == -EIO);
 		python_mgr__forget_pid(m, pid);
 		CHECK(python_mgr__resolve(m, pid, 1, th[mi].frames[0].code, 0, &f) == -ENOENT);
