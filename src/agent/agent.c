@@ -272,9 +272,9 @@ static void write_failures(struct agent *a, FILE *f)
 static void write_python(struct agent *a, FILE *f)
 {
 	static const char *const why[HEARTH_PY_STAT_MAX] = {
-		[HEARTH_PY_NO_TSTATE] = "no_thread_state", [HEARTH_PY_NO_FRAME] = "idle_in_c",
-		[HEARTH_PY_READ_FAIL] = "unreadable",	   [HEARTH_PY_NOT_CODE] = "not_code",
-		[HEARTH_PY_TRUNCATED] = "truncated",
+	    [HEARTH_PY_NO_TSTATE] = "no_thread_state", [HEARTH_PY_NO_FRAME] = "idle_in_c",
+	    [HEARTH_PY_READ_FAIL] = "unreadable",      [HEARTH_PY_NOT_CODE] = "not_code",
+	    [HEARTH_PY_TRUNCATED] = "truncated",
 	};
 	uint64_t py[HEARTH_PY_STAT_MAX];
 	struct python_mgr_stats ms;

@@ -118,8 +118,7 @@ static int copy_symbols(const struct profile *src, struct profile *dst)
 			return -ENOMEM;
 	for (uint64_t id = 1; id <= profile__n_locations(src); id++)
 		if (profile__get_location(src, id, &l) ||
-		    profile__location_exact(dst, l.mapping_id, l.address, l.lines, l.n_lines) !=
-			id)
+		    profile__location_exact(dst, l.mapping_id, l.address, l.lines, l.n_lines) != id)
 			return -ENOMEM;
 	for (size_t i = 0; i < profile__n_comments(src); i++)
 		if (profile__add_comment(dst, profile__comment(src, i)))

@@ -53,6 +53,17 @@ struct collector {
 	uint64_t kernel_mapping_key;
 	uint32_t *gone; /* owned: pids that exited or exec'd since the last build */
 	size_t n_gone, gone_cap;
+	/* One build's Python locations by (pid, code, instruction): each frame is
+	 * named once per build, not once per stack it is in (a resolve reads the
+	 * process to check its code object is still the one cached). */
+	struct py_loc *pylocs;
+	size_t n_pylocs, cap_pylocs;
+	struct base_hmap pyloc_idx;
+};
+
+struct py_loc {
+	uint32_t pid;
+	uint64_t code, instr, loc;
 };
 
 struct collector *collector__new(struct proc_table *pt, struct symbolizer *sym)
@@ -81,6 +92,8 @@ void collector__free(struct collector *c)
 	clear_entries(c);
 	free(c->entries);
 	base_hmap__fini(&c->idx);
+	base_hmap__fini(&c->pyloc_idx);
+	free(c->pylocs);
 	free(c->gone);
 	free(c);
 }
@@ -172,12 +185,8 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 	if (s->pid && s->n_user)
 		proc_table__note_addrs(c->pt, s->pid, s->pstart, s->user, s->n_user);
 	/* Its code objects, read while the process lives (cached by the manager). */
-	for (size_t k = 0; c->py && k < s->n_python; k++) {
-		struct python_frame f;
-
-		python_mgr__resolve(c->py, s->pid, s->pstart, s->python[2 * k],
-				    s->python[2 * k + 1] & HEARTH_PY_FRAME_INSTR, &f);
-	}
+	for (size_t k = 0; c->py && k < s->n_python; k++)
+		python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
 	err = base_hmap__insert(&c->idx, h, c->n);
 	if (err) {
 		free(c->entries[c->n].frames);
@@ -208,7 +217,8 @@ void collector__event(struct collector *c, const struct sampler_event *e)
 {
 	switch (e->kind) {
 	case HEARTH_EV_NEW:
-		proc_table__lookup(c->pt, e->pid, e->pstart); /* reads /proc while the process lives */
+		proc_table__lookup(c->pt, e->pid,
+				   e->pstart); /* reads /proc while the process lives */
 		break;
 	case HEARTH_EV_EXEC: /* a new image: its JIT map starts over, its objects change */
 		proc_table__exec(c->pt, e->pid, e->pstart);
@@ -345,6 +355,18 @@ static uint64_t user_location(struct collector *c, struct profile *p, struct pro
 	return unresolved_location(p, mid, addr, base_name(m->path), off);
 }
 
+static uint64_t pyloc_hash(uint32_t pid, uint64_t code, uint64_t instr)
+{
+	return base_hash_u64(base_hash_u64(base_hash_u64(BASE_HASH_SEED, pid), code), instr);
+}
+
+static bool pyloc_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct py_loc *a = &((const struct collector *)ctx)->pylocs[idx], *b = key;
+
+	return a->pid == b->pid && a->code == b->code && a->instr == b->instr;
+}
+
 /* A Python frame's location, in the "[python]" pseudo-mapping so that readers
  * (and the UI's colours) tell it apart; keyed by code object and line. */
 static uint64_t python_location(struct collector *c, struct profile *p, const struct entry *e,
@@ -352,11 +374,16 @@ static uint64_t python_location(struct collector *c, struct profile *p, const st
 {
 	struct python_frame f;
 	struct profile_line line = {0};
-	uint64_t mid = profile__mapping(p, 0, 0, 0, PROFILE_PYTHON_MAPPING, NULL);
+	struct py_loc key = {e->pid, code, instr, 0};
+	uint64_t h = pyloc_hash(e->pid, code, instr), mid, loc;
+	size_t i = base_hmap__find(&c->pyloc_idx, h, pyloc_eq, c, &key);
 
+	c->stats.frames++;
+	if (i != SIZE_MAX)
+		return c->pylocs[i].loc;
+	mid = profile__mapping(p, 0, 0, 0, PROFILE_PYTHON_MAPPING, NULL);
 	if (!mid)
 		return 0;
-	c->stats.frames++;
 	if (python_mgr__resolve(c->py, e->pid, e->pstart, code, instr, &f)) {
 		c->stats.unresolved++;
 		snprintf(f.name, sizeof(f.name), "[python] code 0x%" PRIx64, code);
@@ -367,13 +394,21 @@ static uint64_t python_location(struct collector *c, struct profile *p, const st
 	if (!line.function_id)
 		return 0;
 	line.line = f.line;
-	return profile__location_exact(p, mid, code, &line, 1);
+	loc = profile__location_exact(p, mid, code, &line, 1);
+	/* Not remembered when out of memory: named again next time, no harm. */
+	if (loc &&
+	    !base_grow((void **)&c->pylocs, &c->cap_pylocs, c->n_pylocs + 1, sizeof(*c->pylocs)) &&
+	    !base_hmap__insert(&c->pyloc_idx, h, c->n_pylocs)) {
+		key.loc = loc;
+		c->pylocs[c->n_pylocs++] = key;
+	}
+	return loc;
 }
 
 /* One evaluation loop's run of Python frames, from *py up to the first marked as
  * its outermost, into locs (leaf first). Count placed, or -ENOMEM. */
-static int python_run(struct collector *c, struct profile *p, const struct entry *e,
-		      uint32_t *py, uint64_t *locs)
+static int python_run(struct collector *c, struct profile *p, const struct entry *e, uint32_t *py,
+		      uint64_t *locs)
 {
 	const uint64_t *w = e->frames + e->n_kernel + e->n_user;
 	int n = 0;
@@ -463,7 +498,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 	c->stats.frames = 0;
 	c->stats.unresolved = 0;
 	for (size_t i = 0; i < c->n; i++)
-		if ((size_t)c->entries[i].n_user + c->entries[i].n_kernel + c->entries[i].n_py > max)
+		if ((size_t)c->entries[i].n_user + c->entries[i].n_kernel + c->entries[i].n_py >
+		    max)
 			max = (size_t)c->entries[i].n_user + c->entries[i].n_kernel +
 			      c->entries[i].n_py;
 	locs = malloc((max ? max : 1) * sizeof(*locs));
@@ -475,6 +511,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 	}
 	free(locs);
 	clear_entries(c);
+	c->n_pylocs = 0; /* location ids belong to the profile just built */
+	base_hmap__clear(&c->pyloc_idx);
 	for (size_t i = 0; i < c->n_gone; i++) {
 		symbolizer__forget_pid(c->sym, c->gone[i]);
 		if (c->py)
@@ -484,6 +522,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 	return p;
 fail:
 	free(locs);
+	c->n_pylocs = 0;
+	base_hmap__clear(&c->pyloc_idx);
 	profile__free(p);
 	return NULL;
 }

@@ -504,6 +504,32 @@ cleanup:
 	return err;
 }
 
+int python_mgr__warm(struct python_mgr *m, uint32_t pid, uint64_t pstart, uint64_t code)
+{
+	struct code_key key = {pid, code};
+	struct py_code_entry *e = NULL;
+	struct py_proc *p;
+	int err = 0;
+
+	pthread_mutex_lock(&m->lock);
+	p = described(m, pid, pstart);
+	if (!p) {
+		err = -ENOENT;
+		goto cleanup;
+	}
+	if (base_hmap__find(&m->code_idx, code_hash(pid, code), code_eq, m, &key) != SIZE_MAX)
+		goto cleanup; /* resolve checks it is still the same code object */
+	err = cache_code(m, p, code, &e);
+	if (err) {
+		m->st.code_failed++;
+		if (err != -ENOMEM)
+			err = -EIO;
+	}
+cleanup:
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
 bool python_mgr__is_eval(struct python_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc)
 {
 	struct py_proc *p;

@@ -56,6 +56,10 @@ struct python_frame {
  * code object could not be read: exited, or not a code object). */
 int python_mgr__resolve(struct python_mgr *m, uint32_t pid, uint64_t pstart, uint64_t code,
 			uint64_t instr, struct python_frame *out);
+/* Reads and caches a code object not cached yet (no read at all when it is): the
+ * collector calls it for each new stack's frames while the process lives. 0,
+ * -ENOENT, -EIO as resolve. */
+int python_mgr__warm(struct python_mgr *m, uint32_t pid, uint64_t pstart, uint64_t code);
 /* Whether pc lies in that process's _PyEval_EvalFrameDefault (Python frames
  * replace it in stacks). */
 bool python_mgr__is_eval(struct python_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc);
