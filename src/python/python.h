@@ -67,7 +67,8 @@ bool python_mgr__is_eval(struct python_mgr *m, uint32_t pid, uint64_t pstart, ui
 struct python_mgr_stats {
 	uint64_t processes;   /* described now (published) */
 	uint64_t probed;      /* probes run */
-	uint64_t unsupported; /* CPython of a version hearth has no offsets for */
+	uint64_t unsupported; /* CPython that cannot be walked: a version without offsets, a
+			       * free-threaded build, an autoTSSkey >= 32 */
 	uint64_t not_ready;   /* probes of an interpreter not initialised yet (retried) */
 	uint64_t code_cached; /* code objects read and cached */
 	uint64_t code_failed; /* code object reads that failed */
