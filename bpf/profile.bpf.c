@@ -22,6 +22,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "profile_abi.h"
+#include "python_abi.h"
 #include "unwind_abi.h"
 
 #define EEXIST 17
@@ -40,6 +41,8 @@ const volatile bool use_ringbuf = false;
 /* Walk user stacks with the CFI tables of unwind_procs/unwind_rows where a
  * process has them (--unwind dwarf|auto); otherwise the kernel's fp walker. */
 const volatile bool use_unwind = false;
+/* Walk the Python frames of processes described in py_procs (ring-buffer samples). */
+const volatile bool use_python = false;
 /* Samples ring buffer size, for the wake-up threshold (set before load). */
 const volatile __u64 samples_rb_size = 4096;
 
@@ -131,8 +134,11 @@ struct {
 	__type(value, struct hearth_unwind_proc);
 } unwind_procs SEC(".maps");
 
-/* Frames a sample can carry: user (table-unwound: up to 512) then kernel. */
-#define SAMPLE_FRAMES (HEARTH_RB_MAX_USER + HEARTH_MAX_STACK)
+/* Frames a sample can carry: user (table-unwound: up to 512), kernel, then two
+ * words per Python frame. */
+#define NATIVE_FRAMES (HEARTH_RB_MAX_USER + HEARTH_MAX_STACK)
+#define PY_WORDS      (2 * HEARTH_PY_MAX_FRAMES)
+#define SAMPLE_FRAMES (NATIVE_FRAMES + PY_WORDS)
 /* User frames asked for first by send_sample (see there). */
 #define USTACK_FIRST 32
 
@@ -154,6 +160,15 @@ struct hearth_scratch {
 	__u32 exact_pc; /* the current pc is an interrupted one, not a return address */
 	__u32 leaf_unmapped;		/* the leaf pc was outside every mapping */
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
+	/* Python walk (python_frames): the process's description, the frame to
+	 * read next, the frames found (copied after the native ones), the
+	 * frame's bytes. */
+	struct hearth_py_proc py;
+	__u64 py_frame;
+	__u32 py_n;
+	__u32 py_read; /* bytes of a frame read at once */
+	__u64 py_words[PY_WORDS];
+	__u8 py_buf[HEARTH_PY_FRAME_READ];
 };
 _Static_assert(__builtin_offsetof(struct hearth_scratch, stats) == 0, "stats open the scratch");
 _Static_assert(__builtin_offsetof(struct hearth_scratch, frames) ==
@@ -191,18 +206,38 @@ struct {
 	__type(value, struct hearth_unwind_pending);
 } unwind_pending SEC(".maps");
 
+/* pid -> how to walk its CPython frames (src/python/ writes it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEARTH_PY_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct hearth_py_proc);
+} py_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HEARTH_PY_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_stats SEC(".maps");
+
 /* Records of struct hearth_raw_sample; sized before load (tiny when not unwinding). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
 } rawstacks SEC(".maps");
 
-static __always_inline void bump(void *map, __u32 idx)
+static __always_inline void add(void *map, __u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(map, &idx);
 
 	if (v)
-		*v += 1; /* per-CPU slot: no other writer */
+		*v += n; /* per-CPU slot: no other writer */
+}
+
+static __always_inline void bump(void *map, __u32 idx)
+{
+	add(map, idx, 1);
 }
 
 /* Classifies a stack helper error into a drop counter. */
@@ -515,10 +550,149 @@ cache:
 	st->last_gen = gen;
 }
 
-/* Sends the scratch's sample: the header and only the frames used (ulen + klen). */
+/* ---- CPython frames (bpf/python_abi.h, docs/python.md) ---- */
+
+/* A word of the frame read into py_buf, at an offset user space gave. */
+static __always_inline __u64 py_word(struct hearth_scratch *st, __u16 off)
+{
+	if (off > HEARTH_PY_FRAME_READ - 8)
+		return 0;
+	return *(__u64 *)&st->py_buf[off];
+}
+
+static __always_inline __u8 py_byte(struct hearth_scratch *st, __u16 off)
+{
+	if (off > HEARTH_PY_FRAME_READ - 1)
+		return 0;
+	return st->py_buf[off];
+}
+
+/* Marks the last frame recorded as the outermost of its evaluation loop. */
+static __always_inline void py_mark_entry(struct hearth_scratch *st)
+{
+	__u32 n = st->py_n;
+
+	if (n > 0 && n <= HEARTH_PY_MAX_FRAMES)
+		st->py_words[(2 * (n - 1) + 1) & (PY_WORDS - 1)] |= HEARTH_PY_FRAME_ENTRY;
+}
+
+/* bpf_loop callback: reads one interpreter frame, records it, moves to its caller. */
+static long py_step(__u32 i, void *ctx)
+{
+	struct hearth_scratch *st;
+	__u32 zero = 0, n, layout, size;
+	__u64 code, type, instr;
+
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st || !st->py_frame)
+		return 1;
+	n = st->py_n;
+	if (n >= HEARTH_PY_MAX_FRAMES) {
+		bump(&py_stats, HEARTH_PY_TRUNCATED);
+		return 1;
+	}
+	size = st->py_read;
+	if (!size || size > HEARTH_PY_FRAME_READ)
+		return 1;
+	if (bpf_probe_read_user(st->py_buf, size, (void *)st->py_frame)) {
+		bump(&py_stats, HEARTH_PY_READ_FAIL);
+		return 1;
+	}
+	layout = st->py.layout;
+	st->py_frame = py_word(st, st->py.f_previous);
+	/* 3.12+: a shim frame owned by the C stack closes each evaluation loop's run. */
+	if (layout >= HEARTH_PY_LAYOUT_312 &&
+	    py_byte(st, st->py.f_owner) == HEARTH_PY_OWNED_BY_CSTACK) {
+		py_mark_entry(st);
+		return 0;
+	}
+	code = py_word(st, st->py.f_code);
+	if (!code || bpf_probe_read_user(&type, sizeof(type), (void *)(code + st->py.ob_type)) ||
+	    type != st->py.code_type) {
+		bump(&py_stats, HEARTH_PY_NOT_CODE);
+		return 1;
+	}
+	if (layout == HEARTH_PY_LAYOUT_310)
+		instr = (__u32)py_word(st, st->py.f_instr) | HEARTH_PY_FRAME_ENTRY;
+	else
+		instr = py_word(st, st->py.f_instr) & HEARTH_PY_FRAME_INSTR;
+	if (layout == HEARTH_PY_LAYOUT_311 && py_byte(st, st->py.f_is_entry))
+		instr |= HEARTH_PY_FRAME_ENTRY;
+	st->py_words[(2 * n) & (PY_WORDS - 1)] = code;
+	st->py_words[(2 * n + 1) & (PY_WORDS - 1)] = instr;
+	st->py_n = n + 1;
+	return 0;
+}
+
+/* The Python frames of the current thread, when its process is a described
+ * CPython, appended to the scratch's sample after its native frames. */
+static __always_inline void python_frames(struct hearth_scratch *st, __u32 pid, __u64 pstart)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct hearth_py_proc *p = bpf_map_lookup_elem(&py_procs, &pid);
+	__u64 tstate = 0, frame = 0, at, bytes;
+	__u32 off, maxoff;
+
+	if (!p || p->pstart != pstart)
+		return;
+	bump(&py_stats, HEARTH_PY_SAMPLES);
+	st->py = *p;
+	at = task->thread.fsbase + st->py.tss_slot;
+	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)at))
+		goto read_fail;
+	if (!tstate) {
+		bump(&py_stats, HEARTH_PY_NO_TSTATE);
+		return;
+	}
+	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(tstate + st->py.ts_frame)))
+		goto read_fail;
+	if (frame && (st->py.layout == HEARTH_PY_LAYOUT_311 || st->py.layout == HEARTH_PY_LAYOUT_312) &&
+	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(frame + st->py.cframe_frame)))
+		goto read_fail;
+	if (!frame) {
+		bump(&py_stats, HEARTH_PY_NO_FRAME);
+		return;
+	}
+	/* Read as little of each frame as its fields need. */
+	maxoff = st->py.f_previous;
+	if (st->py.f_code > maxoff)
+		maxoff = st->py.f_code;
+	if (st->py.f_instr > maxoff)
+		maxoff = st->py.f_instr;
+	if (st->py.f_owner != HEARTH_PY_NO_OFFSET && st->py.f_owner > maxoff)
+		maxoff = st->py.f_owner;
+	if (st->py.f_is_entry != HEARTH_PY_NO_OFFSET && st->py.f_is_entry > maxoff)
+		maxoff = st->py.f_is_entry;
+	if (maxoff > HEARTH_PY_FRAME_READ - 8) {
+		bump(&py_stats, HEARTH_PY_READ_FAIL);
+		return;
+	}
+	st->py_read = maxoff + 8;
+	st->py_frame = frame;
+	st->py_n = 0;
+	bpf_loop(HEARTH_PY_MAX_FRAMES + 1, py_step, NULL, 0);
+	if (!st->py_n)
+		return;
+	bump(&py_stats, HEARTH_PY_WALKED);
+	/* After the native frames: at most 639 of them, and PY_WORDS of room. */
+	off = (__u32)st->s.ulen + st->s.klen;
+	bytes = (__u64)st->py_n * 16;
+	if (off > NATIVE_FRAMES || bytes > sizeof(st->py_words))
+		return;
+	if (bpf_probe_read_kernel(&st->frames[off], bytes, st->py_words))
+		return;
+	st->s.plen = st->py_n;
+	add(&py_stats, HEARTH_PY_FRAMES, st->py_n);
+	return;
+read_fail:
+	bump(&py_stats, HEARTH_PY_READ_FAIL);
+}
+
+/* Sends the scratch's sample: the header and only the frames used. */
 static __always_inline void output_sample(struct hearth_scratch *st)
 {
-	__u64 size = sizeof(st->s) + sizeof(__u64) * ((__u64)st->s.ulen + st->s.klen);
+	__u64 size = sizeof(st->s) +
+		     sizeof(__u64) * ((__u64)st->s.ulen + st->s.klen + 2 * (__u64)st->s.plen);
 	long flags;
 
 	if (size > sizeof(st->s) + sizeof(st->frames))
@@ -541,6 +715,7 @@ static __always_inline void sample_header(struct hearth_scratch *st, struct hear
 	__builtin_memcpy(st->s.pcomm, key->pcomm, sizeof(st->s.pcomm));
 	st->s.ulen = 0;
 	st->s.klen = 0;
+	st->s.plen = 0;
 }
 
 /* Asks user space to re-read a process's maps (rate-limited per pid). */
@@ -625,6 +800,8 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 		else
 			st->s.klen = n / sizeof(__u64);
 	}
+	if (use_python)
+		python_frames(st, key->pid, key->pstart);
 	output_sample(st);
 	return true;
 }
@@ -730,6 +907,8 @@ static __always_inline int send_sample(struct bpf_perf_event_data *ctx, struct h
 		}
 		st->s.klen = n / sizeof(__u64);
 	}
+	if (use_python && want_user)
+		python_frames(st, key->pid, key->pstart);
 	output_sample(st);
 	return 0;
 fail:

@@ -37,17 +37,20 @@ _Static_assert(sizeof(struct hearth_count_key) == 56, "count key ABI");
 /*
  * One sample as sent through the samples ring buffer (--transfer ringbuf, --unwind
  * dwarf, and map-mode collisions): this header, then ulen user frames, then klen
- * kernel frames (__u64 each). Only the frames used are sent: a record is
- * sizeof(header) + 8 * (ulen + klen) bytes, where a fixed 2 KB record cost the
- * program a cold cache line per unused slot (docs/architecture.md, "BPF cost per
- * sample").
+ * kernel frames (__u64 each), then plen Python frames of two words each
+ * (bpf/python_abi.h). Only the frames used are sent: a record is
+ * sizeof(header) + 8 * (ulen + klen + 2 * plen) bytes, where a fixed 2 KB record
+ * cost the program a cold cache line per unused slot (docs/architecture.md, "BPF
+ * cost per sample").
  */
 struct hearth_rb_sample {
 	__u32 pid;
 	__u32 tid;
 	__u64 pstart;
-	__u32 ulen; /* user frames, first (at most HEARTH_RB_MAX_USER) */
-	__u32 klen; /* kernel frames, after the user ones (at most HEARTH_MAX_STACK) */
+	__u16 ulen; /* user frames, first (at most HEARTH_RB_MAX_USER) */
+	__u16 klen; /* kernel frames, after the user ones (at most HEARTH_MAX_STACK) */
+	__u16 plen; /* Python frames, after the kernel ones (at most HEARTH_PY_MAX_FRAMES) */
+	__u16 pad;
 	char comm[HEARTH_COMM_LEN];
 	char pcomm[HEARTH_COMM_LEN];
 };

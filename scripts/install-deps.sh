@@ -14,7 +14,7 @@ BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev libdebug
 TEST_PKGS=(golang-go chromium linux-perf libclang-rt-14-dev g++ procps psmisc time util-linux
 	debuginfod elfutils binutils curl python3 libxml2-utils jq pngquant sqlite3 bpftrace gzip
 	debhelper dpkg-dev fakeroot systemd man-db protobuf-compiler clickhouse-server
-	clickhouse-client zookeeper)
+	clickhouse-client zookeeper austin)
 # Node.js and npm may come from another source (with npm bundled, where Debian's
 # npm package would conflict): install Debian's only when the commands are missing.
 NODE_PKGS=(nodejs npm)

@@ -11,6 +11,7 @@
  */
 #include "agent_impl.h"
 #include "base/base.h"
+#include "python/python.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -267,6 +268,38 @@ static void write_failures(struct agent *a, FILE *f)
 			agent_send_fail_name(i), (unsigned long long)n[i]);
 }
 
+/* The Python walk's counters (docs/python.md), when it is on. */
+static void write_python(struct agent *a, FILE *f)
+{
+	static const char *const why[HEARTH_PY_STAT_MAX] = {
+	    [HEARTH_PY_NO_TSTATE] = "no_thread_state", [HEARTH_PY_NO_FRAME] = "idle_in_c",
+	    [HEARTH_PY_READ_FAIL] = "unreadable",      [HEARTH_PY_NOT_CODE] = "not_code",
+	    [HEARTH_PY_TRUNCATED] = "truncated",
+	};
+	uint64_t py[HEARTH_PY_STAT_MAX];
+	struct python_mgr_stats ms;
+
+	if (sampler__python_stats(a->s, py))
+		return;
+	python_mgr__stats(sampler__python(a->s), &ms);
+	gauge(f, "hearth_agent_python_processes", "gauge",
+	      "CPython processes whose Python frames are walked now.", (double)ms.processes);
+	gauge(f, "hearth_agent_python_unsupported_total", "counter",
+	      "CPython processes of a version hearth has no offsets for (native frames only).",
+	      (double)ms.unsupported);
+	gauge(f, "hearth_agent_python_samples_total", "counter",
+	      "Samples of walked CPython processes.", (double)py[HEARTH_PY_SAMPLES]);
+	gauge(f, "hearth_agent_python_walked_total", "counter",
+	      "Of those, samples with Python frames.", (double)py[HEARTH_PY_WALKED]);
+	fputs("# HELP hearth_agent_python_stops_total Samples of CPython processes without (all "
+	      "their) Python frames, by reason.\n# TYPE hearth_agent_python_stops_total counter\n",
+	      f);
+	for (int i = 0; i < HEARTH_PY_STAT_MAX; i++)
+		if (why[i])
+			fprintf(f, "hearth_agent_python_stops_total{reason=\"%s\"} %llu\n", why[i],
+				(unsigned long long)py[i]);
+}
+
 void agent__write_metrics(void *agent, FILE *f)
 {
 	struct agent *a = agent;
@@ -305,6 +338,7 @@ void agent__write_metrics(void *agent, FILE *f)
 	      (double)ss.rejected);
 	gauge(f, "hearth_agent_sent_total", "counter", "Profiles delivered.", (double)ss.sent);
 	write_failures(a, f);
+	write_python(a, f);
 	gauge(f, "hearth_agent_rss_bytes", "gauge", "Resident memory of this process.",
 	      (double)rss_bytes());
 }
@@ -336,6 +370,8 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 	ret = sampler__open(&a->opts.so, &cb, &a->s, err, errlen);
 	if (ret)
 		return ret;
+	collector__set_python(a->col, sampler__python(a->s));
+	collector__set_python(a->live_col, sampler__python(a->s));
 	ret = agent_sender__start(&a->opts, a->sp, a->labels, 3, &a->snd);
 	if (ret)
 		snprintf(err, errlen, "cannot start the sender thread: %s", strerror(-ret));

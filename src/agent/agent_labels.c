@@ -99,7 +99,9 @@ void agent_cgroup_unit(const char *cgroup, char *out, size_t len)
 		snprintf(out, len, "%.*s", (int)sl, scope);
 }
 
-/* Copies mappings, functions and locations in id order (ids stay the same). */
+/* Copies mappings, functions and locations in id order (ids stay the same).
+ * Locations by (mapping, address, lines): a Python code object's lines share
+ * its address (collect.c, python_location). */
 static int copy_symbols(const struct profile *src, struct profile *dst)
 {
 	struct profile_mapping m;
@@ -116,7 +118,7 @@ static int copy_symbols(const struct profile *src, struct profile *dst)
 			return -ENOMEM;
 	for (uint64_t id = 1; id <= profile__n_locations(src); id++)
 		if (profile__get_location(src, id, &l) ||
-		    profile__location(dst, l.mapping_id, l.address, l.lines, l.n_lines) != id)
+		    profile__location_exact(dst, l.mapping_id, l.address, l.lines, l.n_lines) != id)
 			return -ENOMEM;
 	for (size_t i = 0; i < profile__n_comments(src); i++)
 		if (profile__add_comment(dst, profile__comment(src, i)))

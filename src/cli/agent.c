@@ -40,6 +40,8 @@ static void usage(FILE *f)
 		"                             (default " AGENT_DEFAULT_LISTEN "; 'off' disables)\n"
 		"      --transfer MODE        ringbuf (default) or map, as in hearth record\n"
 		"      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
+		"      --python MODE          auto (default): Python frames of CPython 3.10-3.13\n"
+		"                             processes; off: their native frames only\n"
 		"      --idle                 keep samples of idle CPUs\n"
 		"      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
 		"                             if any; flags override it; see docs/config.md)\n"
@@ -53,6 +55,7 @@ enum {
 	OPT_TRANSFER,
 	OPT_IDLE,
 	OPT_UNWIND,
+	OPT_PYTHON,
 	OPT_SERVER,
 	OPT_ATOKEN,
 	OPT_SPOOL_DIR,
@@ -67,6 +70,7 @@ const struct option cli_agent_long_opts[] = {
     {"transfer", required_argument, NULL, OPT_TRANSFER},
     {"idle", no_argument, NULL, OPT_IDLE},
     {"unwind", required_argument, NULL, OPT_UNWIND},
+    {"python", required_argument, NULL, OPT_PYTHON},
     {NULL, 0, NULL, 0},
 };
 
@@ -84,6 +88,7 @@ void cli_agent_defaults(struct cli_agent_args *a)
 {
 	a->ao.so.hz = 99;
 	a->ao.so.transfer = SAMPLER_TRANSFER_RINGBUF; /* docs/architecture.md, "Transfer modes" */
+	a->ao.so.python = true;			      /* docs/python.md */
 	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
 	a->ao.trim_memory = true; /* an always-on process keeps only what it uses */
 }
@@ -147,6 +152,8 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 		a->ao.so.unwind = (enum sampler_unwind)mode;
 		return 0;
 	}
+	case OPT_PYTHON:
+		return cli_parse_python(cmd, arg, &a->ao.so.python);
 	}
 	return 1;
 }

@@ -18,6 +18,7 @@
 #include "collect/collect.h"
 #include "profile/profile.h"
 #include "sampler/sampler.h"
+#include "python/python.h"
 #include "unwind/unwind.h"
 
 #define RECORD_MAX_SECONDS (365.0 * 24 * 3600)
@@ -71,6 +72,9 @@ static void usage(FILE *f)
 		"                         process has them, frame pointers elsewhere; default),\n"
 		"                         dwarf (the same, an error if the unwinder cannot load;\n"
 		"                         up to 512 frames) or fp (frame pointers, 127 frames)\n"
+		"      --python MODE      auto (default): name the Python frames of CPython\n"
+		"                         3.10-3.13 processes (docs/python.md); off: their\n"
+		"                         interpreter's native frames only\n"
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
@@ -177,7 +181,7 @@ static int parse_pids(const char *arg, struct record_args *a)
 	return ret;
 }
 
-enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE };
+enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON };
 
 const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
@@ -188,6 +192,7 @@ const struct option cli_record_opts[] = {
 	{ "symbol-cache-mb", required_argument, NULL, OPT_CACHE },
 	{ "idle", no_argument, NULL, OPT_IDLE },	   { "top", required_argument, NULL, OPT_TOP },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "python", required_argument, NULL, OPT_PYTHON },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -255,6 +260,8 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 		a->so.unwind = (enum sampler_unwind)mode;
 		return 0;
 	}
+	case OPT_PYTHON:
+		return cli_parse_python("record", arg, &a->so.python);
 	case OPT_CACHE:
 		if (cli_parse_long(arg, 1, 65536, &a->cache_mb)) {
 			cli_error("record", "--symbol-cache-mb: '%s' is not a number of MiB from 1 to "
@@ -284,6 +291,7 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 	/* Cheaper per sample at 99 Hz: docs/architecture.md, "Transfer modes". */
 	a->so.transfer = SAMPLER_TRANSFER_RINGBUF;
 	a->so.unwind = SAMPLER_UNWIND_AUTO; /* CFI tables where present: docs/unwind.md */
+	a->so.python = true;		    /* docs/python.md */
 	a->seconds = 10;
 	a->top_rows = 40;
 	a->so.pids = a->pids;
@@ -439,6 +447,29 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 		profile__add_comment(p, line);
 }
 
+/* One stderr line on the Python walk, when CPython processes were sampled. */
+static void report_python(struct sampler *s)
+{
+	uint64_t py[HEARTH_PY_STAT_MAX];
+	struct python_mgr_stats ms;
+
+	if (sampler__python_stats(s, py))
+		return;
+	python_mgr__stats(sampler__python(s), &ms);
+	if (!py[HEARTH_PY_SAMPLES] && !ms.unsupported)
+		return;
+	fprintf(stderr,
+		"hearth record: python: %llu samples of CPython processes, %llu with Python frames "
+		"(%llu frames); without: %llu threads with no interpreter state, %llu idle in C, "
+		"%llu unreadable, %llu stopped at a non-code frame; %llu truncated; %llu CPython "
+		"processes of versions without offsets (native frames only)\n",
+		(unsigned long long)py[HEARTH_PY_SAMPLES], (unsigned long long)py[HEARTH_PY_WALKED],
+		(unsigned long long)py[HEARTH_PY_FRAMES], (unsigned long long)py[HEARTH_PY_NO_TSTATE],
+		(unsigned long long)py[HEARTH_PY_NO_FRAME], (unsigned long long)py[HEARTH_PY_READ_FAIL],
+		(unsigned long long)py[HEARTH_PY_NOT_CODE], (unsigned long long)py[HEARTH_PY_TRUNCATED],
+		(unsigned long long)ms.unsupported);
+}
+
 /* One stderr line on the table unwinder: why walks stopped, table memory, build time. */
 static void report_unwind(struct sampler *s)
 {
@@ -509,11 +540,14 @@ static int record(const struct record_args *a, FILE *out)
 		cli_error("record", "%s", err);
 		goto cleanup;
 	}
+	collector__set_python(col, sampler__python(s));
 	t0 = now_ns(CLOCK_REALTIME);
 	m0 = now_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
-	if (!a->quiet)
+	if (!a->quiet) {
 		report_unwind(s);
+		report_python(s);
+	}
 	if (ret < 0) {
 		cli_error("record", "reading samples from the kernel failed: %s", strerror(-ret));
 		goto cleanup;

@@ -47,6 +47,7 @@ static void usage(FILE *f)
 	    "      --host NAME            value of the host label (default: the hostname)\n"
 	    "      --transfer MODE        ringbuf (default) or map\n"
 	    "      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
+	    "      --python MODE          auto (default) or off, as in hearth record\n"
 	    "      --idle                 keep samples of idle CPUs\n"
 	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
 	    "                             if any; flags override it; see docs/config.md)\n"

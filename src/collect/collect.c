@@ -9,9 +9,17 @@
  *   frames[0] is where the CPU was; frames[i>0] are return addresses, so we look
  *   up (and record) addr - 1, which lies inside the call instruction and hence in
  *   the caller's function even when the call is the last instruction of it.
+ *
+ * Python frames (CPython processes, docs/python.md) replace the native
+ * _PyEval_EvalFrameDefault frames they ran in: the run of Python frames up to
+ * the first one marked HEARTH_PY_FRAME_ENTRY takes the place of the innermost
+ * such native frame, the next run the next one. Their code objects are read
+ * from the process when a new entry is added (the process may be gone by the
+ * build), then found again in the manager's cache.
  */
 #include "collect.h"
 #include "base/base.h"
+#include "python/python.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,14 +36,16 @@ struct entry {
 	uint64_t pstart;
 	char comm[COMM_LEN + 1];
 	char pcomm[COMM_LEN + 1]; /* "" when the sampler did not say */
-	uint32_t n_user, n_kernel;
-	uint64_t *frames; /* owned: kernel frames then user frames, leaf first each */
+	uint32_t n_user, n_kernel, n_py;
+	uint64_t *frames; /* owned: kernel frames, user frames, then two words per Python
+			   * frame; leaf first each */
 	uint64_t count;
 };
 
 struct collector {
 	struct proc_table *pt;	/* borrowed */
 	struct symbolizer *sym; /* borrowed */
+	struct python_mgr *py;	/* borrowed; NULL: Python frames are dropped */
 	struct entry *entries;	/* owned, dense, in the order first seen */
 	size_t n, cap;
 	struct base_hmap idx; /* hash of an entry's key -> index in entries */
@@ -43,6 +53,17 @@ struct collector {
 	uint64_t kernel_mapping_key;
 	uint32_t *gone; /* owned: pids that exited or exec'd since the last build */
 	size_t n_gone, gone_cap;
+	/* One build's Python locations by (pid, code, instruction): each frame is
+	 * named once per build, not once per stack it is in (a resolve reads the
+	 * process to check its code object is still the one cached). */
+	struct py_loc *pylocs;
+	size_t n_pylocs, cap_pylocs;
+	struct base_hmap pyloc_idx;
+};
+
+struct py_loc {
+	uint32_t pid;
+	uint64_t code, instr, loc;
 };
 
 struct collector *collector__new(struct proc_table *pt, struct symbolizer *sym)
@@ -71,6 +92,8 @@ void collector__free(struct collector *c)
 	clear_entries(c);
 	free(c->entries);
 	base_hmap__fini(&c->idx);
+	base_hmap__fini(&c->pyloc_idx);
+	free(c->pylocs);
 	free(c->gone);
 	free(c);
 }
@@ -90,6 +113,8 @@ static uint64_t hash_sample(const struct sampler_sample *s)
 		h = base_hash_bytes(h, s->kernel, s->n_kernel * sizeof(*s->kernel));
 	if (s->n_user)
 		h = base_hash_bytes(h, s->user, s->n_user * sizeof(*s->user));
+	if (s->n_python)
+		h = base_hash_bytes(h, s->python, 2 * s->n_python * sizeof(*s->python));
 	return h;
 }
 
@@ -99,18 +124,20 @@ static bool entry_matches(const void *ctx, size_t idx, const void *key)
 	const struct sampler_sample *s = key;
 
 	return e->pid == s->pid && e->tid == s->tid && e->pstart == s->pstart &&
-	       e->n_user == s->n_user && e->n_kernel == s->n_kernel &&
+	       e->n_user == s->n_user && e->n_kernel == s->n_kernel && e->n_py == s->n_python &&
 	       strncmp(e->comm, s->comm, COMM_LEN) == 0 &&
 	       strncmp(e->pcomm, s->pcomm ? s->pcomm : "", COMM_LEN) == 0 &&
 	       (!s->n_kernel ||
 		memcmp(e->frames, s->kernel, s->n_kernel * sizeof(uint64_t)) == 0) &&
 	       (!s->n_user ||
-		memcmp(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t)) == 0);
+		memcmp(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t)) == 0) &&
+	       (!s->n_python || memcmp(e->frames + s->n_kernel + s->n_user, s->python,
+				       2 * s->n_python * sizeof(uint64_t)) == 0);
 }
 
 static int fill_entry(struct entry *e, const struct sampler_sample *s)
 {
-	size_t n = s->n_kernel + s->n_user;
+	size_t n = s->n_kernel + s->n_user + 2 * s->n_python;
 
 	e->frames = malloc((n ? n : 1) * sizeof(uint64_t));
 	if (!e->frames)
@@ -119,6 +146,9 @@ static int fill_entry(struct entry *e, const struct sampler_sample *s)
 		memcpy(e->frames, s->kernel, s->n_kernel * sizeof(uint64_t));
 	if (s->n_user)
 		memcpy(e->frames + s->n_kernel, s->user, s->n_user * sizeof(uint64_t));
+	if (s->n_python)
+		memcpy(e->frames + s->n_kernel + s->n_user, s->python,
+		       2 * s->n_python * sizeof(uint64_t));
 	e->pid = s->pid;
 	e->tid = s->tid;
 	e->pstart = s->pstart;
@@ -126,6 +156,7 @@ static int fill_entry(struct entry *e, const struct sampler_sample *s)
 	snprintf(e->pcomm, sizeof(e->pcomm), "%s", s->pcomm ? s->pcomm : "");
 	e->n_user = (uint32_t)s->n_user;
 	e->n_kernel = (uint32_t)s->n_kernel;
+	e->n_py = (uint32_t)s->n_python;
 	e->count = s->count;
 	return 0;
 }
@@ -153,6 +184,9 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 	/* A new stack: its process's mappings must cover it by the time it exits. */
 	if (s->pid && s->n_user)
 		proc_table__note_addrs(c->pt, s->pid, s->pstart, s->user, s->n_user);
+	/* Its code objects, read while the process lives (cached by the manager). */
+	for (size_t k = 0; c->py && k < s->n_python; k++)
+		python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
 	err = base_hmap__insert(&c->idx, h, c->n);
 	if (err) {
 		free(c->entries[c->n].frames);
@@ -183,7 +217,8 @@ void collector__event(struct collector *c, const struct sampler_event *e)
 {
 	switch (e->kind) {
 	case HEARTH_EV_NEW:
-		proc_table__lookup(c->pt, e->pid, e->pstart); /* reads /proc while the process lives */
+		proc_table__lookup(c->pt, e->pid,
+				   e->pstart); /* reads /proc while the process lives */
 		break;
 	case HEARTH_EV_EXEC: /* a new image: its JIT map starts over, its objects change */
 		proc_table__exec(c->pt, e->pid, e->pstart);
@@ -320,6 +355,76 @@ static uint64_t user_location(struct collector *c, struct profile *p, struct pro
 	return unresolved_location(p, mid, addr, base_name(m->path), off);
 }
 
+static uint64_t pyloc_hash(uint32_t pid, uint64_t code, uint64_t instr)
+{
+	return base_hash_u64(base_hash_u64(base_hash_u64(BASE_HASH_SEED, pid), code), instr);
+}
+
+static bool pyloc_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct py_loc *a = &((const struct collector *)ctx)->pylocs[idx], *b = key;
+
+	return a->pid == b->pid && a->code == b->code && a->instr == b->instr;
+}
+
+/* A Python frame's location, in the "[python]" pseudo-mapping so that readers
+ * (and the UI's colours) tell it apart; keyed by code object and line. */
+static uint64_t python_location(struct collector *c, struct profile *p, const struct entry *e,
+				uint64_t code, uint64_t instr)
+{
+	struct python_frame f;
+	struct profile_line line = {0};
+	struct py_loc key = {e->pid, code, instr, 0};
+	uint64_t h = pyloc_hash(e->pid, code, instr), mid, loc;
+	size_t i = base_hmap__find(&c->pyloc_idx, h, pyloc_eq, c, &key);
+
+	c->stats.frames++;
+	if (i != SIZE_MAX)
+		return c->pylocs[i].loc;
+	mid = profile__mapping(p, 0, 0, 0, PROFILE_PYTHON_MAPPING, NULL);
+	if (!mid)
+		return 0;
+	if (python_mgr__resolve(c->py, e->pid, e->pstart, code, instr, &f)) {
+		c->stats.unresolved++;
+		snprintf(f.name, sizeof(f.name), "[python] code 0x%" PRIx64, code);
+		f.file[0] = 0;
+		f.line = 0;
+	}
+	line.function_id = profile__function(p, f.name, f.name, f.file[0] ? f.file : NULL);
+	if (!line.function_id)
+		return 0;
+	line.line = f.line;
+	loc = profile__location_exact(p, mid, code, &line, 1);
+	/* Not remembered when out of memory: named again next time, no harm. */
+	if (loc &&
+	    !base_grow((void **)&c->pylocs, &c->cap_pylocs, c->n_pylocs + 1, sizeof(*c->pylocs)) &&
+	    !base_hmap__insert(&c->pyloc_idx, h, c->n_pylocs)) {
+		key.loc = loc;
+		c->pylocs[c->n_pylocs++] = key;
+	}
+	return loc;
+}
+
+/* One evaluation loop's run of Python frames, from *py up to the first marked as
+ * its outermost, into locs (leaf first). Count placed, or -ENOMEM. */
+static int python_run(struct collector *c, struct profile *p, const struct entry *e, uint32_t *py,
+		      uint64_t *locs)
+{
+	const uint64_t *w = e->frames + e->n_kernel + e->n_user;
+	int n = 0;
+
+	while (*py < e->n_py) {
+		uint64_t code = w[2 * *py], instr = w[2 * *py + 1];
+
+		(*py)++;
+		if (!(locs[n++] = python_location(c, p, e, code, instr & HEARTH_PY_FRAME_INSTR)))
+			return -ENOMEM;
+		if (instr & HEARTH_PY_FRAME_ENTRY)
+			break;
+	}
+	return n;
+}
+
 /* The name the process ran under when sampled, else what proc/ read, else the thread's. */
 static const char *process_name(const struct entry *e, const struct proc_process *proc)
 {
@@ -343,6 +448,9 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	    {.key = "process", .str = process_name(e, proc)},
 	};
 
+	uint32_t py = c->py ? 0 : e->n_py; /* next Python frame to place */
+	int got_rest;
+
 	if (e->pid && !proc)
 		c->stats.no_process = base_sat_addu(c->stats.no_process, e->count);
 	for (uint32_t i = 0; i < e->n_kernel; i++) {
@@ -354,12 +462,25 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	}
 	for (uint32_t i = 0; i < e->n_user; i++) {
 		uint64_t addr = e->frames[e->n_kernel + i];
+		int got;
 
 		if (i > 0 || e->n_kernel > 0)
 			addr = addr ? addr - 1 : 0; /* a return address: see the file comment */
+		if (py < e->n_py && python_mgr__is_eval(c->py, e->pid, e->pstart, addr)) {
+			if ((got = python_run(c, p, e, &py, locs + n)) < 0)
+				return got;
+			n += (size_t)got;
+			continue;
+		}
 		if (!(locs[n] = user_location(c, p, proc, addr)))
 			return -ENOMEM;
 		n++;
+	}
+	/* Python frames left when the native walk stopped early: the callers. */
+	while (py < e->n_py) {
+		if ((got_rest = python_run(c, p, e, &py, locs + n)) < 0)
+			return got_rest;
+		n += (size_t)got_rest;
 	}
 	return profile__add_sample(p, locs, n, values, labels, 4);
 }
@@ -377,8 +498,10 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 	c->stats.frames = 0;
 	c->stats.unresolved = 0;
 	for (size_t i = 0; i < c->n; i++)
-		if (c->entries[i].n_user + c->entries[i].n_kernel > max)
-			max = c->entries[i].n_user + c->entries[i].n_kernel;
+		if ((size_t)c->entries[i].n_user + c->entries[i].n_kernel + c->entries[i].n_py >
+		    max)
+			max = (size_t)c->entries[i].n_user + c->entries[i].n_kernel +
+			      c->entries[i].n_py;
 	locs = malloc((max ? max : 1) * sizeof(*locs));
 	if (!locs)
 		goto fail;
@@ -388,14 +511,26 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 	}
 	free(locs);
 	clear_entries(c);
-	for (size_t i = 0; i < c->n_gone; i++)
+	c->n_pylocs = 0; /* location ids belong to the profile just built */
+	base_hmap__clear(&c->pyloc_idx);
+	for (size_t i = 0; i < c->n_gone; i++) {
 		symbolizer__forget_pid(c->sym, c->gone[i]);
+		if (c->py)
+			python_mgr__forget_pid(c->py, c->gone[i]);
+	}
 	c->n_gone = 0;
 	return p;
 fail:
 	free(locs);
+	c->n_pylocs = 0;
+	base_hmap__clear(&c->pyloc_idx);
 	profile__free(p);
 	return NULL;
+}
+
+void collector__set_python(struct collector *c, struct python_mgr *py)
+{
+	c->py = py;
 }
 
 void collector__stats(const struct collector *c, struct collect_stats *out)

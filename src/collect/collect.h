@@ -51,5 +51,10 @@ void collector__event(struct collector *c, const struct sampler_event *e);
 struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t time_ns,
 				 int64_t duration_ns);
 void collector__stats(const struct collector *c, struct collect_stats *out);
+struct python_mgr;
+/* Names samples' Python frames with py (borrowed; sampler__python) and puts them
+ * in place of the interpreter's frames. Without it (NULL, the default) Python
+ * frames are dropped and stacks are native only. */
+void collector__set_python(struct collector *c, struct python_mgr *py);
 
 #endif /* HEARTH_COLLECT_H */

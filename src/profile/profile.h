@@ -20,6 +20,8 @@
 
 /* Name of the mapping kernel frames live under (as perf and pprof tools expect). */
 #define PROFILE_KERNEL_MAPPING "[kernel.kallsyms]"
+/* Name of the pseudo-mapping Python frames live under (docs/python.md). */
+#define PROFILE_PYTHON_MAPPING "[python]"
 /* Suffix folded/SVG/top output adds to kernel frames (flamegraph.pl convention). */
 #define PROFILE_KERNEL_SUFFIX "_[k]"
 /* Suffix folded/SVG/top output adds to frames that were inlined into their caller. */

@@ -30,6 +30,7 @@
 
 #include "profile.skel.h"
 #include "stackcache.h"
+#include "python/python.h"
 #include "unwind/unwind.h"
 
 /* Entries drained per lookup-and-delete batch call. */
@@ -77,6 +78,7 @@ struct sampler {
 	struct sampler_drain_stats last;
 	enum sampler_unwind unwind; /* FP when the table unwinder is off */
 	struct unwind_mgr *uw;	    /* NULL when off */
+	struct python_mgr *py;	    /* NULL when the Python walk is off */
 	struct raw_held *raw;	    /* first samples waiting for their view */
 	size_t n_raw, cap_raw, raw_bytes;
 	uint64_t raw_stats[SAMPLER_RAW_STAT_MAX];
@@ -271,6 +273,12 @@ static int on_event(void *ctx, void *data, size_t size)
 		raw_flush(s, false, ev->pid);
 		unwind_mgr__exit(s->uw, ev->pid);
 	}
+	if (s->py && ev->kind == HEARTH_EV_NEW)
+		python_mgr__note(s->py, ev->pid, ev->pstart);
+	else if (s->py && ev->kind == HEARTH_EV_EXEC)
+		python_mgr__exec(s->py, ev->pid, ev->pstart);
+	else if (s->py && ev->kind == HEARTH_EV_EXIT)
+		python_mgr__exit(s->py, ev->pid);
 	s->cb.event(s->cb.ctx, &e);
 	return 0;
 }
@@ -283,7 +291,8 @@ int sampler_parse_rb_sample(const void *data, size_t size, struct sampler_sample
 
 	/* Lengths are checked one by one before they are added: no 32-bit wrap. */
 	if (size < sizeof(*r) || r->ulen > HEARTH_RB_MAX_USER || r->klen > HEARTH_MAX_STACK ||
-	    size < sizeof(*r) + 8 * ((size_t)r->ulen + r->klen))
+	    r->plen > HEARTH_PY_MAX_FRAMES ||
+	    size < sizeof(*r) + 8 * ((size_t)r->ulen + r->klen + 2 * (size_t)r->plen))
 		return -EINVAL;
 	memcpy(comm, r->comm, HEARTH_COMM_LEN);
 	comm[HEARTH_COMM_LEN] = '\0';
@@ -299,6 +308,8 @@ int sampler_parse_rb_sample(const void *data, size_t size, struct sampler_sample
 		.n_kernel = r->klen,
 		.user = frames,
 		.kernel = frames + r->ulen,
+		.n_python = r->plen,
+		.python = r->plen ? frames + r->ulen + r->klen : NULL,
 		.count = 1,
 	};
 	return 0;
@@ -497,6 +508,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	__u32 rb_bytes = rb || uw ? samples_rb_bytes(s, o) : COLLISION_RB_BYTES;
 
 	k->rodata->use_unwind = uw;
+	k->rodata->use_python = o->python;
 	k->rodata->keep_idle = o->idle;
 	k->rodata->filter_pid = o->n_pids > 0;
 	k->rodata->filter_cgroup = o->cgroup_path != NULL;
@@ -507,6 +519,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_rows, 1)) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_procs, 1)) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_pending, 1)) ||
+	    (!o->python && bpf_map__set_max_entries(k->maps.py_procs, 1)) ||
 	    bpf_map__set_max_entries(k->maps.rawstacks, uw ? RAW_RB_BYTES : 4096) ||
 	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
@@ -660,6 +673,9 @@ int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *
 	ret = open_unwinder(s, err, errlen);
 	if (ret)
 		goto cleanup;
+	/* Without its manager no process is described: native stacks, as before. */
+	if (o->python && python_mgr__new(bpf_map__fd(s->skel->maps.py_procs), &s->py))
+		s->py = NULL;
 	ret = setup_ringbufs(s);
 	if (ret) {
 		snprintf(err, errlen, "cannot set up the BPF ring buffers: %s", strerror(-ret));
@@ -792,6 +808,8 @@ int sampler__drain(struct sampler *s)
 		unwind_mgr__work(s->uw, UNWIND_BUDGET_MS);
 		raw_flush(s, false, 0);
 	}
+	if (s->py)
+		python_mgr__work(s->py, UNWIND_BUDGET_MS);
 	if (s->transfer == SAMPLER_TRANSFER_RINGBUF)
 		return 0;
 	idle_set = __atomic_load_n(&k->bss->active_set, __ATOMIC_RELAXED);
@@ -813,7 +831,10 @@ int sampler__drain(struct sampler *s)
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int due = s->uw ? unwind_mgr__next_due_ms(s->uw) : -1, n;
+	int py_due = s->py ? python_mgr__next_due_ms(s->py) : -1;
 
+	if (py_due >= 0 && (due < 0 || py_due < due))
+		due = py_due;
 	if (due >= 0 && (timeout_ms < 0 || due < timeout_ms))
 		timeout_ms = due; /* a queued maps re-read is due before the caller's deadline */
 	n = ring_buffer__poll(s->rb, timeout_ms);
@@ -823,6 +844,8 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 		unwind_mgr__work(s->uw, UNWIND_BUDGET_MS);
 		raw_flush(s, false, 0);
 	}
+	if (s->py)
+		python_mgr__work(s->py, UNWIND_BUDGET_MS);
 	if (n == -EINTR)
 		return 0;
 	return n;
@@ -917,6 +940,23 @@ const struct unwind_mgr *sampler__unwind_mgr(const struct sampler *s)
 	return s->uw;
 }
 
+struct python_mgr *sampler__python(const struct sampler *s)
+{
+	return s->py;
+}
+
+int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_MAX])
+{
+	int fd;
+
+	if (!s->py)
+		return -ENOENT;
+	fd = bpf_map__fd(s->skel->maps.py_stats);
+	for (__u32 i = 0; i < HEARTH_PY_STAT_MAX; i++)
+		out[i] = percpu_sum(fd, i, s->n_possible);
+	return 0;
+}
+
 void sampler__raw_stats(const struct sampler *s, uint64_t out[SAMPLER_RAW_STAT_MAX])
 {
 	memcpy(out, s->raw_stats, sizeof(s->raw_stats));
@@ -972,6 +1012,7 @@ void sampler__close(struct sampler *s)
 		free(s->raw[i].r);
 	free(s->raw);
 	unwind_mgr__free(s->uw); /* before the maps it has mmap'ed go */
+	python_mgr__free(s->py);
 	profile_bpf__destroy(s->skel);
 	if (s->cgroup_fd >= 0)
 		close(s->cgroup_fd);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
+#include "python_abi.h"	 /* bpf/: HEARTH_PY_* */
 #include "unwind_abi.h"	 /* bpf/: HEARTH_UW_* */
 
 #define SAMPLER_MIN_HZ	 1
@@ -41,6 +42,9 @@ struct sampler_opts {
 	size_t n_pids;
 	const char *cgroup_path;    /* only tasks in this cgroup v2 directory (or below) */
 	enum sampler_unwind unwind; /* user-stack unwinder (see docs/unwind.md) */
+	/* Walk CPython processes' Python frames (docs/python.md). They travel with
+	 * ring-buffer samples: with --transfer map and --unwind fp there are none. */
+	bool python;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */
@@ -52,6 +56,8 @@ struct sampler_sample {
 	size_t n_user, n_kernel;
 	const uint64_t *user;	/* leaf first */
 	const uint64_t *kernel; /* leaf first */
+	size_t n_python;	/* Python frames: two words each (bpf/python_abi.h) */
+	const uint64_t *python; /* leaf first: code object, instruction | HEARTH_PY_FRAME_ENTRY */
 	uint64_t count;
 };
 
@@ -121,16 +127,23 @@ void sampler__raw_stats(const struct sampler *s, uint64_t out[SAMPLER_RAW_STAT_M
 void sampler__raw_finish(struct sampler *s);
 /* The unwind table manager (figures in bench/tests), or NULL when off. Borrowed. */
 const struct unwind_mgr *sampler__unwind_mgr(const struct sampler *s);
+struct python_mgr;
+/* The CPython manager (it names the Python frames of samples), or NULL when the
+ * Python walk is off. Borrowed; thread-safe (src/python/python.h). */
+struct python_mgr *sampler__python(const struct sampler *s);
+/* The Python walk's counters (HEARTH_PY_*, sum over CPUs); -ENOENT when off. */
+int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_MAX]);
 /* Number of CPUs sampled. */
 int sampler__n_cpus(const struct sampler *s);
 /* Detaches and frees. NULL is a no-op. */
 void sampler__close(struct sampler *s);
 
 /*
- * One samples ring-buffer record (struct hearth_rb_sample, then ulen user and klen
- * kernel frames) as a sample of count 1 whose frames point into data; comm and
- * pcomm receive the NUL-terminated names. -EINVAL when size is shorter than the
- * lengths say or a length is over its bound (HEARTH_RB_MAX_USER, HEARTH_MAX_STACK).
+ * One samples ring-buffer record (struct hearth_rb_sample, then ulen user, klen
+ * kernel frames and plen two-word Python frames) as a sample of count 1 whose
+ * frames point into data; comm and pcomm receive the NUL-terminated names.
+ * -EINVAL when size is shorter than the lengths say or a length is over its bound
+ * (HEARTH_RB_MAX_USER, HEARTH_MAX_STACK, HEARTH_PY_MAX_FRAMES).
  */
 int sampler_parse_rb_sample(const void *data, size_t size, struct sampler_sample *out,
 			    char comm[HEARTH_COMM_LEN + 1], char pcomm[HEARTH_COMM_LEN + 1]);

@@ -197,6 +197,40 @@ cleanup:
 	proc_table__free(pt);
 }
 
+/* Issue 17: a Python code object's lines are locations at one address (the
+ * code object's); relabelling keeps them apart. It refused the profile before,
+ * so hearth run stored no sample of a Python process. */
+TEST(relabel_keeps_locations_sharing_an_address)
+{
+	struct proc_table *pt = proc_table__new("/proc");
+	struct profile *src = profile__new(10), *dst = NULL;
+	struct profile_location l;
+	struct profile_line ln[2] = {{0}, {0}};
+	uint64_t loc[2], mid;
+	int64_t v[PROFILE_N_VALUES] = {1, 10};
+	struct profile_label labels[] = {{.key = "pid", .num = getpid()}};
+
+	CHECK(pt && src);
+	CHECK((mid = profile__mapping(src, 0, 0, 0, PROFILE_PYTHON_MAPPING, NULL)) != 0);
+	CHECK((ln[0].function_id = profile__function(src, "app.hot", "app.hot", "app.py")) != 0);
+	ln[1] = ln[0];
+	ln[0].line = 12;
+	ln[1].line = 13;
+	for (int i = 0; i < 2; i++) {
+		CHECK((loc[i] = profile__location_exact(src, mid, 0x7f0000001000, &ln[i], 1)) != 0);
+		CHECK(profile__add_sample(src, &loc[i], 1, v, labels, 1) == 0);
+	}
+	CHECK(loc[0] != loc[1]);
+	CHECK((dst = agent_relabel(pt, src)) != NULL);
+	CHECK(profile__n_samples(dst) == 2 && profile__total(dst, 0) == 2);
+	CHECK(profile__get_location(dst, loc[1], &l) == 0);
+	CHECK(l.n_lines == 1 && l.lines[0].line == 13);
+cleanup:
+	profile__free(dst);
+	profile__free(src);
+	proc_table__free(pt);
+}
+
 /* Issue 12 item 10: a push that drops the entry the sender is delivering must
  * not make the sender's pop remove the next (unsent) entry. Interleaves push,
  * peek, pop and drop, in memory and then with entries on disk. */

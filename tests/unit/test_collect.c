@@ -3,11 +3,15 @@
  * the test binary and in libc) are aggregated and symbolized into a profile with
  * the right names, labels, kernel frames and module+offset fallbacks.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "collect/collect.h"
+#include "python/python.h"
+#include "python/python_impl.h"
 #include "unit.h"
 
 __attribute__((noinline)) int collect_test_leaf(int x)
@@ -220,4 +224,123 @@ TEST(collect_counts_saturate)
 	CHECKF(profile__total(f.p, 1) == INT64_MAX, "%lld", (long long)profile__total(f.p, 1));
 cleanup:
 	fixture_close(&f);
+}
+
+/* Issue 17: a CPython 3.12 process (pyenv's) blocked in outer -> middle -> hot.
+ * Its real code objects, with two evaluation-loop runs marked by hand (hot and
+ * middle ran in the innermost _PyEval_EvalFrameDefault, outer and <module> in
+ * the next), spliced into a native stack: each run takes the place of its
+ * native evaluation-loop frame, the C frame between them stays between, and
+ * the frames are named module.function with file and line. */
+TEST(collect_splices_python_frames_into_native_ones)
+{
+	static const char script[] =
+	    "import sys\n"
+	    "def hot():\n    print('ready', flush=True)\n    sys.stdin.read()\n"
+	    "def middle():\n    hot()\n"
+	    "def outer():\n    middle()\n"
+	    "outer()\n";
+	static struct py_walk_thread th[4];
+	char py[512], path[600], buf[4][256];
+	struct fixture f = {0};
+	struct python_mgr *m = NULL;
+	struct python_mgr_stats st;
+	struct profile_sample s;
+	struct py_target t;
+	struct py_offsets o;
+	uint64_t words[8], user[4];
+	struct sampler_sample smp;
+	int in[2] = {-1, -1}, out[2] = {-1, -1};
+	pid_t pid = -1;
+	char line[16] = "";
+	FILE *sf;
+
+	snprintf(py, sizeof(py), "%s/versions/3.12.1/bin/python3.12",
+		 getenv("PYENV_ROOT") ? getenv("PYENV_ROOT") : "/root/.pyenv");
+	CHECKF(access(py, X_OK) == 0, "%s is missing (pyenv's interpreters are part of these "
+				      "machines)", py);
+	snprintf(path, sizeof(path), "%s/pysplice.py", unit_tmp_dir());
+	CHECK((sf = fopen(path, "w")) != NULL);
+	fputs(script, sf);
+	fclose(sf);
+	CHECK(pipe(in) == 0 && pipe(out) == 0);
+	pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execl(py, py, path, (char *)NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0);
+	close(in[0]);
+	close(out[1]);
+	in[0] = out[1] = -1;
+	CHECK(read(out[0], line, 6) == 6 && !strncmp(line, "ready", 5));
+	CHECK(python_mgr__new(-1, &m) == 0);
+	python_mgr__note(m, (uint32_t)pid, 1);
+	for (int i = 0; i < 200 && python_mgr__next_due_ms(m) >= 0; i++) {
+		python_mgr__work(m, 50);
+		usleep(10000);
+	}
+	python_mgr__stats(m, &st);
+	CHECK(st.processes == 1);
+	CHECK(py_probe_target((uint32_t)pid, &t) == 0 && py_offsets_from_process(&t, &o) == 0);
+	CHECK(py_walk(&t, &o, th, 4) >= 1 && th[0].n_frames >= 4);
+	/* hot, middle | outer, <module>: leaf first, entries marked by hand */
+	for (int i = 0; i < 4; i++) {
+		words[2 * i] = th[0].frames[i].code;
+		words[2 * i + 1] = th[0].frames[i].instr;
+	}
+	words[3] |= HEARTH_PY_FRAME_ENTRY;
+	words[7] |= HEARTH_PY_FRAME_ENTRY;
+	/* native: eval (leaf), a C frame, eval, a root frame (return addresses + 1) */
+	user[0] = t.eval_start + 16;
+	user[1] = 0x1000 + 1;
+	user[2] = t.eval_start + 32 + 1;
+	user[3] = 0x2000 + 1;
+	CHECK(fixture_open(&f, &(struct sym_opts){0}) != NULL);
+	collector__set_python(f.c, m);
+	smp = (struct sampler_sample){.pid = (uint32_t)pid, .tid = (uint32_t)pid, .pstart = 1,
+				      .comm = "python3.12", .n_user = 4, .user = user,
+				      .n_python = 4, .python = words, .count = 3};
+	CHECK(collector__add(f.c, &smp) == 0);
+	CHECK((f.p = collector__build(f.c, 10000000, 0, 0)) != NULL);
+	CHECK(profile__n_samples(f.p) == 1 && profile__sample(f.p, 0, &s) == 0);
+	CHECKF(s.n_locs == 6, "%zu locations", s.n_locs);
+	CHECK_STREQ(name_at(f.p, &s, 0, buf[0], sizeof(buf[0])), "pysplice.hot");
+	CHECK_STREQ(name_at(f.p, &s, 1, buf[1], sizeof(buf[1])), "pysplice.middle");
+	CHECK(strstr(name_at(f.p, &s, 2, buf[2], sizeof(buf[2])), "0x1000") != NULL);
+	CHECK_STREQ(name_at(f.p, &s, 3, buf[3], sizeof(buf[3])), "pysplice.outer");
+	CHECK_STREQ(name_at(f.p, &s, 4, buf[0], sizeof(buf[0])), "pysplice.<module>");
+	CHECK(strstr(name_at(f.p, &s, 5, buf[1], sizeof(buf[1])), "0x2000") != NULL);
+	{
+		struct profile_location loc;
+		struct profile_mapping map;
+		struct profile_function fn;
+
+		CHECK(profile__get_location(f.p, s.locs[0], &loc) == 0 && loc.n_lines == 1);
+		CHECK(loc.lines[0].line == 4); /* sys.stdin.read() */
+		CHECK(profile__get_function(f.p, loc.lines[0].function_id, &fn) == 0);
+		CHECK_STREQ(fn.filename, path);
+		CHECK(profile__get_mapping(f.p, loc.mapping_id, &map) == 0);
+		CHECK_STREQ(map.file, PROFILE_PYTHON_MAPPING);
+	}
+	/* Without the manager, Python frames are dropped: the native stack as is. */
+	profile__free(f.p);
+	f.p = NULL;
+	collector__set_python(f.c, NULL);
+	CHECK(collector__add(f.c, &smp) == 0);
+	CHECK((f.p = collector__build(f.c, 10000000, 0, 0)) != NULL);
+	CHECK(profile__sample(f.p, 0, &s) == 0 && s.n_locs == 4);
+cleanup:
+	if (in[1] >= 0)
+		close(in[1]);
+	if (out[0] >= 0)
+		close(out[0]);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	fixture_close(&f);
+	python_mgr__free(m);
 }

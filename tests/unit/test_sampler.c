@@ -240,9 +240,39 @@ TEST(sampler_parses_variable_length_records)
 	CHECK(sampler_parse_rb_sample(buf, sizeof(buf), &smp, comm, pcomm) == -EINVAL);
 	make_record(buf, 0, HEARTH_MAX_STACK + 1);
 	CHECK(sampler_parse_rb_sample(buf, sizeof(buf), &smp, comm, pcomm) == -EINVAL);
-	/* ulen + klen wrapping around 32 bits must not pass the size check. */
-	((struct hearth_rb_sample *)buf)->ulen = 0xffffffffu;
+	/* The largest lengths the fields hold must not pass the size check. */
+	((struct hearth_rb_sample *)buf)->ulen = 0xffff;
 	((struct hearth_rb_sample *)buf)->klen = 2;
+	CHECK(sampler_parse_rb_sample(buf, sizeof(buf), &smp, comm, pcomm) == -EINVAL);
+cleanup:;
+}
+
+/* Python frames (two words each) travel after the kernel frames; a count over
+ * HEARTH_PY_MAX_FRAMES, or a record shorter than its Python words, is refused. */
+TEST(sampler_parses_python_frames)
+{
+	static uint64_t buf[(sizeof(struct hearth_rb_sample) / 8) + 4 + 2 +
+			    2 * (HEARTH_PY_MAX_FRAMES + 1)];
+	char comm[HEARTH_COMM_LEN + 1], pcomm[HEARTH_COMM_LEN + 1];
+	struct hearth_rb_sample *h = (struct hearth_rb_sample *)buf;
+	struct sampler_sample smp;
+	uint64_t *py = buf + sizeof(*h) / 8 + 4 + 2;
+	size_t size = make_record(buf, 4, 2);
+
+	CHECK(sampler_parse_rb_sample(buf, size, &smp, comm, pcomm) == 0);
+	CHECK(smp.n_python == 0 && smp.python == NULL);
+	h->plen = 3;
+	for (int i = 0; i < 3; i++) {
+		py[2 * i] = 0x7f0000001000ull + 0x100 * (uint64_t)i;
+		py[2 * i + 1] = 0x7f0000002000ull | (i == 2 ? HEARTH_PY_FRAME_ENTRY : 0);
+	}
+	CHECK(sampler_parse_rb_sample(buf, size + 48, &smp, comm, pcomm) == 0);
+	CHECK(smp.n_user == 4 && smp.n_kernel == 2 && smp.n_python == 3);
+	CHECK(smp.kernel[1] == 0xffffffff81000005ull);
+	CHECK(smp.python[0] == 0x7f0000001000ull && smp.python[4] == 0x7f0000001200ull);
+	CHECK(smp.python[5] & HEARTH_PY_FRAME_ENTRY);
+	CHECK(sampler_parse_rb_sample(buf, size + 40, &smp, comm, pcomm) == -EINVAL);
+	h->plen = HEARTH_PY_MAX_FRAMES + 1;
 	CHECK(sampler_parse_rb_sample(buf, sizeof(buf), &smp, comm, pcomm) == -EINVAL);
 cleanup:;
 }

@@ -1,5 +1,6 @@
 // Frame colours: one hue per module/package so a reader can tell code apart at a
-// glance, a fixed hue for the kernel, and a red/blue scale for diffs. Colours are a
+// glance, fixed hues for the kernel and for Python frames (module "[python]"), and
+// a red/blue scale for diffs. Colours are a
 // small fixed palette (indexes) so the flame graph can batch fillRect by colour.
 
 /** "foo_[i]" -> true: an inlined frame (hearth marks them with this suffix). */
@@ -48,8 +49,10 @@ const SHADES = 3;
 export const PAL_KERNEL = 0;
 export const PAL_DIM = 1;
 export const PAL_ROOT = 2; // "all": a neutral slate
-const PAL_BASE = 3;
-export const palette = ['hsl(24, 85%, 66%)', 'hsl(220, 12%, 88%)', 'hsl(215, 20%, 80%)'];
+export const PAL_PYTHON = 3; // 3 shades of one yellow: interpreted Python code
+const PAL_BASE = 6;
+export const palette = ['hsl(24, 85%, 66%)', 'hsl(220, 12%, 88%)', 'hsl(215, 20%, 80%)',
+  'hsl(52, 80%, 62%)', 'hsl(52, 74%, 70%)', 'hsl(52, 68%, 78%)'];
 for (let h = 0; h < HUES; h++) {
   for (let s = 0; s < SHADES; s++) {
     // Skip the kernel's orange band so user code never looks like kernel code.
@@ -62,6 +65,7 @@ for (let h = 0; h < HUES; h++) {
 export function colorIndex(name, module) {
   const pkg = packageOf(name, module);
   if (pkg === '[kernel]') return PAL_KERNEL;
+  if (pkg === '[python]') return PAL_PYTHON + (hash(name) % 3);
   return PAL_BASE + (hash(pkg) % HUES) * SHADES + (hash(name) % SHADES);
 }
 
