@@ -9,7 +9,7 @@ declare -A RANK=(
 	[base]=0
 	[object]=1
 	[proc]=2
-	[unwind]=3 [symbolize]=3
+	[unwind]=3 [symbolize]=3 [python]=3
 	[sampler]=4 [profile]=4
 	[collect]=5 [store]=5
 	[ingest]=6
@@ -49,7 +49,7 @@ fi
 
 # The sampler's header says it knows nothing of symbols or profiles: nothing above
 # the ABI headers and unwind/ reaches it, even through another header.
-if grep -n '#include' sampler/sampler.h | grep -vE '<|"(profile|unwind)_abi\.h"'; then
+if grep -n '#include' sampler/sampler.h | grep -vE '<|"(profile|unwind|python)_abi\.h"'; then
 	fail sampler_header_standalone "sampler/sampler.h includes a module header"
 else
 	pass sampler_header_standalone
