@@ -51,7 +51,7 @@ struct collector {
 	struct base_hmap idx; /* hash of an entry's key -> index in entries */
 	struct collect_stats stats;
 	uint64_t kernel_mapping_key;
-	uint32_t *gone; /* owned: pids that exited or exec'd since the last build */
+	struct gone *gone; /* owned: processes that exited or exec'd since the last build */
 	size_t n_gone, gone_cap;
 	/* One build's Python locations by (pid, code, instruction): each frame is
 	 * named once per build, not once per stack it is in (a resolve reads the
@@ -59,6 +59,12 @@ struct collector {
 	struct py_loc *pylocs;
 	size_t n_pylocs, cap_pylocs;
 	struct base_hmap pyloc_idx;
+};
+
+struct gone {
+	uint32_t pid;
+	bool exited; /* else exec'd: the Python manager already knows the new image */
+	uint64_t pstart;
 };
 
 struct py_loc {
@@ -204,13 +210,13 @@ dropped:
  * next build: samples collected before the exit are still to be symbolized with them.
  * When the list cannot grow, now (those samples then re-read what they need).
  */
-static void forget_after_build(struct collector *c, uint32_t pid)
+static void forget_after_build(struct collector *c, const struct sampler_event *e)
 {
 	if (base_grow((void **)&c->gone, &c->gone_cap, c->n_gone + 1, sizeof(*c->gone))) {
-		symbolizer__forget_pid(c->sym, pid);
+		symbolizer__forget_pid(c->sym, e->pid);
 		return;
 	}
-	c->gone[c->n_gone++] = pid;
+	c->gone[c->n_gone++] = (struct gone){e->pid, e->kind == HEARTH_EV_EXIT, e->pstart};
 }
 
 void collector__event(struct collector *c, const struct sampler_event *e)
@@ -222,11 +228,11 @@ void collector__event(struct collector *c, const struct sampler_event *e)
 		break;
 	case HEARTH_EV_EXEC: /* a new image: its JIT map starts over, its objects change */
 		proc_table__exec(c->pt, e->pid, e->pstart);
-		forget_after_build(c, e->pid);
+		forget_after_build(c, e);
 		break;
 	case HEARTH_EV_EXIT:
 		proc_table__exit(c->pt, e->pid, e->pstart);
-		forget_after_build(c, e->pid);
+		forget_after_build(c, e);
 		break;
 	}
 }
@@ -514,9 +520,11 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 	c->n_pylocs = 0; /* location ids belong to the profile just built */
 	base_hmap__clear(&c->pyloc_idx);
 	for (size_t i = 0; i < c->n_gone; i++) {
-		symbolizer__forget_pid(c->sym, c->gone[i]);
-		if (c->py)
-			python_mgr__forget_pid(c->py, c->gone[i]);
+		symbolizer__forget_pid(c->sym, c->gone[i].pid);
+		/* Not at exec: the manager forgot the old image then and describes
+		 * the new one, which is still running. */
+		if (c->py && c->gone[i].exited)
+			python_mgr__forget(c->py, c->gone[i].pid, c->gone[i].pstart);
 	}
 	c->n_gone = 0;
 	return p;

@@ -252,17 +252,20 @@ void python_mgr__exit(struct python_mgr *m, uint32_t pid)
 	pthread_mutex_unlock(&m->lock);
 }
 
-void python_mgr__forget_pid(struct python_mgr *m, uint32_t pid)
+void python_mgr__forget(struct python_mgr *m, uint32_t pid, uint64_t pstart)
 {
 	struct py_proc *p;
 
 	pthread_mutex_lock(&m->lock);
 	p = find_proc(m, pid);
+	if (p && pstart && p->pstart && p->pstart != pstart)
+		goto cleanup; /* the pid names a newer process: its codes are its own */
 	if (p && p->probing)
 		p->gone = true;
 	else if (p)
 		remove_proc(m, p);
 	forget_codes(m, pid);
+cleanup:
 	pthread_mutex_unlock(&m->lock);
 }
 

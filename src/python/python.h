@@ -36,9 +36,12 @@ void python_mgr__free(struct python_mgr *m);
 void python_mgr__note(struct python_mgr *m, uint32_t pid, uint64_t pstart);
 /* It exec'd (pid and pstart stay): forget its old image, probe the new one. */
 void python_mgr__exec(struct python_mgr *m, uint32_t pid, uint64_t pstart);
-/* It exited: its map entry goes; what resolve learnt stays until forget_pid. */
+/* It exited: its map entry goes; what resolve learnt stays until forget. */
 void python_mgr__exit(struct python_mgr *m, uint32_t pid);
-void python_mgr__forget_pid(struct python_mgr *m, uint32_t pid);
+/* Drops what is known of the process (pid, pstart) that exited. Nothing when pid
+ * names another process by now (pid reuse): that one is kept. pstart 0: pid's,
+ * whichever it is. */
+void python_mgr__forget(struct python_mgr *m, uint32_t pid, uint64_t pstart);
 /* Probes queued processes for at most budget_ms; retries those whose interpreter
  * was not ready yet. Number probed or -errno. */
 int python_mgr__work(struct python_mgr *m, int budget_ms);

@@ -500,7 +500,7 @@ TEST(python_resolve_names_and_lines)
 		      -ENOENT);
 		python_mgr__stats(m, &st);
 		CHECK(st.processes == 1 && st.code_cached == 5 && st.code_failed == 3);
-		/* exited: what was read stays until forget_pid; anything else is -EIO */
+		/* exited: what was read stays until forget; anything else is -EIO */
 		pyrun_stop(&r);
 		python_mgr__exit(m, pid);
 		python_mgr__stats(m, &st);
@@ -515,7 +515,10 @@ TEST(python_resolve_names_and_lines)
 		CHECK(python_mgr__resolve(m, pid, 1, th[mi].frames[0].code, 0, &f) == 0);
 		CHECK(python_mgr__is_eval(m, pid, 1, t.eval_start));
 		CHECK(python_mgr__resolve(m, pid, 1, th[mi].frames[3].code + 16, 0, &f) == -EIO);
-		python_mgr__forget_pid(m, pid);
+		/* forgetting another process that had this pid changes nothing */
+		python_mgr__forget(m, pid, 7);
+		CHECK(python_mgr__resolve(m, pid, 1, th[mi].frames[0].code, 0, &f) == 0);
+		python_mgr__forget(m, pid, 1);
 		CHECK(python_mgr__resolve(m, pid, 1, th[mi].frames[0].code, 0, &f) == -ENOENT);
 	cleanup:
 		pyrun_stop(&r);
