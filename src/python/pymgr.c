@@ -165,26 +165,30 @@ static void remove_proc(struct python_mgr *m, struct py_proc *p)
 	m->n_procs--;
 }
 
+/* Drops codes[i] from the cache (the last entry takes its place). */
+static void drop_code(struct python_mgr *m, size_t i)
+{
+	struct py_code_entry *e = &m->codes[i];
+	size_t last = m->n_codes - 1;
+
+	py_code_info__fini(&e->info);
+	base_hmap__remove(&m->code_idx, code_hash(e->pid, e->code), i);
+	if (i != last) {
+		base_hmap__renumber(&m->code_idx,
+				    code_hash(m->codes[last].pid, m->codes[last].code), last, i);
+		m->codes[i] = m->codes[last];
+	}
+	m->n_codes--;
+}
+
 /* Drops the cached code objects of pid (per-pid eviction: a linear pass). */
 static void forget_codes(struct python_mgr *m, uint32_t pid)
 {
 	for (size_t i = 0; i < m->n_codes;) {
-		struct py_code_entry *e = &m->codes[i];
-		size_t last = m->n_codes - 1;
-
-		if (e->pid != pid) {
+		if (m->codes[i].pid == pid)
+			drop_code(m, i);
+		else
 			i++;
-			continue;
-		}
-		py_code_info__fini(&e->info);
-		base_hmap__remove(&m->code_idx, code_hash(e->pid, e->code), i);
-		if (i != last) {
-			base_hmap__renumber(&m->code_idx,
-					    code_hash(m->codes[last].pid, m->codes[last].code),
-					    last, i);
-			m->codes[i] = m->codes[last];
-		}
-		m->n_codes--;
 	}
 }
 
@@ -352,10 +356,8 @@ int python_mgr__work(struct python_mgr *m, int budget_ms)
 {
 	int64_t start = base_clock_ns(CLOCK_MONOTONIC), now = start;
 	int done = 0;
-	struct py_probe_result *r = malloc(sizeof(*r));
+	struct py_probe_result *r = NULL; /* allocated once something is due */
 
-	if (!r)
-		return -ENOMEM;
 	pthread_mutex_lock(&m->lock);
 	while (now - start <= (int64_t)budget_ms * 1000000) {
 		struct py_proc *p = next_due(m, now);
@@ -364,6 +366,10 @@ int python_mgr__work(struct python_mgr *m, int budget_ms)
 
 		if (!p)
 			break;
+		if (!r && !(r = malloc(sizeof(*r)))) {
+			done = -ENOMEM;
+			break;
+		}
 		pid = p->pid;
 		pstart = p->pstart;
 		gen = p->gen;
@@ -423,7 +429,8 @@ static void fill_frame(const struct py_proc *p, const struct py_code_entry *e, u
 	out->line = py_code_line(&p->off, &e->info, e->code, instr);
 }
 
-/* Reads and caches the code object (the lock held). */
+/* Reads and caches the code object (the lock held). 0, -ENOMEM, or -EIO when it
+ * cannot be read (counted). */
 static int cache_code(struct python_mgr *m, const struct py_proc *p, uint64_t code,
 		      struct py_code_entry **out)
 {
@@ -432,7 +439,7 @@ static int cache_code(struct python_mgr *m, const struct py_proc *p, uint64_t co
 
 	err = py_read_code(p->pid, &p->off, p->code_type, code, &e.info);
 	if (err)
-		return err;
+		goto failed;
 	py_frame_name(e.info.file, e.info.qualname, e.name, sizeof(e.name));
 	if (m->n_codes >= PY_CODE_CACHE_MAX)
 		clear_codes(m); /* bounded: start again rather than track recency */
@@ -441,29 +448,16 @@ static int cache_code(struct python_mgr *m, const struct py_proc *p, uint64_t co
 		err = base_hmap__insert(&m->code_idx, code_hash(p->pid, code), m->n_codes);
 	if (err) {
 		py_code_info__fini(&e.info);
-		return err;
+		goto failed;
 	}
 	e.checksum = e.info.checksum;
 	m->codes[m->n_codes] = e;
 	*out = &m->codes[m->n_codes++];
 	m->st.code_cached++;
 	return 0;
-}
-
-/* Drops codes[i] from the cache (its address now holds something else). */
-static void drop_code(struct python_mgr *m, size_t i)
-{
-	struct py_code_entry *e = &m->codes[i];
-	size_t last = m->n_codes - 1;
-
-	py_code_info__fini(&e->info);
-	base_hmap__remove(&m->code_idx, code_hash(e->pid, e->code), i);
-	if (i != last) {
-		base_hmap__renumber(&m->code_idx,
-				    code_hash(m->codes[last].pid, m->codes[last].code), last, i);
-		m->codes[i] = m->codes[last];
-	}
-	m->n_codes--;
+failed:
+	m->st.code_failed++;
+	return err == -ENOMEM ? err : -EIO;
 }
 
 int python_mgr__resolve(struct python_mgr *m, uint32_t pid, uint64_t pstart, uint64_t code,
@@ -492,15 +486,8 @@ int python_mgr__resolve(struct python_mgr *m, uint32_t pid, uint64_t pstart, uin
 		else
 			drop_code(m, i);
 	}
-	if (!e) {
-		err = cache_code(m, p, code, &e);
-		if (err) {
-			m->st.code_failed++;
-			if (err != -ENOMEM)
-				err = -EIO;
-			goto cleanup;
-		}
-	}
+	if (!e && (err = cache_code(m, p, code, &e)))
+		goto cleanup;
 	fill_frame(p, e, instr & HEARTH_PY_FRAME_INSTR, out);
 cleanup:
 	pthread_mutex_unlock(&m->lock);
@@ -523,11 +510,6 @@ int python_mgr__warm(struct python_mgr *m, uint32_t pid, uint64_t pstart, uint64
 	if (base_hmap__find(&m->code_idx, code_hash(pid, code), code_eq, m, &key) != SIZE_MAX)
 		goto cleanup; /* resolve checks it is still the same code object */
 	err = cache_code(m, p, code, &e);
-	if (err) {
-		m->st.code_failed++;
-		if (err != -ENOMEM)
-			err = -EIO;
-	}
 cleanup:
 	pthread_mutex_unlock(&m->lock);
 	return err;
