@@ -167,11 +167,32 @@ static int fill_entry(struct entry *e, const struct sampler_sample *s)
 	return 0;
 }
 
+/* The user frames before the first return address 0, which ends a stack (x86-64
+ * psABI). The table walks stop there; the kernel's frame-pointer walk records it
+ * and reads on from whatever rbp held: a Go sample in gogo, as it switches to a
+ * goroutine's stack, came out as "…;runtime.asyncPreempt;[unknown] 0x0;gogo". */
+static size_t user_depth(const struct sampler_sample *s)
+{
+	for (size_t i = 1; i < s->n_user; i++)
+		if (!s->user[i])
+			return i;
+	return s->n_user;
+}
+
 int collector__add(struct collector *c, const struct sampler_sample *s)
 {
-	uint64_t h = hash_sample(s);
-	size_t i = base_hmap__find(&c->idx, h, entry_matches, c, s);
+	struct sampler_sample cut;
+	uint64_t h;
+	size_t i;
 	int err;
+
+	if (user_depth(s) < s->n_user) {
+		cut = *s;
+		cut.n_user = user_depth(s);
+		s = &cut;
+	}
+	h = hash_sample(s);
+	i = base_hmap__find(&c->idx, h, entry_matches, c, s);
 
 	c->stats.samples = base_sat_addu(c->stats.samples, s->count);
 	if (i != SIZE_MAX) {

@@ -42,6 +42,6 @@ bad=$(grep -E ';main\.main;' "$T/go.folded" | grep -c '\[unknown\]')
 if [ $rc -eq 0 ] && [ "$tot" -ge 20 ] && [ $((hit * 100)) -ge $((tot * 90)) ] && [ "$bad" -eq 0 ]; then
 	pass "unwind_signal_go: $hit of $tot signal-handler samples under the interrupted main.*; 0 [unknown] under main.main"
 else
-	fail unwind_signal_go "exit $rc; $hit of $tot signal-handler samples under main.main;main.* (want >= 90%, >= 20); $bad stacks under main.main with [unknown]: $(grep -E ';runtime\.sig(tramp|return)[; ]' "$T/go.folded" | sort -t' ' -k2 -rn | head -3 | cut -c1-300)"
+	fail unwind_signal_go "exit $rc; $hit of $tot signal-handler samples under main.main;main.* (want >= 90%, >= 20); $bad stacks under main.main with [unknown]: $(grep -E ';main\.main;' "$T/go.folded" | grep '\[unknown\]' | head -3 | cut -c1-400) top signal stacks: $(grep -E ';runtime\.sig(tramp|return)[; ]' "$T/go.folded" | sort -t' ' -k2 -rn | head -3 | cut -c1-300)"
 fi
 finish

@@ -163,6 +163,47 @@ cleanup:
 	fixture_close(&f);
 }
 
+/* A return address 0 ends the user stack: what the kernel's frame-pointer walk
+ * read past it is dropped, and the sample adds up with the same stack without
+ * that tail (before: "[unknown] 0x0" and the garbage beyond it, seen in Go's
+ * gogo as it switches stacks). */
+TEST(collect_user_stack_ends_at_return_address_zero)
+{
+	struct fixture f;
+	struct collector *c = fixture_open(&f, NULL);
+	struct profile_sample s;
+	struct collect_stats st;
+	char buf[256];
+	uint64_t user[5] = {(uint64_t)(uintptr_t)collect_test_leaf + 2,
+			    (uint64_t)(uintptr_t)collect_test_caller + 5, 0, 0x7f0000001234ull,
+			    (uint64_t)(uintptr_t)collect_test_caller + 5};
+	struct sampler_sample cs = own_sample(user, 5, 1);
+
+	CHECK(c);
+	collector__event(c, &(struct sampler_event){.kind = HEARTH_EV_NEW, .pid = cs.pid});
+	CHECK(collector__add(c, &cs) == 0);
+	cs.n_user = 2;
+	CHECK(collector__add(c, &cs) == 0);
+	cs.n_user = 3; /* ending in the 0 itself */
+	CHECK(collector__add(c, &cs) == 0);
+	collector__stats(c, &st);
+	CHECKF(st.entries == 1 && st.samples == 3, "entries %llu", (unsigned long long)st.entries);
+	f.p = collector__build(c, 1000, 0, 0);
+	CHECK(f.p && profile__n_samples(f.p) == 1 && profile__sample(f.p, 0, &s) == 0);
+	CHECKF(s.n_locs == 2, "%zu locations", (size_t)s.n_locs);
+	CHECK_STREQ(name_at(f.p, &s, 0, buf, sizeof(buf)), "collect_test_leaf");
+	CHECK_STREQ(name_at(f.p, &s, 1, buf, sizeof(buf)), "collect_test_caller");
+	/* a leaf at 0 (a jump to a null pointer) is still the sample's leaf */
+	user[0] = 0;
+	cs.n_user = 2;
+	CHECK(collector__add(c, &cs) == 0);
+	profile__free(f.p);
+	f.p = collector__build(c, 1000, 0, 0);
+	CHECK(f.p && profile__sample(f.p, 0, &s) == 0 && s.n_locs == 2);
+cleanup:
+	fixture_close(&f);
+}
+
 /* Samples that differ only where entry_matches says "the same" (a NULL or ""
  * process name, NULL or non-NULL pointers to no frames) add up into one entry,
  * and thousands of distinct ones each keep their own count across the index's
