@@ -140,11 +140,14 @@ check_phase load valid_4xx valid_5xx hostile_not_4xx query_failed healthz_failed
 start_load "$P2" full --agents 2 --queriers 1
 sleep 2
 dd if=/dev/zero of="$MNT/fill" bs=1M > /dev/null 2>&1 # until ENOSPC
-python3 -c 'import sys
-for i in range(4000): print("main;big;f%d_%s %d" % (i, sys.argv[1], 1))' x > "$T/big.folded"
+# Each big push names 4000 functions of its own: the same names again would be
+# stored once, and the pushes after the first would fit in the store's slack.
+big() { python3 -c 'import sys
+for i in range(4000): print("main;big;f%d_%s %d" % (i, sys.argv[1], 1))' "$1" > "$T/big.folded"; }
 full_status="" i=0
 while [ $i -lt 30 ]; do
 	i=$((i + 1))
+	big "b$i"
 	st=$(post_status "soakbig%7Bseq%3D%22b$i%22%7D" "$T/big.folded" folded $((T0 - 10)) "$T0")
 	case "$st" in
 	2??) echo "b$i" >> "$T/acked_big" ;;
