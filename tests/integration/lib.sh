@@ -44,6 +44,45 @@ start_workload() { # cmd args...
 	echo "$pid"
 }
 
+# Waits until a command succeeds (every 0.1 s), at most SECONDS (may be
+# fractional); returns 1 at the deadline. Every wait in a test is one of these.
+wait_for() { # seconds, command...
+	local end=$1 t0=$EPOCHREALTIME
+	shift
+	while :; do
+		"$@" && return 0
+		awk -v a="$t0" -v b="$EPOCHREALTIME" -v s="$end" 'BEGIN { exit !(b - a >= s) }' && return 1
+		sleep 0.1
+	done
+}
+
+# Waits until FILE has at least N lines (a child's announcements), at most SECONDS.
+wait_lines() { # file, n, seconds
+	wait_for "$3" awk -v n="$2" 'END { exit !(NR >= n) }' "$1"
+}
+
+# Sampling noise of a share, the binomial way. A share p estimated from n
+# independent samples has a standard deviation of sqrt(p(1-p)/n); a check that
+# allows 4 of them fails by chance in about 1 run in 16,000.
+# share_tol TRUTH_PCT N [EXTRA_POINTS]: the allowed distance in points, 4 standard
+# deviations plus EXTRA (a stated systematic allowance), printed with 2 decimals.
+share_tol() {
+	awk -v p="$1" -v n="$2" -v x="${3:-0}" 'BEGIN {
+		p /= 100; if (n < 1) n = 1; printf "%.2f", 400 * sqrt(p * (1 - p) / n) + x }'
+}
+# share_ok GOT_PCT TRUTH_PCT N [EXTRA_POINTS]: true when GOT is within share_tol.
+share_ok() {
+	awk -v g="$1" -v t="$2" -v tol="$(share_tol "$2" "$3" "${4:-0}")" \
+		'BEGIN { d = g - t; if (d < 0) d = -d; exit !(d <= tol) }'
+}
+# two_share_tol P1_PCT N1 P2_PCT N2 [EXTRA]: 4 standard deviations of the difference
+# of two independent estimates (two samplers of the same process at once).
+two_share_tol() {
+	awk -v p="$1" -v n="$2" -v q="$3" -v m="$4" -v x="${5:-0}" 'BEGIN {
+		p /= 100; q /= 100; if (n < 1) n = 1; if (m < 1) m = 1
+		printf "%.2f", 400 * sqrt(p * (1 - p) / n + q * (1 - q) / m) + x }'
+}
+
 # Go toolchain offline, in a throwaway home.
 go_env() {
 	export HOME=$T/gohome GOPATH=$T/gohome/go GOCACHE=$T/gocache GOPROXY=off GOFLAGS=-mod=mod

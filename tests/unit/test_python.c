@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/ptrace.h>
@@ -657,28 +658,22 @@ cleanup:
 		pthread_key_delete(key);
 }
 
-/* Starts argv with a stdin pipe we hold (the program waits on it). */
+/* Starts argv with a stdin pipe we hold (the program waits on it) and waits, at
+ * most 10 s, for the line "ready" the program prints once it has loaded and
+ * initialised: a mapped libc is not enough (an interpreter probed while ld.so
+ * or its own start-up still runs can look unsupported for the wrong reason). */
 static int hold(char *const argv[], pid_t *pid, int *in_fd, FILE **out)
 {
-	char path[64], line[512];
+	char line[512];
+	struct pollfd pfd;
 
 	if (spawn(argv, pid, in_fd, out))
 		return -1;
-	/* ld.so has mapped its libraries once libc is there (at most 5 s) */
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)*pid);
-	for (int i = 0; i < 500; i++) {
-		FILE *f = fopen(path, "r");
-		bool libc = false;
-
-		while (f && !libc && fgets(line, sizeof(line), f))
-			libc = strstr(line, "/libc.so") != NULL;
-		if (f)
-			fclose(f);
-		if (libc)
-			return 0;
-		usleep(10000);
-	}
-	return -1;
+	pfd.fd = fileno(*out);
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 10000) != 1 || !fgets(line, sizeof(line), *out))
+		return -1;
+	return strcmp(line, "ready\n") == 0 ? 0 : -1;
 }
 
 static void release(pid_t pid, int in_fd, FILE *out)
@@ -696,9 +691,9 @@ static void release(pid_t pid, int in_fd, FILE *out)
 TEST(python_not_python_and_unsupported)
 {
 	char py39[PATH_MAX], py27[PATH_MAX];
-	char *sleep_argv[] = {"/bin/cat", NULL};
-	char *py39_argv[] = {py39, "-c", "import sys; sys.stdin.read()", NULL};
-	char *py27_argv[] = {py27, "-c", "import sys; sys.stdin.read()", NULL};
+	char *sleep_argv[] = {"/bin/sh", "-c", "echo ready; read x", NULL};
+	char *py39_argv[] = {py39, "-c", "import sys; print('ready'); sys.stdout.flush(); sys.stdin.read()", NULL};
+	char *py27_argv[] = {py27, "-c", "import sys; print('ready'); sys.stdout.flush(); sys.stdin.read()", NULL};
 	pid_t pid[3] = {0};
 	int in_fd[3] = {0};
 	FILE *out[3] = {0};
