@@ -46,7 +46,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps test-deps unit-tests fuzz test run bench clean format man install uninstall
+.PHONY: all deps test-deps unit-tests fuzz test test-repeat run bench clean format man install uninstall
 all: $(BUILD)/hearth
 
 deps: $(DEPS_STAMP)
@@ -93,7 +93,8 @@ $(GEN)/web_files.c: $(BUILD)/tools/embed $(WEB_LIST) $(WEB_FILES)
 GENERATED := $(patsubst %,$(GEN)/%.pb-c.h,$(PROTOS))
 # Only the sampler includes the BPF skeleton.
 SAMPLER_SRCS := $(filter src/sampler/%,$(SRCS))
-$(patsubst %.c,$(BUILD)/obj/%.o,$(SAMPLER_SRCS)) $(patsubst %.c,$(BUILD)/san/%.o,$(SAMPLER_SRCS)): $(GEN)/profile.skel.h
+$(patsubst %.c,$(BUILD)/obj/%.o,$(SAMPLER_SRCS)) $(patsubst %.c,$(BUILD)/san/%.o,$(SAMPLER_SRCS)) \
+	$(patsubst %.c,$(BUILD)/fuzzobj/%.o,$(SAMPLER_SRCS)): $(GEN)/profile.skel.h
 
 $(BUILD)/obj/gen/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
@@ -132,11 +133,21 @@ $(BUILD)/tests/store_driver $(BUILD)/bench/store_bench: $(BUILD)/%: %.c $(LIB_OB
 
 # libFuzzer targets (clang), with the library modules under ASan and UBSan. A UBSan
 # report must end the run as a finding: without -fno-sanitize-recover it is printed
-# and the run goes on to "PASS".
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_SRCS) | $(GENERATED)
+# and the run goes on to "PASS". The library is compiled once for every target
+# (fuzzer-no-link: instrumented for coverage, no libFuzzer main), each target
+# links its own file with it.
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -Ibpf -I$(GEN) -fno-sanitize-recover=all
+FUZZ_LIB_OBJS := $(patsubst %.c,$(BUILD)/fuzzobj/%.o,$(LIB_SRCS)) \
+	$(patsubst $(GEN)/%.c,$(BUILD)/fuzzobj/gen/%.o,$(GEN_SRCS))
+$(BUILD)/fuzzobj/gen/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
-	$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -Ibpf -I$(GEN) -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -o $@ $^ $(LDLIBS)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+$(BUILD)/fuzzobj/%.o: %.c | $(GENERATED)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS) | $(GENERATED)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_LIB_OBJS) $(LDLIBS)
 # The config file's syntax is a CLI part with no dependencies: only its parser is linked.
 $(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/cli/conf_parse.c src/cli/cli.h
 	@mkdir -p $(dir $@)
@@ -144,8 +155,20 @@ $(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/cli/conf_parse.c src/cli
 		-fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_config.c src/cli/conf_parse.c
 fuzz: $(FUZZ_BINS)
 
-test: $(TEST_DEPS_STAMP) $(BUILD)/hearth $(BUILD)/hearth-asan unit-tests
+# Builds on every core (the README's `make test` has no -j of its own), then runs the
+# suite; tests/run.sh builds the fuzz targets itself, so one that fails to build is
+# a counted failure rather than the end of the run.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+test: $(TEST_DEPS_STAMP)
+	$(MAKE) -j$(NPROC) $(BUILD)/hearth $(BUILD)/hearth-asan unit-tests
 	bash tests/run.sh
+
+# The whole suite N times, each on a fresh clone of HEAD (HOG=1: with a CPU hog on one
+# core): lists every check that failed at least once (tests/repeat.sh).
+N ?= 3
+HOG ?= 0
+test-repeat:
+	HOG=$(HOG) bash tests/repeat.sh $(N)
 
 run: $(BUILD)/hearth
 	$(BUILD)/hearth run

@@ -61,6 +61,29 @@ static pid_t spin_child(void)
 	return pid;
 }
 
+/* CPU time a process has used so far, in ms (its CPU-time clock). */
+static double proc_cpu_ms(pid_t pid)
+{
+	clockid_t c;
+	struct timespec ts;
+
+	if (clock_getcpuclockid(pid, &c) || clock_gettime(c, &ts))
+		return -1;
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Idle time of all CPUs so far, in ms (/proc/stat's "cpu" line, idle field). */
+static double idle_ms(void)
+{
+	unsigned long long v[4] = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+	int n = f ? fscanf(f, "cpu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3]) : 0;
+
+	if (f)
+		fclose(f);
+	return n == 4 ? v[3] * 1000.0 / sysconf(_SC_CLK_TCK) : -1;
+}
+
 static void run_for(struct sampler *s, int ms)
 {
 	for (int t = 0; t < ms; t += 100) {
@@ -80,14 +103,24 @@ static void check_mode(int *unit_failed, enum sampler_transfer mode)
 	uint32_t pid;
 	struct sampler_opts o = { .hz = 499, .transfer = mode, .pids = &pid, .n_pids = 1 };
 	pid_t child = spin_child();
+	double cpu0, cpu;
 
 	CHECK(child > 0);
 	pid = (uint32_t)child;
 	w.want_pid = pid;
 	CHECKF(sampler__open(&o, &cb, &s, err, sizeof(err)) == 0, "%s", err);
-	run_for(s, 1500);
-	/* One spinning thread at 499 Hz for 1.5 s: ~750 samples (it shares 2 CPUs). */
-	CHECKF(w.samples > 300, "%llu samples", (unsigned long long)w.samples);
+	/* One spinning thread at 499 Hz: sampled until it has had 600 ms of CPU (at most
+	 * 15 s: a loaded machine gives it less), so the expected count comes from its
+	 * own CPU clock, not from the wall time. cpu-clock samples a running task every
+	 * 1/499 s of its CPU time; a quarter less allows for the window's ends. */
+	cpu0 = proc_cpu_ms(child);
+	for (int t = 0; t < 150 && proc_cpu_ms(child) - cpu0 < 600; t++)
+		run_for(s, 100);
+	cpu = proc_cpu_ms(child) - cpu0;
+	run_for(s, 0);
+	CHECKF(cpu >= 600, "the child had only %.0f ms of CPU in 15 s", cpu);
+	CHECKF(w.samples >= 0.75 * cpu * 499 / 1000, "%llu samples for %.0f ms of CPU at 499 Hz",
+	       (unsigned long long)w.samples, cpu);
 	CHECKF(w.other_pid == 0, "%llu samples of other pids passed the filter",
 	       (unsigned long long)w.other_pid);
 	CHECKF(w.with_user * 10 >= w.samples * 9, "%llu of %llu with user stacks",
@@ -125,6 +158,7 @@ TEST(sampler_drain_is_batched)
 	struct sampler_opts o = { .hz = 999, .idle = true };
 	char err[1024] = "";
 	uint64_t drops[HEARTH_DROP_MAX];
+	double idle0, idled;
 
 	CHECKF(sampler__open(&o, &cb, &s, err, sizeof(err)) == 0, "%s", err);
 	for (int t = 0; t < 10; t++)
@@ -139,7 +173,11 @@ TEST(sampler_drain_is_batched)
 	       "%llu syscalls for %llu keys, %llu stacks", (unsigned long long)st.syscalls,
 	       (unsigned long long)st.keys, (unsigned long long)st.stacks);
 	/* Idle samples need an idle CPU: on a machine loaded by other work that can take
-	 * a while, so keep sampling (up to 10 s more) until one arrives. */
+	 * a while, so keep sampling (up to 10 s more) until one arrives. The truth is
+	 * /proc/stat's idle time over the same window: 100 ms of it is ~100 samples at
+	 * 999 Hz, so none at all is a defect; a machine that never idled (every core
+	 * busy for 11 s) cannot show any, and the check says so. */
+	idle0 = idle_ms();
 	for (int t = 0; t < 100 && !w.idle; t++) {
 		sampler__poll(s, 100);
 		if (t % 10 == 9)
@@ -147,7 +185,12 @@ TEST(sampler_drain_is_batched)
 	}
 	if (!w.idle)
 		CHECK(sampler__drain(s) == 0);
-	CHECKF(w.idle > 0, "--idle kept no pid 0 samples in 11 s");
+	idled = idle_ms() - idle0;
+	CHECKF(w.idle > 0 || idled < 100, "--idle kept no pid 0 samples while the CPUs idled %.0f ms",
+	       idled);
+	if (!w.idle)
+		fprintf(stderr, "  note: the CPUs idled only %.0f ms in 10 s: no idle samples to see\n",
+			idled);
 	sampler__drops(s, drops);
 	CHECK(drops[HEARTH_DROP_MAP_FULL] == 0);
 cleanup:
