@@ -11,6 +11,7 @@
 # voluntary_ctxt_switches in /proc/PID/task/*/status, both as deltas over the
 # window. The window starts after start-up (BPF load, kallsyms, first maps
 # reads): that one-time cost is bench/overhead's business, not a steady one.
+# test-runner: serial (it measures hearth's CPU and wakeups: another test's load would be in them)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 need_root always_on_cost

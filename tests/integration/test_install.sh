@@ -3,6 +3,7 @@
 # units with ExecStart pointing at PREFIX's binary, docs), the example config
 # installed as /etc/hearth/hearth.conf and valid for every command once its keys
 # are uncommented, an edited config kept on uninstall and everything else removed.
+# test-runner: serial (it runs make in the tree)
 . "$(dirname "$0")/lib.sh"
 cd "$HEARTH_ROOT" || exit 1
 D=$T/dest

@@ -17,6 +17,7 @@
 #  - hearth run shows Python frames by default (the store's folded answer).
 # austin (Debian's CPython frame sampler) is compared where it can read the
 # interpreter; a version it cannot read is reported, not counted.
+# test-runner: serial (it compares sampled shares with the workload's CPU clocks and with austin)
 . "$(dirname "$0")/lib.sh"
 need_root python
 sum() { awk '{ s += $NF } END { print s + 0 }'; }

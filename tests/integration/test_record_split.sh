@@ -2,6 +2,7 @@
 # `hearth record -p` on a C workload (frame pointers) with a known 60/30/10 split
 # over three functions, one in a shared library: the top table shows each share
 # within 3 points, and every stack of those functions reaches main.
+# test-runner: serial (it compares sampled shares with the workload's CPU clocks)
 . "$(dirname "$0")/lib.sh"
 need_root record_split
 

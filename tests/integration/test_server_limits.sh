@@ -5,6 +5,7 @@
 # unauthenticated upload is answered 401 from its headers, before its body.
 # Every client runs on loopback; several use other 127.x source addresses to be
 # "other clients" for the per-client limit.
+# test-runner: serial (it measures /healthz latency while connections are held)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 

@@ -14,6 +14,7 @@
 #
 # SOAK_SECONDS (default 120) is the load time; `--long` makes it 600. Needs
 # root (tmpfs mount): skipped with the reason outside CI, a failure under CI.
+# test-runner: serial (it measures latency (/healthz within 1 s), RSS and ingest p99)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 

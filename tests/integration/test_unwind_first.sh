@@ -9,6 +9,7 @@
 # The recording is limited to a cgroup holding only the workload: system-wide on
 # a machine busy with other jobs, their tables can fill the row map and leave
 # deepcfi on frame pointers for reasons that are not about first samples.
+# test-runner: serial (it measures how soon a new process's tables are ready)
 . "$(dirname "$0")/lib.sh"
 need_root unwind_first
 

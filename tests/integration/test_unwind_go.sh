@@ -16,6 +16,7 @@
 #  - Go's assembly leaves too: runtime.memmove keeps its caller main.copyBig;
 #  - a Go binary built with -w (no .debug_frame) is still walked with frame
 #    pointers (stacks reach main.main).
+# test-runner: serial (it compares sampled shares with the workload's CPU clocks and with perf)
 . "$(dirname "$0")/lib.sh"
 need_root unwind_go
 go_env

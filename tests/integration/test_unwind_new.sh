@@ -3,6 +3,7 @@
 # modes) is table-unwound within one interval: its tables are built off the
 # sampling path when its first sample announces it, so nearly all its samples
 # reach main through all 221 recursive frames.
+# test-runner: serial (it measures how soon a new process's tables are ready)
 . "$(dirname "$0")/lib.sh"
 need_root unwind_new
 

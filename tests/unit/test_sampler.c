@@ -3,6 +3,7 @@
  * A forked child spins; the sampler, filtered to it, must see its samples with
  * user stacks, announce it (NEW) and its exit (EXIT), in both transfer modes,
  * and drain with batched map operations.
+ * test-runner: serial (it needs idle CPUs for its idle samples)
  */
 #include <errno.h>
 #include <signal.h>
