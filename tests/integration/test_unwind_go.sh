@@ -89,14 +89,23 @@ else
 	fi
 fi
 
-# Every sample in main.* reaches main.main through runtime.main (walk ends cleanly).
+# Every sample in main.* reaches main.main through runtime.main (walk ends
+# cleanly) by a known chain: doALot|doLittle -> prepare, or cpuNs (goleaf's
+# clock reads). Kernel frames (an interrupt, a preemption: more of them beside a
+# CPU hog) and Go's asyncPreempt may sit on top of prepare: its chain is whole.
+known() { # comm
+	echo "^$1;(runtime\.goexit[^;]*;)?runtime\.main;main\.main;(main\.do(ALot|Little);main\.prepare|main\.cpuNs)[; ]"
+}
+# The heaviest main.* stacks that are not a known chain, for a failure message.
+unknown() { # comm, folded file
+	grep -E ';main\.' "$2" | grep -vE "$(known "$1")" | sort -t' ' -k2 -rn | head -3
+}
 tot=$(grep -E ';main\.' "$T/go.folded" | awk '{ s += $NF } END { print s + 0 }')
-ok=$(grep -E '^goleaf;(runtime\.goexit[^;]*;)?runtime\.main;main\.main;main\.do(ALot|Little);main\.prepare ' \
-	"$T/go.folded" | awk '{ s += $NF } END { print s + 0 }')
+ok=$(grep -E "$(known goleaf)" "$T/go.folded" | awk '{ s += $NF } END { print s + 0 }')
 if [ "$tot" -gt 0 ] && [ $((ok * 100)) -ge $((tot * 98)) ]; then
-	pass "go_known_chain: $ok of $tot main.* samples are runtime.main;main.main;doALot|doLittle;prepare"
+	pass "go_known_chain: $ok of $tot main.* samples are runtime.main;main.main;doALot|doLittle;prepare (or cpuNs)"
 else
-	fail go_known_chain "$ok of $tot main.* samples have the known chain: $(sort -t' ' -k2 -rn "$T/go.folded" | head -5)"
+	fail go_known_chain "$ok of $tot main.* samples have the known chain; others: $(unknown goleaf "$T/go.folded")"
 fi
 
 if [ -n "${perf_pid:-}" ]; then
@@ -126,12 +135,11 @@ pid=$(start_workload "$W/goleaf-ext" 5)
 "$HEARTH" record -p "$pid" -F 499 -d 2 -q -o "$T/ext.folded" 2> "$T/err4.txt"
 rc=$?
 tot=$(grep -E ';main\.' "$T/ext.folded" | awk '{ s += $NF } END { print s + 0 }')
-ok=$(grep -E '^goleaf-ext;(runtime\.goexit[^;]*;)?runtime\.main;main\.main;main\.do(ALot|Little);main\.prepare ' \
-	"$T/ext.folded" | awk '{ s += $NF } END { print s + 0 }')
+ok=$(grep -E "$(known goleaf-ext)" "$T/ext.folded" | awk '{ s += $NF } END { print s + 0 }')
 if [ $rc -eq 0 ] && [ "$tot" -gt 0 ] && [ $((ok * 100)) -ge $((tot * 98)) ]; then
-	pass "go_external_link: $ok of $tot main.* samples are runtime.main;main.main;doALot|doLittle;prepare"
+	pass "go_external_link: $ok of $tot main.* samples are runtime.main;main.main;doALot|doLittle;prepare (or cpuNs)"
 else
-	fail go_external_link "rc $rc; $ok of $tot main.* samples have the known chain: $(sort -t' ' -k2 -rn "$T/ext.folded" | head -3)"
+	fail go_external_link "rc $rc; $ok of $tot main.* samples have the known chain; others: $(unknown goleaf-ext "$T/ext.folded")"
 fi
 
 # An assembly leaf: goleaf's copy mode spends its time in runtime.memmove under
