@@ -14,15 +14,21 @@ start_hearth "$T/agent.log" agent --server "$URL" --interval 1 -F 49 \
 sent_some() { [ "$(metric "$AURL" hearth_agent_sent_total)" -gt 0 ] 2>/dev/null; }
 wait_until 20 sent_some || fail first_push "$(tail -3 "$T/agent.log")"
 kill -9 "$spid"
-sleep 5
-queued=$(metric "$AURL" hearth_agent_spool_profiles)
+{ wait "$spid"; } 2> /dev/null # gone, its port free for the restart
 # failed attempts, summed over reasons (connect while the server is down)
-fails=$(curl -s --max-time 10 "$AURL/metrics" |
-	awk '$1 ~ /^hearth_agent_send_failures_total[{]/ { s += $2 } END { print s + 0 }')
-if [ "${queued:-0}" -ge 2 ] && [ "${fails:-0}" -ge 1 ]; then
+send_fails() {
+	curl -s --max-time 10 "$AURL/metrics" |
+		awk '$1 ~ /^hearth_agent_send_failures_total[{]/ { s += $2 } END { print s + 0 }'
+}
+# Two profiles (one a second) wait in the spool and a send has failed.
+spooling() {
+	queued=$(metric "$AURL" hearth_agent_spool_profiles) fails=$(send_fails)
+	[ "${queued:-0}" -ge 2 ] && [ "${fails:-0}" -ge 1 ]
+}
+if wait_for 20 spooling; then
 	pass "spooled_while_down ($queued queued, $fails failed attempts)"
 else
-	fail spooled_while_down "queued $queued failures $fails"
+	fail spooled_while_down "after 20 s with the server down: queued $queued (want >= 2), failed sends $fails (want >= 1)"
 fi
 start_hearth "$T/server2.log" server --data "$T/data" --listen "127.0.0.1:$PORT" && spid=$SPID URL=$HURL ||
 	{ fail server_restart "$(cat "$T/server2.log")"; finish; }

@@ -64,10 +64,12 @@ yaml_error reserved_label 5 "label name 'instance' is not allowed" 'scrape_confi
 wl_out=$T/gopprof.out
 "$W/gopprof" > "$wl_out" 2> "$T/gopprof.err" &
 BG_PIDS+=($!)
-for _ in $(seq 50); do [ -s "$wl_out" ] && break; sleep 0.1; done
+# its first line, the port, once it listens (a whole line: counted by its newline)
+has_line() { [ "$(wc -l < "$1")" -ge 1 ]; }
+wait_for 20 has_line "$wl_out"
 gport=$(head -1 "$wl_out")
 if [ -z "$gport" ]; then
-	fail gopprof_started "no port from $W/gopprof: $(cat "$T/gopprof.err")"
+	fail gopprof_started "no port line from $W/gopprof in 20 s: $(cat "$T/gopprof.err")"
 	finish
 fi
 only_goroutine='    profiling_config:
@@ -241,10 +243,18 @@ wakes() { # "TID VOLUNTARY" per thread
 }
 scraped_twice() { [ "$(curl -s "$HURL/metrics" | awk '/^hearth_scrapes_total/ { s += $2 } END { print s + 0 }')" -ge 2 ]; }
 wait_until 10 scraped_twice || fail idle_first_scrape "$(curl -s "$HURL/api/targets")"
-sleep 1
+# The first scrapes' aftermath (and our /metrics requests) is over once a whole
+# half-second passes in which no thread wakes more than once.
+settled() {
+	wakes > "$T/s0"
+	sleep 0.5 # the quiet half-second looked for
+	wakes > "$T/s1"
+	[ "$(join "$T/s0" "$T/s1" | awk '{ d = $3 - $2; if (d > m) m = d } END { print m + 0 }')" -le 1 ]
+}
+wait_for 10 settled || fail idle_settled "no quiet half-second in 10 s after the first scrapes"
 nthreads=$(ls /proc/"$SPID"/task | wc -l)
 wakes > "$T/w0"
-sleep 5
+sleep 5 # the measured window
 wakes > "$T/w1"
 worst=$(join "$T/w0" "$T/w1" | awk '{ print $3 - $2, $1 }' | sort -rn | head -1)
 if [ -n "$worst" ] && [ "${worst%% *}" -le 5 ]; then

@@ -10,6 +10,7 @@ start_hearth "$T/server.log" server --data "$T/data" --listen 127.0.0.1:0 && spi
 PORT=${URL##*:}
 printf 'main;crash;a 5\nmain;crash;b 3\n' > "$T/p.folded"
 NOW=$(date +%s)
+: > "$T/acked"
 # The pusher records the id of every acknowledged profile.
 (
 	i=0
@@ -22,9 +23,12 @@ NOW=$(date +%s)
 ) &
 pusher=$!
 BG_PIDS+=($pusher)
-wait_until 20 test -s "$T/acked" && sleep 2
+# SIGKILL in the middle of the pushes: once 50 are acknowledged (the check wants
+# more than 5), while the pusher goes on.
+wait_lines "$T/acked" 50 30 ||
+	fail pushes_acknowledged "$(cat "$T/acked" 2> /dev/null | wc -l) acknowledged in 30 s (want 50)"
 kill -9 "$spid"
-sleep 0.5
+{ wait "$spid"; } 2> /dev/null # gone: nothing more is acknowledged, its port is free
 kill "$pusher" 2>/dev/null
 wait "$pusher" 2>/dev/null
 n=$(wc -l < "$T/acked")

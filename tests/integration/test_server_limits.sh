@@ -74,7 +74,11 @@ for i in $(seq 1 20); do
 		"$U1/debug/pprof/profile?seconds=600" > "$T/prof.$i" &
 	BG_PIDS+=($!)
 done
-sleep 1
+# The 4 slots are taken once the other 16 are refused; the held ones end at
+# their --max-time (4 s), so healthz and labels are asked before that.
+refused() { [ "$(cat "$T"/prof.* | grep -c '^429$')" -ge 16 ]; }
+wait_for 4 refused ||
+	fail long_profiles_refused_at_once "$(cat "$T"/prof.* | grep -c '^429$') of 20 answered 429 within 4 s (want 16)"
 st_h=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --interface 127.0.0.3 "$U1/healthz")
 st_q=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --interface 127.0.0.3 "$U1/api/labels")
 wait_until 8 bash -c "[ \$(cat $T/prof.* | wc -l) -ge 20 ]"

@@ -126,10 +126,10 @@ st=$(post_status 'soakvictim%7Bseq%3D%22v%22%7D' "$T/victim.folded" folded "$VT"
 P1=$((SOAK_SECONDS * 55 / 100))
 P2=$((SOAK_SECONDS - P1))
 start_load "$P1" load --agents 4 --queriers 2 --bombs 3
-sleep $((P1 / 2))
+sleep $((P1 / 2)) # half the phase under load before the kill
 alive || fail no_crash_before_kill "the server died under load: $(tail -5 "$T/server$NSERV.log")"
 kill_server
-sleep 0.5
+sleep 0.5 # an outage the load meets (refused connections while the down flag is set)
 start_server || { fail server_restart "$(cat "$T/server$NSERV.log")"; finish; }
 wait "$GEN"
 alive && pass "no_crash_under_load" || fail no_crash_under_load "$(tail -5 "$T/server$NSERV.log")"
@@ -138,8 +138,12 @@ check_phase load valid_4xx valid_5xx hostile_not_4xx query_failed healthz_failed
 	fail load_pushed "nothing acknowledged or refused: $(tail -3 "$T/load.load.log")"
 
 # ---- phase 2: the data directory fills up, then space is freed ----
+ingested() { metric "$URL" hearth_ingested_profiles_total; }
+before=$(ingested)
 start_load "$P2" full --agents 2 --queriers 1
-sleep 2
+# The disk fills under load: once this phase's pushes are being stored.
+loading() { [ "$(ingested)" -ge $((${before:-0} + 10)) ] 2> /dev/null; }
+wait_for 20 loading || fail full_load_started "the server stored $(($(ingested) - ${before:-0})) profiles in 20 s of the phase's load (want 10)"
 dd if=/dev/zero of="$MNT/fill" bs=1M > /dev/null 2>&1 # until ENOSPC
 # Each big push names 4000 functions of its own: the same names again would be
 # stored once, and the pushes after the first would fit in the store's slack.
@@ -168,7 +172,7 @@ st=$(curl -s -o "$T/q.out" -w '%{http_code}' --max-time 30 -G "$URL/api/profile"
 	--data-urlencode 'query=soak{}' --data-urlencode format=top \
 	--data-urlencode "from=$((T0 - 60))" --data-urlencode "until=$(($(date +%s) + 60))")
 [ "$st" = 200 ] && pass queries_while_disk_full || fail queries_while_disk_full "$st: $(head -c 300 "$T/q.out")"
-sleep $((P2 / 3))
+sleep $((P2 / 3)) # the load goes on against the full disk
 rm -f "$MNT/fill"
 recovered=""
 for i in $(seq 30); do

@@ -23,11 +23,9 @@ for round in 1 2 3; do
 	"$DRIVER" ingest "$DATA" $start 1000000 > "$T/acks.$round" 2> "$T/err.$round" &
 	pid=$!
 	# kill at a different moment each round, once at least a few acks are out
-	for _ in $(seq 1 100); do
-		[ "$(wc -l < "$T/acks.$round")" -ge $((20 * round)) ] && break
-		sleep 0.05
-	done
-	sleep "0.$((RANDOM % 5))"
+	wait_lines "$T/acks.$round" $((20 * round)) 30 ||
+		fail "store_crash round $round" "$(wc -l < "$T/acks.$round") of $((20 * round)) acks in 30 s: $(tail -2 "$T/err.$round")"
+	sleep "0.$((RANDOM % 5))" # a random moment: not a wait for anything
 	kill -9 $pid
 	wait $pid 2>/dev/null
 	acked=$(grep -c '^ACK ' "$T/acks.$round")
@@ -52,11 +50,9 @@ for round in 1 2; do
 	start=$((1700000000 + round * 10000000))
 	"$DRIVER" churn "$CHURN" $start 1000000 > "$T/cacks.$round" 2> "$T/cerr.$round" &
 	pid=$!
-	for _ in $(seq 1 100); do
-		[ "$(wc -l < "$T/cacks.$round")" -ge $((40 * round)) ] && break
-		sleep 0.05
-	done
-	sleep "0.$((RANDOM % 5))"
+	wait_lines "$T/cacks.$round" $((40 * round)) 30 ||
+		fail "store_churn round $round" "$(wc -l < "$T/cacks.$round") of $((40 * round)) acks in 30 s: $(tail -2 "$T/cerr.$round")"
+	sleep "0.$((RANDOM % 5))" # a random moment: not a wait for anything
 	kill -9 $pid
 	wait $pid 2>/dev/null
 	acked=$(grep -c '^ACK ' "$T/cacks.$round")

@@ -83,7 +83,8 @@ chmod 700 "$priv"
 "$priv/syscalls" 60 > "$T/wl.out" &
 wl=$!
 BG_PIDS+=($wl)
-sleep 0.3
+# its pid line: main is running
+wait_lines "$T/wl.out" 1 10 2> /dev/null || fail units_workload_started "no pid line from syscalls in 10 s"
 # record under a capability set: "cap1 cap2 ..." as in the unit (CAP_ prefix)
 record_with() { # caps, output
 	local set

@@ -12,6 +12,9 @@
 # test-runner: serial (it measures how soon a new process's tables are ready)
 . "$(dirname "$0")/lib.sh"
 need_root unwind_first
+# hearth record's main thread blocks in epoll_wait (x86-64 syscall 232, or
+# epoll_pwait 281) only in its sample loop, once its start-up is over: it samples.
+sampling() { local nr; read -r nr _ < "/proc/$1/syscall" 2> /dev/null && { [ "$nr" = 232 ] || [ "$nr" = 281 ]; }; }
 
 cg2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 if [ -z "$cg2" ]; then
@@ -25,7 +28,7 @@ fi
 "$HEARTH" record --cgroup "$cg" -F 999 -d 9 -o "$T/first.folded" 2> "$T/err" &
 rec=$!
 BG_PIDS+=($rec)
-sleep 1.5
+wait_for 20 sampling "$rec" || { fail unwind_first "hearth record not sampling after 20 s: $(cat "$T/err")"; finish; }
 for i in 1 2 3 4 5; do
 	(echo "$BASHPID" > "$cg/cgroup.procs" && exec "$W/deepcfi" 1 > /dev/null)
 done
@@ -65,7 +68,12 @@ wait_until 30 drained || { fail unwind_first_run "no profile drained in 30 s: $(
 for i in 1 2 3 4 5; do
 	"$W/deepcfi" 1 > /dev/null
 done
-sleep 5
+# All their samples are stored once the profile in progress when the last one
+# ended, and the next one (samples read late), are delivered to the store.
+built=$(metric "$HURL" hearth_agent_profiles_total)
+delivered() { [ "$(metric "$HURL" hearth_agent_sent_total)" -ge $((${built:-0} + 2)) ] 2> /dev/null; }
+wait_for 20 delivered ||
+	fail unwind_first_run_stored "$(metric "$HURL" hearth_agent_sent_total) profiles delivered 20 s after deepcfi, want $((${built:-0} + 2))"
 curl -s --max-time 30 "$HURL/api/profile?format=folded&from=now-5m&query=%7Bcomm%3D%22deepcfi%22%7D" > "$T/run.folded"
 kill -INT "$SPID" 2> /dev/null
 tot=$(grep '^deepcfi;' "$T/run.folded" | sum)

@@ -18,7 +18,9 @@ pid=$(start_workload node --perf-basic-prof --interpreted-frames-native-stack \
 	--no-turbo-inlining "$W/jitchain.js" 20)
 trap 'rm -f "/tmp/perf-$pid.map"; cleanup_lib' EXIT # node leaves its map behind
 cd - > /dev/null || exit 1
-sleep 1 # let TurboFan compile the hot function
+# TurboFan has compiled the hot function once the map names its code (JS:*)
+wait_for 20 grep -q 'JS:\*hearthJsHot' "/tmp/perf-$pid.map" 2> /dev/null ||
+	fail unwind_jit_optimized "no JS:*hearthJsHot in /tmp/perf-$pid.map after 20 s"
 
 for mode in dwarf auto; do
 	"$HEARTH" record -p "$pid" -F 499 -d 4 --unwind "$mode" -o "$T/$mode.folded" 2> "$T/err.txt"

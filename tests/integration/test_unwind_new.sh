@@ -6,13 +6,19 @@
 # test-runner: serial (it measures how soon a new process's tables are ready)
 . "$(dirname "$0")/lib.sh"
 need_root unwind_new
+# hearth record's main thread blocks in epoll_wait (x86-64 syscall 232, or
+# epoll_pwait 281) only in its sample loop, once its start-up is over: it samples.
+sampling() { local nr; read -r nr _ < "/proc/$1/syscall" 2> /dev/null && { [ "$nr" = 232 ] || [ "$nr" = 281 ]; }; }
 
 for mode in ringbuf map; do
 	"$HEARTH" record -F 499 -d 4 --unwind dwarf --transfer $mode -o "$T/$mode.folded" \
 		2> "$T/err.$mode" &
 	rec=$!
 	BG_PIDS+=($rec)
-	sleep 1
+	if ! wait_for 20 sampling "$rec"; then
+		fail "unwind_new_$mode" "hearth record not sampling after 20 s: $(cat "$T/err.$mode")"
+		continue
+	fi
 	# Outlives the record, so hearth can still re-read its maps when symbolizing.
 	"$W/deepcfi" 4 > /dev/null &
 	wl=$!
