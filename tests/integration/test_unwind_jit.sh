@@ -51,7 +51,7 @@ for mode in dwarf auto; do
 	if awk -v h="$chain" -v t="$tot" 'BEGIN { exit !(100 * h >= 90 * t) }'; then
 		pass "unwind_jit_${mode}_caller: hearthJsCaller under hearthJsHot in $chain of $tot"
 	else
-		fail "unwind_jit_${mode}_caller" "hearthJsCaller -> hearthJsHot in $chain of $tot JIT-leaf samples, want >= 90%"
+		fail "unwind_jit_${mode}_caller" "hearthJsCaller -> hearthJsHot in $chain of $tot JIT-leaf samples, want >= 90%; others: $(grep -vE ';JS:[~*^]?hearthJsCaller [^;]*;JS:[~*^]?hearthJsHot ' "$T/$mode.jit" | sort -t' ' -k2 -nr | head -3 | sed 's/^.*;JS:~Module._compile[^;]*;//' | cut -c1-400 | tr '\n' '|')"
 	fi
 done
 finish
