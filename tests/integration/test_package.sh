@@ -4,7 +4,8 @@
 # then purged: every file it installed, its conffile and the state directories its
 # units make are gone. The units are installed but not enabled. Refuses to run where
 # hearth is already installed or /etc/hearth, /var/lib/hearth exist (it would purge them).
-# test-runner: serial (it installs hearth on this machine: /etc/hearth would reach other tests' hearth)
+# It runs beside other tests: the installed /etc/hearth/hearth.conf holds section
+# headers only (dist/hearth.conf), so another test's hearth reads no setting from it.
 . "$(dirname "$0")/lib.sh"
 need_root package
 for t in dpkg-buildpackage dh fakeroot; do
