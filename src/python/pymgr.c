@@ -26,7 +26,8 @@
 #define PY_MGR_MAX_PROCS  65536 /* queued or described, not Python ones are dropped */
 #define PY_CODE_CACHE_MAX 8192
 #define PY_RETRY_FOR_NS	  (60ull * 1000000000ull)
-#define PY_LOADING_TRIES  3 /* a "not Python" verdict before libc is mapped is retried */
+#define PY_LOADING_TRIES  3 /* a "not Python" verdict before libc is mapped, or a read
+				      * that failed (-EIO) while loading, is retried */
 
 enum py_state {
 	PY_PENDING,   /* probe due at due_ns */
@@ -309,6 +310,10 @@ static void settle(struct python_mgr *m, struct py_proc *p, struct py_probe_resu
 		retry = true;
 	} else if (r->err == -PYTHON_E_NOT_PYTHON && p->tries < PY_LOADING_TRIES) {
 		retry = r->target.loading; /* an early verdict: ld.so was still at work */
+	} else if (r->err == -EIO && p->tries < PY_LOADING_TRIES) {
+		/* a read outside what is mapped: right after an exec, ld.so may have
+		 * mapped libpython's first segments but not yet its data and bss */
+		retry = true;
 	} else if (r->err == -PYTHON_E_UNSUPPORTED || r->err == -PYTHON_E_TSS_KEY ||
 		   r->err == -EPROTO) {
 		/* CPython that cannot be walked: a version without offsets, a key in
