@@ -82,6 +82,7 @@ struct sampler {
 	struct raw_held *raw;	    /* first samples waiting for their view */
 	size_t n_raw, cap_raw, raw_bytes;
 	uint64_t raw_stats[SAMPLER_RAW_STAT_MAX];
+	uint64_t prompt; /* records of the rings that wake the reader for each one */
 };
 
 /* ---- libbpf log capture: the verifier's reason goes into the error message ---- */
@@ -254,6 +255,7 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*ev))
 		return 0;
+	s->prompt++;
 	if (ev->kind == HEARTH_EV_REMAP) { /* the unwinder's own: maps changed under a view */
 		if (s->uw)
 			unwind_mgr__remap(s->uw, ev->pid, ev->pstart);
@@ -345,6 +347,7 @@ static int on_raw_sample(void *ctx, void *data, size_t size)
 	struct raw_held *h;
 	size_t bytes;
 
+	s->prompt++;
 	if (size < sizeof(*r) || r->stack_len > HEARTH_RAW_STACK_BYTES ||
 	    r->klen > HEARTH_RAW_MAX_KERNEL)
 		return 0; /* program/ABI mismatch: skipped */
@@ -828,13 +831,25 @@ int sampler__drain(struct sampler *s)
 	return ret < 0 ? ret : 0;
 }
 
-int sampler__poll(struct sampler *s, int timeout_ms)
+int sampler__next_due_ms(const struct sampler *s)
 {
-	int due = s->uw ? unwind_mgr__next_due_ms(s->uw) : -1, n;
+	int due = s->uw ? unwind_mgr__next_due_ms(s->uw) : -1;
 	int py_due = s->py ? python_mgr__next_due_ms(s->py) : -1;
 
 	if (py_due >= 0 && (due < 0 || py_due < due))
 		due = py_due;
+	return due;
+}
+
+uint64_t sampler__prompt_records(const struct sampler *s)
+{
+	return s->prompt;
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	int due = sampler__next_due_ms(s), n;
+
 	if (due >= 0 && (timeout_ms < 0 || due < timeout_ms))
 		timeout_ms = due; /* a queued maps re-read is due before the caller's deadline */
 	n = ring_buffer__poll(s->rb, timeout_ms);
