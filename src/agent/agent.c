@@ -34,9 +34,10 @@
  * promises for a maps read. At worst (two records, then silence just long enough
  * to stop gathering, again and again) that is (2 + 5) wakeups per 0.5 s, 14/s,
  * plus the deadlines. The rings outlast a nap: the samples ring wakes at half
- * full (~0.5 s of the largest records), the first-samples ring holds ~60
- * records (at most CPUs x Hz x 0.1 s arrive in a nap: 20 on 2 CPUs), the
- * events ring thousands. */
+ * full (~0.5 s of the largest records), the events ring holds thousands, and
+ * the first-samples ring ~60 records, up to CPUs x Hz a second: a nap is cut
+ * to fill at most half of it (sampler__max_away_ms: 148 ms at 99 Hz on 2 CPUs,
+ * so 100 ms holds; 14 ms at -F 999). */
 #define AGENT_GATHER_NS	   100000000LL
 #define AGENT_GATHER_EMPTY 5
 
@@ -211,6 +212,8 @@ static int gather_wait(struct agent *a, int wait, int64_t now, int64_t gather_un
 	if (now >= gather_until || wait == 0)
 		return wait;
 	nap = (int)((gather_until - now + 999999) / 1000000);
+	if (nap > sampler__max_away_ms(a->s))
+		nap = sampler__max_away_ms(a->s); /* the first-samples ring would fill */
 	due = sampler__next_due_ms(a->s);
 	if (wait > 0 && wait < nap)
 		nap = wait;

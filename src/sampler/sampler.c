@@ -83,6 +83,7 @@ struct sampler {
 	size_t n_raw, cap_raw, raw_bytes;
 	uint64_t raw_stats[SAMPLER_RAW_STAT_MAX];
 	uint64_t prompt; /* records of the rings that wake the reader for each one */
+	int hz;
 };
 
 /* ---- libbpf log capture: the verifier's reason goes into the error message ---- */
@@ -647,6 +648,7 @@ int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *
 		return -ENOMEM;
 	s->cb = *cb;
 	s->transfer = o->transfer;
+	s->hz = o->hz;
 	s->cgroup_fd = -1;
 	s->n_possible = libbpf_num_possible_cpus();
 	if (s->n_possible <= 0) {
@@ -844,6 +846,20 @@ int sampler__next_due_ms(const struct sampler *s)
 uint64_t sampler__prompt_records(const struct sampler *s)
 {
 	return s->prompt;
+}
+
+int sampler__max_away_ms(const struct sampler *s)
+{
+	/* The first-samples ring is the one a reader away can fill: records of a
+	 * fixed size (~60 in RAW_RB_BYTES), up to one per CPU per sample period
+	 * while new processes run. Half of it, at that rate. The events ring holds
+	 * thousands; the samples ring wakes at half full (a poll, not a nap). */
+	int cpus = s->n_possible > 0 ? s->n_possible : 1;
+	uint64_t recs = RAW_RB_BYTES / (sizeof(struct hearth_raw_sample) + 8);
+
+	if (!s->uw)
+		return 1000;
+	return (int)(1000 * recs / 2 / ((uint64_t)cpus * (uint64_t)(s->hz > 0 ? s->hz : 1)));
 }
 
 int sampler__poll(struct sampler *s, int timeout_ms)
