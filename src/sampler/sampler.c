@@ -82,6 +82,8 @@ struct sampler {
 	struct raw_held *raw;	    /* first samples waiting for their view */
 	size_t n_raw, cap_raw, raw_bytes;
 	uint64_t raw_stats[SAMPLER_RAW_STAT_MAX];
+	uint64_t prompt; /* records of the rings that wake the reader for each one */
+	int hz;
 };
 
 /* ---- libbpf log capture: the verifier's reason goes into the error message ---- */
@@ -254,6 +256,7 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*ev))
 		return 0;
+	s->prompt++;
 	if (ev->kind == HEARTH_EV_REMAP) { /* the unwinder's own: maps changed under a view */
 		if (s->uw)
 			unwind_mgr__remap(s->uw, ev->pid, ev->pstart);
@@ -345,6 +348,7 @@ static int on_raw_sample(void *ctx, void *data, size_t size)
 	struct raw_held *h;
 	size_t bytes;
 
+	s->prompt++;
 	if (size < sizeof(*r) || r->stack_len > HEARTH_RAW_STACK_BYTES ||
 	    r->klen > HEARTH_RAW_MAX_KERNEL)
 		return 0; /* program/ABI mismatch: skipped */
@@ -644,6 +648,7 @@ int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *
 		return -ENOMEM;
 	s->cb = *cb;
 	s->transfer = o->transfer;
+	s->hz = o->hz;
 	s->cgroup_fd = -1;
 	s->n_possible = libbpf_num_possible_cpus();
 	if (s->n_possible <= 0) {
@@ -828,13 +833,39 @@ int sampler__drain(struct sampler *s)
 	return ret < 0 ? ret : 0;
 }
 
-int sampler__poll(struct sampler *s, int timeout_ms)
+int sampler__next_due_ms(const struct sampler *s)
 {
-	int due = s->uw ? unwind_mgr__next_due_ms(s->uw) : -1, n;
+	int due = s->uw ? unwind_mgr__next_due_ms(s->uw) : -1;
 	int py_due = s->py ? python_mgr__next_due_ms(s->py) : -1;
 
 	if (py_due >= 0 && (due < 0 || py_due < due))
 		due = py_due;
+	return due;
+}
+
+uint64_t sampler__prompt_records(const struct sampler *s)
+{
+	return s->prompt;
+}
+
+int sampler__max_away_ms(const struct sampler *s)
+{
+	/* The first-samples ring is the one a reader away can fill: records of a
+	 * fixed size (~60 in RAW_RB_BYTES), up to one per CPU per sample period
+	 * while new processes run. Half of it, at that rate. The events ring holds
+	 * thousands; the samples ring wakes at half full (a poll, not a nap). */
+	int cpus = s->n_possible > 0 ? s->n_possible : 1;
+	uint64_t recs = RAW_RB_BYTES / (sizeof(struct hearth_raw_sample) + 8);
+
+	if (!s->uw)
+		return 1000;
+	return (int)(1000 * recs / 2 / ((uint64_t)cpus * (uint64_t)(s->hz > 0 ? s->hz : 1)));
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	int due = sampler__next_due_ms(s), n;
+
 	if (due >= 0 && (timeout_ms < 0 || due < timeout_ms))
 		timeout_ms = due; /* a queued maps re-read is due before the caller's deadline */
 	n = ring_buffer__poll(s->rb, timeout_ms);
