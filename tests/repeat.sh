@@ -6,14 +6,15 @@
 #
 # Usage: tests/repeat.sh [N]          (default 3; `make test-repeat N=3 HOG=1`)
 #   HOG=1   a CPU hog spins on core 0 throughout every run, as a noisy shared CI
-#           machine would have it
+#           machine would have it; HOG=last: in the last run only
 #   KEEP=1  keep the clones (the logs are kept either way)
 # Logs: $REPEAT_DIR (default /tmp/hearth-repeat-TIMESTAMP)/runK.log
 set -u
 N=${1:-3}
 HOG=${HOG:-0}
 src=$(cd "$(dirname "$0")/.." && pwd)
-case $N in '' | *[!0-9]*) echo "usage: tests/repeat.sh [N]: '$N' is not a count" >&2; exit 2 ;; esac
+case $N in '' | *[!0-9]* | 0) echo "usage: tests/repeat.sh [N]: '$N' is not a count of runs" >&2; exit 2 ;; esac
+case $HOG in 0 | 1 | last) ;; *) echo "tests/repeat.sh: HOG='$HOG': use 0, 1 (every run) or last" >&2; exit 2 ;; esac
 dir=${REPEAT_DIR:-/tmp/hearth-repeat-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$dir"
 rev=$(git -C "$src" rev-parse --short HEAD)
@@ -24,7 +25,7 @@ hog=
 stop_hog() { [ -n "$hog" ] && kill "$hog" 2>/dev/null; hog=; }
 trap 'stop_hog' EXIT
 
-declare -A fails
+declare -A fails=()
 results=()
 for k in $(seq "$N"); do
 	run=$dir/run$k
@@ -32,18 +33,19 @@ for k in $(seq "$N"); do
 	mkdir -p "$run"
 	git clone -q "$src" "$run/main" || { echo "repeat: git clone failed" >&2; exit 1; }
 	[ -d "$src/../shared" ] && cp -r "$src/../shared" "$run/shared"
-	if [ "$HOG" = 1 ]; then
+	hogged=0
+	if [ "$HOG" = 1 ] || { [ "$HOG" = last ] && [ "$k" = "$N" ]; }; then
 		taskset -c 0 sh -c 'while :; do :; done' &
-		hog=$!
+		hog=$! hogged=1
 	fi
-	echo "repeat: run $k of $N ($rev$([ "$HOG" = 1 ] && echo ', CPU hog on core 0')): $dir/run$k.log"
+	echo "repeat: run $k of $N ($rev$([ $hogged = 1 ] && echo ', CPU hog on core 0')): $dir/run$k.log"
 	t0=$SECONDS
 	(cd "$run/main" && CI=true bash .ci/run) > "$dir/run$k.log" 2>&1
 	rc=$?
 	secs=$((SECONDS - t0))
 	stop_hog
 	summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$dir/run$k.log" | tail -1)
-	results+=("run $k: exit $rc, $((secs / 60)) min $((secs % 60)) s, ${summary:-no summary line}")
+	results+=("run $k$([ $hogged = 1 ] && echo ' (CPU hog)'): exit $rc, $((secs / 60)) min $((secs % 60)) s, ${summary:-no summary line}")
 	echo "  ${results[-1]}"
 	# "  [unit/test_x] FAIL check: why" lines, as tests/run.sh prints them
 	while IFS= read -r line; do
@@ -54,7 +56,7 @@ for k in $(seq "$N"); do
 done
 
 echo
-echo "== $N runs of $rev$([ "$HOG" = 1 ] && echo ', with a CPU hog on core 0')"
+echo "== $N runs of $rev"
 printf '%s\n' "${results[@]}"
 if [ ${#fails[@]} -eq 0 ]; then
 	echo "no check failed in any run"

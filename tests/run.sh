@@ -9,10 +9,12 @@
 # counts as one failure. Under CI (CI=true) a skip of a test that needs root or
 # BPF is a failure: those must run there.
 #
-# Two tests run at a time (HEARTH_TEST_JOBS, default 2), except those whose file
-# says "test-runner: serial" with a reason: the ones that measure shares, CPU,
-# wakeups or latency run alone, so that another test's load is not in their
-# figures. Fuzz targets are built once, together, then run two at a time.
+# Unit and integration tests run two at a time (HEARTH_TEST_JOBS, default 2), and
+# beside them the fuzz targets (HEARTH_FUZZ_JOBS at a time, default 2) at the
+# SCHED_IDLE priority: they take the CPU time the tests leave. Then the tests
+# whose file says "test-runner: serial" with a reason run one by one, with
+# nothing beside them: those that measure shares, CPU, wakeups or latency.
+# `make test` builds the fuzz targets beforehand (run-one.sh builds a missing one).
 #
 # Usage: tests/run.sh [PATTERN]   only tests whose name contains PATTERN
 set -u
@@ -23,12 +25,13 @@ LOGDIR=${HEARTH_TEST_LOG:-build/test-logs}
 mkdir -p "$LOGDIR"
 FUZZ_SECONDS=${HEARTH_FUZZ_SECONDS:-20}
 JOBS=${HEARTH_TEST_JOBS:-2}
+FUZZ_JOBS=${HEARTH_FUZZ_JOBS:-2}
 only=${1:-}
 
 passed=0 failed=0 skipped=0
 failures=()
 times=()                 # "seconds name" per test, for the table
-declare -A job_name job_t0 job_out
+declare -A job_name job_t0 job_out job_kind
 running=0
 t_all=$EPOCHREALTIME
 
@@ -62,7 +65,8 @@ reap() { # pid
 		"$(grep -c '^FAIL ' "$out")"
 	count "$name" "$out" "$rc"
 	times+=("$secs $name")
-	unset "job_name[$pid]" "job_t0[$pid]" "job_out[$pid]"
+	[ "${job_kind[$pid]}" = fuzz ] && fuzz_running=$((fuzz_running - 1))
+	unset "job_name[$pid]" "job_t0[$pid]" "job_out[$pid]" "job_kind[$pid]"
 	running=$((running - 1))
 }
 
@@ -75,66 +79,81 @@ wait_one() {
 	fi
 	# nothing left to wait for: collect whatever is still listed
 	for p in "${!job_name[@]}"; do reap "$p"; done
-	running=0
+	running=0 fuzz_running=0
 }
 
 wait_all() { while [ "$running" -gt 0 ]; do wait_one; done; }
 
-# Starts a test in the background once a slot is free; a serial test waits for
-# every running one and runs alone.
-start() { # name, timeout seconds, serial(0|1), command...
-	local name=$1 limit=$2 serial=$3 out="$LOGDIR/${1//\//_}.log"
+# Starts a job in the background: a test, or a fuzz run at SCHED_IDLE priority
+# (it takes only CPU time that no test wants).
+launch() { # kind (test|fuzz), name, timeout seconds, command...
+	local kind=$1 name=$2 limit=$3 out="$LOGDIR/${2//\//_}.log"
 	shift 3
-	if [ -n "$only" ] && [[ "$name" != *"$only"* ]]; then return 0; fi
-	if [ "$serial" = 1 ]; then
-		wait_all
-	else
-		while [ "$running" -ge "$JOBS" ]; do wait_one; done
-	fi
 	(
+		if [ "$kind" = fuzz ]; then
+			chrt --idle 0 true 2>/dev/null && set -- chrt --idle 0 "$@" || set -- nice -n 19 "$@"
+		fi
 		timeout --kill-after=10 "$limit" "$@" > "$out" 2>&1
 		echo $? > "$out.rc"
 	) &
-	job_name[$!]=$name job_t0[$!]=$EPOCHREALTIME job_out[$!]=$out
+	job_name[$!]=$name job_t0[$!]=$EPOCHREALTIME job_out[$!]=$out job_kind[$!]=$kind
 	running=$((running + 1))
-	[ "$serial" = 1 ] && wait_all
+	[ "$kind" = fuzz ] && fuzz_running=$((fuzz_running + 1))
 	return 0
 }
 
 is_serial() { grep -q 'test-runner: serial' "$1"; }
+wanted() { [ -z "$only" ] || [[ "$1" == *"$only"* ]]; }
 
-echo "== unit tests (ASan/UBSan)"
+# The queues: "name|timeout|command" per job.
+shared=() alone=() fuzz=()
 for t in build/tests/test_*; do
 	[ -x "$t" ] || continue
-	s=0
-	is_serial "tests/unit/$(basename "$t").c" && s=1
-	start "unit/$(basename "$t")" 300 "$s" "$t"
+	name=unit/$(basename "$t")
+	wanted "$name" || continue
+	if is_serial "tests/unit/$(basename "$t").c"; then alone+=("$name|300|$t"); else shared+=("$name|300|$t"); fi
 done
-wait_all
-
-echo "== integration tests"
-make -s -C tests/workloads OUT="$PWD/build/workloads" >/dev/null || { echo "FAIL building workloads"; failed=$((failed + 1)); }
 for t in tests/integration/test_*.sh; do
-	s=0
-	is_serial "$t" && s=1
-	start "integration/$(basename "$t" .sh)" 900 "$s" bash "$t"
+	name=integration/$(basename "$t" .sh)
+	wanted "$name" || continue
+	if is_serial "$t"; then alone+=("$name|900|bash $t"); else shared+=("$name|900|bash $t"); fi
 done
-wait_all
-
-echo "== fuzz targets (${FUZZ_SECONDS}s each)"
-if [ -z "$only" ] || [[ fuzz/ == *"$only"* ]] || [[ "$only" == fuzz* ]]; then
-	t0=$EPOCHREALTIME
-	# one build of the instrumented library for every target; a target that does
-	# not build is reported by its own run below
-	make -s -k -j"$(nproc)" fuzz > "$LOGDIR/fuzz_build.log" 2>&1
-	times+=("$(elapsed "$t0") fuzz/(build)")
-fi
 for src in tests/fuzz/fuzz_*.c; do
 	[ -e "$src" ] || continue
-	name=$(basename "$src" .c)
-	start "fuzz/$name" $((FUZZ_SECONDS + 300)) 0 bash tests/fuzz/run-one.sh "$name" "$FUZZ_SECONDS"
+	name=fuzz/$(basename "$src" .c)
+	wanted "$name" && fuzz+=("$name|$((FUZZ_SECONDS + 300))|bash tests/fuzz/run-one.sh $(basename "$src" .c) $FUZZ_SECONDS")
 done
-wait_all
+
+run_job() { # kind, "name|timeout|command"
+	local IFS='|' f
+	read -r -a f <<<"$2"
+	IFS=' '
+	# shellcheck disable=SC2086 # the command is words without quoting
+	launch "$1" "${f[0]}" "${f[1]}" ${f[2]}
+}
+
+make -s -C tests/workloads OUT="$PWD/build/workloads" >/dev/null || { echo "FAIL building workloads"; failed=$((failed + 1)); }
+
+echo "== unit and integration tests, $JOBS at a time, and fuzz targets (${FUZZ_SECONDS}s each) on idle CPU"
+fuzz_running=0
+i=0 k=0
+while [ $i -lt ${#shared[@]} ] || [ $k -lt ${#fuzz[@]} ] || [ "$running" -gt 0 ]; do
+	while [ $i -lt ${#shared[@]} ] && [ $((running - fuzz_running)) -lt "$JOBS" ]; do
+		run_job test "${shared[$i]}"
+		i=$((i + 1))
+	done
+	while [ $k -lt ${#fuzz[@]} ] && [ "$fuzz_running" -lt "$FUZZ_JOBS" ]; do
+		run_job fuzz "${fuzz[$k]}"
+		k=$((k + 1))
+	done
+	[ "$running" -gt 0 ] && wait_one
+done
+
+echo "== tests that run alone (test-runner: serial)"
+for j in "${alone[@]}"; do
+	run_job test "$j"
+	wait_all
+done
 
 echo
 echo "== time per test (seconds, slowest first; wall $(elapsed "$t_all")s, $JOBS at a time)"
