@@ -83,6 +83,35 @@ two_share_tol() {
 		printf "%.2f", 400 * sqrt(p * (1 - p) / n + q * (1 - q) / m) + x }'
 }
 
+# Workloads that measure their own truth (split, goleaf) print their pid, then a
+# `cpu ...` line of cumulative CPU times each time they get SIGUSR1.
+# start_truth OUT CMD...: starts CMD with its output in OUT; sets TRUTH_PID and
+# TRUTH_OUT; fails unless the pid line comes within 10 s.
+start_truth() { # out, command...
+	TRUTH_OUT=$1
+	shift
+	: > "$TRUTH_OUT"
+	"$@" > "$TRUTH_OUT" &
+	TRUTH_PID=$!
+	BG_PIDS+=("$TRUTH_PID")
+	wait_lines "$TRUTH_OUT" 1 10
+}
+# truth_now: asks the workload for its CPU times and prints the `cpu ...` line it
+# answers (waited for, 10 s at most); fails when none comes.
+truth_now() {
+	local n
+	n=$(grep -c '^cpu ' "$TRUTH_OUT")
+	kill -USR1 "$TRUTH_PID" || return 1
+	wait_for 10 awk -v n=$((n + 1)) '/^cpu / { c++ } END { exit !(c >= n) }' "$TRUTH_OUT" || return 1
+	awk '/^cpu / { l = $0 } END { print l }' "$TRUTH_OUT"
+}
+# truth_share BEFORE AFTER I: field I's share (in %) of field TOTAL_I's growth
+# between two `cpu ...` lines (2 decimals; nothing when the total did not grow).
+truth_share() { # before, after, field, total field
+	awk -v b="$1" -v a="$2" -v i="$3" -v t="$4" 'BEGIN { split(b, x, " "); split(a, y, " ")
+		if (y[t] > x[t]) printf "%.2f", 100 * (y[i] - x[i]) / (y[t] - x[t]) }'
+}
+
 # Go toolchain offline, in a throwaway home.
 go_env() {
 	export HOME=$T/gohome GOPATH=$T/gohome/go GOCACHE=$T/gocache GOPROXY=off GOFLAGS=-mod=mod

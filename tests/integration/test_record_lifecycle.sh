@@ -69,18 +69,14 @@ fi
 # before and one after the recording, within 4 binomial standard deviations of
 # the recording's sample count plus 0.5 points (the windows' mismatch and kernel
 # work inside the function: test_record_split.sh measured both).
-"$W/split" 10 > "$T/map.out" &
-pid=$!
-BG_PIDS+=("$pid")
-snap() { kill -USR1 "$pid" && wait_lines "$T/map.out" "$1" 10 && awk '$1 == "cpu" { l = $0 } END { print l }' "$T/map.out"; }
-wait_lines "$T/map.out" 1 10 && before=$(snap 2) || before=
+start_truth "$T/map.out" "$W/split" 10 && before=$(truth_now) || before=
+pid=$TRUTH_PID
 "$HEARTH" record -p "$pid" --transfer map -F 999 -d 2 -q --top 0 > "$T/map.txt" 2> "$T/err" ||
 	fail map_record "exit $?: $(cat "$T/err")"
-after=$(snap 3) || after=
+after=$(truth_now) || after=
 got=$(top_col "$T/map.txt" split_hot_a 2)
 n=$(sed -n 's/.*hearth record: \([0-9]*\) samples.*/\1/p' "$T/err" | tail -1)
-truth=$(awk -v b="$before" -v a="$after" 'BEGIN { split(b, x, " "); split(a, y, " ")
-	if (y[5] > x[5]) printf "%.2f", 100 * (y[2] - x[2]) / (y[5] - x[5]) }')
+truth=$(truth_share "$before" "$after" 2 5)
 if [ -n "$got" ] && [ -n "$truth" ] && [ "${n:-0}" -ge 200 ] && share_ok "$got" "$truth" "$n" 0.5; then
 	pass "map_transfer: split_hot_a ${got}% of $n samples, truth ${truth}% (tolerance ±$(share_tol "$truth" "$n" 0.5))"
 else

@@ -21,26 +21,16 @@ need_root record_split
 #    on a loaded 2-core machine).
 EXTRA=0.5
 
-# `cpu A B C TOTAL` lines of the workload's output: the last one.
-snapshot() { awk '$1 == "cpu" { l = $0 } END { print l }' "$T/split.out"; }
-# Asks for a snapshot and waits for its line (line N of the output).
-request() { # n
-	kill -USR1 "$pid" && wait_lines "$T/split.out" "$1" 10
-}
-
-"$W/split" 20 > "$T/split.out" &
-pid=$!
-BG_PIDS+=("$pid")
-if ! wait_lines "$T/split.out" 1 10 || ! request 2; then
+# split prints `cpu A B C TOTAL` on SIGUSR1 (lib.sh: start_truth, truth_now).
+if ! start_truth "$T/split.out" "$W/split" 20 || ! before=$(truth_now); then
 	fail record_split "split printed no pid or no snapshot: $(cat "$T/split.out")"
 	finish
 fi
-before=$(snapshot)
+pid=$TRUTH_PID
 # 999 Hz: ~5000 samples when the workload has a CPU of its own.
 "$HEARTH" record -p "$pid" -F 999 -d 5 -q --top 0 > "$T/top.txt" 2> "$T/err1.txt"
 rc=$?
-request 3 || fail record_split "no snapshot after the recording: $(cat "$T/split.out")"
-after=$(snapshot)
+after=$(truth_now) || fail record_split "no snapshot after the recording: $(cat "$T/split.out")"
 cat "$T/err1.txt" > "$T/err.txt"
 "$HEARTH" record -p "$pid" -F 499 -d 2 -q -o "$T/split.folded" 2>> "$T/err.txt"
 if [ $rc -ne 0 ]; then
@@ -55,9 +45,7 @@ col=2
 for f in split_hot_a:2 split_hot_b:3 lib_hot_c:4; do
 	name=${f%%:*} i=${f##*:}
 	got=$(top_col "$T/top.txt" "$name" $col)
-	truth=$(awk -v b="$before" -v a="$after" -v i="$i" 'BEGIN {
-		split(b, x, " "); split(a, y, " "); d = y[5] - x[5]
-		if (d > 0) printf "%.2f", 100 * (y[i] - x[i]) / d }')
+	truth=$(truth_share "$before" "$after" "$i" 5)
 	if [ -z "$got" ] || [ -z "$truth" ] || [ -z "$n" ]; then
 		fail "split_$name" "flat '${got}'%, truth '${truth}'%, N '${n}': missing (top table, snapshots or sample count)"
 		continue

@@ -36,21 +36,12 @@ within() { # a, b, points
 # by at most 0.06 points (97 window pairs, snapshots every 0.25 s).
 EXTRA=0.2
 
-# The last `cpu ALOT LITTLE TOTAL` line of goleaf's output.
-snapshot() { awk '$1 == "cpu" { l = $0 } END { print l }' "$T/goleaf.out"; }
-# Asks goleaf for a snapshot and waits for it (line N of its output).
-request() { # n
-	kill -USR1 "$pid" && wait_lines "$T/goleaf.out" "$1" 10
-}
-
-"$W/goleaf" 20 > "$T/goleaf.out" &
-pid=$!
-BG_PIDS+=("$pid")
-if ! wait_lines "$T/goleaf.out" 1 10 || ! request 2; then
+# goleaf prints `cpu ALOT LITTLE TOTAL` on SIGUSR1 (lib.sh: start_truth, truth_now).
+if ! start_truth "$T/goleaf.out" "$W/goleaf" 20 || ! before=$(truth_now); then
 	fail unwind_go "goleaf printed no pid or no snapshot: $(cat "$T/goleaf.out")"
 	finish
 fi
-before=$(snapshot)
+pid=$TRUTH_PID
 if command -v perf > /dev/null; then
 	perf record -q -e cpu-clock -F 999 --call-graph dwarf -p "$pid" -o "$T/perf.data" \
 		-- sleep 5 > /dev/null 2>&1 &
@@ -60,8 +51,7 @@ fi
 "$HEARTH" record -p "$pid" -F 999 -d 5 -o "$T/go.pb.gz" 2> "$T/err1.txt"
 rc=$?
 [ -n "${perf_pid:-}" ] && wait "$perf_pid"
-request 3 || fail unwind_go "no snapshot after the recording: $(cat "$T/goleaf.out")"
-after=$(snapshot)
+after=$(truth_now) || fail unwind_go "no snapshot after the recording: $(cat "$T/goleaf.out")"
 cat "$T/err1.txt" > "$T/err.txt"
 "$HEARTH" record -p "$pid" -F 499 -d 2 -q -o "$T/go.folded" 2>> "$T/err.txt" || rc=$?
 if [ $rc -ne 0 ]; then
@@ -75,9 +65,7 @@ grep -E 'flat%|main\.' "$T/top.txt"
 n=$(sed -n 's/^hearth record: \([0-9]*\) samples, dropped.*/\1/p' "$T/err1.txt")
 alot=$(cum "$T/top.txt" main.doALot)
 little=$(cum "$T/top.txt" main.doLittle)
-truth=$(awk -v b="$before" -v a="$after" 'BEGIN {
-	split(b, x, " "); split(a, y, " "); d = y[4] - x[4]
-	if (d > 0) printf "%.2f", 100 * (y[2] - x[2]) / d }')
+truth=$(truth_share "$before" "$after" 2 4)
 echo "truth: before '$before', after '$after'; $n samples"
 if [ -z "$truth" ] || [ -z "$n" ]; then
 	fail go_doALot_share "truth '${truth}'%, N '${n}': missing (snapshots or sample count)"
