@@ -53,11 +53,7 @@ stop_py() { kill "$PYPID" 2> /dev/null; wait "$PYPID" 2> /dev/null; }
 # The child's CPU time so far in hot_a and hot_b ("A_NS B_NS"): SIGUSR1, then its
 # next "cpu" line, waited for (10 s at most).
 cpu_now() {
-	local n
-	n=$(grep -c '^cpu ' "$PYOUT")
-	kill -USR1 "$PYPID" || return 1
-	wait_for 10 awk -v n=$((n + 1)) '/^cpu / { c++ } END { exit !(c >= n) }' "$PYOUT" || return 1
-	awk '/^cpu / { l = $2 " " $3 } END { print l }' "$PYOUT"
+	TRUTH_PID=$PYPID TRUTH_OUT=$PYOUT truth_now | awk '{ print $2, $3 }'
 }
 # A hearth record has begun sampling once it holds a cpu-clock perf event for
 # every online CPU: hearth opens them last, after the exec tracepoint.
