@@ -92,6 +92,7 @@ launch() { # kind (test|fuzz), name, timeout seconds, command...
 	(
 		if [ "$kind" = fuzz ]; then
 			chrt --idle 0 true 2>/dev/null && set -- chrt --idle 0 "$@" || set -- nice -n 19 "$@"
+			export HEARTH_FUZZ_IDLE=1 # run-one.sh: hang timeouts count wall time
 		fi
 		timeout --kill-after=10 "$limit" "$@" > "$out" 2>&1
 		echo $? > "$out.rc"

@@ -61,17 +61,20 @@ deep=$(awk -v re=";(sort|search)_phase" '/^deepcfi;/ && $0 ~ re { n = $NF; tot +
 all=$(awk '{ s += $NF } END { print s + 0 }' "$T/dwarf.folded")
 unwound=$(sed -n 's/.*unwind: \([0-9]*\) samples table-unwound.*/\1/p' "$T/err.txt")
 # Samples taken before the tables were published travel with a stack copy and are
-# walked with the same tables in user space once they are (issue 14): table walks too.
-copied=$(sed -n 's/.*tables were out: \([0-9]*\) complete, \([0-9]*\) partial.*/\1 \2/p' \
-	"$T/err.txt" | awk '{ print $1 + $2 }')
+# walked with the same tables in user space once they are (issue 14): table walks
+# too, when complete. A partial one ran out of its copy (16 KiB of stack: less
+# than 221 descend frames) and is counted with the early ones, which may lack
+# frames: it is why 1 deep sample in ~2000 lacked some in earlier runs.
+copied=$(sed -n 's/.*tables were out: \([0-9]*\) complete, \([0-9]*\) partial.*/\1/p' \
+	"$T/err.txt")
 unwound=$((${unwound:-0} + ${copied:-0}))
 early=$((all - unwound))
 set -- $deep
 if [ "$2" -gt 0 ] && [ "$all" -ge $MIN ] && [ -n "$unwound" ] && [ "$early" -ge 0 ] && [ $((early * 100)) -le "$all" ] &&
 	[ "$1" -ge $(($2 - early)) ]; then
-	pass "dwarf_deep_keeps_all_frames: $1 of $2 deep samples have all $DEPTH descend frames ($early of $all samples were taken before the tables were published)"
+	pass "dwarf_deep_keeps_all_frames: $1 of $2 deep samples have all $DEPTH descend frames ($early of $all samples were taken before the tables were published, or walked from a stack copy that ran out)"
 else
-	fail dwarf_deep_keeps_all_frames "$1 of $2 deep samples have all $DEPTH descend frames; $early of $all samples were not table-unwound (table-unwound: '${unwound}'; want <= 1% of >= $MIN samples)"
+	fail dwarf_deep_keeps_all_frames "$1 of $2 deep samples have all $DEPTH descend frames; $early of $all samples were not completely table-unwound (table-unwound: '${unwound}'; want <= 1% of >= $MIN samples)"
 fi
 maxdepth() { awk '/^deepcfi;/ { n = split($0, f, ";"); if (n > m) m = n } END { print m - 2 }' "$1"; }
 fp_main=$(share main "$T/fp.folded" "$main_re")
