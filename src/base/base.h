@@ -50,6 +50,16 @@ static inline int64_t base_sat_add(int64_t a, int64_t b)
 	return r;
 }
 
+/* a - b clamped to [INT64_MIN, INT64_MAX]. */
+static inline int64_t base_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 /* a * b clamped to [INT64_MIN, INT64_MAX]. */
 static inline int64_t base_sat_mul(int64_t a, int64_t b)
 {

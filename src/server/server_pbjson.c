@@ -254,6 +254,24 @@ static int decode_value(const ProtobufCFieldDescriptor *f, json_object *v, int d
 	}
 }
 
+/* Frees what a repeated field holds (its strings or messages, then the array) and
+ * empties it: a field given twice, under both its names, keeps the last list. */
+static void clear_repeated(const ProtobufCFieldDescriptor *f, ProtobufCMessage *m)
+{
+	size_t *count = (size_t *)((char *)m + f->quantifier_offset);
+	char **arr = (char **)((char *)m + f->offset);
+
+	for (size_t i = 0; *arr && i < *count; i++) {
+		if (f->type == PROTOBUF_C_TYPE_STRING)
+			free(((char **)*arr)[i]);
+		else if (f->type == PROTOBUF_C_TYPE_MESSAGE && ((ProtobufCMessage **)*arr)[i])
+			protobuf_c_message_free_unpacked(((ProtobufCMessage **)*arr)[i], NULL);
+	}
+	free(*arr);
+	*arr = NULL;
+	*count = 0;
+}
+
 static int decode_repeated(const ProtobufCFieldDescriptor *f, json_object *v, int depth,
 			   ProtobufCMessage *m, char *err, size_t errlen)
 {
@@ -262,6 +280,7 @@ static int decode_repeated(const ProtobufCFieldDescriptor *f, json_object *v, in
 	char **arr = (char **)((char *)m + f->offset);
 	int ret;
 
+	clear_repeated(f, m); /* given before under its other name: the last wins */
 	if (!n)
 		return 0;
 	if (!(*arr = calloc(n, sz)))

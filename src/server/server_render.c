@@ -175,17 +175,18 @@ static int lay_node(struct layout *l, json_object *n, size_t d, const int64_t x[
 	ret = name_index(l, name ? json_object_get_string(name) : "", &idx);
 	if (ret)
 		return ret;
-	vals[0] = x[0] - l->edge[d][0];
+	vals[0] = base_sat_sub(x[0], l->edge[d][0]);
 	vals[1] = tot[0];
 	vals[2] = self[0];
 	if (l->diff) {
-		vals[3] = x[1] - l->edge[d][1];
+		vals[3] = base_sat_sub(x[1], l->edge[d][1]);
 		vals[4] = tot[1];
 		vals[5] = self[1];
 	}
 	vals[nv - 1] = idx;
-	l->edge[d][0] = x[0] + tot[0];
-	l->edge[d][1] = x[1] + tot[1];
+	/* sums of totals that may each be INT64_MAX (saturated at ingest): saturate */
+	l->edge[d][0] = base_sat_add(x[0], tot[0]);
+	l->edge[d][1] = base_sat_add(x[1], tot[1]);
 	lv->values = realloc(lv->values, (lv->n + nv) * sizeof(int64_t));
 	if (!lv->values)
 		return -ENOMEM;
@@ -203,8 +204,8 @@ static int lay_node(struct layout *l, json_object *n, size_t d, const int64_t x[
 		if (ret)
 			return ret;
 		node_value(jget(k, "total"), kt);
-		cx[0] += kt[0];
-		cx[1] += kt[1];
+		cx[0] = base_sat_add(cx[0], kt[0]);
+		cx[1] = base_sat_add(cx[1], kt[1]);
 	}
 	return 0;
 }
@@ -232,7 +233,7 @@ static int lay_tree(json_object *o, bool diff, struct pyro_flame *out)
 	if (ret)
 		goto cleanup;
 	node_value(jget(tree, "total"), tot);
-	out->total = diff ? tot[0] + tot[1] : tot[0];
+	out->total = diff ? base_sat_add(tot[0], tot[1]) : tot[0];
 	out->left_ticks = tot[0];
 	out->right_ticks = tot[1];
 cleanup:
@@ -636,7 +637,7 @@ static int render_diff(struct server_req *r, FILE *f, char *err, size_t errlen)
 	if (ret)
 		goto cleanup;
 	fputs("{\"version\":1,\"flamebearer\":", f);
-	write_flamebearer(f, &fg, fg.left_ticks + fg.right_ticks);
+	write_flamebearer(f, &fg, base_sat_add(fg.left_ticks, fg.right_ticks));
 	fputc(',', f);
 	write_metadata(f, "double", server_arg(r, "leftQuery"), fg.unit);
 	fprintf(f, ",\"leftTicks\":%lld,\"rightTicks\":%lld}\n", (long long)fg.left_ticks,

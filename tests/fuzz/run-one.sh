@@ -19,7 +19,10 @@ trap 'rm -rf "$corpus"' EXIT
 # A target that needs a tighter bound measures its own CPU time (fuzz_regex does).
 limit=$(cat "tests/fuzz/$name.timeout" 2>/dev/null || echo 10)
 [ "${HEARTH_FUZZ_IDLE:-0}" = 1 ] && [ "$limit" -lt 120 ] && limit=120
-"build/fuzz/$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout="$limit" \
+# a dictionary of the input's words: tests/fuzz/NAME.dict when present
+dict=()
+[ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
+"build/fuzz/$name" -max_total_time="$secs" -rss_limit_mb=2048 -timeout="$limit" "${dict[@]}" \
 	-artifact_prefix="build/fuzz/$name-" "$corpus" > "$corpus.log" 2>&1
 rc=$? # the fuzzer's own status, not a pipe's
 tail -5 "$corpus.log"

@@ -115,6 +115,26 @@ check time_refusals_counted_as_bad_time "$([ "${rej:-0}" -ge 6 ] && echo 1)" "ba
 printf 'main;huge 9007199254740992\n' > "$T/huge.folded"
 st=$(post "/ingest?name=hugefold&sampleRate=1&from=$((NOW - 40))&until=$((NOW - 30))" "$T/huge.folded")
 check folded_count_times_period_no_overflow "$([ "$st" = 200 ] && echo 1)" "$st $(cat "$T/ans")"
+# Pyroscope's render path adds those totals too: two folded stacks of 2^53 at
+# sampleRate=1 (each saturated to INT64_MAX at ingest) made UBSan abort on
+# /pyroscope/render and /pyroscope/render-diff (issue 24, item 9).
+printf 'main;huge 9007199254740992\nmain;other 9007199254740992\n' > "$T/huge2.folded"
+st=$(post "/ingest?name=hugerender&sampleRate=1&from=$((NOW - 40))&until=$((NOW - 30))" "$T/huge2.folded")
+CPU=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+st2=$(curl -s -o "$T/render.json" -w '%{http_code}' --max-time 30 -G "$URL/pyroscope/render" \
+	--data-urlencode "query=$CPU{service_name=\"hugerender\"}" --data-urlencode "from=$((NOW - 100))" \
+	--data-urlencode "until=$((NOW + 100))")
+check render_int64max_sums_saturate \
+	"$([ "$st" = 200 ] && [ "$st2" = 200 ] && grep -q "\"numTicks\":$MAX," "$T/render.json" && echo 1)" \
+	"ingest $st; render $st2 $(head -c 300 "$T/render.json")"
+st2=$(curl -s -o "$T/rdiff.json" -w '%{http_code}' --max-time 30 -G "$URL/pyroscope/render-diff" \
+	--data-urlencode "leftQuery=$CPU{service_name=\"hugerender\"}" \
+	--data-urlencode "rightQuery=$CPU{service_name=\"hugerender\"}" \
+	--data-urlencode "leftFrom=$((NOW - 100))" --data-urlencode "leftUntil=$((NOW + 100))" \
+	--data-urlencode "rightFrom=$((NOW - 100))" --data-urlencode "rightUntil=$((NOW + 100))")
+check render_diff_int64max_sums_saturate \
+	"$([ "$st2" = 200 ] && grep -q "\"numTicks\":$MAX," "$T/rdiff.json" && echo 1)" \
+	"render-diff $st2 $(head -c 300 "$T/rdiff.json")"
 pprof "$T/max.pb" $(((NOW - 30) * 1000000000)) 10000000000 $MAX $MAX
 st=$(post "/ingest?name=maxapp&format=pprof" "$T/max.pb")
 RANGE="from=$((NOW - 100))&until=$((NOW + 100))"
