@@ -233,8 +233,8 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	if (cli_private_dir(cmd, a->data))
 		return -EPERM;
 	server_keep_freed_memory(); /* a server answers merge after merge */
-	/* One thread per connection, each arena keeping up to 64 MiB freed (above):
-	 * a few arenas bound that idle memory whatever the number of clients. */
+	/* A handful of worker threads, each arena keeping up to 64 MiB freed (above):
+	 * a few arenas bound that idle memory whatever the number of threads. */
 	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
 	a->st.sample_labels = ingest_sample_labels; /* the agent's vocabulary */
 	ret = store__open(a->data, &a->st, st, err, sizeof(err));

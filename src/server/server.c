@@ -1,15 +1,17 @@
 /*
- * The HTTP server core: libmicrohttpd daemon (one thread per connection, so a
- * /debug/pprof/profile?seconds=30 waits without blocking other requests), body
- * accumulation bounded by max_body, bearer-token auth, routing, JSON errors and
- * one structured (logfmt) log line per request.
+ * The HTTP server core: the request pipeline every route goes through, on
+ * libmicrohttpd's one epoll event thread (handlers run on workers, server_pool.c),
+ * bearer-token auth, JSON errors and one structured (logfmt) log line per request.
  *
- * Auth and an announced Content-Length over max_body are checked on the headers
- * alone: the 401/413 is queued on the first call of the access handler, before
- * any upload data, so libmicrohttpd answers (and sends no "100 Continue") without
- * reading the body. Otherwise a request body is read completely (or counted and
- * discarded past the limit) before the handler runs, so a handler sees either all
- * of it or a 413. The connection limits are in server.h ("Limits").
+ * The pipeline, declared per route in server_routes.c: on the headers alone, before
+ * any body byte, the token (all but /healthz), the route, the method and an
+ * announced Content-Length over the route's body cap; the 401/404/405/413 is queued
+ * on the first call of the access handler, so libmicrohttpd answers (and sends no
+ * "100 Continue") without reading the body. Otherwise the body is read completely (or
+ * counted and discarded past the cap) before the handler runs, so a handler sees
+ * either all of it or a 413; then the route's memory budget is computed and the
+ * handler runs on its class's workers (its slot). The connection limits are in
+ * server.h ("Limits").
  */
 #include "server_impl.h"
 #include "base/base.h"
@@ -137,11 +139,29 @@ enum MHD_Result server_reply(struct server_req *r, unsigned status, const char *
 	if (len >= SERVER_GZIP_MIN || gz)
 		MHD_add_response_header(resp, "Vary", "Accept-Encoding");
 	MHD_add_response_header(resp, "Content-Type", ctype);
-	ret = MHD_queue_response(r->conn, status, resp);
-	MHD_destroy_response(resp);
-	r->status = status;
+	ret = server_queue(r, status, resp);
 	r->bytes_out = len;
 	return ret;
+}
+
+enum MHD_Result server_queue(struct server_req *r, unsigned status, struct MHD_Response *resp)
+{
+	if (r->resp) /* a second answer: the first one stands */
+		MHD_destroy_response(r->resp);
+	r->resp = resp;
+	r->status = status;
+	return MHD_YES;
+}
+
+/* Queues r's answer, if it has one, on the event thread (the access handler). */
+static enum MHD_Result answer(struct server_req *r, enum MHD_Result ret)
+{
+	if (r->resp) {
+		ret = MHD_queue_response(r->conn, r->status, r->resp);
+		MHD_destroy_response(r->resp);
+		r->resp = NULL;
+	}
+	return r->close ? MHD_NO : ret;
 }
 
 enum MHD_Result server_reply_mem(struct server_req *r, unsigned status, const char *ctype,
@@ -182,6 +202,8 @@ enum MHD_Result server_error(struct server_req *r, unsigned status, enum server_
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (r->route && r->route->reject)
+		return r->route->reject(r, status, why, msg);
 	snprintf(r->error, sizeof(r->error), "%.255s", msg); /* escaped when logged */
 	server_metrics__reject(&r->srv->metrics, why);
 	if (server_mem__open(&m))
@@ -195,25 +217,6 @@ enum MHD_Result server_error(struct server_req *r, unsigned status, enum server_
 const char *server_arg(struct server_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-int server_wait(struct server_req *r, double seconds)
-{
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	struct timespec step = {0, 100 * 1000000};
-	int64_t end = mono_ns() + (int64_t)(seconds * 1e9);
-	char c;
-
-	while (mono_ns() < end) {
-		if (__atomic_load_n(&r->srv->stopping, __ATOMIC_RELAXED))
-			return -ECANCELED;
-		/* 0 bytes at a non-blocking peek: the client closed its end */
-		if (ci && recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
-			return -EPIPE;
-		nanosleep(&step, NULL);
-	}
-	return 0;
 }
 
 /*
@@ -290,10 +293,10 @@ static const char *log_escape(const char *s, bool quoted, char *out, size_t n, s
 /* First allocation of a request body. */
 #define SERVER_BODY_MIN 65536
 
-/* Appends an upload chunk, or counts it as overflow past max_body. */
-static void take_body(struct server *s, struct server_req *r, const char *data, size_t n)
+/* Appends an upload chunk, or counts it as overflow past the route's cap. */
+static void take_body(struct server_req *r, const char *data, size_t n)
 {
-	if (r->too_large || r->len + n > s->max_body) {
+	if (r->too_large || r->len + n > r->max_body) {
 		r->too_large = true;
 		return;
 	}
@@ -307,41 +310,75 @@ static void take_body(struct server *s, struct server_req *r, const char *data, 
 	r->len += n;
 }
 
-static enum MHD_Result too_large(struct server *s, struct server_req *r)
+static enum MHD_Result too_large(struct server_req *r)
 {
+	if (!r->max_body)
+		return server_error(r, 413, SERVER_REJ_TOO_LARGE, "%.200s takes no request body",
+				    r->url);
 	return server_error(r, 413, SERVER_REJ_TOO_LARGE,
-			    "request body is over the limit of %zu bytes", s->max_body);
+			    "request body is over the limit of %zu bytes for %.200s", r->max_body,
+			    r->route->path);
+}
+
+static bool method_ok(const struct server_route *rt, const char *method)
+{
+	return (!strcmp(method, "GET") && (rt->methods & SERVER_M_GET)) ||
+	       (!strcmp(method, "HEAD") && (rt->methods & SERVER_M_HEAD)) ||
+	       (!strcmp(method, "POST") && (rt->methods & SERVER_M_POST));
 }
 
 /*
- * What the headers alone decide, on the access handler's first call: a missing
- * token or an announced body over max_body. The reply is queued before any upload
- * data, so the body is never read (nor a "100 Continue" sent). MHD_YES with
- * nothing queued when the request may go on.
+ * What the headers alone decide, on the access handler's first call: the token, the
+ * route, the method and an announced body over the route's cap. The reply is queued
+ * before any upload data, so the body is never read (nor a "100 Continue" sent).
+ * MHD_YES with nothing queued when the request may go on.
  */
 static enum MHD_Result check_headers(struct server *s, struct server_req *r)
 {
 	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
+	const char *te = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Transfer-Encoding");
+	const struct server_route *rt = r->route = server_route_find(s, r->url);
 	char *end;
 	unsigned long long n;
 
-	if (strcmp(r->url, "/healthz") && !authorized(s, r->conn))
+	if (!(rt && rt->open) && !authorized(s, r->conn))
 		return server_error(r, 401, SERVER_REJ_UNAUTHORIZED,
 				    "missing or wrong 'Authorization: Bearer' token");
+	if (!rt)
+		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no such endpoint '%.200s'",
+				    r->url);
+	if (!method_ok(rt, r->method))
+		return server_error(r, 405, SERVER_REJ_METHOD, "%.200s takes %s, not %.20s", r->url,
+				    rt->methods & SERVER_M_POST ? "POST" : "GET or HEAD",
+				    r->method);
+	r->max_body = rt->max_body == SERVER_BODY_OPT ? s->max_body : rt->max_body;
 	if (cl && *cl) {
 		errno = 0;
 		n = strtoull(cl, &end, 10);
-		if (errno == ERANGE || n > s->max_body)
-			return too_large(s, r);
+		if (errno == ERANGE || n > r->max_body)
+			return too_large(r);
 	}
+	if (!r->max_body && te && *te) /* a chunked body where none is taken */
+		return too_large(r);
 	return MHD_YES;
 }
 
+/* The body is complete: run the handler here (INLINE) or hand it to its class. */
 static enum MHD_Result dispatch(struct server *s, struct server_req *r)
 {
+	const struct server_route *rt = r->route;
+
+	r->dispatched = true;
 	if (r->too_large)
-		return too_large(s, r);
-	return server_route(s, r);
+		return too_large(r);
+	r->budget = rt->budget ? rt->budget(r->len) : 0;
+	server_conn__dispatched(r);
+	if (rt->cls == SERVER_CLASS_INLINE)
+		return rt->handler(s, r);
+	if (server_defer(r, rt->cls, 0, rt->handler))
+		return server_error(r, 503, SERVER_REJ_BUSY,
+				    "the server is stopping; retry on another instance");
+	return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -350,6 +387,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
 	struct server *s = cls;
 	struct server_req *r = *con_cls;
+	enum MHD_Result ret;
 
 	(void)version;
 	if (!r) {
@@ -361,8 +399,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->method = method;
 		r->t0 = mono_ns();
 		*con_cls = r;
-		return check_headers(s, r);
+		server_conn__busy(r);
+		return answer(r, check_headers(s, r));
 	}
+	if (r->resp || r->close) /* a worker's answer, after the connection's resume */
+		return answer(r, MHD_YES);
 	if (r->status) { /* answered from the headers: the body is not wanted */
 		*data_size = 0;
 		return MHD_YES;
@@ -374,11 +415,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				 "no answer: the body took more than %d s", SERVER_BODY_DEADLINE_S);
 			return MHD_NO;
 		}
-		take_body(s, r, data, *data_size);
+		take_body(r, data, *data_size);
 		*data_size = 0;
 		return MHD_YES;
 	}
-	return dispatch(s, r);
+	if (r->dispatched) /* resumed without an answer: a handler's bug */
+		return answer(r, server_error(r, 500, SERVER_REJ_INTERNAL, "no answer was made"));
+	ret = dispatch(s, r);
+	/* deferred: a worker owns r until it resumes the connection */
+	return r->deferred ? ret : answer(r, ret);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -412,6 +457,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			   "method=%s path=%s status=%u dur_ms=%.1f bytes_in=%zu bytes_out=%zu",
 			   method, path, r->status, (double)(mono_ns() - r->t0) / 1e6, r->len,
 			   r->bytes_out);
+	if (r->profile_slot)
+		__atomic_sub_fetch(&s->profiles_in_flight, 1, __ATOMIC_RELAXED);
+	server_conn__idle(r);
+	if (r->resp)
+		MHD_destroy_response(r->resp);
 	free(r->body);
 	free(r);
 	*con_cls = NULL;
@@ -471,8 +521,8 @@ static int start_daemon(struct server *s, const char *listen, char *err, size_t 
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
-	/* poll, not select: connection fds may exceed FD_SETSIZE */
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD;
+	/* one epoll event thread: a connection costs no thread (server_pool.c) */
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
 	const union MHD_DaemonInfo *info;
 
 	if (parse_listen(listen, &ss, &sl)) {
@@ -482,13 +532,12 @@ static int start_daemon(struct server *s, const char *listen, char *err, size_t 
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_MAX_CONNECTIONS,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-				(unsigned)SERVER_MAX_CONN_PER_CLIENT, MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned)SERVER_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				(size_t)SERVER_CONN_MEMORY, MHD_OPTION_END);
+	s->d = MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+	    server_pool__notify, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_MAX_CONNECTIONS,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVER_IDLE_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY, MHD_OPTION_END);
 	if (!s->d) {
 		snprintf(err, errlen, "cannot listen on %s: %s", listen,
 			 strerror(errno ? errno : EADDRINUSE));
@@ -525,12 +574,16 @@ int server__start(const struct server_opts *opts, struct server **out, char *err
 		return ret;
 	}
 	pthread_mutex_init(&s->live_lock, NULL);
-	sem_init(&s->decodes, 0, SERVER_MAX_DECODES);
 	server_metrics__init(&s->metrics);
-	ret = start_daemon(s, opts->listen ? opts->listen : SERVER_DEFAULT_LISTEN, err, errlen);
+	ret = server_pool__start(s);
+	if (ret)
+		snprintf(err, errlen, "cannot start the server's threads: %s", strerror(-ret));
+	else
+		ret = start_daemon(s, opts->listen ? opts->listen : SERVER_DEFAULT_LISTEN, err,
+				   errlen);
 	if (ret) {
+		server_pool__free(s);
 		pthread_mutex_destroy(&s->live_lock);
-		sem_destroy(&s->decodes);
 		free(s->web_root);
 		free(s);
 		return ret;
@@ -548,10 +601,12 @@ void server__stop(struct server *s)
 {
 	if (!s)
 		return;
-	__atomic_store_n(&s->stopping, true, __ATOMIC_RELAXED); /* ends server_wait */
+	__atomic_store_n(&s->stopping, true, __ATOMIC_RELAXED);
+	/* every suspended connection resumed first: MHD_stop_daemon panics on one */
+	server_pool__drain(s);
 	MHD_stop_daemon(s->d);
+	server_pool__free(s);
 	pthread_mutex_destroy(&s->live_lock);
-	sem_destroy(&s->decodes);
 	server_otlp__stop(s);
 	free(s->web_root);
 	free(s);

@@ -35,24 +35,39 @@
 
 /*
  * Limits against clients that would crash, stall or fill the server (docs/api.md,
- * "Limits"). Connections: one thread each, at most SERVER_MAX_CONNECTIONS, of which
- * one client address may hold SERVER_MAX_CONN_PER_CLIENT (so one client cannot take
- * them all); a connection silent for SERVER_IDLE_TIMEOUT_S (in its headers, its body
- * or between keep-alive requests) is closed, and a body must be complete within
- * SERVER_BODY_DEADLINE_S of its headers. Headers take at most SERVER_CONN_MEMORY.
+ * "Limits"; every route's own limits are declared in server_routes.c).
+ *
+ * Connections cost no thread: one event thread (epoll) moves bytes and answers what
+ * cannot block; handlers run on the workers of their class with the connection
+ * suspended. At most SERVER_MAX_CONNECTIONS are open; past SERVER_MAX_CONNECTIONS -
+ * SERVER_CONN_SPARE, each new one closes the oldest connection that is idle or still
+ * sending its headers, so a new client (from any address, the attacker's too, or a
+ * load balancer's) always gets in. Headers must be complete within
+ * SERVER_HEADER_DEADLINE_S of the connection's start (or of the end of its previous
+ * request), a body within SERVER_BODY_DEADLINE_S of its headers; a connection silent
+ * for SERVER_IDLE_TIMEOUT_S is closed. Headers take at most SERVER_CONN_MEMORY.
  */
-#define SERVER_MAX_CONNECTIONS	   256
-#define SERVER_MAX_CONN_PER_CLIENT 32
-#define SERVER_IDLE_TIMEOUT_S	   10
-#define SERVER_BODY_DEADLINE_S	   120
-#define SERVER_CONN_MEMORY	   (32u << 10)
-/* /debug/pprof/profile holds its connection for `seconds`: at most this many at once
- * (429 beyond), so long profiles leave connections for everything else. */
+#define SERVER_MAX_CONNECTIONS	 1024
+#define SERVER_CONN_SPARE	 64
+#define SERVER_IDLE_TIMEOUT_S	 10
+#define SERVER_HEADER_DEADLINE_S 10
+#define SERVER_BODY_DEADLINE_S	 120
+#define SERVER_CONN_MEMORY	 (32u << 10)
+/* /debug/pprof/profile waits `seconds` with its connection suspended (no thread); at
+ * most this many at once (429 beyond). */
 #define SERVER_MAX_PROFILES_IN_FLIGHT 4
-/* Decoding an /ingest body: at most this many at once; a request waits up to
- * SERVER_DECODE_WAIT_S for its turn (503 after). */
+/* Decoding a request body (/ingest, OTLP): SERVER_MAX_DECODES workers; a request
+ * waits up to SERVER_DECODE_WAIT_S for one (503 after). */
 #define SERVER_MAX_DECODES   2
 #define SERVER_DECODE_WAIT_S 10
+/* Store queries (/api, Connect, /pyroscope): SERVER_MAX_QUERIES workers, the same
+ * wait. Small work (/metrics, web files): SERVER_LIGHT_WORKERS. */
+#define SERVER_MAX_QUERIES   2
+#define SERVER_QUERY_WAIT_S  10
+#define SERVER_LIGHT_WORKERS 1
+/* Body cap of the query routes that take a body (Connect): their messages are a
+ * few matchers and a time range. */
+#define SERVER_QUERY_MAX_BODY (1u << 20)
 /* Memory one decode may use: SERVER_MEM_BASE + SERVER_MEM_PER_BODY_BYTE bytes per body
  * byte, at most SERVER_MEM_MAX (server_memory_budget). */
 #define SERVER_MEM_BASE		 (64u << 20)

@@ -5,12 +5,14 @@
  * not decode, says so).
  */
 #include "server_impl.h"
+#include "base/base.h"
 #include "query/query.h"
 #include "server_connect.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Argument name, when given, into *out: a count from 1 to QUERY_MAX_NODES. */
 static int count_arg(struct server_req *r, const char *name, size_t *out, char *err, size_t errlen)
@@ -193,83 +195,61 @@ enum MHD_Result server_h_api(struct server *s, struct server_req *r)
 	return server_reply_mem(r, 200, ctype, &m);
 }
 
-/* The profile of the last `seconds`, from the store (optionally filtered by query). */
-static int stored_profile(struct server_req *r, double seconds, int64_t t0, struct profile **p,
-			  char *err, size_t errlen)
-{
-	struct query_request q = {.query = server_arg(r, "query")};
+/*
+ * GET /debug/pprof/profile?seconds=N, on the event thread: checks the request and
+ * holds one of SERVER_MAX_PROFILES_IN_FLIGHT slots (released when the request ends,
+ * server.c). From a store, the request waits `seconds` suspended, holding no
+ * thread, then runs as a query; a live profile (agent, run) samples on a thread of
+ * its own.
+ */
+static enum MHD_Result pprof_stored(struct server *s, struct server_req *r);
+static enum MHD_Result pprof_live(struct server *s, struct server_req *r);
 
-	q.until_ns = server_now_ns();
-	q.from_ns = t0;
-	(void)seconds;
-	return query_profile(r->srv->store, &q, p, err, errlen);
-}
-
-static enum MHD_Result pprof_run(struct server *s, struct server_req *r, double seconds,
-				 const char *query);
-
-/* Holds one of SERVER_MAX_PROFILES_IN_FLIGHT slots while the profile runs: the
- * request waits `seconds`, holding its connection, and too many such requests
- * would take every connection from the short ones. */
 enum MHD_Result server_h_pprof(struct server *s, struct server_req *r)
 {
 	const char *sec = server_arg(r, "seconds"), *query = server_arg(r, "query");
-	double seconds = 30;
+	bool live = s->opts.live && !(query && *query);
 	char *end;
-	enum MHD_Result ret;
+	int err;
 
+	r->seconds = 30;
 	if (sec && *sec) {
-		seconds = strtod(sec, &end);
-		if (*end || !(seconds > 0) || seconds > SERVER_MAX_PROFILE_SECONDS)
+		r->seconds = strtod(sec, &end);
+		if (*end || !(r->seconds > 0) || r->seconds > SERVER_MAX_PROFILE_SECONDS)
 			return server_error(r, 400, SERVER_REJ_BAD_PARAM,
 					    "seconds '%.32s' is not a duration from 0 to %d", sec,
 					    SERVER_MAX_PROFILE_SECONDS);
 	}
+	if (query && *query && !s->store)
+		return server_error(r, 400, SERVER_REJ_BAD_PARAM,
+				    "this listener has no store to query");
+	if (!live && !s->store)
+		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no profile source");
+	r->profile_slot = true;
 	if (__atomic_add_fetch(&s->profiles_in_flight, 1, __ATOMIC_RELAXED) >
-	    SERVER_MAX_PROFILES_IN_FLIGHT) {
-		__atomic_sub_fetch(&s->profiles_in_flight, 1, __ATOMIC_RELAXED);
+	    SERVER_MAX_PROFILES_IN_FLIGHT)
 		return server_error(
 		    r, 429, SERVER_REJ_BUSY,
 		    "seconds=%g: %d live profiles are already in flight (the limit); "
 		    "retry when one ends",
-		    seconds, SERVER_MAX_PROFILES_IN_FLIGHT);
-	}
-	ret = pprof_run(s, r, seconds, query);
-	__atomic_sub_fetch(&s->profiles_in_flight, 1, __ATOMIC_RELAXED);
-	return ret;
+		    r->seconds, SERVER_MAX_PROFILES_IN_FLIGHT);
+	r->from_ns = server_now_ns();
+	err = live ? server_spawn(r, pprof_live)
+		   : server_defer(r, SERVER_CLASS_QUERY,
+				  base_clock_ns(CLOCK_MONOTONIC) + (int64_t)(r->seconds * 1e9),
+				  pprof_stored);
+	if (err)
+		return server_error(r, 503, SERVER_REJ_BUSY,
+				    "the server is stopping; the profile was not started");
+	return MHD_YES;
 }
 
-static enum MHD_Result pprof_run(struct server *s, struct server_req *r, double seconds,
-				 const char *query)
+static enum MHD_Result pprof_reply(struct server_req *r, int ret, struct profile *p,
+				   const char *err)
 {
-	char err[512] = "";
-	struct profile *p = NULL;
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	int64_t t0 = server_now_ns();
-	int ret;
 
-	if (query && *query && !s->store)
-		return server_error(r, 400, SERVER_REJ_BAD_PARAM,
-				    "this listener has no store to query");
-	if (s->opts.live && !(query && *query)) {
-		pthread_mutex_lock(&s->live_lock); /* one sampling window at a time */
-		ret = s->opts.live(s->opts.ctx, seconds, &p);
-		pthread_mutex_unlock(&s->live_lock);
-		snprintf(err, sizeof(err), "sampling failed: %s", strerror(-ret));
-	} else if (s->store) {
-		ret = server_wait(r, seconds);
-		if (ret == -EPIPE) { /* nobody to answer */
-			snprintf(r->error, sizeof(r->error), "no answer: the client went away");
-			return MHD_NO;
-		}
-		if (ret)
-			return server_error(r, 503, SERVER_REJ_BUSY,
-					    "the server is stopping; the profile was cut short");
-		ret = stored_profile(r, seconds, t0, &p, err, sizeof(err));
-	} else {
-		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no profile source");
-	}
 	if (ret)
 		return query_failed(r, ret, err);
 	ret = pprof_encode(p, &buf, &len);
@@ -279,33 +259,30 @@ static enum MHD_Result pprof_run(struct server *s, struct server_req *r, double 
 	return server_reply(r, 200, "application/octet-stream", (char *)buf, len);
 }
 
-static enum MHD_Result h_healthz(struct server *s, struct server_req *r)
+/* The profile of the request's window, from the store (optionally filtered). */
+static enum MHD_Result pprof_stored(struct server *s, struct server_req *r)
 {
-	(void)s;
-	return server_reply(r, 200, "application/json", strdup("{\"status\": \"ok\"}\n"), 17);
+	struct query_request q = {.query = server_arg(r, "query")};
+	struct profile *p = NULL;
+	char err[512] = "";
+	int ret;
+
+	q.until_ns = server_now_ns();
+	q.from_ns = r->from_ns;
+	ret = query_profile(s->store, &q, &p, err, sizeof(err));
+	return pprof_reply(r, ret, p, err);
 }
 
-enum MHD_Result server_route(struct server *s, struct server_req *r)
+static enum MHD_Result pprof_live(struct server *s, struct server_req *r)
 {
-	if (!strcmp(r->url, "/healthz"))
-		return h_healthz(s, r);
-	if (!strcmp(r->url, "/ingest"))
-		return server_h_ingest(s, r);
-	if (!strcmp(r->url, "/v1development/profiles"))
-		return server_h_otlp(s, r);
-	if (!strcmp(r->url, "/api/targets"))
-		return server_h_targets(s, r);
-	if (!strncmp(r->url, "/api/", 5))
-		return server_h_api(s, r);
-	if (!strcmp(r->url, "/debug/pprof/profile"))
-		return server_h_pprof(s, r);
-	if (!strcmp(r->url, "/metrics"))
-		return server_h_metrics(s, r);
-	if (!strncmp(r->url, "/querier.v1.QuerierService/", 27) ||
-	    !strncmp(r->url, "/pyroscope/", 11)) /* Grafana's Pyroscope data source */
-		return strncmp(r->url, "/pyroscope/", 11) ? server_h_connect(s, r)
-							  : server_h_pyroscope(s, r);
-	if (s->store) /* the web UI, with the API it talks to */
-		return server_h_web(s, r);
-	return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no such endpoint '%.200s'", r->url);
+	struct profile *p = NULL;
+	char err[512] = "";
+	int ret;
+
+	pthread_mutex_lock(&s->live_lock); /* one sampling window at a time */
+	ret = s->opts.live(s->opts.ctx, r->seconds, &p);
+	pthread_mutex_unlock(&s->live_lock);
+	if (ret)
+		snprintf(err, sizeof(err), "sampling failed: %s", strerror(-ret));
+	return pprof_reply(r, ret, p, err);
 }

@@ -65,6 +65,19 @@ static enum MHD_Result connect_error(struct server_req *r, const char *code, uns
 	return server_reply_mem(r, status ? status : code_status(code), "application/json", &m);
 }
 
+enum MHD_Result server_connect_reject(struct server_req *r, unsigned status, enum server_reject why,
+				      const char *msg)
+{
+	const char *code = status == 401		    ? "unauthenticated"
+			   : status == 404 || status == 405 ? "unimplemented"
+			   : status == 413 || status == 429 ? "resource_exhausted"
+			   : status == 503		    ? "unavailable"
+			   : status < 500		    ? "invalid_argument"
+							    : "internal";
+
+	return connect_error(r, code, status, why, msg);
+}
+
 /* An engine error (-EINVAL/-E2BIG: the caller's) as a Connect error. */
 static int engine_err(struct cerr *e, int ret, const char *err)
 {

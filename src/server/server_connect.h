@@ -111,6 +111,10 @@ int pyro_timeline(struct store *s, const struct query_request *q, struct pyro_ti
 
 /* POST /querier.v1.QuerierService/METHOD (server_connect.c). */
 enum MHD_Result server_h_connect(struct server *s, struct server_req *r);
+/* A pipeline rejection (401, 405, 413, 503, ...) in Connect's error shape
+ * ({"code", "message"}), under the same HTTP status. */
+enum MHD_Result server_connect_reject(struct server_req *r, unsigned status,
+				      enum server_reject why, const char *msg);
 /* GET /pyroscope/render, /pyroscope/render-diff, /pyroscope/label-values,
  * /pyroscope/labels (server_render.c). */
 enum MHD_Result server_h_pyroscope(struct server *s, struct server_req *r);

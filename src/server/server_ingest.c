@@ -202,18 +202,6 @@ void server__count_ingest(struct server *s, int64_t samples)
 	server_metrics__ingest(&s->metrics, samples > 0 ? (uint64_t)samples : 0, 0);
 }
 
-int server_decode_slot(struct server *s)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until); /* sem_timedwait's clock */
-	until.tv_sec += SERVER_DECODE_WAIT_S;
-	while (sem_timedwait(&s->decodes, &until))
-		if (errno != EINTR)
-			return -EBUSY;
-	return 0;
-}
-
 enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 {
 	struct ingest_args a = {0};
@@ -226,17 +214,8 @@ enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 	if (!s->store)
 		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "this listener has no store");
 	ret = ingest_args(r, &a, &ok);
-	if (ok && server_decode_slot(s)) {
-		ret = server_error(r, 503, SERVER_REJ_BUSY,
-				   "%d bodies are being decoded (the limit) and none finished "
-				   "within %d s; retry later",
-				   SERVER_MAX_DECODES, SERVER_DECODE_WAIT_S);
-		ok = false;
-	}
-	if (ok) {
+	if (ok) /* on one of the decode workers: the slot is the worker */
 		ret = decode(r, &a, &f);
-		sem_post(&s->decodes);
-	}
 	if (ok && f)
 		ret = store_it(s, r, &a, f);
 	profile_flat__free(f);

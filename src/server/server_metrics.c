@@ -161,6 +161,7 @@ enum MHD_Result server_h_metrics(struct server *s, struct server_req *r)
 		fprintf(mem.f, "hearth_rejected_requests_total{reason=\"%s\"} %llu\n",
 			reject_names[i], (unsigned long long)GET(&m->rejected[i]));
 	write_histogram(mem.f, m);
+	server_pool__metrics(s, mem.f);
 	write_store(mem.f, s->store);
 	scrape__metrics(s->opts.scrape, mem.f); /* NULL: no scrape config, no lines */
 	if (s->opts.metrics)

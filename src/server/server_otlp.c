@@ -384,7 +384,6 @@ static enum MHD_Result handle(struct server *s, struct server_req *r, bool json)
 enum MHD_Result server_h_otlp(struct server *s, struct server_req *r)
 {
 	const char *ct = header(r, "Content-Type");
-	enum MHD_Result ret;
 	bool json;
 
 	if (strcmp(r->method, "POST"))
@@ -400,12 +399,5 @@ enum MHD_Result server_h_otlp(struct server *s, struct server_req *r)
 		    "application/json)",
 		    ct ? ct : "");
 	json = ctype_is(ct, "application/json");
-	if (server_decode_slot(s))
-		return server_error(r, 503, SERVER_REJ_BUSY,
-				    "%d bodies are being decoded (the limit) and none finished "
-				    "within %d s; retry later",
-				    SERVER_MAX_DECODES, SERVER_DECODE_WAIT_S);
-	ret = handle(s, r, json);
-	sem_post(&s->decodes);
-	return ret;
+	return handle(s, r, json); /* on a decode worker: the slot is the worker */
 }

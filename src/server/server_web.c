@@ -80,9 +80,7 @@ static enum MHD_Result reply_file(struct server_req *r, const char *ctype, const
 			len = 0;
 		}
 	}
-	ret = MHD_queue_response(r->conn, status, resp);
-	MHD_destroy_response(resp);
-	r->status = status;
+	ret = server_queue(r, status, resp);
 	r->bytes_out = len;
 	return ret;
 }

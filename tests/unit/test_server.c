@@ -10,6 +10,7 @@
 #include "ingest/ingest.h"
 #include "profile/profile.h"
 #include "server/server.h"
+#include "server/server_impl.h"
 #include "store/store.h"
 
 #include <curl/curl.h>
@@ -443,6 +444,36 @@ TEST(bad_listen)
 	CHECK(strstr(err, "nonsense"));
 cleanup:
 	server__stop(srv);
+}
+
+/* docs/api.md's table of route limits is the route table's (server_limits_write):
+ * a route added or changed without its docs fails here. */
+TEST(docs_list_every_route_limit)
+{
+	char *doc = NULL, *want = NULL, *a, *b;
+	size_t dlen = 0, wlen = 0;
+	FILE *f = fopen("docs/api.md", "r"), *m = open_memstream(&want, &wlen);
+
+	CHECK(f && m);
+	doc = malloc(1 << 20);
+	CHECK(doc);
+	dlen = fread(doc, 1, (1 << 20) - 1, f);
+	doc[dlen] = '\0';
+	server_limits_write(m);
+	fclose(m);
+	m = NULL;
+	CHECK((a = strstr(doc, "<!-- routes:begin")) && (a = strchr(a, '\n')));
+	CHECK((b = strstr(a, "<!-- routes:end -->")));
+	*b = '\0';
+	CHECKF(!strcmp(a + 1, want),
+	       "docs/api.md's route table differs from the code's; put this there:\n%s", want);
+cleanup:
+	if (f)
+		fclose(f);
+	if (m)
+		fclose(m);
+	free(doc);
+	free(want);
 }
 
 /* Which URL paths may name a web UI file (the check behind the 400 answer). */
