@@ -150,6 +150,30 @@ check pprof_int64max_top_saturates \
 curl -s "$URL/api/timeline?query=maxapp%7B%7D&$RANGE" > "$T/tl.json"
 check pprof_int64max_timeline_saturates \
 	"$(grep -q "$MAX" "$T/tl.json" && ! grep -q -- ',-[0-9]' "$T/tl.json" && echo 1)" "$(head -c 300 "$T/tl.json")"
+# Every other writer of those sums (issue 24: "a test that feeds INT64_MAX through
+# every writer"): the API's formats and the diff (of maxapp), and Connect's merges
+# (of hugerender, whose CPU time is INT64_MAX ns per stack), on the ASan
+# build, answered 200 with no negative figure (a wrapped sum) and no sanitizer report.
+for fmt in folded svg pprof topjson; do
+	st=$(curl -s -o "$T/w.$fmt" -w '%{http_code}' --max-time 30 \
+		"$URL/api/profile?format=$fmt&query=maxapp%7B%7D&$RANGE")
+	check "writer_${fmt}_int64max_saturates" \
+		"$([ "$st" = 200 ] && ! grep -aqE -- '(^| |:|")-[0-9]' "$T/w.$fmt" && echo 1)" \
+		"$st $(head -c 300 "$T/w.$fmt")"
+done
+st=$(curl -s -o "$T/w.diff" -w '%{http_code}' --max-time 30 \
+	"$URL/api/diff?left=maxapp%7B%7D&right=maxapp%7B%7D&leftfrom=$((NOW - 100))&leftuntil=$((NOW + 100))&rightfrom=$((NOW - 100))&rightuntil=$((NOW + 100))")
+check writer_diff_int64max_saturates \
+	"$([ "$st" = 200 ] && grep -q "$MAX" "$T/w.diff" && ! grep -q -- '[[,:]-[0-9]' "$T/w.diff" && echo 1)" \
+	"$st $(head -c 300 "$T/w.diff")"
+for m in SelectMergeStacktraces SelectMergeProfile; do
+	st=$(curl -s -o "$T/w.$m" -w '%{http_code}' --max-time 30 -H 'Content-Type: application/json' \
+		--data-binary "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{service_name=\\\"hugerender\\\"}\",\"start\":\"$(((NOW - 100) * 1000))\",\"end\":\"$(((NOW + 100) * 1000))\"}" \
+		"$URL/querier.v1.QuerierService/$m")
+	check "writer_connect_${m}_int64max_saturates" \
+		"$([ "$st" = 200 ] && grep -q "$MAX" "$T/w.$m" && ! grep -q -- '[[,:]"\?-[0-9]' "$T/w.$m" && echo 1)" \
+		"$st $(head -c 300 "$T/w.$m")"
+done
 pprof "$T/neg.pb" $(((NOW - 30) * 1000000000)) 10000000000 5 -3
 st=$(post "/ingest?name=negapp&format=pprof" "$T/neg.pb")
 check pprof_negative_sample_refused "$([ "$st" = 400 ] && grep -q 'negative' "$T/ans" && echo 1)" \
