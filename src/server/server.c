@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <zlib.h>
@@ -548,6 +549,23 @@ static int start_daemon(struct server *s, const char *listen, char *err, size_t 
 	return 0;
 }
 
+/*
+ * Room for SERVER_MAX_CONNECTIONS sockets beside the store's files: a soft limit of
+ * open files under that (1024 is common) is raised toward the hard limit, as Go's
+ * runtime does; otherwise accept(2) fails with EMFILE before the connection table
+ * is full and the eviction of idle connections never starts.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t want = SERVER_MAX_CONNECTIONS + 1024;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+	setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 int server__start(const struct server_opts *opts, struct server **out, char *err, size_t errlen)
 {
 	struct server *s = calloc(1, sizeof(*s));
@@ -573,6 +591,7 @@ int server__start(const struct server_opts *opts, struct server **out, char *err
 		free(s);
 		return ret;
 	}
+	raise_nofile();
 	pthread_mutex_init(&s->live_lock, NULL);
 	server_metrics__init(&s->metrics);
 	ret = server_pool__start(s);
