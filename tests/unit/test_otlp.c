@@ -283,3 +283,33 @@ TEST(otlp_bad_requests_name_the_problem)
 cleanup:
 	otlp_decoded__fini(&d);
 }
+
+/* Issue 24 (4): OTLP/JSON's budget took a tree for 16x its text; [{},...] is 264x.
+ * A 1 MiB unknown member of empty objects (264 MiB of tree) in a request with a
+ * 32 MiB budget passed the old check (1 MiB <= 32 / 16) and is refused now; the
+ * same request without it decodes within that budget. */
+TEST(otlp_json_tree_priced_against_the_budget)
+{
+	struct otlp_opts o = {.json = true, .budget = 32u << 20};
+	struct otlp_decoded d = {0};
+	char err[512] = "", *json = json_request("cpu", "nanoseconds", 50000000, 2), *big = NULL;
+	size_t n = 350000, jl, at;
+
+	CHECK(json);
+	jl = strlen(json);
+	CHECK((big = malloc(jl + 3 * n + 16)));
+	at = (size_t)sprintf(big, "{\"junk\":[");
+	for (size_t i = 0; i < n; i++)
+		at += (size_t)sprintf(big + at, "%s{}", i ? "," : "");
+	at += (size_t)sprintf(big + at, "],");
+	memcpy(big + at, json + 1, jl); /* the request's members, its '}' and NUL */
+	CHECK(otlp_decode((const uint8_t *)big, strlen(big), &o, &d, err, sizeof(err)) == -EFBIG);
+	CHECKF(strstr(err, "would take") && strstr(err, "budget of 32 MiB"), "%s", err);
+	printf("  %zu bytes of {}: %s\n", strlen(big), err);
+	CHECKF(otlp_decode((const uint8_t *)json, jl, &o, &d, err, sizeof(err)) == 0, "%s", err);
+	CHECK(d.n_series == 1);
+cleanup:
+	otlp_decoded__fini(&d);
+	free(json);
+	free(big);
+}
