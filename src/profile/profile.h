@@ -177,6 +177,9 @@ uint64_t *profile__sample_locs_room(struct profile *p, size_t max_n);
  * return 0, or -ENOENT for an index or id out of range.
  */
 size_t profile__n_samples(const struct profile *p);
+/* Heap bytes the model holds (its arrays, indexes, arenas and strings): what a
+ * decoder on a memory budget counts as the model grows. */
+size_t profile__bytes(const struct profile *p);
 int profile__sample(const struct profile *p, size_t i, struct profile_sample *out);
 size_t profile__n_locations(const struct profile *p);
 int profile__get_location(const struct profile *p, uint64_t id, struct profile_location *out);
@@ -489,5 +492,13 @@ int top__rows(const struct top *t, struct top_row **out, size_t *n);
  */
 int profile_text_parse(const char *buf, size_t len, bool lines, int64_t period_ns,
 		       struct profile **out, char *err, size_t errlen);
+/*
+ * profile_text_parse within a memory budget of `budget` bytes (0: none) for the
+ * text's copy, the model (profile__bytes, weighed every few KiB of text) and room
+ * for its flat form (half the model). -EFBIG past it, err naming the line and
+ * the sizes; the parse stops there, a few MiB past the budget at most.
+ */
+int profile_text_parse_budget(const char *buf, size_t len, bool lines, int64_t period_ns,
+			      size_t budget, struct profile **out, char *err, size_t errlen);
 
 #endif /* HEARTH_PROFILE_H */
