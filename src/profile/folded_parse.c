@@ -27,7 +27,7 @@
 
 struct text_parser {
 	struct profile *p;
-	size_t budget; /* 0: none */
+	size_t budget;	/* 0: none */
 	uint64_t *locs; /* scratch, PROFILE_MAX_FRAMES entries */
 	int64_t period_ns;
 	bool lines;
@@ -169,11 +169,8 @@ int profile_text_parse(const char *buf, size_t len, bool lines, int64_t period_n
 int profile_text_parse_budget(const char *buf, size_t len, bool lines, int64_t period_ns,
 			      size_t budget, struct profile **out, char *err, size_t errlen)
 {
-	struct text_parser tp = {.budget = budget,
-				 .period_ns = period_ns,
-				 .lines = lines,
-				 .err = err,
-				 .errlen = errlen};
+	struct text_parser tp = {
+	    .budget = budget, .period_ns = period_ns, .lines = lines, .err = err, .errlen = errlen};
 	char *copy = NULL;
 	size_t lineno = 0, pos = 0, weighed = 0;
 	int ret = -ENOMEM;

@@ -819,7 +819,7 @@ enum MHD_Result server_h_connect(struct server *s, struct server_req *r)
 		if (enc && !strcmp(enc, "gzip")) {
 			if (inflate_body(r, budget))
 				return MHD_YES; /* answered */
-			budget -= r->len; /* the inflated body's share */
+			budget -= r->len;	/* the inflated body's share */
 		}
 		r->is_query = true;
 		return call(s, r, &methods[i], json == 1, budget);

@@ -13,8 +13,8 @@
  *
  * Decoding is where a small body turns into a lot of memory (a 250 KiB gzip can
  * inflate to 256 MiB of tiny messages): a pprof, and a text format's model, decode
- * within a budget sized by its body (server_memory_budget), and at most SERVER_MAX_DECODES bodies decode at
- * once, so the peak is bounded by a few budgets whatever the number of clients.
+ * within a budget sized by its body (server_memory_budget), and at most SERVER_MAX_DECODES bodies
+ * decode at once, so the peak is bounded by a few budgets whatever the number of clients.
  */
 #include "server_impl.h"
 #include "query/query.h"
@@ -105,9 +105,9 @@ static int decode_text(struct server_req *r, const struct ingest_args *a, size_t
 		       struct profile_flat **f, char *err, size_t errlen)
 {
 	struct profile *p = NULL;
-	int ret = profile_text_parse_budget((const char *)r->body, r->len,
-					    !strcmp(a->format, "lines"), 1000000000 / a->rate,
-					    budget, &p, err, errlen);
+	int ret =
+	    profile_text_parse_budget((const char *)r->body, r->len, !strcmp(a->format, "lines"),
+				      1000000000 / a->rate, budget, &p, err, errlen);
 
 	if (!ret && (ret = profile__to_flat(p, f)))
 		snprintf(err, errlen, "%s", strerror(-ret));

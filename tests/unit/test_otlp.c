@@ -329,8 +329,9 @@ static char *profiles_request(size_t empty, size_t full, bool bare)
 
 	if (!s)
 		return NULL;
-	n += (size_t)snprintf(s + n, cap - n, "{\"resourceProfiles\":[{\"scopeProfiles\":[{"
-					      "\"profiles\":[");
+	n += (size_t)snprintf(s + n, cap - n,
+			      "{\"resourceProfiles\":[{\"scopeProfiles\":[{"
+			      "\"profiles\":[");
 	for (size_t i = 0; i < empty + full; i++) {
 		n += (size_t)snprintf(s + n, cap - n, "%s", i ? "," : "");
 		n += (size_t)snprintf(s + n, cap - n, prof, i < empty ? "" : samples);
@@ -352,10 +353,10 @@ TEST(otlp_empty_profiles_skipped_and_counted)
 	char err[512] = "", *json = profiles_request(1000, 1, false);
 
 	CHECK(json);
-	CHECKF(otlp_decode((const uint8_t *)json, strlen(json), &o, &d, err, sizeof(err)) == 0, "%s",
-	       err);
-	CHECKF(d.n_series == 1 && d.empty == 1000 && d.rejected == 0, "%zu series, %" PRIu64 " empty",
-	       d.n_series, d.empty);
+	CHECKF(otlp_decode((const uint8_t *)json, strlen(json), &o, &d, err, sizeof(err)) == 0,
+	       "%s", err);
+	CHECKF(d.n_series == 1 && d.empty == 1000 && d.rejected == 0,
+	       "%zu series, %" PRIu64 " empty", d.n_series, d.empty);
 	CHECK(d.series[0].flat && !d.series[0].profile && d.series[0].flat->n_samples == 1);
 cleanup:
 	otlp_decoded__fini(&d);
@@ -377,8 +378,8 @@ TEST(otlp_profiles_counted_against_the_budget)
 	printf("  2000 profiles, 6 MiB: %s\n", err);
 	free(json);
 	CHECK((json = profiles_request(0, 200, false)));
-	CHECKF(otlp_decode((const uint8_t *)json, strlen(json), &o, &d, err, sizeof(err)) == 0, "%s",
-	       err);
+	CHECKF(otlp_decode((const uint8_t *)json, strlen(json), &o, &d, err, sizeof(err)) == 0,
+	       "%s", err);
 	CHECK(d.n_series == 200);
 cleanup:
 	otlp_decoded__fini(&d);

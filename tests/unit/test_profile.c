@@ -1563,8 +1563,8 @@ TEST(text_parse_within_budget)
 	CHECK(text);
 	for (size_t i = 0; i < 200000; i++)
 		n += (size_t)snprintf(text + n, cap - n, "%zx 1\n", i);
-	CHECK(profile_text_parse_budget(text, n, false, 10 * MS, 32u << 20, &p, err,
-					sizeof(err)) == -EFBIG);
+	CHECK(profile_text_parse_budget(text, n, false, 10 * MS, 32u << 20, &p, err, sizeof(err)) ==
+	      -EFBIG);
 	CHECKF(!p && strstr(err, "over the memory budget of 32 MiB"), "%s", err);
 	printf("  %zu bytes of folded text, 32 MiB: %s\n", n, err);
 	before = heap_in_use();
