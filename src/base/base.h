@@ -14,6 +14,7 @@
  *   base_clock_ns  a clock read as nanoseconds
  *   base_hex_digit the value of one hex digit
  *   base_json_string  a string as a JSON literal
+ *   base_json_cost    what json-c's tree of a JSON text will take, before parsing
  *
  * Nothing here knows any other hearth module: every module may include it, it
  * includes no module. Every name starts with base_.
@@ -93,6 +94,23 @@ static inline int base_hex_digit(char c)
 /* Writes s as a JSON string literal: quotes, \" and \\ escaped, control bytes as
  * \u00XX; other bytes as they are (the caller's strings are UTF-8 or opaque). */
 void base_json_string(FILE *out, const char *s);
+
+/* Nesting base_json_cost follows (deeper: -E2BIG); the decoders allow less. */
+#define BASE_JSON_COST_DEPTH 64
+struct base_json_cost {
+	size_t bytes;	    /* heap json-c 0.16 takes for the text's tree: an upper bound */
+	size_t values;	    /* values of every kind (containers included, keys not) */
+	unsigned max_depth; /* deepest nesting of objects and arrays */
+};
+/*
+ * Prices the tree json-c would build of buf[0, len) (in strict mode), without
+ * building it: a decoder compares out->bytes with its memory budget before
+ * json_tokener runs. Malformed text is priced too (json-c refuses it later, and
+ * costs no more on the way). 0, or -E2BIG when nested deeper than
+ * BASE_JSON_COST_DEPTH (json-c with a lower depth refuses it). Saturates at
+ * SIZE_MAX.
+ */
+int base_json_cost(const char *buf, size_t len, struct base_json_cost *out);
 
 /* ---- hashing ---- */
 

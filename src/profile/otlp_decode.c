@@ -11,7 +11,9 @@
  *             string) is in range before a model is built, so a bad request
  *             builds nothing; the sample locations the models will hold are
  *             counted against the budget too (a stack of 1,000 frames named by a
- *             million samples is a few bytes each on the wire);
+ *             million samples is a few bytes each on the wire), and so is what
+ *             each profile with samples holds once built (OTLP_PROFILE_COST:
+ *             100,000 profiles are a few bytes each on the wire too);
  *   build     per profile: locations made once each (cached by dictionary
  *             index), native frames without lines symbolized through the
  *             caller's callback by build-id, stacks cut at PROFILE_MAX_FRAMES.
@@ -19,7 +21,9 @@
  * A sample of a CPU profile becomes the model's [count, cpu ns] pair as pprof's
  * does (pprof_decode.c): samples/count with the period as the ns per sample,
  * cpu/nanoseconds divided by it. Profiles of other sample types are not stored
- * (counted in rejected, for the OTLP partial-success answer).
+ * (counted in rejected, for the OTLP partial-success answer); profiles without
+ * samples are skipped (counted in empty): each would cost a model and a stored
+ * chunk of nothing.
  */
 #include "otlp_impl.h"
 
@@ -317,6 +321,24 @@ static int check_profiles(struct dec *d)
 	return 0;
 }
 
+/* What the profiles with samples will hold once built (OTLP_PROFILE_COST each,
+ * OTLP_MODEL_COST for the one being built), against what the budget has left. */
+static int check_models(struct dec *d)
+{
+	struct otlp_msg *m = d->m;
+	size_t kept = 0, left = m->limit - m->used;
+
+	for (size_t i = 0; i < m->profiles.n; i++)
+		kept += OTLP_AT(m->profiles, struct otlp_profile, i).n_samples > 0;
+	if (kept && (left < OTLP_MODEL_COST || (left - OTLP_MODEL_COST) / kept < OTLP_PROFILE_COST))
+		return dfail(d, -EFBIG,
+			     "the request has %zu profiles with samples: at %u KiB each, more than "
+			     "the %zu MiB left of its memory budget",
+			     kept, OTLP_PROFILE_COST >> 10, left >> 20);
+	m->used += kept ? OTLP_MODEL_COST + kept * OTLP_PROFILE_COST : 0;
+	return 0;
+}
+
 static int check(struct dec *d)
 {
 	struct otlp_msg *m = d->m;
@@ -340,7 +362,8 @@ static int check(struct dec *d)
 			     "the samples name %" PRIu64 " frames in all, more than the request's "
 			     "memory budget holds",
 			     frames);
-	return 0;
+	m->used += frames * 2 * sizeof(uint64_t);
+	return check_models(d);
 }
 
 /* ---- labels ---- */
@@ -718,6 +741,10 @@ static int build(struct dec *d)
 		struct otlp_series *s = &out->series[out->n_series];
 		bool ns;
 
+		if (!p->n_samples) { /* nothing to store: an empty chunk each, and a model */
+			out->empty++;
+			continue;
+		}
 		if (!cpu_type(type, unit, &ns)) {
 			if (!out->rejected++)
 				snprintf(
@@ -733,6 +760,12 @@ static int build(struct dec *d)
 		err = series_labels(d, p->resource, s);
 		if (!err)
 			err = build_profile(d, p, s);
+		if (!err && d->o->flatten) { /* one model alive at a time */
+			err = profile__to_flat(s->profile, &s->flat);
+			profile__free(s->profile);
+			s->profile = NULL;
+			err = err == -E2BIG ? -ENOMEM : err;
+		}
 	}
 	return err;
 }
@@ -768,6 +801,7 @@ void otlp_decoded__fini(struct otlp_decoded *d)
 		}
 		free(d->series[i].labels);
 		profile__free(d->series[i].profile);
+		profile_flat__free(d->series[i].flat);
 	}
 	free(d->series);
 	d->series = NULL;

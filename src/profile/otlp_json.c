@@ -5,12 +5,14 @@
  * as numbers) into struct otlp_msg, like otlp_wire.c does for the binary form.
  *
  * Parsed with json-c (Debian's libjson-c): strict mode, nesting bounded at
- * OTLP_JSON_DEPTH, the whole body one value. json-c's tree is not on the byte
- * budget, so a body may be at most budget / OTLP_JSON_TREE_FACTOR bytes (a tree
- * takes a few times its text). Bytes fields (profile and trace ids) are not
+ * OTLP_JSON_DEPTH, the whole body one value. json-c's tree is on the byte budget:
+ * base_json_cost prices it before json_tokener runs (up to 264 bytes per byte of
+ * text), the price is charged to the budget while the tree lives, and the tables
+ * read from it get what is left. Bytes fields (profile and trace ids) are not
  * read, so their encoding (base64, or hex for trace ids) does not matter here.
  */
 #include "otlp_impl.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,8 +23,7 @@
 
 /* Deepest nesting accepted: the schema needs 9 (request to a sample's values),
  * attribute values a few more. */
-#define OTLP_JSON_DEPTH	      24
-#define OTLP_JSON_TREE_FACTOR 16
+#define OTLP_JSON_DEPTH 24
 
 struct jr {
 	struct otlp_msg *m;
@@ -486,20 +487,42 @@ static int e_resource_profiles(struct jr *j, struct json_object *o, void *arg)
 	return each(j, o, "scopeProfiles", "scope_profiles", e_scope, NULL);
 }
 
+/* Charges json-c's tree of the text to m's budget (m->used) before it is built;
+ * *cost what to give back once it is freed. 0, -EINVAL (too deep), -EFBIG. */
+static int charge_tree(struct jr *j, const char *buf, size_t len, size_t *cost)
+{
+	struct base_json_cost c;
+
+	*cost = 0;
+	if (len > INT32_MAX)
+		return jfail(j, -EFBIG, "the JSON body is over %d bytes", INT32_MAX);
+	if (base_json_cost(buf, len, &c) || c.max_depth > OTLP_JSON_DEPTH)
+		return jfail(j, -EINVAL, "the JSON is nested deeper than %d levels",
+			     OTLP_JSON_DEPTH);
+	if (c.bytes > j->m->limit - j->m->used)
+		return jfail(j, -EFBIG,
+			     "the JSON body (%zu bytes, %zu values) would take %zu MiB to parse, "
+			     "more than this request's memory budget of %zu MiB",
+			     len, c.values, (c.bytes + (1 << 20) - 1) >> 20, j->m->limit >> 20);
+	j->m->used += c.bytes;
+	*cost = c.bytes;
+	return 0;
+}
+
 int otlp_json__parse(struct otlp_msg *m, const char *buf, size_t len, char *err, size_t errlen)
 {
 	struct jr j = {m, err, errlen};
 	struct json_tokener *tok = NULL;
 	struct json_object *root = NULL, *d;
+	size_t cost;
 	int r;
 
-	if (len > m->limit / OTLP_JSON_TREE_FACTOR || len > INT32_MAX)
-		return jfail(&j, -EFBIG,
-			     "the JSON body is over %zu MiB, the most this request's "
-			     "memory budget parses",
-			     (m->limit / OTLP_JSON_TREE_FACTOR) >> 20);
-	if (!(tok = json_tokener_new_ex(OTLP_JSON_DEPTH)))
-		return -ENOMEM;
+	if ((r = charge_tree(&j, buf, len, &cost)))
+		return r;
+	if (!(tok = json_tokener_new_ex(OTLP_JSON_DEPTH))) {
+		r = -ENOMEM;
+		goto cleanup;
+	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	root = json_tokener_parse_ex(tok, buf, (int)len);
 	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
@@ -523,6 +546,8 @@ cleanup:
 		jfail(&j, r, "the request needs more than %zu MiB of memory to unpack",
 		      m->limit >> 20);
 	json_object_put(root);
-	json_tokener_free(tok);
+	if (tok) /* json_tokener_free(NULL) is not safe */
+		json_tokener_free(tok);
+	m->used -= cost; /* the tree is gone; the tables keep their share */
 	return r;
 }

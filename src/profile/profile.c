@@ -86,6 +86,22 @@ struct profile {
 	struct label_cache lc;
 };
 
+size_t profile__bytes(const struct profile *p)
+{
+	const struct base_hmap *idx[] = {&p->strs.idx, &p->map_idx, &p->func_idx, &p->loc_idx,
+					 &p->sample_idx};
+	size_t n = sizeof(*p) + p->strs.cap * sizeof(*p->strs.strs) +
+		   base_arena__bytes(&p->strs.arena) + p->cap_maps * sizeof(*p->maps) +
+		   p->cap_funcs * sizeof(*p->funcs) + p->cap_locs * sizeof(*p->locs) +
+		   p->cap_samples * sizeof(*p->samples) + p->cap_comments * sizeof(*p->comments) +
+		   base_arena__bytes(&p->sample_arena) + base_arena__bytes(&p->locs_arena) +
+		   2 * p->lc.cap * sizeof(*p->lc.in);
+
+	for (size_t i = 0; i < sizeof(idx) / sizeof(*idx); i++)
+		n += idx[i]->cap * sizeof(*idx[i]->slots);
+	return n;
+}
+
 struct profile *profile__new(int64_t period_ns)
 {
 	struct profile *p = calloc(1, sizeof(*p));

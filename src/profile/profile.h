@@ -177,6 +177,9 @@ uint64_t *profile__sample_locs_room(struct profile *p, size_t max_n);
  * return 0, or -ENOENT for an index or id out of range.
  */
 size_t profile__n_samples(const struct profile *p);
+/* Heap bytes the model holds (its arrays, indexes, arenas and strings): what a
+ * decoder on a memory budget counts as the model grows. */
+size_t profile__bytes(const struct profile *p);
 int profile__sample(const struct profile *p, size_t i, struct profile_sample *out);
 size_t profile__n_locations(const struct profile *p);
 int profile__get_location(const struct profile *p, uint64_t id, struct profile_location *out);
@@ -350,6 +353,14 @@ void profile_flat__free(struct profile_flat *f);
 #define OTLP_DEFAULT_SERVICE "unknown_service"
 /* __profile_type__ of what OTLP ingest stores (Pyroscope's CPU type ID). */
 #define OTLP_CPU_PROFILE_TYPE "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+/*
+ * What a decoded profile holds on to (measured with mallinfo2: the flat form of a
+ * one-sample profile 1,008 bytes, the series' label slots 384, their strings),
+ * and what the model being built takes before it is flattened (profile__new
+ * 66,416 bytes, its first sample and frame 133,696 more).
+ */
+#define OTLP_PROFILE_COST (4u << 10)
+#define OTLP_MODEL_COST	  (256u << 10)
 /* Memory budget of a decode when the caller gives none. */
 #define OTLP_DEFAULT_BUDGET (256u << 20)
 
@@ -370,6 +381,7 @@ typedef int (*otlp_symbolize_fn)(void *ctx, const char *build_id, const char *fi
 struct otlp_opts {
 	bool json;		     /* OTLP/JSON, else binary protobuf */
 	size_t budget;		     /* bytes the parsed tables may take; 0: OTLP_DEFAULT_BUDGET */
+	bool flatten;		     /* each model flattened once built (series.flat) and freed */
 	otlp_symbolize_fn symbolize; /* NULL: frames without lines stay module+0xoff */
 	void *ctx;
 };
@@ -377,16 +389,19 @@ struct otlp_opts {
 struct otlp_label {
 	char *key, *value; /* owned */
 };
-/* One CPU profile of one resource: its series labels and its model (owned). */
+/* One CPU profile of one resource: its series labels and its model (owned), or
+ * with opts.flatten its flat form (owned; profile NULL). */
 struct otlp_series {
 	struct otlp_label *labels;
 	size_t n_labels;
 	struct profile *profile;
+	struct profile_flat *flat;
 };
 struct otlp_decoded {
 	struct otlp_series *series; /* owned */
 	size_t n_series;
 	uint64_t rejected;	 /* profiles not kept: a sample type other than CPU */
+	uint64_t empty;		 /* profiles without samples: skipped, neither kept nor rejected */
 	char reject_reason[256]; /* why the first was not */
 	uint64_t frames_symbolized, frames_unsymbolized; /* native frames without lines */
 };
@@ -397,7 +412,11 @@ struct otlp_decoded {
  * also after a failure). Returns 0, -EINVAL (malformed: err names the message,
  * field or index), -EPROTO (an earlier, incompatible layout: err names the one
  * read), -EFBIG (over the budget), -E2BIG (too many labels), -ENOMEM. Nothing
- * is kept on failure.
+ * is kept on failure. The budget covers the parse (a JSON body's json-c tree
+ * while it lives, then the tables), the models' sample location lists, and
+ * per profile with samples OTLP_PROFILE_COST, plus OTLP_MODEL_COST for the
+ * model being built (opts.flatten: only one lives at a time; without it, each
+ * model is kept and costs more than that). Profiles without samples are skipped.
  */
 int otlp_decode(const uint8_t *buf, size_t len, const struct otlp_opts *o, struct otlp_decoded *out,
 		char *err, size_t errlen);
@@ -473,5 +492,13 @@ int top__rows(const struct top *t, struct top_row **out, size_t *n);
  */
 int profile_text_parse(const char *buf, size_t len, bool lines, int64_t period_ns,
 		       struct profile **out, char *err, size_t errlen);
+/*
+ * profile_text_parse within a memory budget of `budget` bytes (0: none) for the
+ * text's copy, the model (profile__bytes, weighed every few KiB of text) and room
+ * for its flat form (half the model). -EFBIG past it, err naming the line and
+ * the sizes; the parse stops there, a few MiB past the budget at most.
+ */
+int profile_text_parse_budget(const char *buf, size_t len, bool lines, int64_t period_ns,
+			      size_t budget, struct profile **out, char *err, size_t errlen);
 
 #endif /* HEARTH_PROFILE_H */

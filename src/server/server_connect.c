@@ -725,9 +725,9 @@ static enum MHD_Result answer(struct server_req *r, bool json, const ProtobufCMe
 	return server_reply_mem(r, 200, "application/json", &m);
 }
 
-/* Decodes the body, runs the method and answers. */
+/* Decodes the body (a JSON one within budget bytes), runs the method and answers. */
 static enum MHD_Result call(struct server *s, struct server_req *r, const struct method *mt,
-			    bool json)
+			    bool json, size_t budget)
 {
 	ProtobufCMessage *in = NULL, *resp = NULL;
 	struct cerr e = {0};
@@ -738,13 +738,18 @@ static enum MHD_Result call(struct server *s, struct server_req *r, const struct
 	int ret;
 
 	if (json)
-		ret = pbjson_decode(mt->in, (const char *)r->body, r->len, &in, err, sizeof(err));
+		ret = pbjson_decode_budget(mt->in, (const char *)r->body, r->len, budget, &in, err,
+					   sizeof(err));
 	else
 		ret = (in = protobuf_c_message_unpack(mt->in, NULL, r->len, r->body))
 			  ? 0
 			  : (snprintf(err, sizeof(err), "malformed protobuf body (%zu bytes)",
 				      r->len),
 			     -EINVAL);
+	if (ret == -EFBIG) {
+		res = connect_error(r, "resource_exhausted", 413, SERVER_REJ_BOMB, err);
+		goto cleanup;
+	}
 	if (ret == -EINVAL) {
 		res = connect_error(r, "invalid_argument", 0, SERVER_REJ_BAD_QUERY, err);
 		goto cleanup;
@@ -770,16 +775,21 @@ cleanup:
 }
 
 /* A gzipped request body (Connect's Content-Encoding) in place, inflated to at
- * most the server's body limit. 0, or -1 when the error is answered. */
-static int inflate_body(struct server_req *r)
+ * most the server's body limit and half the request's memory budget (a few KiB of
+ * gzip inflate to gigabytes). 0, or -1 when the error is answered. */
+static int inflate_body(struct server_req *r, size_t budget)
 {
+	size_t n, max = r->srv->max_body < budget / 2 ? r->srv->max_body : budget / 2;
+	char msg[256];
 	uint8_t *b;
-	size_t n;
-	int ret = gunzip(r->body, r->len, r->srv->max_body, &b, &n);
+	int ret = gunzip(r->body, r->len, max, &b, &n);
 
+	snprintf(msg, sizeof(msg),
+		 "the gzipped body inflates past %zu MiB: the body limit (--max-body-mb) or half "
+		 "this request's memory budget of %zu MiB (%u MiB + %u bytes per body byte)",
+		 max >> 20, budget >> 20, SERVER_MEM_BASE >> 20, SERVER_MEM_PER_BODY_BYTE);
 	if (ret == -EFBIG)
-		connect_error(r, "resource_exhausted", 413, SERVER_REJ_BOMB,
-			      "the gzipped body inflates past the body limit (--max-body-mb)");
+		connect_error(r, "resource_exhausted", 413, SERVER_REJ_BOMB, msg);
 	else if (ret == -EIO)
 		connect_error(r, "invalid_argument", 0, SERVER_REJ_BAD_FORMAT,
 			      "Content-Encoding is gzip but the body is not valid gzip");
@@ -796,6 +806,8 @@ static int inflate_body(struct server_req *r)
 enum MHD_Result server_h_connect(struct server *s, struct server_req *r)
 {
 	const char *name = r->url + strlen(CONNECT_PREFIX), *enc;
+	/* sized by the bytes on the wire, before any inflating */
+	size_t budget = server_memory_budget(r->len);
 	char msg[300];
 	int json;
 
@@ -817,10 +829,13 @@ enum MHD_Result server_h_connect(struct server *s, struct server_req *r)
 		if (enc && *enc && strcmp(enc, "identity") && strcmp(enc, "gzip"))
 			return connect_error(r, "unimplemented", 0, SERVER_REJ_BAD_FORMAT,
 					     "Content-Encoding must be gzip or identity");
-		if (enc && !strcmp(enc, "gzip") && inflate_body(r))
-			return MHD_YES; /* answered */
+		if (enc && !strcmp(enc, "gzip")) {
+			if (inflate_body(r, budget))
+				return MHD_YES; /* answered */
+			budget -= r->len;	/* the inflated body's share */
+		}
 		r->is_query = true;
-		return call(s, r, &methods[i], json == 1);
+		return call(s, r, &methods[i], json == 1, budget);
 	}
 	snprintf(msg, sizeof(msg), "no method '%.200s' in querier.v1.QuerierService", name);
 	return connect_error(r, "unimplemented", 404, SERVER_REJ_NOT_FOUND, msg);

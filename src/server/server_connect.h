@@ -23,9 +23,14 @@
  * JSON mapping: field names as in the .proto or lowerCamelCase, 64-bit integers
  * as numbers or strings, enums by name or number, null as the default. Unknown
  * fields are ignored (a newer client may send more). 0, -EINVAL (err names the
- * field and what was wrong), -ENOMEM. *out is freed with
- * protobuf_c_message_free_unpacked(*out, NULL).
+ * field and what was wrong), -EFBIG (json-c's tree of the text would take more
+ * than budget / 2 bytes: base_json_cost; err names both), -ENOMEM. *out is
+ * freed with protobuf_c_message_free_unpacked(*out, NULL).
  */
+int pbjson_decode_budget(const ProtobufCMessageDescriptor *d, const char *buf, size_t len,
+			 size_t budget, ProtobufCMessage **out, char *err, size_t errlen);
+/* pbjson_decode_budget with the budget of an identity body of len bytes,
+ * server_memory_budget(len). */
 int pbjson_decode(const ProtobufCMessageDescriptor *d, const char *buf, size_t len,
 		  ProtobufCMessage **out, char *err, size_t errlen);
 /*

@@ -12,9 +12,9 @@
  * stores nothing (the store's append is itself atomic).
  *
  * Decoding is where a small body turns into a lot of memory (a 250 KiB gzip can
- * inflate to 256 MiB of tiny messages): a pprof decodes within a budget sized by
- * its body (server_memory_budget), and at most SERVER_MAX_DECODES bodies decode at
- * once, so the peak is bounded by a few budgets whatever the number of clients.
+ * inflate to 256 MiB of tiny messages): a pprof, and a text format's model, decode
+ * within a budget sized by its body (server_memory_budget), and at most SERVER_MAX_DECODES bodies
+ * decode at once, so the peak is bounded by a few budgets whatever the number of clients.
  */
 #include "server_impl.h"
 #include "query/query.h"
@@ -100,13 +100,14 @@ static int pprof_bytes(struct server_req *r, const uint8_t **b, size_t *n)
 	return 0;
 }
 
-/* The body of a text format (folded, lines) as a flat profile. */
-static int decode_text(struct server_req *r, const struct ingest_args *a, struct profile_flat **f,
-		       char *err, size_t errlen)
+/* The body of a text format (folded, lines) as a flat profile, within budget. */
+static int decode_text(struct server_req *r, const struct ingest_args *a, size_t budget,
+		       struct profile_flat **f, char *err, size_t errlen)
 {
 	struct profile *p = NULL;
-	int ret = profile_text_parse((const char *)r->body, r->len, !strcmp(a->format, "lines"),
-				     1000000000 / a->rate, &p, err, errlen);
+	int ret =
+	    profile_text_parse_budget((const char *)r->body, r->len, !strcmp(a->format, "lines"),
+				      1000000000 / a->rate, budget, &p, err, errlen);
 
 	if (!ret && (ret = profile__to_flat(p, f)))
 		snprintf(err, errlen, "%s", strerror(-ret));
@@ -118,13 +119,20 @@ static int decode_text(struct server_req *r, const struct ingest_args *a, struct
 static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 			      struct profile_flat **f)
 {
+	size_t n, budget = server_memory_budget(r->len);
 	char err[512] = "";
 	const uint8_t *b;
-	size_t n, budget;
 	int ret;
 
 	if (strcmp(a->format, "pprof")) {
-		ret = decode_text(r, a, f, err, sizeof(err));
+		ret = decode_text(r, a, budget, f, err, sizeof(err));
+		if (ret == -EFBIG)
+			return server_error(
+			    r, 413, SERVER_REJ_BOMB,
+			    "%s text needs more than this request's memory budget of %zu MiB "
+			    "(%u MiB + %u bytes per body byte, at most %u MiB): %s",
+			    a->format, budget >> 20, SERVER_MEM_BASE >> 20,
+			    SERVER_MEM_PER_BODY_BYTE, SERVER_MEM_MAX >> 20, err);
 		if (ret == -EINVAL)
 			return server_error(r, 400, SERVER_REJ_BAD_PROFILE,
 					    "malformed %s profile: %s", a->format, err);
@@ -135,7 +143,6 @@ static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 				   "multipart body has no 'profile' field");
 		if (ret)
 			return bad(r, SERVER_REJ_BAD_PROFILE, "malformed multipart body");
-		budget = server_memory_budget(r->len);
 		ret = pprof_decode_flat_budget(b, n, budget, f, err, sizeof(err));
 		if (ret == -EFBIG)
 			return server_error(

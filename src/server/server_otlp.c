@@ -11,6 +11,10 @@
  * labelled and flattened before the first append, so a bad request stores
  * nothing; a request of several CPU profiles is then several appends (a store
  * error in the middle — disk full, series limit — leaves the ones before).
+ * Profiles without samples are skipped (said in the answer's partial success and
+ * the log), and each profile kept is counted against the budget, so the appends
+ * of one request are bounded by its body: at most (budget/2) / OTLP_PROFILE_COST.
+ * There is no batch append yet: each is its own store transaction.
  *
  * Native frames sent without names are symbolized here by build-id through one
  * symbolizer per server (its .build-id tree and DEBUGINFOD_URLS), under a mutex,
@@ -242,9 +246,8 @@ static enum MHD_Result prepare(struct server_req *r, struct otlp_batch *b, bool 
 						    "resource attribute as label %s: %s",
 						    s->labels[k].key, err);
 		}
-		if ((ret = profile__to_flat(s->profile, &b->flats[i])))
-			return server_error(r, 500, SERVER_REJ_INTERNAL, "flattening failed: %s",
-					    strerror(-ret));
+		b->flats[i] = b->dec.series[i].flat; /* flattened by otlp_decode (o.flatten) */
+		b->dec.series[i].flat = NULL;
 		if (!check_time(r, b->flats[i], i))
 			return MHD_YES;
 	}
@@ -299,18 +302,33 @@ static size_t varint_len(uint64_t x)
 	return n;
 }
 
+/* The partial-success message: why profiles were rejected, and how many empty
+ * ones were skipped (OTLP lets a full success carry a message with
+ * rejected_profiles 0, as a warning). */
+static void reply_message(const struct otlp_decoded *d, char *msg, size_t len)
+{
+	int n = snprintf(msg, len, "%s", d->rejected ? d->reject_reason : "");
+
+	if (d->empty && n >= 0 && (size_t)n < len)
+		snprintf(msg + n, len - (size_t)n,
+			 "%s%" PRIu64 " profiles without samples were skipped (nothing to store)",
+			 n ? "; " : "", d->empty);
+}
+
 /* ExportProfilesServiceResponse in the request's encoding: empty, or a partial
- * success naming the profiles not stored. */
+ * success naming the profiles not stored (and those skipped). */
 static enum MHD_Result reply(struct server_req *r, const struct otlp_decoded *d, bool json)
 {
-	const char *msg = d->reject_reason;
-	size_t msg_len = strlen(msg);
+	char msg[384];
+	size_t msg_len;
 	struct server_mem m;
 	uint64_t n = d->rejected;
 
+	reply_message(d, msg, sizeof(msg));
+	msg_len = strlen(msg);
 	if (server_mem__open(&m))
 		return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
-	if (json && n) {
+	if (json && msg_len) {
 		fprintf(m.f,
 			"{\"partialSuccess\":{\"rejectedProfiles\":\"%" PRIu64
 			"\",\"errorMessage\":\"",
@@ -323,11 +341,13 @@ static enum MHD_Result reply(struct server_req *r, const struct otlp_decoded *d,
 		fputs("\"}}\n", m.f);
 	} else if (json) {
 		fputs("{}\n", m.f);
-	} else if (n) { /* 1: partial_success { 1: rejected_profiles, 2: error_message } */
+	} else if (msg_len) { /* 1: partial_success { 1: rejected_profiles, 2: error_message } */
 		fputc(0x0a, m.f);
-		put_varint(m.f, 1 + varint_len(n) + 1 + varint_len(msg_len) + msg_len);
-		fputc(0x08, m.f);
-		put_varint(m.f, n);
+		put_varint(m.f, (n ? 1 + varint_len(n) : 0) + 1 + varint_len(msg_len) + msg_len);
+		if (n) {
+			fputc(0x08, m.f);
+			put_varint(m.f, n);
+		}
 		fputc(0x12, m.f);
 		put_varint(m.f, msg_len);
 		fwrite(msg, 1, msg_len, m.f);
@@ -340,7 +360,7 @@ static enum MHD_Result handle(struct server *s, struct server_req *r, bool json)
 	struct sym_ctx sc = {.s = s,
 			     .deadline_ns = server_now_ns() +
 					    SERVER_OTLP_DEBUGINFOD_WAIT_MS * (int64_t)1000000};
-	struct otlp_opts o = {.json = json, .symbolize = resolve, .ctx = &sc};
+	struct otlp_opts o = {.json = json, .flatten = true, .symbolize = resolve, .ctx = &sc};
 	size_t budget = server_memory_budget(r->len), n;
 	struct otlp_batch b = {0};
 	uint8_t *owned = NULL;
@@ -374,6 +394,10 @@ static enum MHD_Result handle(struct server *s, struct server_req *r, bool json)
 				   "otlp: %" PRIu64 " native frames symbolized, %" PRIu64
 				   " left as module+offset",
 				   b.dec.frames_symbolized, b.dec.frames_unsymbolized);
+		if (b.dec.empty)
+			server_log(s, "info",
+				   "otlp: %" PRIu64 " profiles without samples skipped, %zu stored",
+				   b.dec.empty, b.dec.n_series);
 		ret = reply(r, &b.dec, json);
 	}
 	free(owned);

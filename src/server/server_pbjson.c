@@ -4,7 +4,11 @@
  * (server_connect.c), so each method works on one C struct whichever codec
  * the client chose. JSON text is parsed by json-c; answers are written with
  * fprintf. Requests are outside input: nesting is bounded (PBJSON_MAX_DEPTH),
- * every number is range-checked, and a wrong type names the field.
+ * every number is range-checked, and a wrong type names the field. Memory is
+ * bounded before json-c runs: base_json_cost prices the tree a body would
+ * build (up to 264 bytes per byte of text), and a body whose tree is over half
+ * its budget is refused (the message made from the tree takes less than the
+ * tree: a C value or pointer per JSON node of 64 bytes or more).
  */
 #include "server_connect.h"
 #include "base/base.h"
@@ -349,8 +353,34 @@ static int decode_message(const ProtobufCMessageDescriptor *d, json_object *o, i
 	return ret;
 }
 
+/* Refuses a body whose json-c tree would not fit in half of budget. 0, -EINVAL
+ * (nested too deep), -EFBIG (err names the sizes). */
+static int check_cost(const char *buf, size_t len, size_t budget, char *err, size_t errlen)
+{
+	struct base_json_cost c;
+
+	if (base_json_cost(buf, len, &c) || c.max_depth > PBJSON_MAX_DEPTH + 2) {
+		snprintf(err, errlen, "JSON nested deeper than %d levels", PBJSON_MAX_DEPTH + 2);
+		return -EINVAL;
+	}
+	if (c.bytes > budget / 2) {
+		snprintf(err, errlen,
+			 "the JSON body (%zu bytes, %zu values) would take %zu MiB to parse, over "
+			 "half of this request's memory budget of %zu MiB",
+			 len, c.values, (c.bytes + (1 << 20) - 1) >> 20, budget >> 20);
+		return -EFBIG;
+	}
+	return 0;
+}
+
 int pbjson_decode(const ProtobufCMessageDescriptor *d, const char *buf, size_t len,
 		  ProtobufCMessage **out, char *err, size_t errlen)
+{
+	return pbjson_decode_budget(d, buf, len, server_memory_budget(len), out, err, errlen);
+}
+
+int pbjson_decode_budget(const ProtobufCMessageDescriptor *d, const char *buf, size_t len,
+			 size_t budget, ProtobufCMessage **out, char *err, size_t errlen)
 {
 	struct json_tokener *tok;
 	json_object *o;
@@ -361,8 +391,12 @@ int pbjson_decode(const ProtobufCMessageDescriptor *d, const char *buf, size_t l
 		snprintf(err, errlen, "JSON body over %d bytes", INT_MAX);
 		return -EINVAL;
 	}
+	if ((ret = check_cost(buf, len, budget, err, errlen)))
+		return ret;
 	if (!(tok = json_tokener_new_ex(PBJSON_MAX_DEPTH + 2)))
 		return -ENOMEM;
+	/* strict: the syntax base_json_cost prices (no comments, no single quotes) */
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	o = json_tokener_parse_ex(tok, buf, (int)len);
 	if (!o || json_tokener_get_parse_end(tok) < len) {
 		enum json_tokener_error e = json_tokener_get_error(tok);

@@ -237,4 +237,92 @@ if head -1 "$T/over" | grep -q '^HTTP/1.1 413' && grep -q 'limit of 67108864 byt
 else
 	fail oversized_upload_answered_from_headers "$(head -c 300 "$T/over")"
 fi
+# ---- issue 24: decoders of JSON and text within their memory budget ----
+# The budget of a body of N bytes is 64 MiB + 128 bytes per byte, at most 1 GiB
+# (server_memory_budget); each check resets the peak RSS (clear_refs 5) and says
+# what the server's peak grew by. Figures before the fix are from the issue.
+start_hearth "$T/s4.log" server --data "$T/d4" --listen 127.0.0.1:0 &&
+	s4=$SPID U4=$HURL || { fail server4_start "$(cat "$T/s4.log")"; finish; }
+rss_reset() { echo 5 > "/proc/$s4/clear_refs" 2>/dev/null; peak_rss_kb "$s4"; }
+grown_mib() { echo $((($(peak_rss_kb "$s4") - $1) / 1024)); }
+python3 - "$T" <<'EOF'
+import gzip, sys
+t = sys.argv[1]
+empties = lambda n: b"[" + b",".join([b"{}"] * n) + b"]"
+# (1) Connect: 4 MiB of [{},...] in an unknown field; 8 MiB of it gzipped
+open(t + "/cj", "wb").write(b'{"labelSelector":"{}","junk":' + empties((4 << 20) // 3) + b"}")
+open(t + "/cj.gz", "wb").write(gzip.compress(b'{"junk":' + empties((8 << 20) // 3) + b"}", 9))
+# (4) OTLP/JSON: 8 MiB of {} gzipped
+open(t + "/oj.gz", "wb").write(gzip.compress(b'{"junk":' + empties((8 << 20) // 3) + b"}", 9))
+# (5) OTLP/JSON: 100,000 empty CPU profiles and one with a sample
+prof = b'{"period":"1"}'
+full = (b'{"sampleType":{"typeStrindex":1,"unitStrindex":2},"period":"1",'
+        b'"samples":[{"stackIndex":1,"values":["5"]}]}')
+open(t + "/empty.json", "wb").write(
+    b'{"resourceProfiles":[{"scopeProfiles":[{"profiles":[' + b",".join([prof] * 100000 + [full])
+    + b']}]}],"dictionary":{"stringTable":["","cpu","nanoseconds","f"],'
+    b'"functionTable":[{},{"nameStrindex":3}],"locationTable":[{},{"lines":[{"functionIndex":1}]}],'
+    b'"stackTable":[{},{"locationIndices":[1]}]}}')
+# (11) 32 MiB of folded text, every frame name distinct
+with open(t + "/big.folded", "w") as f:
+    i = 0
+    while f.tell() < 32 << 20:
+        f.write("".join("%x;%x 1\n" % (i + k, i + k + 1) for k in range(0, 20000, 2)))
+        i += 20000
+EOF
+conn="$U4/querier.v1.QuerierService/SelectSeries"
+before=$(rss_reset)
+st=$(http_status "$conn" "$T/cj.out" -H 'Content-Type: application/json' --data-binary @"$T/cj")
+g=$(grown_mib "$before")
+echo "  connect json 4 MiB of {}: $st, peak RSS +$g MiB (before the fix: 200, +799 MB)"
+if [ "$st" = 413 ] && grep -q 'memory budget' "$T/cj.out" && [ "$g" -lt 64 ]; then
+	pass "connect_json_tree_within_budget (+$g MiB)"
+else
+	fail connect_json_tree_within_budget "status $st, +$g MiB: $(head -c 300 "$T/cj.out")"
+fi
+before=$(rss_reset)
+st=$(http_status "$conn" "$T/cjz.out" -H 'Content-Type: application/json' \
+	-H 'Content-Encoding: gzip' --data-binary @"$T/cj.gz")
+g=$(grown_mib "$before")
+echo "  connect gzip $(stat -c %s "$T/cj.gz") bytes (8 MiB of {}): $st, peak RSS +$g MiB (before: 200, +1,056 MB)"
+if [ "$st" = 413 ] && grep -q 'memory budget' "$T/cjz.out" && [ "$g" -lt 64 ]; then
+	pass "connect_gzip_json_within_budget (+$g MiB)"
+else
+	fail connect_gzip_json_within_budget "status $st, +$g MiB: $(head -c 300 "$T/cjz.out")"
+fi
+before=$(rss_reset)
+st=$(http_status "$U4/v1development/profiles" "$T/oj.out" -H 'Content-Type: application/json' \
+	-H 'Content-Encoding: gzip' --data-binary @"$T/oj.gz")
+g=$(grown_mib "$before")
+echo "  otlp gzip $(stat -c %s "$T/oj.gz") bytes (8 MiB of {}): $st, peak RSS +$g MiB (before: 200 {}, +530 MB)"
+if [ "$st" = 413 ] && grep -q 'would take' "$T/oj.out" && [ "$g" -lt 66 ]; then
+	pass "otlp_json_tree_within_budget (+$g MiB, budget 65 MiB)"
+else
+	fail otlp_json_tree_within_budget "status $st, +$g MiB: $(head -c 300 "$T/oj.out")"
+fi
+before=$(rss_reset)
+t0=$(date +%s%N)
+st=$(http_status "$U4/v1development/profiles" "$T/empty.out" -H 'Content-Type: application/json' \
+	--data-binary @"$T/empty.json")
+ms=$((($(date +%s%N) - t0) / 1000000))
+g=$(grown_mib "$before")
+budget=$(((64 << 20) + 128 * $(stat -c %s "$T/empty.json")))
+echo "  otlp 100,000 empty profiles ($(stat -c %s "$T/empty.json") bytes): $st in $ms ms, peak RSS +$g MiB, budget $((budget >> 20)) MiB (before: 258 s, +1 GB, 100,000 chunks)"
+if [ "$st" = 200 ] && grep -q '100000 profiles without samples were skipped' "$T/empty.out" &&
+	grep -q 'profiles without samples skipped, 1 stored' "$T/s4.log" &&
+	[ "$ms" -lt 30000 ] && [ "$g" -lt $((budget >> 20)) ]; then
+	pass "otlp_empty_profiles_skipped ($ms ms, +$g MiB)"
+else
+	fail otlp_empty_profiles_skipped "status $st in $ms ms, +$g MiB: $(head -c 300 "$T/empty.out")"
+fi
+before=$(rss_reset)
+st=$(http_status "$U4/ingest?name=big&format=folded" "$T/folded.out" --data-binary @"$T/big.folded")
+g=$(grown_mib "$before")
+echo "  folded 32 MiB, distinct names: $st, peak RSS +$g MiB, budget 1024 MiB + body (before: 200, RSS 2,045 MB)"
+if [ "$st" = 413 ] && grep -q 'memory budget of 1024 MiB' "$T/folded.out" && [ "$g" -lt 1120 ]; then
+	pass "folded_text_within_budget (+$g MiB)"
+else
+	fail folded_text_within_budget "status $st, +$g MiB: $(head -c 300 "$T/folded.out")"
+fi
+stops_within "$s4" 10 || fail server4_stop "SIGTERM did not stop the server within 10 s"
 finish

@@ -240,3 +240,120 @@ TEST(grow_zeroed_zeroes_only_what_it_adds)
 cleanup:
 	free(a);
 }
+
+/* ---- base_json_cost ---- */
+
+/* Heap in use: what ASan's allocator counts (requested bytes) under ASan, glibc's
+ * chunks otherwise. */
+#if defined(__SANITIZE_ADDRESS__)
+/* from <sanitizer/allocator_interface.h>, which gcc does not install here */
+size_t __sanitizer_get_current_allocated_bytes(void);
+static size_t heap_now(void)
+{
+	return __sanitizer_get_current_allocated_bytes();
+}
+#else
+#include <malloc.h>
+static size_t heap_now(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+#endif
+
+/* "[" elem "," ... "]" of n copies, or "{" "\"kNNNNNN\":" elem ... "}" with keys. */
+static char *json_repeat(const char *elem, size_t n, bool keys)
+{
+	size_t el = strlen(elem), at = 0;
+	char *b = malloc(n * (el + 12) + 3);
+
+	if (!b)
+		return NULL;
+	b[at++] = keys ? '{' : '[';
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			b[at++] = ',';
+		if (keys)
+			at += (size_t)sprintf(b + at, "\"k%07zu\":", i);
+		memcpy(b + at, elem, el);
+		at += el;
+	}
+	b[at++] = keys ? '}' : ']';
+	b[at] = 0;
+	return b;
+}
+
+#include <json-c/json.h>
+
+/* The price is an upper bound of the heap json-c really takes, and within 3x of
+ * it for the shapes that cost the most per byte (the measurements json_cost.c
+ * cites, redone against the library linked here). */
+TEST(json_cost_bounds_json_c_tree)
+{
+	static const struct {
+		const char *elem;
+		size_t n;
+		bool keys;
+	} shapes[] = {
+	    {"{}", 100000, false},	{"[]", 100000, false},	  {"1", 100000, false},
+	    {"1.5", 100000, false},	{"\"x\"", 100000, false}, {"true", 100000, false},
+	    {"null", 100000, false},	{"{\"a\":1}", 50000, false},
+	    {"{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":1,"
+	     "\"k\":1,\"l\":1}",
+	     20000, false},
+	    {"\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"", 50000, false},
+	    {"null", 100000, true},	{"[1,2,3]", 20000, true},
+	};
+	char *b = NULL;
+
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(*shapes); i++) {
+		struct base_json_cost c;
+		struct json_tokener *tok;
+		json_object *o;
+		size_t before, used, len;
+
+		CHECK((b = json_repeat(shapes[i].elem, shapes[i].n, shapes[i].keys)));
+		len = strlen(b);
+		CHECK(base_json_cost(b, len, &c) == 0);
+		before = heap_now();
+		CHECK((tok = json_tokener_new_ex(32)));
+		json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+		o = json_tokener_parse_ex(tok, b, (int)len);
+		used = heap_now() - before;
+		json_tokener_free(tok);
+		json_object_put(o);
+		CHECK(o != NULL);
+		printf("  json_cost %-12.12s x%zu%s: json-c %.1f B/byte of text, priced %.1f\n",
+		       shapes[i].elem, shapes[i].n, shapes[i].keys ? " (members)" : "",
+		       (double)used / (double)len, (double)c.bytes / (double)len);
+		CHECKF(c.bytes >= used, "%s: priced %zu < %zu used", shapes[i].elem, c.bytes, used);
+		CHECKF(c.bytes <= 3 * used + 8192 || used < len, "%s: priced %zu, used %zu",
+		       shapes[i].elem, c.bytes, used);
+		free(b);
+		b = NULL;
+	}
+cleanup:
+	free(b);
+}
+
+TEST(json_cost_counts_strings_keys_and_depth)
+{
+	struct base_json_cost c;
+	/* a ']' and a '{' inside strings, an escaped quote: none is structure */
+	const char *t = "{\"a]\":[\"x\\\"{\", 12, true, null, {\"b\":[]}]}";
+	char deep[BASE_JSON_COST_DEPTH + 2];
+
+	CHECK(base_json_cost(t, strlen(t), &c) == 0);
+	CHECKF(c.values == 8, "%zu", c.values); /* {} [] "x.." 12 true null {} [] */
+	CHECK(c.max_depth == 4);
+	/* [{},{},{}]: the array, three objects, three slots, the tokener's buffer */
+	CHECK(base_json_cost("[{},{},{}]", 10, &c) == 0);
+	CHECKF(c.bytes == 144 + 3 * (784 + 16) + 4096, "%zu", c.bytes);
+	/* unterminated text is priced, not refused (json-c refuses it) */
+	CHECK(base_json_cost("[\"abc", 5, &c) == 0 && c.values == 2);
+	memset(deep, '[', sizeof(deep));
+	CHECK(base_json_cost(deep, BASE_JSON_COST_DEPTH, &c) == 0);
+	CHECK(base_json_cost(deep, sizeof(deep), &c) == -E2BIG);
+cleanup:;
+}

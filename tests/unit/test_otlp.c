@@ -283,3 +283,105 @@ TEST(otlp_bad_requests_name_the_problem)
 cleanup:
 	otlp_decoded__fini(&d);
 }
+
+/* Issue 24 (4): OTLP/JSON's budget took a tree for 16x its text; [{},...] is 264x.
+ * A 1 MiB unknown member of empty objects (264 MiB of tree) in a request with a
+ * 32 MiB budget passed the old check (1 MiB <= 32 / 16) and is refused now; the
+ * same request without it decodes within that budget. */
+TEST(otlp_json_tree_priced_against_the_budget)
+{
+	struct otlp_opts o = {.json = true, .budget = 32u << 20};
+	struct otlp_decoded d = {0};
+	char err[512] = "", *json = json_request("cpu", "nanoseconds", 50000000, 2), *big = NULL;
+	size_t n = 350000, jl, at;
+
+	CHECK(json);
+	jl = strlen(json);
+	CHECK((big = malloc(jl + 3 * n + 16)));
+	at = (size_t)sprintf(big, "{\"junk\":[");
+	for (size_t i = 0; i < n; i++)
+		at += (size_t)sprintf(big + at, "%s{}", i ? "," : "");
+	at += (size_t)sprintf(big + at, "],");
+	memcpy(big + at, json + 1, jl); /* the request's members, its '}' and NUL */
+	CHECK(otlp_decode((const uint8_t *)big, strlen(big), &o, &d, err, sizeof(err)) == -EFBIG);
+	CHECKF(strstr(err, "would take") && strstr(err, "budget of 32 MiB"), "%s", err);
+	printf("  %zu bytes of {}: %s\n", strlen(big), err);
+	CHECKF(otlp_decode((const uint8_t *)json, jl, &o, &d, err, sizeof(err)) == 0, "%s", err);
+	CHECK(d.n_series == 1);
+cleanup:
+	otlp_decoded__fini(&d);
+	free(json);
+	free(big);
+}
+
+/* A JSON request of `empty` profiles without samples then `full` one-sample CPU
+ * profiles (one frame), in one resource; bare: the profiles have nothing but
+ * their samples (no type: a small tree for many profiles). */
+static char *profiles_request(size_t empty, size_t full, bool bare)
+{
+	const char *prof = bare ? "{\"period\":\"1\"%s}"
+				: "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+				  "\"periodType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+				  "\"period\":\"10000000\"%s}";
+	const char *samples = ",\"samples\":[{\"stackIndex\":1,\"values\":[\"5\"]}]";
+	size_t cap = 1024 + (empty + full) * 256, n = 0;
+	char *s = malloc(cap);
+
+	if (!s)
+		return NULL;
+	n += (size_t)snprintf(s + n, cap - n,
+			      "{\"resourceProfiles\":[{\"scopeProfiles\":[{"
+			      "\"profiles\":[");
+	for (size_t i = 0; i < empty + full; i++) {
+		n += (size_t)snprintf(s + n, cap - n, "%s", i ? "," : "");
+		n += (size_t)snprintf(s + n, cap - n, prof, i < empty ? "" : samples);
+	}
+	snprintf(s + n, cap - n,
+		 "]}]}],\"dictionary\":{\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"f\"],"
+		 "\"functionTable\":[{},{\"nameStrindex\":3}],"
+		 "\"locationTable\":[{},{\"lines\":[{\"functionIndex\":1}]}],"
+		 "\"stackTable\":[{},{\"locationIndices\":[1]}]}}");
+	return s;
+}
+
+/* Issue 24 (5): 100,000 empty profiles were 100,000 models and stored chunks. They
+ * are skipped and counted; the profile with samples is kept, flattened. */
+TEST(otlp_empty_profiles_skipped_and_counted)
+{
+	struct otlp_opts o = {.json = true, .flatten = true};
+	struct otlp_decoded d = {0};
+	char err[512] = "", *json = profiles_request(1000, 1, false);
+
+	CHECK(json);
+	CHECKF(otlp_decode((const uint8_t *)json, strlen(json), &o, &d, err, sizeof(err)) == 0,
+	       "%s", err);
+	CHECKF(d.n_series == 1 && d.empty == 1000 && d.rejected == 0,
+	       "%zu series, %" PRIu64 " empty", d.n_series, d.empty);
+	CHECK(d.series[0].flat && !d.series[0].profile && d.series[0].flat->n_samples == 1);
+cleanup:
+	otlp_decoded__fini(&d);
+	free(json);
+}
+
+/* Issue 24 (5): what each kept profile holds is counted: 2,000 one-sample profiles
+ * (8 MiB at OTLP_PROFILE_COST; their JSON tree ~4 MiB) do not fit a 6 MiB budget,
+ * 200 do. */
+TEST(otlp_profiles_counted_against_the_budget)
+{
+	struct otlp_opts o = {.json = true, .flatten = true, .budget = 6u << 20};
+	struct otlp_decoded d = {0};
+	char err[512] = "", *json = profiles_request(0, 2000, true);
+
+	CHECK(json);
+	CHECK(otlp_decode((const uint8_t *)json, strlen(json), &o, &d, err, sizeof(err)) == -EFBIG);
+	CHECKF(strstr(err, "2000 profiles with samples"), "%s", err);
+	printf("  2000 profiles, 6 MiB: %s\n", err);
+	free(json);
+	CHECK((json = profiles_request(0, 200, false)));
+	CHECKF(otlp_decode((const uint8_t *)json, strlen(json), &o, &d, err, sizeof(err)) == 0,
+	       "%s", err);
+	CHECK(d.n_series == 200);
+cleanup:
+	otlp_decoded__fini(&d);
+	free(json);
+}

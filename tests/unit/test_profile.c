@@ -1532,3 +1532,50 @@ cleanup:
 	free(top);
 	profile__free(p);
 }
+
+/* Heap in use: ASan's count of requested bytes under ASan, glibc's chunks otherwise. */
+#if defined(__SANITIZE_ADDRESS__)
+size_t __sanitizer_get_current_allocated_bytes(void);
+static size_t heap_in_use(void)
+{
+	return __sanitizer_get_current_allocated_bytes();
+}
+#else
+#include <malloc.h>
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+#endif
+
+/* Issue 24 (11): folded text was parsed outside any budget (32 MiB of it took
+ * 2 GB). 200,000 lines of distinct one-frame stacks (1.5 MB of text, a ~75 MB
+ * model) are refused on a 32 MiB budget and parsed without one; profile__bytes
+ * is what the model really takes. */
+TEST(text_parse_within_budget)
+{
+	struct profile *p = NULL;
+	size_t cap = 200000 * 16, n = 0, before, used, counted;
+	char err[512] = "", *text = malloc(cap);
+
+	CHECK(text);
+	for (size_t i = 0; i < 200000; i++)
+		n += (size_t)snprintf(text + n, cap - n, "%zx 1\n", i);
+	CHECK(profile_text_parse_budget(text, n, false, 10 * MS, 32u << 20, &p, err, sizeof(err)) ==
+	      -EFBIG);
+	CHECKF(!p && strstr(err, "over the memory budget of 32 MiB"), "%s", err);
+	printf("  %zu bytes of folded text, 32 MiB: %s\n", n, err);
+	before = heap_in_use();
+	CHECKF(profile_text_parse_budget(text, n, false, 10 * MS, 0, &p, err, sizeof(err)) == 0,
+	       "%s", err);
+	used = heap_in_use() - before;
+	counted = profile__bytes(p);
+	printf("  model: %zu bytes in use, profile__bytes %zu\n", used, counted);
+	CHECKF(counted >= used * 8 / 10 && counted <= used * 12 / 10, "%zu counted, %zu used",
+	       counted, used);
+cleanup:
+	profile__free(p);
+	free(text);
+}
