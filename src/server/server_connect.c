@@ -807,7 +807,7 @@ enum MHD_Result server_h_connect(struct server *s, struct server_req *r)
 {
 	const char *name = r->url + strlen(CONNECT_PREFIX), *enc;
 	/* sized by the bytes on the wire, before any inflating */
-	size_t budget = server_memory_budget(r->len);
+	size_t budget = r->budget; /* the route's: server_memory_budget(len) */
 	char msg[300];
 	int json;
 

@@ -119,7 +119,7 @@ static int decode_text(struct server_req *r, const struct ingest_args *a, size_t
 static enum MHD_Result decode(struct server_req *r, const struct ingest_args *a,
 			      struct profile_flat **f)
 {
-	size_t n, budget = server_memory_budget(r->len);
+	size_t n, budget = r->budget; /* the route's: server_memory_budget(len) */
 	char err[512] = "";
 	const uint8_t *b;
 	int ret;

@@ -361,7 +361,7 @@ static enum MHD_Result handle(struct server *s, struct server_req *r, bool json)
 			     .deadline_ns = server_now_ns() +
 					    SERVER_OTLP_DEBUGINFOD_WAIT_MS * (int64_t)1000000};
 	struct otlp_opts o = {.json = json, .flatten = true, .symbolize = resolve, .ctx = &sc};
-	size_t budget = server_memory_budget(r->len), n;
+	size_t budget = r->budget, n; /* the route's: server_memory_budget(len) */
 	struct otlp_batch b = {0};
 	uint8_t *owned = NULL;
 	const uint8_t *buf;
