@@ -255,18 +255,20 @@ static enum MHD_Result prepare(struct server_req *r, struct otlp_batch *b, bool 
 	return MHD_YES;
 }
 
+/* Stores every profile of the request in one transaction (one fsync): all or none,
+ * so a refused request stores nothing. */
 static enum MHD_Result store_all(struct server *s, struct server_req *r, struct otlp_batch *b,
 				 int64_t *samples, bool *ok)
 {
 	int64_t now = ingest_now_ns();
+	char err[512] = "";
+	int ret = store__batch_begin(s->store, err, sizeof(err));
 
-	for (size_t i = 0; i < b->dec.n_series; i++) {
+	for (size_t i = 0; !ret && i < b->dec.n_series; i++) {
 		struct store_label labels[SERVER_MAX_LABELS];
 		struct store_append_result res = {0};
 		struct ingest_request req = {
 		    .labels = labels, .n_labels = b->labels[i].n, .profile = b->flats[i]};
-		char err[512] = "";
-		int ret;
 
 		for (size_t k = 0; k < b->labels[i].n; k++)
 			labels[k] =
@@ -276,11 +278,23 @@ static enum MHD_Result store_all(struct server *s, struct server_req *r, struct 
 			req.from_ns = req.until_ns = now;
 		}
 		ret = ingest__store(store__backend(s->store), &req, now, &res, err, sizeof(err));
-		if (ret) {
-			*ok = false;
-			return server_store_failed(r, ret, err);
+		if (ret && b->dec.n_series > 1) { /* name the profile in a request of several */
+			char e2[sizeof(err)];
+
+			snprintf(e2, sizeof(e2), "profile %zu of %zu: %.400s", i + 1,
+				 b->dec.n_series, err);
+			memcpy(err, e2, sizeof(err));
 		}
 		*samples += res.samples;
+	}
+	if (ret) {
+		store__batch_end(s->store, false, NULL, 0);
+		*ok = false;
+		return server_store_failed(r, ret, err);
+	}
+	if ((ret = store__batch_end(s->store, true, err, sizeof(err)))) {
+		*ok = false;
+		return server_store_failed(r, ret, err);
 	}
 	return MHD_YES;
 }

@@ -282,6 +282,15 @@ static void free_ctx(struct store_append_ctx *a)
 	free(a->key);
 }
 
+/* A full disk is the operator's to fix, not a fault of the store or the profile:
+ * say so (the server answers 507), before ROLLBACK resets SQLite's error. */
+static int disk_full(struct store *s, int err)
+{
+	return err == -EIO && (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_FULL ? -ENOSPC
+										      : err;
+}
+
+/* Appends in its own transaction, or in the batch's (store__batch_begin). */
 static int append_locked(struct store_append_ctx *a, struct store_append_result *res)
 {
 	struct store *s = a->s;
@@ -289,20 +298,27 @@ static int append_locked(struct store_append_ctx *a, struct store_append_result 
 	int64_t samples = 0;
 	int err;
 
-	err = alloc_ctx(a) ?: store_exec(s, "BEGIN IMMEDIATE", a->err, a->errlen);
+	if (s->batch && s->batch_failed) {
+		store_set_err(a->err, a->errlen, "an earlier profile of this batch failed");
+		return -ECANCELED;
+	}
+	err = alloc_ctx(a) ?: (s->batch ? 0 : store_exec(s, "BEGIN IMMEDIATE", a->err, a->errlen));
 	if (err)
 		goto cleanup;
-	err = write_append(a, &rows, &samples) ?: store_exec(s, "COMMIT", a->err, a->errlen);
+	err = write_append(a, &rows, &samples)
+		  ?: (s->batch ? 0 : store_exec(s, "COMMIT", a->err, a->errlen));
 	if (err) {
-		/* A full disk is the operator's to fix, not a fault of the store or the
-		 * profile: say so (the server answers 507), before ROLLBACK resets it. */
-		if (err == -EIO && (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_FULL)
-			err = -ENOSPC;
+		err = disk_full(s, err);
+		if (s->batch) { /* store__batch_end rolls the whole batch back */
+			s->batch_failed = true;
+			goto cleanup;
+		}
 		store_exec(s, "ROLLBACK", NULL, 0);
 		store_tabs_rollback(s);
 		goto cleanup;
 	}
-	store_tabs_commit(s);
+	if (!s->batch)
+		store_tabs_commit(s);
 	s->stats.profiles++;
 	s->stats.chunks++;
 	s->stats.rows += rows.n;
@@ -322,6 +338,8 @@ cleanup:
 	return err;
 }
 
+static bool in_batch(struct store *s);
+
 /* Checks the arguments, then appends under the store's lock. */
 static int append(struct store_append_ctx *a, struct store_append_result *res, char *err,
 		  size_t errlen)
@@ -338,12 +356,71 @@ static int append(struct store_append_ctx *a, struct store_append_result *res, c
 		       a->err, a->errlen);
 	if (e)
 		return e;
+	if (in_batch(s)) { /* the lock is the batch's: rollups wait for its end */
+		e = append_locked(a, res);
+		free_ctx(a);
+		return e;
+	}
 	pthread_mutex_lock(&s->lock);
 	e = append_locked(a, res);
 	if (!e && !s->opts.no_auto_rollup)
 		store_rollup_due(s, s->newest_ns); /* best effort: store__maintain retries */
 	pthread_mutex_unlock(&s->lock);
 	free_ctx(a);
+	return e;
+}
+
+/* Whether this thread holds s's batch (and so its lock). */
+static bool in_batch(struct store *s)
+{
+	return __atomic_load_n(&s->batch, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(__atomic_load_n(&s->batch_owner, __ATOMIC_RELAXED), pthread_self());
+}
+
+int store__batch_begin(struct store *s, char *err, size_t errlen)
+{
+	int e;
+
+	if (s->ch)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	if ((e = store_exec(s, "BEGIN IMMEDIATE", err, errlen))) {
+		pthread_mutex_unlock(&s->lock);
+		return e;
+	}
+	s->batch_failed = false;
+	s->batch_stats = s->stats;
+	s->batch_newest_ns = s->newest_ns;
+	s->batch_first_ns = s->first_ns;
+	__atomic_store_n(&s->batch_owner, pthread_self(), __ATOMIC_RELAXED);
+	__atomic_store_n(&s->batch, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int store__batch_end(struct store *s, bool commit, char *err, size_t errlen)
+{
+	int e = 0;
+
+	if (s->ch)
+		return 0;
+	if (!in_batch(s))
+		return -EINVAL;
+	if (commit && !s->batch_failed)
+		e = store_exec(s, "COMMIT", err, errlen);
+	if (!commit || s->batch_failed || e) {
+		e = e ? disk_full(s, e) : commit ? -ECANCELED : 0;
+		store_exec(s, "ROLLBACK", NULL, 0);
+		store_tabs_rollback(s);
+		s->stats = s->batch_stats;
+		s->newest_ns = s->batch_newest_ns;
+		s->first_ns = s->batch_first_ns;
+	} else {
+		store_tabs_commit(s);
+	}
+	__atomic_store_n(&s->batch, false, __ATOMIC_RELEASE);
+	if (!e && commit && !s->opts.no_auto_rollup)
+		store_rollup_due(s, s->newest_ns);
+	pthread_mutex_unlock(&s->lock);
 	return e;
 }
 

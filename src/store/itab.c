@@ -189,7 +189,7 @@ const uint8_t *store_itab__key(const struct store_itab *t, uint64_t id, size_t *
 
 void store_itab__commit(struct store_itab *t)
 {
-	t->npend = 0;
+	t->npend = t->nflushed = 0;
 	t->committed = t->n;
 	t->committed_len = t->len;
 }
@@ -207,7 +207,7 @@ int store_itab__rollback(struct store_itab *t)
 		if (id <= t->committed)
 			t->free[t->nfree++] = id; /* the array held it before */
 	}
-	t->npend = 0;
+	t->npend = t->nflushed = 0;
 	t->n = t->committed;
 	t->len = t->committed_len;
 	return reindex(t, t->n);

@@ -340,7 +340,9 @@ int store_flush_tabs(struct store *s)
 		struct store_itab *tab = &s->tabs[t];
 		sqlite3_stmt *st = s->ins_tab[t];
 
-		for (size_t i = 0; i < tab->npend; i++) {
+		/* from the first not yet written: in a batch (store__batch_begin) the
+		 * entries of its earlier appends are in the transaction already */
+		for (size_t i = tab->nflushed; i < tab->npend; i++) {
 			uint64_t id = tab->pend[i];
 			size_t len;
 			const uint8_t *k = store_itab__key(tab, id, &len);
@@ -353,6 +355,7 @@ int store_flush_tabs(struct store *s)
 			if (rc != SQLITE_DONE)
 				return -EIO;
 		}
+		tab->nflushed = tab->npend;
 	}
 	return 0;
 }

@@ -135,6 +135,19 @@ int store__append_flat(struct store *s, const struct profile_flat *f, const char
 		       struct store_append_result *res, char *err, size_t errlen);
 
 /*
+ * One transaction for several appends (the profiles of one request): between
+ * store__batch_begin and store__batch_end, this thread's store__append(_flat) calls
+ * join it, and they are committed together (one fsync) or rolled back together, so
+ * a request stores all of its profiles or none. Other writers wait meanwhile (the
+ * store's lock is held): keep a batch to one request's bounded work. After an append
+ * in the batch fails, the others are refused (-ECANCELED) and store__batch_end rolls
+ * back whatever commit says. On ClickHouse both are no-ops (each insert is its own).
+ * 0 or -errno (err says why).
+ */
+int store__batch_begin(struct store *s, char *err, size_t errlen);
+int store__batch_end(struct store *s, bool commit, char *err, size_t errlen);
+
+/*
  * Background work, bounded per call; call it every minute or so (store__append
  * also rolls up on its own unless opts.no_auto_rollup):
  *  - one bounded step of garbage collection: series no chunk references any

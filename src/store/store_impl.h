@@ -77,6 +77,7 @@ struct store_itab {
 	size_t nfree, cap_free;
 	uint32_t *pend; /* ids given since the last commit, in order */
 	size_t npend, cap_pend;
+	size_t nflushed; /* of pend, written to the database (a batch writes several times) */
 	size_t committed, committed_len; /* n and len at the last commit */
 	uint64_t *slots;		 /* (hash tag | id) or 0; nslots is a power of two */
 	size_t nslots;
@@ -325,6 +326,15 @@ struct store {
 	 * forwards to it and nothing below is used. Owned. */
 	struct chstore *ch;
 	pthread_mutex_t lock;
+	/*
+	 * store__batch_begin..end: one transaction held by batch_owner (under lock) that
+	 * its appends join; the figures below it restored if it rolls back. batch and
+	 * batch_owner are read by other threads' appends (atomic).
+	 */
+	bool batch, batch_failed;
+	pthread_t batch_owner;
+	struct store_stats batch_stats;
+	int64_t batch_newest_ns, batch_first_ns;
 	sqlite3 *db;
 	char *dir, *path;
 	struct store_opts opts;

@@ -13,7 +13,7 @@ start_hearth() { # logfile, args...
 	BG_PIDS+=($pid)
 	for _ in $(seq 200); do
 		local url
-		url=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$log" | head -1)
+		url=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$log" 2>/dev/null | head -1)
 		if [ -n "$url" ]; then
 			SPID=$pid HURL=$url
 			return 0

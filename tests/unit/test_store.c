@@ -137,6 +137,55 @@ cleanup:
 	store__close(s);
 }
 
+/* A batch (one request's profiles) is committed or rolled back whole: after a
+ * rollback neither the rows nor the figures nor the interned stacks remain, and an
+ * append after a failed one in the batch is refused. */
+TEST(batch_commits_or_rolls_back_whole)
+{
+	char dir[300], err[256];
+	struct store *s = NULL;
+	struct profile *p = make(T0, 2, 4, 3), *q = make(T0 + 20 * S, 2, 4, 5);
+	struct store_stats before, st;
+
+	snprintf(dir, sizeof(dir), "%s/batch", unit_tmp_dir());
+	CHECK(p && q);
+	CHECK(store__open(dir, &dflt, &s, err, sizeof(err)) == 0);
+	CHECK(store__stats(s, &before) == 0);
+	/* rolled back: nothing of either profile stays */
+	CHECKF(store__batch_begin(s, err, sizeof(err)) == 0, "%s", err);
+	CHECK(store__append(s, p, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
+	CHECKF(store__append(s, q, NULL, NULL, 0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECK(store__batch_end(s, false, NULL, 0) == 0);
+	CHECK(store__stats(s, &st) == 0);
+	CHECKF(st.profiles == before.profiles && st.samples == before.samples &&
+		   st.stacks == before.stacks,
+	       "after rollback: %llu profiles, %llu samples, %llu stacks",
+	       (unsigned long long)st.profiles, (unsigned long long)st.samples,
+	       (unsigned long long)st.stacks);
+	CHECK(merged_total(s, "", T0, T0 + 60 * S) == 0);
+	/* committed: both, and they survive a reopen */
+	CHECK(store__batch_begin(s, err, sizeof(err)) == 0);
+	CHECK(store__append(s, p, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
+	CHECK(store__append(s, q, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
+	CHECKF(store__batch_end(s, true, err, sizeof(err)) == 0, "%s", err);
+	store__close(s);
+	s = NULL;
+	CHECK(store__open(dir, &dflt, &s, err, sizeof(err)) == 0);
+	CHECK(store__stats(s, &st) == 0);
+	CHECKF(st.profiles == 2 && st.samples == 60 + 100, "%llu profiles, %llu samples",
+	       (unsigned long long)st.profiles, (unsigned long long)st.samples);
+	CHECK(merged_total(s, "", T0, T0 + 60 * S) == 160);
+	/* an append outside any batch still commits on its own */
+	CHECK(store__append(s, p, NULL, NULL, 0, NULL, err, sizeof(err)) == 0);
+	CHECK(merged_total(s, "", T0, T0 + 60 * S) == 220);
+	/* store__batch_end without a batch is refused */
+	CHECK(store__batch_end(s, true, NULL, 0) == -EINVAL);
+cleanup:
+	profile__free(p);
+	profile__free(q);
+	store__close(s);
+}
+
 TEST(rejected_appends_store_nothing)
 {
 	char dir[300], err[256];
