@@ -277,7 +277,7 @@ int query_labels_json(struct store *s, const struct query_request *q, FILE *out,
 		print_set(out, v, n);
 	free(v);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "listing label names");
 }
 
 static const char *series_label(const struct sel_series *ss, const char *name)
@@ -315,7 +315,7 @@ int query_label_values_json(struct store *s, const char *name, const struct quer
 		print_set(out, v, n);
 	free(v);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "listing label values");
 }
 
 int query_series_json(struct store *s, const struct query_request *q, FILE *out, char *err,
@@ -345,7 +345,7 @@ int query_series_json(struct store *s, const struct query_request *q, FILE *out,
 		fputs("]\n", out);
 	}
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "listing series");
 }
 
 /* ---- merge ---- */
@@ -598,7 +598,7 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	free(m.last);
 	base_hmap__fini(&m.map);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "the merge");
 }
 
 /* ---- merge by stack (no sample labels) ---- */
@@ -703,7 +703,7 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 	free(a.ids);
 	free(a.v);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "the merge");
 }
 
 void query_stacks__fini(struct query_stacks *qs)
@@ -898,5 +898,5 @@ int query_timeline_json(struct store *s, const struct query_request *q, FILE *ou
 	free(t.group_of);
 	free(t.names);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "the timeline");
 }
