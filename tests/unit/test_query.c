@@ -974,6 +974,57 @@ static int sel_match(const char *re, bool neg, const char *val, char *err, size_
 }
 
 /*
+ * A selector remembers its regexes' answers per distinct value: 8 matchers of
+ * `(?:.?){1000}` (~3000 instructions a byte) over 20,000 series of 10 jobs run
+ * 80 matches, not 160,000 (41 s a request before). Answers stay right, for !~
+ * too, and past the memo's budget (values matched without being remembered).
+ */
+TEST(regex_answers_are_remembered_per_distinct_value)
+{
+	const char *m = "job=~\"(?:.?){1000}\"";
+	char q[512], err[256] = "", val[300], job[8];
+	struct query_selector *sel = NULL, *neg = NULL, *big = NULL;
+	struct store_label labels[2] = {{"job", job}, {"v", val}};
+	struct store_series ser = {1, STORE_CPU_PROFILE_TYPE, 2, labels};
+	size_t n_match = 0, n_neg = 0, n_big = 0, n_long = 4 * QUERY_REGEX_MEMO_BYTES / 256;
+
+	snprintf(q, sizeof(q), "{%s,%s,%s,%s,%s,%s,%s,%s}", m, m, m, m, m, m, m, m);
+	CHECK(query_selector__parse(q, &sel, err, sizeof(err)) == 0 && sel->n == 8);
+	CHECK(query_selector__parse("{job!~\"j[0-4]\"}", &neg, err, sizeof(err)) == 0);
+	CHECK(query_selector__parse("{v=~\"x.*[0-9]\"}", &big, err, sizeof(err)) == 0);
+	val[0] = 0;
+	for (int i = 0; i < 20000; i++) {
+		snprintf(job, sizeof(job), "j%d", i % 10);
+		n_match += query_selector__match(sel, &ser);
+		n_neg += query_selector__match(neg, &ser);
+	}
+	printf("  8 regex matchers x 20000 series of 10 jobs: %llu regex runs\n",
+	       (unsigned long long)query_selector__regex_runs(sel));
+	CHECKF(n_match == 20000, "%zu", n_match);
+	CHECKF(query_selector__regex_runs(sel) == 80, "%llu",
+	       (unsigned long long)query_selector__regex_runs(sel));
+	CHECKF(n_neg == 10000 && query_selector__regex_runs(neg) == 10, "%zu %llu", n_neg,
+	       (unsigned long long)query_selector__regex_runs(neg));
+	/* distinct 256-byte values for 4x the budget, each seen twice: the first
+	 * quarter is answered from the memo the second time, the rest matched again */
+	memset(val, 'x', 250);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n_long; i++) {
+			snprintf(val + 250, 50, "%05zu", i);
+			n_big += query_selector__match(big, &ser);
+		}
+	CHECKF(n_big == 2 * n_long, "%zu", n_big);
+	CHECKF(query_selector__regex_runs(big) > n_long &&
+		   query_selector__regex_runs(big) < 2 * n_long,
+	       "%llu runs for %zu values", (unsigned long long)query_selector__regex_runs(big),
+	       n_long);
+cleanup:
+	query_selector__free(sel);
+	query_selector__free(neg);
+	query_selector__free(big);
+}
+
+/*
  * The issue's patterns: glibc took ~10 s to compile the first and 17 s to
  * match the second against one 256-byte value. Both must answer right, each
  * compile and match in well under a second (milliseconds without sanitizers).
