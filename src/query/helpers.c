@@ -20,7 +20,6 @@ int query_fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	return code;
 }
 
-
 int query_explain(char *err, size_t errlen, int code, const char *what)
 {
 	if (code && err && errlen && !*err)

@@ -28,7 +28,7 @@ struct query_memo {
 		size_t len;
 		uint32_t m; /* matcher index */
 		bool match; /* the regex's answer (before !~ negates it) */
-	} * e;		/* owned */
+	} * e;		    /* owned */
 	size_t n, cap;
 	struct base_arena strings;
 	size_t bytes;  /* charged against QUERY_REGEX_MEMO_BYTES */

@@ -158,13 +158,13 @@ static void count_bad_series_keys(struct store *s)
 		if (!k || !store_series_labels(k, len, &type, labels, STORE_MAX_SERIES_LABELS, &n))
 			continue;
 		if (++bad <= 10)
-			store_log(s, "series %llu: its stored key (%zu bytes) does not decode; "
-				     "the series is left out of every query",
+			store_log(s,
+				  "series %llu: its stored key (%zu bytes) does not decode; "
+				  "the series is left out of every query",
 				  (unsigned long long)id, len);
 	}
 	if (bad > 10)
-		store_log(s, "%llu series keys in all do not decode",
-			  (unsigned long long)bad);
+		store_log(s, "%llu series keys in all do not decode", (unsigned long long)bad);
 	s->stats.corrupt_series_keys = bad;
 }
 
