@@ -140,7 +140,12 @@ int query_parse_range(const char *from, const char *until, int64_t now_ns, int64
 /* ---- requests ---- */
 
 struct query_request {
-	const char *query;	   /* selector text; NULL/""/"{}" = every series */
+	const char *query; /* selector text; NULL/""/"{}" = every series */
+	/* n_queries selectors instead of query (Connect's matchers, for the
+	 * listings): a series matching any of them is selected, in one pass over
+	 * the series; at most QUERY_MAX_MATCHERS (more: -E2BIG). 0: query alone. */
+	const char *const *queries;
+	size_t n_queries;
 	int64_t from_ns, until_ns; /* [from, until); from > until is -EINVAL */
 	size_t
 	    max_nodes;	 /* tree/top/diff; 0 = QUERY_DEFAULT_MAX_NODES; capped at QUERY_MAX_NODES */

@@ -246,6 +246,47 @@ cleanup:
 	store__close(s);
 }
 
+/*
+ * Several selectors in one request (Connect's matchers): one pass selects the
+ * series any of them matches; more than QUERY_MAX_MATCHERS is refused with the
+ * count and the limit (a request once held 1,000,000 and ran one query each).
+ */
+TEST(listings_of_several_selectors_and_their_limit)
+{
+	struct store *s = fixture("listings_union");
+	const char *two[] = {"{host=\"a\"}", "{host=~\"b\"}"}, *one[] = {"{host=\"a\"}"};
+	const char *many[QUERY_MAX_MATCHERS + 1];
+	struct query_request q = {
+	    .from_ns = T0, .until_ns = T0 + 3600 * S, .queries = two, .n_queries = 2};
+	char err[256] = "", *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+	int rc;
+
+	CHECK(s);
+	CAPTURE(a, query_label_values_json(s, "host", &q, out, err, sizeof(err)));
+	CHECKF(rc == 0, "%d %s", rc, err);
+	CHECK_STREQ(a, "[\"a\",\"b\"]\n");
+	q.queries = one;
+	q.n_queries = 1;
+	CAPTURE(b, query_label_values_json(s, "process", &q, out, err, sizeof(err)));
+	CHECK_STREQ(b, "[\"proc0\"]\n");
+	for (size_t i = 0; i <= QUERY_MAX_MATCHERS; i++)
+		many[i] = "{}";
+	q.queries = many;
+	q.n_queries = QUERY_MAX_MATCHERS; /* at the limit: served */
+	CAPTURE(c, query_series_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(c, "proc0") && strstr(c, "proc1"), "%d %s", rc, err);
+	q.n_queries = QUERY_MAX_MATCHERS + 1;
+	CAPTURE(d, query_labels_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == -E2BIG && strstr(err, "33 label selectors") && strstr(err, "at most 32"),
+	       "%d %s", rc, err);
+cleanup:
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+	store__close(s);
+}
+
 TEST(profile_tree_top_by_host)
 {
 	struct store *s = fixture("tree");
