@@ -20,3 +20,9 @@ int query_fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	return code;
 }
 
+int query_explain(char *err, size_t errlen, int code, const char *what)
+{
+	if (code && err && errlen && !*err)
+		query_fail(err, errlen, code, "%s failed: %s", what, strerror(-code));
+	return code;
+}

@@ -31,10 +31,15 @@ struct sel_series {
 struct selection {
 	struct sel_series *s;
 	size_t n, cap;
-	const struct query_selector *sel;
-	bool cpu_only; /* a merge whose selector names no type (query.h) */
-	char *type;    /* owned: a merge's one profile type; NULL: CPU */
+	/* owned while selecting: the request's selectors (a series matching any
+	 * is selected), and which of them are CPU-only (a merge's selector that
+	 * names no type, query.h; bit i for selector i) */
+	struct query_selector *sel[QUERY_MAX_MATCHERS];
+	size_t n_sel;
+	uint64_t cpu_only;
+	char *type; /* owned: a merge's one profile type; NULL: CPU */
 };
+_Static_assert(QUERY_MAX_MATCHERS <= 64, "cpu_only has one bit per selector");
 
 static void sel_series_fini(struct sel_series *d)
 {
@@ -73,13 +78,27 @@ static int copy_series(struct sel_series *d, const struct store_series *ser)
 	return 0;
 }
 
+/* Whether selector i matches ser: its = / != matchers and type only (regex
+ * false), or all of it. */
+static bool sel_match(const struct selection *sl, size_t i, const struct store_series *ser,
+		      bool regex)
+{
+	if ((sl->cpu_only >> i & 1) && !profile_type_is_cpu(ser->profile_type))
+		return false;
+	if (!query_selector__match_some(sl->sel[i], ser, false))
+		return false;
+	return !regex || query_selector__match_some(sl->sel[i], ser, true);
+}
+
 static int on_series(void *ctx, const struct store_series *ser)
 {
 	struct selection *sl = ctx;
+	bool any = false;
 	int err;
 
-	if (!query_selector__match_some(sl->sel, ser, false) ||
-	    (sl->cpu_only && !profile_type_is_cpu(ser->profile_type)))
+	for (size_t i = 0; i < sl->n_sel && !any; i++)
+		any = sel_match(sl, i, ser, false);
+	if (!any)
 		return 0;
 	if (base_grow((void **)&sl->s, &sl->cap, sl->n + 1, sizeof(*sl->s)))
 		return -ENOMEM;
@@ -116,7 +135,8 @@ static int check_request(const struct query_request *q, char *err, size_t errlen
 	return 0;
 }
 
-/* Keeps the copied series that the selector's regexes match (in order). */
+/* Keeps the copied series that the selector's regexes match (in order); of
+ * several selectors, those that one of them matches whole. */
 static void filter_regex(struct selection *sl)
 {
 	size_t w = 0;
@@ -124,8 +144,11 @@ static void filter_regex(struct selection *sl)
 	for (size_t i = 0; i < sl->n; i++) {
 		struct sel_series *d = &sl->s[i];
 		struct store_series ser = {d->id, d->type, d->n, d->labels};
+		bool keep = sl->n_sel == 1 && query_selector__match_some(sl->sel[0], &ser, true);
 
-		if (query_selector__match_some(sl->sel, &ser, true))
+		for (size_t k = 0; sl->n_sel > 1 && k < sl->n_sel && !keep; k++)
+			keep = sel_match(sl, k, &ser, true);
+		if (keep)
 			sl->s[w++] = *d;
 		else
 			sel_series_fini(d);
@@ -172,22 +195,34 @@ static int one_type(struct selection *sl, char *err, size_t errlen)
 static int select_series(struct store *s, const struct query_request *q, struct selection *sl,
 			 bool merge, char *err, size_t errlen)
 {
-	struct query_selector *sel = NULL;
+	size_t n = q->n_queries ? q->n_queries : 1;
 	int e;
 
 	memset(sl, 0, sizeof(*sl));
-	e = check_request(q, err, errlen) ?: query_selector__parse(q->query, &sel, err, errlen);
-	if (e)
-		return e;
-	sl->sel = sel;
-	sl->cpu_only = merge && !names_type(sel);
-	e = store__series_foreach(s, on_series, sl);
+	e = check_request(q, err, errlen);
+	if (!e && n > QUERY_MAX_MATCHERS)
+		e = query_fail(err, errlen, -E2BIG,
+			       "%zu label selectors in one request; at most %d (the limit of "
+			       "matchers per selector)",
+			       n, QUERY_MAX_MATCHERS);
+	for (size_t i = 0; !e && i < n; i++, sl->n_sel++) {
+		e = query_selector__parse(q->n_queries ? q->queries[i] : q->query, &sl->sel[i], err,
+					  errlen);
+		if (!e && merge && !names_type(sl->sel[i]))
+			sl->cpu_only |= 1ull << i;
+	}
+	if (!e) {
+		e = store__series_foreach(s, on_series, sl);
+		if (e == -EINVAL || e == -E2BIG) /* the store's data, not the request */
+			e = query_fail(err, errlen, -EUCLEAN, "a stored series does not decode");
+	}
 	if (!e)
 		filter_regex(sl);
 	if (!e && merge)
 		e = one_type(sl, err, errlen);
-	query_selector__free(sel);
-	sl->sel = NULL;
+	for (size_t i = 0; i < sl->n_sel; i++)
+		query_selector__free(sl->sel[i]);
+	sl->n_sel = 0;
 	return e;
 }
 
@@ -277,7 +312,7 @@ int query_labels_json(struct store *s, const struct query_request *q, FILE *out,
 		print_set(out, v, n);
 	free(v);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "listing label names");
 }
 
 static const char *series_label(const struct sel_series *ss, const char *name)
@@ -315,7 +350,7 @@ int query_label_values_json(struct store *s, const char *name, const struct quer
 		print_set(out, v, n);
 	free(v);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "listing label values");
 }
 
 int query_series_json(struct store *s, const struct query_request *q, FILE *out, char *err,
@@ -345,7 +380,7 @@ int query_series_json(struct store *s, const struct query_request *q, FILE *out,
 		fputs("]\n", out);
 	}
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "listing series");
 }
 
 /* ---- merge ---- */
@@ -598,7 +633,7 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	free(m.last);
 	base_hmap__fini(&m.map);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "the merge");
 }
 
 /* ---- merge by stack (no sample labels) ---- */
@@ -703,7 +738,7 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 	free(a.ids);
 	free(a.v);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "the merge");
 }
 
 void query_stacks__fini(struct query_stacks *qs)
@@ -898,5 +933,5 @@ int query_timeline_json(struct store *s, const struct query_request *q, FILE *ou
 	free(t.group_of);
 	free(t.names);
 	selection_fini(&sl);
-	return e;
+	return query_explain(err, errlen, e, "the timeline");
 }

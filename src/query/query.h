@@ -40,6 +40,13 @@
 #define QUERY_REGEX_MAX_NESTING 100
 #define QUERY_REGEX_MAX_REPEAT	1000
 #define QUERY_REGEX_MAX_PROG	4096
+/*
+ * Memory one selector may spend remembering its regexes' answers per distinct
+ * label value (many series share a value: job, env, ...), so that a query
+ * matches each distinct value once and not once per series. Past it, values
+ * are matched without being remembered.
+ */
+#define QUERY_REGEX_MEMO_BYTES (1u << 20)
 /* Default and ceiling of maxNodes (tree, top, diff). */
 #define QUERY_DEFAULT_MAX_NODES 2048
 #define QUERY_MAX_NODES		262144 /* the web UI draws 100,000-node trees */
@@ -79,9 +86,15 @@ struct query_matcher {
 	struct query_regex *re; /* owned; compiled value for RE/NRE, else NULL */
 };
 
+struct query_memo;
+
 struct query_selector {
 	size_t n;
 	struct query_matcher *m; /* owned, n entries */
+	/* owned: the regex matchers' answers per (matcher, value), at most
+	 * QUERY_REGEX_MEMO_BYTES; NULL without regex matchers. Filled while
+	 * matching (a selector is used by one thread, as its regexes are). */
+	struct query_memo *memo;
 };
 
 /*
@@ -98,6 +111,9 @@ bool query_selector__match(const struct query_selector *sel, const struct store_
  * the cheap ones can run under the store's lock, the regexes after it. */
 bool query_selector__match_some(const struct query_selector *sel, const struct store_series *ser,
 				bool regex);
+/* Regex matches the selector ran so far (values answered from its memo are not
+ * counted): the work a query did, for tests and benchmarks. */
+uint64_t query_selector__regex_runs(const struct query_selector *sel);
 
 /* ---- time ---- */
 
@@ -124,7 +140,12 @@ int query_parse_range(const char *from, const char *until, int64_t now_ns, int64
 /* ---- requests ---- */
 
 struct query_request {
-	const char *query;	   /* selector text; NULL/""/"{}" = every series */
+	const char *query; /* selector text; NULL/""/"{}" = every series */
+	/* n_queries selectors instead of query (Connect's matchers, for the
+	 * listings): a series matching any of them is selected, in one pass over
+	 * the series; at most QUERY_MAX_MATCHERS (more: -E2BIG). 0: query alone. */
+	const char *const *queries;
+	size_t n_queries;
 	int64_t from_ns, until_ns; /* [from, until); from > until is -EINVAL */
 	size_t
 	    max_nodes;	 /* tree/top/diff; 0 = QUERY_DEFAULT_MAX_NODES; capped at QUERY_MAX_NODES */

@@ -16,5 +16,8 @@
 bool query_same_type(const char *a, const char *b);
 int query_fail(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Gives a failure that has no message yet one ("WHAT failed: strerror"), and
+ * returns code: the server shows err as the whole answer, and "" helps nobody. */
+int query_explain(char *err, size_t errlen, int code, const char *what);
 
 #endif /* HEARTH_QUERY_IMPL_H */

@@ -10,7 +10,10 @@
  * The messages are proto/querier.proto and proto/types.proto (protoc-c);
  * every method is a thin reader of the query engine (server_render.c): a
  * selector is the request's label_selector plus a __profile_type__ matcher,
- * times are ms since the epoch (0: the default range, the last hour).
+ * times are ms since the epoch (0: the default range, the last hour). A list
+ * of matchers (LabelNames, LabelValues, Series) is one engine query over their
+ * union, at most QUERY_MAX_MATCHERS of them: a request once held 1,000,000
+ * and ran one query each.
  */
 #include "server_connect.h"
 #include "base/base.h"
@@ -329,6 +332,25 @@ static int series_labels(json_object *o, char **keep, size_t n_keep, Types__V1__
 	return ret;
 }
 
+/* The label sets of a Series answer, and an index of them by content: with
+ * label_names, distinct series can show the same labels, listed once. */
+struct series_set {
+	Querier__V1__SeriesResponse *out; /* borrowed: labels_set holds the sets */
+	size_t cap;			  /* of out->labels_set */
+	struct base_hmap index;		  /* hash of a label set -> its index */
+};
+
+static uint64_t labels_hash(const Types__V1__Labels *ls)
+{
+	uint64_t h = BASE_HASH_SEED;
+
+	for (size_t i = 0; i < ls->n_labels; i++) { /* the NULs keep ("ab","c") from ("a","bc") */
+		h = base_hash_bytes(h, ls->labels[i]->name, strlen(ls->labels[i]->name) + 1);
+		h = base_hash_bytes(h, ls->labels[i]->value, strlen(ls->labels[i]->value) + 1);
+	}
+	return h;
+}
+
 static bool same_labels(const Types__V1__Labels *a, const Types__V1__Labels *b)
 {
 	if (a->n_labels != b->n_labels)
@@ -340,9 +362,34 @@ static bool same_labels(const Types__V1__Labels *a, const Types__V1__Labels *b)
 	return true;
 }
 
-/* Appends the series of one selector to out, skipping label sets it already has. */
+static bool set_eq(const void *ctx, size_t idx, const void *key)
+{
+	return same_labels(((const struct series_set *)ctx)->out->labels_set[idx], key);
+}
+
+/* Adds ls to the answer unless it has that label set already (ls is then freed). */
+static int series_add(struct series_set *ss, Types__V1__Labels *ls)
+{
+	Querier__V1__SeriesResponse *out = ss->out;
+	uint64_t h = labels_hash(ls);
+
+	if (base_hmap__find(&ss->index, h, set_eq, ss, ls) != SIZE_MAX) {
+		protobuf_c_message_free_unpacked(&ls->base, NULL);
+		return 0;
+	}
+	if (base_grow((void **)&out->labels_set, &ss->cap, out->n_labels_set + 1,
+		      sizeof(*out->labels_set)) ||
+	    base_hmap__insert(&ss->index, h, out->n_labels_set)) {
+		protobuf_c_message_free_unpacked(&ls->base, NULL);
+		return -ENOMEM;
+	}
+	out->labels_set[out->n_labels_set++] = ls;
+	return 0;
+}
+
+/* Appends the series of q's selection (one pass for all its selectors) to ss. */
 static int series_of(struct server *s, struct query_request *q, char **keep, size_t n_keep,
-		     Querier__V1__SeriesResponse *out, size_t *cap, struct cerr *e)
+		     struct series_set *ss, struct cerr *e)
 {
 	json_object *o;
 	char err[512] = "";
@@ -352,20 +399,14 @@ static int series_of(struct server *s, struct query_request *q, char **keep, siz
 		return engine_err(e, ret, err);
 	for (size_t i = 0; !ret && i < json_object_array_length(o); i++) {
 		Types__V1__Labels *ls = NULL;
-		bool dup = false;
 
 		ret = series_labels(json_object_array_get_idx(o, i), keep, n_keep, &ls);
-		for (size_t k = 0; !ret && k < out->n_labels_set && !dup; k++)
-			dup = same_labels(out->labels_set[k], ls);
-		if (ret || dup ||
-		    base_grow((void **)&out->labels_set, cap, out->n_labels_set + 1,
-			      sizeof(*out->labels_set))) {
+		if (ret) {
 			if (ls)
 				protobuf_c_message_free_unpacked(&ls->base, NULL);
-			ret = ret ? ret : dup ? 0 : -ENOMEM;
-			continue;
+			break;
 		}
-		out->labels_set[out->n_labels_set++] = ls;
+		ret = series_add(ss, ls);
 	}
 	json_object_put(o);
 	return ret;
@@ -377,7 +418,7 @@ static int m_series(struct server *s, const ProtobufCMessage *in, ProtobufCMessa
 	const Querier__V1__SeriesRequest *req = (const void *)in;
 	Querier__V1__SeriesResponse *out = malloc(sizeof(*out));
 	struct query_request q = {0};
-	size_t cap = 0;
+	struct series_set ss = {out, 0, {0}};
 	int ret;
 
 	if (!out)
@@ -386,10 +427,11 @@ static int m_series(struct server *s, const ProtobufCMessage *in, ProtobufCMessa
 	*resp = &out->base;
 	if ((ret = range_ms(req->start, req->end, &q, e)))
 		return ret;
-	for (size_t i = 0; !ret && i < (req->n_matchers ? req->n_matchers : 1); i++) {
-		q.query = req->n_matchers ? req->matchers[i] : NULL;
-		ret = series_of(s, &q, req->label_names, req->n_label_names, out, &cap, e);
-	}
+	/* all the matchers in one pass (the engine refuses more than QUERY_MAX_MATCHERS) */
+	q.queries = (const char *const *)req->matchers;
+	q.n_queries = req->n_matchers;
+	ret = series_of(s, &q, req->label_names, req->n_label_names, &ss, e);
+	base_hmap__fini(&ss.index);
 	return ret;
 }
 

@@ -95,7 +95,8 @@ struct pyro_strings {
 };
 void pyro_strings__fini(struct pyro_strings *l);
 /* Label names (values of label `name` when name is non-NULL) of the series
- * selected by any of the n selectors (none: every series) over q's range. */
+ * selected by any of the n selectors (none: q's) over q's range, in one pass
+ * over the series; more than QUERY_MAX_MATCHERS selectors: -E2BIG. */
 int pyro_labels(struct store *s, const struct query_request *q, const char *const *selectors,
 		size_t n, const char *name, struct pyro_strings *out, char *err, size_t errlen);
 

@@ -132,6 +132,12 @@ static void write_store(FILE *f, struct store *st)
 		"hearth_store_corrupt_chunks_total %llu\n",
 		(unsigned long long)ss.corrupt_chunks);
 	fprintf(f,
+		"# HELP hearth_store_corrupt_series_keys Series whose stored key does not"
+		" decode, left out of every query (counted at open).\n"
+		"# TYPE hearth_store_corrupt_series_keys gauge\n"
+		"hearth_store_corrupt_series_keys %llu\n",
+		(unsigned long long)ss.corrupt_series_keys);
+	fprintf(f,
 		"# HELP hearth_store_gc_freed_total Intern-table entries freed by the store's"
 		" garbage collection.\n# TYPE hearth_store_gc_freed_total counter\n"
 		"hearth_store_gc_freed_total %llu\n",

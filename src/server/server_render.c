@@ -373,7 +373,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The label listing of one selector, appended to out. */
+/* The label listing of q's selection, appended to out. */
 static int labels_one(struct store *s, const struct query_request *q, const char *name,
 		      struct pyro_strings *out, size_t *cap, char *err, size_t errlen)
 {
@@ -410,13 +410,14 @@ int pyro_labels(struct store *s, const struct query_request *q, const char *cons
 {
 	struct query_request one = *q;
 	size_t cap = 0, k = 0;
-	int ret = 0;
+	int ret;
 
 	memset(out, 0, sizeof(*out));
-	for (size_t i = 0; i < (n ? n : 1) && !ret; i++) {
-		one.query = n ? selectors[i] : q->query;
-		ret = labels_one(s, &one, name, out, &cap, err, errlen);
-	}
+	/* one pass over the series for all the selectors (their union); the engine
+	 * refuses more than QUERY_MAX_MATCHERS of them (-E2BIG) */
+	one.queries = selectors;
+	one.n_queries = n;
+	ret = labels_one(s, &one, name, out, &cap, err, errlen);
 	if (ret) {
 		pyro_strings__fini(out);
 		return ret;

@@ -137,6 +137,37 @@ static void load_stats(struct store *s)
 		s->first_ns = store_first_window(s->first_ns);
 }
 
+/*
+ * Counts (stats.corrupt_series_keys) and logs the series keys that do not decode
+ * (a damaged store after `hearth recover`). They stay in the table, as a
+ * quarantined chunk stays in its table, for a later look; store__series_foreach
+ * skips them, so the other series are still listed and merged. Logged here, once
+ * per open, and not per query: the first few by id, then the count.
+ */
+static void count_bad_series_keys(struct store *s)
+{
+	struct store_label labels[STORE_MAX_SERIES_LABELS];
+	struct store_itab *tab = &s->tabs[STORE_T_SERIES];
+	uint64_t bad = 0;
+
+	for (uint64_t id = 1; id <= tab->committed; id++) {
+		const char *type;
+		size_t len, n;
+		const uint8_t *k = store_itab__key(tab, id, &len);
+
+		if (!k || !store_series_labels(k, len, &type, labels, STORE_MAX_SERIES_LABELS, &n))
+			continue;
+		if (++bad <= 10)
+			store_log(s,
+				  "series %llu: its stored key (%zu bytes) does not decode; "
+				  "the series is left out of every query",
+				  (unsigned long long)id, len);
+	}
+	if (bad > 10)
+		store_log(s, "%llu series keys in all do not decode", (unsigned long long)bad);
+	s->stats.corrupt_series_keys = bad;
+}
+
 static int prepare_all(struct store *s)
 {
 	char sql[128];
@@ -213,6 +244,7 @@ static int open_db(struct store *s, char *err, size_t errlen)
 		return e;
 	}
 	load_stats(s);
+	count_bad_series_keys(s);
 	if (prepare_all(s)) {
 		store_set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
 		return -EIO;
@@ -544,10 +576,11 @@ int store__series_foreach(struct store *s, int (*fn)(void *ctx, const struct sto
 
 		if (!k)
 			continue; /* freed by the garbage collection */
-		e = store_series_labels(k, len, &ser.profile_type, labels, STORE_MAX_SERIES_LABELS,
-					&ser.n_labels);
-		if (!e)
-			e = fn(ctx, &ser);
+		/* a key that does not decode was counted and logged at open */
+		if (store_series_labels(k, len, &ser.profile_type, labels, STORE_MAX_SERIES_LABELS,
+					&ser.n_labels))
+			continue;
+		e = fn(ctx, &ser);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return e;

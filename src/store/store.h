@@ -188,6 +188,7 @@ struct store_stats {
 	uint64_t locations, strings;  /* live entries of those intern tables */
 	uint64_t intern_bytes;	      /* memory of the in-memory intern tables */
 	uint64_t corrupt_chunks;      /* chunks quarantined because they did not decode */
+	uint64_t corrupt_series_keys; /* series keys that do not decode: left out of queries */
 	uint64_t gc_cycles;	      /* garbage collections completed since open */
 	uint64_t gc_freed;	      /* intern-table entries they freed */
 	uint64_t chunks;	      /* chunks of every level */
@@ -207,7 +208,10 @@ struct store_series {
 };
 
 /* Calls fn for every series in id order; a non-zero return of fn stops and is
- * returned. 0 or -errno. fn runs with the store locked: it must not call into it. */
+ * returned. 0 or -errno. fn runs with the store locked: it must not call into it.
+ * A series whose stored key does not decode is skipped (counted at open in
+ * store_stats.corrupt_series_keys and logged there): one bad key must not make
+ * every listing and merge fail. */
 int store__series_foreach(struct store *s, int (*fn)(void *ctx, const struct store_series *ser),
 			  void *ctx);
 

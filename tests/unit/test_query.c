@@ -246,6 +246,47 @@ cleanup:
 	store__close(s);
 }
 
+/*
+ * Several selectors in one request (Connect's matchers): one pass selects the
+ * series any of them matches; more than QUERY_MAX_MATCHERS is refused with the
+ * count and the limit (a request once held 1,000,000 and ran one query each).
+ */
+TEST(listings_of_several_selectors_and_their_limit)
+{
+	struct store *s = fixture("listings_union");
+	const char *two[] = {"{host=\"a\"}", "{host=~\"b\"}"}, *one[] = {"{host=\"a\"}"};
+	const char *many[QUERY_MAX_MATCHERS + 1];
+	struct query_request q = {
+	    .from_ns = T0, .until_ns = T0 + 3600 * S, .queries = two, .n_queries = 2};
+	char err[256] = "", *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+	int rc;
+
+	CHECK(s);
+	CAPTURE(a, query_label_values_json(s, "host", &q, out, err, sizeof(err)));
+	CHECKF(rc == 0, "%d %s", rc, err);
+	CHECK_STREQ(a, "[\"a\",\"b\"]\n");
+	q.queries = one;
+	q.n_queries = 1;
+	CAPTURE(b, query_label_values_json(s, "process", &q, out, err, sizeof(err)));
+	CHECK_STREQ(b, "[\"proc0\"]\n");
+	for (size_t i = 0; i <= QUERY_MAX_MATCHERS; i++)
+		many[i] = "{}";
+	q.queries = many;
+	q.n_queries = QUERY_MAX_MATCHERS; /* at the limit: served */
+	CAPTURE(c, query_series_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == 0 && strstr(c, "proc0") && strstr(c, "proc1"), "%d %s", rc, err);
+	q.n_queries = QUERY_MAX_MATCHERS + 1;
+	CAPTURE(d, query_labels_json(s, &q, out, err, sizeof(err)));
+	CHECKF(rc == -E2BIG && strstr(err, "33 label selectors") && strstr(err, "at most 32"),
+	       "%d %s", rc, err);
+cleanup:
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+	store__close(s);
+}
+
 TEST(profile_tree_top_by_host)
 {
 	struct store *s = fixture("tree");
@@ -971,6 +1012,57 @@ static int sel_match(const char *re, bool neg, const char *val, char *err, size_
 	query_selector__free(sel);
 	free(q);
 	return rc;
+}
+
+/*
+ * A selector remembers its regexes' answers per distinct value: 8 matchers of
+ * `(?:.?){1000}` (~3000 instructions a byte) over 20,000 series of 10 jobs run
+ * 80 matches, not 160,000 (41 s a request before). Answers stay right, for !~
+ * too, and past the memo's budget (values matched without being remembered).
+ */
+TEST(regex_answers_are_remembered_per_distinct_value)
+{
+	const char *m = "job=~\"(?:.?){1000}\"";
+	char q[512], err[256] = "", val[300], job[8];
+	struct query_selector *sel = NULL, *neg = NULL, *big = NULL;
+	struct store_label labels[2] = {{"job", job}, {"v", val}};
+	struct store_series ser = {1, STORE_CPU_PROFILE_TYPE, 2, labels};
+	size_t n_match = 0, n_neg = 0, n_big = 0, n_long = 4 * QUERY_REGEX_MEMO_BYTES / 256;
+
+	snprintf(q, sizeof(q), "{%s,%s,%s,%s,%s,%s,%s,%s}", m, m, m, m, m, m, m, m);
+	CHECK(query_selector__parse(q, &sel, err, sizeof(err)) == 0 && sel->n == 8);
+	CHECK(query_selector__parse("{job!~\"j[0-4]\"}", &neg, err, sizeof(err)) == 0);
+	CHECK(query_selector__parse("{v=~\"x.*[0-9]\"}", &big, err, sizeof(err)) == 0);
+	val[0] = 0;
+	for (int i = 0; i < 20000; i++) {
+		snprintf(job, sizeof(job), "j%d", i % 10);
+		n_match += query_selector__match(sel, &ser);
+		n_neg += query_selector__match(neg, &ser);
+	}
+	printf("  8 regex matchers x 20000 series of 10 jobs: %llu regex runs\n",
+	       (unsigned long long)query_selector__regex_runs(sel));
+	CHECKF(n_match == 20000, "%zu", n_match);
+	CHECKF(query_selector__regex_runs(sel) == 80, "%llu",
+	       (unsigned long long)query_selector__regex_runs(sel));
+	CHECKF(n_neg == 10000 && query_selector__regex_runs(neg) == 10, "%zu %llu", n_neg,
+	       (unsigned long long)query_selector__regex_runs(neg));
+	/* distinct 256-byte values for 4x the budget, each seen twice: the first
+	 * quarter is answered from the memo the second time, the rest matched again */
+	memset(val, 'x', 250);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n_long; i++) {
+			snprintf(val + 250, 50, "%05zu", i);
+			n_big += query_selector__match(big, &ser);
+		}
+	CHECKF(n_big == 2 * n_long, "%zu", n_big);
+	CHECKF(query_selector__regex_runs(big) > n_long &&
+		   query_selector__regex_runs(big) < 2 * n_long,
+	       "%llu runs for %zu values", (unsigned long long)query_selector__regex_runs(big),
+	       n_long);
+cleanup:
+	query_selector__free(sel);
+	query_selector__free(neg);
+	query_selector__free(big);
 }
 
 /*
