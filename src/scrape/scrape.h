@@ -38,6 +38,9 @@
 #define SCRAPE_MAX_LABELS      16
 #define SCRAPE_MAX_BODY	       (64u << 20)
 #define SCRAPE_MAX_CONFIG      (1u << 20)
+/* Deepest nesting of lists and maps a config may have (a real one has 7: libyaml's
+ * time grows with the square of the depth, scrape_config.c's check_depth). */
+#define SCRAPE_MAX_DEPTH 32
 
 /* The profiles of a target (pprof_config's keys, Parca's names). */
 enum scrape_kind {

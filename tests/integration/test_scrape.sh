@@ -12,7 +12,7 @@
 yaml_error() { # name, expected line, expected words, yaml
 	local name=$1 line=$2 words=$3
 	printf '%s\n' "$4" > "$T/$name.yaml"
-	"$HEARTH" server --data "$T/never" --listen 127.0.0.1:0 --scrape-config "$T/$name.yaml" \
+	${TIMEOUT_WRAP:-} "$HEARTH" server --data "$T/never" --listen 127.0.0.1:0 --scrape-config "$T/$name.yaml" \
 		> /dev/null 2> "$T/$name.err"
 	local rc=$?
 	if [ "$rc" -eq 2 ] && grep -q "$T/$name.yaml:$line: .*$words" "$T/$name.err" && [ ! -e "$T/never" ]; then
@@ -59,6 +59,17 @@ yaml_error reserved_label 5 "label name 'instance' is not allowed" 'scrape_confi
     static_configs:
       - targets: ["127.0.0.1:9"]
         labels: {instance: x}'
+# Deep nesting is refused at once: libyaml's time grows with the square of the
+# depth (600 KB of '[' took over 170 s), so the check stops at SCRAPE_MAX_DEPTH.
+deep=$(head -c 600000 /dev/zero | tr '\0' '[')
+t0=$(date +%s%N)
+TIMEOUT_WRAP="timeout 60" yaml_error deep_nesting 1 "nested deeper than 32 levels" "$deep"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$ms" -lt 5000 ] && pass "deep_nesting_fast: refused in $ms ms" ||
+	fail deep_nesting_fast "took $ms ms, want < 5 s"
+yaml_error deep_block_nesting 33 "nested deeper than 32 levels" "$(for i in $(seq 0 40); do printf '%*sk%d:\n' "$i" '' "$i"; done)x: 1"
+big=$(head -c 1100000 /dev/zero | tr '\0' '#')
+yaml_error too_large 1 "the config is larger than 1048576 bytes" "$big"
 
 # ---- a real Go program, and targets that fail each way ----
 wl_out=$T/gopprof.out
