@@ -4,6 +4,7 @@
  * still be read (store__salvage). The damaged directory is only read.
  */
 #include "cli.h"
+#include "serve.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -85,6 +86,10 @@ int cmd_recover(int argc, char **argv)
 
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;
+	/* The new store is as private as the one a server makes (umask 077, the
+	 * directory 0700): its stacks name the machine's code and users. */
+	if (cli_private_dir("recover", to))
+		return 1;
 	if (store__salvage(data, to, &res, err, sizeof(err))) {
 		cli_error("recover", "%s", err[0] ? err : "salvage failed");
 		return 1;

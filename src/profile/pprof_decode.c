@@ -169,6 +169,9 @@ static int inflater_run(struct inflater *f, char *err, size_t errlen)
 	}
 }
 
+/* Deflate's largest expansion (RFC 1951: a 258-byte match coded in about 2 bits). */
+#define PPROF_DEFLATE_MAX_RATIO 1032
+
 /* The fast path: one libdeflate call into a buffer of exactly the size the trailer
  * states (ISIZE, RFC 1952 §2.3.1: the length mod 2^32, little-endian). 1 means "not
  * answered here": a stream that is not one member ending at the end of the input, a
@@ -185,7 +188,11 @@ static int gunzip_fast(const uint8_t *in, size_t n, size_t max, uint8_t **out, s
 		return 1;
 	isize = (size_t)in[n - 4] | (size_t)in[n - 3] << 8 | (size_t)in[n - 2] << 16 |
 		(size_t)in[n - 1] << 24;
-	if (isize == 0 || isize > max)
+	/* A trailer is the sender's word: deflate expands at most 1032:1 (a 258-byte match
+	 * in under 2 bits), so a larger claim is a lie, answered by the zlib path, whose
+	 * buffer grows with what actually inflates. Else 23 bytes could claim (and get a
+	 * malloc of) max, 256 MiB for pprof_decode: fuzz_pprof's malloc limit found it. */
+	if (isize == 0 || isize > max || isize / PPROF_DEFLATE_MAX_RATIO > n)
 		return 1;
 	buf = malloc(isize);
 	d = libdeflate_alloc_decompressor();

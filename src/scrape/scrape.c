@@ -6,8 +6,10 @@
  * libcurl's progress callback, which polls the stop flag about once a second.
  *
  * A scrape fetches each enabled profile of the target, decodes it once per
- * sample type (a flat profile holds one value per sample) and stores each as
- * its own series through ingest__store. What went wrong is kept per target
+ * sample type (a flat profile holds one value per sample; the first
+ * SCRAPE_MAX_SAMPLE_TYPES of them) and stores each as its own series through
+ * ingest__store. Decodes take one of SCRAPE_MAX_DECODES process-wide slots and
+ * stay within /ingest's memory budget for the body's size. What went wrong is kept per target
  * (health, last error) and counted per reason; a failed profile never stops the
  * target's other profiles, nor the next scrape.
  */
@@ -55,6 +57,8 @@ struct target {
 	int64_t last_duration_ns;
 	char last_error[512];
 	uint64_t scrapes, failures[REASON_N];
+	uint64_t dropped_types;		  /* sample types past SCRAPE_MAX_SAMPLE_TYPES */
+	bool types_logged[SCRAPE_N_KINDS]; /* the drop was logged for this profile */
 };
 
 struct scrape {
@@ -158,6 +162,37 @@ static int fetch(struct target *t, const char *url, long timeout_ms, struct body
 
 /* ---- one profile into the store ---- */
 
+/* The decode slots (SCRAPE_MAX_DECODES), shared by every target of the process. */
+static pthread_mutex_t decode_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t decode_free = PTHREAD_COND_INITIALIZER;
+static int decodes_running;
+
+/* Waits for a decode slot. No stop check: a decode is bounded (budget, body). */
+static void decode_slot_get(void)
+{
+	pthread_mutex_lock(&decode_lock);
+	while (decodes_running >= SCRAPE_MAX_DECODES)
+		pthread_cond_wait(&decode_free, &decode_lock);
+	decodes_running++;
+	pthread_mutex_unlock(&decode_lock);
+}
+
+static void decode_slot_put(void)
+{
+	pthread_mutex_lock(&decode_lock);
+	decodes_running--;
+	pthread_cond_signal(&decode_free);
+	pthread_mutex_unlock(&decode_lock);
+}
+
+/* The memory budget of decoding a body of len bytes (SCRAPE_MEM_BASE). */
+static size_t decode_budget(size_t len)
+{
+	if (len > (SCRAPE_MEM_MAX - SCRAPE_MEM_BASE) / SCRAPE_MEM_PER_BODY_BYTE)
+		return SCRAPE_MEM_MAX;
+	return SCRAPE_MEM_BASE + len * SCRAPE_MEM_PER_BODY_BYTE;
+}
+
 /* A profile type field from the pprof's strings: "unknown" when empty or when it
  * would break the ':'-separated ID. */
 static const char *type_field(const struct profile_flat *f, uint32_t sid)
@@ -208,18 +243,50 @@ static int store_one(struct target *t, struct profile_flat *f, const char *type,
 	return e;
 }
 
+/* Counts the sample types of a profile past SCRAPE_MAX_SAMPLE_TYPES and, the first
+ * time for this target and profile, logs how many and which were kept. */
+static void note_dropped(struct target *t, enum scrape_kind kind, const char *url, size_t n_types,
+			 const char *kept)
+{
+	bool first;
+
+	pthread_mutex_lock(&t->s->lock);
+	t->dropped_types += n_types - SCRAPE_MAX_SAMPLE_TYPES;
+	first = !t->types_logged[kind];
+	t->types_logged[kind] = true;
+	pthread_mutex_unlock(&t->s->lock);
+	if (first)
+		fprintf(stderr,
+			"hearth scrape: job %s instance %s: GET %s has %zu sample types; kept "
+			"the first %d (%s), the rest counted in "
+			"hearth_scrape_dropped_sample_types_total\n",
+			t->job->name, t->cfg->address, url, n_types, SCRAPE_MAX_SAMPLE_TYPES, kept);
+}
+
+/* Decodes sample type k (-1: CPU's samples and time) of body into *f, in a decode
+ * slot and within the budget. 0 or -errno with err set. */
+static int decode_one(const struct body *body, int k, struct profile_flat **f, char *err,
+		      size_t errlen)
+{
+	int e;
+
+	decode_slot_get();
+	e = pprof_decode_flat_value(body->p, body->n, decode_budget(body->n), k, f, err, errlen);
+	decode_slot_put();
+	return e;
+}
+
 /* Decodes and stores one fetched profile: -1, or a reason with msg set. */
 static int store_profile(struct target *t, enum scrape_kind kind, const struct body *body,
 			 int64_t start_ns, const char *url, char *msg, size_t msglen)
 {
 	struct profile_flat *f = NULL;
-	char err[256], type[PROFILE_TYPE_FIELDS * PROFILE_TYPE_FIELD_MAX];
-	size_t n_types = 1;
+	char err[256], type[PROFILE_TYPE_FIELDS * PROFILE_TYPE_FIELD_MAX], kept[512] = "";
+	size_t n_types = 1, n_kept = 1, kl = 0;
 	int e = 0;
 
-	for (size_t k = 0; k < n_types && !e; k++) {
-		e = pprof_decode_flat_value(body->p, body->n, 0, kind == SCRAPE_CPU ? -1 : (int)k,
-					    &f, err, sizeof(err));
+	for (size_t k = 0; k < n_kept && !e; k++) {
+		e = decode_one(body, kind == SCRAPE_CPU ? -1 : (int)k, &f, err, sizeof(err));
 		if (e) {
 			say(msg, msglen, "GET %s: not a pprof profile: %s", url, err);
 			return REASON_DECODE;
@@ -228,11 +295,18 @@ static int store_profile(struct target *t, enum scrape_kind kind, const struct b
 			snprintf(type, sizeof(type), "%s", SCRAPE_CPU_TYPE);
 		} else {
 			n_types = f->n_sample_types;
+			n_kept = n_types < SCRAPE_MAX_SAMPLE_TYPES ? n_types : SCRAPE_MAX_SAMPLE_TYPES;
 			type_id(kind, f, k, type, sizeof(type));
+			if (kl < sizeof(kept))
+				kl += (size_t)snprintf(kept + kl, sizeof(kept) - kl, "%s%s",
+						       k ? ", " : "",
+						       type_field(f, f->sample_types[k].type));
 		}
 		e = store_one(t, f, type, start_ns, msg, msglen);
 		profile_flat__free(f);
 	}
+	if (!e && n_types > SCRAPE_MAX_SAMPLE_TYPES)
+		note_dropped(t, kind, url, n_types, kept);
 	return e ? REASON_STORE : -1;
 }
 
@@ -515,6 +589,16 @@ void scrape__metrics(struct scrape *s, FILE *out)
 			fprintf(out, ",reason=\"%s\"} %llu\n", reason_names[r],
 				(unsigned long long)s->t[i].failures[r]);
 		}
+	fprintf(out,
+		"# HELP hearth_scrape_dropped_sample_types_total Sample types of scraped "
+		"profiles not stored (past the first %d of a profile).\n"
+		"# TYPE hearth_scrape_dropped_sample_types_total counter\n",
+		SCRAPE_MAX_SAMPLE_TYPES);
+	for (size_t i = 0; i < s->n; i++) {
+		fputs("hearth_scrape_dropped_sample_types_total", out);
+		prom_target(out, &s->t[i]);
+		fprintf(out, "} %llu\n", (unsigned long long)s->t[i].dropped_types);
+	}
 	fputs("# HELP hearth_scrape_target_up Whether the last scrape of a target succeeded.\n"
 	      "# TYPE hearth_scrape_target_up gauge\n",
 	      out);

@@ -38,6 +38,24 @@
 #define SCRAPE_MAX_LABELS      16
 #define SCRAPE_MAX_BODY	       (64u << 20)
 #define SCRAPE_MAX_CONFIG      (1u << 20)
+/* Sample types stored of one fetched profile: the first ones, in the profile's
+ * order (Go's memory profile has 4, the most of any Go profile). Each is a series and
+ * a decode of the whole body, so a target sending 3,000 would make 3,000 series
+ * per scrape; the rest are counted (hearth_scrape_dropped_sample_types_total) and
+ * logged once per target and profile. */
+#define SCRAPE_MAX_SAMPLE_TYPES 16
+/* A decode of a fetched body may use SCRAPE_MEM_BASE + SCRAPE_MEM_PER_BODY_BYTE
+ * bytes per body byte, at most SCRAPE_MEM_MAX: /ingest's budget (SERVER_MEM_*),
+ * through the same pprof_decode_flat_value budget. At most SCRAPE_MAX_DECODES
+ * decodes run at once in the process, whatever the number of targets (each has
+ * its own thread). */
+#define SCRAPE_MEM_BASE		 (64u << 20)
+#define SCRAPE_MEM_PER_BODY_BYTE 128u
+#define SCRAPE_MEM_MAX		 (1024u << 20)
+#define SCRAPE_MAX_DECODES	 2
+/* Deepest nesting of lists and maps a config may have (a real one has 7: libyaml's
+ * time grows with the square of the depth, scrape_config.c's check_depth). */
+#define SCRAPE_MAX_DEPTH 32
 
 /* The profiles of a target (pprof_config's keys, Parca's names). */
 enum scrape_kind {

@@ -88,6 +88,18 @@ int pyro_flame(struct store *s, const struct query_request *q, struct pyro_flame
 int pyro_flame_diff(struct store *s, const struct query_request *l, const struct query_request *r,
 		    struct pyro_flame *out, char *err, size_t errlen);
 
+/*
+ * For fuzz_render (tests/fuzz): the layout pyro_flame applies to the engine's tree
+ * answer, on JSON text (buf, len) in query_tree_json's shape (query_diff_json's
+ * when diff), parsed as pyro_engine_json parses it. 0, -EIO (not JSON, no tree),
+ * -ENOMEM; *out as pyro_flame's.
+ */
+int pyro_flame_from_json(const char *buf, size_t len, bool diff, struct pyro_flame *out);
+/* /pyroscope/render's answer without the timeline: flamebearer (numTicks ticks) and
+ * metadata ("single" or "double" format, the query's units and name). */
+void pyro_flamebearer_json(FILE *f, const struct pyro_flame *fg, int64_t ticks, const char *format,
+			   const char *query);
+
 /* A string list (label names or values), sorted and distinct. */
 struct pyro_strings {
 	size_t n;

@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,7 +303,7 @@ int pyro_selector(const char *type, const char *label_selector, char **out, char
 {
 	const char *ls = label_selector ? label_selector : "";
 	size_t n, end;
-	bool empty;
+	bool comma;
 	FILE *f;
 	size_t len;
 
@@ -320,14 +321,16 @@ int pyro_selector(const char *type, const char *label_selector, char **out, char
 		snprintf(err, errlen, "label selector '%.200s' does not end with '}'", ls);
 		return -EINVAL;
 	}
-	/* the matcher goes before the final '}', after a ',' unless the braces are empty */
+	/* the matcher goes before the final '}', after a ',' unless the braces are empty
+	 * or the selector already ends with one ("{a=\"b\",}" parses: fuzz_render found
+	 * that a second ',' made it a selector that does not) */
 	end = n - 1;
 	for (n = end; n > 0 && is_space(ls[n - 1]); n--)
 		;
-	empty = n > 0 && ls[n - 1] == '{';
+	comma = n > 0 && ls[n - 1] != '{' && ls[n - 1] != ',';
 	if (!(f = open_memstream(out, &len)))
 		return -ENOMEM;
-	fprintf(f, "%.*s%s__profile_type__=", (int)n, ls, empty ? "" : ",");
+	fprintf(f, "%.*s%s__profile_type__=", (int)n, ls, comma ? "," : "");
 	base_json_string(f, type); /* a JSON string is a valid selector value */
 	fputc('}', f);
 	if (fclose(f))
@@ -532,6 +535,34 @@ static void write_metadata(FILE *f, const char *format, const char *query, const
 	fputs(",\"name\":", f);
 	base_json_string(f, query ? query : "");
 	fputc('}', f);
+}
+
+/* ---- for fuzz_render: the layout and writers on JSON text ---- */
+
+int pyro_flame_from_json(const char *buf, size_t len, bool diff, struct pyro_flame *out)
+{
+	struct json_tokener *tok = json_tokener_new_ex(PYRO_JSON_DEPTH);
+	json_object *o = NULL;
+	int ret = -EIO;
+
+	memset(out, 0, sizeof(*out));
+	if (!tok)
+		return -ENOMEM;
+	if (len <= INT_MAX && (o = json_tokener_parse_ex(tok, buf, (int)len)))
+		ret = lay_tree(o, diff, out);
+	json_object_put(o);
+	json_tokener_free(tok);
+	return ret;
+}
+
+void pyro_flamebearer_json(FILE *f, const struct pyro_flame *fg, int64_t ticks, const char *format,
+			   const char *query)
+{
+	fputs("{\"version\":1,\"flamebearer\":", f);
+	write_flamebearer(f, fg, ticks);
+	fputc(',', f);
+	write_metadata(f, format, query, fg->unit);
+	fputs("}\n", f);
 }
 
 /* A Pyroscope query and range from the arguments `prefix`query/from/until. */

@@ -109,12 +109,15 @@ static int read_disk_file(const char *root, const char *path, char **buf, size_t
 		free(real);
 		return -ENOENT;
 	}
-	fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: the open of a FIFO waits for a writer, which held the request's
+	 * thread and then the server's shutdown; fstat below refuses it (and sockets,
+	 * devices) and a regular file reads the same either way. */
+	fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	free(real);
 	if (fd < 0)
 		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		err = -ENOENT; /* a directory is not a page */
+		err = -ENOENT; /* a directory, FIFO or device is not a page */
 		goto cleanup;
 	}
 	if ((size_t)st.st_size > SERVER_WEB_MAX_FILE) {

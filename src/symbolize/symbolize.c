@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <libiberty/demangle.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,30 +359,47 @@ struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_pat
 	return o;
 }
 
+/* Whether canonical path real is /proc, /sys or /dev or below one of them (whole
+ * components: "/devices" is not "/dev"). */
+static bool under_virtual_fs(const char *real)
+{
+	static const char *const virt[] = {"/proc", "/sys", "/dev"};
+
+	for (size_t i = 0; i < sizeof(virt) / sizeof(virt[0]); i++) {
+		size_t n = strlen(virt[i]);
+
+		if (!strncmp(real, virt[i], n) && (real[n] == 0 || real[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Whether path (a name a request gives, from a profile of anywhere) is a regular file
  * here that may be read as an object: not a FIFO, socket or device (what a read of
  * those gives is no file's content) and nothing of /proc, /sys or /dev (kcore and the
- * like are "regular" there).
+ * like are "regular" there). The check is on the canonical path, written to real
+ * (PATH_MAX bytes), which the caller then opens: "/./proc/self/maps", "//dev/shm/x"
+ * or a symlink into /dev passed a check of the name as given. A name that does not
+ * canonicalize (missing, a loop, too long) is refused. A link of /proc that names a
+ * file (/proc/self/exe) resolves to that file, read as if named itself.
  */
-static bool local_regular_file(const char *path)
+static bool local_regular_file(const char *path, char *real)
 {
-	static const char *const virt[] = {"/proc/", "/sys/", "/dev/"};
 	struct stat st;
 
-	if (!path || path[0] != '/')
+	if (!path || path[0] != '/' || !realpath(path, real))
 		return false;
-	for (size_t i = 0; i < sizeof(virt) / sizeof(virt[0]); i++)
-		if (!strncmp(path, virt[i], strlen(virt[i])))
-			return false;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+	if (under_virtual_fs(real))
+		return false;
+	return stat(real, &st) == 0 && S_ISREG(st.st_mode) && access(real, R_OK) == 0;
 }
 
 int symbolizer__object_by_build_id(struct symbolizer *s, const char *bid, const char *path,
 				   struct sym_object **out)
 {
 	size_t n = strlen(bid);
-	char p[4096];
+	char p[PATH_MAX];
 	int err;
 
 	*out = NULL;
@@ -389,8 +407,8 @@ int symbolizer__object_by_build_id(struct symbolizer *s, const char *bid, const 
 		return -EINVAL; /* it names a file below the debug root: nothing else passes */
 	if ((*out = bid_find(s, bid)))
 		return 0;
-	if (local_regular_file(path)) { /* the file itself, here */
-		*out = symbolizer__object(s, path, path, 0, 0);
+	if (local_regular_file(path, p)) { /* the file itself, here */
+		*out = symbolizer__object(s, p, path, 0, 0);
 		if (*out && !strcmp(sym_object__build_id(*out), bid))
 			return 0;
 		*out = NULL;

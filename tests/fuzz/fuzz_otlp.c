@@ -7,6 +7,7 @@
  * symbolizer answers every native frame, so that path runs too.
  */
 #include "profile/profile.h"
+#include "server/server.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -28,7 +29,8 @@ static int stub_symbolize(void *ctx, const char *build_id, const char *file, uin
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct otlp_opts o = {.budget = 64u << 20, .symbolize = stub_symbolize};
+	/* the server's budget for a body of this size (/v1development/profiles) */
+	struct otlp_opts o = {.budget = server_memory_budget(size), .symbolize = stub_symbolize};
 	struct otlp_decoded d;
 	char err[256];
 	int r;

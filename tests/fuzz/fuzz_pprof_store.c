@@ -9,6 +9,7 @@
  */
 #include "ingest/ingest.h"
 #include "profile/profile.h"
+#include "server/server.h"
 #include "store/store.h"
 
 #include <ftw.h>
@@ -68,7 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int ef, em;
 
 	setup();
-	if (pprof_decode_flat(data, size, &f, err, sizeof(err)))
+	/* as /ingest decodes it: on the server's budget for a body of this size */
+	if (pprof_decode_flat_budget(data, size, server_memory_budget(size), &f, err, sizeof(err)))
 		return 0; /* fuzz_pprof checks the decoder's answers */
 	if (pprof_decode(data, size, &p, err, sizeof(err)))
 		abort(); /* the same checks: the model path must decode it too */

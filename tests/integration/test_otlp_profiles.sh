@@ -155,6 +155,39 @@ else
 	fail otlp_fifo_mapping_answers_at_once "status $st after $(($(date +%s) - t0)) s: $(cat "$T/nativefifo.folded")"
 fi
 
+# A mapped name that reaches /proc, /sys or /dev only once made canonical is not
+# opened: "/./dev/shm/...", "//dev/shm/..." or a symlink into /dev/shm (an ELF
+# there, the server's own executable, its build-id given; /proc/self/maps the
+# same way). The frame stays module+0xoff, never the executable's function names.
+HBID=$(readelf -n "$HEARTH" | awk '/Build ID/ { print $3 }')
+read -r hsegv hsego < <(readelf -lW "$HEARTH" | awk '$1 == "LOAD" && $7 == "R" && $8 == "E" { print $3, $2 }')
+hsym=$(nm "$HEARTH" | awk '$3 == "main" { print $1 }')
+SHM=$(mktemp -d /dev/shm/hearth-it-XXXXXX)
+cp "$HEARTH" "$SHM/hearth"
+ln -s "$SHM/hearth" "$T/shmlink"
+saved_addr=$addr saved_sego=$sego
+addr=$((start + 16#$hsym - hsegv + 4)) sego=$((hsego))
+hoff=$(printf '0x%x' $((addr - start + sego)))
+i=0
+for p in "/.$SHM/hearth" "/$SHM/hearth" "$T/shmlink" /./proc/self/maps; do
+	i=$((i + 1))
+	BID=$HBID native nativeproc$i "$p"
+	if [ "$st" = 200 ] && grep -qx "${p##*/}+$hoff 5" "$T/nativeproc$i.folded"; then
+		pass "otlp_virtual_fs_path_not_opened $p: $(grep ' 5$' "$T/nativeproc$i.folded")"
+	else
+		fail "otlp_virtual_fs_path_not_opened $p" "status $st, want '${p##*/}+$hoff 5': $(tr '\n' '|' < "$T/nativeproc$i.folded")"
+	fi
+done
+addr=$saved_addr sego=$saved_sego
+rm -rf "$SHM"
+# The same executable named where it is: symbolized (the check refuses no more).
+BID=$HBID addr=$((start + 16#$hsym - hsegv + 4)) sego=$((hsego)) native nativeexe "$HEARTH"
+if [ "$st" = 200 ] && grep -qE '(^|;)main[^ ]* 5$' "$T/nativeexe.folded"; then
+	pass "otlp_real_path_symbolized: $(grep ' 5$' "$T/nativeexe.folded")"
+else
+	fail otlp_real_path_symbolized "status $st: $(tr '\n' '|' < "$T/nativeexe.folded")"
+fi
+
 # Another sample type: not stored, said in partial_success.
 encode memory.txtpb "$T/mem.bin"
 st=$(post "$T/mem.bin" application/x-protobuf "$T/r.mem")

@@ -12,7 +12,7 @@
 yaml_error() { # name, expected line, expected words, yaml
 	local name=$1 line=$2 words=$3
 	printf '%s\n' "$4" > "$T/$name.yaml"
-	"$HEARTH" server --data "$T/never" --listen 127.0.0.1:0 --scrape-config "$T/$name.yaml" \
+	${TIMEOUT_WRAP:-} "$HEARTH" server --data "$T/never" --listen 127.0.0.1:0 --scrape-config "$T/$name.yaml" \
 		> /dev/null 2> "$T/$name.err"
 	local rc=$?
 	if [ "$rc" -eq 2 ] && grep -q "$T/$name.yaml:$line: .*$words" "$T/$name.err" && [ ! -e "$T/never" ]; then
@@ -59,6 +59,88 @@ yaml_error reserved_label 5 "label name 'instance' is not allowed" 'scrape_confi
     static_configs:
       - targets: ["127.0.0.1:9"]
         labels: {instance: x}'
+# Deep nesting is refused at once: libyaml's time grows with the square of the
+# depth (600 KB of '[' took over 170 s), so the check stops at SCRAPE_MAX_DEPTH.
+deep=$(head -c 600000 /dev/zero | tr '\0' '[')
+t0=$(date +%s%N)
+TIMEOUT_WRAP="timeout 60" yaml_error deep_nesting 1 "nested deeper than 32 levels" "$deep"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$ms" -lt 5000 ] && pass "deep_nesting_fast: refused in $ms ms" ||
+	fail deep_nesting_fast "took $ms ms, want < 5 s"
+yaml_error deep_block_nesting 33 "nested deeper than 32 levels" "$(for i in $(seq 0 40); do printf '%*sk%d:\n' "$i" '' "$i"; done)x: 1"
+big=$(head -c 1100000 /dev/zero | tr '\0' '#')
+yaml_error too_large 1 "the config is larger than 1048576 bytes" "$big"
+
+# ---- a target of 3,000 sample types: the first SCRAPE_MAX_SAMPLE_TYPES stored ----
+# Each sample type is a series and a decode of the whole body: without the cap one
+# scrape made 3,000 series. The rest are counted and logged once, naming the kept.
+mkdir -p "$T/many/debug/pprof"
+python3 - "$T/many/debug/pprof/allocs" <<'PY'
+import sys
+def varint(v):
+    out = bytearray()
+    while True:
+        b, v = v & 0x7f, v >> 7
+        out.append(b | 0x80 if v else b)
+        if not v:
+            return bytes(out)
+def msg(n, payload): return varint(n << 3 | 2) + varint(len(payload)) + payload
+def num(n, v): return varint(n << 3) + varint(v)
+N = 3000
+strings = [b"", b"count", b"main", b"work"]
+out = []
+for i in range(N):
+    strings.append(b"t%d" % i)
+    out.append(msg(1, num(1, len(strings) - 1) + num(2, 1)))
+out.append(msg(5, num(1, 1) + num(2, 2)) + msg(5, num(1, 2) + num(2, 3)))
+out.append(msg(4, num(1, 1) + num(3, 0x1000) + msg(4, num(1, 2))))
+out.append(msg(4, num(1, 2) + num(3, 0x2000) + msg(4, num(1, 1))))
+out.append(msg(2, msg(1, varint(1) + varint(2)) + msg(2, b"".join(varint(i + 1) for i in range(N)))))
+out += [msg(6, s) for s in strings]
+open(sys.argv[1], "wb").write(b"".join(out))
+PY
+python3 -c '
+import functools, http.server, sys
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+h.log_message = lambda *a: None
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$T/many" > "$T/many.port" 2> "$T/many.err" &
+BG_PIDS+=($!)
+has_port() { [ "$(wc -l < "$T/many.port")" -ge 1 ]; }
+wait_for 10 has_port
+mport=$(head -1 "$T/many.port")
+cat > "$T/many.yaml" <<YAML
+scrape_configs:
+  - job_name: many
+    scrape_interval: 2s
+    static_configs: [{targets: ['127.0.0.1:$mport']}]
+    profiling_config:
+      pprof_config:
+        process_cpu: {enabled: false}
+        goroutine: {enabled: false}
+        mutex: {enabled: false}
+        block: {enabled: false}
+YAML
+start_hearth "$T/many.log" server --data "$T/mdata" --listen 127.0.0.1:0 \
+	--scrape-config "$T/many.yaml" || fail many_server_started "$(cat "$T/many.log")"
+many_series() { curl -s "$HURL/api/series?from=now-5m" | grep -o '"profileType":"memory:t[0-9]*:' | sort -u; }
+dropped() { # the counter, once two scrapes' worth (the second must not log again)
+	metric "$HURL" "hearth_scrape_dropped_sample_types_total{job=\"many\",instance=\"127.0.0.1:$mport\"}" > "$T/many.dropped"
+	[ "$(cat "$T/many.dropped")" -ge $((2 * 2984)) ] 2> /dev/null
+}
+scraped() { dropped || [ "$(many_series | wc -l)" -gt 16 ]; }
+wait_until 30 scraped
+nseries=$(many_series | wc -l)
+if [ "$nseries" = 16 ] && [ "$(cat "$T/many.dropped")" -ge $((2 * 2984)) ] &&
+	grep -q "has 3000 sample types; kept the first 16 (t0, t1, .*t15)" "$T/many.log" &&
+	[ "$(grep -c 'sample types; kept' "$T/many.log")" = 1 ]; then
+	pass "sample_types_capped: 16 series of 3000 types, $(cat "$T/many.dropped") dropped in 2+ scrapes, logged once"
+else
+	fail sample_types_capped "$nseries series, dropped '$(cat "$T/many.dropped")': $(grep -m2 'sample types' "$T/many.log")"
+fi
+kill "$SPID"
+wait "$SPID" 2> /dev/null
 
 # ---- a real Go program, and targets that fail each way ----
 wl_out=$T/gopprof.out

@@ -218,6 +218,19 @@ if [ -n "${DEV:-}" ]; then
 	st3=$(http_status "$DEV/nope.html" "$T/d3")
 	[ "$st1$st2$st3" = 404400404 ] && pass web_dir_dir_escape_missing ||
 		fail web_dir_dir_escape_missing "$st1 $st2 $st3: $(cat "$T/d1" "$T/d2" "$T/d3")"
+	# A FIFO (or socket, device) under --web-dir is no page: 404 at once, where an
+	# open waiting for a writer held the request and then SIGTERM's shutdown.
+	mkfifo "$T/web/pipe.html"
+	t0=$(date +%s)
+	st=$(http_status "$DEV/pipe.html" "$T/d4" --max-time 5)
+	st_after=$(http_status "$DEV/index.html" "$T/d5" --max-time 5)
+	kill -TERM "$SPID"
+	gone() { ! kill -0 "$SPID" 2> /dev/null; }
+	if [ "$st" = 404 ] && [ "$st_after" = 200 ] && wait_until 10 gone; then
+		pass "web_dir_fifo_not_served: 404, then SIGTERM ends the server ($(($(date +%s) - t0)) s in all)"
+	else
+		fail web_dir_fifo_not_served "status $st (want 404), then $st_after; server gone after SIGTERM: $(gone && echo yes || echo no)"
+	fi
 fi
 "$HEARTH" server --data "$T/data3" --web-dir "$T/no-such-dir" > /dev/null 2> "$T/wd.err"
 rc=$?

@@ -69,10 +69,18 @@ fi
 
 # the documented recovery (docs/storage.md, Recovery)
 sum_before=$(sha256sum < "$T/data/hearth.db")
-if "$HEARTH" recover --data "$T/data" --to "$T/new" > "$T/recover.out" 2>&1; then
+if (umask 022 && "$HEARTH" recover --data "$T/data" --to "$T/new") > "$T/recover.out" 2>&1; then
 	pass "hearth_recover: $(cat "$T/recover.out")"
 else
 	fail hearth_recover "$(cat "$T/recover.out")"
+fi
+# The new store is as private as one the server makes (cli_private_dir): the
+# directory 0700, hearth.db 0600, whatever the caller's umask.
+modes=$(stat -c '%a' "$T/new" "$T/new/hearth.db" | tr '\n' ' ')
+if [ "$modes" = "700 600 " ]; then
+	pass "recovered_store_private: modes $modes"
+else
+	fail recovered_store_private "modes of the directory and hearth.db: $modes, want 700 600"
 fi
 start_hearth "$T/s4.log" server --data "$T/new" --listen 127.0.0.1:0 ||
 	{ fail recovered_store_opens "$(cat "$T/s4.log")"; finish; }

@@ -137,6 +137,8 @@ TEST(pyro_selector_adds_the_profile_type)
 	    {"a:b:c:d:e", " { } ", "{__profile_type__=\"a:b:c:d:e\"}"},
 	    {"a:b:c:d:e", "", "{__profile_type__=\"a:b:c:d:e\"}"},
 	    {"a:b:c:d:e", "app{}", "app{__profile_type__=\"a:b:c:d:e\"}"},
+	    /* a trailing ',' parses: one ',' before the matcher, not two (fuzz_render) */
+	    {"a:b:c:d:e", "{x=\"1\", }", "{x=\"1\",__profile_type__=\"a:b:c:d:e\"}"},
 	    {"", "{x=\"1\"}", "{x=\"1\"}"},
 	};
 	char *out = NULL, err[256];
