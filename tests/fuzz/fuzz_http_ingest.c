@@ -70,8 +70,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 3:
 	case 4:
-		if (profile_text_parse((const char *)data + 1, size - 1, data[0] % 6 == 4, 10000000,
-				       &p, err, sizeof(err)) == 0)
+		/* within the budget /ingest gives the body (server_memory_budget) */
+		if (profile_text_parse_budget((const char *)data + 1, size - 1, data[0] % 6 == 4,
+					      10000000, server_memory_budget(size), &p, err,
+					      sizeof(err)) == 0)
 			profile__free(p);
 		break;
 	case 5: /* accepted exactly when it starts with '/' and every segment is plain */
