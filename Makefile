@@ -145,7 +145,7 @@ $(BUILD)/fuzzobj/gen/%.o: $(GEN)/%.c
 $(BUILD)/fuzzobj/%.o: %.c | $(GENERATED)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS) | $(GENERATED)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_LIB_OBJS) | $(GENERATED)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_LIB_OBJS) $(LDLIBS)
 # The config file's syntax is a CLI part with no dependencies: only its parser is linked.

@@ -953,36 +953,6 @@ cleanup:
 	}
 }
 
-/* gzip of `total` zero bytes, built in 1 MiB steps. */
-static uint8_t *gzip_zeros(size_t total, size_t *out_len)
-{
-	size_t chunk = 1 << 20, cap = total / 500 + 4096;
-	uint8_t *zeros = calloc(1, chunk), *out = malloc(cap);
-	z_stream z = {0};
-	int zr = Z_OK;
-
-	if (!zeros || !out || deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY)) {
-		free(zeros);
-		free(out);
-		return NULL;
-	}
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	for (size_t done = 0; done < total && zr == Z_OK; done += chunk) {
-		z.next_in = zeros;
-		z.avail_in = (uInt)chunk;
-		zr = deflate(&z, done + chunk >= total ? Z_FINISH : Z_NO_FLUSH);
-	}
-	*out_len = z.total_out;
-	deflateEnd(&z);
-	free(zeros);
-	if (zr != Z_STREAM_END) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
 TEST(decode_stops_decompression_bomb)
 {
 	struct profile *p = NULL;
@@ -990,7 +960,7 @@ TEST(decode_stops_decompression_bomb)
 	size_t len = 0;
 	char err[256];
 
-	CHECK((bomb = gzip_zeros(300u << 20, &len)));
+	CHECK((bomb = unit_gzip_zeros(300u << 20, &len)));
 	CHECK(len < (2u << 20));
 	err[0] = '\0';
 	CHECK(pprof_decode(bomb, len, &p, err, sizeof(err)) == -EFBIG && !p);

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
 TEST(parse_name)
 {
@@ -202,30 +201,6 @@ static int stored_profiles(struct store *st)
 }
 
 /* A gzip stream that inflates to `n` zero bytes (a decompression bomb), built in chunks. */
-static uint8_t *gzip_zeros(size_t n, size_t *out_len)
-{
-	static const uint8_t zeros[1 << 16];
-	size_t cap = n / 500 + 4096;
-	uint8_t *out = malloc(cap);
-	z_stream z = {0};
-
-	if (!out || deflateInit2(&z, 9, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(out);
-		return NULL;
-	}
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	for (size_t done = 0; done < n; done += sizeof(zeros)) {
-		z.next_in = (Bytef *)zeros;
-		z.avail_in = sizeof(zeros);
-		deflate(&z, Z_NO_FLUSH);
-	}
-	deflate(&z, Z_FINISH);
-	*out_len = z.total_out;
-	deflateEnd(&z);
-	return out;
-}
-
 TEST(http_ingest_query_and_bad_input)
 {
 	struct store_opts so = {
@@ -268,7 +243,7 @@ TEST(http_ingest_query_and_bad_input)
 	CHECK(http_do(port, "/ingest?name=app&format=pprof", "\x1f\x8b\x08\x00garbage", 12, NULL,
 		      &h) == 0);
 	CHECK(is_error(&h, 400, "pprof"));
-	CHECK((bomb = gzip_zeros(PPROF_MAX_INFLATED + (1u << 20), &bomb_len)) != NULL);
+	CHECK((bomb = unit_gzip_zeros(PPROF_MAX_INFLATED + (1u << 20), &bomb_len)) != NULL);
 	{
 		struct server *s2 = NULL;
 		struct server_opts o2 = o;

@@ -34,7 +34,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #define TOKEN "attack-suite-token"
 #define AUTH  "Authorization: Bearer " TOKEN "\r\n"
@@ -260,30 +259,6 @@ static const char *route_ctype(const struct server_route *rt)
 	return "application/octet-stream";
 }
 
-static uint8_t *gzip_zeros(size_t n, size_t *out_len)
-{
-	static const uint8_t zeros[1 << 16];
-	size_t cap = n / 500 + 4096;
-	uint8_t *out = malloc(cap);
-	z_stream z = {0};
-
-	if (!out || deflateInit2(&z, 9, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(out);
-		return NULL;
-	}
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	for (size_t done = 0; done < n; done += sizeof(zeros)) {
-		z.next_in = (Bytef *)zeros;
-		z.avail_in = sizeof(zeros);
-		deflate(&z, Z_NO_FLUSH);
-	}
-	deflate(&z, Z_FINISH);
-	*out_len = z.total_out;
-	deflateEnd(&z);
-	return out;
-}
-
 static size_t route_cap(const struct server_route *rt)
 {
 	return rt->max_body == SERVER_BODY_OPT ? SERVER_DEFAULT_MAX_BODY : rt->max_body;
@@ -459,7 +434,7 @@ static void run_suite(const char *bin, bool check_rss, int *unit_failed)
 	       fails ? "FAIL" : "PASS", check_rss ? "prod" : "asan", nroutes);
 
 	/* bombs: 64 MiB of zeros in ~64 KiB of gzip to every route that decodes */
-	CHECK((bomb = gzip_zeros(64u << 20, &blen)) != NULL);
+	CHECK((bomb = unit_gzip_zeros(64u << 20, &blen)) != NULL);
 	for (size_t i = 0; i < nroutes; i++) {
 		const struct server_route *rt = &routes[i];
 		int slots =

@@ -6,6 +6,7 @@
 #include "profile/profile.h"
 
 #include <stdlib.h>
+#include <zlib.h>
 #include <unistd.h>
 
 #define UNIT_MAX 512
@@ -56,6 +57,35 @@ const char *unit_tmp_dir(void)
 		atexit(remove_tmp);
 	}
 	return tmp_dir;
+}
+
+uint8_t *unit_gzip_zeros(size_t total, size_t *out_len)
+{
+	size_t chunk = 1 << 20, cap = total / 500 + 4096;
+	uint8_t *zeros = calloc(1, chunk), *out = malloc(cap);
+	z_stream z = {0};
+	int zr = Z_OK;
+
+	if (!zeros || !out || deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY)) {
+		free(zeros);
+		free(out);
+		return NULL;
+	}
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	for (size_t done = 0; done < total && zr == Z_OK; done += chunk) {
+		z.next_in = zeros;
+		z.avail_in = (uInt)(total - done < chunk ? total - done : chunk);
+		zr = deflate(&z, done + chunk >= total ? Z_FINISH : Z_NO_FLUSH);
+	}
+	*out_len = z.total_out;
+	deflateEnd(&z);
+	free(zeros);
+	if (zr != Z_STREAM_END) {
+		free(out);
+		return NULL;
+	}
+	return out;
 }
 
 static int selected(int argc, char **argv, const char *name)

@@ -9,6 +9,7 @@
 #ifndef HEARTH_TESTS_UNIT_H
 #define HEARTH_TESTS_UNIT_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +51,9 @@ void unit_register(const char *name, unit_fn fn);
 struct profile;
 /* The folded text of p (folded_write into a malloc'd string), NULL on error. */
 char *unit_folded(const struct profile *p);
+
+/* gzip of `total` zero bytes (a decompression bomb), malloc'd; NULL on failure. */
+uint8_t *unit_gzip_zeros(size_t total, size_t *out_len);
 
 /* Directory holding test data files (tests/unit/data), for tests that need one. */
 const char *unit_data_dir(void);
