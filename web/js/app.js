@@ -33,6 +33,9 @@ let diffTree = null;
 let diffKey = ''; // the diff selection diffTree was fetched for
 let matcher = null;
 let loadSeq = 0;
+/* Bumped by every diff request: an older diff's answer (the default ranges the view
+ * opened with, say) that arrives after a newer one's is dropped, never shown. */
+let diffSeq = 0;
 let inflight = null;
 
 // ---- URL state ----
@@ -505,14 +508,18 @@ async function loadDiff() {
     return;
   }
   const seq = loadSeq;
+  const dseq = ++diffSeq;
+  const stale = () => seq !== loadSeq || dseq !== diffSeq;
   try {
     const d = await getJSON('/api/diff', params, inflight ? inflight.signal : undefined);
-    if (seq !== loadSeq) return;
+    if (stale()) return;
     diffKey = key;
     setUnit(d.unit, state.type);
     showDiff(d);
+    /* what the table shows, for scripts that wait for a diff they asked for */
+    $('#diff-table').dataset.ranges = `${state.lfrom}..${state.luntil} ${state.rfrom}..${state.runtil}`;
   } catch (e) {
-    if (e.name === 'AbortError' || seq !== loadSeq) return;
+    if (e.name === 'AbortError' || stale()) return;
     diffTree = null;
     diffKey = '';
     diffGraph.setTree(null);
