@@ -348,6 +348,8 @@ static enum MHD_Result check_headers(struct server *s, struct server_req *r)
 	if (!rt)
 		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "no such endpoint '%.200s'",
 				    r->url);
+	if (rt->store && !s->store) /* the agent's listener: before any body byte */
+		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "this listener has no store");
 	if (!method_ok(rt, r->method))
 		return server_error(r, 405, SERVER_REJ_METHOD, "%.200s takes %s, not %.20s", r->url,
 				    rt->methods & SERVER_M_POST ? "POST" : "GET or HEAD",

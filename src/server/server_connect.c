@@ -853,16 +853,9 @@ enum MHD_Result server_h_connect(struct server *s, struct server_req *r)
 	char msg[300];
 	int json;
 
-	if (!s->store)
-		return connect_error(r, "not_found", 404, SERVER_REJ_NOT_FOUND,
-				     "this listener has no store");
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
 		if (strcmp(name, methods[i].name))
 			continue;
-		if (strcmp(r->method, "POST")) {
-			snprintf(msg, sizeof(msg), "%s takes POST (Connect unary call)", r->url);
-			return connect_error(r, "unimplemented", 405, SERVER_REJ_METHOD, msg);
-		}
 		if ((json = codec(r)) < 0)
 			return connect_error(r, "invalid_argument", 415, SERVER_REJ_BAD_FORMAT,
 					     "Content-Type must be application/proto or "

@@ -78,6 +78,7 @@ struct server_route {
 	const char *path; /* exact, or a prefix when it ends in '/' */
 	unsigned methods; /* SERVER_M_*; HEAD is answered wherever GET is */
 	bool open;	  /* no token needed (only /healthz) */
+	bool store;	  /* needs a store: 404 from the headers on a listener without one */
 	size_t max_body;  /* bytes; 0: no body at all; SERVER_BODY_OPT: --max-body */
 	enum server_class cls;
 	/* memory the route's decoder may use for a body of n bytes (r->budget); NULL when

@@ -216,10 +216,6 @@ enum MHD_Result server_h_ingest(struct server *s, struct server_req *r)
 	enum MHD_Result ret;
 	bool ok;
 
-	if (strcmp(r->method, "POST"))
-		return server_error(r, 405, SERVER_REJ_METHOD, "/ingest takes POST");
-	if (!s->store)
-		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "this listener has no store");
 	ret = ingest_args(r, &a, &ok);
 	if (ok) /* on one of the decode workers: the slot is the worker */
 		ret = decode(r, &a, &f);

@@ -424,11 +424,6 @@ enum MHD_Result server_h_otlp(struct server *s, struct server_req *r)
 	const char *ct = header(r, "Content-Type");
 	bool json;
 
-	if (strcmp(r->method, "POST"))
-		return server_error(r, 405, SERVER_REJ_METHOD,
-				    "/v1development/profiles takes POST");
-	if (!s->store)
-		return server_error(r, 404, SERVER_REJ_NOT_FOUND, "this listener has no store");
 	if (!ct || !(ctype_is(ct, "application/x-protobuf") ||
 		     ctype_is(ct, "application/protobuf") || ctype_is(ct, "application/json")))
 		return server_error(

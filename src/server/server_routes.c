@@ -24,28 +24,70 @@ static enum MHD_Result h_healthz(struct server *s, struct server_req *r)
 
 /* Order matters: the first match wins, "/" (the web UI) is last. */
 static const struct server_route routes[] = {
-    {"/healthz", GET_HEAD, true, 0, SERVER_CLASS_INLINE, NULL,
-     "no token, no body; answered on the event thread", h_healthz, NULL},
-    {"/ingest", SERVER_M_POST, false, SERVER_BODY_OPT, SERVER_CLASS_DECODE, server_memory_budget,
-     "decode slot; memory 64 MiB + 128 B per body byte (≤ 1 GiB)", server_h_ingest, NULL},
-    {"/v1development/profiles", SERVER_M_POST, false, SERVER_BODY_OPT, SERVER_CLASS_DECODE,
-     server_memory_budget, "decode slot; memory 64 MiB + 128 B per body byte (≤ 1 GiB)",
-     server_h_otlp, NULL},
-    {"/api/targets", GET_HEAD, false, 0, SERVER_CLASS_LIGHT, NULL, "light worker", server_h_targets,
-     NULL},
-    {"/api/", GET_HEAD, false, 0, SERVER_CLASS_QUERY, NULL, "query slot; the query limits below",
-     server_h_api, NULL},
-    {"/debug/pprof/profile", GET_HEAD, false, 0, SERVER_CLASS_INLINE, NULL,
-     "waits `seconds` (≤ 600) suspended, no thread held; 4 at once", server_h_pprof, NULL},
-    {"/metrics", GET_HEAD, false, 0, SERVER_CLASS_LIGHT, NULL, "light worker", server_h_metrics,
-     NULL},
-    {"/querier.v1.QuerierService/", SERVER_M_POST, false, SERVER_QUERY_MAX_BODY, SERVER_CLASS_QUERY,
-     server_memory_budget, "query slot; JSON or gzip decoded within 64 MiB + 128 B per body byte",
-     server_h_connect, server_connect_reject},
-    {"/pyroscope/", GET_HEAD, false, 0, SERVER_CLASS_QUERY, NULL,
-     "query slot; the query limits below", server_h_pyroscope, NULL},
-    {"/", GET_HEAD, false, 0, SERVER_CLASS_LIGHT, NULL,
-     "light worker; files of the web UI (with a store only)", server_h_web, NULL},
+    {.path = "/healthz",
+     .methods = GET_HEAD,
+     .open = true,
+     .cls = SERVER_CLASS_INLINE,
+     .limits = "no token, no body; answered on the event thread",
+     .handler = h_healthz},
+    {.path = "/ingest",
+     .methods = SERVER_M_POST,
+     .store = true,
+     .max_body = SERVER_BODY_OPT,
+     .cls = SERVER_CLASS_DECODE,
+     .budget = server_memory_budget,
+     .limits = "decode slot; memory 64 MiB + 128 B per body byte (≤ 1 GiB)",
+     .handler = server_h_ingest},
+    {.path = "/v1development/profiles",
+     .methods = SERVER_M_POST,
+     .store = true,
+     .max_body = SERVER_BODY_OPT,
+     .cls = SERVER_CLASS_DECODE,
+     .budget = server_memory_budget,
+     .limits = "decode slot; memory 64 MiB + 128 B per body byte (≤ 1 GiB)",
+     .handler = server_h_otlp},
+    {.path = "/api/targets",
+     .methods = GET_HEAD,
+     .cls = SERVER_CLASS_LIGHT,
+     .limits = "light worker",
+     .handler = server_h_targets},
+    {.path = "/api/",
+     .methods = GET_HEAD,
+     .store = true,
+     .cls = SERVER_CLASS_QUERY,
+     .limits = "query slot; the query limits below",
+     .handler = server_h_api},
+    {.path = "/debug/pprof/profile",
+     .methods = GET_HEAD,
+     .cls = SERVER_CLASS_INLINE,
+     .limits = "waits `seconds` (≤ 600) suspended, no thread held; 4 at once",
+     .handler = server_h_pprof},
+    {.path = "/metrics",
+     .methods = GET_HEAD,
+     .cls = SERVER_CLASS_LIGHT,
+     .limits = "light worker",
+     .handler = server_h_metrics},
+    {.path = "/querier.v1.QuerierService/",
+     .methods = SERVER_M_POST,
+     .store = true,
+     .max_body = SERVER_QUERY_MAX_BODY,
+     .cls = SERVER_CLASS_QUERY,
+     .budget = server_memory_budget,
+     .limits = "query slot; JSON or gzip decoded within 64 MiB + 128 B per body byte",
+     .handler = server_h_connect,
+     .reject = server_connect_reject},
+    {.path = "/pyroscope/",
+     .methods = GET_HEAD,
+     .store = true,
+     .cls = SERVER_CLASS_QUERY,
+     .limits = "query slot; the query limits below",
+     .handler = server_h_pyroscope},
+    {.path = "/",
+     .methods = GET_HEAD,
+     .store = true,
+     .cls = SERVER_CLASS_LIGHT,
+     .limits = "light worker; files of the web UI",
+     .handler = server_h_web},
 };
 
 const struct server_route *server_routes(size_t *n)
@@ -63,7 +105,7 @@ const struct server_route *server_route_find(const struct server *s, const char 
 		if (rt->path[n - 1] == '/' ? strncmp(url, rt->path, n) : strcmp(url, rt->path))
 			continue;
 		if (rt->handler == server_h_web && !s->store)
-			return NULL; /* the agent's listener has no UI */
+			return NULL; /* the agent's listener has no UI: any path is unknown */
 		return rt;
 	}
 	return NULL;
@@ -83,8 +125,8 @@ static const char *class_name(enum server_class c)
 
 void server_limits_write(FILE *f)
 {
-	fputs("| route | methods | token | body cap | runs on | limits |\n"
-	      "|---|---|---|---|---|---|\n",
+	fputs("| route | methods | token | needs a store | body cap | runs on | limits |\n"
+	      "|---|---|---|---|---|---|---|\n",
 	      f);
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		const struct server_route *rt = &routes[i];
@@ -92,7 +134,7 @@ void server_limits_write(FILE *f)
 		fprintf(f, "| `%s%s` | ", rt->path,
 			rt->path[strlen(rt->path) - 1] == '/' ? "…" : "");
 		methods_write(f, rt->methods);
-		fprintf(f, " | %s | ", rt->open ? "no" : "yes");
+		fprintf(f, " | %s | %s | ", rt->open ? "no" : "yes", rt->store ? "yes" : "no");
 		if (rt->max_body == SERVER_BODY_OPT)
 			fputs("`--max-body-mb` (64 MiB)", f);
 		else if (rt->max_body == 0)

@@ -12,9 +12,6 @@ enum MHD_Result server_h_targets(struct server *s, struct server_req *r)
 {
 	struct server_mem mem;
 
-	if (strcmp(r->method, "GET"))
-		return server_error(r, 405, SERVER_REJ_METHOD, "/api/targets takes GET, not %.20s",
-				    r->method);
 	if (server_mem__open(&mem))
 		return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
 	scrape__targets_json(s->opts.scrape, mem.f);

@@ -163,8 +163,6 @@ enum MHD_Result server_h_web(struct server *s, struct server_req *r)
 	const char *path = strcmp(r->url, "/") ? r->url : "/index.html";
 	const struct web_file *f;
 
-	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
-		return server_error(r, 405, SERVER_REJ_METHOD, "%.200s takes GET or HEAD", r->url);
 	if (!server_web_path_ok(path))
 		return server_error(r, 400, SERVER_REJ_BAD_PARAM,
 				    "path '%.200s' is not allowed (no empty segments, none "

@@ -409,6 +409,42 @@ cleanup:
 		fclose(o.log);
 }
 
+/* A listener without a store (the agent's) refuses the store's routes from the
+ * headers, and still serves its own. */
+TEST(listener_without_store)
+{
+	struct server_opts o = {.listen = "127.0.0.1:0"};
+	struct server *srv = NULL;
+	struct http h = {0};
+	char err[256];
+	static const char *const paths[] = {"/ingest", "/v1development/profiles",
+					    "/querier.v1.QuerierService/LabelNames"};
+
+	o.log = fopen("/dev/null", "w");
+	CHECK(server__start(&o, &srv, err, sizeof(err)) == 0);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		CHECK(http_do(server__port(srv), paths[i], "{}", 2, NULL, &h) == 0);
+		CHECKF(h.status == 404 && h.body && strstr(h.body, "no store"), "%s: %ld %s",
+		       paths[i], h.status, h.body ? h.body : "");
+		free(h.body);
+		h.body = NULL;
+	}
+	CHECK(http_do(server__port(srv), "/api/labels", NULL, 0, NULL, &h) == 0);
+	CHECK(is_error(&h, 404, "no store"));
+	free(h.body);
+	h.body = NULL;
+	CHECK(http_do(server__port(srv), "/index.html", NULL, 0, NULL, &h) == 0);
+	CHECK(is_error(&h, 404, "no such endpoint"));
+	free(h.body);
+	h.body = NULL;
+	CHECK(http_do(server__port(srv), "/metrics", NULL, 0, NULL, &h) == 0 && h.status == 200);
+cleanup:
+	free(h.body);
+	server__stop(srv);
+	if (o.log)
+		fclose(o.log);
+}
+
 TEST(bad_listen)
 {
 	struct server_opts o = {.listen = "nonsense"};
