@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# The API suite (api_suite.sh) on the ClickHouse backend: hearth server --store
+# clickhouse://... on a private clickhouse-server, cross-checked with an
+# embedded-store server holding the same profiles.
+exec bash "$(dirname "$0")/api_suite.sh" clickhouse
