@@ -1,10 +1,10 @@
 // Grafana's side of hearth's Connect API, played by an outside client: the
 // Connect client of @connectrpc/connect-node with code that @bufbuild/protoc-gen-es
-// generated from proto/ (tests/integration/test_connect.sh runs protoc), in
+// generated from proto/ (tests/integration/api_suite.sh runs protoc), in
 // binary (what Grafana's backend sends) and JSON (what its browser app sends).
 //
 // usage: node connect_test.mjs URL GEN_DIR FROM_MS UNTIL_MS
-// The server holds test_connect.sh's fixture. Prints PASS/FAIL lines; exits 1
+// The server holds api_suite.sh's Connect fixture. Prints PASS/FAIL lines; exits 1
 // on any failure.
 import { createClient, ConnectError, Code } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";

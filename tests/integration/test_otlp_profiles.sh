@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # OTLP profiles in: POST /v1development/profiles with requests encoded by
 # Debian's protoc (--encode, from proto/otlp/ and the text fixtures in
-# tests/fixtures/otlp/) and OTLP/JSON fixtures; the stored profiles read back
-# with their stacks, values and labels. Native frames sent without names are
-# symbolized through a real debuginfod by build-id, or kept as module+0xoff.
+# tests/fixtures/otlp/). Native frames sent without names are symbolized
+# through a real debuginfod by build-id, or kept as module+0xoff.
 # Bad input (truncated, an earlier layout, gzip bombs, too large, wrong type)
-# gets a 4xx naming the problem and stores nothing.
+# gets a 4xx naming the problem and stores nothing. (The CPU fixture in
+# protobuf and OTLP/JSON read back with its stacks, values and labels, on both
+# backends: api_suite.sh.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 command -v protoc > /dev/null || { fail protoc "protoc is not installed (protobuf-compiler)"; finish; }
@@ -62,49 +63,6 @@ fi
 
 start_hearth "$T/server.log" server --data "$T/data" --listen 127.0.0.1:0 --max-body-mb 2 &&
 	URL=$HURL || { fail server_start "$(cat "$T/server.log")"; finish; }
-
-# Protobuf: both stacks with their values, resource attributes as labels.
-encode cpu.txtpb "$T/cpu.bin"
-st=$(post "$T/cpu.bin" application/x-protobuf "$T/r.cpu")
-folded 'shop{}' > "$T/cpu.folded"
-if [ "$st" = 200 ] && grep -qx 'shopd;main;work;hot 30' "$T/cpu.folded" &&
-	grep -qx 'shopd;main;work;cold 10' "$T/cpu.folded" && [ "$(wc -l < "$T/cpu.folded")" = 2 ]; then
-	pass "otlp_protobuf_stacks: $(tr '\n' '|' < "$T/cpu.folded")"
-else
-	fail otlp_protobuf_stacks "status $st $(cat "$T/r.cpu"): $(cat "$T/cpu.folded")"
-fi
-# The CONV16 labels and the resource table (docs/api.md, "OTLP profiles"): the
-# series as /api/series lists them, and selectors on the mapped labels.
-curl -s "$URL/api/series?from=now-1h" > "$T/series.json"
-# the type is the series' profileType (ingest lifts __profile_type__ out of the labels)
-shop_series=$(jq -c '[.[] | select(.labels.service_name == "shop") | .labels + {"__profile_type__": .profileType}] | sort_by(.comm // "")' "$T/series.json")
-want='[{"__name__":"shop","container":"c0ffee","host":"web-1","process":"shopd","service_name":"shop","__profile_type__":"process_cpu:cpu:nanoseconds:cpu:nanoseconds"},{"__name__":"shop","comm":"worker-1","container":"c0ffee","host":"web-1","process":"shopd","service_name":"shop","__profile_type__":"process_cpu:cpu:nanoseconds:cpu:nanoseconds"}]'
-lab() { folded "{service_name=\"shop\",$1}" | awk '{ s += $NF } END { print s + 0 }'; }
-if [ "$shop_series" = "$want" ] && [ "$(lab 'container="c0ffee",host="web-1",process="shopd"')" = 40 ] &&
-	[ "$(lab 'comm="worker-1"')" = 30 ]; then
-	pass otlp_resource_labels
-else
-	fail otlp_resource_labels "$shop_series"
-fi
-# Values: samples/count with a 10 ms period is 10,000,000 ns a sample.
-curl -s -G "$URL/api/profile" --data-urlencode 'query=shop{}' --data-urlencode from=now-1h \
-	--data-urlencode until=now+5m --data-urlencode format=top > "$T/cpu.top"
-if grep -qE '(400ms|0\.4s|400000000)' "$T/cpu.top"; then
-	pass otlp_cpu_time_from_period
-else
-	fail otlp_cpu_time_from_period "$(head -5 "$T/cpu.top")"
-fi
-
-# OTLP/JSON, gzip'd: int64 as strings and numbers, bytes as base64.
-sed -e "s/@TIME@/$NOW_NS/g" "$FX/cpu.json" | gzip -c > "$T/cpu.json.gz"
-st=$(post "$T/cpu.json.gz" application/json "$T/r.json" -H 'Content-Encoding: gzip')
-folded 'shopjson{pid="4242",container="c0ffee"}' > "$T/json.folded"
-if [ "$st" = 200 ] && grep -qx 'main;work;hot 30' "$T/json.folded" &&
-	grep -qx 'main;work;cold 10' "$T/json.folded" && grep -qx '{}' "$T/r.json"; then
-	pass otlp_json_gzip
-else
-	fail otlp_json_gzip "status $st $(cat "$T/r.json"): $(cat "$T/json.folded")"
-fi
 
 # Native frames without names: symbolized by build-id from the file itself when it is
 # here, else from the executable debuginfod serves, else kept as module+0xoff.
@@ -210,6 +168,7 @@ bad() { # name, want-status, want-in-message, body, content-type, curl args...
 		fail "otlp_rejects_$name" "status $st (want $want): $(head -c 300 "$T/r.$name")"
 	fi
 }
+encode cpu.txtpb "$T/cpu.bin"
 head -c 300 "$T/cpu.bin" > "$T/trunc.bin"
 bad truncated 400 'not a valid protobuf' "$T/trunc.bin" application/x-protobuf
 protoc -I "$PROTO" --encode=hearth.test.oldprofiles.ExportProfilesServiceRequest old_profiles.proto \
