@@ -339,34 +339,83 @@ int store__open_clickhouse(const char *url, const struct store_opts *opts, struc
 /* Whether spec names a ClickHouse store (begins with STORE_CLICKHOUSE_SCHEME). */
 bool store__is_clickhouse(const char *spec);
 
-/* ---- the storage interface ---- */
+/*
+ * Whether the store can serve now: 0, or -errno with err saying why (ClickHouse
+ * cannot be reached: -EHOSTDOWN; the embedded store's database does not answer:
+ * -EIO). For /healthz and /metrics; cheap on the embedded store, one round trip
+ * on ClickHouse.
+ */
+int store__health(struct store *s, char *err, size_t errlen);
+/* The backend's name: "embedded" or "clickhouse" (logs, /metrics). */
+const char *store__name(const struct store *s);
 
 /*
- * What hearth needs of a storage backend, so that a second one (e.g. a
- * ClickHouse client) can stand where the embedded store stands: ingest
- * appends through it, and readers scan it. Each operation has the contract of
- * the store__ function of the same name above; label names and values are
- * derived from the series listing (src/query). A backend embeds a struct
- * store_backend whose ops stay valid while it is open.
+ * Label names of the series q->ids (sorted ascending) that have data in
+ * [q->from_ns, q->until_ns), STORE_PROFILE_TYPE_LABEL among them: fn is called
+ * once per distinct name, in no particular order, the name borrowed for the
+ * call; a non-zero return of fn stops and is returned. q->flags and
+ * q->max_window_ns are ignored. 0, -EINVAL (from > until) or -errno.
+ * fn must not call into the store.
  */
-struct store_backend;
-struct store_backend_ops {
-	const char *name; /* "embedded", ... (logs, /metrics) */
-	int (*append_flat)(struct store_backend *b, const struct profile_flat *f,
+int store__label_names(struct store *s, const struct store_scan_query *q,
+		       int (*fn)(void *ctx, const char *name), void *ctx);
+/* The same for the distinct values of label name (STORE_PROFILE_TYPE_LABEL: the
+ * profile types) on those series; a series without the label gives none. */
+int store__label_values(struct store *s, const char *name, const struct store_scan_query *q,
+			int (*fn)(void *ctx, const char *value), void *ctx);
+
+/* ---- the storage interface: what a backend implements ---- */
+
+/*
+ * A backend is one table of operations, as SQLite's sqlite3_vfs: the store__
+ * and store_builder__ functions above only call through s->ops (src/store/
+ * core.c) and never ask which backend they have. Two implement it: the
+ * embedded SQLite store (src/store/embedded/, opened by store__open) and
+ * ClickHouse (src/store/clickhouse/, store__open_clickhouse). Each operation
+ * has the contract of the function of the same name above; every entry is set.
+ * A backend's store struct begins with a struct store (its ops pointer), and
+ * its builder with a struct store_builder, which the backend converts back to
+ * its own (container_of); the table stays valid while the store is open.
+ */
+struct store_ops {
+	const char *name; /* "embedded", "clickhouse" */
+	void (*close)(struct store *s);
+	int (*append_flat)(struct store *s, const struct profile_flat *f,
 			   const char *profile_type, const struct store_label *extra,
 			   size_t n_extra, struct store_append_result *res, char *err,
 			   size_t errlen);
-	int (*scan)(struct store_backend *b, const struct store_scan_query *q, store_rows_fn fn,
-		    void *ctx);
-	int (*series_foreach)(struct store_backend *b,
+	int (*batch_begin)(struct store *s, char *err, size_t errlen);
+	int (*batch_end)(struct store *s, bool commit, char *err, size_t errlen);
+	int (*maintain)(struct store *s, int64_t now_ns, uint64_t *deleted);
+	int (*stats)(struct store *s, struct store_stats *out);
+	int (*health)(struct store *s, char *err, size_t errlen);
+	int (*series_foreach)(struct store *s,
 			      int (*fn)(void *ctx, const struct store_series *ser), void *ctx);
-	int (*maintain)(struct store_backend *b, int64_t now_ns, uint64_t *deleted);
-};
-struct store_backend {
-	const struct store_backend_ops *ops;
+	int (*label_names)(struct store *s, const struct store_scan_query *q,
+			   int (*fn)(void *ctx, const char *name), void *ctx);
+	int (*label_values)(struct store *s, const char *name, const struct store_scan_query *q,
+			    int (*fn)(void *ctx, const char *value), void *ctx);
+	int (*scan)(struct store *s, const struct store_scan_query *q, store_rows_fn fn,
+		    void *ctx);
+	int (*stack_locations)(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
+			       uint64_t **locs, size_t *cap);
+	uint64_t (*max_stack_id)(struct store *s);
+	int (*builder_new)(struct store *s, struct profile *p, struct store_builder **out);
+	void (*builder_free)(struct store_builder *b);
+	int (*builder_add)(struct store_builder *b, uint64_t stack_id,
+			   const int64_t values[PROFILE_N_VALUES],
+			   const struct profile_label *labels, size_t n_labels);
+	int (*builder_append)(struct store_builder *b, const struct store_builder_sample *sm,
+			      size_t n, bool *distinct);
+	int (*builder_location)(struct store_builder *b, uint64_t loc_id, uint64_t *out);
 };
 
-/* The embedded store as a backend; borrowed, valid until store__close(s). */
-struct store_backend *store__backend(struct store *s);
+/* What the core sees of a store and of a builder: the backend's table. */
+struct store {
+	const struct store_ops *ops; /* static: outlives the store */
+};
+struct store_builder {
+	struct store *s; /* borrowed: the store the builder reads */
+};
 
 #endif /* HEARTH_STORE_H */

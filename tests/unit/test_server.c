@@ -327,7 +327,7 @@ static int ingest_skew(struct store *st, struct profile_flat *f, char *err, size
 	static const struct store_label l[] = {{INGEST_NAME_LABEL, "skew"}};
 	struct ingest_request req = {.labels = l, .n_labels = 1, .profile = f};
 
-	return ingest__store(store__backend(st), &req, ingest_now_ns(), NULL, err, errlen);
+	return ingest__store(st, &req, ingest_now_ns(), NULL, err, errlen);
 }
 
 /*
