@@ -380,23 +380,21 @@ int store__label_values(struct store *s, const char *name, const struct store_sc
 struct store_ops {
 	const char *name; /* "embedded", "clickhouse" */
 	void (*close)(struct store *s);
-	int (*append_flat)(struct store *s, const struct profile_flat *f,
-			   const char *profile_type, const struct store_label *extra,
-			   size_t n_extra, struct store_append_result *res, char *err,
-			   size_t errlen);
+	int (*append_flat)(struct store *s, const struct profile_flat *f, const char *profile_type,
+			   const struct store_label *extra, size_t n_extra,
+			   struct store_append_result *res, char *err, size_t errlen);
 	int (*batch_begin)(struct store *s, char *err, size_t errlen);
 	int (*batch_end)(struct store *s, bool commit, char *err, size_t errlen);
 	int (*maintain)(struct store *s, int64_t now_ns, uint64_t *deleted);
 	int (*stats)(struct store *s, struct store_stats *out);
 	int (*health)(struct store *s, char *err, size_t errlen);
-	int (*series_foreach)(struct store *s,
-			      int (*fn)(void *ctx, const struct store_series *ser), void *ctx);
+	int (*series_foreach)(struct store *s, int (*fn)(void *ctx, const struct store_series *ser),
+			      void *ctx);
 	int (*label_names)(struct store *s, const struct store_scan_query *q,
 			   int (*fn)(void *ctx, const char *name), void *ctx);
 	int (*label_values)(struct store *s, const char *name, const struct store_scan_query *q,
 			    int (*fn)(void *ctx, const char *value), void *ctx);
-	int (*scan)(struct store *s, const struct store_scan_query *q, store_rows_fn fn,
-		    void *ctx);
+	int (*scan)(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx);
 	int (*stack_locations)(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
 			       uint64_t **locs, size_t *cap);
 	uint64_t (*max_stack_id)(struct store *s);

@@ -73,8 +73,7 @@ TEST(ingest_stores_the_request_range_and_labels)
 
 	snprintf(dir, sizeof(dir), "%s/range", unit_tmp_dir());
 	CHECK(f && store__open(dir, &opts, &s, err, sizeof(err)) == 0);
-	CHECKF(ingest__store(s, &req, T0 + 70 * S, &res, err, sizeof(err)) == 0,
-	       "%s", err);
+	CHECKF(ingest__store(s, &req, T0 + 70 * S, &res, err, sizeof(err)) == 0, "%s", err);
 	CHECK(res.samples == 3 && res.series == 1);
 	CHECK(f->time_ns == T0 + 60 * S && f->duration_ns == 5 * S);
 	CHECK(store__stats(s, &st) == 0);
@@ -192,8 +191,7 @@ TEST(ingest_refuses_bad_requests_and_clamps)
 	CHECK(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == -EINVAL);
 	CHECKF(strstr(err, "'from'"), "%s", err);
 	req.until_ns = T0 + 2 * S;
-	CHECK(ingest__store(s, &req, T0 - 3600 * S, NULL, err, sizeof(err)) ==
-	      -ERANGE);
+	CHECK(ingest__store(s, &req, T0 - 3600 * S, NULL, err, sizeof(err)) == -ERANGE);
 	CHECKF(strstr(err, "clock skew"), "%s", err);
 	req.has_range = false;
 	req.profile = neg;

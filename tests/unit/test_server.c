@@ -287,6 +287,7 @@ TEST(http_ingest_query_and_bad_input)
 	CHECK(http_do(port, "/metrics", NULL, 0, NULL, &h) == 0 && h.status == 200);
 	CHECK(strstr(h.body, "hearth_rejected_requests_total{reason=\"body_too_large\"} 1"));
 	CHECK(strstr(h.body, "hearth_store_series"));
+	CHECK(strstr(h.body, "hearth_store_up{backend=\"embedded\"} 1\n"));
 	/* Still serving, and nothing of the rejected requests was stored. */
 	CHECK(http_do(port,
 		      "/api/profile?format=folded&query=app%7B%7D&from=1699999990&until=1700000100",

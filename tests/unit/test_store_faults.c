@@ -204,7 +204,8 @@ TEST(corrupt_raw_chunk_is_skipped_counted_and_quarantined)
 	/* rollups go on: the minute holds the four good profiles */
 	CHECK(store__maintain(s, T0 + 3 * 3600 * S, NULL) == 0);
 	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM pending WHERE level = 1") == 0);
-	CHECK(store_query_int(estore_of(s), "SELECT sum(samples) FROM chunks WHERE level = 1") == 24);
+	CHECK(store_query_int(estore_of(s), "SELECT sum(samples) FROM chunks WHERE level = 1") ==
+	      24);
 	store__close(s);
 	s = NULL;
 	/* the count survives a reopen (it is the quarantine table's) */
@@ -245,7 +246,8 @@ TEST(corrupt_rollup_is_rebuilt_from_raw_chunks)
 	/* and the window is rolled up again */
 	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM pending WHERE level = 3") == 1);
 	CHECK(store__maintain(s, h0 + 3 * 3600 * S, NULL) == 0);
-	CHECK(store_query_int(estore_of(s), "SELECT sum(samples) FROM chunks WHERE level = 3") == 144);
+	CHECK(store_query_int(estore_of(s), "SELECT sum(samples) FROM chunks WHERE level = 3") ==
+	      144);
 	CHECK(total(s, "", h0, h0 + 3600 * S) == 144);
 cleanup:
 	store__close(s);

@@ -68,11 +68,11 @@ struct ch_mapping {
 
 struct chstore {
 	struct store store; /* ops: ch_ops; first, see ch_of */
-	char *base;	 /* "http://HOST:PORT/" (owned) */
-	char *db;	 /* database name (owned; [A-Za-z0-9_] only) */
-	char *cluster;	 /* Distributed tables over this cluster; NULL: one server (owned) */
-	bool replicated; /* Replicated*MergeTree tables (ZooKeeper; docs/clickhouse.md) */
-	char *where;	 /* "HOST:PORT/DB" for messages (owned) */
+	char *base;	    /* "http://HOST:PORT/" (owned) */
+	char *db;	    /* database name (owned; [A-Za-z0-9_] only) */
+	char *cluster;	    /* Distributed tables over this cluster; NULL: one server (owned) */
+	bool replicated;    /* Replicated*MergeTree tables (ZooKeeper; docs/clickhouse.md) */
+	char *where;	    /* "HOST:PORT/DB" for messages (owned) */
 	long timeout_ms;
 	struct store_opts opts;
 	size_t n_sample_labels;
@@ -122,8 +122,8 @@ void chstore_builder_free(struct store_builder *b);
 int chstore_builder_add(struct store_builder *b, uint64_t stack_id,
 			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 			size_t n_labels);
-int chstore_builder_append(struct store_builder *b, const struct store_builder_sample *sm,
-			   size_t n, bool *distinct);
+int chstore_builder_append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
+			   bool *distinct);
 int chstore_builder_location(struct store_builder *b, uint64_t loc_id, uint64_t *out);
 
 /* ---- shared by clickhouse.c and clickhouse_read.c ---- */

@@ -590,15 +590,16 @@ static int ch_labels(struct chstore *c, const char *name, const struct store_sca
 	struct id_list ids = {0};
 	struct ch_buf sql = {0}, a = {0}, scratch = {0};
 	char err[512] = "";
-	int e = chstore_scan(
-	    &c->store,
-	    &(struct store_scan_query){q->ids, q->n_ids, q->from_ns, q->until_ns, 0, STORE_SCAN_TOTALS},
-	    keep_ids, &ids);
+	int e = chstore_scan(&c->store,
+			     &(struct store_scan_query){q->ids, q->n_ids, q->from_ns, q->until_ns,
+							0, STORE_SCAN_TOTALS},
+			     keep_ids, &ids);
 
 	if (e || !ids.n || (name && strcmp(name, STORE_PROFILE_TYPE_LABEL) && !label_name_ok(name)))
 		goto cleanup;
 	if (!name)
-		e = fn(ctx, STORE_PROFILE_TYPE_LABEL) ?: ch_buf_printf(&sql, "SELECT DISTINCT arrayJoin(names)");
+		e = fn(ctx, STORE_PROFILE_TYPE_LABEL)
+			?: ch_buf_printf(&sql, "SELECT DISTINCT arrayJoin(names)");
 	else if (!strcmp(name, STORE_PROFILE_TYPE_LABEL))
 		e = ch_buf_printf(&sql, "SELECT DISTINCT type");
 	else
@@ -606,8 +607,9 @@ static int ch_labels(struct chstore *c, const char *name, const struct store_sca
 	e = e ?: ch_buf_printf(&sql, " FROM %s.series WHERE id IN (", c->db);
 	for (size_t i = 0; i < ids.n && !e; i++)
 		e = ch_buf_printf(&sql, i ? ",%llu" : "%llu", (unsigned long long)ids.v[i]);
-	e = e ?: ch_buf_printf(&sql, ")%s%s%s FORMAT RowBinary", name ? " AND has(names, '" : "",
-			       name ? name : "", name ? "')" : "");
+	e = e
+		?: ch_buf_printf(&sql, ")%s%s%s FORMAT RowBinary", name ? " AND has(names, '" : "",
+				 name ? name : "", name ? "')" : "");
 	e = e ?: ch_http(c, NULL, sql.p, sql.n, &a, err, sizeof(err));
 	if (e && *err)
 		fprintf(c->opts.log ? c->opts.log : stderr, "hearth: listing labels: %s\n", err);
@@ -787,8 +789,8 @@ int chstore_builder_add(struct store_builder *sb, uint64_t stack_id,
 
 /* One sample at a time: the cache is in memory already, there is no read to
  * start early as the embedded store does, and *distinct is not used. */
-int chstore_builder_append(struct store_builder *b, const struct store_builder_sample *sm,
-			   size_t n, bool *distinct)
+int chstore_builder_append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
+			   bool *distinct)
 {
 	int e = 0;
 

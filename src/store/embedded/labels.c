@@ -30,7 +30,8 @@ static int mark(void *ctx, const struct store_row *rows, size_t n)
 	struct with_data *w = ctx;
 
 	for (size_t i = 0; i < n; i++) {
-		const uint64_t *at = bsearch(&rows[i].series_id, w->ids, w->n, sizeof(*w->ids), id_cmp);
+		const uint64_t *at =
+		    bsearch(&rows[i].series_id, w->ids, w->n, sizeof(*w->ids), id_cmp);
 
 		if (at)
 			w->has[at - w->ids] = 1;
