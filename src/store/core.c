@@ -1,7 +1,7 @@
 /*
  * The store's core: every public store__ and store_builder__ function of
  * store.h is a call through the backend's table of operations (struct
- * store_ops), as SQLite's core calls through sqlite3_vfs. Nothing here knows
+ * store_ops), as SQLite's core calls through its VFS table. Nothing here knows
  * which backend it has: the embedded store (embedded/) and ClickHouse
  * (clickhouse/) are complete tables, opened by their own store__open*, and
  * tests/integration/test_layers.sh checks that this folder's own files name
