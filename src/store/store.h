@@ -1,5 +1,10 @@
 /*
- * store: hearth's embedded, crash-safe profile store.
+ * store: hearth's profile store, one interface (struct store_ops, at the end of
+ * this header) with two complete backends: the embedded, crash-safe SQLite
+ * store in a directory (store__open; src/store/embedded/, described below and
+ * in docs/storage.md) and ClickHouse (store__open_clickhouse;
+ * src/store/clickhouse/, docs/clickhouse.md). Every other function here works
+ * on either, through the backend's table.
  *
  * A series is a sorted label set plus a profile type. store__append_flat (the
  * one ingest path, reached through src/ingest) splits one flat profile (e.g. a
@@ -316,7 +321,7 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 /* The highest stack id the store has given (stack ids are dense, 1..n). */
 uint64_t store__max_stack_id(struct store *s);
 
-/* ---- the ClickHouse backend (clickhouse.c; docs/clickhouse.md) ---- */
+/* ---- the ClickHouse backend (clickhouse/; docs/clickhouse.md) ---- */
 
 #define STORE_CLICKHOUSE_SCHEME "clickhouse://"
 /*

@@ -1,7 +1,8 @@
 /*
- * The store's life cycle: the SQLite database (WAL mode) that holds the intern
- * tables, the chunks and the rollup work list; loading the intern tables into
- * memory at open; statistics; retention. Durability comes from SQLite: a commit
+ * The embedded store's life cycle: the SQLite database (WAL mode) that holds
+ * the intern tables, the chunks and the rollup work list; loading the intern
+ * tables into memory at open; statistics; retention; health; and the table of
+ * operations (store_embedded_ops) that the store's core calls. Durability comes from SQLite: a commit
  * in WAL mode with synchronous=FULL is on disk when it returns, and a process
  * killed mid-transaction leaves the last commit intact (the WAL is replayed or
  * ignored at the next open).
