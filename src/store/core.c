@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void store__close(struct store *s)
@@ -87,7 +88,7 @@ int store__label_names(struct store *s, const struct store_scan_query *q,
 {
 	if (q->from_ns > q->until_ns)
 		return -EINVAL;
-	return q->n_ids ? s->ops->label_names(s, q, fn, ctx) : 0;
+	return q->n_ids ? s->ops->labels(s, NULL, q, fn, ctx) : 0;
 }
 
 int store__label_values(struct store *s, const char *name, const struct store_scan_query *q,
@@ -95,7 +96,7 @@ int store__label_values(struct store *s, const char *name, const struct store_sc
 {
 	if (q->from_ns > q->until_ns)
 		return -EINVAL;
-	return q->n_ids ? s->ops->label_values(s, name, q, fn, ctx) : 0;
+	return q->n_ids ? s->ops->labels(s, name, q, fn, ctx) : 0;
 }
 
 int store__scan(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx)
@@ -116,13 +117,22 @@ uint64_t store__max_stack_id(struct store *s)
 
 int store_builder__new(struct store *s, struct profile *p, struct store_builder **out)
 {
-	return s->ops->builder_new(s, p, out);
+	struct store_builder *b = calloc(1, s->ops->builder_size);
+
+	*out = b;
+	if (!b)
+		return -ENOMEM;
+	b->s = s;
+	b->p = p;
+	return 0;
 }
 
 void store_builder__free(struct store_builder *b)
 {
-	if (b)
-		b->s->ops->builder_free(b);
+	if (!b)
+		return;
+	b->s->ops->builder_fini(b);
+	free(b);
 }
 
 int store_builder__add(struct store_builder *b, uint64_t stack_id,

@@ -378,9 +378,10 @@ int store__label_values(struct store *s, const char *name, const struct store_sc
  * embedded SQLite store (src/store/embedded/, opened by store__open) and
  * ClickHouse (src/store/clickhouse/, store__open_clickhouse). Each operation
  * has the contract of the function of the same name above; every entry is set.
- * A backend's store struct begins with a struct store (its ops pointer), and
- * its builder with a struct store_builder, which the backend converts back to
- * its own (container_of); the table stays valid while the store is open.
+ * A backend's store struct holds a struct store (its ops pointer), which the
+ * backend converts back to its own (container_of), and its builder begins with
+ * a struct store_builder (the core allocates it: builder_size). The table is
+ * static: it outlives every store.
  */
 struct store_ops {
 	const char *name; /* "embedded", "clickhouse" */
@@ -395,16 +396,21 @@ struct store_ops {
 	int (*health)(struct store *s, char *err, size_t errlen);
 	int (*series_foreach)(struct store *s, int (*fn)(void *ctx, const struct store_series *ser),
 			      void *ctx);
-	int (*label_names)(struct store *s, const struct store_scan_query *q,
-			   int (*fn)(void *ctx, const char *name), void *ctx);
-	int (*label_values)(struct store *s, const char *name, const struct store_scan_query *q,
-			    int (*fn)(void *ctx, const char *value), void *ctx);
+	/* store__label_names (name NULL) and store__label_values (q->n_ids > 0) */
+	int (*labels)(struct store *s, const char *name, const struct store_scan_query *q,
+		      int (*fn)(void *ctx, const char *str), void *ctx);
 	int (*scan)(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx);
 	int (*stack_locations)(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
 			       uint64_t **locs, size_t *cap);
 	uint64_t (*max_stack_id)(struct store *s);
-	int (*builder_new)(struct store *s, struct profile *p, struct store_builder **out);
-	void (*builder_free)(struct store_builder *b);
+	/*
+	 * store_builder__new allocates builder_size zeroed bytes (the backend's
+	 * builder, a struct store_builder first) and sets its s and p, as SQLite's
+	 * core allocates szOsFile bytes for a VFS's file; store_builder__free calls
+	 * builder_fini (which frees what the backend added), then frees it.
+	 */
+	size_t builder_size;
+	void (*builder_fini)(struct store_builder *b);
 	int (*builder_add)(struct store_builder *b, uint64_t stack_id,
 			   const int64_t values[PROFILE_N_VALUES],
 			   const struct profile_label *labels, size_t n_labels);
@@ -418,7 +424,8 @@ struct store {
 	const struct store_ops *ops; /* static: outlives the store */
 };
 struct store_builder {
-	struct store *s; /* borrowed: the store the builder reads */
+	struct store *s;   /* borrowed: the store the builder reads */
+	struct profile *p; /* borrowed: the profile it adds to */
 };
 
 #endif /* HEARTH_STORE_H */

@@ -584,9 +584,10 @@ static bool label_name_ok(const char *name)
  * one query with a subquery: over a cluster's Distributed tables a subquery
  * inside IN is refused (distributed_product_mode).
  */
-static int ch_labels(struct chstore *c, const char *name, const struct store_scan_query *q,
-		     int (*fn)(void *ctx, const char *v), void *ctx)
+int chstore_labels(struct store *s, const char *name, const struct store_scan_query *q,
+		   int (*fn)(void *ctx, const char *str), void *ctx)
 {
+	struct chstore *c = ch_of(s);
 	struct id_list ids = {0};
 	struct ch_buf sql = {0}, a = {0}, scratch = {0};
 	char err[512] = "";
@@ -627,18 +628,6 @@ cleanup:
 	ch_buf_fini(&a);
 	ch_buf_fini(&scratch);
 	return e;
-}
-
-int chstore_label_names(struct store *s, const struct store_scan_query *q,
-			int (*fn)(void *ctx, const char *name), void *ctx)
-{
-	return ch_labels(ch_of(s), NULL, q, fn, ctx);
-}
-
-int chstore_label_values(struct store *s, const char *name, const struct store_scan_query *q,
-			 int (*fn)(void *ctx, const char *value), void *ctx)
-{
-	return ch_labels(ch_of(s), name, q, fn, ctx);
 }
 
 /* ---- expanding stacks (store__stack_locations, store_builder) ---- */
@@ -717,53 +706,24 @@ static int add_location(struct chstore *c, struct profile *p, uint64_t loc_id, u
 
 /* ---- the builder: cached locations into a profile ---- */
 
-struct ch_builder {
-	struct store_builder base; /* first: see bof() */
-	struct chstore *c;	   /* borrowed */
-	struct profile *p;	   /* borrowed */
-	uint32_t *xl;		   /* local location id -> profile id; 0: not yet */
-	size_t xl_cap;
-};
-
-static struct ch_builder *bof(struct store_builder *b)
+void chstore_builder_fini(struct store_builder *b)
 {
-	return (struct ch_builder *)((char *)b - offsetof(struct ch_builder, base));
-}
-
-int chstore_builder_new(struct store *s, struct profile *p, struct store_builder **out)
-{
-	struct ch_builder *b = calloc(1, sizeof(*b));
-
-	*out = NULL;
-	if (!b)
-		return -ENOMEM;
-	b->base.s = s;
-	b->c = ch_of(s);
-	b->p = p;
-	*out = &b->base;
-	return 0;
-}
-
-void chstore_builder_free(struct store_builder *sb)
-{
-	struct ch_builder *b = bof(sb);
-
-	free(b->xl);
-	free(b);
+	free(((struct ch_builder *)b)->xl); /* its first member */
 }
 
 int chstore_builder_location(struct store_builder *sb, uint64_t loc_id, uint64_t *out)
 {
-	struct ch_builder *b = bof(sb);
+	struct ch_builder *b = (struct ch_builder *)sb;
+	struct chstore *c = ch_of(sb->s);
 	int e;
 
 	if (loc_id < b->xl_cap && b->xl[loc_id]) {
 		*out = b->xl[loc_id];
 		return 0;
 	}
-	pthread_mutex_lock(&b->c->lock);
-	e = add_location(b->c, b->p, loc_id, out);
-	pthread_mutex_unlock(&b->c->lock);
+	pthread_mutex_lock(&c->lock);
+	e = add_location(c, sb->p, loc_id, out);
+	pthread_mutex_unlock(&c->lock);
 	if (!e && base_grow_zeroed((void **)&b->xl, &b->xl_cap, (size_t)loc_id + 1, sizeof(*b->xl)))
 		e = -ENOMEM;
 	if (!e)
@@ -775,14 +735,13 @@ int chstore_builder_add(struct store_builder *sb, uint64_t stack_id,
 			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 			size_t n_labels)
 {
-	struct ch_builder *b = bof(sb);
 	size_t off[2], cap = 0;
 	uint64_t *locs = NULL;
 	int e = chstore_stack_locations(sb->s, &stack_id, 1, off, &locs, &cap);
 
 	for (size_t i = 0; !e && i < off[1]; i++)
 		e = chstore_builder_location(sb, locs[i], &locs[i]);
-	e = e ?: profile__add_sample(b->p, locs, off[1], values, labels, n_labels);
+	e = e ?: profile__add_sample(sb->p, locs, off[1], values, labels, n_labels);
 	free(locs);
 	return e;
 }

@@ -9,45 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct estore_builder {
-	struct store_builder base; /* first: see of() */
-	struct estore *s;
-	struct profile *p;
-	/* store id -> profile id, per table; 0 = not yet. 4 bytes an entry: the lookup per
-	 * frame misses the cache less (a profile never holds 2^32 records) */
-	uint32_t *xl[STORE_N_TABS];
-	size_t cap[STORE_N_TABS];
-	uint64_t *locs;
-	size_t locs_cap;
-};
-
 static struct estore_builder *of(struct store_builder *b)
 {
-	return (struct estore_builder *)((char *)b - offsetof(struct estore_builder, base));
+	return (struct estore_builder *)b; /* its first member */
 }
 
-int estore_builder_new(struct store *s, struct profile *p, struct store_builder **out)
+/* The store the builder reads. */
+static struct estore *bs(const struct estore_builder *b)
 {
-	struct estore_builder *b = calloc(1, sizeof(*b));
-
-	*out = NULL;
-	if (!b)
-		return -ENOMEM;
-	b->base.s = s;
-	b->s = estore_of(s);
-	b->p = p;
-	*out = &b->base;
-	return 0;
+	return estore_of(b->base.s);
 }
 
-void estore_builder_free(struct store_builder *sb)
+void estore_builder_fini(struct store_builder *sb)
 {
 	struct estore_builder *b = of(sb);
 
 	for (int t = 0; t < STORE_N_TABS; t++)
 		free(b->xl[t]);
 	free(b->locs);
-	free(b);
 }
 
 /* The translation slot of store id in table t (grown on demand), or NULL.
@@ -55,7 +34,7 @@ void estore_builder_free(struct store_builder *sb)
 static uint32_t *slot(struct estore_builder *b, int t, uint64_t id)
 {
 	if (id >= b->cap[t]) {
-		size_t c = b->s->tabs[t].n + 1 > id + 1 ? b->s->tabs[t].n + 1 : id + 1;
+		size_t c = bs(b)->tabs[t].n + 1 > id + 1 ? bs(b)->tabs[t].n + 1 : id + 1;
 		uint32_t *n = realloc(b->xl[t], c * sizeof(*n));
 
 		if (!n)
@@ -81,7 +60,7 @@ static int remember(uint32_t *sl, uint64_t pid, uint64_t *out)
 static const char *str(struct estore_builder *b, uint64_t id)
 {
 	size_t len;
-	const uint8_t *k = store_itab__key(&b->s->tabs[STORE_T_STRINGS], id, &len);
+	const uint8_t *k = store_itab__key(&bs(b)->tabs[STORE_T_STRINGS], id, &len);
 
 	return k && len && k[len - 1] == 0 ? (const char *)k : "";
 }
@@ -117,7 +96,7 @@ static int untranslated(struct estore_builder *b, int t, uint64_t id, uint64_t *
 		*out = *p->sl;
 		return 1;
 	}
-	p->k = store_itab__key(&b->s->tabs[t], id, &len);
+	p->k = store_itab__key(&bs(b)->tabs[t], id, &len);
 	p->end = p->k + len;
 	if (!p->k || get_n(&p->k, p->end, v, n))
 		return -EUCLEAN;
@@ -136,8 +115,8 @@ static int mapping(struct estore_builder *b, uint64_t id, uint64_t *out)
 	r = untranslated(b, STORE_T_MAPPINGS, id, v, 5, &p, out);
 	if (r)
 		return r < 0 ? r : 0;
-	return remember(p.sl, profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])),
-			out);
+	return remember(
+	    p.sl, profile__mapping(b->base.p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])), out);
 }
 
 /* The profile's string id of stored string id (the builder's strings slot holds
@@ -154,7 +133,7 @@ static int string(struct estore_builder *b, uint64_t id, int64_t *out)
 		*out = (int64_t)*sl - 1;
 		return 0;
 	}
-	if ((sid = profile__intern_string(b->p, str(b, id))) < 0)
+	if ((sid = profile__intern_string(b->base.p, str(b, id))) < 0)
 		return (int)sid;
 	if (sid >= UINT32_MAX)
 		return -E2BIG;
@@ -175,7 +154,7 @@ static int function(struct estore_builder *b, uint64_t id, uint64_t *out)
 	for (int k = 0; k < 3; k++)
 		if ((r = string(b, v[k], &sids[k])))
 			return r;
-	return remember(p.sl, profile__function_by_sids(b->p, sids), out);
+	return remember(p.sl, profile__function_by_sids(b->base.p, sids), out);
 }
 
 static int location(struct estore_builder *b, uint64_t id, uint64_t *out)
@@ -196,7 +175,7 @@ static int location(struct estore_builder *b, uint64_t id, uint64_t *out)
 		return err;
 	/* deeper inline chains are cut to 64 lines (the outermost are kept by pprof tools) */
 	return remember(
-	    p.sl, profile__location_exact(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64), out);
+	    p.sl, profile__location_exact(b->base.p, mid, v[1], lines, v[2] < 64 ? v[2] : 64), out);
 }
 
 /* The profile's location ids of a stored stack, leaf first, into *out: b->locs, or
@@ -209,7 +188,7 @@ static int stack_locked(struct estore_builder *b, uint64_t stack_id, bool in_roo
 	const uint32_t *xl = b->xl[STORE_T_LOCATIONS];
 	size_t xl_cap = b->cap[STORE_T_LOCATIONS];
 	size_t len;
-	const uint8_t *k = store_itab__key(&b->s->tabs[STORE_T_STACKS], stack_id, &len), *end;
+	const uint8_t *k = store_itab__key(&bs(b)->tabs[STORE_T_STACKS], stack_id, &len), *end;
 	uint64_t lid, *locs = b->locs;
 	int err = 0;
 
@@ -219,7 +198,7 @@ static int stack_locked(struct estore_builder *b, uint64_t stack_id, bool in_roo
 	end = k + len;
 	/* a location id takes at least one byte of the key */
 	if (in_room) {
-		if (!(locs = profile__sample_locs_room(b->p, len)))
+		if (!(locs = profile__sample_locs_room(b->base.p, len)))
 			return -ENOMEM;
 	} else if (b->locs_cap < len + 1) {
 		uint64_t *nl = realloc(b->locs, (len + 1) * sizeof(*nl));
@@ -237,10 +216,10 @@ static int stack_locked(struct estore_builder *b, uint64_t stack_id, bool in_roo
 			locs[(*n)++] = xl[lid];
 			continue;
 		}
-		size_t before = profile__n_locations(b->p);
+		size_t before = profile__n_locations(b->base.p);
 
 		err = err ?: location(b, lid, &locs[*n]);
-		if (!err && profile__n_locations(b->p) == before)
+		if (!err && profile__n_locations(b->base.p) == before)
 			*merged = true;
 		(*n)++;
 		xl = b->xl[STORE_T_LOCATIONS]; /* location() may have grown the table */
@@ -259,10 +238,10 @@ int estore_builder_add(struct store_builder *sb, uint64_t stack_id,
 	uint64_t *locs;
 	int err;
 
-	pthread_mutex_lock(&b->s->lock);
+	pthread_mutex_lock(&bs(b)->lock);
 	err = stack_locked(b, stack_id, false, &locs, &n, &merged);
-	pthread_mutex_unlock(&b->s->lock);
-	return err ?: profile__add_sample(b->p, locs, n, values, labels, n_labels);
+	pthread_mutex_unlock(&bs(b)->lock);
+	return err ?: profile__add_sample(b->base.p, locs, n, values, labels, n_labels);
 }
 
 /* Adds the sample just expanded into locs (see store_builder__append). */
@@ -272,8 +251,9 @@ static int add_locs(struct estore_builder *b, uint64_t *locs, size_t n,
 	if (merged)
 		*distinct = false;
 	if (*distinct)
-		return profile__append_sample(b->p, locs, n, sm->values, sm->labels, sm->n_labels);
-	return profile__add_sample(b->p, locs, n, sm->values, sm->labels, sm->n_labels);
+		return profile__append_sample(b->base.p, locs, n, sm->values, sm->labels,
+					      sm->n_labels);
+	return profile__add_sample(b->base.p, locs, n, sm->values, sm->labels, sm->n_labels);
 }
 
 /* How many stacks ahead store_builder__append prefetches a key (4 and 8 measured
@@ -284,10 +264,10 @@ int estore_builder_append(struct store_builder *sb, const struct store_builder_s
 			  bool *distinct)
 {
 	struct estore_builder *b = of(sb);
-	const struct store_itab *st = &b->s->tabs[STORE_T_STACKS];
+	const struct store_itab *st = &bs(b)->tabs[STORE_T_STACKS];
 	int err = 0;
 
-	pthread_mutex_lock(&b->s->lock);
+	pthread_mutex_lock(&bs(b)->lock);
 	/* the stacks' offsets, then a few stacks ahead their keys: random reads that
 	 * miss the cache, started early */
 	for (size_t i = 0; i < n; i++)
@@ -306,7 +286,7 @@ int estore_builder_append(struct store_builder *sb, const struct store_builder_s
 		err = stack_locked(b, sm[i].stack_id, true, &locs, &nl, &merged)
 			  ?: add_locs(b, locs, nl, &sm[i], merged, distinct);
 	}
-	pthread_mutex_unlock(&b->s->lock);
+	pthread_mutex_unlock(&bs(b)->lock);
 	return err;
 }
 
@@ -315,10 +295,10 @@ int estore_builder_location(struct store_builder *sb, uint64_t loc_id, uint64_t 
 	struct estore_builder *b = of(sb);
 	int err;
 
-	pthread_mutex_lock(&b->s->lock);
-	err = store_itab__live(&b->s->tabs[STORE_T_LOCATIONS], loc_id) ? location(b, loc_id, out)
-								       : -ENOENT;
-	pthread_mutex_unlock(&b->s->lock);
+	pthread_mutex_lock(&bs(b)->lock);
+	err = store_itab__live(&bs(b)->tabs[STORE_T_LOCATIONS], loc_id) ? location(b, loc_id, out)
+									: -ENOENT;
+	pthread_mutex_unlock(&bs(b)->lock);
 	return err;
 }
 

@@ -80,9 +80,10 @@ static int collect(struct estore *s, uint64_t id, const char *name, struct found
 	return f->err;
 }
 
-static int labels(struct estore *s, const char *name, const struct store_scan_query *q,
-		  int (*fn)(void *ctx, const char *v), void *ctx)
+int estore_labels(struct store *base, const char *name, const struct store_scan_query *q,
+		  int (*fn)(void *ctx, const char *str), void *ctx)
 {
+	struct estore *s = estore_of(base);
 	struct with_data w = {q->ids, q->n_ids, calloc(q->n_ids, 1)};
 	struct found f = {0};
 	int e = w.has ? base_strtab__init(&f.strs) : -ENOMEM;
@@ -102,20 +103,7 @@ static int labels(struct estore *s, const char *name, const struct store_scan_qu
 		e = fn(ctx, "");
 	for (size_t i = 1; !e && i < f.strs.n; i++)
 		e = fn(ctx, f.strs.strs[i]);
-	if (w.has)
-		base_strtab__fini(&f.strs);
+	base_strtab__fini(&f.strs); /* safe on the zeroed table of a failed init */
 	free(w.has);
 	return e;
-}
-
-int estore_label_names(struct store *s, const struct store_scan_query *q,
-		       int (*fn)(void *ctx, const char *name), void *ctx)
-{
-	return labels(estore_of(s), NULL, q, fn, ctx);
-}
-
-int estore_label_values(struct store *s, const char *name, const struct store_scan_query *q,
-			int (*fn)(void *ctx, const char *value), void *ctx)
-{
-	return labels(estore_of(s), name, q, fn, ctx);
 }

@@ -445,15 +445,22 @@ int estore_append_flat(struct store *s, const struct profile_flat *f, const char
 int estore_batch_begin(struct store *s, char *err, size_t errlen);
 int estore_batch_end(struct store *s, bool commit, char *err, size_t errlen);
 int estore_scan(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx);
-int estore_label_names(struct store *s, const struct store_scan_query *q,
-		       int (*fn)(void *ctx, const char *name), void *ctx);
-int estore_label_values(struct store *s, const char *name, const struct store_scan_query *q,
-			int (*fn)(void *ctx, const char *value), void *ctx);
+int estore_labels(struct store *s, const char *name, const struct store_scan_query *q,
+		  int (*fn)(void *ctx, const char *str), void *ctx);
 int estore_stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
 			   uint64_t **locs, size_t *cap);
 uint64_t estore_max_stack_id(struct store *s);
-int estore_builder_new(struct store *s, struct profile *p, struct store_builder **out);
-void estore_builder_free(struct store_builder *b);
+/* The builder (build.c): the core allocates it (store_ops.builder_size). */
+struct estore_builder {
+	struct store_builder base; /* first: the core's allocation starts here */
+	/* store id -> profile id, per table; 0 = not yet. 4 bytes an entry: the lookup per
+	 * frame misses the cache less (a profile never holds 2^32 records) */
+	uint32_t *xl[STORE_N_TABS];
+	size_t cap[STORE_N_TABS];
+	uint64_t *locs;
+	size_t locs_cap;
+};
+void estore_builder_fini(struct store_builder *b);
 int estore_builder_add(struct store_builder *b, uint64_t stack_id,
 		       const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 		       size_t n_labels);
