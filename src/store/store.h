@@ -383,26 +383,50 @@ int store__label_values(struct store *s, const char *name, const struct store_sc
  * a struct store_builder (the core allocates it: builder_size). The table is
  * static: it outlives every store.
  */
+/* The type of each operation (a backend declares its functions with them). */
+typedef void store_close_fn(struct store *s);
+typedef int store_append_flat_fn(struct store *s, const struct profile_flat *f,
+				 const char *profile_type, const struct store_label *extra,
+				 size_t n_extra, struct store_append_result *res, char *err,
+				 size_t errlen);
+typedef int store_batch_begin_fn(struct store *s, char *err, size_t errlen);
+typedef int store_batch_end_fn(struct store *s, bool commit, char *err, size_t errlen);
+typedef int store_maintain_fn(struct store *s, int64_t now_ns, uint64_t *deleted);
+typedef int store_stats_fn(struct store *s, struct store_stats *out);
+typedef int store_health_fn(struct store *s, char *err, size_t errlen);
+typedef int store_series_foreach_fn(struct store *s,
+				    int (*fn)(void *ctx, const struct store_series *ser),
+				    void *ctx);
+/* store__label_names (name NULL) and store__label_values, with q->n_ids > 0 */
+typedef int store_labels_fn(struct store *s, const char *name, const struct store_scan_query *q,
+			    int (*fn)(void *ctx, const char *str), void *ctx);
+typedef int store_scan_fn(struct store *s, const struct store_scan_query *q, store_rows_fn fn,
+			  void *ctx);
+typedef int store_stack_locations_fn(struct store *s, const uint64_t *stack_ids, size_t n,
+				     size_t *off, uint64_t **locs, size_t *cap);
+typedef uint64_t store_max_stack_id_fn(struct store *s);
+typedef void store_builder_fini_fn(struct store_builder *b);
+typedef int store_builder_add_fn(struct store_builder *b, uint64_t stack_id,
+				 const int64_t values[PROFILE_N_VALUES],
+				 const struct profile_label *labels, size_t n_labels);
+typedef int store_builder_append_fn(struct store_builder *b, const struct store_builder_sample *sm,
+				    size_t n, bool *distinct);
+typedef int store_builder_location_fn(struct store_builder *b, uint64_t loc_id, uint64_t *out);
+
 struct store_ops {
 	const char *name; /* "embedded", "clickhouse" */
-	void (*close)(struct store *s);
-	int (*append_flat)(struct store *s, const struct profile_flat *f, const char *profile_type,
-			   const struct store_label *extra, size_t n_extra,
-			   struct store_append_result *res, char *err, size_t errlen);
-	int (*batch_begin)(struct store *s, char *err, size_t errlen);
-	int (*batch_end)(struct store *s, bool commit, char *err, size_t errlen);
-	int (*maintain)(struct store *s, int64_t now_ns, uint64_t *deleted);
-	int (*stats)(struct store *s, struct store_stats *out);
-	int (*health)(struct store *s, char *err, size_t errlen);
-	int (*series_foreach)(struct store *s, int (*fn)(void *ctx, const struct store_series *ser),
-			      void *ctx);
-	/* store__label_names (name NULL) and store__label_values (q->n_ids > 0) */
-	int (*labels)(struct store *s, const char *name, const struct store_scan_query *q,
-		      int (*fn)(void *ctx, const char *str), void *ctx);
-	int (*scan)(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx);
-	int (*stack_locations)(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
-			       uint64_t **locs, size_t *cap);
-	uint64_t (*max_stack_id)(struct store *s);
+	store_close_fn *close;
+	store_append_flat_fn *append_flat;
+	store_batch_begin_fn *batch_begin;
+	store_batch_end_fn *batch_end;
+	store_maintain_fn *maintain;
+	store_stats_fn *stats;
+	store_health_fn *health;
+	store_series_foreach_fn *series_foreach;
+	store_labels_fn *labels;
+	store_scan_fn *scan;
+	store_stack_locations_fn *stack_locations;
+	store_max_stack_id_fn *max_stack_id;
 	/*
 	 * store_builder__new allocates builder_size zeroed bytes (the backend's
 	 * builder, a struct store_builder first) and sets its s and p, as SQLite's
@@ -410,14 +434,47 @@ struct store_ops {
 	 * builder_fini (which frees what the backend added), then frees it.
 	 */
 	size_t builder_size;
-	void (*builder_fini)(struct store_builder *b);
-	int (*builder_add)(struct store_builder *b, uint64_t stack_id,
-			   const int64_t values[PROFILE_N_VALUES],
-			   const struct profile_label *labels, size_t n_labels);
-	int (*builder_append)(struct store_builder *b, const struct store_builder_sample *sm,
-			      size_t n, bool *distinct);
-	int (*builder_location)(struct store_builder *b, uint64_t loc_id, uint64_t *out);
+	store_builder_fini_fn *builder_fini;
+	store_builder_add_fn *builder_add;
+	store_builder_append_fn *builder_append;
+	store_builder_location_fn *builder_location;
 };
+
+/*
+ * A backend's operations are the functions P_close, P_append_flat, ... for its
+ * prefix P (one per entry above): STORE_OPS_DECLARE(P) declares them (in the
+ * backend's private header) and STORE_OPS(P, NAME, BUILDER) is its table, so a
+ * backend that lacks one does not compile, as SQLite's os_unix.c fills each of
+ * its VFS tables with one macro.
+ */
+#define STORE_OPS_DECLARE(P)                                                                       \
+	store_close_fn P##_close;                                                                  \
+	store_append_flat_fn P##_append_flat;                                                      \
+	store_batch_begin_fn P##_batch_begin;                                                      \
+	store_batch_end_fn P##_batch_end;                                                          \
+	store_maintain_fn P##_maintain;                                                            \
+	store_stats_fn P##_stats;                                                                  \
+	store_health_fn P##_health;                                                                \
+	store_series_foreach_fn P##_series_foreach;                                                \
+	store_labels_fn P##_labels;                                                                \
+	store_scan_fn P##_scan;                                                                    \
+	store_stack_locations_fn P##_stack_locations;                                              \
+	store_max_stack_id_fn P##_max_stack_id;                                                    \
+	store_builder_fini_fn P##_builder_fini;                                                    \
+	store_builder_add_fn P##_builder_add;                                                      \
+	store_builder_append_fn P##_builder_append;                                                \
+	store_builder_location_fn P##_builder_location
+#define STORE_OPS(P, NAME, BUILDER)                                                                \
+	{                                                                                          \
+		.name = NAME, .close = P##_close, .append_flat = P##_append_flat,                  \
+		.batch_begin = P##_batch_begin, .batch_end = P##_batch_end,                        \
+		.maintain = P##_maintain, .stats = P##_stats, .health = P##_health,                \
+		.series_foreach = P##_series_foreach, .labels = P##_labels, .scan = P##_scan,      \
+		.stack_locations = P##_stack_locations, .max_stack_id = P##_max_stack_id,          \
+		.builder_size = sizeof(BUILDER), .builder_fini = P##_builder_fini,                 \
+		.builder_add = P##_builder_add, .builder_append = P##_builder_append,              \
+		.builder_location = P##_builder_location,                                          \
+	}
 
 /* What the core sees of a store and of a builder: the backend's table. */
 struct store {

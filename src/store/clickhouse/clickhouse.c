@@ -490,8 +490,6 @@ static int check_schema(struct chstore *c, char *err, size_t errlen)
 	return e;
 }
 
-static void ch_close(struct store *s);
-
 /* The store of url, its schema checked (created when new). */
 static int ch_open(const char *url, const struct store_opts *opts, struct chstore **out, char *err,
 		   size_t errlen)
@@ -502,7 +500,6 @@ static int ch_open(const char *url, const struct store_opts *opts, struct chstor
 	*out = NULL;
 	if (!c)
 		return -ENOMEM;
-	c->store.ops = &ch_ops;
 	pthread_mutex_init(&c->lock, NULL);
 	if (opts)
 		c->opts = *opts;
@@ -516,14 +513,14 @@ static int ch_open(const char *url, const struct store_opts *opts, struct chstor
 	curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: not thread-safe */
 	e = parse_url(c, url, err, errlen) ?: check_schema(c, err, errlen);
 	if (e) {
-		ch_close(&c->store);
+		chstore_close(&c->store);
 		return e;
 	}
 	*out = c;
 	return 0;
 }
 
-static void ch_close(struct store *s)
+void chstore_close(struct store *s)
 {
 	struct chstore *c = ch_of(s);
 
@@ -1000,9 +997,9 @@ static void remember(struct ch_append *a)
 	pthread_mutex_unlock(&c->lock);
 }
 
-static int ch_append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
-			  const struct store_label *extra, size_t n_extra,
-			  struct store_append_result *res, char *err, size_t errlen)
+int chstore_append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
+			const struct store_label *extra, size_t n_extra,
+			struct store_append_result *res, char *err, size_t errlen)
 {
 	struct chstore *c = ch_of(s);
 	struct ch_append a = {.c = c, .f = f, .extra = extra, .n_extra = n_extra};
@@ -1054,7 +1051,7 @@ cleanup:
 
 /* Drops every day partition that ended before now - retention, on this server's own
  * tables (a cluster: each shard's hearth drops its shard's). */
-static int ch_maintain(struct store *s, int64_t now_ns, uint64_t *deleted)
+int chstore_maintain(struct store *s, int64_t now_ns, uint64_t *deleted)
 {
 	struct chstore *c = ch_of(s);
 	struct ch_buf a = {0};
@@ -1088,7 +1085,7 @@ static int ch_maintain(struct store *s, int64_t now_ns, uint64_t *deleted)
 	return e;
 }
 
-static int ch_stats(struct store *s, struct store_stats *out)
+int chstore_stats(struct store *s, struct store_stats *out)
 {
 	struct chstore *c = ch_of(s);
 	struct ch_buf a = {0};
@@ -1122,7 +1119,7 @@ static int ch_stats(struct store *s, struct store_stats *out)
 /* ---- the store ---- */
 
 /* One round trip: ClickHouse answers and the database is there. */
-static int ch_health(struct store *s, char *err, size_t errlen)
+int chstore_health(struct store *s, char *err, size_t errlen)
 {
 	struct chstore *c = ch_of(s);
 	struct ch_buf a = {0};
@@ -1137,38 +1134,19 @@ static int ch_health(struct store *s, char *err, size_t errlen)
 }
 
 /* Each insert is its own (docs/clickhouse.md): a batch has nothing to hold. */
-static int ch_batch_begin(struct store *s, char *err, size_t errlen)
+int chstore_batch_begin(struct store *s, char *err, size_t errlen)
 {
 	(void)s, (void)err, (void)errlen;
 	return 0;
 }
 
-static int ch_batch_end(struct store *s, bool commit, char *err, size_t errlen)
+int chstore_batch_end(struct store *s, bool commit, char *err, size_t errlen)
 {
 	(void)s, (void)commit, (void)err, (void)errlen;
 	return 0;
 }
 
-const struct store_ops ch_ops = {
-    .name = "clickhouse",
-    .close = ch_close,
-    .append_flat = ch_append_flat,
-    .batch_begin = ch_batch_begin,
-    .batch_end = ch_batch_end,
-    .maintain = ch_maintain,
-    .stats = ch_stats,
-    .health = ch_health,
-    .series_foreach = chstore_series_foreach,
-    .labels = chstore_labels,
-    .scan = chstore_scan,
-    .stack_locations = chstore_stack_locations,
-    .max_stack_id = chstore_max_stack_id,
-    .builder_size = sizeof(struct ch_builder),
-    .builder_fini = chstore_builder_fini,
-    .builder_add = chstore_builder_add,
-    .builder_append = chstore_builder_append,
-    .builder_location = chstore_builder_location,
-};
+const struct store_ops ch_ops = STORE_OPS(chstore, "clickhouse", struct ch_builder);
 
 bool store__is_clickhouse(const char *spec)
 {
@@ -1187,7 +1165,9 @@ int store__open_clickhouse(const char *url, const struct store_opts *opts, struc
 	if (!store__is_clickhouse(url))
 		return bad_url(url ? url : "", "not a clickhouse:// URL", err, errlen);
 	e = ch_open(url, opts, &c, err, errlen);
-	if (!e)
-		*out = &c->store;
-	return e;
+	if (e)
+		return e;
+	c->store.ops = &ch_ops; /* a store now: the core calls through its table */
+	*out = &c->store;
+	return 0;
 }

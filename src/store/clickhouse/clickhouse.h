@@ -103,31 +103,19 @@ static inline struct chstore *ch_of(struct store *s)
 	return (struct chstore *)((char *)s - offsetof(struct chstore, store));
 }
 
-/* The backend's operations (struct store_ops; clickhouse.c holds the table).
+/* The backend's operations chstore_close ... chstore_builder_location (struct
+ * store_ops; clickhouse.c holds the table, clickhouse_read.c the read side).
  * Same contracts as the store__ functions, plus -EHOSTDOWN: ClickHouse did not
  * answer, answered too late or failed an insert; err says which. */
 extern const struct store_ops ch_ops;
-int chstore_series_foreach(struct store *s, int (*fn)(void *ctx, const struct store_series *ser),
-			   void *ctx);
-int chstore_labels(struct store *s, const char *name, const struct store_scan_query *q,
-		   int (*fn)(void *ctx, const char *str), void *ctx);
-int chstore_scan(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx);
-uint64_t chstore_max_stack_id(struct store *s);
-int chstore_stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
-			    uint64_t **locs, size_t *cap);
+STORE_OPS_DECLARE(chstore);
+
 /* The builder: cached locations into a profile (the core allocates it). */
 struct ch_builder {
 	struct store_builder base; /* first: the core's allocation starts here */
 	uint32_t *xl;		   /* local location id -> profile id; 0: not yet */
 	size_t xl_cap;
 };
-void chstore_builder_fini(struct store_builder *b);
-int chstore_builder_add(struct store_builder *b, uint64_t stack_id,
-			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
-			size_t n_labels);
-int chstore_builder_append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
-			   bool *distinct);
-int chstore_builder_location(struct store_builder *b, uint64_t loc_id, uint64_t *out);
 
 /* ---- shared by clickhouse.c and clickhouse_read.c ---- */
 

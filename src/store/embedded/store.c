@@ -284,8 +284,6 @@ static void fill_defaults(struct store_opts *o)
 		o->max_labels_per_series = STORE_MAX_SERIES_LABELS;
 }
 
-static void estore_close(struct store *base);
-
 int store__open(const char *dir, const struct store_opts *opts, struct store **out, char *err,
 		size_t errlen)
 {
@@ -338,7 +336,7 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 	return 0;
 }
 
-static void estore_close(struct store *base)
+void estore_close(struct store *base)
 {
 	struct estore *s = estore_of(base);
 
@@ -416,7 +414,7 @@ static uint64_t file_size(const char *path, const char *suffix)
 	return stat(p, &sb) ? 0 : (uint64_t)sb.st_size;
 }
 
-static int estore_stats(struct store *base, struct store_stats *out)
+int estore_stats(struct store *base, struct store_stats *out)
 {
 	struct estore *s = estore_of(base);
 
@@ -535,7 +533,7 @@ static int retain(struct estore *s, int64_t now_ns, uint64_t *deleted)
 	return e;
 }
 
-static int estore_maintain(struct store *base, int64_t now_ns, uint64_t *deleted)
+int estore_maintain(struct store *base, int64_t now_ns, uint64_t *deleted)
 {
 	struct estore *s = estore_of(base);
 	int e;
@@ -555,7 +553,7 @@ static int estore_maintain(struct store *base, int64_t now_ns, uint64_t *deleted
 	return e;
 }
 
-static int estore_series_foreach(struct store *base,
+int estore_series_foreach(struct store *base,
 				 int (*fn)(void *ctx, const struct store_series *ser), void *ctx)
 {
 	struct estore *s = estore_of(base);
@@ -606,7 +604,7 @@ int store_series_labels(const uint8_t *key, size_t len, const char **type,
 }
 
 /* The database answers: a one-page read of its schema (no table scan). */
-static int estore_health(struct store *base, char *err, size_t errlen)
+int estore_health(struct store *base, char *err, size_t errlen)
 {
 	struct estore *s = estore_of(base);
 	int e;
@@ -621,23 +619,4 @@ static int estore_health(struct store *base, char *err, size_t errlen)
 	return e;
 }
 
-const struct store_ops store_embedded_ops = {
-    .name = "embedded",
-    .close = estore_close,
-    .append_flat = estore_append_flat,
-    .batch_begin = estore_batch_begin,
-    .batch_end = estore_batch_end,
-    .maintain = estore_maintain,
-    .stats = estore_stats,
-    .health = estore_health,
-    .series_foreach = estore_series_foreach,
-    .labels = estore_labels,
-    .scan = estore_scan,
-    .stack_locations = estore_stack_locations,
-    .max_stack_id = estore_max_stack_id,
-    .builder_size = sizeof(struct estore_builder),
-    .builder_fini = estore_builder_fini,
-    .builder_add = estore_builder_add,
-    .builder_append = estore_builder_append,
-    .builder_location = estore_builder_location,
-};
+const struct store_ops store_embedded_ops = STORE_OPS(estore, "embedded", struct estore_builder);

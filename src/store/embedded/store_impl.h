@@ -439,17 +439,10 @@ static inline struct estore *estore_of(struct store *s)
 {
 	return (struct estore *)((char *)s - offsetof(struct estore, base));
 }
-int estore_append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
-		       const struct store_label *extra, size_t n_extra,
-		       struct store_append_result *res, char *err, size_t errlen);
-int estore_batch_begin(struct store *s, char *err, size_t errlen);
-int estore_batch_end(struct store *s, bool commit, char *err, size_t errlen);
-int estore_scan(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx);
-int estore_labels(struct store *s, const char *name, const struct store_scan_query *q,
-		  int (*fn)(void *ctx, const char *str), void *ctx);
-int estore_stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
-			   uint64_t **locs, size_t *cap);
-uint64_t estore_max_stack_id(struct store *s);
+/* Its operations, estore_close ... estore_builder_location (append.c, build.c,
+ * labels.c, scan.c, store.c). */
+STORE_OPS_DECLARE(estore);
+
 /* The builder (build.c): the core allocates it (store_ops.builder_size). */
 struct estore_builder {
 	struct store_builder base; /* first: the core's allocation starts here */
@@ -460,13 +453,6 @@ struct estore_builder {
 	uint64_t *locs;
 	size_t locs_cap;
 };
-void estore_builder_fini(struct store_builder *b);
-int estore_builder_add(struct store_builder *b, uint64_t stack_id,
-		       const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
-		       size_t n_labels);
-int estore_builder_append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
-			  bool *distinct);
-int estore_builder_location(struct store_builder *b, uint64_t loc_id, uint64_t *out);
 /* Internal scan flag: deliver series-local stack ids as stored (rollups). */
 #define STORE_SCAN_LOCAL_IDS 0x100u
 /* Scan with the lock held, restricted to levels <= max_level. */
