@@ -1,7 +1,8 @@
 # hearth build.  `make` builds build/hearth; `make test` runs every test;
 # `make run` starts `hearth run`: continuous profiling served on http://127.0.0.1:4100.
 #
-# Sources are found by wildcard: a new file under src/MODULE/ needs no edit here.
+# Sources are found by wildcard: a new file under src/MODULE/ (or a folder of it,
+# src/MODULE/PART/, as the store's backends) needs no edit here.
 
 CC      ?= gcc
 CLANG   ?= clang
@@ -23,7 +24,7 @@ LDLIBS  := -lbpf -ldw -lelf -ldebuginfod -lz -ldeflate -lprotobuf-c -lsqlite3 -l
 	   $(YAML_LIBS) -l:libiberty.a -lpthread -lm
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-SRCS     := $(sort $(wildcard src/*/*.c))
+SRCS     := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 LIB_SRCS := $(filter-out src/cli/%,$(SRCS))
 CLI_SRCS := $(filter src/cli/%,$(SRCS))
 # protoc-c code of proto/*.proto: pprof's profile, Pyroscope's querier and types.
@@ -180,7 +181,7 @@ bench: $(TEST_DEPS_STAMP) $(BUILD)/hearth
 	bash bench/overhead
 
 format:
-	clang-format -i $(SRCS) $(wildcard src/*/*.h) $(wildcard tests/unit/*.[ch]) $(wildcard tools/*.c)
+	clang-format -i $(SRCS) $(wildcard src/*/*.h src/*/*/*.h) $(wildcard tests/unit/*.[ch]) $(wildcard tools/*.c)
 
 # ---- installation (docs/install.md) ----
 # make install [PREFIX=/usr/local] [DESTDIR=] installs the binary, man pages, systemd

@@ -76,7 +76,7 @@ static int run_sink(void *ctx, struct ingest_request *req)
 
 	if (!srv)
 		return -EAGAIN;
-	ret = ingest__store(store__backend(r->st), req, ingest_now_ns(), &res, err, sizeof(err));
+	ret = ingest__store(r->st, req, ingest_now_ns(), &res, err, sizeof(err));
 	if (!ret)
 		server__count_ingest(srv, res.samples);
 	else if (ret != -ENOMEM)

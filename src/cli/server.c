@@ -173,7 +173,7 @@ static int start_server(const char *cmd, struct cli_serve_args *a, struct store 
 
 	a->so.store = *st;
 	if (a->scrape_cfg) {
-		ret = scrape__new(a->scrape_cfg, store__backend(*st), &a->scrape, err, sizeof(err));
+		ret = scrape__new(a->scrape_cfg, *st, &a->scrape, err, sizeof(err));
 		a->scrape_cfg = NULL; /* taken, also on failure */
 		if (ret)
 			goto fail;

@@ -1,6 +1,6 @@
 /*
  * ingest__store: the rules every stored profile follows, then the store's one
- * append path, through the storage interface (struct store_backend), so every
+ * append path, store__append_flat (struct store_ops: either backend), so every
  * backend receives the same checked profiles. No decoding happens here:
  * producers hand over a flat profile (a decoded pprof, a parsed text format,
  * or the agent's model through profile__to_flat), the same for all of them.
@@ -254,7 +254,7 @@ static int fill_defaults(const struct ingest_request *req, struct defaults *d, c
 	return d->per_sample ? label_samples(d, req->profile) : 0;
 }
 
-int ingest__store(struct store_backend *b, struct ingest_request *req, int64_t now_ns,
+int ingest__store(struct store *s, struct ingest_request *req, int64_t now_ns,
 		  struct store_append_result *res, char *err, size_t errlen)
 {
 	struct defaults d = {0};
@@ -262,9 +262,9 @@ int ingest__store(struct store_backend *b, struct ingest_request *req, int64_t n
 
 	if (err && errlen)
 		*err = 0;
-	if (!b || !req->profile) {
+	if (!s || !req->profile) {
 		if (err && errlen)
-			snprintf(err, errlen, "no %s given", b ? "profile" : "store");
+			snprintf(err, errlen, "no %s given", s ? "profile" : "store");
 		return -EINVAL;
 	}
 	if (req->n_labels > INGEST_MAX_LABELS) {
@@ -277,8 +277,8 @@ int ingest__store(struct store_backend *b, struct ingest_request *req, int64_t n
 		set_err(err, errlen, "no memory to relabel the profile's %lld samples",
 			(long long)req->profile->n_samples, 0);
 	if (!ret) /* d.f was copied after check_profile set the time in place */
-		ret = b->ops->append_flat(b, d.per_sample ? &d.f : req->profile, d.type, d.l, d.n,
-					  res, err, errlen);
+		ret = store__append_flat(s, d.per_sample ? &d.f : req->profile, d.type, d.l, d.n,
+					 res, err, errlen);
 	defaults_fini(&d);
 	return ret;
 }

@@ -81,7 +81,7 @@ struct ingest_request {
 };
 
 /*
- * Stores req->profile in backend b (the embedded store: store__backend(s))
+ * Stores req->profile in store s (either backend: store.h)
  * under req->labels at [from, until) (or the profile's own time), after the rules of every stored
  * profile: from <= until (-EINVAL), a start before 1970 or more than INGEST_MAX_CLOCK_SKEW_NS after
  * now_ns
@@ -89,7 +89,7 @@ struct ingest_request {
  * [0, INGEST_MAX_PROFILE_DURATION_NS]. Atomic (store__append_flat): on error
  * nothing is stored. res may be NULL.
  */
-int ingest__store(struct store_backend *b, struct ingest_request *req, int64_t now_ns,
+int ingest__store(struct store *s, struct ingest_request *req, int64_t now_ns,
 		  struct store_append_result *res, char *err, size_t errlen);
 
 /*

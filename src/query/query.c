@@ -289,30 +289,55 @@ static void print_set(FILE *out, const char **v, size_t n)
 	fputs("]\n", out);
 }
 
+/* The strings a store listing hands over, copied (they are borrowed for the call). */
+struct str_list {
+	char **v;
+	size_t n, cap;
+};
+
+static int keep_str(void *ctx, const char *str)
+{
+	struct str_list *l = ctx;
+
+	if (base_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)) ||
+	    !(l->v[l->n] = strdup(str)))
+		return -ENOMEM;
+	l->n++;
+	return 0;
+}
+
+/* Label names (name NULL) or the values of label name, from the store's own
+ * listing (store__label_names/_values) of the selected series with data. */
+static int list_labels(struct store *s, const char *name, const struct query_request *q, FILE *out,
+		       char *err, size_t errlen)
+{
+	struct selection sl;
+	struct str_list l = {0};
+	uint64_t *ids = NULL;
+	int e = select_series(s, q, &sl, false, err, errlen);
+
+	if (!e && sl.n) {
+		struct store_scan_query sq = {ids = series_ids(&sl), sl.n, q->from_ns,
+					      q->until_ns,	     0,	   0};
+
+		e = !ids   ? -ENOMEM
+		    : name ? store__label_values(s, name, &sq, keep_str, &l)
+			   : store__label_names(s, &sq, keep_str, &l);
+	}
+	if (!e)
+		print_set(out, (const char **)l.v, l.n);
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i]);
+	free(l.v);
+	free(ids);
+	selection_fini(&sl);
+	return query_explain(err, errlen, e, name ? "listing label values" : "listing label names");
+}
+
 int query_labels_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		      size_t errlen)
 {
-	struct selection sl;
-	const char **v = NULL;
-	size_t n = 0, cap = 0;
-	int e = select_with_data(s, q, &sl, err, errlen);
-
-	for (size_t i = 0; !e && i < sl.n; i++) {
-		if (!sl.s[i].has_data)
-			continue;
-		if (base_grow((void **)&v, &cap, n + sl.s[i].n + 1, sizeof(*v))) {
-			e = -ENOMEM;
-			break;
-		}
-		for (size_t k = 0; k < sl.s[i].n; k++)
-			v[n++] = sl.s[i].labels[k].name;
-		v[n++] = STORE_PROFILE_TYPE_LABEL;
-	}
-	if (!e)
-		print_set(out, v, n);
-	free(v);
-	selection_fini(&sl);
-	return query_explain(err, errlen, e, "listing label names");
+	return list_labels(s, NULL, q, out, err, errlen);
 }
 
 static const char *series_label(const struct sel_series *ss, const char *name)
@@ -328,29 +353,9 @@ static const char *series_label(const struct sel_series *ss, const char *name)
 int query_label_values_json(struct store *s, const char *name, const struct query_request *q,
 			    FILE *out, char *err, size_t errlen)
 {
-	struct selection sl;
-	const char **v = NULL;
-	size_t n = 0, cap = 0;
-	int e;
-
 	if (!name || !*name)
 		return query_fail(err, errlen, -EINVAL, "empty label name");
-	e = select_with_data(s, q, &sl, err, errlen);
-	for (size_t i = 0; !e && i < sl.n; i++) {
-		const char *val = sl.s[i].has_data ? series_label(&sl.s[i], name) : NULL;
-
-		if (!val)
-			continue;
-		if (base_grow((void **)&v, &cap, n + 1, sizeof(*v)))
-			e = -ENOMEM;
-		else
-			v[n++] = val;
-	}
-	if (!e)
-		print_set(out, v, n);
-	free(v);
-	selection_fini(&sl);
-	return query_explain(err, errlen, e, "listing label values");
+	return list_labels(s, name, q, out, err, errlen);
 }
 
 int query_series_json(struct store *s, const struct query_request *q, FILE *out, char *err,

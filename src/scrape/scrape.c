@@ -63,7 +63,7 @@ struct target {
 
 struct scrape {
 	struct scrape_config *cfg; /* owned */
-	struct store_backend *b;   /* borrowed */
+	struct store *st;	   /* borrowed */
 	size_t n;
 	struct target *t;
 	pthread_mutex_t lock;
@@ -237,7 +237,7 @@ static int store_one(struct target *t, struct profile_flat *f, const char *type,
 	req.n_labels = n;
 	if (f->time_ns <= 0)
 		f->time_ns = start_ns; /* a snapshot without a time: when it was fetched */
-	e = ingest__store(t->s->b, &req, ingest_now_ns(), NULL, err, sizeof(err));
+	e = ingest__store(t->s->st, &req, ingest_now_ns(), NULL, err, sizeof(err));
 	if (e)
 		say(msg, msglen, "storing %s: %s", type, err);
 	return e;
@@ -404,7 +404,7 @@ static void *target_main(void *arg)
 	return NULL;
 }
 
-int scrape__new(struct scrape_config *cfg, struct store_backend *b, struct scrape **out, char *err,
+int scrape__new(struct scrape_config *cfg, struct store *st, struct scrape **out, char *err,
 		size_t errlen)
 {
 	struct scrape *s = calloc(1, sizeof(*s));
@@ -419,7 +419,7 @@ int scrape__new(struct scrape_config *cfg, struct store_backend *b, struct scrap
 		return -ENOMEM;
 	}
 	s->cfg = cfg;
-	s->b = b;
+	s->st = st;
 	s->n = n;
 	for (size_t j = 0; j < cfg->n_jobs; j++)
 		for (size_t k = 0; k < cfg->jobs[j].n_targets; k++, i++)

@@ -116,10 +116,10 @@ size_t scrape_config__n_targets(const struct scrape_config *c);
 struct scrape;
 
 /*
- * A scraper of cfg (taken: freed with the scraper) storing into b (borrowed,
+ * A scraper of cfg (taken: freed with the scraper) storing into st (borrowed,
  * must outlive the scraper). No thread runs until scrape__start. 0, -ENOMEM.
  */
-int scrape__new(struct scrape_config *cfg, struct store_backend *b, struct scrape **out, char *err,
+int scrape__new(struct scrape_config *cfg, struct store *st, struct scrape **out, char *err,
 		size_t errlen);
 /* Starts one thread per target; each scrapes at once, then every interval.
  * 0 or -errno (err says why; threads started so far are stopped by __free). */

@@ -196,7 +196,7 @@ static enum MHD_Result store_it(struct server *s, struct server_req *r, struct i
 		req.until_ns = a->until_ns;
 	}
 	ret =
-	    ingest__store(store__backend(s->store), &req, ingest_now_ns(), &res, err, sizeof(err));
+	    ingest__store(s->store, &req, ingest_now_ns(), &res, err, sizeof(err));
 	if (ret)
 		return server_store_failed(r, ret, err);
 	server__count_ingest(s, res.samples);

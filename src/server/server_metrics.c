@@ -111,7 +111,15 @@ static void write_store(FILE *f, struct store *st)
 {
 	struct store_stats ss;
 
-	if (!st || store__stats(st, &ss))
+	if (!st)
+		return;
+	/* before the figures, which a store that cannot serve does not give */
+	fprintf(f,
+		"# HELP hearth_store_up Whether the store can serve (the database answers;"
+		" ClickHouse is reachable).\n# TYPE hearth_store_up gauge\n"
+		"hearth_store_up{backend=\"%s\"} %d\n",
+		store__name(st), store__health(st, NULL, 0) == 0);
+	if (store__stats(st, &ss))
 		return;
 	fprintf(
 	    f,

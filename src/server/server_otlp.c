@@ -277,7 +277,7 @@ static enum MHD_Result store_all(struct server *s, struct server_req *r, struct 
 			req.has_range = true;
 			req.from_ns = req.until_ns = now;
 		}
-		ret = ingest__store(store__backend(s->store), &req, now, &res, err, sizeof(err));
+		ret = ingest__store(s->store, &req, now, &res, err, sizeof(err));
 		if (ret && b->dec.n_series > 1) { /* name the profile in a request of several */
 			char e2[sizeof(err)];
 

@@ -1,5 +1,10 @@
 /*
- * store: hearth's embedded, crash-safe profile store.
+ * store: hearth's profile store, one interface (struct store_ops, at the end of
+ * this header) with two complete backends: the embedded, crash-safe SQLite
+ * store in a directory (store__open; src/store/embedded/, described below and
+ * in docs/storage.md) and ClickHouse (store__open_clickhouse;
+ * src/store/clickhouse/, docs/clickhouse.md). Every other function here works
+ * on either, through the backend's table.
  *
  * A series is a sorted label set plus a profile type. store__append_flat (the
  * one ingest path, reached through src/ingest) splits one flat profile (e.g. a
@@ -316,7 +321,7 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 /* The highest stack id the store has given (stack ids are dense, 1..n). */
 uint64_t store__max_stack_id(struct store *s);
 
-/* ---- the ClickHouse backend (clickhouse.c; docs/clickhouse.md) ---- */
+/* ---- the ClickHouse backend (clickhouse/; docs/clickhouse.md) ---- */
 
 #define STORE_CLICKHOUSE_SCHEME "clickhouse://"
 /*
@@ -339,34 +344,145 @@ int store__open_clickhouse(const char *url, const struct store_opts *opts, struc
 /* Whether spec names a ClickHouse store (begins with STORE_CLICKHOUSE_SCHEME). */
 bool store__is_clickhouse(const char *spec);
 
-/* ---- the storage interface ---- */
+/*
+ * Whether the store can serve now: 0, or -errno with err saying why (ClickHouse
+ * cannot be reached: -EHOSTDOWN; the embedded store's database does not answer:
+ * -EIO). For /healthz and /metrics; cheap on the embedded store, one round trip
+ * on ClickHouse.
+ */
+int store__health(struct store *s, char *err, size_t errlen);
+/* The backend's name: "embedded" or "clickhouse" (logs, /metrics). */
+const char *store__name(const struct store *s);
 
 /*
- * What hearth needs of a storage backend, so that a second one (e.g. a
- * ClickHouse client) can stand where the embedded store stands: ingest
- * appends through it, and readers scan it. Each operation has the contract of
- * the store__ function of the same name above; label names and values are
- * derived from the series listing (src/query). A backend embeds a struct
- * store_backend whose ops stay valid while it is open.
+ * Label names of the series q->ids (sorted ascending) that have data in
+ * [q->from_ns, q->until_ns), STORE_PROFILE_TYPE_LABEL among them: fn is called
+ * once per distinct name, in no particular order, the name borrowed for the
+ * call; a non-zero return of fn stops and is returned. q->flags and
+ * q->max_window_ns are ignored. 0, -EINVAL (from > until) or -errno.
+ * fn must not call into the store.
  */
-struct store_backend;
-struct store_backend_ops {
-	const char *name; /* "embedded", ... (logs, /metrics) */
-	int (*append_flat)(struct store_backend *b, const struct profile_flat *f,
-			   const char *profile_type, const struct store_label *extra,
-			   size_t n_extra, struct store_append_result *res, char *err,
-			   size_t errlen);
-	int (*scan)(struct store_backend *b, const struct store_scan_query *q, store_rows_fn fn,
-		    void *ctx);
-	int (*series_foreach)(struct store_backend *b,
-			      int (*fn)(void *ctx, const struct store_series *ser), void *ctx);
-	int (*maintain)(struct store_backend *b, int64_t now_ns, uint64_t *deleted);
-};
-struct store_backend {
-	const struct store_backend_ops *ops;
+int store__label_names(struct store *s, const struct store_scan_query *q,
+		       int (*fn)(void *ctx, const char *name), void *ctx);
+/* The same for the distinct values of label name (STORE_PROFILE_TYPE_LABEL: the
+ * profile types) on those series; a series without the label gives none. */
+int store__label_values(struct store *s, const char *name, const struct store_scan_query *q,
+			int (*fn)(void *ctx, const char *value), void *ctx);
+
+/* ---- the storage interface: what a backend implements ---- */
+
+/*
+ * A backend is one table of operations, as SQLite's sqlite3_vfs: the store__
+ * and store_builder__ functions above only call through s->ops (src/store/
+ * core.c) and never ask which backend they have. Two implement it: the
+ * embedded SQLite store (src/store/embedded/, opened by store__open) and
+ * ClickHouse (src/store/clickhouse/, store__open_clickhouse). Each operation
+ * has the contract of the function of the same name above; every entry is set.
+ * A backend's store struct holds a struct store (its ops pointer), which the
+ * backend converts back to its own (container_of), and its builder begins with
+ * a struct store_builder (the core allocates it: builder_size). The table is
+ * static: it outlives every store.
+ */
+/* The type of each operation (a backend declares its functions with them). */
+typedef void store_close_fn(struct store *s);
+typedef int store_append_flat_fn(struct store *s, const struct profile_flat *f,
+				 const char *profile_type, const struct store_label *extra,
+				 size_t n_extra, struct store_append_result *res, char *err,
+				 size_t errlen);
+typedef int store_batch_begin_fn(struct store *s, char *err, size_t errlen);
+typedef int store_batch_end_fn(struct store *s, bool commit, char *err, size_t errlen);
+typedef int store_maintain_fn(struct store *s, int64_t now_ns, uint64_t *deleted);
+typedef int store_stats_fn(struct store *s, struct store_stats *out);
+typedef int store_health_fn(struct store *s, char *err, size_t errlen);
+typedef int store_series_foreach_fn(struct store *s,
+				    int (*fn)(void *ctx, const struct store_series *ser),
+				    void *ctx);
+/* store__label_names (name NULL) and store__label_values, with q->n_ids > 0 */
+typedef int store_labels_fn(struct store *s, const char *name, const struct store_scan_query *q,
+			    int (*fn)(void *ctx, const char *str), void *ctx);
+typedef int store_scan_fn(struct store *s, const struct store_scan_query *q, store_rows_fn fn,
+			  void *ctx);
+typedef int store_stack_locations_fn(struct store *s, const uint64_t *stack_ids, size_t n,
+				     size_t *off, uint64_t **locs, size_t *cap);
+typedef uint64_t store_max_stack_id_fn(struct store *s);
+typedef void store_builder_fini_fn(struct store_builder *b);
+typedef int store_builder_add_fn(struct store_builder *b, uint64_t stack_id,
+				 const int64_t values[PROFILE_N_VALUES],
+				 const struct profile_label *labels, size_t n_labels);
+typedef int store_builder_append_fn(struct store_builder *b, const struct store_builder_sample *sm,
+				    size_t n, bool *distinct);
+typedef int store_builder_location_fn(struct store_builder *b, uint64_t loc_id, uint64_t *out);
+
+struct store_ops {
+	const char *name; /* "embedded", "clickhouse" */
+	store_close_fn *close;
+	store_append_flat_fn *append_flat;
+	store_batch_begin_fn *batch_begin;
+	store_batch_end_fn *batch_end;
+	store_maintain_fn *maintain;
+	store_stats_fn *stats;
+	store_health_fn *health;
+	store_series_foreach_fn *series_foreach;
+	store_labels_fn *labels;
+	store_scan_fn *scan;
+	store_stack_locations_fn *stack_locations;
+	store_max_stack_id_fn *max_stack_id;
+	/*
+	 * store_builder__new allocates builder_size zeroed bytes (the backend's
+	 * builder, a struct store_builder first) and sets its s and p, as SQLite's
+	 * core allocates szOsFile bytes for a VFS's file; store_builder__free calls
+	 * builder_fini (which frees what the backend added), then frees it.
+	 */
+	size_t builder_size;
+	store_builder_fini_fn *builder_fini;
+	store_builder_add_fn *builder_add;
+	store_builder_append_fn *builder_append;
+	store_builder_location_fn *builder_location;
 };
 
-/* The embedded store as a backend; borrowed, valid until store__close(s). */
-struct store_backend *store__backend(struct store *s);
+/*
+ * A backend's operations are the functions P_close, P_append_flat, ... for its
+ * prefix P (one per entry above): STORE_OPS_DECLARE(P) declares them (in the
+ * backend's private header) and STORE_OPS(P, NAME, BUILDER) is its table, so a
+ * backend that lacks one does not compile, as SQLite's os_unix.c fills each of
+ * its VFS tables with one macro.
+ */
+#define STORE_OPS_DECLARE(P)                                                                       \
+	store_close_fn P##_close;                                                                  \
+	store_append_flat_fn P##_append_flat;                                                      \
+	store_batch_begin_fn P##_batch_begin;                                                      \
+	store_batch_end_fn P##_batch_end;                                                          \
+	store_maintain_fn P##_maintain;                                                            \
+	store_stats_fn P##_stats;                                                                  \
+	store_health_fn P##_health;                                                                \
+	store_series_foreach_fn P##_series_foreach;                                                \
+	store_labels_fn P##_labels;                                                                \
+	store_scan_fn P##_scan;                                                                    \
+	store_stack_locations_fn P##_stack_locations;                                              \
+	store_max_stack_id_fn P##_max_stack_id;                                                    \
+	store_builder_fini_fn P##_builder_fini;                                                    \
+	store_builder_add_fn P##_builder_add;                                                      \
+	store_builder_append_fn P##_builder_append;                                                \
+	store_builder_location_fn P##_builder_location
+#define STORE_OPS(P, NAME, BUILDER)                                                                \
+	{                                                                                          \
+		.name = NAME, .close = P##_close, .append_flat = P##_append_flat,                  \
+		.batch_begin = P##_batch_begin, .batch_end = P##_batch_end,                        \
+		.maintain = P##_maintain, .stats = P##_stats, .health = P##_health,                \
+		.series_foreach = P##_series_foreach, .labels = P##_labels, .scan = P##_scan,      \
+		.stack_locations = P##_stack_locations, .max_stack_id = P##_max_stack_id,          \
+		.builder_size = sizeof(BUILDER), .builder_fini = P##_builder_fini,                 \
+		.builder_add = P##_builder_add, .builder_append = P##_builder_append,              \
+		.builder_location = P##_builder_location,                                          \
+	}
+
+/* What the core sees of a store and of a builder: the backend's table. */
+struct store {
+	const struct store_ops *ops; /* static: outlives the store */
+};
+struct store_builder {
+	struct store *s;   /* borrowed: the store the builder reads */
+	struct profile *p; /* borrowed: the profile it adds to */
+};
 
 #endif /* HEARTH_STORE_H */

@@ -18,6 +18,9 @@ R="from=$((NOW - 900))&until=$((NOW + 60))"
 printf 'main;work 40\nmain;idle 2\n' > "$T/a.folded"
 st=$(http_status "$URL/ingest?name=app&from=$((NOW - 100))&until=$((NOW - 90))" "$T/r0" --data-binary @"$T/a.folded")
 [ "$st" = 200 ] && pass ingest_while_up || fail ingest_while_up "$st $(cat "$T/r0")"
+UP='hearth_store_up{backend="clickhouse"}'
+up=$(metric "$URL" "$UP")
+[ "$up" = 1 ] && pass store_up_metric || fail store_up_metric "$UP is '$up'"
 total() { curl -s --max-time 20 "$URL/api/profile?format=tree&query=app&$R" | jq -r .total; }
 before=$(total)
 
@@ -46,6 +49,8 @@ st=$(http_status "$URL/ingest?name=app&from=$((NOW - 60))&until=$((NOW - 50))" "
 	fail down_clickhouse_ingest_503 "$st $(cat "$T/r4")"
 st=$(http_status "$URL/api/series?$R" "$T/r5")
 [ "$st" = 503 ] && pass down_clickhouse_query_503 || fail down_clickhouse_query_503 "$st $(cat "$T/r5")"
+up=$(metric "$URL" "$UP")
+[ "$up" = 0 ] && pass store_down_metric || fail store_down_metric "$UP is '$up' with ClickHouse stopped"
 
 # An agent pushing meanwhile keeps its profiles (only as root: it samples with BPF).
 if [ "$(id -u)" = 0 ]; then

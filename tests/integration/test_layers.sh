@@ -2,7 +2,9 @@
 # Dependencies point down (docs/architecture.md, "Layers"): every module of src/
 # includes only modules of a lower rank, and only their public header
 # (src/M/M.h). The ranks below are the layering of that page; a module not listed
-# (a new one) fails until it is given its place.
+# (a new one) fails until it is given its place. A module's files in folders of its
+# own (src/store/embedded/) belong to it: they may include its private headers,
+# those of their own folder only, and nothing outside the module may.
 . "$(dirname "$0")/lib.sh"
 
 declare -A RANK=(
@@ -27,11 +29,17 @@ for dir in */; do
 		echo "src/$m: a module with no rank in tests/integration/test_layers.sh" >> "$bad"
 		continue
 	fi
-	# '#include "dep/file.h"' lines of the module, as "file:line:dep/file.h"
-	grep -Hno '^#include "[a-z_]*/[a-z_]*\.h"' "$m"/*.[ch] | sed 's/#include "//; s/"$//' |
+	# '#include "dep/[part/]file.h"' lines of the module, as "file:line:dep/file.h"
+	find "$m" -name '*.[ch]' -print0 | sort -z |
+		xargs -0 grep -Hno '^#include "[a-z_]*/[a-z_/]*\.h"' | sed 's/#include "//; s/"$//' |
 		while IFS=: read -r file line inc; do
 			dep=${inc%%/*}
-			[ "$dep" = "$m" ] && continue
+			if [ "$dep" = "$m" ]; then
+				part=$(dirname "$inc")
+				[ "$part" = "$m" ] || [ "$part" = "$(dirname "$file")" ] ||
+					echo "src/$file:$line includes $inc: a private header of another part of $m" >> "$bad"
+				continue
+			fi
 			if [ -z "${RANK[$dep]:-}" ]; then
 				echo "src/$file:$line includes $inc: no such module rank" >> "$bad"
 			elif [ "${RANK[$dep]}" -ge "${RANK[$m]}" ]; then
@@ -45,6 +53,16 @@ if [ -s "$bad" ]; then
 	fail layers_point_down "$(tr '\n' ';' < "$bad")"
 else
 	pass "layers_point_down: $(ls -d */ | wc -l) modules, every include points down to a public header"
+fi
+
+# The store's core (src/store/*.c: the store__ functions) calls through the backend's
+# table of operations and never asks which backend it has (docs/storage.md,
+# "Backends"): it names neither backend's internals nor includes their headers.
+core_bad=$(grep -HnE 'chstore|ch_of|ch_ops|estore|store_embedded_ops|sqlite3|curl|->ch\b|\.ch\b|#include "[^"]*(store_impl|clickhouse|embedded/)' store/*.c)
+if [ -n "$core_bad" ]; then
+	fail store_core_has_no_backend_branch "$(echo "$core_bad" | tr '\n' ';')"
+else
+	pass "store_core_has_no_backend_branch: $(ls store/*.c | wc -l) core file(s), backends in $(ls -d store/*/ | wc -l) folders"
 fi
 
 # The sampler's header says it knows nothing of symbols or profiles: nothing above

@@ -73,8 +73,7 @@ TEST(ingest_stores_the_request_range_and_labels)
 
 	snprintf(dir, sizeof(dir), "%s/range", unit_tmp_dir());
 	CHECK(f && store__open(dir, &opts, &s, err, sizeof(err)) == 0);
-	CHECKF(ingest__store(store__backend(s), &req, T0 + 70 * S, &res, err, sizeof(err)) == 0,
-	       "%s", err);
+	CHECKF(ingest__store(s, &req, T0 + 70 * S, &res, err, sizeof(err)) == 0, "%s", err);
 	CHECK(res.samples == 3 && res.series == 1);
 	CHECK(f->time_ns == T0 + 60 * S && f->duration_ns == 5 * S);
 	CHECK(store__stats(s, &st) == 0);
@@ -148,11 +147,11 @@ TEST(ingest_defaults_service_name_and_profile_type)
 
 	snprintf(dir, sizeof(dir), "%s/defaults", unit_tmp_dir());
 	CHECK(f && a && m && store__open(dir, &opts, &s, err, sizeof(err)) == 0);
-	CHECKF(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
 	req = (struct ingest_request){.labels = agent, .n_labels = 2, .profile = a};
-	CHECKF(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
 	req = (struct ingest_request){.labels = typed, .n_labels = 3, .profile = m};
-	CHECKF(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
 	CHECK(store__series_foreach(s, all_series, got) == 0);
 	CHECKF(!strcmp(got,
 		       "process_cpu:cpu:nanoseconds:cpu:nanoseconds|__name__=app,host=h1,pid=42,"
@@ -189,21 +188,20 @@ TEST(ingest_refuses_bad_requests_and_clamps)
 	req.has_range = true;
 	req.from_ns = T0 + S;
 	req.until_ns = T0;
-	CHECK(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == -EINVAL);
+	CHECK(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == -EINVAL);
 	CHECKF(strstr(err, "'from'"), "%s", err);
 	req.until_ns = T0 + 2 * S;
-	CHECK(ingest__store(store__backend(s), &req, T0 - 3600 * S, NULL, err, sizeof(err)) ==
-	      -ERANGE);
+	CHECK(ingest__store(s, &req, T0 - 3600 * S, NULL, err, sizeof(err)) == -ERANGE);
 	CHECKF(strstr(err, "clock skew"), "%s", err);
 	req.has_range = false;
 	req.profile = neg;
-	CHECK(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == -EDOM);
+	CHECK(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == -EDOM);
 	CHECKF(strstr(err, "negative value"), "%s", err);
 	CHECK(store__stats(s, &st) == 0 && st.profiles == 0);
 	req.profile = f;
 	f->time_ns = T0;
 	f->duration_ns = 1LL << 62;
-	CHECKF(ingest__store(store__backend(s), &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(ingest__store(s, &req, T0, NULL, err, sizeof(err)) == 0, "%s", err);
 	CHECK(f->duration_ns == INGEST_MAX_PROFILE_DURATION_NS);
 cleanup:
 	profile_flat__free(f);
@@ -259,13 +257,13 @@ cleanup:
 
 /* A second backend: counts what reaches it. */
 struct fake_backend {
-	struct store_backend b;
+	struct store b; /* first: the store the core calls through */
 	int appends;
 	int64_t time_ns;
 	size_t n_extra;
 };
 
-static int fake_append(struct store_backend *b, const struct profile_flat *f, const char *type,
+static int fake_append(struct store *b, const struct profile_flat *f, const char *type,
 		       const struct store_label *extra, size_t n_extra,
 		       struct store_append_result *res, char *err, size_t errlen)
 {
@@ -288,7 +286,7 @@ static int fake_append(struct store_backend *b, const struct profile_flat *f, co
  * reaches it. */
 TEST(ingest_goes_through_the_backend_interface)
 {
-	static const struct store_backend_ops ops = {.name = "fake", .append_flat = fake_append};
+	static const struct store_ops ops = {.name = "fake", .append_flat = fake_append};
 	struct fake_backend fb = {.b = {&ops}};
 	struct profile_flat *f = flat_of(T0, 2), *neg = flat_of(T0, -2);
 	struct ingest_request req = {.labels = app, .n_labels = 2, .profile = neg};

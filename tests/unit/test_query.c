@@ -221,7 +221,7 @@ TEST(listings)
 {
 	struct store *s = fixture("listings");
 	struct query_request q = {.from_ns = T0, .until_ns = T0 + 3600 * S};
-	char err[256], *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+	char err[256], *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL, *f = NULL, *t = NULL;
 	int rc;
 
 	CHECK(s);
@@ -230,6 +230,8 @@ TEST(listings)
 	CHECK_STREQ(a, "[\"__profile_type__\",\"host\",\"pid\",\"process\"]\n");
 	CAPTURE(b, query_label_values_json(s, "host", &q, out, err, sizeof(err)));
 	CHECK_STREQ(b, "[\"a\",\"b\"]\n");
+	CAPTURE(t, query_label_values_json(s, STORE_PROFILE_TYPE_LABEL, &q, out, err, sizeof(err)));
+	CHECK_STREQ(t, "[\"" STORE_CPU_PROFILE_TYPE "\"]\n");
 	q.query = "{host=\"b\"}";
 	CAPTURE(c, query_series_json(s, &q, out, err, sizeof(err)));
 	CHECKF(rc == 0 && strstr(c, "\"process\":\"proc1\"") && !strstr(c, "proc0"), "%s", c);
@@ -238,11 +240,20 @@ TEST(listings)
 	q.until_ns = T0 + 7200 * S;
 	CAPTURE(d, query_series_json(s, &q, out, err, sizeof(err)));
 	CHECK_STREQ(d, "[]\n");
+	/* nor any label name or value */
+	q.query = NULL;
+	CAPTURE(e, query_labels_json(s, &q, out, err, sizeof(err)));
+	CHECK_STREQ(e, "[]\n");
+	CAPTURE(f, query_label_values_json(s, "host", &q, out, err, sizeof(err)));
+	CHECK_STREQ(f, "[]\n");
 cleanup:
 	free(a);
 	free(b);
 	free(c);
 	free(d);
+	free(e);
+	free(f);
+	free(t);
 	store__close(s);
 }
 

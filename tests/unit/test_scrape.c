@@ -195,7 +195,7 @@ static int store_typed(struct store *s, const char *type, int64_t v)
 	int e = p ? profile__to_flat(p, &f) : -ENOMEM;
 
 	req.profile = f;
-	e = e ?: ingest__store(store__backend(s), &req, T0 + S, NULL, NULL, 0);
+	e = e ?: ingest__store(s, &req, T0 + S, NULL, NULL, 0);
 	profile_flat__free(f);
 	profile__free(p);
 	return e;

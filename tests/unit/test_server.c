@@ -287,6 +287,7 @@ TEST(http_ingest_query_and_bad_input)
 	CHECK(http_do(port, "/metrics", NULL, 0, NULL, &h) == 0 && h.status == 200);
 	CHECK(strstr(h.body, "hearth_rejected_requests_total{reason=\"body_too_large\"} 1"));
 	CHECK(strstr(h.body, "hearth_store_series"));
+	CHECK(strstr(h.body, "hearth_store_up{backend=\"embedded\"} 1\n"));
 	/* Still serving, and nothing of the rejected requests was stored. */
 	CHECK(http_do(port,
 		      "/api/profile?format=folded&query=app%7B%7D&from=1699999990&until=1700000100",
@@ -327,7 +328,7 @@ static int ingest_skew(struct store *st, struct profile_flat *f, char *err, size
 	static const struct store_label l[] = {{INGEST_NAME_LABEL, "skew"}};
 	struct ingest_request req = {.labels = l, .n_labels = 1, .profile = f};
 
-	return ingest__store(store__backend(st), &req, ingest_now_ns(), NULL, err, errlen);
+	return ingest__store(st, &req, ingest_now_ns(), NULL, err, errlen);
 }
 
 /*

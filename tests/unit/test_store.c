@@ -12,7 +12,7 @@
 #include "ingest/ingest.h"
 #include "query/query.h"
 #include "store/store.h"
-#include "store/store_impl.h"
+#include "store/embedded/store_impl.h"
 
 #include <sqlite3.h>
 

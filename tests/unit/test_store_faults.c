@@ -16,7 +16,7 @@
 #include "ingest/ingest.h"
 #include "query/query.h"
 #include "store/store.h"
-#include "store/store_impl.h"
+#include "store/embedded/store_impl.h"
 
 #include <sqlite3.h>
 
@@ -145,7 +145,7 @@ static int64_t stack_total(struct store *s, int64_t from, int64_t until)
 
 static int exec(struct store *s, const char *sql)
 {
-	return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+	return sqlite3_exec(estore_of(s)->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 }
 
 /* The log the store wrote so far. */
@@ -197,14 +197,15 @@ TEST(corrupt_raw_chunk_is_skipped_counted_and_quarantined)
 	CHECKF(log && strstr(log, "chunk") && strstr(log, "quarantine"), "log: %s",
 	       log ? log : "(none)");
 	/* quarantined: moved aside with its bytes, not decoded (nor counted) again */
-	CHECK(store_query_int(s, "SELECT count(*) FROM quarantine") == 2);
-	CHECK(store_query_int(s, "SELECT count(*) FROM chunks WHERE level = 0") == 4);
+	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM quarantine") == 2);
+	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM chunks WHERE level = 0") == 4);
 	CHECK(total(s, "", T0, T0 + 60 * S) == 24);
 	CHECK(store__stats(s, &st) == 0 && st.corrupt_chunks == 2);
 	/* rollups go on: the minute holds the four good profiles */
 	CHECK(store__maintain(s, T0 + 3 * 3600 * S, NULL) == 0);
-	CHECK(store_query_int(s, "SELECT count(*) FROM pending WHERE level = 1") == 0);
-	CHECK(store_query_int(s, "SELECT sum(samples) FROM chunks WHERE level = 1") == 24);
+	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM pending WHERE level = 1") == 0);
+	CHECK(store_query_int(estore_of(s), "SELECT sum(samples) FROM chunks WHERE level = 1") ==
+	      24);
 	store__close(s);
 	s = NULL;
 	/* the count survives a reopen (it is the quarantine table's) */
@@ -236,16 +237,17 @@ TEST(corrupt_rollup_is_rebuilt_from_raw_chunks)
 		CHECKF(append_pids(s, h0 + i * 10 * S, 2, 3, 7, NULL, err, sizeof(err)) == 0, "%s",
 		       err);
 	CHECK(store__maintain(s, h0 + 3 * 3600 * S, NULL) == 0);
-	CHECK(store_query_int(s, "SELECT count(*) FROM chunks WHERE level = 3") == 1);
+	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM chunks WHERE level = 3") == 1);
 	CHECK(total(s, "", h0, h0 + 3600 * S) == 144);
 	/* the hour's rollup is garbage: the query reads the finer levels instead */
 	CHECK(exec(s, "UPDATE chunks SET totals = x'05', data = x'05' WHERE level = 3") == 0);
 	CHECK(total(s, "", h0, h0 + 3600 * S) == 144);
 	CHECK(store__stats(s, &st) == 0 && st.corrupt_chunks == 1);
 	/* and the window is rolled up again */
-	CHECK(store_query_int(s, "SELECT count(*) FROM pending WHERE level = 3") == 1);
+	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM pending WHERE level = 3") == 1);
 	CHECK(store__maintain(s, h0 + 3 * 3600 * S, NULL) == 0);
-	CHECK(store_query_int(s, "SELECT sum(samples) FROM chunks WHERE level = 3") == 144);
+	CHECK(store_query_int(estore_of(s), "SELECT sum(samples) FROM chunks WHERE level = 3") ==
+	      144);
 	CHECK(total(s, "", h0, h0 + 3600 * S) == 144);
 cleanup:
 	store__close(s);
@@ -436,7 +438,7 @@ TEST(gc_keeps_what_appends_use_mid_cycle)
 
 	snprintf(dir, sizeof(dir), "%s/gc_mid", unit_tmp_dir());
 	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
-	s->gc_budget = 1;
+	estore_of(s)->gc_budget = 1;
 	CHECK(append_pids(s, T0, 3, 4, 100, NULL, err, sizeof(err)) == 0);
 	for (int i = 0; i < 4; i++)
 		CHECK(append_pids(s, t2 + i * 10 * S, 1, 2, 200, NULL, err, sizeof(err)) == 0);

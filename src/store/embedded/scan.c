@@ -10,12 +10,11 @@
  * is always the sum of exactly the raw chunks that start inside it.
  */
 #include "store_impl.h"
-#include "clickhouse.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
+int store_insert_chunk(struct estore *s, int level, int64_t t0, int64_t dur,
 		       const struct store_rows *rows, int64_t period)
 {
 	uint8_t *data = NULL, *totals = NULL;
@@ -50,7 +49,7 @@ struct bad_chunk;
 
 /* State of one scan. */
 struct scan {
-	struct store *s;
+	struct estore *s;
 	const uint64_t *ids;
 	size_t n_ids;
 	int64_t max_window;
@@ -224,7 +223,7 @@ static int cover(struct scan *sc, int level, int64_t from, int64_t until)
 	return err ?: cover(sc, level - 1, prev, until);
 }
 
-int store_scan_locked(struct store *s, const struct store_scan_query *q, int max_level,
+int store_scan_locked(struct estore *s, const struct store_scan_query *q, int max_level,
 		      store_rows_fn fn, void *ctx)
 {
 	struct scan sc = {.s = s,
@@ -260,12 +259,11 @@ int store_scan_locked(struct store *s, const struct store_scan_query *q, int max
 	return err;
 }
 
-int store__scan(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx)
+int estore_scan(struct store *base, const struct store_scan_query *q, store_rows_fn fn, void *ctx)
 {
+	struct estore *s = estore_of(base);
 	int err;
 
-	if (s->ch)
-		return chstore_scan(s->ch, q, fn, ctx);
 	if (!q->n_ids)
 		return 0;
 	if (q->from_ns > q->until_ns)
@@ -301,7 +299,7 @@ static int64_t period_hint(const struct store_rows *rows)
 }
 
 /* Builds the rollup of one window in its own transaction. */
-static int rollup_one(struct store *s, int level, int64_t t0)
+static int rollup_one(struct estore *s, int level, int64_t t0)
 {
 	struct store_rows rows = {0};
 	int64_t w = store_level_window_ns[level];
@@ -341,7 +339,7 @@ static int rollup_one(struct store *s, int level, int64_t t0)
 	return err;
 }
 
-int store_rollup_due(struct store *s, int64_t now_ns)
+int store_rollup_due(struct estore *s, int64_t now_ns)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t due[256];

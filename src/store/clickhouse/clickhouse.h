@@ -1,15 +1,18 @@
 /*
- * The ClickHouse backend's internals (clickhouse.c: connection, schema and
- * ingest; clickhouse_read.c: pushed-down scans and the stack cache). Private
- * to src/store: the rest of hearth sees a struct store opened with
- * store__open_clickhouse, whose store__ functions forward here. The schema
- * and its reasons are in docs/clickhouse.md.
+ * The ClickHouse backend's internals (clickhouse.c: connection, schema, ingest
+ * and the table of operations; clickhouse_read.c: pushed-down scans, label
+ * listings, the stack cache and the builder). Private to src/store/clickhouse/:
+ * the rest of hearth sees a struct store opened with store__open_clickhouse,
+ * whose store__ functions call this backend's table (ch_ops). The schema and
+ * its reasons are in docs/clickhouse.md.
  */
 #ifndef HEARTH_STORE_CLICKHOUSE_H
 #define HEARTH_STORE_CLICKHOUSE_H
 
-#include "store.h"
+#include "store/store.h"
+#include "base/base.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,17 +29,18 @@ struct ch_buf {
 	size_t n, cap;
 };
 
-/* Open-addressing set of 64-bit keys (0 is never a key). */
+/* A set of 64-bit keys: the keys in insertion order, indexed by base_hmap. */
 struct ch_set {
-	uint64_t *k;
-	size_t n, cap; /* cap: 0 or a power of two */
+	uint64_t *k; /* k[0 .. n) */
+	size_t n, cap;
+	struct base_hmap ix; /* hash of k[i] -> i */
 };
 
-/* Open-addressing map of 64-bit keys (0 is never a key) to 32-bit values. */
+/* A map of 64-bit keys to 32-bit values: v[i] is the value of keys.k[i]. */
 struct ch_map {
-	uint64_t *k;
+	struct ch_set keys;
 	uint32_t *v;
-	size_t n, cap;
+	size_t cap;
 };
 
 /* Read cache: what a scan's stack hashes expanded to, under process-local dense ids. */
@@ -63,11 +67,12 @@ struct ch_mapping {
 };
 
 struct chstore {
-	char *base;	 /* "http://HOST:PORT/" (owned) */
-	char *db;	 /* database name (owned; [A-Za-z0-9_] only) */
-	char *cluster;	 /* Distributed tables over this cluster; NULL: one server (owned) */
-	bool replicated; /* Replicated*MergeTree tables (ZooKeeper; docs/clickhouse.md) */
-	char *where;	 /* "HOST:PORT/DB" for messages (owned) */
+	struct store store; /* ops: ch_ops; first, see ch_of */
+	char *base;	    /* "http://HOST:PORT/" (owned) */
+	char *db;	    /* database name (owned; [A-Za-z0-9_] only) */
+	char *cluster;	    /* Distributed tables over this cluster; NULL: one server (owned) */
+	bool replicated;    /* Replicated*MergeTree tables (ZooKeeper; docs/clickhouse.md) */
+	char *where;	    /* "HOST:PORT/DB" for messages (owned) */
 	long timeout_ms;
 	struct store_opts opts;
 	size_t n_sample_labels;
@@ -92,30 +97,25 @@ struct chstore {
 	uint64_t appends, rows, samples; /* this process's ingest, for /metrics */
 };
 
-int chstore_open(const char *url, const struct store_opts *opts, struct chstore **out, char *err,
-		 size_t errlen);
-void chstore_free(struct chstore *c);
+/* The ClickHouse store that s is (s->ops == &ch_ops). */
+static inline struct chstore *ch_of(struct store *s)
+{
+	return (struct chstore *)((char *)s - offsetof(struct chstore, store));
+}
 
-/* The backend's store__ operations (same contracts, plus -EHOSTDOWN: ClickHouse
- * did not answer, answered too late or failed an insert; err says which). */
-int chstore_append_flat(struct chstore *c, const struct profile_flat *f, const char *profile_type,
-			const struct store_label *extra, size_t n_extra,
-			struct store_append_result *res, char *err, size_t errlen);
-int chstore_maintain(struct chstore *c, int64_t now_ns, uint64_t *deleted);
-int chstore_stats(struct chstore *c, struct store_stats *out);
-int chstore_series_foreach(struct chstore *c, int (*fn)(void *ctx, const struct store_series *ser),
-			   void *ctx);
-int chstore_scan(struct chstore *c, const struct store_scan_query *q, store_rows_fn fn, void *ctx);
-uint64_t chstore_max_stack_id(struct chstore *c);
-int chstore_stack_locations(struct chstore *c, const uint64_t *stack_ids, size_t n, size_t *off,
-			    uint64_t **locs, size_t *cap);
-/* A store_builder's work on this backend: xl/xl_cap is the builder's cache of
- * local location id -> profile id. */
-int chstore_location(struct chstore *c, struct profile *p, uint32_t **xl, size_t *xl_cap,
-		     uint64_t loc_id, uint64_t *out);
-int chstore_builder_add(struct chstore *c, struct profile *p, uint32_t **xl, size_t *xl_cap,
-			uint64_t stack_id, const int64_t values[PROFILE_N_VALUES],
-			const struct profile_label *labels, size_t n_labels);
+/* The backend's operations chstore_close ... chstore_builder_location (struct
+ * store_ops; clickhouse.c holds the table, clickhouse_read.c the read side).
+ * Same contracts as the store__ functions, plus -EHOSTDOWN: ClickHouse did not
+ * answer, answered too late or failed an insert; err says which. */
+extern const struct store_ops ch_ops;
+STORE_OPS_DECLARE(chstore);
+
+/* The builder: cached locations into a profile (the core allocates it). */
+struct ch_builder {
+	struct store_builder base; /* first: the core's allocation starts here */
+	uint32_t *xl;		   /* local location id -> profile id; 0: not yet */
+	size_t xl_cap;
+};
 
 /* ---- shared by clickhouse.c and clickhouse_read.c ---- */
 

@@ -11,7 +11,6 @@
  * store's tables grow with the stacks it holds.
  */
 #include "clickhouse.h"
-#include "store_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,9 +58,10 @@ static int read_series(struct ch_rd *r, struct ch_buf *scratch, struct store_ser
 	return 0;
 }
 
-int chstore_series_foreach(struct chstore *c, int (*fn)(void *ctx, const struct store_series *ser),
+int chstore_series_foreach(struct store *s, int (*fn)(void *ctx, const struct store_series *ser),
 			   void *ctx)
 {
+	struct chstore *c = ch_of(s);
 	struct store_label labels[STORE_DEFAULT_MAX_LABELS * 4];
 	struct ch_buf a = {0}, scratch = {0};
 	char err[512];
@@ -521,8 +521,9 @@ static int scan_rows(const struct store_scan_query *q, const struct ch_buf *a,
 	return 0;
 }
 
-int chstore_scan(struct chstore *c, const struct store_scan_query *q, store_rows_fn fn, void *ctx)
+int chstore_scan(struct store *s, const struct store_scan_query *q, store_rows_fn fn, void *ctx)
 {
+	struct chstore *c = ch_of(s);
 	struct ch_buf sql = {0}, a = {0};
 	struct store_row *rows = NULL;
 	size_t n = 0;
@@ -552,10 +553,88 @@ int chstore_scan(struct chstore *c, const struct store_scan_query *q, store_rows
 	return e;
 }
 
+/* ---- label names and values ---- */
+
+struct id_list {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int keep_ids(void *ctx, const struct store_row *rows, size_t n)
+{
+	struct id_list *l = ctx;
+
+	if (base_grow((void **)&l->v, &l->cap, l->n + n, sizeof(*l->v)))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		l->v[l->n++] = rows[i].series_id;
+	return 0;
+}
+
+/* Whether name can be a stored label name (and so goes into SQL unquoted). */
+static bool label_name_ok(const char *name)
+{
+	return *name && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "0123456789_.") == strlen(name);
+}
+
+/*
+ * Two round trips: a totals scan names the series with data in the range (one
+ * row per series), then one DISTINCT over their rows of the series table. Not
+ * one query with a subquery: over a cluster's Distributed tables a subquery
+ * inside IN is refused (distributed_product_mode).
+ */
+int chstore_labels(struct store *s, const char *name, const struct store_scan_query *q,
+		   int (*fn)(void *ctx, const char *str), void *ctx)
+{
+	struct chstore *c = ch_of(s);
+	struct id_list ids = {0};
+	struct ch_buf sql = {0}, a = {0}, scratch = {0};
+	char err[512] = "";
+	int e = chstore_scan(&c->store,
+			     &(struct store_scan_query){q->ids, q->n_ids, q->from_ns, q->until_ns,
+							0, STORE_SCAN_TOTALS},
+			     keep_ids, &ids);
+
+	if (e || !ids.n || (name && strcmp(name, STORE_PROFILE_TYPE_LABEL) && !label_name_ok(name)))
+		goto cleanup;
+	if (!name)
+		e = fn(ctx, STORE_PROFILE_TYPE_LABEL)
+			?: ch_buf_printf(&sql, "SELECT DISTINCT arrayJoin(names)");
+	else if (!strcmp(name, STORE_PROFILE_TYPE_LABEL))
+		e = ch_buf_printf(&sql, "SELECT DISTINCT type");
+	else
+		e = ch_buf_printf(&sql, "SELECT DISTINCT vals[indexOf(names, '%s')]", name);
+	e = e ?: ch_buf_printf(&sql, " FROM %s.series WHERE id IN (", c->db);
+	for (size_t i = 0; i < ids.n && !e; i++)
+		e = ch_buf_printf(&sql, i ? ",%llu" : "%llu", (unsigned long long)ids.v[i]);
+	e = e
+		?: ch_buf_printf(&sql, ")%s%s%s FORMAT RowBinary", name ? " AND has(names, '" : "",
+				 name ? name : "", name ? "')" : "");
+	e = e ?: ch_http(c, NULL, sql.p, sql.n, &a, err, sizeof(err));
+	if (e && *err)
+		fprintf(c->opts.log ? c->opts.log : stderr, "hearth: listing labels: %s\n", err);
+	for (struct ch_rd r = {a.p, a.p + a.n}; !e && r.p < r.end;) {
+		const char *v;
+		size_t len;
+
+		scratch.n = 0;
+		e = !ch_rd_str(&r, &v, &len) ? -EIO
+					      : ch_buf_put(&scratch, v, len) ?: fn(ctx, (char *)scratch.p);
+	}
+cleanup:
+	free(ids.v);
+	ch_buf_fini(&sql);
+	ch_buf_fini(&a);
+	ch_buf_fini(&scratch);
+	return e;
+}
+
 /* ---- expanding stacks (store__stack_locations, store_builder) ---- */
 
-uint64_t chstore_max_stack_id(struct chstore *c)
+uint64_t chstore_max_stack_id(struct store *s)
 {
+	struct chstore *c = ch_of(s);
 	uint64_t n;
 
 	pthread_mutex_lock(&c->lock);
@@ -564,9 +643,10 @@ uint64_t chstore_max_stack_id(struct chstore *c)
 	return n;
 }
 
-int chstore_stack_locations(struct chstore *c, const uint64_t *stack_ids, size_t n, size_t *off,
+int chstore_stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
 			    uint64_t **locs, size_t *cap)
 {
+	struct chstore *c = ch_of(s);
 	int e = 0;
 
 	off[0] = 0;
@@ -624,36 +704,58 @@ static int add_location(struct chstore *c, struct profile *p, uint64_t loc_id, u
 	return *out ? 0 : -ENOMEM;
 }
 
-int chstore_location(struct chstore *c, struct profile *p, uint32_t **xl, size_t *xl_cap,
-		     uint64_t loc_id, uint64_t *out)
+/* ---- the builder: cached locations into a profile ---- */
+
+void chstore_builder_fini(struct store_builder *b)
 {
+	free(((struct ch_builder *)b)->xl); /* its first member */
+}
+
+int chstore_builder_location(struct store_builder *sb, uint64_t loc_id, uint64_t *out)
+{
+	struct ch_builder *b = (struct ch_builder *)sb;
+	struct chstore *c = ch_of(sb->s);
 	int e;
 
-	if (loc_id < *xl_cap && (*xl)[loc_id]) {
-		*out = (*xl)[loc_id];
+	if (loc_id < b->xl_cap && b->xl[loc_id]) {
+		*out = b->xl[loc_id];
 		return 0;
 	}
 	pthread_mutex_lock(&c->lock);
-	e = add_location(c, p, loc_id, out);
+	e = add_location(c, sb->p, loc_id, out);
 	pthread_mutex_unlock(&c->lock);
-	if (!e && base_grow_zeroed((void **)xl, xl_cap, (size_t)loc_id + 1, sizeof(**xl)))
+	if (!e && base_grow_zeroed((void **)&b->xl, &b->xl_cap, (size_t)loc_id + 1, sizeof(*b->xl)))
 		e = -ENOMEM;
 	if (!e)
-		(*xl)[loc_id] = (uint32_t)*out;
+		b->xl[loc_id] = (uint32_t)*out;
 	return e;
 }
 
-int chstore_builder_add(struct chstore *c, struct profile *p, uint32_t **xl, size_t *xl_cap,
-			uint64_t stack_id, const int64_t values[PROFILE_N_VALUES],
-			const struct profile_label *labels, size_t n_labels)
+int chstore_builder_add(struct store_builder *sb, uint64_t stack_id,
+			const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
+			size_t n_labels)
 {
 	size_t off[2], cap = 0;
 	uint64_t *locs = NULL;
-	int e = chstore_stack_locations(c, &stack_id, 1, off, &locs, &cap);
+	int e = chstore_stack_locations(sb->s, &stack_id, 1, off, &locs, &cap);
 
 	for (size_t i = 0; !e && i < off[1]; i++)
-		e = chstore_location(c, p, xl, xl_cap, locs[i], &locs[i]);
-	e = e ?: profile__add_sample(p, locs, off[1], values, labels, n_labels);
+		e = chstore_builder_location(sb, locs[i], &locs[i]);
+	e = e ?: profile__add_sample(sb->p, locs, off[1], values, labels, n_labels);
 	free(locs);
+	return e;
+}
+
+/* One sample at a time: the cache is in memory already, there is no read to
+ * start early as the embedded store does, and *distinct is not used. */
+int chstore_builder_append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
+			   bool *distinct)
+{
+	int e = 0;
+
+	for (size_t i = 0; !e && i < n; i++)
+		e = chstore_builder_add(b, sm[i].stack_id, sm[i].values, sm[i].labels,
+					sm[i].n_labels);
+	*distinct = false;
 	return e;
 }

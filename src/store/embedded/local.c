@@ -1,5 +1,5 @@
 /*
- * Series-local stack ids (see struct store in store_impl.h): a chunk's stack
+ * Series-local stack ids (see struct estore in store_impl.h): a chunk's stack
  * column stores, for each row, the index of its stack in the series' own list,
  * in the order the series first used them. A process touches a few hundred
  * stacks out of tens of thousands in the store, so its local ids — and the
@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* Records pair id (series, stack) as the next local id of series. */
-static int push(struct store *s, uint64_t pair, uint64_t series, uint64_t stack)
+static int push(struct estore *s, uint64_t pair, uint64_t series, uint64_t stack)
 {
 	struct store_local *l;
 
@@ -31,7 +31,7 @@ static int push(struct store *s, uint64_t pair, uint64_t series, uint64_t stack)
 	return 0;
 }
 
-static int pair_key(const struct store *s, uint64_t id, uint64_t *series, uint64_t *stack)
+static int pair_key(const struct estore *s, uint64_t id, uint64_t *series, uint64_t *stack)
 {
 	size_t len;
 	const uint8_t *k = store_itab__key(&s->tabs[STORE_T_PAIRS], id, &len);
@@ -42,7 +42,7 @@ static int pair_key(const struct store *s, uint64_t id, uint64_t *series, uint64
 	return 0;
 }
 
-int store_local_id(struct store *s, uint64_t series, uint64_t stack, uint64_t *local)
+int store_local_id(struct estore *s, uint64_t series, uint64_t stack, uint64_t *local)
 {
 	uint8_t key[20], *e = store_put_varint(store_put_varint(key, series), stack);
 	uint64_t pair;
@@ -58,7 +58,7 @@ int store_local_id(struct store *s, uint64_t series, uint64_t stack, uint64_t *l
 }
 
 /* After loading the pairs table at open. */
-int store_local_load(struct store *s)
+int store_local_load(struct estore *s)
 {
 	uint64_t series, stack;
 
@@ -73,7 +73,7 @@ int store_local_load(struct store *s)
 	return 0;
 }
 
-void store_local_rollback(struct store *s)
+void store_local_rollback(struct estore *s)
 {
 	const struct store_itab *t = &s->tabs[STORE_T_PAIRS];
 	uint64_t series, stack;
@@ -84,7 +84,7 @@ void store_local_rollback(struct store *s)
 			s->local[series].n--;
 }
 
-void store_local_fini(struct store *s)
+void store_local_fini(struct estore *s)
 {
 	for (size_t i = 0; i < s->local_cap; i++)
 		free(s->local[i].stacks);

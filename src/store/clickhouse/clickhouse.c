@@ -20,7 +20,6 @@
  * failure are harmless (inserted again by the retry, folded by the merge).
  */
 #include "clickhouse.h"
-#include "store_impl.h"
 
 #include <curl/curl.h>
 #include <stdarg.h>
@@ -34,7 +33,7 @@
 /* A day's "already inserted" keys: over this many, forget them (re-inserting is harmless). */
 #define CH_MAX_WRITTEN (8u << 20)
 
-/* ---- small containers ---- */
+/* ---- byte buffers ---- */
 
 int ch_buf_put(struct ch_buf *b, const void *p, size_t n)
 {
@@ -69,123 +68,66 @@ void ch_buf_fini(struct ch_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static uint64_t ch_mix(uint64_t k)
+/* ---- sets and maps of 64-bit keys, on base's hash index ---- */
+
+static bool key_eq(const void *ctx, size_t idx, const void *key)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
+	return ((const uint64_t *)ctx)[idx] == *(const uint64_t *)key;
 }
 
-static int ch_set_grow(struct ch_set *s)
+/* The index of k in s->k, or SIZE_MAX. */
+static size_t ch_set_find(const struct ch_set *s, uint64_t k)
 {
-	size_t cap = s->cap ? s->cap * 2 : 1024;
-	uint64_t *k = calloc(cap, sizeof(*k));
-
-	if (!k)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->cap; i++) {
-		if (!s->k[i])
-			continue;
-		size_t j = ch_mix(s->k[i]) & (cap - 1);
-
-		while (k[j])
-			j = (j + 1) & (cap - 1);
-		k[j] = s->k[i];
-	}
-	free(s->k);
-	s->k = k;
-	s->cap = cap;
-	return 0;
+	return base_hmap__find(&s->ix, base_hash_u64(BASE_HASH_SEED, k), key_eq, s->k, &k);
 }
 
 bool ch_set_has(const struct ch_set *s, uint64_t k)
 {
-	if (!s->cap)
-		return false;
-	for (size_t j = ch_mix(k) & (s->cap - 1); s->k[j]; j = (j + 1) & (s->cap - 1))
-		if (s->k[j] == k)
-			return true;
-	return false;
+	return ch_set_find(s, k) != SIZE_MAX;
 }
 
 int ch_set_add(struct ch_set *s, uint64_t k)
 {
-	size_t j;
-
-	if ((s->n + 1) * 2 > s->cap && ch_set_grow(s))
+	if (ch_set_has(s, k))
+		return 0;
+	if (base_grow((void **)&s->k, &s->cap, s->n + 1, sizeof(*s->k)) ||
+	    base_hmap__insert(&s->ix, base_hash_u64(BASE_HASH_SEED, k), s->n))
 		return -ENOMEM;
-	for (j = ch_mix(k) & (s->cap - 1); s->k[j]; j = (j + 1) & (s->cap - 1))
-		if (s->k[j] == k)
-			return 0;
-	s->k[j] = k;
-	s->n++;
+	s->k[s->n++] = k;
 	return 0;
 }
 
 void ch_set_fini(struct ch_set *s)
 {
 	free(s->k);
+	base_hmap__fini(&s->ix);
 	memset(s, 0, sizeof(*s));
 }
 
 uint32_t ch_map_get(const struct ch_map *m, uint64_t k)
 {
-	if (!m->cap)
-		return 0;
-	for (size_t j = ch_mix(k) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1))
-		if (m->k[j] == k)
-			return m->v[j];
-	return 0;
-}
+	size_t i = ch_set_find(&m->keys, k);
 
-static int ch_map_grow(struct ch_map *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 1024;
-	uint64_t *k = calloc(cap, sizeof(*k));
-	uint32_t *v = calloc(cap, sizeof(*v));
-
-	if (!k || !v) {
-		free(k);
-		free(v);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->k[i])
-			continue;
-		size_t j = ch_mix(m->k[i]) & (cap - 1);
-
-		while (k[j])
-			j = (j + 1) & (cap - 1);
-		k[j] = m->k[i];
-		v[j] = m->v[i];
-	}
-	free(m->k);
-	free(m->v);
-	m->k = k;
-	m->v = v;
-	m->cap = cap;
-	return 0;
+	return i == SIZE_MAX ? 0 : m->v[i];
 }
 
 int ch_map_put(struct ch_map *m, uint64_t k, uint32_t v)
 {
-	size_t j;
+	size_t i = ch_set_find(&m->keys, k);
 
-	if ((m->n + 1) * 2 > m->cap && ch_map_grow(m))
-		return -ENOMEM;
-	for (j = ch_mix(k) & (m->cap - 1); m->k[j] && m->k[j] != k; j = (j + 1) & (m->cap - 1))
-		;
-	if (!m->k[j])
-		m->n++;
-	m->k[j] = k;
-	m->v[j] = v;
+	if (i == SIZE_MAX) {
+		i = m->keys.n;
+		if (base_grow((void **)&m->v, &m->cap, i + 1, sizeof(*m->v)) ||
+		    ch_set_add(&m->keys, k))
+			return -ENOMEM;
+	}
+	m->v[i] = v;
 	return 0;
 }
 
 void ch_map_fini(struct ch_map *m)
 {
-	free(m->k);
+	ch_set_fini(&m->keys);
 	free(m->v);
 	memset(m, 0, sizeof(*m));
 }
@@ -548,8 +490,9 @@ static int check_schema(struct chstore *c, char *err, size_t errlen)
 	return e;
 }
 
-int chstore_open(const char *url, const struct store_opts *opts, struct chstore **out, char *err,
-		 size_t errlen)
+/* The store of url, its schema checked (created when new). */
+static int ch_open(const char *url, const struct store_opts *opts, struct chstore **out, char *err,
+		   size_t errlen)
 {
 	struct chstore *c = calloc(1, sizeof(*c));
 	int e;
@@ -570,17 +513,17 @@ int chstore_open(const char *url, const struct store_opts *opts, struct chstore 
 	curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: not thread-safe */
 	e = parse_url(c, url, err, errlen) ?: check_schema(c, err, errlen);
 	if (e) {
-		chstore_free(c);
+		chstore_close(&c->store);
 		return e;
 	}
 	*out = c;
 	return 0;
 }
 
-void chstore_free(struct chstore *c)
+void chstore_close(struct store *s)
 {
-	if (!c)
-		return;
+	struct chstore *c = ch_of(s);
+
 	for (size_t i = 0; i < c->n_funcs; i++) {
 		free(c->funcs[i].name);
 		free(c->funcs[i].system_name);
@@ -676,11 +619,10 @@ struct ch_append {
 	size_t n_rows, cap_rows;
 };
 
-/* The "inserted already" key of a row of table t on day d. */
+/* The "inserted already" key of a row of table t on day d (in memory only). */
 static uint64_t wkey(int t, uint16_t d, uint64_t h)
 {
-	return nonzero(
-	    ch_mix(h ^ ch_mix(((uint64_t)d << 8 | (uint64_t)t) + 0x9e3779b97f4a7c15ull)));
+	return base_hash_u64(base_hash_u64(BASE_HASH_SEED, (uint64_t)d << 8 | (uint64_t)t), h);
 }
 
 /* Whether the row of hash h in table t must be written (first sight today). */
@@ -1047,18 +989,19 @@ static void remember(struct ch_append *a)
 	pthread_mutex_lock(&c->lock);
 	if (c->written.n + a->seen.n > CH_MAX_WRITTEN)
 		ch_set_fini(&c->written);
-	for (size_t i = 0; i < a->seen.cap; i++)
-		if (a->seen.k[i] && ch_set_add(&c->written, a->seen.k[i]))
+	for (size_t i = 0; i < a->seen.n; i++)
+		if (ch_set_add(&c->written, a->seen.k[i]))
 			break; /* out of memory: rows are inserted again, harmless */
 	c->appends++;
 	c->rows += a->n_rows;
 	pthread_mutex_unlock(&c->lock);
 }
 
-int chstore_append_flat(struct chstore *c, const struct profile_flat *f, const char *profile_type,
+int chstore_append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
 			const struct store_label *extra, size_t n_extra,
 			struct store_append_result *res, char *err, size_t errlen)
 {
+	struct chstore *c = ch_of(s);
 	struct ch_append a = {.c = c, .f = f, .extra = extra, .n_extra = n_extra};
 	int64_t samples = 0;
 	size_t series = 0;
@@ -1108,8 +1051,9 @@ cleanup:
 
 /* Drops every day partition that ended before now - retention, on this server's own
  * tables (a cluster: each shard's hearth drops its shard's). */
-int chstore_maintain(struct chstore *c, int64_t now_ns, uint64_t *deleted)
+int chstore_maintain(struct store *s, int64_t now_ns, uint64_t *deleted)
 {
+	struct chstore *c = ch_of(s);
 	struct ch_buf a = {0};
 	char err[512], cut[11];
 	int e;
@@ -1141,8 +1085,9 @@ int chstore_maintain(struct chstore *c, int64_t now_ns, uint64_t *deleted)
 	return e;
 }
 
-int chstore_stats(struct chstore *c, struct store_stats *out)
+int chstore_stats(struct store *s, struct store_stats *out)
 {
+	struct chstore *c = ch_of(s);
 	struct ch_buf a = {0};
 	char err[512];
 	unsigned long long bytes = 0, rows = 0, stacks = 0, series = 0;
@@ -1173,6 +1118,36 @@ int chstore_stats(struct chstore *c, struct store_stats *out)
 
 /* ---- the store ---- */
 
+/* One round trip: ClickHouse answers and the database is there. */
+int chstore_health(struct store *s, char *err, size_t errlen)
+{
+	struct chstore *c = ch_of(s);
+	struct ch_buf a = {0};
+	int e = ch_sql(c, &a, err, errlen, "EXISTS TABLE %s.hearth_schema FORMAT TSV", c->db);
+
+	if (!e && (!a.p || a.p[0] != '1')) {
+		snprintf(err, errlen, "%s: the database has no hearth schema", c->where);
+		e = -EIO;
+	}
+	ch_buf_fini(&a);
+	return e;
+}
+
+/* Each insert is its own (docs/clickhouse.md): a batch has nothing to hold. */
+int chstore_batch_begin(struct store *s, char *err, size_t errlen)
+{
+	(void)s, (void)err, (void)errlen;
+	return 0;
+}
+
+int chstore_batch_end(struct store *s, bool commit, char *err, size_t errlen)
+{
+	(void)s, (void)commit, (void)err, (void)errlen;
+	return 0;
+}
+
+const struct store_ops ch_ops = STORE_OPS(chstore, "clickhouse", struct ch_builder);
+
 bool store__is_clickhouse(const char *spec)
 {
 	return spec && !strncmp(spec, STORE_CLICKHOUSE_SCHEME, strlen(STORE_CLICKHOUSE_SCHEME));
@@ -1181,7 +1156,7 @@ bool store__is_clickhouse(const char *spec)
 int store__open_clickhouse(const char *url, const struct store_opts *opts, struct store **out,
 			   char *err, size_t errlen)
 {
-	struct store *s;
+	struct chstore *c;
 	int e;
 
 	*out = NULL;
@@ -1189,15 +1164,10 @@ int store__open_clickhouse(const char *url, const struct store_opts *opts, struc
 		*err = 0;
 	if (!store__is_clickhouse(url))
 		return bad_url(url ? url : "", "not a clickhouse:// URL", err, errlen);
-	if (!(s = calloc(1, sizeof(*s))))
-		return -ENOMEM;
-	/* the embedded ops forward every call to s->ch (store__append_flat, ...) */
-	s->backend.ops = &store_embedded_ops;
-	e = chstore_open(url, opts, &s->ch, err, errlen);
-	if (e) {
-		free(s);
+	e = ch_open(url, opts, &c, err, errlen);
+	if (e)
 		return e;
-	}
-	*out = s;
+	c->store.ops = &ch_ops; /* a store now: the core calls through its table */
+	*out = &c->store;
 	return 0;
 }

@@ -46,7 +46,7 @@
  * small (a few bytes a series), so a tick costs a few ms. */
 #define STORE_GC_DEFAULT_BUDGET 1024
 
-void store_gc_fini(struct store *s)
+void store_gc_fini(struct estore *s)
 {
 	free(s->gc.series);
 	for (int t = 0; t < STORE_N_TABS; t++)
@@ -55,7 +55,7 @@ void store_gc_fini(struct store *s)
 }
 
 /* Marks series id live; false when out of memory (the cycle is abandoned). */
-static bool mark_series(struct store *s, uint64_t id)
+static bool mark_series(struct estore *s, uint64_t id)
 {
 	struct store_gc *g = &s->gc;
 
@@ -72,7 +72,7 @@ static bool mark_series(struct store *s, uint64_t id)
 	return true;
 }
 
-void store_gc_note_rows(struct store *s, const struct store_rows *rows)
+void store_gc_note_rows(struct estore *s, const struct store_rows *rows)
 {
 	uint64_t prev = 0;
 
@@ -89,7 +89,7 @@ void store_gc_note_rows(struct store *s, const struct store_rows *rows)
 /* Marks the series of up to budget chunks after the cursor; *done when none is
  * left. A chunk whose totals do not decode is quarantined (and marks nothing:
  * no scan will read it). */
-static int mark_chunks(struct store *s, bool *done)
+static int mark_chunks(struct estore *s, bool *done)
 {
 	struct store_gc *g = &s->gc;
 	size_t budget = s->gc_budget ? s->gc_budget : STORE_GC_DEFAULT_BUDGET, n = 0;
@@ -144,14 +144,14 @@ static bool get_n(const uint8_t **p, const uint8_t *end, uint64_t *v, int n)
 }
 
 /* Keeps id of table t (ids out of range are ignored: the key names nothing). */
-static inline void keep(struct store *s, uint8_t **live, int t, uint64_t id)
+static inline void keep(struct estore *s, uint8_t **live, int t, uint64_t id)
 {
 	if (id && id <= s->tabs[t].n)
 		live[t][id] = 1;
 }
 
 /* The closure of the live series (see the file comment) into live[t][id]. */
-static int close_over(struct store *s, uint8_t **live)
+static int close_over(struct estore *s, uint8_t **live)
 {
 	uint64_t v[5];
 	size_t len;
@@ -223,7 +223,7 @@ static int close_over(struct store *s, uint8_t **live)
 
 /* Turns live[t] into its complement over the live ids (the garbage) and
  * counts it. */
-static size_t to_dead(struct store *s, uint8_t **live)
+static size_t to_dead(struct estore *s, uint8_t **live)
 {
 	size_t n = 0;
 
@@ -244,7 +244,7 @@ static size_t to_dead(struct store *s, uint8_t **live)
  * deletion, referrers first: pairs, series, stacks, locations, functions,
  * mappings, strings. 0 or -ENOMEM (nothing retired then).
  */
-static int retire(struct store *s, uint8_t **dead)
+static int retire(struct estore *s, uint8_t **dead)
 {
 	struct store_gc *g = &s->gc;
 	const struct store_itab *ser = &s->tabs[STORE_T_SERIES];
@@ -282,7 +282,7 @@ static int retire(struct store *s, uint8_t **dead)
 }
 
 /* Whether retired rows are still to be deleted. */
-static bool dying(const struct store *s)
+static bool dying(const struct estore *s)
 {
 	for (int t = 0; t < STORE_N_TABS; t++)
 		if (s->gc.at[t] < s->gc.n_dying[t])
@@ -295,7 +295,7 @@ static bool dying(const struct store *s)
  * transaction, then gives their ids again. Killed in between, the rows not yet
  * deleted are loaded as live at the next open, and no row names a deleted one.
  */
-static int delete_some(struct store *s)
+static int delete_some(struct estore *s)
 {
 	struct store_gc *g = &s->gc;
 	size_t budget = s->gc_budget ? s->gc_budget * 16 : STORE_GC_DEFAULT_DELETES;
@@ -335,7 +335,7 @@ static int delete_some(struct store *s)
 }
 
 /* The sweep: the closure, then the garbage retired. 0 or -errno. */
-static int sweep(struct store *s)
+static int sweep(struct estore *s)
 {
 	uint8_t *live[STORE_N_TABS] = {0};
 	int e = 0;
@@ -354,7 +354,7 @@ static int sweep(struct store *s)
 }
 
 /* Starts a cycle: the chunks now in the table are the ones to mark. */
-static int begin(struct store *s)
+static int begin(struct estore *s)
 {
 	sqlite3_stmt *st = NULL;
 	struct store_gc *g = &s->gc;
@@ -375,7 +375,7 @@ static int begin(struct store *s)
 	return 0;
 }
 
-int store_gc_step(struct store *s)
+int store_gc_step(struct estore *s)
 {
 	struct store_gc *g = &s->gc;
 	bool done = false;
@@ -415,7 +415,7 @@ struct refs {
 	uint64_t over[STORE_N_TABS];
 };
 
-static void ref_id(struct store *s, struct refs *r, int t, uint64_t id)
+static void ref_id(struct estore *s, struct refs *r, int t, uint64_t id)
 {
 	if (id <= s->tabs[t].n)
 		r->ref[t][id] = 1;
@@ -425,7 +425,7 @@ static void ref_id(struct store *s, struct refs *r, int t, uint64_t id)
 
 /* The references of every live key of table t (a key that does not decode is
  * left for the readers to report). */
-static void key_refs(struct store *s, struct refs *r, int t)
+static void key_refs(struct estore *s, struct refs *r, int t)
 {
 	uint64_t v[5];
 	size_t len;
@@ -473,7 +473,7 @@ static void key_refs(struct store *s, struct refs *r, int t)
 }
 
 /* The series every chunk names (its totals column). */
-static int chunk_refs(struct store *s, struct refs *r)
+static int chunk_refs(struct estore *s, struct refs *r)
 {
 	struct store_rows rows = {0};
 	sqlite3_stmt *st = NULL;
@@ -497,7 +497,7 @@ static int chunk_refs(struct store *s, struct refs *r)
 	return e;
 }
 
-int store_check_refs(struct store *s)
+int store_check_refs(struct estore *s)
 {
 	struct refs r = {0};
 	int e = 0, lost = 0;

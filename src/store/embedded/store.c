@@ -1,13 +1,13 @@
 /*
- * The store's life cycle: the SQLite database (WAL mode) that holds the intern
- * tables, the chunks and the rollup work list; loading the intern tables into
- * memory at open; statistics; retention. Durability comes from SQLite: a commit
+ * The embedded store's life cycle: the SQLite database (WAL mode) that holds
+ * the intern tables, the chunks and the rollup work list; loading the intern
+ * tables into memory at open; statistics; retention; health; and the table of
+ * operations (store_embedded_ops) that the store's core calls. Durability comes from SQLite: a commit
  * in WAL mode with synchronous=FULL is on disk when it returns, and a process
  * killed mid-transaction leaves the last commit intact (the WAL is replayed or
  * ignored at the next open).
  */
 #include "store_impl.h"
-#include "clickhouse.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,7 +36,7 @@ void store_set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-int store_exec(struct store *s, const char *sql, char *err, size_t errlen)
+int store_exec(struct estore *s, const char *sql, char *err, size_t errlen)
 {
 	char *msg = NULL;
 
@@ -47,7 +47,7 @@ int store_exec(struct store *s, const char *sql, char *err, size_t errlen)
 	return -EIO;
 }
 
-static int create_schema(struct store *s, char *err, size_t errlen)
+static int create_schema(struct estore *s, char *err, size_t errlen)
 {
 	char sql[256];
 	int e;
@@ -77,7 +77,7 @@ static int create_schema(struct store *s, char *err, size_t errlen)
 			  err, errlen);
 }
 
-int64_t store_query_int(struct store *s, const char *sql)
+int64_t store_query_int(struct estore *s, const char *sql)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t v = -1;
@@ -89,7 +89,7 @@ int64_t store_query_int(struct store *s, const char *sql)
 	return v;
 }
 
-static int load_tab(struct store *s, int t, char *err, size_t errlen)
+static int load_tab(struct estore *s, int t, char *err, size_t errlen)
 {
 	char sql[128];
 	sqlite3_stmt *st = NULL;
@@ -119,7 +119,7 @@ static int load_tab(struct store *s, int t, char *err, size_t errlen)
 }
 
 /* Counters of /metrics from the chunks table. */
-static void load_stats(struct store *s)
+static void load_stats(struct estore *s)
 {
 	struct store_stats *st = &s->stats;
 
@@ -144,7 +144,7 @@ static void load_stats(struct store *s)
  * skips them, so the other series are still listed and merged. Logged here, once
  * per open, and not per query: the first few by id, then the count.
  */
-static void count_bad_series_keys(struct store *s)
+static void count_bad_series_keys(struct estore *s)
 {
 	struct store_label labels[STORE_MAX_SERIES_LABELS];
 	struct store_itab *tab = &s->tabs[STORE_T_SERIES];
@@ -168,7 +168,7 @@ static void count_bad_series_keys(struct store *s)
 	s->stats.corrupt_series_keys = bad;
 }
 
-static int prepare_all(struct store *s)
+static int prepare_all(struct estore *s)
 {
 	char sql[128];
 
@@ -190,7 +190,7 @@ static int prepare_all(struct store *s)
 	return 0;
 }
 
-static int open_db(struct store *s, char *err, size_t errlen)
+static int open_db(struct estore *s, char *err, size_t errlen)
 {
 	int64_t version;
 	int e;
@@ -259,7 +259,7 @@ static bool is_corrupt(int rc)
 
 /* Appends to err how to salvage a database SQLite finds corrupt (docs/storage.md,
  * "Recovery"): `hearth recover` copies every row it can still read. */
-static void recovery_hint(const struct store *s, char *err, size_t errlen)
+static void recovery_hint(const struct estore *s, char *err, size_t errlen)
 {
 	size_t n = err ? strlen(err) : 0;
 
@@ -287,7 +287,7 @@ static void fill_defaults(struct store_opts *o)
 int store__open(const char *dir, const struct store_opts *opts, struct store **out, char *err,
 		size_t errlen)
 {
-	struct store *s;
+	struct estore *s;
 	struct stat sb;
 	size_t n;
 	int e;
@@ -312,7 +312,7 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->backend.ops = &store_embedded_ops;
+	s->base.ops = &store_embedded_ops;
 	pthread_mutex_init(&s->lock, NULL);
 	if (opts)
 		s->opts = *opts;
@@ -322,29 +322,24 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 	if (s->dir && asprintf(&s->path, "%s/hearth.db", dir) < 0)
 		s->path = NULL;
 	if (!s->dir || !s->path) {
-		store__close(s);
+		estore_close(&s->base);
 		return -ENOMEM;
 	}
 	e = open_db(s, err, errlen);
 	if (e) {
 		if (s->db && is_corrupt(sqlite3_errcode(s->db)))
 			recovery_hint(s, err, errlen);
-		store__close(s);
+		estore_close(&s->base);
 		return e;
 	}
-	*out = s;
+	*out = &s->base;
 	return 0;
 }
 
-void store__close(struct store *s)
+void estore_close(struct store *base)
 {
-	if (!s)
-		return;
-	if (s->ch) {
-		chstore_free(s->ch);
-		free(s);
-		return;
-	}
+	struct estore *s = estore_of(base);
+
 	for (int t = 0; t < STORE_N_TABS; t++) {
 		sqlite3_finalize(s->ins_tab[t]);
 		store_itab__fini(&s->tabs[t]);
@@ -366,7 +361,7 @@ void store__close(struct store *s)
 	free(s);
 }
 
-int store_flush_tabs(struct store *s)
+int store_flush_tabs(struct estore *s)
 {
 	for (int t = 0; t < STORE_N_TABS; t++) {
 		struct store_itab *tab = &s->tabs[t];
@@ -392,13 +387,13 @@ int store_flush_tabs(struct store *s)
 	return 0;
 }
 
-void store_tabs_commit(struct store *s)
+void store_tabs_commit(struct estore *s)
 {
 	for (int t = 0; t < STORE_N_TABS; t++)
 		store_itab__commit(&s->tabs[t]);
 }
 
-int store_tabs_rollback(struct store *s)
+int store_tabs_rollback(struct estore *s)
 {
 	int e = 0;
 
@@ -419,10 +414,10 @@ static uint64_t file_size(const char *path, const char *suffix)
 	return stat(p, &sb) ? 0 : (uint64_t)sb.st_size;
 }
 
-int store__stats(struct store *s, struct store_stats *out)
+int estore_stats(struct store *base, struct store_stats *out)
 {
-	if (s->ch)
-		return chstore_stats(s->ch, out);
+	struct estore *s = estore_of(base);
+
 	pthread_mutex_lock(&s->lock);
 	*out = s->stats;
 	out->series = s->tabs[STORE_T_SERIES].live;
@@ -441,7 +436,7 @@ int store__stats(struct store *s, struct store_stats *out)
 	return 0;
 }
 
-void store_log(struct store *s, const char *fmt, ...)
+void store_log(struct estore *s, const char *fmt, ...)
 {
 	FILE *f = s->opts.log ? s->opts.log : stderr;
 	va_list ap;
@@ -460,7 +455,7 @@ void store_log(struct store *s, const char *fmt, ...)
  * again, so it is rebuilt from the finer levels. A savepoint: inside a rollup's
  * transaction it commits with it, outside it is its own transaction.
  */
-int store_quarantine(struct store *s, int64_t id, int level, int64_t t0, const char *reason)
+int store_quarantine(struct estore *s, int64_t id, int level, int64_t t0, const char *reason)
 {
 	sqlite3_stmt *st = NULL;
 	int e;
@@ -510,7 +505,7 @@ int store_quarantine(struct store *s, int64_t id, int level, int64_t t0, const c
 }
 
 /* Deletes chunks (and rollup work) older than the retention. */
-static int retain(struct store *s, int64_t now_ns, uint64_t *deleted)
+static int retain(struct estore *s, int64_t now_ns, uint64_t *deleted)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t cutoff;
@@ -538,12 +533,11 @@ static int retain(struct store *s, int64_t now_ns, uint64_t *deleted)
 	return e;
 }
 
-int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted)
+int estore_maintain(struct store *base, int64_t now_ns, uint64_t *deleted)
 {
+	struct estore *s = estore_of(base);
 	int e;
 
-	if (s->ch)
-		return chstore_maintain(s->ch, now_ns, deleted);
 	if (deleted)
 		*deleted = 0;
 	pthread_mutex_lock(&s->lock);
@@ -559,15 +553,14 @@ int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted)
 	return e;
 }
 
-int store__series_foreach(struct store *s, int (*fn)(void *ctx, const struct store_series *ser),
-			  void *ctx)
+int estore_series_foreach(struct store *base,
+				 int (*fn)(void *ctx, const struct store_series *ser), void *ctx)
 {
+	struct estore *s = estore_of(base);
 	struct store_label labels[STORE_MAX_SERIES_LABELS];
 	struct store_itab *tab = &s->tabs[STORE_T_SERIES];
 	int e = 0;
 
-	if (s->ch)
-		return chstore_series_foreach(s->ch, fn, ctx);
 	pthread_mutex_lock(&s->lock);
 	for (uint64_t id = 1; id <= tab->committed && !e; id++) {
 		struct store_series ser = {.id = id, .labels = labels};
@@ -609,3 +602,21 @@ int store_series_labels(const uint8_t *key, size_t len, const char **type,
 	}
 	return 0;
 }
+
+/* The database answers: a one-page read of its schema (no table scan). */
+int estore_health(struct store *base, char *err, size_t errlen)
+{
+	struct estore *s = estore_of(base);
+	int e;
+
+	pthread_mutex_lock(&s->lock);
+	e = store_query_int(s, "SELECT count(*) FROM sqlite_schema WHERE name = 'chunks'") == 1
+		? 0
+		: -EIO;
+	if (e)
+		store_set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+	pthread_mutex_unlock(&s->lock);
+	return e;
+}
+
+const struct store_ops store_embedded_ops = STORE_OPS(estore, "embedded", struct estore_builder);

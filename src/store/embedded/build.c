@@ -5,51 +5,36 @@
  * many stacks costs one array lookup per frame after warm-up.
  */
 #include "store_impl.h"
-#include "clickhouse.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct store_builder {
-	struct store *s;
-	struct profile *p;
-	/* store id -> profile id, per table; 0 = not yet. 4 bytes an entry: the lookup per
-	 * frame misses the cache less (a profile never holds 2^32 records) */
-	uint32_t *xl[STORE_N_TABS];
-	size_t cap[STORE_N_TABS];
-	uint64_t *locs;
-	size_t locs_cap;
-};
-
-int store_builder__new(struct store *s, struct profile *p, struct store_builder **out)
+static struct estore_builder *of(struct store_builder *b)
 {
-	struct store_builder *b = calloc(1, sizeof(*b));
-
-	*out = NULL;
-	if (!b)
-		return -ENOMEM;
-	b->s = s;
-	b->p = p;
-	*out = b;
-	return 0;
+	return (struct estore_builder *)b; /* its first member */
 }
 
-void store_builder__free(struct store_builder *b)
+/* The store the builder reads. */
+static struct estore *bs(const struct estore_builder *b)
 {
-	if (!b)
-		return;
+	return estore_of(b->base.s);
+}
+
+void estore_builder_fini(struct store_builder *sb)
+{
+	struct estore_builder *b = of(sb);
+
 	for (int t = 0; t < STORE_N_TABS; t++)
 		free(b->xl[t]);
 	free(b->locs);
-	free(b);
 }
 
 /* The translation slot of store id in table t (grown on demand), or NULL.
  * Sized to the table's ids at once, not doubled: the table bounds it. */
-static uint32_t *slot(struct store_builder *b, int t, uint64_t id)
+static uint32_t *slot(struct estore_builder *b, int t, uint64_t id)
 {
 	if (id >= b->cap[t]) {
-		size_t c = b->s->tabs[t].n + 1 > id + 1 ? b->s->tabs[t].n + 1 : id + 1;
+		size_t c = bs(b)->tabs[t].n + 1 > id + 1 ? bs(b)->tabs[t].n + 1 : id + 1;
 		uint32_t *n = realloc(b->xl[t], c * sizeof(*n));
 
 		if (!n)
@@ -72,10 +57,10 @@ static int remember(uint32_t *sl, uint64_t pid, uint64_t *out)
 }
 
 /* A stored string (its key ends with the NUL); "" when unknown. */
-static const char *str(struct store_builder *b, uint64_t id)
+static const char *str(struct estore_builder *b, uint64_t id)
 {
 	size_t len;
-	const uint8_t *k = store_itab__key(&b->s->tabs[STORE_T_STRINGS], id, &len);
+	const uint8_t *k = store_itab__key(&bs(b)->tabs[STORE_T_STRINGS], id, &len);
 
 	return k && len && k[len - 1] == 0 ? (const char *)k : "";
 }
@@ -100,7 +85,7 @@ struct pending_id {
  * else 0, with p the slot to remember its profile id in and v the first n
  * varints of its stored key (p->k, p->end: the rest). -ENOMEM, -EUCLEAN.
  */
-static int untranslated(struct store_builder *b, int t, uint64_t id, uint64_t *v, int n,
+static int untranslated(struct estore_builder *b, int t, uint64_t id, uint64_t *v, int n,
 			struct pending_id *p, uint64_t *out)
 {
 	size_t len;
@@ -111,14 +96,14 @@ static int untranslated(struct store_builder *b, int t, uint64_t id, uint64_t *v
 		*out = *p->sl;
 		return 1;
 	}
-	p->k = store_itab__key(&b->s->tabs[t], id, &len);
+	p->k = store_itab__key(&bs(b)->tabs[t], id, &len);
 	p->end = p->k + len;
 	if (!p->k || get_n(&p->k, p->end, v, n))
 		return -EUCLEAN;
 	return 0;
 }
 
-static int mapping(struct store_builder *b, uint64_t id, uint64_t *out)
+static int mapping(struct estore_builder *b, uint64_t id, uint64_t *out)
 {
 	struct pending_id p;
 	uint64_t v[5];
@@ -130,14 +115,14 @@ static int mapping(struct store_builder *b, uint64_t id, uint64_t *out)
 	r = untranslated(b, STORE_T_MAPPINGS, id, v, 5, &p, out);
 	if (r)
 		return r < 0 ? r : 0;
-	return remember(p.sl, profile__mapping(b->p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])),
-			out);
+	return remember(
+	    p.sl, profile__mapping(b->base.p, v[0], v[1], v[2], str(b, v[3]), str(b, v[4])), out);
 }
 
 /* The profile's string id of stored string id (the builder's strings slot holds
  * it + 1: id 0 is ""): a file or system name is shared by many functions, each
  * string is read and hashed once. */
-static int string(struct store_builder *b, uint64_t id, int64_t *out)
+static int string(struct estore_builder *b, uint64_t id, int64_t *out)
 {
 	uint32_t *sl = slot(b, STORE_T_STRINGS, id);
 	int64_t sid;
@@ -148,7 +133,7 @@ static int string(struct store_builder *b, uint64_t id, int64_t *out)
 		*out = (int64_t)*sl - 1;
 		return 0;
 	}
-	if ((sid = profile__intern_string(b->p, str(b, id))) < 0)
+	if ((sid = profile__intern_string(b->base.p, str(b, id))) < 0)
 		return (int)sid;
 	if (sid >= UINT32_MAX)
 		return -E2BIG;
@@ -157,7 +142,7 @@ static int string(struct store_builder *b, uint64_t id, int64_t *out)
 	return 0;
 }
 
-static int function(struct store_builder *b, uint64_t id, uint64_t *out)
+static int function(struct estore_builder *b, uint64_t id, uint64_t *out)
 {
 	struct pending_id p;
 	uint64_t v[3];
@@ -169,10 +154,10 @@ static int function(struct store_builder *b, uint64_t id, uint64_t *out)
 	for (int k = 0; k < 3; k++)
 		if ((r = string(b, v[k], &sids[k])))
 			return r;
-	return remember(p.sl, profile__function_by_sids(b->p, sids), out);
+	return remember(p.sl, profile__function_by_sids(b->base.p, sids), out);
 }
 
-static int location(struct store_builder *b, uint64_t id, uint64_t *out)
+static int location(struct estore_builder *b, uint64_t id, uint64_t *out)
 {
 	struct profile_line lines[64];
 	struct pending_id p;
@@ -190,20 +175,20 @@ static int location(struct store_builder *b, uint64_t id, uint64_t *out)
 		return err;
 	/* deeper inline chains are cut to 64 lines (the outermost are kept by pprof tools) */
 	return remember(
-	    p.sl, profile__location_exact(b->p, mid, v[1], lines, v[2] < 64 ? v[2] : 64), out);
+	    p.sl, profile__location_exact(b->base.p, mid, v[1], lines, v[2] < 64 ? v[2] : 64), out);
 }
 
 /* The profile's location ids of a stored stack, leaf first, into *out: b->locs, or
  * with in_room the profile's room for the next sample's locations (no copy when the
  * sample is added); *merged is set when a location new to the builder was already
  * in the profile. */
-static int stack_locked(struct store_builder *b, uint64_t stack_id, bool in_room, uint64_t **out,
+static int stack_locked(struct estore_builder *b, uint64_t stack_id, bool in_room, uint64_t **out,
 			size_t *n, bool *merged)
 {
 	const uint32_t *xl = b->xl[STORE_T_LOCATIONS];
 	size_t xl_cap = b->cap[STORE_T_LOCATIONS];
 	size_t len;
-	const uint8_t *k = store_itab__key(&b->s->tabs[STORE_T_STACKS], stack_id, &len), *end;
+	const uint8_t *k = store_itab__key(&bs(b)->tabs[STORE_T_STACKS], stack_id, &len), *end;
 	uint64_t lid, *locs = b->locs;
 	int err = 0;
 
@@ -213,7 +198,7 @@ static int stack_locked(struct store_builder *b, uint64_t stack_id, bool in_room
 	end = k + len;
 	/* a location id takes at least one byte of the key */
 	if (in_room) {
-		if (!(locs = profile__sample_locs_room(b->p, len)))
+		if (!(locs = profile__sample_locs_room(b->base.p, len)))
 			return -ENOMEM;
 	} else if (b->locs_cap < len + 1) {
 		uint64_t *nl = realloc(b->locs, (len + 1) * sizeof(*nl));
@@ -231,10 +216,10 @@ static int stack_locked(struct store_builder *b, uint64_t stack_id, bool in_room
 			locs[(*n)++] = xl[lid];
 			continue;
 		}
-		size_t before = profile__n_locations(b->p);
+		size_t before = profile__n_locations(b->base.p);
 
 		err = err ?: location(b, lid, &locs[*n]);
-		if (!err && profile__n_locations(b->p) == before)
+		if (!err && profile__n_locations(b->base.p) == before)
 			*merged = true;
 		(*n)++;
 		xl = b->xl[STORE_T_LOCATIONS]; /* location() may have grown the table */
@@ -243,54 +228,46 @@ static int stack_locked(struct store_builder *b, uint64_t stack_id, bool in_room
 	return err;
 }
 
-int store_builder__add(struct store_builder *b, uint64_t stack_id,
+int estore_builder_add(struct store_builder *sb, uint64_t stack_id,
 		       const int64_t values[PROFILE_N_VALUES], const struct profile_label *labels,
 		       size_t n_labels)
 {
+	struct estore_builder *b = of(sb);
 	size_t n;
 	bool merged = false;
 	uint64_t *locs;
 	int err;
 
-	if (b->s->ch) /* the same, from the ClickHouse backend's cache */
-		return chstore_builder_add(b->s->ch, b->p, &b->xl[STORE_T_LOCATIONS],
-					   &b->cap[STORE_T_LOCATIONS], stack_id, values, labels,
-					   n_labels);
-	pthread_mutex_lock(&b->s->lock);
+	pthread_mutex_lock(&bs(b)->lock);
 	err = stack_locked(b, stack_id, false, &locs, &n, &merged);
-	pthread_mutex_unlock(&b->s->lock);
-	return err ?: profile__add_sample(b->p, locs, n, values, labels, n_labels);
+	pthread_mutex_unlock(&bs(b)->lock);
+	return err ?: profile__add_sample(b->base.p, locs, n, values, labels, n_labels);
 }
 
 /* Adds the sample just expanded into locs (see store_builder__append). */
-static int add_locs(struct store_builder *b, uint64_t *locs, size_t n,
+static int add_locs(struct estore_builder *b, uint64_t *locs, size_t n,
 		    const struct store_builder_sample *sm, bool merged, bool *distinct)
 {
 	if (merged)
 		*distinct = false;
 	if (*distinct)
-		return profile__append_sample(b->p, locs, n, sm->values, sm->labels, sm->n_labels);
-	return profile__add_sample(b->p, locs, n, sm->values, sm->labels, sm->n_labels);
+		return profile__append_sample(b->base.p, locs, n, sm->values, sm->labels,
+					      sm->n_labels);
+	return profile__add_sample(b->base.p, locs, n, sm->values, sm->labels, sm->n_labels);
 }
 
 /* How many stacks ahead store_builder__append prefetches a key (4 and 8 measured
  * the same on the day store; either ~4 ms faster than none on the 1 h merge). */
 #define BUILD_KEY_AHEAD 4
 
-int store_builder__append(struct store_builder *b, const struct store_builder_sample *sm, size_t n,
+int estore_builder_append(struct store_builder *sb, const struct store_builder_sample *sm, size_t n,
 			  bool *distinct)
 {
-	const struct store_itab *st = &b->s->tabs[STORE_T_STACKS];
+	struct estore_builder *b = of(sb);
+	const struct store_itab *st = &bs(b)->tabs[STORE_T_STACKS];
 	int err = 0;
 
-	if (b->s->ch) { /* one sample at a time: its cache has no prefetch to gain */
-		for (size_t i = 0; !err && i < n; i++)
-			err = store_builder__add(b, sm[i].stack_id, sm[i].values, sm[i].labels,
-						 sm[i].n_labels);
-		*distinct = false;
-		return err;
-	}
-	pthread_mutex_lock(&b->s->lock);
+	pthread_mutex_lock(&bs(b)->lock);
 	/* the stacks' offsets, then a few stacks ahead their keys: random reads that
 	 * miss the cache, started early */
 	for (size_t i = 0; i < n; i++)
@@ -309,32 +286,29 @@ int store_builder__append(struct store_builder *b, const struct store_builder_sa
 		err = stack_locked(b, sm[i].stack_id, true, &locs, &nl, &merged)
 			  ?: add_locs(b, locs, nl, &sm[i], merged, distinct);
 	}
-	pthread_mutex_unlock(&b->s->lock);
+	pthread_mutex_unlock(&bs(b)->lock);
 	return err;
 }
 
-int store_builder__location(struct store_builder *b, uint64_t loc_id, uint64_t *out)
+int estore_builder_location(struct store_builder *sb, uint64_t loc_id, uint64_t *out)
 {
+	struct estore_builder *b = of(sb);
 	int err;
 
-	if (b->s->ch)
-		return chstore_location(b->s->ch, b->p, &b->xl[STORE_T_LOCATIONS],
-					&b->cap[STORE_T_LOCATIONS], loc_id, out);
-	pthread_mutex_lock(&b->s->lock);
-	err = store_itab__live(&b->s->tabs[STORE_T_LOCATIONS], loc_id) ? location(b, loc_id, out)
-								       : -ENOENT;
-	pthread_mutex_unlock(&b->s->lock);
+	pthread_mutex_lock(&bs(b)->lock);
+	err = store_itab__live(&bs(b)->tabs[STORE_T_LOCATIONS], loc_id) ? location(b, loc_id, out)
+									: -ENOENT;
+	pthread_mutex_unlock(&bs(b)->lock);
 	return err;
 }
 
-int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n, size_t *off,
+int estore_stack_locations(struct store *base, const uint64_t *stack_ids, size_t n, size_t *off,
 			   uint64_t **locs, size_t *cap)
 {
+	struct estore *s = estore_of(base);
 	const struct store_itab *st = &s->tabs[STORE_T_STACKS];
 	int err = 0;
 
-	if (s->ch)
-		return chstore_stack_locations(s->ch, stack_ids, n, off, locs, cap);
 	off[0] = 0;
 	pthread_mutex_lock(&s->lock);
 	/* the ids come in scan order, at random over the table: as in
@@ -371,12 +345,11 @@ int store__stack_locations(struct store *s, const uint64_t *stack_ids, size_t n,
 	return err;
 }
 
-uint64_t store__max_stack_id(struct store *s)
+uint64_t estore_max_stack_id(struct store *base)
 {
+	struct estore *s = estore_of(base);
 	uint64_t n;
 
-	if (s->ch)
-		return chstore_max_stack_id(s->ch);
 	pthread_mutex_lock(&s->lock);
 	n = s->tabs[STORE_T_STACKS].n;
 	pthread_mutex_unlock(&s->lock);

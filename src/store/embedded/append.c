@@ -6,11 +6,11 @@
  *
  * append_flat.c translates the flat profile's indices to store ids; this file
  * holds what surrounds it: argument checks, series, stacks, the transaction.
- * store__append takes a model and stores its flat form (profile__to_flat), so
- * a model and its pprof store the same rows with the same ids.
+ * store__append (the store's core) takes a model and stores its flat form
+ * (profile__to_flat), so a model and its pprof store the same rows with the
+ * same ids.
  */
 #include "store_impl.h"
-#include "clickhouse.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +56,7 @@ static int label_cmp(const void *x, const void *y)
 
 /* The kept labels (opts.sample_labels) of a sample's (sorted) labels; numbers
  * are printed into nums. */
-static size_t sample_labels(const struct store *s, const struct profile_label *labels,
+static size_t sample_labels(const struct estore *s, const struct profile_label *labels,
 			    size_t n_labels, struct store_label *out,
 			    char nums[STORE_MAX_SAMPLE_LABELS][24])
 {
@@ -214,7 +214,7 @@ static int check_args(int64_t time_ns, const char *type, const struct store_labe
 }
 
 /* Marks the windows of t for rollup and drops their stale rollups. */
-static int touch_windows(struct store *s, int64_t t)
+static int touch_windows(struct estore *s, int64_t t)
 {
 	for (int l = 1; l < STORE_LEVELS; l++) {
 		int64_t w = t - t % store_level_window_ns[l];
@@ -234,7 +234,7 @@ static int touch_windows(struct store *s, int64_t t)
 
 static int write_append(struct store_append_ctx *a, struct store_rows *rows, int64_t *samples)
 {
-	struct store *s = a->s;
+	struct estore *s = a->s;
 	int64_t t = a->time_ns;
 	int err;
 
@@ -284,7 +284,7 @@ static void free_ctx(struct store_append_ctx *a)
 
 /* A full disk is the operator's to fix, not a fault of the store or the profile:
  * say so (the server answers 507), before ROLLBACK resets SQLite's error. */
-static int disk_full(struct store *s, int err)
+static int disk_full(struct estore *s, int err)
 {
 	return err == -EIO && (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_FULL ? -ENOSPC
 										      : err;
@@ -293,7 +293,7 @@ static int disk_full(struct store *s, int err)
 /* Appends in its own transaction, or in the batch's (store__batch_begin). */
 static int append_locked(struct store_append_ctx *a, struct store_append_result *res)
 {
-	struct store *s = a->s;
+	struct estore *s = a->s;
 	struct store_rows rows = {0};
 	int64_t samples = 0;
 	int err;
@@ -338,14 +338,14 @@ cleanup:
 	return err;
 }
 
-static bool in_batch(struct store *s);
+static bool in_batch(struct estore *s);
 
 /* Checks the arguments, then appends under the store's lock. */
 static int append(struct store_append_ctx *a, struct store_append_result *res, char *err,
 		  size_t errlen)
 {
 	char dummy[8];
-	struct store *s = a->s;
+	struct estore *s = a->s;
 	int e;
 
 	a->err = err && errlen ? err : dummy;
@@ -371,18 +371,17 @@ static int append(struct store_append_ctx *a, struct store_append_result *res, c
 }
 
 /* Whether this thread holds s's batch (and so its lock). */
-static bool in_batch(struct store *s)
+static bool in_batch(struct estore *s)
 {
 	return __atomic_load_n(&s->batch, __ATOMIC_ACQUIRE) &&
 	       pthread_equal(__atomic_load_n(&s->batch_owner, __ATOMIC_RELAXED), pthread_self());
 }
 
-int store__batch_begin(struct store *s, char *err, size_t errlen)
+int estore_batch_begin(struct store *base, char *err, size_t errlen)
 {
+	struct estore *s = estore_of(base);
 	int e;
 
-	if (s->ch)
-		return 0;
 	pthread_mutex_lock(&s->lock);
 	if ((e = store_exec(s, "BEGIN IMMEDIATE", err, errlen))) {
 		pthread_mutex_unlock(&s->lock);
@@ -397,12 +396,11 @@ int store__batch_begin(struct store *s, char *err, size_t errlen)
 	return 0;
 }
 
-int store__batch_end(struct store *s, bool commit, char *err, size_t errlen)
+int estore_batch_end(struct store *base, bool commit, char *err, size_t errlen)
 {
+	struct estore *s = estore_of(base);
 	int e = 0;
 
-	if (s->ch)
-		return 0;
 	if (!in_batch(s))
 		return -EINVAL;
 	if (commit && !s->batch_failed)
@@ -424,36 +422,17 @@ int store__batch_end(struct store *s, bool commit, char *err, size_t errlen)
 	return e;
 }
 
-int store__append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
+int estore_append_flat(struct store *s, const struct profile_flat *f, const char *profile_type,
 		       const struct store_label *extra, size_t n_extra,
 		       struct store_append_result *res, char *err, size_t errlen)
 {
 	struct store_append_ctx a = {
-	    .s = s, .f = f, .type = profile_type, .extra = extra, .n_extra = n_extra};
+	    .s = estore_of(s), .f = f, .type = profile_type, .extra = extra, .n_extra = n_extra};
 
-	if (s->ch)
-		return chstore_append_flat(s->ch, f, profile_type, extra, n_extra, res, err,
-					   errlen);
 	if (f) {
 		a.time_ns = f->time_ns;
 		a.duration_ns = f->duration_ns;
 		a.period_ns = f->period_ns;
 	}
 	return append(&a, res, err, errlen);
-}
-
-int store__append(struct store *s, const struct profile *p, const char *profile_type,
-		  const struct store_label *extra, size_t n_extra, struct store_append_result *res,
-		  char *err, size_t errlen)
-{
-	struct profile_flat *f = NULL;
-	int e = p ? profile__to_flat(p, &f) : 0;
-
-	if (e) {
-		store_set_err(err, errlen, "the profile has no flat form: %s", strerror(-e));
-		return e == -E2BIG ? -ENOMEM : e; /* 4 GiB of strings: no label of the caller's */
-	}
-	e = store__append_flat(s, f, profile_type, extra, n_extra, res, err, errlen);
-	profile_flat__free(f);
-	return e;
 }

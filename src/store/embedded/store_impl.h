@@ -1,14 +1,16 @@
 /*
- * Private to src/store/: the in-memory intern tables, the chunk codec, the
- * rollup levels and the store struct. Other modules include only store.h.
+ * Private to the embedded store (src/store/embedded/): the in-memory intern
+ * tables, the chunk codec, the rollup levels and the store struct. Other
+ * modules include only store.h; the store's core (core.c) neither.
  */
 #ifndef HEARTH_STORE_IMPL_H
 #define HEARTH_STORE_IMPL_H
 
-#include "store.h"
+#include "store/store.h"
 #include "base/base.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sqlite3.h>
 
@@ -249,7 +251,7 @@ void store_stackmemo_fini(struct store_stackmemo *m);
 
 /* Per-append state: id translations and scratch (append.c). */
 struct store_append_ctx {
-	struct store *s;
+	struct estore *s;
 	const struct profile_flat *f; /* the profile being stored */
 	int64_t time_ns, duration_ns, period_ns;
 	const char *type;
@@ -319,12 +321,8 @@ enum store_tab {
 };
 extern const char *const store_tab_names[STORE_N_TABS];
 
-struct chstore;
-struct store {
-	struct store_backend backend; /* ops: the embedded store (backend.c) */
-	/* Non-NULL: a ClickHouse store (clickhouse.c); every store__ function
-	 * forwards to it and nothing below is used. Owned. */
-	struct chstore *ch;
+struct estore {
+	struct store base; /* ops: store_embedded_ops; first, see estore_of */
 	pthread_mutex_t lock;
 	/*
 	 * store__batch_begin..end: one transaction held by batch_owner (under lock) that
@@ -386,58 +384,79 @@ struct store {
 };
 
 /* One step of the garbage collection (gc.c), from store__maintain. 0 or -errno. */
-int store_gc_step(struct store *s);
+int store_gc_step(struct estore *s);
 /* The write barrier: a chunk of these rows is being stored. */
-void store_gc_note_rows(struct store *s, const struct store_rows *rows);
-void store_gc_fini(struct store *s);
+void store_gc_note_rows(struct estore *s, const struct store_rows *rows);
+void store_gc_fini(struct estore *s);
 /*
  * At open: ids that stored keys (and, in a salvaged store, chunks) name but the tables
  * lack (lost rows of a salvaged database) are kept out of reuse, so that a new
  * entry never takes the meaning of a lost one. Logged. 0 or -errno.
  */
-int store_check_refs(struct store *s);
+int store_check_refs(struct estore *s);
 
 /* Local id of stack in series (adding the pair when new). 0 or -ENOMEM. */
-int store_local_id(struct store *s, uint64_t series, uint64_t stack, uint64_t *local);
+int store_local_id(struct estore *s, uint64_t series, uint64_t stack, uint64_t *local);
 /* Global stack id of a local id; 0 when out of range (corrupt chunk). */
-static inline uint64_t store_global_stack(const struct store *s, uint64_t series, uint64_t local)
+static inline uint64_t store_global_stack(const struct estore *s, uint64_t series, uint64_t local)
 {
 	if (series >= s->local_cap || local >= s->local[series].n)
 		return 0;
 	return s->local[series].stacks[local];
 }
 /* Drops the local ids of pending pairs (before the pairs table rolls back). */
-void store_local_rollback(struct store *s);
+void store_local_rollback(struct estore *s);
 /* Rebuilds the local ids from the pairs table (at open). 0, -EINVAL, -ENOMEM. */
-int store_local_load(struct store *s);
-void store_local_fini(struct store *s);
+int store_local_load(struct estore *s);
+void store_local_fini(struct estore *s);
 
 /* One line to opts.log (stderr by default), prefixed with the database's path. */
-void store_log(struct store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void store_log(struct estore *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Moves a chunk that does not decode to the quarantine table (logged, counted in
  * stats.corrupt_chunks); a rollup's window becomes pending again. 0 or -EIO. */
-int store_quarantine(struct store *s, int64_t id, int level, int64_t t0, const char *reason);
+int store_quarantine(struct estore *s, int64_t id, int level, int64_t t0, const char *reason);
 
 /* Runs SQL with no result; 0 or -EIO (err gets sqlite's message). */
-int store_exec(struct store *s, const char *sql, char *err, size_t errlen);
+int store_exec(struct estore *s, const char *sql, char *err, size_t errlen);
 /* The first column of the first row of sql as an integer; -1 when sql fails or
  * returns no row. */
-int64_t store_query_int(struct store *s, const char *sql);
+int64_t store_query_int(struct estore *s, const char *sql);
 /* Writes the pending entries of every intern table; 0 or -EIO. */
-int store_flush_tabs(struct store *s);
-void store_tabs_commit(struct store *s);
-int store_tabs_rollback(struct store *s);
+int store_flush_tabs(struct estore *s);
+void store_tabs_commit(struct estore *s);
+int store_tabs_rollback(struct estore *s);
 /* Inserts one chunk row. 0 or -EIO. */
-int store_insert_chunk(struct store *s, int level, int64_t t0, int64_t dur,
+int store_insert_chunk(struct estore *s, int level, int64_t t0, int64_t dur,
 		       const struct store_rows *rows, int64_t period);
 /* Rolls up complete windows (newest data >= window end + grace). */
-int store_rollup_due(struct store *s, int64_t now_ns);
-/* The embedded store's table of the storage interface (backend.c). */
-extern const struct store_backend_ops store_embedded_ops;
+int store_rollup_due(struct estore *s, int64_t now_ns);
+
+/* ---- the embedded store's operations (struct store_ops; store.c holds the table) ---- */
+
+extern const struct store_ops store_embedded_ops;
+/* The embedded store that s is (s->ops == &store_embedded_ops). */
+static inline struct estore *estore_of(struct store *s)
+{
+	return (struct estore *)((char *)s - offsetof(struct estore, base));
+}
+/* Its operations, estore_close ... estore_builder_location (append.c, build.c,
+ * labels.c, scan.c, store.c). */
+STORE_OPS_DECLARE(estore);
+
+/* The builder (build.c): the core allocates it (store_ops.builder_size). */
+struct estore_builder {
+	struct store_builder base; /* first: the core's allocation starts here */
+	/* store id -> profile id, per table; 0 = not yet. 4 bytes an entry: the lookup per
+	 * frame misses the cache less (a profile never holds 2^32 records) */
+	uint32_t *xl[STORE_N_TABS];
+	size_t cap[STORE_N_TABS];
+	uint64_t *locs;
+	size_t locs_cap;
+};
 /* Internal scan flag: deliver series-local stack ids as stored (rollups). */
 #define STORE_SCAN_LOCAL_IDS 0x100u
 /* Scan with the lock held, restricted to levels <= max_level. */
-int store_scan_locked(struct store *s, const struct store_scan_query *q, int max_level,
+int store_scan_locked(struct estore *s, const struct store_scan_query *q, int max_level,
 		      store_rows_fn fn, void *ctx);
 
 /* Series key: type NUL (name NUL value NUL)* with names sorted. */
