@@ -55,11 +55,6 @@ on_clickhouse() { [ "$STORE" = clickhouse ]; }
 # backends. A check listed here for the backend under test prints SKIP naming
 # the bug while it fails, and FAIL once it passes, so the entry goes with the fix.
 declare -A KNOWN_BUG=()
-if on_clickhouse; then
-	KNOWN_BUG[profile_stats_binary]="GetProfileStats on ClickHouse answers oldest/newest profile time 0: chstore_stats (src/store/clickhouse.c) never sets oldest_ns/newest_ns"
-	KNOWN_BUG[profile_stats_json]=${KNOWN_BUG[profile_stats_binary]}
-	KNOWN_BUG[profile_stats_after_restart]="GetProfileStats on ClickHouse: data_ingested counts only this process's appends (chstore_stats: profiles = c->appends), so a server that did not ingest says there is no data; and the times are 0"
-fi
 pass() {
 	local name=${1%% *}
 	if [ -n "${KNOWN_BUG[$name]+x}" ]; then

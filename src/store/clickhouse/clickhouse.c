@@ -992,8 +992,6 @@ static void remember(struct ch_append *a)
 	for (size_t i = 0; i < a->seen.n; i++)
 		if (ch_set_add(&c->written, a->seen.k[i]))
 			break; /* out of memory: rows are inserted again, harmless */
-	c->appends++;
-	c->rows += a->n_rows;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -1090,26 +1088,37 @@ int chstore_stats(struct store *s, struct store_stats *out)
 	struct chstore *c = ch_of(s);
 	struct ch_buf a = {0};
 	char err[512];
-	unsigned long long bytes = 0, rows = 0, stacks = 0, series = 0;
+	unsigned long long bytes = 0, rows = 0, stacks = 0, series = 0, profiles = 0;
+	long long oldest = 0, newest = 0;
 	int e;
 
 	memset(out, 0, sizeof(*out));
 	/* bytes and rows of this server's own parts (in a cluster: its shard's);
-	 * distinct stacks and series of the whole database (approximate: uniq) */
+	 * distinct stacks and series, and the profiles (distinct profile times) and
+	 * their span, of the whole database (approximate: uniq). The span and count
+	 * are the database's, not this process's appends: a server started on a full
+	 * database answers GetProfileStats with its data. */
 	e = ch_sql(c, &a, err, sizeof(err),
 		   "SELECT sum(bytes_on_disk), sumIf(rows, table LIKE 'samples%%'), "
-		   "(SELECT uniq(hash) FROM %s.stacks), (SELECT uniq(id) FROM %s.series) FROM "
+		   "(SELECT uniq(hash) FROM %s.stacks), (SELECT uniq(id) FROM %s.series), "
+		   "(SELECT uniq(time_ns) FROM %s.samples), (SELECT min(time_ns) FROM %s.samples), "
+		   "(SELECT max(time_ns) FROM %s.samples) FROM "
 		   "system.parts WHERE database = '%s' AND active FORMAT TSV",
-		   c->db, c->db, c->db);
+		   c->db, c->db, c->db, c->db, c->db, c->db);
 	if (!e && a.p &&
-	    sscanf((char *)a.p, "%llu\t%llu\t%llu\t%llu", &bytes, &rows, &stacks, &series) == 4) {
+	    sscanf((char *)a.p, "%llu\t%llu\t%llu\t%llu\t%llu\t%lld\t%lld", &bytes, &rows, &stacks,
+		   &series, &profiles, &oldest, &newest) == 7) {
 		out->bytes_on_disk = bytes;
 		out->rows = rows;
 		out->stacks = stacks;
 		out->series = series;
+		out->profiles = profiles;
+		if (profiles) {
+			out->oldest_ns = oldest;
+			out->newest_ns = newest;
+		}
 	}
 	pthread_mutex_lock(&c->lock);
-	out->profiles = c->appends;
 	out->locations = c->n_locs;
 	pthread_mutex_unlock(&c->lock);
 	ch_buf_fini(&a);

@@ -94,7 +94,6 @@ struct chstore {
 	size_t n_funcs, cap_funcs;
 	struct ch_mapping *maps;
 	size_t n_maps, cap_maps;
-	uint64_t appends, rows, samples; /* this process's ingest, for /metrics */
 };
 
 /* The ClickHouse store that s is (s->ops == &ch_ops). */

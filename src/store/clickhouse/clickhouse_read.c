@@ -608,9 +608,11 @@ int chstore_labels(struct store *s, const char *name, const struct store_scan_qu
 	e = e ?: ch_buf_printf(&sql, " FROM %s.series WHERE id IN (", c->db);
 	for (size_t i = 0; i < ids.n && !e; i++)
 		e = ch_buf_printf(&sql, i ? ",%llu" : "%llu", (unsigned long long)ids.v[i]);
+	/* a label's values only from the series that carry it; the type is a column */
+	bool label = name && strcmp(name, STORE_PROFILE_TYPE_LABEL);
 	e = e
-		?: ch_buf_printf(&sql, ")%s%s%s FORMAT RowBinary", name ? " AND has(names, '" : "",
-				 name ? name : "", name ? "')" : "");
+		?: ch_buf_printf(&sql, ")%s%s%s FORMAT RowBinary", label ? " AND has(names, '" : "",
+				 label ? name : "", label ? "')" : "");
 	e = e ?: ch_http(c, NULL, sql.p, sql.n, &a, err, sizeof(err));
 	if (e && *err)
 		fprintf(c->opts.log ? c->opts.log : stderr, "hearth: listing labels: %s\n", err);
