@@ -8,7 +8,8 @@
  * the code (invalid_argument 400, not_found 404, unimplemented 501, internal 500).
  *
  * The messages are proto/querier.proto and proto/types.proto (protoc-c);
- * every method is a thin reader of the query engine (server_render.c): a
+ * every method is a thin writer of the query engine's typed results
+ * (query.h; the flame graph and label listings through server_render.c): a
  * selector is the request's label_selector plus a __profile_type__ matcher,
  * times are ms since the epoch (0: the default range, the last hour). A list
  * of matchers (LabelNames, LabelValues, Series) is one engine query over their
@@ -20,7 +21,6 @@
 #include "querier.pb-c.h"
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -183,7 +183,7 @@ static int m_profile_types(struct server *s, const ProtobufCMessage *in, Protobu
 	const Querier__V1__ProfileTypesRequest *req = (const void *)in;
 	Querier__V1__ProfileTypesResponse *out = malloc(sizeof(*out));
 	struct query_request q = {0};
-	struct pyro_strings types = {0};
+	struct query_strings types = {0};
 	char err[512] = "", parts[5][256];
 	int ret;
 
@@ -218,7 +218,7 @@ static int m_profile_types(struct server *s, const ProtobufCMessage *in, Protobu
 		t->period_type = dup_or_fail(parts[3], &ret);
 		t->period_unit = dup_or_fail(parts[4], &ret);
 	}
-	pyro_strings__fini(&types);
+	query_strings__fini(&types);
 	return ret;
 }
 
@@ -227,7 +227,7 @@ static int label_list(struct server *s, char **matchers, size_t n, int64_t start
 		      const char *name, char ***names, size_t *n_names, struct cerr *e)
 {
 	struct query_request q = {0};
-	struct pyro_strings l = {0};
+	struct query_strings l = {0};
 	char err[512] = "";
 	int ret;
 
@@ -235,8 +235,10 @@ static int label_list(struct server *s, char **matchers, size_t n, int64_t start
 		return ret;
 	ret =
 	    pyro_labels(s->store, &q, (const char *const *)matchers, n, name, &l, err, sizeof(err));
-	if (ret)
+	if (ret) {
+		query_strings__fini(&l);
 		return engine_err(e, ret, err);
+	}
 	*names = l.v; /* taken over: the response frees them */
 	*n_names = l.n;
 	return 0;
@@ -280,46 +282,26 @@ static bool wanted(char **names, size_t n, const char *name)
 	return !n;
 }
 
-/* One Labels message of a series of query_series_json (o), keeping only `keep` labels. */
-static int series_labels(json_object *o, char **keep, size_t n_keep, Types__V1__Labels **out)
+/* One Labels message of series ser, keeping only `keep` labels: the profile
+ * type first, then the labels in the engine's (sorted) order. */
+static int series_labels(const struct query_series *ser, char **keep, size_t n_keep,
+			 Types__V1__Labels **out)
 {
 	Types__V1__Labels *ls = malloc(sizeof(*ls));
-	json_object *labels, *type;
-	size_t n = 0;
 	int ret = 0;
 
 	*out = ls;
 	if (!ls)
 		return -ENOMEM;
 	types__v1__labels__init(ls);
-	if (!json_object_object_get_ex(o, "labels", &labels) ||
-	    !json_object_object_get_ex(o, "profileType", &type))
-		return -EIO;
-	ls->labels = calloc(json_object_object_length(labels) + 1, sizeof(*ls->labels));
+	ls->labels = calloc(ser->n + 2, sizeof(*ls->labels));
 	if (!ls->labels)
 		return -ENOMEM;
-	json_object_object_foreach(labels, k, v)
-	{
-		n++;
-		(void)v;
-		(void)k;
-	}
-	/* the profile type first, then the labels in the engine's (sorted) order */
-	for (size_t i = 0; i <= n && !ret; i++) {
-		const char *name = STORE_PROFILE_TYPE_LABEL, *value = json_object_get_string(type);
+	for (size_t i = 0; i <= ser->n && !ret; i++) {
+		const char *name = i ? ser->labels[i - 1].name : STORE_PROFILE_TYPE_LABEL;
+		const char *value = i ? ser->labels[i - 1].value : ser->type;
 		Types__V1__LabelPair *p;
-		size_t j = 0;
 
-		if (i) {
-			json_object_object_foreach(labels, k, v)
-			{
-				if (++j == i) {
-					name = k;
-					value = json_object_get_string(v);
-					break;
-				}
-			}
-		}
 		if (!wanted(keep, n_keep, name))
 			continue;
 		if (!(p = malloc(sizeof(*p))))
@@ -391,16 +373,18 @@ static int series_add(struct series_set *ss, Types__V1__Labels *ls)
 static int series_of(struct server *s, struct query_request *q, char **keep, size_t n_keep,
 		     struct series_set *ss, struct cerr *e)
 {
-	json_object *o;
+	struct query_series_list l;
 	char err[512] = "";
-	int ret = pyro_engine_json(query_series_json, s->store, q, &o, err, sizeof(err));
+	int ret = query_series(s->store, q, &l, err, sizeof(err));
 
-	if (ret)
+	if (ret) {
+		query_series_list__fini(&l);
 		return engine_err(e, ret, err);
-	for (size_t i = 0; !ret && i < json_object_array_length(o); i++) {
+	}
+	for (size_t i = 0; !ret && i < l.n; i++) {
 		Types__V1__Labels *ls = NULL;
 
-		ret = series_labels(json_object_array_get_idx(o, i), keep, n_keep, &ls);
+		ret = series_labels(&l.s[i], keep, n_keep, &ls);
 		if (ret) {
 			if (ls)
 				protobuf_c_message_free_unpacked(&ls->base, NULL);
@@ -408,7 +392,7 @@ static int series_of(struct server *s, struct query_request *q, char **keep, siz
 		}
 		ret = series_add(ss, ls);
 	}
-	json_object_put(o);
+	query_series_list__fini(&l);
 	return ret;
 }
 
@@ -582,10 +566,11 @@ static int select_merge_profile(struct server *s, const ProtobufCMessage *in, ui
 /* Group g of timeline t as a Series: its group_by label (none for the group of
  * series without it) and a point (ms, value) at each step with data, as
  * Pyroscope answers. *out is set as soon as it is allocated. */
-static int group_series(const struct pyro_timeline *t, size_t g, const char *group_by,
+static int group_series(const struct query_timeline *t, size_t g, const char *group_by,
 			Types__V1__Series **out)
 {
-	const struct pyro_group *gr = &t->groups[g];
+	const struct query_timeline_group *gr = &t->groups[g];
+	const int64_t from_ms = t->from_ns / 1000000, step_ms = t->step_ns / 1000000;
 	Types__V1__Series *ser = malloc(sizeof(*ser));
 	Types__V1__LabelPair *p;
 	size_t np = 0;
@@ -594,13 +579,13 @@ static int group_series(const struct pyro_timeline *t, size_t g, const char *gro
 	if (!(*out = ser))
 		return -ENOMEM;
 	types__v1__series__init(ser);
-	if (group_by && gr->value[0]) {
+	if (group_by && gr->group[0]) {
 		if (!(ser->labels = calloc(1, sizeof(*ser->labels))) || !(p = malloc(sizeof(*p))))
 			return -ENOMEM;
 		types__v1__label_pair__init(p);
 		ser->labels[ser->n_labels++] = p;
 		p->name = dup_or_fail(group_by, &ret);
-		p->value = dup_or_fail(gr->value, &ret);
+		p->value = dup_or_fail(gr->group, &ret);
 	}
 	for (size_t i = 0; i < t->n_points; i++)
 		np += gr->values[i] != 0;
@@ -616,7 +601,7 @@ static int group_series(const struct pyro_timeline *t, size_t g, const char *gro
 		types__v1__point__init(pt);
 		ser->points[ser->n_points++] = pt;
 		pt->value = (double)gr->values[i];
-		pt->timestamp = t->from_ms + (int64_t)i * t->step_ms;
+		pt->timestamp = from_ms + (int64_t)i * step_ms;
 	}
 	return ret;
 }
@@ -627,7 +612,7 @@ static int m_select_series(struct server *s, const ProtobufCMessage *in, Protobu
 	const Querier__V1__SelectSeriesRequest *req = (const void *)in;
 	Querier__V1__SelectSeriesResponse *out = malloc(sizeof(*out));
 	struct query_request q = {0};
-	struct pyro_timeline t = {0};
+	struct query_timeline t = {0};
 	char *sel = NULL, err[512] = "";
 	size_t n;
 	int ret;
@@ -656,14 +641,14 @@ static int m_select_series(struct server *s, const ProtobufCMessage *in, Protobu
 				 &sel, e);
 	q.step_ns = (int64_t)llround(req->step * 1e9);
 	q.group_by = req->n_group_by ? req->group_by[0] : NULL;
-	if (!ret && (ret = pyro_timeline(s->store, &q, &t, err, sizeof(err))))
+	if (!ret && (ret = query_timeline(s->store, &q, &t, err, sizeof(err))))
 		engine_err(e, ret, err);
 	n = req->limit && (size_t)req->limit < t.n_groups ? (size_t)req->limit : t.n_groups;
 	if (!ret && !(out->series = calloc(n + 1, sizeof(*out->series))))
 		ret = -ENOMEM;
 	for (size_t g = 0; !ret && g < n; g++)
 		ret = group_series(&t, g, q.group_by, &out->series[out->n_series++]);
-	pyro_timeline__fini(&t);
+	query_timeline__fini(&t);
 	free(sel);
 	return ret;
 }

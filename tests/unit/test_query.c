@@ -208,11 +208,13 @@ static struct store *fixture(const char *name)
 	} while (0)
 
 /* Counts the nodes of a tree answer. */
+/* Nodes of a tree or diff answer (a diff's "functions" rows are not nodes). */
 static size_t count_nodes(const char *json)
 {
+	const char *end = strstr(json, ",\"functions\":[");
 	size_t n = 0;
 
-	for (const char *c = json; (c = strstr(c, "{\"name\":")); c++)
+	for (const char *c = json; (c = strstr(c, "{\"name\":")) && (!end || c < end); c++)
 		n++;
 	return n;
 }
@@ -698,13 +700,15 @@ static struct store *mixed_fixture(const char *name)
 static int top_of_samples(const struct profile *p, int vi, size_t max, FILE *out)
 {
 	struct top *t = NULL;
+	struct query_top qt = {0};
 	struct profile_sample sm;
 	int e = top__new(p, vi, &t);
 
 	for (size_t i = 0; !e && i < profile__n_samples(p); i++)
 		e = profile__sample(p, i, &sm) ?: top__add(t, sm.locs, sm.n_locs, sm.values[vi]);
-	e = e ?: query_top_rows_json(t, vi, max, out);
+	e = e ?: query_top__from(&qt, t, vi, max) ?: query_top__write_json(&qt, out);
 	fputc('\n', out);
+	query_top__fini(&qt);
 	top__free(t);
 	return e;
 }
@@ -846,21 +850,21 @@ static struct store *shared_prefix_fixture(const char *name)
 	return s;
 }
 
-/* A diff against nothing as a tree answer: header "left":L,"right":0 -> "total":L and
- * every value [x,0] -> x. NULL if it is not such a diff. */
+/* A diff against nothing as a tree answer: header "left":L,"right":0 -> "total":L,
+ * every value [x,0] -> x, and no "functions" table. NULL if it is not such a diff. */
 static char *diff_as_tree(const char *diff)
 {
-	const char *c = strstr(diff, ",\"left\":"), *r;
+	const char *c = strstr(diff, ",\"left\":"), *r, *fn = strstr(diff, ",\"functions\":[");
 	char *out = malloc(strlen(diff) + 1), *o = out;
 
-	if (!out || !c || !(r = strstr(c, ",\"right\":0,\"tree\":"))) {
+	if (!out || !c || !fn || !(r = strstr(c, ",\"right\":0,\"tree\":"))) {
 		free(out);
 		return NULL;
 	}
 	memcpy(o, diff, (size_t)(c - diff));
 	o += c - diff;
 	o += sprintf(o, ",\"total\":%.*s", (int)(r - c - 8), c + 8);
-	for (c = r + 10; *c;) { /* from ,"tree": on */
+	for (c = r + 10; c < fn;) { /* from ,"tree": to the table */
 		const char *z;
 
 		if (*c == '[' && (z = c + 1 + strspn(c + 1, "-0123456789")) > c + 1 &&
@@ -872,7 +876,7 @@ static char *diff_as_tree(const char *diff)
 			*o++ = *c++;
 		}
 	}
-	*o = '\0';
+	strcpy(o, "}\n");
 	return out;
 }
 
