@@ -493,7 +493,7 @@ static int m_select_merge_stacktraces(struct server *s, const ProtobufCMessage *
 	return ret;
 }
 
-/* Inflates a gzip member (pprof_encode's output, a gzipped request) into a
+/* Inflates a gzip member (a gzipped request body) into a
  * malloc'd buffer of at most max bytes. 0, -EIO (not gzip), -EFBIG, -ENOMEM. */
 static int gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *len)
 {
@@ -537,15 +537,58 @@ static int gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t
 	return ret;
 }
 
-/* SelectMergeProfile answers pprof bytes (raw) rather than a message built here. */
-static int select_merge_profile(struct server *s, const ProtobufCMessage *in, uint8_t **raw,
-				size_t *raw_len, struct cerr *e)
+/* A message in a codec: packed protobuf, or proto3 JSON and a newline; *buf
+ * malloc'd. 0, -ENOTSUP (no JSON form: pbjson_encode), -ENOMEM. */
+static int encode(const ProtobufCMessage *m, bool json, uint8_t **buf, size_t *len)
+{
+	FILE *f;
+	int ret;
+
+	*buf = NULL;
+	if (!json) {
+		*len = protobuf_c_message_get_packed_size(m);
+		if (!(*buf = malloc(*len + 1)))
+			return -ENOMEM;
+		protobuf_c_message_pack(m, *buf);
+		return 0;
+	}
+	if (!(f = open_memstream((char **)buf, len)))
+		return -ENOMEM;
+	ret = pbjson_encode(m, f);
+	fputc('\n', f);
+	if (fclose(f) && !ret)
+		ret = -ENOMEM;
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return ret;
+}
+
+/* SelectMergeProfile's answer: the merged profile's profile.proto message
+ * (pprof_message) encoded in the request's codec. */
+struct profile_answer {
+	bool json;
+	uint8_t *buf;
+	size_t len;
+};
+
+static int encode_profile(const void *msg, void *ctx)
+{
+	struct profile_answer *a = ctx;
+
+	return encode(msg, a->json, &a->buf, &a->len);
+}
+
+/* SelectMergeProfile answers the bytes of a message built by profile/ (raw), in
+ * the request's codec, rather than a message built here. */
+static int select_merge_profile(struct server *s, const ProtobufCMessage *in, bool json,
+				uint8_t **raw, size_t *raw_len, struct cerr *e)
 {
 	const Querier__V1__SelectMergeProfileRequest *req = (const void *)in;
 	struct query_request q = {0};
+	struct profile_answer a = {.json = json};
 	struct profile *p = NULL;
-	uint8_t *gz = NULL;
-	size_t gz_len = 0;
 	char *sel = NULL, err[512] = "";
 	int ret;
 
@@ -555,10 +598,10 @@ static int select_merge_profile(struct server *s, const ProtobufCMessage *in, ui
 	if (!ret && (ret = query_profile(s->store, &q, &p, err, sizeof(err))))
 		engine_err(e, ret, err);
 	if (!ret)
-		ret =
-		    pprof_encode(p, &gz, &gz_len) ?: gunzip(gz, gz_len, SIZE_MAX / 4, raw, raw_len);
+		ret = pprof_message(p, encode_profile, &a);
+	*raw = a.buf;
+	*raw_len = a.len;
 	profile__free(p);
-	free(gz);
 	free(sel);
 	return ret;
 }
@@ -705,51 +748,23 @@ static int codec(struct server_req *r)
 	return -1;
 }
 
-/* Encodes the answer in the request's codec and replies. */
+/* Replies with raw (an answer already encoded: taken over) or resp in the
+ * request's codec. */
 static enum MHD_Result answer(struct server_req *r, bool json, const ProtobufCMessage *resp,
-			      const uint8_t *raw, size_t raw_len)
+			      uint8_t **raw, size_t raw_len)
 {
-	Perftools__Profiles__Profile *prof = NULL;
-	struct server_mem m;
-	uint8_t *buf;
-	size_t len;
-	int ret;
+	uint8_t *buf = *raw;
+	size_t len = raw_len;
+	int ret = buf ? 0 : encode(resp, json, &buf, &len);
 
-	if (!json) {
-		if (raw) {
-			len = raw_len;
-			buf = malloc(len + 1);
-			if (buf)
-				memcpy(buf, raw, len);
-		} else {
-			len = protobuf_c_message_get_packed_size(resp);
-			buf = malloc(len + 1);
-			if (buf)
-				protobuf_c_message_pack(resp, buf);
-		}
-		if (!buf)
-			return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL,
-					     "out of memory");
-		return server_reply(r, 200, "application/proto", (char *)buf, len);
-	}
-	if (raw && !(prof = perftools__profiles__profile__unpack(NULL, raw_len, raw)))
-		return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL,
-				     "the merged profile does not decode");
-	if (server_mem__open(&m)) {
-		if (prof)
-			perftools__profiles__profile__free_unpacked(prof, NULL);
-		return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL, "out of memory");
-	}
-	ret = pbjson_encode(prof ? &prof->base : resp, m.f);
-	fputc('\n', m.f);
-	if (prof)
-		perftools__profiles__profile__free_unpacked(prof, NULL);
-	if (ret) {
-		server_mem__discard(&m);
+	*raw = NULL;
+	if (ret == -ENOTSUP)
 		return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL,
 				     "the answer has no JSON form");
-	}
-	return server_reply_mem(r, 200, "application/json", &m);
+	if (ret)
+		return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL, "out of memory");
+	return server_reply(r, 200, json ? "application/json" : "application/proto", (char *)buf,
+			    len);
 }
 
 /* Decodes the body (a JSON one within budget bytes), runs the method and answers. */
@@ -783,7 +798,7 @@ static enum MHD_Result call(struct server *s, struct server_req *r, const struct
 	}
 	if (!ret)
 		ret = mt->run ? mt->run(s, in, &resp, &e)
-			      : select_merge_profile(s, in, &raw, &raw_len, &e);
+			      : select_merge_profile(s, in, json, &raw, &raw_len, &e);
 	if (ret && e.code)
 		res = connect_error(
 		    r, e.code, 0,
@@ -791,7 +806,7 @@ static enum MHD_Result call(struct server *s, struct server_req *r, const struct
 	else if (ret)
 		res = connect_error(r, "internal", 0, SERVER_REJ_INTERNAL, strerror(-ret));
 	else
-		res = answer(r, json, resp, raw, raw_len);
+		res = answer(r, json, resp, &raw, raw_len);
 cleanup:
 	if (in)
 		protobuf_c_message_free_unpacked(in, NULL);
