@@ -10,6 +10,7 @@
 #include "query/query.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
@@ -784,6 +785,100 @@ cleanup:
 	query_stacks__fini(&qs);
 	profile__free(p);
 	profile__free(pr);
+	store__close(s);
+}
+
+/* The row of function `name` in rows[0..n), or NULL. */
+static const struct top_row *find_row(const struct top_row *rows, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(rows[i].name, name))
+			return &rows[i];
+	return NULL;
+}
+
+/* profile/top.c's rows of p's samples (the merge into a profile), values[vi]. */
+static int rows_of_samples(const struct profile *p, int vi, struct top **t, struct top_row **rows,
+			   size_t *n)
+{
+	struct profile_sample sm;
+	int e = top__new(p, vi, t);
+
+	for (size_t i = 0; !e && i < profile__n_samples(p); i++)
+		e = profile__sample(p, i, &sm) ?: top__add(*t, sm.locs, sm.n_locs, sm.values[vi]);
+	return e ?: top__rows(*t, rows, n);
+}
+
+/*
+ * The diff's per-function table, as a user checks it: each side's self and total
+ * are that selection's top table (counted here from its merge into a profile),
+ * the changes are right - left, the share change is the change of self / total
+ * in percentage points, every function of either side is there once, and the
+ * largest |share change| comes first; maxNodes bounds the rows.
+ */
+TEST(diff_table_is_right_minus_left_of_the_two_merges)
+{
+	struct store *s = mixed_fixture("difftable");
+	struct query_request l = {.from_ns = T0 + 5 * S, .until_ns = T0 + 290 * S, .max_nodes = 100000};
+	struct query_request r = {.query = "{host=\"b\"}", .from_ns = T0, .until_ns = T0 + 100 * S};
+	struct profile *pl = NULL, *pr = NULL;
+	struct top *tl = NULL, *tr = NULL;
+	struct top_row *rl = NULL, *rr = NULL;
+	struct query_diff d = {0};
+	size_t nl = 0, nr = 0, both = 0;
+	char err[256];
+
+	CHECK(s);
+	for (int vi = 0; vi < 2; vi++) {
+		int64_t L, R;
+
+		l.value_index = r.value_index = vi;
+		CHECK(query_profile(s, &l, &pl, err, sizeof(err)) == 0 &&
+		      query_profile(s, &r, &pr, err, sizeof(err)) == 0);
+		CHECK(rows_of_samples(pl, vi, &tl, &rl, &nl) == 0 &&
+		      rows_of_samples(pr, vi, &tr, &rr, &nr) == 0);
+		CHECKF(query_diff(s, &l, &r, &d, err, sizeof(err)) == 0, "%s", err);
+		L = profile__total(pl, vi), R = profile__total(pr, vi);
+		CHECKF(d.total[0] == L && d.total[1] == R && L > 0 && R > 0, "%lld %lld",
+		       (long long)d.total[0], (long long)d.total[1]);
+		both = 0;
+		for (size_t i = 0; i < nl; i++)
+			both += find_row(rr, nr, rl[i].name) != NULL;
+		CHECKF(d.n_rows == nl + nr - both && both > 0, "%zu rows, %zu + %zu - %zu",
+		       d.n_rows, nl, nr, both);
+		for (size_t i = 0; i < d.n_rows; i++) {
+			const struct query_diff_row *x = &d.rows[i];
+			const struct top_row *a = find_row(rl, nl, x->name), *b = find_row(rr, nr, x->name);
+			double share = 100.0 * ((b ? (double)b->self : 0) / (double)R -
+						(a ? (double)a->self : 0) / (double)L);
+
+			CHECKF(x->self[0] == (a ? a->self : 0) && x->total[0] == (a ? a->total : 0) &&
+				   x->self[1] == (b ? b->self : 0) && x->total[1] == (b ? b->total : 0),
+			       "vi %d %s", vi, x->name);
+			CHECK(x->self_change == x->self[1] - x->self[0] &&
+			      x->total_change == x->total[1] - x->total[0]);
+			CHECKF(fabs(x->share_change - share) < 1e-9, "%s %g %g", x->name,
+			       x->share_change, share);
+			CHECK(i == 0 || fabs(d.rows[i - 1].share_change) >= fabs(x->share_change));
+		}
+		query_diff__fini(&d);
+		/* maxNodes bounds the table: the rows of largest change kept */
+		l.max_nodes = 3;
+		CHECK(query_diff(s, &l, &r, &d, err, sizeof(err)) == 0 && d.n_rows == 3);
+		l.max_nodes = 100000;
+		query_diff__fini(&d);
+		profile__free(pl), profile__free(pr), pl = pr = NULL;
+		top__free(tl), top__free(tr), tl = tr = NULL;
+		free(rl), free(rr), rl = rr = NULL;
+	}
+cleanup:
+	query_diff__fini(&d);
+	profile__free(pl);
+	profile__free(pr);
+	top__free(tl);
+	top__free(tr);
+	free(rl);
+	free(rr);
 	store__close(s);
 }
 

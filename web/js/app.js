@@ -564,7 +564,7 @@ function showDiff(d) {
   $('#diff-summary').textContent = `Before ${fmtAmount(L)} → after ${fmtAmount(R)}`;
   diffGraph.render();
   // Functions with no self samples on either side have no change of their own to show.
-  renderDiffTable($('#diff-table'), diffRows(diffTree).filter((r) => r.left || r.right), (name) => selectFunction(name, { fromTable: true }));
+  renderDiffTable($('#diff-table'), diffRows(d.functions).filter((r) => r.left || r.right), (name) => selectFunction(name, { fromTable: true }));
 }
 
 // ---- views ----
