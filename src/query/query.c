@@ -897,7 +897,8 @@ static int timeline_result(const struct timeline *t, const struct query_request 
 		if (!gr->group || !gr->values)
 			e = -ENOMEM;
 		else
-			memcpy(gr->values, t->vals + g * t->points, t->points * sizeof(*gr->values));
+			memcpy(gr->values, t->vals + g * t->points,
+			       t->points * sizeof(*gr->values));
 	}
 cleanup:
 	free(tot);

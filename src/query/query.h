@@ -188,10 +188,10 @@ void query_series_list__fini(struct query_series_list *l);
 /* A top table: profile/top.c's rows (pprof -top's functions, self and total). */
 struct query_top {
 	char unit[QUERY_UNIT_MAX];
-	int64_t total;	       /* of the whole merge */
-	size_t n;	       /* rows kept (at most the request's limit) */
-	struct top_row *rows;  /* owned; sorted by self, then total, then name */
-	char *pool;	       /* owned: the rows' names */
+	int64_t total;	      /* of the whole merge */
+	size_t n;	      /* rows kept (at most the request's limit) */
+	struct top_row *rows; /* owned; sorted by self, then total, then name */
+	char *pool;	      /* owned: the rows' names */
 };
 void query_top__fini(struct query_top *t);
 /* The typed table of a table counted elsewhere (t's rows, values[value_index]),
@@ -221,10 +221,10 @@ struct query_tree {
 	size_t n_nodes;
 	struct query_node *nodes; /* owned */
 	size_t n_names;
-	char *const *names;	  /* borrowed from own (or from whoever made the tree) */
-	struct base_strtab *own;  /* owned: the names; NULL when the maker owns them */
-	bool has_top;		  /* one selection's tree asked with q->top_rows: */
-	struct query_top top;	  /* its top table, at most top_rows rows */
+	char *const *names;	 /* borrowed from own (or from whoever made the tree) */
+	struct base_strtab *own; /* owned: the names; NULL when the maker owns them */
+	bool has_top;		 /* one selection's tree asked with q->top_rows: */
+	struct query_top top;	 /* its top table, at most top_rows rows */
 };
 void query_tree__fini(struct query_tree *t);
 
@@ -235,8 +235,8 @@ void query_tree__fini(struct query_tree *t);
  * share of its side's total in percentage points (what the web UI ranks by).
  */
 struct query_diff_row {
-	const char *name; /* in the diff's pool */
-	int64_t self[2], total[2]; /* [0] left, [1] right */
+	const char *name;		   /* in the diff's pool */
+	int64_t self[2], total[2];	   /* [0] left, [1] right */
 	int64_t self_change, total_change; /* right - left (saturating) */
 	double share_change;		   /* 100 * (self[1]/right - self[0]/left) */
 };
@@ -244,7 +244,8 @@ struct query_diff {
 	struct query_tree tree;	     /* diff true */
 	int64_t total[2];	     /* left and right totals */
 	size_t n_rows;		     /* at most the request's max_nodes */
-	struct query_diff_row *rows; /* owned; largest |share_change| first, then name */
+	struct query_diff_row *rows; /* owned; largest |share_change| first, then
+				      * largest |self_change|, then by name */
 	char *pool;		     /* owned: the rows' names */
 };
 void query_diff__fini(struct query_diff *d);
@@ -278,9 +279,8 @@ int query_tree(struct store *s, const struct query_request *q, struct query_tree
 	       size_t errlen);
 int query_top(struct store *s, const struct query_request *q, struct query_top *out, char *err,
 	      size_t errlen);
-int query_diff(struct store *s, const struct query_request *left,
-	       const struct query_request *right, struct query_diff *out, char *err,
-	       size_t errlen);
+int query_diff(struct store *s, const struct query_request *left, const struct query_request *right,
+	       struct query_diff *out, char *err, size_t errlen);
 int query_timeline(struct store *s, const struct query_request *q, struct query_timeline *out,
 		   char *err, size_t errlen);
 
@@ -408,6 +408,5 @@ int query_diff_json(struct store *s, const struct query_request *left,
  */
 int query_timeline_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 			size_t errlen);
-
 
 #endif /* HEARTH_QUERY_H */

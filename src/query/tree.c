@@ -50,7 +50,7 @@ struct node {
 struct tree {
 	struct node *n;
 	size_t nn, cap;
-	struct base_strtab names; /* id 0 is "" (unused), id 1 "total" */
+	struct base_strtab names;   /* id 0 is "" (unused), id 1 "total" */
 	struct base_hmap child_map; /* (parent, name) -> node index, for wide parents */
 	/* Per store location of the stacks being added: loc_off[id] is 1 + the
 	 * index in pool of (count, module id, name ids outer line first); 0 = not
@@ -1526,9 +1526,8 @@ int query_top(struct store *s, const struct query_request *q, struct query_top *
 	return with_stacks(s, q, out, err, errlen, top_make_q);
 }
 
-int query_diff(struct store *s, const struct query_request *left,
-	       const struct query_request *right, struct query_diff *out, char *err,
-	       size_t errlen)
+int query_diff(struct store *s, const struct query_request *left, const struct query_request *right,
+	       struct query_diff *out, char *err, size_t errlen)
 {
 	struct query_stacks l, r;
 	struct stack_src ls = {NULL, &l, NULL}, rs = {NULL, &r, NULL};

@@ -1,6 +1,6 @@
 /*
  * Private to src/server/: the Connect protocol's pieces (server_connect.c,
- * server_pbjson.c) and the Pyroscope-compatible readers of the query engine
+ * server_pbjson.c) and the Pyroscope shapes of the query engine's typed results
  * (server_render.c), which both the Connect methods and /pyroscope/... use.
  */
 #ifndef HEARTH_SERVER_CONNECT_H

@@ -167,7 +167,8 @@ int pyro_flame_layout(const struct query_tree *t, struct pyro_flame *out)
 
 		out->left_ticks = root->total[0];
 		out->right_ticks = t->diff ? root->total[1] : root->total[0];
-		out->total = t->diff ? base_sat_add(root->total[0], root->total[1]) : root->total[0];
+		out->total =
+		    t->diff ? base_sat_add(root->total[0], root->total[1]) : root->total[0];
 	}
 	free(l.index);
 	free(l.lv);

@@ -85,10 +85,8 @@ static int add_node(struct fuzz_tree *f, const char *name, size_t n, uint32_t de
 		return -ENOMEM;
 	f->names[f->t.n_names] = c;
 	qn = &f->t.nodes[f->t.n_nodes++];
-	*qn = (struct query_node){.name = (uint32_t)f->t.n_names++,
-				  .module = QUERY_NONE,
-				  .depth = depth,
-				  .n_kids = 0};
+	*qn = (struct query_node){
+	    .name = (uint32_t)f->t.n_names++, .module = QUERY_NONE, .depth = depth, .n_kids = 0};
 	memcpy(qn->self, self, sizeof(qn->self));
 	memcpy(qn->total, total, sizeof(qn->total));
 	f->t.names = f->names;
@@ -103,8 +101,8 @@ static int add_chain(struct fuzz_tree *f, const char *stack, size_t len, const i
 	int e = 0;
 
 	f->t.nodes[0].n_kids++;
-	for (const char *p = stack, *end = stack + len; !e && p <= end && depth <= PROFILE_MAX_FRAMES;
-	     depth++) {
+	for (const char *p = stack, *end = stack + len;
+	     !e && p <= end && depth <= PROFILE_MAX_FRAMES; depth++) {
 		const char *semi = memchr(p, ';', (size_t)(end - p));
 		size_t n = semi ? (size_t)(semi - p) : (size_t)(end - p);
 
@@ -228,9 +226,9 @@ static void render_mode(const char *s, bool diff)
 		abort(); /* the engine's shape, well formed: it must lay out */
 	if (!e) {
 		if ((f = open_memstream(&out, &olen))) {
-			pyro_flamebearer_json(f, &fg, diff ? base_sat_add(fg.left_ticks, fg.right_ticks)
-							   : fg.total,
-					      diff ? "double" : "single", s);
+			pyro_flamebearer_json(
+			    f, &fg, diff ? base_sat_add(fg.left_ticks, fg.right_ticks) : fg.total,
+			    diff ? "double" : "single", s);
 			if (!fclose(f))
 				check_answer(out, olen, &fg, diff);
 			free(out);

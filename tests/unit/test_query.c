@@ -819,7 +819,8 @@ static int rows_of_samples(const struct profile *p, int vi, struct top **t, stru
 TEST(diff_table_is_right_minus_left_of_the_two_merges)
 {
 	struct store *s = mixed_fixture("difftable");
-	struct query_request l = {.from_ns = T0 + 5 * S, .until_ns = T0 + 290 * S, .max_nodes = 100000};
+	struct query_request l = {
+	    .from_ns = T0 + 5 * S, .until_ns = T0 + 290 * S, .max_nodes = 100000};
 	struct query_request r = {.query = "{host=\"b\"}", .from_ns = T0, .until_ns = T0 + 100 * S};
 	struct profile *pl = NULL, *pr = NULL;
 	struct top *tl = NULL, *tr = NULL;
@@ -848,12 +849,15 @@ TEST(diff_table_is_right_minus_left_of_the_two_merges)
 		       d.n_rows, nl, nr, both);
 		for (size_t i = 0; i < d.n_rows; i++) {
 			const struct query_diff_row *x = &d.rows[i];
-			const struct top_row *a = find_row(rl, nl, x->name), *b = find_row(rr, nr, x->name);
+			const struct top_row *a = find_row(rl, nl, x->name),
+					     *b = find_row(rr, nr, x->name);
 			double share = 100.0 * ((b ? (double)b->self : 0) / (double)R -
 						(a ? (double)a->self : 0) / (double)L);
 
-			CHECKF(x->self[0] == (a ? a->self : 0) && x->total[0] == (a ? a->total : 0) &&
-				   x->self[1] == (b ? b->self : 0) && x->total[1] == (b ? b->total : 0),
+			CHECKF(x->self[0] == (a ? a->self : 0) &&
+				   x->total[0] == (a ? a->total : 0) &&
+				   x->self[1] == (b ? b->self : 0) &&
+				   x->total[1] == (b ? b->total : 0),
 			       "vi %d %s", vi, x->name);
 			CHECK(x->self_change == x->self[1] - x->self[0] &&
 			      x->total_change == x->total[1] - x->total[0]);
