@@ -195,8 +195,10 @@ static int m_profile_types(struct server *s, const ProtobufCMessage *in, Protobu
 		return ret;
 	ret =
 	    pyro_labels(s->store, &q, NULL, 0, STORE_PROFILE_TYPE_LABEL, &types, err, sizeof(err));
-	if (ret)
+	if (ret) {
+		query_strings__fini(&types);
 		return engine_err(e, ret, err);
+	}
 	out->profile_types = calloc(types.n + 1, sizeof(*out->profile_types));
 	if (!out->profile_types)
 		ret = -ENOMEM;
