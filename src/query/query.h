@@ -243,7 +243,7 @@ struct query_diff_row {
 struct query_diff {
 	struct query_tree tree;	     /* diff true */
 	int64_t total[2];	     /* left and right totals */
-	size_t n_rows;		     /* at most the request's max_nodes */
+	size_t n_rows;		     /* at most left's top_rows, or without it max_nodes */
 	struct query_diff_row *rows; /* owned; largest |share_change| first, then
 				      * largest |self_change|, then by name */
 	char *pool;		     /* owned: the rows' names */
@@ -389,8 +389,8 @@ int query_top_json(struct store *s, const struct query_request *q, FILE *out, ch
  *    "functions":[{"name":…,"self":[l,r],"total":[l,r],"selfChange":N,
  *      "totalChange":N,"shareChange":PP}, …]}
  * Node pruning as in query_tree_json, ranked by max(left, right); at most
- * max_nodes functions, largest |shareChange| first. max_nodes and value_index
- * come from `left`.
+ * top_rows functions (without it max_nodes), largest |shareChange| first.
+ * max_nodes, top_rows and value_index come from `left`.
  */
 int query_diff_json(struct store *s, const struct query_request *left,
 		    const struct query_request *right, FILE *out, char *err, size_t errlen);

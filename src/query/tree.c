@@ -652,9 +652,9 @@ static struct query_diff_row diff_row(const struct top_row *l, const struct top_
 	return d;
 }
 
-/* The rows of both tables, merged by name, ranked and cut to max_nodes. */
+/* The rows of both tables, merged by name, ranked and cut to max_rows. */
 static int diff_rows(struct query_diff *d, struct top_row *l, size_t nl, struct top_row *r,
-		     size_t nr, size_t max_nodes)
+		     size_t nr, size_t max_rows)
 {
 	size_t i = 0, k = 0, n = 0;
 
@@ -673,7 +673,7 @@ static int diff_rows(struct query_diff *d, struct top_row *l, size_t nl, struct 
 	}
 	if (n)
 		qsort(d->rows, n, sizeof(*d->rows), by_change);
-	d->n_rows = n < nodes_limit(max_nodes) ? n : nodes_limit(max_nodes);
+	d->n_rows = n < nodes_limit(max_rows) ? n : nodes_limit(max_rows);
 	return 0;
 }
 
@@ -695,8 +695,8 @@ static int diff_pool(struct query_diff *d)
 }
 
 /* The per-function table of the two selections' whole merges. */
-static int diff_table(const struct stack_src *l, const struct stack_src *r, int vi,
-		      size_t max_nodes, struct query_diff *d)
+static int diff_table(const struct stack_src *l, const struct stack_src *r, int vi, size_t max_rows,
+		      struct query_diff *d)
 {
 	struct top *tl = NULL, *tr = NULL;
 	struct top_row *rl = NULL, *rr = NULL;
@@ -704,7 +704,7 @@ static int diff_table(const struct stack_src *l, const struct stack_src *r, int 
 	int e = top__new(l->p, vi, &tl) ?: top_add_stacks(tl, l, vi) ?: top__new(r->p, vi, &tr) ?:
 		top_add_stacks(tr, r, vi) ?: top__rows(tl, &rl, &nl) ?: top__rows(tr, &rr, &nr);
 
-	e = e ?: diff_rows(d, rl, nl, rr, nr, max_nodes) ?: diff_pool(d);
+	e = e ?: diff_rows(d, rl, nl, rr, nr, max_rows) ?: diff_pool(d);
 	free(rl);
 	free(rr);
 	top__free(tl);
@@ -713,7 +713,7 @@ static int diff_table(const struct stack_src *l, const struct stack_src *r, int 
 }
 
 static int diff_make(const struct stack_src *l, const struct stack_src *r, int value_index,
-		     size_t max_nodes, struct query_diff *out)
+		     size_t max_nodes, size_t max_rows, struct query_diff *out)
 {
 	struct tree t;
 	int e;
@@ -729,7 +729,7 @@ static int diff_make(const struct stack_src *l, const struct stack_src *r, int v
 		e = flatten(&t, true, &out->tree);
 	}
 	tree_fini(&t);
-	return e ?: diff_table(l, r, value_index, max_nodes, out);
+	return e ?: diff_table(l, r, value_index, max_rows, out);
 }
 
 /*
@@ -1545,7 +1545,9 @@ int query_diff(struct store *s, const struct query_request *left, const struct q
 			       "diff compares one type",
 			       l.type ? l.type : "CPU", r.type ? r.type : "CPU");
 	e = e ?: stack_src_open(&ls, s) ?: stack_src_open(&rs, s);
-	if (!e && (e = diff_make(&ls, &rs, left->value_index, left->max_nodes, out)))
+	/* the table's rows: topRows when asked, as the tree's top table, else maxNodes */
+	if (!e && (e = diff_make(&ls, &rs, left->value_index, left->max_nodes,
+				 left->top_rows ? left->top_rows : left->max_nodes, out)))
 		query_fail(err, errlen, e, "building the diff failed: %s", strerror(-e));
 	stack_src_close(&ls);
 	stack_src_close(&rs);

@@ -814,7 +814,8 @@ static int rows_of_samples(const struct profile *p, int vi, struct top **t, stru
  * are that selection's top table (counted here from its merge into a profile),
  * the changes are right - left, the share change is the change of self / total
  * in percentage points, every function of either side is there once, and the
- * largest |share change| comes first; maxNodes bounds the rows.
+ * largest |share change| comes first; topRows, or without it maxNodes, bounds
+ * the rows.
  */
 TEST(diff_table_is_right_minus_left_of_the_two_merges)
 {
@@ -866,10 +867,16 @@ TEST(diff_table_is_right_minus_left_of_the_two_merges)
 			CHECK(i == 0 || fabs(d.rows[i - 1].share_change) >= fabs(x->share_change));
 		}
 		query_diff__fini(&d);
-		/* maxNodes bounds the table: the rows of largest change kept */
+		/* maxNodes bounds the table, topRows instead when given: the rows of
+		 * largest change kept */
 		l.max_nodes = 3;
 		CHECK(query_diff(s, &l, &r, &d, err, sizeof(err)) == 0 && d.n_rows == 3);
+		query_diff__fini(&d);
+		l.top_rows = 5;
+		CHECK(query_diff(s, &l, &r, &d, err, sizeof(err)) == 0 && d.n_rows == 5 &&
+		      d.tree.n_nodes <= 3);
 		l.max_nodes = 100000;
+		l.top_rows = 0;
 		query_diff__fini(&d);
 		profile__free(pl), profile__free(pr), pl = pr = NULL;
 		top__free(tl), top__free(tr), tl = tr = NULL;

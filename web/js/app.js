@@ -499,7 +499,7 @@ async function loadDiff() {
   writeURL(false);
   const params = {
     left: typedQuery(state.lquery), right: typedQuery(state.rquery), leftfrom: state.lfrom, leftuntil: state.luntil,
-    rightfrom: state.rfrom, rightuntil: state.runtil, maxNodes: state.maxNodes,
+    rightfrom: state.rfrom, rightuntil: state.runtil, maxNodes: state.maxNodes, topRows: TOP_ROWS,
   };
   markDiffRanges();
   const key = JSON.stringify(params);
