@@ -161,6 +161,17 @@ static int tree_init(struct tree *t)
 	return intern_name(t, "total", &name) ?: new_node(t, TREE_NONE, name, &root);
 }
 
+/* tree_init for a tree of values[vi]: -EINVAL for a vi out of range (t then
+ * zeroed, so that tree_fini may run). */
+static int tree_start(struct tree *t, int vi)
+{
+	if (vi < 0 || vi >= PROFILE_N_VALUES) {
+		memset(t, 0, sizeof(*t));
+		return -EINVAL;
+	}
+	return tree_init(t);
+}
+
 static void tree_fini(struct tree *t)
 {
 	free(t->n);
@@ -267,9 +278,10 @@ static int name_location(struct tree *t, const struct stack_src *src, uint64_t i
 	return 0;
 }
 
-/* The frames of one stack, root first: name ids and module ids, n of each. */
+/* The frames of one stack, root first: name ids and module ids, n of each, and
+ * with a top table (t->top) its row ids. */
 struct stack_buf {
-	size_t *names, *mods; /* owned, cap entries each */
+	size_t *names, *mods, *rows; /* owned, cap entries each */
 	size_t cap, n;
 };
 
@@ -277,18 +289,23 @@ struct stack_buf {
 static int stack_names(struct tree *t, const struct stack_src *src, const uint64_t *locs,
 		       size_t n_locs, struct stack_buf *b)
 {
-	size_t at, cap;
+	size_t at, need, cap_names, cap_rows;
 
 	b->n = 0;
 	for (size_t i = n_locs; i-- > 0;) {
 		int e = name_location(t, src, locs[i], &at);
 		if (e)
 			return e;
-		cap = b->cap;
-		if (base_grow((void **)&b->names, &cap, b->n + t->pool[at], sizeof(*b->names)) ||
-		    base_grow((void **)&b->mods, &b->cap, b->n + t->pool[at], sizeof(*b->mods)))
+		need = b->n + t->pool[at];
+		cap_names = cap_rows = b->cap; /* the three grow alike: b->cap is the last's */
+		if (base_grow((void **)&b->names, &cap_names, need, sizeof(*b->names)) ||
+		    base_grow((void **)&b->rows, &cap_rows, need, sizeof(*b->rows)) ||
+		    base_grow((void **)&b->mods, &b->cap, need, sizeof(*b->mods)))
 			return -ENOMEM;
 		memcpy(b->names + b->n, &t->pool[at + 2], t->pool[at] * sizeof(*b->names));
+		if (t->top) /* the rows, after the names */
+			memcpy(b->rows + b->n, &t->pool[at + 2 + t->pool[at]],
+			       t->pool[at] * sizeof(*b->rows));
 		for (size_t k = 0; k < t->pool[at]; k++)
 			b->mods[b->n + k] = t->pool[at + 1];
 		b->n += t->pool[at];
@@ -307,7 +324,8 @@ static void names_reset(struct tree *t)
 	t->pool_n = 0;
 }
 
-/* Adds every stack of src to slot `slot` of the tree. */
+/* Adds every stack of src to slot `slot` of the tree, and to t->top when set (a
+ * table of src's profile: each location is named once for both). */
 static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slot)
 {
 	const struct query_stacks *qs = src->qs;
@@ -339,9 +357,12 @@ static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slo
 		}
 		if (!e)
 			t->n[at].self[slot] = base_sat_add(t->n[at].self[slot], v);
+		if (!e && t->top)
+			e = top__add_rows(t->top, b.rows, b.n, v);
 	}
 	free(b.names);
 	free(b.mods);
+	free(b.rows);
 	return e;
 }
 
@@ -611,17 +632,13 @@ static int top_make(const struct stack_src *src, int vi, size_t rows, struct que
 
 /* ---- the diff: one tree of both selections, and its per-function table ---- */
 
-static int row_by_name(const void *a, const void *b)
-{
-	return strcmp(((const struct top_row *)a)->name, ((const struct top_row *)b)->name);
-}
-
 static int64_t abs_i64(int64_t v)
 {
 	return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v;
 }
 
-/* Largest |share_change| first, then larger |self_change|, then by name. */
+/* Largest |share_change| first, then larger |self_change|, larger
+ * |total_change|, then by name. */
 static int by_change(const void *a, const void *b)
 {
 	const struct query_diff_row *x = a, *y = b;
@@ -632,6 +649,8 @@ static int by_change(const void *a, const void *b)
 		return dx > dy ? -1 : 1;
 	if (abs_i64(x->self_change) != abs_i64(y->self_change))
 		return abs_i64(x->self_change) > abs_i64(y->self_change) ? -1 : 1;
+	if (abs_i64(x->total_change) != abs_i64(y->total_change))
+		return abs_i64(x->total_change) > abs_i64(y->total_change) ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 
@@ -652,25 +671,43 @@ static struct query_diff_row diff_row(const struct top_row *l, const struct top_
 	return d;
 }
 
-/* The rows of both tables, merged by name, ranked and cut to max_rows. */
-static int diff_rows(struct query_diff *d, struct top_row *l, size_t nl, struct top_row *r,
-		     size_t nr, size_t max_rows)
+static uint64_t name_hash(const char *name)
 {
-	size_t i = 0, k = 0, n = 0;
+	return base_hash_bytes(BASE_HASH_SEED, name, strlen(name));
+}
 
-	if (nl)
-		qsort(l, nl, sizeof(*l), row_by_name);
-	if (nr)
-		qsort(r, nr, sizeof(*r), row_by_name);
+/* Whether diff row idx (ctx: the rows) is function key's. */
+static bool row_is(const void *ctx, size_t idx, const void *key)
+{
+	return !strcmp(((const struct query_diff_row *)ctx)[idx].name, key);
+}
+
+/* The rows of both tables, joined by name (a hash index of the left's rows: no
+ * sort of 40,000 names), ranked and cut to max_rows. */
+static int diff_rows(struct query_diff *d, const struct top_row *l, size_t nl,
+		     const struct top_row *r, size_t nr, size_t max_rows)
+{
+	struct base_hmap idx = {0};
+	size_t n = 0;
+	int e = 0;
+
 	if (!(d->rows = malloc((nl + nr + 1) * sizeof(*d->rows))))
 		return -ENOMEM;
-	while (i < nl || k < nr) {
-		int c = i == nl ? 1 : k == nr ? -1 : strcmp(l[i].name, r[k].name);
-
-		d->rows[n++] = diff_row(c <= 0 ? &l[i] : NULL, c >= 0 ? &r[k] : NULL, d->total);
-		i += c <= 0;
-		k += c >= 0;
+	for (size_t i = 0; !e && i < nl; i++) { /* a table has one row per name */
+		d->rows[n] = diff_row(&l[i], NULL, d->total);
+		e = base_hmap__insert(&idx, name_hash(l[i].name), n++);
 	}
+	for (size_t k = 0; !e && k < nr; k++) {
+		size_t at = base_hmap__find(&idx, name_hash(r[k].name), row_is, d->rows, r[k].name);
+
+		if (at == SIZE_MAX)
+			d->rows[n++] = diff_row(NULL, &r[k], d->total);
+		else
+			d->rows[at] = diff_row(&l[at], &r[k], d->total);
+	}
+	base_hmap__fini(&idx);
+	if (e)
+		return e;
 	if (n)
 		qsort(d->rows, n, sizeof(*d->rows), by_change);
 	d->n_rows = n < nodes_limit(max_rows) ? n : nodes_limit(max_rows);
@@ -694,42 +731,46 @@ static int diff_pool(struct query_diff *d)
 	return e;
 }
 
-/* The per-function table of the two selections' whole merges. */
-static int diff_table(const struct stack_src *l, const struct stack_src *r, int vi, size_t max_rows,
+/* The per-function table of the two selections' whole merges, from their top
+ * tables (tl, tr: counted as the diff's tree named the stacks). */
+static int diff_table(const struct top *tl, const struct top *tr, size_t max_rows,
 		      struct query_diff *d)
 {
-	struct top *tl = NULL, *tr = NULL;
 	struct top_row *rl = NULL, *rr = NULL;
 	size_t nl = 0, nr = 0;
-	int e = top__new(l->p, vi, &tl) ?: top_add_stacks(tl, l, vi) ?: top__new(r->p, vi, &tr) ?:
-		top_add_stacks(tr, r, vi) ?: top__rows(tl, &rl, &nl) ?: top__rows(tr, &rr, &nr);
+	int e = top__rows(tl, &rl, &nl) ?: top__rows(tr, &rr, &nr) ?:
+		diff_rows(d, rl, nl, rr, nr, max_rows) ?: diff_pool(d);
 
-	e = e ?: diff_rows(d, rl, nl, rr, nr, max_rows) ?: diff_pool(d);
 	free(rl);
 	free(rr);
-	top__free(tl);
-	top__free(tr);
 	return e;
 }
 
 static int diff_make(const struct stack_src *l, const struct stack_src *r, int value_index,
 		     size_t max_nodes, size_t max_rows, struct query_diff *out)
 {
+	struct top *tl = NULL, *tr = NULL;
 	struct tree t;
-	int e;
+	/* each side's top table counted as its stacks are named */
+	int e = tree_start(&t, value_index) ?: top__new(l->p, value_index, &tl) ?:
+		top__new(r->p, value_index, &tr);
 
-	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
-		return -EINVAL;
-	e = tree_init(&t) ?: tree_add(&t, l, value_index, 0) ?: tree_add(&t, r, value_index, 1) ?:
-		prune(&t, nodes_limit(max_nodes));
-	if (!e) {
-		snprintf(out->tree.unit, sizeof(out->tree.unit), "%s", unit(l->p, value_index));
-		out->total[0] = t.n[0].total[0];
-		out->total[1] = t.n[0].total[1];
-		e = flatten(&t, true, &out->tree);
-	}
+	t.top = tl;
+	e = e ?: tree_add(&t, l, value_index, 0);
+	t.top = tr;
+	e = e ?: tree_add(&t, r, value_index, 1);
+	t.top = NULL;
+	if ((e = e ?: prune(&t, nodes_limit(max_nodes))))
+		goto cleanup;
+	snprintf(out->tree.unit, sizeof(out->tree.unit), "%s", unit(l->p, value_index));
+	out->total[0] = t.n[0].total[0];
+	out->total[1] = t.n[0].total[1];
+	e = flatten(&t, true, &out->tree) ?: diff_table(tl, tr, max_rows, out);
+cleanup:
 	tree_fini(&t);
-	return e ?: diff_table(l, r, value_index, max_rows, out);
+	top__free(tl);
+	top__free(tr);
+	return e;
 }
 
 /*
@@ -1443,13 +1484,11 @@ static int tree_make(const struct stack_src *src, const struct query_request *q,
 	int vi = q->value_index;
 	struct top *top = NULL;
 	struct tree t;
-	int e;
+	int e = tree_start(&t, vi);
 
-	if (vi < 0 || vi >= PROFILE_N_VALUES)
-		return -EINVAL;
-	if ((e = tree_init(&t)))
-		goto cleanup;
-	if (q->top_rows && (e = top__new(src->p, vi, &top)))
+	if (!e && q->top_rows)
+		e = top__new(src->p, vi, &top);
+	if (e)
 		goto cleanup;
 	t.top = top;
 	if ((e = sorted_tree_build(&t, src, vi, nodes_limit(q->max_nodes))))
