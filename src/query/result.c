@@ -188,6 +188,9 @@ static int write_nodes(const struct query_tree *t, FILE *out)
 	struct json_names jn = {t, calloc(t->n_names + 1, sizeof(char *))};
 	int e = jn.q ? 0 : -ENOMEM;
 
+	if (!t->n_nodes) /* the engine always makes a root; a tree made elsewhere may not */
+		fputs_unlocked("null", out);
+
 	for (size_t i = 0; !e && i < t->n_nodes; i++) {
 		uint32_t d = t->nodes[i].depth, pd = i ? t->nodes[i - 1].depth : 0;
 
