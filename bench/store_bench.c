@@ -19,7 +19,10 @@
  * profile with sample labels (query_profile, for pprof and folded), a day's
  * timeline and the web UI's flame tree answer over 1 h and the day (the request
  * web/js/app.js makes: /api/profile?format=tree&maxNodes=20000&topRows=100000,
- * the tree and the top table from one merge).
+ * the tree and the top table from one merge), and Grafana's flame graph query
+ * over 1 h: Connect's SelectMergeStacktraces (binary protobuf, maxNodes 16384)
+ * POSTed to a server on the store in this process, through the whole server
+ * path (HTTP, decode, engine, FlameGraph message, encode).
  * Times are wall clock and, beside it, the CPU time of the benchmark's thread
  * (what one core spent: on a shared machine wall time also counts waiting).
  *
@@ -33,7 +36,8 @@
  * the queries again (several runs of them on a noisy machine, one ingest).
  * --only QUERY times that query alone (the others print "-"), 20 runs instead
  * of 3, so that `perf record` sees one path: stacks1, stacks24, profile1,
- * profile24, timeline24, tree1, tree24.
+ * profile24, timeline24, tree1, tree24, connect1 (its CPU time is the process's:
+ * the server answers on its own threads).
  * The benchmark sets malloc up as the server does (server_keep_freed_memory:
  * memory a query frees is kept for the next); --default-malloc keeps glibc's
  * default, under which every query faults its memory in afresh.
@@ -42,7 +46,9 @@
 #include "query/query.h"
 #include "server/server.h"
 #include "store/store.h"
+#include "querier.pb-c.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -199,12 +205,104 @@ static const char *only;
 static bool query_known(const char *name)
 {
 	static const char *const names[] = {"profile1", "profile24", "timeline24", "tree1",
-					    "tree24",	"stacks1",   "stacks24"};
+					    "tree24",	"stacks1",   "stacks24",   "connect1"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i]))
 			return true;
 	return false;
+}
+
+/* Grafana's flame graph request: what the Connect query below POSTs. */
+#define CONNECT_TYPE	  "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+#define CONNECT_MAX_NODES 16384
+
+static size_t count_bytes(char *p, size_t size, size_t n, void *ctx)
+{
+	(void)p;
+	*(size_t *)ctx += size * n;
+	return size * n;
+}
+
+/* One SelectMergeStacktraces over [from, until) POSTed to the server at url.
+ * 0 or -EIO (not a 200 with a body). */
+static int connect_query(CURL *c, const char *url, int64_t from, int64_t until, char *err,
+			 size_t errlen)
+{
+	Querier__V1__SelectMergeStacktracesRequest req =
+	    QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
+	uint8_t body[256];
+	size_t n, got = 0;
+	long code = 0;
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/proto");
+	CURLcode cr;
+
+	req.profile_typeid = CONNECT_TYPE;
+	req.label_selector = "{}";
+	req.start = from / 1000000;
+	req.end = until / 1000000;
+	req.max_nodes = CONNECT_MAX_NODES;
+	req.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_FLAMEGRAPH;
+	if (protobuf_c_message_get_packed_size(&req.base) > sizeof(body)) {
+		curl_slist_free_all(h);
+		return -E2BIG;
+	}
+	n = protobuf_c_message_pack(&req.base, body);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)n);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, count_bytes);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
+	cr = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_slist_free_all(h);
+	if (cr != CURLE_OK || code != 200 || got < 16) {
+		snprintf(err, errlen, "SelectMergeStacktraces: %s, HTTP %ld, %zu bytes",
+			 curl_easy_strerror(cr), code, got);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Best of 3 runs (20 with --only connect1) of connect_query against a server
+ * started on st for them, in ms (wall); *cpu_ms the process's CPU time. */
+static double time_connect(struct store *st, int64_t from, int64_t until, double *cpu_ms)
+{
+	struct server_opts so = {.listen = "127.0.0.1:0", .store = st};
+	struct server *srv = NULL;
+	CURL *c = NULL;
+	char err[256] = "", url[128];
+	double best = 1e9;
+	int runs = only ? 20 : 3;
+
+	*cpu_ms = 0;
+	if (only && strcmp(only, "connect1"))
+		return 0;
+	if (server__start(&so, &srv, err, sizeof(err)) || !(c = curl_easy_init())) {
+		fprintf(stderr, "server: %s\n", err);
+		server__stop(srv);
+		return -1;
+	}
+	snprintf(url, sizeof(url),
+		 "http://127.0.0.1:%d/querier.v1.QuerierService/SelectMergeStacktraces",
+		 server__port(srv));
+	for (int r = 0; r < runs && best >= 0; r++) {
+		double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+
+		if (connect_query(c, url, from, until, err, sizeof(err))) {
+			fprintf(stderr, "query failed: %s\n", err);
+			best = -1;
+			break;
+		}
+		double dt = now_s() - t0;
+		if (dt < best)
+			*cpu_ms = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) * 1000;
+		best = dt < best ? dt : best;
+	}
+	curl_easy_cleanup(c);
+	server__stop(srv);
+	return best < 0 ? -1 : best * 1000;
 }
 
 /* Best of 3 runs in ms (wall); *cpu_ms gets the CPU time of that run. With --only:
@@ -332,8 +430,8 @@ static int ingest(struct store *st, const struct pool *pl, int64_t start, int n,
 }
 
 struct query_times {
-	double q1, q24, tl, tr1, tr24, s1, s24;	     /* wall ms */
-	double c1, c24, ctl, ctr1, ctr24, cs1, cs24; /* CPU ms */
+	double q1, q24, tl, tr1, tr24, s1, s24, cn1;	   /* wall ms */
+	double c1, c24, ctl, ctr1, ctr24, cs1, cs24, ccn1; /* CPU ms */
 };
 
 static int time_queries(struct store *st, int64_t end, struct query_times *t)
@@ -345,8 +443,9 @@ static int time_queries(struct store *st, int64_t end, struct query_times *t)
 	t->tr24 = time_query(st, "tree24", end - 24 * 3600 * S, end, 2, &t->ctr24);
 	t->s1 = time_query(st, "stacks1", end - 3600 * S, end, 3, &t->cs1);
 	t->s24 = time_query(st, "stacks24", end - 24 * 3600 * S, end, 3, &t->cs24);
+	t->cn1 = time_connect(st, end - 3600 * S, end, &t->ccn1);
 	return t->q1 < 0 || t->q24 < 0 || t->tl < 0 || t->tr1 < 0 || t->tr24 < 0 || t->s1 < 0 ||
-		       t->s24 < 0
+		       t->s24 < 0 || t->cn1 < 0
 		   ? -EIO
 		   : 0;
 }
@@ -374,6 +473,9 @@ static void print_times(const struct query_times *t)
 		   "topRows 100000), last 1 h",
 		   t->tr1, t->ctr1, "<= 150 ms");
 	print_time("the web UI's flame tree JSON, last 24 h", t->tr24, t->ctr24, "<= 400 ms");
+	print_time("Connect SelectMergeStacktraces (binary, maxNodes 16384) through the server, "
+		   "last 1 h (CPU: the process's)",
+		   t->cn1, t->ccn1, "");
 }
 
 /* --queries-only: the query rows of the table on an existing store. */
@@ -421,7 +523,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: store_bench [--hours H] [--dir DIR] [--no-fsync] "
 				"[--seed N] [--queries-only] [--only profile1|profile24|timeline24|"
-				"tree1|tree24|stacks1|stacks24] [--default-malloc] [--store URL]\n");
+				"tree1|tree24|stacks1|stacks24|connect1] [--default-malloc] [--store URL]\n");
 			return 2;
 		}
 	}

@@ -378,6 +378,17 @@ cleanup:
 	return err;
 }
 
+int pprof_message(const struct profile *p, int (*fn)(const void *msg, void *ctx), void *ctx)
+{
+	struct enc e = {.p = p};
+	int err;
+
+	perftools__profiles__profile__init(&e.msg);
+	err = enc_build(&e) ?: fn(&e.msg, ctx);
+	base_arena__fini(&e.a);
+	return err;
+}
+
 int pprof_write(const struct profile *p, FILE *f)
 {
 	uint8_t *buf = NULL;

@@ -222,6 +222,13 @@ int pprof_encode(const struct profile *p, uint8_t **buf, size_t *len);
 /* pprof_encode then fwrite. 0, -EIO, -ENOMEM. */
 int pprof_write(const struct profile *p, FILE *f);
 /*
+ * The profile.proto message pprof_encode packs (a Perftools__Profiles__Profile,
+ * profile.pb-c.h), neither packed nor gzipped, handed to fn for a writer of
+ * another form of it (Connect's protobuf and JSON answers); it lives until fn
+ * returns. Returns fn's answer, or -ENOMEM before calling it.
+ */
+int pprof_message(const struct profile *p, int (*fn)(const void *msg, void *ctx), void *ctx);
+/*
  * Decodes a pprof (gzipped or raw profile.proto) into a new profile, stacks
  * deeper than PROFILE_MAX_FRAMES cut as said there. Returns 0, -EINVAL for
  * malformed input (err names the problem), -EFBIG when it inflates past PPROF_MAX_INFLATED,

@@ -273,20 +273,21 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Prints sorted distinct strings as a JSON array. */
-static void print_set(FILE *out, const char **v, size_t n)
+/* Sorted distinct copies of v[0..n) into out. */
+static int string_set(struct query_strings *out, const char **v, size_t n)
 {
 	if (n) /* qsort(NULL, 0) is undefined */
 		qsort(v, n, sizeof(*v), str_cmp);
-	fputc('[', out);
-	for (size_t i = 0, k = 0; i < n; i++) {
+	if (!(out->v = malloc((n ? n : 1) * sizeof(*out->v))))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
 		if (i && strcmp(v[i], v[i - 1]) == 0)
 			continue;
-		if (k++)
-			fputc(',', out);
-		base_json_string(out, v[i]);
+		if (!(out->v[out->n] = strdup(v[i])))
+			return -ENOMEM;
+		out->n++;
 	}
-	fputs("]\n", out);
+	return 0;
 }
 
 /* The strings a store listing hands over, copied (they are borrowed for the call). */
@@ -307,15 +308,18 @@ static int keep_str(void *ctx, const char *str)
 }
 
 /* Label names (name NULL) or the values of label name, from the store's own
- * listing (store__label_names/_values) of the selected series with data. */
-static int list_labels(struct store *s, const char *name, const struct query_request *q, FILE *out,
-		       char *err, size_t errlen)
+ * listing (store__label_names/_values) of the selected series with data, sorted
+ * and distinct into out. */
+static int list_labels(struct store *s, const char *name, const struct query_request *q,
+		       struct query_strings *out, char *err, size_t errlen)
 {
 	struct selection sl;
 	struct str_list l = {0};
 	uint64_t *ids = NULL;
-	int e = select_series(s, q, &sl, false, err, errlen);
+	int e;
 
+	memset(out, 0, sizeof(*out));
+	e = select_series(s, q, &sl, false, err, errlen);
 	if (!e && sl.n) {
 		struct store_scan_query sq = {ids = series_ids(&sl), sl.n, q->from_ns,
 					      q->until_ns,	     0,	   0};
@@ -325,7 +329,7 @@ static int list_labels(struct store *s, const char *name, const struct query_req
 			   : store__label_names(s, &sq, keep_str, &l);
 	}
 	if (!e)
-		print_set(out, (const char **)l.v, l.n);
+		e = string_set(out, (const char **)l.v, l.n);
 	for (size_t i = 0; i < l.n; i++)
 		free(l.v[i]);
 	free(l.v);
@@ -334,8 +338,8 @@ static int list_labels(struct store *s, const char *name, const struct query_req
 	return query_explain(err, errlen, e, name ? "listing label values" : "listing label names");
 }
 
-int query_labels_json(struct store *s, const struct query_request *q, FILE *out, char *err,
-		      size_t errlen)
+int query_labels(struct store *s, const struct query_request *q, struct query_strings *out,
+		 char *err, size_t errlen)
 {
 	return list_labels(s, NULL, q, out, err, errlen);
 }
@@ -350,39 +354,32 @@ static const char *series_label(const struct sel_series *ss, const char *name)
 	return NULL;
 }
 
-int query_label_values_json(struct store *s, const char *name, const struct query_request *q,
-			    FILE *out, char *err, size_t errlen)
+int query_label_values(struct store *s, const char *name, const struct query_request *q,
+		       struct query_strings *out, char *err, size_t errlen)
 {
+	memset(out, 0, sizeof(*out));
 	if (!name || !*name)
 		return query_fail(err, errlen, -EINVAL, "empty label name");
 	return list_labels(s, name, q, out, err, errlen);
 }
 
-int query_series_json(struct store *s, const struct query_request *q, FILE *out, char *err,
-		      size_t errlen)
+int query_series(struct store *s, const struct query_request *q, struct query_series_list *out,
+		 char *err, size_t errlen)
 {
 	struct selection sl;
 	int e = select_with_data(s, q, &sl, err, errlen);
-	size_t k = 0;
 
-	if (!e) {
-		fputc('[', out);
-		for (size_t i = 0; i < sl.n; i++) {
-			if (!sl.s[i].has_data)
-				continue;
-			fputs(k++ ? ",\n{\"profileType\":" : "{\"profileType\":", out);
-			base_json_string(out, sl.s[i].type);
-			fputs(",\"labels\":{", out);
-			for (size_t j = 0; j < sl.s[i].n; j++) {
-				if (j)
-					fputc(',', out);
-				base_json_string(out, sl.s[i].labels[j].name);
-				fputc(':', out);
-				base_json_string(out, sl.s[i].labels[j].value);
-			}
-			fputs("}}", out);
-		}
-		fputs("]\n", out);
+	memset(out, 0, sizeof(*out));
+	if (!e && !(out->s = calloc(sl.n + 1, sizeof(*out->s))))
+		e = -ENOMEM;
+	for (size_t i = 0; !e && i < sl.n; i++) {
+		if (!sl.s[i].has_data)
+			continue;
+		/* moved: the selection's copies become the answer's */
+		out->s[out->n++] = (struct query_series){sl.s[i].type, sl.s[i].n, sl.s[i].labels};
+		sl.s[i].type = NULL;
+		sl.s[i].labels = NULL;
+		sl.s[i].n = 0;
 	}
 	selection_fini(&sl);
 	return query_explain(err, errlen, e, "listing series");
@@ -866,18 +863,19 @@ static int by_total(const void *a, const void *b, void *ctx)
 	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
-/* Groups with data, by total descending. */
-static int timeline_print(const struct timeline *t, const struct query_request *q, FILE *out)
+/* The groups with data into out, by total descending. */
+static int timeline_result(const struct timeline *t, const struct query_request *q,
+			   struct query_timeline *out)
 {
 	struct profile *unit_of = profile__new(0); /* the unit of the selection's type */
 	int64_t *tot = calloc(t->n_groups + 1, sizeof(*tot));
 	size_t *order = calloc(t->n_groups + 1, sizeof(*order)), n = 0;
+	int e = 0;
 
-	if (!tot || !order || !unit_of || profile__set_type(unit_of, t->sl->type)) {
-		free(tot);
-		free(order);
-		profile__free(unit_of);
-		return -ENOMEM;
+	out->groups = calloc(t->n_groups + 1, sizeof(*out->groups));
+	if (!tot || !order || !unit_of || !out->groups || profile__set_type(unit_of, t->sl->type)) {
+		e = -ENOMEM;
+		goto cleanup;
 	}
 	for (size_t g = 0; g < t->n_groups; g++) {
 		bool any = false;
@@ -891,33 +889,41 @@ static int timeline_print(const struct timeline *t, const struct query_request *
 	}
 	if (n)
 		qsort_r(order, n, sizeof(*order), by_total, tot);
-	fprintf(out, "{\"unit\":\"%s\",\"from\":%lld,\"until\":%lld,\"step\":%lld,\"groups\":[",
-		profile__unit(unit_of, q->value_index), (long long)(q->from_ns / 1000000),
-		(long long)(q->until_ns / 1000000), (long long)(t->step / 1000000));
-	for (size_t j = 0; j < n; j++) {
+	snprintf(out->unit, sizeof(out->unit), "%s", profile__unit(unit_of, q->value_index));
+	out->from_ns = q->from_ns;
+	out->until_ns = q->until_ns;
+	out->step_ns = t->step;
+	out->n_points = t->points;
+	for (size_t j = 0; j < n && !e; j++) {
+		struct query_timeline_group *gr = &out->groups[out->n_groups++];
 		size_t g = order[j];
 
-		fputs(j ? ",\n{\"group\":" : "{\"group\":", out);
-		base_json_string(out, t->names[g]);
-		fputs(",\"values\":[", out);
-		for (size_t i = 0; i < t->points; i++)
-			fprintf(out, i ? ",%lld" : "%lld", (long long)t->vals[g * t->points + i]);
-		fputs("]}", out);
+		gr->total = tot[g];
+		gr->group = strdup(t->names[g]);
+		gr->values = malloc((t->points + 1) * sizeof(*gr->values));
+		if (!gr->group || !gr->values)
+			e = -ENOMEM;
+		else
+			memcpy(gr->values, t->vals + g * t->points,
+			       t->points * sizeof(*gr->values));
 	}
-	fputs("]}\n", out);
+cleanup:
 	free(tot);
 	free(order);
 	profile__free(unit_of);
-	return 0;
+	return e;
 }
 
-int query_timeline_json(struct store *s, const struct query_request *q, FILE *out, char *err,
-			size_t errlen)
+int query_timeline(struct store *s, const struct query_request *q, struct query_timeline *out,
+		   char *err, size_t errlen)
 {
 	struct selection sl;
 	struct timeline t = {.sl = &sl};
 	uint64_t *ids = NULL;
-	int e = select_series(s, q, &sl, true, err, errlen) ?: timeline_setup(&t, q, err, errlen);
+	int e;
+
+	memset(out, 0, sizeof(*out));
+	e = select_series(s, q, &sl, true, err, errlen) ?: timeline_setup(&t, q, err, errlen);
 
 	if (!e && (t.n_groups ? t.n_groups : 1) > SIZE_MAX / 8 / (t.points + 1))
 		e = -ENOMEM;
@@ -932,7 +938,7 @@ int query_timeline_json(struct store *s, const struct query_request *q, FILE *ou
 							   t.step, STORE_SCAN_TOTALS},
 				on_totals, &t);
 	if (!e)
-		e = timeline_print(&t, q, out);
+		e = timeline_result(&t, q, out);
 	free(ids);
 	free(t.vals);
 	free(t.group_of);

@@ -1,8 +1,11 @@
 /*
  * query: label matchers + time range over the store → labels, label values,
  * series, a merged profile, a flame tree, a top table, a diff of two selections
- * and a timeline. The JSON writers emit exactly the documented shapes (below),
- * ready to be served by the /api endpoints.
+ * and a timeline. Each answer is a typed result (struct query_strings,
+ * query_series_list, query_tree, query_top, query_diff, query_timeline) that
+ * every writer renders from: hearth's JSON (the query_*_json writers below,
+ * served by /api and printed by `hearth query`), Pyroscope's flamebearer and
+ * the Connect messages (src/server). No writer reads another's output back.
  *
  * Selector syntax (Prometheus): `{a="x", b!="y", c=~"re", d!~"re"}` and
  * `name{...}` (sugar for `__name__="name"`); `{}`, "" and NULL select every
@@ -156,6 +159,147 @@ struct query_request {
 			       * at most this many rows; 0 = no top; capped at QUERY_MAX_NODES */
 };
 
+/* ---- typed results ---- */
+
+/* "samples", "nanoseconds", "bytes", ...: a profile type's unit fits. */
+#define QUERY_UNIT_MAX 64
+/* A tree node's module when unknown. */
+#define QUERY_NONE UINT32_MAX
+
+/* Label names or values: sorted, distinct. */
+struct query_strings {
+	size_t n;
+	char **v; /* owned */
+};
+void query_strings__fini(struct query_strings *l);
+
+/* One series of a listing: its profile type and labels (sorted by name). */
+struct query_series {
+	char *type; /* owned */
+	size_t n;
+	struct store_label *labels; /* owned, with their strings */
+};
+struct query_series_list {
+	size_t n;
+	struct query_series *s; /* owned, in the store's order */
+};
+void query_series_list__fini(struct query_series_list *l);
+
+/* A top table: profile/top.c's rows (pprof -top's functions, self and total). */
+struct query_top {
+	char unit[QUERY_UNIT_MAX];
+	int64_t total;	      /* of the whole merge */
+	size_t n;	      /* rows kept (at most the request's limit) */
+	struct top_row *rows; /* owned; sorted by self, then total, then name */
+	char *pool;	      /* owned: the rows' names */
+};
+void query_top__fini(struct query_top *t);
+/* The typed table of a table counted elsewhere (t's rows, values[value_index]),
+ * at most max_nodes rows (0: QUERY_DEFAULT_MAX_NODES). 0 or -ENOMEM; *out
+ * cleared first and always to be finied. */
+int query_top__from(struct query_top *out, const struct top *t, int value_index, size_t max_nodes);
+
+/*
+ * A flame tree, pruned to the request's max_nodes: nodes in pre-order (a node,
+ * then its kept children's subtrees, largest total first), nodes[0] the root
+ * "total". A diff's nodes carry both selections (slot 0 left, 1 right); one
+ * selection's carry 0 in slot 1. A pruned child's value stays in its parent's
+ * total, so a total may exceed self + the children's totals.
+ */
+struct query_node {
+	uint32_t name;	 /* index in names */
+	uint32_t module; /* index in names: the mapping's file basename, "[kernel]";
+			  * QUERY_NONE: unknown */
+	uint32_t depth;	 /* the root's is 0 */
+	uint32_t n_kids; /* kept children */
+	int64_t self[2], total[2];
+};
+struct base_strtab;
+struct query_tree {
+	char unit[QUERY_UNIT_MAX];
+	bool diff;
+	size_t n_nodes;
+	struct query_node *nodes; /* owned */
+	size_t n_names;
+	char *const *names;	 /* borrowed from own (or from whoever made the tree) */
+	struct base_strtab *own; /* owned: the names; NULL when the maker owns them */
+	bool has_top;		 /* one selection's tree asked with q->top_rows: */
+	struct query_top top;	 /* its top table, at most top_rows rows */
+};
+void query_tree__fini(struct query_tree *t);
+
+/*
+ * A diff's per-function table over the two whole merges (not the pruned tree):
+ * each function named by either, self and total on each side (top's
+ * definitions), and the changes right - left: of the values, and of the self
+ * share of its side's total in percentage points (what the web UI ranks by).
+ */
+struct query_diff_row {
+	const char *name;		   /* in the diff's pool */
+	int64_t self[2], total[2];	   /* [0] left, [1] right */
+	int64_t self_change, total_change; /* right - left (saturating) */
+	double share_change;		   /* 100 * (self[1]/right - self[0]/left) */
+};
+struct query_diff {
+	struct query_tree tree;	     /* diff true */
+	int64_t total[2];	     /* left and right totals */
+	size_t n_rows;		     /* at most left's top_rows, or without it max_nodes */
+	struct query_diff_row *rows; /* owned; largest |share_change| first, then
+				      * largest |self_change|, then by name */
+	char *pool;		     /* owned: the rows' names */
+};
+void query_diff__fini(struct query_diff *d);
+
+/* A timeline: totals per step and group (see query_timeline_json). */
+struct query_timeline_group {
+	char *group;	 /* owned: the group_by label's value, "" without it */
+	int64_t total;	 /* of its values */
+	int64_t *values; /* owned, n_points */
+};
+struct query_timeline {
+	char unit[QUERY_UNIT_MAX];
+	int64_t from_ns, until_ns, step_ns;
+	size_t n_points, n_groups;
+	struct query_timeline_group *groups; /* owned; groups with data, by total desc */
+};
+void query_timeline__fini(struct query_timeline *t);
+
+/*
+ * The engine's answers as typed results; each 0 or as the matching JSON writer
+ * below (which renders exactly these), *out cleared first and always to be
+ * finied (also on failure).
+ */
+int query_labels(struct store *s, const struct query_request *q, struct query_strings *out,
+		 char *err, size_t errlen);
+int query_label_values(struct store *s, const char *name, const struct query_request *q,
+		       struct query_strings *out, char *err, size_t errlen);
+int query_series(struct store *s, const struct query_request *q, struct query_series_list *out,
+		 char *err, size_t errlen);
+int query_tree(struct store *s, const struct query_request *q, struct query_tree *out, char *err,
+	       size_t errlen);
+int query_top(struct store *s, const struct query_request *q, struct query_top *out, char *err,
+	      size_t errlen);
+int query_diff(struct store *s, const struct query_request *left, const struct query_request *right,
+	       struct query_diff *out, char *err, size_t errlen);
+int query_timeline(struct store *s, const struct query_request *q, struct query_timeline *out,
+		   char *err, size_t errlen);
+
+/*
+ * hearth's JSON of each typed result (result.c), the shapes documented with the
+ * query_*_json functions below, which are the engine's answer then these. Each
+ * ends with a newline but query_top__write_json (an object, also nested).
+ * 0 or -ENOMEM.
+ */
+int query_strings__write_json(const struct query_strings *l, FILE *out);
+/* `["s", …]` of v[0..n), no newline: query_strings__write_json's array, for a
+ * writer's own list of names. */
+void query_json_strings(FILE *out, char *const *v, size_t n);
+int query_series_list__write_json(const struct query_series_list *l, FILE *out);
+int query_tree__write_json(const struct query_tree *t, FILE *out);
+int query_top__write_json(const struct query_top *t, FILE *out);
+int query_diff__write_json(const struct query_diff *d, FILE *out);
+int query_timeline__write_json(const struct query_timeline *t, FILE *out);
+
 /* JSON `["name", ...]`: sorted label names of the series matching q in its range
  * (series with no data in the range are left out), plus STORE_PROFILE_TYPE_LABEL. */
 int query_labels_json(struct store *s, const struct query_request *q, FILE *out, char *err,
@@ -236,16 +380,17 @@ int query_tree_json(struct store *s, const struct query_request *q, FILE *out, c
  */
 int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 		   size_t errlen);
-/* The JSON object of query_top_json (no newline), for a table counted elsewhere
- * (t's rows, values[value_index]). 0 or -ENOMEM. */
-int query_top_rows_json(const struct top *t, int value_index, size_t max_nodes, FILE *out);
 
 /*
- * Diff of two selections as one tree over the union of their stacks:
+ * Diff of two selections as one tree over the union of their stacks, and the
+ * per-function table (query_diff_row) over their whole merges:
  *   {"unit":…,"left":N,"right":N,"tree":{"name":"total","self":[l,r],"total":[l,r],
- *     "children":[…]}}
- * Node pruning as in query_tree_json, ranked by max(left, right).
- * max_nodes and value_index come from `left`.
+ *     "children":[…]},
+ *    "functions":[{"name":…,"self":[l,r],"total":[l,r],"selfChange":N,
+ *      "totalChange":N,"shareChange":PP}, …]}
+ * Node pruning as in query_tree_json, ranked by max(left, right); at most
+ * top_rows functions (without it max_nodes), largest |shareChange| first.
+ * max_nodes, top_rows and value_index come from `left`.
  */
 int query_diff_json(struct store *s, const struct query_request *left,
 		    const struct query_request *right, FILE *out, char *err, size_t errlen);
@@ -263,6 +408,5 @@ int query_diff_json(struct store *s, const struct query_request *left,
  */
 int query_timeline_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 			size_t errlen);
-
 
 #endif /* HEARTH_QUERY_H */

@@ -1,5 +1,6 @@
 /*
- * Flame tree, diff tree and top table of a request as JSON, each written one way:
+ * Flame tree, diff (tree and per-function table) and top table of a request
+ * as typed results (query.h; result.c writes their JSON), each made one way:
  * from the request's merge by stack (query_stacks), whose store location ids a
  * store_builder names into a profile of locations only. Frames are named as
  * folded/top name them (profile__frame_name); names are interned in a
@@ -8,14 +9,14 @@
  * list, or a base_hmap for wide parents). The tree of one selection, the web
  * UI's request, is built from its stacks sorted by name instead, making only
  * the nodes it keeps (see "one selection's tree" below): the same answer. Only
- * the max_nodes largest nodes are written. The top table's rows are
+ * the max_nodes largest nodes are kept. The top table's rows (and the diff's
+ * per-function table, two of them merged by name) are
  * profile/top.c's (top__add, or top__line_row and top__add_rows as the tree
  * walks the stacks), the one definition of the table.
  *
  * Each node also names its module (the basename of the mapping's file,
  * "[kernel]" for kernel frames; from the first location that made the node),
- * which the web UI colours by. Written only when known, to keep the JSON of a
- * 100,000-node tree small.
+ * which the web UI colours by (QUERY_NONE when unknown).
  */
 #include "query_impl.h"
 
@@ -49,8 +50,7 @@ struct node {
 struct tree {
 	struct node *n;
 	size_t nn, cap;
-	struct base_strtab names; /* id 0 is "" (unused), id 1 "total" */
-	char **json; /* names.strs[i] as a quoted JSON string, made when first written */
+	struct base_strtab names;   /* id 0 is "" (unused), id 1 "total" */
 	struct base_hmap child_map; /* (parent, name) -> node index, for wide parents */
 	/* Per store location of the stacks being added: loc_off[id] is 1 + the
 	 * index in pool of (count, module id, name ids outer line first); 0 = not
@@ -161,11 +161,19 @@ static int tree_init(struct tree *t)
 	return intern_name(t, "total", &name) ?: new_node(t, TREE_NONE, name, &root);
 }
 
+/* tree_init for a tree of values[vi]: -EINVAL for a vi out of range (t then
+ * zeroed, so that tree_fini may run). */
+static int tree_start(struct tree *t, int vi)
+{
+	if (vi < 0 || vi >= PROFILE_N_VALUES) {
+		memset(t, 0, sizeof(*t));
+		return -EINVAL;
+	}
+	return tree_init(t);
+}
+
 static void tree_fini(struct tree *t)
 {
-	for (size_t i = 0; t->json && i < t->names.n; i++)
-		free(t->json[i]);
-	free(t->json);
 	free(t->n);
 	free(t->loc_off);
 	free(t->mod_of);
@@ -270,9 +278,10 @@ static int name_location(struct tree *t, const struct stack_src *src, uint64_t i
 	return 0;
 }
 
-/* The frames of one stack, root first: name ids and module ids, n of each. */
+/* The frames of one stack, root first: name ids and module ids, n of each, and
+ * with a top table (t->top) its row ids. */
 struct stack_buf {
-	size_t *names, *mods; /* owned, cap entries each */
+	size_t *names, *mods, *rows; /* owned, cap entries each */
 	size_t cap, n;
 };
 
@@ -280,18 +289,23 @@ struct stack_buf {
 static int stack_names(struct tree *t, const struct stack_src *src, const uint64_t *locs,
 		       size_t n_locs, struct stack_buf *b)
 {
-	size_t at, cap;
+	size_t at, need, cap_names, cap_rows;
 
 	b->n = 0;
 	for (size_t i = n_locs; i-- > 0;) {
 		int e = name_location(t, src, locs[i], &at);
 		if (e)
 			return e;
-		cap = b->cap;
-		if (base_grow((void **)&b->names, &cap, b->n + t->pool[at], sizeof(*b->names)) ||
-		    base_grow((void **)&b->mods, &b->cap, b->n + t->pool[at], sizeof(*b->mods)))
+		need = b->n + t->pool[at];
+		cap_names = cap_rows = b->cap; /* the three grow alike: b->cap is the last's */
+		if (base_grow((void **)&b->names, &cap_names, need, sizeof(*b->names)) ||
+		    base_grow((void **)&b->rows, &cap_rows, need, sizeof(*b->rows)) ||
+		    base_grow((void **)&b->mods, &b->cap, need, sizeof(*b->mods)))
 			return -ENOMEM;
 		memcpy(b->names + b->n, &t->pool[at + 2], t->pool[at] * sizeof(*b->names));
+		if (t->top) /* the rows, after the names */
+			memcpy(b->rows + b->n, &t->pool[at + 2 + t->pool[at]],
+			       t->pool[at] * sizeof(*b->rows));
 		for (size_t k = 0; k < t->pool[at]; k++)
 			b->mods[b->n + k] = t->pool[at + 1];
 		b->n += t->pool[at];
@@ -310,7 +324,8 @@ static void names_reset(struct tree *t)
 	t->pool_n = 0;
 }
 
-/* Adds every stack of src to slot `slot` of the tree. */
+/* Adds every stack of src to slot `slot` of the tree, and to t->top when set (a
+ * table of src's profile: each location is named once for both). */
 static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slot)
 {
 	const struct query_stacks *qs = src->qs;
@@ -342,9 +357,12 @@ static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slo
 		}
 		if (!e)
 			t->n[at].self[slot] = base_sat_add(t->n[at].self[slot], v);
+		if (!e && t->top)
+			e = top__add_rows(t->top, b.rows, b.n, v);
 	}
 	free(b.names);
 	free(b.mods);
+	free(b.rows);
 	return e;
 }
 
@@ -429,162 +447,86 @@ static int prune(struct tree *t, size_t max_nodes)
 }
 
 /*
- * The writer below runs once per node of trees the web UI asks 100,000 nodes
- * of: it uses the stdio _unlocked calls (the FILE is ours alone), formats
- * numbers by hand and escapes each distinct name once.
- */
-static void put_i64(FILE *out, int64_t v)
-{
-	char buf[24], *p = buf + sizeof(buf);
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-
-	do
-		*--p = (char)('0' + u % 10);
-	while (u /= 10);
-	if (v < 0)
-		*--p = '-';
-	fwrite_unlocked(p, 1, (size_t)(buf + sizeof(buf) - p), out);
-}
-
-/* s as base_json_string writes it; a string with nothing to escape in one write. */
-static void put_json_string(FILE *out, const char *s)
-{
-	const unsigned char *c = (const unsigned char *)s;
-	size_t n = 0;
-
-	while (c[n] >= 0x20 && c[n] != '"' && c[n] != '\\')
-		n++;
-	if (c[n]) {
-		base_json_string(out, s);
-		return;
-	}
-	fputc_unlocked('"', out);
-	fwrite_unlocked(s, 1, n, out);
-	fputc_unlocked('"', out);
-}
-
-/* names.strs[id] quoted and escaped as JSON (as base_json_string writes it). */
-static const char *json_name(struct tree *t, size_t id)
-{
-	const unsigned char *c = (const unsigned char *)t->names.strs[id];
-	char *q, *o;
-
-	if (t->json[id])
-		return t->json[id];
-	if (!(q = o = malloc(strlen(t->names.strs[id]) * 6 + 3)))
-		return NULL;
-	*o++ = '"';
-	for (; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			*o++ = '\\', *o++ = (char)*c;
-		else if (*c < 0x20)
-			o += sprintf(o, "\\u%04x", *c);
-		else
-			*o++ = (char)*c;
-	}
-	*o++ = '"';
-	*o = '\0';
-	return t->json[id] = q;
-}
-
-/* Makes room for the names' JSON, made as they are first written. */
-static int json_names_init(struct tree *t)
-{
-	t->json = calloc(t->names.n, sizeof(*t->json));
-	return t->json ? 0 : -ENOMEM;
-}
-
-static void write_value(FILE *out, const int64_t v[2], bool diff)
-{
-	if (!diff) {
-		put_i64(out, v[0]);
-		return;
-	}
-	fputc_unlocked('[', out);
-	put_i64(out, v[0]);
-	fputc_unlocked(',', out);
-	put_i64(out, v[1]);
-	fputc_unlocked(']', out);
-}
-
-/*
- * The writer walks the tree with an explicit stack, not recursion: a stack of
+ * The typed tree (query.h) of the kept nodes below `root`, in pre-order, each
+ * node's kept children by rank. An explicit stack, not recursion: a stack of
  * 200,000 frames makes a chain of max_nodes nested nodes, and the web UI asks
- * for 20,000 of them (a recursive writer died of a stack overflow there). Each
- * level is a node whose children are being written; the children of every open
- * node sit in one shared buffer (kids), a level's run at its end, so the buffer
- * holds at most the kept nodes and is popped as levels close.
+ * for 20,000 of them (a recursive walk died of a stack overflow there). The
+ * children of every open node sit in one shared buffer (kids), a level's run at
+ * its end, so the buffer holds at most the kept nodes and is popped as levels
+ * close.
  */
-struct write_level {
-	size_t node, kid_off, nk, next; /* kids[kid_off .. +nk), next to write */
+struct flat_level {
+	size_t kid_off, nk, next; /* kids[kid_off .. +nk), next to visit */
 };
 
-struct writer {
+struct flattener {
 	struct tree *t;
-	bool diff;
-	FILE *out;
+	struct query_tree *out;
+	size_t cap;
 	size_t *kids, nkids, kids_cap;
-	struct write_level *lv;
+	struct flat_level *lv;
 	size_t depth, lv_cap;
 };
 
-/* Writes node i up to its children and pushes it as the innermost open level,
+/* Appends node i (at the current depth) and opens it as the innermost level,
  * its kept children sorted by rank at the end of kids. */
-static int open_node(struct writer *w, size_t i)
+static int flat_open(struct flattener *f, size_t i)
 {
-	struct tree *t = w->t;
-	const char *name = json_name(t, t->n[i].name), *mod = NULL;
-	size_t off = w->nkids;
+	struct tree *t = f->t;
+	struct query_node *qn;
+	size_t off = f->nkids;
 
-	if (!name || (t->n[i].module != TREE_NONE && !(mod = json_name(t, t->n[i].module))))
-		return -ENOMEM;
-	if (base_grow((void **)&w->lv, &w->lv_cap, w->depth + 1, sizeof(*w->lv)))
+	if (f->depth >= TREE_NONE ||
+	    base_grow((void **)&f->out->nodes, &f->cap, f->out->n_nodes + 1, sizeof(*qn)) ||
+	    base_grow((void **)&f->lv, &f->lv_cap, f->depth + 1, sizeof(*f->lv)))
 		return -ENOMEM;
 	for (uint32_t c = t->n[i].first; c != TREE_NONE; c = t->n[c].next) {
 		if (!t->n[c].keep)
 			continue;
-		if (base_grow((void **)&w->kids, &w->kids_cap, w->nkids + 1, sizeof(*w->kids)))
+		if (base_grow((void **)&f->kids, &f->kids_cap, f->nkids + 1, sizeof(*f->kids)))
 			return -ENOMEM;
-		w->kids[w->nkids++] = c;
+		f->kids[f->nkids++] = c;
 	}
-	if (w->nkids > off)
-		qsort_r(w->kids + off, w->nkids - off, sizeof(*w->kids), by_rank, t->n);
-	w->lv[w->depth++] = (struct write_level){i, off, w->nkids - off, 0};
-	fputs_unlocked("{\"name\":", w->out);
-	fputs_unlocked(name, w->out);
-	if (mod) {
-		fputs_unlocked(",\"module\":", w->out);
-		fputs_unlocked(mod, w->out);
-	}
-	fputs_unlocked(",\"self\":", w->out);
-	write_value(w->out, t->n[i].self, w->diff);
-	fputs_unlocked(",\"total\":", w->out);
-	write_value(w->out, t->n[i].total, w->diff);
+	if (f->nkids > off)
+		qsort_r(f->kids + off, f->nkids - off, sizeof(*f->kids), by_rank, t->n);
+	qn = &f->out->nodes[f->out->n_nodes++];
+	*qn = (struct query_node){.name = t->n[i].name,
+				  .module = t->n[i].module,
+				  .depth = (uint32_t)f->depth,
+				  .n_kids = (uint32_t)(f->nkids - off)};
+	memcpy(qn->self, t->n[i].self, sizeof(qn->self));
+	memcpy(qn->total, t->n[i].total, sizeof(qn->total));
+	f->lv[f->depth++] = (struct flat_level){off, f->nkids - off, 0};
 	return 0;
 }
 
-/* Writes the kept subtree of node `root` as nested JSON objects. */
-static int write_tree(struct tree *t, size_t root, bool diff, FILE *out)
+/* The kept tree of t into out (nodes, and t's names, moved: t keeps none). */
+static int flatten(struct tree *t, bool diff, struct query_tree *out)
 {
-	struct writer w = {.t = t, .diff = diff, .out = out};
-	int e = open_node(&w, root);
+	struct flattener f = {.t = t, .out = out};
+	int e;
 
-	while (!e && w.depth) {
-		struct write_level *l = &w.lv[w.depth - 1];
+	out->diff = diff;
+	out->own = malloc(sizeof(*out->own));
+	if (!out->own)
+		return -ENOMEM;
+	*out->own = t->names; /* the names, moved */
+	memset(&t->names, 0, sizeof(t->names));
+	out->names = out->own->strs;
+	out->n_names = out->own->n;
+	e = flat_open(&f, 0);
+	while (!e && f.depth) {
+		struct flat_level *l = &f.lv[f.depth - 1];
 
 		if (l->next < l->nk) {
-			fputs_unlocked(l->next ? "," : ",\"children\":[", out);
-			e = open_node(&w, w.kids[l->kid_off + l->next++]); /* may move w.lv */
+			e = flat_open(&f, f.kids[l->kid_off + l->next++]); /* may move f.lv */
 			continue;
 		}
-		if (l->nk)
-			fputc_unlocked(']', out);
-		fputc_unlocked('}', out);
-		w.nkids = l->kid_off;
-		w.depth--;
+		f.nkids = l->kid_off;
+		f.depth--;
 	}
-	free(w.kids);
-	free(w.lv);
+	free(f.kids);
+	free(f.lv);
 	return e;
 }
 
@@ -599,27 +541,6 @@ static size_t nodes_limit(size_t max_nodes)
 static const char *unit(const struct profile *p, int vi)
 {
 	return profile__unit(p, vi);
-}
-
-static int diff_write(const struct stack_src *l, const struct stack_src *r, int value_index,
-		      size_t max_nodes, FILE *out)
-{
-	struct tree t;
-	int e;
-
-	if (value_index < 0 || value_index >= PROFILE_N_VALUES)
-		return -EINVAL;
-	e = tree_init(&t) ?: tree_add(&t, l, value_index, 0) ?: tree_add(&t, r, value_index, 1) ?:
-		prune(&t, nodes_limit(max_nodes)) ?: json_names_init(&t);
-	if (!e) {
-		fprintf(out, "{\"unit\":\"%s\",\"left\":%lld,\"right\":%lld,\"tree\":",
-			unit(l->p, value_index), (long long)t.n[0].total[0],
-			(long long)t.n[0].total[1]);
-		e = write_tree(&t, 0, true, out);
-		fputs("}\n", out);
-	}
-	tree_fini(&t);
-	return e;
 }
 
 /* ---- top: profile/top.c's rows of the distinct stacks ---- */
@@ -664,92 +585,191 @@ static int top_add_stacks(struct top *t, const struct stack_src *src, int vi)
 	return e;
 }
 
-/* Formats v at the end of buf (24 bytes); returns where it starts. */
-static char *fmt_i64(int64_t v, char *end)
+/* The names of rows[0..n) copied into one block (*pool), the rows pointed at it. */
+static int pool_names(struct top_row *rows, size_t n, char **pool)
 {
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-	char *p = end;
+	size_t len = 1;
+	char *o;
 
-	do
-		*--p = (char)('0' + u % 10);
-	while (u /= 10);
-	if (v < 0)
-		*--p = '-';
-	return p;
-}
+	for (size_t i = 0; i < n; i++)
+		len += strlen(rows[i].name) + 1;
+	if (!(*pool = o = malloc(len)))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = strlen(rows[i].name) + 1;
 
-/* Appends the n bytes at s to *o. */
-static char *put_bytes(char *o, const char *s, size_t n)
-{
-	memcpy(o, s, n);
-	return o + n;
-}
-
-/* One row of the top table's JSON, {"name":…,"self":…,"total":…}, after ",\n"
- * unless first. */
-static void put_top_row(FILE *out, const struct top_row *r, bool first)
-{
-	static const char head[] = ",\n{\"name\":", self[] = ",\"self\":", total[] = ",\"total\":";
-	char buf[512], num[24], *o = buf, *p;
-	size_t len = 0;
-
-	while ((unsigned char)r->name[len] >= 0x20 && r->name[len] != '"' && r->name[len] != '\\')
-		len++;
-	if (r->name[len] || len > sizeof(buf) - 128) { /* to escape, or long: as before */
-		fputs_unlocked(first ? head + 2 : head, out);
-		put_json_string(out, r->name);
-	} else {
-		o = put_bytes(o, first ? head + 2 : head,
-			      first ? sizeof(head) - 3 : sizeof(head) - 1);
-		*o++ = '"';
-		o = put_bytes(o, r->name, len);
-		*o++ = '"';
+		memcpy(o, rows[i].name, k);
+		rows[i].name = o;
+		o += k;
 	}
-	o = put_bytes(o, self, sizeof(self) - 1);
-	p = fmt_i64(r->self, num + sizeof(num));
-	o = put_bytes(o, p, (size_t)(num + sizeof(num) - p));
-	o = put_bytes(o, total, sizeof(total) - 1);
-	p = fmt_i64(r->total, num + sizeof(num));
-	o = put_bytes(o, p, (size_t)(num + sizeof(num) - p));
-	*o++ = '}';
-	fwrite_unlocked(buf, 1, (size_t)(o - buf), out);
-}
-
-int query_top_rows_json(const struct top *t, int value_index, size_t max_nodes, FILE *out)
-{
-	struct top_row *rows = NULL;
-	size_t n = 0, lim = nodes_limit(max_nodes);
-	int e = top__rows(t, &rows, &n);
-
-	if (e)
-		return e;
-	fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"rows\":[", unit(top__profile(t), value_index),
-		(long long)top__total(t));
-	/* the UI asks for every row (~40,000 of the benchmark's hour): each made in a
-	 * buffer and written at once, numbers formatted by hand */
-	for (size_t i = 0; i < n && i < lim; i++)
-		put_top_row(out, &rows[i], i == 0);
-	fputs("]}", out);
-	free(rows);
 	return 0;
 }
 
-/* The top table object of src's stacks, at most rows rows. */
-static int top_object(const struct stack_src *src, int vi, size_t rows, FILE *out)
+int query_top__from(struct query_top *out, const struct top *t, int value_index, size_t max_nodes)
+{
+	size_t n = 0, lim = nodes_limit(max_nodes);
+	int e;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->unit, sizeof(out->unit), "%s", unit(top__profile(t), value_index));
+	out->total = top__total(t);
+	if ((e = top__rows(t, &out->rows, &n)))
+		return e;
+	out->n = n < lim ? n : lim;
+	return pool_names(out->rows, out->n, &out->pool);
+}
+
+/* The top table of src's stacks, at most rows rows. */
+static int top_make(const struct stack_src *src, int vi, size_t rows, struct query_top *out)
 {
 	struct top *t = NULL;
 	int e = top__new(src->p, vi, &t) ?: top_add_stacks(t, src, vi) ?:
-		query_top_rows_json(t, vi, rows, out);
+		query_top__from(out, t, vi, rows);
 
 	top__free(t);
 	return e;
 }
 
-static int top_json_write(const struct stack_src *src, const struct query_request *q, FILE *out)
-{
-	int e = top_object(src, q->value_index, q->max_nodes, out);
+/* ---- the diff: one tree of both selections, and its per-function table ---- */
 
-	fputc('\n', out);
+static int64_t abs_i64(int64_t v)
+{
+	return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v;
+}
+
+/* Largest |share_change| first, then larger |self_change|, larger
+ * |total_change|, then by name. */
+static int by_change(const void *a, const void *b)
+{
+	const struct query_diff_row *x = a, *y = b;
+	double dx = x->share_change < 0 ? -x->share_change : x->share_change;
+	double dy = y->share_change < 0 ? -y->share_change : y->share_change;
+
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	if (abs_i64(x->self_change) != abs_i64(y->self_change))
+		return abs_i64(x->self_change) > abs_i64(y->self_change) ? -1 : 1;
+	if (abs_i64(x->total_change) != abs_i64(y->total_change))
+		return abs_i64(x->total_change) > abs_i64(y->total_change) ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* One function's row from its two sides' top rows (either may be NULL). */
+static struct query_diff_row diff_row(const struct top_row *l, const struct top_row *r,
+				      const int64_t total[2])
+{
+	struct query_diff_row d = {.name = l ? l->name : r->name};
+
+	d.self[0] = l ? l->self : 0;
+	d.total[0] = l ? l->total : 0;
+	d.self[1] = r ? r->self : 0;
+	d.total[1] = r ? r->total : 0;
+	d.self_change = base_sat_sub(d.self[1], d.self[0]);
+	d.total_change = base_sat_sub(d.total[1], d.total[0]);
+	d.share_change = 100.0 * ((total[1] ? (double)d.self[1] / (double)total[1] : 0) -
+				  (total[0] ? (double)d.self[0] / (double)total[0] : 0));
+	return d;
+}
+
+static uint64_t name_hash(const char *name)
+{
+	return base_hash_bytes(BASE_HASH_SEED, name, strlen(name));
+}
+
+/* Whether diff row idx (ctx: the rows) is function key's. */
+static bool row_is(const void *ctx, size_t idx, const void *key)
+{
+	return !strcmp(((const struct query_diff_row *)ctx)[idx].name, key);
+}
+
+/* The rows of both tables, joined by name (a hash index of the left's rows: no
+ * sort of 40,000 names), ranked and cut to max_rows. */
+static int diff_rows(struct query_diff *d, const struct top_row *l, size_t nl,
+		     const struct top_row *r, size_t nr, size_t max_rows)
+{
+	struct base_hmap idx = {0};
+	size_t n = 0;
+	int e = 0;
+
+	if (!(d->rows = malloc((nl + nr + 1) * sizeof(*d->rows))))
+		return -ENOMEM;
+	for (size_t i = 0; !e && i < nl; i++) { /* a table has one row per name */
+		d->rows[n] = diff_row(&l[i], NULL, d->total);
+		e = base_hmap__insert(&idx, name_hash(l[i].name), n++);
+	}
+	for (size_t k = 0; !e && k < nr; k++) {
+		size_t at = base_hmap__find(&idx, name_hash(r[k].name), row_is, d->rows, r[k].name);
+
+		if (at == SIZE_MAX)
+			d->rows[n++] = diff_row(NULL, &r[k], d->total);
+		else
+			d->rows[at] = diff_row(&l[at], &r[k], d->total);
+	}
+	base_hmap__fini(&idx);
+	if (e)
+		return e;
+	if (n)
+		qsort(d->rows, n, sizeof(*d->rows), by_change);
+	d->n_rows = n < nodes_limit(max_rows) ? n : nodes_limit(max_rows);
+	return 0;
+}
+
+/* The rows' names into the diff's own pool (they pointed into the tops'). */
+static int diff_pool(struct query_diff *d)
+{
+	struct top_row *tmp = malloc((d->n_rows + 1) * sizeof(*tmp));
+	int e;
+
+	if (!tmp)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n_rows; i++)
+		tmp[i] = (struct top_row){d->rows[i].name, 0, 0};
+	e = pool_names(tmp, d->n_rows, &d->pool);
+	for (size_t i = 0; !e && i < d->n_rows; i++)
+		d->rows[i].name = tmp[i].name;
+	free(tmp);
+	return e;
+}
+
+/* The per-function table of the two selections' whole merges, from their top
+ * tables (tl, tr: counted as the diff's tree named the stacks). */
+static int diff_table(const struct top *tl, const struct top *tr, size_t max_rows,
+		      struct query_diff *d)
+{
+	struct top_row *rl = NULL, *rr = NULL;
+	size_t nl = 0, nr = 0;
+	int e = top__rows(tl, &rl, &nl) ?: top__rows(tr, &rr, &nr) ?:
+		diff_rows(d, rl, nl, rr, nr, max_rows) ?: diff_pool(d);
+
+	free(rl);
+	free(rr);
+	return e;
+}
+
+static int diff_make(const struct stack_src *l, const struct stack_src *r, int value_index,
+		     size_t max_nodes, size_t max_rows, struct query_diff *out)
+{
+	struct top *tl = NULL, *tr = NULL;
+	struct tree t;
+	/* each side's top table counted as its stacks are named */
+	int e = tree_start(&t, value_index) ?: top__new(l->p, value_index, &tl) ?:
+		top__new(r->p, value_index, &tr);
+
+	t.top = tl;
+	e = e ?: tree_add(&t, l, value_index, 0);
+	t.top = tr;
+	e = e ?: tree_add(&t, r, value_index, 1);
+	t.top = NULL;
+	if ((e = e ?: prune(&t, nodes_limit(max_nodes))))
+		goto cleanup;
+	snprintf(out->tree.unit, sizeof(out->tree.unit), "%s", unit(l->p, value_index));
+	out->total[0] = t.n[0].total[0];
+	out->total[1] = t.n[0].total[1];
+	e = flatten(&t, true, &out->tree) ?: diff_table(tl, tr, max_rows, out);
+cleanup:
+	tree_fini(&t);
+	top__free(tl);
+	top__free(tr);
 	return e;
 }
 
@@ -1458,36 +1478,39 @@ static int sorted_tree_build(struct tree *t, const struct stack_src *src, int vi
 
 /* The top table, when asked for, is counted as the tree names the stacks (one
  * walk over the merge's frames, each location named once for both). */
-static int tree_write(const struct stack_src *src, const struct query_request *q, FILE *out)
+static int tree_make(const struct stack_src *src, const struct query_request *q, void *res)
 {
+	struct query_tree *out = res;
 	int vi = q->value_index;
 	struct top *top = NULL;
 	struct tree t;
-	int e;
+	int e = tree_start(&t, vi);
 
-	if (vi < 0 || vi >= PROFILE_N_VALUES)
-		return -EINVAL;
-	if ((e = tree_init(&t)))
-		goto cleanup;
-	if (q->top_rows && (e = top__new(src->p, vi, &top)))
+	if (!e && q->top_rows)
+		e = top__new(src->p, vi, &top);
+	if (e)
 		goto cleanup;
 	t.top = top;
-	if ((e = sorted_tree_build(&t, src, vi, nodes_limit(q->max_nodes)) ?: json_names_init(&t)))
+	if ((e = sorted_tree_build(&t, src, vi, nodes_limit(q->max_nodes))))
 		goto cleanup;
-	fprintf(out, "{\"unit\":\"%s\",\"total\":%lld,\"tree\":", unit(src->p, vi),
-		(long long)t.n[0].total[0]);
-	e = write_tree(&t, 0, false, out);
+	snprintf(out->unit, sizeof(out->unit), "%s", unit(src->p, vi));
+	if ((e = flatten(&t, false, out)))
+		goto cleanup;
 	tree_fini(&t); /* before the top: its memory is not needed by then */
 	memset(&t, 0, sizeof(t));
-	if (!e && top) {
-		fputs(",\"top\":", out);
-		e = query_top_rows_json(top, vi, q->top_rows, out);
+	if (top) {
+		out->has_top = true;
+		e = query_top__from(&out->top, top, vi, q->top_rows);
 	}
-	fputs("}\n", out);
 cleanup:
 	tree_fini(&t);
 	top__free(top);
 	return e;
+}
+
+static int top_make_q(const struct stack_src *src, const struct query_request *q, void *res)
+{
+	return top_make(src, q->value_index, q->max_nodes, res);
 }
 
 /* ---- over the store: merged by stack (query_stacks), no profile samples ---- */
@@ -1511,9 +1534,9 @@ static void stack_src_close(struct stack_src *src)
 	src->p = NULL;
 }
 
-static int with_stacks(struct store *s, const struct query_request *q, FILE *out, char *err,
+static int with_stacks(struct store *s, const struct query_request *q, void *out, char *err,
 		       size_t errlen,
-		       int (*write)(const struct stack_src *, const struct query_request *, FILE *))
+		       int (*make)(const struct stack_src *, const struct query_request *, void *))
 {
 	struct query_stacks qs;
 	struct stack_src src = {NULL, &qs, NULL};
@@ -1521,32 +1544,36 @@ static int with_stacks(struct store *s, const struct query_request *q, FILE *out
 
 	if (!e)
 		e = stack_src_open(&src, s);
-	if (!e && (e = write(&src, q, out)))
-		query_fail(err, errlen, e, "writing the result failed: %s", strerror(-e));
+	if (!e && (e = make(&src, q, out)))
+		query_fail(err, errlen, e, "building the result failed: %s", strerror(-e));
 	stack_src_close(&src);
 	query_stacks__fini(&qs);
 	return e;
 }
 
-int query_tree_json(struct store *s, const struct query_request *q, FILE *out, char *err,
-		    size_t errlen)
+int query_tree(struct store *s, const struct query_request *q, struct query_tree *out, char *err,
+	       size_t errlen)
 {
-	return with_stacks(s, q, out, err, errlen, tree_write);
+	memset(out, 0, sizeof(*out));
+	return with_stacks(s, q, out, err, errlen, tree_make);
 }
 
-int query_top_json(struct store *s, const struct query_request *q, FILE *out, char *err,
-		   size_t errlen)
+int query_top(struct store *s, const struct query_request *q, struct query_top *out, char *err,
+	      size_t errlen)
 {
-	return with_stacks(s, q, out, err, errlen, top_json_write);
+	memset(out, 0, sizeof(*out));
+	return with_stacks(s, q, out, err, errlen, top_make_q);
 }
 
-int query_diff_json(struct store *s, const struct query_request *left,
-		    const struct query_request *right, FILE *out, char *err, size_t errlen)
+int query_diff(struct store *s, const struct query_request *left, const struct query_request *right,
+	       struct query_diff *out, char *err, size_t errlen)
 {
 	struct query_stacks l, r;
 	struct stack_src ls = {NULL, &l, NULL}, rs = {NULL, &r, NULL};
-	int e = query_stacks(s, left, &l, err, errlen);
+	int e;
 
+	memset(out, 0, sizeof(*out));
+	e = query_stacks(s, left, &l, err, errlen);
 	if (!e)
 		e = query_stacks(s, right, &r, err, errlen);
 	else
@@ -1557,8 +1584,10 @@ int query_diff_json(struct store *s, const struct query_request *left,
 			       "diff compares one type",
 			       l.type ? l.type : "CPU", r.type ? r.type : "CPU");
 	e = e ?: stack_src_open(&ls, s) ?: stack_src_open(&rs, s);
-	if (!e && (e = diff_write(&ls, &rs, left->value_index, left->max_nodes, out)))
-		query_fail(err, errlen, e, "writing the diff failed: %s", strerror(-e));
+	/* the table's rows: topRows when asked, as the tree's top table, else maxNodes */
+	if (!e && (e = diff_make(&ls, &rs, left->value_index, left->max_nodes,
+				 left->top_rows ? left->top_rows : left->max_nodes, out)))
+		query_fail(err, errlen, e, "building the diff failed: %s", strerror(-e));
 	stack_src_close(&ls);
 	stack_src_close(&rs);
 	query_stacks__fini(&l);

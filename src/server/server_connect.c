@@ -8,7 +8,8 @@
  * the code (invalid_argument 400, not_found 404, unimplemented 501, internal 500).
  *
  * The messages are proto/querier.proto and proto/types.proto (protoc-c);
- * every method is a thin reader of the query engine (server_render.c): a
+ * every method is a thin writer of the query engine's typed results
+ * (query.h; the flame graph and label listings through server_render.c): a
  * selector is the request's label_selector plus a __profile_type__ matcher,
  * times are ms since the epoch (0: the default range, the last hour). A list
  * of matchers (LabelNames, LabelValues, Series) is one engine query over their
@@ -20,7 +21,6 @@
 #include "querier.pb-c.h"
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -183,7 +183,7 @@ static int m_profile_types(struct server *s, const ProtobufCMessage *in, Protobu
 	const Querier__V1__ProfileTypesRequest *req = (const void *)in;
 	Querier__V1__ProfileTypesResponse *out = malloc(sizeof(*out));
 	struct query_request q = {0};
-	struct pyro_strings types = {0};
+	struct query_strings types = {0};
 	char err[512] = "", parts[5][256];
 	int ret;
 
@@ -195,8 +195,10 @@ static int m_profile_types(struct server *s, const ProtobufCMessage *in, Protobu
 		return ret;
 	ret =
 	    pyro_labels(s->store, &q, NULL, 0, STORE_PROFILE_TYPE_LABEL, &types, err, sizeof(err));
-	if (ret)
+	if (ret) {
+		query_strings__fini(&types);
 		return engine_err(e, ret, err);
+	}
 	out->profile_types = calloc(types.n + 1, sizeof(*out->profile_types));
 	if (!out->profile_types)
 		ret = -ENOMEM;
@@ -218,7 +220,7 @@ static int m_profile_types(struct server *s, const ProtobufCMessage *in, Protobu
 		t->period_type = dup_or_fail(parts[3], &ret);
 		t->period_unit = dup_or_fail(parts[4], &ret);
 	}
-	pyro_strings__fini(&types);
+	query_strings__fini(&types);
 	return ret;
 }
 
@@ -227,7 +229,7 @@ static int label_list(struct server *s, char **matchers, size_t n, int64_t start
 		      const char *name, char ***names, size_t *n_names, struct cerr *e)
 {
 	struct query_request q = {0};
-	struct pyro_strings l = {0};
+	struct query_strings l = {0};
 	char err[512] = "";
 	int ret;
 
@@ -235,8 +237,10 @@ static int label_list(struct server *s, char **matchers, size_t n, int64_t start
 		return ret;
 	ret =
 	    pyro_labels(s->store, &q, (const char *const *)matchers, n, name, &l, err, sizeof(err));
-	if (ret)
+	if (ret) {
+		query_strings__fini(&l);
 		return engine_err(e, ret, err);
+	}
 	*names = l.v; /* taken over: the response frees them */
 	*n_names = l.n;
 	return 0;
@@ -280,46 +284,26 @@ static bool wanted(char **names, size_t n, const char *name)
 	return !n;
 }
 
-/* One Labels message of a series of query_series_json (o), keeping only `keep` labels. */
-static int series_labels(json_object *o, char **keep, size_t n_keep, Types__V1__Labels **out)
+/* One Labels message of series ser, keeping only `keep` labels: the profile
+ * type first, then the labels in the engine's (sorted) order. */
+static int series_labels(const struct query_series *ser, char **keep, size_t n_keep,
+			 Types__V1__Labels **out)
 {
 	Types__V1__Labels *ls = malloc(sizeof(*ls));
-	json_object *labels, *type;
-	size_t n = 0;
 	int ret = 0;
 
 	*out = ls;
 	if (!ls)
 		return -ENOMEM;
 	types__v1__labels__init(ls);
-	if (!json_object_object_get_ex(o, "labels", &labels) ||
-	    !json_object_object_get_ex(o, "profileType", &type))
-		return -EIO;
-	ls->labels = calloc(json_object_object_length(labels) + 1, sizeof(*ls->labels));
+	ls->labels = calloc(ser->n + 2, sizeof(*ls->labels));
 	if (!ls->labels)
 		return -ENOMEM;
-	json_object_object_foreach(labels, k, v)
-	{
-		n++;
-		(void)v;
-		(void)k;
-	}
-	/* the profile type first, then the labels in the engine's (sorted) order */
-	for (size_t i = 0; i <= n && !ret; i++) {
-		const char *name = STORE_PROFILE_TYPE_LABEL, *value = json_object_get_string(type);
+	for (size_t i = 0; i <= ser->n && !ret; i++) {
+		const char *name = i ? ser->labels[i - 1].name : STORE_PROFILE_TYPE_LABEL;
+		const char *value = i ? ser->labels[i - 1].value : ser->type;
 		Types__V1__LabelPair *p;
-		size_t j = 0;
 
-		if (i) {
-			json_object_object_foreach(labels, k, v)
-			{
-				if (++j == i) {
-					name = k;
-					value = json_object_get_string(v);
-					break;
-				}
-			}
-		}
 		if (!wanted(keep, n_keep, name))
 			continue;
 		if (!(p = malloc(sizeof(*p))))
@@ -391,16 +375,18 @@ static int series_add(struct series_set *ss, Types__V1__Labels *ls)
 static int series_of(struct server *s, struct query_request *q, char **keep, size_t n_keep,
 		     struct series_set *ss, struct cerr *e)
 {
-	json_object *o;
+	struct query_series_list l;
 	char err[512] = "";
-	int ret = pyro_engine_json(query_series_json, s->store, q, &o, err, sizeof(err));
+	int ret = query_series(s->store, q, &l, err, sizeof(err));
 
-	if (ret)
+	if (ret) {
+		query_series_list__fini(&l);
 		return engine_err(e, ret, err);
-	for (size_t i = 0; !ret && i < json_object_array_length(o); i++) {
+	}
+	for (size_t i = 0; !ret && i < l.n; i++) {
 		Types__V1__Labels *ls = NULL;
 
-		ret = series_labels(json_object_array_get_idx(o, i), keep, n_keep, &ls);
+		ret = series_labels(&l.s[i], keep, n_keep, &ls);
 		if (ret) {
 			if (ls)
 				protobuf_c_message_free_unpacked(&ls->base, NULL);
@@ -408,7 +394,7 @@ static int series_of(struct server *s, struct query_request *q, char **keep, siz
 		}
 		ret = series_add(ss, ls);
 	}
-	json_object_put(o);
+	query_series_list__fini(&l);
 	return ret;
 }
 
@@ -509,7 +495,7 @@ static int m_select_merge_stacktraces(struct server *s, const ProtobufCMessage *
 	return ret;
 }
 
-/* Inflates a gzip member (pprof_encode's output, a gzipped request) into a
+/* Inflates a gzip member (a gzipped request body) into a
  * malloc'd buffer of at most max bytes. 0, -EIO (not gzip), -EFBIG, -ENOMEM. */
 static int gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *len)
 {
@@ -553,15 +539,58 @@ static int gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t
 	return ret;
 }
 
-/* SelectMergeProfile answers pprof bytes (raw) rather than a message built here. */
-static int select_merge_profile(struct server *s, const ProtobufCMessage *in, uint8_t **raw,
-				size_t *raw_len, struct cerr *e)
+/* A message in a codec: packed protobuf, or proto3 JSON and a newline; *buf
+ * malloc'd. 0, -ENOTSUP (no JSON form: pbjson_encode), -ENOMEM. */
+static int encode(const ProtobufCMessage *m, bool json, uint8_t **buf, size_t *len)
+{
+	FILE *f;
+	int ret;
+
+	*buf = NULL;
+	if (!json) {
+		*len = protobuf_c_message_get_packed_size(m);
+		if (!(*buf = malloc(*len + 1)))
+			return -ENOMEM;
+		protobuf_c_message_pack(m, *buf);
+		return 0;
+	}
+	if (!(f = open_memstream((char **)buf, len)))
+		return -ENOMEM;
+	ret = pbjson_encode(m, f);
+	fputc('\n', f);
+	if (fclose(f) && !ret)
+		ret = -ENOMEM;
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return ret;
+}
+
+/* SelectMergeProfile's answer: the merged profile's profile.proto message
+ * (pprof_message) encoded in the request's codec. */
+struct profile_answer {
+	bool json;
+	uint8_t *buf;
+	size_t len;
+};
+
+static int encode_profile(const void *msg, void *ctx)
+{
+	struct profile_answer *a = ctx;
+
+	return encode(msg, a->json, &a->buf, &a->len);
+}
+
+/* SelectMergeProfile answers the bytes of a message built by profile/ (raw), in
+ * the request's codec, rather than a message built here. */
+static int select_merge_profile(struct server *s, const ProtobufCMessage *in, bool json,
+				uint8_t **raw, size_t *raw_len, struct cerr *e)
 {
 	const Querier__V1__SelectMergeProfileRequest *req = (const void *)in;
 	struct query_request q = {0};
+	struct profile_answer a = {.json = json};
 	struct profile *p = NULL;
-	uint8_t *gz = NULL;
-	size_t gz_len = 0;
 	char *sel = NULL, err[512] = "";
 	int ret;
 
@@ -571,10 +600,10 @@ static int select_merge_profile(struct server *s, const ProtobufCMessage *in, ui
 	if (!ret && (ret = query_profile(s->store, &q, &p, err, sizeof(err))))
 		engine_err(e, ret, err);
 	if (!ret)
-		ret =
-		    pprof_encode(p, &gz, &gz_len) ?: gunzip(gz, gz_len, SIZE_MAX / 4, raw, raw_len);
+		ret = pprof_message(p, encode_profile, &a);
+	*raw = a.buf;
+	*raw_len = a.len;
 	profile__free(p);
-	free(gz);
 	free(sel);
 	return ret;
 }
@@ -582,10 +611,11 @@ static int select_merge_profile(struct server *s, const ProtobufCMessage *in, ui
 /* Group g of timeline t as a Series: its group_by label (none for the group of
  * series without it) and a point (ms, value) at each step with data, as
  * Pyroscope answers. *out is set as soon as it is allocated. */
-static int group_series(const struct pyro_timeline *t, size_t g, const char *group_by,
+static int group_series(const struct query_timeline *t, size_t g, const char *group_by,
 			Types__V1__Series **out)
 {
-	const struct pyro_group *gr = &t->groups[g];
+	const struct query_timeline_group *gr = &t->groups[g];
+	const int64_t from_ms = t->from_ns / 1000000, step_ms = t->step_ns / 1000000;
 	Types__V1__Series *ser = malloc(sizeof(*ser));
 	Types__V1__LabelPair *p;
 	size_t np = 0;
@@ -594,13 +624,13 @@ static int group_series(const struct pyro_timeline *t, size_t g, const char *gro
 	if (!(*out = ser))
 		return -ENOMEM;
 	types__v1__series__init(ser);
-	if (group_by && gr->value[0]) {
+	if (group_by && gr->group[0]) {
 		if (!(ser->labels = calloc(1, sizeof(*ser->labels))) || !(p = malloc(sizeof(*p))))
 			return -ENOMEM;
 		types__v1__label_pair__init(p);
 		ser->labels[ser->n_labels++] = p;
 		p->name = dup_or_fail(group_by, &ret);
-		p->value = dup_or_fail(gr->value, &ret);
+		p->value = dup_or_fail(gr->group, &ret);
 	}
 	for (size_t i = 0; i < t->n_points; i++)
 		np += gr->values[i] != 0;
@@ -616,7 +646,7 @@ static int group_series(const struct pyro_timeline *t, size_t g, const char *gro
 		types__v1__point__init(pt);
 		ser->points[ser->n_points++] = pt;
 		pt->value = (double)gr->values[i];
-		pt->timestamp = t->from_ms + (int64_t)i * t->step_ms;
+		pt->timestamp = from_ms + (int64_t)i * step_ms;
 	}
 	return ret;
 }
@@ -627,7 +657,7 @@ static int m_select_series(struct server *s, const ProtobufCMessage *in, Protobu
 	const Querier__V1__SelectSeriesRequest *req = (const void *)in;
 	Querier__V1__SelectSeriesResponse *out = malloc(sizeof(*out));
 	struct query_request q = {0};
-	struct pyro_timeline t = {0};
+	struct query_timeline t = {0};
 	char *sel = NULL, err[512] = "";
 	size_t n;
 	int ret;
@@ -656,14 +686,14 @@ static int m_select_series(struct server *s, const ProtobufCMessage *in, Protobu
 				 &sel, e);
 	q.step_ns = (int64_t)llround(req->step * 1e9);
 	q.group_by = req->n_group_by ? req->group_by[0] : NULL;
-	if (!ret && (ret = pyro_timeline(s->store, &q, &t, err, sizeof(err))))
+	if (!ret && (ret = query_timeline(s->store, &q, &t, err, sizeof(err))))
 		engine_err(e, ret, err);
 	n = req->limit && (size_t)req->limit < t.n_groups ? (size_t)req->limit : t.n_groups;
 	if (!ret && !(out->series = calloc(n + 1, sizeof(*out->series))))
 		ret = -ENOMEM;
 	for (size_t g = 0; !ret && g < n; g++)
 		ret = group_series(&t, g, q.group_by, &out->series[out->n_series++]);
-	pyro_timeline__fini(&t);
+	query_timeline__fini(&t);
 	free(sel);
 	return ret;
 }
@@ -720,51 +750,23 @@ static int codec(struct server_req *r)
 	return -1;
 }
 
-/* Encodes the answer in the request's codec and replies. */
+/* Replies with raw (an answer already encoded: taken over) or resp in the
+ * request's codec. */
 static enum MHD_Result answer(struct server_req *r, bool json, const ProtobufCMessage *resp,
-			      const uint8_t *raw, size_t raw_len)
+			      uint8_t **raw, size_t raw_len)
 {
-	Perftools__Profiles__Profile *prof = NULL;
-	struct server_mem m;
-	uint8_t *buf;
-	size_t len;
-	int ret;
+	uint8_t *buf = *raw;
+	size_t len = raw_len;
+	int ret = buf ? 0 : encode(resp, json, &buf, &len);
 
-	if (!json) {
-		if (raw) {
-			len = raw_len;
-			buf = malloc(len + 1);
-			if (buf)
-				memcpy(buf, raw, len);
-		} else {
-			len = protobuf_c_message_get_packed_size(resp);
-			buf = malloc(len + 1);
-			if (buf)
-				protobuf_c_message_pack(resp, buf);
-		}
-		if (!buf)
-			return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL,
-					     "out of memory");
-		return server_reply(r, 200, "application/proto", (char *)buf, len);
-	}
-	if (raw && !(prof = perftools__profiles__profile__unpack(NULL, raw_len, raw)))
-		return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL,
-				     "the merged profile does not decode");
-	if (server_mem__open(&m)) {
-		if (prof)
-			perftools__profiles__profile__free_unpacked(prof, NULL);
-		return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL, "out of memory");
-	}
-	ret = pbjson_encode(prof ? &prof->base : resp, m.f);
-	fputc('\n', m.f);
-	if (prof)
-		perftools__profiles__profile__free_unpacked(prof, NULL);
-	if (ret) {
-		server_mem__discard(&m);
+	*raw = NULL;
+	if (ret == -ENOTSUP)
 		return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL,
 				     "the answer has no JSON form");
-	}
-	return server_reply_mem(r, 200, "application/json", &m);
+	if (ret)
+		return connect_error(r, "internal", 500, SERVER_REJ_INTERNAL, "out of memory");
+	return server_reply(r, 200, json ? "application/json" : "application/proto", (char *)buf,
+			    len);
 }
 
 /* Decodes the body (a JSON one within budget bytes), runs the method and answers. */
@@ -798,7 +800,7 @@ static enum MHD_Result call(struct server *s, struct server_req *r, const struct
 	}
 	if (!ret)
 		ret = mt->run ? mt->run(s, in, &resp, &e)
-			      : select_merge_profile(s, in, &raw, &raw_len, &e);
+			      : select_merge_profile(s, in, json, &raw, &raw_len, &e);
 	if (ret && e.code)
 		res = connect_error(
 		    r, e.code, 0,
@@ -806,7 +808,7 @@ static enum MHD_Result call(struct server *s, struct server_req *r, const struct
 	else if (ret)
 		res = connect_error(r, "internal", 0, SERVER_REJ_INTERNAL, strerror(-ret));
 	else
-		res = answer(r, json, resp, raw, raw_len);
+		res = answer(r, json, resp, &raw, raw_len);
 cleanup:
 	if (in)
 		protobuf_c_message_free_unpacked(in, NULL);

@@ -1,6 +1,6 @@
 /*
  * Private to src/server/: the Connect protocol's pieces (server_connect.c,
- * server_pbjson.c) and the Pyroscope-compatible readers of the query engine
+ * server_pbjson.c) and the Pyroscope shapes of the query engine's typed results
  * (server_render.c), which both the Connect methods and /pyroscope/... use.
  */
 #ifndef HEARTH_SERVER_CONNECT_H
@@ -40,15 +40,7 @@ int pbjson_decode(const ProtobufCMessageDescriptor *d, const char *buf, size_t l
  */
 int pbjson_encode(const ProtobufCMessage *m, FILE *out);
 
-/* ---- the engine's answers in Pyroscope's shapes (server_render.c) ---- */
-
-/* Runs one of the engine's JSON writers (query_series_json, …) and parses its
- * answer into *out (json-c; the caller puts it). 0, the writer's error, -ENOMEM. */
-typedef int (*pyro_engine_fn)(struct store *s, const struct query_request *q, FILE *out, char *err,
-			      size_t errlen);
-struct json_object;
-int pyro_engine_json(pyro_engine_fn fn, struct store *s, const struct query_request *q,
-		     struct json_object **out, char *err, size_t errlen);
+/* ---- the engine's typed answers in Pyroscope's shapes (server_render.c) ---- */
 
 /* One flame graph in Pyroscope's layout (querier.proto's FlameGraph). */
 struct pyro_flame {
@@ -80,50 +72,32 @@ int pyro_value_index(const char *type);
  * selector (*sel, malloc'd) and the value index. 0, -EINVAL, -ENOMEM. */
 int pyro_query(const char *query, char **sel, int *value_index, char *err, size_t errlen);
 
-/* The flame graph of q's merge (query_tree_json's tree, laid out by level). */
+/*
+ * The flame graph of a typed tree (query_tree's, or query_diff's: 7 values per
+ * node), laid out by level. 0, -EIO (no nodes, or not in pre-order: a node
+ * more than one level below the one before it), -ENOMEM; on failure *out is
+ * empty. fuzz_render lays out trees of its own through it.
+ */
+int pyro_flame_layout(const struct query_tree *t, struct pyro_flame *out);
+/* The flame graph of q's merge (query_tree's tree, laid out by level). */
 int pyro_flame(struct store *s, const struct query_request *q, struct pyro_flame *out, char *err,
 	       size_t errlen);
-/* The diff flame graph of two selections (query_diff_json's tree; 7 values per node:
+/* The diff flame graph of two selections (query_diff's tree; 7 values per node:
  * left offset, total, self, right offset, total, self, name index). */
 int pyro_flame_diff(struct store *s, const struct query_request *l, const struct query_request *r,
 		    struct pyro_flame *out, char *err, size_t errlen);
 
-/*
- * For fuzz_render (tests/fuzz): the layout pyro_flame applies to the engine's tree
- * answer, on JSON text (buf, len) in query_tree_json's shape (query_diff_json's
- * when diff), parsed as pyro_engine_json parses it. 0, -EIO (not JSON, no tree),
- * -ENOMEM; *out as pyro_flame's.
- */
-int pyro_flame_from_json(const char *buf, size_t len, bool diff, struct pyro_flame *out);
 /* /pyroscope/render's answer without the timeline: flamebearer (numTicks ticks) and
  * metadata ("single" or "double" format, the query's units and name). */
 void pyro_flamebearer_json(FILE *f, const struct pyro_flame *fg, int64_t ticks, const char *format,
 			   const char *query);
 
-/* A string list (label names or values), sorted and distinct. */
-struct pyro_strings {
-	size_t n;
-	char **v; /* owned */
-};
-void pyro_strings__fini(struct pyro_strings *l);
 /* Label names (values of label `name` when name is non-NULL) of the series
  * selected by any of the n selectors (none: q's) over q's range, in one pass
- * over the series; more than QUERY_MAX_MATCHERS selectors: -E2BIG. */
+ * over the series, sorted and distinct; more than QUERY_MAX_MATCHERS
+ * selectors: -E2BIG. *out as query_labels'. */
 int pyro_labels(struct store *s, const struct query_request *q, const char *const *selectors,
-		size_t n, const char *name, struct pyro_strings *out, char *err, size_t errlen);
-
-/* One group of a timeline: its label value and one total per step. */
-struct pyro_timeline {
-	int64_t from_ms, step_ms;
-	size_t n_groups, n_points;
-	struct pyro_group {
-		char *value;	 /* owned; "" for series without the label */
-		int64_t *values; /* owned, n_points */
-	} * groups;		 /* sorted by total, descending */
-};
-void pyro_timeline__fini(struct pyro_timeline *t);
-int pyro_timeline(struct store *s, const struct query_request *q, struct pyro_timeline *out,
-		  char *err, size_t errlen);
+		size_t n, const char *name, struct query_strings *out, char *err, size_t errlen);
 
 /* ---- HTTP handlers ---- */
 

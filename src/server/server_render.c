@@ -4,10 +4,11 @@
  * /pyroscope/render (flamebearer JSON), /pyroscope/render-diff,
  * /pyroscope/label-values and /pyroscope/labels.
  *
- * Nothing here merges or prunes: each answer is the engine's own JSON
- * (query_tree_json, query_diff_json, query_timeline_json, the label listings)
- * read back with json-c and laid out as Pyroscope lays it out, so a flame graph
- * served here is node for node the tree /api/profile?format=tree serves.
+ * Nothing here merges or prunes: each answer is laid out from the engine's
+ * typed result (query_tree, query_diff, query_timeline, the label listings,
+ * query.h) as Pyroscope lays it out, so a flame graph served here is node for
+ * node the tree /api/profile?format=tree serves. Nothing is read back from
+ * hearth's own JSON.
  *
  * Flame graph layout (flamebearer): level d lists the nodes of depth d left to
  * right, 4 numbers each — the gap between the node's left edge and the right
@@ -22,67 +23,8 @@
 #include "base/base.h"
 
 #include <errno.h>
-#include <json-c/json.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Nesting of the engine's tree JSON: object and children array per frame. */
-#define PYRO_JSON_DEPTH (2 * PROFILE_MAX_FRAMES + 16)
-
-/* ---- reading the engine's JSON ---- */
-
-/* Parses the JSON in m (then discarded). 0 or -ENOMEM / -EIO. */
-static int mem_json(struct server_mem *m, json_object **out)
-{
-	struct json_tokener *tok = json_tokener_new_ex(PYRO_JSON_DEPTH);
-	int ret = 0;
-
-	*out = NULL;
-	if (!tok || fflush(m->f)) {
-		ret = -ENOMEM;
-		goto cleanup;
-	}
-	*out = json_tokener_parse_ex(tok, m->buf, (int)m->len);
-	if (!*out)
-		ret = -EIO; /* the engine wrote something json-c does not read: a bug */
-cleanup:
-	if (tok)
-		json_tokener_free(tok);
-	server_mem__discard(m);
-	return ret;
-}
-
-int pyro_engine_json(pyro_engine_fn fn, struct store *s, const struct query_request *q,
-		     json_object **out, char *err, size_t errlen)
-{
-	struct server_mem m;
-	int ret;
-
-	*out = NULL;
-	if (server_mem__open(&m))
-		return -ENOMEM;
-	ret = fn(s, q, m.f, err, errlen);
-	if (ret) {
-		server_mem__discard(&m);
-		return ret;
-	}
-	return mem_json(&m, out);
-}
-
-static int64_t jint(json_object *o, const char *key)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : 0;
-}
-
-static json_object *jget(json_object *o, const char *key)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
 
 /* ---- flame graphs ---- */
 
@@ -97,149 +39,139 @@ void pyro_flame__fini(struct pyro_flame *fg)
 	memset(fg, 0, sizeof(*fg));
 }
 
-/* Layout state: names by index (and a json-c object as the name -> index map),
- * each level's right edge so far (one per side in a diff). */
-struct layout {
-	struct pyro_flame *fg;
-	json_object *index;
-	size_t cap_names, cap_levels;
-	int64_t (*edge)[2];
-	bool diff;
+/* Per level of the layout: its right edge so far, the left edge of the next child
+ * of the level's open node, one of each per side in a diff; values' capacity. */
+struct lay_level {
+	int64_t edge[2], kid_x[2];
+	size_t cap;
 };
 
-static int name_index(struct layout *l, const char *name, int64_t *out)
+/* Layout state: the tree laid out, the flame graph's name index of each of the
+ * tree's name ids (1 + the index; 0 = not yet), the levels' state. */
+struct layout {
+	const struct query_tree *t;
+	struct pyro_flame *fg;
+	uint32_t *index;
+	struct lay_level *lv;
+	size_t cap_names, cap_levels, cap_lv;
+};
+
+static int name_index(struct layout *l, uint32_t id, int64_t *out)
 {
-	json_object *v;
+	bool known = id < l->t->n_names;
 	char *c;
 
-	if (json_object_object_get_ex(l->index, name, &v)) {
-		*out = json_object_get_int64(v);
+	if (known && l->index[id]) {
+		*out = l->index[id] - 1;
 		return 0;
 	}
-	if (base_grow((void **)&l->fg->names, &l->cap_names, l->fg->n_names + 1, sizeof(char *)) ||
-	    !(c = strdup(name)))
+	if (l->fg->n_names >= UINT32_MAX - 1 ||
+	    base_grow((void **)&l->fg->names, &l->cap_names, l->fg->n_names + 1, sizeof(char *)) ||
+	    !(c = strdup(known ? l->t->names[id] : "")))
 		return -ENOMEM;
 	l->fg->names[l->fg->n_names] = c;
 	*out = (int64_t)l->fg->n_names++;
-	return json_object_object_add(l->index, name, json_object_new_int64(*out)) ? -ENOMEM : 0;
+	if (known)
+		l->index[id] = (uint32_t)*out + 1;
+	return 0;
 }
 
-/* The level at depth d, created (with its edges) when first reached. */
+/* The level at depth d, created (with its state) when first reached. */
 static struct pyro_level *level(struct layout *l, size_t d)
 {
-	size_t old = l->cap_levels;
-
 	while (l->fg->n_levels <= d) {
-		if (base_grow((void **)&l->fg->levels, &l->cap_levels, l->fg->n_levels + 1,
-			      sizeof(*l->fg->levels)))
-			return NULL;
-		if (l->cap_levels != old) {
-			void *e = realloc(l->edge, l->cap_levels * sizeof(*l->edge));
+		size_t n = l->fg->n_levels;
 
-			if (!e)
-				return NULL;
-			l->edge = e;
-			old = l->cap_levels;
-		}
-		l->fg->levels[l->fg->n_levels] = (struct pyro_level){0};
-		l->edge[l->fg->n_levels][0] = l->edge[l->fg->n_levels][1] = 0;
+		if (base_grow((void **)&l->fg->levels, &l->cap_levels, n + 1,
+			      sizeof(*l->fg->levels)) ||
+		    base_grow((void **)&l->lv, &l->cap_lv, n + 1, sizeof(*l->lv)))
+			return NULL;
+		l->fg->levels[n] = (struct pyro_level){0};
+		l->lv[n] = (struct lay_level){0};
 		l->fg->n_levels++;
 	}
 	return &l->fg->levels[d];
 }
 
-/* A node's value: a number, or a diff's [left, right]. */
-static void node_value(json_object *v, int64_t out[2])
+/* Lays out node n, the next in pre-order: its left edges are where its parent's
+ * next child goes (x 0 for the root). */
+static int lay_node(struct layout *l, const struct query_node *n)
 {
-	if (json_object_is_type(v, json_type_array)) {
-		out[0] = json_object_get_int64(json_object_array_get_idx(v, 0));
-		out[1] = json_object_get_int64(json_object_array_get_idx(v, 1));
-	} else {
-		out[0] = out[1] = json_object_get_int64(v);
-	}
-}
-
-/* Lays out node n at depth d whose left edges are x[0] (left) and x[1] (right). */
-static int lay_node(struct layout *l, json_object *n, size_t d, const int64_t x[2])
-{
-	json_object *name = jget(n, "name"), *kids = jget(n, "children");
-	int64_t tot[2], self[2], idx, cx[2] = {x[0], x[1]}, vals[7];
+	bool diff = l->t->diff;
+	size_t d = n->depth, nv = diff ? 7 : 4;
+	int64_t tot[2] = {n->total[0], diff ? n->total[1] : n->total[0]};
+	int64_t self[2] = {n->self[0], diff ? n->self[1] : n->self[0]};
+	int64_t x[2] = {0, 0}, vals[7], idx;
 	struct pyro_level *lv = level(l, d);
-	size_t nv = l->diff ? 7 : 4;
-	size_t nk = kids ? json_object_array_length(kids) : 0;
+	struct lay_level *st;
 	int ret;
 
 	if (!lv)
 		return -ENOMEM;
-	node_value(jget(n, "total"), tot);
-	node_value(jget(n, "self"), self);
-	ret = name_index(l, name ? json_object_get_string(name) : "", &idx);
-	if (ret)
+	st = &l->lv[d];
+	if (d) {
+		struct lay_level *parent = &l->lv[d - 1];
+
+		memcpy(x, parent->kid_x, sizeof(x));
+		/* sums of totals that may each be INT64_MAX (saturated at ingest): saturate */
+		parent->kid_x[0] = base_sat_add(x[0], tot[0]);
+		parent->kid_x[1] = base_sat_add(x[1], tot[1]);
+	}
+	memcpy(st->kid_x, x, sizeof(x));
+	if ((ret = name_index(l, n->name, &idx)))
 		return ret;
-	vals[0] = base_sat_sub(x[0], l->edge[d][0]);
+	vals[0] = base_sat_sub(x[0], st->edge[0]);
 	vals[1] = tot[0];
 	vals[2] = self[0];
-	if (l->diff) {
-		vals[3] = base_sat_sub(x[1], l->edge[d][1]);
+	if (diff) {
+		vals[3] = base_sat_sub(x[1], st->edge[1]);
 		vals[4] = tot[1];
 		vals[5] = self[1];
 	}
 	vals[nv - 1] = idx;
-	/* sums of totals that may each be INT64_MAX (saturated at ingest): saturate */
-	l->edge[d][0] = base_sat_add(x[0], tot[0]);
-	l->edge[d][1] = base_sat_add(x[1], tot[1]);
-	lv->values = realloc(lv->values, (lv->n + nv) * sizeof(int64_t));
-	if (!lv->values)
+	st->edge[0] = base_sat_add(x[0], tot[0]);
+	st->edge[1] = base_sat_add(x[1], tot[1]);
+	if (base_grow((void **)&lv->values, &st->cap, lv->n + nv, sizeof(int64_t)))
 		return -ENOMEM;
 	memcpy(lv->values + lv->n, vals, nv * sizeof(int64_t));
 	lv->n += nv;
 	if (self[0] > l->fg->max_self)
 		l->fg->max_self = self[0];
-	if (l->diff && self[1] > l->fg->max_self)
+	if (diff && self[1] > l->fg->max_self)
 		l->fg->max_self = self[1];
-	for (size_t i = 0; i < nk; i++) {
-		json_object *k = json_object_array_get_idx(kids, i);
-		int64_t kt[2];
-
-		ret = lay_node(l, k, d + 1, cx);
-		if (ret)
-			return ret;
-		node_value(jget(k, "total"), kt);
-		cx[0] = base_sat_add(cx[0], kt[0]);
-		cx[1] = base_sat_add(cx[1], kt[1]);
-	}
 	return 0;
 }
 
-static const char *unit_of(json_object *o)
+int pyro_flame_layout(const struct query_tree *t, struct pyro_flame *out)
 {
-	json_object *u = jget(o, "unit");
-
-	return u && !strcmp(json_object_get_string(u), "nanoseconds") ? "nanoseconds" : "samples";
-}
-
-/* The flame graph of the engine's tree answer o. */
-static int lay_tree(json_object *o, bool diff, struct pyro_flame *out)
-{
-	struct layout l = {.fg = out, .diff = diff, .index = json_object_new_object()};
-	json_object *tree = jget(o, "tree");
-	int64_t x[2] = {0, 0}, tot[2];
-	int ret = -ENOMEM;
+	struct layout l = {.t = t, .fg = out};
+	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
-	out->unit = unit_of(o);
-	if (!l.index)
-		goto cleanup;
-	ret = tree ? lay_node(&l, tree, 0, x) : -EIO;
-	if (ret)
-		goto cleanup;
-	node_value(jget(tree, "total"), tot);
-	out->total = diff ? base_sat_add(tot[0], tot[1]) : tot[0];
-	out->left_ticks = tot[0];
-	out->right_ticks = tot[1];
-cleanup:
-	json_object_put(l.index);
-	free(l.edge);
+	out->unit = !strcmp(t->unit, "nanoseconds") ? "nanoseconds" : "samples";
+	if (!t->n_nodes || t->nodes[0].depth)
+		return -EIO;
+	if (!(l.index = calloc(t->n_names + 1, sizeof(*l.index))))
+		return -ENOMEM;
+	for (size_t i = 0; !ret && i < t->n_nodes; i++) {
+		uint32_t d = t->nodes[i].depth;
+
+		/* pre-order: after the root, every node is at most one deeper than the last */
+		if (i && (!d || d > t->nodes[i - 1].depth + 1))
+			ret = -EIO;
+		else
+			ret = lay_node(&l, &t->nodes[i]);
+	}
+	if (!ret) {
+		const struct query_node *root = &t->nodes[0];
+
+		out->left_ticks = root->total[0];
+		out->right_ticks = t->diff ? root->total[1] : root->total[0];
+		out->total =
+		    t->diff ? base_sat_add(root->total[0], root->total[1]) : root->total[0];
+	}
+	free(l.index);
+	free(l.lv);
 	if (ret)
 		pyro_flame__fini(out);
 	return ret;
@@ -248,36 +180,26 @@ cleanup:
 int pyro_flame(struct store *s, const struct query_request *q, struct pyro_flame *out, char *err,
 	       size_t errlen)
 {
-	json_object *o;
-	int ret = pyro_engine_json(query_tree_json, s, q, &o, err, errlen);
+	struct query_tree t;
+	int ret = query_tree(s, q, &t, err, errlen);
 
 	memset(out, 0, sizeof(*out));
-	if (ret)
-		return ret;
-	ret = lay_tree(o, false, out);
-	json_object_put(o);
+	if (!ret)
+		ret = pyro_flame_layout(&t, out);
+	query_tree__fini(&t);
 	return ret;
 }
 
 int pyro_flame_diff(struct store *s, const struct query_request *l, const struct query_request *r,
 		    struct pyro_flame *out, char *err, size_t errlen)
 {
-	struct server_mem m;
-	json_object *o;
-	int ret;
+	struct query_diff d;
+	int ret = query_diff(s, l, r, &d, err, errlen);
 
 	memset(out, 0, sizeof(*out));
-	if (server_mem__open(&m))
-		return -ENOMEM;
-	ret = query_diff_json(s, l, r, m.f, err, errlen);
-	if (ret) {
-		server_mem__discard(&m);
-		return ret;
-	}
-	if ((ret = mem_json(&m, &o)))
-		return ret;
-	ret = lay_tree(o, true, out);
-	json_object_put(o);
+	if (!ret)
+		ret = pyro_flame_layout(&d.tree, out);
+	query_diff__fini(&d);
 	return ret;
 }
 
@@ -363,131 +285,17 @@ int pyro_query(const char *query, char **sel, int *value_index, char *err, size_
 
 /* ---- label listings ---- */
 
-void pyro_strings__fini(struct pyro_strings *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The label listing of q's selection, appended to out. */
-static int labels_one(struct store *s, const struct query_request *q, const char *name,
-		      struct pyro_strings *out, size_t *cap, char *err, size_t errlen)
-{
-	struct server_mem m;
-	json_object *o;
-	int ret;
-
-	if (server_mem__open(&m))
-		return -ENOMEM;
-	ret = name ? query_label_values_json(s, name, q, m.f, err, errlen)
-		   : query_labels_json(s, q, m.f, err, errlen);
-	if (ret) {
-		server_mem__discard(&m);
-		return ret;
-	}
-	if ((ret = mem_json(&m, &o)))
-		return ret;
-	for (size_t i = 0; i < json_object_array_length(o) && !ret; i++) {
-		char *c = strdup(json_object_get_string(json_object_array_get_idx(o, i)));
-
-		if (!c || base_grow((void **)&out->v, cap, out->n + 1, sizeof(char *))) {
-			free(c);
-			ret = -ENOMEM;
-		} else {
-			out->v[out->n++] = c;
-		}
-	}
-	json_object_put(o);
-	return ret;
-}
-
 int pyro_labels(struct store *s, const struct query_request *q, const char *const *selectors,
-		size_t n, const char *name, struct pyro_strings *out, char *err, size_t errlen)
+		size_t n, const char *name, struct query_strings *out, char *err, size_t errlen)
 {
 	struct query_request one = *q;
-	size_t cap = 0, k = 0;
-	int ret;
 
-	memset(out, 0, sizeof(*out));
-	/* one pass over the series for all the selectors (their union); the engine
-	 * refuses more than QUERY_MAX_MATCHERS of them (-E2BIG) */
+	/* one pass over the series for all the selectors (their union, listed once);
+	 * the engine refuses more than QUERY_MAX_MATCHERS of them (-E2BIG) */
 	one.queries = selectors;
 	one.n_queries = n;
-	ret = labels_one(s, &one, name, out, &cap, err, errlen);
-	if (ret) {
-		pyro_strings__fini(out);
-		return ret;
-	}
-	if (out->n)
-		qsort(out->v, out->n, sizeof(char *), cmp_str);
-	for (size_t i = 0; i < out->n; i++) { /* distinct: selectors may overlap */
-		if (k && !strcmp(out->v[k - 1], out->v[i]))
-			free(out->v[i]);
-		else
-			out->v[k++] = out->v[i];
-	}
-	out->n = k;
-	return 0;
-}
-
-/* ---- timelines ---- */
-
-void pyro_timeline__fini(struct pyro_timeline *t)
-{
-	for (size_t i = 0; i < t->n_groups; i++) {
-		free(t->groups[i].value);
-		free(t->groups[i].values);
-	}
-	free(t->groups);
-	memset(t, 0, sizeof(*t));
-}
-
-int pyro_timeline(struct store *s, const struct query_request *q, struct pyro_timeline *out,
-		  char *err, size_t errlen)
-{
-	json_object *o, *groups;
-	int ret = pyro_engine_json(query_timeline_json, s, q, &o, err, errlen);
-
-	memset(out, 0, sizeof(*out));
-	if (ret)
-		return ret;
-	out->from_ms = jint(o, "from");
-	out->step_ms = jint(o, "step");
-	groups = jget(o, "groups");
-	out->n_points =
-	    out->step_ms > 0
-		? (size_t)((jint(o, "until") - out->from_ms + out->step_ms - 1) / out->step_ms)
-		: 0;
-	out->groups = calloc(json_object_array_length(groups) + 1, sizeof(*out->groups));
-	if (!out->groups)
-		ret = -ENOMEM;
-	for (size_t g = 0; !ret && g < json_object_array_length(groups); g++) {
-		json_object *gr = json_object_array_get_idx(groups, g), *vals = jget(gr, "values");
-		struct pyro_group *pg = &out->groups[out->n_groups++];
-		size_t nv = json_object_array_length(vals);
-
-		if (nv > out->n_points)
-			out->n_points = nv;
-		pg->value = strdup(json_object_get_string(jget(gr, "group")));
-		pg->values = calloc(out->n_points + 1, sizeof(int64_t));
-		if (!pg->value || !pg->values) {
-			ret = -ENOMEM;
-			break;
-		}
-		for (size_t i = 0; i < nv; i++)
-			pg->values[i] = json_object_get_int64(json_object_array_get_idx(vals, i));
-	}
-	json_object_put(o);
-	if (ret)
-		pyro_timeline__fini(out);
-	return ret;
+	return name ? query_label_values(s, name, &one, out, err, errlen)
+		    : query_labels(s, &one, out, err, errlen);
 }
 
 /* ---- GET /pyroscope/... ---- */
@@ -509,13 +317,9 @@ static const char *units(const char *query, const char *unit)
 
 static void write_flamebearer(FILE *f, const struct pyro_flame *fg, int64_t ticks)
 {
-	fputs("{\"names\":[", f);
-	for (size_t i = 0; i < fg->n_names; i++) {
-		if (i)
-			fputc(',', f);
-		base_json_string(f, fg->names[i]);
-	}
-	fputs("],\"levels\":[", f);
+	fputs("{\"names\":", f);
+	query_json_strings(f, fg->names, fg->n_names);
+	fputs(",\"levels\":[", f);
 	for (size_t i = 0; i < fg->n_levels; i++) {
 		fputs(i ? ",[" : "[", f);
 		for (size_t k = 0; k < fg->levels[i].n; k++)
@@ -535,24 +339,6 @@ static void write_metadata(FILE *f, const char *format, const char *query, const
 	fputs(",\"name\":", f);
 	base_json_string(f, query ? query : "");
 	fputc('}', f);
-}
-
-/* ---- for fuzz_render: the layout and writers on JSON text ---- */
-
-int pyro_flame_from_json(const char *buf, size_t len, bool diff, struct pyro_flame *out)
-{
-	struct json_tokener *tok = json_tokener_new_ex(PYRO_JSON_DEPTH);
-	json_object *o = NULL;
-	int ret = -EIO;
-
-	memset(out, 0, sizeof(*out));
-	if (!tok)
-		return -ENOMEM;
-	if (len <= INT_MAX && (o = json_tokener_parse_ex(tok, buf, (int)len)))
-		ret = lay_tree(o, diff, out);
-	json_object_put(o);
-	json_tokener_free(tok);
-	return ret;
 }
 
 void pyro_flamebearer_json(FILE *f, const struct pyro_flame *fg, int64_t ticks, const char *format,
@@ -606,18 +392,19 @@ static int render_args(struct server_req *r, const char *prefix, struct query_re
 static int write_timeline(struct store *s, const struct query_request *q, FILE *f, char *err,
 			  size_t errlen)
 {
-	struct pyro_timeline t;
-	int ret = pyro_timeline(s, q, &t, err, errlen);
+	struct query_timeline t;
+	int ret = query_timeline(s, q, &t, err, errlen);
 
-	if (ret)
-		return ret;
-	fprintf(f, "\"timeline\":{\"startTime\":%lld,\"samples\":[", (long long)(t.from_ms / 1000));
-	for (size_t i = 0; i < t.n_points; i++)
-		fprintf(f, i ? ",%lld" : "%lld",
-			(long long)(t.n_groups ? t.groups[0].values[i] : 0));
-	fprintf(f, "],\"durationDelta\":%lld}", (long long)(t.step_ms / 1000));
-	pyro_timeline__fini(&t);
-	return 0;
+	if (!ret) {
+		fprintf(f, "\"timeline\":{\"startTime\":%lld,\"samples\":[",
+			(long long)(t.from_ns / 1000000000));
+		for (size_t i = 0; i < t.n_points; i++)
+			fprintf(f, i ? ",%lld" : "%lld",
+				(long long)(t.n_groups ? t.groups[0].values[i] : 0));
+		fprintf(f, "],\"durationDelta\":%lld}", (long long)(t.step_ns / 1000000000));
+	}
+	query_timeline__fini(&t);
+	return ret;
 }
 
 static int render(struct server_req *r, FILE *f, char *err, size_t errlen)
@@ -685,7 +472,7 @@ cleanup:
 static int label_list(struct server_req *r, const char *label, FILE *f, char *err, size_t errlen)
 {
 	struct query_request q = {0};
-	struct pyro_strings l = {0};
+	struct query_strings l = {0};
 	const char *query = server_arg(r, "query");
 	char *sel = NULL;
 	int vi, ret;
@@ -697,16 +484,9 @@ static int label_list(struct server_req *r, const char *label, FILE *f, char *er
 		return ret;
 	q.query = sel;
 	ret = pyro_labels(r->srv->store, &q, NULL, 0, label, &l, err, errlen);
-	if (!ret) {
-		fputc('[', f);
-		for (size_t i = 0; i < l.n; i++) {
-			if (i)
-				fputc(',', f);
-			base_json_string(f, l.v[i]);
-		}
-		fputs("]\n", f);
-	}
-	pyro_strings__fini(&l);
+	if (!ret)
+		ret = query_strings__write_json(&l, f);
+	query_strings__fini(&l);
 	free(sel);
 	return ret;
 }

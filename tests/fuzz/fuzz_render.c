@@ -7,11 +7,13 @@
  *            pyro_selector with that type (the Connect methods' path). When the
  *            label selector parses, the selector made from it must parse too.
  *   1, 2     folded stacks ("a;b;c 5", in a diff "a;b;c 5 7") made into the query
- *            engine's tree JSON (query_tree_json's or query_diff_json's shape: the
- *            stacks' names are a profile's, so any bytes), laid out as a flame
- *            graph (pyro_flame_from_json) and written as /pyroscope/render's
- *            answer, which must be JSON json-c reads, with 4 (diff: 7) numbers per
- *            node and every name index in range.
+ *            engine's typed tree (struct query_tree, a diff's when 2: the stacks'
+ *            names are a profile's, so any bytes), one chain per line below the
+ *            root, laid out as a flame graph (pyro_flame_layout) and written as
+ *            /pyroscope/render's answer and as hearth's JSON
+ *            (query_tree__write_json): both must be JSON json-c reads, the
+ *            flame graph with 4 (diff: 7) numbers per node and every name index
+ *            in range.
  *
  * Never a crash, a leak or UBSan (the saturating sums of INT64_MAX totals).
  */
@@ -64,52 +66,67 @@ static int64_t value(const char **p)
 	return v;
 }
 
-static void write_value(FILE *f, const int64_t v[2], bool diff)
+/* A typed tree being made: nodes in pre-order, a name per frame. */
+struct fuzz_tree {
+	struct query_tree t;
+	size_t cap_nodes, cap_names;
+	char **names;
+};
+
+static int add_node(struct fuzz_tree *f, const char *name, size_t n, uint32_t depth,
+		    const int64_t self[2], const int64_t total[2])
 {
-	if (diff)
-		fprintf(f, "[%lld,%lld]", (long long)v[0], (long long)v[1]);
-	else
-		fprintf(f, "%lld", (long long)v[0]);
+	struct query_node *qn;
+	char *c;
+
+	if (base_grow((void **)&f->t.nodes, &f->cap_nodes, f->t.n_nodes + 1, sizeof(*qn)) ||
+	    base_grow((void **)&f->names, &f->cap_names, f->t.n_names + 1, sizeof(char *)) ||
+	    !(c = strndup(name, n)))
+		return -ENOMEM;
+	f->names[f->t.n_names] = c;
+	qn = &f->t.nodes[f->t.n_nodes++];
+	*qn = (struct query_node){
+	    .name = (uint32_t)f->t.n_names++, .module = QUERY_NONE, .depth = depth, .n_kids = 0};
+	memcpy(qn->self, self, sizeof(qn->self));
+	memcpy(qn->total, total, sizeof(qn->total));
+	f->t.names = f->names;
+	return 0;
 }
 
-/* One stack as a chain below the root: name, self and total of each frame. */
-static void write_chain(FILE *f, const char *stack, size_t len, const int64_t v[2], bool diff)
+/* One stack as a chain below the root: each frame of total v, the leaf's self v. */
+static int add_chain(struct fuzz_tree *f, const char *stack, size_t len, const int64_t v[2])
 {
 	const int64_t zero[2] = {0, 0};
-	size_t depth = 0;
+	uint32_t depth = 1;
+	int e = 0;
 
-	for (const char *p = stack, *end = stack + len; p <= end && depth < PROFILE_MAX_FRAMES;
-	     depth++) {
+	f->t.nodes[0].n_kids++;
+	for (const char *p = stack, *end = stack + len;
+	     !e && p <= end && depth <= PROFILE_MAX_FRAMES; depth++) {
 		const char *semi = memchr(p, ';', (size_t)(end - p));
 		size_t n = semi ? (size_t)(semi - p) : (size_t)(end - p);
-		char *name = strndup(p, n);
 
-		fputs(depth ? ",\"children\":[{\"name\":" : "{\"name\":", f);
-		base_json_string(f, name ? name : "");
-		free(name);
-		fputs(",\"self\":", f);
-		write_value(f, semi ? zero : v, diff);
-		fputs(",\"total\":", f);
-		write_value(f, v, diff);
+		e = add_node(f, p, n, depth, semi ? zero : v, v);
+		if (!e && semi && depth < PROFILE_MAX_FRAMES)
+			f->t.nodes[f->t.n_nodes - 1].n_kids = 1;
 		if (!semi)
 			break;
 		p = semi + 1;
 	}
-	for (size_t i = 0; i <= depth && i < PROFILE_MAX_FRAMES; i++)
-		fputs(i ? "]}" : "}", f);
+	return e;
 }
 
-/* The engine's tree JSON of folded text s: the root "total", one chain per line. */
-static char *tree_json(const char *s, bool diff, size_t *len)
+/* The typed tree of folded text s: the root "total", one chain per line. */
+static int make_tree(const char *s, bool diff, struct fuzz_tree *f)
 {
 	int64_t total[2] = {0, 0};
 	const int64_t zero[2] = {0, 0};
-	char *buf = NULL;
 	size_t n = 0;
-	FILE *f = open_memstream(&buf, len);
+	int e;
 
-	if (!f)
-		return NULL;
+	memset(f, 0, sizeof(*f));
+	f->t.diff = diff;
+	snprintf(f->t.unit, sizeof(f->t.unit), "%s", s[0] & 1 ? "nanoseconds" : "samples");
 	for (const char *l = s; *l; l += n + (l[n] == '\n')) { /* the totals first */
 		const char *sp, *p;
 
@@ -121,13 +138,8 @@ static char *tree_json(const char *s, bool diff, size_t *len)
 		total[0] = base_sat_add(total[0], value(&p));
 		total[1] = base_sat_add(total[1], diff ? value(&p) : 0);
 	}
-	fprintf(f, "{\"unit\":\"%s\",\"tree\":{\"name\":\"total\",\"self\":",
-		s[0] & 1 ? "nanoseconds" : "samples");
-	write_value(f, zero, diff);
-	fputs(",\"total\":", f);
-	write_value(f, total, diff);
-	fputs(",\"children\":[", f);
-	for (const char *l = s, *first = ""; *l; l += n + (l[n] == '\n')) {
+	e = add_node(f, "total", 5, 0, zero, total);
+	for (const char *l = s; !e && *l; l += n + (l[n] == '\n')) {
 		const char *sp, *p;
 		int64_t v[2];
 
@@ -138,28 +150,36 @@ static char *tree_json(const char *s, bool diff, size_t *len)
 		p = sp;
 		v[0] = value(&p);
 		v[1] = diff ? value(&p) : 0;
-		fputs(first, f);
-		first = ",";
-		write_chain(f, l, (size_t)(sp - l), v, diff);
+		e = add_chain(f, l, (size_t)(sp - l), v);
 	}
-	fputs("]}}", f);
-	if (fclose(f)) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	return e;
+}
+
+static void fuzz_tree_fini(struct fuzz_tree *f)
+{
+	for (size_t i = 0; i < f->t.n_names; i++)
+		free(f->names[i]);
+	free(f->names);
+	free(f->t.nodes);
+}
+
+/* Whether buf is JSON json-c reads (true when json-c has no memory to tell). */
+static bool is_json(const char *buf, size_t len)
+{
+	struct json_tokener *tok = json_tokener_new_ex(2 * PROFILE_MAX_FRAMES + 16);
+	json_object *o = tok ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
+	bool ok = !tok || o;
+
+	json_object_put(o);
+	if (tok)
+		json_tokener_free(tok);
+	return ok;
 }
 
 static void check_answer(const char *buf, size_t len, const struct pyro_flame *fg, bool diff)
 {
-	struct json_tokener *tok = json_tokener_new_ex(2 * PROFILE_MAX_FRAMES + 16);
-	json_object *o = tok ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
-
-	if (tok && !o)
+	if (!is_json(buf, len))
 		abort(); /* the answer is not JSON */
-	json_object_put(o);
-	if (tok)
-		json_tokener_free(tok);
 	for (size_t d = 0; d < fg->n_levels; d++) {
 		size_t nv = diff ? 7 : 4;
 
@@ -172,24 +192,43 @@ static void check_answer(const char *buf, size_t len, const struct pyro_flame *f
 	}
 }
 
+/* hearth's JSON of the same tree must be JSON too. */
+static void check_tree_json(const struct query_tree *t)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	int e;
+
+	if (!f)
+		return;
+	e = query_tree__write_json(t, f);
+	if (!fclose(f) && !e && !is_json(out, len))
+		abort();
+	free(out);
+}
+
 static void render_mode(const char *s, bool diff)
 {
+	struct fuzz_tree tree;
 	struct pyro_flame fg;
-	char *tree, *out = NULL;
-	size_t tlen = 0, olen = 0;
+	char *out = NULL;
+	size_t olen = 0;
 	FILE *f;
 	int e;
 
-	if (!(tree = tree_json(s, diff, &tlen)))
+	if (make_tree(s, diff, &tree)) {
+		fuzz_tree_fini(&tree);
 		return;
-	e = pyro_flame_from_json(tree, tlen, diff, &fg);
+	}
+	e = pyro_flame_layout(&tree.t, &fg);
 	if (e && e != -ENOMEM)
 		abort(); /* the engine's shape, well formed: it must lay out */
 	if (!e) {
 		if ((f = open_memstream(&out, &olen))) {
-			pyro_flamebearer_json(f, &fg, diff ? base_sat_add(fg.left_ticks, fg.right_ticks)
-							   : fg.total,
-					      diff ? "double" : "single", s);
+			pyro_flamebearer_json(
+			    f, &fg, diff ? base_sat_add(fg.left_ticks, fg.right_ticks) : fg.total,
+			    diff ? "double" : "single", s);
 			if (!fclose(f))
 				check_answer(out, olen, &fg, diff);
 			free(out);
@@ -198,7 +237,8 @@ static void render_mode(const char *s, bool diff)
 	} else if (fg.n_names || fg.n_levels) {
 		abort(); /* a failed layout leaves nothing */
 	}
-	free(tree);
+	check_tree_json(&tree.t);
+	fuzz_tree_fini(&tree);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

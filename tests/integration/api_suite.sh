@@ -424,6 +424,39 @@ if [ "$st1" = 200 ] && [ "$st2" = 200 ] && cmp -s "$T/ans" "$T/ans1" &&
 else
 	fail json_field_names_and_int64_forms "$st1 $st2: $(cat "$T/ans1") / $(cat "$T/ans")"
 fi
+# Connect's flame graph and /pyroscope/render's flamebearer are written from one
+# typed tree: for the same query, the same names, levels, total and maxSelf.
+sel='{service_name="shop"}'
+st1=$(call SelectMergeStacktraces application/json \
+	"$(jq -cn --arg t "$CPU" --arg s "$sel" --arg f "$from_ms" --arg u "$until_ms" \
+		'{profileTypeID:$t,labelSelector:$s,start:$f,end:$u,maxNodes:"3"}')")
+st2=$(curl -s -o "$T/fb" -w '%{http_code}' -G "$S/pyroscope/render" \
+	--data-urlencode "query=$CPU$sel" --data-urlencode "from=$from_ms" \
+	--data-urlencode "until=$until_ms" --data-urlencode "max-nodes=3")
+a=$(jq -c '.flamegraph | [.names, (.levels | map(.values | map(tonumber))),
+	(.total | tonumber), (.maxSelf | tonumber)]' "$T/ans" 2> /dev/null)
+b=$(jq -c '.flamebearer | [.names, .levels, .numTicks, .maxSelf]' "$T/fb" 2> /dev/null)
+if [ "$st1" = 200 ] && [ "$st2" = 200 ] && [ -n "$a" ] && [ "$a" = "$b" ] &&
+	[ "$(jq -c '.flamegraph.names' "$T/ans")" = '["total","main","checkout"]' ]; then
+	pass connect_flamegraph_is_the_flamebearer
+else
+	fail connect_flamegraph_is_the_flamebearer "$st1 $st2: $a / $b"
+fi
+
+# SelectMergeProfile in JSON (the profile.proto message profile/ builds, written
+# as JSON, not a pprof read back): its CPU time is the flame graph's total.
+st=$(call SelectMergeProfile application/json \
+	"$(jq -cn --arg t "$CPU" --arg s "$sel" --arg f "$from_ms" --arg u "$until_ms" \
+		'{profileTypeID:$t,labelSelector:$s,start:$f,end:$u}')")
+sum=$(jq '[.sample[].value[1] | tonumber] | add' "$T/ans" 2> /dev/null)
+types=$(jq -c '[.sampleType[] | [.type, .unit] | map(tonumber)]' "$T/ans" 2> /dev/null)
+if [ "$st" = 200 ] && [ "$sum" = "$(jq '.flamebearer.numTicks' "$T/fb")" ] &&
+	[ "$(jq -r '.stringTable[.sampleType[1].unit | tonumber]' "$T/ans")" = nanoseconds ]; then
+	pass connect_merge_profile_json
+else
+	fail connect_merge_profile_json "$st sum $sum types $types: $(head -c 300 "$T/ans")"
+fi
+
 # A gzipped request (Connect's Content-Encoding), as a client may send one.
 printf '{"name":"service_name","start":"%s","end":"%s"}' "$from_ms" "$until_ms" | gzip > "$T/req.gz"
 st=$(curl -s -o "$T/ans" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \

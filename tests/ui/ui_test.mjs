@@ -440,6 +440,38 @@ try {
     expect(await page.inputValue('#lfrom') === String(W.A.from - 5), `#lfrom '${await page.inputValue('#lfrom')}'`);
   });
 
+  await check('diff_table_is_not_cut_by_max_nodes', async () => {
+    // The diff table is the server's per-function table over both whole merges:
+    // with maxNodes=3 the diff graph keeps 3 frames, the table every function.
+    const u = new URL(page.url());
+    u.searchParams.set('maxNodes', '3');
+    await page.goto('about:blank');
+    await page.goto(u.toString());
+    await waitReady(page);
+    const L = fx.samples(['A']), R = fx.samples(['B']);
+    const lt = fx.sum(L), rt = fx.sum(R), lf = fx.perFunction(L), rf = fx.perFunction(R);
+    const selfOf = (m, n) => (m.has(n) ? m.get(n).self : 0);
+    const want = [...new Set([...lf.keys(), ...rf.keys()])].filter((n) => selfOf(lf, n) || selfOf(rf, n));
+    const rows = await waitFor(async () => {
+      const r = await tableRows(page, '#diff-table');
+      return r.length === want.length ? r : null;
+    }, `${want.length} diff rows with maxNodes=3`);
+    const bad = [];
+    for (const n of want) {
+      const r = rows.find((x) => x.name === n);
+      const l = selfOf(lf, n), rr = selfOf(rf, n), d = 100 * (rr / rt - l / lt);
+      if (!r || r.left !== l || r.right !== rr || Math.abs(r.delta - d) > 0.01)
+        bad.push(`${n} ${r ? `${r.left}/${r.right} ${r.delta}` : 'missing'} want ${l}/${rr} ${d.toFixed(4)}`);
+    }
+    const drawn = new Set((await frames(page, '#diff-flame ul.flame-frames')).map((f) => f.name));
+    expect(bad.length === 0, `diff table with maxNodes=3: ${bad.join('; ')}`);
+    expect(want.some((n) => !drawn.has(n)), `every function drawn with maxNodes=3: ${[...drawn]}`);
+    u.searchParams.delete('maxNodes');
+    await page.goto(u.toString());
+    await waitReady(page);
+    return `${rows.length} rows beside ${drawn.size} frames`;
+  });
+
   await check('timeline_group_by_label', async () => {
     await page.click('button[data-view="flame"]');
     await waitReady(page);

@@ -10,6 +10,7 @@
 #include "query/query.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
@@ -208,11 +209,13 @@ static struct store *fixture(const char *name)
 	} while (0)
 
 /* Counts the nodes of a tree answer. */
+/* Nodes of a tree or diff answer (a diff's "functions" rows are not nodes). */
 static size_t count_nodes(const char *json)
 {
+	const char *end = strstr(json, ",\"functions\":[");
 	size_t n = 0;
 
-	for (const char *c = json; (c = strstr(c, "{\"name\":")); c++)
+	for (const char *c = json; (c = strstr(c, "{\"name\":")) && (!end || c < end); c++)
 		n++;
 	return n;
 }
@@ -709,13 +712,15 @@ static struct store *mixed_fixture(const char *name)
 static int top_of_samples(const struct profile *p, int vi, size_t max, FILE *out)
 {
 	struct top *t = NULL;
+	struct query_top qt = {0};
 	struct profile_sample sm;
 	int e = top__new(p, vi, &t);
 
 	for (size_t i = 0; !e && i < profile__n_samples(p); i++)
 		e = profile__sample(p, i, &sm) ?: top__add(t, sm.locs, sm.n_locs, sm.values[vi]);
-	e = e ?: query_top_rows_json(t, vi, max, out);
+	e = e ?: query_top__from(&qt, t, vi, max) ?: query_top__write_json(&qt, out);
 	fputc('\n', out);
+	query_top__fini(&qt);
 	top__free(t);
 	return e;
 }
@@ -794,6 +799,111 @@ cleanup:
 	store__close(s);
 }
 
+/* The row of function `name` in rows[0..n), or NULL. */
+static const struct top_row *find_row(const struct top_row *rows, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(rows[i].name, name))
+			return &rows[i];
+	return NULL;
+}
+
+/* profile/top.c's rows of p's samples (the merge into a profile), values[vi]. */
+static int rows_of_samples(const struct profile *p, int vi, struct top **t, struct top_row **rows,
+			   size_t *n)
+{
+	struct profile_sample sm;
+	int e = top__new(p, vi, t);
+
+	for (size_t i = 0; !e && i < profile__n_samples(p); i++)
+		e = profile__sample(p, i, &sm) ?: top__add(*t, sm.locs, sm.n_locs, sm.values[vi]);
+	return e ?: top__rows(*t, rows, n);
+}
+
+/*
+ * The diff's per-function table, as a user checks it: each side's self and total
+ * are that selection's top table (counted here from its merge into a profile),
+ * the changes are right - left, the share change is the change of self / total
+ * in percentage points, every function of either side is there once, and the
+ * largest |share change| comes first; topRows, or without it maxNodes, bounds
+ * the rows.
+ */
+TEST(diff_table_is_right_minus_left_of_the_two_merges)
+{
+	struct store *s = mixed_fixture("difftable");
+	struct query_request l = {
+	    .from_ns = T0 + 5 * S, .until_ns = T0 + 290 * S, .max_nodes = 100000};
+	struct query_request r = {.query = "{host=\"b\"}", .from_ns = T0, .until_ns = T0 + 100 * S};
+	struct profile *pl = NULL, *pr = NULL;
+	struct top *tl = NULL, *tr = NULL;
+	struct top_row *rl = NULL, *rr = NULL;
+	struct query_diff d = {0};
+	size_t nl = 0, nr = 0, both = 0;
+	char err[256];
+
+	CHECK(s);
+	for (int vi = 0; vi < 2; vi++) {
+		int64_t L, R;
+
+		l.value_index = r.value_index = vi;
+		CHECK(query_profile(s, &l, &pl, err, sizeof(err)) == 0 &&
+		      query_profile(s, &r, &pr, err, sizeof(err)) == 0);
+		CHECK(rows_of_samples(pl, vi, &tl, &rl, &nl) == 0 &&
+		      rows_of_samples(pr, vi, &tr, &rr, &nr) == 0);
+		CHECKF(query_diff(s, &l, &r, &d, err, sizeof(err)) == 0, "%s", err);
+		L = profile__total(pl, vi), R = profile__total(pr, vi);
+		CHECKF(d.total[0] == L && d.total[1] == R && L > 0 && R > 0, "%lld %lld",
+		       (long long)d.total[0], (long long)d.total[1]);
+		both = 0;
+		for (size_t i = 0; i < nl; i++)
+			both += find_row(rr, nr, rl[i].name) != NULL;
+		CHECKF(d.n_rows == nl + nr - both && both > 0, "%zu rows, %zu + %zu - %zu",
+		       d.n_rows, nl, nr, both);
+		for (size_t i = 0; i < d.n_rows; i++) {
+			const struct query_diff_row *x = &d.rows[i];
+			const struct top_row *a = find_row(rl, nl, x->name),
+					     *b = find_row(rr, nr, x->name);
+			double share = 100.0 * ((b ? (double)b->self : 0) / (double)R -
+						(a ? (double)a->self : 0) / (double)L);
+
+			CHECKF(x->self[0] == (a ? a->self : 0) &&
+				   x->total[0] == (a ? a->total : 0) &&
+				   x->self[1] == (b ? b->self : 0) &&
+				   x->total[1] == (b ? b->total : 0),
+			       "vi %d %s", vi, x->name);
+			CHECK(x->self_change == x->self[1] - x->self[0] &&
+			      x->total_change == x->total[1] - x->total[0]);
+			CHECKF(fabs(x->share_change - share) < 1e-9, "%s %g %g", x->name,
+			       x->share_change, share);
+			CHECK(i == 0 || fabs(d.rows[i - 1].share_change) >= fabs(x->share_change));
+		}
+		query_diff__fini(&d);
+		/* maxNodes bounds the table, topRows instead when given: the rows of
+		 * largest change kept */
+		l.max_nodes = 3;
+		CHECK(query_diff(s, &l, &r, &d, err, sizeof(err)) == 0 && d.n_rows == 3);
+		query_diff__fini(&d);
+		l.top_rows = 5;
+		CHECK(query_diff(s, &l, &r, &d, err, sizeof(err)) == 0 && d.n_rows == 5 &&
+		      d.tree.n_nodes <= 3);
+		l.max_nodes = 100000;
+		l.top_rows = 0;
+		query_diff__fini(&d);
+		profile__free(pl), profile__free(pr), pl = pr = NULL;
+		top__free(tl), top__free(tr), tl = tr = NULL;
+		free(rl), free(rr), rl = rr = NULL;
+	}
+cleanup:
+	query_diff__fini(&d);
+	profile__free(pl);
+	profile__free(pr);
+	top__free(tl);
+	top__free(tr);
+	free(rl);
+	free(rr);
+	store__close(s);
+}
+
 /*
  * A store whose stacks share long prefixes by name: few functions, several
  * locations of one name (other addresses, with and without a mapping, so a
@@ -857,21 +967,21 @@ static struct store *shared_prefix_fixture(const char *name)
 	return s;
 }
 
-/* A diff against nothing as a tree answer: header "left":L,"right":0 -> "total":L and
- * every value [x,0] -> x. NULL if it is not such a diff. */
+/* A diff against nothing as a tree answer: header "left":L,"right":0 -> "total":L,
+ * every value [x,0] -> x, and no "functions" table. NULL if it is not such a diff. */
 static char *diff_as_tree(const char *diff)
 {
-	const char *c = strstr(diff, ",\"left\":"), *r;
+	const char *c = strstr(diff, ",\"left\":"), *r, *fn = strstr(diff, ",\"functions\":[");
 	char *out = malloc(strlen(diff) + 1), *o = out;
 
-	if (!out || !c || !(r = strstr(c, ",\"right\":0,\"tree\":"))) {
+	if (!out || !c || !fn || !(r = strstr(c, ",\"right\":0,\"tree\":"))) {
 		free(out);
 		return NULL;
 	}
 	memcpy(o, diff, (size_t)(c - diff));
 	o += c - diff;
 	o += sprintf(o, ",\"total\":%.*s", (int)(r - c - 8), c + 8);
-	for (c = r + 10; *c;) { /* from ,"tree": on */
+	for (c = r + 10; c < fn;) { /* from ,"tree": to the table */
 		const char *z;
 
 		if (*c == '[' && (z = c + 1 + strspn(c + 1, "-0123456789")) > c + 1 &&
@@ -883,7 +993,7 @@ static char *diff_as_tree(const char *diff)
 			*o++ = *c++;
 		}
 	}
-	*o = '\0';
+	strcpy(o, "}\n");
 	return out;
 }
 

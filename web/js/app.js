@@ -499,7 +499,7 @@ async function loadDiff() {
   writeURL(false);
   const params = {
     left: typedQuery(state.lquery), right: typedQuery(state.rquery), leftfrom: state.lfrom, leftuntil: state.luntil,
-    rightfrom: state.rfrom, rightuntil: state.runtil, maxNodes: state.maxNodes,
+    rightfrom: state.rfrom, rightuntil: state.runtil, maxNodes: state.maxNodes, topRows: TOP_ROWS,
   };
   markDiffRanges();
   const key = JSON.stringify(params);
@@ -564,7 +564,7 @@ function showDiff(d) {
   $('#diff-summary').textContent = `Before ${fmtAmount(L)} → after ${fmtAmount(R)}`;
   diffGraph.render();
   // Functions with no self samples on either side have no change of their own to show.
-  renderDiffTable($('#diff-table'), diffRows(diffTree).filter((r) => r.left || r.right), (name) => selectFunction(name, { fromTable: true }));
+  renderDiffTable($('#diff-table'), diffRows(d.functions).filter((r) => r.left || r.right), (name) => selectFunction(name, { fromTable: true }));
 }
 
 // ---- views ----

@@ -213,30 +213,20 @@ export function topRows(top, t) {
 }
 
 /**
- * Diff rows: self per name on each side and the change of its share of all samples
- * (right% - left%, percentage points), largest |delta| first.
+ * The diff table's rows from a /api/diff answer's "functions": the server's
+ * per-function table over both whole merges (not this tree, which the server
+ * pruned to maxNodes), largest |shareChange| first. Returns [{name, left, right,
+ * delta}]: self on each side and the change of its share of all samples (right% -
+ * left%, percentage points), as the server computed them.
  */
-export function diffRows(t) {
-  const m = t.names.length;
-  const ls = new Float64Array(m);
-  const rs = new Float64Array(m);
-  const seen = new Uint8Array(m);
-  for (let i = 1; i < t.n; i++) {
-    const id = t.nameIdx[i];
-    seen[id] = 1;
-    ls[id] += t.lself[i];
-    rs[id] += t.rself[i];
-  }
-  const L = t.ltotal[0];
-  const R = t.rtotal[0];
-  const rows = [];
-  for (let id = 0; id < m; id++) {
-    if (!seen[id]) continue;
-    const delta = 100 * ((R ? rs[id] / R : 0) - (L ? ls[id] / L : 0));
-    rows.push({ name: t.names[id], left: ls[id], right: rs[id], delta });
-  }
-  rows.sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || x.name.localeCompare(y.name));
-  return rows;
+export function diffRows(functions) {
+  const rows = Array.isArray(functions) ? functions : [];
+  return rows.map((r) => ({
+    name: String(r.name),
+    left: +(r.self && r.self[0]) || 0,
+    right: +(r.self && r.self[1]) || 0,
+    delta: +r.shareChange || 0,
+  }));
 }
 
 /** Change of node i's share of the total, right% - left%, in percentage points. */

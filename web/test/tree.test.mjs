@@ -71,9 +71,17 @@ test('diff rows and change', () => {
   const P = (name, s, t, children = []) => ({ name, self: s, total: t, children });
   const d = P('total', [0, 0], [100, 200], [P('x', [80, 40], [80, 40]), P('y', [20, 160], [20, 160])]);
   const t = treeArrays(d, { left: 100, right: 200 });
-  const rows = diffRows(t);
-  assert.equal(rows[0].name, 'x');
-  assert.ok(Math.abs(rows[0].delta - -60) < 1e-9);
+  // the server's table, in its order; the rows keep it and its numbers
+  const functions = [
+    { name: 'x', self: [80, 40], total: [80, 40], selfChange: -40, totalChange: -40, shareChange: -60 },
+    { name: 'y', self: [20, 160], total: [20, 160], selfChange: 140, totalChange: 140, shareChange: 60 },
+  ];
+  const rows = diffRows(functions);
+  assert.deepEqual(rows, [
+    { name: 'x', left: 80, right: 40, delta: -60 },
+    { name: 'y', left: 20, right: 160, delta: 60 },
+  ]);
+  assert.deepEqual(diffRows(undefined), []);
   assert.ok(Math.abs(changeOf(t, 2) - 60) < 1e-9);
   assert.ok(Math.abs(t.size[0] - 1) < 1e-9);
 });
