@@ -108,14 +108,16 @@ struct budget_cut {
 	uint64_t bytes; /* their blobs' sizes: roughly what deleting them frees */
 };
 
-/* Whether the rollup of window t0 at level is built (a chunk, and not pending). */
-static int rolled_up(sqlite3_stmt *st, int level, int64_t t0, bool *yes)
+/* Of the window t0 at level: whether its rollup is built (not pending), and
+ * whether that made a chunk (a window whose chunks have no rows makes none). */
+static int rolled_up(sqlite3_stmt *st, int level, int64_t t0, bool *built, bool *chunk)
 {
 	sqlite3_bind_int(st, 1, level);
 	sqlite3_bind_int64(st, 2, t0);
 	int rc = sqlite3_step(st);
 
-	*yes = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
+	*built = rc == SQLITE_ROW && !sqlite3_column_int(st, 1);
+	*chunk = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
 	sqlite3_reset(st);
 	return rc == SQLITE_ROW ? 0 : -EIO;
 }
@@ -129,17 +131,17 @@ static int pick_downsample(struct store *s, int level, uint64_t need, struct bud
 {
 	sqlite3_stmt *st = NULL, *chk = NULL;
 	int64_t w = store_level_window_ns[level + 1], checked = -1;
-	bool ok = false;
+	bool built = false, chunk = false;
 	int e = 0;
 
 	*c = (struct budget_cut){0};
 	if (sqlite3_prepare_v2(s->db,
-			       "SELECT id, t0, length(data) + length(totals) FROM chunks"
+			       "SELECT id, t0, length(data) + length(totals), nrows FROM chunks"
 			       " WHERE level=? ORDER BY t0, id LIMIT ?",
 			       -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
-			       "SELECT EXISTS(SELECT 1 FROM chunks WHERE level=?1 AND t0=?2) AND"
-			       " NOT EXISTS(SELECT 1 FROM pending WHERE level=?1 AND t0=?2)",
+			       "SELECT EXISTS(SELECT 1 FROM chunks WHERE level=?1 AND t0=?2),"
+			       " EXISTS(SELECT 1 FROM pending WHERE level=?1 AND t0=?2)",
 			       -1, &chk, NULL) != SQLITE_OK) {
 		e = -EIO;
 		goto cleanup;
@@ -150,10 +152,11 @@ static int pick_downsample(struct store *s, int level, uint64_t need, struct bud
 		int64_t t0 = sqlite3_column_int64(st, 1), win = t0 - t0 % w;
 
 		if (win != checked) {
-			e = rolled_up(chk, level + 1, win, &ok);
+			e = rolled_up(chk, level + 1, win, &built, &chunk);
 			checked = win;
 		}
-		if (e || !ok)
+		/* a chunk without rows (an empty profile) needs no rollup to go */
+		if (e || !built || (!chunk && sqlite3_column_int64(st, 3)))
 			break;
 		c->id = sqlite3_column_int64(st, 0);
 		c->t0 = t0;

@@ -6,8 +6,9 @@
  * tick, the last hour is still raw (a 10 s step answers every profile), and
  * every hour of the day still answers its exact totals at 1 h resolution.
  * A budget too small for the day's rollups drops the oldest windows instead;
- * a store created without incremental vacuum is converted at the first open
- * with a budget. Sizes are deterministic (same profiles, same SQLite pages).
+ * minutes of empty profiles (no rollup) do not stop the downsampling; a store
+ * created without incremental vacuum is converted at the first open with a
+ * budget. Sizes are deterministic (same profiles, same SQLite pages).
  */
 #include "unit.h"
 
@@ -275,6 +276,50 @@ TEST(budget_drops_the_oldest_windows_when_rollups_do_not_fit)
 	CHECK(st.n_times == 0);
 	CHECK(scan_steps(s, end - 60 * S, end, 10 * S, 10 * S, &st) == 0);
 	CHECKF(st.n_times == 60 / STEP_S, "%zu raw chunks in the last minute", st.n_times);
+cleanup:
+	store__close(s);
+}
+
+/* Empty profiles (an idle host) make raw chunks without rows, and minutes of
+ * only those make no 1-min rollup: they are downsampled all the same, and the
+ * downsampling goes past them (the 1-min rollups of the hours it passed stay). */
+TEST(budget_downsamples_past_minutes_of_empty_profiles)
+{
+	char dir[300], err[256];
+	struct store *s = NULL;
+	struct store_opts o = {
+	    .sample_labels = ingest_sample_labels, .no_fsync = true, .max_disk_bytes = 240000};
+	static struct steps st;
+	struct store_stats ss;
+	int64_t end = DAY0 + 3 * HOUR;
+
+	snprintf(dir, sizeof(dir), "%s/empty", unit_tmp_dir());
+	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	for (long i = 0; i < 3 * PER_HOUR; i++) {
+		int64_t samples;
+		/* the first minute of every 10 is empty */
+		struct profile *p = i % 20 < 2 ? profile__new(10000000) : host_profile(i, &samples);
+		int e;
+
+		CHECK(p);
+		if (i % 20 < 2)
+			profile__set_time(p, DAY0 + i * STEP_S * S, STEP_S * S);
+		e = store__append(s, p, NULL, NULL, 0, NULL, err, sizeof(err));
+		profile__free(p);
+		CHECKF(e == 0, "append %ld: %s", i, err);
+	}
+	CHECK(store__stats(s, &ss) == 0);
+	CHECKF(ss.budget_downsampled > 0 && ss.budget_dropped == 0,
+	       "%llu downsampled, %llu dropped, %llu raw left",
+	       (unsigned long long)ss.budget_downsampled, (unsigned long long)ss.budget_dropped,
+	       (unsigned long long)ss.profiles);
+	/* the first hour: no raw chunk left, every minute with data answered */
+	CHECK(scan_steps(s, DAY0, DAY0 + HOUR, 10 * S, 10 * S, &st) == 0);
+	CHECKF(st.n_times == 0, "%zu raw chunks", st.n_times);
+	CHECK(scan_steps(s, DAY0, end, 60 * S, 60 * S, &st) == 0);
+	for (int k = 0; k < 3 * 60; k++)
+		CHECKF((st.sums[k] > 0) == (k % 10 != 0), "minute %d: %lld", k,
+		       (long long)st.sums[k]);
 cleanup:
 	store__close(s);
 }
