@@ -57,14 +57,17 @@ int store_budget_pragmas(struct store *s, char *err, size_t errlen)
 {
 	char sql[160];
 	uint64_t wal = wal_bound(s);
+	int64_t page;
 	int e;
 
 	/* takes effect on a new database only (before its first table) */
 	e = store_exec(s, "PRAGMA auto_vacuum=INCREMENTAL", err, errlen);
 	if (e || !s->opts.max_disk_bytes)
 		return e;
+	page = store_query_int(s, "PRAGMA page_size");
 	snprintf(sql, sizeof(sql), "PRAGMA wal_autocheckpoint=%llu; PRAGMA journal_size_limit=%llu",
-		 (unsigned long long)(wal / 4096), (unsigned long long)wal);
+		 (unsigned long long)(wal / (uint64_t)(page > 0 ? page : 4096)),
+		 (unsigned long long)wal);
 	return store_exec(s, sql, err, errlen);
 }
 
