@@ -162,7 +162,9 @@ int store__batch_end(struct store *s, bool commit, char *err, size_t errlen);
  *    are given again to new entries),
  *  - rolls up every completed window that has no (or a stale) rollup (a window
  *    that fails is left pending; the others go on),
- *  - deletes chunks whose window ended before now_ns - retention.
+ *  - deletes chunks whose window ended before now_ns - retention,
+ *  - keeps the database and WAL under opts.max_disk_bytes (docs/storage.md,
+ *    "Size budget"; appends do it too once the files pass 15/16 of it).
  * *deleted (may be NULL) receives the number of chunks deleted. 0 or -errno.
  */
 int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted);

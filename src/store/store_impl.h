@@ -419,7 +419,8 @@ void store_local_fini(struct store *s);
  * WAL's bound. 0 or -EIO. */
 int store_budget_pragmas(struct store *s, char *err, size_t errlen);
 /* At open, after the load: converts an older store to incremental vacuum (one
- * VACUUM) and brings the store under its budget. 0 or -errno. */
+ * VACUUM) and brings the store under its budget. 0: failures are logged, and the
+ * store opens all the same. */
 int store_budget_open(struct store *s, char *err, size_t errlen);
 /* Deletes chunks when the files are over the budget's high mark (or always with
  * force) until under the low mark, then shrinks the files. 0 or -errno. */
