@@ -37,6 +37,10 @@ static void usage(FILE *f)
 	    "      --listen HOST:PORT     address to serve on (default 127.0.0.1:4100;\n"
 	    "                             beyond loopback, use --auth-token-file)\n"
 	    "      --retention DURATION   delete data older than this (default 7d)\n"
+	    "      --max-disk SIZE        most disk the store may take, database and WAL\n"
+	    "                             (e.g. 500M, 2G; default: no bound): past it the\n"
+	    "                             oldest data is downsampled, then dropped\n"
+	    "                             (docs/storage.md; not with ClickHouse)\n"
 	    "      --auth-token-file F    require 'Authorization: Bearer TOKEN' (not on /healthz)\n"
 	    "      --web-dir DIR          serve the web UI from DIR instead of the copy built\n"
 	    "                             into hearth (for UI development)\n"
@@ -117,7 +121,7 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 		cli_error("run", "unexpected argument '%s' (see hearth run --help)", argv[optind]);
 		return -EINVAL;
 	}
-	return 0;
+	return cli_serve_check("run", &r->s);
 }
 
 /* The config file's settings, then argv (cli.h has the return convention). */

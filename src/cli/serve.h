@@ -42,9 +42,12 @@ struct cli_serve_args {
 	struct scrape *scrape;		  /* its scraper, from cli_serve_open to cli_serve_close */
 };
 /* One option of the server family (--data --store --listen --retention --auth-token-file
- * --max-body-mb --max-series --web-dir --scrape-config). 0 taken, 1 not a server option,
+ * --max-body-mb --max-series --max-disk --web-dir --scrape-config). 0 taken, 1 not a server option,
  * -EINVAL after an error. */
 int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a);
+/* After the options: refuses what does not go together (--max-disk with a
+ * ClickHouse --store). 0, or -EINVAL after an error line. */
+int cli_serve_check(const char *cmd, const struct cli_serve_args *a);
 /* The long options cli_parse_serve_opt takes (values from 256 up), NULL-terminated. */
 extern const struct option cli_serve_long_opts[];
 #define CLI_SERVE_N_OPTS 8

@@ -3,6 +3,7 @@
  * HTTP, until SIGINT/SIGTERM. Store maintenance (rollups, retention) runs from
  * this thread once a minute, never on a request.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
@@ -44,6 +45,10 @@ static void usage(FILE *f)
 	    "      --auth-token-file F    require 'Authorization: Bearer TOKEN' (not on /healthz)\n"
 	    "      --max-body-mb N        largest request body (default 64)\n"
 	    "      --max-series N         most series the store accepts (default 100000)\n"
+	    "      --max-disk SIZE        most disk the store may take, database and WAL\n"
+	    "                             (e.g. 500M, 2G; default: no bound): past it the\n"
+	    "                             oldest data is downsampled, then dropped\n"
+	    "                             (docs/storage.md; not with ClickHouse)\n"
 	    "      --web-dir DIR          serve the web UI from DIR instead of the copy built\n"
 	    "                             into hearth (for UI development; no dotfiles, no\n"
 	    "                             symlinks out of DIR)\n"
@@ -65,6 +70,7 @@ enum {
 	OPT_WEB_DIR,
 	OPT_SCRAPE_CONFIG,
 	OPT_STORE,
+	OPT_MAX_DISK,
 };
 
 const struct option cli_serve_long_opts[] = {
@@ -77,9 +83,53 @@ const struct option cli_serve_long_opts[] = {
     {"web-dir", required_argument, NULL, OPT_WEB_DIR},
     {"scrape-config", required_argument, NULL, OPT_SCRAPE_CONFIG},
     {"store", required_argument, NULL, OPT_STORE},
+    {"max-disk", required_argument, NULL, OPT_MAX_DISK},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/*
+ * --max-disk: a count of bytes, or one with K, M, G or T after it (powers of
+ * 1024; "B" or "iB" may follow: 500M, 2GiB), at least 1 MiB. 0 or -EINVAL.
+ */
+static int parse_disk_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+	if (u) {
+		shift = 10 * (int)(u - units + 1);
+		end += strcmp(end + 1, "iB") ? 1 : 3;
+	}
+	if (!strcmp(end, "B"))
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return *out >= (1u << 20) ? 0 : -EINVAL;
+}
+
+int cli_serve_check(const char *cmd, const struct cli_serve_args *a)
+{
+	if (a->st.max_disk_bytes && store__is_clickhouse(a->store)) {
+		cli_error(cmd,
+			  "--max-disk bounds the embedded store only: a ClickHouse store's disk "
+			  "is bounded by ClickHouse's own TTL and storage policies "
+			  "(docs/clickhouse.md)");
+		return -EINVAL;
+	}
+	return 0;
+}
 
 int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a)
 {
@@ -136,6 +186,16 @@ int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serv
 			return -EINVAL;
 		}
 		a->st.max_series = (size_t)v;
+		return 0;
+	case OPT_MAX_DISK:
+		if (parse_disk_size(arg, &a->st.max_disk_bytes)) {
+			cli_error(
+			    cmd,
+			    "--max-disk: '%s' is not a size of at least 1M (e.g. 500M, 2G; K, "
+			    "M, G and T are powers of 1024)",
+			    arg);
+			return -EINVAL;
+		}
 		return 0;
 	case OPT_WEB_DIR:
 		if (stat(arg, &sb) || !S_ISDIR(sb.st_mode)) {
@@ -277,7 +337,7 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 			  argv[optind]);
 		return -EINVAL;
 	}
-	return 0;
+	return cli_serve_check("server", a);
 }
 
 /* The config file's settings, then argv (cli.h has the return convention). */

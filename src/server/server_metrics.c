@@ -150,6 +150,23 @@ static void write_store(FILE *f, struct store *st)
 		" garbage collection.\n# TYPE hearth_store_gc_freed_total counter\n"
 		"hearth_store_gc_freed_total %llu\n",
 		(unsigned long long)ss.gc_freed);
+	fprintf(
+	    f,
+	    "# HELP hearth_store_disk_budget_bytes The store's disk budget, --max-disk (0: none).\n"
+	    "# TYPE hearth_store_disk_budget_bytes gauge\nhearth_store_disk_budget_bytes %llu\n",
+	    (unsigned long long)ss.disk_budget_bytes);
+	fprintf(f,
+		"# HELP hearth_store_budget_downsampled_chunks_total Chunks the disk budget deleted"
+		" whose data a coarser rollup keeps.\n"
+		"# TYPE hearth_store_budget_downsampled_chunks_total counter\n"
+		"hearth_store_budget_downsampled_chunks_total %llu\n",
+		(unsigned long long)ss.budget_downsampled);
+	fprintf(f,
+		"# HELP hearth_store_budget_dropped_chunks_total Chunks the disk budget deleted"
+		" with their data (the oldest windows).\n"
+		"# TYPE hearth_store_budget_dropped_chunks_total counter\n"
+		"hearth_store_budget_dropped_chunks_total %llu\n",
+		(unsigned long long)ss.budget_dropped);
 }
 
 enum MHD_Result server_h_metrics(struct server *s, struct server_req *r)

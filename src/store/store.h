@@ -81,6 +81,12 @@ struct store_opts {
 	 * store.
 	 */
 	const char *const *sample_labels;
+	/*
+	 * Most bytes the database and its WAL may take (the embedded store only;
+	 * docs/storage.md, "Size budget"): past it, the oldest raw chunks are
+	 * replaced by their rollups, then the oldest rollups are dropped. 0: none.
+	 */
+	uint64_t max_disk_bytes;
 	/* Where the store logs what it skipped or repaired (a quarantined chunk);
 	 * NULL: stderr. Borrowed: must outlive the store. */
 	FILE *log;
@@ -161,7 +167,9 @@ int store__batch_end(struct store *s, bool commit, char *err, size_t errlen);
  *    are given again to new entries),
  *  - rolls up every completed window that has no (or a stale) rollup (a window
  *    that fails is left pending; the others go on),
- *  - deletes chunks whose window ended before now_ns - retention.
+ *  - deletes chunks whose window ended before now_ns - retention,
+ *  - keeps the database and WAL under opts.max_disk_bytes (docs/storage.md,
+ *    "Size budget"; appends do it too once the files pass 15/16 of it).
  * *deleted (may be NULL) receives the number of chunks deleted. 0 or -errno.
  */
 int store__maintain(struct store *s, int64_t now_ns, uint64_t *deleted);
@@ -198,6 +206,9 @@ struct store_stats {
 	uint64_t gc_freed;	      /* intern-table entries they freed */
 	uint64_t chunks;	      /* chunks of every level */
 	uint64_t bytes_on_disk;	      /* database + WAL files */
+	uint64_t disk_budget_bytes;   /* opts.max_disk_bytes (0: no budget) */
+	uint64_t budget_downsampled;  /* chunks the budget deleted, a coarser rollup kept */
+	uint64_t budget_dropped;      /* chunks the budget deleted with their data */
 	int64_t oldest_ns, newest_ns; /* time span of the raw chunks (0 when empty) */
 };
 int store__stats(struct store *s, struct store_stats *out);

@@ -365,6 +365,8 @@ static int append(struct store_append_ctx *a, struct store_append_result *res, c
 	e = append_locked(a, res);
 	if (!e && !s->opts.no_auto_rollup)
 		store_rollup_due(s, s->newest_ns); /* best effort: store__maintain retries */
+	if (!e)
+		store_budget_after_append(s);
 	pthread_mutex_unlock(&s->lock);
 	free_ctx(a);
 	return e;
@@ -418,6 +420,8 @@ int estore_batch_end(struct store *base, bool commit, char *err, size_t errlen)
 	__atomic_store_n(&s->batch, false, __ATOMIC_RELEASE);
 	if (!e && commit && !s->opts.no_auto_rollup)
 		store_rollup_due(s, s->newest_ns);
+	if (!e && commit)
+		store_budget_after_append(s);
 	pthread_mutex_unlock(&s->lock);
 	return e;
 }

@@ -137,6 +137,11 @@ static void load_stats(struct estore *s)
 		s->first_ns = store_first_window(s->first_ns);
 }
 
+void store_reload_stats(struct estore *s)
+{
+	load_stats(s);
+}
+
 /*
  * Counts (stats.corrupt_series_keys) and logs the series keys that do not decode
  * (a damaged store after `hearth recover`). They stay in the table, as a
@@ -201,7 +206,8 @@ static int open_db(struct estore *s, char *err, size_t errlen)
 		return -EIO;
 	}
 	sqlite3_busy_timeout(s->db, 5000);
-	e = store_exec(s, "PRAGMA journal_mode=WAL", err, errlen) ?:
+	e = store_budget_pragmas(s, err, errlen) ?: /* auto_vacuum: before WAL mode */
+		store_exec(s, "PRAGMA journal_mode=WAL", err, errlen) ?:
 		store_exec(s, s->opts.no_fsync ? "PRAGMA synchronous=NORMAL"
 					       : "PRAGMA synchronous=FULL",
 			   err, errlen);
@@ -249,7 +255,7 @@ static int open_db(struct estore *s, char *err, size_t errlen)
 		store_set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
 		return -EIO;
 	}
-	return 0;
+	return store_budget_open(s, err, errlen);
 }
 
 static bool is_corrupt(int rc)
@@ -548,6 +554,7 @@ int estore_maintain(struct store *base, int64_t now_ns, uint64_t *deleted)
 		store_log(s, "garbage collection failed: %s", strerror(-e));
 	e = store_rollup_due(s, now_ns) ?: e;
 	e = retain(s, now_ns, deleted) ?: e;
+	e = store_budget_enforce(s, false) ?: e;
 	load_stats(s);
 	pthread_mutex_unlock(&s->lock);
 	return e;

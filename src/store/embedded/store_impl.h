@@ -381,6 +381,9 @@ struct estore {
 	 * defaults (tests set it) */
 	size_t gc_budget;
 	bool salvaged; /* meta.salvaged: written by store__salvage (hearth recover) */
+	/* budget.c: over the budget with nothing left to delete, the size at which an
+	 * append tries again; 0 otherwise */
+	uint64_t budget_warned_disk;
 };
 
 /* One step of the garbage collection (gc.c), from store__maintain. 0 or -errno. */
@@ -409,6 +412,21 @@ void store_local_rollback(struct estore *s);
 /* Rebuilds the local ids from the pairs table (at open). 0, -EINVAL, -ENOMEM. */
 int store_local_load(struct estore *s);
 void store_local_fini(struct estore *s);
+
+/* The size budget (budget.c). Before the schema: auto_vacuum for a new store, the
+ * WAL's bound. 0 or -EIO. */
+int store_budget_pragmas(struct estore *s, char *err, size_t errlen);
+/* At open, after the load: converts an older store to incremental vacuum (one
+ * VACUUM) and brings the store under its budget. 0: failures are logged, and the
+ * store opens all the same. */
+int store_budget_open(struct estore *s, char *err, size_t errlen);
+/* Deletes chunks when the files are over the budget's high mark (or always with
+ * force) until under the low mark, then shrinks the files. 0 or -errno. */
+int store_budget_enforce(struct estore *s, bool force);
+/* store_budget_enforce after a committed append; errors are logged only. */
+void store_budget_after_append(struct estore *s);
+/* Reloads the counters of stats from the chunks table (store.c). */
+void store_reload_stats(struct estore *s);
 
 /* One line to opts.log (stderr by default), prefixed with the database's path. */
 void store_log(struct estore *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
