@@ -12,6 +12,9 @@
  *   base_sbuf      growing string with a sticky error
  *   base_strtab    string interner (id 0 is always "")
  *   base_clock_ns  a clock read as nanoseconds
+ *   base_varint_*  LEB128 varints and zigzag (protobuf's and the store's encoding)
+ *   base_pb        a bounds-checked protobuf wire reader (tags, varints, fixed32/64,
+ *                  length-delimited fields, packed repeated scalars)
  *   base_hex_digit the value of one hex digit
  *   base_json_string  a string as a JSON literal
  *   base_json_cost    what json-c's tree of a JSON text will take, before parsing
@@ -22,6 +25,7 @@
 #ifndef HEARTH_BASE_H
 #define HEARTH_BASE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +42,125 @@ int base_grow(void **arr, size_t *cap, size_t need, size_t elem);
 /* base_grow, with the elements it adds zeroed (arrays indexed by id, where 0 means
  * "none yet"). 0 or -ENOMEM. */
 int base_grow_zeroed(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* ---- varints: unsigned LEB128 (protobuf "varint"), and zigzag for signed values ---- */
+
+/* The most bytes a 64-bit varint takes. */
+#define BASE_VARINT_MAX 10
+
+/* Writes v at b (room for BASE_VARINT_MAX bytes); returns the new end. */
+static inline uint8_t *base_varint_put(uint8_t *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		*b++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*b++ = (uint8_t)v;
+	return b;
+}
+
+/* Bytes base_varint_put writes for v (1 to BASE_VARINT_MAX). */
+static inline size_t base_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >>= 7)
+		n++;
+	return n;
+}
+
+/*
+ * Reads a varint from [*p, end) into *out and moves *p past it. 0, or -EINVAL when
+ * it is truncated or longer than BASE_VARINT_MAX bytes (*p is then left anywhere
+ * in the varint). Bits above 64 in a 10th byte are dropped, as protobuf does.
+ * With BASE_VARINT_MAX bytes left it checks no bound per byte (the hot case:
+ * packed location ids).
+ */
+static inline int base_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+
+	if (end - q >= BASE_VARINT_MAX) {
+		for (unsigned shift = 0; shift < 64; shift += 7) {
+			uint8_t c = *q++;
+
+			v |= (uint64_t)(c & 0x7f) << shift;
+			if (!(c & 0x80)) {
+				*p = q;
+				*out = v;
+				return 0;
+			}
+		}
+		return -EINVAL;
+	}
+	for (unsigned shift = 0; shift < 64 && q < end; shift += 7) {
+		uint8_t c = *q++;
+
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*p = q;
+			*out = v;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Varints that end in [p, end): its bytes with the high bit clear (8 at a time). A
+ * packed field's element count, before reading it. */
+size_t base_varint_count(const uint8_t *p, const uint8_t *end);
+
+/* Zigzag (protobuf sint64): small magnitudes of either sign take few varint bytes. */
+static inline uint64_t base_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t base_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* ---- protobuf wire reader (protobuf.dev/programming-guides/encoding) ---- */
+
+/* Wire types; groups (3, 4) are refused everywhere. */
+enum { BASE_PB_VARINT = 0, BASE_PB_I64 = 1, BASE_PB_LEN = 2, BASE_PB_I32 = 5 };
+
+/* A message's bytes not read yet: [p, end). Every read checks end; the input may be
+ * anything. Borrowed: the caller's buffer. */
+struct base_pb {
+	const uint8_t *p, *end;
+};
+
+static inline int base_pb__varint(struct base_pb *b, uint64_t *v)
+{
+	return base_varint_get(&b->p, b->end, v);
+}
+
+/* Little-endian fixed-width values. 0 or -EINVAL (truncated). */
+int base_pb__fixed64(struct base_pb *b, uint64_t *v);
+int base_pb__fixed32(struct base_pb *b, uint32_t *v);
+/* The body of a length-delimited field as its own reader, b moved past it. 0 or
+ * -EINVAL (bad or truncated length). */
+int base_pb__len(struct base_pb *b, struct base_pb *sub);
+/* Skips one field's value of wire type wt. 0 or -EINVAL (truncated, or a group). */
+int base_pb__skip(struct base_pb *b, unsigned wt);
+/*
+ * The next field's tag: 1 with *field (1 to 2^29-1) and *wt set, 0 at the end of
+ * the message, -EINVAL for a bad tag. Loop: while ((r = base_pb__next(...)) > 0).
+ */
+int base_pb__next(struct base_pb *b, uint32_t *field, unsigned *wt);
+/*
+ * A repeated scalar field whose elements have wire type elem_wt (BASE_PB_VARINT,
+ * BASE_PB_I64 or BASE_PB_I32), met with wire type wt: packed (BASE_PB_LEN, the
+ * whole body) or one element (elem_wt). *vals reads the elements (with
+ * base_pb__varint or base_pb__fixed*), *n says how many there are, so the caller
+ * can make room once. 0, -EPROTO for any other wire type, -EINVAL when malformed
+ * (a bad length, a packed body that is not whole elements).
+ */
+int base_pb__repeated(struct base_pb *b, unsigned wt, unsigned elem_wt, struct base_pb *vals,
+		      size_t *n);
 
 /* ---- saturating arithmetic ---- */
 
