@@ -12,6 +12,8 @@
  *   base_sbuf      growing string with a sticky error
  *   base_strtab    string interner (id 0 is always "")
  *   base_clock_ns  a clock read as nanoseconds
+ *   base_time_parse, base_duration_parse  the one time grammar ("now-1h", unix
+ *                  times in s/ms/us/ns, "1h30m")
  *   base_varint_*  LEB128 varints and zigzag (protobuf's and the store's encoding)
  *   base_pb        a bounds-checked protobuf wire reader (tags, varints, fixed32/64,
  *                  length-delimited fields, packed repeated scalars)
@@ -347,6 +349,26 @@ void base_strtab__fini(struct base_strtab *st);
 int64_t base_strtab__intern(struct base_strtab *st, const char *s);
 /* Id of s, or -ENOENT when it was never interned. */
 int64_t base_strtab__find(const struct base_strtab *st, const char *s);
+
+/* ---- the time grammar (timespec.c) ---- */
+
+/*
+ * A unix timestamp (only digits, at most 19) to ns; its magnitude tells the
+ * unit: below 1e11 seconds, below 1e14 ms, below 1e17 µs, else ns. -EINVAL for
+ * anything else and for a time past INT64_MAX ns (2262-04-11), never wrapped.
+ */
+int base_time_parse_unix(const char *s, int64_t *out_ns);
+/*
+ * Parses a time: "now", "now-1h", "now+10m", "now-1h30m" (units ns us ms s m h
+ * d w, whole numbers) or a unix timestamp (base_time_parse_unix). 0 or -EINVAL
+ * (err, when not NULL, names the value and what is accepted).
+ */
+int base_time_parse(const char *s, int64_t now_ns, int64_t *out_ns, char *err, size_t errlen);
+/* A duration: "10s", "1m", "1h30m", "500ms" (a sum of whole-number terms of ns us
+ * ms s m h d w), or a plain number of seconds, under INT64_MAX ns. 0; -ERANGE for
+ * a well-formed duration that is 0 (*out_ns holds it); -EINVAL for anything else.
+ * err, when not NULL, names the value and what is accepted. */
+int base_duration_parse(const char *s, int64_t *out_ns, char *err, size_t errlen);
 
 /* ---- clocks ---- */
 

@@ -443,3 +443,29 @@ TEST(pb_reader_walks_fields_and_stays_in_bounds)
 	CHECK(base_pb__repeated(&b, BASE_PB_I32, BASE_PB_VARINT, &vals, &n) == -EPROTO);
 cleanup:;
 }
+
+/* The one time grammar (its full table is tests/unit/data/times.tsv, read by
+ * test_query): the forms each former parser accepted all still parse here. */
+TEST(time_grammar_serves_queries_scrape_and_cli)
+{
+	const int64_t s = 1000000000ll;
+	char err[160];
+	int64_t t;
+
+	CHECK(base_time_parse("now-1h", 7200 * s, &t, err, sizeof(err)) == 0 && t == 3600 * s);
+	CHECK(base_time_parse("1700000000", 0, &t, err, sizeof(err)) == 0 && t == 1700000000 * s);
+	CHECK(base_time_parse("tomorrow", 0, &t, err, sizeof(err)) == -EINVAL);
+	CHECKF(strstr(err, "\"tomorrow\"") && strstr(err, "now-1h30m"), "%s", err);
+	/* Prometheus durations (the scrape config's): ms s m h d w terms */
+	CHECK(base_duration_parse("1m30s", &t, NULL, 0) == 0 && t == 90 * s);
+	CHECK(base_duration_parse("500ms", &t, NULL, 0) == 0 && t == s / 2);
+	CHECK(base_duration_parse("1w", &t, NULL, 0) == 0 && t == 7 * 86400 * s);
+	/* a plain number of seconds (the CLI's and the API's) */
+	CHECK(base_duration_parse("60", &t, NULL, 0) == 0 && t == 60 * s);
+	/* zero is well-formed (a caller applies its own bounds); nonsense is not */
+	CHECK(base_duration_parse("0s", &t, err, sizeof(err)) == -ERANGE && t == 0);
+	CHECK(base_duration_parse("10 seconds", &t, err, sizeof(err)) == -EINVAL);
+	CHECKF(strstr(err, "\"10 seconds\""), "%s", err);
+	CHECK(base_duration_parse("106752d", &t, NULL, 0) == -EINVAL); /* past INT64_MAX ns */
+cleanup:;
+}
