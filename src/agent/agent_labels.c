@@ -138,7 +138,7 @@ static int copy_sample(struct proc_table *pt, const struct profile_sample *s, st
 	for (size_t i = 0; i < s->n_labels && n < 3; i++) {
 		if (!strcmp(s->labels[i].key, "tid"))
 			continue;
-		if (!strcmp(s->labels[i].key, "pid"))
+		if (!strcmp(s->labels[i].key, INGEST_PID_LABEL))
 			pid = s->labels[i].num;
 		labels[n++] = s->labels[i];
 	}
@@ -152,11 +152,12 @@ static int copy_sample(struct proc_table *pt, const struct profile_sample *s, st
 			agent_cgroup_unit(p->cgroup ? p->cgroup : "", unit, sizeof(unit));
 		}
 	}
-	labels[n++] = (struct profile_label){.key = "exe", .str = exe};
+	labels[n++] = (struct profile_label){.key = INGEST_EXE_LABEL, .str = exe};
 	if (container[0])
-		labels[n++] = (struct profile_label){.key = "container", .str = container};
+		labels[n++] =
+		    (struct profile_label){.key = INGEST_CONTAINER_LABEL, .str = container};
 	if (unit[0])
-		labels[n++] = (struct profile_label){.key = "unit", .str = unit};
+		labels[n++] = (struct profile_label){.key = INGEST_UNIT_LABEL, .str = unit};
 	return profile__add_sample(dst, s->locs, s->n_locs, s->values, labels, n);
 }
 

@@ -150,4 +150,3 @@ int base_duration_parse(const char *s, int64_t *out_ns, char *err, size_t errlen
 	}
 	return 0;
 }
-

@@ -14,7 +14,8 @@
 #include <time.h>
 
 const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1] = {
-    "pid", "comm", "process", "exe", "container", "unit", INGEST_SERVICE_LABEL, NULL};
+    INGEST_PID_LABEL,	    INGEST_COMM_LABEL, INGEST_PROCESS_LABEL, INGEST_EXE_LABEL,
+    INGEST_CONTAINER_LABEL, INGEST_UNIT_LABEL, INGEST_SERVICE_LABEL, NULL};
 _Static_assert(sizeof((const char *[])INGEST_SAMPLE_LABELS) / sizeof(const char *) ==
 		   INGEST_N_SAMPLE_LABELS,
 	       "INGEST_N_SAMPLE_LABELS counts INGEST_SAMPLE_LABELS");
@@ -190,7 +191,8 @@ static int add_service_string(struct defaults *d, const struct profile_flat *f, 
  */
 static int label_samples(struct defaults *d, const struct profile_flat *f)
 {
-	static const char *const from[] = {"unit", "process", "comm"};
+	static const char *const from[] = {INGEST_UNIT_LABEL, INGEST_PROCESS_LABEL,
+					   INGEST_COMM_LABEL};
 	size_t key, keys[3], at = 0;
 	int ret;
 

@@ -51,9 +51,16 @@
  * ingest_sample_labels holds the same names, NULL-terminated (the store's
  * store_opts.sample_labels).
  */
+#define INGEST_PID_LABEL       "pid"
+#define INGEST_COMM_LABEL      "comm"
+#define INGEST_PROCESS_LABEL   "process"
+#define INGEST_EXE_LABEL       "exe"
+#define INGEST_CONTAINER_LABEL "container"
+#define INGEST_UNIT_LABEL      "unit" /* the systemd unit */
 #define INGEST_SAMPLE_LABELS                                                                       \
 	{                                                                                          \
-		"pid", "comm", "process", "exe", "container", "unit", INGEST_SERVICE_LABEL         \
+		INGEST_PID_LABEL, INGEST_COMM_LABEL, INGEST_PROCESS_LABEL, INGEST_EXE_LABEL,       \
+		    INGEST_CONTAINER_LABEL, INGEST_UNIT_LABEL, INGEST_SERVICE_LABEL                \
 	}
 #define INGEST_N_SAMPLE_LABELS 7
 extern const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1];

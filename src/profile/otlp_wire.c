@@ -79,8 +79,8 @@ static int read_ints(struct wr *w, struct base_pb *b, unsigned wt, struct otlp_a
 }
 
 /* One scalar field of wire type want into *v. */
-static int read_scalar(struct wr *w, struct base_pb *b, unsigned wt, unsigned want, uint64_t *v, const char *msg,
-		       uint32_t field)
+static int read_scalar(struct wr *w, struct base_pb *b, unsigned wt, unsigned want, uint64_t *v,
+		       const char *msg, uint32_t field)
 {
 	if (wt != want)
 		return wrong_type(w, msg, field);
@@ -89,8 +89,8 @@ static int read_scalar(struct wr *w, struct base_pb *b, unsigned wt, unsigned wa
 	return 0;
 }
 
-static int read_sub(struct wr *w, struct base_pb *b, unsigned wt, struct base_pb *sub, const char *msg,
-		    uint32_t field)
+static int read_sub(struct wr *w, struct base_pb *b, unsigned wt, struct base_pb *sub,
+		    const char *msg, uint32_t field)
 {
 	if (wt != WT_LEN)
 		return wrong_type(w, msg, field);
@@ -154,8 +154,8 @@ static int f_any(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, v
 	}
 }
 
-static int read_any(struct wr *w, struct base_pb *b, unsigned wt, struct otlp_value *v, uint32_t field,
-		    const char *msg)
+static int read_any(struct wr *w, struct base_pb *b, unsigned wt, struct otlp_value *v,
+		    uint32_t field, const char *msg)
 {
 	struct base_pb sub;
 	int err = read_sub(w, b, wt, &sub, msg, field);
@@ -303,8 +303,8 @@ static int f_stack(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt,
 }
 
 /* One table entry: a new element of arr, filled by fn. */
-static int dict_entry(struct wr *w, struct base_pb *b, unsigned wt, uint32_t field, struct otlp_arr *arr,
-		      size_t elem, field_fn fn, const char *msg)
+static int dict_entry(struct wr *w, struct base_pb *b, unsigned wt, uint32_t field,
+		      struct otlp_arr *arr, size_t elem, field_fn fn, const char *msg)
 {
 	struct base_pb sub;
 	void *e;
@@ -522,7 +522,8 @@ static int f_resource(struct wr *w, struct base_pb *b, uint32_t field, unsigned 
 	return read_msg(w, &sub, f_keyvalue, a, "KeyValue");
 }
 
-static int f_resource_profiles(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
+static int f_resource_profiles(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt,
+			       void *arg)
 {
 	struct base_pb sub;
 	int err;

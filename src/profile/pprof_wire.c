@@ -68,7 +68,8 @@ static void *arr_push(struct pprof_wire *w, struct pprof_wire_arr *a, size_t ele
 }
 
 /* A repeated integer field, packed (WT_LEN) or one value (WT_VARINT), into a. */
-static int rd_repeated(struct pprof_wire *w, struct base_pb *r, unsigned wt, struct pprof_wire_arr *a)
+static int rd_repeated(struct pprof_wire *w, struct base_pb *r, unsigned wt,
+		       struct pprof_wire_arr *a)
 {
 	struct base_pb vals;
 	uint64_t *v;

@@ -229,10 +229,10 @@ static int store_one(struct target *t, struct profile_flat *f, const char *type,
 	labels[n++] = (struct store_label){"instance", t->cfg->address};
 	for (size_t i = 0; i < t->cfg->n_labels; i++) {
 		labels[n++] = (struct store_label){t->cfg->labels[i].name, t->cfg->labels[i].value};
-		has_service |= !strcmp(t->cfg->labels[i].name, "service_name");
+		has_service |= !strcmp(t->cfg->labels[i].name, INGEST_SERVICE_LABEL);
 	}
 	if (!has_service) /* CONV16: a scrape's service is its job */
-		labels[n++] = (struct store_label){"service_name", t->job->name};
+		labels[n++] = (struct store_label){INGEST_SERVICE_LABEL, t->job->name};
 	labels[n++] = (struct store_label){STORE_PROFILE_TYPE_LABEL, type};
 	req.n_labels = n;
 	if (f->time_ns <= 0)
