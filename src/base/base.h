@@ -12,6 +12,7 @@
  *   base_sbuf      growing string with a sticky error
  *   base_strtab    string interner (id 0 is always "")
  *   base_clock_ns  a clock read as nanoseconds
+ *   base_curl_init libcurl's global init, once per process
  *   base_time_parse, base_duration_parse  the one time grammar ("now-1h", unix
  *                  times in s/ms/us/ns, "1h30m")
  *   base_varint_*  LEB128 varints and zigzag (protobuf's and the store's encoding)
@@ -369,6 +370,13 @@ int base_time_parse(const char *s, int64_t now_ns, int64_t *out_ns, char *err, s
  * a well-formed duration that is 0 (*out_ns holds it); -EINVAL for anything else.
  * err, when not NULL, names the value and what is accepted. */
 int base_duration_parse(const char *s, int64_t *out_ns, char *err, size_t errlen);
+
+/* ---- libcurl ---- */
+
+/* libcurl's global init, run once per process whoever calls first (pthread_once),
+ * never undone (curl_once.c says why). Every module calls it before its first curl
+ * handle. 0, or -ENOMEM when libcurl could not initialise. */
+int base_curl_init(void);
 
 /* ---- clocks ---- */
 

@@ -321,8 +321,9 @@ int cmd_query(int argc, char **argv)
 		return ret > 0 ? 0 : EXIT_USAGE;
 	if (q.data)
 		return local_query(&q);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	ret = remote_query(&q);
-	curl_global_cleanup();
-	return ret;
+	if (base_curl_init()) {
+		cli_error("query", "libcurl could not initialise");
+		return EXIT_FAILURE;
+	}
+	return remote_query(&q);
 }

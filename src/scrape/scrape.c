@@ -430,7 +430,11 @@ int scrape__new(struct scrape_config *cfg, struct store_backend *b, struct scrap
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->wake, &ca);
 	pthread_condattr_destroy(&ca);
-	curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: it is not thread-safe */
+	if (base_curl_init()) { /* before any thread of ours uses curl */
+		scrape__free(s);
+		snprintf(err, errlen, "libcurl could not initialise");
+		return -ENOMEM;
+	}
 	*out = s;
 	return 0;
 }
