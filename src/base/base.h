@@ -2,7 +2,8 @@
  * The base layer: the few generic building blocks every module uses, so that
  * growth, hashing, hash tables, arenas and clamped arithmetic are written once.
  *
- *   base_grow      geometric array growth with overflow-checked sizes
+ *   base_grow      geometric array growth with overflow-checked sizes, up to a
+ *                  stated ceiling (base_grow_max)
  *   base_sat_*     saturating 64-bit arithmetic (sample values never wrap)
  *   base_hex_digit the value of one hex digit (every hex parser's step)
  *   base_hash_*    one hash over bytes and one 64-bit mix
@@ -42,6 +43,10 @@
  * overflow. *arr and *cap are left unchanged on failure. 0 or -ENOMEM. */
 #define BASE_GROW_MIN 16
 int base_grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* base_grow up to a ceiling of max elements: need > max is refused with -E2BIG
+ * (nothing changed), and the doubling stops at max, so *cap never passes it. An
+ * input-driven array states its bound here. 0, -E2BIG or -ENOMEM. */
+int base_grow_max(void **arr, size_t *cap, size_t need, size_t elem, size_t max);
 /* base_grow, with the elements it adds zeroed (arrays indexed by id, where 0 means
  * "none yet"). 0 or -ENOMEM. */
 int base_grow_zeroed(void **arr, size_t *cap, size_t need, size_t elem);
@@ -383,5 +388,8 @@ int base_curl_init(void);
 /* Clock clk (CLOCK_MONOTONIC, CLOCK_REALTIME, ...) in nanoseconds: the one place a
  * timespec becomes a count of ns. */
 int64_t base_clock_ns(clockid_t clk);
+/* ns as a timespec: e.g. the absolute deadline base_clock_ns(clk) + timeout for
+ * pthread_cond_timedwait on a clk condition variable. */
+struct timespec base_ns_timespec(int64_t ns);
 
 #endif

@@ -6,6 +6,7 @@
  * or the agent's model through profile__to_flat), the same for all of them.
  */
 #include "ingest.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,10 +29,7 @@ static void set_err(char *err, size_t errlen, const char *msg, long long a, long
 
 int64_t ingest_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return base_clock_ns(CLOCK_REALTIME);
 }
 
 int ingest_check_time(const char *what, int64_t t, int64_t now_ns, char *err, size_t errlen)

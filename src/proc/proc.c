@@ -15,6 +15,7 @@
  *    before libc was mapped), a few times per process (proc_table__note_addrs).
  */
 #include "proc/proc.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,10 +81,7 @@ static struct proc_entry *entry_of(struct proc_process *p)
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return (uint64_t)base_clock_ns(CLOCK_MONOTONIC);
 }
 
 /* ticks = ns / (1e9 / CLK_TCK), as the kernel's nsec_to_clock_t() does for stat field 22. */
@@ -130,22 +128,12 @@ static const struct proc_mapping *maps_find(const struct proc_mapping *maps, siz
 	return &maps[lo - 1];
 }
 
-/* Appends m to *maps (geometric growth). 0 or -ENOMEM. */
+/* Appends m to *maps (at most PROC_MAPS_MAX_LINES). 0 or -ENOMEM. */
 static int maps_push(struct proc_mapping **maps, size_t *n, size_t *cap,
 		     const struct proc_mapping *m)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		struct proc_mapping *nm;
-
-		if (ncap > SIZE_MAX / sizeof(*nm))
-			return -ENOMEM;
-		nm = realloc(*maps, ncap * sizeof(*nm));
-		if (!nm)
-			return -ENOMEM;
-		*maps = nm;
-		*cap = ncap;
-	}
+	if (base_grow_max((void **)maps, cap, *n + 1, sizeof(**maps), PROC_MAPS_MAX_LINES))
+		return -ENOMEM;
 	(*maps)[(*n)++] = *m;
 	return 0;
 }

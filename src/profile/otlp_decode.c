@@ -46,18 +46,12 @@
 
 void *otlp_push(struct otlp_msg *m, struct otlp_arr *a, size_t elem)
 {
-	if (a->n == a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 16;
-		void *n;
+	size_t old = a->cap;
 
-		if (ncap > SIZE_MAX / elem || (ncap - a->cap) * elem > m->limit - m->used)
-			return NULL;
-		if (!(n = realloc(a->v, ncap * elem)))
-			return NULL;
-		m->used += (ncap - a->cap) * elem;
-		a->v = n;
-		a->cap = ncap;
-	}
+	/* the ceiling: what the decode's byte budget has left */
+	if (base_grow_max(&a->v, &a->cap, a->n + 1, elem, a->cap + (m->limit - m->used) / elem))
+		return NULL;
+	m->used += (a->cap - old) * elem;
 	memset((char *)a->v + a->n * elem, 0, elem);
 	return (char *)a->v + a->n++ * elem;
 }
@@ -75,24 +69,14 @@ int otlp_push_i64(struct otlp_msg *m, struct otlp_arr *a, int64_t v)
 int otlp_push_str(struct otlp_msg *m, const char *s, size_t n, size_t *off)
 {
 	const char *nul = memchr(s, 0, n);
+	size_t old = m->text_cap;
 
 	if (nul)
 		n = (size_t)(nul - s);
-	if (m->text_cap - m->text_len < n + 1) {
-		size_t ncap = m->text_cap ? m->text_cap : 4096;
-		char *t;
-
-		while (ncap - m->text_len < n + 1) {
-			if (ncap > SIZE_MAX / 2)
-				return -EFBIG;
-			ncap *= 2;
-		}
-		if (ncap - m->text_cap > m->limit - m->used || !(t = realloc(m->text, ncap)))
-			return -EFBIG;
-		m->used += ncap - m->text_cap;
-		m->text = t;
-		m->text_cap = ncap;
-	}
+	if (base_grow_max((void **)&m->text, &m->text_cap, m->text_len + n + 1, 1,
+			  m->text_cap + (m->limit - m->used)))
+		return -EFBIG;
+	m->used += m->text_cap - old;
 	memcpy(m->text + m->text_len, s, n);
 	m->text[m->text_len + n] = 0;
 	*off = m->text_len;

@@ -27,30 +27,21 @@ static int rd_int(struct base_pb *r, unsigned wt, uint64_t *out)
 
 /* ---- arrays on a budget ---- */
 
-/* Not base_grow: every byte of growth is charged to the decode's byte budget
- * (-EFBIG past it, not -ENOMEM), which the caller sets from the request. */
+/* Every byte of growth is charged to the decode's byte budget, which the caller
+ * sets from the request: what the budget has left is the arrays' ceiling (-EFBIG
+ * past it, not -ENOMEM). */
 
 static int arr_room(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem, size_t more)
 {
-	size_t need, cap, grow;
-	void *v;
+	size_t need, old = a->cap;
+	int err;
 
 	if (__builtin_add_overflow(a->n, more, &need))
 		return -EFBIG;
-	if (need <= a->cap)
-		return 0;
-	cap = a->cap ? a->cap : 16;
-	while (cap < need)
-		if (__builtin_mul_overflow(cap, 2, &cap))
-			return -EFBIG;
-	if (__builtin_mul_overflow(cap - a->cap, elem, &grow) || grow > w->limit - w->used)
-		return -EFBIG;
-	v = realloc(a->v, cap * elem);
-	if (!v)
-		return -ENOMEM;
-	w->used += grow;
-	a->v = v;
-	a->cap = cap;
+	err = base_grow_max(&a->v, &a->cap, need, elem, a->cap + (w->limit - w->used) / elem);
+	if (err)
+		return err == -E2BIG ? -EFBIG : err;
+	w->used += (a->cap - old) * elem;
 	return 0;
 }
 
@@ -247,26 +238,16 @@ static int parse_function(struct pprof_wire *w, struct base_pb *m)
 /* A string of the table, copied with a NUL (the offset goes to w->strings). */
 static int add_string(struct pprof_wire *w, const struct base_pb *m)
 {
-	size_t n = (size_t)(m->end - m->p), *off;
+	size_t n = (size_t)(m->end - m->p), *off, old = w->str_cap;
 	const uint8_t *nul = memchr(m->p, 0, n);
 	int err;
 
 	n = nul ? (size_t)(nul - m->p) : n; /* a C string ends at its first NUL */
-	if (w->str_cap - w->str_len < n + 1) {
-		size_t cap = w->str_cap ? w->str_cap : 4096;
-		char *b;
-
-		while (cap - w->str_len < n + 1)
-			cap *= 2;
-		if (cap - w->str_cap > w->limit - w->used)
-			return -EFBIG;
-		b = realloc(w->str_buf, cap);
-		if (!b)
-			return -ENOMEM;
-		w->used += cap - w->str_cap;
-		w->str_buf = b;
-		w->str_cap = cap;
-	}
+	err = base_grow_max((void **)&w->str_buf, &w->str_cap, w->str_len + n + 1, 1,
+			    w->str_cap + (w->limit - w->used));
+	if (err)
+		return err == -E2BIG ? -EFBIG : err;
+	w->used += w->str_cap - old;
 	off = arr_push(w, &w->strings, sizeof(*off), &err);
 	if (!off)
 		return err;

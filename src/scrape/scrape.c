@@ -395,8 +395,7 @@ static void *target_main(void *arg)
 		next += t->job->interval_ns;
 		if (next < now) /* the scrape took longer than the interval: start again now */
 			next = now;
-		ts.tv_sec = (time_t)(next / 1000000000);
-		ts.tv_nsec = (long)(next % 1000000000);
+		ts = base_ns_timespec(next);
 		while (!s->stop && base_clock_ns(CLOCK_MONOTONIC) < next)
 			pthread_cond_timedwait(&s->wake, &s->lock, &ts);
 	}

@@ -9,6 +9,7 @@
  * (must be "at CFA-8") and the saved RBP. x86-64 register numbers below.
  */
 #include "unwind.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -219,18 +220,10 @@ static int parse_cie(const uint8_t *sec, const uint8_t *p, const uint8_t *end, u
 
 int cfi_rows__push(struct cfi_rows *o, const struct hearth_unwind_row *row)
 {
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 256;
-		struct hearth_unwind_row *nr;
+	int err = base_grow((void **)&o->rows, &o->cap, o->n + 1, sizeof(*o->rows));
 
-		if (cap > SIZE_MAX / sizeof(*nr))
-			return -ENOMEM;
-		nr = realloc(o->rows, cap * sizeof(*nr));
-		if (!nr)
-			return -ENOMEM;
-		o->rows = nr;
-		o->cap = cap;
-	}
+	if (err)
+		return err;
 	o->rows[o->n++] = *row;
 	return 0;
 }

@@ -469,3 +469,24 @@ TEST(time_grammar_serves_queries_scrape_and_cli)
 	CHECK(base_duration_parse("106752d", &t, NULL, 0) == -EINVAL); /* past INT64_MAX ns */
 cleanup:;
 }
+
+TEST(grow_max_stops_at_its_ceiling)
+{
+	uint32_t *a = NULL;
+	size_t cap = 0;
+
+	CHECK(base_grow_max((void **)&a, &cap, 20, sizeof(*a), 100) == 0 && cap == 32);
+	/* 64 would double to 128: the capacity stops at the ceiling, 100 */
+	CHECK(base_grow_max((void **)&a, &cap, 65, sizeof(*a), 100) == 0 && cap == 100);
+	a[99] = 1; /* the room is there (ASan) */
+	/* one past the ceiling: refused, the array kept */
+	CHECK(base_grow_max((void **)&a, &cap, 101, sizeof(*a), 100) == -E2BIG);
+	CHECK(cap == 100 && a[99] == 1);
+	CHECK(base_grow_max((void **)&a, &cap, 100, sizeof(*a), 100) == 0 && cap == 100);
+	free(a);
+	a = NULL;
+	cap = 0;
+	CHECK(base_grow_max((void **)&a, &cap, 3, sizeof(*a), 5) == 0 && cap == 5);
+cleanup:
+	free(a);
+}
