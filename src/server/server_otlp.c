@@ -348,7 +348,8 @@ static enum MHD_Result reply(struct server_req *r, const struct otlp_decoded *d,
 		fputs("{}\n", m.f);
 	} else if (msg_len) { /* 1: partial_success { 1: rejected_profiles, 2: error_message } */
 		fputc(0x0a, m.f);
-		put_varint(m.f, (n ? 1 + base_varint_len(n) : 0) + 1 + base_varint_len(msg_len) + msg_len);
+		put_varint(m.f, (n ? 1 + base_varint_len(n) : 0) + 1 + base_varint_len(msg_len) +
+				    msg_len);
 		if (n) {
 			fputc(0x08, m.f);
 			put_varint(m.f, n);

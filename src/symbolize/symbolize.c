@@ -585,7 +585,8 @@ static void dem_put(const char *str, size_t n, void *opaque)
 	while (o->len + n + 1 > cap)
 		cap *= 2;
 	if (cap != o->cap) {
-		p = o->p == o->stack ? malloc(cap) : realloc(o->p, cap); /* layers: starts on the stack */
+		/* the first buffer is o->stack: no base_grow */
+		p = o->p == o->stack ? malloc(cap) : realloc(o->p, cap); /* layers: stack first */
 		if (!p) {
 			o->oom = true;
 			return;
