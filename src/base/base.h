@@ -119,6 +119,14 @@ static inline int base_varint_get(const uint8_t **p, const uint8_t *end, uint64_
  * packed field's element count, before reading it. */
 size_t base_varint_count(const uint8_t *p, const uint8_t *end);
 
+/*
+ * DWARF's LEB128 (DWARF 5 §7.6): a varint's 7-bit groups, but of any length
+ * (producers pad), the bits past 64 dropped; signed values are sign-extended from
+ * the last byte's 0x40 bit. 0 or -EINVAL when [*p, end) ends inside one (*p kept).
+ */
+int base_uleb128_get(const uint8_t **p, const uint8_t *end, uint64_t *out);
+int base_sleb128_get(const uint8_t **p, const uint8_t *end, int64_t *out);
+
 /* Zigzag (protobuf sint64): small magnitudes of either sign take few varint bytes. */
 static inline uint64_t base_zigzag(int64_t v)
 {

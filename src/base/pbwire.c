@@ -8,21 +8,6 @@
  */
 #include "base.h"
 
-#include <string.h>
-
-size_t base_varint_count(const uint8_t *p, const uint8_t *end)
-{
-	size_t n = 0;
-	uint64_t w;
-
-	for (; end - p >= 8; p += 8) {
-		memcpy(&w, p, 8);
-		n += (size_t)__builtin_popcountll(~w & 0x8080808080808080ull);
-	}
-	for (; p < end; p++)
-		n += !(*p & 0x80);
-	return n;
-}
 
 int base_pb__fixed64(struct base_pb *b, uint64_t *v)
 {

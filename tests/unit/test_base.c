@@ -490,3 +490,35 @@ TEST(grow_max_stops_at_its_ceiling)
 cleanup:
 	free(a);
 }
+
+/* DWARF 5 §7.6's examples (Tables 7.6 and 7.7), and what a varint refuses: padding. */
+TEST(leb128_reads_dwarf_examples_and_padding)
+{
+	const uint8_t u[] = {0x02, 0x7f, 0x80, 0x01, 0x81, 0x01, 0x82, 0x01, 0xb9, 0x64},
+		      s[] = {0x02, 0x7e, 0xff, 0x00, 0x81, 0x7f, 0x80, 0x01, 0x80, 0x7f};
+	const uint64_t uw[] = {2, 127, 128, 129, 130, 12857};
+	const int64_t sw[] = {2, -2, 127, -127, 128, -128};
+	uint8_t padded[16];
+	const uint8_t *p = u, *q;
+	uint64_t v;
+	int64_t sv;
+
+	for (size_t i = 0; i < 6; i++)
+		CHECK(base_uleb128_get(&p, u + sizeof(u), &v) == 0 && v == uw[i]);
+	CHECK(p == u + sizeof(u));
+	p = s;
+	for (size_t i = 0; i < 6; i++)
+		CHECKF(base_sleb128_get(&p, s + sizeof(s), &sv) == 0 && sv == sw[i], "%zu", i);
+	/* 1 padded to 16 bytes: longer than any varint, still one LEB128 */
+	memset(padded, 0x80, sizeof(padded));
+	padded[0] = 0x81;
+	padded[15] = 0x00;
+	p = padded;
+	CHECK(base_uleb128_get(&p, padded + sizeof(padded), &v) == 0 && v == 1);
+	CHECK(p == padded + sizeof(padded));
+	/* truncated: refused, the position kept */
+	q = p = padded;
+	CHECK(base_uleb128_get(&p, padded + 15, &v) == -EINVAL && p == q);
+	CHECK(base_sleb128_get(&p, padded + 15, &sv) == -EINVAL && p == q);
+cleanup:;
+}
