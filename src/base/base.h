@@ -16,7 +16,8 @@
  *   base_curl_init libcurl's global init, once per process
  *   base_time_parse, base_duration_parse  the one time grammar ("now-1h", unix
  *                  times in s/ms/us/ns, "1h30m")
- *   base_varint_*  LEB128 varints and zigzag (protobuf's and the store's encoding)
+ *   base_varint_*  varints and zigzag (protobuf's and the store's encoding), and
+ *                  DWARF's LEB128 (base_uleb128_get, base_sleb128_get)
  *   base_pb        a bounds-checked protobuf wire reader (tags, varints, fixed32/64,
  *                  length-delimited fields, packed repeated scalars)
  *   base_hex_digit the value of one hex digit
@@ -77,32 +78,15 @@ static inline size_t base_varint_len(uint64_t v)
 	return n;
 }
 
-/*
- * Reads a varint from [*p, end) into *out and moves *p past it. 0, or -EINVAL when
- * it is truncated or longer than BASE_VARINT_MAX bytes (*p is then left anywhere
- * in the varint). Bits above 64 in a 10th byte are dropped, as protobuf does.
- * With BASE_VARINT_MAX bytes left it checks no bound per byte (the hot case:
- * packed location ids).
- */
-static inline int base_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *out)
+/* A varint with at least BASE_VARINT_MAX bytes at *p: no byte is bounds-checked
+ * (the hot case: packed location ids). Use base_varint_get. */
+static inline __attribute__((always_inline)) int base_varint_get_fast(const uint8_t **p,
+								      uint64_t *out)
 {
 	const uint8_t *q = *p;
 	uint64_t v = 0;
 
-	if (end - q >= BASE_VARINT_MAX) {
-		for (unsigned shift = 0; shift < 64; shift += 7) {
-			uint8_t c = *q++;
-
-			v |= (uint64_t)(c & 0x7f) << shift;
-			if (!(c & 0x80)) {
-				*p = q;
-				*out = v;
-				return 0;
-			}
-		}
-		return -EINVAL;
-	}
-	for (unsigned shift = 0; shift < 64 && q < end; shift += 7) {
+	for (unsigned shift = 0; shift < 64; shift += 7) {
 		uint8_t c = *q++;
 
 		v |= (uint64_t)(c & 0x7f) << shift;
@@ -115,8 +99,22 @@ static inline int base_varint_get(const uint8_t **p, const uint8_t *end, uint64_
 	return -EINVAL;
 }
 
-/* Varints that end in [p, end): its bytes with the high bit clear (8 at a time). A
- * packed field's element count, before reading it. */
+/* A varint near the end of its message: every byte checked (varint.c). */
+int base_varint_get_slow(const uint8_t **p, const uint8_t *end, uint64_t *out);
+
+/*
+ * Reads a varint from [*p, end) into *out and moves *p past it. 0, or -EINVAL when
+ * it is truncated or longer than BASE_VARINT_MAX bytes (*p kept). Bits above 64 in
+ * a 10th byte are dropped, as protobuf does.
+ */
+static inline int base_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	return end - *p >= BASE_VARINT_MAX ? base_varint_get_fast(p, out)
+					   : base_varint_get_slow(p, end, out);
+}
+
+/* Varints that end in [p, end): the bytes with the high bit clear, counted 8 at a
+ * time. A packed field's element count, before reading it. */
 size_t base_varint_count(const uint8_t *p, const uint8_t *end);
 
 /*
