@@ -15,8 +15,8 @@
 #include <time.h>
 
 const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1] = {
-    INGEST_PID_LABEL,	    INGEST_COMM_LABEL, INGEST_PROCESS_LABEL, INGEST_EXE_LABEL,
-    INGEST_CONTAINER_LABEL, INGEST_UNIT_LABEL, INGEST_SERVICE_LABEL, NULL};
+    PROFILE_LABEL_PID,	     PROFILE_LABEL_COMM, PROFILE_LABEL_PROCESS, PROFILE_LABEL_EXE,
+    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL,	NULL};
 _Static_assert(sizeof((const char *[])INGEST_SAMPLE_LABELS) / sizeof(const char *) ==
 		   INGEST_N_SAMPLE_LABELS,
 	       "INGEST_N_SAMPLE_LABELS counts INGEST_SAMPLE_LABELS");
@@ -189,8 +189,8 @@ static int add_service_string(struct defaults *d, const struct profile_flat *f, 
  */
 static int label_samples(struct defaults *d, const struct profile_flat *f)
 {
-	static const char *const from[] = {INGEST_UNIT_LABEL, INGEST_PROCESS_LABEL,
-					   INGEST_COMM_LABEL};
+	static const char *const from[] = {PROFILE_LABEL_UNIT, PROFILE_LABEL_PROCESS,
+					   PROFILE_LABEL_COMM};
 	size_t key, keys[3], at = 0;
 	int ret;
 
