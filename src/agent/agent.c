@@ -14,7 +14,6 @@
 #include "base/base.h"
 #include "python/python.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -469,8 +468,11 @@ int agent__open(const struct agent_opts *opts, struct agent **out, char *err, si
 	a->labels[2] = (struct store_label){INGEST_KERNEL_LABEL, a->kernel};
 	pthread_mutex_init(&a->live_lock, NULL);
 	pthread_cond_init(&a->live_cond, NULL);
-	if (!opts->sink)
-		curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (!opts->sink && base_curl_init()) {
+		agent__close(a);
+		snprintf(err, errlen, "libcurl could not initialise");
+		return -ENOMEM;
+	}
 	ret = open_parts(a, err, errlen);
 	if (ret) {
 		agent__close(a);
@@ -493,7 +495,5 @@ void agent__close(struct agent *a)
 	proc_table__free(a->pt);
 	pthread_cond_destroy(&a->live_cond);
 	pthread_mutex_destroy(&a->live_lock);
-	if (!a->opts.sink)
-		curl_global_cleanup();
 	free(a);
 }

@@ -136,9 +136,9 @@ static int copy_sample(struct proc_table *pt, const struct profile_sample *s, st
 	int64_t pid = -1;
 
 	for (size_t i = 0; i < s->n_labels && n < 3; i++) {
-		if (!strcmp(s->labels[i].key, "tid"))
+		if (!strcmp(s->labels[i].key, PROFILE_LABEL_TID))
 			continue;
-		if (!strcmp(s->labels[i].key, "pid"))
+		if (!strcmp(s->labels[i].key, PROFILE_LABEL_PID))
 			pid = s->labels[i].num;
 		labels[n++] = s->labels[i];
 	}
@@ -152,11 +152,12 @@ static int copy_sample(struct proc_table *pt, const struct profile_sample *s, st
 			agent_cgroup_unit(p->cgroup ? p->cgroup : "", unit, sizeof(unit));
 		}
 	}
-	labels[n++] = (struct profile_label){.key = "exe", .str = exe};
+	labels[n++] = (struct profile_label){.key = PROFILE_LABEL_EXE, .str = exe};
 	if (container[0])
-		labels[n++] = (struct profile_label){.key = "container", .str = container};
+		labels[n++] =
+		    (struct profile_label){.key = PROFILE_LABEL_CONTAINER, .str = container};
 	if (unit[0])
-		labels[n++] = (struct profile_label){.key = "unit", .str = unit};
+		labels[n++] = (struct profile_label){.key = PROFILE_LABEL_UNIT, .str = unit};
 	return profile__add_sample(dst, s->locs, s->n_locs, s->values, labels, n);
 }
 

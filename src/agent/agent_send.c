@@ -17,6 +17,7 @@
  * off the sampling thread.
  */
 #include "agent_impl.h"
+#include "base/base.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -57,10 +58,7 @@ struct agent_sender {
 
 static double mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)base_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 static size_t discard(char *p, size_t size, size_t n, void *ctx)

@@ -2,7 +2,8 @@
  * The base layer: the few generic building blocks every module uses, so that
  * growth, hashing, hash tables, arenas and clamped arithmetic are written once.
  *
- *   base_grow      geometric array growth with overflow-checked sizes
+ *   base_grow      geometric array growth with overflow-checked sizes, up to a
+ *                  stated ceiling (base_grow_max)
  *   base_sat_*     saturating 64-bit arithmetic (sample values never wrap)
  *   base_hex_digit the value of one hex digit (every hex parser's step)
  *   base_hash_*    one hash over bytes and one 64-bit mix
@@ -12,6 +13,13 @@
  *   base_sbuf      growing string with a sticky error
  *   base_strtab    string interner (id 0 is always "")
  *   base_clock_ns  a clock read as nanoseconds
+ *   base_curl_init libcurl's global init, once per process
+ *   base_time_parse, base_duration_parse  the one time grammar ("now-1h", unix
+ *                  times in s/ms/us/ns, "1h30m")
+ *   base_varint_*  varints and zigzag (protobuf's and the store's encoding), and
+ *                  DWARF's LEB128 (base_uleb128_get, base_sleb128_get)
+ *   base_pb        a bounds-checked protobuf wire reader (tags, varints, fixed32/64,
+ *                  length-delimited fields, packed repeated scalars)
  *   base_hex_digit the value of one hex digit
  *   base_json_string  a string as a JSON literal
  *   base_json_cost    what json-c's tree of a JSON text will take, before parsing
@@ -22,6 +30,7 @@
 #ifndef HEARTH_BASE_H
 #define HEARTH_BASE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,9 +44,137 @@
  * overflow. *arr and *cap are left unchanged on failure. 0 or -ENOMEM. */
 #define BASE_GROW_MIN 16
 int base_grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* base_grow up to a ceiling of max elements: need > max is refused with -E2BIG
+ * (nothing changed), and the doubling stops at max, so *cap never passes it. An
+ * input-driven array states its bound here. 0, -E2BIG or -ENOMEM. */
+int base_grow_max(void **arr, size_t *cap, size_t need, size_t elem, size_t max);
 /* base_grow, with the elements it adds zeroed (arrays indexed by id, where 0 means
  * "none yet"). 0 or -ENOMEM. */
 int base_grow_zeroed(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* ---- varints: unsigned LEB128 (protobuf "varint"), and zigzag for signed values ---- */
+
+/* The most bytes a 64-bit varint takes. */
+#define BASE_VARINT_MAX 10
+
+/* Writes v at b (room for BASE_VARINT_MAX bytes); returns the new end. */
+static inline uint8_t *base_varint_put(uint8_t *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		*b++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*b++ = (uint8_t)v;
+	return b;
+}
+
+/* Bytes base_varint_put writes for v (1 to BASE_VARINT_MAX). */
+static inline size_t base_varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >>= 7)
+		n++;
+	return n;
+}
+
+/* A varint with at least BASE_VARINT_MAX bytes at *p: no byte is bounds-checked
+ * (the hot case: packed location ids). Use base_varint_get. */
+static inline __attribute__((always_inline)) int base_varint_get_fast(const uint8_t **p,
+								      uint64_t *out)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		uint8_t c = *q++;
+
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*p = q;
+			*out = v;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* A varint near the end of its message: every byte checked (varint.c). */
+int base_varint_get_slow(const uint8_t **p, const uint8_t *end, uint64_t *out);
+
+/*
+ * Reads a varint from [*p, end) into *out and moves *p past it. 0, or -EINVAL when
+ * it is truncated or longer than BASE_VARINT_MAX bytes (*p kept). Bits above 64 in
+ * a 10th byte are dropped, as protobuf does.
+ */
+static inline int base_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	return end - *p >= BASE_VARINT_MAX ? base_varint_get_fast(p, out)
+					   : base_varint_get_slow(p, end, out);
+}
+
+/* Varints that end in [p, end): the bytes with the high bit clear, counted 8 at a
+ * time. A packed field's element count, before reading it. */
+size_t base_varint_count(const uint8_t *p, const uint8_t *end);
+
+/*
+ * DWARF's LEB128 (DWARF 5 §7.6): a varint's 7-bit groups, but of any length
+ * (producers pad), the bits past 64 dropped; signed values are sign-extended from
+ * the last byte's 0x40 bit. 0 or -EINVAL when [*p, end) ends inside one (*p kept).
+ */
+int base_uleb128_get(const uint8_t **p, const uint8_t *end, uint64_t *out);
+int base_sleb128_get(const uint8_t **p, const uint8_t *end, int64_t *out);
+
+/* Zigzag (protobuf sint64): small magnitudes of either sign take few varint bytes. */
+static inline uint64_t base_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t base_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* ---- protobuf wire reader (protobuf.dev/programming-guides/encoding) ---- */
+
+/* Wire types; groups (3, 4) are refused everywhere. */
+enum { BASE_PB_VARINT = 0, BASE_PB_I64 = 1, BASE_PB_LEN = 2, BASE_PB_I32 = 5 };
+
+/* A message's bytes not read yet: [p, end). Every read checks end; the input may be
+ * anything. Borrowed: the caller's buffer. */
+struct base_pb {
+	const uint8_t *p, *end;
+};
+
+static inline int base_pb__varint(struct base_pb *b, uint64_t *v)
+{
+	return base_varint_get(&b->p, b->end, v);
+}
+
+/* Little-endian fixed-width values. 0 or -EINVAL (truncated). */
+int base_pb__fixed64(struct base_pb *b, uint64_t *v);
+int base_pb__fixed32(struct base_pb *b, uint32_t *v);
+/* The body of a length-delimited field as its own reader, b moved past it. 0 or
+ * -EINVAL (bad or truncated length). */
+int base_pb__len(struct base_pb *b, struct base_pb *sub);
+/* Skips one field's value of wire type wt. 0 or -EINVAL (truncated, or a group). */
+int base_pb__skip(struct base_pb *b, unsigned wt);
+/*
+ * The next field's tag: 1 with *field (1 to 2^29-1) and *wt set, 0 at the end of
+ * the message, -EINVAL for a bad tag. Loop: while ((r = base_pb__next(...)) > 0).
+ */
+int base_pb__next(struct base_pb *b, uint32_t *field, unsigned *wt);
+/*
+ * A repeated scalar field whose elements have wire type elem_wt (BASE_PB_VARINT,
+ * BASE_PB_I64 or BASE_PB_I32), met with wire type wt: packed (BASE_PB_LEN, the
+ * whole body) or one element (elem_wt). *vals reads the elements (with
+ * base_pb__varint or base_pb__fixed*), *n says how many there are, so the caller
+ * can make room once. 0, -EPROTO for any other wire type, -EINVAL when malformed
+ * (a bad length, a packed body that is not whole elements).
+ */
+int base_pb__repeated(struct base_pb *b, unsigned wt, unsigned elem_wt, struct base_pb *vals,
+		      size_t *n);
 
 /* ---- saturating arithmetic ---- */
 
@@ -225,10 +362,40 @@ int64_t base_strtab__intern(struct base_strtab *st, const char *s);
 /* Id of s, or -ENOENT when it was never interned. */
 int64_t base_strtab__find(const struct base_strtab *st, const char *s);
 
+/* ---- the time grammar (timespec.c) ---- */
+
+/*
+ * A unix timestamp (only digits, at most 19) to ns; its magnitude tells the
+ * unit: below 1e11 seconds, below 1e14 ms, below 1e17 µs, else ns. -EINVAL for
+ * anything else and for a time past INT64_MAX ns (2262-04-11), never wrapped.
+ */
+int base_time_parse_unix(const char *s, int64_t *out_ns);
+/*
+ * Parses a time: "now", "now-1h", "now+10m", "now-1h30m" (units ns us ms s m h
+ * d w, whole numbers) or a unix timestamp (base_time_parse_unix). 0 or -EINVAL
+ * (err, when not NULL, names the value and what is accepted).
+ */
+int base_time_parse(const char *s, int64_t now_ns, int64_t *out_ns, char *err, size_t errlen);
+/* A duration: "10s", "1m", "1h30m", "500ms" (a sum of whole-number terms of ns us
+ * ms s m h d w), or a plain number of seconds, under INT64_MAX ns. 0; -ERANGE for
+ * a well-formed duration that is 0 (*out_ns holds it); -EINVAL for anything else.
+ * err, when not NULL, names the value and what is accepted. */
+int base_duration_parse(const char *s, int64_t *out_ns, char *err, size_t errlen);
+
+/* ---- libcurl ---- */
+
+/* libcurl's global init, run once per process whoever calls first (pthread_once),
+ * never undone (curl_once.c says why). Every module calls it before its first curl
+ * handle. 0, or -ENOMEM when libcurl could not initialise. */
+int base_curl_init(void);
+
 /* ---- clocks ---- */
 
 /* Clock clk (CLOCK_MONOTONIC, CLOCK_REALTIME, ...) in nanoseconds: the one place a
  * timespec becomes a count of ns. */
 int64_t base_clock_ns(clockid_t clk);
+/* ns as a timespec: e.g. the absolute deadline base_clock_ns(clk) + timeout for
+ * pthread_cond_timedwait on a clk condition variable. */
+struct timespec base_ns_timespec(int64_t ns);
 
 #endif

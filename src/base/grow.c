@@ -1,26 +1,31 @@
 /*
  * Geometric array growth and the byte hash: the two helpers every module's
  * tables are built on (and the hex digit table the text parsers share). Growth checks each
- * multiplication for overflow, so a hostile count turns into -ENOMEM, never into a short buffer.
+ * multiplication for overflow, so a hostile count turns into -ENOMEM, never into a short buffer,
+ * and stops at the caller's ceiling: the one realloc of growing arrays outside the store.
  */
 #include "base.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-int base_grow(void **arr, size_t *cap, size_t need, size_t elem)
+int base_grow_max(void **arr, size_t *cap, size_t need, size_t elem, size_t max)
 {
 	size_t ncap = *cap ? *cap : BASE_GROW_MIN, bytes;
 	void *n;
 
 	if (need <= *cap)
 		return 0;
-	while (ncap < need) {
-		if (__builtin_mul_overflow(ncap, 2, &ncap))
-			return -ENOMEM;
-	}
-	if (__builtin_mul_overflow(ncap, elem, &bytes))
+	if (need > max)
+		return -E2BIG;
+	if (ncap > max) /* a ceiling under BASE_GROW_MIN */
+		ncap = max;
+	while (ncap < need) /* the last doubling stops at the ceiling */
+		ncap = ncap > max / 2 ? max : ncap * 2;
+	/* no object may pass PTRDIFF_MAX bytes (malloc refuses, pointer differences wrap) */
+	if (__builtin_mul_overflow(ncap, elem, &bytes) || bytes > PTRDIFF_MAX)
 		return -ENOMEM;
 	n = realloc(*arr, bytes);
 	if (!n)
@@ -28,6 +33,11 @@ int base_grow(void **arr, size_t *cap, size_t need, size_t elem)
 	*arr = n;
 	*cap = ncap;
 	return 0;
+}
+
+int base_grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	return base_grow_max(arr, cap, need, elem, SIZE_MAX);
 }
 
 int base_grow_zeroed(void **arr, size_t *cap, size_t need, size_t elem)

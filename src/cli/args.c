@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "base/base.h"
 #include "sampler/sampler.h"
 
 void cli_error(const char *cmd, const char *fmt, ...)
@@ -51,8 +52,15 @@ int cli_parse_seconds(const char *s, double max, double *out)
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (*end != '\0' || end == s || !isfinite(v))
-		return -EINVAL;
+	if (*end != '\0' || end == s || !isfinite(v)) {
+		int64_t ns;
+		/* not a decimal: base's one duration grammar ("1m30s", "500ms") */
+		int err = base_duration_parse(s, &ns, NULL, 0);
+
+		if (err)
+			return err == -ERANGE ? -ERANGE : -EINVAL;
+		v = (double)ns / 1e9;
+	}
 	if (v <= 0 || v > max)
 		return -ERANGE;
 	*out = v;

@@ -35,7 +35,9 @@ int cmd_recover(int argc, char **argv);
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Strict decimal parse of the whole string into [min, max]. 0 or -EINVAL/-ERANGE. */
 int cli_parse_long(const char *s, long min, long max, long *out);
-/* Strict decimal-with-fraction parse (e.g. "2.5") into (0, max]. 0 or -EINVAL. */
+/* Seconds: a strict decimal with fraction ("2.5"), or a duration of base's one
+ * grammar ("1m30s", "500ms", base_duration_parse), into (0, max]. 0, -EINVAL or
+ * -ERANGE. */
 int cli_parse_seconds(const char *s, double max, double *out);
 /* --unwind auto|dwarf|fp into *out (an enum sampler_unwind). 0, or -EINVAL after an
  * error line naming the bad value. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "cli.h"
 #include "serve.h"
 
@@ -39,6 +40,7 @@ static struct {
 	char section[CLI_CONF_MAX_NAME + 1];
 	struct config_setting *set; /* the file's settings that apply to cmd, in order */
 	int n_set;
+	size_t cap_set;
 	int n_cfg;    /* argv[1..n_cfg] came from the file */
 	int *arg_set; /* argv index -> set index */
 	char **argv;
@@ -115,7 +117,7 @@ static int setting_arg(const struct option *o, const struct cli_conf_entry *e, c
 static int add_setting(const struct cli_conf_entry *e, bool global, const struct option *o,
 		       char *err, size_t errlen)
 {
-	struct config_setting *s, *grown;
+	struct config_setting *s;
 	int ret;
 
 	for (int i = 0; i < cfg.n_set; i++)
@@ -128,10 +130,9 @@ static int add_setting(const struct cli_conf_entry *e, bool global, const struct
 		}
 	if (cfg.n_set == CONFIG_MAX_SETTINGS)
 		return setting_err(err, errlen, e->line, "more than %s settings%s", "1000", "");
-	grown = realloc(cfg.set, sizeof(*cfg.set) * (size_t)(cfg.n_set + 1));
-	if (!grown)
+	if (base_grow_max((void **)&cfg.set, &cfg.cap_set, (size_t)cfg.n_set + 1, sizeof(*cfg.set),
+			  CONFIG_MAX_SETTINGS))
 		return -ENOMEM;
-	cfg.set = grown;
 	s = &cfg.set[cfg.n_set];
 	*s = (struct config_setting){.line = e->line, .global = global};
 	ret = setting_arg(o, e, &s->arg, err, errlen);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "base/base.h"
 #include "query/query.h"
 #include "serve.h"
 
@@ -196,7 +197,7 @@ static int local_query(const struct query_args *q)
 
 	if (query_parse_range(q->from, q->until, (int64_t)time(NULL) * 1000000000, &r.from_ns,
 			      &r.until_ns, err, sizeof(err)) ||
-	    (q->step && query_parse_duration(q->step, &r.step_ns, err, sizeof(err)))) {
+	    (q->step && base_duration_parse(q->step, &r.step_ns, err, sizeof(err)))) {
 		cli_error("query", "%s", err);
 		return EXIT_USAGE;
 	}
@@ -320,8 +321,9 @@ int cmd_query(int argc, char **argv)
 		return ret > 0 ? 0 : EXIT_USAGE;
 	if (q.data)
 		return local_query(&q);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	ret = remote_query(&q);
-	curl_global_cleanup();
-	return ret;
+	if (base_curl_init()) {
+		cli_error("query", "libcurl could not initialise");
+		return EXIT_FAILURE;
+	}
+	return remote_query(&q);
 }

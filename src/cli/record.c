@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "base/base.h"
 #include "collect/collect.h"
 #include "profile/profile.h"
 #include "sampler/sampler.h"
@@ -337,14 +338,6 @@ static void on_event(void *ctx, const struct sampler_event *e)
 	collector__event(ctx, e);
 }
 
-static int64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void progress(const struct record_args *a, struct sampler *s, double elapsed)
 {
 	fprintf(stderr, "\rhearth record: %.1f/%.1f s, %llu samples ", elapsed, a->seconds,
@@ -355,12 +348,12 @@ static void progress(const struct record_args *a, struct sampler *s, double elap
 /* Samples until the duration ends or a signal arrives. 0 or -errno. */
 static int sample_loop(const struct record_args *a, struct sampler *s)
 {
-	int64_t start = now_ns(CLOCK_MONOTONIC), last_drain = start, now;
+	int64_t start = base_clock_ns(CLOCK_MONOTONIC), last_drain = start, now;
 	bool show = !a->quiet && isatty(STDERR_FILENO);
 	int ret;
 
 	while (!stop_requested) {
-		now = now_ns(CLOCK_MONOTONIC);
+		now = base_clock_ns(CLOCK_MONOTONIC);
 		if ((double)(now - start) / 1e9 >= a->seconds)
 			break;
 		ret = sampler__poll(s, POLL_MS);
@@ -541,8 +534,8 @@ static int record(const struct record_args *a, FILE *out)
 		goto cleanup;
 	}
 	collector__set_python(col, sampler__python(s));
-	t0 = now_ns(CLOCK_REALTIME);
-	m0 = now_ns(CLOCK_MONOTONIC);
+	t0 = base_clock_ns(CLOCK_REALTIME);
+	m0 = base_clock_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
 	if (!a->quiet) {
 		report_unwind(s);
@@ -552,7 +545,7 @@ static int record(const struct record_args *a, FILE *out)
 		cli_error("record", "reading samples from the kernel failed: %s", strerror(-ret));
 		goto cleanup;
 	}
-	p = collector__build(col, 1000000000 / a->so.hz, t0, now_ns(CLOCK_MONOTONIC) - m0);
+	p = collector__build(col, 1000000000 / a->so.hz, t0, base_clock_ns(CLOCK_MONOTONIC) - m0);
 	if (!p) {
 		ret = -ENOMEM;
 		cli_error("record", "out of memory while building the profile");

@@ -19,6 +19,7 @@
 #include "query/query.h"
 #include "server/server.h"
 #include "store/store.h"
+#include "base/base.h"
 
 #define MAINTAIN_EVERY_S 60
 /* malloc arenas of a serving process (M_ARENA_MAX) */
@@ -163,7 +164,7 @@ int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serv
 		a->so.listen = arg;
 		return 0;
 	case OPT_RETENTION:
-		if (query_parse_duration(arg, &a->st.retention_ns, err, sizeof(err))) {
+		if (base_duration_parse(arg, &a->st.retention_ns, err, sizeof(err))) {
 			cli_error(cmd, "--retention: '%s' is not a duration (e.g. 7d, 12h)", arg);
 			return -EINVAL;
 		}

@@ -213,10 +213,7 @@ static int write_all(int fd, const char *p, size_t len)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)base_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 /*

@@ -469,10 +469,10 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	int64_t n_samples = e->count > INT64_MAX ? INT64_MAX : (int64_t)e->count;
 	int64_t values[PROFILE_N_VALUES] = {n_samples, base_sat_mul(n_samples, period_ns)};
 	struct profile_label labels[4] = {
-	    {.key = "pid", .num = e->pid},
-	    {.key = "tid", .num = e->tid},
-	    {.key = "comm", .str = e->comm},
-	    {.key = "process", .str = process_name(e, proc)},
+	    {.key = PROFILE_LABEL_PID, .num = e->pid},
+	    {.key = PROFILE_LABEL_TID, .num = e->tid},
+	    {.key = PROFILE_LABEL_COMM, .str = e->comm},
+	    {.key = PROFILE_LABEL_PROCESS, .str = process_name(e, proc)},
 	};
 
 	uint32_t py = c->py ? 0 : e->n_py; /* next Python frame to place */

@@ -6,6 +6,7 @@
  * or the agent's model through profile__to_flat), the same for all of them.
  */
 #include "ingest.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,7 +15,8 @@
 #include <time.h>
 
 const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1] = {
-    "pid", "comm", "process", "exe", "container", "unit", INGEST_SERVICE_LABEL, NULL};
+    PROFILE_LABEL_PID,	     PROFILE_LABEL_COMM, PROFILE_LABEL_PROCESS, PROFILE_LABEL_EXE,
+    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL,	NULL};
 _Static_assert(sizeof((const char *[])INGEST_SAMPLE_LABELS) / sizeof(const char *) ==
 		   INGEST_N_SAMPLE_LABELS,
 	       "INGEST_N_SAMPLE_LABELS counts INGEST_SAMPLE_LABELS");
@@ -27,10 +29,7 @@ static void set_err(char *err, size_t errlen, const char *msg, long long a, long
 
 int64_t ingest_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return base_clock_ns(CLOCK_REALTIME);
 }
 
 int ingest_check_time(const char *what, int64_t t, int64_t now_ns, char *err, size_t errlen)
@@ -190,7 +189,8 @@ static int add_service_string(struct defaults *d, const struct profile_flat *f, 
  */
 static int label_samples(struct defaults *d, const struct profile_flat *f)
 {
-	static const char *const from[] = {"unit", "process", "comm"};
+	static const char *const from[] = {PROFILE_LABEL_UNIT, PROFILE_LABEL_PROCESS,
+					   PROFILE_LABEL_COMM};
 	size_t key, keys[3], at = 0;
 	int ret;
 

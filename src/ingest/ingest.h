@@ -28,7 +28,7 @@
 
 /* Label holding the application name of a Pyroscope `name=APP{...}` ingest; the
  * query syntax `APP{...}` matches it. */
-#define INGEST_NAME_LABEL "__name__"
+#define INGEST_NAME_LABEL PROFILE_LABEL_NAME
 /* Application name of hearth's own agent. */
 #define INGEST_AGENT_APP "hearth"
 /*
@@ -41,10 +41,10 @@
  *    (__name__ INGEST_AGENT_APP, or none), per sample, the sample's systemd
  *    unit, else its process, else its comm, else the app name.
  */
-#define INGEST_SERVICE_LABEL "service_name"
+#define INGEST_SERVICE_LABEL PROFILE_LABEL_SERVICE
 /* Per-profile labels of hearth's agent. */
-#define INGEST_HOST_LABEL   "host"
-#define INGEST_KERNEL_LABEL "kernel"
+#define INGEST_HOST_LABEL   PROFILE_LABEL_HOST
+#define INGEST_KERNEL_LABEL PROFILE_LABEL_KERNEL
 /*
  * Per-sample labels of hearth's agent that become series labels; other sample
  * labels are dropped (e.g. tid, which would make a series per thread).
@@ -53,7 +53,8 @@
  */
 #define INGEST_SAMPLE_LABELS                                                                       \
 	{                                                                                          \
-		"pid", "comm", "process", "exe", "container", "unit", INGEST_SERVICE_LABEL         \
+		PROFILE_LABEL_PID, PROFILE_LABEL_COMM, PROFILE_LABEL_PROCESS, PROFILE_LABEL_EXE,   \
+		    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL              \
 	}
 #define INGEST_N_SAMPLE_LABELS 7
 extern const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1];

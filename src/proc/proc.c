@@ -15,6 +15,7 @@
  *    before libc was mapped), a few times per process (proc_table__note_addrs).
  */
 #include "proc/proc.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,8 +34,6 @@
 #define PROC_NOTE_INTERVAL_NS (10ULL * 1000 * 1000)
 #define PROC_INITIAL_BUCKETS 1024
 #define PROC_MAX_BUCKETS 65536
-/* vm.max_map_count defaults to 65530; anything far beyond is not a real maps file. */
-#define PROC_MAX_MAPPINGS (1u << 20)
 #define PROC_STAT_MAX 4096
 #define PROC_COMM_MAX 64
 
@@ -82,10 +81,7 @@ static struct proc_entry *entry_of(struct proc_process *p)
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return (uint64_t)base_clock_ns(CLOCK_MONOTONIC);
 }
 
 /* ticks = ns / (1e9 / CLK_TCK), as the kernel's nsec_to_clock_t() does for stat field 22. */
@@ -96,8 +92,10 @@ static uint64_t proc_ns_to_ticks(const struct proc_table *pt, uint64_t ns)
 
 /* ---- mapping arrays ---- */
 
-static void maps_free(struct proc_mapping *maps, size_t n)
+void proc_maps_free(struct proc_mapping *maps, size_t n)
 {
+	if (!maps)
+		return;
 	for (size_t i = 0; i < n; i++)
 		proc_mapping__fini(&maps[i]);
 	free(maps);
@@ -130,22 +128,12 @@ static const struct proc_mapping *maps_find(const struct proc_mapping *maps, siz
 	return &maps[lo - 1];
 }
 
-/* Appends m to *maps (geometric growth). 0 or -ENOMEM. */
+/* Appends m to *maps (at most PROC_MAPS_MAX_LINES). 0 or -ENOMEM. */
 static int maps_push(struct proc_mapping **maps, size_t *n, size_t *cap,
 		     const struct proc_mapping *m)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		struct proc_mapping *nm;
-
-		if (ncap > SIZE_MAX / sizeof(*nm))
-			return -ENOMEM;
-		nm = realloc(*maps, ncap * sizeof(*nm));
-		if (!nm)
-			return -ENOMEM;
-		*maps = nm;
-		*cap = ncap;
-	}
+	if (base_grow_max((void **)maps, cap, *n + 1, sizeof(**maps), PROC_MAPS_MAX_LINES))
+		return -ENOMEM;
 	(*maps)[(*n)++] = *m;
 	return 0;
 }
@@ -165,21 +153,19 @@ static FILE *fopen_at(int dirfd, const char *name)
 	return f;
 }
 
-/*
- * All mappings in dirfd/maps, sorted by start. Malformed lines are skipped: a kernel
- * format change must not make a whole process unsymbolizable. 0 or -errno.
- */
-static int read_maps(int dirfd, struct proc_mapping **out, size_t *n_out)
+int proc_read_maps_file(FILE *f, struct proc_mapping **out, size_t *n_out)
 {
 	struct proc_mapping *maps = NULL, m;
-	size_t n = 0, cap = 0, line_cap = 0;
+	size_t n = 0, cap = 0, line_cap = 0, bytes = 0;
 	char *line = NULL;
-	FILE *f = fopen_at(dirfd, "maps");
+	ssize_t len;
 	int err = 0;
 
-	if (!f)
-		return -errno;
-	while (getline(&line, &line_cap, f) > 0 && n < PROC_MAX_MAPPINGS) {
+	*out = NULL;
+	*n_out = 0;
+	while (n < PROC_MAPS_MAX_LINES && bytes < PROC_MAPS_MAX_BYTES &&
+	       (len = getline(&line, &line_cap, f)) > 0) {
+		bytes += (size_t)len;
 		err = proc_parse_maps_line(line, &m);
 		if (err == -EINVAL) {
 			err = 0;
@@ -193,9 +179,8 @@ static int read_maps(int dirfd, struct proc_mapping **out, size_t *n_out)
 	if (!err && ferror(f))
 		err = -EIO;
 	free(line);
-	fclose(f);
 	if (err) {
-		maps_free(maps, n);
+		proc_maps_free(maps, n);
 		return err;
 	}
 	if (n) /* kernel threads have no mappings: qsort(NULL, 0) is undefined */
@@ -203,6 +188,36 @@ static int read_maps(int dirfd, struct proc_mapping **out, size_t *n_out)
 	*out = maps;
 	*n_out = n;
 	return 0;
+}
+
+/* The mappings in dirfd/maps (dirfd: an open /proc/PID). 0 or -errno. */
+static int read_maps(int dirfd, struct proc_mapping **out, size_t *n_out)
+{
+	FILE *f = fopen_at(dirfd, "maps");
+	int err;
+
+	if (!f)
+		return -errno;
+	err = proc_read_maps_file(f, out, n_out);
+	fclose(f);
+	return err;
+}
+
+int proc_read_maps(uint32_t pid, struct proc_mapping **out, size_t *n_out)
+{
+	char path[64];
+	FILE *f;
+	int err;
+
+	*out = NULL;
+	*n_out = 0;
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	err = proc_read_maps_file(f, out, n_out);
+	fclose(f);
+	return err;
 }
 
 static int read_stat(int dirfd, char *comm, size_t comm_len, uint64_t *start_ticks)
@@ -266,8 +281,8 @@ static int open_pid_dir(const struct proc_table *pt, uint32_t pid)
 
 static void process_fini(struct proc_process *p)
 {
-	maps_free(p->maps, p->n_maps);
-	maps_free(p->old_maps, p->n_old_maps);
+	proc_maps_free(p->maps, p->n_maps);
+	proc_maps_free(p->old_maps, p->n_old_maps);
 	free(p->comm);
 	free(p->exe);
 	free(p->cgroup);

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/sysmacros.h>
 
 #define PROC_MAX_PROCESSES 65536
@@ -116,6 +117,25 @@ const char *proc__object_path(const struct proc_table *pt, const struct proc_pro
 int proc_parse_maps_line(const char *line, struct proc_mapping *out);
 /* Frees what proc_parse_maps_line() allocated in m (not m itself). */
 void proc_mapping__fini(struct proc_mapping *m);
+
+/* Caps on one read of a maps file: vm.max_map_count defaults to 65530 lines, and a
+ * line is at most a PATH_MAX path and ~80 bytes more; anything far beyond is not a
+ * real maps file, and what lies past a cap is not read. */
+#define PROC_MAPS_MAX_LINES (1u << 20)
+#define PROC_MAPS_MAX_BYTES (64u << 20)
+
+/*
+ * The one reader of /proc/PID/maps text: the mappings of f, malloc'd (free with
+ * proc_maps_free), sorted by start. Malformed lines are skipped (a kernel format
+ * change must not make a whole process unsymbolizable); reading stops at
+ * PROC_MAPS_MAX_LINES lines or PROC_MAPS_MAX_BYTES bytes. 0 (possibly with *n_out
+ * 0: a kernel thread or an exiting process), -EIO or -ENOMEM.
+ */
+int proc_read_maps_file(FILE *f, struct proc_mapping **out, size_t *n_out);
+/* proc_read_maps_file of /proc/PID/maps. Also -ENOENT (no such process), -EACCES. */
+int proc_read_maps(uint32_t pid, struct proc_mapping **out, size_t *n_out);
+/* Frees n mappings and the array (NULL is a no-op). */
+void proc_maps_free(struct proc_mapping *maps, size_t n);
 
 /*
  * Parses /proc/PID/stat text: the comm between the first '(' and the last ')' (it may

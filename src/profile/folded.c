@@ -52,7 +52,7 @@ static void append_safe(struct base_sbuf *b, const char *name)
 static const char *process_label(const struct profile_sample *s)
 {
 	for (size_t i = 0; i < s->n_labels; i++)
-		if (s->labels[i].str && strcmp(s->labels[i].key, "process") == 0)
+		if (s->labels[i].str && strcmp(s->labels[i].key, PROFILE_LABEL_PROCESS) == 0)
 			return s->labels[i].str;
 	return NULL;
 }

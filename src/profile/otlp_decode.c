@@ -46,18 +46,12 @@
 
 void *otlp_push(struct otlp_msg *m, struct otlp_arr *a, size_t elem)
 {
-	if (a->n == a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 16;
-		void *n;
+	size_t old = a->cap;
 
-		if (ncap > SIZE_MAX / elem || (ncap - a->cap) * elem > m->limit - m->used)
-			return NULL;
-		if (!(n = realloc(a->v, ncap * elem)))
-			return NULL;
-		m->used += (ncap - a->cap) * elem;
-		a->v = n;
-		a->cap = ncap;
-	}
+	/* the ceiling: what the decode's byte budget has left */
+	if (base_grow_max(&a->v, &a->cap, a->n + 1, elem, a->cap + (m->limit - m->used) / elem))
+		return NULL;
+	m->used += (a->cap - old) * elem;
 	memset((char *)a->v + a->n * elem, 0, elem);
 	return (char *)a->v + a->n++ * elem;
 }
@@ -75,24 +69,14 @@ int otlp_push_i64(struct otlp_msg *m, struct otlp_arr *a, int64_t v)
 int otlp_push_str(struct otlp_msg *m, const char *s, size_t n, size_t *off)
 {
 	const char *nul = memchr(s, 0, n);
+	size_t old = m->text_cap;
 
 	if (nul)
 		n = (size_t)(nul - s);
-	if (m->text_cap - m->text_len < n + 1) {
-		size_t ncap = m->text_cap ? m->text_cap : 4096;
-		char *t;
-
-		while (ncap - m->text_len < n + 1) {
-			if (ncap > SIZE_MAX / 2)
-				return -EFBIG;
-			ncap *= 2;
-		}
-		if (ncap - m->text_cap > m->limit - m->used || !(t = realloc(m->text, ncap)))
-			return -EFBIG;
-		m->used += ncap - m->text_cap;
-		m->text = t;
-		m->text_cap = ncap;
-	}
+	if (base_grow_max((void **)&m->text, &m->text_cap, m->text_len + n + 1, 1,
+			  m->text_cap + (m->limit - m->used)))
+		return -EFBIG;
+	m->used += m->text_cap - old;
 	memcpy(m->text + m->text_len, s, n);
 	m->text[m->text_len + n] = 0;
 	*off = m->text_len;
@@ -370,19 +354,23 @@ static int check(struct dec *d)
 
 /* Resource attributes that become series labels. */
 static const char *const res_label_map[][2] = {
-    {"service.name", "service_name"},	    {"host.name", "host"},
-    {"container.id", "container"},	    {"process.pid", "pid"},
-    {"process.executable.name", "process"}, {"process.executable.path", "exe"},
-    {"k8s.namespace.name", "namespace"},    {"k8s.pod.name", "pod"},
+    {"service.name", PROFILE_LABEL_SERVICE},
+    {"host.name", PROFILE_LABEL_HOST},
+    {"container.id", PROFILE_LABEL_CONTAINER},
+    {"process.pid", PROFILE_LABEL_PID},
+    {"process.executable.name", PROFILE_LABEL_PROCESS},
+    {"process.executable.path", PROFILE_LABEL_EXE},
+    {"k8s.namespace.name", "namespace"},
+    {"k8s.pod.name", "pod"},
 };
 /* Sample (and profile) attributes that become sample labels (kept per series by the
  * store when they are among ingest's sample labels). */
 static const char *const sample_label_map[][2] = {
-    {"process.pid", "pid"},
-    {"thread.name", "comm"},
-    {"process.executable.name", "process"},
-    {"process.executable.path", "exe"},
-    {"container.id", "container"},
+    {"process.pid", PROFILE_LABEL_PID},
+    {"thread.name", PROFILE_LABEL_COMM},
+    {"process.executable.name", PROFILE_LABEL_PROCESS},
+    {"process.executable.path", PROFILE_LABEL_EXE},
+    {"container.id", PROFILE_LABEL_CONTAINER},
 };
 
 static const char *map_key(const char *const (*map)[2], size_t n, const char *key)
@@ -471,17 +459,17 @@ static int series_labels(struct dec *d, size_t r, struct otlp_series *s)
 		err = label_add(s, k, v);
 	}
 	for (size_t i = 0; i < s->n_labels && !err; i++)
-		if (!strcmp(s->labels[i].key, "service_name"))
+		if (!strcmp(s->labels[i].key, PROFILE_LABEL_SERVICE))
 			svc = s->labels[i].value;
 	if (!err && !svc)
-		err = label_add(s, "service_name", OTLP_DEFAULT_SERVICE);
+		err = label_add(s, PROFILE_LABEL_SERVICE, OTLP_DEFAULT_SERVICE);
 	for (size_t i = 0; i < s->n_labels && !err; i++)
-		if (!strcmp(s->labels[i].key, "service_name"))
+		if (!strcmp(s->labels[i].key, PROFILE_LABEL_SERVICE))
 			svc = s->labels[i].value;
 	if (!err)
-		err = label_add(s, "__name__", svc);
+		err = label_add(s, PROFILE_LABEL_NAME, svc);
 	if (!err)
-		err = label_add(s, "__profile_type__", OTLP_CPU_PROFILE_TYPE);
+		err = label_add(s, PROFILE_LABEL_TYPE, OTLP_CPU_PROFILE_TYPE);
 	if (err == -E2BIG)
 		return dfail(d, -E2BIG, "resource %zu gives more than %d labels", r,
 			     OTLP_MAX_LABELS);
@@ -637,7 +625,7 @@ static size_t sample_labels(struct build *b, const struct otlp_sample *s,
 			dup |= !strcmp(out[j].key, key);
 		if (dup) /* the sample's own wins over the profile's */
 			continue;
-		if (!strcmp(key, "pid") && a->value.kind == OTLP_VAL_INT) {
+		if (!strcmp(key, PROFILE_LABEL_PID) && a->value.kind == OTLP_VAL_INT) {
 			out[n++] = (struct profile_label){key, NULL, a->value.num};
 			continue;
 		}

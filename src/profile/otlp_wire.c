@@ -13,6 +13,7 @@
  * protobuf readers do.
  */
 #include "otlp_impl.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,87 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
-
-struct pb {
-	const uint8_t *p, *end;
-};
-
-static int pb_varint(struct pb *b, uint64_t *v)
-{
-	uint64_t r = 0;
-
-	for (int shift = 0; shift < 64; shift += 7) {
-		if (b->p >= b->end)
-			return -EINVAL;
-		r |= (uint64_t)(*b->p & 0x7f) << shift;
-		if (!(*b->p++ & 0x80)) {
-			*v = r;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static int pb_fixed64(struct pb *b, uint64_t *v)
-{
-	if (b->end - b->p < 8)
-		return -EINVAL;
-	*v = 0;
-	for (int i = 7; i >= 0; i--)
-		*v = *v << 8 | b->p[i];
-	b->p += 8;
-	return 0;
-}
-
-/* The next field's number and wire type; 1 at the end of the message. */
-static int pb_tag(struct pb *b, uint32_t *field, int *wt)
-{
-	uint64_t t;
-
-	if (b->p >= b->end)
-		return 1;
-	if (pb_varint(b, &t) || (t >> 3) == 0 || (t >> 3) > 0x1fffffff)
-		return -EINVAL;
-	*field = (uint32_t)(t >> 3);
-	*wt = (int)(t & 7);
-	return 0;
-}
-
-/* A length-delimited field's bytes as a sub-reader. */
-static int pb_len(struct pb *b, struct pb *sub)
-{
-	uint64_t n;
-
-	if (pb_varint(b, &n) || n > (uint64_t)(b->end - b->p))
-		return -EINVAL;
-	sub->p = b->p;
-	sub->end = b->p + n;
-	b->p += n;
-	return 0;
-}
-
-static int pb_skip(struct pb *b, int wt)
-{
-	struct pb sub;
-	uint64_t v;
-
-	switch (wt) {
-	case WT_VARINT:
-		return pb_varint(b, &v);
-	case WT_I64:
-		return pb_fixed64(b, &v);
-	case WT_LEN:
-		return pb_len(b, &sub);
-	case WT_I32:
-		if (b->end - b->p < 4)
-			return -EINVAL;
-		b->p += 4;
-		return 0;
-	default: /* groups (3, 4) are not in proto3 */
-		return -EINVAL;
-	}
-}
+/* The wire itself (tags, varints, lengths, skips) is base_pb's. */
+enum { WT_VARINT = BASE_PB_VARINT, WT_I64 = BASE_PB_I64, WT_LEN = BASE_PB_LEN };
 
 /* ---- the decoder's state ---- */
 
@@ -134,65 +56,62 @@ static int malformed(struct wr *w, const char *msg)
 	return wfail(w, -EINVAL, "%s: not a valid protobuf message (truncated or corrupt)", msg);
 }
 
-/* Appends a value of a repeated scalar (packed or not) to an int64 array. */
-static int read_ints(struct wr *w, struct pb *b, int wt, struct otlp_arr *a, bool fixed,
+/* Appends the values of a repeated scalar (packed or not) to an int64 array. */
+static int read_ints(struct wr *w, struct base_pb *b, unsigned wt, struct otlp_arr *a, bool fixed,
 		     const char *msg, uint32_t field)
 {
-	struct pb sub;
+	struct base_pb vals;
 	uint64_t v;
-	int err;
+	size_t n;
+	int err = base_pb__repeated(b, wt, fixed ? WT_I64 : WT_VARINT, &vals, &n);
 
-	if (wt == WT_LEN) {
-		if (pb_len(b, &sub))
-			return malformed(w, msg);
-		while (sub.p < sub.end) {
-			if (fixed ? pb_fixed64(&sub, &v) : pb_varint(&sub, &v))
-				return malformed(w, msg);
-			if ((err = otlp_push_i64(w->m, a, (int64_t)v)))
-				return err;
-		}
-		return 0;
-	}
-	if (wt != (fixed ? WT_I64 : WT_VARINT))
+	if (err == -EPROTO)
 		return wrong_type(w, msg, field);
-	if (fixed ? pb_fixed64(b, &v) : pb_varint(b, &v))
+	if (err)
 		return malformed(w, msg);
-	return otlp_push_i64(w->m, a, (int64_t)v);
+	for (size_t i = 0; i < n; i++) {
+		if (fixed ? base_pb__fixed64(&vals, &v) : base_pb__varint(&vals, &v))
+			return malformed(w, msg);
+		if ((err = otlp_push_i64(w->m, a, (int64_t)v)))
+			return err;
+	}
+	return 0;
 }
 
 /* One scalar field of wire type want into *v. */
-static int read_scalar(struct wr *w, struct pb *b, int wt, int want, uint64_t *v, const char *msg,
-		       uint32_t field)
+static int read_scalar(struct wr *w, struct base_pb *b, unsigned wt, unsigned want, uint64_t *v,
+		       const char *msg, uint32_t field)
 {
 	if (wt != want)
 		return wrong_type(w, msg, field);
-	if (want == WT_I64 ? pb_fixed64(b, v) : pb_varint(b, v))
+	if (want == WT_I64 ? base_pb__fixed64(b, v) : base_pb__varint(b, v))
 		return malformed(w, msg);
 	return 0;
 }
 
-static int read_sub(struct wr *w, struct pb *b, int wt, struct pb *sub, const char *msg,
-		    uint32_t field)
+static int read_sub(struct wr *w, struct base_pb *b, unsigned wt, struct base_pb *sub,
+		    const char *msg, uint32_t field)
 {
 	if (wt != WT_LEN)
 		return wrong_type(w, msg, field);
-	if (pb_len(b, sub))
+	if (base_pb__len(b, sub))
 		return malformed(w, msg);
 	return 0;
 }
 
 /* Reads a message's fields with fn(w, sub, field, wt, arg) for the known ones. */
-typedef int (*field_fn)(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg);
+typedef int (*field_fn)(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg);
 
-static int read_msg(struct wr *w, struct pb *b, field_fn fn, void *arg, const char *msg)
+static int read_msg(struct wr *w, struct base_pb *b, field_fn fn, void *arg, const char *msg)
 {
 	uint32_t field;
-	int wt, r;
+	unsigned wt;
+	int r;
 
-	while ((r = pb_tag(b, &field, &wt)) == 0) {
+	while ((r = base_pb__next(b, &field, &wt)) > 0) {
 		r = fn(w, b, field, wt, arg);
 		if (r == 1) /* not a field fn knows */
-			r = pb_skip(b, wt) ? malformed(w, msg) : 0;
+			r = base_pb__skip(b, wt) ? malformed(w, msg) : 0;
 		if (r)
 			return r;
 	}
@@ -201,10 +120,10 @@ static int read_msg(struct wr *w, struct pb *b, field_fn fn, void *arg, const ch
 
 /* ---- AnyValue, KeyValue ---- */
 
-static int f_any(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_any(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_value *v = arg;
-	struct pb sub;
+	struct base_pb sub;
 	uint64_t u;
 	int err;
 
@@ -235,19 +154,19 @@ static int f_any(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
 	}
 }
 
-static int read_any(struct wr *w, struct pb *b, int wt, struct otlp_value *v, uint32_t field,
-		    const char *msg)
+static int read_any(struct wr *w, struct base_pb *b, unsigned wt, struct otlp_value *v,
+		    uint32_t field, const char *msg)
 {
-	struct pb sub;
+	struct base_pb sub;
 	int err = read_sub(w, b, wt, &sub, msg, field);
 
 	return err ? err : read_msg(w, &sub, f_any, v, "AnyValue");
 }
 
-static int f_keyvalue(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_keyvalue(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_attr *a = arg;
-	struct pb sub;
+	struct base_pb sub;
 	int err;
 
 	if (field == 1) {
@@ -262,7 +181,7 @@ static int f_keyvalue(struct wr *w, struct pb *b, uint32_t field, int wt, void *
 
 /* ---- the dictionary ---- */
 
-static int f_mapping(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_mapping(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_mapping *m = arg;
 	uint64_t v;
@@ -291,7 +210,7 @@ static int f_mapping(struct wr *w, struct pb *b, uint32_t field, int wt, void *a
 	return 0;
 }
 
-static int f_line(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_line(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_line *l = arg;
 	uint64_t v;
@@ -308,11 +227,11 @@ static int f_line(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
 	return 0;
 }
 
-static int f_location(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_location(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_location *l = arg;
 	struct otlp_line *line;
-	struct pb sub;
+	struct base_pb sub;
 	uint64_t v;
 	int err;
 
@@ -338,7 +257,7 @@ static int f_location(struct wr *w, struct pb *b, uint32_t field, int wt, void *
 	}
 }
 
-static int f_function(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_function(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_function *f = arg;
 	uint64_t v;
@@ -352,7 +271,7 @@ static int f_function(struct wr *w, struct pb *b, uint32_t field, int wt, void *
 	return 0;
 }
 
-static int f_kvu(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_kvu(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_attr *a = arg;
 	uint64_t v;
@@ -369,7 +288,7 @@ static int f_kvu(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
 	return 1;
 }
 
-static int f_stack(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_stack(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_stack *s = arg;
 	size_t before = w->m->ints.n;
@@ -384,10 +303,10 @@ static int f_stack(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg
 }
 
 /* One table entry: a new element of arr, filled by fn. */
-static int dict_entry(struct wr *w, struct pb *b, int wt, uint32_t field, struct otlp_arr *arr,
-		      size_t elem, field_fn fn, const char *msg)
+static int dict_entry(struct wr *w, struct base_pb *b, unsigned wt, uint32_t field,
+		      struct otlp_arr *arr, size_t elem, field_fn fn, const char *msg)
 {
-	struct pb sub;
+	struct base_pb sub;
 	void *e;
 	int err = read_sub(w, b, wt, &sub, "ProfilesDictionary", field);
 
@@ -398,10 +317,10 @@ static int dict_entry(struct wr *w, struct pb *b, int wt, uint32_t field, struct
 	return read_msg(w, &sub, fn, e, msg);
 }
 
-static int f_dict(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_dict(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_msg *m = w->m;
-	struct pb sub;
+	struct base_pb sub;
 	size_t off = m->ints.n, loff = m->lines.n;
 	int err;
 
@@ -442,7 +361,7 @@ static int f_dict(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
 
 /* ---- resources, scopes, profiles, samples ---- */
 
-static int f_value_type(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_value_type(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	int64_t *vt = arg;
 	uint64_t v;
@@ -456,7 +375,7 @@ static int f_value_type(struct wr *w, struct pb *b, uint32_t field, int wt, void
 	return 0;
 }
 
-static int f_sample(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_sample(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_sample *s = arg;
 	struct otlp_msg *m = w->m;
@@ -503,12 +422,12 @@ static int f_sample(struct wr *w, struct pb *b, uint32_t field, int wt, void *ar
 	}
 }
 
-static int f_profile(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_profile(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_profile *p = arg;
 	struct otlp_msg *m = w->m;
 	struct otlp_sample *s;
-	struct pb sub;
+	struct base_pb sub;
 	uint64_t v;
 	size_t before;
 	int err;
@@ -565,11 +484,11 @@ static int f_profile(struct wr *w, struct pb *b, uint32_t field, int wt, void *a
 	}
 }
 
-static int f_scope(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_scope(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_msg *m = w->m;
 	struct otlp_profile *p;
-	struct pb sub;
+	struct base_pb sub;
 	int err;
 
 	(void)arg;
@@ -584,11 +503,11 @@ static int f_scope(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg
 	return read_msg(w, &sub, f_profile, p, "Profile");
 }
 
-static int f_resource(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_resource(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_msg *m = w->m;
 	struct otlp_attr *a;
-	struct pb sub;
+	struct base_pb sub;
 	int err;
 
 	(void)arg;
@@ -603,9 +522,10 @@ static int f_resource(struct wr *w, struct pb *b, uint32_t field, int wt, void *
 	return read_msg(w, &sub, f_keyvalue, a, "KeyValue");
 }
 
-static int f_resource_profiles(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_resource_profiles(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt,
+			       void *arg)
 {
-	struct pb sub;
+	struct base_pb sub;
 	int err;
 
 	(void)arg;
@@ -620,12 +540,12 @@ static int f_resource_profiles(struct wr *w, struct pb *b, uint32_t field, int w
 
 /* Pass 1 reads the dictionary (field 2), pass 2 the resources (field 1): a sender
  * may put them in either order, and the resources' attributes may name strings. */
-static int f_request(struct wr *w, struct pb *b, uint32_t field, int wt, void *arg)
+static int f_request(struct wr *w, struct base_pb *b, uint32_t field, unsigned wt, void *arg)
 {
 	struct otlp_msg *m = w->m;
 	int pass = *(int *)arg;
 	struct otlp_resource *r;
-	struct pb sub;
+	struct base_pb sub;
 	int err;
 
 	if (field != 1 && field != 2)
@@ -651,7 +571,7 @@ int otlp_wire__parse(struct otlp_msg *m, const uint8_t *buf, size_t len, char *e
 	int r = 0;
 
 	for (int pass = 1; pass <= 2 && !r; pass++) {
-		struct pb b = {buf, buf + len};
+		struct base_pb b = {buf, buf + len};
 
 		r = read_msg(&w, &b, f_request, &pass, "ExportProfilesServiceRequest");
 	}

@@ -98,9 +98,6 @@ static size_t inflater_remaining(const struct inflater *f)
  * the limit, so reaching that byte proves the stream is too large. */
 static int inflater_feed(struct inflater *f)
 {
-	size_t ncap;
-	uint8_t *n;
-
 	if (f->z.avail_in == 0 && f->in_left) {
 		size_t c = f->in_left > DEC_ZCHUNK ? DEC_ZCHUNK : f->in_left;
 
@@ -110,14 +107,10 @@ static int inflater_feed(struct inflater *f)
 		f->in_left -= c;
 	}
 	if (f->len == f->cap) {
-		if (f->cap > f->max)
-			return -EFBIG;
-		ncap = f->cap * 2 > f->max + 1 ? f->max + 1 : f->cap * 2;
-		n = realloc(f->out, ncap);
-		if (!n)
-			return -ENOMEM;
-		f->out = n;
-		f->cap = ncap;
+		int err = base_grow_max((void **)&f->out, &f->cap, f->len + 1, 1, f->max + 1);
+
+		if (err)
+			return err == -E2BIG ? -EFBIG : err;
 	}
 	f->z.next_out = f->out + f->len;
 	f->z.avail_out = f->cap - f->len > DEC_ZCHUNK ? DEC_ZCHUNK : (uInt)(f->cap - f->len);

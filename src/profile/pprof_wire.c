@@ -10,152 +10,38 @@
  * sample costs a 48-byte record: a small body must not take gigabytes).
  */
 #include "pprof_wire.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Wire types (encoding §"Message Structure"). */
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
-
-struct rd {
-	const uint8_t *p, *end;
-};
-
-/* A varint with at least 10 bytes left: no bounds check per byte (the hot case:
- * packed location ids). */
-static inline __attribute__((always_inline)) int rd_varint_fast(struct rd *r, uint64_t *out)
-{
-	const uint8_t *p = r->p;
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; shift < 70; shift += 7) {
-		uint8_t c = *p++;
-
-		v |= shift < 64 ? (uint64_t)(c & 0x7f) << shift : 0;
-		if (!(c & 0x80)) {
-			r->p = p;
-			*out = v;
-			return 0;
-		}
-	}
-	*out = 0;
-	return -EINVAL; /* more than 10 bytes */
-}
-
-/* A varint near the end of its message: every byte checked. */
-static int rd_varint_slow(struct rd *r, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; shift < 70; shift += 7) {
-		if (r->p >= r->end)
-			return -EINVAL;
-		uint8_t c = *r->p++;
-		v |= shift < 64 ? (uint64_t)(c & 0x7f) << shift : 0;
-		if (!(c & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -EINVAL; /* more than 10 bytes */
-}
-
-static inline int rd_varint(struct rd *r, uint64_t *out)
-{
-	return r->end - r->p >= 10 ? rd_varint_fast(r, out) : rd_varint_slow(r, out);
-}
-
-/* Reads a tag: field number (>= 1) and wire type. */
-static int rd_tag(struct rd *r, uint32_t *field, unsigned *wt)
-{
-	uint64_t t;
-	int err = rd_varint(r, &t);
-
-	*field = 0; /* set on every path: callers read them only on success */
-	*wt = 0;
-	if (err)
-		return err;
-	if ((t >> 3) == 0 || (t >> 3) > 0x1fffffff)
-		return -EINVAL;
-	*field = (uint32_t)(t >> 3);
-	*wt = (unsigned)(t & 7);
-	return 0;
-}
-
-/* The body of a length-delimited field as its own reader. */
-static int rd_len(struct rd *r, struct rd *sub)
-{
-	uint64_t n;
-	int err = rd_varint(r, &n);
-
-	if (err)
-		return err;
-	if (n > (uint64_t)(r->end - r->p))
-		return -EINVAL;
-	sub->p = r->p;
-	sub->end = r->p + n;
-	r->p += n;
-	return 0;
-}
-
-/* Skips a field of an unknown number. Groups (wire types 3, 4) are not accepted. */
-static int rd_skip(struct rd *r, unsigned wt)
-{
-	struct rd sub;
-	uint64_t v;
-
-	switch (wt) {
-	case WT_VARINT:
-		return rd_varint(r, &v);
-	case WT_LEN:
-		return rd_len(r, &sub);
-	case WT_I64:
-	case WT_I32: {
-		size_t n = wt == WT_I64 ? 8 : 4;
-
-		if ((size_t)(r->end - r->p) < n)
-			return -EINVAL;
-		r->p += n;
-		return 0;
-	}
-	default:
-		return -EINVAL;
-	}
-}
+/* The wire itself (tags, varints, lengths, skips) is base_pb's. */
+enum { WT_VARINT = BASE_PB_VARINT, WT_LEN = BASE_PB_LEN };
 
 /* A singular integer field (last one wins, as protobuf says). */
-static int rd_int(struct rd *r, unsigned wt, uint64_t *out)
+static int rd_int(struct base_pb *r, unsigned wt, uint64_t *out)
 {
-	return wt == WT_VARINT ? rd_varint(r, out) : -EINVAL;
+	return wt == WT_VARINT ? base_pb__varint(r, out) : -EINVAL;
 }
 
 /* ---- arrays on a budget ---- */
 
-/* Not base_grow: every byte of growth is charged to the decode's byte budget
- * (-EFBIG past it, not -ENOMEM), which the caller sets from the request. */
+/* Every byte of growth is charged to the decode's byte budget, which the caller
+ * sets from the request: what the budget has left is the arrays' ceiling (-EFBIG
+ * past it, not -ENOMEM). */
 
 static int arr_room(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem, size_t more)
 {
-	size_t need, cap, grow;
-	void *v;
+	size_t need, old = a->cap;
+	int err;
 
 	if (__builtin_add_overflow(a->n, more, &need))
 		return -EFBIG;
-	if (need <= a->cap)
-		return 0;
-	cap = a->cap ? a->cap : 16;
-	while (cap < need)
-		if (__builtin_mul_overflow(cap, 2, &cap))
-			return -EFBIG;
-	if (__builtin_mul_overflow(cap - a->cap, elem, &grow) || grow > w->limit - w->used)
-		return -EFBIG;
-	v = realloc(a->v, cap * elem);
-	if (!v)
-		return -ENOMEM;
-	w->used += grow;
-	a->v = v;
-	a->cap = cap;
+	err = base_grow_max(&a->v, &a->cap, need, elem, a->cap + (w->limit - w->used) / elem);
+	if (err)
+		return err == -E2BIG ? -EFBIG : err;
+	w->used += (a->cap - old) * elem;
 	return 0;
 }
 
@@ -172,95 +58,63 @@ static void *arr_push(struct pprof_wire *w, struct pprof_wire_arr *a, size_t ele
 	return e;
 }
 
-/* Varints in [p, end): one per final byte (high bit clear), 8 bytes at a time. */
-static size_t count_varints(const uint8_t *p, const uint8_t *end)
-{
-	size_t n = 0;
-	uint64_t w;
-
-	for (; end - p >= 8; p += 8) {
-		memcpy(&w, p, 8);
-		n += (size_t)__builtin_popcountll(~w & 0x8080808080808080ull);
-	}
-	for (; p < end; p++)
-		n += !(*p & 0x80);
-	return n;
-}
-
 /* A repeated integer field, packed (WT_LEN) or one value (WT_VARINT), into a. */
-static int rd_repeated(struct pprof_wire *w, struct rd *r, unsigned wt, struct pprof_wire_arr *a)
+static int rd_repeated(struct pprof_wire *w, struct base_pb *r, unsigned wt,
+		       struct pprof_wire_arr *a)
 {
-	struct rd sub;
+	struct base_pb vals;
 	uint64_t *v;
-	size_t n = 0;
-	int err;
+	size_t n;
+	int err = base_pb__repeated(r, wt, WT_VARINT, &vals, &n);
 
-	if (wt == WT_VARINT) {
-		v = arr_push(w, a, sizeof(*v), &err);
-		return v ? rd_varint(r, v) : err;
-	}
-	if (wt != WT_LEN)
-		return -EINVAL;
-	err = rd_len(r, &sub);
 	if (err)
-		return err;
-	n = count_varints(sub.p, sub.end);
+		return -EINVAL; /* -EPROTO (another wire type) included */
 	err = arr_room(w, a, sizeof(*v), n);
 	if (err || !n) /* an empty packed field: a->v may still be NULL */
-		return err ? err : (sub.p == sub.end ? 0 : -EINVAL);
+		return err;
 	v = (uint64_t *)a->v + a->n;
 	for (size_t i = 0; i < n; i++) {
-		err = rd_varint(&sub, &v[i]);
+		err = base_pb__varint(&vals, &v[i]);
 		if (err)
 			return err;
 	}
 	a->n += n;
-	return sub.p == sub.end ? 0 : -EINVAL; /* a trailing unfinished varint */
+	return 0;
 }
 
 /* ---- messages ---- */
 
-/* Iterates the fields of a submessage: for (...; (err = next(...)) > 0;) */
-static int next_field(struct rd *m, uint32_t *field, unsigned *wt)
+static int parse_vt(struct base_pb *r, unsigned wt, struct pprof_wire_vt *vt)
 {
-	if (m->p == m->end)
-		return 0;
-	int err = rd_tag(m, field, wt);
-
-	return err ? err : 1;
-}
-
-static int parse_vt(struct rd *r, unsigned wt, struct pprof_wire_vt *vt)
-{
-	struct rd m;
+	struct base_pb m;
 	uint32_t f;
 	unsigned t;
-	int err = wt == WT_LEN ? rd_len(r, &m) : -EINVAL;
+	int err = wt == WT_LEN ? base_pb__len(r, &m) : -EINVAL;
 
-	while (!err && (err = next_field(&m, &f, &t)) > 0)
+	while (!err && (err = base_pb__next(&m, &f, &t)) > 0)
 		err = f == 1   ? rd_int(&m, t, (uint64_t *)&vt->type)
 		      : f == 2 ? rd_int(&m, t, (uint64_t *)&vt->unit)
-			       : rd_skip(&m, t);
+			       : base_pb__skip(&m, t);
 	return err;
 }
 
-static int parse_label(struct pprof_wire *w, struct rd *r, unsigned wt)
+static int parse_label(struct pprof_wire *w, struct base_pb *r, unsigned wt)
 {
 	struct pprof_wire_label *l;
-	struct rd m;
+	struct base_pb m;
 	uint32_t f;
 	unsigned t;
-	int err = wt == WT_LEN ? rd_len(r, &m) : -EINVAL;
+	int err = wt == WT_LEN ? base_pb__len(r, &m) : -EINVAL;
 
 	if (err || !(l = arr_push(w, &w->labels, sizeof(*l), &err)))
 		return err;
-	while (!err && (err = next_field(&m, &f, &t)) > 0) {
+	while (!err && (err = base_pb__next(&m, &f, &t)) > 0) {
 		int64_t *dst = f == 1	? &l->key
 			       : f == 2 ? &l->str
 			       : f == 3 ? &l->num
 			       : f == 4 ? &l->num_unit
 					: NULL;
-		err = dst ? rd_int(&m, t, (uint64_t *)dst) : rd_skip(&m, t);
+		err = dst ? rd_int(&m, t, (uint64_t *)dst) : base_pb__skip(&m, t);
 	}
 	return err;
 }
@@ -268,7 +122,7 @@ static int parse_label(struct pprof_wire *w, struct rd *r, unsigned wt)
 /* Sample: 1 location_id (packed uint64), 2 value (packed int64), 3 label. Its
  * elements must be contiguous in those arrays, and they are: a sample is
  * parsed whole before the next one starts. */
-static int parse_sample(struct pprof_wire *w, struct rd *m)
+static int parse_sample(struct pprof_wire *w, struct base_pb *m)
 {
 	struct pprof_wire_sample s = {
 	    .loc_off = w->loc_ids.n, .val_off = w->values.n, .label_off = w->labels.n};
@@ -277,11 +131,11 @@ static int parse_sample(struct pprof_wire *w, struct rd *m)
 	unsigned t;
 	int err;
 
-	while ((err = next_field(m, &f, &t)) > 0) {
+	while ((err = base_pb__next(m, &f, &t)) > 0) {
 		err = f == 1   ? rd_repeated(w, m, t, &w->loc_ids)
 		      : f == 2 ? rd_repeated(w, m, t, &w->values)
 		      : f == 3 ? parse_label(w, m, t)
-			       : rd_skip(m, t);
+			       : base_pb__skip(m, t);
 		if (err)
 			return err;
 	}
@@ -296,7 +150,7 @@ static int parse_sample(struct pprof_wire *w, struct rd *m)
 	return err;
 }
 
-static int parse_mapping(struct pprof_wire *w, struct rd *m)
+static int parse_mapping(struct pprof_wire *w, struct base_pb *m)
 {
 	struct pprof_wire_mapping *mp;
 	uint32_t f;
@@ -305,7 +159,7 @@ static int parse_mapping(struct pprof_wire *w, struct rd *m)
 
 	if (!(mp = arr_push(w, &w->mappings, sizeof(*mp), &err)))
 		return err;
-	while (!err && (err = next_field(m, &f, &t)) > 0) {
+	while (!err && (err = base_pb__next(m, &f, &t)) > 0) {
 		void *dst = f == 1   ? (void *)&mp->id
 			    : f == 2 ? (void *)&mp->start
 			    : f == 3 ? (void *)&mp->limit
@@ -313,42 +167,42 @@ static int parse_mapping(struct pprof_wire *w, struct rd *m)
 			    : f == 5 ? (void *)&mp->filename
 			    : f == 6 ? (void *)&mp->build_id
 				     : NULL;
-		err = dst ? rd_int(m, t, dst) : rd_skip(m, t);
+		err = dst ? rd_int(m, t, dst) : base_pb__skip(m, t);
 	}
 	return err;
 }
 
-static int parse_line(struct pprof_wire *w, struct rd *r, unsigned wt)
+static int parse_line(struct pprof_wire *w, struct base_pb *r, unsigned wt)
 {
 	struct pprof_wire_line *l;
-	struct rd m;
+	struct base_pb m;
 	uint32_t f;
 	unsigned t;
-	int err = wt == WT_LEN ? rd_len(r, &m) : -EINVAL;
+	int err = wt == WT_LEN ? base_pb__len(r, &m) : -EINVAL;
 
 	if (err || !(l = arr_push(w, &w->lines, sizeof(*l), &err)))
 		return err;
-	while (!err && (err = next_field(&m, &f, &t)) > 0)
+	while (!err && (err = base_pb__next(&m, &f, &t)) > 0)
 		err = f == 1   ? rd_int(&m, t, &l->function_id)
 		      : f == 2 ? rd_int(&m, t, (uint64_t *)&l->line)
-			       : rd_skip(&m, t);
+			       : base_pb__skip(&m, t);
 	return err;
 }
 
 /* Location: 1 id, 2 mapping_id, 3 address, 4 line (repeated Line). */
-static int parse_location(struct pprof_wire *w, struct rd *m)
+static int parse_location(struct pprof_wire *w, struct base_pb *m)
 {
 	struct pprof_wire_location l = {.line_off = w->lines.n}, *out;
 	uint32_t f;
 	unsigned t;
 	int err;
 
-	while ((err = next_field(m, &f, &t)) > 0) {
+	while ((err = base_pb__next(m, &f, &t)) > 0) {
 		err = f == 1   ? rd_int(m, t, &l.id)
 		      : f == 2 ? rd_int(m, t, &l.mapping_id)
 		      : f == 3 ? rd_int(m, t, &l.address)
 		      : f == 4 ? parse_line(w, m, t)
-			       : rd_skip(m, t);
+			       : base_pb__skip(m, t);
 		if (err)
 			return err;
 	}
@@ -361,7 +215,7 @@ static int parse_location(struct pprof_wire *w, struct rd *m)
 	return err;
 }
 
-static int parse_function(struct pprof_wire *w, struct rd *m)
+static int parse_function(struct pprof_wire *w, struct base_pb *m)
 {
 	struct pprof_wire_function *fn;
 	uint32_t f;
@@ -370,40 +224,30 @@ static int parse_function(struct pprof_wire *w, struct rd *m)
 
 	if (!(fn = arr_push(w, &w->functions, sizeof(*fn), &err)))
 		return err;
-	while (!err && (err = next_field(m, &f, &t)) > 0) {
+	while (!err && (err = base_pb__next(m, &f, &t)) > 0) {
 		void *dst = f == 1   ? (void *)&fn->id
 			    : f == 2 ? (void *)&fn->name
 			    : f == 3 ? (void *)&fn->system_name
 			    : f == 4 ? (void *)&fn->filename
 				     : NULL;
-		err = dst ? rd_int(m, t, dst) : rd_skip(m, t);
+		err = dst ? rd_int(m, t, dst) : base_pb__skip(m, t);
 	}
 	return err;
 }
 
 /* A string of the table, copied with a NUL (the offset goes to w->strings). */
-static int add_string(struct pprof_wire *w, const struct rd *m)
+static int add_string(struct pprof_wire *w, const struct base_pb *m)
 {
-	size_t n = (size_t)(m->end - m->p), *off;
+	size_t n = (size_t)(m->end - m->p), *off, old = w->str_cap;
 	const uint8_t *nul = memchr(m->p, 0, n);
 	int err;
 
 	n = nul ? (size_t)(nul - m->p) : n; /* a C string ends at its first NUL */
-	if (w->str_cap - w->str_len < n + 1) {
-		size_t cap = w->str_cap ? w->str_cap : 4096;
-		char *b;
-
-		while (cap - w->str_len < n + 1)
-			cap *= 2;
-		if (cap - w->str_cap > w->limit - w->used)
-			return -EFBIG;
-		b = realloc(w->str_buf, cap);
-		if (!b)
-			return -ENOMEM;
-		w->used += cap - w->str_cap;
-		w->str_buf = b;
-		w->str_cap = cap;
-	}
+	err = base_grow_max((void **)&w->str_buf, &w->str_cap, w->str_len + n + 1, 1,
+			    w->str_cap + (w->limit - w->used));
+	if (err)
+		return err == -E2BIG ? -EFBIG : err;
+	w->used += w->str_cap - old;
 	off = arr_push(w, &w->strings, sizeof(*off), &err);
 	if (!off)
 		return err;
@@ -415,10 +259,10 @@ static int add_string(struct pprof_wire *w, const struct rd *m)
 }
 
 /* A repeated submessage field of Profile. */
-static int profile_msg_field(struct pprof_wire *w, struct rd *r, uint32_t f, unsigned wt)
+static int profile_msg_field(struct pprof_wire *w, struct base_pb *r, uint32_t f, unsigned wt)
 {
-	struct rd m;
-	int err = wt == WT_LEN ? rd_len(r, &m) : -EINVAL;
+	struct base_pb m;
+	int err = wt == WT_LEN ? base_pb__len(r, &m) : -EINVAL;
 
 	if (err)
 		return err;
@@ -436,7 +280,7 @@ static int profile_msg_field(struct pprof_wire *w, struct rd *r, uint32_t f, uns
 	}
 }
 
-static int profile_field(struct pprof_wire *w, struct rd *r, uint32_t f, unsigned wt)
+static int profile_field(struct pprof_wire *w, struct base_pb *r, uint32_t f, unsigned wt)
 {
 	int err;
 
@@ -470,19 +314,19 @@ static int profile_field(struct pprof_wire *w, struct rd *r, uint32_t f, unsigne
 	case 14:
 		return rd_int(r, wt, (uint64_t *)&w->default_sample_type);
 	default:
-		return rd_skip(r, wt);
+		return base_pb__skip(r, wt);
 	}
 }
 
 int pprof_wire__parse(struct pprof_wire *w, const uint8_t *buf, size_t len, size_t limit)
 {
-	struct rd r = {buf, buf + len};
+	struct base_pb r = {buf, buf + len};
 	uint32_t f;
 	unsigned wt;
 	int err;
 
 	w->limit = limit;
-	while ((err = next_field(&r, &f, &wt)) > 0) {
+	while ((err = base_pb__next(&r, &f, &wt)) > 0) {
 		err = profile_field(w, &r, f, wt);
 		if (err)
 			return err;

@@ -577,14 +577,13 @@ static int labels_reset(struct label_cache *c, size_t n)
 	c->valid = false;
 	c->committed = NULL;
 	if (n > c->cap) {
-		struct profile_label *a = realloc(c->in, n * sizeof(*a)), *b;
+		/* both arrays grow alike from c->cap; it moves once both have grown */
+		size_t cap_in = c->cap, cap_sorted = c->cap;
 
-		if (a)
-			c->in = a;
-		if (!a || !(b = realloc(c->sorted, n * sizeof(*b))))
+		if (base_grow((void **)&c->in, &cap_in, n, sizeof(*c->in)) ||
+		    base_grow((void **)&c->sorted, &cap_sorted, n, sizeof(*c->sorted)))
 			return -ENOMEM;
-		c->sorted = b;
-		c->cap = n;
+		c->cap = cap_sorted;
 	}
 	return 0;
 }

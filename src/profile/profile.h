@@ -99,6 +99,24 @@ int64_t profile__period_ns(const struct profile *p);
  * under the type's sample type and period type.
  */
 #define PROFILE_CPU_TYPE_PREFIX "process_cpu:"
+
+/*
+ * Label names: the one spelling of each, for every module that makes or reads
+ * labels, from the decoders and the collector up (ingest.h gives the ones its
+ * callers know by an INGEST_ name the same strings; what each means there).
+ */
+#define PROFILE_LABEL_NAME	"__name__"	   /* a push's application name */
+#define PROFILE_LABEL_TYPE	"__profile_type__" /* a series' profile type */
+#define PROFILE_LABEL_SERVICE	"service_name"
+#define PROFILE_LABEL_HOST	"host"
+#define PROFILE_LABEL_KERNEL	"kernel"
+#define PROFILE_LABEL_PID	"pid"
+#define PROFILE_LABEL_TID	"tid"
+#define PROFILE_LABEL_COMM	"comm"	   /* the thread's name */
+#define PROFILE_LABEL_PROCESS	"process"  /* the process's name */
+#define PROFILE_LABEL_EXE	"exe"
+#define PROFILE_LABEL_CONTAINER "container"
+#define PROFILE_LABEL_UNIT	"unit" /* the systemd unit */
 #define PROFILE_TYPE_FIELDS	5
 #define PROFILE_TYPE_FIELD_MAX	128
 /* Sets (a copy of) the profile type; NULL or a CPU type: CPU. 0 or -ENOMEM. */

@@ -121,7 +121,7 @@ static int add_sample(struct svg *s, const struct profile_sample *ps)
 		return 0;
 	s->nodes[0].value = base_sat_add(s->nodes[0].value, v);
 	for (size_t i = 0; i < ps->n_labels; i++)
-		if (ps->labels[i].str && strcmp(ps->labels[i].key, "process") == 0 &&
+		if (ps->labels[i].str && strcmp(ps->labels[i].key, PROFILE_LABEL_PROCESS) == 0 &&
 		    !descend(s, &node, ps->labels[i].str, SVG_KIND_PROCESS, v))
 			return -ENOMEM;
 	for (size_t i = ps->n_locs; i-- > 0;) {

@@ -187,60 +187,15 @@ static bool is_libpython(const char *path)
 	return strncmp(base, "libpython", 9) == 0 && name_version(base) && strstr(base, ".so");
 }
 
-/* The process's mappings (/proc/PID/maps), malloc'd. 0, -ESRCH, -ENOMEM. */
+/* The process's mappings (proc's one maps reader, capped). 0, -ESRCH (gone, or
+ * nothing mapped: a zombie or kernel thread), -errno. */
 static int read_maps(uint32_t pid, struct proc_mapping **out, size_t *n_out)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0, lcap = 0, n = 0;
-	struct proc_mapping *maps = NULL;
-	FILE *f;
-	int err = 0;
+	int err = proc_read_maps(pid, out, n_out);
 
-	*out = NULL;
-	*n_out = 0;
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (getline(&line, &lcap, f) > 0) {
-		struct proc_mapping m;
-
-		if (proc_parse_maps_line(line, &m))
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct proc_mapping *nm = realloc(maps, ncap * sizeof(*maps));
-
-			if (!nm) {
-				proc_mapping__fini(&m);
-				err = -ENOMEM;
-				break;
-			}
-			maps = nm;
-			cap = ncap;
-		}
-		maps[n++] = m;
-	}
-	free(line);
-	fclose(f);
-	if (err == 0 && n == 0)
-		err = -ESRCH; /* a zombie or kernel thread: nothing mapped */
-	if (err) {
-		for (size_t i = 0; i < n; i++)
-			proc_mapping__fini(&maps[i]);
-		free(maps);
-		return err;
-	}
-	*out = maps;
-	*n_out = n;
-	return 0;
-}
-
-static void free_maps(struct proc_mapping *maps, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		proc_mapping__fini(&maps[i]);
-	free(maps);
+	if (err == -ENOENT || (!err && !*n_out))
+		return -ESRCH;
+	return err;
 }
 
 /* Tries the object mapped first at maps[i] (its lowest mapping). 0 when it is CPython. */
@@ -378,7 +333,7 @@ int py_probe_target(uint32_t pid, struct py_target *out)
 				break;
 		}
 	}
-	free_maps(maps, n);
+	proc_maps_free(maps, n);
 	if (found)
 		return found;
 	if (!out->runtime || (out->version >> 16) != 3 || ((out->version >> 8) & 0xff) < 10 ||

@@ -120,22 +120,8 @@ uint64_t query_selector__regex_runs(const struct query_selector *sel);
 
 /* ---- time ---- */
 
-/*
- * A unix timestamp (only digits, at most 19) to ns; its magnitude tells the
- * unit: below 1e11 seconds, below 1e14 ms, below 1e17 µs, else ns. -EINVAL for
- * anything else and for a time past INT64_MAX ns (2262-04-11), never wrapped.
- */
-int query_parse_unix(const char *s, int64_t *out_ns);
-/*
- * Parses a time: "now", "now-1h", "now+10m", "now-1h30m" (units ns us ms s m h
- * d w, whole numbers) or a unix timestamp (query_parse_unix). 0 or -EINVAL (err
- * names the value). The one time parser of /ingest, the /api/ queries and `hearth query`.
- */
-int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, char *err, size_t errlen);
-/* A duration: "10s", "1m", "1h30m", "500ms", or a plain number of seconds.
- * Must be > 0. 0 or -EINVAL. */
-int query_parse_duration(const char *s, int64_t *out_ns, char *err, size_t errlen);
-/* Parses from/until (NULL or "": until-1h / now) and checks from <= until.
+/* Parses from/until (NULL or "": until-1h / now) with base_time_parse and checks
+ * from <= until.
  * 0 or -EINVAL ("from (…) is after until (…)"). */
 int query_parse_range(const char *from, const char *until, int64_t now_ns, int64_t *from_ns,
 		      int64_t *until_ns, char *err, size_t errlen);

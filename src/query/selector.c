@@ -45,6 +45,7 @@ struct parser {
 	const char *s, *p;
 	char *err;
 	size_t errlen;
+	size_t cap_m; /* capacity of the selector's matcher array, which only the parse grows */
 };
 
 static int fail(struct parser *ps, int code, const char *fmt, ...)
@@ -175,15 +176,14 @@ static int compile(struct parser *ps, struct query_matcher *m, enum query_op op)
 
 static int add(struct query_selector *sel, struct parser *ps, struct query_matcher **m)
 {
-	struct query_matcher *n;
+	int err = base_grow_max((void **)&sel->m, &ps->cap_m, sel->n + 1, sizeof(*sel->m),
+				QUERY_MAX_MATCHERS);
 
-	if (sel->n >= QUERY_MAX_MATCHERS)
+	if (err == -E2BIG)
 		return fail(ps, -E2BIG, "more than %d matchers", QUERY_MAX_MATCHERS);
-	n = realloc(sel->m, (sel->n + 1) * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	sel->m = n;
-	*m = &n[sel->n++];
+	if (err)
+		return err;
+	*m = &sel->m[sel->n++];
 	memset(*m, 0, sizeof(**m));
 	return 0;
 }
@@ -260,7 +260,7 @@ static int parse(struct query_selector *sel, struct parser *ps)
 
 int query_selector__parse(const char *s, struct query_selector **out, char *err, size_t errlen)
 {
-	struct parser ps = {s ? s : "", s ? s : "", err, errlen};
+	struct parser ps = {s ? s : "", s ? s : "", err, errlen, 0};
 	struct query_selector *sel;
 	int e;
 

@@ -334,10 +334,7 @@ static int on_rb_sample(void *ctx, void *data, size_t size)
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return (double)base_clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
 /* A new process's sample with a copy of its stack: held until its view is out. */
@@ -357,16 +354,9 @@ static int on_raw_sample(void *ctx, void *data, size_t size)
 		s->raw_stats[SAMPLER_RAW_DROPPED]++;
 		return 0;
 	}
-	if (s->n_raw == s->cap_raw) {
-		size_t cap = s->cap_raw ? s->cap_raw * 2 : 64;
-		struct raw_held *n = realloc(s->raw, cap * sizeof(*n));
-
-		if (!n) {
-			s->raw_stats[SAMPLER_RAW_DROPPED]++;
-			return 0;
-		}
-		s->raw = n;
-		s->cap_raw = cap;
+	if (base_grow((void **)&s->raw, &s->cap_raw, s->n_raw + 1, sizeof(*s->raw))) {
+		s->raw_stats[SAMPLER_RAW_DROPPED]++;
+		return 0;
 	}
 	h = &s->raw[s->n_raw];
 	h->r = malloc(bytes);

@@ -229,10 +229,10 @@ static int store_one(struct target *t, struct profile_flat *f, const char *type,
 	labels[n++] = (struct store_label){"instance", t->cfg->address};
 	for (size_t i = 0; i < t->cfg->n_labels; i++) {
 		labels[n++] = (struct store_label){t->cfg->labels[i].name, t->cfg->labels[i].value};
-		has_service |= !strcmp(t->cfg->labels[i].name, "service_name");
+		has_service |= !strcmp(t->cfg->labels[i].name, INGEST_SERVICE_LABEL);
 	}
 	if (!has_service) /* CONV16: a scrape's service is its job */
-		labels[n++] = (struct store_label){"service_name", t->job->name};
+		labels[n++] = (struct store_label){INGEST_SERVICE_LABEL, t->job->name};
 	labels[n++] = (struct store_label){STORE_PROFILE_TYPE_LABEL, type};
 	req.n_labels = n;
 	if (f->time_ns <= 0)
@@ -395,8 +395,7 @@ static void *target_main(void *arg)
 		next += t->job->interval_ns;
 		if (next < now) /* the scrape took longer than the interval: start again now */
 			next = now;
-		ts.tv_sec = (time_t)(next / 1000000000);
-		ts.tv_nsec = (long)(next % 1000000000);
+		ts = base_ns_timespec(next);
 		while (!s->stop && base_clock_ns(CLOCK_MONOTONIC) < next)
 			pthread_cond_timedwait(&s->wake, &s->lock, &ts);
 	}
@@ -430,7 +429,11 @@ int scrape__new(struct scrape_config *cfg, struct store *st, struct scrape **out
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->wake, &ca);
 	pthread_condattr_destroy(&ca);
-	curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: it is not thread-safe */
+	if (base_curl_init()) { /* before any thread of ours uses curl */
+		scrape__free(s);
+		snprintf(err, errlen, "libcurl could not initialise");
+		return -ENOMEM;
+	}
 	*out = s;
 	return 0;
 }

@@ -8,6 +8,7 @@
  * its author thinks.
  */
 #include "scrape_impl.h"
+#include "base/base.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -97,47 +98,14 @@ static int dup_str(struct cfg_parse *p, yaml_node_t *n, const char *what, char *
 	return *out ? 0 : -ENOMEM;
 }
 
-/* A Prometheus duration: whole-number terms of ms, s, m, h, d, w ("1m30s"). */
-static int parse_duration(const char *s, int64_t *out)
-{
-	static const struct {
-		const char *u;
-		int64_t ns;
-	} units[] = {{"ms", 1000000},	   {"s", 1000000000},	  {"m", 60000000000},
-		     {"h", 3600000000000}, {"d", 86400000000000}, {"w", 604800000000000}};
-	int64_t total = 0;
-
-	if (!*s)
-		return -EINVAL;
-	while (*s) {
-		int64_t v = 0;
-		size_t i;
-
-		if (!isdigit((unsigned char)*s))
-			return -EINVAL;
-		for (; isdigit((unsigned char)*s); s++)
-			if (__builtin_mul_overflow(v, 10, &v) ||
-			    __builtin_add_overflow(v, *s - '0', &v))
-				return -ERANGE;
-		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (!strncmp(s, units[i].u, strlen(units[i].u)))
-				break;
-		if (i == sizeof(units) / sizeof(units[0]))
-			return -EINVAL;
-		s += strlen(units[i].u);
-		if (__builtin_mul_overflow(v, units[i].ns, &v) ||
-		    __builtin_add_overflow(total, v, &total))
-			return -ERANGE;
-	}
-	*out = total;
-	return 0;
-}
-
 static int get_duration(struct cfg_parse *p, yaml_node_t *n, const char *key, int64_t *out)
 {
 	const char *s = scalar(n);
+	/* base's one grammar: Prometheus's ms s m h d w terms, and also ns, us and a
+	 * plain number of seconds; "0s" (-ERANGE) is well-formed, refused below */
+	int e = s ? base_duration_parse(s, out, NULL, 0) : -EINVAL;
 
-	if (!s || parse_duration(s, out))
+	if (e && e != -ERANGE)
 		return fail_at(p, n, -EINVAL,
 			       "%s: '%s' is not a duration (whole numbers of ms, s, m, h, d, w: "
 			       "e.g. 10s, 1m30s)",

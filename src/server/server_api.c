@@ -55,7 +55,7 @@ static int request_args(struct server_req *r, const char *prefix, struct query_r
 	if ((ret = count_arg(r, "maxNodes", &q->max_nodes, err, errlen)) ||
 	    (ret = count_arg(r, "topRows", &q->top_rows, err, errlen)))
 		return ret;
-	if ((v = server_arg(r, "step")) && *v && query_parse_duration(v, &q->step_ns, err, errlen))
+	if ((v = server_arg(r, "step")) && *v && base_duration_parse(v, &q->step_ns, err, errlen))
 		return -EINVAL;
 	q->group_by = server_arg(r, "groupBy");
 	return 0;

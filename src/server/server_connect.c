@@ -495,50 +495,6 @@ static int m_select_merge_stacktraces(struct server *s, const ProtobufCMessage *
 	return ret;
 }
 
-/* Inflates a gzip member (a gzipped request body) into a
- * malloc'd buffer of at most max bytes. 0, -EIO (not gzip), -EFBIG, -ENOMEM. */
-static int gunzip(const uint8_t *in, size_t n, size_t max, uint8_t **out, size_t *len)
-{
-	z_stream z = {0};
-	size_t cap = n * 4 + 1024;
-	int zr = Z_OK, ret = 0;
-
-	*out = NULL;
-	*len = 0;
-	if (inflateInit2(&z, 15 + 16) != Z_OK)
-		return -ENOMEM;
-	z.next_in = (uint8_t *)in;
-	z.avail_in = (uInt)n;
-	while (zr != Z_STREAM_END) {
-		uint8_t *b = realloc(*out, cap);
-
-		if (!b) {
-			ret = -ENOMEM;
-			break;
-		}
-		*out = b;
-		z.next_out = b + *len;
-		z.avail_out = (uInt)(cap - *len);
-		zr = inflate(&z, Z_NO_FLUSH);
-		*len = cap - z.avail_out;
-		if (zr != Z_OK && zr != Z_STREAM_END) {
-			ret = -EIO;
-			break;
-		}
-		if (zr != Z_STREAM_END && *len >= max) {
-			ret = -EFBIG;
-			break;
-		}
-		cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-	}
-	inflateEnd(&z);
-	if (ret) {
-		free(*out);
-		*out = NULL;
-	}
-	return ret;
-}
-
 /* A message in a codec: packed protobuf, or proto3 JSON and a newline; *buf
  * malloc'd. 0, -ENOTSUP (no JSON form: pbjson_encode), -ENOMEM. */
 static int encode(const ProtobufCMessage *m, bool json, uint8_t **buf, size_t *len)
@@ -824,9 +780,9 @@ cleanup:
 static int inflate_body(struct server_req *r, size_t budget)
 {
 	size_t n, max = r->srv->max_body < budget / 2 ? r->srv->max_body : budget / 2;
-	char msg[256];
+	char msg[256], why[128];
 	uint8_t *b;
-	int ret = gunzip(r->body, r->len, max, &b, &n);
+	int ret = profile_gunzip(r->body, r->len, max, &b, &n, why, sizeof(why));
 
 	snprintf(msg, sizeof(msg),
 		 "the gzipped body inflates past %zu MiB: the body limit (--max-body-mb) or half "
@@ -834,7 +790,7 @@ static int inflate_body(struct server_req *r, size_t budget)
 		 max >> 20, budget >> 20, SERVER_MEM_BASE >> 20, SERVER_MEM_PER_BODY_BYTE);
 	if (ret == -EFBIG)
 		connect_error(r, "resource_exhausted", 413, SERVER_REJ_BOMB, msg);
-	else if (ret == -EIO)
+	else if (ret == -EINVAL)
 		connect_error(r, "invalid_argument", 0, SERVER_REJ_BAD_FORMAT,
 			      "Content-Encoding is gzip but the body is not valid gzip");
 	else if (ret)

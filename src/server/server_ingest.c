@@ -17,7 +17,7 @@
  * decode at once, so the peak is bounded by a few budgets whatever the number of clients.
  */
 #include "server_impl.h"
-#include "query/query.h"
+#include "base/base.h"
 #include "ingest/ingest.h"
 
 #include <errno.h>
@@ -65,10 +65,10 @@ static enum MHD_Result ingest_args(struct server_req *r, struct ingest_args *a, 
 		return bad(r, SERVER_REJ_BAD_LABELS, err);
 	now = ingest_now_ns();
 	a->until_ns = now;
-	if (until && query_parse_time(until, now, &a->until_ns, err, sizeof(err)))
+	if (until && base_time_parse(until, now, &a->until_ns, err, sizeof(err)))
 		return server_error(r, 400, SERVER_REJ_BAD_TIME, "'until': %s", err);
 	a->from_ns = a->until_ns;
-	if (from && query_parse_time(from, now, &a->from_ns, err, sizeof(err)))
+	if (from && base_time_parse(from, now, &a->from_ns, err, sizeof(err)))
 		return server_error(r, 400, SERVER_REJ_BAD_TIME, "'from': %s", err);
 	if (a->from_ns > a->until_ns)
 		return bad(r, SERVER_REJ_BAD_TIME, "'from' is after 'until'");

@@ -23,6 +23,7 @@
 #include "server_impl.h"
 #include "ingest/ingest.h"
 #include "symbolize/symbolize.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -301,19 +302,9 @@ static enum MHD_Result store_all(struct server *s, struct server_req *r, struct 
 
 static void put_varint(FILE *f, uint64_t x)
 {
-	do {
-		fputc((int)((x & 0x7f) | (x >> 7 ? 0x80 : 0)), f);
-		x >>= 7;
-	} while (x);
-}
+	uint8_t b[BASE_VARINT_MAX];
 
-static size_t varint_len(uint64_t x)
-{
-	size_t n = 1;
-
-	while (x >>= 7)
-		n++;
-	return n;
+	fwrite(b, 1, (size_t)(base_varint_put(b, x) - b), f);
 }
 
 /* The partial-success message: why profiles were rejected, and how many empty
@@ -357,7 +348,8 @@ static enum MHD_Result reply(struct server_req *r, const struct otlp_decoded *d,
 		fputs("{}\n", m.f);
 	} else if (msg_len) { /* 1: partial_success { 1: rejected_profiles, 2: error_message } */
 		fputc(0x0a, m.f);
-		put_varint(m.f, (n ? 1 + varint_len(n) : 0) + 1 + varint_len(msg_len) + msg_len);
+		put_varint(m.f, (n ? 1 + base_varint_len(n) : 0) + 1 + base_varint_len(msg_len) +
+				    msg_len);
 		if (n) {
 			fputc(0x08, m.f);
 			put_varint(m.f, n);

@@ -296,7 +296,7 @@ static struct text_slot *text_probe(struct text_cache *tc, const struct sym_obje
 {
 	size_t i = (size_t)h & (tc->n_slots - 1);
 
-	for (;; i = (i + 1) & (tc->n_slots - 1)) {
+	for (;; i = (i + 1) & (tc->n_slots - 1)) { /* layers: slots prefetched by hash, tagged */
 		struct text_slot *t = &tc->slots[i];
 		const struct text_rec *r;
 

@@ -200,13 +200,7 @@ void sym_dbginfod__wait(struct sym_dbginfod *d, int timeout_ms)
 
 	if (!d)
 		return;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	until = base_ns_timespec(base_clock_ns(CLOCK_REALTIME) + (int64_t)timeout_ms * 1000000);
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
 		bool busy = false;

@@ -277,7 +277,7 @@ static struct dem_slot *dem_probe(struct dem_slot *t, size_t cap, const char *sy
 	size_t i = (size_t)base_hash_u64(BASE_HASH_SEED, (uintptr_t)sys) & (cap - 1);
 
 	while (t[i].sys && t[i].sys != sys)
-		i = (i + 1) & (cap - 1);
+		i = (i + 1) & (cap - 1); /* layers: key in the slot (struct cu_slot says why) */
 	return &t[i];
 }
 
@@ -525,7 +525,7 @@ static struct cu_slot *cu_probe(struct cu_slot *t, size_t cap, Dwarf_Off off)
 	size_t i = (size_t)base_hash_u64(BASE_HASH_SEED, off) & (cap - 1);
 
 	while (t[i].off && t[i].off != off)
-		i = (i + 1) & (cap - 1);
+		i = (i + 1) & (cap - 1); /* layers: key in the slot (struct cu_slot says why) */
 	return &t[i];
 }
 

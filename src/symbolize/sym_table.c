@@ -109,7 +109,7 @@ int sym_builder__reserve(struct sym_builder *b, size_t n)
 	n = n < SYM_MAX_SYMBOLS ? n : SYM_MAX_SYMBOLS;
 	if (n <= b->cap)
 		return 0;
-	if (!(arr = realloc(b->raw, n * sizeof(*arr))))
+	if (!(arr = realloc(b->raw, n * sizeof(*arr)))) /* layers: an exact size, not growth */
 		return -ENOMEM;
 	b->raw = arr;
 	b->cap = n;

@@ -46,10 +46,7 @@
 
 uint64_t sym_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return (uint64_t)base_clock_ns(CLOCK_MONOTONIC);
 }
 
 /* FNV-1a. */
@@ -588,7 +585,8 @@ static void dem_put(const char *str, size_t n, void *opaque)
 	while (o->len + n + 1 > cap)
 		cap *= 2;
 	if (cap != o->cap) {
-		p = o->p == o->stack ? malloc(cap) : realloc(o->p, cap);
+		/* the first buffer is o->stack: no base_grow */
+		p = o->p == o->stack ? malloc(cap) : realloc(o->p, cap); /* layers: stack first */
 		if (!p) {
 			o->oom = true;
 			return;
@@ -714,9 +712,9 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 {
 	struct sym_frame *f = s->scratch.frames;
 	size_t len[SYM_MAX_FRAMES][3]; /* name, system_name (0: the same), file: str_room */
-	char *pos, *p;
+	char *pos;
 	int n = object_lookup(s, o, vaddr, f), err = 0;
-	size_t room = 0, cap = s->scratch_cap;
+	size_t room = 0;
 
 	if (s->obj_bytes + s->cache_bytes <= s->budget) { /* budget_enforce would do nothing */
 		s->scratch.n = (size_t)n;
@@ -732,16 +730,9 @@ static int scratch_lookup(struct symbolizer *s, struct sym_object *o, uint64_t v
 		len[i][2] = str_room(f[i].file);
 		room += len[i][0] + len[i][1] + len[i][2];
 	}
-	if (room > cap) {
-		while (cap < room)
-			cap = cap ? cap * 2 : 4096;
-		if ((p = realloc(s->scratch_text, cap))) {
-			s->scratch_text = p;
-			s->scratch_cap = cap;
-		} else {
-			err = -ENOMEM;
-			n = 0;
-		}
+	if (base_grow((void **)&s->scratch_text, &s->scratch_cap, room, 1)) {
+		err = -ENOMEM;
+		n = 0;
 	}
 	pos = s->scratch_text;
 	for (int i = 0; i < n; i++) {

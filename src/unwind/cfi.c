@@ -9,6 +9,7 @@
  * (must be "at CFA-8") and the saved RBP. x86-64 register numbers below.
  */
 #include "unwind.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -41,41 +42,23 @@ static uint64_t rd_bytes(struct rd *r, size_t n)
 	return v;
 }
 
-/* LEB128 (DWARF 5 §7.6): the low 64 bits of the value, *shift the bits read and *last
- * the last byte (its 0x40 bit is a signed value's sign). */
-static uint64_t rd_leb(struct rd *r, unsigned *shift, uint8_t *last)
-{
-	uint64_t v = 0;
-	uint8_t b;
-
-	*shift = 0;
-	do {
-		b = (uint8_t)rd_bytes(r, 1);
-		if (*shift < 64)
-			v |= (uint64_t)(b & 0x7f) << *shift;
-		*shift += 7;
-	} while ((b & 0x80) && !r->err);
-	*last = b;
-	return v;
-}
-
+/* LEB128 (DWARF 5 §7.6), base's reader; a truncated one sets r->err. */
 static uint64_t rd_uleb(struct rd *r)
 {
-	unsigned shift;
-	uint8_t last;
+	uint64_t v = 0;
 
-	return rd_leb(r, &shift, &last);
+	if (!r->err && base_uleb128_get(&r->p, r->end, &v))
+		r->err = -EINVAL;
+	return v;
 }
 
 static int64_t rd_sleb(struct rd *r)
 {
-	unsigned shift;
-	uint8_t last;
-	uint64_t v = rd_leb(r, &shift, &last);
+	int64_t v = 0;
 
-	if (shift < 64 && (last & 0x40))
-		v |= ~0ull << shift;
-	return (int64_t)v;
+	if (!r->err && base_sleb128_get(&r->p, r->end, &v))
+		r->err = -EINVAL;
+	return v;
 }
 
 /* Reads a DW_EH_PE_* encoded pointer; field_vaddr is the address of the field
@@ -219,18 +202,10 @@ static int parse_cie(const uint8_t *sec, const uint8_t *p, const uint8_t *end, u
 
 int cfi_rows__push(struct cfi_rows *o, const struct hearth_unwind_row *row)
 {
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 256;
-		struct hearth_unwind_row *nr;
+	int err = base_grow((void **)&o->rows, &o->cap, o->n + 1, sizeof(*o->rows));
 
-		if (cap > SIZE_MAX / sizeof(*nr))
-			return -ENOMEM;
-		nr = realloc(o->rows, cap * sizeof(*nr));
-		if (!nr)
-			return -ENOMEM;
-		o->rows = nr;
-		o->cap = cap;
-	}
+	if (err)
+		return err;
 	o->rows[o->n++] = *row;
 	return 0;
 }

@@ -7,6 +7,7 @@
  * libelf only gives access to the section bytes; the CFI evaluation is cfi.c.
  */
 #include "unwind.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,10 +21,7 @@
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return (double)base_clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
 /* Parses the named CFI section into rows. -ENODATA when absent. */

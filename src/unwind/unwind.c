@@ -487,10 +487,7 @@ cleanup:
 
 static double mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return (double)base_clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
 static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double due, int left)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "profile/profile.h"
-#include "query/query.h"
+#include "base/base.h"
 #include "server/server.h"
 
 static char *cstr(const uint8_t *d, size_t n)
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		server_labels__fini(&l);
 		break;
 	case 1:
-		query_parse_time(s, 0, &ns, err, sizeof(err));
+		base_time_parse(s, 0, &ns, err, sizeof(err));
 		break;
 	case 2:
 		server_multipart_field("multipart/form-data; boundary=b", data + 1, size - 1,

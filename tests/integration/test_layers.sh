@@ -64,6 +64,26 @@ if [ -n "$core_bad" ]; then
 else
 	pass "store_core_has_no_backend_branch: $(ls store/*.c | wc -l) core file(s), backends in $(ls -d store/*/ | wc -l) folders"
 fi
+# What src/base/base.h offers is written once, there: growing
+# an array (base_grow, base_grow_max), reading a clock (base_clock_ns) and probing a
+# hash table (base_hmap). Outside src/base a line doing it by hand fails, unless it
+# carries its reason as a comment "/* layers: why */". Hand-written probing is
+# caught by its step, "(i + 1) & mask" or "(i + 1) % n": every open-addressing
+# loop has one, and nothing else in hearth looks like it.
+by_hand() { # name, extended regex, what base offers
+	local hits=$T/by_hand.$1
+	: > "$hits"
+	grep -rnE "$2" --include='*.[ch]' -- * | grep -vE '^base/' | grep -v '/\* layers: ' |
+		sed 's#^#src/#' >> "$hits"
+	if [ -s "$hits" ]; then
+		fail "no_${1}_by_hand" "use $3, or say why not in a /* layers: */ comment: $(tr '\n' ';' < "$hits")"
+	else
+		pass "no_${1}_by_hand: outside src/base only with a stated reason"
+	fi
+}
+by_hand realloc '\brealloc\(' 'base_grow or base_grow_max'
+by_hand clock_gettime '\bclock_gettime\(' 'base_clock_ns'
+by_hand hash_probing '\(\s*[a-z_]+\s*\+\s*1\s*\)\s*(&|%)\s*[(a-z_]' 'base_hmap'
 
 # The sampler's header says it knows nothing of symbols or profiles: nothing above
 # the ABI headers and unwind/ reaches it, even through another header.

@@ -3,7 +3,8 @@
  * index finds what was inserted and nothing else after removals (checked against
  * a brute-force model over a random churn), the interner keeps ids stable, the
  * arena aligns and copies, saturating arithmetic clamps at both ends, hex digits
- * are read as such and nothing else is.
+ * are read as such and nothing else is, varints round-trip, and the protobuf
+ * reader walks every wire type and refuses what reaches past its message.
  */
 #include "base/base.h"
 #include "unit.h"
@@ -355,5 +356,169 @@ TEST(json_cost_counts_strings_keys_and_depth)
 	memset(deep, '[', sizeof(deep));
 	CHECK(base_json_cost(deep, BASE_JSON_COST_DEPTH, &c) == 0);
 	CHECK(base_json_cost(deep, sizeof(deep), &c) == -E2BIG);
+cleanup:;
+}
+
+TEST(varint_round_trips_and_refuses_truncation)
+{
+	const uint64_t vals[] = {0, 1, 127, 128, 300, UINT32_MAX, (uint64_t)1 << 63, UINT64_MAX};
+	uint8_t buf[BASE_VARINT_MAX + 8], *e;
+	const uint8_t *p;
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		e = base_varint_put(buf, vals[i]);
+		CHECK((size_t)(e - buf) == base_varint_len(vals[i]));
+		/* read with room to spare (no per-byte check) and with none (every byte checked) */
+		p = buf;
+		CHECK(base_varint_get(&p, buf + sizeof(buf), &v) == 0 && v == vals[i] && p == e);
+		p = buf;
+		CHECK(base_varint_get(&p, e, &v) == 0 && v == vals[i] && p == e);
+		p = buf;
+		CHECK(base_varint_get(&p, e - 1, &v) == -EINVAL); /* one byte short */
+	}
+	CHECK(base_varint_len(UINT64_MAX) == BASE_VARINT_MAX);
+	/* 300 is ac 02 (the protobuf guide's example) */
+	CHECK(base_varint_put(buf, 300) - buf == 2 && buf[0] == 0xac && buf[1] == 0x02);
+	/* eleven continuation bytes: longer than any 64-bit varint */
+	memset(buf, 0x80, sizeof(buf));
+	p = buf;
+	CHECK(base_varint_get(&p, buf + sizeof(buf), &v) == -EINVAL);
+	CHECK(base_varint_count(buf, buf + sizeof(buf)) == 0);
+	CHECK(base_zigzag(0) == 0 && base_zigzag(-1) == 1 && base_zigzag(1) == 2);
+	CHECK(base_zigzag(INT64_MIN) == UINT64_MAX && base_unzigzag(UINT64_MAX) == INT64_MIN);
+	CHECK(base_unzigzag(base_zigzag(-12345)) == -12345);
+cleanup:;
+}
+
+TEST(pb_reader_walks_fields_and_stays_in_bounds)
+{
+	/* field 1 varint 150; field 2 "hi"; field 3 fixed64 1; field 4 fixed32 7;
+	 * field 5 packed varints {1, 300}; field 6 one unpacked varint 9 */
+	const uint8_t msg[] = {0x08, 0x96, 0x01, 0x12, 0x02, 'h', 'i', 0x19, 1, 0, 0, 0, 0, 0, 0, 0,
+			       0x25, 7, 0, 0, 0, 0x2a, 0x03, 0x01, 0xac, 0x02, 0x30, 0x09};
+	struct base_pb b = {msg, msg + sizeof(msg)}, sub, vals;
+	uint32_t field, v32;
+	unsigned wt;
+	uint64_t v;
+	size_t n;
+
+	CHECK(base_pb__next(&b, &field, &wt) == 1 && field == 1 && wt == BASE_PB_VARINT);
+	CHECK(base_pb__varint(&b, &v) == 0 && v == 150);
+	CHECK(base_pb__next(&b, &field, &wt) == 1 && field == 2 && wt == BASE_PB_LEN);
+	CHECK(base_pb__len(&b, &sub) == 0 && sub.end - sub.p == 2 && sub.p[0] == 'h');
+	CHECK(base_pb__next(&b, &field, &wt) == 1 && field == 3 && wt == BASE_PB_I64);
+	CHECK(base_pb__fixed64(&b, &v) == 0 && v == 1);
+	CHECK(base_pb__next(&b, &field, &wt) == 1 && field == 4 && wt == BASE_PB_I32);
+	CHECK(base_pb__fixed32(&b, &v32) == 0 && v32 == 7);
+	CHECK(base_pb__next(&b, &field, &wt) == 1 && field == 5);
+	CHECK(base_pb__repeated(&b, wt, BASE_PB_VARINT, &vals, &n) == 0 && n == 2);
+	CHECK(base_pb__varint(&vals, &v) == 0 && v == 1);
+	CHECK(base_pb__varint(&vals, &v) == 0 && v == 300 && vals.p == vals.end);
+	CHECK(base_pb__next(&b, &field, &wt) == 1 && field == 6);
+	CHECK(base_pb__repeated(&b, wt, BASE_PB_VARINT, &vals, &n) == 0 && n == 1);
+	CHECK(base_pb__varint(&vals, &v) == 0 && v == 9);
+	CHECK(base_pb__next(&b, &field, &wt) == 0); /* the end */
+
+	/* a length past the end, a truncated fixed64, a group, field number 0 */
+	const uint8_t bad_len[] = {0x12, 0x05, 'h'}, bad_fixed[] = {0x19, 1, 2}, group[] = {0x0b},
+		      zero[] = {0x00, 0x01};
+	b = (struct base_pb){bad_len, bad_len + sizeof(bad_len)};
+	CHECK(base_pb__next(&b, &field, &wt) == 1 && base_pb__len(&b, &sub) == -EINVAL);
+	b = (struct base_pb){bad_fixed, bad_fixed + sizeof(bad_fixed)};
+	CHECK(base_pb__next(&b, &field, &wt) == 1 && base_pb__skip(&b, wt) == -EINVAL);
+	b = (struct base_pb){group, group + sizeof(group)};
+	CHECK(base_pb__next(&b, &field, &wt) == 1 && base_pb__skip(&b, wt) == -EINVAL);
+	b = (struct base_pb){zero, zero + sizeof(zero)};
+	CHECK(base_pb__next(&b, &field, &wt) == -EINVAL);
+
+	/* packed bodies that are not whole elements; a wire type a repeated varint cannot have */
+	const uint8_t half_varint[] = {0x02, 0x01, 0x80}, odd_fixed[] = {0x03, 1, 2, 3},
+		      fixed32[] = {1, 0, 0, 0};
+	b = (struct base_pb){half_varint, half_varint + sizeof(half_varint)};
+	CHECK(base_pb__repeated(&b, BASE_PB_LEN, BASE_PB_VARINT, &vals, &n) == -EINVAL);
+	b = (struct base_pb){odd_fixed, odd_fixed + sizeof(odd_fixed)};
+	CHECK(base_pb__repeated(&b, BASE_PB_LEN, BASE_PB_I64, &vals, &n) == -EINVAL);
+	b = (struct base_pb){fixed32, fixed32 + sizeof(fixed32)};
+	CHECK(base_pb__repeated(&b, BASE_PB_I32, BASE_PB_VARINT, &vals, &n) == -EPROTO);
+cleanup:;
+}
+
+/* The one time grammar (its full table is tests/unit/data/times.tsv, read by
+ * test_query): the forms each former parser accepted all still parse here. */
+TEST(time_grammar_serves_queries_scrape_and_cli)
+{
+	const int64_t s = 1000000000ll;
+	char err[160];
+	int64_t t;
+
+	CHECK(base_time_parse("now-1h", 7200 * s, &t, err, sizeof(err)) == 0 && t == 3600 * s);
+	CHECK(base_time_parse("1700000000", 0, &t, err, sizeof(err)) == 0 && t == 1700000000 * s);
+	CHECK(base_time_parse("tomorrow", 0, &t, err, sizeof(err)) == -EINVAL);
+	CHECKF(strstr(err, "\"tomorrow\"") && strstr(err, "now-1h30m"), "%s", err);
+	/* Prometheus durations (the scrape config's): ms s m h d w terms */
+	CHECK(base_duration_parse("1m30s", &t, NULL, 0) == 0 && t == 90 * s);
+	CHECK(base_duration_parse("500ms", &t, NULL, 0) == 0 && t == s / 2);
+	CHECK(base_duration_parse("1w", &t, NULL, 0) == 0 && t == 7 * 86400 * s);
+	/* a plain number of seconds (the CLI's and the API's) */
+	CHECK(base_duration_parse("60", &t, NULL, 0) == 0 && t == 60 * s);
+	/* zero is well-formed (a caller applies its own bounds); nonsense is not */
+	CHECK(base_duration_parse("0s", &t, err, sizeof(err)) == -ERANGE && t == 0);
+	CHECK(base_duration_parse("10 seconds", &t, err, sizeof(err)) == -EINVAL);
+	CHECKF(strstr(err, "\"10 seconds\""), "%s", err);
+	CHECK(base_duration_parse("106752d", &t, NULL, 0) == -EINVAL); /* past INT64_MAX ns */
+cleanup:;
+}
+
+TEST(grow_max_stops_at_its_ceiling)
+{
+	uint32_t *a = NULL;
+	size_t cap = 0;
+
+	CHECK(base_grow_max((void **)&a, &cap, 20, sizeof(*a), 100) == 0 && cap == 32);
+	/* 64 would double to 128: the capacity stops at the ceiling, 100 */
+	CHECK(base_grow_max((void **)&a, &cap, 65, sizeof(*a), 100) == 0 && cap == 100);
+	a[99] = 1; /* the room is there (ASan) */
+	/* one past the ceiling: refused, the array kept */
+	CHECK(base_grow_max((void **)&a, &cap, 101, sizeof(*a), 100) == -E2BIG);
+	CHECK(cap == 100 && a[99] == 1);
+	CHECK(base_grow_max((void **)&a, &cap, 100, sizeof(*a), 100) == 0 && cap == 100);
+	free(a);
+	a = NULL;
+	cap = 0;
+	CHECK(base_grow_max((void **)&a, &cap, 3, sizeof(*a), 5) == 0 && cap == 5);
+cleanup:
+	free(a);
+}
+
+/* DWARF 5 §7.6's examples (Tables 7.6 and 7.7), and what a varint refuses: padding. */
+TEST(leb128_reads_dwarf_examples_and_padding)
+{
+	const uint8_t u[] = {0x02, 0x7f, 0x80, 0x01, 0x81, 0x01, 0x82, 0x01, 0xb9, 0x64},
+		      s[] = {0x02, 0x7e, 0xff, 0x00, 0x81, 0x7f, 0x80, 0x01, 0x80, 0x7f};
+	const uint64_t uw[] = {2, 127, 128, 129, 130, 12857};
+	const int64_t sw[] = {2, -2, 127, -127, 128, -128};
+	uint8_t padded[16];
+	const uint8_t *p = u, *q;
+	uint64_t v;
+	int64_t sv;
+
+	for (size_t i = 0; i < 6; i++)
+		CHECK(base_uleb128_get(&p, u + sizeof(u), &v) == 0 && v == uw[i]);
+	CHECK(p == u + sizeof(u));
+	p = s;
+	for (size_t i = 0; i < 6; i++)
+		CHECKF(base_sleb128_get(&p, s + sizeof(s), &sv) == 0 && sv == sw[i], "%zu", i);
+	/* 1 padded to 16 bytes: longer than any varint, still one LEB128 */
+	memset(padded, 0x80, sizeof(padded));
+	padded[0] = 0x81;
+	padded[15] = 0x00;
+	p = padded;
+	CHECK(base_uleb128_get(&p, padded + sizeof(padded), &v) == 0 && v == 1);
+	CHECK(p == padded + sizeof(padded));
+	/* truncated: refused, the position kept */
+	q = p = padded;
+	CHECK(base_uleb128_get(&p, padded + 15, &v) == -EINVAL && p == q);
+	CHECK(base_sleb128_get(&p, padded + 15, &sv) == -EINVAL && p == q);
 cleanup:;
 }

@@ -541,3 +541,40 @@ cleanup:
 	}
 	proc_table__free(pt);
 }
+
+/* The one maps reader: sorted by start, malformed lines skipped, and a file far longer
+ * than any real one read only up to the line cap. */
+TEST(maps_reader_sorts_skips_and_caps)
+{
+	const char *text = "7f0000002000-7f0000003000 r-xp 00001000 08:01 42 /usr/lib/b.so\n"
+			   "not a maps line\n"
+			   "00400000-00401000 r-xp 00000000 08:01 7 /usr/bin/a\n";
+	struct proc_mapping *maps = NULL, *none = NULL;
+	size_t n = 0, n_big = 0;
+	FILE *f = fmemopen((void *)text, strlen(text), "r"), *big = NULL;
+
+	CHECK(f && proc_read_maps_file(f, &maps, &n) == 0);
+	CHECK(n == 2 && maps[0].start == 0x400000 && strcmp(maps[1].path, "/usr/lib/b.so") == 0);
+	proc_maps_free(maps, n);
+	maps = NULL;
+	/* one line more than the cap: the reader stops at the cap */
+	big = tmpfile();
+	CHECK(big);
+	for (uint64_t i = 0; i <= PROC_MAPS_MAX_LINES; i++)
+		fprintf(big, "%" PRIx64 "-%" PRIx64 " r--p 0 0:0 0\n", i * 2 + 2, i * 2 + 3);
+	rewind(big);
+	CHECK(proc_read_maps_file(big, &maps, &n_big) == 0);
+	CHECKF(n_big == PROC_MAPS_MAX_LINES, "%zu", n_big);
+	/* the live process's own maps, through the pid reader */
+	proc_maps_free(maps, n_big);
+	maps = NULL;
+	n_big = 0;
+	CHECK(proc_read_maps((uint32_t)getpid(), &maps, &n_big) == 0 && n_big > 2);
+	CHECK(proc_read_maps(0x7fffffff, &none, &n) == -ENOENT && !none && !n);
+cleanup:
+	proc_maps_free(maps, n_big);
+	if (f)
+		fclose(f);
+	if (big)
+		fclose(big);
+}

@@ -8,6 +8,7 @@
 
 #include "ingest/ingest.h"
 #include "query/query.h"
+#include "base/base.h"
 
 #include <errno.h>
 #include <math.h>
@@ -96,24 +97,24 @@ TEST(times_and_durations)
 	int64_t t, f, u, now = T0;
 	char err[256];
 
-	CHECK(query_parse_time("now", now, &t, err, sizeof(err)) == 0 && t == now);
-	CHECK(query_parse_time("now-1h", now, &t, err, sizeof(err)) == 0 && t == now - 3600 * S);
-	CHECK(query_parse_time("now-1h30m", now, &t, err, sizeof(err)) == 0 && t == now - 5400 * S);
-	CHECK(query_parse_time("1700000000", now, &t, err, sizeof(err)) == 0 && t == T0);
-	CHECK(query_parse_time("1700000000123", now, &t, err, sizeof(err)) == 0 &&
+	CHECK(base_time_parse("now", now, &t, err, sizeof(err)) == 0 && t == now);
+	CHECK(base_time_parse("now-1h", now, &t, err, sizeof(err)) == 0 && t == now - 3600 * S);
+	CHECK(base_time_parse("now-1h30m", now, &t, err, sizeof(err)) == 0 && t == now - 5400 * S);
+	CHECK(base_time_parse("1700000000", now, &t, err, sizeof(err)) == 0 && t == T0);
+	CHECK(base_time_parse("1700000000123", now, &t, err, sizeof(err)) == 0 &&
 	      t == T0 + 123000000);
-	CHECK(query_parse_time("1700000000123456", now, &t, err, sizeof(err)) == 0 &&
+	CHECK(base_time_parse("1700000000123456", now, &t, err, sizeof(err)) == 0 &&
 	      t == T0 + 123456000);
-	CHECK(query_parse_time("1700000000123456789", now, &t, err, sizeof(err)) == 0 &&
+	CHECK(base_time_parse("1700000000123456789", now, &t, err, sizeof(err)) == 0 &&
 	      t == T0 + 123456789);
-	CHECK(query_parse_time("yesterday", now, &t, err, sizeof(err)) == -EINVAL);
+	CHECK(base_time_parse("yesterday", now, &t, err, sizeof(err)) == -EINVAL);
 	CHECK(strstr(err, "yesterday"));
-	CHECK(query_parse_time("now-1x", now, &t, err, sizeof(err)) == -EINVAL);
-	CHECK(query_parse_time("99999999999999999999", now, &t, err, sizeof(err)) == -EINVAL);
-	CHECK(query_parse_duration("10s", &t, err, sizeof(err)) == 0 && t == 10 * S);
-	CHECK(query_parse_duration("60", &t, err, sizeof(err)) == 0 && t == 60 * S);
-	CHECK(query_parse_duration("0", &t, err, sizeof(err)) == -EINVAL);
-	CHECK(query_parse_duration("1q", &t, err, sizeof(err)) == -EINVAL);
+	CHECK(base_time_parse("now-1x", now, &t, err, sizeof(err)) == -EINVAL);
+	CHECK(base_time_parse("99999999999999999999", now, &t, err, sizeof(err)) == -EINVAL);
+	CHECK(base_duration_parse("10s", &t, err, sizeof(err)) == 0 && t == 10 * S);
+	CHECK(base_duration_parse("60", &t, err, sizeof(err)) == 0 && t == 60 * S);
+	CHECK(base_duration_parse("0", &t, err, sizeof(err)) == -ERANGE);
+	CHECK(base_duration_parse("1q", &t, err, sizeof(err)) == -EINVAL);
 	CHECK(query_parse_range(NULL, NULL, now, &f, &u, err, sizeof(err)) == 0 && u == now &&
 	      f == now - 3600 * S);
 	CHECK(query_parse_range("now", "now-1h", now, &f, &u, err, sizeof(err)) == -EINVAL);
@@ -142,7 +143,7 @@ TEST(time_rule_table_boundaries)
 		*tab = 0;
 		want = tab + 1;
 		want[strcspn(want, "\n")] = 0;
-		ret = query_parse_time(line, T0, &t, err, sizeof(err));
+		ret = base_time_parse(line, T0, &t, err, sizeof(err));
 		if (!strcmp(want, "refused")) {
 			CHECKF(ret == -EINVAL, "\"%s\": want refused, got %lld", line,
 			       (long long)t);
@@ -482,7 +483,7 @@ TEST(values_saturate_and_ranges_near_int64_max)
 	q.until_ns = INT64_MAX;
 	CAPTURE(a, query_tree_json(s, &q, out, err, sizeof(err)));
 	CHECKF(rc == 0 && strstr(a, "\"total\":0,"), "%d %s", rc, a ? a : err);
-	CHECK(query_parse_duration("9999999999", &ns, err, sizeof(err)) == -EINVAL);
+	CHECK(base_duration_parse("9999999999", &ns, err, sizeof(err)) == -EINVAL);
 	CHECKF(strstr(err, "9999999999"), "%s", err);
 cleanup:
 	free(a);

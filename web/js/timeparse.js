@@ -1,5 +1,5 @@
 // Reads the time expressions the API accepts, by the server's one rule
-// (src/query/time.c, docs/api.md "Limits: time and values"): "now", "now-1h30m",
+// (src/base/timespec.c, docs/api.md "Limits: time and values"): "now", "now-1h30m",
 // "now+10m" (whole numbers of ns us ms s m h d w), or a unix number whose
 // magnitude tells the unit (below 1e11 s, 1e14 ms, 1e17 µs, else ns), refused
 // past INT64_MAX ns. The page uses it to choose a timeline step and default

@@ -1,5 +1,5 @@
 // The UI reads times by the server's one rule: every row of
-// tests/unit/data/times.tsv (also checked against src/query/time.c by
+// tests/unit/data/times.tsv (also checked against src/base/timespec.c by
 // tests/unit/test_query.c) must parse to the same nanoseconds, or be refused.
 // node web/test/time.test.mjs
 import assert from 'node:assert/strict';

@@ -143,15 +143,7 @@ bool ch_rd_u64(struct ch_rd *r, uint64_t *v)
 
 bool ch_rd_varint(struct ch_rd *r, uint64_t *v)
 {
-	*v = 0;
-	for (int shift = 0; shift < 64 && r->p < r->end; shift += 7) {
-		uint8_t c = *r->p++;
-
-		*v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80))
-			return true;
-	}
-	return false;
+	return base_varint_get(&r->p, r->end, v) == 0;
 }
 
 bool ch_rd_str(struct ch_rd *r, const char **s, size_t *len)
@@ -510,7 +502,7 @@ static int ch_open(const char *url, const struct store_opts *opts, struct chstor
 		c->opts.retention_ns = STORE_DEFAULT_RETENTION_NS;
 	if (!c->opts.max_labels_per_series)
 		c->opts.max_labels_per_series = STORE_DEFAULT_MAX_LABELS;
-	curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: not thread-safe */
+	base_curl_init(); /* libcurl's global init, once per process (base/curl_once.c) */
 	e = parse_url(c, url, err, errlen) ?: check_schema(c, err, errlen);
 	if (e) {
 		chstore_close(&c->store);
@@ -650,14 +642,9 @@ static int put_u64(struct ch_buf *b, uint64_t v)
 }
 static int put_varint(struct ch_buf *b, uint64_t v)
 {
-	uint8_t x[10];
-	size_t n = 0;
+	uint8_t x[BASE_VARINT_MAX];
 
-	do {
-		x[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	return ch_buf_put(b, x, n);
+	return ch_buf_put(b, x, (size_t)(base_varint_put(x, v) - x));
 }
 static int put_str(struct ch_buf *b, const char *s, size_t n)
 {

@@ -42,7 +42,7 @@ int store_append_stack(struct store_append_ctx *a, uint64_t series, const uint64
 		return -ENOMEM;
 	e = a->key;
 	for (size_t i = 0; i < n; i++)
-		e = store_put_varint(e, ids[i]);
+		e = base_varint_put(e, ids[i]);
 	err = store_itab__intern(&a->s->tabs[STORE_T_STACKS], a->key, (size_t)(e - a->key), &stack,
 				 NULL)
 		  ?: store_local_id(a->s, series, stack, local);
@@ -111,7 +111,7 @@ struct store_series_memo *store_append_memo_slot(struct store_append_ctx *a, con
 	size_t mask = a->memo_cap - 1;
 	size_t i = bytes ? (size_t)base_hash_bytes(BASE_HASH_SEED, labels, bytes) & mask : 0;
 
-	for (;; i = (i + 1) & mask) {
+	for (;; i = (i + 1) & mask) { /* layers: the series memo: slots hold the label array they key */
 		struct store_series_memo *m = &a->memo[i];
 
 		if (!m->id || (m->bytes == bytes && (!bytes || !memcmp(m->labels, labels, bytes))))

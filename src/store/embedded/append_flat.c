@@ -118,11 +118,11 @@ static int flat_map_id(struct store_append_ctx *a, uint32_t m1, uint64_t *out)
 	err = flat_string(a, m->file, &file) ?: flat_string(a, m->build_id, &build);
 	if (err)
 		return err;
-	e = store_put_varint(k, m->start);
-	e = store_put_varint(e, m->limit);
-	e = store_put_varint(e, m->offset);
-	e = store_put_varint(e, file);
-	e = store_put_varint(e, build);
+	e = base_varint_put(k, m->start);
+	e = base_varint_put(e, m->limit);
+	e = base_varint_put(e, m->offset);
+	e = base_varint_put(e, file);
+	e = base_varint_put(e, build);
 	err = store_itab__intern(&a->s->tabs[STORE_T_MAPPINGS], k, (size_t)(e - k), out, NULL);
 	a->map_ids[m1] = *out;
 	return err;
@@ -144,7 +144,7 @@ static int flat_func_id(struct store_append_ctx *a, uint32_t fi, uint64_t *out)
 	if (err)
 		return err;
 	for (int i = 0; i < 3; i++)
-		e = store_put_varint(e, sid[i]);
+		e = base_varint_put(e, sid[i]);
 	err = store_itab__intern(&a->s->tabs[STORE_T_FUNCTIONS], k, (size_t)(e - k), out, NULL);
 	a->func_ids[fi + 1] = *out;
 	return err;
@@ -168,17 +168,17 @@ static int flat_loc_id(struct store_append_ctx *a, uint32_t li, uint64_t *out)
 		return err;
 	if (l->n_lines > 100000 || store_append_key_room(a, 40 + (size_t)l->n_lines * 20))
 		return -ENOMEM;
-	e = store_put_varint(a->key, mid);
-	e = store_put_varint(e, l->address);
-	e = store_put_varint(e, l->n_lines);
+	e = base_varint_put(a->key, mid);
+	e = base_varint_put(e, l->address);
+	e = base_varint_put(e, l->n_lines);
 	for (uint32_t i = 0; i < l->n_lines; i++) {
 		const struct profile_flat_line *ln = &a->f->lines[l->line_off + i];
 
 		err = flat_func_id(a, ln->function, &fid);
 		if (err)
 			return err;
-		e = store_put_varint(e, fid);
-		e = store_put_varint(e, store_zigzag(ln->line));
+		e = base_varint_put(e, fid);
+		e = base_varint_put(e, base_zigzag(ln->line));
 	}
 	err = store_itab__intern(&a->s->tabs[STORE_T_LOCATIONS], a->key, (size_t)(e - a->key), out,
 				 NULL)

@@ -29,19 +29,15 @@ void estore_builder_fini(struct store_builder *sb)
 	free(b->locs);
 }
 
-/* The translation slot of store id in table t (grown on demand), or NULL.
- * Sized to the table's ids at once, not doubled: the table bounds it. */
+/* The translation slot of store id in table t (grown on demand, zeroed), or NULL.
+ * Sized to the table's ids at once: the table bounds it. */
 static uint32_t *slot(struct estore_builder *b, int t, uint64_t id)
 {
 	if (id >= b->cap[t]) {
 		size_t c = bs(b)->tabs[t].n + 1 > id + 1 ? bs(b)->tabs[t].n + 1 : id + 1;
-		uint32_t *n = realloc(b->xl[t], c * sizeof(*n));
 
-		if (!n)
+		if (base_grow_zeroed((void **)&b->xl[t], &b->cap[t], c, sizeof(*b->xl[t])))
 			return NULL;
-		memset(n + b->cap[t], 0, (c - b->cap[t]) * sizeof(*n));
-		b->xl[t] = n;
-		b->cap[t] = c;
 	}
 	return &b->xl[t][id];
 }
@@ -69,7 +65,7 @@ static const char *str(struct estore_builder *b, uint64_t id)
 static int get_n(const uint8_t **p, const uint8_t *end, uint64_t *v, int n)
 {
 	for (int i = 0; i < n; i++)
-		if (store_get_varint(p, end, &v[i]))
+		if (base_varint_get(p, end, &v[i]))
 			return -EUCLEAN;
 	return 0;
 }
@@ -169,7 +165,7 @@ static int location(struct estore_builder *b, uint64_t id, uint64_t *out)
 	err = mapping(b, v[0], &mid);
 	for (uint64_t i = 0; !err && i < v[2] && i < 64; i++) {
 		err = get_n(&p.k, p.end, l, 2) ?: function(b, l[0], &lines[i].function_id);
-		lines[i].line = store_unzigzag(l[1]);
+		lines[i].line = base_unzigzag(l[1]);
 	}
 	if (err)
 		return err;
@@ -200,17 +196,14 @@ static int stack_locked(struct estore_builder *b, uint64_t stack_id, bool in_roo
 	if (in_room) {
 		if (!(locs = profile__sample_locs_room(b->base.p, len)))
 			return -ENOMEM;
-	} else if (b->locs_cap < len + 1) {
-		uint64_t *nl = realloc(b->locs, (len + 1) * sizeof(*nl));
-
-		if (!nl)
-			return -ENOMEM;
-		b->locs = locs = nl;
-		b->locs_cap = len + 1;
+	} else if (base_grow((void **)&b->locs, &b->locs_cap, len + 1, sizeof(*b->locs))) {
+		return -ENOMEM;
+	} else {
+		locs = b->locs;
 	}
 	*out = locs;
 	while (k < end && !err) {
-		if (store_get_varint(&k, end, &lid))
+		if (base_varint_get(&k, end, &lid))
 			return -EUCLEAN;	       /* a stored key cut short */
 		if (!err && lid < xl_cap && xl[lid]) { /* translated before: most frames */
 			locs[(*n)++] = xl[lid];
@@ -337,7 +330,7 @@ int estore_stack_locations(struct store *base, const uint64_t *stack_ids, size_t
 			break;
 		}
 		while (k < end && !err)
-			if (store_get_varint(&k, end, &(*locs)[at++]))
+			if (base_varint_get(&k, end, &(*locs)[at++]))
 				err = -EUCLEAN; /* a stored key cut short */
 		off[i + 1] = at;
 	}

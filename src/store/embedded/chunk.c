@@ -130,7 +130,7 @@ void store_rows__sort_merge(struct store_rows *a)
 /* values[1] relative to values[0] * period, wrapping (decode wraps back). */
 static uint64_t v1_delta(const struct store_crow *r, int64_t period)
 {
-	return store_zigzag((int64_t)((uint64_t)r->v[1] - (uint64_t)r->v[0] * (uint64_t)period));
+	return base_zigzag((int64_t)((uint64_t)r->v[1] - (uint64_t)r->v[0] * (uint64_t)period));
 }
 
 /* The uncompressed body; *out malloc'd. */
@@ -147,28 +147,28 @@ static int encode_raw(const struct store_rows *rows, int64_t period, uint8_t **o
 	b = malloc(cap);
 	if (!b)
 		return -ENOMEM;
-	p = store_put_varint(b, store_zigzag(period));
-	p = store_put_varint(p, n_series);
+	p = base_varint_put(b, base_zigzag(period));
+	p = base_varint_put(p, n_series);
 	for (size_t i = 0, prev = 0; i < rows->n;) {
 		size_t j = i;
 
 		while (j < rows->n && rows->r[j].series_id == rows->r[i].series_id)
 			j++;
-		p = store_put_varint(p, rows->r[i].series_id - prev);
-		p = store_put_varint(p, j - i);
+		p = base_varint_put(p, rows->r[i].series_id - prev);
+		p = base_varint_put(p, j - i);
 		prev = rows->r[i].series_id;
 		i = j;
 	}
 	for (size_t i = 0; i < rows->n; i++) {
 		bool first = !i || rows->r[i].series_id != rows->r[i - 1].series_id;
 
-		p = store_put_varint(p,
+		p = base_varint_put(p,
 				     rows->r[i].stack_id - (first ? 0 : rows->r[i - 1].stack_id));
 	}
 	for (size_t i = 0; i < rows->n; i++)
-		p = store_put_varint(p, store_zigzag(rows->r[i].v[0]));
+		p = base_varint_put(p, base_zigzag(rows->r[i].v[0]));
 	for (size_t i = 0; i < rows->n; i++)
-		p = store_put_varint(p, v1_delta(&rows->r[i], period));
+		p = base_varint_put(p, v1_delta(&rows->r[i], period));
 	*out = b;
 	*len = (size_t)(p - b);
 	return 0;
@@ -189,9 +189,9 @@ static int encode_totals(const struct store_rows *rows, uint8_t **out, size_t *l
 		for (; j < rows->n && rows->r[j].series_id == rows->r[i].series_id; j++)
 			for (int k = 0; k < PROFILE_N_VALUES; k++)
 				t[k] = base_sat_add(t[k], rows->r[j].v[k]);
-		p = store_put_varint(p, rows->r[i].series_id - prev);
+		p = base_varint_put(p, rows->r[i].series_id - prev);
 		for (int k = 0; k < PROFILE_N_VALUES; k++)
-			p = store_put_varint(p, store_zigzag(t[k]));
+			p = base_varint_put(p, base_zigzag(t[k]));
 		prev = rows->r[i].series_id;
 		i = j;
 	}
@@ -208,7 +208,7 @@ static int compress_totals(uint8_t **t, size_t *len)
 
 	if (!z)
 		return -ENOMEM;
-	p = store_put_varint(z, *len);
+	p = base_varint_put(z, *len);
 	if (compress2(p, &zlen, *t, *len, STORE_ZLIB_LEVEL) != Z_OK) {
 		free(z);
 		return -ENOMEM;
@@ -290,8 +290,8 @@ static int decode_series(struct cols *c, const uint64_t *ids, size_t n_ids,
 	if (!r)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < c->n_series; i++) {
-		if (store_get_varint(&c->p, c->end, &d) ||
-		    store_get_varint(&c->p, c->end, &r[i].rows) ||
+		if (base_varint_get(&c->p, c->end, &d) ||
+		    base_varint_get(&c->p, c->end, &r[i].rows) ||
 		    r[i].rows > (uint64_t)(c->end - c->p)) {
 			free(r);
 			return -EINVAL;
@@ -321,7 +321,7 @@ static int decode_rows(struct cols *c, const struct series_run *runs, uint64_t n
 		uint64_t stack = 0;
 
 		for (uint64_t r = 0; r < runs[i].rows; r++) {
-			if (store_get_varint(&c->p, c->end, &d))
+			if (base_varint_get(&c->p, c->end, &d))
 				return -EINVAL;
 			stack += d;
 			struct store_crow row = {runs[i].id, stack, {0, 0}};
@@ -333,12 +333,12 @@ static int decode_rows(struct cols *c, const struct series_run *runs, uint64_t n
 		for (uint64_t i = 0; i < n_rows; i++) {
 			struct store_crow *row = &out->r[base + i];
 
-			if (store_get_varint(&c->p, c->end, &d))
+			if (base_varint_get(&c->p, c->end, &d))
 				return -EINVAL;
 			if (k == 0)
-				row->v[0] = store_unzigzag(d);
+				row->v[0] = base_unzigzag(d);
 			else
-				row->v[1] = (int64_t)((uint64_t)store_unzigzag(d) +
+				row->v[1] = (int64_t)((uint64_t)base_unzigzag(d) +
 						      (uint64_t)row->v[0] * (uint64_t)c->period);
 		}
 	w = base;
@@ -364,21 +364,15 @@ int store_chunk_decode(const uint8_t *data, size_t data_len, size_t raw_len, con
 
 	if (raw_len > (1u << 30))
 		return -EINVAL;
-	if (*scratch_cap < raw_len + 1) {
-		uint8_t *b = realloc(*scratch, raw_len + 1);
-
-		if (!b)
-			return -ENOMEM;
-		*scratch = b;
-		*scratch_cap = raw_len + 1;
-	}
+	if (base_grow((void **)scratch, scratch_cap, raw_len + 1, 1))
+		return -ENOMEM;
 	if (uncompress(*scratch, &len, data, data_len) != Z_OK || len != raw_len)
 		return -EINVAL;
 	c.p = *scratch;
 	c.end = *scratch + len;
-	if (store_get_varint(&c.p, c.end, &v) || store_get_varint(&c.p, c.end, &c.n_series))
+	if (base_varint_get(&c.p, c.end, &v) || base_varint_get(&c.p, c.end, &c.n_series))
 		return -EINVAL;
-	c.period = store_unzigzag(v);
+	c.period = base_unzigzag(v);
 	err = decode_series(&c, ids, n_ids, &runs, &n_rows);
 	if (err)
 		return err;
@@ -399,7 +393,7 @@ int store_totals_decode(const uint8_t *t, size_t len, const uint64_t *ids, size_
 	uint8_t *buf;
 	int err;
 
-	if (store_get_varint(&p, end, &raw) || raw > (1u << 26))
+	if (base_varint_get(&p, end, &raw) || raw > (1u << 26))
 		return -EINVAL;
 	buf = malloc(raw + 1);
 	if (!buf)
@@ -420,13 +414,13 @@ static int totals_rows(const uint8_t *t, size_t len, const uint64_t *ids, size_t
 	size_t cur = 0;
 
 	while (p < end) {
-		if (store_get_varint(&p, end, &d) || store_get_varint(&p, end, &v[0]) ||
-		    store_get_varint(&p, end, &v[1]))
+		if (base_varint_get(&p, end, &d) || base_varint_get(&p, end, &v[0]) ||
+		    base_varint_get(&p, end, &v[1]))
 			return -EINVAL;
 		sid += d;
 		if (!wanted(ids, n_ids, &cur, sid))
 			continue;
-		struct store_crow row = {sid, 0, {store_unzigzag(v[0]), store_unzigzag(v[1])}};
+		struct store_crow row = {sid, 0, {base_unzigzag(v[0]), base_unzigzag(v[1])}};
 		if (store_rows__push(out, &row))
 			return -ENOMEM;
 	}

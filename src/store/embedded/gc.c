@@ -138,7 +138,7 @@ static int mark_chunks(struct estore *s, bool *done)
 static bool get_n(const uint8_t **p, const uint8_t *end, uint64_t *v, int n)
 {
 	for (int i = 0; i < n; i++)
-		if (store_get_varint(p, end, &v[i]))
+		if (base_varint_get(p, end, &v[i]))
 			return false;
 	return true;
 }
@@ -516,7 +516,7 @@ int store_check_refs(struct estore *s)
 		uint8_t *ref = r.ref[t];
 
 		if (want > n) { /* ids past the end were named: all of them are taken */
-			if (!(ref = realloc(ref, want))) {
+			if (!(ref = realloc(ref, want))) { /* layers: exact size, new bytes set to 1, not 0 */
 				e = -ENOMEM;
 				break;
 			}

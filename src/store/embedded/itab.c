@@ -56,7 +56,7 @@ static void slot_insert(struct store_itab *t, uint64_t h, uint32_t id)
 	size_t mask = t->nslots - 1, i = h & mask;
 
 	while (t->slots[i])
-		i = (i + 1) & mask;
+		i = (i + 1) & mask; /* layers: keys live in the slots (ids into buf), not in a base_hmap */
 	t->slots[i] = SLOT_TAG(h) | id;
 }
 
@@ -92,7 +92,7 @@ static uint64_t find_hashed(const struct store_itab *t, uint64_t h, const void *
 	if (!t->nslots)
 		return 0;
 	mask = t->nslots - 1;
-	for (i = h & mask; t->slots[i]; i = (i + 1) & mask)
+	for (i = h & mask; t->slots[i]; i = (i + 1) & mask) /* layers: keys live in the slots (ids into buf), not in a base_hmap */
 		if (SLOT_TAG(t->slots[i]) == SLOT_TAG(h) &&
 		    key_eq(t, SLOT_ID(t->slots[i]), key, len))
 			return SLOT_ID(t->slots[i]);
@@ -112,11 +112,11 @@ static int room_for_id(struct store_itab *t)
 	if (base_grow((void **)&t->off, &c, t->n + 1, sizeof(*t->off)))
 		return -ENOMEM;
 	if (c != old_cap) { /* klen and hashes share cap_n with off */
-		uint32_t *kl = realloc(t->klen, c * sizeof(*kl));
+		uint32_t *kl = realloc(t->klen, c * sizeof(*kl)); /* layers: parallel arrays sharing one capacity, and shrinks */
 
 		if (kl)
 			t->klen = kl;
-		uint64_t *hs = kl ? realloc(t->hashes, c * sizeof(*hs)) : NULL;
+		uint64_t *hs = kl ? realloc(t->hashes, c * sizeof(*hs)) : NULL; /* layers: parallel arrays sharing one capacity, and shrinks */
 
 		if (!hs)
 			return -ENOMEM; /* off is merely larger than cap_n says */
@@ -222,7 +222,7 @@ static int rebuild_free(struct store_itab *t)
 	t->nfree = 0;
 	if (t->cap_free > 64 && t->cap_free >= 4 * nf) { /* give back what a GC left */
 		size_t c = nf > 16 ? nf : 16;
-		uint32_t *f = realloc(t->free, c * sizeof(*f));
+		uint32_t *f = realloc(t->free, c * sizeof(*f)); /* layers: parallel arrays sharing one capacity, and shrinks */
 
 		if (f) {
 			t->free = f;
@@ -269,9 +269,9 @@ static void shrink_arrays(struct store_itab *t)
 		c *= 2;
 	if (c * 2 > t->cap_n)
 		return; /* less than half unused: keep it */
-	size_t *o = realloc(t->off, c * sizeof(*o));
-	uint32_t *k = realloc(t->klen, c * sizeof(*k));
-	uint64_t *h = realloc(t->hashes, c * sizeof(*h));
+	size_t *o = realloc(t->off, c * sizeof(*o)); /* layers: parallel arrays sharing one capacity, and shrinks */
+	uint32_t *k = realloc(t->klen, c * sizeof(*k)); /* layers: parallel arrays sharing one capacity, and shrinks */
+	uint64_t *h = realloc(t->hashes, c * sizeof(*h)); /* layers: parallel arrays sharing one capacity, and shrinks */
 
 	/* a shrink that fails leaves that array larger: every one holds >= c */
 	if (o)

@@ -37,14 +37,14 @@ static int pair_key(const struct estore *s, uint64_t id, uint64_t *series, uint6
 	const uint8_t *k = store_itab__key(&s->tabs[STORE_T_PAIRS], id, &len);
 	const uint8_t *end = k + len;
 
-	if (!k || store_get_varint(&k, end, series) || store_get_varint(&k, end, stack))
+	if (!k || base_varint_get(&k, end, series) || base_varint_get(&k, end, stack))
 		return -EINVAL;
 	return 0;
 }
 
 int store_local_id(struct estore *s, uint64_t series, uint64_t stack, uint64_t *local)
 {
-	uint8_t key[20], *e = store_put_varint(store_put_varint(key, series), stack);
+	uint8_t key[20], *e = base_varint_put(base_varint_put(key, series), stack);
 	uint64_t pair;
 	bool added;
 	int err =

@@ -39,7 +39,7 @@ uint64_t store_loccache_find(const struct store_loccache *c, const uint64_t h[2]
 {
 	if (!c->cap)
 		return 0;
-	for (size_t i = h[0] & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
+	for (size_t i = h[0] & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) { /* layers: slots hold the 128-bit key, prefetched by hash */
 		const struct store_loccache_slot *sl = &c->slots[i];
 
 		if (!sl->id)
@@ -73,7 +73,7 @@ int store_fp_grow(void **slots, size_t *cap, size_t size)
 			continue;
 		size_t j = o->h[0] & (ncap - 1);
 		while (((const struct fp_slot *)(const void *)(s + j * size))->used)
-			j = (j + 1) & (ncap - 1);
+			j = (j + 1) & (ncap - 1); /* layers: slots hold the 128-bit key, prefetched by hash */
 		memcpy(s + j * size, o, size);
 	}
 	free(old);
@@ -89,7 +89,7 @@ int store_loccache_put(struct store_loccache *c, const uint64_t h[2], uint64_t i
 	if ((c->n + 1) * 2 > c->cap &&
 	    store_fp_grow((void **)&c->slots, &c->cap, sizeof(*c->slots)))
 		return -ENOMEM;
-	for (i = h[0] & (c->cap - 1); c->slots[i].id; i = (i + 1) & (c->cap - 1))
+	for (i = h[0] & (c->cap - 1); c->slots[i].id; i = (i + 1) & (c->cap - 1)) /* layers: slots hold the 128-bit key, prefetched by hash */
 		if (c->slots[i].h[0] == h[0] && c->slots[i].h[1] == h[1]) {
 			c->slots[i].id = id;
 			return 0;

@@ -77,14 +77,8 @@ struct bad_chunk {
  * nothing translated) when a row names a local stack id its series never had. */
 static int translate(struct scan *sc, int64_t t0, int64_t dur, const char **why)
 {
-	if (sc->out_cap < sc->rows.n) {
-		struct store_row *o = realloc(sc->out, sc->rows.n * sizeof(*o));
-
-		if (!o)
-			return -ENOMEM;
-		sc->out = o;
-		sc->out_cap = sc->rows.n;
-	}
+	if (base_grow((void **)&sc->out, &sc->out_cap, sc->rows.n, sizeof(*sc->out)))
+		return -ENOMEM;
 	bool xlate = !(sc->flags & (STORE_SCAN_TOTALS | STORE_SCAN_LOCAL_IDS));
 
 	for (size_t i = 0; i < sc->rows.n; i++) {

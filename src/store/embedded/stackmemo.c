@@ -35,7 +35,7 @@ const struct store_stackmemo_slot *store_stackmemo_find(const struct store_stack
 {
 	if (!m->cap)
 		return NULL;
-	for (size_t i = h[0] & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+	for (size_t i = h[0] & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) { /* layers: slots hold the key, prefetched by hash */
 		const struct store_stackmemo_slot *sl = &m->slots[i];
 
 		if (!sl->stack)
@@ -57,7 +57,7 @@ int store_stackmemo_put(struct store_stackmemo *m, const uint64_t h[2], uint64_t
 	if ((m->n + 1) * 2 > m->cap &&
 	    store_fp_grow((void **)&m->slots, &m->cap, sizeof(*m->slots)))
 		return -ENOMEM;
-	for (i = h[0] & (m->cap - 1); m->slots[i].stack; i = (i + 1) & (m->cap - 1))
+	for (i = h[0] & (m->cap - 1); m->slots[i].stack; i = (i + 1) & (m->cap - 1)) /* layers: slots hold the key, prefetched by hash */
 		if (m->slots[i].h[0] == h[0] && m->slots[i].h[1] == h[1] &&
 		    m->slots[i].series == series)
 			break;

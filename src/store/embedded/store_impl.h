@@ -14,47 +14,6 @@
 #include <pthread.h>
 #include <sqlite3.h>
 
-/* ---- varints (LEB128) and zigzag ---- */
-
-/* Appends v to b (which has room for 10 more bytes); returns the new end. */
-static inline uint8_t *store_put_varint(uint8_t *b, uint64_t v)
-{
-	while (v >= 0x80) {
-		*b++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*b++ = (uint8_t)v;
-	return b;
-}
-
-/* Reads a varint from [*p, end); -EINVAL when truncated or over 64 bits. */
-static inline int store_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		if (*p >= end)
-			return -EINVAL;
-		uint8_t c = *(*p)++;
-		v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static inline uint64_t store_zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static inline int64_t store_unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 /* ---- intern table: byte keys -> ids 1..n, with commit/rollback ---- */
 
 /*
