@@ -517,7 +517,7 @@ static __always_inline void mark_pending(__u32 pid, __u64 pstart)
  * reuse). The CPU's last answer is kept in its scratch: a CPU mostly samples the
  * same process again, and the `known` LRU lookup (hash, bucket and element: cold
  * lines at 99 Hz) cost more than a third of the fp program (see
- * docs/architecture.md). An exit of a known process bumps exit_gen, so a cached
+ * docs/overhead.md, "BPF cost per sample"). An exit of a known process bumps exit_gen, so a cached
  * answer never outlives the `known` entry it stands for. */
 static __always_inline void note_process(struct hearth_scratch *st, __u32 pid, __u64 pstart,
 					 struct task_struct *task)

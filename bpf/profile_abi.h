@@ -40,7 +40,7 @@ _Static_assert(sizeof(struct hearth_count_key) == 56, "count key ABI");
  * kernel frames (__u64 each), then plen Python frames of two words each
  * (bpf/python_abi.h). Only the frames used are sent: a record is
  * sizeof(header) + 8 * (ulen + klen + 2 * plen) bytes, where a fixed 2 KB record
- * cost the program a cold cache line per unused slot (docs/architecture.md, "BPF
+ * cost the program a cold cache line per unused slot (docs/overhead.md, "BPF
  * cost per sample").
  */
 struct hearth_rb_sample {

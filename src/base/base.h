@@ -20,7 +20,6 @@
  *                  DWARF's LEB128 (base_uleb128_get, base_sleb128_get)
  *   base_pb        a bounds-checked protobuf wire reader (tags, varints, fixed32/64,
  *                  length-delimited fields, packed repeated scalars)
- *   base_hex_digit the value of one hex digit
  *   base_json_string  a string as a JSON literal
  *   base_json_cost    what json-c's tree of a JSON text will take, before parsing
  *
