@@ -2,7 +2,7 @@
  * Tests of src/store: append → merge round trip (folded output identical),
  * persistence across close/open, atomic rejection of bad appends (label limits,
  * series limit, bad names, no time: nothing stored), rollups (every range, aligned
- * or not, sums exactly the raw data in it; late data invalidates a rollup),
+ * or not, sums exactly the raw data in it; late data is added into a rollup),
  * retention, and the stats /metrics reads; the flat ingest path stores exactly
  * what the model path stores (every table and chunk byte for byte), and the
  * stack memo forgets rolled-back ids.
@@ -292,7 +292,7 @@ TEST(rollups_sum_exactly)
 		CHECKF(got == want, "range %zu: got %lld want %lld", i, (long long)got,
 		       (long long)want);
 	}
-	/* late data lands in a rolled-up hour: the rollup is dropped and rebuilt */
+	/* late data lands in a rolled-up hour: it is added into the rollups */
 	struct profile *late = make(start + 605 * S, 1, 1, 1000);
 	CHECK(late);
 	int e = store__append(s, late, NULL, NULL, 0, NULL, err, sizeof(err));

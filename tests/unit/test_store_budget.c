@@ -8,13 +8,15 @@
  * A budget too small for the day's rollups drops the oldest windows instead;
  * minutes of empty profiles (no rollup) do not stop the downsampling; a store
  * created without incremental vacuum is converted at the first open with a
- * budget. Sizes are deterministic (same profiles, same SQLite pages).
+ * budget; a profile arriving late into a downsampled window is added to what the
+ * window's rollups hold, before and after a reopen. Sizes are deterministic (same profiles, same SQLite pages).
  */
 #include "unit.h"
 
 #include "ingest/ingest.h"
 #include "query/query.h"
 #include "store/store.h"
+#include "store/embedded/store_impl.h"
 
 #include <sqlite3.h>
 
@@ -380,4 +382,116 @@ TEST(budget_converts_an_older_store)
 cleanup:
 	sqlite3_close(db);
 	store__close(s);
+}
+
+/* Chunks of level starting in [from, until), read from the chunks table. */
+static int64_t chunks_in(struct store *s, int level, int64_t from, int64_t until)
+{
+	char sql[200];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM chunks WHERE level = %d AND t0 >= %lld AND t0 < %lld", level,
+		 (long long)from, (long long)until);
+	return store_query_int(estore_of(s), sql);
+}
+
+/* Appends host profile i as if it started at t, arriving late; *samples: its sum. */
+static int append_late(struct store *s, long i, int64_t t, int64_t *samples)
+{
+	char err[256];
+	struct profile *p = host_profile(i, samples);
+	int e;
+
+	if (!p)
+		return -ENOMEM;
+	profile__set_time(p, t, STEP_S * S);
+	e = store__append(s, p, NULL, NULL, 0, NULL, err, sizeof(err));
+	if (e)
+		fprintf(stderr, "  late append at %lld: %s\n", (long long)t, err);
+	profile__free(p);
+	return e;
+}
+
+/* Totals of the first 3 hours at a step of w, and at 1 h, are want[] and hours[]. */
+static void check_totals(int *unit_failed, struct store *s, int64_t w, const int64_t *want,
+			 const int64_t *hours, const char *when)
+{
+	static struct steps st;
+
+	CHECK(scan_steps(s, DAY0, DAY0 + 3 * HOUR, w, w, &st) == 0);
+	for (int64_t k = 0; k < 3 * HOUR / w; k++)
+		CHECKF(st.sums[k] == want[k], "%s: window %lld of %lld s: %lld samples, want %lld",
+		       when, (long long)k, (long long)(w / S), (long long)st.sums[k],
+		       (long long)want[k]);
+	CHECK(scan_steps(s, DAY0, DAY0 + 3 * HOUR, HOUR, HOUR, &st) == 0);
+	for (int h = 0; h < 3; h++)
+		CHECKF(st.sums[h] == hours[h], "%s: hour %d: %lld samples, want %lld", when, h,
+		       (long long)st.sums[h], (long long)hours[h]);
+cleanup:;
+}
+
+/*
+ * Three hours under budget, so that the first hour's finest level left is
+ * `level` (1: 1-min rollups, 2: 10-min, 3: 1-h); then a profile arrives late
+ * into its sixth minute, and after a reopen another one into its 26th: every
+ * window holding them (at that level's step, and every hour) answers what it
+ * held before plus the late samples.
+ */
+static void late_into_downsampled(int *failed, uint64_t budget, int level)
+{
+	int case_failed = 0, *unit_failed = &case_failed; /* each case runs to its end */
+	char dir[300], err[256];
+	struct store *s = NULL;
+	struct store_opts o = {
+	    .sample_labels = ingest_sample_labels, .no_fsync = true, .max_disk_bytes = budget};
+	static int64_t hours[24], want[3 * 60];
+	static struct steps st;
+	int64_t w = store_level_window_ns[level],
+		late[2] = {5 * 60 * S + 7 * S, 25 * 60 * S + 3 * S};
+	uint64_t peak = 0;
+
+	memset(hours, 0, sizeof(hours));
+	snprintf(dir, sizeof(dir), "%s/late%d", unit_tmp_dir(), level);
+	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	CHECK(fill_day(s, dir, 0, 3 * PER_HOUR, hours, &peak) == 0);
+	/* the first hour is held by `level` and coarser rollups only */
+	for (int l = 0; l < level; l++)
+		CHECKF(chunks_in(s, l, DAY0, DAY0 + HOUR) == 0, "budget %llu: level %d left",
+		       (unsigned long long)budget, l);
+	CHECK(chunks_in(s, level, DAY0, DAY0 + HOUR) > 0);
+	CHECK(scan_steps(s, DAY0, DAY0 + 3 * HOUR, w, w, &st) == 0);
+	memcpy(want, st.sums, sizeof(want));
+	check_totals(unit_failed, s, w, want, hours, "before");
+	for (int k = 0; k < 2 && !*unit_failed; k++) {
+		int64_t n;
+
+		if (k) { /* the second one after a restart */
+			store__close(s);
+			s = NULL;
+			CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+			check_totals(unit_failed, s, w, want, hours, "reopened");
+		}
+		CHECK(append_late(s, 7 + k, DAY0 + late[k], &n) == 0);
+		want[late[k] / w] += n;
+		hours[0] += n;
+		check_totals(unit_failed, s, w, want, hours, k ? "late after reopen" : "late");
+		CHECK(store__maintain(s, DAY0 + 3 * HOUR, NULL) == 0);
+		check_totals(unit_failed, s, w, want, hours, "maintained");
+	}
+	store__close(s);
+	s = NULL;
+	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	check_totals(unit_failed, s, w, want, hours, "reopened at the end");
+cleanup:
+	store__close(s);
+	*failed |= case_failed;
+}
+
+/* A late profile into a window the budget downsampled is added to what the
+ * window holds: nothing the budget kept is lost (docs/storage.md "Late data"). */
+TEST(budget_late_profile_adds_to_the_downsampled_windows)
+{
+	late_into_downsampled(unit_failed, 240000, 1);
+	late_into_downsampled(unit_failed, 200000, 2);
+	late_into_downsampled(unit_failed, 150000, 3);
 }

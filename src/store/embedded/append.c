@@ -213,20 +213,28 @@ static int check_args(int64_t time_ns, const char *type, const struct store_labe
 	return 0;
 }
 
-/* Marks the windows of t for rollup and drops their stale rollups. */
-static int touch_windows(struct estore *s, int64_t t)
+/*
+ * The windows of t (levels 1-4) and the append's rows: added into the rollup of
+ * each window that has one (late data: scan.c, store_rollup_add), the others
+ * marked for rollup. Never dropped and rebuilt: the finer chunks of a window
+ * the size budget downsampled are gone, and its rollup alone holds their data.
+ */
+static int touch_windows(struct estore *s, int64_t t, const struct store_rows *rows)
 {
 	for (int l = 1; l < STORE_LEVELS; l++) {
 		int64_t w = t - t % store_level_window_ns[l];
+		bool found;
+		int err = store_rollup_add(s, l, w, rows, &found), rc;
 
+		if (err)
+			return err;
+		if (found)
+			continue;
 		sqlite3_bind_int(s->ins_pending, 1, l);
 		sqlite3_bind_int64(s->ins_pending, 2, w);
-		sqlite3_bind_int(s->del_rollup, 1, l);
-		sqlite3_bind_int64(s->del_rollup, 2, w);
-		int rc1 = sqlite3_step(s->ins_pending), rc2 = sqlite3_step(s->del_rollup);
+		rc = sqlite3_step(s->ins_pending);
 		sqlite3_reset(s->ins_pending);
-		sqlite3_reset(s->del_rollup);
-		if (rc1 != SQLITE_DONE || rc2 != SQLITE_DONE)
+		if (rc != SQLITE_DONE)
 			return -EIO;
 	}
 	return 0;
@@ -242,7 +250,7 @@ static int write_append(struct store_append_ctx *a, struct store_rows *rows, int
 	if (err)
 		return err;
 	err = store_insert_chunk(s, 0, t, a->duration_ns, rows, a->period_ns) ?:
-		store_flush_tabs(s) ?: touch_windows(s, t);
+		store_flush_tabs(s) ?: touch_windows(s, t, rows);
 	if (err == -EIO)
 		snprintf(a->err, a->errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
 	return err;

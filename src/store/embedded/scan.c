@@ -1,13 +1,15 @@
 /*
  * Reading chunks back: a time range is covered by the coarsest rollups that fit
  * inside it, and finer levels (down to the raw chunks) at its edges and where a
- * rollup is missing (not built yet, or dropped because late data arrived):
+ * rollup is missing (not built yet, or quarantined as corrupt):
  *
  *     from                                                     until
  *      |--raw--|-1m-|-1m-|----10m----|------1h------|-10m-|-1m-|raw|
  *
  * Rollups are built from the same cover restricted to finer levels, so a window
- * is always the sum of exactly the raw chunks that start inside it.
+ * is always the sum of exactly the raw chunks that start inside it; a raw chunk
+ * appended later into a window already rolled up is added into its rollup
+ * (store_rollup_add), the finer chunks under it may be gone (the size budget).
  */
 #include "store_impl.h"
 
@@ -330,6 +332,93 @@ static int rollup_one(struct estore *s, int level, int64_t t0)
 	else if (rows.n)
 		s->stats.chunks++;
 	store_rows__fini(&rows);
+	return err;
+}
+
+/*
+ * Reads the rollup of window t0 at level (one chunk; every one, were there
+ * more) into out, with the series-local ids as stored. *n: chunks read; *bad:
+ * the id of one that does not decode, or names a stack its series lacks (0:
+ * none), and *why the reason.
+ */
+static int read_rollup(struct estore *s, int level, int64_t t0, struct store_rows *out, size_t *n,
+		       int64_t *bad, const char **why)
+{
+	sqlite3_stmt *st = s->sel_rollup;
+	uint8_t *scratch = NULL;
+	size_t scratch_cap = 0;
+	int rc = SQLITE_DONE, err = 0;
+
+	*n = 0;
+	*bad = 0;
+	sqlite3_bind_int(st, 1, level);
+	sqlite3_bind_int64(st, 2, t0);
+	while (!err && !*bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t at = out->n;
+
+		(*n)++;
+		err = store_chunk_decode(
+		    sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+		    (size_t)sqlite3_column_int64(st, 2), NULL, 0, out, &scratch, &scratch_cap);
+		*why = err == -EINVAL ? "body does not decode" : NULL;
+		for (size_t i = at; !err && !*why && i < out->n; i++)
+			if (!store_global_stack(s, out->r[i].series_id, out->r[i].stack_id))
+				*why = "names a stack its series does not have";
+		if (*why) {
+			*bad = sqlite3_column_int64(st, 0);
+			err = 0;
+		}
+	}
+	if (!err && !*bad && rc != SQLITE_DONE)
+		err = -EIO;
+	sqlite3_reset(st);
+	free(scratch);
+	return err;
+}
+
+/*
+ * A late append into a window already rolled up: its rows are added into the
+ * rollup (and into every coarser one, by the caller), which is then exactly
+ * what a rebuild would make from complete finer levels. Rebuilding instead
+ * would lose what the size budget deleted underneath: the finer chunks of a
+ * downsampled window are gone, and the rollup is all that holds them.
+ */
+int store_rollup_add(struct estore *s, int level, int64_t t0, const struct store_rows *rows,
+		     bool *found)
+{
+	struct store_rows sum = {0};
+	const char *why = NULL;
+	size_t n;
+	int64_t bad;
+	int err = read_rollup(s, level, t0, &sum, &n, &bad, &why);
+
+	*found = !err && n && !bad;
+	if (!err && bad) {
+		/* moved aside with its bytes and pending again: rebuilt from what the
+		 * finer levels still hold (docs/storage.md, "Corruption") */
+		err = store_quarantine(s, bad, level, t0, why);
+		sqlite3_bind_int(s->del_rollup, 1, level);
+		sqlite3_bind_int64(s->del_rollup, 2, t0);
+		if (!err && sqlite3_step(s->del_rollup) != SQLITE_DONE)
+			err = -EIO;
+		sqlite3_reset(s->del_rollup);
+	}
+	if (err || !*found || !rows->n)
+		goto cleanup;
+	for (size_t i = 0; !err && i < rows->n; i++)
+		err = store_rows__push(&sum, &rows->r[i]);
+	if (err)
+		goto cleanup;
+	store_rows__sort_merge(&sum);
+	sqlite3_bind_int(s->del_rollup, 1, level);
+	sqlite3_bind_int64(s->del_rollup, 2, t0);
+	err = sqlite3_step(s->del_rollup) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_reset(s->del_rollup);
+	err = err
+		  ?: store_insert_chunk(s, level, t0, store_level_window_ns[level], &sum,
+					period_hint(&sum));
+cleanup:
+	store_rows__fini(&sum);
 	return err;
 }
 

@@ -190,7 +190,10 @@ static int prepare_all(struct estore *s)
 	    sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO pending VALUES(?, ?)", -1,
 			       &s->ins_pending, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM chunks WHERE level=? AND t0=?", -1,
-			       &s->del_rollup, NULL) != SQLITE_OK)
+			       &s->del_rollup, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(
+		s->db, "SELECT id, data, raw_len FROM chunks WHERE level=? AND t0=? ORDER BY id",
+		-1, &s->sel_rollup, NULL) != SQLITE_OK)
 		return -EIO;
 	return 0;
 }
@@ -357,6 +360,7 @@ void estore_close(struct store *base)
 	sqlite3_finalize(s->ins_chunk);
 	sqlite3_finalize(s->ins_pending);
 	sqlite3_finalize(s->del_rollup);
+	sqlite3_finalize(s->sel_rollup);
 	if (s->db) {
 		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 		sqlite3_close(s->db);

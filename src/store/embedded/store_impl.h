@@ -306,7 +306,7 @@ struct estore {
 	 * (retention leaves it low, which is safe).
 	 */
 	int64_t first_ns;
-	sqlite3_stmt *ins_tab[STORE_N_TABS], *ins_chunk, *ins_pending, *del_rollup;
+	sqlite3_stmt *ins_tab[STORE_N_TABS], *ins_chunk, *ins_pending, *del_rollup, *sel_rollup;
 	/*
 	 * Series-local stack ids: chunks store, per series, the index of a stack in
 	 * that series' own list (STORE_T_PAIRS keys are (series, stack) in first-seen
@@ -407,6 +407,15 @@ int store_insert_chunk(struct estore *s, int level, int64_t t0, int64_t dur,
 		       const struct store_rows *rows, int64_t period);
 /* Rolls up complete windows (newest data >= window end + grace). */
 int store_rollup_due(struct estore *s, int64_t now_ns);
+/*
+ * Adds rows (a raw chunk's: sorted, merged, series-local stack ids) into the
+ * rollup of window t0 at level, in the caller's transaction. *found: the window
+ * had a rollup, which now holds rows too; false: it had none (the caller marks
+ * it pending), or it did not decode (quarantined, and pending again). 0, -EIO,
+ * -ENOMEM.
+ */
+int store_rollup_add(struct estore *s, int level, int64_t t0, const struct store_rows *rows,
+		     bool *found);
 
 /* ---- the embedded store's operations (struct store_ops; store.c holds the table) ---- */
 
