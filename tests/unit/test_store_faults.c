@@ -255,6 +255,44 @@ cleanup:
 		fclose(logf);
 }
 
+/* A late append into a window whose rollup does not decode: the rollup is
+ * quarantined (its data cannot be added to), the append stands, and the window
+ * is rebuilt from the finer levels, which here still hold every profile. */
+TEST(late_append_into_a_corrupt_rollup_quarantines_it)
+{
+	struct store_opts o = fast;
+	struct store *s = NULL;
+	struct store_stats st;
+	char dir[300], err[256];
+	FILE *logf = tmpfile();
+	int64_t h0 = T0 - T0 % (3600 * S);
+
+	CHECK(logf);
+	o.log = logf;
+	snprintf(dir, sizeof(dir), "%s/late_corrupt_rollup", unit_tmp_dir());
+	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
+	for (int i = 0; i < 12; i++)
+		CHECKF(append_pids(s, h0 + i * 10 * S, 2, 3, 7, NULL, err, sizeof(err)) == 0, "%s",
+		       err);
+	CHECK(store__maintain(s, h0 + 3 * 3600 * S, NULL) == 0);
+	CHECK(exec(s, "UPDATE chunks SET totals = x'05', data = x'05' WHERE level = 3") == 0);
+	CHECKF(append_pids(s, h0 + 5 * S, 2, 3, 7, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECK(store__stats(s, &st) == 0 && st.corrupt_chunks == 1);
+	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM chunks WHERE level = 3") == 0);
+	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM pending WHERE level = 3") == 1);
+	CHECK(total(s, "", h0, h0 + 3600 * S) == 156);
+	CHECK(store__maintain(s, h0 + 3 * 3600 * S, NULL) == 0);
+	CHECK(store_query_int(estore_of(s), "SELECT sum(samples) FROM chunks WHERE level = 3") ==
+	      156);
+	/* the rollups that did decode took the late profile in */
+	CHECK(store_query_int(estore_of(s), "SELECT sum(samples) FROM chunks WHERE level = 2") ==
+	      156);
+cleanup:
+	store__close(s);
+	if (logf)
+		fclose(logf);
+}
+
 /*
  * One series key that does not decode (a damaged store after `hearth recover`)
  * once made every listing and merge fail with a bare -EINVAL ("400" with an
