@@ -98,8 +98,25 @@ static inline __attribute__((always_inline)) int base_varint_get_fast(const uint
 	return -EINVAL;
 }
 
-/* A varint near the end of its message: every byte checked (varint.c). */
-int base_varint_get_slow(const uint8_t **p, const uint8_t *end, uint64_t *out);
+/* A varint near the end of its message: every byte checked. Inline too: small
+ * messages (a sample, a line) are read entirely through it. */
+static inline int base_varint_get_slow(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64 && q < end; shift += 7) {
+		uint8_t c = *q++;
+
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*p = q;
+			*out = v;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
 
 /*
  * Reads a varint from [*p, end) into *out and moves *p past it. 0, or -EINVAL when
@@ -155,15 +172,38 @@ static inline int base_pb__varint(struct base_pb *b, uint64_t *v)
 int base_pb__fixed64(struct base_pb *b, uint64_t *v);
 int base_pb__fixed32(struct base_pb *b, uint32_t *v);
 /* The body of a length-delimited field as its own reader, b moved past it. 0 or
- * -EINVAL (bad or truncated length). */
-int base_pb__len(struct base_pb *b, struct base_pb *sub);
+ * -EINVAL (bad or truncated length). Inline, as base_pb__next: called per field. */
+static inline int base_pb__len(struct base_pb *b, struct base_pb *sub)
+{
+	uint64_t n;
+
+	if (base_pb__varint(b, &n) || n > (uint64_t)(b->end - b->p))
+		return -EINVAL;
+	sub->p = b->p;
+	sub->end = b->p + n;
+	b->p += n;
+	return 0;
+}
 /* Skips one field's value of wire type wt. 0 or -EINVAL (truncated, or a group). */
 int base_pb__skip(struct base_pb *b, unsigned wt);
 /*
  * The next field's tag: 1 with *field (1 to 2^29-1) and *wt set, 0 at the end of
  * the message, -EINVAL for a bad tag. Loop: while ((r = base_pb__next(...)) > 0).
  */
-int base_pb__next(struct base_pb *b, uint32_t *field, unsigned *wt);
+static inline int base_pb__next(struct base_pb *b, uint32_t *field, unsigned *wt)
+{
+	uint64_t t;
+
+	*field = 0; /* set on every path: callers read them only on 1 */
+	*wt = 0;
+	if (b->p >= b->end)
+		return 0;
+	if (base_pb__varint(b, &t) || (t >> 3) == 0 || (t >> 3) > 0x1fffffff)
+		return -EINVAL;
+	*field = (uint32_t)(t >> 3);
+	*wt = (unsigned)(t & 7);
+	return 1;
+}
 /*
  * A repeated scalar field whose elements have wire type elem_wt (BASE_PB_VARINT,
  * BASE_PB_I64 or BASE_PB_I32), met with wire type wt: packed (BASE_PB_LEN, the

@@ -30,18 +30,6 @@ int base_pb__fixed32(struct base_pb *b, uint32_t *v)
 	return 0;
 }
 
-int base_pb__len(struct base_pb *b, struct base_pb *sub)
-{
-	uint64_t n;
-
-	if (base_pb__varint(b, &n) || n > (uint64_t)(b->end - b->p))
-		return -EINVAL;
-	sub->p = b->p;
-	sub->end = b->p + n;
-	b->p += n;
-	return 0;
-}
-
 int base_pb__skip(struct base_pb *b, unsigned wt)
 {
 	struct base_pb sub;
@@ -60,21 +48,6 @@ int base_pb__skip(struct base_pb *b, unsigned wt)
 	default: /* groups (3, 4): deprecated, and in no message hearth reads */
 		return -EINVAL;
 	}
-}
-
-int base_pb__next(struct base_pb *b, uint32_t *field, unsigned *wt)
-{
-	uint64_t t;
-
-	*field = 0; /* set on every path: callers read them only on 1 */
-	*wt = 0;
-	if (b->p >= b->end)
-		return 0;
-	if (base_pb__varint(b, &t) || (t >> 3) == 0 || (t >> 3) > 0x1fffffff)
-		return -EINVAL;
-	*field = (uint32_t)(t >> 3);
-	*wt = (unsigned)(t & 7);
-	return 1;
 }
 
 int base_pb__repeated(struct base_pb *b, unsigned wt, unsigned elem_wt, struct base_pb *vals,

@@ -8,24 +8,6 @@
 
 #include <string.h>
 
-int base_varint_get_slow(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-	const uint8_t *q = *p;
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; shift < 64 && q < end; shift += 7) {
-		uint8_t c = *q++;
-
-		v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*p = q;
-			*out = v;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 size_t base_varint_count(const uint8_t *p, const uint8_t *end)
 {
 	size_t n = 0;

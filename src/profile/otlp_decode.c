@@ -49,7 +49,8 @@ void *otlp_push(struct otlp_msg *m, struct otlp_arr *a, size_t elem)
 	size_t old = a->cap;
 
 	/* the ceiling: what the decode's byte budget has left */
-	if (base_grow_max(&a->v, &a->cap, a->n + 1, elem, a->cap + (m->limit - m->used) / elem))
+	if (a->n + 1 > a->cap &&
+	    base_grow_max(&a->v, &a->cap, a->n + 1, elem, a->cap + (m->limit - m->used) / elem))
 		return NULL;
 	m->used += (a->cap - old) * elem;
 	memset((char *)a->v + a->n * elem, 0, elem);
@@ -73,7 +74,8 @@ int otlp_push_str(struct otlp_msg *m, const char *s, size_t n, size_t *off)
 
 	if (nul)
 		n = (size_t)(nul - s);
-	if (base_grow_max((void **)&m->text, &m->text_cap, m->text_len + n + 1, 1,
+	if (m->text_len + n + 1 > m->text_cap &&
+	    base_grow_max((void **)&m->text, &m->text_cap, m->text_len + n + 1, 1,
 			  m->text_cap + (m->limit - m->used)))
 		return -EFBIG;
 	m->used += m->text_cap - old;

@@ -31,13 +31,15 @@ static int rd_int(struct base_pb *r, unsigned wt, uint64_t *out)
  * sets from the request: what the budget has left is the arrays' ceiling (-EFBIG
  * past it, not -ENOMEM). */
 
-static int arr_room(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem, size_t more)
+static inline int arr_room(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem, size_t more)
 {
 	size_t need, old = a->cap;
 	int err;
 
 	if (__builtin_add_overflow(a->n, more, &need))
 		return -EFBIG;
+	if (need <= a->cap) /* the common case, kept inline: one call per element */
+		return 0;
 	err = base_grow_max(&a->v, &a->cap, need, elem, a->cap + (w->limit - w->used) / elem);
 	if (err)
 		return err == -E2BIG ? -EFBIG : err;
@@ -46,7 +48,7 @@ static int arr_room(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem,
 }
 
 /* Appends one zeroed element; returns it or NULL (*err set). */
-static void *arr_push(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem, int *err)
+static inline void *arr_push(struct pprof_wire *w, struct pprof_wire_arr *a, size_t elem, int *err)
 {
 	void *e;
 
@@ -243,8 +245,10 @@ static int add_string(struct pprof_wire *w, const struct base_pb *m)
 	int err;
 
 	n = nul ? (size_t)(nul - m->p) : n; /* a C string ends at its first NUL */
-	err = base_grow_max((void **)&w->str_buf, &w->str_cap, w->str_len + n + 1, 1,
-			    w->str_cap + (w->limit - w->used));
+	err = w->str_len + n + 1 <= w->str_cap
+		  ? 0
+		  : base_grow_max((void **)&w->str_buf, &w->str_cap, w->str_len + n + 1, 1,
+				  w->str_cap + (w->limit - w->used));
 	if (err)
 		return err == -E2BIG ? -EFBIG : err;
 	w->used += w->str_cap - old;
