@@ -2,8 +2,8 @@
  * unwind_mgr: the only writer of the unwind_rows and unwind_procs BPF maps.
  *
  * A process event (NEW/EXEC) queues the pid; unwind_mgr__work, called from the
- * user-space loop with a time budget, reads /proc/PID/maps (each line through
- * proc/'s strict parser, proc_parse_maps_line), gets a table per
+ * user-space loop with a time budget, reads /proc/PID/maps (proc_read_maps,
+ * proc/'s one capped reader), gets a table per
  * executable file mapping (built once, shared by build-id, refcounted), copies
  * new tables into the mmap'ed row array in whole chunks, then publishes the
  * process view. Rows are written before the view that points at them, so the
@@ -430,32 +430,26 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 {
 	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
 	struct unwind_table **tabs = calloc(HEARTH_UNWIND_MAX_MAPPINGS, sizeof(*tabs));
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	FILE *f = NULL;
+	struct proc_mapping *maps = NULL;
+	size_t n_maps = 0;
 	int err = -ENOMEM, loader = 0, objects = 0;
 
 	if (!val || !tabs)
 		goto cleanup;
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	f = fopen(path, "re");
-	if (!f) {
-		err = -errno; /* already gone: nothing to unwind */
+	/* proc's one reader: malformed lines skipped (those mappings keep frame
+	 * pointers), capped; -ENOENT when the process is already gone */
+	err = proc_read_maps(pid, &maps, &n_maps);
+	if (err)
 		goto cleanup;
-	}
 	val->pstart = pstart;
-	while (getline(&line, &cap, f) > 0) {
-		struct proc_mapping pm;
+	for (size_t i = 0; i < n_maps; i++) {
 		uint32_t before = val->n;
 
-		if (proc_parse_maps_line(line, &pm))
-			continue; /* malformed (or ENOMEM): that mapping keeps frame pointers */
-		add_mapping(m, pid, &pm, val, tabs);
+		add_mapping(m, pid, &maps[i], val, tabs);
 		if (val->n > before) {
-			loader |= maps_loader(pm.path);
+			loader |= maps_loader(maps[i].path);
 			objects++;
 		}
-		proc_mapping__fini(&pm);
 	}
 	/* No executable mapping at all: the process is exiting (its mm is gone, its
 	 * maps read empty). Keep the view it had: its last samples (and the first
@@ -479,9 +473,7 @@ cleanup:
 			table_put(m, tabs[i]);
 	free(tabs);
 	free(val);
-	free(line);
-	if (f)
-		fclose(f);
+	proc_maps_free(maps, n_maps);
 	return err;
 }
 
