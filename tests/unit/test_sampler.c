@@ -96,12 +96,24 @@ static int peer_idle_samples(struct sampler *s, const struct seen *w)
 	}
 	if (pid < 0)
 		return -1;
-	for (int t = 0; waitpid(pid, &status, WNOHANG) == 0 && t < 200; t++) {
+	/* Until perf exits, with a deadline: sampler__poll returns as soon as records
+	 * are ready (at 999 Hz, often at once), so a count of polls is no clock. */
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	time_t deadline = now.tv_sec + 30, next_drain = now.tv_sec + 1;
+	pid_t done;
+
+	while ((done = waitpid(pid, &status, WNOHANG)) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec >= deadline)
+			break;
 		sampler__poll(s, 100);
-		if (t % 10 == 9 && !w->idle)
+		if (now.tv_sec >= next_drain && !w->idle) {
 			sampler__drain(s);
+			next_drain = now.tv_sec + 1;
+		}
 	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	if (done != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		return -1;
