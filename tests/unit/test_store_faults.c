@@ -219,24 +219,38 @@ cleanup:
 		fclose(logf);
 }
 
-TEST(corrupt_rollup_is_rebuilt_from_raw_chunks)
+/* A store in unit_tmp_dir()/name, logging to logf: 12 profiles 10 s apart from
+ * *h0 (the start of T0's hour, so the hour's rollups cover them), rolled up to
+ * the hour. 0, or -1 with the reason on stderr. */
+static int hour_rolled_up(const char *name, FILE *logf, struct store **s, int64_t *h0)
 {
 	struct store_opts o = fast;
+	char dir[300], err[256] = "maintenance failed";
+
+	o.log = logf;
+	*h0 = T0 - T0 % (3600 * S);
+	snprintf(dir, sizeof(dir), "%s/%s", unit_tmp_dir(), name);
+	if (store__open(dir, &o, s, err, sizeof(err)))
+		goto fail;
+	for (int i = 0; i < 12; i++)
+		if (append_pids(*s, *h0 + i * 10 * S, 2, 3, 7, NULL, err, sizeof(err)))
+			goto fail;
+	if (store__maintain(*s, *h0 + 3 * 3600 * S, NULL) == 0)
+		return 0;
+fail:
+	fprintf(stderr, "  %s: %s\n", name, err);
+	return -1;
+}
+
+TEST(corrupt_rollup_is_rebuilt_from_raw_chunks)
+{
 	struct store *s = NULL;
 	struct store_stats st;
-	char dir[300], err[256];
 	FILE *logf = tmpfile();
-	/* the start of an hour, so that the hour's rollups cover the profiles */
-	int64_t h0 = T0 - T0 % (3600 * S);
+	int64_t h0;
 
 	CHECK(logf);
-	o.log = logf;
-	snprintf(dir, sizeof(dir), "%s/corrupt_rollup", unit_tmp_dir());
-	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
-	for (int i = 0; i < 12; i++)
-		CHECKF(append_pids(s, h0 + i * 10 * S, 2, 3, 7, NULL, err, sizeof(err)) == 0, "%s",
-		       err);
-	CHECK(store__maintain(s, h0 + 3 * 3600 * S, NULL) == 0);
+	CHECK(hour_rolled_up("corrupt_rollup", logf, &s, &h0) == 0);
 	CHECK(store_query_int(estore_of(s), "SELECT count(*) FROM chunks WHERE level = 3") == 1);
 	CHECK(total(s, "", h0, h0 + 3600 * S) == 144);
 	/* the hour's rollup is garbage: the query reads the finer levels instead */
@@ -260,21 +274,14 @@ cleanup:
  * is rebuilt from the finer levels, which here still hold every profile. */
 TEST(late_append_into_a_corrupt_rollup_quarantines_it)
 {
-	struct store_opts o = fast;
 	struct store *s = NULL;
 	struct store_stats st;
-	char dir[300], err[256];
+	char err[256];
 	FILE *logf = tmpfile();
-	int64_t h0 = T0 - T0 % (3600 * S);
+	int64_t h0;
 
 	CHECK(logf);
-	o.log = logf;
-	snprintf(dir, sizeof(dir), "%s/late_corrupt_rollup", unit_tmp_dir());
-	CHECK(store__open(dir, &o, &s, err, sizeof(err)) == 0);
-	for (int i = 0; i < 12; i++)
-		CHECKF(append_pids(s, h0 + i * 10 * S, 2, 3, 7, NULL, err, sizeof(err)) == 0, "%s",
-		       err);
-	CHECK(store__maintain(s, h0 + 3 * 3600 * S, NULL) == 0);
+	CHECK(hour_rolled_up("late_corrupt_rollup", logf, &s, &h0) == 0);
 	CHECK(exec(s, "UPDATE chunks SET totals = x'05', data = x'05' WHERE level = 3") == 0);
 	CHECKF(append_pids(s, h0 + 5 * S, 2, 3, 7, NULL, err, sizeof(err)) == 0, "%s", err);
 	CHECK(store__stats(s, &st) == 0 && st.corrupt_chunks == 1);
