@@ -484,7 +484,7 @@ static void report_unwind(struct sampler *s)
 	    "rows "
 	    "= %llu KiB in BPF (%llu of %llu chunks; %llu objects did not fit), %llu KiB user "
 	    "memory, "
-	    "built in %.1f ms%s%s\n",
+	    "%llu builds in %.1f ms%s%s\n",
 	    (unsigned long long)uw[HEARTH_UW_SAMPLES], (unsigned long long)uw[HEARTH_UW_END],
 	    (unsigned long long)uw[HEARTH_UW_UNSUPPORTED],
 	    (unsigned long long)uw[HEARTH_UW_READ_FAIL], (unsigned long long)uw[HEARTH_UW_BAD_FP],
@@ -495,7 +495,8 @@ static void report_unwind(struct sampler *s)
 	    (unsigned long long)ms.procs, (unsigned long long)ms.rows,
 	    (unsigned long long)(ms.row_bytes >> 10), (unsigned long long)ms.chunks_used,
 	    (unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room,
-	    (unsigned long long)(ms.user_bytes >> 10), ms.build_ms, big ? "; largest " : "",
+	    (unsigned long long)(ms.user_bytes >> 10), (unsigned long long)ms.builds, ms.build_ms,
+	    big ? "; largest " : "",
 	    big ? big->path : "");
 	fprintf(stderr,
 		"hearth record: unwind: first samples of new processes: %llu sent with a stack "

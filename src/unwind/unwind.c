@@ -91,7 +91,7 @@ struct unwind_mgr {
 	struct object_id neg[MGR_NEG_ENTRIES];
 	double neg_until[MGR_NEG_ENTRIES]; /* CLOCK_MONOTONIC ms; 0 = for good */
 	size_t neg_next, n_neg;
-	uint64_t build_failed, no_room, reused;
+	uint64_t builds, build_failed, no_room, reused;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
 	size_t n_idle;
 	double build_ms;
@@ -314,6 +314,7 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 	if (neg_has(m, file))
 		return NULL;
 	err = unwind_table__build(open_path, file->dev, file->inode, max_bytes, &t);
+	m->builds++;
 	if (err) {
 		m->build_failed++;
 		/* Only what the file is says "never": not a process gone meanwhile. */
@@ -584,6 +585,7 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 	for (size_t i = 0; i < m->n_procs; i++)
 		o->user_bytes += HEARTH_UNWIND_MAX_MAPPINGS * sizeof(void *);
 	o->row_bytes = o->rows * sizeof(struct hearth_unwind_row);
+	o->builds = m->builds;
 	o->build_failed = m->build_failed;
 	o->no_room = m->no_room;
 	o->build_ms = m->build_ms;

@@ -75,6 +75,7 @@ struct unwind_mgr_stats {
 	uint64_t rows, row_bytes; /* rows in use in unwind_rows */
 	uint64_t chunks_used, chunks_total;
 	uint64_t user_bytes; /* heap held by tables and process views */
+	uint64_t builds; /* tables built (parsed and sorted), failed ones included */
 	uint64_t build_failed, no_room;
 	double build_ms; /* total build time */
 };
