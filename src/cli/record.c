@@ -482,9 +482,9 @@ static void report_unwind(struct sampler *s)
 	    "with frame pointers; %llu signal frames crossed; %llu frame-pointer frames); %llu "
 	    "tables for %llu processes, %llu "
 	    "rows "
-	    "= %llu KiB in BPF (%llu of %llu chunks; %llu objects did not fit), %llu KiB user "
-	    "memory, "
-	    "built in %.1f ms%s%s\n",
+	    "= %llu KiB in BPF (%llu of %llu chunks; %llu objects did not fit, in %llu "
+	    "builds), %llu KiB user memory, %llu builds (%llu again once room appeared) in "
+	    "%.1f ms%s%s\n",
 	    (unsigned long long)uw[HEARTH_UW_SAMPLES], (unsigned long long)uw[HEARTH_UW_END],
 	    (unsigned long long)uw[HEARTH_UW_UNSUPPORTED],
 	    (unsigned long long)uw[HEARTH_UW_READ_FAIL], (unsigned long long)uw[HEARTH_UW_BAD_FP],
@@ -494,9 +494,10 @@ static void report_unwind(struct sampler *s)
 	    (unsigned long long)uw[HEARTH_UW_FP_FRAMES], (unsigned long long)ms.tables,
 	    (unsigned long long)ms.procs, (unsigned long long)ms.rows,
 	    (unsigned long long)(ms.row_bytes >> 10), (unsigned long long)ms.chunks_used,
-	    (unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room,
-	    (unsigned long long)(ms.user_bytes >> 10), ms.build_ms, big ? "; largest " : "",
-	    big ? big->path : "");
+	    (unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room_objects,
+	    (unsigned long long)ms.no_room, (unsigned long long)(ms.user_bytes >> 10),
+	    (unsigned long long)ms.builds, (unsigned long long)ms.rebuilds, ms.build_ms,
+	    big ? "; largest " : "", big ? big->path : "");
 	fprintf(stderr,
 		"hearth record: unwind: first samples of new processes: %llu sent with a stack "
 		"copy (%llu more with frame pointers: ring full), walked once their tables were "

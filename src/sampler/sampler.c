@@ -597,6 +597,18 @@ static int load_skeleton(struct sampler *s, const struct sampler_opts *o, char *
 	return load_skeleton_once(s, o, err, errlen);
 }
 
+/* Chunks of unwind_rows the manager may use: all of them, or fewer when the
+ * test knob HEARTH_UNWIND_CHUNKS says so (tests and benches that need a full
+ * row map without filling 16 MiB of tables first). */
+static uint32_t unwind_chunks(void)
+{
+	const char *env = getenv("HEARTH_UNWIND_CHUNKS");
+	unsigned long n = env ? strtoul(env, NULL, 10) : 0;
+
+	return n > 0 && n < HEARTH_UNWIND_DEFAULT_CHUNKS ? (uint32_t)n
+							 : HEARTH_UNWIND_DEFAULT_CHUNKS;
+}
+
 /* The table manager over the loaded maps; auto mode falls back to fp without it. */
 static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 {
@@ -605,8 +617,7 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 	if (s->unwind == SAMPLER_UNWIND_FP)
 		return 0;
 	ret = unwind_mgr__new(bpf_map__fd(s->skel->maps.unwind_rows),
-			      bpf_map__fd(s->skel->maps.unwind_procs),
-			      HEARTH_UNWIND_DEFAULT_CHUNKS, &s->uw);
+			      bpf_map__fd(s->skel->maps.unwind_procs), unwind_chunks(), &s->uw);
 	if (ret && s->unwind == SAMPLER_UNWIND_DWARF) {
 		snprintf(err, errlen, "cannot map the unwind table map: %s", strerror(-ret));
 		return ret;

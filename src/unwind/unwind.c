@@ -15,7 +15,10 @@
  * table is reused, the file's mtime is checked against the one it was built
  * from, so a binary rebuilt in place under the same inode gets a new table.
  * Tables are found by src/object's identity: (dev, inode) as the mapping says,
- * then the GNU build-id across names.
+ * then the GNU build-id across names. A table that finds no room in a full map
+ * is not kept; its file is remembered with the chunks it needs and not built
+ * again until room could hold it (issue 29: sorting such tables for every new
+ * process was most of hearth's CPU on a busy host).
  *
  *   addr (process) --(- bias)--> vaddr (ELF) ; bias = start - off - (p_vaddr - p_offset)
  */
@@ -43,10 +46,10 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 #define MGR_NEG_ENTRIES 256
 /* .eh_frame bytes per row is about 5 (libc, libcrypto, libclang-cpp); allow 8. */
 #define MGR_CFI_BYTES_PER_ROW 8
-/* A file whose table found no room is not built again for this long, if it has
- * more rows than this (about 5 ms of parsing). */
-#define MGR_NO_ROOM_MS 10000.0
-#define MGR_NO_ROOM_MIN_ROWS 65536
+/* Files whose table was built but found no room, remembered with the chunks it
+ * needs (a lossy ring, the oldest forgotten): 16 bytes of identity and 4 of size
+ * each, 24 KiB in all; the PyTorch host of issue 29 had 544 such objects. */
+#define MGR_NOROOM_ENTRIES 1024
 /* Idle tables kept at most (besides the room they take in unwind_rows). */
 #define MGR_IDLE_MAX 512
 
@@ -89,9 +92,15 @@ struct unwind_mgr {
 	size_t n_queue, cap_queue;
 	/* files without a table: a lossy ring (the oldest forgotten), scanned */
 	struct object_id neg[MGR_NEG_ENTRIES];
-	double neg_until[MGR_NEG_ENTRIES]; /* CLOCK_MONOTONIC ms; 0 = for good */
 	size_t neg_next, n_neg;
-	uint64_t build_failed, no_room, reused;
+	/* files whose table did not fit when built: not built again until a run of
+	 * free or idle chunks could hold it (noroom_could_fit) */
+	struct noroom {
+		uint64_t dev, inode;
+		uint32_t need; /* chunks the table needs */
+	} noroom[MGR_NOROOM_ENTRIES];
+	size_t noroom_next, n_noroom;
+	uint64_t builds, rebuilds, build_failed, no_room, reused;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
 	size_t n_idle;
 	double build_ms;
@@ -258,38 +267,79 @@ static struct unwind_table *table_find(struct unwind_mgr *m, const struct object
 	return NULL;
 }
 
-static double mono_ms(void);
-
 static bool neg_has(const struct unwind_mgr *m, const struct object_id *file)
 {
-	double now = 0;
-
-	for (size_t i = 0; i < m->n_neg; i++) {
-		if (!object_id__same_file(&m->neg[i], file))
-			continue;
-		if (!m->neg_until[i])
+	for (size_t i = 0; i < m->n_neg; i++)
+		if (object_id__same_file(&m->neg[i], file))
 			return true;
-		if (!now)
-			now = mono_ms();
-		return now < m->neg_until[i];
-	}
 	return false;
 }
 
-/* Remembers a file without a table: for good (for_ms 0) or for a while. */
-static void neg_add(struct unwind_mgr *m, const struct object_id *file, double for_ms)
+/* Remembers a file without a table (no CFI, Go without it, too big, not ELF). */
+static void neg_add(struct unwind_mgr *m, const struct object_id *file)
 {
-	for (size_t i = 0; i < m->n_neg; i++) {
-		if (object_id__same_file(&m->neg[i], file)) {
-			m->neg_until[i] = for_ms ? mono_ms() + for_ms : 0;
-			return;
-		}
-	}
-	m->neg_until[m->neg_next] = for_ms ? mono_ms() + for_ms : 0;
+	if (neg_has(m, file))
+		return;
 	m->neg[m->neg_next] = *file;
 	m->neg_next = (m->neg_next + 1) % MGR_NEG_ENTRIES;
 	if (m->n_neg < MGR_NEG_ENTRIES)
 		m->n_neg++;
+}
+
+/* The no-room entry of a file, or NULL. */
+static struct noroom *noroom_find(struct unwind_mgr *m, const struct object_id *file)
+{
+	for (size_t i = 0; i < m->n_noroom; i++)
+		if (m->noroom[i].dev == file->dev && m->noroom[i].inode == file->inode)
+			return &m->noroom[i];
+	return NULL;
+}
+
+/* Remembers (or updates) a file whose table needs `need` chunks and found none. */
+static void noroom_add(struct unwind_mgr *m, const struct object_id *file, uint32_t need)
+{
+	struct noroom *e = noroom_find(m, file);
+
+	if (!e) {
+		e = &m->noroom[m->noroom_next];
+		m->noroom_next = (m->noroom_next + 1) % MGR_NOROOM_ENTRIES;
+		if (m->n_noroom < MGR_NOROOM_ENTRIES)
+			m->n_noroom++;
+	}
+	*e = (struct noroom){file->dev, file->inode, need};
+}
+
+static void noroom_del(struct unwind_mgr *m, struct noroom *e)
+{
+	/* the last entry moves into the hole; the freed slot is the next written */
+	*e = m->noroom[--m->n_noroom];
+	m->noroom_next = m->n_noroom % MGR_NOROOM_ENTRIES;
+}
+
+/* Whether table_load could place `need` chunks now: a run of chunks that are
+ * free or held by idle tables (which it evicts). The same limits as
+ * table_load, so a table built after a yes loads, and one not built stays
+ * out: a table without room is built again only when room has appeared. */
+static bool noroom_could_fit(const struct unwind_mgr *m, uint32_t need)
+{
+	uint8_t avail[HEARTH_UNWIND_CHUNKS];
+
+	if (need == 0 || need > m->chunks / 4)
+		return false;
+	for (uint32_t i = 0; i < m->chunks; i++)
+		avail[i] = !m->used[i];
+	for (size_t i = 0; i < m->n_tables; i++) {
+		const struct unwind_table *t = m->tables[i];
+
+		if (t->refs == 0)
+			memset(avail + t->row_start / HEARTH_UNWIND_CHUNK_ROWS, 1, t->chunks);
+	}
+	for (uint32_t i = 0, run = 0; i < m->chunks; i++) {
+		run = avail[i] ? run + 1 : 0;
+		if (run == need)
+			return true;
+	}
+	return false;
 }
 
 /* Builds (or shares) the table of a mapped file and takes a ref; NULL if none. */
@@ -297,6 +347,7 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 				      const struct object_id *file)
 {
 	struct unwind_table *t = table_find(m, file, NULL), *same;
+	struct noroom *nr;
 	size_t max_bytes = (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS * MGR_CFI_BYTES_PER_ROW;
 	int err;
 
@@ -313,13 +364,19 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 		goto ref;
 	if (neg_has(m, file))
 		return NULL;
+	/* Built before and found no room: not again until it could fit. */
+	nr = noroom_find(m, file);
+	if (nr && !noroom_could_fit(m, nr->need))
+		return NULL;
 	err = unwind_table__build(open_path, file->dev, file->inode, max_bytes, &t);
+	m->builds++;
+	m->rebuilds += nr != NULL;
 	if (err) {
 		m->build_failed++;
 		/* Only what the file is says "never": not a process gone meanwhile. */
 		if (err == -ENODATA || err == -ENOTSUP || err == -EFBIG || err == -ENOEXEC ||
 		    err == -EINVAL)
-			neg_add(m, file, 0);
+			neg_add(m, file);
 		return NULL;
 	}
 	m->build_ms += t->build_ms;
@@ -338,17 +395,20 @@ static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_pat
 	}
 	if (table_load(m, t)) {
 		m->no_room++;
-		/* Never fits; or not now, and big: not parsed again for every
-		 * process that maps it (a 1M-row library takes 0.1-0.5 s, during
-		 * which no ring is read) until a full map may have room again. A
-		 * small table is cheap to build again, and the next try may fit. */
-		if (t->rows.n > (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS)
-			neg_add(m, file, 0);
-		else if (t->rows.n > MGR_NO_ROOM_MIN_ROWS)
-			neg_add(m, file, MGR_NO_ROOM_MS);
+		/* Remembered with its size, not built (parsed, sorted: 73% of
+		 * hearth's CPU on a busy host, issue 29) again for every process
+		 * and re-read that maps it until chunks are freed or idle enough
+		 * to hold it; one that never fits (more than a quarter of the
+		 * map) is never built again. */
+		noroom_add(m, file,
+			   (uint32_t)((t->rows.n + HEARTH_UNWIND_CHUNK_ROWS - 1) /
+				      HEARTH_UNWIND_CHUNK_ROWS));
 		unwind_table__free(t);
 		return NULL;
 	}
+	nr = noroom_find(m, file);
+	if (nr)
+		noroom_del(m, nr);
 	m->tables[m->n_tables++] = t;
 ref:
 	t->refs++;
@@ -373,22 +433,29 @@ static void view_drop(struct unwind_mgr *m, struct proc_view *v)
 	*v = m->procs[--m->n_procs];
 }
 
-/* One mapping of /proc/PID/maps into val (and its table into tabs) when it maps a
- * file executable. */
-static void add_mapping(struct unwind_mgr *m, uint32_t pid, const struct proc_mapping *pm,
-			struct hearth_unwind_proc *val, struct unwind_table **tabs)
+/* The table of a mapping of /proc/PID/maps (a ref), or NULL. With loaded_only,
+ * only a table the manager has (in use or idle): NULL, and *skipped set, if not. */
+static struct unwind_table *mapping_table(struct unwind_mgr *m, uint32_t pid,
+					  const struct proc_mapping *pm, bool loaded_only,
+					  bool *skipped)
 {
 	struct object_id file = {.dev = proc_mapping__dev(pm), .inode = pm->inode};
-	struct hearth_unwind_mapping *mp;
-	struct unwind_table *t;
 	char open_path[96];
 
-	if (!pm->exec || pm->path[0] != '/' || val->n >= HEARTH_UNWIND_MAX_MAPPINGS)
-		return;
+	*skipped = loaded_only && !table_find(m, &file, NULL);
+	if (*skipped)
+		return NULL;
 	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", pid,
 		 (unsigned long long)pm->start, (unsigned long long)pm->end);
-	t = table_get(m, open_path, pm->path, &file);
-	mp = &val->m[val->n];
+	return table_get(m, open_path, pm->path, &file);
+}
+
+/* One mapping into val (and its table, maybe NULL, into tabs). */
+static void add_mapping(const struct proc_mapping *pm, struct unwind_table *t,
+			struct hearth_unwind_proc *val, struct unwind_table **tabs)
+{
+	struct hearth_unwind_mapping *mp = &val->m[val->n];
+
 	mp->start = pm->start;
 	mp->end = pm->end;
 	mp->bias = t ? pm->start - pm->pgoff - t->seg_delta : 0;
@@ -431,8 +498,9 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
 	struct unwind_table **tabs = calloc(HEARTH_UNWIND_MAX_MAPPINGS, sizeof(*tabs));
 	struct proc_mapping *maps = NULL;
-	size_t n_maps = 0;
-	int err = -ENOMEM, loader = 0, objects = 0;
+	size_t n_maps = 0, idx[HEARTH_UNWIND_MAX_MAPPINGS], n_idx = 0;
+	bool later[HEARTH_UNWIND_MAX_MAPPINGS];
+	int err = -ENOMEM, loader = 0;
 
 	if (!val || !tabs)
 		goto cleanup;
@@ -442,14 +510,21 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 	if (err)
 		goto cleanup;
 	val->pstart = pstart;
-	for (size_t i = 0; i < n_maps; i++) {
-		uint32_t before = val->n;
-
-		add_mapping(m, pid, &maps[i], val, tabs);
-		if (val->n > before) {
-			loader |= maps_loader(maps[i].path);
-			objects++;
-		}
+	/* The executable file mappings, in address order (the walker's search). */
+	for (size_t i = 0; i < n_maps && n_idx < HEARTH_UNWIND_MAX_MAPPINGS; i++)
+		if (maps[i].exec && maps[i].path[0] == '/')
+			idx[n_idx++] = i;
+	/* Tables the manager has first, built ones after: making room for a new
+	 * table must not evict an idle one this process takes back a moment later
+	 * (which would then be built again and find no room). */
+	for (size_t k = 0; k < n_idx; k++)
+		tabs[k] = mapping_table(m, pid, &maps[idx[k]], true, &later[k]);
+	for (size_t k = 0; k < n_idx; k++)
+		if (later[k])
+			tabs[k] = mapping_table(m, pid, &maps[idx[k]], false, &later[k]);
+	for (size_t k = 0; k < n_idx; k++) {
+		add_mapping(&maps[idx[k]], tabs[k], val, tabs);
+		loader |= maps_loader(maps[idx[k]].path);
 	}
 	/* No executable mapping at all: the process is exiting (its mm is gone, its
 	 * maps read empty). Keep the view it had: its last samples (and the first
@@ -461,7 +536,7 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 	err = view_publish(m, val, pid, tabs);
 	if (!err) {
 		tabs = NULL;
-		err = !loader || objects > 2; /* executable + loader: ld.so still at work */
+		err = !loader || n_idx > 2; /* executable + loader: ld.so still at work */
 		/* Settled: its samples need no stack copies any more (BPF sends them
 		 * while the process is pending, see unwind_mgr__set_pending). */
 		if (err == 1 && m->pending_fd >= 0)
@@ -584,6 +659,9 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 	for (size_t i = 0; i < m->n_procs; i++)
 		o->user_bytes += HEARTH_UNWIND_MAX_MAPPINGS * sizeof(void *);
 	o->row_bytes = o->rows * sizeof(struct hearth_unwind_row);
+	o->builds = m->builds;
+	o->rebuilds = m->rebuilds;
+	o->no_room_objects = m->n_noroom;
 	o->build_failed = m->build_failed;
 	o->no_room = m->no_room;
 	o->build_ms = m->build_ms;

@@ -75,7 +75,11 @@ struct unwind_mgr_stats {
 	uint64_t rows, row_bytes; /* rows in use in unwind_rows */
 	uint64_t chunks_used, chunks_total;
 	uint64_t user_bytes; /* heap held by tables and process views */
-	uint64_t build_failed, no_room;
+	uint64_t builds;     /* tables built (parsed and sorted), failed ones included */
+	uint64_t rebuilds;   /* builds of a file remembered without room, once room appeared */
+	uint64_t build_failed;
+	uint64_t no_room;	  /* builds whose table found no room in unwind_rows */
+	uint64_t no_room_objects; /* files remembered without room, not built until it appears */
 	double build_ms; /* total build time */
 };
 

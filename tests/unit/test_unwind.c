@@ -10,12 +10,14 @@
 #include <link.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 
+#include "proc/proc.h"
 #include "unit.h"
 #include "unwind/unwind.h"
 
@@ -378,4 +380,151 @@ cleanup:
 	if (procs_fd >= 0)
 		close(procs_fd);
 	free(val);
+}
+
+/* Whether pid's maps show a mapping whose path contains s. */
+static bool maps_have(pid_t pid, const char *s)
+{
+	struct proc_mapping *maps = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	if (proc_read_maps((uint32_t)pid, &maps, &n))
+		return false;
+	for (size_t i = 0; i < n && !found; i++)
+		found = strstr(maps[i].path, s) != NULL;
+	proc_maps_free(maps, n);
+	return found;
+}
+
+/* Checks that every executable file mapping of pid's view whose table needs at
+ * most max_chunks chunks has rows; returns how many mappings were checked. */
+static int fitting_mappings_have_rows(int procs_fd, pid_t pid, uint32_t max_chunks)
+{
+	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
+	struct proc_mapping *maps = NULL;
+	size_t n = 0;
+	int checked = -1;
+	uint32_t key = (uint32_t)pid;
+
+	if (!val || bpf_map_lookup_elem(procs_fd, &key, val) || proc_read_maps(key, &maps, &n))
+		goto cleanup;
+	checked = 0;
+	for (uint32_t i = 0; i < val->n; i++) {
+		struct unwind_table *t = NULL;
+		char path[96];
+		size_t need;
+
+		if (val->m[i].row_count)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)pid,
+			 (unsigned long long)val->m[i].start, (unsigned long long)val->m[i].end);
+		if (unwind_table__build(path, 0, 0, 0, &t))
+			continue; /* no table to have */
+		need = (t->rows.n + HEARTH_UNWIND_CHUNK_ROWS - 1) / HEARTH_UNWIND_CHUNK_ROWS;
+		unwind_table__free(t);
+		if (need <= max_chunks) {
+			printf("  mapping %#llx without rows (%zu chunks)\n",
+			       (unsigned long long)val->m[i].start, need);
+			checked = -1;
+			goto cleanup;
+		}
+	}
+	checked = (int)val->n;
+cleanup:
+	proc_maps_free(maps, n);
+	free(val);
+	return checked;
+}
+
+/* Objects that found no room in a full row map are built once, not once per
+ * process or re-read of the maps (issue 29: 73% of hearth's CPU on a busy host
+ * was sorting such tables again), and again once room appears. */
+TEST(mgr_no_room_built_once)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
+	const uint32_t chunks = 4; /* one object may take one chunk */
+	struct unwind_mgr *m = NULL;
+	struct unwind_mgr_stats st, st2, st3;
+	int rows_fd = -1, procs_fd = -1, status;
+	uint32_t self = (uint32_t)getpid();
+	pid_t kids[3] = {-1, -1, -1};
+
+	if (geteuid() != 0) {
+		printf("  (skipped: needs root for BPF maps)\n");
+		goto cleanup;
+	}
+	rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
+				 chunks * HEARTH_UNWIND_CHUNK_ROWS, &mm);
+	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4,
+				  sizeof(struct hearth_unwind_proc), 64, NULL);
+	CHECK(rows_fd >= 0 && procs_fd >= 0);
+	CHECK(unwind_mgr__new(rows_fd, procs_fd, chunks, &m) == 0);
+	/* This binary maps some 50 objects: four chunks hold a few of them. */
+	unwind_mgr__note(m, self, 1);
+	CHECK(unwind_mgr__work(m, 5000) == 1);
+	unwind_mgr__stats(m, &st);
+	CHECKF(st.no_room > 0 && st.chunks_used == chunks, "%llu without room, %llu chunks",
+	       (unsigned long long)st.no_room, (unsigned long long)st.chunks_used);
+	/* Re-reads of its maps and two more processes of the same objects. */
+	for (int i = 0; i < 3; i++) {
+		unwind_mgr__remap(m, self, 1);
+		CHECK(unwind_mgr__work(m, 5000) == 1);
+	}
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		CHECK(kids[i] >= 0);
+		if (kids[i] == 0) {
+			pause();
+			_exit(0);
+		}
+		unwind_mgr__note(m, (uint32_t)kids[i], 10 + (uint64_t)i);
+		CHECK(unwind_mgr__work(m, 5000) == 1);
+	}
+	unwind_mgr__stats(m, &st2);
+	CHECKF(st2.builds == st.builds && st2.procs == 3,
+	       "%llu builds after 5 more views of the same objects, %llu at first (%llu without "
+	       "room)",
+	       (unsigned long long)st2.builds, (unsigned long long)st.builds,
+	       (unsigned long long)st.no_room);
+	/* Room appears: every view gone, every table idle. A process of a few of
+	 * the same objects (sleep, libc, ld.so) gets each table that can fit. */
+	unwind_mgr__exit(m, self);
+	unwind_mgr__exit(m, (uint32_t)kids[0]);
+	unwind_mgr__exit(m, (uint32_t)kids[1]);
+	kids[2] = fork();
+	CHECK(kids[2] >= 0);
+	if (kids[2] == 0) {
+		execl("/bin/sleep", "sleep", "60", (char *)NULL);
+		_exit(127);
+	}
+	/* exec'ed (the fork maps libc too) and ld.so done: sleep's libc mapped */
+	for (int i = 0; i < 200 && !(maps_have(kids[2], "/sleep") && maps_have(kids[2], "libc."));
+	     i++)
+		usleep(10000);
+	unwind_mgr__note(m, (uint32_t)kids[2], 20);
+	CHECK(unwind_mgr__work(m, 5000) == 1);
+	unwind_mgr__stats(m, &st3);
+	printf("  %llu builds, %llu without room; 5 more views: %llu builds; sleep: %llu builds "
+	       "(%llu of objects without room), %llu remembered\n",
+	       (unsigned long long)st.builds, (unsigned long long)st.no_room,
+	       (unsigned long long)(st2.builds - st.builds),
+	       (unsigned long long)(st3.builds - st2.builds),
+	       (unsigned long long)(st3.rebuilds - st2.rebuilds),
+	       (unsigned long long)st3.no_room_objects);
+	CHECKF(fitting_mappings_have_rows(procs_fd, kids[2], chunks / 4) > 0 &&
+		   st3.builds - st2.builds <= 3,
+	       "%llu builds for sleep's objects", (unsigned long long)(st3.builds - st2.builds));
+cleanup:
+	for (int i = 0; i < 3; i++) {
+		if (kids[i] > 0) {
+			kill(kids[i], SIGKILL);
+			waitpid(kids[i], &status, 0);
+		}
+	}
+	unwind_mgr__free(m);
+	if (rows_fd >= 0)
+		close(rows_fd);
+	if (procs_fd >= 0)
+		close(procs_fd);
 }
