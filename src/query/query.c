@@ -946,3 +946,84 @@ int query_timeline(struct store *s, const struct query_request *q, struct query_
 	selection_fini(&sl);
 	return query_explain(err, errlen, e, "the timeline");
 }
+
+/* ---- a merge's selection, for the engines in other files (fseries.c) ---- */
+
+/* Groups: the group_by value of each selected series (series without it: ""). */
+static int selected_groups(struct query_selected *out, const struct selection *sl, const char *by,
+			   char *err, size_t errlen)
+{
+	if (by && *by &&
+	    strspn(by, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
+		strlen(by))
+		return query_fail(err, errlen, -EINVAL, "invalid groupBy label \"%.64s\"", by);
+	out->group = calloc(sl->n + 1, sizeof(*out->group));
+	out->groups = calloc(sl->n + 1, sizeof(*out->groups));
+	if (!out->group || !out->groups)
+		return -ENOMEM;
+	for (size_t i = 0; i < sl->n; i++) {
+		const char *v = by && *by ? series_label(&sl->s[i], by) : "";
+		size_t g;
+
+		v = v ? v : "";
+		for (g = 0; g < out->n_groups && strcmp(out->groups[g], v); g++)
+			;
+		if (g == out->n_groups) {
+			if (out->n_groups >= QUERY_MAX_GROUPS)
+				return query_fail(err, errlen, -E2BIG,
+						  "groupBy %.64s gives more than %d groups", by,
+						  QUERY_MAX_GROUPS);
+			if (!(out->groups[g] = strdup(v)))
+				return -ENOMEM;
+			out->n_groups++;
+		}
+		out->group[i] = (uint32_t)g;
+	}
+	return 0;
+}
+
+int query_select(struct store *s, const struct query_request *q, struct query_selected *out,
+		 char *err, size_t errlen)
+{
+	struct selection sl;
+	int e;
+
+	memset(out, 0, sizeof(*out));
+	e = select_series(s, q, &sl, true, err, errlen);
+	if (!e && !(out->ids = series_ids(&sl)))
+		e = -ENOMEM;
+	if (!e) {
+		out->n = sl.n;
+		out->type = sl.type; /* taken */
+		sl.type = NULL;
+		e = selected_groups(out, &sl, q->group_by, err, errlen);
+	}
+	selection_fini(&sl);
+	return query_explain(err, errlen, e, "selecting series");
+}
+
+size_t query_selected__find(const struct query_selected *sel, uint64_t id)
+{
+	size_t lo = 0, hi = sel->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (sel->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sel->n && sel->ids[lo] == id ? lo : SIZE_MAX;
+}
+
+void query_selected__fini(struct query_selected *sel)
+{
+	for (size_t g = 0; g < sel->n_groups; g++)
+		free(sel->groups[g]);
+	free(sel->groups);
+	free(sel->group);
+	free(sel->ids);
+	free(sel->type);
+	memset(sel, 0, sizeof(*sel));
+}

@@ -395,4 +395,88 @@ int query_diff_json(struct store *s, const struct query_request *left,
 int query_timeline_json(struct store *s, const struct query_request *q, FILE *out, char *err,
 			size_t errlen);
 
+/* ---- one function's series (fseries.c) ---- */
+
+/* A function name's length, and a call site's frames, at most (more: -E2BIG). */
+#define QUERY_MAX_FUNCTION_LEN 1024
+#define QUERY_MAX_CALL_SITE    256
+/* Values (groups x points) of one function series at most (more: -E2BIG). */
+#define QUERY_FS_MAX_CELLS (1 << 20)
+
+enum query_fs_kind { QUERY_FS_TOTAL, QUERY_FS_SELF };
+/* value: the unit's raw sum per step; share: percent of the selection's total in
+ * the step; rate: per second of the step (nanoseconds become CPU seconds/s). */
+enum query_fs_norm { QUERY_FS_VALUE, QUERY_FS_SHARE, QUERY_FS_RATE };
+
+/*
+ * What to follow: a function, or (function NULL) a call-site path.
+ *   function: exact name as the top table shows it (query_top_json's rows). A
+ *     stack counts for total when the function appears in it (once, however
+ *     many times: recursion), for self when it is the leaf frame (top's
+ *     definitions).
+ *   call_site: frame names from the root, as the flame tree names them (Connect's
+ *     StackTraceSelector: Pyroscope's "stack traces having the prefix"). A stack
+ *     counts for total when its frames start with the path, for self when they
+ *     are exactly the path (the flame graph node's total and self).
+ */
+struct query_fseries_request {
+	const char *function;
+	const char *const *call_site;
+	size_t n_call_site; /* at most QUERY_MAX_CALL_SITE */
+	enum query_fs_kind kind;
+	enum query_fs_norm normalize;
+	/* true: count the selection's natural value (CPU: nanoseconds, else
+	 * values[0]) instead of q->value_index */
+	bool natural_value;
+};
+
+struct query_fseries_group {
+	char *group;	 /* owned: the group_by value; "" without group_by */
+	int64_t *values; /* owned, n_points: the function's raw sum per step */
+	int64_t *totals; /* owned, n_points: the group's total per step */
+};
+struct query_fseries {
+	char unit[QUERY_UNIT_MAX];     /* of the normalised numbers: raw unit, "%", "<unit>/s" */
+	char raw_unit[QUERY_UNIT_MAX]; /* of values and totals */
+	char *function;		       /* owned: the function, or the call site's last frame */
+	enum query_fs_kind kind;
+	enum query_fs_norm normalize;
+	int64_t from_ns, until_ns, step_ns;
+	size_t n_points; /* point i covers [from + i*step, from + (i+1)*step), up to until */
+	size_t n_groups; /* every group_by value of the selection; at least one */
+	struct query_fseries_group *groups; /* owned, in first-met order */
+};
+void query_fseries__fini(struct query_fseries *fs);
+/* Start of point i (ns). */
+int64_t query_fseries__time(const struct query_fseries *fs, size_t i);
+/* Raw sum v of point i as fs->normalize says (total: the group's total there). */
+double query_fseries__norm(const struct query_fseries *fs, size_t i, int64_t v, int64_t total);
+/* kind ("self"|"total", NULL/"": total) and normalize ("value"|"share"|"rate",
+ * NULL/"": value) into fr. 0 or -EINVAL naming the bad value. */
+int query_fseries_parse(const char *kind, const char *normalize,
+			struct query_fseries_request *fr, char *err, size_t errlen);
+
+/*
+ * The series of one function (or call site) over q's range at q's step (0: the
+ * timeline's automatic step), per group of q->group_by. Steps and the selection
+ * as query_timeline (a chunk counts in the step its window starts in); -E2BIG
+ * over QUERY_MAX_POINTS steps or QUERY_FS_MAX_CELLS values; -EINVAL for a
+ * missing or bad function / call site. A function no stack holds is a series
+ * of zeros, not an error.
+ */
+int query_fseries(struct store *s, const struct query_request *q,
+		  const struct query_fseries_request *fr, struct query_fseries *out, char *err,
+		  size_t errlen);
+/*
+ * /api/function-series's JSON (the first group; the API has no group_by):
+ *   {"unit":…,"function":…,"kind":"self"|"total","normalize":"value"|"share"|"rate",
+ *    "from":NS,"until":NS,"step":NS,"times":[NS,…],"values":[…],"totals":[…]}
+ * times are the steps' starts; values and totals normalised alike (value:
+ * integers; share: the total is 100 where the step has data).
+ */
+int query_fseries__write_json(const struct query_fseries *fs, FILE *out);
+int query_fseries_json(struct store *s, const struct query_request *q,
+		       const struct query_fseries_request *fr, FILE *out, char *err,
+		       size_t errlen);
+
 #endif /* HEARTH_QUERY_H */

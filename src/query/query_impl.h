@@ -20,4 +20,26 @@ int query_fail(char *err, size_t errlen, int code, const char *fmt, ...)
  * returns code: the server shows err as the whole answer, and "" helps nobody. */
 int query_explain(char *err, size_t errlen, int code, const char *what);
 
+/*
+ * A merge's selection (query.h's rule of one profile type), for the engines
+ * outside query.c that scan rows themselves (fseries.c): the series ids to
+ * give store__scan, and each series' group_by value.
+ */
+struct query_selected {
+	size_t n;	 /* selected series */
+	uint64_t *ids;	 /* owned; n, ascending (store__scan's order) */
+	uint32_t *group; /* owned; n: the index in groups of each series' value */
+	size_t n_groups; /* at most QUERY_MAX_GROUPS (more: -E2BIG) */
+	char **groups;	 /* owned: the group_by values ("" without the label, or
+			  * without group_by: then one group) in first-met order */
+	char *type;	 /* owned: the selection's profile type; NULL: CPU */
+};
+/* 0 or as query_timeline (-EINVAL for a bad selector, range or group_by);
+ * *out cleared first and always to be finied. */
+int query_select(struct store *s, const struct query_request *q, struct query_selected *out,
+		 char *err, size_t errlen);
+/* Index of series id in sel, or SIZE_MAX. */
+size_t query_selected__find(const struct query_selected *sel, uint64_t id);
+void query_selected__fini(struct query_selected *sel);
+
 #endif /* HEARTH_QUERY_IMPL_H */

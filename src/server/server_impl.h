@@ -229,4 +229,8 @@ void server_metrics__request(struct server_metrics *m, unsigned status, int64_t 
 			     bool is_query);
 void server_metrics__ingest(struct server_metrics *m, uint64_t samples, uint64_t bytes);
 
+/* GET /api/function-series and /metrics/functions (server_fseries.c). */
+enum MHD_Result server_h_fseries(struct server *s, struct server_req *r);
+enum MHD_Result server_h_metrics_functions(struct server *s, struct server_req *r);
+
 #endif
