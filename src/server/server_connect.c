@@ -153,8 +153,9 @@ static int typed_query(const char *type, const char *label_selector, int64_t sta
 }
 
 /*
- * Filters hearth does not apply: a call-site stack selector or profile IDs. Answering
- * without them would be a wrong answer, so they are refused (unimplemented).
+ * Filters hearth does not apply: a call-site stack selector (outside SelectSeries)
+ * or profile IDs. Answering without them would be a wrong answer, so they are
+ * refused (unimplemented).
  */
 static int unserved_filters(const Types__V1__StackTraceSelector *sts, size_t n_ids, struct cerr *e)
 {
@@ -607,6 +608,95 @@ static int group_series(const struct query_timeline *t, size_t g, const char *gr
 	return ret;
 }
 
+/* Group g of a call site's series as a Series: its group_by label, and a point
+ * (ms, value) at each step where the group has data (the value may be 0 there:
+ * the call site took none of it). */
+static int call_site_series(const struct query_fseries *fs, size_t g, const char *group_by,
+			    Types__V1__Series **out)
+{
+	const struct query_fseries_group *gr = &fs->groups[g];
+	Types__V1__Series *ser = malloc(sizeof(*ser));
+	Types__V1__LabelPair *p;
+	size_t np = 0;
+	int ret = 0;
+
+	if (!(*out = ser))
+		return -ENOMEM;
+	types__v1__series__init(ser);
+	if (group_by && gr->group[0]) {
+		if (!(ser->labels = calloc(1, sizeof(*ser->labels))) || !(p = malloc(sizeof(*p))))
+			return -ENOMEM;
+		types__v1__label_pair__init(p);
+		ser->labels[ser->n_labels++] = p;
+		p->name = dup_or_fail(group_by, &ret);
+		p->value = dup_or_fail(gr->group, &ret);
+	}
+	for (size_t i = 0; i < fs->n_points; i++)
+		np += gr->totals[i] != 0;
+	if (!(ser->points = calloc(np + 1, sizeof(*ser->points))))
+		return -ENOMEM;
+	for (size_t i = 0; !ret && i < fs->n_points; i++) {
+		Types__V1__Point *pt;
+
+		if (!gr->totals[i])
+			continue;
+		if (!(pt = malloc(sizeof(*pt))))
+			return -ENOMEM;
+		types__v1__point__init(pt);
+		ser->points[ser->n_points++] = pt;
+		pt->value = (double)gr->values[i];
+		pt->timestamp = query_fseries__time(fs, i) / 1000000;
+	}
+	return ret;
+}
+
+/* Whether group g of fs has a non-zero value (Pyroscope answers no series for
+ * a group the call site took nothing of). */
+static bool group_has_value(const struct query_fseries *fs, size_t g)
+{
+	for (size_t i = 0; i < fs->n_points; i++)
+		if (fs->groups[g].values[i])
+			return true;
+	return false;
+}
+
+/*
+ * SelectSeries with stack_trace_selector.call_site (Pyroscope's StackTraceSelector:
+ * "stack traces having the prefix provided", root at call_site[0]): per step the
+ * value of the stacks whose frames, root first and named as the flame graph
+ * names them, start with the call site's names (the total of that flame graph
+ * node), so Grafana draws one function's series.
+ */
+static int call_site_answer(struct server *s, const Querier__V1__SelectSeriesRequest *req,
+			    const struct query_request *q, Querier__V1__SelectSeriesResponse *out,
+			    struct cerr *e)
+{
+	const Types__V1__StackTraceSelector *sts = req->stack_trace_selector;
+	struct query_fseries_request fr = {.n_call_site = sts->n_call_site};
+	struct query_fseries fs = {0};
+	const char **path = calloc(sts->n_call_site + 1, sizeof(*path));
+	char err[512] = "";
+	size_t n = 0, lim = req->limit > 0 ? (size_t)req->limit : SIZE_MAX;
+	int ret = path ? 0 : -ENOMEM;
+
+	for (size_t i = 0; path && i < sts->n_call_site; i++)
+		path[i] = sts->call_site[i]->name ? sts->call_site[i]->name : "";
+	fr.call_site = path;
+	if (!ret && (ret = query_fseries(s->store, q, &fr, &fs, err, sizeof(err))))
+		engine_err(e, ret, err);
+	if (!ret && !(out->series = calloc(fs.n_groups + 1, sizeof(*out->series))))
+		ret = -ENOMEM;
+	for (size_t g = 0; !ret && g < fs.n_groups && n < lim; g++) {
+		if (!group_has_value(&fs, g))
+			continue;
+		n++;
+		ret = call_site_series(&fs, g, q->group_by, &out->series[out->n_series++]);
+	}
+	query_fseries__fini(&fs);
+	free(path);
+	return ret;
+}
+
 static int m_select_series(struct server *s, const ProtobufCMessage *in, ProtobufCMessage **resp,
 			   struct cerr *e)
 {
@@ -637,11 +727,15 @@ static int m_select_series(struct server *s, const ProtobufCMessage *in, Protobu
 		return arg_err(e, "step is not a number of seconds from 0 to 1e9%s", "");
 	if (req->limit < 0)
 		return arg_err(e, "limit is negative%s", "");
-	ret = unserved_filters(req->stack_trace_selector, 0, e)
-		  ?: typed_query(req->profile_typeid, req->label_selector, req->start, req->end, &q,
-				 &sel, e);
+	ret = typed_query(req->profile_typeid, req->label_selector, req->start, req->end, &q, &sel,
+			  e);
 	q.step_ns = (int64_t)llround(req->step * 1e9);
 	q.group_by = req->n_group_by ? req->group_by[0] : NULL;
+	if (!ret && req->stack_trace_selector && req->stack_trace_selector->n_call_site) {
+		ret = call_site_answer(s, req, &q, out, e);
+		free(sel);
+		return ret;
+	}
 	if (!ret && (ret = query_timeline(s->store, &q, &t, err, sizeof(err))))
 		engine_err(e, ret, err);
 	n = req->limit && (size_t)req->limit < t.n_groups ? (size_t)req->limit : t.n_groups;

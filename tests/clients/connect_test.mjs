@@ -158,6 +158,28 @@ for (const mode of ["binary", "json"]) {
     p.timestamp >= start && p.timestamp < end && (p.timestamp - start) % 10000n === 0n)),
     JSON.stringify(ss.series.map((s) => s.points.map((p) => String(p.timestamp)))));
 
+  // SelectSeries with a call site (Pyroscope's StackTraceSelector: stacks whose
+  // frames start with the path from the root): one flame graph node's total per step.
+  const site = async (names, groupBy = []) => (await c.selectSeries({
+    profileTypeID: CPU, labelSelector: sel, start, end, step: 10, groupBy,
+    stackTraceSelector: { callSite: names.map((name) => ({ name })) },
+  })).series;
+  const sums = (series) => series.map((s) => [s.labels.map((l) => `${l.name}=${l.value}`).join(),
+    sum(s.points) / PERIOD]).sort();
+  let cs = await site(["main", "checkout"]);
+  check(t("call_site_series"), JSON.stringify(sums(cs)) === '[["",40]]' &&
+    cs[0].points.every((p) => (p.timestamp - start) % 10000n === 0n),
+    JSON.stringify(sums(cs)));
+  cs = await site(["main", "checkout", "db"]);
+  check(t("call_site_leaf"), JSON.stringify(sums(cs)) === '[["",30]]', JSON.stringify(sums(cs)));
+  cs = await site(["main", "render"], ["env"]);
+  check(t("call_site_grouped"), JSON.stringify(sums(cs)) === '[["env=dev",5],["env=prod",20]]',
+    JSON.stringify(sums(cs)));
+  cs = await site(["checkout"]);
+  check(t("call_site_is_a_prefix_from_the_root"), cs.length === 0, JSON.stringify(sums(cs)));
+  await expectError(t("call_site_too_deep_is_invalid_argument"),
+    () => site(Array.from({ length: 300 }, () => "main")), Code.InvalidArgument, "call site");
+
   const series = await c.series({ matchers: [`{service_name="api"}`], start, end });
   const ls = series.labelsSet.map((l) => Object.fromEntries(l.labels.map((p) => [p.name, p.value])));
   check(t("series_labels"), ls.length === 1 && ls[0].service_name === "api" &&

@@ -468,6 +468,80 @@ st=$(curl -s -o "$T/ans" -w '%{http_code}' -X POST -H 'Content-Type: application
 	--data-binary '' "$S/querier.v1.QuerierService/ProfileTypes")
 [ "$st" = 200 ] && [ -s "$T/ans" ] && pass connect_health_check_binary || fail connect_health_check_binary "$st"
 
+# ---- one function over time: /api/function-series and /metrics/functions ----
+# Two steps of 60 s with known values: slow_path appears in stacks as leaf and
+# as caller (self differs from total), once twice in one stack (counted once),
+# in two series (summed); the third step has no data.
+FS=$((NOW - 4800))
+printf 'main;work;slow_path 30\nmain;slow_path 10\nmain;slow_path;memcpy 20\nmain;idle 60\n' > "$T/fs1.folded"
+printf 'main;slow_path 10\n' > "$T/fs1b.folded"
+printf 'main;work;slow_path 15\nmain;slow_path;slow_path;memcpy 5\nmain;idle 30\n' > "$T/fs2.folded"
+send S "/ingest?name=fsapp%7Benv%3Da%7D&from=$FS&until=$((FS + 10))&sampleRate=100" "$T/fs1.folded"
+send S2 "/ingest?name=fsapp%7Benv%3Db%7D&from=$FS&until=$((FS + 10))&sampleRate=100" "$T/fs1b.folded"
+send S2 "/ingest?name=fsapp%7Benv%3Da%7D&from=$((FS + 60))&until=$((FS + 70))&sampleRate=100" "$T/fs2.folded"
+FSR="query=fsapp&from=$FS&until=$((FS + 180))&step=60s&function=slow_path"
+fsget() { get "/api/function-series?$FSR&$1"; }
+want fseries_total "$(fsget '' | jq -c '[.unit, .kind, .normalize, .values, .totals]')" \
+	'["samples","total","value",[70,20,0],[130,50,0]]'
+want fseries_self "$(fsget kind=self | jq -c '[.kind, .values, .totals]')" '["self",[50,15,0],[130,50,0]]'
+want fseries_times "$(fsget kind=self | jq -c '[.from, .until, .step, .times] | map(tostring)')" \
+	"[\"${FS}000000000\",\"$((FS + 180))000000000\",\"60000000000\",\"[${FS}000000000,$((FS + 60))000000000,$((FS + 120))000000000]\"]"
+# share in percent of the step's total; rate per second of the step
+want fseries_share "$(fsget 'kind=self&normalize=share' | jq -c '[.unit, (.values | map(. * 1e6 | round)), .totals]')" \
+	'["%",[38461538,30000000,0],[100,100,0]]'
+want fseries_rate "$(fsget normalize=rate | jq -c '[.unit, (.values, .totals | map(. * 60 | round))]')" \
+	'["samples/s",[70,20,0],[130,50,0]]'
+want fseries_one_series "$(get "/api/function-series?query=fsapp%7Benv%3D%22b%22%7D&from=$FS&until=$((FS + 180))&step=60s&function=slow_path&kind=self" | jq -c .values)" '[10,0,0]'
+want fseries_unknown_function "$(get "/api/function-series?query=fsapp&from=$FS&until=$((FS + 180))&step=60s&function=nope" | jq -c '[.values, .totals]')" '[[0,0,0],[130,50,0]]'
+xcheck fseries_total "/api/function-series?$FSR" norm_json
+xcheck fseries_self_share "/api/function-series?$FSR&kind=self&normalize=share" norm_json
+# each bad parameter: 400 naming it
+fsbad() { # name, query string, word the error must hold
+	local st
+	st=$(http_status "$S/api/function-series?$2" "$T/fsbad")
+	[ "$st" = 400 ] && jq -r .error "$T/fsbad" | grep -q -- "$3" && pass "$1" ||
+		fail "$1" "$st $(cat "$T/fsbad")"
+}
+fsbad fseries_function_required "query=fsapp&from=$FS&until=$((FS + 180))" function
+fsbad fseries_function_too_long "query=fsapp&function=$(printf 'f%.0s' {1..1100})" function
+fsbad fseries_bad_kind "$FSR&kind=cum" kind
+fsbad fseries_bad_normalize "$FSR&normalize=percent" normalize
+fsbad fseries_bad_step "query=fsapp&function=slow_path&from=now-1d&step=1s" step
+fsbad fseries_zero_step "query=fsapp&function=slow_path&step=0" step
+fsbad fseries_bad_selector "query=fsapp%7B&function=slow_path" selector
+fsbad fseries_bad_range "query=fsapp&function=slow_path&from=$((FS + 60))&until=$FS" from
+
+# /metrics/functions: the top-k functions by self over the last window, read
+# with a strict parser of the text format (tests/clients/prom_text_check.py).
+TM=$(($(date +%s) - 30))
+printf 'main;hot 300\nmain;warm 100\nmain;cold;hot 50\nmain;cold 20\n' > "$T/fm.folded"
+send S "/ingest?name=fnmetrics&from=$TM&until=$((TM + 10))&sampleRate=100" "$T/fm.folded"
+st=$(http_status "$S/metrics/functions?query=fnmetrics&k=2&window=1h" "$T/fm.txt")
+if [ "$st" = 200 ] && python3 "$HEARTH_ROOT/tests/clients/prom_text_check.py" < "$T/fm.txt" > "$T/fm.json"; then
+	pass metrics_functions_parses
+else
+	fail metrics_functions_parses "$st $(cat "$T/fm.json" 2> /dev/null) $(head -c 400 "$T/fm.txt")"
+fi
+# CPU seconds per second of the hour: hot's self is 350 samples of 10 ms = 3.5 s
+want metrics_functions_values "$(jq -sc 'map([(.name | sub("hearth_"; "")), .labels.function, .labels.selector, (.value * 3600 * 100 | round)])' "$T/fm.json")" \
+	'[["function_self_seconds_per_second","hot","fnmetrics",350],["function_self_seconds_per_second","warm","fnmetrics",100],["function_total_seconds_per_second","hot","fnmetrics",350],["function_total_seconds_per_second","warm","fnmetrics",100],["selection_seconds_per_second",null,"fnmetrics",470]]'
+want metrics_functions_help_type "$(grep -c '^# TYPE hearth_[a-z_]* gauge$' "$T/fm.txt")/$(grep -c '^# HELP ' "$T/fm.txt")" 3/3
+# k bounds the series: at most 2k + 1 lines of samples
+st=$(http_status "$S/metrics/functions?k=100&window=1h" "$T/fm100.txt")
+n=$(grep -vc '^#' "$T/fm100.txt")
+[ "$st" = 200 ] && [ "$n" -le 201 ] && pass "metrics_functions_bounded ($n series)" ||
+	fail metrics_functions_bounded "$st, $n series"
+mbad() { # name, query string, word
+	local st
+	st=$(http_status "$S/metrics/functions?$2" "$T/mbad")
+	[ "$st" = 400 ] && jq -r .error "$T/mbad" | grep -q -- "$3" && pass "$1" ||
+		fail "$1" "$st $(cat "$T/mbad")"
+}
+mbad metrics_functions_k_zero "k=0" "k '0'"
+mbad metrics_functions_k_over "k=101" "k '101'"
+mbad metrics_functions_bad_window "window=2h" window
+mbad metrics_functions_bad_selector "query=%7Ba%3D" selector
+
 # ---- /debug/pprof/profile through go tool pprof ----
 # A profile pushed during the wait (through the other server, on ClickHouse) is
 # in the answer. When the server begins its 3 s window is not observable from
