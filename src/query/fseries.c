@@ -45,8 +45,8 @@ struct fs_scan {
 	/* pos[store stack id]: 1 + the stack's index in ids (0: not met) */
 	uint32_t *pos;
 	size_t cap_pos;
-	uint64_t *ids;	  /* distinct store stack ids */
-	uint32_t *last;	  /* per stack: 1 + the index of its last row (0: none) */
+	uint64_t *ids;	/* distinct store stack ids */
+	uint32_t *last; /* per stack: 1 + the index of its last row (0: none) */
 	size_t n_ids, cap_ids, cap_last;
 	struct fs_row *rows;
 	size_t n_rows, cap_rows;
@@ -286,13 +286,15 @@ static int fs_steps(const struct query_request *q, int64_t *step, size_t *points
 
 	if (__builtin_sub_overflow(q->until_ns, q->from_ns, &range) || range < 0)
 		return query_fail(err, errlen, -EINVAL, "from is after until, or too far from it");
-	*step = q->step_ns > 0 ? q->step_ns : range / 1000 < ten ? ten
-								 : (range / 1000 + ten - 1) / ten * ten;
+	*step = q->step_ns > 0	     ? q->step_ns
+		: range / 1000 < ten ? ten
+				     : (range / 1000 + ten - 1) / ten * ten;
 	*points = (size_t)(range / *step + (range % *step != 0));
 	if (*points > QUERY_MAX_POINTS)
-		return query_fail(err, errlen, -E2BIG,
-				  "%zu steps of %g s, over the limit of %d points: use a larger step",
-				  *points, (double)*step / 1e9, QUERY_MAX_POINTS);
+		return query_fail(
+		    err, errlen, -E2BIG,
+		    "%zu steps of %g s, over the limit of %d points: use a larger step", *points,
+		    (double)*step / 1e9, QUERY_MAX_POINTS);
 	return 0;
 }
 
@@ -353,10 +355,9 @@ static int fs_scan_run(struct store *s, const struct query_request *q, struct fs
 		return -ENOMEM;
 	if (!sel->n)
 		return 0;
-	return store__scan(s,
-			   &(struct store_scan_query){sel->ids, sel->n, q->from_ns, q->until_ns,
-						      f->step, 0},
-			   on_fs_rows, f);
+	return store__scan(
+	    s, &(struct store_scan_query){sel->ids, sel->n, q->from_ns, q->until_ns, f->step, 0},
+	    on_fs_rows, f);
 }
 
 int query_fseries(struct store *s, const struct query_request *q,
@@ -449,8 +450,8 @@ double query_fseries__norm(const struct query_fseries *fs, size_t i, int64_t v, 
 static const char *const kind_names[] = {"total", "self"};
 static const char *const norm_names[] = {"value", "share", "rate"};
 
-int query_fseries_parse(const char *kind, const char *normalize,
-			struct query_fseries_request *fr, char *err, size_t errlen)
+int query_fseries_parse(const char *kind, const char *normalize, struct query_fseries_request *fr,
+			char *err, size_t errlen)
 {
 	size_t i;
 
@@ -504,7 +505,8 @@ int query_fseries__write_json(const struct query_fseries *fs, FILE *out)
 	base_json_string(out, fs->unit);
 	fputs(",\"function\":", out);
 	base_json_string(out, fs->function ? fs->function : "");
-	fprintf(out, ",\"kind\":\"%s\",\"normalize\":\"%s\",\"from\":%lld,\"until\":%lld,\"step\":%lld",
+	fprintf(out,
+		",\"kind\":\"%s\",\"normalize\":\"%s\",\"from\":%lld,\"until\":%lld,\"step\":%lld",
 		kind_names[fs->kind], norm_names[fs->normalize], (long long)fs->from_ns,
 		(long long)fs->until_ns, (long long)fs->step_ns);
 	fputs(",\"times\":[", out);
@@ -521,8 +523,7 @@ int query_fseries__write_json(const struct query_fseries *fs, FILE *out)
 }
 
 int query_fseries_json(struct store *s, const struct query_request *q,
-		       const struct query_fseries_request *fr, FILE *out, char *err,
-		       size_t errlen)
+		       const struct query_fseries_request *fr, FILE *out, char *err, size_t errlen)
 {
 	struct query_fseries fs;
 	int e = query_fseries(s, q, fr, &fs, err, errlen);

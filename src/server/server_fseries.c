@@ -141,8 +141,8 @@ static int metrics_args(struct server_req *r, size_t *k, int64_t *window, char *
 }
 
 /* One gauge family: HELP, TYPE, then a sample per row (self or total). */
-static void metrics_family(FILE *f, const struct query_top *t, const char *sel, bool cpu,
-			   bool self, double per)
+static void metrics_family(FILE *f, const struct query_top *t, const char *sel, bool cpu, bool self,
+			   double per)
 {
 	const char *what = self ? "self" : "total";
 
@@ -153,7 +153,8 @@ static void metrics_family(FILE *f, const struct query_top *t, const char *sel, 
 		cpu ? ", in CPU seconds" : "");
 	fprintf(f, "# TYPE hearth_function_%s_%sper_second gauge\n", what, cpu ? "seconds_" : "");
 	for (size_t i = 0; i < t->n; i++) {
-		fprintf(f, "hearth_function_%s_%sper_second{selector=", what, cpu ? "seconds_" : "");
+		fprintf(f, "hearth_function_%s_%sper_second{selector=", what,
+			cpu ? "seconds_" : "");
 		prom_label(f, sel);
 		fputs(",function=", f);
 		prom_label(f, t->rows[i].name);
@@ -165,8 +166,7 @@ static void metrics_family(FILE *f, const struct query_top *t, const char *sel, 
 	}
 }
 
-static void metrics_write(FILE *f, const struct query_top *t, const char *sel, bool cpu,
-			  double per)
+static void metrics_write(FILE *f, const struct query_top *t, const char *sel, bool cpu, double per)
 {
 	metrics_family(f, t, sel, cpu, true, per);
 	metrics_family(f, t, sel, cpu, false, per);
