@@ -728,9 +728,10 @@ async function loadChanges() {
       ? `${spanText(d.window)} compared with ${spanText(d.baseline)}` : '';
     const note = $('#changes-note');
     note.hidden = !d.note;
-    note.textContent = d.note ? `Listed: functions whose ${d.kind === 'total' ? 'total' : 'self'} ` +
-      `${d.normalize === 'share' ? 'share of the total' : 'time per second'} changed beyond noise at ` +
-      `${fmtConfidence(conf)} confidence over all ${fmtInt(+d.tested || 0)} tested. ${d.note}` : '';
+    note.textContent = !d.note ? '' : !fns.length ? d.note : `Listed: functions whose ` +
+      `${d.kind === 'total' ? 'total' : 'self'} ${d.normalize === 'share' ? 'share of the total' : 'time per second'} ` +
+      `changed beyond noise at ${fmtConfidence(conf)} confidence, of ${fmtInt(+d.tested || 0)} tested. ${d.note}`;
+    $('#changes-list').hidden = !fns.length;
     renderChangesTable($('#changes-table'), fns, unit, conf, (name) => {
       if (['self', 'total'].includes(d.kind)) state.seriesKind = d.kind;
       syncInputs();
@@ -752,6 +753,7 @@ async function loadChanges() {
     if (e.name === 'AbortError' || seq !== loadSeq) return;
     changesKey = '';
     body.innerHTML = '';
+    $('#changes-list').hidden = true;
     $('#changes-note').hidden = true;
     showChangesMessage(errorText(e, 'What changed'), 'error');
     showError(errorText(e, 'What changed'));
