@@ -201,6 +201,25 @@ try {
     expect(near(sum, want), `parse_request line sums to ${sum}, want ${want}`);
   });
 
+  await check('series_share_control', async () => {
+    const req = page.waitForRequest((r) => r.url().includes('/api/function-series') &&
+      reqParam(r, 'normalize') === 'share', { timeout: 10000 });
+    await page.selectOption('#series-normalize', 'share');
+    await req;
+    const svg = await waitFor(() => page.$eval('#series-chart svg', (s) => (s.dataset.normalize === 'share'
+      ? { ...s.dataset } : null)).catch(() => null), 'the share series');
+    // Every step with data holds parse_request's share of that step: between 0 and 100 %.
+    const max = await page.$eval('#series-chart text.max', (t) => t.textContent);
+    expect(/%$/.test(max) && parseFloat(max) > 0 && parseFloat(max) <= 100, `share axis '${max}'`);
+    expect(urlParam(page, 'seriesNorm') === 'share', `URL seriesNorm=${urlParam(page, 'seriesNorm')}`);
+    // The profile's own unit is untouched: the table still counts samples.
+    await page.selectOption('#series-normalize', 'value');
+    await waitFor(() => page.$eval('#series-chart svg', (s) => s.dataset.normalize === 'value').catch(() => false), 'value again');
+    const st = await page.textContent('#status');
+    expect(/samples/.test(st), `#status '${st}'`);
+    return `${svg.points} points, top ${max}`;
+  });
+
   await check('regressions_list_only_the_planted_function', async () => {
     const req = page.waitForRequest((r) => r.url().includes('/api/regressions'), { timeout: 10000 });
     await reloadAfter(page, () => page.click('button[data-view="changes"]'));

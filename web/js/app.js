@@ -680,7 +680,8 @@ async function loadSeries(signal) {
       kind: state.seriesKind, normalize: state.seriesNorm,
     }, signal);
     if (seq !== seriesSeq) return;
-    setUnit(d.unit, state.type);
+    // A share's or a rate's unit is its own ("%", "seconds/s"), not the profile's.
+    if (d.normalize === 'value') setUnit(d.unit, state.type);
     seriesChart.setData(d);
     const sum = (d.values || []).reduce((a, b) => a + (+b || 0), 0);
     msg.hidden = sum > 0;
