@@ -66,6 +66,13 @@ const api = async (path, params) => {
   if (r.status !== 200) throw new Error(`${path}: ${r.status} ${body.error || ''}`);
   return body;
 };
+// page.waitForRequest whose rejection (a check that failed before awaiting it) is
+// never left unhandled: the check's own error is the one reported.
+function requestOf(pg, pred, opts) {
+  const p = pg.waitForRequest(pred, opts);
+  p.catch(() => {});
+  return p;
+}
 const ratio = fx.SLOW.after / fx.SLOW.before;
 const near = (a, b) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b));
 
@@ -82,8 +89,21 @@ page.on('console', (m) => {
 page.on('pageerror', (e) => consoleErrors.push(`page error: ${e.message}`));
 
 try {
+  await check('server_has_the_endpoints', async () => {
+    // What the views below need of the server (docs/api.md): said once, plainly.
+    const q = { query: SEL, from: T.from, until: T.until };
+    const missing = [];
+    for (const [path, params] of [['/api/function-series', { ...q, function: fx.PLANTED }], ['/api/regressions', q]]) {
+      const r = await fetch(`${BASE}${path}?${new URLSearchParams(params)}`);
+      if (r.status !== 200) missing.push(`${path} answers ${r.status}`);
+    }
+    const d = await api('/api/diff', { left: SEL, right: SEL, leftfrom: T.baselineFrom, leftuntil: T.from, rightfrom: T.from, rightuntil: T.until });
+    if (!d.significance) missing.push('/api/diff has no significance');
+    expect(!missing.length, missing.join('; '));
+  });
+
   await check('diff_explains_within_noise', async () => {
-    const req = page.waitForRequest((r) => r.url().includes('/api/diff'), { timeout: 20000 });
+    const req = requestOf(page, (r) => r.url().includes('/api/diff'), { timeout: 20000 });
     await page.goto(`${BASE}/?${RANGE}&view=diff`);
     const r = await req;
     await waitReady(page);
@@ -102,7 +122,7 @@ try {
 
   await check('normalisation_control_sets_request_and_url', async () => {
     expect(await page.inputValue('#normalize') === 'share', `#normalize ${await page.inputValue('#normalize')}`);
-    const req = page.waitForRequest((r) => r.url().includes('/api/diff') && reqParam(r, 'normalize') === 'rate',
+    const req = requestOf(page, (r) => r.url().includes('/api/diff') && reqParam(r, 'normalize') === 'rate',
       { timeout: 10000 });
     await reloadAfter(page, () => page.selectOption('#normalize', 'rate'));
     await req;
@@ -110,7 +130,7 @@ try {
     const note = await page.textContent('#diff-note');
     expect(/per second/i.test(note), `#diff-note after rate: '${note}'`);
     // The URL keeps it: a reload asks for the same normalisation.
-    const again = page.waitForRequest((r) => r.url().includes('/api/diff'), { timeout: 20000 });
+    const again = requestOf(page, (r) => r.url().includes('/api/diff'), { timeout: 20000 });
     await page.reload();
     const r2 = await again;
     await waitReady(page);
@@ -160,7 +180,7 @@ try {
 
   await check('clicking_a_function_draws_its_series', async () => {
     await page.click('button[data-view="flame"]'); // nothing to load: the profile is there
-    const req = page.waitForRequest((r) => r.url().includes('/api/function-series') &&
+    const req = requestOf(page, (r) => r.url().includes('/api/function-series') &&
       reqParam(r, 'function') === fx.PLANTED, { timeout: 10000 });
     await page.click(`#top-table tbody tr[data-name="${fx.PLANTED}"] button.series-btn`);
     const r = await req;
@@ -188,7 +208,7 @@ try {
     const f = (await frames(page)).find((x) => x.name === 'parse_request');
     expect(f, 'no parse_request frame');
     await page.locator('#flame canvas').scrollIntoViewIfNeeded();
-    const req = page.waitForRequest((r) => r.url().includes('/api/function-series') &&
+    const req = requestOf(page, (r) => r.url().includes('/api/function-series') &&
       reqParam(r, 'function') === 'parse_request', { timeout: 10000 });
     const box = await page.locator('#flame canvas').boundingBox();
     await page.mouse.click(box.x + f.x + f.w / 2, box.y + f.y + f.h / 2, { button: 'right' });
@@ -202,7 +222,7 @@ try {
   });
 
   await check('series_share_control', async () => {
-    const req = page.waitForRequest((r) => r.url().includes('/api/function-series') &&
+    const req = requestOf(page, (r) => r.url().includes('/api/function-series') &&
       reqParam(r, 'normalize') === 'share', { timeout: 10000 });
     await page.selectOption('#series-normalize', 'share');
     await req;
@@ -221,7 +241,7 @@ try {
   });
 
   await check('regressions_list_only_the_planted_function', async () => {
-    const req = page.waitForRequest((r) => r.url().includes('/api/regressions'), { timeout: 10000 });
+    const req = requestOf(page, (r) => r.url().includes('/api/regressions'), { timeout: 10000 });
     await reloadAfter(page, () => page.click('button[data-view="changes"]'));
     const r = await req;
     expect(reqParam(r, 'baseline') === 'previous' && reqParam(r, 'from') === String(T.from) &&
@@ -242,9 +262,9 @@ try {
   });
 
   await check('regressions_row_draws_series', async () => {
-    const req = page.waitForRequest((r) => r.url().includes('/api/function-series') &&
+    const req = requestOf(page, (r) => r.url().includes('/api/function-series') &&
       reqParam(r, 'function') === fx.PLANTED && reqParam(r, 'kind') === 'self', { timeout: 10000 });
-    await page.click(`#changes-table tbody tr[data-name="${fx.PLANTED}"] td.num`);
+    await page.click(`#changes-table tbody tr[data-name="${fx.PLANTED}"] td.num`, { timeout: 10000 });
     await req;
     const svg = await waitFor(() => page.$eval('#series-chart svg', (s, fn) => (s.dataset.function === fn &&
       s.dataset.kind === 'self' ? { ...s.dataset } : null), fx.PLANTED).catch(() => null), 'the self series of slow_path');
@@ -252,7 +272,7 @@ try {
   });
 
   await check('regressions_empty_baseline_explained', async () => {
-    const req = page.waitForRequest((r) => r.url().includes('/api/regressions') && reqParam(r, 'baseline') === '7d',
+    const req = requestOf(page, (r) => r.url().includes('/api/regressions') && reqParam(r, 'baseline') === '7d',
       { timeout: 10000 });
     await reloadAfter(page, () => page.selectOption('#baseline', '7d'));
     await req;
