@@ -54,6 +54,7 @@ const tableRows = (page, sel = '#top-table') => page.$$eval(`${sel} tbody tr[dat
   trs.map((tr) => ({
     name: tr.dataset.name, self: Number(tr.dataset.self), total: Number(tr.dataset.total),
     left: Number(tr.dataset.left), right: Number(tr.dataset.right), delta: Number(tr.dataset.delta),
+    verdict: tr.dataset.verdict, change: Number(tr.dataset.change),
     match: tr.dataset.match === '1', selected: tr.getAttribute('aria-selected') === 'true',
     cells: [...tr.cells].map((c) => c.textContent.trim()),
   })));
@@ -402,7 +403,13 @@ try {
     expect(h && h.left === lf.get('hash').self && h.right === rf.get('hash').self, `hash row ${JSON.stringify(h)}`);
     expect(h.delta > 0 && Math.abs(h.delta - delta('hash')) < 0.1, `hash delta ${h.delta}, want +${delta('hash').toFixed(2)}`);
     expect(ri && ri.delta < 0 && Math.abs(ri.delta - delta('read_input')) < 0.1, `read_input delta ${ri && ri.delta}, want ${delta('read_input').toFixed(2)}`);
-    const mags = rows.map((r) => Math.abs(r.delta));
+    // Functions whose change is beyond noise first (when the server judges noise:
+    // changes_test.mjs checks that), largest first; the rest by largest |delta|.
+    const nSig = rows.filter((r) => r.verdict && r.verdict !== 'noise').length;
+    expect(rows.slice(0, nSig).every((r) => r.verdict !== 'noise'), `significant rows not first: ${rows.map((r) => r.verdict)}`);
+    const sigMags = rows.slice(0, nSig).map((r) => Math.abs(r.change));
+    expect(sigMags.every((m, i) => i === 0 || sigMags[i - 1] >= m - 1e-9), `significant rows not largest first: ${sigMags}`);
+    const mags = rows.slice(nSig).map((r) => Math.abs(r.delta));
     expect(mags.every((m, i) => i === 0 || mags[i - 1] >= m - 1e-9), `not largest |delta| first: ${mags}`);
     expect(rows[0].name === 'hash', `first row ${rows[0].name}`);
     const fs = await frames(page, '#diff-flame ul.flame-frames');

@@ -1,7 +1,9 @@
 // hearth's page: keeps the selection in the URL, fetches the tree and the timeline
 // for it, and links the views (timeline brush -> every view; table row <-> flame
-// frame; search -> frames, rows and the matched share). Heavy lifting lives in the
-// other modules: tree.js (typed arrays), flame.js (canvas), table.js, timeline.js.
+// frame; search -> frames, rows and the matched share; a function -> its line over
+// time). Heavy lifting lives in the other modules: tree.js (typed arrays), flame.js
+// (canvas), table.js, timeline.js, series.js; signif.js reads the server's noise
+// verdicts (the diff, "What changed").
 // The top table is the server's (profile/top.c's rows over the whole merge, as
 // format=topjson), sent with the tree (topRows), not summed here from the tree the
 // server pruned.
@@ -14,7 +16,10 @@ import { changeOf, compileSearch, diffRows, nameOf, sandwich, searchTree, topRow
 import { FlameGraph } from './flame.js';
 import { esc, fmtAmount, fmtInt, fmtPct, fmtPP, fmtTime, setUnit } from './format.js';
 import { QueryBar, withType } from './querybar.js';
-import { renderDiffTable, TopTable } from './table.js';
+import { renderChangesTable, renderDiffTable, TopTable } from './table.js';
+import { SeriesChart } from './series.js';
+import { fmtChange, fmtConfidence, fmtInterval, normUnit, significant, sortBySignificance, unitLabel,
+  verdictMap, verdictOf, verdictText } from './signif.js';
 import { Timeline } from './timeline.js';
 import { durationSec, fmtDuration, stepFor, toSec } from './timeparse.js';
 
@@ -23,14 +28,23 @@ const PRESETS = ['5m', '1h', '6h', '24h', '7d'];
 const DEFAULTS = {
   query: '', type: '', from: 'now-1h', until: 'now', view: 'flame', search: '', focus: '', groupBy: '',
   orient: 'icicle', maxNodes: '20000', lquery: '', lfrom: '', luntil: '', rquery: '', rfrom: '',
-  runtil: '',
+  runtil: '', normalize: 'share', baseline: 'previous', series: '', seriesKind: 'total', seriesNorm: 'value',
 };
-const VIEWS = ['flame', 'sandwich', 'diff'];
+const VIEWS = ['flame', 'sandwich', 'diff', 'changes'];
+const CHOICES = {
+  normalize: ['share', 'rate'], baseline: ['previous', '1d', '7d'], seriesKind: ['total', 'self'],
+  seriesNorm: ['value', 'share', 'rate'],
+};
 
 const state = readURL();
 let tree = null; // typed arrays (tree.js) of the /api/profile answer for the current selection
 let diffTree = null;
 let diffKey = ''; // the diff selection diffTree was fetched for
+/* The diff answer's noise judgement: {unit (normUnit), confidence, note, verdicts
+ * (signif.js verdictMap)}, or null from a server that sends none. */
+let diffSig = null;
+let changesKey = ''; // the /api/regressions request the "What changed" table shows
+let seriesSeq = 0;
 let matcher = null;
 let loadSeq = 0;
 /* Bumped by every diff request: an older diff's answer (the default ranges the view
@@ -47,6 +61,7 @@ function readURL() {
   if (!VIEWS.includes(s.view)) s.view = 'flame';
   if (s.orient !== 'flame') s.orient = 'icicle';
   if (!/^\d+$/.test(s.maxNodes) || Number(s.maxNodes) < 1) s.maxNodes = DEFAULTS.maxNodes;
+  for (const [k, ok] of Object.entries(CHOICES)) if (!ok.includes(s[k])) s[k] = DEFAULTS[k];
   return s;
 }
 
@@ -126,19 +141,40 @@ function diffTip(t, i) {
   const R = t.rtotal[0];
   const ch = changeOf(t, i);
   const cls = ch > 0 ? 'pos' : ch < 0 ? 'neg' : '';
+  const v = diffSig && i > 0 ? verdictOf(diffSig.verdicts, name) : null;
+  // The function's own verdicts (over all its frames), in the diff's normalisation.
+  const judged = (what, d) => (d ? `<tr><td>${what}</td><td class="${significant(d) ? (d.verdict === 'up' ? 'pos' : 'neg') : ''}">` +
+    `${fmtChange(d.change, diffSig.unit)} (${fmtInterval(d.low, d.high, diffSig.unit)}): ` +
+    `${verdictText(d, diffSig.confidence)}</td></tr>` : '');
   return `<div class="tname">${esc(bareName(name))}${isInlined(name) ? '<span class="tag">inlined</span>' : ''}</div><table>` +
     `<tr><td>Before</td><td>${fmtAmount(t.ltotal[i])} · ${fmtPct(t.ltotal[i], L)} of total` +
     ` (self ${fmtInt(t.lself[i])})</td></tr>` +
     `<tr><td>After</td><td>${fmtAmount(t.rtotal[i])} · ${fmtPct(t.rtotal[i], R)} of total` +
     ` (self ${fmtInt(t.rself[i])})</td></tr>` +
-    `<tr><td>Change</td><td class="${cls}">${fmtPP(ch)} of total</td></tr></table>`;
+    `<tr><td>Change</td><td class="${cls}">${fmtPP(ch)} of total (this frame)</td></tr>` +
+    (v ? judged('Self', v.self) + judged('Total', v.total) : '') + '</table>';
 }
 
 const DIFF_PAL = diffPalette.concat(['hsl(220, 12%, 93%)']);
+const NEUTRAL = diffIndex(0, 1); // grey: the same, or within noise
+/* The verdict a diff frame is coloured by: its function's self change (what the
+ * function itself costs; a caller whose callees changed keeps its colour grey). */
+const frameVerdict = (t, i) => (diffSig && i > 0 ? verdictOf(diffSig.verdicts, nameOf(t, i))?.self : null);
 const diffColors = (t) => {
+  const c = new Uint8Array(t.n);
+  if (diffSig) {
+    // Only a change beyond noise is coloured, its shade by its size among those.
+    let max = 0;
+    for (const v of diffSig.verdicts.values()) if (significant(v.self)) max = Math.max(max, Math.abs(v.self.change));
+    for (let i = 0; i < t.n; i++) {
+      const d = frameVerdict(t, i);
+      c[i] = significant(d) && max > 0
+        ? diffIndex(Math.sign(d.change) * Math.max(0.35 * max, Math.abs(d.change)), max) : NEUTRAL;
+    }
+    return c;
+  }
   let max = 0.1;
   for (let i = 1; i < t.n; i++) max = Math.max(max, Math.abs(changeOf(t, i)));
-  const c = new Uint8Array(t.n);
   for (let i = 0; i < t.n; i++) c[i] = diffIndex(changeOf(t, i), max);
   return c;
 };
@@ -150,6 +186,7 @@ const flame = new FlameGraph($('#flame'), $('#flame-frames'), {
     renderBreadcrumbs();
     if (i > 0) selectFunction(nameOf(flame.t, i), { fromFlame: true });
   },
+  onContext: (i) => showSeries(nameOf(flame.t, i)),
 });
 const callersGraph = new FlameGraph($('#sandwich-callers'), $('#sandwich-callers ul'), {
   palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip(wholeFn), tooltipEl,
@@ -162,13 +199,15 @@ const calleesGraph = new FlameGraph($('#sandwich-callees'), $('#sandwich-callees
 const diffGraph = new FlameGraph($('#diff-flame'), $('#diff-flame ul'), {
   palette: DIFF_PAL, dimIndex: DIFF_PAL.length - 1, colors: diffColors, tooltip: diffTip,
   tooltipEl, orient: state.orient, change: (i) => changeOf(diffTree, i), focusOnClick: true,
+  verdict: (i) => (diffSig && i > 0 ? (frameVerdict(diffTree, i) || { verdict: 'noise' }).verdict : ''),
   onSelect: (i) => {
     if (i > 0) selectFunction(nameOf(diffTree, i), { fromDiff: true });
   },
+  onContext: (i) => showSeries(nameOf(diffTree, i)),
 });
 
 const table = new TopTable($('#top-table'), $('#top-filter'), $('#top-note'), (name) =>
-  selectFunction(name, { fromTable: true }));
+  selectFunction(name, { fromTable: true }), (name) => showSeries(name));
 
 function renderBreadcrumbs() {
   const nav = $('#breadcrumbs');
@@ -202,6 +241,7 @@ function zoomFlame(i) {
 function selectFunction(name, how = {}) {
   state.focus = name;
   writeURL(false);
+  $('#series-focus').disabled = !name;
   // A top row names an inlined function without the tree's "_[i]" (as pprof -top).
   let id = tree ? tree.names.indexOf(name) : -1;
   if (id < 0 && tree) id = tree.names.indexOf(`${name}_[i]`);
@@ -266,6 +306,11 @@ function syncInputs() {
   $('#until').value = state.until;
   $('#search').value = state.search;
   for (const k of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) $(`#${k}`).value = state[k];
+  $('#normalize').value = state.normalize;
+  $('#baseline').value = state.baseline;
+  $('#series-kind').value = state.seriesKind;
+  $('#series-normalize').value = state.seriesNorm;
+  $('#series-focus').disabled = !state.focus;
   $('#orient').textContent = state.orient === 'flame' ? 'Flame ▲' : 'Icicle ▼';
   $('#orient').setAttribute('aria-label', `Orientation: ${state.orient} (click to switch)`);
 }
@@ -293,6 +338,7 @@ async function load() {
   updateExports();
   const sel = { query: typedQuery(state.query), from: state.from, until: state.until };
   const timeline = loadTimeline(signal);
+  const series = state.series ? loadSeries(signal) : null;
   try {
     // One request, one merge on the server: the tree and the top table's rows.
     const data = await getJSON('/api/profile',
@@ -308,8 +354,10 @@ async function load() {
     showTreeError(errorText(e, 'Loading the profile'));
   }
   await timeline;
+  await series;
   if (seq !== loadSeq) return;
   if (state.view === 'diff') await loadDiff();
+  if (state.view === 'changes') await loadChanges();
   if (seq === loadSeq) setReady(true);
 }
 
@@ -500,6 +548,7 @@ async function loadDiff() {
   const params = {
     left: typedQuery(state.lquery), right: typedQuery(state.rquery), leftfrom: state.lfrom, leftuntil: state.luntil,
     rightfrom: state.rfrom, rightuntil: state.runtil, maxNodes: state.maxNodes, topRows: TOP_ROWS,
+    normalize: state.normalize,
   };
   markDiffRanges();
   const key = JSON.stringify(params);
@@ -521,7 +570,9 @@ async function loadDiff() {
   } catch (e) {
     if (e.name === 'AbortError' || stale()) return;
     diffTree = null;
+    diffSig = null;
     diffKey = '';
+    $('#diff-note').hidden = true;
     diffGraph.setTree(null);
     diffGraph.render();
     $('#diff-table').tBodies[0].innerHTML = '';
@@ -546,9 +597,34 @@ function markDiffRanges() {
   ].filter((m) => Number.isFinite(m.from) && Number.isFinite(m.until)));
 }
 
+/** The one line above the diff saying what "within noise" means for this answer. */
+function diffNoteText(sig, d) {
+  const s = d.significance;
+  const n = Array.isArray(s.intervals) ? s.intervals : [];
+  const what = s.normalize === 'rate' ? 'time per second of wall time' : 'share of its side\'s total';
+  let text = `Coloured: functions whose self ${what} changed beyond noise at ${fmtConfidence(sig.confidence)} ` +
+    'confidence; the rest, within noise, are grey.';
+  if (s.note) text += ` ${s.note}`;
+  if (n.length === 2) text += ` (${fmtInt(+n[0] || 0)} and ${fmtInt(+n[1] || 0)} intervals)`;
+  return text;
+}
+
 function showDiff(d) {
   const L = +d.left || 0;
   const R = +d.right || 0;
+  const s = d.significance && typeof d.significance === 'object' ? d.significance : null;
+  diffSig = s ? {
+    unit: normUnit(s.unit, s.normalize), confidence: +s.confidence || 0.99, note: String(s.note || ''),
+    verdicts: verdictMap(d.functions),
+  } : null;
+  $('#diff-note').hidden = !diffSig;
+  $('#diff-note').textContent = diffSig ? diffNoteText(diffSig, d) : '';
+  $('#diff-note').dataset.confidence = diffSig ? String(diffSig.confidence) : '';
+  $('#diff-unit').textContent = diffSig ? `${unitLabel(diffSig.unit)} · beyond noise first` : 'largest change first';
+  $('#diff-scale').innerHTML = diffSig
+    ? `<span class="swatch blue"></span>less <span class="swatch grey"></span>within noise <span class="swatch red"></span>more` +
+      ` (self, beyond noise at ${fmtConfidence(diffSig.confidence)})`
+    : '<span class="swatch blue"></span>less <span class="swatch grey"></span>same <span class="swatch red"></span>more (share of total)';
   diffTree = treeArrays(d.tree || { name: 'total', self: [0, 0], total: [0, 0] }, { left: L, right: R });
   diffGraph.setTree(diffTree);
   diffGraph.setFocus(state.focus ? diffTree.names.indexOf(state.focus) : -1);
@@ -564,7 +640,125 @@ function showDiff(d) {
   $('#diff-summary').textContent = `Before ${fmtAmount(L)} → after ${fmtAmount(R)}`;
   diffGraph.render();
   // Functions with no self samples on either side have no change of their own to show.
-  renderDiffTable($('#diff-table'), diffRows(d.functions).filter((r) => r.left || r.right), (name) => selectFunction(name, { fromTable: true }));
+  const rows = diffRows(d.functions).filter((r) => r.left || r.right);
+  renderDiffTable($('#diff-table'), diffSig ? sortBySignificance(rows) : rows,
+    (name) => selectFunction(name, { fromTable: true }), (name) => showSeries(name), diffSig);
+}
+
+// ---- one function over time ----
+
+/** Shows name's line over the current range, beside the selection's total. */
+function showSeries(name) {
+  if (!name || name === 'all') return;
+  // A frame names an inlined function "_[i]"; its series is the function's (as the top table).
+  state.series = name.endsWith('_[i]') ? name.slice(0, -4) : name;
+  writeURL(false);
+  $('#series-panel').dataset.state = 'loading';
+  loadSeries(inflight ? inflight.signal : undefined).then(() => {
+    $('#series-panel').scrollIntoView({ block: 'nearest' });
+  });
+}
+
+const seriesChart = new SeriesChart($('#series-chart'), tooltipEl);
+
+async function loadSeries(signal) {
+  const panel = $('#series-panel');
+  const msg = $('#series-msg');
+  const seq = ++seriesSeq;
+  panel.hidden = !state.series;
+  if (!state.series) {
+    seriesChart.setData(null);
+    return;
+  }
+  $('#series-fn').textContent = state.series;
+  panel.dataset.state = 'loading';
+  const now = Date.now() / 1000;
+  const step = stepFor(toSec(state.from, now), toSec(state.until, now));
+  try {
+    const d = await getJSON('/api/function-series', {
+      query: typedQuery(state.query), from: state.from, until: state.until, step, function: state.series,
+      kind: state.seriesKind, normalize: state.seriesNorm,
+    }, signal);
+    if (seq !== seriesSeq) return;
+    // A share's or a rate's unit is its own ("%", "seconds/s"), not the profile's.
+    if (d.normalize === 'value') setUnit(d.unit, state.type);
+    seriesChart.setData(d);
+    const sum = (d.values || []).reduce((a, b) => a + (+b || 0), 0);
+    msg.hidden = sum > 0;
+    msg.textContent = sum > 0 ? '' : `${state.series} has no ${state.seriesKind} time in this range.`;
+    panel.dataset.state = 'ready';
+  } catch (e) {
+    if (e.name === 'AbortError' || seq !== seriesSeq) return;
+    seriesChart.setData(null);
+    msg.hidden = false;
+    msg.textContent = errorText(e, `The series of ${state.series}`);
+    panel.dataset.state = 'error';
+  }
+}
+
+// ---- what changed (regressions) ----
+
+function showChangesMessage(text, reason) {
+  const el = $('#changes-empty');
+  el.hidden = !text;
+  el.textContent = text;
+  el.dataset.reason = reason;
+}
+
+const spanText = (s) => (s && s.from !== undefined && s.until !== undefined
+  ? `${fmtTime(s.from / 1e9)} – ${fmtTime(s.until / 1e9)}` : '');
+
+async function loadChanges() {
+  const now = Date.now() / 1000;
+  const params = {
+    query: typedQuery(state.query), from: state.from, until: state.until, baseline: state.baseline,
+    step: stepFor(toSec(state.from, now), toSec(state.until, now)),
+  };
+  const key = JSON.stringify(params);
+  if (key === changesKey) return;
+  const seq = loadSeq;
+  const body = $('#changes-table').tBodies[0];
+  try {
+    const d = await getJSON('/api/regressions', params, inflight ? inflight.signal : undefined);
+    if (seq !== loadSeq) return;
+    changesKey = key;
+    const unit = normUnit(d.unit, d.normalize);
+    const fns = Array.isArray(d.functions) ? d.functions : [];
+    const conf = +d.confidence || 0.99;
+    $('#changes-range').textContent = d.window && d.baseline
+      ? `${spanText(d.window)} compared with ${spanText(d.baseline)}` : '';
+    const note = $('#changes-note');
+    note.hidden = !d.note;
+    note.textContent = !d.note ? '' : !fns.length ? d.note : `Listed: functions whose ` +
+      `${d.kind === 'total' ? 'total' : 'self'} ${d.normalize === 'share' ? 'share of the total' : 'time per second'} ` +
+      `changed beyond noise at ${fmtConfidence(conf)} confidence, of ${fmtInt(+d.tested || 0)} tested. ${d.note}`;
+    $('#changes-list').hidden = !fns.length;
+    renderChangesTable($('#changes-table'), fns, unit, conf, (name) => {
+      if (['self', 'total'].includes(d.kind)) state.seriesKind = d.kind;
+      syncInputs();
+      showSeries(name);
+    });
+    $('#changes-table').dataset.key = key;
+    const wn = d.window ? +d.window.intervals : NaN;
+    const bn = d.baseline ? +d.baseline.intervals : NaN;
+    if (bn === 0) {
+      showChangesMessage(`Nothing to compare with: the baseline (${spanText(d.baseline) || state.baseline}) ` +
+        'holds no data for this selector. Pick another baseline, or a range that has data before it.', 'baseline-empty');
+    } else if (wn === 0) {
+      showChangesMessage('The selected range holds no data for this selector: nothing to compare.', 'window-empty');
+    } else if (!fns.length) {
+      showChangesMessage(`No function changed beyond noise (${fmtInt(+d.tested || 0)} tested at ` +
+        `${fmtConfidence(conf)} confidence).`, 'none');
+    } else showChangesMessage('', '');
+  } catch (e) {
+    if (e.name === 'AbortError' || seq !== loadSeq) return;
+    changesKey = '';
+    body.innerHTML = '';
+    $('#changes-list').hidden = true;
+    $('#changes-note').hidden = true;
+    showChangesMessage(errorText(e, 'What changed'), 'error');
+    showError(errorText(e, 'What changed'));
+  }
 }
 
 // ---- views ----
@@ -586,6 +780,10 @@ function showView(v, push, init = false) {
     setReady(false);
     loadDiff().then(() => setReady(true));
   }
+  if (v === 'changes' && !init) {
+    setReady(false);
+    loadChanges().then(() => setReady(true));
+  }
 }
 
 // ---- wiring ----
@@ -601,6 +799,7 @@ function applyQueryBar() {
     state.until = 'now';
   }
   diffKey = '';
+  changesKey = '';
   writeURL(true);
   syncInputs();
   loadTypes(); // the types with data in the new range
@@ -625,6 +824,7 @@ for (const id of ['#from', '#until']) {
 $('#ptype').addEventListener('change', () => {
   state.type = $('#ptype').value;
   diffKey = '';
+  changesKey = '';
   writeURL(true);
   load();
 });
@@ -683,12 +883,40 @@ for (const id of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) {
     if (e.key === 'Enter') $('#diff-apply').click();
   });
 }
+$('#normalize').addEventListener('change', () => {
+  state.normalize = $('#normalize').value;
+  writeURL(true);
+  setReady(false);
+  showError('');
+  loadDiff().then(() => setReady(true));
+});
+$('#baseline').addEventListener('change', () => {
+  state.baseline = $('#baseline').value;
+  writeURL(true);
+  setReady(false);
+  showError('');
+  loadChanges().then(() => setReady(true));
+});
+for (const [id, k] of [['#series-kind', 'seriesKind'], ['#series-normalize', 'seriesNorm']]) {
+  $(id).addEventListener('change', () => {
+    state[k] = $(id).value;
+    writeURL(false);
+    loadSeries(inflight ? inflight.signal : undefined);
+  });
+}
+$('#series-close').addEventListener('click', () => {
+  state.series = '';
+  writeURL(false);
+  loadSeries();
+});
+$('#series-focus').addEventListener('click', () => showSeries(state.focus));
 window.addEventListener('popstate', () => {
   Object.assign(state, readURL());
   syncInputs();
   flame.setOrient(state.orient);
   diffGraph.setOrient(state.orient);
   diffKey = '';
+  changesKey = '';
   showView(state.view, false, true); // load() fetches the diff when it is the view
   load();
 });
@@ -699,7 +927,10 @@ new ResizeObserver((entries) => {
   const w = Math.floor(entries[0].contentRect.width);
   if (w === lastW) return;
   lastW = w;
-  requestAnimationFrame(() => timelineView.draw());
+  requestAnimationFrame(() => {
+    timelineView.draw();
+    seriesChart.draw(); // as wide as the timeline
+  });
 }).observe($('#timeline'));
 
 syncInputs();

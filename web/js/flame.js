@@ -19,7 +19,9 @@ export class FlameGraph {
    * container: element that receives the canvas; list: the ul for frames;
    * opts: {palette, dimIndex, colors(t) -> Uint8Array, onSelect(i) after a click zoomed,
    *        focusOnClick (a clicked frame's name becomes the highlighted one),
-   *        tooltip(t, i) -> html, tooltipEl, orient: 'icicle'|'flame', change(i) for diffs}
+   *        tooltip(t, i) -> html, tooltipEl, orient: 'icicle'|'flame', change(i) for diffs,
+   *        verdict(i) -> 'up'|'down'|'noise'|'' for diffs judged for noise,
+   *        onContext(i): a right-click on frame i (the menu is then not shown)}
    */
   constructor(container, list, opts) {
     this.container = container;
@@ -45,6 +47,7 @@ export class FlameGraph {
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mouseleave', () => this.hideTip());
     this.canvas.addEventListener('click', (e) => this.onClick(e));
+    this.canvas.addEventListener('contextmenu', (e) => this.onContext(e));
     // The container's width, kept by an observer so drawing never forces a layout;
     // a visible graph is redrawn when its width changes.
     this.width = 0;
@@ -287,7 +290,9 @@ export class FlameGraph {
       if (this.focus >= 0 && t.nameIdx[i] === this.focus) a += ' data-highlight="1"';
       if (diff) {
         a += ` data-left="${t.ltotal[i]}" data-right="${t.rtotal[i]}"` +
-          ` data-change="${this.opts.change(i).toFixed(2)}"`;
+          ` data-change="${this.opts.change(i).toFixed(2)}" data-fill="${this.opts.palette[this.colors[i]]}"`;
+        const v = this.opts.verdict ? this.opts.verdict(i) : '';
+        if (v) a += ` data-verdict="${v}"`;
       }
       parts[n] = a + `>${name}</li>`;
     }
@@ -328,6 +333,15 @@ export class FlameGraph {
     this.hideTip(); // it described the frame that was under the mouse before the zoom
     this.renderList();
     if (this.opts.onSelect) this.opts.onSelect(i);
+  }
+
+  onContext(e) {
+    if (!this.opts.onContext) return;
+    const i = this.hit(...this.eventXY(e));
+    if (i <= 0) return;
+    e.preventDefault();
+    this.hideTip();
+    this.opts.onContext(i);
   }
 
   onMove(e) {

@@ -1,14 +1,32 @@
 // The top-functions table (sortable, filterable, linked to the flame graph) and the
 // diff table. Only the first ROW_CAP rows of a sort/filter are put in the DOM; the
 // note under the table says how many more there are and that the filter narrows.
+// Each row's name cell starts with a small button that draws the function's line
+// over time (button.series-btn, data-series = the name).
 
 import { esc, fmtInt, fmtPct, fmtPP, fmtValue } from './format.js';
+import { fmtBare, fmtChange, fmtInterval, fmtLevel, fmtRelative, significant, sparkline, verdictText } from './signif.js';
 
 const ROW_CAP = 500;
 
+/** The name cell's "over time" button. */
+const seriesBtn = (n) => `<button type="button" class="series-btn" data-series="${n}" ` +
+  `title="${n} over time" aria-label="Show ${n} over time">∿</button>`;
+
+/** Calls onSeries(name) for a click on a row's series button; true when it was one. */
+function seriesClick(e, onSeries) {
+  const b = e.target.closest('button.series-btn');
+  if (!b || !onSeries) return false;
+  onSeries(b.dataset.series);
+  return true;
+}
+
 export class TopTable {
-  /** table: #top-table; filter: #top-filter; note: where "N more" goes; onSelect(name). */
-  constructor(table, filter, note, onSelect) {
+  /**
+   * table: #top-table; filter: #top-filter; note: where "N more" goes; onSelect(name);
+   * onSeries(name): a row's series button was clicked.
+   */
+  constructor(table, filter, note, onSelect, onSeries) {
     this.table = table;
     this.body = table.tBodies[0];
     this.filter = filter;
@@ -35,6 +53,7 @@ export class TopTable {
     this.body.addEventListener('click', (e) => {
       const tr = e.target.closest('tr[data-name]');
       if (tr) onSelect(tr.dataset.name);
+      seriesClick(e, onSeries);
     });
   }
 
@@ -88,7 +107,7 @@ export class TopTable {
       const s = r.name === this.selected ? ' aria-selected="true"' : '';
       return `<tr data-name="${n}" data-id="${r.nameIdx}" data-self="${r.self}" data-total="${r.total}"${m}${s}>` +
         `<td class="name bar-cell" title="${n}" style="--p:${g ? ((100 * r.total) / g).toFixed(1) : 0}%">` +
-        `<span class="swatch" style="background:${this.colorOf(r)}"></span>${n}</td>` +
+        `${seriesBtn(n)}<span class="swatch" style="background:${this.colorOf(r)}"></span>${n}</td>` +
         `<td class="num">${fmtValue(r.self)}</td><td class="num pct">${fmtPct(r.self, g)}</td>` +
         `<td class="num">${fmtValue(r.total)}</td><td class="num pct">${fmtPct(r.total, g)}</td></tr>`;
     }).join('');
@@ -100,18 +119,66 @@ export class TopTable {
   }
 }
 
-/** Fills #diff-table with diffRows() output (largest |delta| first). */
-export function renderDiffTable(table, rows, onSelect) {
+/**
+ * Fills #diff-table with diffRows() output, in the order given. sig: the answer's
+ * significance ({unit (normUnit), confidence}) when the server judged noise, else
+ * null: then the cells are self samples and the change of share, as before.
+ * With sig, Before/After/Change are bare numbers in its unit (the caller names it
+ * above the table; the cells' titles spell it out), "±" is half the interval, and a
+ * row within noise is muted (tr.noise) and not coloured.
+ */
+export function renderDiffTable(table, rows, onSelect, onSeries, sig = null) {
   const body = table.tBodies[0];
   body.innerHTML = rows.slice(0, ROW_CAP).map((r) => {
     const n = esc(r.name);
-    const cls = r.delta > 0 ? 'pos' : r.delta < 0 ? 'neg' : '';
-    return `<tr data-name="${n}" data-left="${r.left}" data-right="${r.right}" data-delta="${r.delta.toFixed(4)}">` +
-      `<td class="name" title="${n}">${n}</td><td class="num">${fmtValue(r.left)}</td>` +
-      `<td class="num">${fmtValue(r.right)}</td><td class="num ${cls}">${fmtPP(r.delta)}</td></tr>`;
+    const d = sig ? r.selfDiff : null;
+    let a = `<tr data-name="${n}" data-left="${r.left}" data-right="${r.right}" data-delta="${r.delta.toFixed(4)}"`;
+    if (!d) {
+      const cls = r.delta > 0 ? 'pos' : r.delta < 0 ? 'neg' : '';
+      return `${a}><td class="name" title="${n}">${seriesBtn(n)}${n}</td><td class="num">${fmtValue(r.left)}</td>` +
+        `<td class="num">${fmtValue(r.right)}</td><td class="num ${cls}">${fmtPP(r.delta)}</td><td class="num"></td></tr>`;
+    }
+    const u = sig.unit;
+    const cls = significant(d) ? (d.verdict === 'up' ? 'pos' : 'neg') : '';
+    a += ` data-verdict="${d.verdict}" data-change="${d.change}" data-low="${d.low}" data-high="${d.high}"` +
+      ` data-before="${d.left}" data-after="${d.right}" class="${d.verdict}"`;
+    const title = esc(`${fmtInterval(d.low, d.high, u)}: ${verdictText(d, sig.confidence)}`);
+    return `${a}><td class="name" title="${n}">${seriesBtn(n)}${n}</td>` +
+      `<td class="num" title="${esc(`${fmtLevel(d.left, u)} (${fmtValue(r.left)} self)`)}">${fmtBare(d.left, u)}</td>` +
+      `<td class="num" title="${esc(`${fmtLevel(d.right, u)} (${fmtValue(r.right)} self)`)}">${fmtBare(d.right, u)}</td>` +
+      `<td class="num ${cls}" title="${title}">${fmtBare(d.change, u, true)}</td>` +
+      `<td class="num" title="${title}">${fmtBare(Math.max(d.high - d.change, d.change - d.low), u)}</td></tr>`;
   }).join('');
   body.onclick = (e) => {
     const tr = e.target.closest('tr[data-name]');
     if (tr) onSelect(tr.dataset.name);
+    seriesClick(e, onSeries);
+  };
+}
+
+/**
+ * Fills #changes-table with the /api/regressions answer's functions (the server's
+ * order: largest |change| first). unit: normUnit() of the answer; onSeries(name)
+ * for a click anywhere on a row.
+ */
+export function renderChangesTable(table, functions, unit, confidence, onSeries) {
+  const body = table.tBodies[0];
+  body.innerHTML = functions.slice(0, ROW_CAP).map((f) => {
+    const n = esc(f.name);
+    const v = f.verdict === 'down' ? 'down' : 'up';
+    const s = f.series || {};
+    const title = esc(`${fmtInterval(f.low, f.high, unit)}: ${verdictText({ verdict: v }, confidence)}`);
+    return `<tr data-name="${n}" data-before="${f.before}" data-after="${f.after}" data-change="${f.change}"` +
+      ` data-low="${f.low}" data-high="${f.high}" data-verdict="${v}" class="${v}" title="${n}: click for its line over time">` +
+      `<td class="name" title="${n}">${seriesBtn(n)}${n}</td>` +
+      `<td class="num">${fmtLevel(+f.before || 0, unit)}</td><td class="num">${fmtLevel(+f.after || 0, unit)}</td>` +
+      `<td class="num ${v === 'up' ? 'pos' : 'neg'}">${fmtChange(+f.change || 0, unit)}</td>` +
+      `<td class="num">${fmtRelative(f.relative) || 'new'}</td>` +
+      `<td class="num" title="${title}">${fmtInterval(+f.low || 0, +f.high || 0, unit)}</td>` +
+      `<td>${sparkline(s.values)}</td></tr>`;
+  }).join('');
+  body.onclick = (e) => {
+    const tr = e.target.closest('tr[data-name]');
+    if (tr && onSeries) onSeries(tr.dataset.name);
   };
 }

@@ -215,9 +215,10 @@ export function topRows(top, t) {
 /**
  * The diff table's rows from a /api/diff answer's "functions": the server's
  * per-function table over both whole merges (not this tree, which the server
- * pruned to maxNodes), largest |shareChange| first. Returns [{name, left, right,
- * delta}]: self on each side and the change of its share of all samples (right% -
- * left%, percentage points), as the server computed them.
+ * pruned to maxNodes), in the server's order. Returns [{name, left, right, delta,
+ * selfDiff, totalDiff}]: self on each side, the change of its share of all samples
+ * (right% - left%, percentage points), and the server's noise verdicts (null from a
+ * server that judges none), as the server computed them.
  */
 export function diffRows(functions) {
   const rows = Array.isArray(functions) ? functions : [];
@@ -226,6 +227,8 @@ export function diffRows(functions) {
     left: +(r.self && r.self[0]) || 0,
     right: +(r.self && r.self[1]) || 0,
     delta: +r.shareChange || 0,
+    selfDiff: r.selfDiff && typeof r.selfDiff === 'object' ? r.selfDiff : null,
+    totalDiff: r.totalDiff && typeof r.totalDiff === 'object' ? r.totalDiff : null,
   }));
 }
 

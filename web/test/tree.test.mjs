@@ -78,8 +78,8 @@ test('diff rows and change', () => {
   ];
   const rows = diffRows(functions);
   assert.deepEqual(rows, [
-    { name: 'x', left: 80, right: 40, delta: -60 },
-    { name: 'y', left: 20, right: 160, delta: 60 },
+    { name: 'x', left: 80, right: 40, delta: -60, selfDiff: null, totalDiff: null },
+    { name: 'y', left: 20, right: 160, delta: 60, selfDiff: null, totalDiff: null },
   ]);
   assert.deepEqual(diffRows(undefined), []);
   assert.ok(Math.abs(changeOf(t, 2) - 60) < 1e-9);
