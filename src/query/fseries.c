@@ -12,9 +12,12 @@
  * summed per (stack, step, group) as they come; each distinct stack is then
  * named once, through a store_builder, and classified (holds the function,
  * ends in it), so naming costs one pass over the distinct stacks, not over the
- * rows. Names are the top table's (a function inlined somewhere counts under
- * its own name) for a function, the flame tree's for a call-site path, so
- * that the name a user clicked in either view is the name matched.
+ * rows. Those rows grow with range / step, not with the distinct stacks as a
+ * merge's do, so the scan's arrays are charged against a byte budget
+ * (QUERY_FS_MAX_BYTES) and the scan stops with -E2BIG past it. Names are the
+ * top table's (a function inlined somewhere counts under its own name) for a
+ * function, the flame tree's for a call-site path, so that the name a user
+ * clicked in either view is the name matched.
  */
 #include "query_impl.h"
 
@@ -50,21 +53,49 @@ struct fs_scan {
 	size_t n_ids, cap_ids, cap_last;
 	struct fs_row *rows;
 	size_t n_rows, cap_rows;
+	size_t budget; /* bytes totals, ids, last and rows may hold at most */
+	size_t bytes;  /* bytes they hold (capacities, not lengths) */
 };
 
-/* The index of store stack id among the met stacks, made when new. 0 or -ENOMEM. */
+/*
+ * base_grow_max of one of f's arrays within what is left of f's budget, the
+ * added elements zeroed (last is indexed, 0 meaning none). Capacities
+ * are charged, not lengths, so the budget is the memory held, doubling
+ * included. 0, -E2BIG (over the budget) or -ENOMEM.
+ */
+static int fs_grow(struct fs_scan *f, void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t old = *cap, others = f->bytes - old * elem;
+	size_t max = f->budget > others ? (f->budget - others) / elem : 0;
+	int e = base_grow_max(arr, cap, need, elem, max);
+
+	if (!e && *cap > old) {
+		memset((char *)*arr + old * elem, 0, (*cap - old) * elem);
+		f->bytes = others + *cap * elem;
+	}
+	return e;
+}
+
+/* The index of store stack id among the met stacks, made when new. 0, -E2BIG
+ * (over the budget) or -ENOMEM. */
 static int stack_index(struct fs_scan *f, uint64_t id, uint32_t *k)
 {
+	int e;
+
+	/* pos is the merge's index (query_stacks): 4 bytes per stack of the store,
+	 * whatever the request, so it is not charged to the request's budget */
 	if (id >= f->cap_pos &&
 	    (id >= SIZE_MAX / 2 ||
 	     base_grow_zeroed((void **)&f->pos, &f->cap_pos, (size_t)id + 1, sizeof(*f->pos))))
 		return -ENOMEM;
 	if (!f->pos[id]) {
-		if (f->n_ids >= UINT32_MAX - 1 ||
-		    base_grow((void **)&f->ids, &f->cap_ids, f->n_ids + 1, sizeof(*f->ids)) ||
-		    base_grow_zeroed((void **)&f->last, &f->cap_last, f->n_ids + 1,
-				     sizeof(*f->last)))
-			return -ENOMEM;
+		if (f->n_ids >= UINT32_MAX - 1)
+			return -E2BIG;
+		if ((e = fs_grow(f, (void **)&f->ids, &f->cap_ids, f->n_ids + 1,
+				 sizeof(*f->ids))) ||
+		    (e = fs_grow(f, (void **)&f->last, &f->cap_last, f->n_ids + 1,
+				 sizeof(*f->last))))
+			return e;
 		f->ids[f->n_ids] = id;
 		f->pos[id] = (uint32_t)++f->n_ids;
 	}
@@ -73,18 +104,21 @@ static int stack_index(struct fs_scan *f, uint64_t id, uint32_t *k)
 }
 
 /* Adds v to (stack k, point, group): to the stack's last row when it is the same
- * cell (rows of one chunk come together), else to a new row. */
+ * cell (rows of one chunk come together), else to a new row. 0, -E2BIG (over
+ * the budget) or -ENOMEM. */
 static int add_row(struct fs_scan *f, uint32_t k, uint32_t point, uint32_t group, int64_t v)
 {
 	uint32_t l = f->last[k];
+	int e;
 
 	if (l && f->rows[l - 1].point == point && f->rows[l - 1].group == group) {
 		f->rows[l - 1].v = base_sat_add(f->rows[l - 1].v, v);
 		return 0;
 	}
-	if (f->n_rows >= UINT32_MAX - 1 ||
-	    base_grow((void **)&f->rows, &f->cap_rows, f->n_rows + 1, sizeof(*f->rows)))
-		return -ENOMEM;
+	if (f->n_rows >= UINT32_MAX - 1)
+		return -E2BIG;
+	if ((e = fs_grow(f, (void **)&f->rows, &f->cap_rows, f->n_rows + 1, sizeof(*f->rows))))
+		return e;
 	f->rows[f->n_rows] = (struct fs_row){k, point, group, v};
 	f->last[k] = (uint32_t)++f->n_rows;
 	return 0;
@@ -99,14 +133,16 @@ static int on_fs_rows(void *ctx, const struct store_row *rows, size_t n)
 		int64_t at = (rows[i].time_ns - f->from) / f->step, v = rows[i].values[f->vi];
 		uint32_t k, g;
 		int64_t *t;
+		int e;
 
 		if (s == SIZE_MAX || rows[i].time_ns < f->from || at < 0 || (size_t)at >= f->points)
 			continue;
 		g = f->sel->group[s];
 		t = &f->totals[(size_t)g * f->points + (size_t)at];
 		*t = base_sat_add(*t, v);
-		if (stack_index(f, rows[i].stack_id, &k) || add_row(f, k, (uint32_t)at, g, v))
-			return -ENOMEM;
+		if ((e = stack_index(f, rows[i].stack_id, &k)) ||
+		    (e = add_row(f, k, (uint32_t)at, g, v)))
+			return e;
 	}
 	return 0;
 }
@@ -343,21 +379,42 @@ static int fs_result(const struct fs_scan *f, const uint8_t *cls, const struct q
 	return 0;
 }
 
-/* Scans the selection's rows per step into f. */
+/* Scans the selection's rows per step into f, within QUERY_FS_MAX_CELLS values
+ * and f's byte budget. 0, -E2BIG with err naming the limit and what to narrow,
+ * or the store's error. */
 static int fs_scan_run(struct store *s, const struct query_request *q, struct fs_scan *f,
-		       const struct query_selected *sel)
+		       const struct query_selected *sel, char *err, size_t errlen)
 {
 	size_t ng = sel->n_groups ? sel->n_groups : 1;
+	int e;
 
 	if (ng > QUERY_FS_MAX_CELLS / (f->points ? f->points : 1))
-		return -E2BIG;
+		return query_fail(err, errlen, -E2BIG,
+				  "%zu groups of %zu points, over the limit of %d values: use a "
+				  "larger step or fewer groups",
+				  sel->n_groups, f->points, QUERY_FS_MAX_CELLS);
+	f->bytes = (ng * f->points + 1) * sizeof(*f->totals);
+	if (f->bytes > f->budget)
+		return query_fail(err, errlen, -E2BIG,
+				  "%zu groups of %zu points need %zu bytes, over the memory "
+				  "budget of %zu bytes: use a larger step or fewer groups",
+				  sel->n_groups, f->points, f->bytes, f->budget);
 	if (!(f->totals = calloc(ng * f->points + 1, sizeof(*f->totals))))
 		return -ENOMEM;
 	if (!sel->n)
 		return 0;
-	return store__scan(
+	e = store__scan(
 	    s, &(struct store_scan_query){sel->ids, sel->n, q->from_ns, q->until_ns, f->step, 0},
 	    on_fs_rows, f);
+	if (e == -E2BIG)
+		e = query_fail(err, errlen, e,
+			       "the function series needs more than its memory budget of %zu MiB "
+			       "(%zu distinct stacks in %zu steps of %g s, %zu stack-step-group "
+			       "rows when it stopped): use a shorter range, a larger step, fewer "
+			       "groups or a narrower query",
+			       f->budget >> 20, f->n_ids, f->points, (double)f->step / 1e9,
+			       f->n_rows);
+	return e;
 }
 
 int query_fseries(struct store *s, const struct query_request *q,
@@ -365,7 +422,8 @@ int query_fseries(struct store *s, const struct query_request *q,
 		  size_t errlen)
 {
 	struct query_selected sel;
-	struct fs_scan f = {.sel = &sel, .from = q->from_ns};
+	struct fs_scan f = {
+	    .sel = &sel, .from = q->from_ns, .budget = fr->max_bytes ?: QUERY_FS_MAX_BYTES};
 	struct fs_namer nm = {.fr = fr};
 	uint8_t *cls = NULL;
 	int e;
@@ -383,12 +441,7 @@ int query_fseries(struct store *s, const struct query_request *q,
 	f.vi = fr->natural_value ? (sel.type ? 0 : 1) : q->value_index;
 	out->step_ns = f.step;
 	out->n_points = f.points;
-	e = fs_scan_run(s, q, &f, &sel);
-	if (e == -E2BIG)
-		e = query_fail(err, errlen, e,
-			       "%zu groups of %zu points, over the limit of %d values: use a "
-			       "larger step or fewer groups",
-			       sel.n_groups, f.points, QUERY_FS_MAX_CELLS);
+	e = fs_scan_run(s, q, &f, &sel, err, errlen);
 	if (!e && !(nm.p = profile__new(0)))
 		e = -ENOMEM;
 	e = e ?: profile__set_type(nm.p, sel.type) ?: store_builder__new(s, nm.p, &nm.b);
