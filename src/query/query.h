@@ -400,18 +400,10 @@ int query_timeline_json(struct store *s, const struct query_request *q, FILE *ou
 /* A function name's length, and a call site's frames, at most (more: -E2BIG). */
 #define QUERY_MAX_FUNCTION_LEN 1024
 #define QUERY_MAX_CALL_SITE    256
-/* Values (groups x points) of one function series at most (more: -E2BIG). */
+/* Values (groups x points) of one function series at most (more: -E2BIG). Its
+ * memory is a merge's (query_stacks), a byte per store stack id and two values
+ * per cell: it does not grow with range / step (fseries.c). */
 #define QUERY_FS_MAX_CELLS (1 << 20)
-/*
- * Memory of a function series' scan at most (more: -E2BIG, naming the budget
- * and what to narrow): its totals, a 24-byte row per (stack, step, group)
- * with data and 12 bytes per distinct stack. Unlike a merge, which keeps a row
- * per distinct stack, these rows grow with range / step: 256 MiB is about 10
- * million rows, e.g. 10,000 stacks present in each of 1000 steps. Not charged:
- * what every merge holds too (the index by stack id, 4 bytes per stack of the
- * store; the distinct stacks' locations while they are named).
- */
-#define QUERY_FS_MAX_BYTES (256u << 20)
 
 enum query_fs_kind { QUERY_FS_TOTAL, QUERY_FS_SELF };
 /* value: the unit's raw sum per step; share: percent of the selection's total in
@@ -438,9 +430,6 @@ struct query_fseries_request {
 	/* true: count the selection's natural value (CPU: nanoseconds, else
 	 * values[0]) instead of q->value_index */
 	bool natural_value;
-	/* the scan's memory at most; 0: QUERY_FS_MAX_BYTES (callers other than
-	 * tests leave it 0) */
-	size_t max_bytes;
 };
 
 struct query_fseries_group {
@@ -473,8 +462,7 @@ int query_fseries_parse(const char *kind, const char *normalize,
  * The series of one function (or call site) over q's range at q's step (0: the
  * timeline's automatic step), per group of q->group_by. Steps and the selection
  * as query_timeline (a chunk counts in the step its window starts in); -E2BIG
- * over QUERY_MAX_POINTS steps, QUERY_FS_MAX_CELLS values or the scan's byte
- * budget (fr->max_bytes, QUERY_FS_MAX_BYTES); -EINVAL for a
+ * over QUERY_MAX_POINTS steps or QUERY_FS_MAX_CELLS values; -EINVAL for a
  * missing or bad function / call site. A function no stack holds is a series
  * of zeros, not an error.
  */

@@ -3,8 +3,8 @@
  * data whose every step is known by hand: self vs total (a recursive function
  * counted once per stack), an inlined function by its own name, the value,
  * share and rate normalisations (the last step shorter), the call-site prefix
- * that Connect's SelectSeries passes, the JSON answer, and the limits: bad
- * requests, too many steps and the scan's memory budget.
+ * that Connect's SelectSeries passes, the JSON answer, one step matching
+ * the top table, and bad requests (too many steps among them).
  */
 #include "unit.h"
 
@@ -310,36 +310,35 @@ cleanup:
 	store__close(s);
 }
 
-/* The scan's byte budget: an answer within it is the same whatever the budget;
- * past it the request is refused (-E2BIG: a 400 from the server) with the
- * budget named and what to narrow. */
-TEST(memory_budget)
+/* One step over the whole range is the top table: every function's self and
+ * total as query_top counts them (the definitions the series promises). */
+TEST(one_step_is_the_top_table)
 {
-	static const int64_t want[3] = {7, 11, 15};
-	struct store *s = fixture("budget");
-	struct query_fseries_request fr = {.function = "rec", .max_bytes = 1 << 20};
+	struct store *s = fixture("top");
+	struct query_request q = {.from_ns = T0, .until_ns = T0 + 60 * S, .max_nodes = 100};
+	struct query_top t = {0};
 	struct query_fseries fs = {0};
-	struct query_request q = range;
 	char err[512] = "";
 
 	CHECK(s);
-	CHECK(series_is(s, &q, &fr, want));
-	/* 4 stacks in 6 steps of 10 s: up to 24 rows of 24 bytes, which 256 bytes
-	 * (after the totals' 56) cannot hold */
-	q.step_ns = 10 * S;
-	fr.max_bytes = 256;
-	CHECK(query_fseries(s, &q, &fr, &fs, err, sizeof(err)) == -E2BIG);
-	CHECKF(strstr(err, "memory budget") && strstr(err, "use a shorter range, a larger step"),
-	       "%s", err);
-	/* a budget under the totals alone is refused before the scan */
-	fr.max_bytes = 32;
-	CHECK(query_fseries(s, &q, &fr, &fs, err, sizeof(err)) == -E2BIG);
-	CHECKF(strstr(err, "56 bytes, over the memory budget of 32 bytes"), "%s", err);
-	/* and the default budget holds the whole of it */
-	fr.max_bytes = 0;
-	CHECK(query_fseries(s, &q, &fr, &fs, err, sizeof(err)) == 0);
-	CHECK(fs.n_points == 6 && fs.groups[0].values[5] == 6 + 2);
+	CHECK(query_top(s, &q, &t, err, sizeof(err)) == 0);
+	CHECKF(t.n == 6 && t.total == 45, "%zu rows, total %lld", t.n, (long long)t.total);
+	q.step_ns = 60 * S;
+	for (size_t i = 0; i < t.n; i++)
+		for (int k = 0; k < 2; k++) {
+			struct query_fseries_request fr = {
+			    .function = t.rows[i].name, .kind = k ? QUERY_FS_SELF : QUERY_FS_TOTAL};
+
+			CHECK(query_fseries(s, &q, &fr, &fs, err, sizeof(err)) == 0);
+			CHECKF(fs.n_points == 1 && fs.groups[0].totals[0] == t.total &&
+				   fs.groups[0].values[0] == (k ? t.rows[i].self : t.rows[i].total),
+			       "%s %s: %lld, top %lld/%lld", t.rows[i].name, k ? "self" : "total",
+			       (long long)fs.groups[0].values[0], (long long)t.rows[i].self,
+			       (long long)t.rows[i].total);
+			query_fseries__fini(&fs);
+		}
 cleanup:
 	query_fseries__fini(&fs);
+	query_top__fini(&t);
 	store__close(s);
 }
