@@ -478,15 +478,99 @@ static void print_times(const struct query_times *t)
 		   t->cn1, t->ccn1, "");
 }
 
+/* ---- one function over time (issue 31): /api/function-series, /metrics/functions ---- */
+
+struct fseries_times {
+	char function[256];  /* the last hour's top function by self */
+	double fs1, top60;   /* wall ms */
+	double cfs1, ctop60; /* CPU ms */
+};
+
+/* /metrics/functions' query: the top k = 10 by self over the 60 s before end,
+ * CPU nanoseconds (what a scrape of the defaults merges). */
+static int top60(struct store *st, int64_t end, struct query_top *t, char *err, size_t errlen)
+{
+	struct query_request q = {
+	    .from_ns = end - 60 * S, .until_ns = end, .max_nodes = 10, .value_index = 1};
+
+	return query_top(st, &q, t, err, errlen);
+}
+
+/* The function series (kind total, the UI's; auto step: 360 steps of 10 s) of
+ * function over the hour before end. */
+static int fseries1(struct store *st, int64_t end, const char *function, char *err, size_t errlen)
+{
+	struct query_request q = {.from_ns = end - 3600 * S, .until_ns = end, .value_index = 1};
+	struct query_fseries_request fr = {.function = function};
+	struct query_fseries fs;
+	int e = query_fseries(st, &q, &fr, &fs, err, errlen);
+
+	query_fseries__fini(&fs);
+	return e;
+}
+
+/* Best of 3 of each; with --only, nothing (the rows print "-"). */
+static int time_fseries(struct store *st, int64_t end, struct fseries_times *ft)
+{
+	struct query_top t = {0};
+	char err[512] = "";
+	int e = 0;
+
+	memset(ft, 0, sizeof(*ft));
+	if (only)
+		return 0;
+	ft->fs1 = ft->top60 = 1e9;
+	for (int r = 0; r < 3 && !e; r++) {
+		double t0 = now_s(), c0 = cpu_s(), dt;
+
+		query_top__fini(&t);
+		e = top60(st, end, &t, err, sizeof(err));
+		if (!e && (dt = (now_s() - t0) * 1000) < ft->top60) {
+			ft->top60 = dt;
+			ft->ctop60 = (cpu_s() - c0) * 1000;
+		}
+	}
+	if (!e && t.n)
+		snprintf(ft->function, sizeof(ft->function), "%s", t.rows[0].name);
+	query_top__fini(&t);
+	for (int r = 0; r < 3 && !e; r++) {
+		double t0 = now_s(), c0 = cpu_s(), dt;
+
+		e = fseries1(st, end, ft->function, err, sizeof(err));
+		if (!e && (dt = (now_s() - t0) * 1000) < ft->fs1) {
+			ft->fs1 = dt;
+			ft->cfs1 = (cpu_s() - c0) * 1000;
+		}
+	}
+	if (e)
+		fprintf(stderr, "function series query failed: %s\n", err);
+	return e ? -EIO : 0;
+}
+
+static void print_fseries(const struct fseries_times *ft)
+{
+	char what[400];
+
+	snprintf(what, sizeof(what),
+		 "one function's series (query_fseries: /api/function-series, kind total, "
+		 "360 steps; `%.200s`), last 1 h",
+		 ft->function);
+	print_time(what, ft->fs1 < 1e9 ? ft->fs1 : 0, ft->cfs1, "");
+	print_time("/metrics/functions' query (query_top: k 10, CPU, window 60 s)",
+		   ft->top60 < 1e9 ? ft->top60 : 0, ft->ctop60, "");
+}
+
 /* --queries-only: the query rows of the table on an existing store. */
 static int print_queries(struct store *st, int64_t end)
 {
 	struct query_times qt;
+	struct fseries_times ft;
 
-	if (time_queries(st, end, &qt))
+	if (time_queries(st, end, &qt) || time_fseries(st, end, &ft))
 		return -EIO;
 	printf("| metric | value (wall; CPU time of the thread) | target |\n| --- | --- | --- |\n");
 	print_times(&qt);
+	print_fseries(&ft);
 	return 0;
 }
 
@@ -556,6 +640,9 @@ int main(int argc, char **argv)
 	struct query_times qt;
 	if (time_queries(st, end, &qt))
 		return 1;
+	struct fseries_times ft;
+	if (time_fseries(st, end, &ft))
+		return 1;
 	store__stats(st, &ss);
 	store__close(st); /* checkpoints the WAL: what stays on disk */
 	st = NULL;
@@ -587,5 +674,6 @@ int main(int argc, char **argv)
 	printf("| bytes per raw sample | %.3f | <= 0.5 |\n", (double)ss.bytes_on_disk / t.samples);
 	printf("| bytes per stored row | %.2f | |\n", (double)ss.bytes_on_disk / t.rows);
 	print_times(&qt);
+	print_fseries(&ft);
 	return 0;
 }

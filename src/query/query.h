@@ -400,7 +400,9 @@ int query_timeline_json(struct store *s, const struct query_request *q, FILE *ou
 /* A function name's length, and a call site's frames, at most (more: -E2BIG). */
 #define QUERY_MAX_FUNCTION_LEN 1024
 #define QUERY_MAX_CALL_SITE    256
-/* Values (groups x points) of one function series at most (more: -E2BIG). */
+/* Values (groups x points) of one function series at most (more: -E2BIG). Its
+ * memory is a merge's (query_stacks), a byte per store stack id and two values
+ * per cell: it does not grow with range / step (fseries.c). */
 #define QUERY_FS_MAX_CELLS (1 << 20)
 
 enum query_fs_kind { QUERY_FS_TOTAL, QUERY_FS_SELF };
