@@ -13,7 +13,8 @@
  * Every frame is a <g class="f"> carrying its full name and geometry in data-*
  * attributes (data-name, data-s start, data-v value, data-d depth, all in value
  * units), so the script can zoom without parsing titles and tests can find frames
- * through the DOM. Names come from outside (decoded profiles), so all text is
+ * through the DOM. A graph taller than the window opens scrolled to its bottom, where
+ * the roots are. Names come from outside (decoded profiles), so all text is
  * XML-escaped and invalid UTF-8 or control characters become '?'.
  */
 #include "profile_impl.h"
@@ -370,6 +371,9 @@ static const char svg_script[] =
     "  if (z) frames.some(function (g) { return g.getAttribute(\"data-name\") === z && (zoom(g), "
     "true); });\n"
     "  if (s) search(s);\n"
+    "  /* the roots are at the bottom: a graph taller than the window opens scrolled to "
+    "them */\n"
+    "  window.scrollTo(0, document.documentElement.getBoundingClientRect().height);\n"
     "}\n"
     "function fit(g, w) {\n"
     "  var t = g.querySelector(\"text\"), name = g.getAttribute(\"data-name\");\n"

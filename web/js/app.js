@@ -21,6 +21,7 @@ import { SeriesChart } from './series.js';
 import { fmtChange, fmtConfidence, fmtInterval, normUnit, significant, sortBySignificance, unitLabel,
   verdictMap, verdictOf, verdictText } from './signif.js';
 import { Timeline } from './timeline.js';
+import { initTheme } from './theme.js';
 import { durationSec, fmtDuration, stepFor, toSec } from './timeparse.js';
 
 const $ = (sel) => document.querySelector(sel);
@@ -29,12 +30,20 @@ const DEFAULTS = {
   query: '', type: '', from: 'now-1h', until: 'now', view: 'flame', search: '', focus: '', groupBy: '',
   orient: 'icicle', maxNodes: '20000', lquery: '', lfrom: '', luntil: '', rquery: '', rfrom: '',
   runtil: '', normalize: 'share', baseline: 'previous', series: '', seriesKind: 'total', seriesNorm: 'value',
+  sort: '-self', zoom: '', refresh: '',
 };
 const VIEWS = ['flame', 'sandwich', 'diff', 'changes'];
 const CHOICES = {
   normalize: ['share', 'rate'], baseline: ['previous', '1d', '7d'], seriesKind: ['total', 'self'],
-  seriesNorm: ['value', 'share', 'rate'],
+  seriesNorm: ['value', 'share', 'rate'], sort: ['-self', 'self', '-total', 'total', 'name', '-name'],
+  refresh: ['', '10s', '30s', '1m', '5m'],
 };
+const REFRESH_SEC = { '10s': 10, '30s': 30, '1m': 60, '5m': 300 };
+/* The top table's order in the URL: a key, "-" first when descending. */
+const sortOf = (s) => [s.replace(/^-/, ''), s.startsWith('-') ? 'descending' : 'ascending'];
+/* The flame graph's zoom in the URL: the zoomed frame's path of names from the root,
+ * ";"-separated as in folded stacks (node numbers change with every load). */
+const ZOOM_SEP = ';';
 
 const state = readURL();
 let tree = null; // typed arrays (tree.js) of the /api/profile answer for the current selection
@@ -184,6 +193,7 @@ const flame = new FlameGraph($('#flame'), $('#flame-frames'), {
   orient: state.orient, focusOnClick: true,
   onSelect: (i) => {
     renderBreadcrumbs();
+    keepZoom();
     if (i > 0) selectFunction(nameOf(flame.t, i), { fromFlame: true });
   },
   onContext: (i) => showSeries(nameOf(flame.t, i)),
@@ -207,7 +217,11 @@ const diffGraph = new FlameGraph($('#diff-flame'), $('#diff-flame ul'), {
 });
 
 const table = new TopTable($('#top-table'), $('#top-filter'), $('#top-note'), (name) =>
-  selectFunction(name, { fromTable: true }), (name) => showSeries(name));
+  selectFunction(name, { fromTable: true }), (name) => showSeries(name), (key, dir) => {
+  state.sort = (dir === 'descending' ? '-' : '') + key;
+  writeURL(false);
+});
+table.setSort(...sortOf(state.sort));
 
 function renderBreadcrumbs() {
   const nav = $('#breadcrumbs');
@@ -235,6 +249,25 @@ function zoomFlame(i) {
   performance.measure('hearth:flame-zoom', 'hearth:zoom-start');
   flame.renderList();
   renderBreadcrumbs();
+  keepZoom();
+}
+
+/** Puts the flame graph's zoom in the URL (state.zoom), as its path of names. */
+function keepZoom() {
+  state.zoom = flame.path(flame.zoom).slice(1).map((i) => nameOf(flame.t, i)).join(ZOOM_SEP);
+  writeURL(false);
+}
+
+/** The node of t at state.zoom's path, or its deepest ancestor there (0: the root). */
+function zoomNode(t) {
+  let node = 0;
+  for (const name of state.zoom ? state.zoom.split(ZOOM_SEP) : []) {
+    let c = node + 1;
+    while (c < t.end[node] && nameOf(t, c) !== name) c = t.end[c];
+    if (c >= t.end[node]) break;
+    node = c;
+  }
+  return node;
 }
 
 /** Makes name the focused function everywhere (frames, rows, URL, sandwich). */
@@ -263,12 +296,15 @@ function selectFunction(name, how = {}) {
 function applySearch(redraw = true) {
   const share = $('#search-share');
   share.classList.remove('bad');
+  $('#search').removeAttribute('aria-invalid');
   matcher = compileSearch(state.search);
   if (matcher && matcher.error) {
     share.textContent = matcher.error;
     share.classList.add('bad');
+    $('#search').setAttribute('aria-invalid', 'true'); // outlined; the message is cut to one line
     matcher = null;
   }
+  share.title = share.textContent;
   const r = tree && matcher ? searchTree(tree, matcher) : null;
   flame.setMatch(r ? r.byName : null);
   for (const g of [callersGraph, calleesGraph, diffGraph]) {
@@ -280,7 +316,7 @@ function applySearch(redraw = true) {
       `of total (${fmtAmount(r.matched)})`;
   } else {
     table.setMatch(null);
-    if (!share.classList.contains('bad')) share.textContent = '';
+    if (!share.classList.contains('bad')) share.textContent = share.title = '';
   }
   if (redraw) redrawVisible();
 }
@@ -313,6 +349,27 @@ function syncInputs() {
   $('#series-focus').disabled = !state.focus;
   $('#orient').textContent = state.orient === 'flame' ? 'Flame ▲' : 'Icicle ▼';
   $('#orient').setAttribute('aria-label', `Orientation: ${state.orient} (click to switch)`);
+  $('#auto-refresh').value = state.refresh;
+  const mn = $('#max-nodes');
+  if (![...mn.options].some((o) => o.value === state.maxNodes)) mn.add(new Option(fmtInt(+state.maxNodes), state.maxNodes));
+  mn.value = state.maxNodes;
+}
+
+let refreshTimer = 0;
+/** Loads the selection again: a range ending now moves to the new now. */
+function refresh() {
+  diffKey = '';
+  changesKey = '';
+  load();
+}
+/** Starts the auto-refresh of state.refresh; a tick is skipped while a load runs or the tab is hidden. */
+function scheduleRefresh() {
+  clearInterval(refreshTimer);
+  const sec = REFRESH_SEC[state.refresh];
+  if (!sec) return;
+  refreshTimer = setInterval(() => {
+    if (document.visibilityState === 'visible' && document.body.dataset.ready !== '0') refresh();
+  }, sec * 1000);
 }
 
 /** The selector sent to the server: the query bar's, of the chosen profile type. */
@@ -382,6 +439,7 @@ async function showTree(data, seq) {
   if (quick) {
     // The quick tree holds exactly the frames the full one would draw unzoomed.
     flame.setTree(quick);
+    flame.zoom = zoomNode(quick);
     flame.setFocus(state.focus ? quick.names.indexOf(state.focus) : -1);
     if (matcher) flame.setMatch(searchTree(quick, matcher).byName);
     flame.drawCanvas();
@@ -391,6 +449,7 @@ async function showTree(data, seq) {
   }
   tree = treeArrays(root);
   flame.setTree(tree);
+  flame.zoom = zoomNode(tree); // the zoom the URL names, kept across reloads
   flame.setFocus(state.focus ? tree.names.indexOf(state.focus) : -1);
   if (matcher) flame.setMatch(searchTree(tree, matcher).byName);
   flame.drawCanvas();
@@ -862,6 +921,23 @@ $('#orient').addEventListener('click', () => {
   redrawVisible();
 });
 $('#reset-zoom').addEventListener('click', () => zoomFlame(0));
+$('#refresh').addEventListener('click', refresh);
+$('#auto-refresh').addEventListener('change', () => {
+  state.refresh = $('#auto-refresh').value;
+  writeURL(false);
+  scheduleRefresh();
+});
+$('#max-nodes').addEventListener('change', () => {
+  state.maxNodes = $('#max-nodes').value;
+  diffKey = '';
+  writeURL(true);
+  load();
+});
+initTheme($('#theme'), () => {
+  redrawVisible();
+  timelineView.draw();
+  seriesChart.draw();
+});
 // Outside a text box: Escape zooms the flame graph back out, "/" goes to the search box.
 document.addEventListener('keydown', (e) => {
   if (e.target.closest('input, select, textarea') || e.ctrlKey || e.metaKey || e.altKey) return;
@@ -917,6 +993,8 @@ window.addEventListener('popstate', () => {
   diffGraph.setOrient(state.orient);
   diffKey = '';
   changesKey = '';
+  table.setSort(...sortOf(state.sort));
+  scheduleRefresh();
   showView(state.view, false, true); // load() fetches the diff when it is the view
   load();
 });
@@ -934,6 +1012,7 @@ new ResizeObserver((entries) => {
 }).observe($('#timeline'));
 
 syncInputs();
+scheduleRefresh();
 showView(state.view, false, true);
 loadTypes();
 loadGroupBy();

@@ -3,6 +3,11 @@
 // than their parent), rectangles are filled in one batch per colour, and text is
 // drawn only where it fits. The only per-frame DOM is the accessibility list
 // (ul.flame-frames), capped at the LIST_CAP widest frames.
+// The container is a box of bounded height (style.css: .flame) that scrolls a deep
+// graph inside it; in the flame orientation it is kept scrolled to the bottom, where
+// the roots are, so the page stays short and the roots in sight.
+// Colours of the canvas's background and text come from the page's CSS variables
+// (--flame-bg, --flame-text, --flame-dim-text), so the graph follows the theme.
 
 import { bareName } from './colors.js';
 import { esc } from './format.js';
@@ -30,6 +35,9 @@ export class FlameGraph {
     this.orient = opts.orient || 'icicle';
     this.canvas = document.createElement('canvas');
     this.canvas.setAttribute('aria-hidden', 'true');
+    // Hidden until first drawn: an opaque canvas starts out black (the page's loading
+    // indicator, style.css .loading, shows meanwhile).
+    this.canvas.hidden = true;
     container.appendChild(this.canvas);
     // Outline of the frame under the mouse: a div, so hovering never redraws the canvas.
     this.hoverBox = document.createElement('div');
@@ -81,6 +89,7 @@ export class FlameGraph {
   }
 
   setOrient(o) {
+    if (o !== this.orient && o !== 'flame') this.container.scrollTop = 0; // roots on top again
     this.orient = o;
   }
 
@@ -121,11 +130,18 @@ export class FlameGraph {
       c.style.height = cssH + 'px';
     }
     this.hoverBox.hidden = true;
+    c.hidden = false;
+    const css = getComputedStyle(this.container);
+    const v = (k, d) => css.getPropertyValue(k).trim() || d;
+    this.theme = { bg: v('--flame-bg', '#ffffff'), text: v('--flame-text', '#1b2330'),
+      dimText: v('--flame-dim-text', '#8a93a3') };
     const ctx = this.ctx;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.fillStyle = '#ffffff';
+    ctx.fillStyle = this.theme.bg;
     ctx.fillRect(0, 0, cssW, cssH);
     this.cssW = cssW;
+    // Roots at the bottom: show them (the box scrolls a graph taller than itself).
+    if (this.orient === 'flame') this.container.scrollTop = this.container.scrollHeight;
     if (!ok) return;
     this.fillFrames(ctx);
     this.drawText(ctx);
@@ -255,7 +271,7 @@ export class FlameGraph {
         }
       }
       const dim = this.match && i > 0 && !this.match[t.nameIdx[i]];
-      ctx.fillStyle = dim ? '#8a93a3' : '#1b2330';
+      ctx.fillStyle = dim ? this.theme.dimText : this.theme.text;
       ctx.fillText(s, this.dX[j] + 4, this.rowY(t.depth[i]) + (ROW_H - 1) / 2 + 0.5);
     }
     if (italic) ctx.font = FONT;
@@ -288,6 +304,7 @@ export class FlameGraph {
       if (t.inlined[i]) a += ' data-inlined="1"';
       if (this.match && i > 0 && this.match[t.nameIdx[i]]) a += ' data-match="1"';
       if (this.focus >= 0 && t.nameIdx[i] === this.focus) a += ' data-highlight="1"';
+      if (!diff) a += ` data-fill="${this.opts.palette[this.colors[i]]}"`;
       if (diff) {
         a += ` data-left="${t.ltotal[i]}" data-right="${t.rtotal[i]}"` +
           ` data-change="${this.opts.change(i).toFixed(2)}" data-fill="${this.opts.palette[this.colors[i]]}"`;

@@ -24,16 +24,18 @@ function seriesClick(e, onSeries) {
 export class TopTable {
   /**
    * table: #top-table; filter: #top-filter; note: where "N more" goes; onSelect(name);
-   * onSeries(name): a row's series button was clicked.
+   * onSeries(name): a row's series button was clicked; onSort(key, dir): a header
+   * click changed the order (the page keeps it in the URL).
    */
-  constructor(table, filter, note, onSelect, onSeries) {
+  constructor(table, filter, note, onSelect, onSeries, onSort) {
     this.table = table;
     this.body = table.tBodies[0];
     this.filter = filter;
     this.note = note;
     this.rows = [];
     this.grand = 0;
-    this.key = 'total';
+    // Self first: what a function costs itself (by total, _start and main lead).
+    this.key = 'self';
     this.dir = 'descending';
     this.match = null;
     this.selected = null;
@@ -48,6 +50,7 @@ export class TopTable {
         this.dir = k === 'name' ? 'ascending' : 'descending';
       }
       this.render();
+      if (onSort) onSort(this.key, this.dir);
     });
     filter.addEventListener('input', () => this.render());
     this.body.addEventListener('click', (e) => {
@@ -55,6 +58,12 @@ export class TopTable {
       if (tr) onSelect(tr.dataset.name);
       seriesClick(e, onSeries);
     });
+  }
+
+  /** Sets the order (key: name, self or total; dir: ascending or descending) without drawing. */
+  setSort(key, dir) {
+    this.key = key;
+    this.dir = dir;
   }
 
   /** rows: topRows() output; grand: the profile's total samples. */

@@ -280,18 +280,23 @@ export function searchTree(t, matcher) {
  * Sandwich trees for the function named fn: callees merges the subtrees under every
  * outermost frame of fn (a frame with no fn above it); callers is the inverted tree
  * of the stacks above those same frames. Both count each sample once however deep
- * fn recurses. Returns plain trees {name, self, total, children} or null.
+ * fn recurses. Returns plain trees {name, module, self, total, children} or null: each
+ * frame keeps the module of the first frame of its name merged into it, so a function
+ * has the same colour here as in the flame graph.
  */
 export function sandwich(t, fn) {
   const id = t.names.indexOf(fn);
   if (id < 0) return null;
   const callees = newNode(fn);
   const callers = newNode(fn);
+  const mod = (i) => (t.modIdx[i] >= 0 ? t.names[t.modIdx[i]] : '');
   const target = new Array(t.n);
   let found = false;
   walkOutermost(t, (i) => i > 0 && t.nameIdx[i] === id, (i, outer) => {
     if (!outer) return;
     found = true;
+    callers.module ||= mod(i);
+    callees.module ||= mod(i);
     const w = t.total[i];
     // Callers: walk up from the parent; the topmost caller keeps the samples as self.
     callers.total += w;
@@ -299,7 +304,7 @@ export function sandwich(t, fn) {
     let p = t.parent[i];
     if (p <= 0) callers.self += w;
     for (; p > 0; p = t.parent[p]) {
-      node = child(node, nameOf(t, p));
+      node = child(node, nameOf(t, p), mod(p));
       node.total += w;
       if (t.parent[p] <= 0) node.self += w;
     }
@@ -308,7 +313,7 @@ export function sandwich(t, fn) {
     callees.total += w;
     callees.self += t.self[i];
     for (let k = i + 1; k < t.end[i]; k++) {
-      const c = child(target[t.parent[k]], nameOf(t, k));
+      const c = child(target[t.parent[k]], nameOf(t, k), mod(k));
       c.total += t.total[k];
       c.self += t.self[k];
       target[k] = c;
@@ -318,14 +323,14 @@ export function sandwich(t, fn) {
   return { callers: freeze(callers), callees: freeze(callees) };
 }
 
-function newNode(name) {
-  return { name, self: 0, total: 0, kids: new Map() };
+function newNode(name, module = '') {
+  return { name, module, self: 0, total: 0, kids: new Map() };
 }
 
-function child(node, name) {
+function child(node, name, module) {
   let c = node.kids.get(name);
   if (!c) {
-    c = newNode(name);
+    c = newNode(name, module);
     node.kids.set(name, c);
   }
   return c;
@@ -333,12 +338,12 @@ function child(node, name) {
 
 // Map children -> sorted arrays (largest first), as the server sends them.
 function freeze(node) {
-  const out = { name: node.name, self: node.self, total: node.total, children: [] };
+  const out = { name: node.name, module: node.module, self: node.self, total: node.total, children: [] };
   const todo = [[node, out]];
   while (todo.length) {
     const [src, dst] = todo.pop();
     for (const c of src.kids.values()) {
-      const o = { name: c.name, self: c.self, total: c.total, children: [] };
+      const o = { name: c.name, module: c.module, self: c.self, total: c.total, children: [] };
       dst.children.push(o);
       todo.push([c, o]);
     }
