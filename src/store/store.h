@@ -185,7 +185,7 @@ struct store_salvage_result {
 	uint64_t lost_tables; /* tables whose schema could not be read at all */
 	/* what was dropped to make the copy whole (a query meets no lost row) */
 	uint64_t dropped_keys;	     /* intern rows naming lost rows, or that do not decode */
-	uint64_t dropped_rows;	     /* chunk rows whose series or stack was lost */
+	uint64_t dropped_rows;	     /* raw chunk rows whose series or stack was lost */
 	int64_t dropped_samples;     /* their samples (values[0]) */
 	uint64_t chunks_rewritten;   /* chunks written again with their surviving rows */
 	uint64_t chunks_dropped;     /* chunks left empty, and rollups that did not decode */

@@ -221,8 +221,8 @@ static int check_pairs(struct repair *r)
 
 /* Keeps the rows of in whose series and stack survive, renumbered, into out;
  * *changed: some row was dropped or renumbered. */
-static void filter_rows(struct repair *r, const struct store_rows *in, struct store_rows *out,
-			bool *changed)
+static void filter_rows(struct repair *r, int level, const struct store_rows *in,
+			struct store_rows *out, bool *changed)
 {
 	out->n = 0;
 	for (size_t i = 0; i < in->n; i++) {
@@ -232,8 +232,10 @@ static void filter_rows(struct repair *r, const struct store_rows *in, struct st
 		int64_t pos = s && row.stack_id < s->n ? s->pos[row.stack_id] : -1;
 
 		if (pos < 0 || !kept(r, STORE_T_SERIES, row.series_id)) {
-			r->res->dropped_rows++;
-			r->res->dropped_samples += row.v[0];
+			if (level == 0) { /* a rollup's rows are the raw chunks' again */
+				r->res->dropped_rows++;
+				r->res->dropped_samples += row.v[0];
+			}
 			*changed = true;
 			continue;
 		}
@@ -350,7 +352,7 @@ static int check_chunk(struct repair *r, int64_t id, struct store_rows *rows,
 		return e;
 	if (base_grow((void **)&kept_rows->r, &kept_rows->cap, rows->n + 1, sizeof(*rows->r)))
 		return -ENOMEM;
-	filter_rows(r, rows, kept_rows, &changed);
+	filter_rows(r, level, rows, kept_rows, &changed);
 	return changed ? rewrite_chunk(r, id, kept_rows) : 0;
 }
 
