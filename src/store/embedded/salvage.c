@@ -250,6 +250,12 @@ int store__salvage(const char *dir, const char *to_dir, struct store_salvage_res
 		store_set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(c.from));
 		e = -EIO;
 	}
+	/* A file shorter than its header says (truncated) is "malformed" at the
+	 * first read unless the schema is writable: a flag of this connection
+	 * only, which lets SQLite take the file's own length; nothing is written
+	 * through a read-only connection. */
+	if (!e)
+		sqlite3_exec(c.from, "PRAGMA writable_schema=ON", NULL, NULL, NULL);
 	e = e ?: open_new(to_dir, &c.to, err, errlen);
 	/* the new store's schema is made (and its lock let go) by store__open in
 	 * open_new: held from here until the copy is whole */
