@@ -1,6 +1,6 @@
 /*
  * The sender thread: takes the oldest spooled profile, delivers it (HTTP POST
- * to SERVER/ingest with libcurl), and on failure waits with
+ * to SERVER/ingest with libcurl; https:// verified against --tls-ca), and on failure waits with
  * exponential backoff and jitter before trying again. Only a status saying the
  * profile itself is bad (400, 413, 415, 422) drops it, counted as rejected: no
  * retry could make the server take it. Everything else is retried and counted
@@ -118,6 +118,10 @@ static int post(struct agent_sender *snd, const char *query, const uint8_t *data
 	curl_easy_setopt(snd->curl, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(snd->curl, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(snd->curl, CURLOPT_WRITEFUNCTION, discard);
+	/* https:// is verified (peer and host name, libcurl's default); --tls-ca
+	 * names the CA of a private PKI or a self-signed server certificate */
+	if (snd->opts->tls_ca)
+		curl_easy_setopt(snd->curl, CURLOPT_CAINFO, snd->opts->tls_ca);
 	rc = curl_easy_perform(snd->curl);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(snd->curl, CURLINFO_RESPONSE_CODE, &status);

@@ -115,6 +115,12 @@ struct server {
 	struct server_metrics metrics;
 	struct symbolizer *otlp_sym; /* owned, made on first use (server_otlp.c) */
 	struct server_pool *pool;    /* owned: workers, deferred requests, connections */
+	/* TLS (opts.tls_cert_file): the PEM texts, owned, kept while the daemon runs */
+	char *tls_cert, *tls_key;
+	/* libmicrohttpd's own words while MHD_start_daemon runs (a bad certificate),
+	 * for the error line; its messages after the start are dropped */
+	char start_err[256];
+	bool started;
 };
 
 /* One request; body accumulated before dispatch. */
