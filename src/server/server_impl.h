@@ -77,7 +77,7 @@ typedef enum MHD_Result (*server_handler_fn)(struct server *s, struct server_req
 struct server_route {
 	const char *path; /* exact, or a prefix when it ends in '/' */
 	unsigned methods; /* SERVER_M_*; HEAD is answered wherever GET is */
-	bool open;	  /* no token needed (only /healthz) */
+	bool open;	  /* no token needed (/healthz, the web UI's files) */
 	bool store;	  /* needs a store: 404 from the headers on a listener without one */
 	size_t max_body;  /* bytes; 0: no body at all; SERVER_BODY_OPT: --max-body */
 	enum server_class cls;
