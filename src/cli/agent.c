@@ -275,7 +275,9 @@ static int agent_main(struct agent_cli *ac)
 	}
 	so.ctx = ag;
 	if (strcmp(ac->listen, "off")) {
-		cli_warn_exposed("agent", ac->listen, so.auth_token);
+		/* no note on clear text: this listener has no TLS option, and its
+		 * loopback default is the advice */
+		cli_warn_exposed("agent", ac->listen, so.auth_token, true);
 		ret = server__start(&so, &srv, err, sizeof(err));
 		if (ret) {
 			cli_error("agent", "%s", err);

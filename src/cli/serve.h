@@ -25,8 +25,8 @@ void cli_sleep_unless_stopped(double seconds);
 /* "http://HOST:PORT" (https:// with tls) for a listen address and the port bound. */
 void cli_listen_url(const char *listen, int port, bool tls, char *buf, size_t len);
 /* A loud stderr warning when listen (NULL: the default) is not loopback-only and
- * no token guards it. */
-void cli_warn_exposed(const char *cmd, const char *listen, const char *token);
+ * no token guards it; a note when a token does but travels without tls. */
+void cli_warn_exposed(const char *cmd, const char *listen, const char *token, bool tls);
 /* Sets the umask to 077 and makes dir (created 0700 if missing) private: an
  * existing one readable by others is chmod'ed to owner-only, with a note. 0 or
  * -errno after an error line. */

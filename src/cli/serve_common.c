@@ -104,9 +104,17 @@ void cli_listen_url(const char *listen, int port, bool tls, char *buf, size_t le
 		snprintf(buf, len, "%s://%.*s:%d", scheme, hl, listen, port);
 }
 
-void cli_warn_exposed(const char *cmd, const char *listen, const char *token)
+void cli_warn_exposed(const char *cmd, const char *listen, const char *token, bool tls)
 {
-	if (token || server_listen_is_loopback(listen))
+	if (server_listen_is_loopback(listen))
+		return;
+	if (token && !tls)
+		fprintf(stderr,
+			"hearth %s: note: listening on %s over plain HTTP: the token and the\n"
+			"hearth %s: note: profiles cross the network readable; add --tls-cert and\n"
+			"hearth %s: note: --tls-key (docs/install.md, \"A fleet\") or a TLS proxy.\n",
+			cmd, listen ? listen : CLI_DEFAULT_LISTEN, cmd, cmd);
+	if (token)
 		return;
 	fprintf(stderr,
 		"hearth %s: WARNING: listening on %s, beyond loopback, with no --auth-token-file:\n"

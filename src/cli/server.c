@@ -291,7 +291,7 @@ static int open_clickhouse(const char *cmd, struct cli_serve_args *a, struct sto
 	char err[1024] = "";
 	int ret;
 
-	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
+	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token, a->so.tls_cert_file != NULL);
 	server_keep_freed_memory();
 	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
 	a->st.sample_labels = ingest_sample_labels;
@@ -313,7 +313,7 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	if (store__is_clickhouse(a->store))
 		return open_clickhouse(cmd, a, st, srv);
 	make_parents(a->data);
-	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
+	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token, a->so.tls_cert_file != NULL);
 	if (cli_private_dir(cmd, a->data))
 		return -EPERM;
 	server_keep_freed_memory(); /* a server answers merge after merge */

@@ -633,8 +633,8 @@ static int start_daemon(struct server *s, const char *listen, char *err, size_t 
 	    (unsigned)SERVER_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
 	    (unsigned)SERVER_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 	    (size_t)SERVER_CONN_MEMORY, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
-	if (!s->d && s->tls_cert && s->start_err[0]) {
-		/* a refused certificate or key: libmicrohttpd said which */
+	if (!s->d && s->tls_cert && (strstr(s->start_err, "TLS") || strstr(s->start_err, "x509"))) {
+		/* a refused certificate or key: libmicrohttpd said which (GnuTLS's words) */
 		snprintf(err, errlen,
 			 "cannot start HTTPS with --tls-cert '%s' and --tls-key '%s': %s",
 			 s->opts.tls_cert_file, s->opts.tls_key_file, s->start_err);

@@ -92,6 +92,18 @@ else
 	fail mismatched_key_refused "rc $bad_rc: $(cat "$T/bad.err")"
 fi
 
+# ---- beyond loopback, a token over plain HTTP gets a note (TEST-NET-1: the bind fails) ----
+"$HEARTH" server --data "$T/w1" --listen 192.0.2.1:0 --auth-token-file "$T/etc/server.token" \
+	> /dev/null 2> "$T/wide_plain.err"
+"$HEARTH" server --data "$T/w2" --listen 192.0.2.1:0 --auth-token-file "$T/etc/server.token" \
+	--tls-cert "$CA" --tls-key "$T/etc/server.key" > /dev/null 2> "$T/wide_tls.err"
+if grep -q 'note: listening on 192.0.2.1:0 over plain HTTP' "$T/wide_plain.err" &&
+	! grep -q 'note:' "$T/wide_tls.err" && grep -q 'cannot listen on 192.0.2.1:0' "$T/wide_tls.err"; then
+	pass clear_text_token_noted
+else
+	fail clear_text_token_noted "plain: $(cat "$T/wide_plain.err"); TLS: $(cat "$T/wide_tls.err")"
+fi
+
 # ---- the agent (root: BPF) ----
 if [ "$(id -u)" -ne 0 ]; then
 	if [ "${CI:-}" = "true" ]; then fail agent_over_https "needs root to load BPF, and CI must run it"; finish; fi
