@@ -20,6 +20,7 @@
 
 struct query_args {
 	const char *selector, *from, *until, *format, *server, *data, *group_by, *step;
+	const char *tls_ca; /* --tls-ca: CA of an https:// server; NULL = the system's */
 	long max_nodes;
 	char token[1024];
 	bool have_token;
@@ -43,6 +44,8 @@ static void usage(FILE *f)
 		"      --server URL          ask a running server (default http://127.0.0.1:4100)\n"
 		"      --data DIR            read a data directory directly instead\n"
 		"      --auth-token-file F   bearer token for the server\n"
+		"      --tls-ca FILE         PEM CA certificate(s) that an https:// server's\n"
+		"                            certificate must chain to (default: the system's)\n"
 		"      --config FILE         settings file (default " CLI_CONFIG_DEFAULT ",\n"
 		"                            if any; flags override it; see docs/config.md)\n"
 		"      --print-config        print the effective settings and exit\n"
@@ -58,7 +61,8 @@ enum {
 	OPT_DATA,
 	OPT_TOKEN,
 	OPT_GROUP,
-	OPT_STEP
+	OPT_STEP,
+	OPT_TLS_CA,
 };
 
 const struct option cli_query_opts[] = {
@@ -71,6 +75,7 @@ const struct option cli_query_opts[] = {
     {"auth-token-file", required_argument, NULL, OPT_TOKEN},
     {"group-by", required_argument, NULL, OPT_GROUP},
     {"step", required_argument, NULL, OPT_STEP},
+    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -100,6 +105,13 @@ static int parse_one(int c, const char *arg, struct query_args *q)
 		return 0;
 	case OPT_STEP:
 		q->step = arg;
+		return 0;
+	case OPT_TLS_CA:
+		if (access(arg, R_OK)) {
+			cli_error("query", "--tls-ca: cannot read '%s': %s", arg, strerror(errno));
+			return -EINVAL;
+		}
+		q->tls_ca = arg;
 		return 0;
 	case OPT_FORMAT:
 		for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
@@ -266,6 +278,8 @@ static CURLcode http_get(CURL *c, const struct query_args *q, const char *url, F
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_mem);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	if (q->tls_ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, q->tls_ca);
 	rc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 	curl_slist_free_all(hdrs);

@@ -8,7 +8,7 @@
 // format=topjson), sent with the tree (topRows), not summed here from the tree the
 // server pruned.
 
-import { ApiError, apiUrl, getJSON } from './api.js';
+import { ApiError, apiUrl, downloadWithToken, getJSON } from './api.js';
 import { bareName, colorIndex, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
   PAL_DIM } from './colors.js';
 import { changeOf, compileSearch, diffRows, nameOf, sandwich, searchTree, topRows, treeArrays }
@@ -101,10 +101,7 @@ function errorText(e, what) {
   if (e instanceof ApiError) {
     if (e.status === 0) return 'Server unreachable: hearth did not answer (is `hearth server` or `hearth run` still running?)';
     if (e.status === 400) return `Invalid query: ${e.message}`;
-    if (e.status === 401) {
-      return 'This server wants a token (--auth-token-file), which the web UI does not send: ' +
-        'reach the UI through a proxy that adds the Authorization header';
-    }
+    if (e.status === 401) return 'This server wants a token: opening the login page…';
     return `${what} failed (${e.status}): ${e.message}`;
   }
   return `${what} failed: ${e.message || e}`;
@@ -374,6 +371,9 @@ function scheduleRefresh() {
 
 /** The selector sent to the server: the query bar's, of the chosen profile type. */
 const typedQuery = (q) => withType(q, state.type);
+
+// Exports are plain links; with a token kept (login.html) they are fetched with it.
+for (const f of ['pprof', 'folded', 'svg']) $(`#export-${f}`).addEventListener('click', downloadWithToken);
 
 function updateExports() {
   const sel = { query: typedQuery(state.query), from: state.from, until: state.until };
