@@ -7,6 +7,7 @@
 #include "base/base.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* One time into *out_ns; the message starts with the parameter's name. */
@@ -31,8 +32,11 @@ int query_parse_range_named(const char *from_name, const char *from, const char 
 		*until_ns = now_ns;
 	else if ((e = parse_one(until_name, until, now_ns, until_ns, err, errlen)))
 		return e;
-	if (!from || !*from)
-		*from_ns = *until_ns - QUERY_DEFAULT_RANGE_NS;
+	if (!from || !*from) {
+		/* until 1677-09-21 (INT64_MIN ns) and no from: the range starts there */
+		if (__builtin_sub_overflow(*until_ns, QUERY_DEFAULT_RANGE_NS, from_ns))
+			*from_ns = INT64_MIN;
+	}
 	else if ((e = parse_one(from_name, from, now_ns, from_ns, err, errlen)))
 		return e;
 	if (*from_ns > *until_ns) {
