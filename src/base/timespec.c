@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#define NS_PER_S 1000000000ll
+#define NS_PER_S   1000000000ll
 #define NS_PER_DAY (86400 * NS_PER_S)
 
 static int64_t unit_ns(const char **p)
@@ -173,8 +173,8 @@ static int parse_iso(const char *s, int64_t *out_ns)
 	int y, mo, d, h = 0, mi = 0, sec = 0, east = 0;
 	int64_t frac = 0, t;
 
-	if (!fixed_digits(&p, 4, &y) || *p++ != '-' || !fixed_digits(&p, 2, &mo) ||
-	    *p++ != '-' || !fixed_digits(&p, 2, &d))
+	if (!fixed_digits(&p, 4, &y) || *p++ != '-' || !fixed_digits(&p, 2, &mo) || *p++ != '-' ||
+	    !fixed_digits(&p, 2, &d))
 		return -EINVAL;
 	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
 		return -EINVAL;

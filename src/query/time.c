@@ -36,8 +36,7 @@ int query_parse_range_named(const char *from_name, const char *from, const char 
 		/* until 1677-09-21 (INT64_MIN ns) and no from: the range starts there */
 		if (__builtin_sub_overflow(*until_ns, QUERY_DEFAULT_RANGE_NS, from_ns))
 			*from_ns = INT64_MIN;
-	}
-	else if ((e = parse_one(from_name, from, now_ns, from_ns, err, errlen)))
+	} else if ((e = parse_one(from_name, from, now_ns, from_ns, err, errlen)))
 		return e;
 	if (*from_ns > *until_ns) {
 		if (err && errlen)
