@@ -34,8 +34,10 @@ static void usage(FILE *f)
 		"SELECTOR is a Prometheus-style label selector, e.g. '{process=\"nginx\"}',\n"
 		"'{host=~\"web-.*\", unit!=\"cron.service\"}' (default: everything).\n"
 		"\n"
-		"      --from TIME           start: now-1h (default), now-30m, unix s/ms/us/ns\n"
-		"      --until TIME          end (default now)\n"
+		"      --from TIME           start: now-1h (default), now-30m, yesterday,\n"
+		"                            2026-11-27T10:00 (UTC unless +01:00 or Z follows),\n"
+		"                            unix s/ms/us/ns\n"
+		"      --until TIME          end (default now; today, 2026-11-27, ...)\n"
 		"      --format FMT          top (default), folded, pprof, tree, series, labels,\n"
 		"                            timeline\n"
 		"      --max-nodes N         rows of top / nodes of tree\n"
@@ -207,8 +209,9 @@ static int local_query(const struct query_args *q)
 	char err[1024] = "";
 	int ret;
 
-	if (query_parse_range(q->from, q->until, (int64_t)time(NULL) * 1000000000, &r.from_ns,
-			      &r.until_ns, err, sizeof(err)) ||
+	if (query_parse_range_named("--from", q->from, "--until", q->until,
+				    (int64_t)time(NULL) * 1000000000, &r.from_ns, &r.until_ns, err,
+				    sizeof(err)) ||
 	    (q->step && base_duration_parse(q->step, &r.step_ns, err, sizeof(err)))) {
 		cli_error("query", "%s", err);
 		return EXIT_USAGE;
@@ -286,6 +289,20 @@ static CURLcode http_get(CURL *c, const struct query_args *q, const char *url, F
 	return rc;
 }
 
+/* The server reads --from/--until by the same grammar: a bad one is said here,
+ * naming the option, before any request. -EINVAL, said, or 0. */
+static int check_range(const struct query_args *q)
+{
+	int64_t f, u;
+	char err[512];
+
+	if (!query_parse_range_named("--from", q->from, "--until", q->until,
+				     (int64_t)time(NULL) * 1000000000, &f, &u, err, sizeof(err)))
+		return 0;
+	cli_error("query", "%s", err);
+	return -EINVAL;
+}
+
 static int remote_query(const struct query_args *q)
 {
 	const char *endpoint = !strcmp(q->format, "series")	? "series"
@@ -335,6 +352,8 @@ int cmd_query(int argc, char **argv)
 		return ret > 0 ? 0 : EXIT_USAGE;
 	if (q.data)
 		return local_query(&q);
+	if (check_range(&q))
+		return EXIT_USAGE;
 	if (base_curl_init()) {
 		cli_error("query", "libcurl could not initialise");
 		return EXIT_FAILURE;
