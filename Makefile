@@ -154,6 +154,11 @@ $(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c src/cli/conf_parse.c src/cli
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_config.c src/cli/conf_parse.c
+# hearth query's text renderer is a CLI part: linked alone, with json-c.
+$(BUILD)/fuzz/fuzz_query_text: tests/fuzz/fuzz_query_text.c src/cli/query_text.c src/cli/query_text.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ tests/fuzz/fuzz_query_text.c src/cli/query_text.c -ljson-c
 fuzz: $(FUZZ_BINS)
 
 # Builds on every core (the README's `make test` has no -j of its own), then runs the

@@ -47,6 +47,8 @@ static void usage(FILE *f)
 		"      --python MODE          auto (default): Python frames of CPython 3.10-3.13\n"
 		"                             processes; off: their native frames only\n"
 		"      --idle                 keep samples of idle CPUs\n"
+		"      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
+		"                             (also one line per HTTP request)\n"
 		"      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
 		"                             if any; flags override it; see docs/config.md)\n"
 		"      --print-config         print the effective settings and exit\n"
@@ -66,6 +68,7 @@ enum {
 	OPT_SPOOL_MB,
 	OPT_ALISTEN,
 	OPT_TLS_CA,
+	OPT_ALOG_LEVEL
 };
 
 const struct option cli_agent_long_opts[] = {
@@ -86,6 +89,7 @@ const struct option cli_agent_only_opts[] = {
     {"spool-mb", required_argument, NULL, OPT_SPOOL_MB},
     {"listen", required_argument, NULL, OPT_ALISTEN},
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
+    {"log-level", required_argument, NULL, OPT_ALOG_LEVEL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -198,6 +202,8 @@ static int agent_only_opt(int c, const char *arg, struct agent_cli *ac)
 		ac->a.ao.spool_mb = (size_t)v;
 		return 0;
 	case OPT_ALISTEN:
+		if (strcmp(arg, "off") && cli_check_listen("agent", arg))
+			return -EINVAL;
 		ac->listen = arg;
 		return 0;
 	case OPT_TLS_CA:
@@ -207,6 +213,11 @@ static int agent_only_opt(int c, const char *arg, struct agent_cli *ac)
 		}
 		ac->a.ao.tls_ca = arg;
 		return 0;
+	case OPT_ALOG_LEVEL: {
+		enum server_log_level l;
+
+		return cli_parse_log_level("agent", arg, &l);
+	}
 	}
 	return -EINVAL;
 }
@@ -264,7 +275,8 @@ static int agent_main(struct agent_cli *ac)
 	struct server_opts so = {.listen = ac->listen,
 				 .auth_token = ac->a.ao.auth_token,
 				 .live = agent__live_profile,
-				 .metrics = agent__write_metrics};
+				 .metrics = agent__write_metrics,
+				 .log_level = cli_log_level};
 	char err[2048] = "", url[300];
 	int ret;
 
@@ -285,8 +297,8 @@ static int agent_main(struct agent_cli *ac)
 			return 1;
 		}
 		cli_listen_url(ac->listen, server__port(srv), false, url, sizeof(url));
-		fprintf(stderr, "hearth agent: metrics on %s/metrics; pushing to %s every %g s\n",
-			url, ac->a.ao.server_url, ac->a.ao.interval_s);
+		cli_info("agent", "metrics on %s/metrics; pushing to %s every %g s", url,
+			 ac->a.ao.server_url, ac->a.ao.interval_s);
 	}
 	ret = agent__run(ag, &cli_stop, AGENT_FLUSH_S);
 	if (ret)

@@ -344,9 +344,10 @@ static const struct option *opt_of(const struct option *opts, int c, int idx)
 	return NULL;
 }
 
-/* Effective settings: the last value of each option (file, then flags), with where it
- * came from; options left at their defaults as comments. The output is a valid
- * config file. */
+/* Effective settings: the last value of each option (file, then flags), each after a
+ * comment line saying where it came from; options left at their defaults as
+ * comments. The output is a valid config file that --config reads back to the same
+ * settings (tests/integration/test_config.sh). */
 static void print_config(const char *cmd, const struct option *opts, const char *optstring,
 			 int argc, char **argv)
 {
@@ -387,12 +388,15 @@ static void print_config(const char *cmd, const struct option *opts, const char 
 			printf("# %s: default (see hearth %s --help)\n", opts[i].name, cmd);
 			continue;
 		}
+		/* where it came from on a line of its own: a '#' after a value would be
+		 * part of the value (conf_parse.c), and the output must read back */
+		if (src[i] >= 0)
+			printf("# %s: %s line %d\n", opts[i].name, cfg.path, cfg.set[src[i]].line);
+		else
+			printf("# %s: command line\n", opts[i].name);
 		printf("%s = ", opts[i].name);
 		print_value(val[i]);
-		if (src[i] >= 0)
-			printf("\t# %s line %d\n", cfg.path, cfg.set[src[i]].line);
-		else
-			printf("\t# command line\n");
+		putchar('\n');
 	}
 cleanup:
 	free(copy);

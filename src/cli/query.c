@@ -17,10 +17,13 @@
 #include "base/base.h"
 #include "query/query.h"
 #include "serve.h"
+#include "query_text.h"
 
 struct query_args {
 	const char *selector, *from, *until, *format, *server, *data, *group_by, *step;
 	const char *tls_ca; /* --tls-ca: CA of an https:// server; NULL = the system's */
+	const char *output; /* -o FILE; NULL: stdout */
+	bool json;	    /* --json: the API's JSON of tree, series, labels, timeline */
 	long max_nodes;
 	char token[1024];
 	bool have_token;
@@ -39,7 +42,12 @@ static void usage(FILE *f)
 		"                            unix s/ms/us/ns\n"
 		"      --until TIME          end (default now; today, 2026-11-27, ...)\n"
 		"      --format FMT          top (default), folded, pprof, tree, series, labels,\n"
-		"                            timeline\n"
+		"                            timeline; tree, series, labels and timeline as\n"
+		"                            text tables\n"
+		"      --json                tree, series, labels, timeline: the API's JSON\n"
+		"                            instead (docs/api.md)\n"
+		"  -o, --output FILE         write there instead of stdout (pprof is gzip:\n"
+		"                            it needs -o or a redirection, not a terminal)\n"
 		"      --max-nodes N         rows of top / nodes of tree\n"
 		"      --group-by LABEL      timeline: one line per value of LABEL\n"
 		"      --step DURATION       timeline: step (default: automatic)\n"
@@ -65,6 +73,7 @@ enum {
 	OPT_GROUP,
 	OPT_STEP,
 	OPT_TLS_CA,
+	OPT_JSON
 };
 
 const struct option cli_query_opts[] = {
@@ -78,6 +87,8 @@ const struct option cli_query_opts[] = {
     {"group-by", required_argument, NULL, OPT_GROUP},
     {"step", required_argument, NULL, OPT_STEP},
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"output", required_argument, NULL, 'o'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -115,6 +126,12 @@ static int parse_one(int c, const char *arg, struct query_args *q)
 		}
 		q->tls_ca = arg;
 		return 0;
+	case OPT_JSON:
+		q->json = true;
+		return 0;
+	case 'o':
+		q->output = arg;
+		return 0;
 	case OPT_FORMAT:
 		for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
 			if (!strcmp(arg, formats[i]))
@@ -144,6 +161,15 @@ static int parse_one(int c, const char *arg, struct query_args *q)
 	return -EINVAL;
 }
 
+#define QUERY_OPTSTRING ":ho:"
+
+/* Whether the format has a text form (query_text.c) besides the API's JSON. */
+static bool is_text_format(const char *format)
+{
+	return !strcmp(format, "tree") || !strcmp(format, "series") || !strcmp(format, "labels") ||
+	       !strcmp(format, "timeline");
+}
+
 static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
 {
 	struct query_args *q = ctx;
@@ -151,7 +177,7 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 
 	opterr = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, ":h", opts)) != -1) {
+	while ((c = cli_getopt(argc, argv, QUERY_OPTSTRING, opts)) != -1) {
 		if (cli_getopt_failed("query", c, argc, argv))
 			return -EINVAL;
 		if (c == 'h') {
@@ -171,19 +197,24 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 		cli_error("query", "give --server or --data, not both");
 		return -EINVAL;
 	}
+	if (q->json && !is_text_format(q->format)) {
+		cli_error("query", "--json goes with --format tree, series, labels or timeline, not %s",
+			  q->format);
+		return -EINVAL;
+	}
 	return 0;
 }
 
 /* The config file's settings, then argv (cli.h has the return convention). */
 static int parse_args(int argc, char **argv, struct query_args *q)
 {
-	return cli_parse("query", cli_query_opts, ":h", argc, argv, parse_flags, q);
+	return cli_parse("query", cli_query_opts, QUERY_OPTSTRING, argc, argv, parse_flags, q);
 }
 
 /* ---- against a data directory ---- */
 
 static int local_profile(struct store *st, const struct query_request *r, const char *fmt,
-			 char *err, size_t errlen)
+			 FILE *out, char *err, size_t errlen)
 {
 	struct profile *p = NULL;
 	int ret = query_profile(st, r, &p, err, errlen);
@@ -191,16 +222,47 @@ static int local_profile(struct store *st, const struct query_request *r, const 
 	if (ret)
 		return ret;
 	if (!strcmp(fmt, "pprof"))
-		ret = pprof_write(p, stdout);
+		ret = pprof_write(p, out);
 	else if (!strcmp(fmt, "folded"))
-		ret = folded_write(p, stdout);
+		ret = folded_write(p, out);
 	else
-		ret = top_write(p, stdout, r->max_nodes ? r->max_nodes : 40);
+		ret = top_write(p, out, r->max_nodes ? r->max_nodes : 40);
 	profile__free(p);
 	return ret;
 }
 
-static int local_query(const struct query_args *q)
+/* The JSON of a listing, tree or timeline into out. 0 or as the query_*_json writer. */
+static int local_json(struct store *st, const struct query_request *r, const char *fmt, FILE *out,
+		      char *err, size_t errlen)
+{
+	if (!strcmp(fmt, "series"))
+		return query_series_json(st, r, out, err, errlen);
+	if (!strcmp(fmt, "labels"))
+		return query_labels_json(st, r, out, err, errlen);
+	if (!strcmp(fmt, "tree"))
+		return query_tree_json(st, r, out, err, errlen);
+	return query_timeline_json(st, r, out, err, errlen);
+}
+
+/* Text of a listing, tree or timeline: its JSON, rendered (one renderer for a
+ * server's answers and the store's). */
+static int local_text(struct store *st, const struct query_request *r, const char *fmt, FILE *out,
+		      char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int ret = mem ? local_json(st, r, fmt, mem, err, errlen) : -ENOMEM;
+
+	if (mem && fclose(mem) && !ret)
+		ret = -ENOMEM;
+	if (!ret)
+		ret = query_text_render(fmt, buf, len, out, err, errlen);
+	free(buf);
+	return ret;
+}
+
+static int local_query(const struct query_args *q, FILE *out)
 {
 	struct query_request r = {
 	    .query = q->selector, .max_nodes = (size_t)q->max_nodes, .group_by = q->group_by};
@@ -225,16 +287,12 @@ static int local_query(const struct query_args *q)
 		cli_error("query", "cannot open the store in '%s': %s", q->data, err);
 		return 1;
 	}
-	if (!strcmp(q->format, "series"))
-		ret = query_series_json(st, &r, stdout, err, sizeof(err));
-	else if (!strcmp(q->format, "labels"))
-		ret = query_labels_json(st, &r, stdout, err, sizeof(err));
-	else if (!strcmp(q->format, "tree"))
-		ret = query_tree_json(st, &r, stdout, err, sizeof(err));
-	else if (!strcmp(q->format, "timeline"))
-		ret = query_timeline_json(st, &r, stdout, err, sizeof(err));
+	if (is_text_format(q->format) && q->json)
+		ret = local_json(st, &r, q->format, out, err, sizeof(err));
+	else if (is_text_format(q->format))
+		ret = local_text(st, &r, q->format, out, err, sizeof(err));
 	else
-		ret = local_profile(st, &r, q->format, err, sizeof(err));
+		ret = local_profile(st, &r, q->format, out, err, sizeof(err));
 	store__close(st);
 	if (ret)
 		cli_error("query", "%s", err[0] ? err : strerror(-ret));
@@ -243,11 +301,20 @@ static int local_query(const struct query_args *q)
 
 /* ---- against a server ---- */
 
+struct answer {
+	FILE *mem;
+	size_t len;
+};
+
+/* An answer over QUERY_TEXT_MAX_BYTES stops the transfer (curl's write error). */
 static size_t to_mem(char *p, size_t size, size_t n, void *ctx)
 {
-	FILE *f = ctx;
+	struct answer *a = ctx;
 
-	return fwrite(p, size, n, f);
+	if (n > QUERY_TEXT_MAX_BYTES - a->len)
+		return 0;
+	a->len += n;
+	return fwrite(p, size, n, a->mem);
 }
 
 /* Appends &key=escaped(value) to url when value is set. */
@@ -267,6 +334,7 @@ static void add_arg(CURL *c, char *url, size_t len, const char *key, const char 
 static CURLcode http_get(CURL *c, const struct query_args *q, const char *url, FILE *mem,
 			 long *status)
 {
+	struct answer a = {.mem = mem};
 	struct curl_slist *hdrs = NULL;
 	char auth[1100];
 	CURLcode rc;
@@ -280,7 +348,7 @@ static CURLcode http_get(CURL *c, const struct query_args *q, const char *url, F
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_mem);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
 	if (q->tls_ca)
 		curl_easy_setopt(c, CURLOPT_CAINFO, q->tls_ca);
 	rc = curl_easy_perform(c);
@@ -303,8 +371,25 @@ static int check_range(const struct query_args *q)
 	return -EINVAL;
 }
 
-static int remote_query(const struct query_args *q)
+/* The answer to out: as it is, or as text (query_text.c). 0, or 1 after an error line. */
+static int remote_output(const struct query_args *q, const char *body, size_t blen, FILE *out)
 {
+	char err[512] = "";
+
+	if (!is_text_format(q->format) || q->json) {
+		fwrite(body, 1, blen, out);
+		return 0;
+	}
+	if (query_text_render(q->format, body, blen, out, err, sizeof(err))) {
+		cli_error("query", "the server's answer: %s", err);
+		return 1;
+	}
+	return 0;
+}
+
+static int remote_query(const struct query_args *q, FILE *out)
+{
+	const char *server = q->server ? q->server : "http://127.0.0.1:4100";
 	const char *endpoint = !strcmp(q->format, "series")	? "series"
 			       : !strcmp(q->format, "labels")	? "labels"
 			       : !strcmp(q->format, "timeline") ? "timeline"
@@ -316,8 +401,9 @@ static int remote_query(const struct query_args *q)
 	long status = 0;
 	CURLcode rc = CURLE_FAILED_INIT;
 
-	snprintf(url, sizeof(url), "%s/api/%s?format=%s",
-		 q->server ? q->server : "http://127.0.0.1:4100", endpoint, q->format);
+	int ret;
+
+	snprintf(url, sizeof(url), "%s/api/%s?format=%s", server, endpoint, q->format);
 	if (c && mem) {
 		add_arg(c, url, sizeof(url), "query", q->selector);
 		add_arg(c, url, sizeof(url), "from", q->from);
@@ -330,33 +416,67 @@ static int remote_query(const struct query_args *q)
 	}
 	if (mem)
 		fclose(mem);
-	if (rc != CURLE_OK)
+	if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
+		cli_error("query",
+			  "no hearth server answers at %s (%s): start one with 'hearth run' "
+			  "(or 'hearth server'), give its address with --server URL, or read a "
+			  "data directory with --data DIR",
+			  server, curl_easy_strerror(rc));
+	else if (rc == CURLE_WRITE_ERROR)
+		cli_error("query", "the answer of %s is over %d bytes", server,
+			  QUERY_TEXT_MAX_BYTES);
+	else if (rc != CURLE_OK)
 		cli_error("query", "cannot reach %s: %s", url, curl_easy_strerror(rc));
 	else if (status != 200)
 		cli_error("query", "the server answered %ld: %.*s", status, (int)blen,
 			  body ? body : "");
-	else
-		fwrite(body, 1, blen, stdout);
+	ret = rc != CURLE_OK ? 1 : status == 400 ? EXIT_USAGE : status != 200 ? 1 : 0;
+	if (!ret)
+		ret = remote_output(q, body, blen, out);
 	free(body);
 	if (c)
 		curl_easy_cleanup(c);
-	return rc != CURLE_OK ? 1 : status == 400 ? EXIT_USAGE : status != 200 ? 1 : 0;
+	return ret;
 }
 
-int cmd_query(int argc, char **argv)
+/* Runs the query into out (stdout or -o's file). The command's exit status. */
+static int query_to(const struct query_args *q, FILE *out)
 {
-	struct query_args q = {.format = "top"};
-	int ret = parse_args(argc, argv, &q);
-
-	if (ret)
-		return ret > 0 ? 0 : EXIT_USAGE;
-	if (q.data)
-		return local_query(&q);
-	if (check_range(&q))
+	if (q->data)
+		return local_query(q, out);
+	if (check_range(q))
 		return EXIT_USAGE;
 	if (base_curl_init()) {
 		cli_error("query", "libcurl could not initialise");
 		return EXIT_FAILURE;
 	}
-	return remote_query(&q);
+	return remote_query(q, out);
+}
+
+int cmd_query(int argc, char **argv)
+{
+	struct query_args q = {.format = "top"};
+	FILE *out = stdout;
+	int ret = parse_args(argc, argv, &q);
+
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	if (!q.output && !strcmp(q.format, "pprof") && isatty(STDOUT_FILENO)) {
+		cli_error("query",
+			  "--format pprof is gzip-compressed protobuf, not for a terminal: give "
+			  "-o FILE or redirect stdout (e.g. -o cpu.pb.gz)");
+		return EXIT_USAGE;
+	}
+	if (q.output && !(out = fopen(q.output, "w"))) {
+		cli_error("query", "-o: cannot write '%s': %s", q.output, strerror(errno));
+		return EXIT_USAGE;
+	}
+	ret = query_to(&q, out);
+	if (out != stdout && fclose(out) && !ret) {
+		cli_error("query", "writing '%s' failed: %s", q.output, strerror(errno));
+		ret = 1;
+	}
+	if (ret && q.output)
+		unlink(q.output); /* no half answer left behind */
+	return ret;
 }

@@ -38,6 +38,7 @@ struct record_args {
 	long top_rows;
 	long cache_mb; /* symbolizer budget, 0 = its default */
 	bool quiet;
+	bool verbose; /* -v: the unwinder's, Python walk's and BPF program's counts too */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -80,6 +81,8 @@ static void usage(FILE *f)
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
 		"  -q, --quiet            no progress line\n"
+		"  -v, --verbose          after the summary line, the counts of the unwinder,\n"
+		"                         the Python walk and the BPF program\n"
 		"      --config FILE      settings file (default " CLI_CONFIG_DEFAULT ", if any;\n"
 		"                         flags override it; see docs/config.md)\n"
 		"      --print-config     print the effective settings and exit\n"
@@ -188,6 +191,7 @@ const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
 	{ "freq", required_argument, NULL, 'F' },	   { "duration", required_argument, NULL, 'd' },
 	{ "output", required_argument, NULL, 'o' },	   { "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },		   { "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "format", required_argument, NULL, OPT_FORMAT }, { "transfer", required_argument, NULL, OPT_TRANSFER },
 	{ "symbol-cache-mb", required_argument, NULL, OPT_CACHE },
@@ -226,6 +230,9 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 		return 0;
 	case 'q':
 		a->quiet = true;
+		return 0;
+	case 'v':
+		a->verbose = true;
 		return 0;
 	case 'h':
 		usage(stdout);
@@ -280,7 +287,7 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 	return -EINVAL;
 }
 
-#define RECORD_OPTSTRING ":ap:F:d:o:qh"
+#define RECORD_OPTSTRING ":ap:F:d:o:qvh"
 
 /* Parses argv. 0 to record, CLI_DONE after --help, -EINVAL after printing the error. */
 static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
@@ -403,15 +410,18 @@ static void append_count(char *line, size_t len, size_t *n, bool *first, uint64_
 }
 
 /*
- * The end-of-run summary on stderr, also kept as a pprof comment:
+ * The end-of-run summary, one line on stderr (as perf record's), also kept as a
+ * pprof comment:
  *   N samples, dropped N samples: N reason, ...[; N stack-id collisions resent ...]
+ * On stderr the counts after ';' (events that lost nothing) and the BPF program's
+ * run time only with verbose.
  */
 static void report_drops(struct sampler *s, struct profile *p, const struct collect_stats *cs,
-			 bool add_comment)
+			 bool add_comment, bool verbose)
 {
 	uint64_t drops[HEARTH_DROP_MAX], total = cs->dropped, run_ns, runs;
 	char line[1024];
-	size_t n;
+	size_t n, short_len;
 	bool first = true;
 
 	sampler__drops(s, drops);
@@ -425,13 +435,15 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 			append_count(line, sizeof(line), &n, &first, drops[i], sampler_drop_name(i));
 	if (cs->dropped)
 		append_count(line, sizeof(line), &n, &first, cs->dropped, "user-space table full");
+	short_len = n < sizeof(line) ? n : sizeof(line) - 1;
 	for (int i = 0; i < HEARTH_DROP_MAX; i++)
 		if (drops[i] && !sampler_drop_is_loss(i) && n < sizeof(line))
 			n += (size_t)snprintf(line + n, sizeof(line) - n, "; %llu %s",
 					      (unsigned long long)drops[i], sampler_drop_name(i));
-	fprintf(stderr, "hearth record: %s", line);
+	fprintf(stderr, "hearth record: %.*s", verbose ? (int)sizeof(line) : (int)short_len,
+		line);
 	/* Only counted while kernel.bpf_stats_enabled=1 (bench/overhead sets it). */
-	if (sampler__prog_stats(s, &run_ns, &runs) == 0 && runs > 0)
+	if (verbose && sampler__prog_stats(s, &run_ns, &runs) == 0 && runs > 0)
 		fprintf(stderr, "; BPF program: %llu runs, %llu ns", (unsigned long long)runs,
 			(unsigned long long)run_ns);
 	fputc('\n', stderr);
@@ -538,7 +550,7 @@ static int record(const struct record_args *a, FILE *out)
 	t0 = base_clock_ns(CLOCK_REALTIME);
 	m0 = base_clock_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
-	if (!a->quiet) {
+	if (a->verbose) {
 		report_unwind(s);
 		report_python(s);
 	}
@@ -553,7 +565,7 @@ static int record(const struct record_args *a, FILE *out)
 		goto cleanup;
 	}
 	collector__stats(col, &cs);
-	report_drops(s, p, &cs, a->format != FMT_TOP);
+	report_drops(s, p, &cs, a->format != FMT_TOP, a->verbose);
 	ret = write_output(a, p, out);
 	if (ret)
 		cli_error("record", "writing %s failed: %s", a->output ? a->output : "stdout",

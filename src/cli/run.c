@@ -55,7 +55,8 @@ static void usage(FILE *f)
 	    "      --transfer MODE        ringbuf (default) or map\n"
 	    "      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
 	    "      --python MODE          auto (default) or off, as in hearth record\n"
-	    "      --idle                 keep samples of idle CPUs\n"
+	    "      --idle                 keep samples of idle CPUs\n"	    "      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
+	    "                             (also one line per HTTP request)\n"
 	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
 	    "                             if any; flags override it; see docs/config.md)\n"
 	    "      --print-config         print the effective settings and exit\n"
@@ -160,13 +161,12 @@ static int run_main(struct run_args *r)
 	}
 	r->last_maintain = time(NULL);
 	__atomic_store_n(&r->srv, srv, __ATOMIC_RELEASE);
-	cli_listen_url(r->s.so.listen, server__port(srv), r->s.so.tls_cert_file != NULL, url,
-		       sizeof(url));
-	fprintf(stderr,
-		"hearth run: profiling this machine into %s; open %s\n"
-		"  e.g. curl '%s/api/profile?format=top&from=now-5m'\n"
-		"       go tool pprof -top '%s/debug/pprof/profile?seconds=5'\n",
-		r->s.store ? r->s.store : r->s.data, url, url, url);
+	cli_listen_url(r->s.so.listen, server__port(srv), r->s.so.tls_cert_file != NULL, url, sizeof(url));
+	cli_info("run",
+		 "profiling this machine into %s; open %s\n"
+		 "  e.g. curl '%s/api/profile?format=top&from=now-5m'\n"
+		 "       go tool pprof -top '%s/debug/pprof/profile?seconds=5'",
+		 r->s.store ? r->s.store : r->s.data, url, url, url);
 	printf("%s\n", url);
 	fflush(stdout);
 	ret = agent__run(ag, &cli_stop, RUN_FLUSH_S);

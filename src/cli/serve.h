@@ -24,6 +24,19 @@ int cli_read_token(const char *cmd, const char *path, char *buf, size_t len);
 void cli_sleep_unless_stopped(double seconds);
 /* "http://HOST:PORT" (https:// with tls) for a listen address and the port bound. */
 void cli_listen_url(const char *listen, int port, bool tls, char *buf, size_t len);
+/* --log-level of server, run and agent (enum server_log_level; the server's lines
+ * follow server_opts.log_level, the command's own through cli_info and
+ * cli_warn_exposed). SERVER_LOG_INFO until an option sets it. */
+extern enum server_log_level cli_log_level;
+/* --log-level error|warn|info|debug into *out and cli_log_level. 0, or -EINVAL after
+ * an error line. */
+int cli_parse_log_level(const char *cmd, const char *arg, enum server_log_level *out);
+/* A line on stderr ("hearth CMD: ...", newline added) at --log-level info and debug:
+ * the startup lines. */
+void cli_info(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Checks a --listen value as the command line is parsed, so a bad one is a usage
+ * error (exit 2) before anything starts. 0, or -EINVAL after an error line. */
+int cli_check_listen(const char *cmd, const char *listen);
 /* A loud stderr warning when listen (NULL: the default) is not loopback-only and
  * no token guards it; a note when a token does but travels without tls. */
 void cli_warn_exposed(const char *cmd, const char *listen, const char *token, bool tls);
@@ -43,8 +56,8 @@ struct cli_serve_args {
 	struct scrape *scrape;		  /* its scraper, from cli_serve_open to cli_serve_close */
 };
 /* One option of the server family (--data --store --listen --retention --auth-token-file
- * --max-body-mb --max-series --max-disk --web-dir --scrape-config --tls-cert --tls-key).
- * 0 taken, 1 not a server option, -EINVAL after an error. */
+ * --max-body-mb --max-series --max-disk --web-dir --scrape-config --tls-cert --tls-key
+ * --log-level). 0 taken, 1 not a server option, -EINVAL after an error. */
 int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a);
 /* After the options: refuses what does not go together (--max-disk with a
  * ClickHouse --store). 0, or -EINVAL after an error line. */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -104,9 +105,47 @@ void cli_listen_url(const char *listen, int port, bool tls, char *buf, size_t le
 		snprintf(buf, len, "%s://%.*s:%d", scheme, hl, listen, port);
 }
 
+enum server_log_level cli_log_level = SERVER_LOG_INFO;
+
+int cli_parse_log_level(const char *cmd, const char *arg, enum server_log_level *out)
+{
+	enum server_log_level l = server_log_level_of(arg);
+
+	if (!l) {
+		cli_error(cmd, "--log-level: unknown level '%s' (error, warn, info, debug)", arg);
+		return -EINVAL;
+	}
+	*out = cli_log_level = l;
+	return 0;
+}
+
+void cli_info(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cli_log_level < SERVER_LOG_INFO)
+		return;
+	fprintf(stderr, "hearth %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_check_listen(const char *cmd, const char *listen)
+{
+	if (!server_listen_check(listen))
+		return 0;
+	cli_error(cmd,
+		  "--listen: '%s' is not HOST:PORT with a port from 0 to 65535 (e.g. "
+		  "127.0.0.1:4100, [::1]:4100, 0.0.0.0:4100)",
+		  listen);
+	return -EINVAL;
+}
+
 void cli_warn_exposed(const char *cmd, const char *listen, const char *token, bool tls)
 {
-	if (server_listen_is_loopback(listen))
+	if (server_listen_is_loopback(listen) || cli_log_level < SERVER_LOG_WARN)
 		return;
 	if (token && !tls)
 		fprintf(stderr,
@@ -141,7 +180,7 @@ int cli_private_dir(const char *cmd, const char *dir)
 			  (unsigned)(st.st_mode & 0777), strerror(errno));
 		return -errno;
 	}
-	fprintf(stderr, "hearth %s: made '%s' private: mode %03o, was %03o\n", cmd, dir,
-		(unsigned)(st.st_mode & 0700), (unsigned)(st.st_mode & 0777));
+	cli_info(cmd, "made '%s' private: mode %03o, was %03o", dir, (unsigned)(st.st_mode & 0700),
+		 (unsigned)(st.st_mode & 0777));
 	return 0;
 }

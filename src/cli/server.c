@@ -58,7 +58,8 @@ static void usage(FILE *f)
 	    "                             into hearth (for UI development; no dotfiles, no\n"
 	    "                             symlinks out of DIR)\n"
 	    "      --scrape-config FILE   also pull profiles from Go /debug/pprof endpoints,\n"
-	    "                             as Parca and Prometheus do (YAML; docs/scrape.md)\n"
+	    "                             as Parca and Prometheus do (YAML; docs/scrape.md)\n"	    "      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
+	    "                             (also one line per HTTP request)\n"
 	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
 	    "                             if any; flags override it; see docs/config.md)\n"
 	    "      --print-config         print the effective settings and exit\n"
@@ -78,6 +79,7 @@ enum {
 	OPT_MAX_DISK,
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
+	OPT_LOG_LEVEL,
 };
 
 const struct option cli_serve_long_opts[] = {
@@ -93,6 +95,7 @@ const struct option cli_serve_long_opts[] = {
     {"max-disk", required_argument, NULL, OPT_MAX_DISK},
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -175,6 +178,8 @@ int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serv
 		a->store = arg;
 		return 0;
 	case OPT_LISTEN:
+		if (cli_check_listen(cmd, arg))
+			return -EINVAL;
 		a->so.listen = arg;
 		return 0;
 	case OPT_RETENTION:
@@ -221,6 +226,8 @@ int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serv
 		}
 		*(c == OPT_TLS_CERT ? &a->so.tls_cert_file : &a->so.tls_key_file) = arg;
 		return 0;
+	case OPT_LOG_LEVEL:
+		return cli_parse_log_level(cmd, arg, &a->so.log_level);
 	case OPT_WEB_DIR:
 		if (stat(arg, &sb) || !S_ISDIR(sb.st_mode)) {
 			cli_error(cmd, "--web-dir: '%s' is not a directory", arg);
@@ -388,10 +395,10 @@ int cmd_server(int argc, char **argv)
 
 	cli_listen_url(a.so.listen, server__port(srv), a.so.tls_cert_file != NULL, url,
 		       sizeof(url));
-	fprintf(stderr, "hearth server: serving %s on %s\n", a.store ? a.store : a.data, url);
+	cli_info("server", "serving %s on %s", a.store ? a.store : a.data, url);
 	if (a.scrape)
-		fprintf(stderr, "hearth server: scraping %zu targets (%s/api/targets)\n",
-			scrape__n_targets(a.scrape), url);
+		cli_info("server", "scraping %zu targets (%s/api/targets)",
+			 scrape__n_targets(a.scrape), url);
 	while (!cli_stop) {
 		cli_sleep_unless_stopped(MAINTAIN_EVERY_S);
 		if (!cli_stop)

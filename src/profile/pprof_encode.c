@@ -12,7 +12,13 @@
  *     and its period type instead, and one value per sample, so `pprof -top`
  *     shows bytes or counts, not "samples";
  *   - mapping.has_functions set when any location on it is symbolized: pprof then
- *     does not try to symbolize that mapping again from local binaries.
+ *     does not try to symbolize that mapping again from local binaries;
+ *   - the first mapping is what pprof names the profile after ("File: " of its
+ *     reports: mapping[0], after its own guess moved the first mapping that is
+ *     neither a "*.so*" nor "[...]" there). A profile of several processes gets a
+ *     mapping of no addresses first, named "N processes", rather than one of their
+ *     libraries or programs; one of a single process gets its program's mapping
+ *     first when the "process" label names it (enc_order_mappings).
  */
 #include "profile_impl.h"
 
@@ -36,7 +42,102 @@ struct enc {
 	char tf[PROFILE_TYPE_FIELDS][PROFILE_TYPE_FIELD_MAX];
 	int64_t sid_tf[PROFILE_TYPE_FIELDS];
 	size_t n_values;
+	/* mapping order (enc_order_mappings): the model's mapping `first` goes first
+	 * (swapped with the model's first), or with `n_procs` >= 2 a mapping of no
+	 * addresses named "N processes" comes first and every model id moves up one */
+	uint64_t first;
+	size_t n_procs;
+	char procs_name[32];
 };
+
+/* The output id of the model's mapping id (0: none stays 0). */
+static uint64_t enc_mapping_id(const struct enc *e, uint64_t id)
+{
+	if (!id)
+		return 0;
+	if (e->n_procs >= 2)
+		return id + 1;
+	if (e->first && id == e->first)
+		return 1;
+	if (e->first && id == 1)
+		return e->first;
+	return id;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A process's key in sample ps: its pid label, else its "process" name's string id;
+ * -1 without either. */
+static int64_t enc_process_key(const struct enc *e, const struct profile_sample *ps,
+			       const char **name)
+{
+	int64_t key = -1;
+
+	for (size_t i = 0; i < ps->n_labels; i++) {
+		const struct profile_label *l = &ps->labels[i];
+
+		if (!strcmp(l->key, PROFILE_LABEL_PID) && !l->str)
+			key = l->num;
+		else if (!strcmp(l->key, PROFILE_LABEL_PROCESS) && l->str) {
+			*name = l->str;
+			if (key < 0)
+				key = INT64_MIN + profile__string_id(e->p, l->str);
+		}
+	}
+	return key;
+}
+
+/* The model's mapping whose file's base name is name (a comm name cut at 15
+ * characters matches a longer one); 0 when none. */
+static uint64_t enc_mapping_named(const struct enc *e, const char *name)
+{
+	size_t n = profile__n_mappings(e->p), len = strlen(name);
+	struct profile_mapping pm;
+
+	for (uint64_t id = 1; len && id <= n; id++) {
+		const char *base;
+
+		if (profile__get_mapping(e->p, id, &pm) || pm.is_kernel)
+			continue;
+		base = strrchr(pm.file, '/') ? strrchr(pm.file, '/') + 1 : pm.file;
+		if (!strcmp(base, name) || (len == 15 && !strncmp(base, name, len)))
+			return id;
+	}
+	return 0;
+}
+
+/* Counts the processes of the samples (distinct pids, or process names without
+ * pids) and picks the mapping order above. 0 or -ENOMEM. */
+static int enc_order_mappings(struct enc *e)
+{
+	size_t n = profile__n_samples(e->p), k = 0;
+	int64_t *keys = n ? base_arena__alloc(&e->a, n, sizeof(*keys)) : NULL;
+	const char *name = NULL;
+	struct profile_sample ps;
+
+	if (n && !keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int64_t key = profile__sample(e->p, i, &ps) ? -1 : enc_process_key(e, &ps, &name);
+
+		if (key != -1)
+			keys[k++] = key;
+	}
+	if (k)
+		qsort(keys, k, sizeof(*keys), cmp_i64);
+	for (size_t i = 0; i < k; i++)
+		e->n_procs += i == 0 || keys[i] != keys[i - 1];
+	if (e->n_procs >= 2)
+		snprintf(e->procs_name, sizeof(e->procs_name), "%zu processes", e->n_procs);
+	else if (e->n_procs == 1 && name)
+		e->first = enc_mapping_named(e, name);
+	return 0;
+}
 
 /* String id of s in the output table, appending it after the model's strings. */
 static int64_t enc_extra_string(struct enc *e, const char *s)
@@ -58,7 +159,7 @@ static int enc_strings(struct enc *e)
 	size_t n = profile__n_strings(e->p);
 
 	/* borrowed: the model's strings live until the message is packed */
-	e->msg.string_table = base_arena__alloc(&e->a, n + 4 + PROFILE_TYPE_FIELDS, sizeof(char *));
+	e->msg.string_table = base_arena__alloc(&e->a, n + 5 + PROFILE_TYPE_FIELDS, sizeof(char *));
 	if (!e->msg.string_table)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
@@ -135,7 +236,7 @@ static void enc_mapping_flags(struct enc *e, Perftools__Profiles__Mapping *maps)
 
 		if (profile__get_location(e->p, id, &loc) || !loc.mapping_id)
 			continue;
-		m = &maps[loc.mapping_id - 1];
+		m = &maps[enc_mapping_id(e, loc.mapping_id) - 1];
 		m->has_functions |= loc.n_lines > 0;
 		m->has_inline_frames |= loc.n_lines > 1;
 		for (size_t i = 0; i < loc.n_lines; i++) {
@@ -148,25 +249,33 @@ static void enc_mapping_flags(struct enc *e, Perftools__Profiles__Mapping *maps)
 
 static int enc_mappings(struct enc *e)
 {
-	size_t n = profile__n_mappings(e->p);
+	size_t n_model = profile__n_mappings(e->p), extra = e->n_procs >= 2, n = n_model + extra;
 	Perftools__Profiles__Mapping *maps = base_arena__alloc(&e->a, n, sizeof(*maps));
 	struct profile_mapping pm;
 
 	e->msg.mapping = base_arena__alloc(&e->a, n, sizeof(*e->msg.mapping));
 	if (n && (!maps || !e->msg.mapping))
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		Perftools__Profiles__Mapping *m = &maps[i];
+	if (extra) { /* "N processes": no addresses, nothing for pprof to symbolize */
+		perftools__profiles__mapping__init(&maps[0]);
+		maps[0].id = 1;
+		maps[0].filename = enc_extra_string(e, e->procs_name);
+		maps[0].has_functions = true;
+		e->msg.mapping[0] = &maps[0];
+	}
+	for (size_t i = 0; i < n_model; i++) {
+		uint64_t id = enc_mapping_id(e, i + 1);
+		Perftools__Profiles__Mapping *m = &maps[id - 1];
 
 		perftools__profiles__mapping__init(m);
 		if (profile__get_mapping(e->p, i + 1, &pm) ||
 		    profile__mapping_sids(e->p, i + 1, &m->filename, &m->build_id))
 			return -EINVAL;
-		m->id = i + 1;
+		m->id = id;
 		m->memory_start = pm.start;
 		m->memory_limit = pm.limit;
 		m->file_offset = pm.offset;
-		e->msg.mapping[i] = m;
+		e->msg.mapping[id - 1] = m;
 	}
 	enc_mapping_flags(e, maps);
 	e->msg.n_mapping = n;
@@ -230,7 +339,7 @@ static int enc_locations(struct enc *e)
 		if (profile__get_location(e->p, i + 1, &loc))
 			return -EINVAL;
 		locs[i].id = i + 1;
-		locs[i].mapping_id = loc.mapping_id;
+		locs[i].mapping_id = enc_mapping_id(e, loc.mapping_id);
 		locs[i].address = loc.address;
 		err = enc_lines(e, &locs[i], &loc);
 		if (err)
@@ -340,6 +449,8 @@ static int enc_build(struct enc *e)
 {
 	int err = enc_strings(e);
 
+	if (!err)
+		err = enc_order_mappings(e);
 	if (!err)
 		err = enc_header(e);
 	if (!err)

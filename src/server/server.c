@@ -50,13 +50,27 @@ static int64_t mono_ns(void)
 	return base_clock_ns(CLOCK_MONOTONIC);
 }
 
+enum server_log_level server_log_level_of(const char *name)
+{
+	static const char *const names[] = {"error", "warn", "info", "debug"};
+
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return (enum server_log_level)(SERVER_LOG_ERROR + i);
+	return SERVER_LOG_DEFAULT;
+}
+
 void server_log(struct server *s, const char *level, const char *fmt, ...)
 {
+	enum server_log_level want = s->opts.log_level ? s->opts.log_level : SERVER_LOG_INFO;
+	enum server_log_level at = server_log_level_of(level);
 	char ts[32];
 	time_t now = time(NULL);
 	struct tm tm;
 	va_list ap;
 
+	if (at > want) /* an unknown level (0) is always written */
+		return;
 	gmtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	flockfile(s->log);
@@ -451,13 +465,22 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	/* the path comes %-decoded: a "%0A" in it must not start a line of its own */
 	log_escape(r->method, false, method, sizeof(method), 15);
 	log_escape(r->url, false, path, sizeof(path), SERVER_LOG_PATH_MAX);
-	if (r->status >= 400 || !r->status)
+	/* one line per request at debug only (hundreds a minute from one open UI);
+	 * what the operator must see — the server's faults, a body past its deadline
+	 * — at warn (server.h, enum server_log_level) */
+	if (r->status >= 500 || (!r->status && toe != MHD_REQUEST_TERMINATED_CLIENT_ABORT &&
+				 toe != MHD_REQUEST_TERMINATED_TIMEOUT_REACHED))
 		server_log(s, "warn",
 			   "method=%s path=%s status=%u dur_ms=%.1f bytes_in=%zu error=\"%s\"",
 			   method, path, r->status, (double)(mono_ns() - r->t0) / 1e6, r->len,
 			   log_escape(r->error, true, error, sizeof(error), sizeof(r->error)));
+	else if (r->status >= 400 || !r->status)
+		server_log(s, "debug",
+			   "method=%s path=%s status=%u dur_ms=%.1f bytes_in=%zu error=\"%s\"",
+			   method, path, r->status, (double)(mono_ns() - r->t0) / 1e6, r->len,
+			   log_escape(r->error, true, error, sizeof(error), sizeof(r->error)));
 	else
-		server_log(s, "info",
+		server_log(s, "debug",
 			   "method=%s path=%s status=%u dur_ms=%.1f bytes_in=%zu bytes_out=%zu",
 			   method, path, r->status, (double)(mono_ns() - r->t0) / 1e6, r->len,
 			   r->bytes_out);
@@ -503,6 +526,14 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen
 	if (!strcmp(host, "localhost"))
 		snprintf(host, sizeof(host), "127.0.0.1");
 	return inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &a4->sin_addr) == 1 ? 0 : -EINVAL;
+}
+
+int server_listen_check(const char *listen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+
+	return listen ? parse_listen(listen, &ss, &sl) : 0;
 }
 
 bool server_listen_is_loopback(const char *listen)

@@ -89,6 +89,23 @@ typedef int (*server_live_fn)(void *ctx, double seconds, struct profile **out);
 /* Extra Prometheus text appended to /metrics (the agent's own counters). */
 typedef void (*server_metrics_fn)(void *ctx, FILE *f);
 
+/*
+ * --log-level: a log line is written when its level is at or under the one set.
+ * error: failures only; warn: and what the operator should look at (a 5xx, a
+ * request cut off by its deadline); info (the default, 0): and the startup lines;
+ * debug: and one line per HTTP request (status, duration, bytes; a client's 4xx
+ * too: the client got the message).
+ */
+enum server_log_level {
+	SERVER_LOG_DEFAULT = 0, /* SERVER_LOG_INFO */
+	SERVER_LOG_ERROR,
+	SERVER_LOG_WARN,
+	SERVER_LOG_INFO,
+	SERVER_LOG_DEBUG,
+};
+/* "error", "warn", "info" or "debug" as a level; 0 for anything else. */
+enum server_log_level server_log_level_of(const char *name);
+
 struct server_opts {
 	const char *listen;	/* "HOST:PORT" (port 0 picks a free one); NULL = 127.0.0.1:4100 */
 	const char *auth_token; /* bearer token required on everything but /healthz; NULL = none */
@@ -98,6 +115,7 @@ struct server_opts {
 	server_metrics_fn metrics; /* optional */
 	void *ctx;		   /* for live and metrics */
 	FILE *log;		   /* structured log lines (NULL = stderr) */
+	enum server_log_level log_level; /* which lines; 0 = SERVER_LOG_INFO */
 	const char *web_dir;	   /* serve the web UI from here, not the embedded copy; NULL */
 	struct scrape *scrape;	   /* borrowed; NULL: no scrape config (/api/targets empty) */
 	/* HTTPS (libmicrohttpd with GnuTLS): a PEM certificate (chain) and its private key
@@ -136,6 +154,10 @@ void server__count_ingest(struct server *s, int64_t samples);
 
 /* The memory budget of decoding a body of body_len bytes (see SERVER_MEM_BASE). */
 size_t server_memory_budget(size_t body_len);
+/* Whether a --listen address is one server__start takes: HOST:PORT with an IPv4
+ * address, [IPv6], "localhost" or nothing as HOST and a port from 0 to 65535;
+ * NULL (the default) is. 0 or -EINVAL. */
+int server_listen_check(const char *listen);
 /* Whether a --listen address ("HOST:PORT") is loopback only (127.0.0.0/8, ::1,
  * localhost); false for every-address binds (":4100", "0.0.0.0:…", "[::]:…") and
  * for anything unparsable. */

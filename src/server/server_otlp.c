@@ -396,12 +396,12 @@ static enum MHD_Result handle(struct server *s, struct server_req *r, bool json)
 		server__count_ingest(s, samples);
 		__atomic_add_fetch(&s->metrics.ingested_bytes, r->len, __ATOMIC_RELAXED);
 		if (b.dec.frames_symbolized || b.dec.frames_unsymbolized)
-			server_log(s, "info",
+			server_log(s, "debug",
 				   "otlp: %" PRIu64 " native frames symbolized, %" PRIu64
 				   " left as module+offset",
 				   b.dec.frames_symbolized, b.dec.frames_unsymbolized);
 		if (b.dec.empty)
-			server_log(s, "info",
+			server_log(s, "debug",
 				   "otlp: %" PRIu64 " profiles without samples skipped, %zu stored",
 				   b.dec.empty, b.dec.n_series);
 		ret = reply(r, &b.dec, json);

@@ -28,7 +28,7 @@ bad() { # name, want status, message substring, path, curl args...
 }
 bad render_no_query 400 "missing 'query'" /pyroscope/render
 bad render_bad_selector 400 "" /pyroscope/render --data-urlencode "query=$CPU{service_name=}"
-bad render_bad_from 400 "" /pyroscope/render --data-urlencode "query=$CPU{}" --data-urlencode from=yesterday
+bad render_bad_from 400 "from" /pyroscope/render --data-urlencode "query=$CPU{}" --data-urlencode from=noon
 bad render_bad_max_nodes 400 "max-nodes" /pyroscope/render --data-urlencode "query=$CPU{}" --data-urlencode max-nodes=0
 bad render_bad_format 400 "format" /pyroscope/render --data-urlencode "query=$CPU{}" --data-urlencode format=pprof
 bad render_diff_no_right 400 "missing 'rightQuery'" /pyroscope/render-diff --data-urlencode "leftQuery=$CPU{}"

@@ -29,7 +29,8 @@ ln -s "$T/outside/secret.txt" "$T/web/leak.txt"
 ln -s "$T/outside" "$T/web/sub/out"
 ln -s "$T/web/index.html" "$T/web/alias.html" # inside: still served
 mkdir -p "$T/old" && chmod 755 "$T/old"       # a data directory from before
-start_hearth "$T/s.log" server --data "$T/new/data" --listen 127.0.0.1:0 --web-dir "$T/web" &&
+start_hearth "$T/s.log" server --data "$T/new/data" --listen 127.0.0.1:0 --web-dir "$T/web" \
+	--log-level debug &&
 	U=$HURL || { fail server_start "$(cat "$T/s.log")"; finish; }
 modes="$(stat -c %a "$T/new/data") $(stat -c %a "$T/new/data/hearth.db")"
 if [ "$modes" = "700 600" ]; then

@@ -12,7 +12,7 @@ need_root unwind_dwarf
 
 DEPTH=221 # descend(220) .. descend(0)
 pid=$(start_workload "$W/deepcfi" 20)
-"$HEARTH" record -p "$pid" -F 499 -d 4 --unwind dwarf -o "$T/dwarf.folded" 2> "$T/err.txt"
+"$HEARTH" record -v -p "$pid" -F 499 -d 4 --unwind dwarf -o "$T/dwarf.folded" 2> "$T/err.txt"
 rc=$?
 "$HEARTH" record -p "$pid" -F 499 -d 3 --unwind fp -q -o "$T/fp.folded" 2>> "$T/err.txt"
 rc_fp=$?

@@ -25,7 +25,7 @@ if ! mkdir "$cg" 2> /dev/null; then
 	fail unwind_first "cannot create a cgroup v2 directory under $cg2"
 	finish
 fi
-"$HEARTH" record --cgroup "$cg" -F 999 -d 9 -o "$T/first.folded" 2> "$T/err" &
+"$HEARTH" record -v --cgroup "$cg" -F 999 -d 9 -o "$T/first.folded" 2> "$T/err" &
 rec=$!
 BG_PIDS+=($rec)
 wait_for 20 sampling "$rec" || { fail unwind_first "hearth record not sampling after 20 s: $(cat "$T/err")"; finish; }
