@@ -15,10 +15,11 @@
  *
  * Series identity (docs/storage.md, "Series identity"): a sample's process is
  * its executable's basename (not the 15-byte comm: "clickhouse-serv"), which
- * with exe, container and unit makes its series; pid and tid are no series
- * labels (one series per pid made 871 series in 5 minutes of a busy host) but
- * a task location at the root end of its stack (PROFILE_TASK_MAPPING), which
- * the query layer strips, filters (pid="…") and groups by.
+ * with exe, container and unit makes its series; pid, tid and the thread's comm
+ * are no series labels (one series per pid made 871 series in 5 minutes of a
+ * busy host); pid and tid become a task location at the root end of its
+ * stack (PROFILE_TASK_MAPPING), which the query layer strips, filters
+ * (pid="…") and groups by.
  */
 #include "agent_impl.h"
 #include "base/base.h"
@@ -167,8 +168,8 @@ static int task_stack(struct relabel *r, const struct profile_sample *s, struct 
 	return 0;
 }
 
-/* Copies one sample: comm kept, process named after the executable, exe/container/unit
- * added, pid and tid moved into the stack's task location. */
+/* Copies one sample: process named after the executable, exe/container/unit added,
+ * pid and tid moved into the stack's task location, comm dropped. */
 static int copy_sample(struct relabel *r, const struct profile_sample *s, struct profile *dst)
 {
 	struct profile_label labels[8];
@@ -187,6 +188,8 @@ static int copy_sample(struct relabel *r, const struct profile_sample *s, struct
 			pid = s->labels[i].num;
 			continue;
 		}
+		if (!strcmp(s->labels[i].key, PROFILE_LABEL_COMM))
+			continue; /* a thread's name: a series per thread name */
 		if (!strcmp(s->labels[i].key, PROFILE_LABEL_PROCESS))
 			at_process = n;
 		labels[n++] = s->labels[i];

@@ -47,19 +47,20 @@
 #define INGEST_KERNEL_LABEL PROFILE_LABEL_KERNEL
 /*
  * Per-sample labels of hearth's agent that become series labels; other sample
- * labels are dropped: pid and tid (a series per process or thread; the agent
- * keeps them in each stack's task location, PROFILE_TASK_MAPPING) and comm
- * (a thread's name). Stores written before issue 30 hold pid and comm as
- * series labels too; queries still match and group by them.
+ * labels are dropped (e.g. tid, which would make a series per thread). Since
+ * issue 30 hearth's agent sends neither pid nor comm (a series per process or
+ * thread name): it keeps pid and tid in each stack's task location
+ * (PROFILE_TASK_MAPPING); a pushed profile's pid and comm (OTLP's process.pid,
+ * thread.name) still become series labels, as in stores written before.
  * ingest_sample_labels holds the same names, NULL-terminated (the store's
  * store_opts.sample_labels).
  */
 #define INGEST_SAMPLE_LABELS                                                                       \
 	{                                                                                          \
-		PROFILE_LABEL_PROCESS, PROFILE_LABEL_EXE, PROFILE_LABEL_CONTAINER,                 \
-		    PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL                                       \
+		PROFILE_LABEL_PID, PROFILE_LABEL_COMM, PROFILE_LABEL_PROCESS, PROFILE_LABEL_EXE,   \
+		    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL              \
 	}
-#define INGEST_N_SAMPLE_LABELS 5
+#define INGEST_N_SAMPLE_LABELS 7
 extern const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1];
 
 /* Most series labels a request may carry (name=APP{...} plus the profile's own). */
