@@ -618,6 +618,8 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	}
 	if (!e) {
 		*out = profile__new(period_of(&m));
+		if (*out) /* named as tree/top/diff name them (query_stacks) */
+			profile__set_group_unnamed(*out, !q->expand_unnamed);
 		e = *out ? build(s, &m, *out) : -ENOMEM;
 	}
 	if (!e)
