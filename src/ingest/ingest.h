@@ -47,7 +47,11 @@
 #define INGEST_KERNEL_LABEL PROFILE_LABEL_KERNEL
 /*
  * Per-sample labels of hearth's agent that become series labels; other sample
- * labels are dropped (e.g. tid, which would make a series per thread).
+ * labels are dropped (e.g. tid, which would make a series per thread). Since
+ * issue 30 hearth's agent sends neither pid nor comm (a series per process or
+ * thread name): it keeps pid and tid in each stack's task location
+ * (PROFILE_TASK_MAPPING); a pushed profile's pid and comm (OTLP's process.pid,
+ * thread.name) still become series labels, as in stores written before.
  * ingest_sample_labels holds the same names, NULL-terminated (the store's
  * store_opts.sample_labels).
  */

@@ -45,6 +45,34 @@ static const char *function_name(const struct profile *p, uint64_t function_id)
 	return f.system_name[0] ? f.system_name : NULL;
 }
 
+/*
+ * Whether name is what the collector calls an unnamed frame of object obj (the
+ * mapping file's basename): "OBJ+0x" then hex digits only (src/collect,
+ * unresolved_location). A real function name never has that shape: it would
+ * have to start with the object's file name.
+ */
+static bool unnamed_of(const char *name, const char *obj)
+{
+	size_t n = strlen(obj);
+	const char *h = name + n + 3;
+
+	if (!n || strncmp(name, obj, n) || strncmp(name + n, "+0x", 3) || !*h)
+		return false;
+	return h[strspn(h, "0123456789abcdef")] == '\0';
+}
+
+/* The grouped name of an unnamed frame (profile__set_group_unnamed). */
+static const char *grouped_name(const struct profile_mapping *m, const char *suffix, char *buf,
+				size_t len)
+{
+	if (m && m->file[0])
+		snprintf(buf, len, "%s" PROFILE_NO_SYMBOLS_SUFFIX "%s", basename_of(m->file),
+			 suffix);
+	else
+		snprintf(buf, len, "[unknown]%s", suffix);
+	return buf;
+}
+
 const char *profile__frame_name_ex(const struct profile *p, const struct profile_location *loc,
 				   size_t line, bool inline_suffix, char *buf, size_t len)
 {
@@ -58,9 +86,15 @@ const char *profile__frame_name_ex(const struct profile *p, const struct profile
 	if (line < loc->n_lines)
 		name = function_name(p, loc->lines[line].function_id);
 	if (!name) {
+		if (profile__groups_unnamed(p))
+			return grouped_name(has_map ? &m : NULL, ksuf, buf, len);
 		address_name(loc, has_map ? &m : NULL, ksuf, buf, len);
 		return buf;
 	}
+	if (profile__groups_unnamed(p) &&
+	    ((has_map && m.file[0] && unnamed_of(name, basename_of(m.file))) ||
+	     (!strncmp(name, "[unknown] 0x", 12) && !has_map)))
+		return grouped_name(has_map ? &m : NULL, ksuf, buf, len);
 	/* kernel first, then inline: "foo_[k]_[i]", as stackcollapse-perf.pl does */
 	snprintf(buf, len, "%s%s%s", name, ksuf,
 		 inline_suffix && line + 1 < loc->n_lines ? PROFILE_INLINE_SUFFIX : "");

@@ -84,7 +84,18 @@ struct profile {
 	uint64_t *room; /* the last profile__sample_locs_room, until a sample is appended */
 	size_t room_n;
 	struct label_cache lc;
+	bool group_unnamed; /* profile__set_group_unnamed */
 };
+
+void profile__set_group_unnamed(struct profile *p, bool on)
+{
+	p->group_unnamed = on;
+}
+
+bool profile__groups_unnamed(const struct profile *p)
+{
+	return p->group_unnamed;
+}
 
 size_t profile__bytes(const struct profile *p)
 {

@@ -22,6 +22,20 @@
 #define PROFILE_KERNEL_MAPPING "[kernel.kallsyms]"
 /* Name of the pseudo-mapping Python frames live under (docs/python.md). */
 #define PROFILE_PYTHON_MAPPING "[python]"
+/*
+ * Name of the pseudo-mapping of a stack's task location: hearth's agent ends
+ * every stack (root side) with one location in it whose address is
+ * PROFILE_TASK_ADDR(pid, tid) and which has no lines, so that pid and tid live
+ * inside the profile without making a series per process (docs/storage.md,
+ * "Series identity"). The query layer strips it, filters and groups by it.
+ */
+#define PROFILE_TASK_MAPPING	 "[task]"
+#define PROFILE_TASK_ADDR(pid, tid) ((uint64_t)(pid) << 32 | (uint32_t)(tid))
+#define PROFILE_TASK_PID(addr)	 ((uint32_t)((addr) >> 32))
+#define PROFILE_TASK_TID(addr)	 ((uint32_t)(addr))
+/* Suffix of the one frame that stands for all of an object's unnamed code
+ * (profile__set_group_unnamed): "liblzma.so.5 [no symbols]". */
+#define PROFILE_NO_SYMBOLS_SUFFIX " [no symbols]"
 /* Suffix folded/SVG/top output adds to kernel frames (flamegraph.pl convention). */
 #define PROFILE_KERNEL_SUFFIX "_[k]"
 /* Suffix folded/SVG/top output adds to frames that were inlined into their caller. */
@@ -218,6 +232,14 @@ int64_t profile__total(const struct profile *p, int i);
  */
 const char *profile__frame_name(const struct profile *p, const struct profile_location *loc,
 				size_t line, char *buf, size_t len);
+/*
+ * on: profile__frame_name names every unnamed frame of an object ("OBJ+0x1f0",
+ * whether the collector named it so or it has no line at all) as one,
+ * "OBJ" PROFILE_NO_SYMBOLS_SUFFIX, and a frame with neither name nor mapping
+ * "[unknown]": one row per object in a flame graph or top table instead of one
+ * per address. Off (the default) keeps the addresses.
+ */
+void profile__set_group_unnamed(struct profile *p, bool on);
 
 /*
  * Deepest stack kept at ingest, for every input format (pprof, folded, lines):

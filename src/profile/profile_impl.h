@@ -38,6 +38,8 @@ int profile__mapping_sids(const struct profile *p, uint64_t id, int64_t *file, i
 int profile__function_sids(const struct profile *p, uint64_t id, int64_t sids[3]);
 /* Comment i as a string id. */
 int64_t profile__comment_sid(const struct profile *p, size_t i);
+/* Whether profile__set_group_unnamed is on. */
+bool profile__groups_unnamed(const struct profile *p);
 /* Display name of a frame; inline_suffix false leaves PROFILE_INLINE_SUFFIX off
  * (top counts an inlined function under its own name, like pprof). */
 const char *profile__frame_name_ex(const struct profile *p, const struct profile_location *loc,

@@ -618,6 +618,8 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
 	}
 	if (!e) {
 		*out = profile__new(period_of(&m));
+		if (*out) /* named as tree/top/diff name them (query_stacks) */
+			profile__set_group_unnamed(*out, !q->expand_unnamed);
 		e = *out ? build(s, &m, *out) : -ENOMEM;
 	}
 	if (!e)
@@ -644,6 +646,11 @@ int query_profile(struct store *s, const struct query_request *q, struct profile
  * Rows summed per store stack id: pos[stack id] is 1 + the stack's index in
  * first-seen order (0: not seen). Stack ids are dense (1..n), so an array indexed by id
  * of 4 bytes per stack of the store beats a hash table: no probing, no key.
+ *
+ * A request that groups (group_by) or names pid/tid sums by (group, stack)
+ * instead, through a hash map (keyed): a row's group is its series' value of
+ * the group label, and whether the series lacks a pid/tid a matcher names
+ * (deferred: its stacks are judged by their task locations, query_selector__match_task).
  */
 struct stack_agg {
 	uint32_t *pos;
@@ -651,6 +658,15 @@ struct stack_agg {
 	uint64_t *ids;
 	int64_t (*v)[PROFILE_N_VALUES];
 	size_t n, cap_ids, cap_v;
+	/* keyed only */
+	bool keyed;
+	const struct selection *sl;   /* borrowed */
+	const uint32_t *series_group; /* per selected series: a group name id */
+	const bool *series_deferred;  /* per selected series */
+	struct base_hmap map;	      /* (group, stack) -> index */
+	uint32_t *group;	      /* per entry */
+	bool *deferred;		      /* per entry */
+	size_t cap_group, cap_deferred;
 };
 
 static int agg_grow_pos(struct stack_agg *a, uint64_t id)
@@ -661,10 +677,62 @@ static int agg_grow_pos(struct stack_agg *a, uint64_t id)
 	return 0;
 }
 
+/* A new entry for stack id, in group g; its index. */
+static int agg_new(struct stack_agg *a, uint64_t id, uint32_t g, bool deferred, size_t *k)
+{
+	if (a->n >= UINT32_MAX - 1 ||
+	    base_grow((void **)&a->ids, &a->cap_ids, a->n + 1, sizeof(*a->ids)) ||
+	    base_grow((void **)&a->v, &a->cap_v, a->n + 1, sizeof(*a->v)) ||
+	    base_grow((void **)&a->group, &a->cap_group, a->n + 1, sizeof(*a->group)) ||
+	    base_grow((void **)&a->deferred, &a->cap_deferred, a->n + 1, sizeof(*a->deferred)))
+		return -ENOMEM;
+	a->ids[a->n] = id;
+	a->v[a->n][0] = a->v[a->n][1] = 0;
+	a->group[a->n] = g;
+	a->deferred[a->n] = deferred;
+	*k = a->n++;
+	return 0;
+}
+
+struct agg_key {
+	uint64_t stack;
+	uint32_t group;
+};
+
+static bool agg_key_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct stack_agg *a = ctx;
+	const struct agg_key *k = key;
+
+	return a->ids[idx] == k->stack && a->group[idx] == k->group;
+}
+
+static int on_keyed_rows(struct stack_agg *a, const struct store_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t s = find_series(a->sl, rows[i].series_id), k;
+		struct agg_key key = {rows[i].stack_id, s < a->sl->n ? a->series_group[s] : 0};
+		bool d = s < a->sl->n && a->series_deferred[s];
+		uint64_t h = base_hash_u64(base_hash_u64(BASE_HASH_SEED, key.stack), key.group);
+
+		if ((k = base_hmap__find(&a->map, h, agg_key_eq, a, &key)) == SIZE_MAX) {
+			if (agg_new(a, key.stack, key.group, d, &k) ||
+			    base_hmap__insert(&a->map, h, k))
+				return -ENOMEM;
+		}
+		a->deferred[k] |= d;
+		for (int j = 0; j < PROFILE_N_VALUES; j++)
+			a->v[k][j] = base_sat_add(a->v[k][j], rows[i].values[j]);
+	}
+	return 0;
+}
+
 static int on_stack_rows(void *ctx, const struct store_row *rows, size_t n)
 {
 	struct stack_agg *a = ctx;
 
+	if (a->keyed)
+		return on_keyed_rows(a, rows, n);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t id = rows[i].stack_id;
 		uint32_t k;
@@ -672,13 +740,11 @@ static int on_stack_rows(void *ctx, const struct store_row *rows, size_t n)
 		if (id >= a->cap && agg_grow_pos(a, id))
 			return -ENOMEM;
 		if (!(k = a->pos[id])) {
-			if (a->n >= UINT32_MAX - 1 ||
-			    base_grow((void **)&a->ids, &a->cap_ids, a->n + 1, sizeof(*a->ids)) ||
-			    base_grow((void **)&a->v, &a->cap_v, a->n + 1, sizeof(*a->v)))
+			size_t at;
+
+			if (agg_new(a, id, 0, false, &at))
 				return -ENOMEM;
-			a->ids[a->n] = id;
-			a->v[a->n][0] = a->v[a->n][1] = 0;
-			k = a->pos[id] = (uint32_t)++a->n;
+			k = a->pos[id] = (uint32_t)at + 1;
 		}
 		for (int j = 0; j < PROFILE_N_VALUES; j++)
 			a->v[k - 1][j] = base_sat_add(a->v[k - 1][j], rows[i].values[j]);
@@ -708,27 +774,208 @@ static int stacks_build(struct store *s, struct stack_agg *a, struct query_stack
 	return e;
 }
 
+/* ---- task locations: pid and tid inside the stacks ---- */
+
+/* What the stack pass does beyond stripping task locations. */
+struct task_pass {
+	struct query_selector *sel; /* owned: the request's selector, when it names pid/tid */
+	const char *by;		    /* borrowed: group_by, or NULL */
+	bool by_task;		    /* by is pid or tid */
+};
+
+/* Whether store location id is a task location; *addr its address. */
+static int task_of(struct store_builder *b, const struct profile *p, uint64_t id, bool *task,
+		   uint64_t *addr)
+{
+	struct profile_location loc;
+	struct profile_mapping m;
+	uint64_t pl;
+	int e = store_builder__location(b, id, &pl);
+
+	*task = false;
+	if (e)
+		return e;
+	if (profile__get_location(p, pl, &loc))
+		return -EINVAL;
+	if (!loc.n_lines && loc.mapping_id && !profile__get_mapping(p, loc.mapping_id, &m) &&
+	    !strcmp(m.file, PROFILE_TASK_MAPPING)) {
+		*task = true;
+		*addr = loc.address;
+	}
+	return 0;
+}
+
+/* The group name id of a stack whose task location (if any) is at addr. */
+static int task_group(struct query_stacks *qs, const struct task_pass *tp, bool task,
+		      uint64_t addr, uint32_t series_group, uint32_t *g)
+{
+	char name[STORE_MAX_LABEL_LEN + 32];
+	int64_t id;
+
+	if (!tp->by_task || !task) {
+		*g = series_group;
+		return 0;
+	}
+	snprintf(name, sizeof(name), "%s=%u", tp->by,
+		 !strcmp(tp->by, PROFILE_LABEL_PID) ? PROFILE_TASK_PID(addr)
+						    : PROFILE_TASK_TID(addr));
+	if ((id = base_strtab__intern(&qs->groups, name)) < 0 || id >= UINT32_MAX)
+		return -ENOMEM;
+	*g = (uint32_t)id;
+	return 0;
+}
+
+/*
+ * Strips every stack's task location, drops the stacks the request's pid/tid
+ * matchers refuse, and ends each stack with its group's location (tp->by):
+ * qs's arrays are made anew. group/deferred: per stack, as aggregated (NULL
+ * when not keyed).
+ */
+static int tasks_apply(struct store *s, struct query_stacks *qs, const struct task_pass *tp,
+		       const uint32_t *group, const bool *deferred)
+{
+	struct profile *p = profile__new(0);
+	struct store_builder *b = NULL;
+	size_t *off = calloc(qs->n + 1, sizeof(*off)), n = 0, at = 0;
+	uint64_t *locs = malloc((qs->off[qs->n] + qs->n + 1) * sizeof(*locs)), max = 0;
+	uint32_t *gids = malloc((qs->n + 1) * sizeof(*gids));
+	int e = p && off && locs && gids ? store_builder__new(s, p, &b) : -ENOMEM;
+
+	for (size_t k = 0; k < qs->off[qs->n]; k++)
+		max = qs->locs[k] > max ? qs->locs[k] : max;
+	for (size_t i = 0; !e && i < qs->n; i++) {
+		size_t len = qs->off[i + 1] - qs->off[i];
+		uint64_t addr = 0;
+		bool task = false;
+		char pid[16] = "", tid[16] = "";
+
+		if (len && (e = task_of(b, p, qs->locs[qs->off[i + 1] - 1], &task, &addr)))
+			break;
+		if (task) {
+			len--;
+			snprintf(pid, sizeof(pid), "%u", PROFILE_TASK_PID(addr));
+			snprintf(tid, sizeof(tid), "%u", PROFILE_TASK_TID(addr));
+		}
+		if (tp->sel && (task || (deferred && deferred[i])) &&
+		    !query_selector__match_task(tp->sel, pid, tid))
+			continue;
+		memcpy(locs + at, qs->locs + qs->off[i], len * sizeof(*locs));
+		at += len;
+		if (tp->by && (e = task_group(qs, tp, task, addr, group ? group[i] : 0, &gids[n])))
+			break;
+		qs->ids[n] = qs->ids[i];
+		memcpy(qs->v[n], qs->v[i], sizeof(qs->v[n]));
+		if (tp->by)
+			locs[at++] = gids[n]; /* a group name id for now */
+		off[++n] = at;
+	}
+	qs->group_loc0 = max + 1;
+	for (size_t k = 0; !e && tp->by && k < n; k++)
+		locs[off[k + 1] - 1] += qs->group_loc0;
+	if (!e) {
+		free(qs->off);
+		free(qs->locs);
+		qs->off = off;
+		qs->locs = locs;
+		qs->n = n;
+		off = NULL;
+		locs = NULL;
+	}
+	store_builder__free(b);
+	profile__free(p);
+	free(off);
+	free(locs);
+	free(gids);
+	return e;
+}
+
+/* The group name id of each selected series ("BY=VALUE"), and whether it lacks a
+ * pid/tid that sel names (then its stacks' task locations are matched). */
+static int series_groups(const struct selection *sl, const struct task_pass *tp,
+			 struct base_strtab *groups, uint32_t *group, bool *deferred)
+{
+	char name[2 * STORE_MAX_LABEL_LEN + 2];
+
+	for (size_t i = 0; i < sl->n; i++) {
+		const char *v = tp->by ? series_label(&sl->s[i], tp->by) : NULL;
+		int64_t id = 0;
+
+		if (tp->by) {
+			snprintf(name, sizeof(name), "%s=%s", tp->by, v ? v : "");
+			if ((id = base_strtab__intern(groups, name)) < 0 || id >= UINT32_MAX)
+				return -ENOMEM;
+		}
+		group[i] = (uint32_t)id;
+		deferred[i] = false;
+		for (size_t k = 0; tp->sel && k < tp->sel->n; k++)
+			if (query_task_label(tp->sel->m[k].name) &&
+			    !series_label(&sl->s[i], tp->sel->m[k].name))
+				deferred[i] = true;
+	}
+	return 0;
+}
+
+static int task_pass_init(struct task_pass *tp, const struct query_request *q, char *err,
+			  size_t errlen)
+{
+	int e;
+
+	memset(tp, 0, sizeof(*tp));
+	if (q->group_by && *q->group_by) {
+		tp->by = q->group_by;
+		tp->by_task = query_task_label(q->group_by);
+	}
+	if (q->n_queries || !q->query)
+		return 0;
+	if ((e = query_selector__parse(q->query, &tp->sel, err, errlen)))
+		return e;
+	if (!query_selector__has_task(tp->sel)) {
+		query_selector__free(tp->sel);
+		tp->sel = NULL;
+	}
+	return 0;
+}
+
 int query_stacks(struct store *s, const struct query_request *q, struct query_stacks *out,
 		 char *err, size_t errlen)
 {
 	struct selection sl;
 	struct stack_agg a = {0};
+	struct task_pass tp = {0};
 	uint64_t *ids = NULL;
+	uint32_t *sgroup = NULL;
+	bool *sdeferred = NULL;
 	int e;
 
 	memset(out, 0, sizeof(*out));
-	e = select_series(s, q, &sl, true, err, errlen);
+	out->group_unnamed = !q->expand_unnamed;
+	e = base_strtab__init(&out->groups);
+	e = e ?: select_series(s, q, &sl, true, err, errlen);
+	if (!e)
+		e = task_pass_init(&tp, q, err, errlen);
+	a.keyed = tp.by || tp.sel;
+	if (!e && a.keyed && sl.n) {
+		sgroup = calloc(sl.n, sizeof(*sgroup));
+		sdeferred = calloc(sl.n, sizeof(*sdeferred));
+		e = sgroup && sdeferred ? series_groups(&sl, &tp, &out->groups, sgroup, sdeferred)
+					: -ENOMEM;
+		a.sl = &sl;
+		a.series_group = sgroup;
+		a.series_deferred = sdeferred;
+	}
 	if (!e && sl.n) {
 		ids = series_ids(&sl);
-		e = !ids ? -ENOMEM : agg_grow_pos(&a, store__max_stack_id(s));
+		e = !ids ? -ENOMEM : a.keyed ? 0 : agg_grow_pos(&a, store__max_stack_id(s));
 		e = e
 			?: store__scan(s,
 				       &(struct store_scan_query){ids, sl.n, q->from_ns,
 								  q->until_ns, 0,
-								  STORE_SCAN_MERGE_SERIES},
+								  a.keyed ? STORE_SCAN_MERGE_TIME
+									  : STORE_SCAN_MERGE_SERIES},
 				       on_stack_rows, &a);
 	}
 	e = e ?: stacks_build(s, &a, out);
+	e = e ?: tasks_apply(s, out, &tp, a.keyed ? a.group : NULL, a.keyed ? a.deferred : NULL);
 	if (!e) {
 		out->type = sl.type; /* taken */
 		sl.type = NULL;
@@ -739,12 +986,19 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 	free(a.pos);
 	free(a.ids);
 	free(a.v);
+	free(a.group);
+	free(a.deferred);
+	base_hmap__fini(&a.map);
+	free(sgroup);
+	free(sdeferred);
+	query_selector__free(tp.sel);
 	selection_fini(&sl);
 	return query_explain(err, errlen, e, "the merge");
 }
 
 void query_stacks__fini(struct query_stacks *qs)
 {
+	base_strtab__fini(&qs->groups);
 	free(qs->ids);
 	free(qs->off);
 	free(qs->locs);

@@ -23,6 +23,7 @@
 #ifndef HEARTH_QUERY_H
 #define HEARTH_QUERY_H
 
+#include "base/base.h"
 #include "profile/profile.h"
 #include "store/store.h"
 
@@ -114,6 +115,16 @@ bool query_selector__match(const struct query_selector *sel, const struct store_
  * the cheap ones can run under the store's lock, the regexes after it. */
 bool query_selector__match_some(const struct query_selector *sel, const struct store_series *ser,
 				bool regex);
+/*
+ * pid and tid (query_task_label) live in each stack's task location on stores
+ * written since issue 30 (PROFILE_TASK_MAPPING), not in series labels: a
+ * matcher on them is skipped by query_selector__match(_some) for a series
+ * without that label, and applied per stack by query_selector__match_task,
+ * whose pid/tid are the stack's ("" when it has no task location).
+ */
+bool query_task_label(const char *name);
+bool query_selector__has_task(const struct query_selector *sel);
+bool query_selector__match_task(const struct query_selector *sel, const char *pid, const char *tid);
 /* Regex matches the selector ran so far (values answered from its memo are not
  * counted): the work a query did, for tests and benchmarks. */
 uint64_t query_selector__regex_runs(const struct query_selector *sel);
@@ -148,6 +159,12 @@ struct query_request {
 	const char *group_by; /* timeline; NULL/"" = one group of everything */
 	size_t top_rows;      /* tree: also the top table (query_top_json's object) as "top",
 			       * at most this many rows; 0 = no top; capped at QUERY_MAX_NODES */
+	/* tree/top/diff: group_by also makes a root level of one node per value of
+	 * that label, named "LABEL=VALUE" ("LABEL=" without it); pid and tid come
+	 * from the stacks' task locations. expand_unnamed: frames without a name
+	 * one per address ("libz.so.1+0x1f0"); false: one per object
+	 * ("libz.so.1 [no symbols]", profile__set_group_unnamed). */
+	bool expand_unnamed;
 };
 
 /* ---- typed results ---- */
@@ -339,6 +356,12 @@ struct query_stacks {
 	int64_t (*v)[PROFILE_N_VALUES];
 	int64_t period_ns; /* values[1] / values[0] of the first stack with samples */
 	char *type;	   /* owned: the series' profile type; NULL for CPU (see below) */
+	/* Task locations are stripped. With group_by, each stack ends (root side)
+	 * with a group location: id group_loc0 + g for group g, named groups[g]
+	 * ("LABEL=VALUE"); not a store id (the writers name it themselves). */
+	uint64_t group_loc0;
+	struct base_strtab groups; /* id 0 unused ("") */
+	bool group_unnamed;	   /* !expand_unnamed of the request */
 };
 /* 0 or as query_profile; *out is cleared first and must be finied (also on failure). */
 int query_stacks(struct store *s, const struct query_request *q, struct query_stacks *out,

@@ -320,6 +320,27 @@ static const char *label_value(const struct store_series *ser, const char *name)
 	return "";
 }
 
+static bool has_label(const struct store_series *ser, const char *name)
+{
+	for (size_t i = 0; i < ser->n_labels; i++)
+		if (strcmp(ser->labels[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+bool query_task_label(const char *name)
+{
+	return !strcmp(name, PROFILE_LABEL_PID) || !strcmp(name, PROFILE_LABEL_TID);
+}
+
+bool query_selector__has_task(const struct query_selector *sel)
+{
+	for (size_t i = 0; sel && i < sel->n; i++)
+		if (query_task_label(sel->m[i].name))
+			return true;
+	return false;
+}
+
 static bool memo_eq(const void *ctx, size_t idx, const void *key)
 {
 	const struct memo_entry *e = &((const struct query_memo *)ctx)->e[idx];
@@ -383,8 +404,41 @@ bool query_selector__match_some(const struct query_selector *sel, const struct s
 
 		if (regex != (m->op == QUERY_OP_RE || m->op == QUERY_OP_NRE))
 			continue;
+		/* pid/tid of a series without them: the stacks' task locations answer */
+		if (query_task_label(m->name) && !has_label(ser, m->name))
+			continue;
 		v = label_value(ser, m->name);
 
+		switch (m->op) {
+		case QUERY_OP_EQ:
+			ok = strcmp(v, m->value) == 0;
+			break;
+		case QUERY_OP_NEQ:
+			ok = strcmp(v, m->value) != 0;
+			break;
+		case QUERY_OP_RE:
+			ok = regex_match(sel, i, v);
+			break;
+		default:
+			ok = !regex_match(sel, i, v);
+			break;
+		}
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+bool query_selector__match_task(const struct query_selector *sel, const char *pid, const char *tid)
+{
+	for (size_t i = 0; sel && i < sel->n; i++) {
+		const struct query_matcher *m = &sel->m[i];
+		const char *v;
+		bool ok;
+
+		if (!query_task_label(m->name))
+			continue;
+		v = !strcmp(m->name, PROFILE_LABEL_PID) ? pid : tid;
 		switch (m->op) {
 		case QUERY_OP_EQ:
 			ok = strcmp(v, m->value) == 0;

@@ -227,7 +227,21 @@ struct stack_src {
 	struct profile *p;	       /* owned: the locations named */
 	const struct query_stacks *qs; /* borrowed */
 	struct store_builder *b;       /* owned: translates qs's store location ids into p */
+	uint64_t *group_locs;	       /* owned: p's location of each group of qs (by name id) */
 };
+
+/* p's location id of qs's location id: a store location through the builder, a
+ * group location (query_stacks, group_by) from group_locs. */
+static int src_location(const struct stack_src *src, uint64_t id, uint64_t *out)
+{
+	const struct query_stacks *qs = src->qs;
+
+	if (src->group_locs && id >= qs->group_loc0 && id - qs->group_loc0 < qs->groups.n) {
+		*out = src->group_locs[id - qs->group_loc0];
+		return 0;
+	}
+	return store_builder__location(src->b, id, out);
+}
 
 /* Names the frames of location id into the pool; *at is its pool index. */
 static int name_location(struct tree *t, const struct stack_src *src, uint64_t id, size_t *at)
@@ -251,7 +265,7 @@ static int name_location(struct tree *t, const struct stack_src *src, uint64_t i
 			return -ENOMEM;
 		memset(t->loc_off + old, 0, (t->loc_cap - old) * sizeof(*t->loc_off));
 	}
-	if ((e = store_builder__location(src->b, id, &pid)))
+	if ((e = src_location(src, id, &pid)))
 		return e;
 	if (profile__get_location(p, pid, &loc))
 		return -EINVAL;
@@ -324,6 +338,20 @@ static void names_reset(struct tree *t)
 	t->pool_n = 0;
 }
 
+/* A node's module as frames of module mod (SIZE_MAX: none) join it: the first's,
+ * TREE_MIXED (written as none) once two differ or one has none: a module is never
+ * borrowed from another object. TREE_NONE: no frame yet. */
+#define TREE_MIXED (UINT32_MAX - 1)
+static void tree_module(struct node *n, size_t mod)
+{
+	uint32_t m = mod == SIZE_MAX ? TREE_MIXED : (uint32_t)mod;
+
+	if (n->module == TREE_NONE)
+		n->module = m;
+	else if (n->module != m)
+		n->module = TREE_MIXED;
+}
+
 /* Adds every stack of src to slot `slot` of the tree, and to t->top when set (a
  * table of src's profile: each location is named once for both). */
 static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slot)
@@ -352,8 +380,7 @@ static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slo
 			if (e)
 				break;
 			t->n[at].total[slot] = base_sat_add(t->n[at].total[slot], v);
-			if (t->n[at].module == TREE_NONE && b.mods[k] != SIZE_MAX)
-				t->n[at].module = (uint32_t)b.mods[k];
+			tree_module(&t->n[at], b.mods[k]);
 		}
 		if (!e)
 			t->n[at].self[slot] = base_sat_add(t->n[at].self[slot], v);
@@ -491,7 +518,7 @@ static int flat_open(struct flattener *f, size_t i)
 		qsort_r(f->kids + off, f->nkids - off, sizeof(*f->kids), by_rank, t->n);
 	qn = &f->out->nodes[f->out->n_nodes++];
 	*qn = (struct query_node){.name = t->n[i].name,
-				  .module = t->n[i].module,
+				  .module = t->n[i].module == TREE_MIXED ? TREE_NONE : t->n[i].module,
 				  .depth = (uint32_t)f->depth,
 				  .n_kids = (uint32_t)(f->nkids - off)};
 	memcpy(qn->self, t->n[i].self, sizeof(qn->self));
@@ -574,7 +601,7 @@ static int top_add_stacks(struct top *t, const struct stack_src *src, int vi)
 				memset(pid_of + old, 0, (pid_cap - old) * sizeof(*pid_of));
 			}
 			if (!pid_of[id])
-				e = store_builder__location(src->b, id, &pid_of[id]);
+				e = src_location(src, id, &pid_of[id]);
 			locs[k] = pid_of[id];
 		}
 		if (!e)
@@ -1380,18 +1407,20 @@ static int sorted_prune(struct sorted_tree *st, size_t max_nodes)
 	return 0;
 }
 
-/* The module of shared node x: of the first stack, in the merge's order, whose frame
- * at x has one. */
+/* The module of shared node x: that of its frames when they all have the same,
+ * else none: a node merging one function name from several objects (`_start` of
+ * python3 and of hearth) has no module of its own, and must not show one of them. */
 static uint32_t shared_module(const struct sorted_tree *st, const struct shared *x)
 {
-	uint32_t best = UINT32_MAX, mod = TREE_NONE;
+	uint32_t mod = TREE_NONE;
 
 	for (uint32_t j = x->first; x->depth && j <= x->last; j++) {
 		uint32_t stack = st->key[j].stack,
 			 m = st->ns.mods[st->ns.off[stack] + x->depth - 1];
 
-		if (m != TREE_NONE && stack < best)
-			best = stack, mod = m;
+		if (j > x->first && m != mod)
+			return TREE_NONE;
+		mod = m;
 	}
 	return mod;
 }
@@ -1518,16 +1547,33 @@ static int top_make_q(const struct stack_src *src, const struct query_request *q
 /* A source over src->qs: a profile of the locations only, filled as they are named. */
 static int stack_src_open(struct stack_src *src, struct store *s)
 {
-	struct profile *p = profile__new(src->qs->period_ns);
+	const struct query_stacks *qs = src->qs;
+	struct profile *p = profile__new(qs->period_ns);
 
 	src->p = p;
-	if (p && profile__set_type(p, src->qs->type)) /* the unit of the values */
+	if (p && profile__set_type(p, qs->type)) /* the unit of the values */
 		return -ENOMEM;
-	return p ? store_builder__new(s, p, &src->b) : -ENOMEM;
+	if (!p)
+		return -ENOMEM;
+	profile__set_group_unnamed(p, qs->group_unnamed);
+	/* the groups' frames: a function each, no mapping (no module) */
+	if (qs->groups.n > 1 && !(src->group_locs = calloc(qs->groups.n, sizeof(uint64_t))))
+		return -ENOMEM;
+	for (size_t g = 1; g < qs->groups.n; g++) {
+		struct profile_line line = {0};
+
+		line.function_id = profile__function(p, qs->groups.strs[g], qs->groups.strs[g], NULL);
+		if (!line.function_id ||
+		    !(src->group_locs[g] = profile__location_exact(p, 0, g, &line, 1)))
+			return -ENOMEM;
+	}
+	return store_builder__new(s, p, &src->b);
 }
 
 static void stack_src_close(struct stack_src *src)
 {
+	free(src->group_locs);
+	src->group_locs = NULL;
 	store_builder__free(src->b);
 	profile__free(src->p);
 	src->b = NULL;
@@ -1539,7 +1585,7 @@ static int with_stacks(struct store *s, const struct query_request *q, void *out
 		       int (*make)(const struct stack_src *, const struct query_request *, void *))
 {
 	struct query_stacks qs;
-	struct stack_src src = {NULL, &qs, NULL};
+	struct stack_src src = {NULL, &qs, NULL, NULL};
 	int e = query_stacks(s, q, &qs, err, errlen);
 
 	if (!e)
@@ -1569,7 +1615,7 @@ int query_diff(struct store *s, const struct query_request *left, const struct q
 	       struct query_diff *out, char *err, size_t errlen)
 {
 	struct query_stacks l, r;
-	struct stack_src ls = {NULL, &l, NULL}, rs = {NULL, &r, NULL};
+	struct stack_src ls = {NULL, &l, NULL, NULL}, rs = {NULL, &r, NULL, NULL};
 	int e;
 
 	memset(out, 0, sizeof(*out));

@@ -59,6 +59,15 @@ static int request_args(struct server_req *r, const char *prefix, struct query_r
 	if ((v = server_arg(r, "step")) && *v && base_duration_parse(v, &q->step_ns, err, errlen))
 		return -EINVAL;
 	q->group_by = server_arg(r, "groupBy");
+	/* unnamed=addresses: a frame per address of code without symbols (default: one
+	 * per object, "libz.so.1 [no symbols]") */
+	if ((v = server_arg(r, "unnamed")) && *v) {
+		if (strcmp(v, "addresses") && strcmp(v, "objects")) {
+			snprintf(err, errlen, "unnamed '%s' is neither 'objects' nor 'addresses'", v);
+			return -EINVAL;
+		}
+		q->expand_unnamed = !strcmp(v, "addresses");
+	}
 	return 0;
 }
 

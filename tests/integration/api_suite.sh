@@ -369,6 +369,35 @@ grep -q '"module"' "$T/tree100k" && fail tree_no_module_when_unknown "$(head -c 
 xcheck web_topjson "/api/profile?format=topjson&$Q" norm_json
 xcheck web_modules "/api/profile?format=tree&query=goweb%7B%7D&from=$((X - 120))&until=$X" norm_json
 
+# ---- processes apart (issue 30): pid/tid in the stack, groupBy, modules, unnamed code ----
+# tests/clients/task_pprof.py: what the agent pushes, every stack ending with its task
+# location (pid 100: 8 samples, pid 200: 9); "main" is in two binaries.
+K=$((X - 300))
+python3 "$HEARTH_ROOT/tests/clients/task_pprof.py" > "$T/task.pb"
+send S "/ingest?name=tasks&format=pprof&from=$K&until=$((K + 10))" "$T/task.pb"
+KR="query=tasks%7B%7D&from=$((K - 60))&until=$((K + 60))"
+kq() { # selector, extra args: the tree's total
+	curl -s -G "$S/api/profile" --data-urlencode "query=tasks{$1}" -d format=tree \
+		-d from=$((K - 60)) -d until=$((K + 60)) | jq -c .total
+}
+get "/api/profile?format=tree&$KR" > "$T/ktree"
+want task_location_stripped "$(jq -c '[.total, [.tree.children[] | .name]]' "$T/ktree")" '[17,["main"]]'
+want task_no_series_per_pid "$(get "/api/series?$KR" | jq -c '[.[].labels | has("pid"), .process]')" '[false,"svc"]'
+want task_filter_pid "$(kq 'pid="100"'),$(kq 'pid="200"'),$(kq 'tid="201"'),$(kq 'pid=~"1.."'),$(kq 'pid!="100"')" 8,9,9,8,9
+want group_by_pid_tree "$(get "/api/profile?format=tree&groupBy=pid&$KR" | jq -c '[.tree.children[] | [.name, .total, (.children | map([.name, .module]))]] | sort')" \
+	'[["pid=100",8,[["main","app"]]],["pid=200",9,[["main","other"]]]]'
+want group_by_label_tree "$(get "/api/profile?format=tree&groupBy=process&$KR" | jq -c '[.tree.children[] | [.name, .total]]')" '[["process=svc",17]]'
+want group_by_top "$(get "/api/profile?format=topjson&groupBy=tid&$KR" | jq -c '[.rows[] | select(.name | startswith("tid=")) | [.name, .total]] | sort')" \
+	'[["tid=101",8],["tid=201",9]]'
+want group_by_diff "$(get "/api/diff?left=tasks%7B%7D&right=tasks%7Bpid%3D%22200%22%7D&leftfrom=$((K - 60))&leftuntil=$((K + 60))&rightfrom=$((K - 60))&rightuntil=$((K + 60))&groupBy=pid" | jq -c '[.left, .right, ([.tree.children[] | [.name, .total]] | sort)]')" \
+	'[17,9,[["pid=100",[8,0]],["pid=200",[9,9]]]]'
+want module_not_borrowed "$(jq -c '[.tree.children[] | [.name, has("module")]]' "$T/ktree")" '[["main",false]]'
+want unnamed_per_object "$(jq -c '[.. | objects | select(.name? // "" | startswith("libfoo")) | [.name, .total]]' "$T/ktree")" '[["libfoo.so.1 [no symbols]",10]]'
+want unnamed_addresses "$(get "/api/profile?format=topjson&unnamed=addresses&$KR" | jq -c '[.rows[] | select(.name | startswith("libfoo")) | [.name, .self]] | sort')" \
+	'[["libfoo.so.1+0x1f0",3],["libfoo.so.1+0x2a0",7]]'
+want unnamed_bad_value "$(http_status "$S/api/profile?format=tree&unnamed=some&$KR" "$T/kbad")" 400
+xcheck group_by_pid "/api/profile?format=tree&groupBy=pid&$KR" norm_json
+
 # ---- Grafana's Connect API (querier.v1) ----
 # An outside client (tests/clients: @connectrpc/connect-node, code generated here
 # from proto/ by @bufbuild/protoc-gen-es with Debian's protoc), binary and JSON.

@@ -787,12 +787,19 @@ TEST(merge_by_stack_answers_as_the_profile_merge)
 			       "diff vi %d: %s", vi, fast);
 			free(fast), fast = NULL;
 		}
-	/* frames of every kind made it into the comparison */
+	/* frames of every kind made it into the comparison; unnamed ones one per object
+	 * by default, one per address with expand_unnamed */
 	q.max_nodes = 100000;
 	CAPTURE(fast, query_tree_json(s, &q, out, err, sizeof(err)));
 	CHECKF(strstr(fast, "_[k]") && strstr(fast, "_[i]") && strstr(fast, "\"libx.so\"") &&
-		   strstr(fast, "\"name\":\"0x"),
+		   strstr(fast, "\"name\":\"[unknown]\"") && !strstr(fast, "\"name\":\"0x"),
 	       "%s", fast);
+	free(fast), fast = NULL;
+	q.expand_unnamed = true;
+	CAPTURE(fast, query_tree_json(s, &q, out, err, sizeof(err)));
+	CHECKF(strstr(fast, "\"name\":\"0x") && !strstr(fast, "\"name\":\"[unknown]\""), "%s",
+	       fast);
+	q.expand_unnamed = false;
 	/* a selection without data: an empty answer, the same both ways */
 	free(fast), fast = NULL;
 	q.query = "{host=\"nope\"}";
