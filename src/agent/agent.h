@@ -48,6 +48,8 @@ struct agent_opts {
 	double interval_s;	/* profile length, default AGENT_DEFAULT_INTERVAL_S */
 	const char *server_url; /* base URL ("http://host:port"); NULL with a sink */
 	const char *auth_token; /* bearer token for the server; NULL = none */
+	const char *tls_ca;	/* PEM CA file that an https:// server_url's certificate
+				 * must chain to, instead of the system's; NULL = system's */
 	agent_sink_fn sink;	/* local delivery (hearth run); NULL = HTTP */
 	void *sink_ctx;
 	const char *spool_dir; /* disk spool; NULL = memory only */

@@ -1,6 +1,6 @@
 /*
  * The sender thread: takes the oldest spooled profile, delivers it (HTTP POST
- * to SERVER/ingest with libcurl), and on failure waits with
+ * to SERVER/ingest with libcurl; https:// verified against --tls-ca), and on failure waits with
  * exponential backoff and jitter before trying again. Only a status saying the
  * profile itself is bad (400, 413, 415, 422) drops it, counted as rejected: no
  * retry could make the server take it. Everything else is retried and counted
@@ -46,6 +46,7 @@ struct agent_sender {
 	const struct agent_opts *opts; /* borrowed: owned by the agent */
 	CURL *curl;
 	long status;			   /* HTTP status of the last attempt; 0 when none came */
+	char curl_err[CURL_ERROR_SIZE];	   /* libcurl's words for the last failed attempt */
 	uint64_t failures[AGENT_FAIL_MAX]; /* atomic */
 	unsigned seed;
 	/* sink mode, under lock: queue[head .. head + n) (mod AGENT_SINK_QUEUE) */
@@ -109,6 +110,8 @@ static int post(struct agent_sender *snd, const char *query, const uint8_t *data
 		hdrs = curl_slist_append(hdrs, auth);
 	}
 	curl_easy_reset(snd->curl);
+	snd->curl_err[0] = '\0';
+	curl_easy_setopt(snd->curl, CURLOPT_ERRORBUFFER, snd->curl_err);
 	curl_easy_setopt(snd->curl, CURLOPT_URL, url);
 	curl_easy_setopt(snd->curl, CURLOPT_POST, 1L);
 	curl_easy_setopt(snd->curl, CURLOPT_POSTFIELDS, (const char *)data);
@@ -118,6 +121,10 @@ static int post(struct agent_sender *snd, const char *query, const uint8_t *data
 	curl_easy_setopt(snd->curl, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(snd->curl, CURLOPT_TIMEOUT, 60L);
 	curl_easy_setopt(snd->curl, CURLOPT_WRITEFUNCTION, discard);
+	/* https:// is verified (peer and host name, libcurl's default); --tls-ca
+	 * names the CA of a private PKI or a self-signed server certificate */
+	if (snd->opts->tls_ca)
+		curl_easy_setopt(snd->curl, CURLOPT_CAINFO, snd->opts->tls_ca);
 	rc = curl_easy_perform(snd->curl);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(snd->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -238,8 +245,10 @@ static void log_change(struct agent_sender *snd, int ret, int *last)
 		fprintf(f, "hearth agent: the server answered HTTP %ld: retrying with backoff\n",
 			snd->status);
 	else if (kind == AGENT_FAIL_CONNECT)
-		/* no URL here: tests find the agent's own URL as the first one it logs */
-		fprintf(f, "hearth agent: cannot reach the server: retrying with backoff\n");
+		/* no URL here: tests find the agent's own URL as the first one it logs;
+		 * libcurl's words say why (refused, a certificate not verified...) */
+		fprintf(f, "hearth agent: cannot reach the server (%s): retrying with backoff\n",
+			snd->curl_err[0] ? snd->curl_err : "no answer");
 	else
 		fprintf(f, "hearth agent: delivery failed (%s): retrying with backoff\n",
 			agent_send_fail_name(kind));

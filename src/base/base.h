@@ -15,7 +15,7 @@
  *   base_clock_ns  a clock read as nanoseconds
  *   base_curl_init libcurl's global init, once per process
  *   base_time_parse, base_duration_parse  the one time grammar ("now-1h", unix
- *                  times in s/ms/us/ns, "1h30m")
+ *                  times in s/ms/us/ns, ISO-8601, today/yesterday, "1h30m")
  *   base_varint_*  varints and zigzag (protobuf's and the store's encoding), and
  *                  DWARF's LEB128 (base_uleb128_get, base_sleb128_get)
  *   base_pb        a bounds-checked protobuf wire reader (tags, varints, fixed32/64,
@@ -410,9 +410,13 @@ int64_t base_strtab__find(const struct base_strtab *st, const char *s);
  */
 int base_time_parse_unix(const char *s, int64_t *out_ns);
 /*
- * Parses a time: "now", "now-1h", "now+10m", "now-1h30m" (units ns us ms s m h
- * d w, whole numbers) or a unix timestamp (base_time_parse_unix). 0 or -EINVAL
- * (err, when not NULL, names the value and what is accepted).
+ * Parses a time: an anchor "now", "today" or "yesterday" (midnight UTC of
+ * now_ns's day, or of the day before) with an optional offset ("now-1h",
+ * "now+10m", "today+9h30m": units ns us ms s m h d w, whole numbers), an
+ * ISO-8601 date or time ("2026-11-27", "2026-11-27T10:00", "2026-11-27 10:00:05.25",
+ * "2026-11-27T10:00:00+01:00"; UTC where no zone is given), or a unix timestamp
+ * (base_time_parse_unix). 0 or -EINVAL (err, when not NULL, names the value and
+ * what is accepted); a time outside INT64 ns is refused, never wrapped.
  */
 int base_time_parse(const char *s, int64_t now_ns, int64_t *out_ns, char *err, size_t errlen);
 /* A duration: "10s", "1m", "1h30m", "500ms" (a sum of whole-number terms of ns us

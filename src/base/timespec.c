@@ -1,10 +1,14 @@
 /*
  * The one time grammar: unix timestamps whose unit follows from their magnitude
- * (Pyroscope's clients send s, ms, µs or ns), "now" with an optional signed offset
- * ("now-1h30m"), and durations like "10s", "1h30m" or a plain number of seconds.
- * Every parser of times reads through it: /ingest, the /api/ queries, `hearth
- * query`, the scrape config's intervals and the CLI's durations. The UI's
- * web/js/timeparse.js mirrors it row for row (tests/unit/data/times.tsv).
+ * (Pyroscope's clients send s, ms, µs or ns), ISO-8601 dates and times
+ * ("2026-11-27", "2026-11-27T10:00", "2026-11-27T10:00:00.5+01:00"; UTC where no
+ * zone is written), the anchors "now", "today" and "yesterday" (midnight UTC)
+ * with an optional signed offset ("now-1h30m", "today+9h"), and durations like
+ * "10s", "1h30m" or a plain number of seconds. Every parser of times reads
+ * through it: /ingest, the /api/ queries, `hearth query`, the scrape config's
+ * intervals and the CLI's durations. The UI's web/js/timeparse.js mirrors it row
+ * for row (tests/unit/data/times.tsv); only the UI reads a time without a zone,
+ * and today/yesterday, in the browser's local time.
  */
 #include "base.h"
 
@@ -12,7 +16,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#define NS_PER_S 1000000000ll
+#define NS_PER_S   1000000000ll
+#define NS_PER_DAY (86400 * NS_PER_S)
 
 static int64_t unit_ns(const char **p)
 {
@@ -68,10 +73,151 @@ static int bad(const char *what, const char *s, char *err, size_t errlen)
 {
 	if (err && errlen)
 		snprintf(err, errlen,
-			 "invalid %s \"%.64s\" (want now, now-1h30m, now+10m, or a unix time in s, "
-			 "ms, us or ns up to 2262-04-11)",
+			 "invalid %s \"%.64s\" (want now, now-1h30m, today, yesterday+9h, "
+			 "2026-11-27, 2026-11-27T10:00:00Z (UTC unless a zone is given, e.g. "
+			 "+01:00), or a unix time in s, ms, us or ns; up to 2262-04-11)",
 			 what, s);
 	return -EINVAL;
+}
+
+/* Exactly n digits at *p into *out; *p moves past them. */
+static bool fixed_digits(const char **p, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (**p < '0' || **p > '9')
+			return false;
+		v = v * 10 + (**p - '0');
+	}
+	*out = v;
+	return true;
+}
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar: count in
+ * 400-year eras (146097 days each) of years that start in March, so that the
+ * leap day is the last day of its year and month lengths follow 153/5. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m)
+{
+	static const int len[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+	return m == 2 && leap ? 29 : len[m - 1];
+}
+
+/* "Z", "+01:00", "-0530", "+01" (or nothing: UTC) into seconds east of UTC. */
+static bool parse_zone(const char **p, int *east_s)
+{
+	int sign, h, m = 0;
+
+	*east_s = 0;
+	if (**p == 'Z') {
+		(*p)++;
+		return true;
+	}
+	if (**p != '+' && **p != '-')
+		return true;
+	sign = **p == '-' ? -1 : 1;
+	(*p)++;
+	if (!fixed_digits(p, 2, &h) || h > 23)
+		return false;
+	if (**p == ':')
+		(*p)++; /* +01:00, else +0100 or +01 */
+	if (((*p)[-1] == ':' || (**p >= '0' && **p <= '9')) && !fixed_digits(p, 2, &m))
+		return false;
+	if (m > 59)
+		return false;
+	*east_s = sign * (h * 3600 + m * 60);
+	return true;
+}
+
+/* ".5", ".123456789" (1 to 9 digits) into ns; none: 0. */
+static bool parse_fraction(const char **p, int64_t *ns)
+{
+	int64_t scale = NS_PER_S;
+	int n = 0;
+
+	*ns = 0;
+	if (**p != '.')
+		return true;
+	for ((*p)++; **p >= '0' && **p <= '9'; (*p)++, n++) {
+		if (n == 9)
+			return false;
+		scale /= 10;
+		*ns += (**p - '0') * scale;
+	}
+	return n > 0;
+}
+
+/*
+ * ISO-8601's extended form (RFC 3339 and its shorter cousins): YYYY-MM-DD, then
+ * optionally [T or space]HH:MM[:SS[.fraction]][Z or ±HH[:MM]]. A date alone is
+ * its midnight; no zone is UTC. Calendar fields are checked (no 2026-02-30,
+ * no 24:00, no leap second); the instant must fit INT64 ns.
+ */
+static int parse_iso(const char *s, int64_t *out_ns)
+{
+	const char *p = s;
+	int y, mo, d, h = 0, mi = 0, sec = 0, east = 0;
+	int64_t frac = 0, t;
+
+	if (!fixed_digits(&p, 4, &y) || *p++ != '-' || !fixed_digits(&p, 2, &mo) || *p++ != '-' ||
+	    !fixed_digits(&p, 2, &d))
+		return -EINVAL;
+	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
+		return -EINVAL;
+	if (*p == 'T' || *p == ' ') {
+		p++;
+		if (!fixed_digits(&p, 2, &h) || *p++ != ':' || !fixed_digits(&p, 2, &mi))
+			return -EINVAL;
+		if (*p == ':' && !(p++, fixed_digits(&p, 2, &sec) && parse_fraction(&p, &frac)))
+			return -EINVAL;
+		if (h > 23 || mi > 59 || sec > 59 || !parse_zone(&p, &east))
+			return -EINVAL;
+	}
+	if (*p)
+		return -EINVAL;
+	t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - east;
+	if (t < 0 && frac) { /* borrow a second, so the first instant of 1677 fits too */
+		t += 1;
+		frac -= NS_PER_S;
+	}
+	if (__builtin_mul_overflow(t, NS_PER_S, &t) || __builtin_add_overflow(t, frac, out_ns))
+		return -EINVAL;
+	return 0;
+}
+
+/* The anchor s starts with ("now", "today", "yesterday") as ns; *p past it. */
+static bool parse_anchor(const char *s, int64_t now_ns, const char **p, int64_t *out_ns)
+{
+	int64_t day = now_ns / NS_PER_DAY - (now_ns % NS_PER_DAY < 0); /* floor */
+
+	if (!strncmp(s, "now", 3)) {
+		*p = s + 3;
+		*out_ns = now_ns;
+		return true;
+	}
+	if (!strncmp(s, "today", 5)) {
+		*p = s + 5;
+		return !__builtin_mul_overflow(day, NS_PER_DAY, out_ns);
+	}
+	if (!strncmp(s, "yesterday", 9)) {
+		*p = s + 9;
+		return !__builtin_mul_overflow(day - 1, NS_PER_DAY, out_ns);
+	}
+	return false;
 }
 
 int base_time_parse_unix(const char *s, int64_t *out_ns)
@@ -101,21 +247,28 @@ int base_time_parse_unix(const char *s, int64_t *out_ns)
 int base_time_parse(const char *s, int64_t now_ns, int64_t *out_ns, char *err, size_t errlen)
 {
 	const char *p;
-	int64_t d;
+	int64_t at, d;
+	char sign;
 
 	if (!s || !*s)
 		return bad("time", "", err, errlen);
-	if (strncmp(s, "now", 3) != 0)
-		return base_time_parse_unix(s, out_ns) ? bad("time", s, err, errlen) : 0;
-	p = s + 3;
+	if (s[0] >= '0' && s[0] <= '9') {
+		if (!base_time_parse_unix(s, out_ns) || !parse_iso(s, out_ns))
+			return 0;
+		return bad("time", s, err, errlen);
+	}
+	if (!parse_anchor(s, now_ns, &p, &at))
+		return bad("time", s, err, errlen);
 	if (!*p) {
-		*out_ns = now_ns;
+		*out_ns = at;
 		return 0;
 	}
-	if ((*p != '-' && *p != '+') || (p++, parse_terms(&p, &d)) || *p)
+	if (*p != '-' && *p != '+')
 		return bad("time", s, err, errlen);
-	if (s[3] == '-' ? __builtin_sub_overflow(now_ns, d, out_ns)
-			: __builtin_add_overflow(now_ns, d, out_ns))
+	sign = *p++;
+	if (parse_terms(&p, &d) || *p ||
+	    (sign == '-' ? __builtin_sub_overflow(at, d, out_ns)
+			 : __builtin_add_overflow(at, d, out_ns)))
 		return bad("time", s, err, errlen);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "serve.h"
@@ -26,7 +27,10 @@ static void usage(FILE *f)
 		"Samples on-CPU stacks of every process continuously and pushes one profile per\n"
 		"interval to a hearth server (or any Pyroscope-compatible /ingest). Needs root.\n"
 		"\n"
-		"      --server URL           where to push (e.g. http://127.0.0.1:4100)\n"
+		"      --server URL           where to push (e.g. http://127.0.0.1:4100, or\n"
+		"                             https://SERVER:4100 for a server with --tls-cert)\n"
+		"      --tls-ca FILE          PEM CA certificate(s) that an https:// server's\n"
+		"                             certificate must chain to (default: the system's)\n"
 		"      --auth-token-file F    send 'Authorization: Bearer TOKEN' with every push,\n"
 		"                             and require it on the --listen endpoints\n"
 		"  -F, --freq HZ              samples per second per CPU, 1-10000 (default 99)\n"
@@ -60,7 +64,8 @@ enum {
 	OPT_ATOKEN,
 	OPT_SPOOL_DIR,
 	OPT_SPOOL_MB,
-	OPT_ALISTEN
+	OPT_ALISTEN,
+	OPT_TLS_CA,
 };
 
 const struct option cli_agent_long_opts[] = {
@@ -80,6 +85,7 @@ const struct option cli_agent_only_opts[] = {
     {"spool-dir", required_argument, NULL, OPT_SPOOL_DIR},
     {"spool-mb", required_argument, NULL, OPT_SPOOL_MB},
     {"listen", required_argument, NULL, OPT_ALISTEN},
+    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -194,6 +200,13 @@ static int agent_only_opt(int c, const char *arg, struct agent_cli *ac)
 	case OPT_ALISTEN:
 		ac->listen = arg;
 		return 0;
+	case OPT_TLS_CA:
+		if (access(arg, R_OK)) {
+			cli_error("agent", "--tls-ca: cannot read '%s': %s", arg, strerror(errno));
+			return -EINVAL;
+		}
+		ac->a.ao.tls_ca = arg;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -262,14 +275,16 @@ static int agent_main(struct agent_cli *ac)
 	}
 	so.ctx = ag;
 	if (strcmp(ac->listen, "off")) {
-		cli_warn_exposed("agent", ac->listen, so.auth_token);
+		/* no note on clear text: this listener has no TLS option, and its
+		 * loopback default is the advice */
+		cli_warn_exposed("agent", ac->listen, so.auth_token, true);
 		ret = server__start(&so, &srv, err, sizeof(err));
 		if (ret) {
 			cli_error("agent", "%s", err);
 			agent__close(ag);
 			return 1;
 		}
-		cli_listen_url(ac->listen, server__port(srv), url, sizeof(url));
+		cli_listen_url(ac->listen, server__port(srv), false, url, sizeof(url));
 		fprintf(stderr, "hearth agent: metrics on %s/metrics; pushing to %s every %g s\n",
 			url, ac->a.ao.server_url, ac->a.ao.interval_s);
 	}

@@ -20,6 +20,7 @@
 
 struct query_args {
 	const char *selector, *from, *until, *format, *server, *data, *group_by, *step;
+	const char *tls_ca; /* --tls-ca: CA of an https:// server; NULL = the system's */
 	long max_nodes;
 	char token[1024];
 	bool have_token;
@@ -33,8 +34,10 @@ static void usage(FILE *f)
 		"SELECTOR is a Prometheus-style label selector, e.g. '{process=\"nginx\"}',\n"
 		"'{host=~\"web-.*\", unit!=\"cron.service\"}' (default: everything).\n"
 		"\n"
-		"      --from TIME           start: now-1h (default), now-30m, unix s/ms/us/ns\n"
-		"      --until TIME          end (default now)\n"
+		"      --from TIME           start: now-1h (default), now-30m, yesterday,\n"
+		"                            2026-11-27T10:00 (UTC unless +01:00 or Z follows),\n"
+		"                            unix s/ms/us/ns\n"
+		"      --until TIME          end (default now; today, 2026-11-27, ...)\n"
 		"      --format FMT          top (default), folded, pprof, tree, series, labels,\n"
 		"                            timeline\n"
 		"      --max-nodes N         rows of top / nodes of tree\n"
@@ -43,6 +46,8 @@ static void usage(FILE *f)
 		"      --server URL          ask a running server (default http://127.0.0.1:4100)\n"
 		"      --data DIR            read a data directory directly instead\n"
 		"      --auth-token-file F   bearer token for the server\n"
+		"      --tls-ca FILE         PEM CA certificate(s) that an https:// server's\n"
+		"                            certificate must chain to (default: the system's)\n"
 		"      --config FILE         settings file (default " CLI_CONFIG_DEFAULT ",\n"
 		"                            if any; flags override it; see docs/config.md)\n"
 		"      --print-config        print the effective settings and exit\n"
@@ -58,7 +63,8 @@ enum {
 	OPT_DATA,
 	OPT_TOKEN,
 	OPT_GROUP,
-	OPT_STEP
+	OPT_STEP,
+	OPT_TLS_CA,
 };
 
 const struct option cli_query_opts[] = {
@@ -71,6 +77,7 @@ const struct option cli_query_opts[] = {
     {"auth-token-file", required_argument, NULL, OPT_TOKEN},
     {"group-by", required_argument, NULL, OPT_GROUP},
     {"step", required_argument, NULL, OPT_STEP},
+    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -100,6 +107,13 @@ static int parse_one(int c, const char *arg, struct query_args *q)
 		return 0;
 	case OPT_STEP:
 		q->step = arg;
+		return 0;
+	case OPT_TLS_CA:
+		if (access(arg, R_OK)) {
+			cli_error("query", "--tls-ca: cannot read '%s': %s", arg, strerror(errno));
+			return -EINVAL;
+		}
+		q->tls_ca = arg;
 		return 0;
 	case OPT_FORMAT:
 		for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
@@ -195,8 +209,9 @@ static int local_query(const struct query_args *q)
 	char err[1024] = "";
 	int ret;
 
-	if (query_parse_range(q->from, q->until, (int64_t)time(NULL) * 1000000000, &r.from_ns,
-			      &r.until_ns, err, sizeof(err)) ||
+	if (query_parse_range_named("--from", q->from, "--until", q->until,
+				    (int64_t)time(NULL) * 1000000000, &r.from_ns, &r.until_ns, err,
+				    sizeof(err)) ||
 	    (q->step && base_duration_parse(q->step, &r.step_ns, err, sizeof(err)))) {
 		cli_error("query", "%s", err);
 		return EXIT_USAGE;
@@ -266,10 +281,26 @@ static CURLcode http_get(CURL *c, const struct query_args *q, const char *url, F
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_mem);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	if (q->tls_ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, q->tls_ca);
 	rc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 	curl_slist_free_all(hdrs);
 	return rc;
+}
+
+/* The server reads --from/--until by the same grammar: a bad one is said here,
+ * naming the option, before any request. -EINVAL, said, or 0. */
+static int check_range(const struct query_args *q)
+{
+	int64_t f, u;
+	char err[512];
+
+	if (!query_parse_range_named("--from", q->from, "--until", q->until,
+				     (int64_t)time(NULL) * 1000000000, &f, &u, err, sizeof(err)))
+		return 0;
+	cli_error("query", "%s", err);
+	return -EINVAL;
 }
 
 static int remote_query(const struct query_args *q)
@@ -321,6 +352,8 @@ int cmd_query(int argc, char **argv)
 		return ret > 0 ? 0 : EXIT_USAGE;
 	if (q.data)
 		return local_query(&q);
+	if (check_range(&q))
+		return EXIT_USAGE;
 	if (base_curl_init()) {
 		cli_error("query", "libcurl could not initialise");
 		return EXIT_FAILURE;

@@ -42,6 +42,9 @@ static void usage(FILE *f)
 	    "                             oldest data is downsampled, then dropped\n"
 	    "                             (docs/storage.md; not with ClickHouse)\n"
 	    "      --auth-token-file F    require 'Authorization: Bearer TOKEN' (not on /healthz)\n"
+	    "                             of every client; the web UI asks for it once\n"
+	    "      --tls-cert FILE        serve HTTPS with this PEM certificate (chain)...\n"
+	    "      --tls-key FILE         ...and its unencrypted PEM private key\n"
 	    "      --web-dir DIR          serve the web UI from DIR instead of the copy built\n"
 	    "                             into hearth (for UI development)\n"
 	    "      --scrape-config FILE   also pull profiles from Go /debug/pprof endpoints\n"
@@ -157,7 +160,8 @@ static int run_main(struct run_args *r)
 	}
 	r->last_maintain = time(NULL);
 	__atomic_store_n(&r->srv, srv, __ATOMIC_RELEASE);
-	cli_listen_url(r->s.so.listen, server__port(srv), url, sizeof(url));
+	cli_listen_url(r->s.so.listen, server__port(srv), r->s.so.tls_cert_file != NULL, url,
+		       sizeof(url));
 	fprintf(stderr,
 		"hearth run: profiling this machine into %s; open %s\n"
 		"  e.g. curl '%s/api/profile?format=top&from=now-5m'\n"

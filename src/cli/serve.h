@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "server/server.h"
@@ -21,11 +22,11 @@ void cli_catch_stop_signals(void);
 /* Reads a one-token file into buf. 0, or -errno after an error line. */
 int cli_read_token(const char *cmd, const char *path, char *buf, size_t len);
 void cli_sleep_unless_stopped(double seconds);
-/* "http://HOST:PORT" for a listen address and the port bound. */
-void cli_listen_url(const char *listen, int port, char *buf, size_t len);
+/* "http://HOST:PORT" (https:// with tls) for a listen address and the port bound. */
+void cli_listen_url(const char *listen, int port, bool tls, char *buf, size_t len);
 /* A loud stderr warning when listen (NULL: the default) is not loopback-only and
- * no token guards it. */
-void cli_warn_exposed(const char *cmd, const char *listen, const char *token);
+ * no token guards it; a note when a token does but travels without tls. */
+void cli_warn_exposed(const char *cmd, const char *listen, const char *token, bool tls);
 /* Sets the umask to 077 and makes dir (created 0700 if missing) private: an
  * existing one readable by others is chmod'ed to owner-only, with a note. 0 or
  * -errno after an error line. */
@@ -42,8 +43,8 @@ struct cli_serve_args {
 	struct scrape *scrape;		  /* its scraper, from cli_serve_open to cli_serve_close */
 };
 /* One option of the server family (--data --store --listen --retention --auth-token-file
- * --max-body-mb --max-series --max-disk --web-dir --scrape-config). 0 taken, 1 not a server option,
- * -EINVAL after an error. */
+ * --max-body-mb --max-series --max-disk --web-dir --scrape-config --tls-cert --tls-key).
+ * 0 taken, 1 not a server option, -EINVAL after an error. */
 int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serve_args *a);
 /* After the options: refuses what does not go together (--max-disk with a
  * ClickHouse --store). 0, or -EINVAL after an error line. */

@@ -89,9 +89,9 @@ void cli_sleep_unless_stopped(double seconds)
 	}
 }
 
-void cli_listen_url(const char *listen, int port, char *buf, size_t len)
+void cli_listen_url(const char *listen, int port, bool tls, char *buf, size_t len)
 {
-	const char *colon;
+	const char *colon, *scheme = tls ? "https" : "http";
 	int hl;
 
 	if (!listen)
@@ -99,14 +99,22 @@ void cli_listen_url(const char *listen, int port, char *buf, size_t len)
 	colon = strrchr(listen, ':');
 	hl = colon ? (int)(colon - listen) : 0;
 	if (hl == 0 || !strncmp(listen, "0.0.0.0", (size_t)hl))
-		snprintf(buf, len, "http://127.0.0.1:%d", port);
+		snprintf(buf, len, "%s://127.0.0.1:%d", scheme, port);
 	else
-		snprintf(buf, len, "http://%.*s:%d", hl, listen, port);
+		snprintf(buf, len, "%s://%.*s:%d", scheme, hl, listen, port);
 }
 
-void cli_warn_exposed(const char *cmd, const char *listen, const char *token)
+void cli_warn_exposed(const char *cmd, const char *listen, const char *token, bool tls)
 {
-	if (token || server_listen_is_loopback(listen))
+	if (server_listen_is_loopback(listen))
+		return;
+	if (token && !tls)
+		fprintf(stderr,
+			"hearth %s: note: listening on %s over plain HTTP: the token and the\n"
+			"hearth %s: note: profiles cross the network readable; add --tls-cert and\n"
+			"hearth %s: note: --tls-key (docs/install.md, \"A fleet\") or a TLS proxy.\n",
+			cmd, listen ? listen : CLI_DEFAULT_LISTEN, cmd, cmd);
+	if (token)
 		return;
 	fprintf(stderr,
 		"hearth %s: WARNING: listening on %s, beyond loopback, with no --auth-token-file:\n"

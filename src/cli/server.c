@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "serve.h"
@@ -44,6 +45,9 @@ static void usage(FILE *f)
 	    "                             use --auth-token-file)\n"
 	    "      --retention DURATION   delete data older than this (default 7d)\n"
 	    "      --auth-token-file F    require 'Authorization: Bearer TOKEN' (not on /healthz)\n"
+	    "                             of every client; the web UI asks for it once\n"
+	    "      --tls-cert FILE        serve HTTPS with this PEM certificate (chain)...\n"
+	    "      --tls-key FILE         ...and its unencrypted PEM private key\n"
 	    "      --max-body-mb N        largest request body (default 64)\n"
 	    "      --max-series N         most series the store accepts (default 100000)\n"
 	    "      --max-disk SIZE        most disk the store may take, database and WAL\n"
@@ -72,6 +76,8 @@ enum {
 	OPT_SCRAPE_CONFIG,
 	OPT_STORE,
 	OPT_MAX_DISK,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
 };
 
 const struct option cli_serve_long_opts[] = {
@@ -85,6 +91,8 @@ const struct option cli_serve_long_opts[] = {
     {"scrape-config", required_argument, NULL, OPT_SCRAPE_CONFIG},
     {"store", required_argument, NULL, OPT_STORE},
     {"max-disk", required_argument, NULL, OPT_MAX_DISK},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -122,6 +130,12 @@ static int parse_disk_size(const char *s, uint64_t *out)
 
 int cli_serve_check(const char *cmd, const struct cli_serve_args *a)
 {
+	if (!a->so.tls_cert_file != !a->so.tls_key_file) {
+		cli_error(cmd, "%s needs %s too: HTTPS takes a certificate and its key",
+			  a->so.tls_cert_file ? "--tls-cert" : "--tls-key",
+			  a->so.tls_cert_file ? "--tls-key" : "--tls-cert");
+		return -EINVAL;
+	}
 	if (a->st.max_disk_bytes && store__is_clickhouse(a->store)) {
 		cli_error(cmd,
 			  "--max-disk bounds the embedded store only: a ClickHouse store's disk "
@@ -198,6 +212,15 @@ int cli_parse_serve_opt(const char *cmd, int c, const char *arg, struct cli_serv
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_TLS_CERT:
+	case OPT_TLS_KEY:
+		if (access(arg, R_OK)) {
+			cli_error(cmd, "--%s: cannot read '%s': %s",
+				  c == OPT_TLS_CERT ? "tls-cert" : "tls-key", arg, strerror(errno));
+			return -EINVAL;
+		}
+		*(c == OPT_TLS_CERT ? &a->so.tls_cert_file : &a->so.tls_key_file) = arg;
+		return 0;
 	case OPT_WEB_DIR:
 		if (stat(arg, &sb) || !S_ISDIR(sb.st_mode)) {
 			cli_error(cmd, "--web-dir: '%s' is not a directory", arg);
@@ -268,7 +291,7 @@ static int open_clickhouse(const char *cmd, struct cli_serve_args *a, struct sto
 	char err[1024] = "";
 	int ret;
 
-	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
+	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token, a->so.tls_cert_file != NULL);
 	server_keep_freed_memory();
 	mallopt(M_ARENA_MAX, CLI_MALLOC_ARENAS);
 	a->st.sample_labels = ingest_sample_labels;
@@ -290,7 +313,7 @@ int cli_serve_open(const char *cmd, struct cli_serve_args *a, struct store **st,
 	if (store__is_clickhouse(a->store))
 		return open_clickhouse(cmd, a, st, srv);
 	make_parents(a->data);
-	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token);
+	cli_warn_exposed(cmd, a->so.listen, a->so.auth_token, a->so.tls_cert_file != NULL);
 	if (cli_private_dir(cmd, a->data))
 		return -EPERM;
 	server_keep_freed_memory(); /* a server answers merge after merge */
@@ -363,7 +386,8 @@ int cmd_server(int argc, char **argv)
 	if (cli_serve_open("server", &a, &st, &srv))
 		return 1;
 
-	cli_listen_url(a.so.listen, server__port(srv), url, sizeof(url));
+	cli_listen_url(a.so.listen, server__port(srv), a.so.tls_cert_file != NULL, url,
+		       sizeof(url));
 	fprintf(stderr, "hearth server: serving %s on %s\n", a.store ? a.store : a.data, url);
 	if (a.scrape)
 		fprintf(stderr, "hearth server: scraping %zu targets (%s/api/targets)\n",

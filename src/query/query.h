@@ -121,8 +121,13 @@ uint64_t query_selector__regex_runs(const struct query_selector *sel);
 /* ---- time ---- */
 
 /* Parses from/until (NULL or "": until-1h / now) with base_time_parse and checks
- * from <= until.
- * 0 or -EINVAL ("from (…) is after until (…)"). */
+ * from <= until. from_name/until_name are the parameters as the user wrote them
+ * ("leftfrom", "--until"), for the message: 0 or -EINVAL ("until: invalid time
+ * …", "from (…) is after until (…)"). */
+int query_parse_range_named(const char *from_name, const char *from, const char *until_name,
+			    const char *until, int64_t now_ns, int64_t *from_ns, int64_t *until_ns,
+			    char *err, size_t errlen);
+/* query_parse_range_named with the names "from" and "until". */
 int query_parse_range(const char *from, const char *until, int64_t now_ns, int64_t *from_ns,
 		      int64_t *until_ns, char *err, size_t errlen);
 

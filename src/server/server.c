@@ -1,7 +1,8 @@
 /*
  * The HTTP server core: the request pipeline every route goes through, on
  * libmicrohttpd's one epoll event thread (handlers run on workers, server_pool.c),
- * bearer-token auth, JSON errors and one structured (logfmt) log line per request.
+ * bearer-token auth, HTTPS (GnuTLS, when given a certificate), JSON errors and one
+ * structured (logfmt) log line per request.
  *
  * The pipeline, declared per route in server_routes.c: on the headers alone, before
  * any body byte, the token (all but /healthz), the route, the method and an
@@ -520,6 +521,80 @@ bool server_listen_is_loopback(const char *listen)
 	return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
 }
 
+/*
+ * Reads a PEM file of at most SERVER_TLS_MAX_FILE bytes into a malloc'd,
+ * NUL-terminated *out. 0, -EFBIG, -EINVAL (no "-----BEGIN " in it), -errno.
+ */
+static int read_pem(const char *path, char **out)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+	int err = 0;
+
+	*out = NULL;
+	if (!f)
+		return -errno;
+	if (!(*out = malloc(SERVER_TLS_MAX_FILE + 1))) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	n = fread(*out, 1, SERVER_TLS_MAX_FILE + 1, f);
+	if (ferror(f))
+		err = -EIO;
+	else if (n > SERVER_TLS_MAX_FILE)
+		err = -EFBIG;
+	else if (((*out)[n] = '\0'), !strstr(*out, "-----BEGIN "))
+		err = -EINVAL;
+cleanup:
+	fclose(f);
+	if (err) {
+		free(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
+/* --tls-cert and --tls-key into s->tls_cert and s->tls_key. 0 or -errno, err says why. */
+static int load_tls(struct server *s, char *err, size_t errlen)
+{
+	const char *files[2] = {s->opts.tls_cert_file, s->opts.tls_key_file};
+	const char *flags[2] = {"--tls-cert", "--tls-key"};
+	char **bufs[2] = {&s->tls_cert, &s->tls_key};
+
+	if (!files[0] != !files[1]) {
+		snprintf(err, errlen, "%s needs %s too: HTTPS takes a certificate and its key",
+			 files[0] ? flags[0] : flags[1], files[0] ? flags[1] : flags[0]);
+		return -EINVAL;
+	}
+	for (int i = 0; files[0] && i < 2; i++) {
+		int ret = read_pem(files[i], bufs[i]);
+
+		if (ret) {
+			snprintf(err, errlen, "%s '%s': %s", flags[i], files[i],
+				 ret == -EFBIG	  ? "larger than 1 MiB"
+				 : ret == -EINVAL ? "not a PEM file (no '-----BEGIN ' line)"
+						  : strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* libmicrohttpd's error log: kept while the daemon starts (why a certificate was
+ * refused); afterwards dropped, as without a logger (a client's failed handshake). */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct server *s = cls;
+	size_t n;
+
+	if (__atomic_load_n(&s->started, __ATOMIC_ACQUIRE) || s->start_err[0])
+		return; /* the first message is the cause */
+	vsnprintf(s->start_err, sizeof(s->start_err), fmt, ap);
+	n = strlen(s->start_err);
+	while (n && (s->start_err[n - 1] == '\n' || s->start_err[n - 1] == '.'))
+		s->start_err[--n] = '\0';
+}
+
 static int start_daemon(struct server *s, const char *listen, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
@@ -527,6 +602,11 @@ static int start_daemon(struct server *s, const char *listen, char *err, size_t 
 	/* one epoll event thread: a connection costs no thread (server_pool.c) */
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
 	const union MHD_DaemonInfo *info;
+	struct MHD_OptionItem tls[] = {
+	    {MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert},
+	    {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
+	    {MHD_OPTION_END, 0, NULL},
+	};
 
 	if (parse_listen(listen, &ss, &sl)) {
 		snprintf(err, errlen, "--listen: '%s' is not HOST:PORT (e.g. 127.0.0.1:4100)",
@@ -535,17 +615,37 @@ static int start_daemon(struct server *s, const char *listen, char *err, size_t 
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (s->tls_cert) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			snprintf(err, errlen,
+				 "--tls-cert: this libmicrohttpd was built without TLS (GnuTLS)");
+			return -ENOTSUP;
+		}
+		flags |= MHD_USE_TLS | MHD_USE_ERROR_LOG;
+	} else {
+		tls[0].option = MHD_OPTION_END;
+	}
+	errno = 0;
 	s->d = MHD_start_daemon(
-	    flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-	    server_pool__notify, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_MAX_CONNECTIONS,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVER_IDLE_TIMEOUT_S,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY, MHD_OPTION_END);
+	    flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+	    MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	    MHD_OPTION_NOTIFY_CONNECTION, server_pool__notify, s, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)SERVER_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)SERVER_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)SERVER_CONN_MEMORY, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	if (!s->d && s->tls_cert && (strstr(s->start_err, "TLS") || strstr(s->start_err, "x509"))) {
+		/* a refused certificate or key: libmicrohttpd said which (GnuTLS's words) */
+		snprintf(err, errlen,
+			 "cannot start HTTPS with --tls-cert '%s' and --tls-key '%s': %s",
+			 s->opts.tls_cert_file, s->opts.tls_key_file, s->start_err);
+		return -EINVAL;
+	}
 	if (!s->d) {
 		snprintf(err, errlen, "cannot listen on %s: %s", listen,
 			 strerror(errno ? errno : EADDRINUSE));
 		return -EADDRINUSE;
 	}
+	__atomic_store_n(&s->started, true, __ATOMIC_RELEASE);
 	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = info ? info->port : 0;
 	return 0;
@@ -593,6 +693,14 @@ int server__start(const struct server_opts *opts, struct server **out, char *err
 		free(s);
 		return ret;
 	}
+	ret = load_tls(s, err, errlen);
+	if (ret) {
+		free(s->tls_cert);
+		free(s->tls_key);
+		free(s->web_root);
+		free(s);
+		return ret;
+	}
 	raise_nofile();
 	pthread_mutex_init(&s->live_lock, NULL);
 	server_metrics__init(&s->metrics);
@@ -605,6 +713,8 @@ int server__start(const struct server_opts *opts, struct server **out, char *err
 	if (ret) {
 		server_pool__free(s);
 		pthread_mutex_destroy(&s->live_lock);
+		free(s->tls_cert);
+		free(s->tls_key);
 		free(s->web_root);
 		free(s);
 		return ret;
@@ -629,6 +739,8 @@ void server__stop(struct server *s)
 	server_pool__free(s);
 	pthread_mutex_destroy(&s->live_lock);
 	server_otlp__stop(s);
+	free(s->tls_cert);
+	free(s->tls_key);
 	free(s->web_root);
 	free(s);
 }

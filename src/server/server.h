@@ -73,6 +73,8 @@
 #define SERVER_MEM_BASE		 (64u << 20)
 #define SERVER_MEM_PER_BODY_BYTE 128u
 #define SERVER_MEM_MAX		 (1024u << 20)
+/* Largest --tls-cert / --tls-key file (a certificate chain is a few KiB). */
+#define SERVER_TLS_MAX_FILE (1u << 20)
 /* Longest bearer token (cli_read_token's buffer); compared in constant time. */
 #define SERVER_MAX_TOKEN 1024
 
@@ -98,6 +100,10 @@ struct server_opts {
 	FILE *log;		   /* structured log lines (NULL = stderr) */
 	const char *web_dir;	   /* serve the web UI from here, not the embedded copy; NULL */
 	struct scrape *scrape;	   /* borrowed; NULL: no scrape config (/api/targets empty) */
+	/* HTTPS (libmicrohttpd with GnuTLS): a PEM certificate (chain) and its private key
+	 * (unencrypted), both or neither; each file at most SERVER_TLS_MAX_FILE bytes */
+	const char *tls_cert_file;
+	const char *tls_key_file;
 };
 
 struct server;

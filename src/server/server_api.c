@@ -38,7 +38,7 @@ static int count_arg(struct server_req *r, const char *name, size_t *out, char *
 static int request_args(struct server_req *r, const char *prefix, struct query_request *q,
 			char *err, size_t errlen)
 {
-	char name[64];
+	char name[64], uname[64];
 	const char *from, *until, *v;
 	int ret;
 
@@ -48,9 +48,10 @@ static int request_args(struct server_req *r, const char *prefix, struct query_r
 		q->query = server_arg(r, prefix); /* /api/diff?left=SEL&right=SEL */
 	snprintf(name, sizeof(name), "%sfrom", prefix);
 	from = server_arg(r, name);
-	snprintf(name, sizeof(name), "%suntil", prefix);
-	until = server_arg(r, name);
-	if (query_parse_range(from, until, server_now_ns(), &q->from_ns, &q->until_ns, err, errlen))
+	snprintf(uname, sizeof(uname), "%suntil", prefix);
+	until = server_arg(r, uname);
+	if (query_parse_range_named(name, from, uname, until, server_now_ns(), &q->from_ns,
+				    &q->until_ns, err, errlen))
 		return -EINVAL;
 	if ((ret = count_arg(r, "maxNodes", &q->max_nodes, err, errlen)) ||
 	    (ret = count_arg(r, "topRows", &q->top_rows, err, errlen)))

@@ -77,7 +77,7 @@ typedef enum MHD_Result (*server_handler_fn)(struct server *s, struct server_req
 struct server_route {
 	const char *path; /* exact, or a prefix when it ends in '/' */
 	unsigned methods; /* SERVER_M_*; HEAD is answered wherever GET is */
-	bool open;	  /* no token needed (only /healthz) */
+	bool open;	  /* no token needed (/healthz, the web UI's files) */
 	bool store;	  /* needs a store: 404 from the headers on a listener without one */
 	size_t max_body;  /* bytes; 0: no body at all; SERVER_BODY_OPT: --max-body */
 	enum server_class cls;
@@ -115,6 +115,12 @@ struct server {
 	struct server_metrics metrics;
 	struct symbolizer *otlp_sym; /* owned, made on first use (server_otlp.c) */
 	struct server_pool *pool;    /* owned: workers, deferred requests, connections */
+	/* TLS (opts.tls_cert_file): the PEM texts, owned, kept while the daemon runs */
+	char *tls_cert, *tls_key;
+	/* libmicrohttpd's own words while MHD_start_daemon runs (a bad certificate),
+	 * for the error line; its messages after the start are dropped */
+	char start_err[256];
+	bool started;
 };
 
 /* One request; body accumulated before dispatch. */

@@ -355,23 +355,26 @@ void pyro_flamebearer_json(FILE *f, const struct pyro_flame *fg, int64_t ticks, 
 static int render_args(struct server_req *r, const char *prefix, struct query_request *q,
 		       char **sel, char *err, size_t errlen)
 {
-	char name[32];
+	char name[32], fname[32], uname[32];
 	const char *query, *from, *until, *mn;
 	char *end;
 	long n;
 
 	snprintf(name, sizeof(name), "%s%s", prefix, *prefix ? "Query" : "query");
 	query = server_arg(r, name);
-	snprintf(name, sizeof(name), "%s%s", prefix, *prefix ? "From" : "from");
-	from = server_arg(r, name) ? server_arg(r, name) : server_arg(r, "from");
-	snprintf(name, sizeof(name), "%s%s", prefix, *prefix ? "Until" : "until");
-	until = server_arg(r, name) ? server_arg(r, name) : server_arg(r, "until");
+	snprintf(fname, sizeof(fname), "%s%s", prefix, *prefix ? "From" : "from");
+	if (!(from = server_arg(r, fname)))
+		from = server_arg(r, strcpy(fname, "from")); /* the default of both sides */
+	snprintf(uname, sizeof(uname), "%s%s", prefix, *prefix ? "Until" : "until");
+	if (!(until = server_arg(r, uname)))
+		until = server_arg(r, strcpy(uname, "until"));
 	if (!query || !*query) {
 		snprintf(err, errlen, "missing '%s%s' (PROFILE_TYPE{label=\"value\"} or APP{...})",
 			 prefix, *prefix ? "Query" : "query");
 		return -EINVAL;
 	}
-	if (query_parse_range(from, until, server_now_ns(), &q->from_ns, &q->until_ns, err, errlen))
+	if (query_parse_range_named(fname, from, uname, until, server_now_ns(), &q->from_ns,
+				    &q->until_ns, err, errlen))
 		return -EINVAL;
 	if ((mn = server_arg(r, "max-nodes")) || (mn = server_arg(r, "maxNodes"))) {
 		n = strtol(mn, &end, 10);

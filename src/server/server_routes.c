@@ -94,11 +94,14 @@ static const struct server_route routes[] = {
      .cls = SERVER_CLASS_QUERY,
      .limits = "query slot; the query limits below",
      .handler = server_h_pyroscope},
+    /* open: the UI's files hold no data, and login.html must load to take the token;
+     * every request the UI makes for data goes to a route above, with the token */
     {.path = "/",
      .methods = GET_HEAD,
+     .open = true,
      .store = true,
      .cls = SERVER_CLASS_LIGHT,
-     .limits = "light worker; files of the web UI",
+     .limits = "light worker; files of the web UI (no data: no token, so the login page loads)",
      .handler = server_h_web},
 };
 

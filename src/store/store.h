@@ -100,8 +100,11 @@ struct store_label {
 
 /*
  * Opens (creating dir and the database when missing) the store in dir.
- * opts may be NULL (all defaults). 0, -EINVAL (dir is not a directory),
- * -EIO (database unreadable or of an unknown version; err says which file),
+ * opts may be NULL (all defaults). The store owns dir until store__close: an
+ * exclusive flock on dir/hearth.lock (docs/storage.md, "One owner per data
+ * directory"). 0, -EINVAL (dir is not a directory), -EBUSY (another process,
+ * or another open store, owns dir: err names its pid and command line), -EIO
+ * (database unreadable or of an unknown version; err says which file),
  * -ENOMEM. On failure *out is NULL.
  */
 int store__open(const char *dir, const struct store_opts *opts, struct store **out, char *err,
@@ -180,13 +183,25 @@ struct store_salvage_result {
 	uint64_t chunks;      /* of which chunks */
 	uint64_t holes;	      /* unreadable stretches skipped (rows there are lost) */
 	uint64_t lost_tables; /* tables whose schema could not be read at all */
+	/* what was dropped to make the copy whole (a query meets no lost row) */
+	uint64_t dropped_keys;	     /* intern rows naming lost rows, or that do not decode */
+	uint64_t dropped_rows;	     /* raw chunk rows whose series or stack was lost */
+	int64_t dropped_samples;     /* their samples (values[0]) */
+	uint64_t chunks_rewritten;   /* chunks written again with their surviving rows */
+	uint64_t chunks_dropped;     /* chunks left empty, and rollups that did not decode */
+	uint64_t chunks_quarantined; /* raw chunks that did not decode */
+	uint64_t windows_pending;    /* rollup windows to be built again */
+	uint64_t series;	     /* series in the new store */
 };
 /*
  * Copies every row that can still be read from the store in dir (a database
  * SQLite finds corrupt, which store__open refuses) into a new store in to_dir
- * (created; it must not hold a database yet). dir is opened read-only. See
- * docs/storage.md, "Recovery". 0, -EEXIST, -ENOENT (no database in dir), -EIO
- * (nothing readable, or the new database failed; err says which file).
+ * (created; it must not hold a database yet), then drops from the copy what
+ * names lost rows, so that every query reads it. dir's database is opened
+ * read-only; both directories are locked meanwhile (their hearth.lock). See
+ * docs/storage.md, "Recovery". 0, -EEXIST, -ENOENT (no database in dir),
+ * -EBUSY (a process owns either directory; err names it), -EIO (nothing
+ * readable, or the new database failed; err says which file), -ENOMEM.
  */
 int store__salvage(const char *dir, const char *to_dir, struct store_salvage_result *res, char *err,
 		   size_t errlen);

@@ -3,7 +3,7 @@
 # read from the log line they print, and every process is killed at exit.
 
 # Starts a long-running hearth command logging to FILE; waits for its
-# "http://127.0.0.1:PORT" line; sets SPID and HURL (no subshell, so the process
+# "http://127.0.0.1:PORT" (or https://) line; sets SPID and HURL (no subshell, so the process
 # stays a child of the test and lib.sh kills it at exit). Fails after 20 s.
 start_hearth() { # logfile, args...
 	local log=$1
@@ -13,7 +13,7 @@ start_hearth() { # logfile, args...
 	BG_PIDS+=($pid)
 	for _ in $(seq 200); do
 		local url
-		url=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$log" 2>/dev/null | head -1)
+		url=$(grep -oE 'https?://127\.0\.0\.1:[0-9]+' "$log" 2>/dev/null | head -1)
 		if [ -n "$url" ]; then
 			SPID=$pid HURL=$url
 			return 0

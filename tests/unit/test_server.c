@@ -446,6 +446,25 @@ cleanup:
 		fclose(o.log);
 }
 
+/* --tls-cert and --tls-key: both or neither, each a readable PEM file; the error names it. */
+TEST(tls_files)
+{
+	struct server_opts o = {.listen = "127.0.0.1:0", .tls_cert_file = "Makefile"};
+	struct server *srv = NULL;
+	char err[256] = "";
+
+	CHECK(server__start(&o, &srv, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "--tls-cert needs --tls-key"));
+	o.tls_key_file = "Makefile";
+	CHECK(server__start(&o, &srv, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "'Makefile': not a PEM file"));
+	o.tls_cert_file = "/nonexistent/cert.pem";
+	CHECK(server__start(&o, &srv, err, sizeof(err)) == -ENOENT);
+	CHECK(strstr(err, "--tls-cert '/nonexistent/cert.pem'"));
+cleanup:
+	server__stop(srv);
+}
+
 TEST(bad_listen)
 {
 	struct server_opts o = {.listen = "nonsense"};

@@ -8,7 +8,7 @@
 // format=topjson), sent with the tree (topRows), not summed here from the tree the
 // server pruned.
 
-import { ApiError, apiUrl, getJSON } from './api.js';
+import { ApiError, apiUrl, downloadWithToken, getJSON } from './api.js';
 import { bareName, colorIndex, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
   PAL_DIM } from './colors.js';
 import { changeOf, compileSearch, diffRows, diffSide, fnId, fnOf, halves, linkFunctions, nameOf, sandwich,
@@ -22,10 +22,10 @@ import { fmtChange, fmtConfidence, fmtInterval, normUnit, significant, sortBySig
   verdictMap, verdictOf, verdictText } from './signif.js';
 import { Timeline } from './timeline.js';
 import { initTheme } from './theme.js';
-import { durationSec, fmtDuration, stepFor, toSec } from './timeparse.js';
+import { apiTime, durationSec, fmtDuration, stepFor, toSec } from './timeparse.js';
+import { RangeBar } from './rangebar.js';
 
 const $ = (sel) => document.querySelector(sel);
-const PRESETS = ['5m', '1h', '6h', '24h', '7d'];
 const DEFAULTS = {
   query: '', type: '', from: 'now-1h', until: 'now', view: 'flame', search: '', focus: '', groupBy: '',
   orient: 'icicle', maxNodes: '20000', lquery: '', lfrom: '', luntil: '', rquery: '', rfrom: '',
@@ -101,10 +101,7 @@ function errorText(e, what) {
   if (e instanceof ApiError) {
     if (e.status === 0) return 'Server unreachable: hearth did not answer (is `hearth server` or `hearth run` still running?)';
     if (e.status === 400) return `Invalid query: ${e.message}`;
-    if (e.status === 401) {
-      return 'This server wants a token (--auth-token-file), which the web UI does not send: ' +
-        'reach the UI through a proxy that adds the Authorization header';
-    }
+    if (e.status === 401) return 'This server wants a token: opening the login page…';
     return `${what} failed (${e.status}): ${e.message}`;
   }
   return `${what} failed: ${e.message || e}`;
@@ -380,11 +377,7 @@ function renderDiffGraphs() {
 function syncInputs() {
   $('#query').value = state.query;
   if ([...$('#ptype').options].some((o) => o.value === state.type)) $('#ptype').value = state.type;
-  const preset = PRESETS.find((p) => state.from === `now-${p}` && state.until === 'now');
-  $('#range').value = preset || 'custom';
-  $('#custom-range').hidden = !!preset;
-  $('#from').value = state.from;
-  $('#until').value = state.until;
+  rangeBar.sync(state.from, state.until);
   $('#search').value = state.search;
   for (const k of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) $(`#${k}`).value = state[k];
   $('#normalize').value = state.normalize;
@@ -420,8 +413,11 @@ function scheduleRefresh() {
 /** The selector sent to the server: the query bar's, of the chosen profile type. */
 const typedQuery = (q) => withType(q, state.type);
 
+// Exports are plain links; with a token kept (login.html) they are fetched with it.
+for (const f of ['pprof', 'folded', 'svg']) $(`#export-${f}`).addEventListener('click', downloadWithToken);
+
 function updateExports() {
-  const sel = { query: typedQuery(state.query), from: state.from, until: state.until };
+  const sel = { query: typedQuery(state.query), from: apiTime(state.from), until: apiTime(state.until) };
   for (const f of ['pprof', 'folded', 'svg']) {
     $(`#export-${f}`).href = apiUrl('/api/profile', { format: f, ...sel });
   }
@@ -436,9 +432,10 @@ async function load() {
   setReady(false);
   showError('');
   $('#query').removeAttribute('aria-invalid');
+  rangeBar.clear();
   $('#status').textContent = 'Loading…';
   updateExports();
-  const sel = { query: typedQuery(state.query), from: state.from, until: state.until };
+  const sel = { query: typedQuery(state.query), from: apiTime(state.from), until: apiTime(state.until) };
   const timeline = loadTimeline(signal);
   const series = state.series ? loadSeries(signal) : null;
   try {
@@ -452,7 +449,8 @@ async function load() {
   } catch (e) {
     if (e.name === 'AbortError' || seq !== loadSeq) return;
     tree = null;
-    if (e instanceof ApiError && e.status === 400) $('#query').setAttribute('aria-invalid', 'true');
+    // The box the server's message names (from, until), else the selector.
+    if (e instanceof ApiError && e.status === 400 && !rangeBar.blameMessage(e.message)) $('#query').setAttribute('aria-invalid', 'true');
     showTreeError(errorText(e, 'Loading the profile'));
   }
   await timeline;
@@ -556,7 +554,7 @@ async function loadTimeline(signal) {
   const step = stepFor(toSec(state.from, now), toSec(state.until, now));
   try {
     const d = await getJSON('/api/timeline', {
-      query: typedQuery(state.query), from: state.from, until: state.until, step, groupBy: state.groupBy,
+      query: typedQuery(state.query), from: apiTime(state.from), until: apiTime(state.until), step, groupBy: state.groupBy,
     }, signal);
     setUnit(d.unit, state.type);
     timelineView.setData(d);
@@ -573,7 +571,7 @@ async function loadTypes() {
   const sel = $('#ptype');
   let types = [];
   try {
-    types = await getJSON('/api/label/__profile_type__/values', { from: state.from, until: state.until });
+    types = await getJSON('/api/label/__profile_type__/values', { from: apiTime(state.from), until: apiTime(state.until) });
   } catch {
     // The profile load reports an unreachable server; the select keeps CPU.
   }
@@ -674,8 +672,8 @@ async function loadDiff() {
   syncInputs();
   writeURL(false);
   const params = {
-    left: typedQuery(state.lquery), right: typedQuery(state.rquery), leftfrom: state.lfrom, leftuntil: state.luntil,
-    rightfrom: state.rfrom, rightuntil: state.runtil, maxNodes: state.maxNodes, topRows: TOP_ROWS,
+    left: typedQuery(state.lquery), right: typedQuery(state.rquery), leftfrom: apiTime(state.lfrom), leftuntil: apiTime(state.luntil),
+    rightfrom: apiTime(state.rfrom), rightuntil: apiTime(state.runtil), maxNodes: state.maxNodes, topRows: TOP_ROWS,
     normalize: state.normalize,
   };
   markDiffRanges();
@@ -881,7 +879,7 @@ async function loadSeries(signal) {
   const step = stepFor(toSec(state.from, now), toSec(state.until, now));
   try {
     const d = await getJSON('/api/function-series', {
-      query: typedQuery(state.query), from: state.from, until: state.until, step, function: state.series,
+      query: typedQuery(state.query), from: apiTime(state.from), until: apiTime(state.until), step, function: state.series,
       kind: state.seriesKind, normalize: state.seriesNorm,
     }, signal);
     if (seq !== seriesSeq) return;
@@ -916,7 +914,7 @@ const spanText = (s) => (s && s.from !== undefined && s.until !== undefined
 async function loadChanges() {
   const now = Date.now() / 1000;
   const params = {
-    query: typedQuery(state.query), from: state.from, until: state.until, baseline: state.baseline,
+    query: typedQuery(state.query), from: apiTime(state.from), until: apiTime(state.until), baseline: state.baseline,
     step: stepFor(toSec(state.from, now), toSec(state.until, now)),
   };
   const key = JSON.stringify(params);
@@ -995,15 +993,14 @@ function showView(v, push, init = false) {
 // ---- wiring ----
 
 function applyQueryBar() {
-  state.query = $('#query').value.trim();
-  const r = $('#range').value;
-  if (r === 'custom') {
-    state.from = $('#from').value.trim() || DEFAULTS.from;
-    state.until = $('#until').value.trim() || DEFAULTS.until;
-  } else {
-    state.from = `now-${r}`;
-    state.until = 'now';
+  const range = rangeBar.read();
+  if (range.error) {
+    showError(range.error);
+    return;
   }
+  state.query = $('#query').value.trim();
+  state.from = range.from;
+  state.until = range.until;
   diffKey = '';
   changesKey = '';
   writeURL(true);
@@ -1015,18 +1012,8 @@ function applyQueryBar() {
 // Forms only group inputs: Enter is handled per field, a form is never submitted.
 for (const f of document.forms) f.addEventListener('submit', (e) => e.preventDefault());
 new QueryBar($('#query'), $('#query-suggest'), applyQueryBar);
+const rangeBar = new RangeBar($, applyQueryBar);
 $('#apply').addEventListener('click', applyQueryBar);
-$('#range').addEventListener('change', () => {
-  const custom = $('#range').value === 'custom';
-  $('#custom-range').hidden = !custom;
-  if (custom) $('#from').focus();
-  else applyQueryBar();
-});
-for (const id of ['#from', '#until']) {
-  $(id).addEventListener('keydown', (e) => {
-    if (e.key === 'Enter') applyQueryBar();
-  });
-}
 $('#ptype').addEventListener('change', () => {
   state.type = $('#ptype').value;
   diffKey = '';

@@ -7,10 +7,12 @@
  * down towards the hole, so only rows on unreadable pages are lost. The damaged
  * database is opened read-only and left as it is.
  *
- * The new store opens like any other: ids that surviving keys name but whose
- * rows were lost are kept out of reuse (store_check_refs), chunks that do not
- * decode are quarantined when read, and frames whose strings were lost have
- * empty names. SQLite's own `.recover` would do the same, but the sqlite3 CLI
+ * Then the copy is made whole (repair.c): what names a lost row is dropped,
+ * chunks keep only rows whose series and stack survive, lost rollups are
+ * marked to be built again. The new store opens like any other: ids that
+ * surviving keys name but whose rows were lost (strings: frames whose strings
+ * were lost have empty names) are kept out of reuse (store_check_refs).
+ * Both directories are locked (lock.c) while it runs. SQLite's own `.recover` would do the same, but the sqlite3 CLI
  * Debian ships is built without the sqlite_dbpage table it needs.
  */
 #include "store_impl.h"
@@ -35,6 +37,7 @@ struct copier {
 	sqlite3_stmt *fwd, *back, *ins;
 	int ncols;
 	uint64_t rows, holes;
+	int64_t first_lost; /* of the table being copied: the lowest id that may be lost */
 };
 
 /* Inserts the current row of sel. 0 or -EIO. */
@@ -93,6 +96,8 @@ static int copy_table(struct copier *c)
 			c->holes++;
 			hole = last;
 			after_hole = true;
+			if (c->first_lost == INT64_MAX)
+				c->first_lost = last == INT64_MIN ? INT64_MIN : last + 1;
 		}
 		if (skip > SALVAGE_MAX_SKIP || last > INT64_MAX - skip)
 			break;
@@ -123,6 +128,19 @@ static int prepare_copier(struct copier *c, const char *table)
 	if (sqlite3_prepare_v2(c->to, sql, -1, &c->ins, NULL) != SQLITE_OK)
 		return -EIO;
 	return 0;
+}
+
+/* The first column of the first row of sql, or 0. */
+static int64_t sqlite3_query_count(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
 }
 
 static void finalize_copier(struct copier *c)
@@ -160,12 +178,61 @@ static int open_new(const char *to_dir, sqlite3 **to, char *err, size_t errlen)
 	return e;
 }
 
+/* Takes the damaged directory's lock, so that no hearth writes it meanwhile; a
+ * directory where the lock file cannot even be made (a read-only medium) is
+ * read all the same. 0, or -EBUSY (err names the owner). */
+static int lock_damaged(const char *dir, int *fd, char *err, size_t errlen)
+{
+	int e = store_dir_lock(dir, fd, err, errlen);
+
+	if (e && e != -EBUSY) {
+		if (err && errlen)
+			*err = 0;
+		e = 0;
+	}
+	return e;
+}
+
+/* Copies every table's readable rows; *pairs_lost_from: the lowest id of
+ * series_stacks that may be lost (INT64_MAX: none). */
+static int copy_tables(struct copier *c, struct store_salvage_result *res,
+		       int64_t *pairs_lost_from)
+{
+	int e = 0;
+
+	*pairs_lost_from = INT64_MAX;
+	for (size_t t = 0; !e && t < sizeof(salvage_tables) / sizeof(*salvage_tables); t++) {
+		bool pairs = !strcmp(salvage_tables[t], "series_stacks");
+		uint64_t rows = c->rows;
+		int pe = prepare_copier(c, salvage_tables[t]);
+
+		c->first_lost = INT64_MAX;
+		if (pe == -ENOENT) {
+			res->lost_tables++;
+			c->first_lost = INT64_MIN;
+		} else if (pe) {
+			e = pe;
+		} else {
+			e = copy_table(c);
+			if (!strcmp(salvage_tables[t], "chunks"))
+				res->chunks = c->rows - rows;
+		}
+		if (pairs)
+			*pairs_lost_from = c->first_lost;
+		finalize_copier(c);
+	}
+	res->rows = c->rows;
+	res->holes = c->holes;
+	return e;
+}
+
 int store__salvage(const char *dir, const char *to_dir, struct store_salvage_result *res, char *err,
 		   size_t errlen)
 {
 	struct copier c = {0};
 	char *path = NULL;
-	int e = 0;
+	int64_t pairs_lost_from;
+	int e = 0, from_lock = -1, to_lock = -1;
 
 	memset(res, 0, sizeof(*res));
 	if (err && errlen)
@@ -177,31 +244,28 @@ int store__salvage(const char *dir, const char *to_dir, struct store_salvage_res
 		free(path);
 		return -ENOENT;
 	}
+	e = lock_damaged(dir, &from_lock, err, errlen);
 	/* read-only: the damaged file (and its WAL) stay as they are */
-	if (sqlite3_open_v2(path, &c.from, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+	if (!e && sqlite3_open_v2(path, &c.from, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
 		store_set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(c.from));
 		e = -EIO;
 	}
+	/* A file shorter than its header says (truncated) is "malformed" at the
+	 * first read unless the schema is writable: a flag of this connection
+	 * only, which lets SQLite take the file's own length; nothing is written
+	 * through a read-only connection. */
+	if (!e)
+		sqlite3_exec(c.from, "PRAGMA writable_schema=ON", NULL, NULL, NULL);
 	e = e ?: open_new(to_dir, &c.to, err, errlen);
+	/* the new store's schema is made (and its lock let go) by store__open in
+	 * open_new: held from here until the copy is whole */
+	e = e ?: store_dir_lock(to_dir, &to_lock, err, errlen);
 	if (!e && sqlite3_exec(c.to, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 		e = -EIO;
-	for (size_t t = 0; !e && t < sizeof(salvage_tables) / sizeof(*salvage_tables); t++) {
-		uint64_t rows = c.rows;
-		int pe = prepare_copier(&c, salvage_tables[t]);
-
-		if (pe == -ENOENT) {
-			res->lost_tables++;
-		} else if (pe) {
-			e = pe;
-		} else {
-			e = copy_table(&c);
-			if (!strcmp(salvage_tables[t], "chunks"))
-				res->chunks = c.rows - rows;
-		}
-		finalize_copier(&c);
-	}
-	res->rows = c.rows;
-	res->holes = c.holes;
+	e = e ?: copy_tables(&c, res, &pairs_lost_from);
+	e = e ?: store_salvage_repair(c.to, pairs_lost_from, res);
+	if (!e)
+		res->series = (uint64_t)sqlite3_query_count(c.to, "SELECT count(*) FROM series");
 	/* tells store__open to look for series only chunks still name */
 	if (!e && sqlite3_exec(
 		      c.to, "INSERT OR REPLACE INTO meta VALUES('salvaged', strftime('%s', 'now'))",
@@ -210,10 +274,13 @@ int store__salvage(const char *dir, const char *to_dir, struct store_salvage_res
 	if (!e && sqlite3_exec(c.to, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		e = -EIO;
 	if (e && c.to && err && !*err)
-		store_set_err(err, errlen, "%s/hearth.db: %s", to_dir, sqlite3_errmsg(c.to));
+		store_set_err(err, errlen, "%s/hearth.db: %s", to_dir,
+			      e == -ENOMEM ? strerror(ENOMEM) : sqlite3_errmsg(c.to));
 	finalize_copier(&c);
 	sqlite3_close(c.from);
 	sqlite3_close(c.to);
+	store_dir_unlock(to_lock);
+	store_dir_unlock(from_lock);
 	free(path);
 	return e;
 }

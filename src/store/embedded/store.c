@@ -322,6 +322,7 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 	if (!s)
 		return -ENOMEM;
 	s->base.ops = &store_embedded_ops;
+	s->lock_fd = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	if (opts)
 		s->opts = *opts;
@@ -334,7 +335,7 @@ int store__open(const char *dir, const struct store_opts *opts, struct store **o
 		estore_close(&s->base);
 		return -ENOMEM;
 	}
-	e = open_db(s, err, errlen);
+	e = store_dir_lock(dir, &s->lock_fd, err, errlen) ?: open_db(s, err, errlen);
 	if (e) {
 		if (s->db && is_corrupt(sqlite3_errcode(s->db)))
 			recovery_hint(s, err, errlen);
@@ -365,6 +366,7 @@ void estore_close(struct store *base)
 		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 		sqlite3_close(s->db);
 	}
+	store_dir_unlock(s->lock_fd); /* after the database: the next owner finds it closed */
 	pthread_mutex_destroy(&s->lock);
 	free(s->dir);
 	free(s->path);

@@ -293,6 +293,7 @@ struct estore {
 	struct store_stats batch_stats;
 	int64_t batch_newest_ns, batch_first_ns;
 	sqlite3 *db;
+	int lock_fd; /* DIR/hearth.lock, flock'ed (lock.c); -1 until taken */
 	char *dir, *path;
 	struct store_opts opts;
 	size_t n_sample_labels; /* entries of opts.sample_labels */
@@ -386,6 +387,20 @@ int store_budget_enforce(struct estore *s, bool force);
 void store_budget_after_append(struct estore *s);
 /* Reloads the counters of stats from the chunks table (store.c). */
 void store_reload_stats(struct estore *s);
+
+/* One owner per data directory (lock.c): an exclusive flock on DIR/hearth.lock,
+ * into *fd, with this process's pid and command line written there. 0; -EBUSY
+ * when another process holds it (err names it: pid, command line); -errno. */
+int store_dir_lock(const char *dir, int *fd, char *err, size_t errlen);
+/* Releases it (fd < 0: nothing). */
+void store_dir_unlock(int fd);
+
+/* Second half of store__salvage (repair.c), in the new database's open
+ * transaction: drops what names lost rows, rewrites the chunks to their
+ * surviving rows, marks lost rollups pending; counts into res.
+ * pairs_lost_from: the lowest series_stacks id that may be lost (INT64_MAX:
+ * none). 0, -EIO, -ENOMEM. */
+int store_salvage_repair(sqlite3 *db, int64_t pairs_lost_from, struct store_salvage_result *res);
 
 /* One line to opts.log (stderr by default), prefixed with the database's path. */
 void store_log(struct estore *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
