@@ -11,8 +11,8 @@
 import { ApiError, apiUrl, downloadWithToken, getJSON } from './api.js';
 import { bareName, colorIndex, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
   PAL_DIM } from './colors.js';
-import { changeOf, compileSearch, diffRows, nameOf, sandwich, searchTree, topRows, treeArrays }
-  from './tree.js';
+import { changeOf, compileSearch, diffRows, diffSide, fnId, fnOf, halves, linkFunctions, nameOf, sandwich,
+  searchTree, topRows, treeArrays } from './tree.js';
 import { FlameGraph } from './flame.js';
 import { esc, fmtAmount, fmtInt, fmtPct, fmtPP, fmtTime, setUnit } from './format.js';
 import { QueryBar, withType } from './querybar.js';
@@ -30,13 +30,13 @@ const DEFAULTS = {
   query: '', type: '', from: 'now-1h', until: 'now', view: 'flame', search: '', focus: '', groupBy: '',
   orient: 'icicle', maxNodes: '20000', lquery: '', lfrom: '', luntil: '', rquery: '', rfrom: '',
   runtil: '', normalize: 'share', baseline: 'previous', series: '', seriesKind: 'total', seriesNorm: 'value',
-  sort: '-self', zoom: '', refresh: '',
+  sort: '-self', zoom: '', refresh: '', diffMode: 'combined',
 };
 const VIEWS = ['flame', 'sandwich', 'diff', 'changes'];
 const CHOICES = {
   normalize: ['share', 'rate'], baseline: ['previous', '1d', '7d'], seriesKind: ['total', 'self'],
   seriesNorm: ['value', 'share', 'rate'], sort: ['-self', 'self', '-total', 'total', 'name', '-name'],
-  refresh: ['', '10s', '30s', '1m', '5m'],
+  refresh: ['', '10s', '30s', '1m', '5m'], diffMode: ['combined', 'split'],
 };
 const REFRESH_SEC = { '10s': 10, '30s': 30, '1m': 60, '5m': 300 };
 /* The top table's order in the URL: a key, "-" first when descending. */
@@ -191,9 +191,9 @@ const flame = new FlameGraph($('#flame'), $('#flame-frames'), {
   onSelect: (i) => {
     renderBreadcrumbs();
     keepZoom();
-    if (i > 0) selectFunction(nameOf(flame.t, i), { fromFlame: true });
+    if (i > 0) selectFunction(fnOf(flame.t, i), { fromFlame: true });
   },
-  onContext: (i) => showSeries(nameOf(flame.t, i)),
+  onContext: (i) => showSeries(fnOf(flame.t, i)),
 });
 const callersGraph = new FlameGraph($('#sandwich-callers'), $('#sandwich-callers ul'), {
   palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip(wholeFn), tooltipEl,
@@ -208,10 +208,26 @@ const diffGraph = new FlameGraph($('#diff-flame'), $('#diff-flame ul'), {
   tooltipEl, orient: state.orient, change: (i) => changeOf(diffTree, i), focusOnClick: true,
   verdict: (i) => (diffSig && i > 0 ? (frameVerdict(diffTree, i) || { verdict: 'noise' }).verdict : ''),
   onSelect: (i) => {
-    if (i > 0) selectFunction(nameOf(diffTree, i), { fromDiff: true });
+    if (i > 0) selectFunction(fnOf(diffTree, i), { fromDiff: true });
   },
-  onContext: (i) => showSeries(nameOf(diffTree, i)),
+  onContext: (i) => showSeries(fnOf(diffTree, i)),
 });
+/* The side-by-side diff: each side's frames as a plain flame graph, coloured by
+ * module/package as the flame graph is, so a function has one colour on both. */
+const sideGraph = (el, list) => {
+  const g = new FlameGraph(el, list, {
+    palette, dimIndex: PAL_DIM, colors: (t) => t.color, tooltip: profileTip(wholeProfile), tooltipEl,
+    orient: state.orient, focusOnClick: true,
+    onSelect: (i) => {
+      if (i > 0) selectFunction(fnOf(g.t, i), { fromSide: g });
+    },
+    onContext: (i) => showSeries(fnOf(g.t, i)),
+  });
+  return g;
+};
+const leftGraph = sideGraph($('#diff-left'), $('#diff-left ul'));
+const rightGraph = sideGraph($('#diff-right'), $('#diff-right ul'));
+const splitGraphs = [leftGraph, rightGraph];
 
 const table = new TopTable($('#top-table'), $('#top-filter'), $('#top-note'), (name) =>
   selectFunction(name, { fromTable: true }), (name) => showSeries(name), (key, dir) => {
@@ -230,8 +246,9 @@ function renderBreadcrumbs() {
     if (k) nav.insertAdjacentHTML('beforeend', '<span class="sep" aria-hidden="true">›</span>');
     const b = document.createElement('button');
     b.type = 'button';
-    b.textContent = nameOf(t, i);
+    b.textContent = bareName(nameOf(t, i)); // the frame's function, as the tables name it
     b.title = nameOf(t, i);
+    if (t.inlined[i]) b.classList.add('inlined');
     if (k === path.length - 1) b.setAttribute('aria-current', 'true');
     b.addEventListener('click', () => zoomFlame(i));
     nav.appendChild(b);
@@ -272,19 +289,31 @@ function selectFunction(name, how = {}) {
   state.focus = name;
   writeURL(false);
   $('#series-focus').disabled = !name;
-  // A top row names an inlined function without the tree's "_[i]" (as pprof -top).
-  let id = tree ? tree.names.indexOf(name) : -1;
-  if (id < 0 && tree) id = tree.names.indexOf(`${name}_[i]`);
+  // name is the function as the tables name it; its frames, inlined ones too, light up.
+  const id = fnId(tree, name);
   if (!how.fromFlame) {
     flame.setFocus(id);
     if (tree && state.view === 'flame') flame.render(); // a hidden graph redraws when shown
   }
   table.setSelected(name);
   if (diffTree) {
-    diffGraph.setFocus(diffTree.names.indexOf(name));
-    if (!how.fromDiff && state.view === 'diff') diffGraph.render();
+    diffGraph.setFocus(fnId(diffTree, name));
+    if (!how.fromDiff && state.view === 'diff' && state.diffMode === 'combined') diffGraph.render();
+    markDiffRow();
+  }
+  for (const g of splitGraphs) {
+    g.setFocus(fnId(g.t, name));
+    if (g.t && g !== how.fromSide && state.view === 'diff' && state.diffMode === 'split') g.render();
   }
   if (state.view === 'sandwich') renderSandwich();
+}
+
+/** Marks the diff table's row of the focused function. */
+function markDiffRow() {
+  for (const tr of $('#diff-table').tBodies[0].rows) {
+    if (tr.dataset.name === state.focus) tr.setAttribute('aria-selected', 'true');
+    else tr.removeAttribute('aria-selected');
+  }
 }
 
 // ---- search ----
@@ -304,7 +333,7 @@ function applySearch(redraw = true) {
   share.title = share.textContent;
   const r = tree && matcher ? searchTree(tree, matcher) : null;
   flame.setMatch(r ? r.byName : null);
-  for (const g of [callersGraph, calleesGraph, diffGraph]) {
+  for (const g of [callersGraph, calleesGraph, diffGraph, ...splitGraphs]) {
     g.setMatch(matcher && g.t ? searchTree(g.t, matcher).byName : null);
   }
   if (r) {
@@ -324,7 +353,23 @@ function redrawVisible() {
     callersGraph.render();
     calleesGraph.render();
   }
-  if (state.view === 'diff' && diffTree) diffGraph.render();
+  if (state.view === 'diff' && diffTree) renderDiffGraphs();
+}
+
+/** Draws the diff as chosen (state.diffMode): one combined graph, or both sides apart. */
+function renderDiffGraphs() {
+  const split = state.diffMode === 'split';
+  for (const b of document.querySelectorAll('button[data-diffmode]')) {
+    b.setAttribute('aria-pressed', String(b.dataset.diffmode === state.diffMode));
+  }
+  $('#diff-scale').hidden = split;
+  $('#diff-split-key').hidden = !split;
+  const shown = !!diffTree && $('#diff-empty').hidden;
+  $('#diff-flame').hidden = !shown || split;
+  $('#diff-split').hidden = !shown || !split;
+  if (!shown) return;
+  if (split) for (const g of splitGraphs) g.render();
+  else diffGraph.render();
 }
 
 // ---- loading ----
@@ -430,25 +475,29 @@ async function showTree(data, seq) {
   if (matcher && matcher.error) matcher = null; // applySearch() below says why
   const root = data.tree || { name: 'total', self: 0, total: 0 };
   const empty = total <= 0;
+  // Frames are named as the top table names their functions (tree.js linkFunctions).
+  const fns = new Set(data.top && Array.isArray(data.top.rows) ? data.top.rows.map((r) => String(r.name)) : []);
+  const has = fns.size ? (n) => fns.has(n) : null;
   $('#flame').hidden = empty;
   $('#flame-empty').hidden = !empty;
   const quick = Number(state.maxNodes) > QUICK_FRAMES && !empty
     ? treeArrays(root, null, 'all', (total * 0.5) / Math.max(100, Math.floor(flame.width || $('#flame').clientWidth))) : null;
   if (quick) {
     // The quick tree holds exactly the frames the full one would draw unzoomed.
+    linkFunctions(quick, has);
     flame.setTree(quick);
     flame.zoom = zoomNode(quick);
-    flame.setFocus(state.focus ? quick.names.indexOf(state.focus) : -1);
+    flame.setFocus(fnId(quick, state.focus));
     if (matcher) flame.setMatch(searchTree(quick, matcher).byName);
     flame.drawCanvas();
     performance.measure('hearth:flame-render', 'hearth:tree-parsed');
     await new Promise((r) => setTimeout(r, 0)); // let the browser show it
     if (seq !== loadSeq) return;
   }
-  tree = treeArrays(root);
+  tree = linkFunctions(treeArrays(root), has);
   flame.setTree(tree);
   flame.zoom = zoomNode(tree); // the zoom the URL names, kept across reloads
-  flame.setFocus(state.focus ? tree.names.indexOf(state.focus) : -1);
+  flame.setFocus(fnId(tree, state.focus));
   if (matcher) flame.setMatch(searchTree(tree, matcher).byName);
   flame.drawCanvas();
   if (!quick) performance.measure('hearth:flame-render', 'hearth:tree-parsed');
@@ -488,7 +537,11 @@ function showTreeError(msg) {
   if (state.view === 'sandwich') renderSandwich();
 }
 
-const timelineView = new Timeline($('#timeline'), $('#timeline-legend'), (from, until) => {
+const timelineView = new Timeline($('#timeline'), $('#timeline-legend'), (from, until, e) => {
+  if (state.view === 'diff') {
+    brushDiff(from, until, e);
+    return;
+  }
   state.from = String(from);
   state.until = String(until);
   writeURL(true);
@@ -598,7 +651,23 @@ function diffDefaults() {
   }
 }
 
+/* Set when the diff's default sides (the range before vs the current one) found
+ * nothing before and it compares the two halves of the current range instead:
+ * the line saying so above the diff. Cleared when the user picks the sides. */
+let diffFallback = '';
+
+/** A side's range in words: dates when both ends read, else as typed. */
+function sideRange(from, until) {
+  const now = Date.now() / 1000;
+  const f = toSec(from, now);
+  const u = toSec(until || 'now', now);
+  return Number.isFinite(f) && Number.isFinite(u) ? `${fmtTime(f)} – ${fmtTime(u)}` : `${from} – ${until}`;
+}
+
 async function loadDiff() {
+  // Sides nobody picked: the defaults, and the halves fallback when "before" is empty.
+  const auto = !state.lfrom && !state.luntil && !state.rfrom && !state.runtil;
+  if (auto) diffFallback = '';
   diffDefaults();
   syncInputs();
   writeURL(false);
@@ -610,7 +679,7 @@ async function loadDiff() {
   markDiffRanges();
   const key = JSON.stringify(params);
   if (key === diffKey && diffTree) {
-    diffGraph.render();
+    renderDiffGraphs();
     return;
   }
   const seq = loadSeq;
@@ -619,6 +688,15 @@ async function loadDiff() {
   try {
     const d = await getJSON('/api/diff', params, inflight ? inflight.signal : undefined);
     if (stale()) return;
+    // A new install has nothing in the hour before: compare the halves of this one.
+    const h = auto && !(+d.left) && +d.right > 0 ? halves(state.rfrom, state.runtil, Date.now() / 1000) : null;
+    if (h) {
+      diffFallback = `Nothing was recorded in the range before (${sideRange(state.lfrom, state.luntil)}), so ` +
+        'this compares the first half of the selected range (before) with its second half (after). ' +
+        'Brush two ranges on the timeline to compare others.';
+      [[state.lfrom, state.luntil], [state.rfrom, state.runtil]] = h;
+      return loadDiff();
+    }
     diffKey = key;
     setUnit(d.unit, state.type);
     showDiff(d);
@@ -630,28 +708,71 @@ async function loadDiff() {
     diffSig = null;
     diffKey = '';
     $('#diff-note').hidden = true;
+    $('#diff-fallback').hidden = true;
     diffGraph.setTree(null);
     diffGraph.render();
+    for (const g of splitGraphs) g.setTree(null);
     $('#diff-table').tBodies[0].innerHTML = '';
-    $('#diff-flame').hidden = true;
-    $('#diff-empty').hidden = false;
-    $('#diff-empty').textContent = errorText(e, 'The diff');
+    showDiffEmpty(errorText(e, 'The diff'), 'error');
     showError(errorText(e, 'The diff'));
   }
 }
 
+/** The diff view's message in place of its graphs ('' hides it); reason for scripts. */
+function showDiffEmpty(text, reason) {
+  const el = $('#diff-empty');
+  el.hidden = !text;
+  el.textContent = text;
+  el.dataset.reason = reason;
+  renderDiffGraphs();
+}
+
+const SIDE_COLOR = { left: 'hsl(214, 75%, 52%)', right: 'hsl(4, 75%, 52%)' };
+const TIMELINE_HINT = 'drag across the chart to zoom into a time range';
+
 /** Shades the diff's two ranges on the timeline while the diff view is open. */
 function markDiffRanges() {
-  if (state.view !== 'diff') {
+  const diff = state.view === 'diff';
+  $('#timeline-hint').textContent = diff ? `drag to set the ${brushSide === 'left' ? 'Before (blue)' : 'After (red)'} ` +
+    'range of the diff; Shift-drag sets After' : TIMELINE_HINT;
+  timelineView.brushColor = diff ? SIDE_COLOR[brushSide] : '';
+  if (!diff) {
     timelineView.setMarks([]);
     return;
   }
   const now = Date.now() / 1000;
   const side = (f, u, color, label) => ({ from: toSec(f, now), until: toSec(u || 'now', now), color, label });
   timelineView.setMarks([
-    side(state.lfrom, state.luntil, 'hsl(214, 75%, 52%)', 'before'),
-    side(state.rfrom, state.runtil, 'hsl(4, 75%, 52%)', 'after'),
+    side(state.lfrom, state.luntil, SIDE_COLOR.left, 'before'),
+    side(state.rfrom, state.runtil, SIDE_COLOR.right, 'after'),
   ].filter((m) => Number.isFinite(m.from) && Number.isFinite(m.until)));
+}
+
+/* The diff side the next drag on the timeline sets: Before first, then After. */
+let brushSide = 'left';
+
+function setBrushSide(side) {
+  brushSide = side;
+  for (const b of document.querySelectorAll('button[data-brush]')) {
+    b.setAttribute('aria-pressed', String(b.dataset.brush === side));
+  }
+  markDiffRanges();
+}
+
+/** A drag on the timeline in the diff view: sets a side's range (Shift: After) and compares. */
+function brushDiff(from, until, e) {
+  const side = e && e.shiftKey ? 'right' : brushSide;
+  const p = side === 'left' ? 'l' : 'r';
+  state[`${p}from`] = String(from);
+  state[`${p}until`] = String(until);
+  if (!state.lquery && !state.rquery) state.lquery = state.rquery = state.query;
+  diffFallback = '';
+  writeURL(true);
+  syncInputs();
+  setBrushSide(side === 'left' ? 'right' : 'left');
+  setReady(false);
+  showError('');
+  loadDiff().then(() => setReady(true));
 }
 
 /** The one line above the diff saying what "within noise" means for this answer. */
@@ -682,24 +803,49 @@ function showDiff(d) {
     ? `<span class="swatch blue"></span>less <span class="swatch grey"></span>within noise <span class="swatch red"></span>more` +
       ` (self, beyond noise at ${fmtConfidence(diffSig.confidence)})`
     : '<span class="swatch blue"></span>less <span class="swatch grey"></span>same <span class="swatch red"></span>more (share of total)';
-  diffTree = treeArrays(d.tree || { name: 'total', self: [0, 0], total: [0, 0] }, { left: L, right: R });
+  const root = d.tree || { name: 'total', self: [0, 0], total: [0, 0] };
+  // Frames are named as the diff's table names their functions (tree.js linkFunctions).
+  const fns = new Set((Array.isArray(d.functions) ? d.functions : []).map((f) => String(f.name)));
+  const has = fns.size ? (n) => fns.has(n) : null;
+  diffTree = linkFunctions(treeArrays(root, { left: L, right: R }), has);
   diffGraph.setTree(diffTree);
-  diffGraph.setFocus(state.focus ? diffTree.names.indexOf(state.focus) : -1);
+  diffGraph.setFocus(fnId(diffTree, state.focus));
   diffGraph.setMatch(matcher ? searchTree(diffTree, matcher).byName : null);
-  let msg = '';
-  if (!L && !R) msg = 'No data in this time range (neither selection has samples)';
-  else if (!L) msg = 'No data in this time range for the left (before) selection';
-  else if (!R) msg = 'No data in this time range for the right (after) selection';
-  $('#diff-empty').hidden = !msg;
-  $('#diff-empty').textContent = msg;
-  if (msg) showError(msg);
-  $('#diff-flame').hidden = !L && !R;
+  splitGraphs.forEach((g, k) => {
+    const t = [L, R][k] ? linkFunctions(treeArrays(diffSide(root, k)), has) : null;
+    g.setTree(t);
+    g.setFocus(fnId(t, state.focus));
+    g.setMatch(matcher && t ? searchTree(t, matcher).byName : null);
+  });
+  $('#diff-left-label').textContent = `Before: ${sideRange(state.lfrom, state.luntil)} · ${fmtAmount(L)}`;
+  $('#diff-right-label').textContent = `After: ${sideRange(state.rfrom, state.runtil)} · ${fmtAmount(R)}`;
+  $('#diff-fallback').hidden = !diffFallback;
+  $('#diff-fallback').textContent = diffFallback;
   $('#diff-summary').textContent = `Before ${fmtAmount(L)} → after ${fmtAmount(R)}`;
-  diffGraph.render();
+  // An empty side is said in words: every function would be "new" or "gone", which
+  // says nothing about a change, so neither graph nor table is shown.
+  const sel = (q) => (q ? `selector ${q}` : 'any series');
+  const pick = 'Brush a range with data on the timeline (Before, then After), or type one above.';
+  let msg = '';
+  let reason = '';
+  if (!L && !R) {
+    msg = `Neither side holds samples: before (${sideRange(state.lfrom, state.luntil)}, ${sel(state.lquery)}) and ` +
+      `after (${sideRange(state.rfrom, state.runtil)}, ${sel(state.rquery)}). Nothing to compare. ${pick}`;
+    reason = 'both-empty';
+  } else if (!L || !R) {
+    const [side, f, u, q] = !L ? ['before', state.lfrom, state.luntil, state.lquery]
+      : ['after', state.rfrom, state.runtil, state.rquery];
+    msg = `The ${side} side (${sideRange(f, u)}, ${sel(q)}) holds no samples, so there is nothing to compare ` +
+      `with: no change is shown. ${pick}`;
+    reason = `${side}-empty`;
+  }
+  if (msg) $('#diff-note').hidden = true;
   // Functions with no self samples on either side have no change of their own to show.
-  const rows = diffRows(d.functions).filter((r) => r.left || r.right);
+  const rows = msg ? [] : diffRows(d.functions).filter((r) => r.left || r.right);
   renderDiffTable($('#diff-table'), diffSig ? sortBySignificance(rows) : rows,
     (name) => selectFunction(name, { fromTable: true }), (name) => showSeries(name), diffSig);
+  markDiffRow();
+  showDiffEmpty(msg, reason);
 }
 
 // ---- one function over time ----
@@ -707,8 +853,8 @@ function showDiff(d) {
 /** Shows name's line over the current range, beside the selection's total. */
 function showSeries(name) {
   if (!name || name === 'all') return;
-  // A frame names an inlined function "_[i]"; its series is the function's (as the top table).
-  state.series = name.endsWith('_[i]') ? name.slice(0, -4) : name;
+  // name is the function as the tables name it (frames pass tree.js fnOf).
+  state.series = name;
   writeURL(false);
   $('#series-panel').dataset.state = 'loading';
   loadSeries(inflight ? inflight.signal : undefined).then(() => {
@@ -833,6 +979,7 @@ function showView(v, push, init = false) {
   if (v === 'flame' && tree) flame.render();
   if (v === 'sandwich') renderSandwich();
   if (v !== 'diff') markDiffRanges();
+  if (v === 'diff') setBrushSide('left');
   if (v === 'diff' && !init) {
     setReady(false);
     loadDiff().then(() => setReady(true));
@@ -905,6 +1052,7 @@ $('#orient').addEventListener('click', () => {
   syncInputs();
   flame.setOrient(state.orient);
   diffGraph.setOrient(state.orient);
+  for (const g of splitGraphs) g.setOrient(state.orient);
   redrawVisible();
 });
 $('#reset-zoom').addEventListener('click', () => zoomFlame(0));
@@ -934,8 +1082,19 @@ document.addEventListener('keydown', (e) => {
     $('#search').focus();
   }
 });
+for (const b of document.querySelectorAll('button[data-brush]')) {
+  b.addEventListener('click', () => setBrushSide(b.dataset.brush));
+}
+for (const b of document.querySelectorAll('button[data-diffmode]')) {
+  b.addEventListener('click', () => {
+    state.diffMode = b.dataset.diffmode;
+    writeURL(false);
+    renderDiffGraphs();
+  });
+}
 $('#diff-apply').addEventListener('click', () => {
   for (const k of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) state[k] = $(`#${k}`).value.trim();
+  diffFallback = '';
   writeURL(true);
   setReady(false);
   showError('');
@@ -978,6 +1137,7 @@ window.addEventListener('popstate', () => {
   syncInputs();
   flame.setOrient(state.orient);
   diffGraph.setOrient(state.orient);
+  for (const g of splitGraphs) g.setOrient(state.orient);
   diffKey = '';
   changesKey = '';
   table.setSort(...sortOf(state.sort));

@@ -84,8 +84,15 @@ export class FlameGraph {
     this.match = byName;
   }
 
+  /** Highlights every frame of one function: its name id in t (tree.js fnId), -1 for none. */
   setFocus(nameIdx) {
     this.focus = nameIdx;
+  }
+
+  /** Whether node i is a frame of the focused function (its inlined frames included: tree.js t.fn). */
+  focused(i) {
+    const t = this.t;
+    return this.focus >= 0 && (t.fn ? t.fn[t.nameIdx[i]] : t.nameIdx[i]) === this.focus;
   }
 
   setOrient(o) {
@@ -206,12 +213,12 @@ export class FlameGraph {
     // Inlined frames: a hatch over their colour (and italic text below).
     ctx.fillStyle = this.hatchPattern(ctx);
     for (let j = 0; j < k; j++) if (t.inlined[this.dIdx[j]]) this.rect(ctx, j, 'fill');
-    // The focused function: a dark outline on every frame of that name.
+    // The focused function: a dark outline on every frame of that function.
     if (this.focus >= 0) {
       ctx.strokeStyle = '#111827';
       ctx.lineWidth = 2;
       for (let j = 0; j < k; j++) {
-        if (t.nameIdx[this.dIdx[j]] === this.focus && this.dW[j] >= 4) this.rect(ctx, j, 'stroke');
+        if (this.focused(this.dIdx[j]) && this.dW[j] >= 4) this.rect(ctx, j, 'stroke');
       }
     }
   }
@@ -303,7 +310,7 @@ export class FlameGraph {
         ` data-h="${ROW_H - 1}"`;
       if (t.inlined[i]) a += ' data-inlined="1"';
       if (this.match && i > 0 && this.match[t.nameIdx[i]]) a += ' data-match="1"';
-      if (this.focus >= 0 && t.nameIdx[i] === this.focus) a += ' data-highlight="1"';
+      if (this.focused(i)) a += ' data-highlight="1"';
       if (!diff) a += ` data-fill="${this.opts.palette[this.colors[i]]}"`;
       if (diff) {
         a += ` data-left="${t.ltotal[i]}" data-right="${t.rtotal[i]}"` +
@@ -344,7 +351,7 @@ export class FlameGraph {
     const i = this.hit(...this.eventXY(e));
     if (i < 0) return;
     this.zoom = i;
-    if (i > 0 && this.opts.focusOnClick) this.focus = this.t.nameIdx[i];
+    if (i > 0 && this.opts.focusOnClick) this.focus = this.t.fn ? this.t.fn[this.t.nameIdx[i]] : this.t.nameIdx[i];
     this.drawCanvas();
     performance.measure('hearth:flame-zoom', 'hearth:zoom-start');
     this.hideTip(); // it described the frame that was under the mouse before the zoom

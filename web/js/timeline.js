@@ -10,7 +10,11 @@ const AXIS_H = 20;
 const MAX_GROUPS = COLORS.length; // the rest are summed as "other"
 
 export class Timeline {
-  /** el: #timeline; legend: legend element; onBrush(fromSec, untilSec); tip: #tooltip. */
+  /**
+   * el: #timeline; legend: legend element; onBrush(fromSec, untilSec, mouseup event:
+   * its shiftKey picks the diff's After side); tip: #tooltip. brushColor: the drag's
+   * colour while it picks a diff side ('' = the zoom's orange).
+   */
   constructor(el, legend, onBrush, tip) {
     this.el = el;
     this.legend = legend;
@@ -22,6 +26,7 @@ export class Timeline {
     this.data = null;
     this.drag = null;
     this.marks = [];
+    this.brushColor = '';
     this.canvas.addEventListener('mousedown', (e) => this.down(e));
     window.addEventListener('mousemove', (e) => this.move(e));
     this.canvas.addEventListener('mousemove', (e) => this.hover(e));
@@ -50,6 +55,7 @@ export class Timeline {
   /** Shaded ranges under the bars: [{from, until (unix s), color, label}] (the diff's sides). */
   setMarks(marks) {
     this.marks = marks;
+    this.el.dataset.marks = JSON.stringify(marks); // for scripts: what is shaded
     this.draw();
   }
 
@@ -140,9 +146,12 @@ export class Timeline {
     if (this.drag) {
       const x0 = Math.min(this.drag.x0, this.drag.x1);
       const x1 = Math.max(this.drag.x0, this.drag.x1);
-      ctx.fillStyle = 'rgba(232, 89, 12, 0.15)';
+      const c = this.brushColor || '#e8590c';
+      ctx.fillStyle = c;
+      ctx.globalAlpha = 0.15;
       ctx.fillRect(x0, 0, x1 - x0, plotH);
-      ctx.strokeStyle = '#e8590c';
+      ctx.globalAlpha = 1;
+      ctx.strokeStyle = c;
       ctx.strokeRect(x0 + 0.5, 0.5, x1 - x0, plotH - 1);
     }
   }
@@ -218,7 +227,7 @@ export class Timeline {
     const toSec = (x) => (d.from + ((d.until - d.from) * x) / this.W) / 1000;
     const from = Math.floor(toSec(x0));
     const until = Math.max(from + 1, Math.ceil(toSec(x1)));
-    this.onBrush(from, until);
+    this.onBrush(from, until, e);
   }
 }
 

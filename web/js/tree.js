@@ -10,6 +10,7 @@
 //   y = depth[i]
 
 import { colorIndex, PAL_ROOT } from './colors.js';
+import { durationSec, fmtDuration, toSec } from './timeparse.js';
 
 /**
  * Typed arrays of a /api/profile tree (numbers) or a /api/diff tree ([left, right] pairs).
@@ -164,8 +165,52 @@ function finish(a, n, names, diff) {
   let maxDepth = 0;
   for (let i = 0; i < n; i++) if (t.depth[i] > maxDepth) maxDepth = t.depth[i];
   t.maxDepth = maxDepth;
+  linkFunctions(t);
   return t;
 }
+
+/**
+ * One name per function in every view: a frame is named as the server's tables
+ * name its function. The tree marks an inlined frame "f_[i]"; the top and diff
+ * tables count it under "f" (profile/top.c, as `pprof -top`). But a name that
+ * came in with the suffix (folded stacks ingested as text) is a function of
+ * that name in the tables too. So t.fn[name id] is the id of the function's
+ * name: the frame's own name when the table has it (has(name)), else the name
+ * without "_[i]" (interned into t.names when the tree has no frame of it).
+ * Without a table (has absent) an inlined frame's function is its bare name.
+ */
+export function linkFunctions(t, has = null) {
+  const n = t.names.length;
+  let ids = null; // name -> id, made on the first inlined name
+  t.fn = new Int32Array(n);
+  for (let id = 0; id < n; id++) {
+    const name = t.names[id];
+    t.fn[id] = id;
+    if (!name.endsWith('_[i]') || (has && has(name))) continue;
+    if (!ids) ids = new Map(t.names.map((x, k) => [x, k]));
+    const bare = name.slice(0, -4);
+    let b = ids.get(bare);
+    if (b === undefined) {
+      b = t.names.length;
+      t.names.push(bare);
+      ids.set(bare, b);
+    }
+    t.fn[id] = b;
+  }
+  if (t.names.length > n) {
+    const grown = new Int32Array(t.names.length);
+    grown.set(t.fn);
+    for (let id = n; id < t.names.length; id++) grown[id] = id;
+    t.fn = grown;
+  }
+  return t;
+}
+
+/** The function (as the tables name it) of node i. */
+export const fnOf = (t, i) => t.names[t.fn[t.nameIdx[i]]];
+
+/** The name id of function fn in t (what FlameGraph.setFocus takes), -1 when absent. */
+export const fnId = (t, fn) => (t && fn ? t.names.indexOf(fn) : -1);
 
 /** The name of node i. */
 export const nameOf = (t, i) => t.names[t.nameIdx[i]];
@@ -202,7 +247,11 @@ export function topRows(top, t) {
   const first = new Int32Array(t ? t.names.length : 0).fill(-1);
   if (t) {
     t.names.forEach((n, id) => { if (!ids.has(n)) ids.set(n, id); });
-    for (let i = 1; i < t.n; i++) if (first[t.nameIdx[i]] < 0) first[t.nameIdx[i]] = i;
+    for (let i = 1; i < t.n; i++) {
+      const id = t.nameIdx[i];
+      if (first[id] < 0) first[id] = i;
+      if (t.fn && first[t.fn[id]] < 0) first[t.fn[id]] = i; // an inlined-only function's colour
+    }
   }
   const rows = top && Array.isArray(top.rows) ? top.rows : [];
   return rows.map((r) => {
@@ -277,22 +326,22 @@ export function searchTree(t, matcher) {
 }
 
 /**
- * Sandwich trees for the function named fn: callees merges the subtrees under every
- * outermost frame of fn (a frame with no fn above it); callers is the inverted tree
+ * Sandwich trees for the function named fn (as the tables name it: its inlined
+ * frames count too): callees merges the subtrees under every outermost frame of fn (a frame with no fn above it); callers is the inverted tree
  * of the stacks above those same frames. Both count each sample once however deep
  * fn recurses. Returns plain trees {name, module, self, total, children} or null: each
  * frame keeps the module of the first frame of its name merged into it, so a function
  * has the same colour here as in the flame graph.
  */
 export function sandwich(t, fn) {
-  const id = t.names.indexOf(fn);
+  const id = fnId(t, fn);
   if (id < 0) return null;
   const callees = newNode(fn);
   const callers = newNode(fn);
   const mod = (i) => (t.modIdx[i] >= 0 ? t.names[t.modIdx[i]] : '');
   const target = new Array(t.n);
   let found = false;
-  walkOutermost(t, (i) => i > 0 && t.nameIdx[i] === id, (i, outer) => {
+  walkOutermost(t, (i) => i > 0 && t.fn[t.nameIdx[i]] === id, (i, outer) => {
     if (!outer) return;
     found = true;
     callers.module ||= mod(i);
@@ -350,4 +399,48 @@ function freeze(node) {
     dst.children.sort((x, y) => y.total - x.total || (x.name < y.name ? -1 : 1));
   }
   return out;
+}
+
+/**
+ * One side of a /api/diff tree (k = 0: left, before; 1: right, after) as a plain
+ * profile tree {name, module, self, total, children}: the frames with samples on
+ * that side, with that side's numbers. The side-by-side view draws both from the
+ * one diff answer (one merge, pruned alike), so a frame has the same name and
+ * module, hence colour, on both sides.
+ */
+export function diffSide(root, k) {
+  const val = (v) => (Array.isArray(v) ? +v[k] || 0 : 0);
+  const out = { name: root.name, module: root.module, self: val(root.self), total: val(root.total), children: [] };
+  const todo = [[root, out]];
+  while (todo.length) {
+    const [src, dst] = todo.pop();
+    for (const c of Array.isArray(src.children) ? src.children : []) {
+      const total = val(c.total);
+      if (total <= 0) continue;
+      const o = { name: c.name, module: c.module, self: val(c.self), total, children: [] };
+      dst.children.push(o);
+      todo.push([c, o]);
+    }
+    dst.children.sort((x, y) => y.total - x.total);
+  }
+  return out;
+}
+
+/**
+ * The two halves of a range (from, until: time expressions; now: unix s): a
+ * range ending "now" as "now-X"/"now-X/2"/"now" (so a link keeps following
+ * now), else unix seconds. Returns [[from, mid], [mid, until]] or null.
+ */
+export function halves(from, until, nowSec) {
+  const rel = /^now-(.+)$/.exec(from);
+  const d = rel && until === 'now' ? durationSec(rel[1]) : NaN;
+  if (d >= 2) {
+    const mid = `now-${fmtDuration(Math.floor(d / 2))}`;
+    return [[from, mid], [mid, 'now']];
+  }
+  const f = toSec(from, nowSec);
+  const u = toSec(until, nowSec);
+  if (!(Number.isFinite(f) && Number.isFinite(u) && u - f >= 2)) return null;
+  const mid = String(Math.floor((f + u) / 2));
+  return [[String(Math.floor(f)), mid], [mid, String(Math.ceil(u))]];
 }

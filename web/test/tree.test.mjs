@@ -1,7 +1,7 @@
 // Unit tests of the UI's pure modules: node web/test/tree.test.mjs
 import assert from 'node:assert/strict';
-import { treeArrays, topRows, searchTree, compileSearch, sandwich, diffRows, changeOf, nameOf }
-  from '../js/tree.js';
+import { treeArrays, topRows, searchTree, compileSearch, sandwich, diffRows, changeOf, nameOf, linkFunctions,
+  fnOf, fnId, diffSide, halves } from '../js/tree.js';
 import { packageOf } from '../js/colors.js';
 import { completionContext } from '../js/querybar.js';
 import { durationSec, fmtDuration, stepFor, toSec } from '../js/timeparse.js';
@@ -131,6 +131,39 @@ test('autocomplete context', () => {
   assert.equal(completionContext('{a="x,y",', 9).kind, 'label'); // comma inside quotes ignored
   assert.equal(completionContext('{a="b"} x', 9), null);
   assert.equal(completionContext('my', 2).kind, 'name');
+});
+
+test('an inlined frame is a frame of its function, as the tables name it', () => {
+  // g calls f inlined (f_[i]) and main calls f: one function f
+  const t = treeArrays(N('total', 0, 10, [N('main', 0, 10, [N('g', 0, 6, [N('f_[i]', 6, 6)]), N('f', 4, 4)])]));
+  const fi = t.names.indexOf('f_[i]');
+  assert.equal(fnOf(t, [...t.nameIdx].indexOf(fi)), 'f');
+  assert.equal(t.fn[fi], fnId(t, 'f'));
+  const s = sandwich(t, 'f');
+  assert.equal(s.callees.total, 10); // both frames of f
+  // a table that names "f_[i]" itself (folded text ingested as is) keeps the name
+  linkFunctions(t, (n) => n === 'f_[i]');
+  assert.equal(t.fn[fi], fi);
+  // an inlined-only function gets its bare name interned, and its row its colour
+  const u = linkFunctions(treeArrays(N('total', 0, 3, [N('g', 0, 3, [N('h_[i]', 3, 3)])])), (n) => n !== 'h_[i]');
+  const rows = topRows({ rows: [{ name: 'h', self: 3, total: 3 }] }, u);
+  assert.equal(rows[0].first, 2);
+});
+
+test('diffSide keeps one side of a diff tree', () => {
+  const d = { name: 'total', self: [0, 0], total: [4, 6], children: [
+    { name: 'a', module: 'm', self: [4, 1], total: [4, 1] }, { name: 'b', self: [0, 5], total: [0, 5] }] };
+  assert.deepEqual(diffSide(d, 0), { name: 'total', module: undefined, self: 0, total: 4,
+    children: [{ name: 'a', module: 'm', self: 4, total: 4, children: [] }] });
+  assert.deepEqual(diffSide(d, 1).children.map((c) => [c.name, c.total]), [['b', 5], ['a', 1]]);
+});
+
+test('halves of a range', () => {
+  assert.deepEqual(halves('now-1h', 'now', 0), [['now-1h', 'now-30m'], ['now-30m', 'now']]);
+  assert.deepEqual(halves('now-7d', 'now', 0), [['now-7d', 'now-3d12h'], ['now-3d12h', 'now']]);
+  assert.deepEqual(halves('1000', '2001', 0), [['1000', '1500'], ['1500', '2001']]);
+  assert.equal(halves('now-1h', 'now-2h', 0), null);
+  assert.equal(halves('bad', 'now', 0), null);
 });
 
 console.log(failed ? `${failed} failed` : 'all passed');
