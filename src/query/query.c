@@ -661,28 +661,37 @@ static int agg_grow_pos(struct stack_agg *a, uint64_t id)
 	return 0;
 }
 
+/* Sums one row into its stack's entry; *k is the entry's index. 0 or -ENOMEM. */
+static inline int agg_row(struct stack_agg *a, const struct store_row *r, size_t *k)
+{
+	uint64_t id = r->stack_id;
+	uint32_t p;
+
+	if (id >= a->cap && agg_grow_pos(a, id))
+		return -ENOMEM;
+	if (!(p = a->pos[id])) {
+		if (a->n >= UINT32_MAX - 1 ||
+		    base_grow((void **)&a->ids, &a->cap_ids, a->n + 1, sizeof(*a->ids)) ||
+		    base_grow((void **)&a->v, &a->cap_v, a->n + 1, sizeof(*a->v)))
+			return -ENOMEM;
+		a->ids[a->n] = id;
+		a->v[a->n][0] = a->v[a->n][1] = 0;
+		p = a->pos[id] = (uint32_t)++a->n;
+	}
+	for (int j = 0; j < PROFILE_N_VALUES; j++)
+		a->v[p - 1][j] = base_sat_add(a->v[p - 1][j], r->values[j]);
+	*k = p - 1;
+	return 0;
+}
+
 static int on_stack_rows(void *ctx, const struct store_row *rows, size_t n)
 {
 	struct stack_agg *a = ctx;
+	size_t k;
 
-	for (size_t i = 0; i < n; i++) {
-		uint64_t id = rows[i].stack_id;
-		uint32_t k;
-
-		if (id >= a->cap && agg_grow_pos(a, id))
+	for (size_t i = 0; i < n; i++)
+		if (agg_row(a, &rows[i], &k))
 			return -ENOMEM;
-		if (!(k = a->pos[id])) {
-			if (a->n >= UINT32_MAX - 1 ||
-			    base_grow((void **)&a->ids, &a->cap_ids, a->n + 1, sizeof(*a->ids)) ||
-			    base_grow((void **)&a->v, &a->cap_v, a->n + 1, sizeof(*a->v)))
-				return -ENOMEM;
-			a->ids[a->n] = id;
-			a->v[a->n][0] = a->v[a->n][1] = 0;
-			k = a->pos[id] = (uint32_t)++a->n;
-		}
-		for (int j = 0; j < PROFILE_N_VALUES; j++)
-			a->v[k - 1][j] = base_sat_add(a->v[k - 1][j], rows[i].values[j]);
-	}
 	return 0;
 }
 
@@ -741,6 +750,141 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 	free(a.v);
 	selection_fini(&sl);
 	return query_explain(err, errlen, e, "the merge");
+}
+
+/* ---- merge by stack, with each stack's values per time bucket (stats.c) ---- */
+
+int64_t query_buckets_width(int64_t from_ns, int64_t until_ns, int64_t step_ns)
+{
+	static const int64_t nice[] = {3600, 600, 60, 10};
+	int64_t range = until_ns > from_ns ? until_ns - from_ns : 1, w;
+
+	if (step_ns > 0)
+		return step_ns;
+	w = range / QUERY_STATS_INTERVALS + (range % QUERY_STATS_INTERVALS != 0);
+	for (size_t i = 0; i < sizeof(nice) / sizeof(nice[0]); i++) {
+		int64_t m = nice[i] * 1000000000ll;
+
+		if (w >= m || i + 1 == sizeof(nice) / sizeof(nice[0]))
+			return w / m * m + (w % m ? m : 0);
+	}
+	return w;
+}
+
+/* floor(t / w) for any sign of t. */
+static int64_t floor_div(int64_t t, int64_t w)
+{
+	return t / w - (t % w < 0);
+}
+
+struct bucket_agg {
+	struct stack_agg a;
+	struct query_buckets *b;
+	size_t cap_v; /* entries of b->v */
+	int64_t first; /* floor(from / width) */
+	int64_t *lo, *hi; /* per bucket: first window start, last window end */
+	int vi;
+};
+
+static int on_bucket_rows(void *ctx, const struct store_row *rows, size_t n)
+{
+	struct bucket_agg *g = ctx;
+	struct query_buckets *b = g->b;
+	size_t k;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct store_row *r = &rows[i];
+		int64_t at = floor_div(r->time_ns, b->width_ns) - g->first;
+		double v = (double)r->values[g->vi];
+
+		if (agg_row(&g->a, r, &k))
+			return -ENOMEM;
+		if (g->a.n * b->k > g->cap_v &&
+		    (g->a.n > SIZE_MAX / 8 / b->k ||
+		     base_grow_zeroed((void **)&b->v, &g->cap_v, g->a.n * b->k, sizeof(*b->v))))
+			return -ENOMEM;
+		at = at < 0 ? 0 : (size_t)at >= b->k ? (int64_t)b->k - 1 : at;
+		b->v[k * b->k + (size_t)at] += (float)v;
+		b->total[at] += v;
+		b->samples += (double)r->values[0];
+		if (!g->hi[at] || r->time_ns < g->lo[at])
+			g->lo[at] = r->time_ns;
+		if (!g->hi[at] || r->time_ns + r->duration_ns > g->hi[at])
+			g->hi[at] = r->time_ns + r->duration_ns;
+	}
+	return 0;
+}
+
+/* The buckets' room: k of them of width_ns from the one from_ns falls in. */
+static int buckets_setup(struct bucket_agg *g, const struct query_request *q, int64_t width_ns)
+{
+	struct query_buckets *b = g->b;
+	int64_t last = q->until_ns > q->from_ns ? q->until_ns - 1 : q->from_ns;
+
+	b->width_ns = width_ns > 0 ? width_ns : query_buckets_width(q->from_ns, q->until_ns, 0);
+	g->first = floor_div(q->from_ns, b->width_ns);
+	if (floor_div(last, b->width_ns) - g->first >= QUERY_MAX_POINTS)
+		return -E2BIG;
+	b->k = (size_t)(floor_div(last, b->width_ns) - g->first) + 1;
+	b->start_ns = g->first * b->width_ns;
+	b->total = calloc(b->k, sizeof(*b->total));
+	b->wall_s = calloc(b->k, sizeof(*b->wall_s));
+	g->lo = calloc(b->k, sizeof(*g->lo));
+	g->hi = calloc(b->k, sizeof(*g->hi));
+	g->vi = q->value_index >= 0 && q->value_index < PROFILE_N_VALUES ? q->value_index : 0;
+	return b->total && b->wall_s && g->lo && g->hi ? 0 : -ENOMEM;
+}
+
+int query_stacks_buckets(struct store *s, const struct query_request *q, int64_t width_ns,
+			 struct query_stacks *out, struct query_buckets *b, char *err,
+			 size_t errlen)
+{
+	struct selection sl;
+	struct bucket_agg g = {.b = b};
+	uint64_t *ids = NULL;
+	int e;
+
+	memset(out, 0, sizeof(*out));
+	memset(b, 0, sizeof(*b));
+	e = select_series(s, q, &sl, true, err, errlen);
+	if (!e && (e = buckets_setup(&g, q, width_ns)) == -E2BIG)
+		query_fail(err, errlen, e, "more than %d intervals of %lld s: use a larger step",
+			   QUERY_MAX_POINTS, (long long)(b->width_ns / 1000000000));
+	if (!e && sl.n) {
+		ids = series_ids(&sl);
+		e = !ids ? -ENOMEM : agg_grow_pos(&g.a, store__max_stack_id(s));
+		/* no MERGE hint: the rows keep their windows (time_ns); rollups no
+		 * longer than a bucket */
+		e = e ?: store__scan(s,
+				     &(struct store_scan_query){ids, sl.n, q->from_ns,
+								q->until_ns, b->width_ns, 0},
+				     on_bucket_rows, &g);
+	}
+	e = e ?: stacks_build(s, &g.a, out);
+	for (size_t i = 0; !e && i < b->k; i++)
+		b->wall_s[i] = g.hi[i] > g.lo[i] ? (double)(g.hi[i] - g.lo[i]) / 1e9 : 0;
+	if (!e) {
+		out->type = sl.type; /* taken */
+		sl.type = NULL;
+	}
+	if (e && e != -EINVAL && e != -E2BIG && err && errlen && !*err)
+		query_fail(err, errlen, e, "merging the profile failed: %s", strerror(-e));
+	free(ids);
+	free(g.a.pos);
+	free(g.a.ids);
+	free(g.a.v);
+	free(g.lo);
+	free(g.hi);
+	selection_fini(&sl);
+	return query_explain(err, errlen, e, "the merge");
+}
+
+void query_buckets__fini(struct query_buckets *b)
+{
+	free(b->v);
+	free(b->total);
+	free(b->wall_s);
+	memset(b, 0, sizeof(*b));
 }
 
 void query_stacks__fini(struct query_stacks *qs)
