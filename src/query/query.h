@@ -244,6 +244,8 @@ struct query_est {
 	double value;	    /* share (pp) or rate */
 	double var;	    /* max(between-interval, Poisson) */
 	double half_sample; /* half a sample, in the unit (the continuity correction) */
+	double df;	    /* the variance's degrees of freedom: n - 1 when the
+			     * between-interval part is the larger, else infinite */
 	size_t intervals;   /* intervals with data */
 	bool empty;	    /* the side has no data: nothing to compare */
 	bool poisson_only;  /* fewer than 2 intervals: Poisson variance alone */
@@ -263,9 +265,11 @@ double query_confidence_z(double confidence);
  * and its samples over the side. */
 void query_stats__estimate(const struct query_stats_side *s, const double *x, double samples,
 			   enum query_norm norm, struct query_est *out);
-/* right - left with its interval at z (query_confidence_z): change ± (z *
- * sqrt(var_a + var_b) + half a sample per side); an empty side gives NOISE and
- * the interval [min(0, change), max(0, change)]. */
+/* right - left with its interval at z (query_confidence_z): change ± (z' *
+ * sqrt(var_a + var_b) + half a sample per side), z' the Student t quantile
+ * for z at the Welch-Satterthwaite degrees of freedom (Cornish-Fisher, two
+ * terms; z itself when both variances are Poisson's); an empty side gives
+ * NOISE and the interval [min(0, change), max(0, change)]. */
 void query_stats__compare(const struct query_est *a, const struct query_est *b, double z,
 			  struct query_change *out);
 const char *query_verdict_name(enum query_verdict v);

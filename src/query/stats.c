@@ -13,7 +13,9 @@
  *     sampling alone gives, and the floor with fewer than 2 intervals.
  * The change B - A has the interval ± (z·sqrt(VarA + VarB) + half a sample
  * per side): the half samples are a continuity correction (counts are
- * integers), so that 5 samples against 0 is not called a change.
+ * integers), so that 5 samples against 0 is not called a change. When a
+ * between-interval variance is the larger, it is itself estimated from few
+ * intervals, and z becomes Student's t at the Welch degrees of freedom.
  *
  * The per-function values per interval are summed in one pass over the
  * distinct stacks the diff names anyway (fn_stats__add, from tree.c's walk):
@@ -124,12 +126,24 @@ void query_stats__estimate(const struct query_stats_side *s, const double *x, do
 		out->half_sample = 100 * 0.5 / s->samples;
 	}
 	out->poisson_only = n < 2;
+	out->df = n > 1 && between > poisson ? (double)(n - 1) : INFINITY;
+}
+
+/* The t quantile of z's tail at df degrees of freedom (Cornish-Fisher
+ * expansion: within 0.5% of the exact one from df 5 on). */
+static double t_of_z(double z, double df)
+{
+	double z3 = z * z * z, z5 = z3 * z * z;
+
+	if (!isfinite(df))
+		return z;
+	return z + (z3 + z) / (4 * df) + (5 * z5 + 16 * z3 + 3 * z) / (96 * df * df);
 }
 
 void query_stats__compare(const struct query_est *a, const struct query_est *b, double z,
 			  struct query_change *out)
 {
-	double w;
+	double w, df;
 
 	out->left = a->empty ? 0 : a->value;
 	out->right = b->empty ? 0 : b->value;
@@ -140,7 +154,12 @@ void query_stats__compare(const struct query_est *a, const struct query_est *b, 
 		out->high = out->change > 0 ? out->change : 0;
 		return;
 	}
-	w = z * sqrt(a->var + b->var) + a->half_sample + b->half_sample;
+	/* Welch-Satterthwaite: the sides' estimated variances' degrees of freedom */
+	df = (a->var + b->var) * (a->var + b->var) /
+	     ((isfinite(a->df) ? a->var * a->var / a->df : 0) +
+	      (isfinite(b->df) ? b->var * b->var / b->df : 0));
+	w = t_of_z(z, df > 0 ? df : INFINITY) * sqrt(a->var + b->var) + a->half_sample +
+	    b->half_sample;
 	out->low = out->change - w;
 	out->high = out->change + w;
 	if (out->low > 0)
