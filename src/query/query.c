@@ -782,7 +782,7 @@ struct bucket_agg {
 	struct query_buckets *b;
 	size_t cap_v; /* entries of b->v */
 	int64_t first; /* floor(from / width) */
-	int64_t *lo, *hi; /* per bucket: first window start, last window end */
+	bool *seen; /* per bucket: has rows */
 	int vi;
 };
 
@@ -807,10 +807,7 @@ static int on_bucket_rows(void *ctx, const struct store_row *rows, size_t n)
 		b->v[k * b->k + (size_t)at] += (float)v;
 		b->total[at] += v;
 		b->samples += (double)r->values[0];
-		if (!g->hi[at] || r->time_ns < g->lo[at])
-			g->lo[at] = r->time_ns;
-		if (!g->hi[at] || r->time_ns + r->duration_ns > g->hi[at])
-			g->hi[at] = r->time_ns + r->duration_ns;
+		g->seen[at] = true;
 	}
 	return 0;
 }
@@ -829,10 +826,9 @@ static int buckets_setup(struct bucket_agg *g, const struct query_request *q, in
 	b->start_ns = g->first * b->width_ns;
 	b->total = calloc(b->k, sizeof(*b->total));
 	b->wall_s = calloc(b->k, sizeof(*b->wall_s));
-	g->lo = calloc(b->k, sizeof(*g->lo));
-	g->hi = calloc(b->k, sizeof(*g->hi));
+	g->seen = calloc(b->k, sizeof(*g->seen));
 	g->vi = q->value_index >= 0 && q->value_index < PROFILE_N_VALUES ? q->value_index : 0;
-	return b->total && b->wall_s && g->lo && g->hi ? 0 : -ENOMEM;
+	return b->total && b->wall_s && g->seen ? 0 : -ENOMEM;
 }
 
 int query_stacks_buckets(struct store *s, const struct query_request *q, int64_t width_ns,
@@ -861,8 +857,15 @@ int query_stacks_buckets(struct store *s, const struct query_request *q, int64_t
 				     on_bucket_rows, &g);
 	}
 	e = e ?: stacks_build(s, &g.a, out);
-	for (size_t i = 0; !e && i < b->k; i++)
-		b->wall_s[i] = g.hi[i] > g.lo[i] ? (double)(g.hi[i] - g.lo[i]) / 1e9 : 0;
+	/* a bucket with data counts its part of [from, until): the same on every
+	 * backend, whatever the windows' lengths its rows report */
+	for (size_t i = 0; !e && i < b->k; i++) {
+		int64_t lo = b->start_ns + (int64_t)i * b->width_ns, hi = lo + b->width_ns;
+
+		lo = lo > q->from_ns ? lo : q->from_ns;
+		hi = hi < q->until_ns ? hi : q->until_ns;
+		b->wall_s[i] = g.seen[i] && hi > lo ? (double)(hi - lo) / 1e9 : 0;
+	}
 	if (!e) {
 		out->type = sl.type; /* taken */
 		sl.type = NULL;
@@ -873,8 +876,7 @@ int query_stacks_buckets(struct store *s, const struct query_request *q, int64_t
 	free(g.a.pos);
 	free(g.a.ids);
 	free(g.a.v);
-	free(g.lo);
-	free(g.hi);
+	free(g.seen);
 	selection_fini(&sl);
 	return query_explain(err, errlen, e, "the merge");
 }

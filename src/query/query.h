@@ -458,60 +458,6 @@ int query_diff_json(struct store *s, const struct query_request *left,
 		    const struct query_request *right, FILE *out, char *err, size_t errlen);
 
 /*
- * Functions whose time changed between a baseline and a window beyond noise,
- * at a family-wise confidence (Bonferroni over the functions tested): the
- * chance that the list holds any function that did not change is at most
- * 1 - confidence. q is the window (query, from, until, value_index,
- * confidence, step: the series' step, 0 = the intervals').
- */
-enum query_baseline { QUERY_BASELINE_PREVIOUS, QUERY_BASELINE_1D, QUERY_BASELINE_7D,
-		      QUERY_BASELINE_EXPLICIT };
-struct query_regress_opts {
-	enum query_baseline baseline;
-	int64_t baseline_from_ns, baseline_until_ns; /* EXPLICIT only */
-	enum query_norm normalize;		     /* default (0) share; the API's is rate */
-	bool total;				     /* kind total instead of self */
-	size_t limit;				     /* rows; 0 = 50; at most 1000 */
-};
-#define QUERY_REGRESS_DEFAULT_LIMIT 50
-#define QUERY_REGRESS_MAX_LIMIT	    1000
-struct query_regress_row {
-	const char *name; /* in the answer's pool */
-	struct query_change c;
-	size_t n_points;
-	int64_t *times; /* owned: the series' bucket starts (baseline, then window) */
-	double *values; /* owned: the function's value there, in the unit */
-};
-struct query_regressions {
-	char unit[QUERY_UNIT_MAX + 8]; /* of the values: "pp" or "<unit>/s" */
-	enum query_norm normalize;
-	bool total;
-	double confidence;
-	size_t tested; /* functions tested (Bonferroni's count) */
-	int64_t from_ns[2], until_ns[2]; /* [0] baseline, [1] window */
-	size_t intervals[2];
-	char note[256];
-	size_t n;
-	struct query_regress_row *rows; /* owned; largest |change| first */
-	char *pool;			/* owned: the rows' names */
-};
-void query_regressions__fini(struct query_regressions *r);
-/* "previous", "1d", "7d" into *out; -EINVAL otherwise. */
-int query_baseline_parse(const char *s, enum query_baseline *out);
-/* 0 or as query_diff (a baseline without data is no error: no rows and a note). */
-int query_regressions(struct store *s, const struct query_request *q,
-		      const struct query_regress_opts *o, struct query_regressions *out,
-		      char *err, size_t errlen);
-/*
- * {"unit":…,"normalize":…,"kind":…,"confidence":…,"tested":N,
- *  "window":{"from":ns,"until":ns,"intervals":n},"baseline":{…},"note":"…",
- *  "functions":[{"name":…,"before":a,"after":b,"change":…,"low":…,"high":…,
- *    "verdict":"up"|"down","relative":change/before|null,
- *    "series":{"times":[ns…],"values":[…]}}, …]}
- */
-int query_regressions__write_json(const struct query_regressions *r, FILE *out);
-
-/*
  * Timeline: totals per step, per value of group_by (series without the label
  * are grouped under ""):
  *   {"unit":…,"from":MS,"until":MS,"step":MS,

@@ -33,7 +33,7 @@ struct query_buckets {
 	float *v;		   /* owned: qs->n x k; stack i's value in bucket b at v[i*k + b]
 				    * (float: half the memory traffic; sums are doubles) */
 	double *total;		   /* owned, k: the selection's value per bucket */
-	double *wall_s;		   /* owned, k: first window start to last window end, s */
+	double *wall_s;		   /* owned, k: a bucket with data: its seconds in [from, until) */
 	double samples;		   /* the selection's values[0] */
 };
 /* The default width: the range over QUERY_STATS_INTERVALS, rounded up to 10 s,
