@@ -695,6 +695,53 @@ static int on_stack_rows(void *ctx, const struct store_row *rows, size_t n)
 	return 0;
 }
 
+static int by_id(const void *x, const void *y, void *ctx)
+{
+	const uint64_t *ids = ctx;
+	uint64_t a = ids[*(const uint32_t *)x], b = ids[*(const uint32_t *)y];
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Puts the aggregated stacks in store id order (and bv's rows of k values with
+ * them, when given): the merge's order, which orders ties among a tree's nodes,
+ * then does not depend on which chunks (rollups or raw) the scan read first, so
+ * a diff (its scan cut at its intervals) and a tree name ties alike.
+ */
+static int agg_sort(struct stack_agg *a, float *bv, size_t k)
+{
+	if (a->n < 2)
+		return 0;
+	uint32_t *ord = malloc((a->n + 1) * sizeof(*ord));
+	uint64_t *ids = malloc((a->n + 1) * sizeof(*ids));
+	int64_t(*v)[PROFILE_N_VALUES] = malloc((a->n + 1) * sizeof(*v));
+	float *b = bv ? malloc((a->n * k + 1) * sizeof(*b)) : NULL;
+	int e = ord && ids && v && (b || !bv) ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !e && i < a->n; i++)
+		ord[i] = (uint32_t)i;
+	if (!e)
+		qsort_r(ord, a->n, sizeof(*ord), by_id, a->ids);
+	for (size_t i = 0; !e && i < a->n; i++) {
+		ids[i] = a->ids[ord[i]];
+		memcpy(v[i], a->v[ord[i]], sizeof(*v));
+		if (bv)
+			memcpy(b + i * k, bv + ord[i] * k, k * sizeof(*b));
+	}
+	if (!e) {
+		memcpy(a->ids, ids, a->n * sizeof(*ids));
+		memcpy(a->v, v, a->n * sizeof(*v));
+		if (bv)
+			memcpy(bv, b, a->n * k * sizeof(*b));
+	}
+	free(ord);
+	free(ids);
+	free(v);
+	free(b);
+	return e;
+}
+
 /* Expands the aggregated stacks into qs (the arrays move there). */
 static int stacks_build(struct store *s, struct stack_agg *a, struct query_stacks *qs)
 {
@@ -737,7 +784,7 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 								  STORE_SCAN_MERGE_SERIES},
 				       on_stack_rows, &a);
 	}
-	e = e ?: stacks_build(s, &a, out);
+	e = e ?: agg_sort(&a, NULL, 0) ?: stacks_build(s, &a, out);
 	if (!e) {
 		out->type = sl.type; /* taken */
 		sl.type = NULL;
@@ -856,7 +903,7 @@ int query_stacks_buckets(struct store *s, const struct query_request *q, int64_t
 								q->until_ns, b->width_ns, 0},
 				     on_bucket_rows, &g);
 	}
-	e = e ?: stacks_build(s, &g.a, out);
+	e = e ?: agg_sort(&g.a, b->v, b->k) ?: stacks_build(s, &g.a, out);
 	/* a bucket with data counts its part of [from, until): the same on every
 	 * backend, whatever the windows' lengths its rows report */
 	for (size_t i = 0; !e && i < b->k; i++) {

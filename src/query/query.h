@@ -449,9 +449,9 @@ int query_top_json(struct store *s, const struct query_request *q, FILE *out, ch
  * top_rows functions (without it max_nodes), significant self changes first
  * (largest |selfDiff.change|), then largest |shareChange| first. Each row also
  * has "selfDiff" and "totalDiff": {"left","right","change","low","high",
- * "verdict":"up"|"down"|"noise"} in the normalisation's unit, and the answer
- * "significance": {"confidence","normalize","unit","intervals":[l,r],
- * "seconds":[l,r],"note"} (stats.c, docs/regressions.md).
+ * "verdict":"up"|"down"|"noise"} in the normalisation's unit, and the answer,
+ * after "functions", "significance": {"confidence","normalize","unit",
+ * "intervals":[l,r],"seconds":[l,r],"note"} (stats.c, docs/regressions.md).
  * max_nodes, top_rows, value_index, confidence and normalize come from `left`.
  */
 int query_diff_json(struct store *s, const struct query_request *left,

@@ -399,13 +399,14 @@ int query_diff__write_json(const struct query_diff *d, FILE *out)
 	put_i64(out, d->total[0]);
 	fputs(",\"right\":", out);
 	put_i64(out, d->total[1]);
-	put_significance(out, d);
 	fputs(",\"tree\":", out);
 	e = write_nodes(&d->tree, out);
 	fputs(",\"functions\":[", out);
 	for (size_t i = 0; !e && i < d->n_rows; i++)
 		put_diff_row(out, &d->rows[i], i == 0);
-	fputs("]}\n", out);
+	fputc(']', out);
+	put_significance(out, d); /* after the table: the tree's JSON keeps its place */
+	fputs("}\n", out);
 	return e ?: ferror(out) ? -ENOMEM : 0;
 }
 
