@@ -37,7 +37,8 @@
  * --only QUERY times that query alone (the others print "-"), 20 runs instead
  * of 3, so that `perf record` sees one path: stacks1, stacks24, profile1,
  * profile24, timeline24, tree1, tree24, connect1 (its CPU time is the process's:
- * the server answers on its own threads).
+ * the server answers on its own threads), diff1 (the web UI's /api/diff of the
+ * previous hour against the last one).
  * The benchmark sets malloc up as the server does (server_keep_freed_memory:
  * memory a query frees is kept for the next); --default-malloc keeps glibc's
  * default, under which every query faults its memory in afresh.
@@ -205,7 +206,8 @@ static const char *only;
 static bool query_known(const char *name)
 {
 	static const char *const names[] = {"profile1", "profile24", "timeline24", "tree1",
-					    "tree24",	"stacks1",   "stacks24",   "connect1"};
+					    "tree24",	"stacks1",   "stacks24",   "connect1",
+					    "diff1"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i]))
@@ -336,6 +338,17 @@ static double time_query(struct store *st, const char *name, int64_t from, int64
 
 			e = query_stacks(st, &q, &qs, err, sizeof(err));
 			query_stacks__fini(&qs);
+		} else if (what == 4) { /* the web UI's diff: the previous 1 h vs the last */
+			struct query_request l = q;
+			FILE *f = open_memstream(&buf, &len);
+
+			l.from_ns = from - (until - from);
+			l.until_ns = from;
+			e = !f ? -ENOMEM : query_diff_json(st, &l, &q, f, err, sizeof(err));
+			if (f)
+				fclose(f);
+			free(buf);
+			buf = NULL;
 		} else if (what) { /* 1: timeline, 2: flame tree JSON */
 			FILE *f = open_memstream(&buf, &len);
 			e = !f		? -ENOMEM
@@ -430,8 +443,8 @@ static int ingest(struct store *st, const struct pool *pl, int64_t start, int n,
 }
 
 struct query_times {
-	double q1, q24, tl, tr1, tr24, s1, s24, cn1;	   /* wall ms */
-	double c1, c24, ctl, ctr1, ctr24, cs1, cs24, ccn1; /* CPU ms */
+	double q1, q24, tl, tr1, tr24, s1, s24, cn1, df1;	  /* wall ms */
+	double c1, c24, ctl, ctr1, ctr24, cs1, cs24, ccn1, cdf1; /* CPU ms */
 };
 
 static int time_queries(struct store *st, int64_t end, struct query_times *t)
@@ -444,7 +457,8 @@ static int time_queries(struct store *st, int64_t end, struct query_times *t)
 	t->s1 = time_query(st, "stacks1", end - 3600 * S, end, 3, &t->cs1);
 	t->s24 = time_query(st, "stacks24", end - 24 * 3600 * S, end, 3, &t->cs24);
 	t->cn1 = time_connect(st, end - 3600 * S, end, &t->ccn1);
-	return t->q1 < 0 || t->q24 < 0 || t->tl < 0 || t->tr1 < 0 || t->tr24 < 0 || t->s1 < 0 ||
+	t->df1 = time_query(st, "diff1", end - 3600 * S, end, 4, &t->cdf1);
+	return t->df1 < 0 || t->q1 < 0 || t->q24 < 0 || t->tl < 0 || t->tr1 < 0 || t->tr24 < 0 || t->s1 < 0 ||
 		       t->s24 < 0 || t->cn1 < 0
 		   ? -EIO
 		   : 0;
@@ -472,6 +486,9 @@ static void print_times(const struct query_times *t)
 	print_time("the web UI's flame tree JSON (merge + tree + top table; maxNodes 20000, "
 		   "topRows 100000), last 1 h",
 		   t->tr1, t->ctr1, "<= 150 ms");
+	print_time("the web UI's diff JSON (/api/diff with intervals: tree, function table, "
+		   "significance), the previous 1 h vs the last 1 h",
+		   t->df1, t->cdf1, "<= 150 ms");
 	print_time("the web UI's flame tree JSON, last 24 h", t->tr24, t->ctr24, "<= 400 ms");
 	print_time("Connect SelectMergeStacktraces (binary, maxNodes 16384) through the server, "
 		   "last 1 h (CPU: the process's)",
@@ -607,7 +624,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: store_bench [--hours H] [--dir DIR] [--no-fsync] "
 				"[--seed N] [--queries-only] [--only profile1|profile24|timeline24|"
-				"tree1|tree24|stacks1|stacks24|connect1] [--default-malloc] [--store URL]\n");
+				"tree1|tree24|stacks1|stacks24|connect1|diff1] [--default-malloc] [--store URL]\n");
 			return 2;
 		}
 	}

@@ -523,6 +523,7 @@ struct top_row {
 	const char *name; /* borrowed from the table */
 	int64_t self;	  /* stacks whose innermost frame is the function */
 	int64_t total;	  /* stacks in which it appears at least once */
+	size_t id;	  /* the row's id (top__line_row's) */
 };
 /* Every row, sorted by self, then total (descending), then name: *out (the caller
  * frees it; names valid while t lives) holds *n. 0 or -ENOMEM. */

@@ -292,7 +292,7 @@ int top__rows(const struct top *t, struct top_row **out, size_t *n)
 		return -ENOMEM;
 	for (size_t id = 1; id < t->names.n; id++)
 		items[(*n)++] =
-		    (struct top_row){t->names.strs[id], t->rows[id].self, t->rows[id].total};
+		    (struct top_row){t->names.strs[id], t->rows[id].self, t->rows[id].total, id};
 	if (*n > 1)
 		qsort(items, *n, sizeof(*items), item_cmp);
 	return 0;

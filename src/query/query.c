@@ -707,49 +707,125 @@ static bool agg_key_eq(const void *ctx, size_t idx, const void *key)
 	return a->ids[idx] == k->stack && a->group[idx] == k->group;
 }
 
+/* Sums one row into its (group, stack) entry; *k is the entry's index. 0 or -ENOMEM. */
+static int agg_keyed_row(struct stack_agg *a, const struct store_row *r, size_t *k)
+{
+	size_t s = find_series(a->sl, r->series_id);
+	struct agg_key key = {r->stack_id, s < a->sl->n ? a->series_group[s] : 0};
+	bool d = s < a->sl->n && a->series_deferred[s];
+	uint64_t h = base_hash_u64(base_hash_u64(BASE_HASH_SEED, key.stack), key.group);
+
+	if ((*k = base_hmap__find(&a->map, h, agg_key_eq, a, &key)) == SIZE_MAX) {
+		if (agg_new(a, key.stack, key.group, d, k) || base_hmap__insert(&a->map, h, *k))
+			return -ENOMEM;
+	}
+	a->deferred[*k] |= d;
+	for (int j = 0; j < PROFILE_N_VALUES; j++)
+		a->v[*k][j] = base_sat_add(a->v[*k][j], r->values[j]);
+	return 0;
+}
+
 static int on_keyed_rows(struct stack_agg *a, const struct store_row *rows, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		size_t s = find_series(a->sl, rows[i].series_id), k;
-		struct agg_key key = {rows[i].stack_id, s < a->sl->n ? a->series_group[s] : 0};
-		bool d = s < a->sl->n && a->series_deferred[s];
-		uint64_t h = base_hash_u64(base_hash_u64(BASE_HASH_SEED, key.stack), key.group);
+	size_t k;
 
-		if ((k = base_hmap__find(&a->map, h, agg_key_eq, a, &key)) == SIZE_MAX) {
-			if (agg_new(a, key.stack, key.group, d, &k) ||
-			    base_hmap__insert(&a->map, h, k))
-				return -ENOMEM;
-		}
-		a->deferred[k] |= d;
-		for (int j = 0; j < PROFILE_N_VALUES; j++)
-			a->v[k][j] = base_sat_add(a->v[k][j], rows[i].values[j]);
+	for (size_t i = 0; i < n; i++)
+		if (agg_keyed_row(a, &rows[i], &k))
+			return -ENOMEM;
+	return 0;
+}
+
+/* Sums one row into its stack's entry; *k is the entry's index. 0 or -ENOMEM. */
+static inline int agg_row(struct stack_agg *a, const struct store_row *r, size_t *k)
+{
+	uint64_t id = r->stack_id;
+	uint32_t p;
+
+	if (id >= a->cap && agg_grow_pos(a, id))
+		return -ENOMEM;
+	if (!(p = a->pos[id])) {
+		size_t at;
+
+		if (agg_new(a, id, 0, false, &at))
+			return -ENOMEM;
+		p = a->pos[id] = (uint32_t)at + 1;
 	}
+	for (int j = 0; j < PROFILE_N_VALUES; j++)
+		a->v[p - 1][j] = base_sat_add(a->v[p - 1][j], r->values[j]);
+	*k = p - 1;
 	return 0;
 }
 
 static int on_stack_rows(void *ctx, const struct store_row *rows, size_t n)
 {
 	struct stack_agg *a = ctx;
+	size_t k;
 
 	if (a->keyed)
 		return on_keyed_rows(a, rows, n);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t id = rows[i].stack_id;
-		uint32_t k;
-
-		if (id >= a->cap && agg_grow_pos(a, id))
+	for (size_t i = 0; i < n; i++)
+		if (agg_row(a, &rows[i], &k))
 			return -ENOMEM;
-		if (!(k = a->pos[id])) {
-			size_t at;
-
-			if (agg_new(a, id, 0, false, &at))
-				return -ENOMEM;
-			k = a->pos[id] = (uint32_t)at + 1;
-		}
-		for (int j = 0; j < PROFILE_N_VALUES; j++)
-			a->v[k - 1][j] = base_sat_add(a->v[k - 1][j], rows[i].values[j]);
-	}
 	return 0;
+}
+
+static int by_id(const void *x, const void *y, void *ctx)
+{
+	const uint64_t *ids = ctx;
+	uint64_t a = ids[*(const uint32_t *)x], b = ids[*(const uint32_t *)y];
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Puts the aggregated stacks in store id order (and bv's rows of k values with
+ * them, when given): the merge's order, which orders ties among a tree's nodes,
+ * then does not depend on which chunks (rollups or raw) the scan read first, so
+ * a diff (its scan cut at its intervals) and a tree name ties alike.
+ */
+static int agg_sort(struct stack_agg *a, float *bv, size_t k)
+{
+	if (a->n < 2)
+		return 0;
+	uint32_t *ord = malloc((a->n + 1) * sizeof(*ord));
+	uint64_t *ids = malloc((a->n + 1) * sizeof(*ids));
+	int64_t(*v)[PROFILE_N_VALUES] = malloc((a->n + 1) * sizeof(*v));
+	float *b = bv ? malloc((a->n * k + 1) * sizeof(*b)) : NULL;
+	uint32_t *grp = a->keyed ? malloc((a->n + 1) * sizeof(*grp)) : NULL;
+	bool *def = a->keyed ? malloc((a->n + 1) * sizeof(*def)) : NULL;
+	int e = ord && ids && v && (b || !bv) && ((grp && def) || !a->keyed) ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !e && i < a->n; i++)
+		ord[i] = (uint32_t)i;
+	if (!e)
+		qsort_r(ord, a->n, sizeof(*ord), by_id, a->ids);
+	for (size_t i = 0; !e && i < a->n; i++) {
+		ids[i] = a->ids[ord[i]];
+		memcpy(v[i], a->v[ord[i]], sizeof(*v));
+		if (bv)
+			memcpy(b + i * k, bv + ord[i] * k, k * sizeof(*b));
+		if (a->keyed) {
+			grp[i] = a->group[ord[i]];
+			def[i] = a->deferred[ord[i]];
+		}
+	}
+	if (!e) {
+		memcpy(a->ids, ids, a->n * sizeof(*ids));
+		memcpy(a->v, v, a->n * sizeof(*v));
+		if (bv)
+			memcpy(bv, b, a->n * k * sizeof(*b));
+		if (a->keyed) { /* the map's indices are stale from here: no more rows */
+			memcpy(a->group, grp, a->n * sizeof(*grp));
+			memcpy(a->deferred, def, a->n * sizeof(*def));
+		}
+	}
+	free(ord);
+	free(ids);
+	free(v);
+	free(b);
+	free(grp);
+	free(def);
+	return e;
 }
 
 /* Expands the aggregated stacks into qs (the arrays move there). */
@@ -832,7 +908,7 @@ static int task_group(struct query_stacks *qs, const struct task_pass *tp, bool 
  * when not keyed).
  */
 static int tasks_apply(struct store *s, struct query_stacks *qs, const struct task_pass *tp,
-		       const uint32_t *group, const bool *deferred)
+		       const uint32_t *group, const bool *deferred, float *bv, size_t bk)
 {
 	struct profile *p = profile__new(0);
 	struct store_builder *b = NULL;
@@ -865,6 +941,8 @@ static int tasks_apply(struct store *s, struct query_stacks *qs, const struct ta
 			break;
 		qs->ids[n] = qs->ids[i];
 		memcpy(qs->v[n], qs->v[i], sizeof(qs->v[n]));
+		if (bv && n != i) /* the stack's values per interval move with it */
+			memcpy(bv + n * bk, bv + i * bk, bk * sizeof(*bv));
 		if (tp->by)
 			locs[at++] = gids[n]; /* a group name id for now */
 		off[++n] = at;
@@ -974,8 +1052,9 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 									  : STORE_SCAN_MERGE_SERIES},
 				       on_stack_rows, &a);
 	}
-	e = e ?: stacks_build(s, &a, out);
-	e = e ?: tasks_apply(s, out, &tp, a.keyed ? a.group : NULL, a.keyed ? a.deferred : NULL);
+	e = e ?: agg_sort(&a, NULL, 0) ?: stacks_build(s, &a, out);
+	e = e ?: tasks_apply(s, out, &tp, a.keyed ? a.group : NULL, a.keyed ? a.deferred : NULL,
+			     NULL, 0);
 	if (!e) {
 		out->type = sl.type; /* taken */
 		sl.type = NULL;
@@ -994,6 +1073,179 @@ int query_stacks(struct store *s, const struct query_request *q, struct query_st
 	query_selector__free(tp.sel);
 	selection_fini(&sl);
 	return query_explain(err, errlen, e, "the merge");
+}
+
+/* ---- merge by stack, with each stack's values per time bucket (stats.c) ---- */
+
+int64_t query_buckets_width(int64_t from_ns, int64_t until_ns, int64_t step_ns)
+{
+	static const int64_t nice[] = {3600, 600, 60, 10};
+	int64_t range = until_ns > from_ns ? until_ns - from_ns : 1, w;
+
+	if (step_ns > 0)
+		return step_ns;
+	w = range / QUERY_STATS_INTERVALS + (range % QUERY_STATS_INTERVALS != 0);
+	for (size_t i = 0; i < sizeof(nice) / sizeof(nice[0]); i++) {
+		int64_t m = nice[i] * 1000000000ll;
+
+		if (w >= m || i + 1 == sizeof(nice) / sizeof(nice[0]))
+			return w / m * m + (w % m ? m : 0);
+	}
+	return w;
+}
+
+/* floor(t / w) for any sign of t. */
+static int64_t floor_div(int64_t t, int64_t w)
+{
+	return t / w - (t % w < 0);
+}
+
+struct bucket_agg {
+	struct stack_agg a;
+	struct query_buckets *b;
+	size_t cap_v; /* entries of b->v */
+	int64_t first; /* floor(from / width) */
+	bool *seen; /* per bucket: has rows */
+	int vi;
+};
+
+static int on_bucket_rows(void *ctx, const struct store_row *rows, size_t n)
+{
+	struct bucket_agg *g = ctx;
+	struct query_buckets *b = g->b;
+	size_t k;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct store_row *r = &rows[i];
+		int64_t at = floor_div(r->time_ns, b->width_ns) - g->first;
+		double v = (double)r->values[g->vi];
+
+		if (g->a.keyed ? agg_keyed_row(&g->a, r, &k) : agg_row(&g->a, r, &k))
+			return -ENOMEM;
+		if (g->a.n * b->k > g->cap_v &&
+		    (g->a.n > SIZE_MAX / 8 / b->k ||
+		     base_grow_zeroed((void **)&b->v, &g->cap_v, g->a.n * b->k, sizeof(*b->v))))
+			return -ENOMEM;
+		at = at < 0 ? 0 : (size_t)at >= b->k ? (int64_t)b->k - 1 : at;
+		b->v[k * b->k + (size_t)at] += (float)v;
+		b->total[at] += v;
+		b->samples += (double)r->values[0];
+		g->seen[at] = true;
+	}
+	return 0;
+}
+
+/* The buckets' room: k of them of width_ns from the one from_ns falls in. */
+static int buckets_setup(struct bucket_agg *g, const struct query_request *q, int64_t width_ns)
+{
+	struct query_buckets *b = g->b;
+	int64_t last = q->until_ns > q->from_ns ? q->until_ns - 1 : q->from_ns;
+
+	b->width_ns = width_ns > 0 ? width_ns : query_buckets_width(q->from_ns, q->until_ns, 0);
+	g->first = floor_div(q->from_ns, b->width_ns);
+	if (floor_div(last, b->width_ns) - g->first >= QUERY_MAX_POINTS)
+		return -E2BIG;
+	b->k = (size_t)(floor_div(last, b->width_ns) - g->first) + 1;
+	b->start_ns = g->first * b->width_ns;
+	b->total = calloc(b->k, sizeof(*b->total));
+	b->wall_s = calloc(b->k, sizeof(*b->wall_s));
+	g->seen = calloc(b->k, sizeof(*g->seen));
+	g->vi = q->value_index >= 0 && q->value_index < PROFILE_N_VALUES ? q->value_index : 0;
+	return b->total && b->wall_s && g->seen ? 0 : -ENOMEM;
+}
+
+int query_stacks_buckets(struct store *s, const struct query_request *q, int64_t width_ns,
+			 struct query_stacks *out, struct query_buckets *b, char *err,
+			 size_t errlen)
+{
+	struct selection sl;
+	struct bucket_agg g = {.b = b};
+	struct task_pass tp = {0};
+	uint64_t *ids = NULL;
+	uint32_t *sgroup = NULL;
+	bool *sdeferred = NULL;
+	int e;
+
+	memset(out, 0, sizeof(*out));
+	memset(b, 0, sizeof(*b));
+	out->group_unnamed = !q->expand_unnamed;
+	e = base_strtab__init(&out->groups);
+	e = e ?: select_series(s, q, &sl, true, err, errlen);
+	if (!e && (e = buckets_setup(&g, q, width_ns)) == -E2BIG)
+		query_fail(err, errlen, e, "more than %d intervals of %lld s: use a larger step",
+			   QUERY_MAX_POINTS, (long long)(b->width_ns / 1000000000));
+	if (!e)
+		e = task_pass_init(&tp, q, err, errlen);
+	/* group_by and pid/tid matchers: summed by (group, stack), as query_stacks */
+	g.a.keyed = tp.by || tp.sel;
+	if (!e && g.a.keyed && sl.n) {
+		sgroup = calloc(sl.n, sizeof(*sgroup));
+		sdeferred = calloc(sl.n, sizeof(*sdeferred));
+		e = sgroup && sdeferred ? series_groups(&sl, &tp, &out->groups, sgroup, sdeferred)
+					: -ENOMEM;
+		g.a.sl = &sl;
+		g.a.series_group = sgroup;
+		g.a.series_deferred = sdeferred;
+	}
+	if (!e && sl.n) {
+		ids = series_ids(&sl);
+		e = !ids ? -ENOMEM : g.a.keyed ? 0 : agg_grow_pos(&g.a, store__max_stack_id(s));
+		/* no MERGE hint: the rows keep their windows (time_ns); rollups no
+		 * longer than a bucket */
+		e = e ?: store__scan(s,
+				     &(struct store_scan_query){ids, sl.n, q->from_ns,
+								q->until_ns, b->width_ns, 0},
+				     on_bucket_rows, &g);
+	}
+	e = e ?: agg_sort(&g.a, b->v, b->k) ?: stacks_build(s, &g.a, out);
+	e = e ?: tasks_apply(s, out, &tp, g.a.keyed ? g.a.group : NULL,
+			     g.a.keyed ? g.a.deferred : NULL, b->v, b->k);
+	if (!e && tp.sel) { /* stacks the pid/tid matchers refused leave the totals */
+		for (size_t j = 0; j < b->k; j++)
+			b->total[j] = 0;
+		b->samples = 0;
+		for (size_t i = 0; i < out->n; i++) {
+			for (size_t j = 0; j < b->k; j++)
+				b->total[j] += b->v[i * b->k + j];
+			b->samples += (double)out->v[i][0];
+		}
+	}
+	/* a bucket with data counts its part of [from, until): the same on every
+	 * backend, whatever the windows' lengths its rows report */
+	for (size_t i = 0; !e && i < b->k; i++) {
+		int64_t lo = b->start_ns + (int64_t)i * b->width_ns, hi = lo + b->width_ns;
+
+		lo = lo > q->from_ns ? lo : q->from_ns;
+		hi = hi < q->until_ns ? hi : q->until_ns;
+		b->wall_s[i] = g.seen[i] && hi > lo ? (double)(hi - lo) / 1e9 : 0;
+	}
+	if (!e) {
+		out->type = sl.type; /* taken */
+		sl.type = NULL;
+	}
+	if (e && e != -EINVAL && e != -E2BIG && err && errlen && !*err)
+		query_fail(err, errlen, e, "merging the profile failed: %s", strerror(-e));
+	free(ids);
+	free(g.a.pos);
+	free(g.a.ids);
+	free(g.a.v);
+	free(g.a.group);
+	free(g.a.deferred);
+	base_hmap__fini(&g.a.map);
+	free(g.seen);
+	free(sgroup);
+	free(sdeferred);
+	query_selector__free(tp.sel);
+	selection_fini(&sl);
+	return query_explain(err, errlen, e, "the merge");
+}
+
+void query_buckets__fini(struct query_buckets *b)
+{
+	free(b->v);
+	free(b->total);
+	free(b->wall_s);
+	memset(b, 0, sizeof(*b));
 }
 
 void query_stacks__fini(struct query_stacks *qs)

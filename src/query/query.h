@@ -165,6 +165,8 @@ struct query_request {
 	 * one per address ("libz.so.1+0x1f0"); false: one per object
 	 * ("libz.so.1 [no symbols]", profile__set_group_unnamed). */
 	bool expand_unnamed;
+	double confidence;    /* diff, regressions: 0 = QUERY_DEFAULT_CONFIDENCE */
+	int normalize;	      /* diff: enum query_norm (0 = share) */
 };
 
 /* ---- typed results ---- */
@@ -236,6 +238,66 @@ struct query_tree {
 };
 void query_tree__fini(struct query_tree *t);
 
+/* ---- statistics of a diff (stats.c; docs/regressions.md says them in words) ---- */
+
+#define QUERY_DEFAULT_CONFIDENCE 0.99
+#define QUERY_MIN_CONFIDENCE	 0.5
+#define QUERY_MAX_CONFIDENCE	 0.9999
+/* A side's range is cut into about this many intervals (buckets of whole stored
+ * windows) for the between-interval variance; see query_buckets_width. */
+#define QUERY_STATS_INTERVALS 16
+
+/* share: percentage points of the side's total; rate: value per wall second
+ * (nanoseconds: seconds per second). */
+enum query_norm { QUERY_NORM_SHARE, QUERY_NORM_RATE };
+enum query_verdict { QUERY_NOISE, QUERY_UP, QUERY_DOWN };
+
+/* One side of a comparison: its intervals (n; entries with wall_s <= 0 are
+ * intervals without data, skipped). Borrowed arrays. */
+struct query_stats_side {
+	size_t n;
+	const double *total;  /* the selection's value per interval */
+	const double *wall_s; /* seconds per interval */
+	double samples;	      /* the selection's samples (values[0]) over all intervals */
+	double scale;	      /* rate: factor into the unit shown (1e-9 for nanoseconds) */
+};
+/* A function's estimate on one side, in the normalisation's unit. */
+struct query_est {
+	double value;	    /* share (pp) or rate */
+	double var;	    /* max(between-interval, Poisson) */
+	double half_sample; /* half a sample, in the unit (the continuity correction) */
+	double df;	    /* the variance's degrees of freedom: n - 1 when the
+			     * between-interval part is the larger, else infinite */
+	size_t intervals;   /* intervals with data */
+	bool empty;	    /* the side has no data: nothing to compare */
+	bool poisson_only;  /* fewer than 2 intervals: Poisson variance alone */
+};
+/* A function's change from a to b. */
+struct query_change {
+	double left, right, change, low, high;
+	enum query_verdict verdict; /* UP: low > 0; DOWN: high < 0 */
+};
+
+/* The standard normal quantile: x with P(Z <= x) = p, 0 < p < 1 (bisection on
+ * erfc: accurate to 1e-12). */
+double query_normal_quantile(double p);
+/* The two-sided z of a confidence (0.99: 2.5758...). */
+double query_confidence_z(double confidence);
+/* A function's estimate on side s from its value per interval (x, s->n entries)
+ * and its samples over the side. */
+void query_stats__estimate(const struct query_stats_side *s, const double *x, double samples,
+			   enum query_norm norm, struct query_est *out);
+/* right - left with its interval at z (query_confidence_z): change ± (z' *
+ * sqrt(var_a + var_b) + half a sample per side), z' the Student t quantile
+ * for z at the Welch-Satterthwaite degrees of freedom (Cornish-Fisher, two
+ * terms; z itself when both variances are Poisson's); an empty side gives
+ * NOISE and the interval [min(0, change), max(0, change)]. */
+void query_stats__compare(const struct query_est *a, const struct query_est *b, double z,
+			  struct query_change *out);
+const char *query_verdict_name(enum query_verdict v);
+/* "share" / "rate" into *out; -EINVAL for anything else. */
+int query_norm_parse(const char *s, enum query_norm *out);
+
 /*
  * A diff's per-function table over the two whole merges (not the pruned tree):
  * each function named by either, self and total on each side (top's
@@ -247,14 +309,23 @@ struct query_diff_row {
 	int64_t self[2], total[2];	   /* [0] left, [1] right */
 	int64_t self_change, total_change; /* right - left (saturating) */
 	double share_change;		   /* 100 * (self[1]/right - self[0]/left) */
+	size_t id[2];			   /* the function's row in each side's top table; 0: none */
+	struct query_change self_diff, total_diff; /* in the diff's normalisation */
 };
 struct query_diff {
 	struct query_tree tree;	     /* diff true */
 	int64_t total[2];	     /* left and right totals */
 	size_t n_rows;		     /* at most left's top_rows, or without it max_nodes */
-	struct query_diff_row *rows; /* owned; largest |share_change| first, then
-				      * largest |self_change|, then by name */
+	struct query_diff_row *rows; /* owned; significant self changes first (largest
+				      * |self_diff.change| first), then largest
+				      * |share_change|, largest |self_change|, then by name */
 	char *pool;		     /* owned: the rows' names */
+	/* the significance of the changes (stats.c) */
+	double confidence;
+	enum query_norm normalize;
+	char stats_unit[QUERY_UNIT_MAX + 8]; /* "pp" or "<unit>/s" ("seconds/s" for ns) */
+	size_t intervals[2];
+	double seconds[2]; /* wall seconds of each side's intervals with data */
 };
 void query_diff__fini(struct query_diff *d);
 
@@ -403,8 +474,13 @@ int query_top_json(struct store *s, const struct query_request *q, FILE *out, ch
  *    "functions":[{"name":…,"self":[l,r],"total":[l,r],"selfChange":N,
  *      "totalChange":N,"shareChange":PP}, …]}
  * Node pruning as in query_tree_json, ranked by max(left, right); at most
- * top_rows functions (without it max_nodes), largest |shareChange| first.
- * max_nodes, top_rows and value_index come from `left`.
+ * top_rows functions (without it max_nodes), significant self changes first
+ * (largest |selfDiff.change|), then largest |shareChange| first. Each row also
+ * has "selfDiff" and "totalDiff": {"left","right","change","low","high",
+ * "verdict":"up"|"down"|"noise"} in the normalisation's unit, and the answer,
+ * after "functions", "significance": {"confidence","normalize","unit",
+ * "intervals":[l,r],"seconds":[l,r],"note"} (stats.c, docs/regressions.md).
+ * max_nodes, top_rows, value_index, confidence and normalize come from `left`.
  */
 int query_diff_json(struct store *s, const struct query_request *left,
 		    const struct query_request *right, FILE *out, char *err, size_t errlen);

@@ -42,4 +42,58 @@ int query_select(struct store *s, const struct query_request *q, struct query_se
 size_t query_selected__find(const struct query_selected *sel, uint64_t id);
 void query_selected__fini(struct query_selected *sel);
 
+/*
+ * query_stacks, and each stack's values[value_index] per time bucket: the
+ * intervals of a diff's statistics (stats.c). Buckets are width_ns long (0:
+ * query_buckets_width's), aligned to multiples of it since the epoch; a row
+ * counts in the bucket its window starts in. The scan passes no MERGE hint
+ * (ClickHouse keeps the windows apart) and allows rollups up to a bucket long.
+ */
+struct query_buckets {
+	size_t k;		   /* buckets */
+	int64_t start_ns, width_ns; /* bucket i covers [start + i*width, +width) */
+	float *v;		   /* owned: qs->n x k; stack i's value in bucket b at v[i*k + b]
+				    * (float: half the memory traffic; sums are doubles) */
+	double *total;		   /* owned, k: the selection's value per bucket */
+	double *wall_s;		   /* owned, k: a bucket with data: its seconds in [from, until) */
+	double samples;		   /* the selection's values[0] */
+};
+/* The default width: the range over QUERY_STATS_INTERVALS, rounded up to 10 s,
+ * 1 min, 10 min or 1 h multiples (the store's windows); step_ns > 0: step_ns. */
+int64_t query_buckets_width(int64_t from_ns, int64_t until_ns, int64_t step_ns);
+/* 0 or as query_stacks (-E2BIG over QUERY_MAX_POINTS buckets); both cleared
+ * first and always to be finied. */
+int query_stacks_buckets(struct store *s, const struct query_request *q, int64_t width_ns,
+			 struct query_stacks *out, struct query_buckets *b, char *err,
+			 size_t errlen);
+void query_buckets__fini(struct query_buckets *b);
+
+/*
+ * One side's functions per interval (stats.c): by top table row id, the
+ * values per bucket of the stacks whose leaf is the function (self) and of
+ * those it is on (total, once a stack), and their samples.
+ */
+struct fn_stats {
+	size_t k;		 /* buckets */
+	float *self, *total;	 /* owned: cap x k (float: see query_buckets) */
+	double *self_n, *total_n; /* owned: samples per row */
+	size_t *stamp;		 /* owned: the last stack counted into total */
+	size_t cap, n_stacks;
+};
+int fn_stats__init(struct fn_stats *f, size_t k);
+void fn_stats__fini(struct fn_stats *f);
+/* Counts one stack: its frames' row ids (root first, leaf last), its value per
+ * bucket (k entries) and its samples. 0 or -ENOMEM. */
+int fn_stats__add(struct fn_stats *f, const size_t *rows, size_t n, const float *vec,
+		  double samples);
+/* The estimate of row r (0: a function the side does not have); x: scratch of
+ * s->n entries. */
+void fn_stats__estimate(const struct fn_stats *f, const struct query_stats_side *s, size_t r,
+			bool total, enum query_norm norm, double *x, struct query_est *out);
+/* The side of buckets b whose values are in unit (the merge's). */
+void fn_stats__side(const struct query_buckets *b, const char *unit, enum query_norm norm,
+		    struct query_stats_side *s);
+/* "pp" or "<unit>/s" ("seconds/s" for nanoseconds). */
+void fn_stats__unit(const char *unit, enum query_norm norm, char *out, size_t len);
+
 #endif /* HEARTH_QUERY_IMPL_H */

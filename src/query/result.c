@@ -11,6 +11,7 @@
 #include "query_impl.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,6 +302,72 @@ int query_tree__write_json(const struct query_tree *t, FILE *out)
 
 /* ---- the diff ---- */
 
+/* A double as JSON (non-finite, which JSON has not: 0); %.6g is more than the
+ * statistics' precision. */
+static void put_num(FILE *out, double v)
+{
+	fprintf(out, "%.6g", isfinite(v) ? v : 0.0);
+}
+
+/* {"left":a,"right":b,"change":…,"low":…,"high":…,"verdict":…} */
+static void put_change(FILE *out, const struct query_change *c, bool verdict)
+{
+	fputs_unlocked("{\"left\":", out);
+	put_num(out, c->left);
+	fputs_unlocked(",\"right\":", out);
+	put_num(out, c->right);
+	fputs_unlocked(",\"change\":", out);
+	put_num(out, c->change);
+	fputs_unlocked(",\"low\":", out);
+	put_num(out, c->low);
+	fputs_unlocked(",\"high\":", out);
+	put_num(out, c->high);
+	if (verdict)
+		fprintf(out, ",\"verdict\":\"%s\"", query_verdict_name(c->verdict));
+	fputc_unlocked('}', out);
+}
+
+/* One plain sentence (or two): what "within noise" means for this answer. */
+static void diff_note(const struct query_diff *d, char *buf, size_t len)
+{
+	const char *side = !d->intervals[0] ? "left" : !d->intervals[1] ? "right" : NULL;
+	int n;
+
+	if (side) {
+		snprintf(buf, len,
+			 "The %s selection holds no data: no change can be told from noise.", side);
+		return;
+	}
+	n = snprintf(buf, len,
+		     "A change is within noise when its %g%% interval, which counts sampling "
+		     "noise and the variation between the %zu and %zu intervals of the two "
+		     "sides, includes zero; only changes beyond it are called up or down.",
+		     100 * d->confidence, d->intervals[0], d->intervals[1]);
+	if (n > 0 && (size_t)n < len && (d->intervals[0] < 2 || d->intervals[1] < 2))
+		snprintf(buf + n, len - (size_t)n,
+			 " A side with fewer than 2 intervals counts sampling noise only.");
+}
+
+static void put_significance(FILE *out, const struct query_diff *d)
+{
+	char note[512];
+
+	diff_note(d, note, sizeof(note));
+	fputs(",\"significance\":{\"confidence\":", out);
+	put_num(out, d->confidence);
+	fprintf(out, ",\"normalize\":\"%s\",\"unit\":",
+		d->normalize == QUERY_NORM_RATE ? "rate" : "share");
+	base_json_string(out, d->stats_unit);
+	fprintf(out, ",\"intervals\":[%zu,%zu],\"seconds\":[", d->intervals[0],
+		d->intervals[1]);
+	put_num(out, d->seconds[0]);
+	fputc(',', out);
+	put_num(out, d->seconds[1]);
+	fputs("],\"note\":", out);
+	base_json_string(out, note);
+	fputc('}', out);
+}
+
 static void put_diff_row(FILE *out, const struct query_diff_row *r, bool first)
 {
 	fputs_unlocked(first ? "{\"name\":" : ",\n{\"name\":", out);
@@ -314,7 +381,12 @@ static void put_diff_row(FILE *out, const struct query_diff_row *r, bool first)
 	fputs_unlocked(",\"totalChange\":", out);
 	put_i64(out, r->total_change);
 	/* %.17g: the share as the engine computed it, read back to the same double */
-	fprintf(out, ",\"shareChange\":%.17g}", r->share_change);
+	fprintf(out, ",\"shareChange\":%.17g", r->share_change);
+	fputs_unlocked(",\"selfDiff\":", out);
+	put_change(out, &r->self_diff, true);
+	fputs_unlocked(",\"totalDiff\":", out);
+	put_change(out, &r->total_diff, true);
+	fputc_unlocked('}', out);
 }
 
 int query_diff__write_json(const struct query_diff *d, FILE *out)
@@ -332,7 +404,9 @@ int query_diff__write_json(const struct query_diff *d, FILE *out)
 	fputs(",\"functions\":[", out);
 	for (size_t i = 0; !e && i < d->n_rows; i++)
 		put_diff_row(out, &d->rows[i], i == 0);
-	fputs("]}\n", out);
+	fputc(']', out);
+	put_significance(out, d); /* after the table: the tree's JSON keeps its place */
+	fputs("}\n", out);
 	return e ?: ferror(out) ? -ENOMEM : 0;
 }
 

@@ -21,6 +21,7 @@
 #include "query_impl.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,9 @@ struct tree {
 	/* per mapping id of the profile being named: 1 + its module id, SIZE_MAX for
 	 * none, 0 = not yet (a mapping has many locations) */
 	size_t *mod_of, mod_cap;
+	/* borrowed, or NULL: a diff side's functions per interval, counted with
+	 * t->top's row ids as the stacks are named (stats.c) */
+	struct fn_stats *stats;
 };
 
 static int intern_name(struct tree *t, const char *s, size_t *id)
@@ -228,6 +232,7 @@ struct stack_src {
 	const struct query_stacks *qs; /* borrowed */
 	struct store_builder *b;       /* owned: translates qs's store location ids into p */
 	uint64_t *group_locs;	       /* owned: p's location of each group of qs (by name id) */
+	const struct query_buckets *bk; /* borrowed, or NULL: qs's stacks per interval */
 };
 
 /* p's location id of qs's location id: a store location through the builder, a
@@ -386,6 +391,9 @@ static int tree_add(struct tree *t, const struct stack_src *src, int vi, int slo
 			t->n[at].self[slot] = base_sat_add(t->n[at].self[slot], v);
 		if (!e && t->top)
 			e = top__add_rows(t->top, b.rows, b.n, v);
+		if (!e && t->stats && src->bk)
+			e = fn_stats__add(t->stats, b.rows, b.n, src->bk->v + i * src->bk->k,
+					  (double)qs->v[i][0]);
 	}
 	free(b.names);
 	free(b.mods);
@@ -691,6 +699,8 @@ static struct query_diff_row diff_row(const struct top_row *l, const struct top_
 	d.total[0] = l ? l->total : 0;
 	d.self[1] = r ? r->self : 0;
 	d.total[1] = r ? r->total : 0;
+	d.id[0] = l ? l->id : 0;
+	d.id[1] = r ? r->id : 0;
 	d.self_change = base_sat_sub(d.self[1], d.self[0]);
 	d.total_change = base_sat_sub(d.total[1], d.total[0]);
 	d.share_change = 100.0 * ((total[1] ? (double)d.self[1] / (double)total[1] : 0) -
@@ -709,10 +719,55 @@ static bool row_is(const void *ctx, size_t idx, const void *key)
 	return !strcmp(((const struct query_diff_row *)ctx)[idx].name, key);
 }
 
+/* Significant self changes first, the larger first; then by_change. */
+static int by_significance(const void *a, const void *b)
+{
+	const struct query_diff_row *x = a, *y = b;
+	bool sx = x->self_diff.verdict != QUERY_NOISE, sy = y->self_diff.verdict != QUERY_NOISE;
+
+	if (sx != sy)
+		return sx ? -1 : 1;
+	if (sx && fabs(x->self_diff.change) != fabs(y->self_diff.change))
+		return fabs(x->self_diff.change) > fabs(y->self_diff.change) ? -1 : 1;
+	return by_change(a, b);
+}
+
+/* Each side's functions per interval, and what a diff row needs of them. */
+struct diff_sides {
+	struct fn_stats f[2];
+	struct query_stats_side s[2];
+	enum query_norm norm;
+	double z;
+};
+
+/* Every row's self and total change with its interval. */
+static int diff_significance(struct query_diff *d, const struct diff_sides *ds, size_t n)
+{
+	size_t k = ds->s[0].n > ds->s[1].n ? ds->s[0].n : ds->s[1].n;
+	double *x = malloc((k + 1) * sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct query_diff_row *row = &d->rows[i];
+		struct query_est e[2][2]; /* [kind: self, total][side] */
+
+		for (int side = 0; side < 2; side++)
+			for (int kind = 0; kind < 2; kind++)
+				fn_stats__estimate(&ds->f[side], &ds->s[side], row->id[side], kind,
+						   ds->norm, x, &e[kind][side]);
+		query_stats__compare(&e[0][0], &e[0][1], ds->z, &row->self_diff);
+		query_stats__compare(&e[1][0], &e[1][1], ds->z, &row->total_diff);
+	}
+	free(x);
+	return 0;
+}
+
 /* The rows of both tables, joined by name (a hash index of the left's rows: no
  * sort of 40,000 names), ranked and cut to max_rows. */
 static int diff_rows(struct query_diff *d, const struct top_row *l, size_t nl,
-		     const struct top_row *r, size_t nr, size_t max_rows)
+		     const struct top_row *r, size_t nr, size_t max_rows,
+		     const struct diff_sides *ds)
 {
 	struct base_hmap idx = {0};
 	size_t n = 0;
@@ -735,8 +790,10 @@ static int diff_rows(struct query_diff *d, const struct top_row *l, size_t nl,
 	base_hmap__fini(&idx);
 	if (e)
 		return e;
+	if (ds && (e = diff_significance(d, ds, n)))
+		return e;
 	if (n)
-		qsort(d->rows, n, sizeof(*d->rows), by_change);
+		qsort(d->rows, n, sizeof(*d->rows), ds ? by_significance : by_change);
 	d->n_rows = n < nodes_limit(max_rows) ? n : nodes_limit(max_rows);
 	return 0;
 }
@@ -750,7 +807,7 @@ static int diff_pool(struct query_diff *d)
 	if (!tmp)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n_rows; i++)
-		tmp[i] = (struct top_row){d->rows[i].name, 0, 0};
+		tmp[i] = (struct top_row){d->rows[i].name, 0, 0, 0};
 	e = pool_names(tmp, d->n_rows, &d->pool);
 	for (size_t i = 0; !e && i < d->n_rows; i++)
 		d->rows[i].name = tmp[i].name;
@@ -761,12 +818,12 @@ static int diff_pool(struct query_diff *d)
 /* The per-function table of the two selections' whole merges, from their top
  * tables (tl, tr: counted as the diff's tree named the stacks). */
 static int diff_table(const struct top *tl, const struct top *tr, size_t max_rows,
-		      struct query_diff *d)
+		      const struct diff_sides *ds, struct query_diff *d)
 {
 	struct top_row *rl = NULL, *rr = NULL;
 	size_t nl = 0, nr = 0;
 	int e = top__rows(tl, &rl, &nl) ?: top__rows(tr, &rr, &nr) ?:
-		diff_rows(d, rl, nl, rr, nr, max_rows) ?: diff_pool(d);
+		diff_rows(d, rl, nl, rr, nr, max_rows, ds) ?: diff_pool(d);
 
 	free(rl);
 	free(rr);
@@ -778,25 +835,48 @@ static int diff_make(const struct stack_src *l, const struct stack_src *r, int v
 {
 	struct top *tl = NULL, *tr = NULL;
 	struct tree t;
-	/* each side's top table counted as its stacks are named */
+	struct diff_sides ds = {.norm = out->normalize, .z = query_confidence_z(out->confidence)};
+	/* each side's top table (and functions per interval) counted as its stacks are named */
 	int e = tree_start(&t, value_index) ?: top__new(l->p, value_index, &tl) ?:
 		top__new(r->p, value_index, &tr);
 
+	fn_stats__init(&ds.f[0], l->bk ? l->bk->k : 1);
+	fn_stats__init(&ds.f[1], r->bk ? r->bk->k : 1);
 	t.top = tl;
+	t.stats = &ds.f[0];
 	e = e ?: tree_add(&t, l, value_index, 0);
 	t.top = tr;
+	t.stats = &ds.f[1];
 	e = e ?: tree_add(&t, r, value_index, 1);
 	t.top = NULL;
+	t.stats = NULL;
 	if ((e = e ?: prune(&t, nodes_limit(max_nodes))))
 		goto cleanup;
 	snprintf(out->tree.unit, sizeof(out->tree.unit), "%s", unit(l->p, value_index));
 	out->total[0] = t.n[0].total[0];
 	out->total[1] = t.n[0].total[1];
-	e = flatten(&t, true, &out->tree) ?: diff_table(tl, tr, max_rows, out);
+	fn_stats__unit(out->tree.unit, out->normalize, out->stats_unit, sizeof(out->stats_unit));
+	for (int i = 0; i < 2; i++) {
+		const struct query_buckets *bk = (i ? r : l)->bk;
+		struct query_est est;
+
+		if (bk)
+			fn_stats__side(bk, out->tree.unit, out->normalize, &ds.s[i]);
+		/* the side's intervals with data and their seconds */
+		query_stats__estimate(&ds.s[i], ds.s[i].total, ds.s[i].samples,
+				      QUERY_NORM_RATE, &est);
+		out->intervals[i] = est.intervals;
+		for (size_t k = 0; k < ds.s[i].n; k++)
+			out->seconds[i] += ds.s[i].wall_s[k] > 0 ? ds.s[i].wall_s[k] : 0;
+	}
+	e = flatten(&t, true, &out->tree) ?:
+	    diff_table(tl, tr, max_rows, l->bk && r->bk ? &ds : NULL, out);
 cleanup:
 	tree_fini(&t);
 	top__free(tl);
 	top__free(tr);
+	fn_stats__fini(&ds.f[0]);
+	fn_stats__fini(&ds.f[1]);
 	return e;
 }
 
@@ -1585,7 +1665,7 @@ static int with_stacks(struct store *s, const struct query_request *q, void *out
 		       int (*make)(const struct stack_src *, const struct query_request *, void *))
 {
 	struct query_stacks qs;
-	struct stack_src src = {NULL, &qs, NULL, NULL};
+	struct stack_src src = {NULL, &qs, NULL, NULL, NULL};
 	int e = query_stacks(s, q, &qs, err, errlen);
 
 	if (!e)
@@ -1615,13 +1695,18 @@ int query_diff(struct store *s, const struct query_request *left, const struct q
 	       struct query_diff *out, char *err, size_t errlen)
 {
 	struct query_stacks l, r;
-	struct stack_src ls = {NULL, &l, NULL, NULL}, rs = {NULL, &r, NULL, NULL};
+	struct query_buckets lb, rb;
+	struct stack_src ls = {NULL, &l, NULL, NULL, &lb}, rs = {NULL, &r, NULL, NULL, &rb};
 	int e;
 
 	memset(out, 0, sizeof(*out));
-	e = query_stacks(s, left, &l, err, errlen);
+	memset(&rb, 0, sizeof(rb));
+	out->confidence = left->confidence > 0 ? left->confidence : QUERY_DEFAULT_CONFIDENCE;
+	out->normalize = left->normalize == QUERY_NORM_RATE ? QUERY_NORM_RATE : QUERY_NORM_SHARE;
+	/* each side cut into its intervals (query_buckets_width of its range) */
+	e = query_stacks_buckets(s, left, 0, &l, &lb, err, errlen);
 	if (!e)
-		e = query_stacks(s, right, &r, err, errlen);
+		e = query_stacks_buckets(s, right, 0, &r, &rb, err, errlen);
 	else
 		memset(&r, 0, sizeof(r));
 	if (!e && !query_same_type(l.type, r.type))
@@ -1638,5 +1723,7 @@ int query_diff(struct store *s, const struct query_request *left, const struct q
 	stack_src_close(&rs);
 	query_stacks__fini(&l);
 	query_stacks__fini(&r);
+	query_buckets__fini(&lb);
+	query_buckets__fini(&rb);
 	return e;
 }

@@ -139,6 +139,30 @@ static int write_profile(struct server_req *r, const struct query_request *q, FI
 	return ret;
 }
 
+/* /api/diff's confidence (0.5-0.9999) and normalize (share|rate) into q. */
+static int stats_args(struct server_req *r, struct query_request *q, char *err, size_t errlen)
+{
+	const char *c = server_arg(r, "confidence"), *n = server_arg(r, "normalize");
+	enum query_norm norm = QUERY_NORM_SHARE;
+	char *end;
+
+	if (c && *c) {
+		q->confidence = strtod(c, &end);
+		if (*end || !(q->confidence >= QUERY_MIN_CONFIDENCE) ||
+		    !(q->confidence <= QUERY_MAX_CONFIDENCE)) {
+			snprintf(err, errlen, "confidence '%.32s' is not a number from %g to %g", c,
+				 QUERY_MIN_CONFIDENCE, QUERY_MAX_CONFIDENCE);
+			return -EINVAL;
+		}
+	}
+	if (n && *n && query_norm_parse(n, &norm)) {
+		snprintf(err, errlen, "normalize '%.32s' is not share or rate", n);
+		return -EINVAL;
+	}
+	q->normalize = norm;
+	return 0;
+}
+
 /* Runs the /api endpoint named by the path. */
 static int api_dispatch(struct server_req *r, FILE *f, const char **ctype, char *err, size_t errlen)
 {
@@ -150,7 +174,8 @@ static int api_dispatch(struct server_req *r, FILE *f, const char **ctype, char 
 	*ctype = "application/json";
 	if (!strcmp(path, "diff")) {
 		if ((ret = request_args(r, "left", &q, err, errlen)) ||
-		    (ret = request_args(r, "right", &right, err, errlen)))
+		    (ret = request_args(r, "right", &right, err, errlen)) ||
+		    (ret = stats_args(r, &q, err, errlen)))
 			return ret;
 		right.max_nodes = q.max_nodes;
 		return query_diff_json(st, &q, &right, f, err, errlen);

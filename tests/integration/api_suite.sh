@@ -593,6 +593,26 @@ else
 	fail debug_pprof_profile_via_go_tool_pprof "$pushes pushes during the window, the last answered $st $(cat "$T/lv"); $(go tool pprof -top "$T/live.pb.gz" 2>&1 | tail -3)"
 fi
 
+# ---- the diff's significance (docs/regressions.md): six 10 s windows a side,
+# `hot` twice as large on the right, `steady` the same; exact counts, so the
+# verdicts are certain ----
+G=$((NOW - 4800))
+printf 'main;steady 1000\nmain;hot 1000\n' > "$T/sig_a.folded"
+printf 'main;steady 1000\nmain;hot 2000\n' > "$T/sig_b.folded"
+for i in 0 1 2 3 4 5; do
+	send S "/ingest?name=sigapp&from=$((G + 10 * i))&until=$((G + 10 * i + 10))&sampleRate=100" "$T/sig_a.folded"
+	send S "/ingest?name=sigapp&from=$((G + 60 + 10 * i))&until=$((G + 70 + 10 * i))&sampleRate=100" "$T/sig_b.folded"
+done
+SIG="/api/diff?left=sigapp%7B%7D&right=sigapp%7B%7D&leftfrom=$G&leftuntil=$((G + 60))&rightfrom=$((G + 60))&rightuntil=$((G + 120))"
+want diff_significance "$(get "$SIG&normalize=rate&confidence=0.99" | jq -c '.significance | [.confidence, .normalize, .intervals, .seconds, (.note | length > 20)]')" '[0.99,"rate",[6,6],[60,60],true]'
+want diff_rate_verdicts "$(get "$SIG&normalize=rate" | jq -c '[.functions[] | select(.name == "hot" or .name == "steady") | [.name, .selfDiff.verdict, .selfDiff.low > 0]]')" '[["hot","up",true],["steady","noise",false]]'
+want diff_share_verdicts "$(get "$SIG" | jq -c '[.functions[] | [.name, .selfDiff.verdict, .totalDiff.verdict]] | sort')" '[["hot","up","up"],["main","noise","noise"],["steady","down","down"]]'
+want diff_share_values "$(get "$SIG" | jq -c '.functions[] | select(.name == "hot") | [.selfDiff.left, .selfDiff.right] | map(. * 100 | round)')" '[5000,6667]'
+want diff_significant_first "$(get "$SIG&normalize=rate" | jq -r '.functions[0].name')" hot
+want diff_bad_confidence "$(http_status "$S$SIG&confidence=2" "$T/sig.err")$(jq -r '.error | test("confidence")' "$T/sig.err")" 400true
+want diff_bad_normalize "$(http_status "$S$SIG&normalize=median" "$T/sig.err")$(jq -r '.error | test("normalize")' "$T/sig.err")" 400true
+xcheck diff_significance "$SIG&normalize=rate" norm_json
+
 # ---- ClickHouse only (difference 4) ----
 if on_clickhouse; then
 	# shellcheck disable=SC2034 # read by same (clickhouse_lib.sh)
