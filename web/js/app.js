@@ -146,7 +146,7 @@ function groupHead(t, i) {
 }
 const groupLine = (t, i) => {
   const [label, value] = groupParts(nameOf(t, i));
-  return `<tr><td>Group</td><td>the stacks of series with ${esc(label)}${value ? `="${esc(value)}"` : ' unset'}` +
+  return `<tr><td>Group</td><td>the stacks with ${esc(label)}${value ? `="${esc(value)}"` : ' unset'}` +
     ' (<i>group by</i> above the graph)</td></tr>';
 };
 /** The tooltip line of unnamed code grouped per object ("liblzma.so.5 [no symbols]"). */
