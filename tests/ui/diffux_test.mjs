@@ -15,9 +15,9 @@
 // Usage: node diffux_test.mjs URL OUTDIR   (the server's store must be empty)
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { launch, waitReady, reloadAfter, frames, clickFrame } from './browser.mjs';
 import * as fx from './fixture.mjs';
+import { fBytes, fInt, fPacked, gzip } from './pprof.mjs';
 
 const [URL_, OUT] = process.argv.slice(2);
 const BASE = URL_.replace(/\/$/, '');
@@ -69,20 +69,7 @@ async function open(page, query) {
   await waitReady(page);
 }
 
-// ---- a pprof with an inlined function, written by hand (profile.proto) ----
-const varint = (n) => {
-  const b = [];
-  let v = BigInt(n);
-  while (v >= 0x80n) {
-    b.push(Number(v & 0x7fn) | 0x80);
-    v >>= 7n;
-  }
-  b.push(Number(v));
-  return b;
-};
-const fInt = (f, n) => [...varint((f << 3) | 0), ...varint(n)];
-const fBytes = (f, a) => [...varint((f << 3) | 2), ...varint(a.length), ...a];
-const fPacked = (f, ns) => fBytes(f, ns.flatMap(varint));
+// ---- a pprof with an inlined function, written by hand (pprof.mjs) ----
 /* f inlined into g at one address (a location of two lines, f first: pprof puts
  * the inlined callee before its caller), f called from main at another. */
 function inlinedPprof(nFg, nF) {
@@ -99,7 +86,7 @@ function inlinedPprof(nFg, nF) {
     ...fn(1, 'main'), ...fn(2, 'g'), ...fn(3, 'f'),
     ...strs.flatMap((x) => fBytes(6, [...Buffer.from(x)])),
   ];
-  return gzipSync(Buffer.from(msg));
+  return gzip(Buffer.from(msg));
 }
 const INL_SAMPLES = { A: [3, 2], B: [9, 2] }; // [f inlined into g, f called by main]
 
@@ -200,7 +187,13 @@ try {
     const url = page.url();
     await page.reload();
     await waitReady(page);
-    expect(page.url() === url && await page.inputValue('#rfrom') === urlParam(page, 'rfrom'), 'the ranges did not survive a reload');
+    // The box shows the URL's unix seconds as a local date (as the main range's boxes do).
+    const boxSec = await page.evaluate((v) => {
+      const m = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/.exec(v);
+      return m ? new Date(+m[1], m[2] - 1, +m[3], +m[4], +m[5], +m[6]).getTime() / 1000 : NaN;
+    }, await page.inputValue('#rfrom'));
+    expect(page.url() === url && boxSec === n('rfrom'),
+      `the ranges did not survive a reload: #rfrom '${await page.inputValue('#rfrom')}', URL rfrom ${urlParam(page, 'rfrom')}`);
     // Outside the diff view a drag still zooms the main range.
     await page.click('button[data-view="flame"]');
     await reloadAfter(page, () => brush(page, W.A.from - 60, W.A.until + 60));

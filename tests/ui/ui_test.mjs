@@ -445,7 +445,14 @@ try {
     const rows = await waitFor(async () => { const r = await tableRows(page, '#diff-table'); return r.length ? r : null; }, 'diff rows after reload');
     expect(await page.getAttribute('button[data-view="diff"]', 'aria-selected') === 'true', 'diff tab not active after reload');
     expect(rows.map((r) => `${r.name}:${r.delta}`).join() === before, 'diff rows differ after reload');
-    expect(await page.inputValue('#lfrom') === String(W.A.from - 5), `#lfrom '${await page.inputValue('#lfrom')}'`);
+    // The URL keeps unix seconds; the box shows them as a local date (as the main range's boxes).
+    expect(urlParam(page, 'lfrom') === String(W.A.from - 5), `URL lfrom ${urlParam(page, 'lfrom')}`);
+    const shown = await page.inputValue('#lfrom');
+    const back = await page.evaluate((v) => {
+      const m = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/.exec(v);
+      return m ? new Date(+m[1], m[2] - 1, +m[3], +m[4], +m[5], +m[6]).getTime() / 1000 : NaN;
+    }, shown);
+    expect(back === W.A.from - 5, `#lfrom '${shown}' reads ${back}, want the local date of ${W.A.from - 5}`);
   });
 
   await check('diff_table_is_not_cut_by_max_nodes', async () => {

@@ -11,8 +11,8 @@
 import { ApiError, apiUrl, downloadWithToken, getJSON } from './api.js';
 import { bareName, colorIndex, diffIndex, diffPalette, isInlined, isKernel, packageOf, palette,
   PAL_DIM } from './colors.js';
-import { changeOf, compileSearch, diffRows, diffSide, fnId, fnOf, halves, linkFunctions, nameOf, sandwich,
-  searchTree, topRows, treeArrays } from './tree.js';
+import { changeOf, compileSearch, diffRows, diffSide, fnId, fnOf, groupParts, halves, linkFunctions, markGroups,
+  nameOf, sandwich, searchTree, topRows, treeArrays } from './tree.js';
 import { FlameGraph } from './flame.js';
 import { esc, fmtAmount, fmtInt, fmtPct, fmtPP, fmtTime, setUnit } from './format.js';
 import { QueryBar, withType } from './querybar.js';
@@ -22,7 +22,7 @@ import { fmtChange, fmtConfidence, fmtInterval, normUnit, significant, sortBySig
   verdictMap, verdictOf, verdictText } from './signif.js';
 import { Timeline } from './timeline.js';
 import { initTheme } from './theme.js';
-import { apiTime, durationSec, fmtDuration, stepFor, toSec } from './timeparse.js';
+import { apiTime, durationSec, fmtDuration, keepTime, showTime, stepFor, toSec } from './timeparse.js';
 import { RangeBar } from './rangebar.js';
 
 const $ = (sel) => document.querySelector(sel);
@@ -30,13 +30,13 @@ const DEFAULTS = {
   query: '', type: '', from: 'now-1h', until: 'now', view: 'flame', search: '', focus: '', groupBy: '',
   orient: 'icicle', maxNodes: '20000', lquery: '', lfrom: '', luntil: '', rquery: '', rfrom: '',
   runtil: '', normalize: 'share', baseline: 'previous', series: '', seriesKind: 'total', seriesNorm: 'value',
-  sort: '-self', zoom: '', refresh: '', diffMode: 'combined',
+  sort: '-self', zoom: '', refresh: '', diffMode: 'combined', group: '', unnamed: '',
 };
 const VIEWS = ['flame', 'sandwich', 'diff', 'changes'];
 const CHOICES = {
   normalize: ['share', 'rate'], baseline: ['previous', '1d', '7d'], seriesKind: ['total', 'self'],
   seriesNorm: ['value', 'share', 'rate'], sort: ['-self', 'self', '-total', 'total', 'name', '-name'],
-  refresh: ['', '10s', '30s', '1m', '5m'], diffMode: ['combined', 'split'],
+  refresh: ['', '10s', '30s', '1m', '5m'], diffMode: ['combined', 'split'], unnamed: ['', 'addresses'],
 };
 const REFRESH_SEC = { '10s': 10, '30s': 30, '1m': 60, '5m': 300 };
 /* The top table's order in the URL: a key, "-" first when descending. */
@@ -44,6 +44,24 @@ const sortOf = (s) => [s.replace(/^-/, ''), s.startsWith('-') ? 'descending' : '
 /* The flame graph's zoom in the URL: the zoomed frame's path of names from the root,
  * ";"-separated as in folded stacks (node numbers change with every load). */
 const ZOOM_SEP = ';';
+/* The tree's group-by (URL "group", API groupBy=): a label name, "none" (grouping
+ * turned off), or "" (the default: "process" for the whole machine, an empty
+ * selector, when the store has that label; none for a selector, which already
+ * picks what to look at). Apart from the timeline's "stack by" (URL "groupBy"),
+ * which keeps its own key so older links keep their meaning. */
+const LABEL_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const GROUP_DEFAULT = 'process';
+/* The label names /api/labels gave (null until it answered), and that answer. */
+let labelNames = null;
+let labelsReady = null;
+
+/** The label the tree, the top table and the diff are grouped by now ('' = none). */
+function treeGroup() {
+  if (state.group === 'none') return '';
+  if (state.group) return state.group;
+  const whole = !state.query.trim() || state.query.trim() === '{}';
+  return whole && labelNames && labelNames.includes(GROUP_DEFAULT) ? GROUP_DEFAULT : '';
+}
 
 const state = readURL();
 let tree = null; // typed arrays (tree.js) of the /api/profile answer for the current selection
@@ -71,6 +89,7 @@ function readURL() {
   if (s.orient !== 'flame') s.orient = 'icicle';
   if (!/^\d+$/.test(s.maxNodes) || Number(s.maxNodes) < 1) s.maxNodes = DEFAULTS.maxNodes;
   for (const [k, ok] of Object.entries(CHOICES)) if (!ok.includes(s[k])) s[k] = DEFAULTS[k];
+  if (s.group !== 'none' && !LABEL_RE.test(s.group)) s.group = DEFAULTS.group;
   return s;
 }
 
@@ -120,10 +139,29 @@ function rangeText() {
 
 const tooltipEl = $('#tooltip');
 
+/** A group node's title and the line saying what it holds ("process=xz": the stacks of process xz). */
+function groupHead(t, i) {
+  const [label, value] = groupParts(nameOf(t, i));
+  return `<div class="tname"><span class="tag group">${esc(label)}</span>${value ? esc(value) : '<i>(no value)</i>'}</div>`;
+}
+const groupLine = (t, i) => {
+  const [label, value] = groupParts(nameOf(t, i));
+  return `<tr><td>Group</td><td>the stacks with ${esc(label)}${value ? `="${esc(value)}"` : ' unset'}` +
+    ' (<i>group by</i> above the graph)</td></tr>';
+};
+/** The tooltip line of unnamed code grouped per object ("liblzma.so.5 [no symbols]"). */
+const unnamedLine = (name) => (name.endsWith(' [no symbols]')
+  ? '<tr><td>Unnamed</td><td>code of this object without symbols, all its addresses in one frame ' +
+    '(<i>unnamed: per address</i> splits it)</td></tr>' : '');
+
 /** Tooltip for a profile frame; whole = what "% of ..." refers to (the root's samples). */
 const profileTip = (whole) => (t, i) => {
   const name = nameOf(t, i);
   const root = t.total[0];
+  if (t.group && t.group[i]) {
+    return `${groupHead(t, i)}<table>${groupLine(t, i)}` +
+      `<tr><td>Total</td><td>${fmtAmount(t.total[i])} · ${fmtPct(t.total[i], root)} of ${esc(whole(t))}</td></tr></table>`;
+  }
   const p = t.parent[i];
   const parent = p >= 0 ? t.total[p] : root;
   const tags = (isInlined(name) ? '<span class="tag">inlined</span>' : '') +
@@ -136,7 +174,7 @@ const profileTip = (whole) => (t, i) => {
     `<tr><td>Total</td><td>${fmtAmount(t.total[i])} · ${fmtPct(t.total[i], root)} of ${of} · ` +
     `${fmtPct(t.total[i], parent)} of parent</td></tr>` +
     (pkg !== bareName(name) ? `<tr><td>${mod ? 'Module' : 'Package'}</td><td>${esc(pkg)}</td></tr>` : '') +
-    '</table>';
+    unnamedLine(name) + '</table>';
 };
 const wholeProfile = () => 'total';
 const wholeFn = (t) => `${bareName(t.names[t.nameIdx[0]])}'s samples`;
@@ -149,16 +187,18 @@ function diffTip(t, i) {
   const cls = ch > 0 ? 'pos' : ch < 0 ? 'neg' : '';
   const v = diffSig && i > 0 ? verdictOf(diffSig.verdicts, name) : null;
   // The function's own verdicts (over all its frames), in the diff's normalisation.
+  const head = t.group && t.group[i] ? groupHead(t, i)
+    : `<div class="tname">${esc(bareName(name))}${isInlined(name) ? '<span class="tag">inlined</span>' : ''}</div>`;
   const judged = (what, d) => (d ? `<tr><td>${what}</td><td class="${significant(d) ? (d.verdict === 'up' ? 'pos' : 'neg') : ''}">` +
     `${fmtChange(d.change, diffSig.unit)} (${fmtInterval(d.low, d.high, diffSig.unit)}): ` +
     `${verdictText(d, diffSig.confidence)}</td></tr>` : '');
-  return `<div class="tname">${esc(bareName(name))}${isInlined(name) ? '<span class="tag">inlined</span>' : ''}</div><table>` +
+  return `${head}<table>${t.group && t.group[i] ? groupLine(t, i) : ''}` +
     `<tr><td>Before</td><td>${fmtAmount(t.ltotal[i])} · ${fmtPct(t.ltotal[i], L)} of total` +
     ` (self ${fmtInt(t.lself[i])})</td></tr>` +
     `<tr><td>After</td><td>${fmtAmount(t.rtotal[i])} · ${fmtPct(t.rtotal[i], R)} of total` +
     ` (self ${fmtInt(t.rself[i])})</td></tr>` +
     `<tr><td>Change</td><td class="${cls}">${fmtPP(ch)} of total (this frame)</td></tr>` +
-    (v ? judged('Self', v.self) + judged('Total', v.total) : '') + '</table>';
+    (v ? judged('Self', v.self) + judged('Total', v.total) : '') + unnamedLine(name) + '</table>';
 }
 
 const DIFF_PAL = diffPalette.concat(['hsl(220, 12%, 93%)']);
@@ -249,6 +289,11 @@ function renderBreadcrumbs() {
     b.textContent = bareName(nameOf(t, i)); // the frame's function, as the tables name it
     b.title = nameOf(t, i);
     if (t.inlined[i]) b.classList.add('inlined');
+    if (t.group && t.group[i]) {
+      const [label, value] = groupParts(nameOf(t, i));
+      b.classList.add('group');
+      b.title = `the stacks of ${label} ${value || '(no value)'}`;
+    }
     if (k === path.length - 1) b.setAttribute('aria-current', 'true');
     b.addEventListener('click', () => zoomFlame(i));
     nav.appendChild(b);
@@ -379,7 +424,13 @@ function syncInputs() {
   if ([...$('#ptype').options].some((o) => o.value === state.type)) $('#ptype').value = state.type;
   rangeBar.sync(state.from, state.until);
   $('#search').value = state.search;
-  for (const k of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) $(`#${k}`).value = state[k];
+  // The diff's ranges as the main range shows them: fixed instants as local dates.
+  for (const k of ['lquery', 'rquery']) $(`#${k}`).value = state[k];
+  for (const k of DIFF_TIMES) {
+    $(`#${k}`).value = showTime(state[k]);
+    $(`#${k}`).removeAttribute('aria-invalid');
+  }
+  syncGroupInputs();
   $('#normalize').value = state.normalize;
   $('#baseline').value = state.baseline;
   $('#series-kind').value = state.seriesKind;
@@ -392,6 +443,22 @@ function syncInputs() {
   if (![...mn.options].some((o) => o.value === state.maxNodes)) mn.add(new Option(fmtInt(+state.maxNodes), state.maxNodes));
   mn.value = state.maxNodes;
 }
+
+const DIFF_TIMES = ['lfrom', 'luntil', 'rfrom', 'runtil'];
+
+/** The group-by and unnamed-code selects (flame panel and diff form) show the state. */
+function syncGroupInputs() {
+  const g = treeGroup() || 'none';
+  for (const sel of document.querySelectorAll('select.group-by')) {
+    if (![...sel.options].some((o) => o.value === g)) sel.add(new Option(g, g));
+    sel.value = g;
+    sel.title = g === 'none' ? 'Not grouped: stacks of every process merged by function name' : `A root level per ${g}`;
+  }
+  for (const sel of document.querySelectorAll('select.unnamed-code')) sel.value = state.unnamed;
+}
+
+/** The tree's request options: its group-by and how unnamed code is shown. */
+const treeOptions = () => ({ groupBy: treeGroup(), unnamed: state.unnamed });
 
 let refreshTimer = 0;
 /** Loads the selection again: a range ending now moves to the new now. */
@@ -439,9 +506,12 @@ async function load() {
   const timeline = loadTimeline(signal);
   const series = state.series ? loadSeries(signal) : null;
   try {
+    await labelsReady; // the default group-by needs to know whether "process" is a label
+    if (seq !== loadSeq) return;
+    syncGroupInputs();
     // One request, one merge on the server: the tree and the top table's rows.
     const data = await getJSON('/api/profile',
-      { format: 'tree', ...sel, maxNodes: state.maxNodes, topRows: TOP_ROWS }, signal);
+      { format: 'tree', ...sel, maxNodes: state.maxNodes, topRows: TOP_ROWS, ...treeOptions() }, signal);
     if (seq !== loadSeq) return;
     performance.mark('hearth:tree-parsed');
     await showTree(data, seq);
@@ -484,7 +554,7 @@ async function showTree(data, seq) {
     ? treeArrays(root, null, 'all', (total * 0.5) / Math.max(100, Math.floor(flame.width || $('#flame').clientWidth))) : null;
   if (quick) {
     // The quick tree holds exactly the frames the full one would draw unzoomed.
-    linkFunctions(quick, has);
+    markGroups(linkFunctions(quick, has), treeGroup());
     flame.setTree(quick);
     flame.zoom = zoomNode(quick);
     flame.setFocus(fnId(quick, state.focus));
@@ -494,7 +564,7 @@ async function showTree(data, seq) {
     await new Promise((r) => setTimeout(r, 0)); // let the browser show it
     if (seq !== loadSeq) return;
   }
-  tree = linkFunctions(treeArrays(root), has);
+  tree = markGroups(linkFunctions(treeArrays(root), has), treeGroup());
   flame.setTree(tree);
   flame.zoom = zoomNode(tree); // the zoom the URL names, kept across reloads
   flame.setFocus(fnId(tree, state.focus));
@@ -586,18 +656,28 @@ async function loadTypes() {
   sel.value = state.type;
 }
 
+/** Fills the timeline's "stack by" and the tree's "group by" with the label names. */
 async function loadGroupBy() {
   const sel = $('#groupby');
+  const opt = (n) => `<option value="${esc(n)}">${esc(n === '__name__' ? 'name (__name__)' : n)}</option>`;
+  let names = [];
   try {
     const labels = await getJSON('/api/labels');
-    const names = labels.filter((n) => n !== '__profile_type__');
-    if (state.groupBy && !names.includes(state.groupBy)) names.push(state.groupBy);
-    sel.innerHTML = '<option value="">none</option>' +
-      names.map((n) => `<option value="${esc(n)}">${esc(n === '__name__' ? 'name (__name__)' : n)}</option>`).join('');
+    names = labels.filter((n) => n !== '__profile_type__');
   } catch {
-    // The profile load reports an unreachable server; the select keeps "none".
+    // The profile load reports an unreachable server; the selects keep "none".
   }
+  labelNames = names;
+  const stack = names.slice();
+  if (state.groupBy && !stack.includes(state.groupBy)) stack.push(state.groupBy);
+  sel.innerHTML = '<option value="">none</option>' + stack.map(opt).join('');
   sel.value = state.groupBy;
+  // The tree also groups by pid and tid, kept inside each stack (docs/storage.md).
+  const tree = names.concat(['pid', 'tid'].filter((n) => !names.includes(n)));
+  for (const g of document.querySelectorAll('select.group-by')) {
+    g.innerHTML = '<option value="none">none</option>' + tree.map(opt).join('');
+  }
+  syncGroupInputs();
 }
 
 // ---- sandwich ----
@@ -617,7 +697,8 @@ function renderSandwich() {
   $('#sandwich-stats').textContent = row
     ? `total ${fmtAmount(row.total)} (${fmtPct(row.total, tree.total[0])}) · self ${fmtAmount(row.self)} (${fmtPct(row.self, tree.total[0])})`
     : '';
-  callersGraph.setTree(s ? treeArrays(s.callers, null, fn) : null);
+  // The callers end in the group-by's level (process=xz), wherever it lands.
+  callersGraph.setTree(s ? markGroups(treeArrays(s.callers, null, fn), tree.groupBy, true) : null);
   calleesGraph.setTree(s ? treeArrays(s.callees, null, fn) : null);
   for (const g of [callersGraph, calleesGraph]) {
     g.container.hidden = !s;
@@ -674,7 +755,7 @@ async function loadDiff() {
   const params = {
     left: typedQuery(state.lquery), right: typedQuery(state.rquery), leftfrom: apiTime(state.lfrom), leftuntil: apiTime(state.luntil),
     rightfrom: apiTime(state.rfrom), rightuntil: apiTime(state.runtil), maxNodes: state.maxNodes, topRows: TOP_ROWS,
-    normalize: state.normalize,
+    normalize: state.normalize, ...treeOptions(),
   };
   markDiffRanges();
   const key = JSON.stringify(params);
@@ -807,12 +888,13 @@ function showDiff(d) {
   // Frames are named as the diff's table names their functions (tree.js linkFunctions).
   const fns = new Set((Array.isArray(d.functions) ? d.functions : []).map((f) => String(f.name)));
   const has = fns.size ? (n) => fns.has(n) : null;
-  diffTree = linkFunctions(treeArrays(root, { left: L, right: R }), has);
+  const group = treeGroup();
+  diffTree = markGroups(linkFunctions(treeArrays(root, { left: L, right: R }), has), group);
   diffGraph.setTree(diffTree);
   diffGraph.setFocus(fnId(diffTree, state.focus));
   diffGraph.setMatch(matcher ? searchTree(diffTree, matcher).byName : null);
   splitGraphs.forEach((g, k) => {
-    const t = [L, R][k] ? linkFunctions(treeArrays(diffSide(root, k)), has) : null;
+    const t = [L, R][k] ? markGroups(linkFunctions(treeArrays(diffSide(root, k)), has), group) : null;
     g.setTree(t);
     g.setFocus(fnId(t, state.focus));
     g.setMatch(matcher && t ? searchTree(t, matcher).byName : null);
@@ -1021,6 +1103,25 @@ $('#ptype').addEventListener('change', () => {
   writeURL(true);
   load();
 });
+/* Group-by and unnamed code change the tree, the table and the diff: all reload. */
+for (const sel of document.querySelectorAll('select.group-by')) {
+  sel.addEventListener('change', () => {
+    state.group = sel.value;
+    diffKey = '';
+    writeURL(true);
+    syncGroupInputs();
+    load();
+  });
+}
+for (const sel of document.querySelectorAll('select.unnamed-code')) {
+  sel.addEventListener('change', () => {
+    state.unnamed = sel.value;
+    diffKey = '';
+    writeURL(true);
+    syncGroupInputs();
+    load();
+  });
+}
 $('#groupby').addEventListener('change', () => {
   state.groupBy = $('#groupby').value;
   writeURL(false);
@@ -1093,7 +1194,19 @@ for (const b of document.querySelectorAll('button[data-diffmode]')) {
   });
 }
 $('#diff-apply').addEventListener('click', () => {
-  for (const k of ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil']) state[k] = $(`#${k}`).value.trim();
+  // Times are read as the main range's boxes read them (local dates) and kept as
+  // it keeps them (fixed instants as unix seconds); a bad one outlines its box.
+  for (const k of DIFF_TIMES) {
+    const typed = $(`#${k}`).value.trim();
+    if (typed && keepTime(typed) === null) {
+      $(`#${k}`).setAttribute('aria-invalid', 'true');
+      showError(`${k}: invalid time "${typed}" (want now-1h, today, 2026-11-27 10:00 in your time zone, ` +
+        '2026-11-27T10:00Z, or a unix time)');
+      return;
+    }
+  }
+  for (const k of ['lquery', 'rquery']) state[k] = $(`#${k}`).value.trim();
+  for (const k of DIFF_TIMES) state[k] = keepTime($(`#${k}`).value.trim()) ?? '';
   diffFallback = '';
   writeURL(true);
   setReady(false);
@@ -1162,5 +1275,5 @@ syncInputs();
 scheduleRefresh();
 showView(state.view, false, true);
 loadTypes();
-loadGroupBy();
+labelsReady = loadGroupBy();
 load();

@@ -61,6 +61,13 @@ for (let h = 0; h < HUES; h++) {
   }
 }
 
+// The root level a group-by adds (process=python3, pid=4242): three slate-blue
+// shades, apart from every package hue, so a group never reads as code.
+export const PAL_GROUP = palette.length;
+palette.push('hsl(226, 30%, 72%)', 'hsl(226, 26%, 78%)', 'hsl(226, 34%, 66%)');
+/** Palette index of a group node ("process=python3"): one of the group shades by its value. */
+export const groupColor = (name) => PAL_GROUP + (hash(name) % 3);
+
 /** Palette index of a frame: hue from its package, shade from its own name. */
 export function colorIndex(name, module) {
   const pkg = packageOf(name, module);

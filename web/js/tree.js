@@ -9,7 +9,7 @@
 //   x = start[i] .. start[i] + size[i]   (in samples, or in shares for a diff)
 //   y = depth[i]
 
-import { colorIndex, PAL_ROOT } from './colors.js';
+import { colorIndex, groupColor, PAL_ROOT } from './colors.js';
 import { durationSec, fmtDuration, toSec } from './timeparse.js';
 
 /**
@@ -204,6 +204,34 @@ export function linkFunctions(t, has = null) {
     t.fn = grown;
   }
   return t;
+}
+
+/**
+ * Marks the nodes a group-by added (groupBy=LABEL: each stack starts with a node
+ * "LABEL=VALUE", docs/api.md): t.group[i] = 1 and their own colour (colors.js
+ * groupColor), so a group never reads as code. Only the root's children of a
+ * profile or diff tree are groups (a function may be named "operator="); anyDepth
+ * for a sandwich's callers, where the group is the outermost caller wherever it is.
+ * Returns t; t.groupBy is label ('' when none).
+ */
+export function markGroups(t, label, anyDepth = false) {
+  t.group = new Uint8Array(t.n);
+  t.groupBy = label || '';
+  if (!label) return t;
+  const prefix = `${label}=`;
+  for (let i = 1; i < t.n; i++) {
+    if ((anyDepth || t.depth[i] === 1) && nameOf(t, i).startsWith(prefix)) {
+      t.group[i] = 1;
+      t.color[i] = groupColor(nameOf(t, i));
+    }
+  }
+  return t;
+}
+
+/** "process=python3" -> ['process', 'python3'] for a group node's name. */
+export function groupParts(name) {
+  const k = name.indexOf('=');
+  return k < 0 ? [name, ''] : [name.slice(0, k), name.slice(k + 1)];
 }
 
 /** The function (as the tables name it) of node i. */

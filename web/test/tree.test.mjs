@@ -1,8 +1,8 @@
 // Unit tests of the UI's pure modules: node web/test/tree.test.mjs
 import assert from 'node:assert/strict';
 import { treeArrays, topRows, searchTree, compileSearch, sandwich, diffRows, changeOf, nameOf, linkFunctions,
-  fnOf, fnId, diffSide, halves } from '../js/tree.js';
-import { packageOf } from '../js/colors.js';
+  fnOf, fnId, diffSide, halves, markGroups, groupParts } from '../js/tree.js';
+import { groupColor, packageOf } from '../js/colors.js';
 import { completionContext } from '../js/querybar.js';
 import { durationSec, fmtDuration, stepFor, toSec } from '../js/timeparse.js';
 
@@ -164,6 +164,20 @@ test('halves of a range', () => {
   assert.deepEqual(halves('1000', '2001', 0), [['1000', '1500'], ['1500', '2001']]);
   assert.equal(halves('now-1h', 'now-2h', 0), null);
   assert.equal(halves('bad', 'now', 0), null);
+});
+
+test('markGroups marks the group-by level only at the root', () => {
+  const g = N('total', 0, 10, [N('process=xz', 0, 6, [N('main', 0, 6, [N('process=xz', 6, 6)])]),
+    N('process=', 0, 3, [N('main', 3, 3)]), N('operator=', 1, 1)]);
+  const t = markGroups(treeArrays(g), 'process');
+  const marked = [...t.group].map((m, i) => (m ? nameOf(t, i) : null)).filter(Boolean);
+  assert.deepEqual(marked, ['process=xz', 'process=']);
+  assert.equal(t.color[1], groupColor('process=xz'));
+  assert.equal(t.groupBy, 'process');
+  assert.equal(markGroups(treeArrays(g), 'process', true).group.reduce((a, b) => a + b, 0), 3);
+  assert.equal(markGroups(treeArrays(g), '').group.reduce((a, b) => a + b, 0), 0);
+  assert.deepEqual(groupParts('pid=4242'), ['pid', '4242']);
+  assert.deepEqual(groupParts('process='), ['process', '']);
 });
 
 console.log(failed ? `${failed} failed` : 'all passed');
