@@ -116,15 +116,23 @@ bool query_selector__match(const struct query_selector *sel, const struct store_
 bool query_selector__match_some(const struct query_selector *sel, const struct store_series *ser,
 				bool regex);
 /*
- * pid and tid (query_task_label) live in each stack's task location on stores
- * written since issue 30 (PROFILE_TASK_MAPPING), not in series labels: a
- * matcher on them is skipped by query_selector__match(_some) for a series
- * without that label, and applied per stack by query_selector__match_task,
- * whose pid/tid are the stack's ("" when it has no task location).
+ * pid, tid and comm (query_task_label) live in each stack's task location on
+ * stores written since issue 30 (PROFILE_TASK_MAPPING: pid and tid in its
+ * address, the thread's name as its function), not in series labels: a matcher
+ * on them is skipped by query_selector__match(_some) for a series without that
+ * label, and applied per stack by query_selector__match_task, whose values are
+ * the stack's ("" when it has no task location).
  */
+struct query_task {
+	bool present;	       /* the stack has a task location */
+	char pid[24], tid[24]; /* decimal; "" when not present */
+	const char *comm;      /* borrowed (the profile that named it); "" when unknown */
+};
 bool query_task_label(const char *name);
+/* t's value of task label name ("" for another name). */
+const char *query_task__value(const struct query_task *t, const char *name);
 bool query_selector__has_task(const struct query_selector *sel);
-bool query_selector__match_task(const struct query_selector *sel, const char *pid, const char *tid);
+bool query_selector__match_task(const struct query_selector *sel, const struct query_task *t);
 /* Regex matches the selector ran so far (values answered from its memo are not
  * counted): the work a query did, for tests and benchmarks. */
 uint64_t query_selector__regex_runs(const struct query_selector *sel);
