@@ -168,8 +168,9 @@ struct query_request {
 	size_t top_rows;      /* tree: also the top table (query_top_json's object) as "top",
 			       * at most this many rows; 0 = no top; capped at QUERY_MAX_NODES */
 	/* tree/top/diff: group_by also makes a root level of one node per value of
-	 * that label, named "LABEL=VALUE" ("LABEL=" without it); pid and tid come
-	 * from the stacks' task locations. expand_unnamed: frames without a name
+	 * that label, named "LABEL=VALUE" ("LABEL=" without it); pid, tid and comm
+	 * come from the stacks' task locations (also on the timeline and function
+	 * series, which then sum per stack). expand_unnamed: frames without a name
 	 * one per address ("libz.so.1+0x1f0"); false: one per object
 	 * ("libz.so.1 [no symbols]", profile__set_group_unnamed). */
 	bool expand_unnamed;
@@ -341,7 +342,10 @@ int query_series_json(struct store *s, const struct query_request *q, FILE *out,
 /*
  * Merges every matching series over the range into one new profile (the caller
  * frees it): samples keep the series' INGEST_SAMPLE_LABELS as labels, so
- * folded_write shows the process, and time/duration are the range. A selection
+ * folded_write shows the process, and time/duration are the range. Task
+ * locations (PROFILE_TASK_MAPPING) are stripped: a stack's task becomes the
+ * sample labels pid and tid (numbers) and comm, and the request's pid/tid/comm
+ * matchers drop the stacks they refuse. A selection
  * with no data gives an empty profile (0 samples), not an error. Encode it with
  * pprof_encode / folded_write / top_write.
  */
