@@ -17,9 +17,9 @@
  * its executable's basename (not the 15-byte comm: "clickhouse-serv"), which
  * with exe, container and unit makes its series; pid, tid and the thread's comm
  * are no series labels (one series per pid made 871 series in 5 minutes of a
- * busy host); pid and tid become a task location at the root end of its
- * stack (PROFILE_TASK_MAPPING), which the query layer strips, filters
- * (pid="…") and groups by.
+ * busy host); they become a task location at the root end of its stack
+ * (PROFILE_TASK_MAPPING: pid and tid in its address, comm its function's name),
+ * which the query layer strips, filters (pid="…", comm="…") and groups by.
  */
 #include "agent_impl.h"
 #include "base/base.h"
@@ -150,18 +150,23 @@ static const char *exe_basename(const char *exe)
 	return slash && slash[1] ? slash + 1 : exe;
 }
 
-/* s's locations and its task location (pid, tid) at the root end, into r->locs. */
+/* s's locations and its task location (pid, tid, the thread's name comm as its
+ * one line's function) at the root end, into r->locs. */
 static int task_stack(struct relabel *r, const struct profile_sample *s, struct profile *dst,
-		      int64_t pid, int64_t tid)
+		      int64_t pid, int64_t tid, const char *comm)
 {
+	struct profile_line line = {0, 0};
 	uint64_t loc;
 
 	if (base_grow((void **)&r->locs, &r->cap, s->n_locs + 1, sizeof(*r->locs)))
 		return -ENOMEM;
 	if (s->n_locs)
 		memcpy(r->locs, s->locs, s->n_locs * sizeof(*r->locs));
+	if (comm && *comm && !(line.function_id = profile__function(dst, comm, comm, "")))
+		return -ENOMEM;
 	loc = profile__location_exact(dst, r->task_mapping,
-				      PROFILE_TASK_ADDR((uint32_t)pid, (uint32_t)tid), NULL, 0);
+				      PROFILE_TASK_ADDR((uint32_t)pid, (uint32_t)tid),
+				      line.function_id ? &line : NULL, line.function_id ? 1 : 0);
 	if (!loc)
 		return -ENOMEM;
 	r->locs[s->n_locs] = loc;
@@ -169,12 +174,12 @@ static int task_stack(struct relabel *r, const struct profile_sample *s, struct 
 }
 
 /* Copies one sample: process named after the executable, exe/container/unit added,
- * pid and tid moved into the stack's task location, comm dropped. */
+ * pid, tid and comm moved into the stack's task location. */
 static int copy_sample(struct relabel *r, const struct profile_sample *s, struct profile *dst)
 {
 	struct profile_label labels[8];
 	char container[80] = "", unit[256] = "";
-	const char *exe = "";
+	const char *exe = "", *comm = NULL;
 	size_t n = 0, at_process = SIZE_MAX;
 	int64_t pid = -1, tid = 0;
 	int e;
@@ -188,8 +193,10 @@ static int copy_sample(struct relabel *r, const struct profile_sample *s, struct
 			pid = s->labels[i].num;
 			continue;
 		}
-		if (!strcmp(s->labels[i].key, PROFILE_LABEL_COMM))
-			continue; /* a thread's name: a series per thread name */
+		if (!strcmp(s->labels[i].key, PROFILE_LABEL_COMM)) {
+			comm = s->labels[i].str; /* a thread's name: no series per name */
+			continue;
+		}
 		if (!strcmp(s->labels[i].key, PROFILE_LABEL_PROCESS))
 			at_process = n;
 		labels[n++] = s->labels[i];
@@ -214,7 +221,7 @@ static int copy_sample(struct relabel *r, const struct profile_sample *s, struct
 		labels[at_process].str = exe_basename(exe);
 	if (pid < 0) /* not the collector's sample: its stack as it is */
 		return profile__add_sample(dst, s->locs, s->n_locs, s->values, labels, n);
-	if ((e = task_stack(r, s, dst, pid, tid)))
+	if ((e = task_stack(r, s, dst, pid, tid, comm)))
 		return e;
 	return profile__add_sample(dst, r->locs, s->n_locs + 1, s->values, labels, n);
 }

@@ -16,6 +16,9 @@
  *   2. a scan keeping time (no merge hint; the embedded store uses no rollup
  *      longer than the step, as the timeline), adding each row to its step's
  *      total, and to the function's value when its stack's class says so.
+ *      A request naming pid, tid or comm (a matcher or group_by) judges each
+ *      row by its stack's task location (query_selected__row) instead of its
+ *      series alone.
  * Memory: the merge's, a byte per store stack id up to the largest met, and
  * two values per step and group (QUERY_FS_MAX_CELLS). A stack appended
  * between the passes is unknown to the first: it counts in the total only.
@@ -56,10 +59,15 @@ static int on_fs_rows(void *ctx, const struct store_row *rows, size_t n)
 		size_t s = query_selected__find(f->sel, rows[i].series_id), c;
 		int64_t at = (rows[i].time_ns - f->from) / f->step, v = rows[i].values[f->vi];
 		uint64_t id = rows[i].stack_id;
+		uint32_t g;
 
 		if (s == SIZE_MAX || rows[i].time_ns < f->from || at < 0 || (size_t)at >= f->points)
 			continue;
-		c = (size_t)f->sel->group[s] * f->points + (size_t)at;
+		g = f->sel->group[s];
+		/* pid/tid/comm named: the stack's task decides (query_impl.h) */
+		if (f->sel->tasks && !query_selected__row(f->sel, s, id, &g))
+			continue;
+		c = (size_t)g * f->points + (size_t)at;
 		f->totals[c] = base_sat_add(f->totals[c], v);
 		if (id < f->n_cls && (f->cls[id] & f->want))
 			f->values[c] = base_sat_add(f->values[c], v);
@@ -314,8 +322,14 @@ static int fs_scan_run(struct store *s, const struct query_request *q, struct fs
 static int fs_classes(struct store *s, const struct query_request *q, struct fs_namer *nm,
 		      const char *type, uint8_t **cls, size_t *n_cls, char *err, size_t errlen)
 {
+	struct query_request nq = *q;
 	struct query_stacks qs;
-	int e = query_stacks(s, q, &qs, err, errlen);
+	int e;
+
+	/* the groups are the selection's (pass 2); classes need the stacks alone,
+	 * without the group location group_by would end each with */
+	nq.group_by = NULL;
+	e = query_stacks(s, &nq, &qs, err, errlen);
 
 	if (!e && !(nm->p = profile__new(0)))
 		e = -ENOMEM;

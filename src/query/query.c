@@ -595,51 +595,6 @@ static int64_t period_of(const struct merge *m)
 	return 0;
 }
 
-int query_profile(struct store *s, const struct query_request *q, struct profile **out, char *err,
-		  size_t errlen)
-{
-	struct selection sl;
-	struct merge m = {.sl = &sl};
-	uint64_t *ids = NULL;
-	int e;
-
-	*out = NULL;
-	e = select_series(s, q, &sl, true, err, errlen);
-	if (!e && sl.n) {
-		ids = series_ids(&sl);
-		m.last_cap = store__max_stack_id(s) + 1;
-		m.last = calloc(m.last_cap, sizeof(*m.last));
-		e = ids && m.last
-			? store__scan(s,
-				      &(struct store_scan_query){ids, sl.n, q->from_ns, q->until_ns,
-								 0, STORE_SCAN_MERGE_TIME},
-				      on_rows, &m)
-			: -ENOMEM;
-	}
-	if (!e) {
-		*out = profile__new(period_of(&m));
-		if (*out) /* named as tree/top/diff name them (query_stacks) */
-			profile__set_group_unnamed(*out, !q->expand_unnamed);
-		e = *out ? build(s, &m, *out) : -ENOMEM;
-	}
-	if (!e)
-		profile__set_time(*out, q->from_ns, q->until_ns - q->from_ns);
-	if (!e)
-		e = profile__set_type(*out, sl.type); /* pprof's sample type and unit */
-	if (e && e != -EINVAL && e != -E2BIG && err && errlen && !*err)
-		query_fail(err, errlen, e, "merging the profile failed: %s", strerror(-e));
-	if (e) {
-		profile__free(*out);
-		*out = NULL;
-	}
-	free(ids);
-	free(m.rows);
-	free(m.last);
-	base_hmap__fini(&m.map);
-	selection_fini(&sl);
-	return query_explain(err, errlen, e, "the merge");
-}
-
 /* ---- merge by stack (no sample labels) ---- */
 
 /*
@@ -854,47 +809,62 @@ static int stacks_build(struct store *s, struct stack_agg *a, struct query_stack
 
 /* What the stack pass does beyond stripping task locations. */
 struct task_pass {
-	struct query_selector *sel; /* owned: the request's selector, when it names pid/tid */
+	struct query_selector *sel; /* owned: the request's selector, when it names pid/tid/comm */
 	const char *by;		    /* borrowed: group_by, or NULL */
-	bool by_task;		    /* by is pid or tid */
+	bool by_task;		    /* by is pid, tid or comm */
 };
 
-/* Whether store location id is a task location; *addr its address. */
-static int task_of(struct store_builder *b, const struct profile *p, uint64_t id, bool *task,
-		   uint64_t *addr)
+/* Whether profile location loc is a task location: then t is filled from it (its
+ * comm borrowed from p). Older agents' task locations have no lines: comm "". */
+static bool task_of_loc(const struct profile *p, const struct profile_location *loc,
+			struct query_task *t)
+{
+	struct profile_mapping m;
+	struct profile_function f;
+
+	memset(t, 0, sizeof(*t));
+	t->comm = "";
+	if (!loc->mapping_id || profile__get_mapping(p, loc->mapping_id, &m) ||
+	    strcmp(m.file, PROFILE_TASK_MAPPING))
+		return false;
+	t->present = true;
+	snprintf(t->pid, sizeof(t->pid), "%u", PROFILE_TASK_PID(loc->address));
+	snprintf(t->tid, sizeof(t->tid), "%u", PROFILE_TASK_TID(loc->address));
+	if (loc->n_lines && !profile__get_function(p, loc->lines[0].function_id, &f))
+		t->comm = f.name;
+	return true;
+}
+
+/* The task of store location id (t->present false when it is none), named into p. */
+static int task_of(struct store_builder *b, const struct profile *p, uint64_t id,
+		   struct query_task *t)
 {
 	struct profile_location loc;
-	struct profile_mapping m;
 	uint64_t pl;
 	int e = store_builder__location(b, id, &pl);
 
-	*task = false;
+	memset(t, 0, sizeof(*t));
+	t->comm = "";
 	if (e)
 		return e;
 	if (profile__get_location(p, pl, &loc))
 		return -EINVAL;
-	if (!loc.n_lines && loc.mapping_id && !profile__get_mapping(p, loc.mapping_id, &m) &&
-	    !strcmp(m.file, PROFILE_TASK_MAPPING)) {
-		*task = true;
-		*addr = loc.address;
-	}
+	task_of_loc(p, &loc, t);
 	return 0;
 }
 
-/* The group name id of a stack whose task location (if any) is at addr. */
-static int task_group(struct query_stacks *qs, const struct task_pass *tp, bool task,
-		      uint64_t addr, uint32_t series_group, uint32_t *g)
+/* The group name id of a stack whose task is t. */
+static int task_group(struct query_stacks *qs, const struct task_pass *tp,
+		      const struct query_task *t, uint32_t series_group, uint32_t *g)
 {
 	char name[STORE_MAX_LABEL_LEN + 32];
 	int64_t id;
 
-	if (!tp->by_task || !task) {
+	if (!tp->by_task || !t->present) {
 		*g = series_group;
 		return 0;
 	}
-	snprintf(name, sizeof(name), "%s=%u", tp->by,
-		 !strcmp(tp->by, PROFILE_LABEL_PID) ? PROFILE_TASK_PID(addr)
-						    : PROFILE_TASK_TID(addr));
+	snprintf(name, sizeof(name), "%s=%s", tp->by, query_task__value(t, tp->by));
 	if ((id = base_strtab__intern(&qs->groups, name)) < 0 || id >= UINT32_MAX)
 		return -ENOMEM;
 	*g = (uint32_t)id;
@@ -921,23 +891,17 @@ static int tasks_apply(struct store *s, struct query_stacks *qs, const struct ta
 		max = qs->locs[k] > max ? qs->locs[k] : max;
 	for (size_t i = 0; !e && i < qs->n; i++) {
 		size_t len = qs->off[i + 1] - qs->off[i];
-		uint64_t addr = 0;
-		bool task = false;
-		char pid[16] = "", tid[16] = "";
+		struct query_task t = {.comm = ""};
 
-		if (len && (e = task_of(b, p, qs->locs[qs->off[i + 1] - 1], &task, &addr)))
+		if (len && (e = task_of(b, p, qs->locs[qs->off[i + 1] - 1], &t)))
 			break;
-		if (task) {
-			len--;
-			snprintf(pid, sizeof(pid), "%u", PROFILE_TASK_PID(addr));
-			snprintf(tid, sizeof(tid), "%u", PROFILE_TASK_TID(addr));
-		}
-		if (tp->sel && (task || (deferred && deferred[i])) &&
-		    !query_selector__match_task(tp->sel, pid, tid))
+		len -= t.present;
+		if (tp->sel && (t.present || (deferred && deferred[i])) &&
+		    !query_selector__match_task(tp->sel, &t))
 			continue;
 		memcpy(locs + at, qs->locs + qs->off[i], len * sizeof(*locs));
 		at += len;
-		if (tp->by && (e = task_group(qs, tp, task, addr, group ? group[i] : 0, &gids[n])))
+		if (tp->by && (e = task_group(qs, tp, &t, group ? group[i] : 0, &gids[n])))
 			break;
 		qs->ids[n] = qs->ids[i];
 		memcpy(qs->v[n], qs->v[i], sizeof(qs->v[n]));
@@ -1268,6 +1232,225 @@ int64_t query_stacks__total(const struct query_stacks *qs, int vi)
 	return t;
 }
 
+/* ---- query_profile's task pass ---- */
+
+/*
+ * A merged profile rebuilt without its task locations: each sample's task (its
+ * root-end location in PROFILE_TASK_MAPPING) becomes the sample labels pid and
+ * tid (numbers, as `hearth record` writes them: `go tool pprof -tagfocus
+ * pid=123`) and comm (the thread's name); samples the request's pid/tid/comm
+ * matchers refuse are dropped. Mappings, functions and locations are made in
+ * the new profile on first use, so none of the task's is left in it.
+ */
+struct retask {
+	const struct profile *src; /* borrowed */
+	struct profile *dst;	   /* borrowed */
+	const struct query_selector *sel; /* borrowed: the task matchers, or NULL */
+	uint64_t *loc, *map, *fn;	  /* owned: src id -> dst id (0: not yet) */
+	uint64_t *locs;			  /* owned: a stack's ids in dst */
+	struct profile_line *lines;	  /* owned: a location's lines in dst */
+	size_t cap_locs, cap_lines;
+};
+
+static int retask_function(struct retask *r, uint64_t id, uint64_t *out)
+{
+	struct profile_function f;
+
+	if (!r->fn[id]) {
+		if (profile__get_function(r->src, id, &f))
+			return -EINVAL;
+		if (!(r->fn[id] = profile__function(r->dst, f.name, f.system_name, f.filename)))
+			return -ENOMEM;
+	}
+	*out = r->fn[id];
+	return 0;
+}
+
+static int retask_location(struct retask *r, uint64_t id, uint64_t *out)
+{
+	struct profile_location l;
+	struct profile_mapping m;
+	uint64_t mid = 0;
+	int e = 0;
+
+	if (r->loc[id]) {
+		*out = r->loc[id];
+		return 0;
+	}
+	if (profile__get_location(r->src, id, &l))
+		return -EINVAL;
+	if (l.mapping_id && !(mid = r->map[l.mapping_id])) {
+		if (profile__get_mapping(r->src, l.mapping_id, &m))
+			return -EINVAL;
+		mid = r->map[l.mapping_id] =
+		    profile__mapping(r->dst, m.start, m.limit, m.offset, m.file, m.build_id);
+		if (!mid)
+			return -ENOMEM;
+	}
+	if (base_grow((void **)&r->lines, &r->cap_lines, l.n_lines + 1, sizeof(*r->lines)))
+		return -ENOMEM;
+	for (size_t k = 0; !e && k < l.n_lines; k++) {
+		r->lines[k].line = l.lines[k].line;
+		e = retask_function(r, l.lines[k].function_id, &r->lines[k].function_id);
+	}
+	if (!e && !(r->loc[id] = profile__location_exact(r->dst, mid, l.address, r->lines,
+							 l.n_lines)))
+		e = -ENOMEM;
+	*out = r->loc[id];
+	return e;
+}
+
+/* A sample without a task location: its series' own pid/comm labels answer the
+ * matchers (the series passed them), "" where it has none. */
+static void task_from_labels(const struct profile_sample *ps, struct query_task *t, char *comm,
+			     size_t commlen)
+{
+	for (size_t i = 0; i < ps->n_labels; i++) {
+		const struct profile_label *l = &ps->labels[i];
+		char v[24];
+
+		if (!query_task_label(l->key))
+			continue;
+		if (!l->str)
+			snprintf(v, sizeof(v), "%lld", (long long)l->num);
+		if (!strcmp(l->key, PROFILE_LABEL_PID))
+			snprintf(t->pid, sizeof(t->pid), "%s", l->str ? l->str : v);
+		else if (!strcmp(l->key, PROFILE_LABEL_TID))
+			snprintf(t->tid, sizeof(t->tid), "%s", l->str ? l->str : v);
+		else
+			snprintf(comm, commlen, "%s", l->str ? l->str : v);
+	}
+}
+
+/* Sample ps into r->dst, stripped of its task location and labelled with it. */
+static int retask_sample(struct retask *r, const struct profile_sample *ps)
+{
+	struct profile_label labels[QUERY_MAX_SAMPLE_LABELS + 3];
+	struct profile_location root;
+	struct query_task t = {.comm = ""};
+	char comm[STORE_MAX_LABEL_LEN + 1] = "";
+	size_t n = ps->n_locs, nl = 0;
+	int e = 0;
+
+	if (n && !profile__get_location(r->src, ps->locs[n - 1], &root) &&
+	    task_of_loc(r->src, &root, &t))
+		n--;
+	else
+		task_from_labels(ps, &t, comm, sizeof(comm)), t.comm = comm;
+	if (r->sel && !query_selector__match_task(r->sel, &t))
+		return 0;
+	if (base_grow((void **)&r->locs, &r->cap_locs, n + 1, sizeof(*r->locs)))
+		return -ENOMEM;
+	for (size_t i = 0; !e && i < n; i++)
+		e = retask_location(r, ps->locs[i], &r->locs[i]);
+	for (size_t i = 0; i < ps->n_labels && nl < QUERY_MAX_SAMPLE_LABELS; i++)
+		if (!t.present || !query_task_label(ps->labels[i].key))
+			labels[nl++] = ps->labels[i];
+	if (t.present) {
+		labels[nl++] = (struct profile_label){PROFILE_LABEL_PID, NULL,
+						      PROFILE_TASK_PID(root.address)};
+		labels[nl++] = (struct profile_label){PROFILE_LABEL_TID, NULL,
+						      PROFILE_TASK_TID(root.address)};
+		if (*t.comm)
+			labels[nl++] = (struct profile_label){PROFILE_LABEL_COMM, t.comm, 0};
+	}
+	return e ?: profile__add_sample(r->dst, r->locs, n, ps->values, labels, nl);
+}
+
+/* Whether p holds a task location's mapping. */
+static bool has_task_mapping(const struct profile *p)
+{
+	struct profile_mapping m;
+
+	for (uint64_t id = 1; id <= profile__n_mappings(p); id++)
+		if (!profile__get_mapping(p, id, &m) && !strcmp(m.file, PROFILE_TASK_MAPPING))
+			return true;
+	return false;
+}
+
+/* *p rebuilt as struct retask says (a new profile replaces it), when it holds
+ * task locations or sel names pid/tid/comm. 0, -ENOMEM, -EINVAL (a broken model). */
+static int profile_tasks(struct profile **p, const struct query_selector *sel, bool group_unnamed)
+{
+	struct retask r = {.src = *p, .sel = sel};
+	struct profile_sample ps;
+	int e = 0;
+
+	if (!sel && !has_task_mapping(*p))
+		return 0;
+	r.dst = profile__new(profile__period_ns(*p));
+	r.loc = calloc(profile__n_locations(*p) + 1, sizeof(*r.loc));
+	r.map = calloc(profile__n_mappings(*p) + 1, sizeof(*r.map));
+	r.fn = calloc(profile__n_functions(*p) + 1, sizeof(*r.fn));
+	if (!r.dst || !r.loc || !r.map || !r.fn)
+		e = -ENOMEM;
+	else
+		profile__set_group_unnamed(r.dst, group_unnamed);
+	for (size_t i = 0; !e && i < profile__n_samples(*p); i++)
+		e = profile__sample(*p, i, &ps) ? -EINVAL : retask_sample(&r, &ps);
+	if (!e) {
+		profile__free(*p);
+		*p = r.dst;
+		r.dst = NULL;
+	}
+	profile__free(r.dst);
+	free(r.loc);
+	free(r.map);
+	free(r.fn);
+	free(r.locs);
+	free(r.lines);
+	return e;
+}
+
+int query_profile(struct store *s, const struct query_request *q, struct profile **out, char *err,
+		  size_t errlen)
+{
+	struct selection sl;
+	struct merge m = {.sl = &sl};
+	struct task_pass tp = {0};
+	uint64_t *ids = NULL;
+	int e;
+
+	*out = NULL;
+	e = select_series(s, q, &sl, true, err, errlen) ?: task_pass_init(&tp, q, err, errlen);
+	if (!e && sl.n) {
+		ids = series_ids(&sl);
+		m.last_cap = store__max_stack_id(s) + 1;
+		m.last = calloc(m.last_cap, sizeof(*m.last));
+		e = ids && m.last
+			? store__scan(s,
+				      &(struct store_scan_query){ids, sl.n, q->from_ns, q->until_ns,
+								 0, STORE_SCAN_MERGE_TIME},
+				      on_rows, &m)
+			: -ENOMEM;
+	}
+	if (!e) {
+		*out = profile__new(period_of(&m));
+		if (*out) /* named as tree/top/diff name them (query_stacks) */
+			profile__set_group_unnamed(*out, !q->expand_unnamed);
+		e = *out ? build(s, &m, *out) : -ENOMEM;
+	}
+	if (!e)
+		e = profile_tasks(out, tp.sel, !q->expand_unnamed);
+	if (!e)
+		profile__set_time(*out, q->from_ns, q->until_ns - q->from_ns);
+	if (!e)
+		e = profile__set_type(*out, sl.type); /* pprof's sample type and unit */
+	if (e && e != -EINVAL && e != -E2BIG && err && errlen && !*err)
+		query_fail(err, errlen, e, "merging the profile failed: %s", strerror(-e));
+	if (e) {
+		profile__free(*out);
+		*out = NULL;
+	}
+	free(ids);
+	free(m.rows);
+	free(m.last);
+	base_hmap__fini(&m.map);
+	query_selector__free(tp.sel);
+	selection_fini(&sl);
+	return query_explain(err, errlen, e, "the merge");
+}
+
 /* ---- timeline ---- */
 
 struct timeline {
@@ -1279,6 +1462,7 @@ struct timeline {
 	size_t points;
 	int64_t from, step;
 	int vi;
+	const struct query_selected *by_stack; /* borrowed: timeline_by_stack's selection */
 };
 
 static int on_totals(void *ctx, const struct store_row *rows, size_t n)
@@ -1356,7 +1540,7 @@ static int timeline_setup(struct timeline *t, const struct query_request *q, cha
 				"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != strlen(q->group_by))
 		return query_fail(err, errlen, -EINVAL, "invalid groupBy label \"%.64s\"",
 				  q->group_by);
-	return make_groups(t, q->group_by, err, errlen);
+	return 0;
 }
 
 static int by_total(const void *a, const void *b, void *ctx)
@@ -1370,8 +1554,8 @@ static int by_total(const void *a, const void *b, void *ctx)
 }
 
 /* The groups with data into out, by total descending. */
-static int timeline_result(const struct timeline *t, const struct query_request *q,
-			   struct query_timeline *out)
+static int timeline_result(const struct timeline *t, const char *type,
+			   const struct query_request *q, struct query_timeline *out)
 {
 	struct profile *unit_of = profile__new(0); /* the unit of the selection's type */
 	int64_t *tot = calloc(t->n_groups + 1, sizeof(*tot));
@@ -1379,7 +1563,7 @@ static int timeline_result(const struct timeline *t, const struct query_request 
 	int e = 0;
 
 	out->groups = calloc(t->n_groups + 1, sizeof(*out->groups));
-	if (!tot || !order || !unit_of || !out->groups || profile__set_type(unit_of, t->sl->type)) {
+	if (!tot || !order || !unit_of || !out->groups || profile__set_type(unit_of, type)) {
 		e = -ENOMEM;
 		goto cleanup;
 	}
@@ -1420,16 +1604,84 @@ cleanup:
 	return e;
 }
 
+/* Whether q names pid, tid or comm in its selector or group_by: they live in
+ * the stacks' task locations, so a timeline or function series reads stacks. */
+static bool query_names_task(const struct query_request *q)
+{
+	struct query_selector *sel = NULL;
+	bool task = q->group_by && query_task_label(q->group_by);
+
+	/* a bad selector: the cheap path reports it */
+	if (!task && !q->n_queries && q->query && !query_selector__parse(q->query, &sel, NULL, 0))
+		task = query_selector__has_task(sel);
+	query_selector__free(sel);
+	return task;
+}
+
+static int on_task_rows(void *ctx, const struct store_row *rows, size_t n)
+{
+	struct timeline *t = ctx;
+	const struct query_selected *sel = t->by_stack;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = query_selected__find(sel, rows[i].series_id);
+		int64_t at = (rows[i].time_ns - t->from) / t->step;
+		uint32_t g;
+
+		if (k == SIZE_MAX || at < 0 || (size_t)at >= t->points ||
+		    !query_selected__row(sel, k, rows[i].stack_id, &g))
+			continue;
+		int64_t *v = &t->vals[g * t->points + (size_t)at];
+		*v = base_sat_add(*v, rows[i].values[t->vi]);
+	}
+	return 0;
+}
+
+/*
+ * The timeline of a request naming pid, tid or comm: the rows of every stack
+ * (not the series' totals), each counted when its stack's task passes the
+ * matchers, in its task's group (query_selected__row).
+ */
+static int timeline_by_stack(struct store *s, const struct query_request *q, struct timeline *t,
+			     struct query_timeline *out, char *err, size_t errlen)
+{
+	struct query_selected sel;
+	int e = query_select(s, q, &sel, err, errlen);
+
+	t->by_stack = &sel;
+	t->names = (const char **)sel.groups;
+	t->n_groups = sel.n_groups;
+	if (!e && (t->n_groups ? t->n_groups : 1) > SIZE_MAX / 8 / (t->points + 1))
+		e = -ENOMEM;
+	if (!e && !(t->vals = calloc((t->n_groups ? t->n_groups : 1) * (t->points + 1),
+				     sizeof(*t->vals))))
+		e = -ENOMEM;
+	if (!e && sel.n)
+		e = store__scan(s,
+				&(struct store_scan_query){sel.ids, sel.n, q->from_ns, q->until_ns,
+							   t->step, 0},
+				on_task_rows, t);
+	if (!e)
+		e = timeline_result(t, sel.type, q, out);
+	free(t->vals);
+	query_selected__fini(&sel);
+	return query_explain(err, errlen, e, "the timeline");
+}
+
 int query_timeline(struct store *s, const struct query_request *q, struct query_timeline *out,
 		   char *err, size_t errlen)
 {
-	struct selection sl;
+	struct selection sl = {0}; /* finied also when timeline_setup fails first */
 	struct timeline t = {.sl = &sl};
 	uint64_t *ids = NULL;
 	int e;
 
 	memset(out, 0, sizeof(*out));
-	e = select_series(s, q, &sl, true, err, errlen) ?: timeline_setup(&t, q, err, errlen);
+	e = timeline_setup(&t, q, err, errlen);
+	if (!e && query_names_task(q))
+		return timeline_by_stack(s, q, &t, out, err, errlen);
+	e = e ?: select_series(s, q, &sl, true, err, errlen)
+		  ?: make_groups(&t, q->group_by, err, errlen);
 
 	if (!e && (t.n_groups ? t.n_groups : 1) > SIZE_MAX / 8 / (t.points + 1))
 		e = -ENOMEM;
@@ -1444,7 +1696,7 @@ int query_timeline(struct store *s, const struct query_request *q, struct query_
 							   t.step, STORE_SCAN_TOTALS},
 				on_totals, &t);
 	if (!e)
-		e = timeline_result(&t, q, out);
+		e = timeline_result(&t, sl.type, q, out);
 	free(ids);
 	free(t.vals);
 	free(t.group_of);
@@ -1488,6 +1740,207 @@ static int selected_groups(struct query_selected *out, const struct selection *s
 	return 0;
 }
 
+/* ---- the per-stack path of a selection (query_selected__row) ---- */
+
+/* A root-end location of the selection's stacks: a task location or not. */
+struct stack_root {
+	uint64_t loc;	/* store location id */
+	bool present;	/* a task location */
+	bool pass;	/* the request's task matchers pass it */
+	uint32_t group; /* group_by pid/tid/comm: the group of its value */
+};
+
+struct query_stack_tasks {
+	bool by_task;	 /* group_by is pid, tid or comm */
+	bool empty_pass; /* a stack without a task location passes the matchers */
+	bool *deferred;	 /* per selected series: lacks a pid/tid/comm a matcher names */
+	uint32_t *stack; /* per store stack id: 0 not met, 1 + index in roots */
+	size_t n_stack;
+	uint64_t *met; /* the met stack ids, in first-met order */
+	size_t n_met, cap_met;
+	struct stack_root *roots;
+	size_t n_roots, cap_roots;
+	struct base_hmap map; /* root location id -> index in roots */
+};
+
+static void stack_tasks_free(struct query_stack_tasks *st)
+{
+	if (!st)
+		return;
+	free(st->deferred);
+	free(st->stack);
+	free(st->met);
+	free(st->roots);
+	base_hmap__fini(&st->map);
+	free(st);
+}
+
+static int on_met_rows(void *ctx, const struct store_row *rows, size_t n)
+{
+	struct query_stack_tasks *st = ctx;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t id = rows[i].stack_id;
+
+		if (id >= SIZE_MAX / 2 ||
+		    (id >= st->n_stack &&
+		     base_grow_zeroed((void **)&st->stack, &st->n_stack, (size_t)id + 1,
+				      sizeof(*st->stack))))
+			return -ENOMEM;
+		if (st->stack[id])
+			continue;
+		st->stack[id] = UINT32_MAX; /* met; its root is resolved later */
+		if (base_grow((void **)&st->met, &st->cap_met, st->n_met + 1, sizeof(*st->met)))
+			return -ENOMEM;
+		st->met[st->n_met++] = id;
+	}
+	return 0;
+}
+
+/* The index in sel->groups of group value v, added when new. */
+static int selected_group(struct query_selected *sel, const char *v, uint32_t *g, char *err,
+			  size_t errlen)
+{
+	char **groups;
+
+	for (*g = 0; *g < sel->n_groups && strcmp(sel->groups[*g], v); (*g)++)
+		;
+	if (*g < sel->n_groups)
+		return 0;
+	if (sel->n_groups >= QUERY_MAX_GROUPS)
+		return query_fail(err, errlen, -E2BIG, "groupBy gives more than %d groups",
+				  QUERY_MAX_GROUPS);
+	if (!(groups = realloc(sel->groups, (sel->n_groups + 2) * sizeof(*groups))))
+		return -ENOMEM;
+	sel->groups = groups;
+	if (!(groups[sel->n_groups] = strdup(v)))
+		return -ENOMEM;
+	sel->n_groups++;
+	return 0;
+}
+
+static bool root_eq(const void *ctx, size_t idx, const void *key)
+{
+	return ((const struct stack_root *)ctx)[idx].loc == *(const uint64_t *)key;
+}
+
+/* The index in st->roots of root-end location loc, resolved when new. */
+static int stack_root(struct query_selected *sel, const struct task_pass *tp,
+		      struct store_builder *b, const struct profile *p, uint64_t loc, uint32_t *k,
+		      char *err, size_t errlen)
+{
+	struct query_stack_tasks *st = sel->tasks;
+	uint64_t h = base_hash_u64(BASE_HASH_SEED, loc);
+	size_t at = base_hmap__find(&st->map, h, root_eq, st->roots, &loc);
+	struct query_task t = {.comm = ""};
+	struct stack_root r = {.loc = loc, .pass = true};
+	int e;
+
+	if (at != SIZE_MAX) {
+		*k = (uint32_t)at;
+		return 0;
+	}
+	if (loc && (e = task_of(b, p, loc, &t))) /* 0: a stack without locations */
+		return e;
+	r.present = t.present;
+	if (t.present && tp->sel)
+		r.pass = query_selector__match_task(tp->sel, &t);
+	if (t.present && st->by_task && r.pass &&
+	    (e = selected_group(sel, query_task__value(&t, tp->by), &r.group, err, errlen)))
+		return e;
+	if (st->n_roots >= UINT32_MAX - 2 ||
+	    base_grow((void **)&st->roots, &st->cap_roots, st->n_roots + 1, sizeof(*st->roots)) ||
+	    base_hmap__insert(&st->map, h, st->n_roots))
+		return -ENOMEM;
+	st->roots[st->n_roots] = r;
+	*k = (uint32_t)st->n_roots++;
+	return 0;
+}
+
+#define QUERY_ROOTS_BATCH 1024
+
+/* Every stack of the selection over q's range: its root-end location's task. */
+static int resolve_roots(struct store *s, const struct query_request *q,
+			 struct query_selected *sel, const struct task_pass *tp, char *err,
+			 size_t errlen)
+{
+	struct query_stack_tasks *st = sel->tasks;
+	struct profile *p = profile__new(0);
+	struct store_builder *b = NULL;
+	size_t off[QUERY_ROOTS_BATCH + 1], cap = 0;
+	uint64_t *locs = NULL;
+	int e = p ? store_builder__new(s, p, &b) : -ENOMEM;
+
+	if (!e && sel->n)
+		e = store__scan(s,
+				&(struct store_scan_query){sel->ids, sel->n, q->from_ns,
+							   q->until_ns, 0, STORE_SCAN_MERGE_SERIES},
+				on_met_rows, st);
+	for (size_t i = 0; !e && i < st->n_met; i += QUERY_ROOTS_BATCH) {
+		size_t n = st->n_met - i < QUERY_ROOTS_BATCH ? st->n_met - i : QUERY_ROOTS_BATCH;
+
+		e = store__stack_locations(s, st->met + i, n, off, &locs, &cap);
+		for (size_t j = 0; !e && j < n; j++) {
+			uint32_t k = 0;
+
+			e = stack_root(sel, tp, b, p, off[j + 1] > off[j] ? locs[off[j + 1] - 1] : 0,
+				       &k, err, errlen);
+			st->stack[st->met[i + j]] = k + 1;
+		}
+	}
+	free(locs);
+	store_builder__free(b);
+	profile__free(p);
+	return e;
+}
+
+/* sel->tasks for a request that names pid, tid or comm (see query_impl.h). */
+static int select_tasks(struct store *s, const struct query_request *q,
+			struct query_selected *sel, const struct selection *sl, char *err,
+			size_t errlen)
+{
+	struct task_pass tp;
+	struct query_task none = {.comm = ""};
+	int e = task_pass_init(&tp, q, err, errlen);
+
+	if (e || (!tp.sel && !tp.by_task))
+		goto cleanup;
+	if (!(sel->tasks = calloc(1, sizeof(*sel->tasks))) ||
+	    !(sel->tasks->deferred = calloc(sl->n + 1, sizeof(bool)))) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	sel->tasks->by_task = tp.by_task;
+	sel->tasks->empty_pass = !tp.sel || query_selector__match_task(tp.sel, &none);
+	for (size_t i = 0; i < sl->n; i++)
+		for (size_t k = 0; tp.sel && k < tp.sel->n; k++)
+			if (query_task_label(tp.sel->m[k].name) &&
+			    !series_label(&sl->s[i], tp.sel->m[k].name))
+				sel->tasks->deferred[i] = true;
+	e = resolve_roots(s, q, sel, &tp, err, errlen);
+cleanup:
+	query_selector__free(tp.sel);
+	return e;
+}
+
+bool query_selected__row(const struct query_selected *sel, size_t k, uint64_t stack_id,
+			 uint32_t *g)
+{
+	const struct query_stack_tasks *st = sel->tasks;
+	uint32_t c = stack_id < st->n_stack ? st->stack[stack_id] : 0;
+	const struct stack_root *r;
+
+	*g = sel->group[k];
+	if (!c || c == UINT32_MAX)
+		return false; /* appended since the roots were resolved */
+	r = &st->roots[c - 1];
+	if (!r->present)
+		return !st->deferred[k] || st->empty_pass;
+	if (st->by_task && r->pass)
+		*g = r->group;
+	return r->pass;
+}
+
 int query_select(struct store *s, const struct query_request *q, struct query_selected *out,
 		 char *err, size_t errlen)
 {
@@ -1502,7 +1955,8 @@ int query_select(struct store *s, const struct query_request *q, struct query_se
 		out->n = sl.n;
 		out->type = sl.type; /* taken */
 		sl.type = NULL;
-		e = selected_groups(out, &sl, q->group_by, err, errlen);
+		e = selected_groups(out, &sl, q->group_by, err, errlen)
+			?: select_tasks(s, q, out, &sl, err, errlen);
 	}
 	selection_fini(&sl);
 	return query_explain(err, errlen, e, "selecting series");
@@ -1531,5 +1985,6 @@ void query_selected__fini(struct query_selected *sel)
 	free(sel->group);
 	free(sel->ids);
 	free(sel->type);
+	stack_tasks_free(sel->tasks);
 	memset(sel, 0, sizeof(*sel));
 }

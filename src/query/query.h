@@ -116,15 +116,23 @@ bool query_selector__match(const struct query_selector *sel, const struct store_
 bool query_selector__match_some(const struct query_selector *sel, const struct store_series *ser,
 				bool regex);
 /*
- * pid and tid (query_task_label) live in each stack's task location on stores
- * written since issue 30 (PROFILE_TASK_MAPPING), not in series labels: a
- * matcher on them is skipped by query_selector__match(_some) for a series
- * without that label, and applied per stack by query_selector__match_task,
- * whose pid/tid are the stack's ("" when it has no task location).
+ * pid, tid and comm (query_task_label) live in each stack's task location on
+ * stores written since issue 30 (PROFILE_TASK_MAPPING: pid and tid in its
+ * address, the thread's name as its function), not in series labels: a matcher
+ * on them is skipped by query_selector__match(_some) for a series without that
+ * label, and applied per stack by query_selector__match_task, whose values are
+ * the stack's ("" when it has no task location).
  */
+struct query_task {
+	bool present;	       /* the stack has a task location */
+	char pid[24], tid[24]; /* decimal; "" when not present */
+	const char *comm;      /* borrowed (the profile that named it); "" when unknown */
+};
 bool query_task_label(const char *name);
+/* t's value of task label name ("" for another name). */
+const char *query_task__value(const struct query_task *t, const char *name);
 bool query_selector__has_task(const struct query_selector *sel);
-bool query_selector__match_task(const struct query_selector *sel, const char *pid, const char *tid);
+bool query_selector__match_task(const struct query_selector *sel, const struct query_task *t);
 /* Regex matches the selector ran so far (values answered from its memo are not
  * counted): the work a query did, for tests and benchmarks. */
 uint64_t query_selector__regex_runs(const struct query_selector *sel);
@@ -160,8 +168,9 @@ struct query_request {
 	size_t top_rows;      /* tree: also the top table (query_top_json's object) as "top",
 			       * at most this many rows; 0 = no top; capped at QUERY_MAX_NODES */
 	/* tree/top/diff: group_by also makes a root level of one node per value of
-	 * that label, named "LABEL=VALUE" ("LABEL=" without it); pid and tid come
-	 * from the stacks' task locations. expand_unnamed: frames without a name
+	 * that label, named "LABEL=VALUE" ("LABEL=" without it); pid, tid and comm
+	 * come from the stacks' task locations (also on the timeline and function
+	 * series, which then sum per stack). expand_unnamed: frames without a name
 	 * one per address ("libz.so.1+0x1f0"); false: one per object
 	 * ("libz.so.1 [no symbols]", profile__set_group_unnamed). */
 	bool expand_unnamed;
@@ -404,7 +413,10 @@ int query_series_json(struct store *s, const struct query_request *q, FILE *out,
 /*
  * Merges every matching series over the range into one new profile (the caller
  * frees it): samples keep the series' INGEST_SAMPLE_LABELS as labels, so
- * folded_write shows the process, and time/duration are the range. A selection
+ * folded_write shows the process, and time/duration are the range. Task
+ * locations (PROFILE_TASK_MAPPING) are stripped: a stack's task becomes the
+ * sample labels pid and tid (numbers) and comm, and the request's pid/tid/comm
+ * matchers drop the stacks they refuse. A selection
  * with no data gives an empty profile (0 samples), not an error. Encode it with
  * pprof_encode / folded_write / top_write.
  */

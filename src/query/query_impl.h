@@ -33,11 +33,25 @@ struct query_selected {
 	char **groups;	 /* owned: the group_by values ("" without the label, or
 			  * without group_by: then one group) in first-met order */
 	char *type;	 /* owned: the selection's profile type; NULL: CPU */
+	/* owned: set by query_select when the request names pid, tid or comm (a
+	 * matcher or group_by): those live in each stack's task location, so rows
+	 * go through query_selected__row; NULL: every row of a series counts in its
+	 * group (the cheap per-series path) */
+	struct query_stack_tasks *tasks;
 };
 /* 0 or as query_timeline (-EINVAL for a bad selector, range or group_by);
  * *out cleared first and always to be finied. */
 int query_select(struct store *s, const struct query_request *q, struct query_selected *out,
 		 char *err, size_t errlen);
+/*
+ * The per-stack path: whether a row of selected series k and store stack
+ * stack_id counts (the request's pid/tid/comm matchers pass its stack's task,
+ * as query_stacks judges them), and its group in *g (group_by pid/tid/comm: the
+ * task's value, when the stack has a task location). A stack the selection did
+ * not hold when query_select resolved its tasks (appended since) does not count.
+ */
+bool query_selected__row(const struct query_selected *sel, size_t k, uint64_t stack_id,
+			 uint32_t *g);
 /* Index of series id in sel, or SIZE_MAX. */
 size_t query_selected__find(const struct query_selected *sel, uint64_t id);
 void query_selected__fini(struct query_selected *sel);

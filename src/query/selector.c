@@ -330,7 +330,19 @@ static bool has_label(const struct store_series *ser, const char *name)
 
 bool query_task_label(const char *name)
 {
-	return !strcmp(name, PROFILE_LABEL_PID) || !strcmp(name, PROFILE_LABEL_TID);
+	return !strcmp(name, PROFILE_LABEL_PID) || !strcmp(name, PROFILE_LABEL_TID) ||
+	       !strcmp(name, PROFILE_LABEL_COMM);
+}
+
+const char *query_task__value(const struct query_task *t, const char *name)
+{
+	if (!strcmp(name, PROFILE_LABEL_PID))
+		return t->pid;
+	if (!strcmp(name, PROFILE_LABEL_TID))
+		return t->tid;
+	if (!strcmp(name, PROFILE_LABEL_COMM))
+		return t->comm ? t->comm : "";
+	return "";
 }
 
 bool query_selector__has_task(const struct query_selector *sel)
@@ -404,7 +416,7 @@ bool query_selector__match_some(const struct query_selector *sel, const struct s
 
 		if (regex != (m->op == QUERY_OP_RE || m->op == QUERY_OP_NRE))
 			continue;
-		/* pid/tid of a series without them: the stacks' task locations answer */
+		/* pid/tid/comm of a series without them: the stacks' task locations answer */
 		if (query_task_label(m->name) && !has_label(ser, m->name))
 			continue;
 		v = label_value(ser, m->name);
@@ -429,7 +441,7 @@ bool query_selector__match_some(const struct query_selector *sel, const struct s
 	return true;
 }
 
-bool query_selector__match_task(const struct query_selector *sel, const char *pid, const char *tid)
+bool query_selector__match_task(const struct query_selector *sel, const struct query_task *t)
 {
 	for (size_t i = 0; sel && i < sel->n; i++) {
 		const struct query_matcher *m = &sel->m[i];
@@ -438,7 +450,7 @@ bool query_selector__match_task(const struct query_selector *sel, const char *pi
 
 		if (!query_task_label(m->name))
 			continue;
-		v = !strcmp(m->name, PROFILE_LABEL_PID) ? pid : tid;
+		v = query_task__value(t, m->name);
 		switch (m->op) {
 		case QUERY_OP_EQ:
 			ok = strcmp(v, m->value) == 0;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes to stdout a small pprof (profile.proto, uncompressed) shaped like what
 hearth's agent pushes since issue 30: every stack ends, root side, with a task
-location (mapping "[task]", address pid << 32 | tid, no lines), and some frames
-are unnamed ("libfoo.so.1+0x1f0", as src/collect names them). Two processes:
+location (mapping "[task]", address pid << 32 | tid, one line whose function is
+the thread's name: "app-main" and "other-w"), and some frames are unnamed ("libfoo.so.1+0x1f0", as src/collect names them). Two processes:
 pid 100 (tid 101) and pid 200 (tid 201), 17 samples in all:
 
   pid 100: main(app);work 5   main(app);libfoo+0x1f0 3
@@ -40,7 +40,7 @@ def packed(num_, vals):
 
 strings = ["", "samples", "count", "cpu", "nanoseconds", "main", "work",
            "libfoo.so.1+0x1f0", "libfoo.so.1+0x2a0", "[task]", "/usr/lib/libfoo.so.1",
-           "/usr/bin/app", "/usr/bin/other", "process", "svc"]
+           "/usr/bin/app", "/usr/bin/other", "process", "svc", "app-main", "other-w"]
 S = {s: i for i, s in enumerate(strings)}
 out = bytearray()
 for t, u in (("samples", "count"), ("cpu", "nanoseconds")):
@@ -51,14 +51,15 @@ maps = [(1, 0, 0, "[task]"), (2, 0x1000, 0x9000, "/usr/lib/libfoo.so.1"),
         (3, 0x400000, 0x500000, "/usr/bin/app"), (4, 0x600000, 0x700000, "/usr/bin/other")]
 for mid, start, limit, f in maps:
     out += field(3, num(1, mid) + num(2, start) + num(3, limit) + num(4, 0) + num(5, S[f]))
-# functions: 1 main, 2 work, 3 libfoo+0x1f0, 4 libfoo+0x2a0
-funcs = [(1, "main"), (2, "work"), (3, "libfoo.so.1+0x1f0"), (4, "libfoo.so.1+0x2a0")]
+# functions: 1 main, 2 work, 3 libfoo+0x1f0, 4 libfoo+0x2a0, 5 and 6 the threads' names
+funcs = [(1, "main"), (2, "work"), (3, "libfoo.so.1+0x1f0"), (4, "libfoo.so.1+0x2a0"),
+         (5, "app-main"), (6, "other-w")]
 for fid, name in funcs:
     out += field(5, num(1, fid) + num(2, S[name]) + num(3, S[name]))
 # locations: id, mapping, address, function (0: none)
 locs = [(1, 3, 0x401000, 1), (2, 3, 0x402000, 2), (3, 2, 0x11F0, 3), (4, 2, 0x12A0, 4),
         (5, 4, 0x601000, 1), (6, 4, 0x602000, 2),
-        (10, 1, 100 << 32 | 101, 0), (11, 1, 200 << 32 | 201, 0)]
+        (10, 1, 100 << 32 | 101, 5), (11, 1, 200 << 32 | 201, 6)]
 for lid, mid, addr, fid in locs:
     body = num(1, lid) + num(2, mid) + num(3, addr)
     if fid:

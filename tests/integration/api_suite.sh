@@ -397,6 +397,53 @@ want unnamed_addresses "$(get "/api/profile?format=topjson&unnamed=addresses&$KR
 	'[["libfoo.so.1+0x1f0",3],["libfoo.so.1+0x2a0",7]]'
 want unnamed_bad_value "$(http_status "$S/api/profile?format=tree&unnamed=some&$KR" "$T/kbad")" 400
 xcheck group_by_pid "/api/profile?format=tree&groupBy=pid&$KR" norm_json
+# the thread's name (comm) is the task location's function: filter and group by it
+want task_filter_comm "$(kq 'comm="other-w"'),$(kq 'comm=~"app-.*"'),$(kq 'comm="nope"')" 9,8,0
+want group_by_comm_tree "$(get "/api/profile?format=tree&groupBy=comm&$KR" | jq -c '[.tree.children[] | [.name, .total]] | sort')" \
+	'[["comm=app-main",8],["comm=other-w",9]]'
+# every output merged as a profile (query_profile: folded, svg, top, pprof, hearth
+# query, Connect's SelectMergeProfile, /debug/pprof/profile?query=) strips the task
+# frame and applies pid/tid/comm matchers; pprof carries the task as the sample
+# labels pid and tid (numbers, as hearth record writes them) and comm
+kp() { # selector, format
+	curl -s -G "$S/api/profile" --data-urlencode "query=tasks{$1}" -d "format=$2" \
+		-d from=$((K - 60)) -d until=$((K + 60))
+}
+want task_stripped_folded "$(kp '' folded | sort | paste -sd'|')" 'svc;main;libfoo.so.1 [no symbols] 10|svc;main;work 7'
+want task_filter_folded "$(kp 'comm="other-w"' folded | sort | paste -sd'|')" 'svc;main;libfoo.so.1 [no symbols] 7|svc;main;work 2'
+want task_filter_pid_folded "$(kp 'pid="100",tid="101"' folded | sort | paste -sd'|')" 'svc;main;libfoo.so.1 [no symbols] 3|svc;main;work 5'
+kp 'pid=~".+"' svg > "$T/task.svg"
+grep -q '>main' "$T/task.svg" && ! grep -q 'task\]' "$T/task.svg" && pass task_stripped_svg ||
+	fail task_stripped_svg "$(grep -o 'task[^<]*' "$T/task.svg" | head -3)"
+kp '' top > "$T/task.top"
+grep -q main "$T/task.top" && ! grep -q 'task\]' "$T/task.top" && pass task_stripped_top ||
+	fail task_stripped_top "$(cat "$T/task.top")"
+kp '' pprof > "$T/task.pb.gz"
+gtop() { go tool pprof -sample_index=0 "$@" -top "$T/task.pb.gz" 2> /dev/null | grep -oE 'accounting for [0-9]+,' | grep -oE '[0-9]+'; }
+want task_pprof_tagfocus "$(gtop),$(gtop -tagfocus=pid=100),$(gtop -tagfocus=tid=201),$(gtop -tagfocus=comm=other-w)" 17,8,9,9
+want task_pprof_no_task_frame "$(go tool pprof -raw "$T/task.pb.gz" 2> /dev/null | grep -c 'task\]')" 0
+want task_pprof_filtered "$(kp 'pid="200"' pprof > "$T/task200.pb.gz" && go tool pprof -sample_index=0 -top "$T/task200.pb.gz" 2> /dev/null | grep -oE 'accounting for [0-9]+,')" 'accounting for 9,'
+"$HEARTH" query --server "$S" --from $((K - 60)) --until $((K + 60)) --format folded 'tasks{tid="101"}' > "$T/task.cli" 2>&1
+want task_cli_folded "$(sort "$T/task.cli" | paste -sd'|')" 'svc;main;libfoo.so.1 [no symbols] 3|svc;main;work 5'
+xcheck task_folded "/api/profile?format=folded&$KR" sorted
+# the timeline and one function's series read the stacks when pid/tid/comm is named
+ktl() { # selector, groupBy: [group, sum] per group, in K's one-minute step
+	curl -s -G "$S/api/timeline" --data-urlencode "query=tasks{$1}" -d "groupBy=$2" -d step=60s \
+		-d from=$((K - 60)) -d until=$((K + 60)) | jq -c '[.groups[] | [.group, (.values | add)]] | sort'
+}
+want timeline_task_filter "$(ktl 'pid="100"' ''),$(ktl 'comm="other-w"' ''),$(ktl 'tid!="101"' process)" \
+	'[["",8]],[["",9]],[["svc",9]]'
+want timeline_group_by_task "$(ktl '' pid),$(ktl '' tid),$(ktl 'pid=~".*"' comm)" \
+	'[["100",8],["200",9]],[["101",8],["201",9]],[["app-main",8],["other-w",9]]'
+want timeline_whole "$(ktl '' '')" '[["",17]]'
+kfs() { # selector, function: [sum of values, sum of totals]
+	curl -s -G "$S/api/function-series" --data-urlencode "query=tasks{$1}" -d "function=$2" -d step=60s \
+		-d from=$((K - 60)) -d until=$((K + 60)) | jq -c '[(.values | add), (.totals | add)]'
+}
+want function_series_task "$(kfs '' work),$(kfs 'pid="200"' work),$(kfs 'comm="app-main"' main)" '[7,17],[2,9],[8,8]'
+xcheck timeline_group_by_pid "/api/timeline?groupBy=pid&step=60s&$KR" norm_json
+xcheck function_series_pid "/api/function-series?function=work&step=60s&query=tasks%7Bpid%3D%22200%22%7D&from=$((K - 60))&until=$((K + 60))" norm_json
+xcheck task_folded_comm "/api/profile?format=folded&query=tasks%7Bcomm%3D%22app-main%22%7D&from=$((K - 60))&until=$((K + 60))" sorted
 
 # ---- Grafana's Connect API (querier.v1) ----
 # An outside client (tests/clients: @connectrpc/connect-node, code generated here
@@ -485,6 +532,27 @@ if [ "$st" = 200 ] && [ "$sum" = "$(jq '.flamebearer.numTicks' "$T/fb")" ] &&
 else
 	fail connect_merge_profile_json "$st sum $sum types $types: $(head -c 300 "$T/ans")"
 fi
+
+# The agent's task frames (tests/clients/task_pprof.py, pushed above at K):
+# SelectMergeProfile strips them and applies pid/comm, the task as sample labels;
+# SelectMergeStacktraces and /pyroscope/render (the flame tree) strip them too.
+ksel='{service_name="tasks",comm="other-w"}'
+st=$(call SelectMergeProfile application/json \
+	"$(jq -cn --arg t "$CPU" --arg s "$ksel" --arg f $(((K - 60) * 1000)) --arg u $(((K + 60) * 1000)) \
+		'{profileTypeID:$t,labelSelector:$s,start:$f,end:$u}')")
+got=$(jq -c '[([.sample[].value[0] | tonumber] | add), ([.stringTable[] | select(test("\\[task"))] | length),
+	([.stringTable[.sample[0].label[].key | tonumber]] | sort)]' "$T/ans" 2> /dev/null)
+want connect_merge_profile_task "$st $got" '200 [9,0,["comm","pid","process","service_name","tid"]]'
+st=$(call SelectMergeStacktraces application/json \
+	"$(jq -cn --arg t "$CPU" --arg s '{service_name="tasks",pid="100"}' --arg f $(((K - 60) * 1000)) --arg u $(((K + 60) * 1000)) \
+		'{profileTypeID:$t,labelSelector:$s,start:$f,end:$u,maxNodes:"100"}')")
+want connect_stacktraces_task "$st $(jq -c '[.flamegraph.names, (.flamegraph.total | tonumber)]' "$T/ans" 2> /dev/null)" \
+	'200 [["total","main","work","libfoo.so.1 [no symbols]"],80000000]'
+st=$(curl -s -o "$T/fb" -w '%{http_code}' -G "$S/pyroscope/render" \
+	--data-urlencode "query=$CPU{service_name=\"tasks\",comm=\"other-w\"}" --data-urlencode "from=$(((K - 60) * 1000))" \
+	--data-urlencode "until=$(((K + 60) * 1000))")
+want render_task "$st $(jq -c '[.flamebearer.names, .flamebearer.numTicks]' "$T/fb" 2> /dev/null)" \
+	'200 [["total","main","libfoo.so.1 [no symbols]","work"],90000000]'
 
 # A gzipped request (Connect's Content-Encoding), as a client may send one.
 printf '{"name":"service_name","start":"%s","end":"%s"}' "$from_ms" "$until_ms" | gzip > "$T/req.gz"

@@ -44,6 +44,31 @@ grep -qE '^hearth_agent_samples_total [1-9]' "$T/metrics" && grep -qE '^hearth_i
 # hearth query against the running server.
 "$HEARTH" query '{process="split"}' --server "$URL" --from now-5m --format top > "$T/qs.txt" 2> "$T/qs.err"
 grep -q split_hot_a "$T/qs.txt" && pass query_server || fail query_server "$(cat "$T/qs.err") $(head -5 "$T/qs.txt")"
+# pid, tid and comm live in each stack's task location (docs/storage.md, "Series
+# identity"), not in series labels: the workload's pid selects its stacks, its
+# thread's name groups them, and no answer shows the [task] frame. (Other split
+# processes may run beside this test: the workload's share is at most the whole.)
+ttotal() { # selector [groupBy]
+	curl -s -G "$URL/api/profile" --data-urlencode "query=$1" -d format=tree -d from=now-5m \
+		-d "groupBy=${2:-}" > "$T/tt.json"
+	jq -r .total "$T/tt.json"
+}
+all=$(ttotal '{process="split"}') mine=$(ttotal "{process=\"split\",pid=\"$wl\"}")
+none=$(ttotal '{process="split",pid="1"}') bycomm=$(ttotal "{pid=\"$wl\"}" comm)
+comms=$(jq -c '[.tree.children[].name]' "$T/tt.json")
+if [ "${mine:-0}" -gt 0 ] && [ "$mine" -le "${all:-0}" ] && [ "$none" = 0 ] && [ "$bycomm" = "$mine" ] &&
+	[ "$comms" = '["comm=split"]' ]; then
+	pass task_pid_comm_per_stack
+else
+	fail task_pid_comm_per_stack "all $all, pid $wl: $mine, pid 1: $none, by comm $bycomm $comms"
+fi
+curl -s -G "$URL/api/profile" --data-urlencode "query={pid=\"$wl\"}" -d format=pprof -d from=now-5m -o "$T/task.pb.gz"
+if go tool pprof -raw "$T/task.pb.gz" 2> /dev/null | grep -q "pid:\[$wl\]" &&
+	! go tool pprof -raw "$T/task.pb.gz" 2> /dev/null | grep -q 'task\]'; then
+	pass task_pprof_labels
+else
+	fail task_pprof_labels "$(go tool pprof -raw "$T/task.pb.gz" 2>&1 | grep -E 'pid|task' | head -5)"
+fi
 curl -s "$URL/" > "$T/index.html"
 cmp -s "$T/index.html" "$HEARTH_ROOT/web/index.html" && pass index_page_is_web_ui ||
 	fail index_page_is_web_ui "$(head -c 300 "$T/index.html")"
@@ -54,5 +79,11 @@ rc=$?
 # hearth query on the data directory, after the server stopped.
 "$HEARTH" query '{process="split"}' --data "$T/hearth-data" --from now-10m --format top > "$T/q.txt" 2> "$T/q.err"
 grep -q split_hot_a "$T/q.txt" && pass query_data_dir || fail query_data_dir "$(cat "$T/q.err") $(head -5 "$T/q.txt")"
+# The timeline of one pid sums its stacks as the tree does (on the stopped
+# store: nothing arrives between the two answers).
+dq() { "$HEARTH" query "{pid=\"$wl\"}" --data "$T/hearth-data" --from now-10m --json --format "$@"; }
+tl=$(dq timeline 2> "$T/dq.err" | jq '[.groups[].values[]] | add') tr=$(dq tree 2>> "$T/dq.err" | jq .total)
+[ -n "$tl" ] && [ "$tl" = "$tr" ] && [ "$tr" -gt 0 ] && pass task_timeline_pid ||
+	fail task_timeline_pid "timeline $tl, tree $tr $(cat "$T/dq.err")"
 kill "$wl" 2>/dev/null
 finish

@@ -158,7 +158,7 @@ cleanup:
 	agent_spool__free(sp);
 }
 
-TEST(relabel_adds_exe_drops_tid)
+TEST(relabel_adds_exe_moves_task_into_stack)
 {
 	struct proc_table *pt = proc_table__new("/proc");
 	struct profile *src = profile__new(10), *dst = NULL;
@@ -173,7 +173,10 @@ TEST(relabel_adds_exe_drops_tid)
 	    {.key = "process", .str = "test_agent"},
 	};
 	char exe[4096] = "";
-	bool has_exe = false, has_tid = false;
+	bool has_exe = false, has_tid = false, has_comm = false;
+	struct profile_location tl;
+	struct profile_mapping tm;
+	struct profile_function tf;
 	ssize_t n;
 
 	CHECK(pt && src);
@@ -188,9 +191,17 @@ TEST(relabel_adds_exe_drops_tid)
 	exe[n] = '\0';
 	for (size_t i = 0; i < s.n_labels; i++) {
 		has_tid |= !strcmp(s.labels[i].key, "tid");
+		has_comm |= !strcmp(s.labels[i].key, "comm");
 		has_exe |= !strcmp(s.labels[i].key, "exe") && !strcmp(s.labels[i].str, exe);
 	}
-	CHECK(has_exe && !has_tid);
+	CHECK(has_exe && !has_tid && !has_comm);
+	/* pid, tid and the thread's name live in the stack's task location */
+	CHECK(s.n_locs == 2 && profile__get_location(dst, s.locs[1], &tl) == 0);
+	CHECK(profile__get_mapping(dst, tl.mapping_id, &tm) == 0);
+	CHECK_STREQ(tm.file, PROFILE_TASK_MAPPING);
+	CHECK(tl.address == PROFILE_TASK_ADDR(getpid(), getpid()) && tl.n_lines == 1);
+	CHECK(profile__get_function(dst, tl.lines[0].function_id, &tf) == 0);
+	CHECK_STREQ(tf.name, "t");
 cleanup:
 	profile__free(dst);
 	profile__free(src);
