@@ -687,7 +687,7 @@ xcheck diff_significance "$SIG&normalize=rate" norm_json
 REG="/api/regressions?query=sigapp%7B%7D&from=$((G + 60))&until=$((G + 120))"
 want regressions_rate "$(get "$REG" | jq -c '[.unit, .normalize, .kind, .confidence, .tested, .window.intervals, .baseline.intervals, .baseline.from == '"$G"'000000000, (.note | length > 20), [.functions[] | [.name, .before, .after, .change, .verdict, .relative, (.low > 0), (.series.times | length), (.series.values | add)]]]')" \
 	'["samples/s","rate","self",0.99,2,6,6,true,true,[["hot",100,200,100,"up",1,true,12,1800]]]'
-want regressions_total_share "$(get "$REG&kind=total&normalize=share&baselineFrom=$G&baselineUntil=$((G + 60))" | jq -c '[.unit, .kind, .tested, [.functions[] | [.name, .verdict]]]')" \
+want regressions_total_share "$(get "$REG&kind=total&normalize=share&baselineFrom=$G&baselineUntil=$((G + 60))" | jq -c '[.unit, .kind, .tested, ([.functions[] | [.name, .verdict]] | sort)]')" \
 	'["pp","total",3,[["hot","up"],["steady","down"]]]'
 want regressions_limit "$(get "$REG&kind=total&limit=1" | jq -c '[.functions[] | .name]')" '["hot"]'
 want regressions_empty_baseline "$(get "$REG&baseline=7d" | jq -c '[.functions, .baseline.intervals, .window.intervals, (.note | test("baseline holds no data"))]')" '[[],0,6,true]'
