@@ -2,8 +2,10 @@
 # Issue 31, measured live: `hearth run` profiles two paced workloads
 # (tests/workloads/regwork.c: fixed CPU time per function per 10 ms tick) at 4999 Hz
 # into 1-s intervals, and
-#  a. A/A: the steady one over 21 consecutive 4-s windows; /api/diff compares window
-#     i with i+1 (20 comparisons) for the process's selector, in both normalisations.
+#  a. A/A: the steady one over 21 consecutive windows of 4 stored intervals (found
+#     in the store: a window's wall time is then the time its data covers);
+#     /api/diff compares window i with i+1 (20 comparisons) for the process's
+#     selector, in both normalisations.
 #     Every function with self time on either side is one test; the rate of those
 #     called significant (selfDiff verdict not "noise") must stay at or below the
 #     stated false-positive rate 1 - confidence = 0.01, plus an allowance of 4
@@ -37,7 +39,7 @@
 need_root regressions
 
 FREQ=4999
-AA_WIN=4        # seconds per A/A window
+AA_WIN=4        # stored intervals (~1 s) per A/A window
 AA_N=21         # windows
 AA_CONF=0.99
 PL_SWITCH=46    # the planted workload's switch, seconds after its start
@@ -54,17 +56,6 @@ start_hearth "$T/run.log" run --data "$T/data" --listen 127.0.0.1:0 -F "$FREQ" -
 	{ fail run_start "$(tail -5 "$T/run.log")"; finish; }
 URL=$HURL
 
-# The planted workload runs past its after-window, the steady one past its 21 windows.
-start_truth "$T/planted.out" "$W/regwork" planted $((PL_SWITCH + PL_WIN + 15)) "$PL_SWITCH" 1.6 ||
-	{ fail planted_start "no pid line"; finish; }
-PL_PID=$TRUTH_PID
-# (killed once its windows are stored; the run length only bounds it)
-start_truth "$T/steady.out" "$W/regwork" steady $((AA_WIN * AA_N + 120)) 0 0.5 ||
-	{ fail steady_start "no pid line"; finish; }
-AA_PID=$TRUTH_PID
-PL_SEL="{process=\"regwork\",pid=\"$PL_PID\"}"
-AA_SEL="{process=\"regwork\",pid=\"$AA_PID\"}"
-
 # True once the store holds a profile of SEL that starts at or after T_NS: the
 # agent queues intervals in order, so every earlier one is stored too.
 stored_after() { # selector, t_ns
@@ -73,9 +64,44 @@ stored_after() { # selector, t_ns
 		"$URL/api/profile?format=topjson&query=$(enc "$1")&from=$2&until=now%2B1m" | jq -r '.total // 0')
 	[ "${total:-0}" -gt 0 ] 2>/dev/null
 }
-# The profile of both processes is stored, with their functions.
-wait_for 30 stored_after "$AA_SEL" "$(now_ns)" && wait_for 10 stored_after "$PL_SEL" "$(now_ns)" ||
-	{ fail recorded "no profile of the workloads within 40 s: $(tail -3 "$T/run.log")"; finish; }
+# The start of every stored interval of SEL that starts in [FROM_MS, UNTIL_MS), in
+# ms, one a line: the timeline at a 100-ms step puts each at the step it starts in,
+# then one at a 1-ms step over that step finds the millisecond.
+timeline_starts() { # selector, from_ms, until_ms, step
+	curl -s --max-time 30 "$URL/api/timeline?query=$(enc "$1")&from=$2&until=$3&step=$4" |
+		jq -r '.from as $f | .step as $s | (.groups[0].values // []) | to_entries[]
+			| select(.value > 0) | $f + .key * $s'
+}
+interval_starts() { # selector, from_ms, until_ms
+	local c
+	for c in $(timeline_starts "$1" "$2" "$3" 100ms); do
+		timeline_starts "$1" "$c" $((c + 100)) 1ms
+	done
+}
+# The first start in FILE at or after T_MS (none: nothing).
+start_at_or_after() { # file, t_ms
+	awk -v t="$2" '$1 >= t { print $1; exit }' "$1"
+}
+# The last start in FILE at or before T_MS.
+start_at_or_before() { # file, t_ms
+	awk -v t="$2" '$1 <= t { v = $1 } END { if (v != "") print v }' "$1"
+}
+
+# The steady workload first (killed once its windows are stored; the run length
+# only bounds it), then, once hearth stores profiles, the planted one, so that
+# the 40 s before its switch are all recorded.
+start_truth "$T/steady.out" "$W/regwork" steady $((AA_WIN * AA_N + 120)) 0 0.5 ||
+	{ fail steady_start "no pid line"; finish; }
+AA_PID=$TRUTH_PID
+AA_SEL="{process=\"regwork\",pid=\"$AA_PID\"}"
+wait_for 60 stored_after "$AA_SEL" "$(now_ns)" ||
+	{ fail recorded "no profile of the workload within 60 s: $(tail -3 "$T/run.log")"; finish; }
+start_truth "$T/planted.out" "$W/regwork" planted $((PL_SWITCH + PL_WIN + 20)) "$PL_SWITCH" 1.6 ||
+	{ fail planted_start "no pid line"; finish; }
+PL_PID=$TRUTH_PID
+PL_SEL="{process=\"regwork\",pid=\"$PL_PID\"}"
+wait_for 20 stored_after "$PL_SEL" "$(now_ns)" ||
+	{ fail recorded "no profile of the planted workload within 20 s: $(tail -3 "$T/run.log")"; finish; }
 curl -s "$URL/api/profile?format=topjson&query=$(enc "$PL_SEL")&from=now-1m" > "$T/top.json"
 if jq -e '[.rows[].name] | index("slow_path") and index("fast_path") and index("steady_a")' \
 	"$T/top.json" > /dev/null; then
@@ -83,23 +109,27 @@ if jq -e '[.rows[].name] | index("slow_path") and index("fast_path") and index("
 else
 	fail recorded "$(jq -c '.rows[:8]' "$T/top.json")"
 fi
-
 stage "recorded"
 # ---- a. A/A ----------------------------------------------------------------------
-AA_T0=$(($(now_ns) + 1000000000))
-aa_end=$((AA_T0 + AA_N * AA_WIN * 1000000000))
-wait_for $((AA_N * AA_WIN + 40)) stored_after "$AA_SEL" "$aa_end" ||
-	fail aa_data "no profile after the last A/A window within its deadline"
+# Window i is stored intervals 4i to 4i + 3 (~1 s each) from the first one that
+# starts after now: whole intervals, so its wall time is the time its data covers
+# (a window edge inside an interval would count that interval's samples against
+# only part of its time, and move a rate by up to a quarter).
+aa_t0=$(($(now_ns) / 1000000))
+aa_until=$((aa_t0 + 600000))
+aa_stored() { [ "$(timeline_starts "$AA_SEL" "$aa_t0" "$aa_until" 100ms | wc -l)" -gt $((AA_N * AA_WIN)) ]; }
+wait_for $((AA_N * AA_WIN + 60)) aa_stored ||
+	fail aa_data "fewer than $((AA_N * AA_WIN + 1)) intervals of the steady workload within the deadline"
 kill "$AA_PID" 2>/dev/null
-stage "A/A windows stored"
+interval_starts "$AA_SEL" "$aa_t0" "$aa_until" > "$T/aa.starts"
+mapfile -t AA_B < <(awk -v k="$AA_WIN" '(NR - 1) % k == 0' "$T/aa.starts")
+stage "A/A windows stored ($(wc -l < "$T/aa.starts") intervals)"
 aa_fetch() { # normalize: the 20 answers, window i against i + 1
-	local norm=$1 i lf lu ru q
+	local norm=$1 i q
 	for ((i = 0; i < AA_N - 1; i++)); do
-		lf=$((AA_T0 + i * AA_WIN * 1000000000))
-		lu=$((lf + AA_WIN * 1000000000))
-		ru=$((lu + AA_WIN * 1000000000))
-		q="left=$(enc "$AA_SEL")&right=$(enc "$AA_SEL")&leftfrom=$lf&leftuntil=$lu"
-		q+="&rightfrom=$lu&rightuntil=$ru&confidence=$AA_CONF&normalize=$norm&topRows=100000"
+		q="left=$(enc "$AA_SEL")&right=$(enc "$AA_SEL")&leftfrom=${AA_B[i]}&leftuntil=${AA_B[i + 1]}"
+		q+="&rightfrom=${AA_B[i + 1]}&rightuntil=${AA_B[i + 2]}"
+		q+="&confidence=$AA_CONF&normalize=$norm&topRows=100000"
 		curl -s --max-time 30 "$URL/api/diff?$q" > "$T/aa.$norm.$i.json"
 	done
 }
@@ -131,7 +161,7 @@ for norm in share rate; do
 	msg="$sig of $tests functions called significant over $((AA_N - 1)) A/A comparisons ($norm): rate $rate, limit $limit (1 - $AA_CONF + 4 sd)"
 	echo "# $msg; $ivmean intervals per window (least $ivmin); largest |change| $zmax half-widths"
 	awk -v r="$rate" -v l="$limit" 'BEGIN { exit !(r <= l) }' && pass "aa_$norm: $msg" ||
-		fail "aa_$norm" "$msg; significant: $(jq -c '[.functions[] | select(.selfDiff != null and .selfDiff.verdict != "noise") | {name, selfDiff}]' "$T"/aa."$norm".*.json | head -c 600)"
+		fail "aa_$norm" "$msg; significant: $(jq -cs '[.[].functions[] | select(.selfDiff != null and .selfDiff.verdict != "noise") | {name, selfDiff}]' "$T"/aa."$norm".*.json | head -c 600)"
 done
 
 stage "A/A compared"
@@ -139,26 +169,30 @@ stage "A/A compared"
 wait_for 10 grep -q '^switch ' "$T/planted.out" ||
 	{ fail planted_switch "no switch line: $(head -5 "$T/planted.out")"; finish; }
 SW=$(awk '/^switch / { print $2 }' "$T/planted.out")
-# After: intervals starting after the switch (a 40-s window), all planted.
-AF=$((SW + 200000000)) AU=$((SW + (PL_WIN * 1000 + 200) * 1000000))
-wait_for $((PL_SWITCH + PL_WIN + 30)) stored_after "$PL_SEL" "$AU" ||
-	fail planted_data "no profile after the planted window within its deadline"
-# Before: intervals that end before the switch. Intervals last ~1 s, longer on a
-# busy machine, so the one that holds the switch is found in the store: the
-# timeline at a 100-ms step puts each interval at the step it starts in; the
-# last one known to start before the switch ends where the next one starts.
 sw_ms=$((SW / 1000000))
-bu_ms=$(curl -s --max-time 30 "$URL/api/timeline?query=$(enc "$PL_SEL")&from=$((sw_ms - 20000))&until=$((sw_ms + 1000))&step=100ms" |
-	jq -r --argjson sw "$sw_ms" '.from as $f | .step as $s | [.groups[0].values | to_entries[]
-		| select(.value > 0) | $f + .key * $s | select(. + $s <= $sw)] | max // empty')
-[ -n "$bu_ms" ] || { fail planted_switch_interval "no interval before the switch in the timeline"; finish; }
-BU=$((bu_ms * 1000000)) BF=$((bu_ms * 1000000 - PL_WIN * 1000000000))
+# Before: the intervals of the PL_WIN seconds that end where the interval holding
+# the switch starts; after: those of the PL_WIN seconds from the first interval
+# that starts after the switch. Whole intervals again (see the A/A windows), found
+# in the store: they last ~1 s, longer on a busy machine.
+wait_for $((PL_SWITCH + PL_WIN + 30)) stored_after "$PL_SEL" "$(((sw_ms + PL_WIN * 1000 + 3000) * 1000000))" ||
+	fail planted_data "no profile after the planted window within its deadline"
+interval_starts "$PL_SEL" $((sw_ms - PL_WIN * 1000 - 5000)) $((sw_ms + PL_WIN * 1000 + 5000)) > "$T/pl.starts"
+bu=$(start_at_or_before "$T/pl.starts" "$sw_ms")
+bf=$(start_at_or_after "$T/pl.starts" $((bu - PL_WIN * 1000)))
+af=$(start_at_or_after "$T/pl.starts" $((sw_ms + 1)))
+au=$(start_at_or_before "$T/pl.starts" $((af + PL_WIN * 1000)))
+if [ -z "$bf" ] || [ -z "$au" ] || [ "$bf" -ge "$bu" ] || [ "$af" -ge "$au" ]; then
+	fail planted_intervals "no windows: before [$bf, $bu) after [$af, $au) ms, switch $sw_ms"
+	finish
+fi
+# in ns, for the truth's clock
+BF=$((bf * 1000000)) BU=$((bu * 1000000)) AF=$((af * 1000000)) AU=$((au * 1000000))
 stage "planted windows stored"
 
 # The workload's truth over the same windows: CPU ns of a function (column 4
 # slow_path, 5 fast_path, 6 steady_a, 7 steady_b of its cumulative `t` lines) per
-# wall ns (column 2), first to last line in the window. The intervals of a window
-# reach up to one interval past its end: the rates are paced, so that is the same.
+# wall ns (column 2), first to last line in the window (lines come every second;
+# the rates are paced, so the second at either end does not matter).
 truth_rate() { # from_ns, until_ns, column
 	awk -v f="$1" -v u="$2" -v c="$3" '$1 == "t" && $2 >= f && $2 <= u {
 		if (t0 == "") { t0 = $2; v0 = $c } t1 = $2; v1 = $c }
@@ -209,7 +243,7 @@ check_slow() { # test name, row (JSON: before, change, low, high, verdict), what
 	fi
 }
 
-q="query=$(enc "$PL_SEL")&baselineFrom=$BF&baselineUntil=$BU&from=$AF&until=$AU"
+q="query=$(enc "$PL_SEL")&baselineFrom=$bf&baselineUntil=$bu&from=$af&until=$au"
 q+="&confidence=$PL_CONF&normalize=rate&kind=self"
 code=$(http_status "$URL/api/regressions?$q" "$T/reg.json")
 if [ "$code" != 200 ]; then
@@ -230,7 +264,7 @@ fi
 
 # The same windows through /api/diff (no family-wise correction there, so only
 # slow_path's row is checked: at 0.9999 for one function).
-q="left=$(enc "$PL_SEL")&right=$(enc "$PL_SEL")&leftfrom=$BF&leftuntil=$BU&rightfrom=$AF&rightuntil=$AU"
+q="left=$(enc "$PL_SEL")&right=$(enc "$PL_SEL")&leftfrom=$bf&leftuntil=$bu&rightfrom=$af&rightuntil=$au"
 q+="&confidence=$PL_CONF&normalize=rate&topRows=100000"
 code=$(http_status "$URL/api/diff?$q" "$T/pdiff.json")
 row=$(jq -c '.functions[] | select(.name == "slow_path") | .selfDiff
