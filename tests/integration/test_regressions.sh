@@ -118,7 +118,7 @@ stage "recorded"
 aa_t0=$(($(now_ns) / 1000000))
 aa_until=$((aa_t0 + 600000))
 aa_stored() { [ "$(timeline_starts "$AA_SEL" "$aa_t0" "$aa_until" 100ms | wc -l)" -gt $((AA_N * AA_WIN)) ]; }
-wait_for $((AA_N * AA_WIN + 60)) aa_stored ||
+wait_until $((AA_N * AA_WIN + 60)) aa_stored ||
 	fail aa_data "fewer than $((AA_N * AA_WIN + 1)) intervals of the steady workload within the deadline"
 kill "$AA_PID" 2>/dev/null
 interval_starts "$AA_SEL" "$aa_t0" "$aa_until" > "$T/aa.starts"
@@ -166,7 +166,7 @@ done
 
 stage "A/A compared"
 # ---- b. planted regression -------------------------------------------------------
-wait_for 10 grep -q '^switch ' "$T/planted.out" ||
+wait_for $((PL_SWITCH + 10)) grep -q '^switch ' "$T/planted.out" ||
 	{ fail planted_switch "no switch line: $(head -5 "$T/planted.out")"; finish; }
 SW=$(awk '/^switch / { print $2 }' "$T/planted.out")
 sw_ms=$((SW / 1000000))
@@ -174,7 +174,7 @@ sw_ms=$((SW / 1000000))
 # the switch starts; after: those of the PL_WIN seconds from the first interval
 # that starts after the switch. Whole intervals again (see the A/A windows), found
 # in the store: they last ~1 s, longer on a busy machine.
-wait_for $((PL_SWITCH + PL_WIN + 30)) stored_after "$PL_SEL" "$(((sw_ms + PL_WIN * 1000 + 3000) * 1000000))" ||
+wait_until $((PL_SWITCH + PL_WIN + 30)) stored_after "$PL_SEL" "$(((sw_ms + PL_WIN * 1000 + 3000) * 1000000))" ||
 	fail planted_data "no profile after the planted window within its deadline"
 interval_starts "$PL_SEL" $((sw_ms - PL_WIN * 1000 - 5000)) $((sw_ms + PL_WIN * 1000 + 5000)) > "$T/pl.starts"
 bu=$(start_at_or_before "$T/pl.starts" "$sw_ms")
