@@ -118,14 +118,16 @@ stage "recorded"
 # (a window edge inside an interval would count that interval's samples against
 # only part of its time, and move a rate by up to a quarter).
 aa_t0=$(($(now_ns) / 1000000))
-aa_until=$((aa_t0 + 600000))
-aa_stored() { [ "$(timeline_starts "$AA_SEL" "$aa_t0" "$aa_until" 100ms | wc -l)" -gt $((AA_N * AA_WIN)) ]; }
-wait_until $((AA_N * AA_WIN + 60)) aa_stored ||
+aa_stored() {
+	[ "$(timeline_starts "$AA_SEL" "$aa_t0" $(($(now_ns) / 1000000 + 5000)) 100ms | wc -l)" -gt $((AA_N * AA_WIN)) ]
+}
+wait_for $((AA_N * AA_WIN + 60)) aa_stored ||
 	fail aa_data "fewer than $((AA_N * AA_WIN + 1)) intervals of the steady workload within the deadline"
 kill "$AA_PID" 2>/dev/null
-interval_starts "$AA_SEL" "$aa_t0" "$aa_until" > "$T/aa.starts"
+interval_starts "$AA_SEL" "$aa_t0" $(($(now_ns) / 1000000 + 5000)) > "$T/aa.starts"
 mapfile -t AA_B < <(awk -v k="$AA_WIN" '(NR - 1) % k == 0' "$T/aa.starts")
 stage "A/A windows stored ($(wc -l < "$T/aa.starts") intervals)"
+[ "${#AA_B[@]}" -gt "$AA_N" ] || AA_N=0 # no A/A without its windows (aa_data failed)
 aa_fetch() { # normalize: the 20 answers, window i against i + 1
 	local norm=$1 i q
 	for ((i = 0; i < AA_N - 1; i++)); do
@@ -152,6 +154,7 @@ aa_summary() { # normalize
 		   ($a | map(select(.n != $norm)) | length)] | @tsv' "$T"/aa."$1".*.json
 }
 for norm in share rate; do
+	[ "$AA_N" -gt 0 ] || break
 	aa_fetch "$norm"
 	if ! read -r sig tests ivmean ivmin zmax wrong < <(aa_summary "$norm") || [ "$tests" = 0 ]; then
 		fail "aa_$norm" "no selfDiff rows: $(head -c 300 "$T/aa.$norm.0.json")"
@@ -176,7 +179,7 @@ sw_ms=$((SW / 1000000))
 # the switch starts; after: those of the PL_WIN seconds from the first interval
 # that starts after the switch. Whole intervals again (see the A/A windows), found
 # in the store: they last ~1 s, longer on a busy machine.
-wait_until $((PL_SWITCH + PL_WIN + 30)) stored_after "$PL_SEL" "$(((sw_ms + PL_WIN * 1000 + 3000) * 1000000))" ||
+wait_for $((PL_SWITCH + PL_WIN + 30)) stored_after "$PL_SEL" "$(((sw_ms + PL_WIN * 1000 + 3000) * 1000000))" ||
 	fail planted_data "no profile after the planted window within its deadline"
 interval_starts "$PL_SEL" $((sw_ms - PL_WIN * 1000 - 5000)) $((sw_ms + PL_WIN * 1000 + 5000)) > "$T/pl.starts"
 bu=$(start_at_or_before "$T/pl.starts" "$sw_ms")
