@@ -186,7 +186,7 @@ bu=$(start_at_or_before "$T/pl.starts" "$sw_ms")
 bf=$(start_at_or_after "$T/pl.starts" $((bu - PL_WIN * 1000)))
 af=$(start_at_or_after "$T/pl.starts" $((sw_ms + 1)))
 au=$(start_at_or_before "$T/pl.starts" $((af + PL_WIN * 1000)))
-if [ -z "$bf" ] || [ -z "$au" ] || [ "$bf" -ge "$bu" ] || [ "$af" -ge "$au" ]; then
+if [ -z "$bu" ] || [ -z "$bf" ] || [ -z "$af" ] || [ -z "$au" ] || [ "$bf" -ge "$bu" ] || [ "$af" -ge "$au" ]; then
 	fail planted_intervals "no windows: before [$bf, $bu) after [$af, $au) ms, switch $sw_ms"
 	finish
 fi
