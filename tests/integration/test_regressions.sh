@@ -153,6 +153,15 @@ aa_summary() { # normalize
 			| (if .change < 0 then -.change else .change end) / ((.high - .low) / 2)] | max // 0),
 		   ($a | map(select(.n != $norm)) | length)] | @tsv' "$T"/aa."$1".*.json
 }
+# The steady workload's own slow_path rate over its windows, least and most (CPU
+# s/s): a rate holds only while the workload gets its CPU, which a busy machine
+# can deny (then its "significant" changes in rate are real ones).
+aa_truth=$(for ((i = 0; i < AA_N; i++)); do
+	awk -v f="${AA_B[i]:-0}000000" -v u="${AA_B[i + 1]:-0}000000" '$1 == "t" && $2 >= f && $2 <= u {
+		if (t0 == "") { t0 = $2; v0 = $4 } t1 = $2; v1 = $4 }
+		END { if (t1 > t0) printf "%.4f\n", (v1 - v0) / (t1 - t0) }' "$T/steady.out"
+done | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s to %s", lo, hi }')
+echo "# the steady workload's own slow_path rate over the windows: $aa_truth CPU-s/s"
 for norm in share rate; do
 	[ "$AA_N" -gt 0 ] || break
 	aa_fetch "$norm"
@@ -166,7 +175,7 @@ for norm in share rate; do
 	msg="$sig of $tests functions called significant over $((AA_N - 1)) A/A comparisons ($norm): rate $rate, limit $limit (1 - $AA_CONF + 4 sd)"
 	echo "# $msg; $ivmean intervals per window (least $ivmin); largest |change| $zmax half-widths"
 	awk -v r="$rate" -v l="$limit" 'BEGIN { exit !(r <= l) }' && pass "aa_$norm: $msg" ||
-		fail "aa_$norm" "$msg; significant: $(jq -cs '[.[].functions[] | select(.selfDiff != null and .selfDiff.verdict != "noise") | {name, selfDiff}]' "$T"/aa."$norm".*.json | head -c 600)"
+		fail "aa_$norm" "$msg (the workload's own rate: $aa_truth CPU-s/s); significant: $(jq -cs '[.[].functions[] | select(.selfDiff != null and .selfDiff.verdict != "noise") | {name, selfDiff}]' "$T"/aa."$norm".*.json | head -c 600)"
 done
 
 stage "A/A compared"
