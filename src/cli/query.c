@@ -24,6 +24,11 @@ struct query_args {
 	const char *tls_ca; /* --tls-ca: CA of an https:// server; NULL = the system's */
 	const char *output; /* -o FILE; NULL: stdout */
 	bool json;	    /* --json: the API's JSON of tree, series, labels, timeline */
+	/* --regressions: the window against --baseline (format "regressions") */
+	bool regressions;
+	const char *baseline, *kind, *normalize, *confidence;
+	struct query_regressions_opts ro;
+	double conf;
 	long max_nodes;
 	char token[1024];
 	bool have_token;
@@ -44,13 +49,26 @@ static void usage(FILE *f)
 		"      --format FMT          top (default), folded, pprof, tree, series, labels,\n"
 		"                            timeline; tree, series, labels and timeline as\n"
 		"                            text tables\n"
-		"      --json                tree, series, labels, timeline: the API's JSON\n"
+		"      --json                tree, series, labels, timeline, regressions: the\n"
+		"                            API's JSON\n"
 		"                            instead (docs/api.md)\n"
 		"  -o, --output FILE         write there instead of stdout (pprof is gzip:\n"
 		"                            it needs -o or a redirection, not a terminal)\n"
 		"      --max-nodes N         rows of top / nodes of tree\n"
 		"      --group-by LABEL      timeline: one line per value of LABEL\n"
-		"      --step DURATION       timeline: step (default: automatic)\n"
+		"      --step DURATION       timeline: step (default: automatic);\n"
+		"                            regressions: the series' step\n"
+		"      --regressions         the functions whose self time per second changed\n"
+		"                            beyond noise between the range and a baseline,\n"
+		"                            largest change first (docs/regressions.md)\n"
+		"      --baseline B          regressions: previous (the range of the same\n"
+		"                            length just before; default), 1d or 7d (the\n"
+		"                            same range a day or a week earlier)\n"
+		"      --confidence C        regressions: 0.5 to 0.9999 (default 0.99), for\n"
+		"                            the whole list (Bonferroni)\n"
+		"      --kind K              regressions: self (default) or total\n"
+		"      --normalize N         regressions: rate (time per second, default) or\n"
+		"                            share (of the total)\n"
 		"      --server URL          ask a running server (default http://127.0.0.1:4100)\n"
 		"      --data DIR            read a data directory directly instead\n"
 		"      --auth-token-file F   bearer token for the server\n"
@@ -73,7 +91,12 @@ enum {
 	OPT_GROUP,
 	OPT_STEP,
 	OPT_TLS_CA,
-	OPT_JSON
+	OPT_JSON,
+	OPT_REGRESSIONS,
+	OPT_BASELINE,
+	OPT_CONFIDENCE,
+	OPT_KIND,
+	OPT_NORMALIZE
 };
 
 const struct option cli_query_opts[] = {
@@ -88,6 +111,11 @@ const struct option cli_query_opts[] = {
     {"step", required_argument, NULL, OPT_STEP},
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"json", no_argument, NULL, OPT_JSON},
+    {"regressions", no_argument, NULL, OPT_REGRESSIONS},
+    {"baseline", required_argument, NULL, OPT_BASELINE},
+    {"confidence", required_argument, NULL, OPT_CONFIDENCE},
+    {"kind", required_argument, NULL, OPT_KIND},
+    {"normalize", required_argument, NULL, OPT_NORMALIZE},
     {"output", required_argument, NULL, 'o'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -96,11 +124,62 @@ const struct option cli_query_opts[] = {
 static const char *const formats[] = {"top",	"folded", "pprof",   "tree",
 				      "series", "labels", "timeline"};
 
+/* The regressions' options (--baseline, --confidence, --kind, --normalize). */
+static int parse_regress(int c, const char *arg, struct query_args *q)
+{
+	char *end;
+
+	switch (c) {
+	case OPT_BASELINE:
+		if (query_baseline_parse(arg, &q->ro.baseline)) {
+			cli_error("query", "--baseline: '%s' is not previous, 1d or 7d", arg);
+			return -EINVAL;
+		}
+		q->baseline = arg;
+		return 0;
+	case OPT_CONFIDENCE:
+		q->conf = strtod(arg, &end);
+		if (!*arg || *end || !(q->conf >= QUERY_MIN_CONFIDENCE) ||
+		    !(q->conf <= QUERY_MAX_CONFIDENCE)) {
+			cli_error("query", "--confidence: '%s' is not a number from %g to %g", arg,
+				  QUERY_MIN_CONFIDENCE, QUERY_MAX_CONFIDENCE);
+			return -EINVAL;
+		}
+		q->confidence = arg;
+		return 0;
+	case OPT_KIND:
+		if (strcmp(arg, "self") && strcmp(arg, "total")) {
+			cli_error("query", "--kind: '%s' is neither self nor total", arg);
+			return -EINVAL;
+		}
+		q->ro.total = !strcmp(arg, "total");
+		q->kind = arg;
+		return 0;
+	case OPT_NORMALIZE:
+		if (strcmp(arg, "rate") && strcmp(arg, "share")) {
+			cli_error("query", "--normalize: '%s' is neither rate nor share", arg);
+			return -EINVAL;
+		}
+		q->ro.share = !strcmp(arg, "share");
+		q->normalize = arg;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 static int parse_one(int c, const char *arg, struct query_args *q)
 {
 	size_t i;
 
 	switch (c) {
+	case OPT_REGRESSIONS:
+		q->regressions = true;
+		return 0;
+	case OPT_BASELINE:
+	case OPT_CONFIDENCE:
+	case OPT_KIND:
+	case OPT_NORMALIZE:
+		return parse_regress(c, arg, q);
 	case OPT_FROM:
 		q->from = arg;
 		return 0;
@@ -167,7 +246,7 @@ static int parse_one(int c, const char *arg, struct query_args *q)
 static bool is_text_format(const char *format)
 {
 	return !strcmp(format, "tree") || !strcmp(format, "series") || !strcmp(format, "labels") ||
-	       !strcmp(format, "timeline");
+	       !strcmp(format, "timeline") || !strcmp(format, "regressions");
 }
 
 static int parse_flags(int argc, char **argv, const struct option *opts, void *ctx)
@@ -197,6 +276,18 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 		cli_error("query", "give --server or --data, not both");
 		return -EINVAL;
 	}
+	if (q->regressions && strcmp(q->format, "top")) {
+		cli_error("query", "--regressions prints its own table (or --json), not --format %s",
+			  q->format);
+		return -EINVAL;
+	}
+	if (!q->regressions && (q->baseline || q->confidence || q->kind || q->normalize)) {
+		cli_error("query", "--baseline, --confidence, --kind and --normalize go with "
+				   "--regressions");
+		return -EINVAL;
+	}
+	if (q->regressions)
+		q->format = "regressions";
 	if (q->json && !is_text_format(q->format)) {
 		cli_error("query", "--json goes with --format tree, series, labels or timeline, not %s",
 			  q->format);
@@ -232,8 +323,8 @@ static int local_profile(struct store *st, const struct query_request *r, const 
 }
 
 /* The JSON of a listing, tree or timeline into out. 0 or as the query_*_json writer. */
-static int local_json(struct store *st, const struct query_request *r, const char *fmt, FILE *out,
-		      char *err, size_t errlen)
+static int local_json(struct store *st, const struct query_request *r, const struct query_args *q,
+		      const char *fmt, FILE *out, char *err, size_t errlen)
 {
 	if (!strcmp(fmt, "series"))
 		return query_series_json(st, r, out, err, errlen);
@@ -241,18 +332,20 @@ static int local_json(struct store *st, const struct query_request *r, const cha
 		return query_labels_json(st, r, out, err, errlen);
 	if (!strcmp(fmt, "tree"))
 		return query_tree_json(st, r, out, err, errlen);
+	if (!strcmp(fmt, "regressions"))
+		return query_regressions_json(st, r, &q->ro, out, err, errlen);
 	return query_timeline_json(st, r, out, err, errlen);
 }
 
 /* Text of a listing, tree or timeline: its JSON, rendered (one renderer for a
  * server's answers and the store's). */
-static int local_text(struct store *st, const struct query_request *r, const char *fmt, FILE *out,
-		      char *err, size_t errlen)
+static int local_text(struct store *st, const struct query_request *r, const struct query_args *q,
+		      const char *fmt, FILE *out, char *err, size_t errlen)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *mem = open_memstream(&buf, &len);
-	int ret = mem ? local_json(st, r, fmt, mem, err, errlen) : -ENOMEM;
+	int ret = mem ? local_json(st, r, q, fmt, mem, err, errlen) : -ENOMEM;
 
 	if (mem && fclose(mem) && !ret)
 		ret = -ENOMEM;
@@ -265,7 +358,10 @@ static int local_text(struct store *st, const struct query_request *r, const cha
 static int local_query(const struct query_args *q, FILE *out)
 {
 	struct query_request r = {
-	    .query = q->selector, .max_nodes = (size_t)q->max_nodes, .group_by = q->group_by};
+	    .query = q->selector,
+	    .max_nodes = (size_t)q->max_nodes,
+	    .group_by = q->group_by,
+	    .confidence = q->conf};
 	struct store_opts so = {.retention_ns = -1}; /* reading must never delete */
 	struct store *st = NULL;
 	char err[1024] = "";
@@ -288,9 +384,9 @@ static int local_query(const struct query_args *q, FILE *out)
 		return 1;
 	}
 	if (is_text_format(q->format) && q->json)
-		ret = local_json(st, &r, q->format, out, err, sizeof(err));
+		ret = local_json(st, &r, q, q->format, out, err, sizeof(err));
 	else if (is_text_format(q->format))
-		ret = local_text(st, &r, q->format, out, err, sizeof(err));
+		ret = local_text(st, &r, q, q->format, out, err, sizeof(err));
 	else
 		ret = local_profile(st, &r, q->format, out, err, sizeof(err));
 	store__close(st);
@@ -393,6 +489,7 @@ static int remote_query(const struct query_args *q, FILE *out)
 	const char *endpoint = !strcmp(q->format, "series")	? "series"
 			       : !strcmp(q->format, "labels")	? "labels"
 			       : !strcmp(q->format, "timeline") ? "timeline"
+			       : q->regressions			? "regressions"
 								: "profile";
 	CURL *c = curl_easy_init();
 	char url[8192], maxn[32], *body = NULL;
@@ -410,6 +507,10 @@ static int remote_query(const struct query_args *q, FILE *out)
 		add_arg(c, url, sizeof(url), "until", q->until);
 		add_arg(c, url, sizeof(url), "groupBy", q->group_by);
 		add_arg(c, url, sizeof(url), "step", q->step);
+		add_arg(c, url, sizeof(url), "baseline", q->baseline);
+		add_arg(c, url, sizeof(url), "confidence", q->confidence);
+		add_arg(c, url, sizeof(url), "kind", q->kind);
+		add_arg(c, url, sizeof(url), "normalize", q->normalize);
 		snprintf(maxn, sizeof(maxn), "%ld", q->max_nodes);
 		add_arg(c, url, sizeof(url), "maxNodes", q->max_nodes ? maxn : NULL);
 		rc = http_get(c, q, url, mem, &status);

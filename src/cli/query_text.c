@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -195,6 +196,69 @@ static int render_tree(struct json_object *root, FILE *out, char *err, size_t er
 	return 0;
 }
 
+static double num_member(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v) ||
+	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+		return NAN;
+	return json_object_get_double(v);
+}
+
+/* "FROM – UNTIL (N intervals)" of a window or baseline object. */
+static void put_span(FILE *out, struct json_object *span)
+{
+	put_time(out, int_member(span, "from") / 1000000);
+	fputs(" – ", out);
+	put_time(out, int_member(span, "until") / 1000000);
+	fprintf(out, " (%" PRId64 " intervals)", int_member(span, "intervals"));
+}
+
+/* regressions: a line saying what was compared, then a row per function. */
+static int render_regressions(struct json_object *root, FILE *out, char *err, size_t errlen)
+{
+	struct json_object *fns = member(root, "functions", json_type_array);
+	struct json_object *w = member(root, "window", json_type_object);
+	struct json_object *b = member(root, "baseline", json_type_object);
+	struct json_object *unit = member(root, "unit", json_type_string);
+	struct json_object *kind = member(root, "kind", json_type_string);
+	struct json_object *note = member(root, "note", json_type_string);
+	size_t n;
+
+	if (!fns || !w || !b || !unit || !kind)
+		return bad(err, errlen, "the answer lacks functions, window, baseline, unit or kind");
+	fputs("# window ", out);
+	put_span(out, w);
+	fputs(" against baseline ", out);
+	put_span(out, b);
+	fprintf(out, "; %s in %s, confidence %g over the %" PRId64 " functions tested\n",
+		json_object_get_string(kind), json_object_get_string(unit),
+		num_member(root, "confidence"), int_member(root, "tested"));
+	n = json_object_array_length(fns);
+	if (n)
+		fprintf(out, "%-40s %12s %12s %12s %27s %9s\n", "function", "before", "after",
+			"change", "interval", "relative");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *r = json_object_array_get_idx(fns, i);
+		struct json_object *name = member(r, "name", json_type_string);
+		double rel = num_member(r, "relative");
+		char relbuf[32] = "new";
+
+		if (!name)
+			return bad(err, errlen, "function %zu has no name", i);
+		if (isfinite(rel))
+			snprintf(relbuf, sizeof(relbuf), "%+.1f%%", 100 * rel);
+		fprintf(out, "%-40s %12.4g %12.4g %+12.4g  [%+11.4g, %+11.4g] %9s\n",
+			json_object_get_string(name), num_member(r, "before"),
+			num_member(r, "after"), num_member(r, "change"), num_member(r, "low"),
+			num_member(r, "high"), relbuf);
+	}
+	if (note)
+		fprintf(out, "# %s\n", json_object_get_string(note));
+	return 0;
+}
+
 int query_text_render(const char *format, const char *json, size_t len, FILE *out, char *err,
 		      size_t errlen)
 {
@@ -223,6 +287,8 @@ int query_text_render(const char *format, const char *json, size_t len, FILE *ou
 		ret = render_timeline(root, out, err, errlen);
 	else if (!strcmp(format, "tree"))
 		ret = render_tree(root, out, err, errlen);
+	else if (!strcmp(format, "regressions"))
+		ret = render_regressions(root, out, err, errlen);
 	else
 		ret = bad(err, errlen, "no text form for '%s'", format);
 cleanup:

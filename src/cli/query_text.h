@@ -14,7 +14,8 @@
 #define QUERY_TEXT_MAX_DEPTH 2048
 
 /*
- * Writes the text of format ("labels", "series", "timeline" or "tree") from its
+ * Writes the text of format ("labels", "series", "timeline", "tree" or
+ * "regressions") from its
  * JSON answer json[0, len) (no NUL needed) to out. 0, -EINVAL with err naming
  * what the answer lacks, or -ENOMEM.
  */

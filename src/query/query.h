@@ -497,6 +497,77 @@ int query_top_json(struct store *s, const struct query_request *q, FILE *out, ch
 int query_diff_json(struct store *s, const struct query_request *left,
 		    const struct query_request *right, FILE *out, char *err, size_t errlen);
 
+/* ---- regressions: a window against a baseline (regress.c) ---- */
+
+#define QUERY_REGRESSIONS_DEFAULT_LIMIT 50
+#define QUERY_REGRESSIONS_MAX_LIMIT	1000
+
+/* previous: the window of the same length just before; 1d, 7d: the window that
+ * long earlier; range: the options' base_from_ns/base_until_ns. */
+enum query_baseline { QUERY_BASELINE_PREVIOUS, QUERY_BASELINE_1D, QUERY_BASELINE_7D,
+		      QUERY_BASELINE_RANGE };
+/* "previous", "1d", "7d" into *out; -EINVAL for anything else. */
+int query_baseline_parse(const char *s, enum query_baseline *out);
+
+/* What to compare; zeroed: the previous window, self, rate, 50 rows. */
+struct query_regressions_opts {
+	enum query_baseline baseline;
+	int64_t base_from_ns, base_until_ns; /* QUERY_BASELINE_RANGE: [from, until) */
+	bool total;			     /* total instead of self */
+	bool share;			     /* share of the total instead of rate */
+	size_t limit;			     /* 0: default; capped at QUERY_REGRESSIONS_MAX_LIMIT */
+};
+
+struct query_regression {
+	const char *name;	  /* in the answer's pool */
+	struct query_change c;	  /* left: the baseline's, right: the window's */
+	double relative;	  /* change / before; NAN when before is 0 */
+	double *values;		  /* owned: the series, n_times values */
+	size_t id[2];		  /* its row in each side's top table (0: none) */
+};
+struct query_regressions {
+	char unit[QUERY_UNIT_MAX + 8]; /* "pp" or "<unit>/s" ("seconds/s" for ns) */
+	bool total, share;
+	double confidence;
+	size_t tested;		     /* functions with data (of the kind) on either side */
+	int64_t from_ns, until_ns;   /* the window */
+	int64_t base_from_ns, base_until_ns;
+	size_t intervals[2];	     /* [0] baseline, [1] window: intervals with data */
+	char note[512];
+	size_t n;		     /* rows: significant ones, largest |change| first */
+	struct query_regression *rows; /* owned */
+	char *pool;		     /* owned: the rows' names */
+	size_t n_times;
+	int64_t *times; /* owned: the series' points (starts, ns), both sides' */
+};
+void query_regressions__fini(struct query_regressions *r);
+
+/*
+ * The functions whose self (or total) time changed beyond noise between the
+ * baseline and the window q->from_ns..until_ns, with Bonferroni's correction
+ * over the functions tested (the chance that any unchanged function is listed
+ * is at most 1 - confidence): each side as a diff's (query_stacks_buckets of its
+ * range, fn_stats, query_stats__compare at the z of 1 - (1 - confidence) /
+ * tested). Each row's series covers both sides at q->step_ns rounded up to a
+ * whole interval (0: an interval). A side without data is not an error: no rows,
+ * and the note says which side is empty. q->confidence (0: default) and
+ * q->value_index as the diff's. 0 or as query_diff; *out always to be finied.
+ */
+int query_regressions(struct store *s, const struct query_request *q,
+		      const struct query_regressions_opts *o, struct query_regressions *out,
+		      char *err, size_t errlen);
+/*
+ * {"unit":…,"normalize":"rate"|"share","kind":"self"|"total","confidence":C,
+ *  "tested":N,"window":{"from":NS,"until":NS,"intervals":n},
+ *  "baseline":{"from":NS,"until":NS,"intervals":n},"note":"…",
+ *  "functions":[{"name":…,"before":a,"after":b,"change":…,"low":…,"high":…,
+ *    "verdict":"up"|"down","relative":R|null,"series":{"times":[NS…],"values":[…]}},…]}
+ */
+int query_regressions__write_json(const struct query_regressions *r, FILE *out);
+int query_regressions_json(struct store *s, const struct query_request *q,
+			   const struct query_regressions_opts *o, FILE *out, char *err,
+			   size_t errlen);
+
 /*
  * Timeline: totals per step, per value of group_by (series without the label
  * are grouped under ""):

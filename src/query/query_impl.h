@@ -110,4 +110,13 @@ void fn_stats__side(const struct query_buckets *b, const char *unit, enum query_
 /* "pp" or "<unit>/s" ("seconds/s" for nanoseconds). */
 void fn_stats__unit(const char *unit, enum query_norm norm, char *out, size_t len);
 
+/*
+ * One side of a comparison by function (tree.c, for regress.c): the top table
+ * of qs's stacks (values[value_index]; every row, at most QUERY_MAX_NODES; *top
+ * cleared first and always to be finied) and, by its row ids, each function's
+ * values per bucket of bk into f (fn_stats__init'ed with bk->k). 0 or -errno.
+ */
+int query_fn_side(struct store *s, const struct query_stacks *qs, const struct query_buckets *bk,
+		  int value_index, struct query_top *top, struct fn_stats *f);
+
 #endif /* HEARTH_QUERY_IMPL_H */

@@ -1727,3 +1727,34 @@ int query_diff(struct store *s, const struct query_request *left, const struct q
 	query_buckets__fini(&rb);
 	return e;
 }
+
+/* ---- one side of a comparison named by function (regress.c) ---- */
+
+int query_fn_side(struct store *s, const struct query_stacks *qs, const struct query_buckets *bk,
+		  int value_index, struct query_top *top, struct fn_stats *f)
+{
+	struct stack_src src = {NULL, qs, NULL, NULL, bk};
+	struct stack_buf b = {0};
+	struct top *t = NULL;
+	struct tree tr;
+	/* the diff's walk without its tree: each location named once, each stack
+	 * counted into the top table and into f by the table's row ids */
+	int e = tree_start(&tr, value_index) ?: stack_src_open(&src, s) ?:
+		top__new(src.p, value_index, &t);
+
+	memset(top, 0, sizeof(*top));
+	tr.top = t;
+	for (size_t i = 0; !e && i < qs->n; i++) {
+		e = stack_names(&tr, &src, qs->locs + qs->off[i], qs->off[i + 1] - qs->off[i], &b) ?:
+		    top__add_rows(t, b.rows, b.n, qs->v[i][value_index]) ?:
+		    fn_stats__add(f, b.rows, b.n, bk->v + i * bk->k, (double)qs->v[i][0]);
+	}
+	e = e ?: query_top__from(top, t, value_index, QUERY_MAX_NODES);
+	free(b.names);
+	free(b.mods);
+	free(b.rows);
+	top__free(t);
+	tree_fini(&tr);
+	stack_src_close(&src);
+	return e;
+}

@@ -163,6 +163,60 @@ static int stats_args(struct server_req *r, struct query_request *q, char *err, 
 	return 0;
 }
 
+/* /api/regressions' own parameters (baseline, baselineFrom/baselineUntil, kind,
+ * limit; normalize defaults to rate) into o, and confidence into q. */
+static int regress_args(struct server_req *r, struct query_request *q,
+			struct query_regressions_opts *o, char *err, size_t errlen)
+{
+	const char *b = server_arg(r, "baseline"), *bf = server_arg(r, "baselineFrom");
+	const char *bu = server_arg(r, "baselineUntil"), *k = server_arg(r, "kind");
+	const char *n = server_arg(r, "normalize"), *l = server_arg(r, "limit");
+	char *end;
+	long lim;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	if ((ret = stats_args(r, q, err, errlen)))
+		return ret;
+	o->share = n && !strcmp(n, "share"); /* stats_args checked it; default rate */
+	if (b && *b && query_baseline_parse(b, &o->baseline)) {
+		snprintf(err, errlen, "baseline '%.32s' is not previous, 1d or 7d", b);
+		return -EINVAL;
+	}
+	if ((bf && *bf) || (bu && *bu)) {
+		if (b && *b) {
+			snprintf(err, errlen, "baseline '%.32s' and baselineFrom/baselineUntil: give "
+				 "one of them", b);
+			return -EINVAL;
+		}
+		if (!bf || !*bf || !bu || !*bu) {
+			snprintf(err, errlen, "%s is missing: baselineFrom and baselineUntil go "
+				 "together", !bf || !*bf ? "baselineFrom" : "baselineUntil");
+			return -EINVAL;
+		}
+		o->baseline = QUERY_BASELINE_RANGE;
+		if (query_parse_range_named("baselineFrom", bf, "baselineUntil", bu,
+					    server_now_ns(), &o->base_from_ns, &o->base_until_ns,
+					    err, errlen))
+			return -EINVAL;
+	}
+	if (k && *k && strcmp(k, "self") && strcmp(k, "total")) {
+		snprintf(err, errlen, "kind '%.32s' is neither self nor total", k);
+		return -EINVAL;
+	}
+	o->total = k && !strcmp(k, "total");
+	if (l && *l) {
+		lim = strtol(l, &end, 10);
+		if (*end || lim < 1 || lim > QUERY_REGRESSIONS_MAX_LIMIT) {
+			snprintf(err, errlen, "limit '%.32s' is not a number from 1 to %d", l,
+				 QUERY_REGRESSIONS_MAX_LIMIT);
+			return -EINVAL;
+		}
+		o->limit = (size_t)lim;
+	}
+	return 0;
+}
+
 /* Runs the /api endpoint named by the path. */
 static int api_dispatch(struct server_req *r, FILE *f, const char **ctype, char *err, size_t errlen)
 {
@@ -182,6 +236,12 @@ static int api_dispatch(struct server_req *r, FILE *f, const char **ctype, char 
 	}
 	if ((ret = request_args(r, "", &q, err, errlen)))
 		return ret;
+	if (!strcmp(path, "regressions")) {
+		struct query_regressions_opts o;
+
+		return regress_args(r, &q, &o, err, errlen) ?:
+		       query_regressions_json(st, &q, &o, f, err, errlen);
+	}
 	if (!strcmp(path, "labels"))
 		return query_labels_json(st, &q, f, err, errlen);
 	if (!strcmp(path, "series"))

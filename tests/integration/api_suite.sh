@@ -681,6 +681,34 @@ want diff_bad_confidence "$(http_status "$S$SIG&confidence=2" "$T/sig.err")$(jq 
 want diff_bad_normalize "$(http_status "$S$SIG&normalize=median" "$T/sig.err")$(jq -r '.error | test("normalize")' "$T/sig.err")" 400true
 xcheck diff_significance "$SIG&normalize=rate" norm_json
 
+# ---- regressions (docs/regressions.md): the same sigapp windows, the right one
+# the window and the left its previous baseline; exact counts: hot 100 -> 200
+# samples/s is listed, steady is not ----
+REG="/api/regressions?query=sigapp%7B%7D&from=$((G + 60))&until=$((G + 120))"
+want regressions_rate "$(get "$REG" | jq -c '[.unit, .normalize, .kind, .confidence, .tested, .window.intervals, .baseline.intervals, .baseline.from == '"$G"'000000000, (.note | length > 20), [.functions[] | [.name, .before, .after, .change, .verdict, .relative, (.low > 0), (.series.times | length), (.series.values | add)]]]')" \
+	'["samples/s","rate","self",0.99,2,6,6,true,true,[["hot",100,200,100,"up",1,true,12,1800]]]'
+want regressions_total_share "$(get "$REG&kind=total&normalize=share&baselineFrom=$G&baselineUntil=$((G + 60))" | jq -c '[.unit, .kind, .tested, ([.functions[] | [.name, .verdict]] | sort)]')" \
+	'["pp","total",3,[["hot","up"],["steady","down"]]]'
+want regressions_limit "$(get "$REG&kind=total&limit=1" | jq -c '[.functions[] | .name]')" '["hot"]'
+want regressions_empty_baseline "$(get "$REG&baseline=7d" | jq -c '[.functions, .baseline.intervals, .window.intervals, (.note | test("baseline holds no data"))]')" '[[],0,6,true]'
+for bad in baseline=2d kind=leaf limit=0 limit=1001 confidence=2 normalize=median baselineFrom=$G \
+	"baseline=1d&baselineFrom=$G&baselineUntil=$((G + 60))" "baselineFrom=$((G + 60))&baselineUntil=$G"; do
+	name=${bad%%=*}
+	[ "$bad" = "baselineFrom=$G" ] && name=baselineUntil
+	want "regressions_bad_${bad//[^a-zA-Z0-9]/_}" "$(http_status "$S$REG&$bad" "$T/reg.err")$(jq -r --arg n "$name" '.error | contains($n)' "$T/reg.err")" 400true
+done
+xcheck regressions "$REG" norm_json
+# the CLI: the same table as text, and --json as the API's
+"$HEARTH" query --server "$S" --regressions 'sigapp{}' --from $((G + 60)) --until $((G + 120)) > "$T/reg.txt" 2>&1
+if grep -q '^# window .* against baseline .*confidence 0.99 over the 2 functions tested' "$T/reg.txt" &&
+	grep -Eq '^hot +100 +200 +\+100 .*\+100\.0%$' "$T/reg.txt" && ! grep -q steady "$T/reg.txt"; then
+	pass cli_regressions_table
+else
+	fail cli_regressions_table "$(head -c 600 "$T/reg.txt")"
+fi
+want cli_regressions_json "$("$HEARTH" query --server "$S" --regressions --json --kind total 'sigapp{}' --from $((G + 60)) --until $((G + 120)) | jq -c '[.kind, [.functions[].name]]')" '["total",["hot","main"]]'
+want cli_regressions_bad_baseline "$("$HEARTH" query --server "$S" --regressions --baseline 2d > /dev/null 2>&1; echo $?)" 2
+
 # ---- ClickHouse only (difference 4) ----
 if on_clickhouse; then
 	# shellcheck disable=SC2034 # read by same (clickhouse_lib.sh)
