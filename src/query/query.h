@@ -176,6 +176,8 @@ struct query_request {
 	bool expand_unnamed;
 	double confidence;    /* diff, regressions: 0 = QUERY_DEFAULT_CONFIDENCE */
 	int normalize;	      /* diff: enum query_norm (0 = share) */
+	int64_t interval_ns;  /* diff, regressions: the statistics' interval width, at
+			       * least 1 s; 0 = query_buckets_width's of the range */
 };
 
 /* ---- typed results ---- */

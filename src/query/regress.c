@@ -63,7 +63,7 @@ static int side_load(struct store *s, const struct query_request *q, int64_t fro
 
 	r.from_ns = from;
 	r.until_ns = until;
-	e = query_stacks_buckets(s, &r, 0, &sd->qs, &sd->bk, err, errlen);
+	e = query_stacks_buckets(s, &r, r.interval_ns, &sd->qs, &sd->bk, err, errlen);
 	if (e)
 		return e;
 	sd->loaded = true;

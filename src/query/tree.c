@@ -1704,9 +1704,9 @@ int query_diff(struct store *s, const struct query_request *left, const struct q
 	out->confidence = left->confidence > 0 ? left->confidence : QUERY_DEFAULT_CONFIDENCE;
 	out->normalize = left->normalize == QUERY_NORM_RATE ? QUERY_NORM_RATE : QUERY_NORM_SHARE;
 	/* each side cut into its intervals (query_buckets_width of its range) */
-	e = query_stacks_buckets(s, left, 0, &l, &lb, err, errlen);
+	e = query_stacks_buckets(s, left, left->interval_ns, &l, &lb, err, errlen);
 	if (!e)
-		e = query_stacks_buckets(s, right, 0, &r, &rb, err, errlen);
+		e = query_stacks_buckets(s, right, left->interval_ns, &r, &rb, err, errlen);
 	else
 		memset(&r, 0, sizeof(r));
 	if (!e && !query_same_type(l.type, r.type))

@@ -139,12 +139,23 @@ static int write_profile(struct server_req *r, const struct query_request *q, FI
 	return ret;
 }
 
-/* /api/diff's confidence (0.5-0.9999) and normalize (share|rate) into q. */
+/* /api/diff's confidence (0.5-0.9999), normalize (share|rate) and interval (the
+ * statistics' interval width, 1 s to 1 d) into q. */
 static int stats_args(struct server_req *r, struct query_request *q, char *err, size_t errlen)
 {
 	const char *c = server_arg(r, "confidence"), *n = server_arg(r, "normalize");
+	const char *iv = server_arg(r, "interval");
 	enum query_norm norm = QUERY_NORM_SHARE;
 	char *end;
+
+	if (iv && *iv) {
+		if (base_duration_parse(iv, &q->interval_ns, err, errlen))
+			return -EINVAL;
+		if (q->interval_ns < 1000000000ll || q->interval_ns > 86400ll * 1000000000ll) {
+			snprintf(err, errlen, "interval '%.32s' is not a duration from 1s to 1d", iv);
+			return -EINVAL;
+		}
+	}
 
 	if (c && *c) {
 		q->confidence = strtod(c, &end);

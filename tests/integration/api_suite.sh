@@ -679,6 +679,9 @@ want diff_share_values "$(get "$SIG" | jq -c '.functions[] | select(.name == "ho
 want diff_significant_first "$(get "$SIG&normalize=rate" | jq -r '.functions[0].name')" hot
 want diff_bad_confidence "$(http_status "$S$SIG&confidence=2" "$T/sig.err")$(jq -r '.error | test("confidence")' "$T/sig.err")" 400true
 want diff_bad_normalize "$(http_status "$S$SIG&normalize=median" "$T/sig.err")$(jq -r '.error | test("normalize")' "$T/sig.err")" 400true
+# interval=: the statistics' intervals chosen (two 30 s ones a side), bounded
+want diff_interval "$(get "$SIG&normalize=rate&interval=30s" | jq -c '.significance | [.intervals, .seconds]')" '[[2,2],[60,60]]'
+want diff_bad_interval "$(http_status "$S$SIG&interval=500ms" "$T/sig.err")$(jq -r '.error | test("interval")' "$T/sig.err")" 400true
 xcheck diff_significance "$SIG&normalize=rate" norm_json
 
 # ---- regressions (docs/regressions.md): the same sigapp windows, the right one

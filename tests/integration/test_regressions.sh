@@ -5,7 +5,8 @@
 #  a. A/A: the steady one over 21 consecutive windows of 4 stored intervals (found
 #     in the store: a window's wall time is then the time its data covers);
 #     /api/diff compares window i with i+1 (20 comparisons) for the process's
-#     selector, in both normalisations.
+#     selector, in both normalisations, with interval=1s: the statistics measure
+#     the noise over the stored 1-s intervals.
 #     Every function with self time on either side is one test; the rate of those
 #     called significant (selfDiff verdict not "noise") must stay at or below the
 #     stated false-positive rate 1 - confidence = 0.01, plus an allowance of 4
@@ -15,23 +16,23 @@
 #     Var(X + Y) <= 2 Var X + 2 Var Y). Functions of one comparison are taken as
 #     independent (distinct functions' sample counts are).
 #  b. Planted: the other one's slow_path costs 5% more CPU time per tick after a
-#     known moment. /api/regressions with explicit windows, 40 s before the switch
-#     and 40 s after (each under a minute: no 1-min rollup merges their intervals),
-#     at confidence 0.9999: slow_path is reported "up"; the workload's own measured
-#     relative change (its CPU clock per call, over the same windows) lies within
-#     the reported interval, divided by the reported "before" (a rate in the
-#     answer's unit, samples/s for CPU: the relative change is unit-free; "before"
-#     converted to CPU seconds per second matches the truth's rate); and nothing
-#     else of the process is reported. Confidence 0.9999 because this one run is
-#     the whole check: at 0.99 the interval misses the truth, or a function that
-#     did not change is listed, in 1 run of 100 by design; at 0.9999 in 1 of
-#     10,000, as the 4-sigma checks elsewhere in the suite. /api/diff over the same
-#     windows at the same confidence: slow_path's selfDiff is "up" and holds the truth.
-#     Sizing: slow_path runs 0.4 CPU-s/s (regwork scale 1.6), 2000 samples/s, 80,000
-#     per 40-s side; Poisson noise of the change is sqrt(2/80000) = 0.5% of the
-#     level, so +5% is 10 standard deviations: a Bonferroni z of about 4.8 (0.9999
-#     over ~50 functions) leaves 5 to spare. Paced sampling is less noisy than
-#     Poisson, which the interval's floor assumes.
+#     known moment. /api/regressions with explicit windows, 60 s before the switch
+#     and 60 s after (1-s intervals, as the A/A), in the share normalisation, at
+#     confidence 0.9999: slow_path is reported "up"; the relative change of its
+#     share that the workload measured with its own CPU clocks lies within the
+#     reported interval divided by the reported "before"; "before" is that share
+#     (within 10%: the process's other frames); and nothing else of the process is
+#     reported. Share, not rate: the agent's 1-s intervals vary in length, and a
+#     rate per interval carries that variation; a share does not. Confidence
+#     0.9999 because this one run is the whole check: at 0.99 the interval misses
+#     the truth, or a function that did not change is listed, in 1 run of 100 by
+#     design; at 0.9999 in 1 of 10,000. /api/diff over the same windows at the
+#     same confidence: slow_path's selfDiff is "up" and holds the truth.
+#     Sizing: the planted workload runs 0.8 CPU-s/s, slow_path half of it, 4000
+#     samples/s, 240,000 a 60-s side; its share moves from 0.500 to 0.512, +1.2
+#     points, against a Poisson standard deviation of sqrt(2 x 0.25 / 240000) =
+#     0.14 points: 8.5 standard deviations, against a Bonferroni z of about 5.2
+#     (0.9999 over ~80 functions, t with 59 degrees of freedom).
 # Every wait is a wait-until with a deadline; the processes die with the test.
 # test-runner: serial (it compares sampled CPU rates with the workloads' CPU clocks)
 . "$(dirname "$0")/lib.sh"
@@ -42,8 +43,8 @@ FREQ=4999
 AA_WIN=4        # stored intervals (~1 s) per A/A window
 AA_N=21         # windows
 AA_CONF=0.99
-PL_SWITCH=46    # the planted workload's switch, seconds after its start
-PL_WIN=40       # seconds per side of the planted comparison
+PL_SWITCH=66    # the planted workload's switch, seconds after its start
+PL_WIN=60       # seconds per side of the planted comparison
 PL_CONF=0.9999
 export LC_ALL=C
 
@@ -89,16 +90,17 @@ start_at_or_before() { # file, t_ms
 
 # The steady workload first (killed once its windows are stored; the run length
 # only bounds it), then, once hearth stores profiles, the planted one, so that
-# the 40 s before its switch are all recorded. Both at nice -10: their rates hold
-# only while they get the CPU time they ask for, on a busy machine too (nice only
-# orders who runs first; what the profiler counts is the CPU time either way).
-start_truth "$T/steady.out" nice -n -10 "$W/regwork" steady $((AA_WIN * AA_N + 120)) 0 0.5 ||
+# the 40 s before its switch are all recorded. Both real-time (SCHED_FIFO): their
+# rates hold only while they get the CPU time they ask for, which on a busy
+# machine nice does not promise; paced, they take about 1 of the 2 CPUs between
+# them and sleep the rest of every tick, so nothing else starves.
+start_truth "$T/steady.out" chrt -f 10 "$W/regwork" steady $((AA_WIN * AA_N + 120)) 0 0.5 ||
 	{ fail steady_start "no pid line"; finish; }
 AA_PID=$TRUTH_PID
 AA_SEL="{process=\"regwork\",pid=\"$AA_PID\"}"
 wait_for 60 stored_after "$AA_SEL" "$(now_ns)" ||
 	{ fail recorded "no profile of the workload within 60 s: $(tail -3 "$T/run.log")"; finish; }
-start_truth "$T/planted.out" nice -n -10 "$W/regwork" planted $((PL_SWITCH + PL_WIN + 20)) "$PL_SWITCH" 1.6 ||
+start_truth "$T/planted.out" chrt -f 10 "$W/regwork" planted $((PL_SWITCH + PL_WIN + 20)) "$PL_SWITCH" 1.6 ||
 	{ fail planted_start "no pid line"; finish; }
 PL_PID=$TRUTH_PID
 PL_SEL="{process=\"regwork\",pid=\"$PL_PID\"}"
@@ -133,7 +135,7 @@ aa_fetch() { # normalize: the 20 answers, window i against i + 1
 	for ((i = 0; i < AA_N - 1; i++)); do
 		q="left=$(enc "$AA_SEL")&right=$(enc "$AA_SEL")&leftfrom=${AA_B[i]}&leftuntil=${AA_B[i + 1]}"
 		q+="&rightfrom=${AA_B[i + 1]}&rightuntil=${AA_B[i + 2]}"
-		q+="&confidence=$AA_CONF&normalize=$norm&topRows=100000"
+		q+="&confidence=$AA_CONF&normalize=$norm&topRows=100000&interval=1s"
 		curl -s --max-time 30 "$URL/api/diff?$q" > "$T/aa.$norm.$i.json"
 	done
 }
@@ -216,27 +218,30 @@ truth_change() { # column: relative change of its rate, after / before - 1
 	awk -v a="$(truth_rate "$BF" "$BU" "$1")" -v b="$(truth_rate "$AF" "$AU" "$1")" \
 		'BEGIN { if (a > 0) printf "%.5f", b / a - 1 }'
 }
-tb=$(truth_rate "$BF" "$BU" 4) ta=$(truth_rate "$AF" "$AU" 4) truth=$(truth_change 4)
+# slow_path's share of the four functions' CPU time in a window: what the
+# share normalisation measures (the process's other frames, the clock reads
+# and the loop, are a few per cent of it and scale with the calls, not with
+# slow_path's budget)
+truth_share() { # from_ns, until_ns
+	awk -v a="$(truth_rate "$1" "$2" 4)" -v b="$(truth_rate "$1" "$2" 5)" \
+		-v c="$(truth_rate "$1" "$2" 6)" -v d="$(truth_rate "$1" "$2" 7)" \
+		'BEGIN { if (a + b + c + d > 0) printf "%.6f", a / (a + b + c + d) }'
+}
+tb=$(truth_rate "$BF" "$BU" 4) ta=$(truth_rate "$AF" "$AU" 4) rate_change=$(truth_change 4)
+sb=$(truth_share "$BF" "$BU") sa=$(truth_share "$AF" "$AU")
+truth=$(awk -v a="$sb" -v b="$sa" 'BEGIN { if (a > 0) printf "%.5f", b / a - 1 }')
 # The functions that did not change: their rates hold while the workload gets the
 # CPU it asks for (a machine too busy for that moves them, and then they did change).
 steady_moves="fast_path $(truth_change 5), steady_a $(truth_change 6), steady_b $(truth_change 7)"
-echo "# truth: slow_path $tb -> $ta CPU-s/s, relative $truth; the others: $steady_moves"
+echo "# truth: slow_path $tb -> $ta CPU-s/s (relative $rate_change), share $sb -> $sa (relative $truth); the others' rates: $steady_moves"
 
-# Checks slow_path's row of an answer against the truth. The interval is of the
-# change in CPU-s/s; divided by the answer's own "before" it is an interval of
-# the relative change, which is what the workload measured.
-# The answer's unit: samples/s (CPU profiles count samples, each 1/FREQ s of CPU),
-# nanoseconds/s or seconds/s; the factor to CPU seconds per second.
-cpu_factor() { # unit
-	case $1 in
-	samples/s) awk -v f="$FREQ" 'BEGIN { printf "%.10f", 1 / f }' ;;
-	nanoseconds/s) echo 0.000000001 ;;
-	seconds/s | s/s) echo 1 ;;
-	*) return 1 ;;
-	esac
-}
+# Checks slow_path's row of an answer against the truth. In the share
+# normalisation the answer's values are percentage points of the process's
+# total; the interval of the change divided by the answer's own "before" is an
+# interval of the relative change of slow_path's share, which the workload
+# measured with its CPU clocks.
 check_slow() { # test name, row (JSON: before, change, low, high, verdict), what, unit
-	local name=$1 row=$2 what=$3 unit=$4 before change low high verdict rel rlo rhi msg k
+	local name=$1 row=$2 what=$3 unit=$4 before change low high verdict rel rlo rhi msg
 	read -r before change low high verdict < <(jq -r '"\(.before) \(.change) \(.low) \(.high) \(.verdict)"' <<< "$row")
 	read -r rel rlo rhi < <(awk -v b="$before" -v c="$change" -v l="$low" -v h="$high" \
 		'BEGIN { if (b > 0) printf "%.5f %.5f %.5f", c / b, l / b, h / b }')
@@ -245,20 +250,20 @@ check_slow() { # test name, row (JSON: before, change, low, high, verdict), what
 	[ "$verdict" = up ] && pass "${name}_up" || fail "${name}_up" "$msg"
 	awk -v t="$truth" -v l="$rlo" -v h="$rhi" 'BEGIN { exit !(t != "" && h != "" && l <= t && t <= h) }' &&
 		pass "${name}_truth_within_interval" || fail "${name}_truth_within_interval" "$msg"
-	# "before" in CPU seconds per second is the truth's rate. Loose (10%): the
-	# clock reads put ~1% of the calls' time in libc and kernel frames.
-	if ! k=$(cpu_factor "$unit"); then
-		fail "${name}_unit" "unit '$unit' is not a rate of CPU time"
-	elif awk -v b="$before" -v k="$k" -v t="$tb" 'BEGIN { if (t <= 0) exit 1
-		d = b * k / t - 1; if (d < 0) d = -d; exit !(d <= 0.1) }'; then
-		pass "${name}_before_is_cpu_rate"
+	# "before" is slow_path's share of the process, in points: the truth's share
+	# of the four functions, within 10% (the rest of the process's frames).
+	if [ "$unit" != pp ]; then
+		fail "${name}_unit" "unit '$unit' is not percentage points"
+	elif awk -v b="$before" -v t="$sb" 'BEGIN { if (t <= 0) exit 1
+		d = b / (100 * t) - 1; if (d < 0) d = -d; exit !(d <= 0.1) }'; then
+		pass "${name}_before_is_the_share"
 	else
-		fail "${name}_before_is_cpu_rate" "before $before $unit x $k, truth $tb CPU-s/s"
+		fail "${name}_before_is_the_share" "before $before pp, truth $sb of the four functions"
 	fi
 }
 
 q="query=$(enc "$PL_SEL")&baselineFrom=$bf&baselineUntil=$bu&from=$af&until=$au"
-q+="&confidence=$PL_CONF&normalize=rate&kind=self"
+q+="&confidence=$PL_CONF&normalize=share&kind=self&interval=1s"
 code=$(http_status "$URL/api/regressions?$q" "$T/reg.json")
 if [ "$code" != 200 ]; then
 	fail regressions_status "$code: $(head -c 300 "$T/reg.json")"
@@ -279,7 +284,7 @@ fi
 # The same windows through /api/diff (no family-wise correction there, so only
 # slow_path's row is checked: at 0.9999 for one function).
 q="left=$(enc "$PL_SEL")&right=$(enc "$PL_SEL")&leftfrom=$bf&leftuntil=$bu&rightfrom=$af&rightuntil=$au"
-q+="&confidence=$PL_CONF&normalize=rate&topRows=100000"
+q+="&confidence=$PL_CONF&normalize=share&topRows=100000&interval=1s"
 code=$(http_status "$URL/api/diff?$q" "$T/pdiff.json")
 row=$(jq -c '.functions[] | select(.name == "slow_path") | .selfDiff
 	| select(. != null) | {before: .left, change, low, high, verdict}' "$T/pdiff.json" 2> /dev/null)
