@@ -38,7 +38,8 @@
  * of 3, so that `perf record` sees one path: stacks1, stacks24, profile1,
  * profile24, timeline24, tree1, tree24, connect1 (its CPU time is the process's:
  * the server answers on its own threads), diff1 (the web UI's /api/diff of the
- * previous hour against the last one).
+ * previous hour against the last one), diffhalf (the last hour's first half
+ * against its second: the UI's default diff when the previous hour is empty).
  * The benchmark sets malloc up as the server does (server_keep_freed_memory:
  * memory a query frees is kept for the next); --default-malloc keeps glibc's
  * default, under which every query faults its memory in afresh.
@@ -207,7 +208,7 @@ static bool query_known(const char *name)
 {
 	static const char *const names[] = {"profile1", "profile24", "timeline24", "tree1",
 					    "tree24",	"stacks1",   "stacks24",   "connect1",
-					    "diff1"};
+					    "diff1", "diffhalf"};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i]))
@@ -443,8 +444,8 @@ static int ingest(struct store *st, const struct pool *pl, int64_t start, int n,
 }
 
 struct query_times {
-	double q1, q24, tl, tr1, tr24, s1, s24, cn1, df1;	  /* wall ms */
-	double c1, c24, ctl, ctr1, ctr24, cs1, cs24, ccn1, cdf1; /* CPU ms */
+	double q1, q24, tl, tr1, tr24, s1, s24, cn1, df1, dfh;	  /* wall ms */
+	double c1, c24, ctl, ctr1, ctr24, cs1, cs24, ccn1, cdf1, cdfh; /* CPU ms */
 };
 
 static int time_queries(struct store *st, int64_t end, struct query_times *t)
@@ -458,7 +459,9 @@ static int time_queries(struct store *st, int64_t end, struct query_times *t)
 	t->s24 = time_query(st, "stacks24", end - 24 * 3600 * S, end, 3, &t->cs24);
 	t->cn1 = time_connect(st, end - 3600 * S, end, &t->ccn1);
 	t->df1 = time_query(st, "diff1", end - 3600 * S, end, 4, &t->cdf1);
-	return t->df1 < 0 || t->q1 < 0 || t->q24 < 0 || t->tl < 0 || t->tr1 < 0 || t->tr24 < 0 || t->s1 < 0 ||
+	/* the UI's default diff when the previous hour is empty: the last hour's halves */
+	t->dfh = time_query(st, "diffhalf", end - 1800 * S, end, 4, &t->cdfh);
+	return t->df1 < 0 || t->dfh < 0 || t->q1 < 0 || t->q24 < 0 || t->tl < 0 || t->tr1 < 0 || t->tr24 < 0 || t->s1 < 0 ||
 		       t->s24 < 0 || t->cn1 < 0
 		   ? -EIO
 		   : 0;
@@ -489,6 +492,9 @@ static void print_times(const struct query_times *t)
 	print_time("the web UI's diff JSON (/api/diff with intervals: tree, function table, "
 		   "significance), the previous 1 h vs the last 1 h",
 		   t->df1, t->cdf1, "<= 150 ms");
+	print_time("the web UI's diff JSON when the previous hour is empty: the last 1 h's halves "
+		   "(now-1h..now-30m vs now-30m..now)",
+		   t->dfh, t->cdfh, "<= 150 ms");
 	print_time("the web UI's flame tree JSON, last 24 h", t->tr24, t->ctr24, "<= 400 ms");
 	print_time("Connect SelectMergeStacktraces (binary, maxNodes 16384) through the server, "
 		   "last 1 h (CPU: the process's)",
@@ -624,7 +630,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: store_bench [--hours H] [--dir DIR] [--no-fsync] "
 				"[--seed N] [--queries-only] [--only profile1|profile24|timeline24|"
-				"tree1|tree24|stacks1|stacks24|connect1|diff1] [--default-malloc] [--store URL]\n");
+				"tree1|tree24|stacks1|stacks24|connect1|diff1|diffhalf] [--default-malloc] [--store URL]\n");
 			return 2;
 		}
 	}

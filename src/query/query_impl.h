@@ -82,6 +82,10 @@ int query_stacks_buckets(struct store *s, const struct query_request *q, int64_t
 			 size_t errlen);
 void query_buckets__fini(struct query_buckets *b);
 
+/* Tests only: build the diff's tree node by node (every node made, then pruned),
+ * the reference its sorted build (tree.c) must answer as. */
+extern bool query_diff_by_node;
+
 /*
  * One side's functions per interval (stats.c): by top table row id, the
  * values per bucket of the stacks whose leaf is the function (self) and of

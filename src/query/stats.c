@@ -208,6 +208,20 @@ static int fn_stats_grow(struct fn_stats *f, size_t need)
 	return 0;
 }
 
+/* dst += src over k entries, 8 at a time in loops of known length, which the
+ * compiler makes vector adds: this runs once per frame of every stack of a diff
+ * (~4 million on the 1 h bench, k ~16). */
+static inline void vec_add(float *restrict dst, const float *restrict src, size_t k)
+{
+	size_t j = 0;
+
+	for (; j + 8 <= k; j += 8)
+		for (size_t u = 0; u < 8; u++)
+			dst[j + u] += src[j + u];
+	for (; j < k; j++)
+		dst[j] += src[j];
+}
+
 int fn_stats__add(struct fn_stats *f, const size_t *rows, size_t n, const float *vec,
 		  double samples)
 {
@@ -216,22 +230,17 @@ int fn_stats__add(struct fn_stats *f, const size_t *rows, size_t n, const float 
 	f->n_stacks++;
 	for (size_t i = 0; i < n; i++) {
 		size_t r = rows[i];
-		float *dst;
 
 		if (r >= f->cap && fn_stats_grow(f, r + 1))
 			return -ENOMEM;
 		if (i + 1 == n) { /* the leaf: self */
-			dst = f->self + r * k;
-			for (size_t j = 0; j < k; j++)
-				dst[j] += vec[j];
+			vec_add(f->self + r * k, vec, k);
 			f->self_n[r] += samples;
 		}
 		if (f->stamp[r] == f->n_stacks) /* recursion: counted once a stack */
 			continue;
 		f->stamp[r] = f->n_stacks;
-		dst = f->total + r * k;
-		for (size_t j = 0; j < k; j++)
-			dst[j] += vec[j];
+		vec_add(f->total + r * k, vec, k);
 		f->total_n[r] += samples;
 	}
 	return 0;

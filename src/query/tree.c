@@ -4,11 +4,12 @@
  * from the request's merge by stack (query_stacks), whose store location ids a
  * store_builder names into a profile of locations only. Frames are named as
  * folded/top name them (profile__frame_name); names are interned in a
- * base_strtab. A diff is built node by node with two value slots, one per
- * selection: a node is keyed by (parent, name id) (its parent's short children
- * list, or a base_hmap for wide parents). The tree of one selection, the web
- * UI's request, is built from its stacks sorted by name instead, making only
- * the nodes it keeps (see "one selection's tree" below): the same answer. Only
+ * base_strtab. A tree has two value slots, one per selection of a diff. Both
+ * the tree of one selection (the web UI's request) and a diff's are built from
+ * the stacks sorted by name, making only the nodes they keep (see "one
+ * selection's tree" below); node by node (a node keyed by (parent, name id): its
+ * parent's short children list, or a base_hmap for wide parents) remains as the
+ * diff's reference build (query_diff_by_node, for tests): the same answer. Only
  * the max_nodes largest nodes are kept. The top table's rows (and the diff's
  * per-function table, two of them merged by name) are
  * profile/top.c's (top__add, or top__line_row and top__add_rows as the tree
@@ -830,27 +831,49 @@ static int diff_table(const struct top *tl, const struct top *tr, size_t max_row
 	return e;
 }
 
+bool query_diff_by_node;
+
+static int sorted_diff_build(struct tree *t, const struct stack_src *l, const struct stack_src *r,
+			     int vi, size_t max_nodes, struct top *tops[2],
+			     struct fn_stats *stats[2]);
+
+/* The diff's tree node by node (query_diff_by_node: the reference the sorted
+ * build is tested against): every node made, then pruned. */
+static int diff_by_node(struct tree *t, const struct stack_src *l, const struct stack_src *r,
+			int vi, size_t max_nodes, struct top *tops[2], struct fn_stats *stats[2])
+{
+	int e;
+
+	t->top = tops[0];
+	t->stats = stats[0];
+	e = tree_add(t, l, vi, 0);
+	t->top = tops[1];
+	t->stats = stats[1];
+	e = e ?: tree_add(t, r, vi, 1);
+	t->top = NULL;
+	t->stats = NULL;
+	return e ?: prune(t, max_nodes);
+}
+
 static int diff_make(const struct stack_src *l, const struct stack_src *r, int value_index,
 		     size_t max_nodes, size_t max_rows, struct query_diff *out)
 {
-	struct top *tl = NULL, *tr = NULL;
+	struct top *tops[2] = {NULL, NULL}, *tl, *tr;
 	struct tree t;
 	struct diff_sides ds = {.norm = out->normalize, .z = query_confidence_z(out->confidence)};
+	struct fn_stats *stats[2] = {&ds.f[0], &ds.f[1]};
 	/* each side's top table (and functions per interval) counted as its stacks are named */
-	int e = tree_start(&t, value_index) ?: top__new(l->p, value_index, &tl) ?:
-		top__new(r->p, value_index, &tr);
+	int e = tree_start(&t, value_index) ?: top__new(l->p, value_index, &tops[0]) ?:
+		top__new(r->p, value_index, &tops[1]);
 
+	tl = tops[0];
+	tr = tops[1];
 	fn_stats__init(&ds.f[0], l->bk ? l->bk->k : 1);
 	fn_stats__init(&ds.f[1], r->bk ? r->bk->k : 1);
-	t.top = tl;
-	t.stats = &ds.f[0];
-	e = e ?: tree_add(&t, l, value_index, 0);
-	t.top = tr;
-	t.stats = &ds.f[1];
-	e = e ?: tree_add(&t, r, value_index, 1);
-	t.top = NULL;
-	t.stats = NULL;
-	if ((e = e ?: prune(&t, nodes_limit(max_nodes))))
+	if (!e)
+		e = (query_diff_by_node ? diff_by_node : sorted_diff_build)(
+		    &t, l, r, value_index, nodes_limit(max_nodes), tops, stats);
+	if (e)
 		goto cleanup;
 	snprintf(out->tree.unit, sizeof(out->tree.unit), "%s", unit(l->p, value_index));
 	out->total[0] = t.n[0].total[0];
@@ -893,8 +916,13 @@ cleanup:
  * made. Only the nodes kept by maxNodes become tree nodes, and the writer above
  * writes them.
  *
+ * A diff sorts the stacks of both selections as one list, the right's after the
+ * left's in the merge's order (as tree_add adds them), each node with both
+ * sides' sums; stacks of equal names (most of a diff's: the two sides run the
+ * same code) are one position of the list (merge_equal_stacks).
+ *
  * The answer is the one a node-by-node build gives (tests/unit/test_query.c
- * compares it with the diff's, which still builds every node): a node is made
+ * compares it with the diff's node-by-node reference): a node is made
  * at the first stack, in the merge's order, that passes through it, so its
  * index there is (that stack's ordinal, depth) here, which orders ties at the
  * maxNodes cut and among siblings; its module is that of the first stack in the
@@ -936,18 +964,28 @@ struct shared {
 	uint32_t name, depth, parent; /* parent: index in the shared array */
 	uint32_t first, last, ord;    /* ord: the least stack ordinal among them */
 	uint32_t out;		      /* the tree node it became; TREE_NONE = not kept */
-	int64_t self, total;
+	int64_t self[2], total[2];    /* per selection (a diff's two; a tree's slot 0) */
 };
 
 struct sorted_tree {
 	struct named_stacks ns;
-	const struct query_stacks *qs;
+	/* the stacks of selection 0, then (a diff) those of selection 1: stack i of
+	 * ns is qs[0]'s i below n0, qs[1]'s i - n0 from there */
+	const struct query_stacks *qs[2];
+	size_t n0;
 	int vi;
 	struct sort_key *key; /* n: the stacks in name order ("positions") */
 	uint32_t *lcp;	      /* n + 1: frames position j shares with j - 1; 0 at 0 and n */
 	uint32_t *attach;     /* n: per position, its deepest shared node; its own chain
 			       * hangs below it */
 	uint32_t *keep;	      /* n: per position, how many of its chain's nodes are kept */
+	/* Stacks of equal frame names are one position (both sides of a diff share
+	 * most of theirs: else every node of the merge is a shared node): n_pos
+	 * positions, key[u] the first of its stacks (the least ordinal), members
+	 * [mem_off[u], mem_off[u + 1]) of members its stacks, pv[u] their values */
+	size_t n_pos;
+	uint32_t *members, *mem_off;
+	int64_t (*pv)[2];
 	struct shared *sh;    /* sh[0] is the root */
 	size_t n_sh, cap_sh;
 };
@@ -963,6 +1001,9 @@ static void sorted_tree_fini(struct sorted_tree *st)
 	free(st->lcp);
 	free(st->attach);
 	free(st->keep);
+	free(st->members);
+	free(st->mem_off);
+	free(st->pv);
 	free(st->sh);
 }
 
@@ -1080,22 +1121,29 @@ static void prefetch_stack(const struct named_stacks *ns, const struct query_sta
 			__builtin_prefetch(&ns->rec[qs->locs[k - 1]]);
 }
 
-/* Names the frames of every stack of src, root first. */
+/* Names the frames of every stack of src, root first, after the ns->n stacks ns
+ * already holds (a diff's other selection: its locations named anew, since their
+ * rows are of another top table). With t->stats and src->bk, counts each stack's
+ * functions per interval too. */
 static int named_stacks_fill(struct tree *t, const struct stack_src *src, int vi,
 			     struct named_stacks *ns)
 {
 	const struct query_stacks *qs = src->qs;
-	size_t nf = 0, cap;
+	const struct query_buckets *bk = t->stats ? src->bk : NULL;
+	size_t base = ns->n, nf = base ? ns->off[base] : 0, cap, cap_off = base ? base + 1 : 0;
 	int e = 0;
 
 	names_reset(t);
-	if (qs->n >= TREE_NONE || !(ns->off = malloc((qs->n + 1) * sizeof(*ns->off))))
+	free(ns->rec);
+	ns->rec = NULL;
+	ns->rec_cap = 0;
+	if (base + qs->n >= TREE_NONE ||
+	    base_grow((void **)&ns->off, &cap_off, base + qs->n + 1, sizeof(*ns->off)))
 		return -ENOMEM;
-	ns->n = qs->n;
-	ns->off[0] = 0;
+	ns->off[base] = nf;
 	cap = ns->cap; /* a frame per location, more with inlined lines */
-	if (base_grow((void **)&ns->names, &cap, qs->off[qs->n] + 1, sizeof(*ns->names)) ||
-	    base_grow((void **)&ns->mods, &ns->cap, qs->off[qs->n] + 1, sizeof(*ns->mods)))
+	if (base_grow((void **)&ns->names, &cap, nf + qs->off[qs->n] + 1, sizeof(*ns->names)) ||
+	    base_grow((void **)&ns->mods, &ns->cap, nf + qs->off[qs->n] + 1, sizeof(*ns->mods)))
 		return -ENOMEM;
 	e = name_locations_in_order(t, src, ns);
 	for (size_t i = 0; !e && i < qs->n; i++) {
@@ -1104,10 +1152,14 @@ static int named_stacks_fill(struct tree *t, const struct stack_src *src, int vi
 			prefetch_stack(ns, qs, i + 1);
 		for (size_t k = qs->off[i + 1]; !e && k-- > qs->off[i];)
 			e = name_frames(t, src, qs->locs[k], ns, &nf);
-		ns->off[i + 1] = nf;
+		ns->off[base + i + 1] = nf;
 		if (!e && t->top)
 			e = top__add_rows(t->top, ns->rows, ns->n_rows, qs->v[i][vi]);
+		if (!e && bk)
+			e = fn_stats__add(t->stats, ns->rows, ns->n_rows, bk->v + i * bk->k,
+					  (double)qs->v[i][0]);
 	}
+	ns->n = e ? ns->n : base + qs->n;
 	return e;
 }
 
@@ -1251,12 +1303,48 @@ static int sort_stacks(struct sorted_tree *st)
 
 static int64_t stack_value(const struct sorted_tree *st, uint32_t stack)
 {
-	return st->qs->v[stack][st->vi];
+	return stack < st->n0 ? st->qs[0]->v[stack][st->vi] : st->qs[1]->v[stack - st->n0][st->vi];
+}
+
+/* The selection (value slot) of a stack. */
+static int stack_slot(const struct sorted_tree *st, uint32_t stack)
+{
+	return stack >= st->n0;
 }
 
 static size_t stack_len(const struct sorted_tree *st, uint32_t stack)
 {
 	return st->ns.off[stack + 1] - st->ns.off[stack];
+}
+
+/* Makes the sorted stacks of equal frame names one position each (n_pos of
+ * them), their values summed per side; lcp and key follow. */
+static int merge_equal_stacks(struct sorted_tree *st)
+{
+	size_t n = st->ns.n, u = 0;
+
+	st->members = malloc((n ? n : 1) * sizeof(*st->members));
+	st->mem_off = malloc((n + 1) * sizeof(*st->mem_off));
+	st->pv = calloc(n ? n : 1, sizeof(*st->pv));
+	if (!st->members || !st->mem_off || !st->pv)
+		return -ENOMEM;
+	for (size_t j = 0; j < n; j++) {
+		uint32_t stack = st->key[j].stack;
+		int s = stack_slot(st, stack);
+
+		if (!j || st->lcp[j] != stack_len(st, stack) ||
+		    st->lcp[j] != stack_len(st, st->key[j - 1].stack)) {
+			st->key[u] = st->key[j];
+			st->lcp[u] = st->lcp[j];
+			st->mem_off[u++] = (uint32_t)j;
+		}
+		st->members[j] = stack;
+		st->pv[u - 1][s] = base_sat_add(st->pv[u - 1][s], stack_value(st, stack));
+	}
+	st->mem_off[u] = (uint32_t)n;
+	st->lcp[u] = 0;
+	st->n_pos = u;
+	return 0;
 }
 
 /* A new shared node at depth `depth` of position j's stack, below parent. */
@@ -1284,7 +1372,8 @@ static void shared_close(struct sorted_tree *st, uint32_t i, uint32_t last)
 	struct shared *x = &st->sh[i], *p = &st->sh[x->parent];
 
 	x->last = last;
-	p->total = base_sat_add(p->total, x->total);
+	p->total[0] = base_sat_add(p->total[0], x->total[0]);
+	p->total[1] = base_sat_add(p->total[1], x->total[1]);
 	p->ord = x->ord < p->ord ? x->ord : p->ord;
 }
 
@@ -1297,7 +1386,7 @@ static void shared_close(struct sorted_tree *st, uint32_t i, uint32_t last)
  */
 static int shared_sweep(struct sorted_tree *st)
 {
-	size_t n = st->ns.n, depth = 0, path_cap = 0;
+	size_t n = st->n_pos, depth = 0, path_cap = 0;
 	uint32_t *path = NULL;
 	int e = shared_new(st, 0, 0, 0);
 
@@ -1309,7 +1398,7 @@ static int shared_sweep(struct sorted_tree *st)
 	path[0] = 0;
 	for (uint32_t j = 0; !e && j < n; j++) {
 		uint32_t stack = st->key[j].stack;
-		int64_t v = stack_value(st, stack);
+		const int64_t *v = st->pv[j];
 		struct shared *x;
 
 		for (; depth > st->lcp[j]; depth--)
@@ -1323,10 +1412,13 @@ static int shared_sweep(struct sorted_tree *st)
 		if (e)
 			break;
 		x = &st->sh[path[depth]];
-		x->total = base_sat_add(x->total, v);
+		x->total[0] = base_sat_add(x->total[0], v[0]);
+		x->total[1] = base_sat_add(x->total[1], v[1]);
 		x->ord = stack < x->ord ? stack : x->ord;
-		if (stack_len(st, stack) == depth) /* the stack ends here */
-			x->self = base_sat_add(x->self, v);
+		if (stack_len(st, stack) == depth) { /* the stack ends here */
+			x->self[0] = base_sat_add(x->self[0], v[0]);
+			x->self[1] = base_sat_add(x->self[1], v[1]);
+		}
 		st->attach[j] = path[depth];
 	}
 	for (; !e && depth > 0; depth--)
@@ -1336,10 +1428,16 @@ static int shared_sweep(struct sorted_tree *st)
 	return e;
 }
 
-/* A node's rank, as rank() ranks a one-sided node. */
+/* A node's rank, as rank() ranks it (values are not negative; a one-sided
+ * node's other total is 0). */
 static int64_t rank1(int64_t total)
 {
 	return total > 0 ? total : 0;
+}
+
+static int64_t rank2(const int64_t total[2])
+{
+	return rank1(total[0] > total[1] ? total[0] : total[1]);
 }
 
 /* Frames of position j's own chain (below its deepest shared node). */
@@ -1368,7 +1466,7 @@ static int by_node_order(const void *a, const void *b)
 /* Every node's rank run, shared nodes first (runs[i] is shared node i). */
 static struct rank_run *rank_runs(const struct sorted_tree *st, size_t *n_runs, size_t *n_nodes)
 {
-	struct rank_run *r = malloc((st->n_sh + st->ns.n) * sizeof(*r));
+	struct rank_run *r = malloc((st->n_sh + st->n_pos) * sizeof(*r));
 	size_t n = 0;
 
 	*n_nodes = 0;
@@ -1376,13 +1474,13 @@ static struct rank_run *rank_runs(const struct sorted_tree *st, size_t *n_runs, 
 		return NULL;
 	for (size_t i = 0; i < st->n_sh; i++)
 		r[n++] =
-		    (struct rank_run){rank1(st->sh[i].total), st->sh[i].ord, st->sh[i].depth, 1, i};
-	for (size_t j = 0; j < st->ns.n; j++) {
+		    (struct rank_run){rank2(st->sh[i].total), st->sh[i].ord, st->sh[i].depth, 1, i};
+	for (size_t j = 0; j < st->n_pos; j++) {
 		size_t c = chain_len(st, j);
 
 		if (c)
 			r[n++] = (struct rank_run){
-			    rank1(stack_value(st, st->key[j].stack)), st->key[j].stack,
+			    rank2(st->pv[j]), st->key[j].stack,
 			    st->sh[st->attach[j]].depth + 1, c, st->n_sh + j};
 	}
 	*n_runs = n;
@@ -1458,7 +1556,7 @@ static int sorted_prune(struct sorted_tree *st, size_t max_nodes)
 	struct wrank *w = NULL;
 	int64_t thr = 0;
 
-	st->keep = calloc(st->ns.n ? st->ns.n : 1, sizeof(*st->keep));
+	st->keep = calloc(st->n_pos ? st->n_pos : 1, sizeof(*st->keep));
 	if (!r || !st->keep || !(w = malloc(n_runs * sizeof(*w)))) {
 		free(r);
 		return -ENOMEM;
@@ -1494,11 +1592,26 @@ static uint32_t shared_module(const struct sorted_tree *st, const struct shared 
 {
 	uint32_t mod = TREE_NONE;
 
-	for (uint32_t j = x->first; x->depth && j <= x->last; j++) {
-		uint32_t stack = st->key[j].stack,
-			 m = st->ns.mods[st->ns.off[stack] + x->depth - 1];
+	for (uint32_t i = st->mem_off[x->first]; x->depth && i < st->mem_off[x->last + 1]; i++) {
+		uint32_t stack = st->members[i], m = st->ns.mods[st->ns.off[stack] + x->depth - 1];
 
-		if (j > x->first && m != mod)
+		if (i > st->mem_off[x->first] && m != mod)
+			return TREE_NONE;
+		mod = m;
+	}
+	return mod;
+}
+
+/* The module of the node at depth d (0: the first frame) of position j's chain:
+ * as shared_module, over the stacks of the position. */
+static uint32_t chain_module(const struct sorted_tree *st, size_t j, size_t d)
+{
+	uint32_t mod = TREE_NONE;
+
+	for (uint32_t i = st->mem_off[j]; i < st->mem_off[j + 1]; i++) {
+		uint32_t m = st->ns.mods[st->ns.off[st->members[i]] + d];
+
+		if (i > st->mem_off[j] && m != mod)
 			return TREE_NONE;
 		mod = m;
 	}
@@ -1515,8 +1628,8 @@ static int make_shared(struct tree *t, struct sorted_tree *st, size_t i)
 	if (e)
 		return e;
 	x->out = (uint32_t)at;
-	t->n[at].self[0] = x->self;
-	t->n[at].total[0] = x->total;
+	memcpy(t->n[at].self, x->self, sizeof(x->self));
+	memcpy(t->n[at].total, x->total, sizeof(x->total));
 	t->n[at].module = shared_module(st, x);
 	t->n[at].keep = true;
 	return 0;
@@ -1527,7 +1640,7 @@ static int make_chain(struct tree *t, const struct sorted_tree *st, size_t j)
 {
 	uint32_t stack = st->key[j].stack, parent = st->sh[st->attach[j]].out;
 	size_t d0 = st->sh[st->attach[j]].depth, len = stack_len(st, stack), at;
-	int64_t v = stack_value(st, stack);
+	const int64_t *v = st->pv[j];
 
 	for (size_t d = d0; d < d0 + st->keep[j]; d++) {
 		size_t f = st->ns.off[stack] + d;
@@ -1535,9 +1648,10 @@ static int make_chain(struct tree *t, const struct sorted_tree *st, size_t j)
 
 		if (e)
 			return e;
-		t->n[at].total[0] = v;
-		t->n[at].self[0] = d + 1 == len ? v : 0;
-		t->n[at].module = st->ns.mods[f];
+		memcpy(t->n[at].total, v, sizeof(t->n[at].total));
+		if (d + 1 == len)
+			memcpy(t->n[at].self, v, sizeof(t->n[at].self));
+		t->n[at].module = chain_module(st, j, d);
 		t->n[at].keep = true;
 		parent = (uint32_t)at;
 	}
@@ -1547,7 +1661,7 @@ static int make_chain(struct tree *t, const struct sorted_tree *st, size_t j)
 /* Makes the kept nodes in node order (parents first, as the writer's ties want). */
 static int make_kept(struct tree *t, struct sorted_tree *st)
 {
-	struct rank_run *r = malloc((st->n_sh + st->ns.n) * sizeof(*r));
+	struct rank_run *r = malloc((st->n_sh + st->n_pos) * sizeof(*r));
 	size_t n = 0;
 	int e = 0;
 
@@ -1556,14 +1670,14 @@ static int make_kept(struct tree *t, struct sorted_tree *st)
 	for (size_t i = 1; i < st->n_sh; i++)
 		if (st->sh[i].out != TREE_NONE)
 			r[n++] = (struct rank_run){0, st->sh[i].ord, st->sh[i].depth, 1, i};
-	for (size_t j = 0; j < st->ns.n; j++)
+	for (size_t j = 0; j < st->n_pos; j++)
 		if (st->keep[j])
 			r[n++] = (struct rank_run){
 			    0, st->key[j].stack, st->sh[st->attach[j]].depth + 1, 0, st->n_sh + j};
 	qsort(r, n, sizeof(*r), by_node_order);
 	st->sh[0].out = 0; /* the root is node 0 of the tree */
-	t->n[0].self[0] = st->sh[0].self;
-	t->n[0].total[0] = st->sh[0].total;
+	memcpy(t->n[0].self, st->sh[0].self, sizeof(st->sh[0].self));
+	memcpy(t->n[0].total, st->sh[0].total, sizeof(st->sh[0].total));
 	t->n[0].keep = true;
 	for (size_t i = 0; !e && i < n; i++)
 		e = r[i].what < st->n_sh ? make_shared(t, st, r[i].what)
@@ -1575,10 +1689,37 @@ static int make_kept(struct tree *t, struct sorted_tree *st)
 /* The pruned tree of src's stacks into t (tree_init'ed), values vi in slot 0. */
 static int sorted_tree_build(struct tree *t, const struct stack_src *src, int vi, size_t max_nodes)
 {
-	struct sorted_tree st = {.qs = src->qs, .vi = vi};
-	int e = named_stacks_fill(t, src, vi, &st.ns) ?: sort_stacks(&st) ?: shared_sweep(&st) ?:
-		sorted_prune(&st, max_nodes) ?: make_kept(t, &st);
+	struct sorted_tree st = {.qs = {src->qs, src->qs}, .n0 = src->qs->n, .vi = vi};
+	int e = named_stacks_fill(t, src, vi, &st.ns) ?: sort_stacks(&st) ?:
+		merge_equal_stacks(&st) ?: shared_sweep(&st) ?: sorted_prune(&st, max_nodes) ?:
+		make_kept(t, &st);
 
+	sorted_tree_fini(&st);
+	return e;
+}
+
+/*
+ * The pruned diff tree of l's and r's stacks into t (tree_init'ed), l's values in
+ * slot 0, r's in slot 1: the stacks of both sorted as one list, r's after l's in
+ * the merge's order (as tree_add adds them), each side's top table (tops[side])
+ * and functions per interval (stats[side]) counted as its stacks are named.
+ */
+static int sorted_diff_build(struct tree *t, const struct stack_src *l, const struct stack_src *r,
+			     int vi, size_t max_nodes, struct top *tops[2], struct fn_stats *stats[2])
+{
+	struct sorted_tree st = {.qs = {l->qs, r->qs}, .n0 = l->qs->n, .vi = vi};
+	int e;
+
+	t->top = tops[0];
+	t->stats = stats[0];
+	e = named_stacks_fill(t, l, vi, &st.ns);
+	t->top = tops[1];
+	t->stats = stats[1];
+	e = e ?: named_stacks_fill(t, r, vi, &st.ns);
+	t->top = NULL;
+	t->stats = NULL;
+	e = e ?: sort_stacks(&st) ?: merge_equal_stacks(&st) ?: shared_sweep(&st) ?:
+		sorted_prune(&st, max_nodes) ?: make_kept(t, &st);
 	sorted_tree_fini(&st);
 	return e;
 }
