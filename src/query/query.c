@@ -1717,6 +1717,7 @@ static int selected_groups(struct query_selected *out, const struct selection *s
 		return query_fail(err, errlen, -EINVAL, "invalid groupBy label \"%.64s\"", by);
 	out->group = calloc(sl->n + 1, sizeof(*out->group));
 	out->groups = calloc(sl->n + 1, sizeof(*out->groups));
+	out->cap_groups = sl->n + 1;
 	if (!out->group || !out->groups)
 		return -ENOMEM;
 	for (size_t i = 0; i < sl->n; i++) {
@@ -1801,8 +1802,6 @@ static int on_met_rows(void *ctx, const struct store_row *rows, size_t n)
 static int selected_group(struct query_selected *sel, const char *v, uint32_t *g, char *err,
 			  size_t errlen)
 {
-	char **groups;
-
 	for (*g = 0; *g < sel->n_groups && strcmp(sel->groups[*g], v); (*g)++)
 		;
 	if (*g < sel->n_groups)
@@ -1810,10 +1809,10 @@ static int selected_group(struct query_selected *sel, const char *v, uint32_t *g
 	if (sel->n_groups >= QUERY_MAX_GROUPS)
 		return query_fail(err, errlen, -E2BIG, "groupBy gives more than %d groups",
 				  QUERY_MAX_GROUPS);
-	if (!(groups = realloc(sel->groups, (sel->n_groups + 2) * sizeof(*groups))))
+	if (base_grow((void **)&sel->groups, &sel->cap_groups, sel->n_groups + 1,
+		      sizeof(*sel->groups)))
 		return -ENOMEM;
-	sel->groups = groups;
-	if (!(groups[sel->n_groups] = strdup(v)))
+	if (!(sel->groups[sel->n_groups] = strdup(v)))
 		return -ENOMEM;
 	sel->n_groups++;
 	return 0;

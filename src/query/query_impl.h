@@ -30,6 +30,7 @@ struct query_selected {
 	uint64_t *ids;	 /* owned; n, ascending (store__scan's order) */
 	uint32_t *group; /* owned; n: the index in groups of each series' value */
 	size_t n_groups; /* at most QUERY_MAX_GROUPS (more: -E2BIG) */
+	size_t cap_groups; /* entries of groups */
 	char **groups;	 /* owned: the group_by values ("" without the label, or
 			  * without group_by: then one group) in first-met order */
 	char *type;	 /* owned: the selection's profile type; NULL: CPU */
