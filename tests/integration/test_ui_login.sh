@@ -4,16 +4,9 @@
 # it, a 401 leads back to the login page. Screenshots go to build/test-output/ui/.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
+. "$(dirname "$0")/ui_lib.sh"
 
-UI=$HEARTH_ROOT/tests/ui
-OUT=${HEARTH_UI_OUT:-$HEARTH_ROOT/build/test-output/ui}
-mkdir -p "$OUT"
-for need in node /usr/bin/chromium; do
-	command -v "$need" > /dev/null ||
-		{ fail ui_prerequisites "$need is missing: run scripts/install-deps.sh --test"; finish; }
-done
-[ -d "$UI/node_modules/playwright-core" ] ||
-	{ fail ui_prerequisites "tests/ui/node_modules is missing: run make test-deps (npm ci in tests/ui)"; finish; }
+ui_prerequisites
 
 tok="ui-login-$RANDOM$RANDOM"
 echo "$tok" > "$T/token"
