@@ -565,14 +565,13 @@ static int select_merge_profile(struct server *s, const ProtobufCMessage *in, bo
 	return ret;
 }
 
-/* Group g of timeline t as a Series: its group_by label (none for the group of
- * series without it) and a point (ms, value) at each step with data, as
- * Pyroscope answers. *out is set as soon as it is allocated. */
-static int group_series(const struct query_timeline *t, size_t g, const char *group_by,
-			Types__V1__Series **out)
+/* A Series of one group: its group_by label (none for the "" group), and a point
+ * (ms, values[i]) at each step i where present[i] is not 0, at from_ms +
+ * i * step_ms. *out is set as soon as it is allocated. */
+static int series_msg(const char *group_by, const char *group, size_t n,
+		      const int64_t *present, const int64_t *values, int64_t from_ms,
+		      int64_t step_ms, Types__V1__Series **out)
 {
-	const struct query_timeline_group *gr = &t->groups[g];
-	const int64_t from_ms = t->from_ns / 1000000, step_ms = t->step_ns / 1000000;
 	Types__V1__Series *ser = malloc(sizeof(*ser));
 	Types__V1__LabelPair *p;
 	size_t np = 0;
@@ -581,31 +580,43 @@ static int group_series(const struct query_timeline *t, size_t g, const char *gr
 	if (!(*out = ser))
 		return -ENOMEM;
 	types__v1__series__init(ser);
-	if (group_by && gr->group[0]) {
+	if (group_by && group[0]) {
 		if (!(ser->labels = calloc(1, sizeof(*ser->labels))) || !(p = malloc(sizeof(*p))))
 			return -ENOMEM;
 		types__v1__label_pair__init(p);
 		ser->labels[ser->n_labels++] = p;
 		p->name = dup_or_fail(group_by, &ret);
-		p->value = dup_or_fail(gr->group, &ret);
+		p->value = dup_or_fail(group, &ret);
 	}
-	for (size_t i = 0; i < t->n_points; i++)
-		np += gr->values[i] != 0;
+	for (size_t i = 0; i < n; i++)
+		np += present[i] != 0;
 	if (!(ser->points = calloc(np + 1, sizeof(*ser->points))))
 		return -ENOMEM;
-	for (size_t i = 0; !ret && i < t->n_points; i++) {
+	for (size_t i = 0; !ret && i < n; i++) {
 		Types__V1__Point *pt;
 
-		if (!gr->values[i])
+		if (!present[i])
 			continue;
 		if (!(pt = malloc(sizeof(*pt))))
 			return -ENOMEM;
 		types__v1__point__init(pt);
 		ser->points[ser->n_points++] = pt;
-		pt->value = (double)gr->values[i];
+		pt->value = (double)values[i];
 		pt->timestamp = from_ms + (int64_t)i * step_ms;
 	}
 	return ret;
+}
+
+/* Group g of timeline t as a Series: its group_by label (none for the group of
+ * series without it) and a point (ms, value) at each step with data, as
+ * Pyroscope answers. *out is set as soon as it is allocated. */
+static int group_series(const struct query_timeline *t, size_t g, const char *group_by,
+			Types__V1__Series **out)
+{
+	const struct query_timeline_group *gr = &t->groups[g];
+
+	return series_msg(group_by, gr->group, t->n_points, gr->values, gr->values,
+			  t->from_ns / 1000000, t->step_ns / 1000000, out);
 }
 
 /* Group g of a call site's series as a Series: its group_by label, and a point
@@ -615,39 +626,9 @@ static int call_site_series(const struct query_fseries *fs, size_t g, const char
 			    Types__V1__Series **out)
 {
 	const struct query_fseries_group *gr = &fs->groups[g];
-	Types__V1__Series *ser = malloc(sizeof(*ser));
-	Types__V1__LabelPair *p;
-	size_t np = 0;
-	int ret = 0;
 
-	if (!(*out = ser))
-		return -ENOMEM;
-	types__v1__series__init(ser);
-	if (group_by && gr->group[0]) {
-		if (!(ser->labels = calloc(1, sizeof(*ser->labels))) || !(p = malloc(sizeof(*p))))
-			return -ENOMEM;
-		types__v1__label_pair__init(p);
-		ser->labels[ser->n_labels++] = p;
-		p->name = dup_or_fail(group_by, &ret);
-		p->value = dup_or_fail(gr->group, &ret);
-	}
-	for (size_t i = 0; i < fs->n_points; i++)
-		np += gr->totals[i] != 0;
-	if (!(ser->points = calloc(np + 1, sizeof(*ser->points))))
-		return -ENOMEM;
-	for (size_t i = 0; !ret && i < fs->n_points; i++) {
-		Types__V1__Point *pt;
-
-		if (!gr->totals[i])
-			continue;
-		if (!(pt = malloc(sizeof(*pt))))
-			return -ENOMEM;
-		types__v1__point__init(pt);
-		ser->points[ser->n_points++] = pt;
-		pt->value = (double)gr->values[i];
-		pt->timestamp = query_fseries__time(fs, i) / 1000000;
-	}
-	return ret;
+	return series_msg(group_by, gr->group, fs->n_points, gr->totals, gr->values,
+			  fs->from_ns / 1000000, fs->step_ns / 1000000, out);
 }
 
 /* Whether group g of fs has a non-zero value (Pyroscope answers no series for
