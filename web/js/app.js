@@ -752,6 +752,10 @@ async function loadDiff() {
   diffDefaults();
   syncInputs();
   writeURL(false);
+  /* what the six boxes show now: the halves fallback below only replaces sides
+   * the user has not typed into while the first answer was on its way */
+  const boxes = () => ['lquery', 'lfrom', 'luntil', 'rquery', 'rfrom', 'runtil'].map((id) => $(`#${id}`).value).join('\n');
+  const shown = boxes();
   const params = {
     left: typedQuery(state.lquery), right: typedQuery(state.rquery), leftfrom: apiTime(state.lfrom), leftuntil: apiTime(state.luntil),
     rightfrom: apiTime(state.rfrom), rightuntil: apiTime(state.runtil), maxNodes: state.maxNodes, topRows: TOP_ROWS,
@@ -770,7 +774,7 @@ async function loadDiff() {
     const d = await getJSON('/api/diff', params, inflight ? inflight.signal : undefined);
     if (stale()) return;
     // A new install has nothing in the hour before: compare the halves of this one.
-    const h = auto && !(+d.left) && +d.right > 0 ? halves(state.rfrom, state.runtil, Date.now() / 1000) : null;
+    const h = auto && !(+d.left) && +d.right > 0 && boxes() === shown ? halves(state.rfrom, state.runtil, Date.now() / 1000) : null;
     if (h) {
       diffFallback = `Nothing was recorded in the range before (${sideRange(state.lfrom, state.luntil)}), so ` +
         'this compares the first half of the selected range (before) with its second half (after). ' +
