@@ -29,9 +29,10 @@ post() { # body-file, content-type, response-file, extra curl args
 	http_status "$URL/v1development/profiles" "$out" -H "Content-Type: $ct" \
 		--data-binary @"$body" "$@"
 }
-folded() { # selector
+folded() { # selector; frames without names as module+0xoffset (unnamed=addresses)
 	curl -s --max-time 30 -G "$URL/api/profile" --data-urlencode "query=$1" \
-		--data-urlencode from=now-1h --data-urlencode until=now+5m --data-urlencode format=folded
+		--data-urlencode from=now-1h --data-urlencode until=now+5m --data-urlencode format=folded \
+		--data-urlencode unnamed=addresses
 }
 stored_samples() { metric "$URL" hearth_ingested_samples_total; }
 

@@ -23,7 +23,9 @@ stops_within() { # pid, seconds
 }
 
 # ---- item 3: connection exhaustion ----
-start_hearth "$T/s1.log" server --data "$T/d1" --listen 127.0.0.1:0 &&
+# (--log-level debug: the checks read the lines of refused requests, which the
+# default level leaves out)
+start_hearth "$T/s1.log" server --data "$T/d1" --listen 127.0.0.1:0 --log-level debug &&
 	s1=$SPID U1=$HURL || { fail server_start "$(cat "$T/s1.log")"; finish; }
 PORT1=${U1##*:}
 
@@ -241,7 +243,7 @@ fi
 # The budget of a body of N bytes is 64 MiB + 128 bytes per byte, at most 1 GiB
 # (server_memory_budget); each check resets the peak RSS (clear_refs 5) and says
 # what the server's peak grew by. Figures before the fix are from the issue.
-start_hearth "$T/s4.log" server --data "$T/d4" --listen 127.0.0.1:0 &&
+start_hearth "$T/s4.log" server --data "$T/d4" --listen 127.0.0.1:0 --log-level debug &&
 	s4=$SPID U4=$HURL || { fail server4_start "$(cat "$T/s4.log")"; finish; }
 rss_reset() { echo 5 > "/proc/$s4/clear_refs" 2>/dev/null; peak_rss_kb "$s4"; }
 grown_mib() { echo $((($(peak_rss_kb "$s4") - $1) / 1024)); }

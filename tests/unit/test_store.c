@@ -710,7 +710,9 @@ TEST(flat_append_stores_what_the_model_path_stores)
 	char dirs[3][300], err[256], *dumps[3] = {NULL, NULL, NULL}, *f = NULL;
 	struct store *s = NULL;
 	struct profile *m = NULL;
-	struct query_request q = {.from_ns = T0, .until_ns = T0 + 20 * S};
+	/* addresses, as stored (not grouped per object as a user's view is) */
+	struct query_request q = {
+	    .from_ns = T0, .until_ns = T0 + 20 * S, .expand_unnamed = true};
 
 	for (int k = 0; k < 3; k++) {
 		snprintf(dirs[k], sizeof(dirs[k]), "%s/flat%d", unit_tmp_dir(), k);
