@@ -48,9 +48,19 @@ grep -q split_hot_a "$T/qs.txt" && pass query_server || fail query_server "$(cat
 # identity"), not in series labels: the workload's pid selects its stacks, its
 # thread's name groups them, and no answer shows the [task] frame. (Other split
 # processes may run beside this test: the workload's share is at most the whole.)
+# All four answers over one range that ends at U, once the store holds every
+# interval that starts before U (the agent stores them in order: one that
+# starts after U is stored last), so none of them sees more data than another.
+U=$(($(date +%s%N) / 1000000))
+after_u() {
+	curl -s -G "$URL/api/profile" --data-urlencode "query={process=\"split\"}" -d format=tree \
+		-d "from=$U" > "$T/au.json"
+	[ "$(jq -r '.total // 0' "$T/au.json")" -gt 0 ] 2> /dev/null
+}
+wait_until 30 after_u || fail task_range "no interval after $U stored within 30 s"
 ttotal() { # selector [groupBy]
 	curl -s -G "$URL/api/profile" --data-urlencode "query=$1" -d format=tree -d from=now-5m \
-		-d "groupBy=${2:-}" > "$T/tt.json"
+		-d "until=$U" -d "groupBy=${2:-}" > "$T/tt.json"
 	jq -r .total "$T/tt.json"
 }
 all=$(ttotal '{process="split"}') mine=$(ttotal "{process=\"split\",pid=\"$wl\"}")
@@ -81,8 +91,11 @@ rc=$?
 grep -q split_hot_a "$T/q.txt" && pass query_data_dir || fail query_data_dir "$(cat "$T/q.err") $(head -5 "$T/q.txt")"
 # The timeline of one pid sums its stacks as the tree does (on the stopped
 # store: nothing arrives between the two answers).
-dq() { "$HEARTH" query "{pid=\"$wl\"}" --data "$T/hearth-data" --from now-10m --json --format "$@"; }
-tl=$(dq timeline 2> "$T/dq.err" | jq '[.groups[].values[]] | add') tr=$(dq tree 2>> "$T/dq.err" | jq .total)
+# (whole minutes around all the data, and a step of a minute: the timeline's
+# steps cover the range as the tree does)
+qf=$((($(date +%s) - 600) / 60 * 60)) qu=$((($(date +%s) + 120) / 60 * 60))
+dq() { "$HEARTH" query "{pid=\"$wl\"}" --data "$T/hearth-data" --from "$qf" --until "$qu" --json --format "$@"; }
+tl=$(dq timeline --step 60s 2> "$T/dq.err" | jq '[.groups[].values[]] | add') tr=$(dq tree 2>> "$T/dq.err" | jq .total)
 [ -n "$tl" ] && [ "$tl" = "$tr" ] && [ "$tr" -gt 0 ] && pass task_timeline_pid ||
 	fail task_timeline_pid "timeline $tl, tree $tr $(cat "$T/dq.err")"
 kill "$wl" 2>/dev/null
