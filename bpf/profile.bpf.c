@@ -23,6 +23,7 @@
 
 #include "profile_abi.h"
 #include "python_abi.h"
+#include "runtime_abi.h"
 #include "unwind_abi.h"
 
 #define EEXIST 17
