@@ -20,6 +20,7 @@
 #include "profile/profile.h"
 #include "sampler/sampler.h"
 #include "python/python.h"
+#include "v8/v8.h"
 #include "unwind/unwind.h"
 
 #define RECORD_MAX_SECONDS (365.0 * 24 * 3600)
@@ -77,6 +78,9 @@ static void usage(FILE *f)
 		"      --python MODE      auto (default): name the Python frames of CPython\n"
 		"                         3.10-3.13 processes (docs/python.md); off: their\n"
 		"                         interpreter's native frames only\n"
+		"      --node MODE        auto (default): name the JavaScript frames of Node.js\n"
+		"                         processes from V8's own metadata (docs/node.md);\n"
+		"                         off: native frames (and perf maps) only\n"
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
@@ -185,7 +189,7 @@ static int parse_pids(const char *arg, struct record_args *a)
 	return ret;
 }
 
-enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON };
+enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON, OPT_NODE };
 
 const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
@@ -198,6 +202,7 @@ const struct option cli_record_opts[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },	   { "top", required_argument, NULL, OPT_TOP },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "python", required_argument, NULL, OPT_PYTHON },
+	{ "node", required_argument, NULL, OPT_NODE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -268,6 +273,8 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 		a->so.unwind = (enum sampler_unwind)mode;
 		return 0;
 	}
+	case OPT_NODE:
+		return cli_parse_node("record", arg, &a->so.node);
 	case OPT_PYTHON:
 		return cli_parse_python("record", arg, &a->so.python);
 	case OPT_CACHE:
@@ -299,6 +306,7 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 	/* Cheaper per sample at 99 Hz: docs/architecture.md, "Transfer modes". */
 	a->so.transfer = SAMPLER_TRANSFER_RINGBUF;
 	a->so.unwind = SAMPLER_UNWIND_AUTO; /* CFI tables where present: docs/unwind.md */
+	a->so.node = true;		    /* docs/node.md */
 	a->so.python = true;		    /* docs/python.md */
 	a->seconds = 10;
 	a->top_rows = 40;
@@ -475,6 +483,30 @@ static void report_python(struct sampler *s)
 		(unsigned long long)ms.unsupported);
 }
 
+/* One stderr line on the V8 walk, when node processes were sampled. */
+static void report_node(struct sampler *s)
+{
+	uint64_t v[HEARTH_V8_STAT_MAX];
+	struct v8_mgr_stats ms;
+
+	if (sampler__v8_stats(s, v))
+		return;
+	v8_mgr__stats(sampler__v8(s), &ms);
+	if (!v[HEARTH_V8_SAMPLES] && !ms.unsupported)
+		return;
+	fprintf(stderr,
+		"hearth record: node: %llu samples of node processes, %llu with JS frames (%llu "
+		"frames); %llu typed frames skipped, %llu native frames crossed; stops: %llu "
+		"unreadable, %llu end of the fp chain, %llu truncated; %llu functions named, %llu "
+		"unknown (moved or collected); %llu V8 builds not walkable\n",
+		(unsigned long long)v[HEARTH_V8_SAMPLES], (unsigned long long)v[HEARTH_V8_WALKED],
+		(unsigned long long)v[HEARTH_V8_FRAMES], (unsigned long long)v[HEARTH_V8_MARKER],
+		(unsigned long long)v[HEARTH_V8_NOT_JS], (unsigned long long)v[HEARTH_V8_READ_FAIL],
+		(unsigned long long)v[HEARTH_V8_BAD_FP], (unsigned long long)v[HEARTH_V8_TRUNCATED],
+		(unsigned long long)ms.cached, (unsigned long long)ms.failed,
+		(unsigned long long)ms.unsupported);
+}
+
 /* One stderr line on the table unwinder: why walks stopped, table memory, build time. */
 static void report_unwind(struct sampler *s)
 {
@@ -547,12 +579,14 @@ static int record(const struct record_args *a, FILE *out)
 		goto cleanup;
 	}
 	collector__set_python(col, sampler__python(s));
+	collector__set_v8(col, sampler__v8(s));
 	t0 = base_clock_ns(CLOCK_REALTIME);
 	m0 = base_clock_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
 	if (a->verbose) {
 		report_unwind(s);
 		report_python(s);
+		report_node(s);
 	}
 	if (ret < 0) {
 		cli_error("record", "reading samples from the kernel failed: %s", strerror(-ret));

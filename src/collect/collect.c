@@ -20,6 +20,7 @@
 #include "collect.h"
 #include "base/base.h"
 #include "python/python.h"
+#include "v8/v8.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -46,6 +47,7 @@ struct collector {
 	struct proc_table *pt;	/* borrowed */
 	struct symbolizer *sym; /* borrowed */
 	struct python_mgr *py;	/* borrowed; NULL: Python frames are dropped */
+	struct v8_mgr *v8;	/* borrowed; NULL: V8 frames are dropped */
 	struct entry *entries;	/* owned, dense, in the order first seen */
 	size_t n, cap;
 	struct base_hmap idx; /* hash of an entry's key -> index in entries */
@@ -212,8 +214,13 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 	if (s->pid && s->n_user)
 		proc_table__note_addrs(c->pt, s->pid, s->pstart, s->user, s->n_user);
 	/* Its code objects, read while the process lives (cached by the manager). */
-	for (size_t k = 0; c->py && k < s->n_python; k++)
-		python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
+	for (size_t k = 0; (c->py || c->v8) && k < s->n_python; k++) {
+		if (HEARTH_RT_KIND(s->python[2 * k + 1]) == HEARTH_RT_V8) {
+			if (c->v8)
+				v8_mgr__warm(c->v8, s->pid, s->pstart, s->python[2 * k]);
+		} else if (c->py)
+			python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
+	}
 	err = base_hmap__insert(&c->idx, h, c->n);
 	if (err) {
 		free(c->entries[c->n].frames);
@@ -432,6 +439,52 @@ static uint64_t python_location(struct collector *c, struct profile *p, const st
 	return loc;
 }
 
+/* A JavaScript frame's location (bpf/v8_abi.h), keyed by (SFI, frame type) in the
+ * "[v8]" pseudo-mapping: named "JS:*function file:line:col" as --perf-basic-prof
+ * names code, so that the two agree. */
+static uint64_t v8_location(struct collector *c, struct profile *p, const struct entry *e,
+			    uint64_t sfi, uint64_t word1)
+{
+	uint64_t pos = word1 & HEARTH_RT_POS_MASK, type = HEARTH_V8_POS_TYPE(pos);
+	struct py_loc key = {e->pid, sfi, type | (1ull << 62), 0};
+	uint64_t h = pyloc_hash(e->pid, sfi, key.instr), mid, loc;
+	size_t i = base_hmap__find(&c->pyloc_idx, h, pyloc_eq, c, &key);
+	struct profile_line line = {0};
+	char name[V8_NAME_MAX];
+
+	c->stats.frames++;
+	if (i != SIZE_MAX)
+		return c->pylocs[i].loc;
+	mid = profile__mapping(p, 0, 0, 0, "[v8]", NULL);
+	if (!mid)
+		return 0;
+	if (v8_mgr__resolve(c->v8, e->pid, e->pstart, sfi, pos, name, sizeof(name))) {
+		c->stats.unresolved++;
+		snprintf(name, sizeof(name), "[v8] unknown function 0x%" PRIx64, sfi);
+	}
+	line.function_id = profile__function(p, name, name, NULL);
+	if (!line.function_id)
+		return 0;
+	loc = profile__location_exact(p, mid, sfi, &line, 1);
+	if (loc &&
+	    !base_grow((void **)&c->pylocs, &c->cap_pylocs, c->n_pylocs + 1, sizeof(*c->pylocs)) &&
+	    !base_hmap__insert(&c->pyloc_idx, h, c->n_pylocs)) {
+		key.loc = loc;
+		c->pylocs[c->n_pylocs++] = key;
+	}
+	return loc;
+}
+
+/* Whether the runtime frame at *py is a V8 one standing for the native frame
+ * whose address (as recorded) is raw: the low 32 bits of its pc match. */
+static bool v8_here(const struct entry *e, uint32_t py, uint64_t raw)
+{
+	uint64_t w1 = e->frames[e->n_kernel + e->n_user + 2 * py + 1];
+
+	return HEARTH_RT_KIND(w1) == HEARTH_RT_V8 &&
+	       HEARTH_V8_POS_PC(w1 & HEARTH_RT_POS_MASK) == (uint32_t)raw;
+}
+
 /* One evaluation loop's run of Python frames, from *py up to the first marked as
  * its outermost, into locs (leaf first). Count placed, or -ENOMEM. */
 static int python_run(struct collector *c, struct profile *p, const struct entry *e, uint32_t *py,
@@ -475,7 +528,7 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	    {.key = PROFILE_LABEL_PROCESS, .str = process_name(e, proc)},
 	};
 
-	uint32_t py = c->py ? 0 : e->n_py; /* next Python frame to place */
+	uint32_t py = c->py || c->v8 ? 0 : e->n_py; /* next runtime frame to place */
 	int got_rest;
 
 	if (e->pid && !proc)
@@ -493,7 +546,15 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 
 		if (i > 0 || e->n_kernel > 0)
 			addr = addr ? addr - 1 : 0; /* a return address: see the file comment */
-		if (py < e->n_py && python_mgr__is_eval(c->py, e->pid, e->pstart, addr)) {
+		if (c->v8 && py < e->n_py && v8_here(e, py, e->frames[e->n_kernel + i])) {
+			if (!(locs[n] = v8_location(c, p, e, e->frames[e->n_kernel + e->n_user + 2 * py],
+						    e->frames[e->n_kernel + e->n_user + 2 * py + 1])))
+				return -ENOMEM;
+			n++;
+			py++;
+			continue;
+		}
+		if (c->py && py < e->n_py && python_mgr__is_eval(c->py, e->pid, e->pstart, addr)) {
 			if ((got = python_run(c, p, e, &py, locs + n)) < 0)
 				return got;
 			n += (size_t)got;
@@ -505,6 +566,16 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	}
 	/* Python frames left when the native walk stopped early: the callers. */
 	while (py < e->n_py) {
+		uint64_t w1 = e->frames[e->n_kernel + e->n_user + 2 * py + 1];
+
+		if (HEARTH_RT_KIND(w1) == HEARTH_RT_V8 || !c->py) {
+			if (c->v8 && HEARTH_RT_KIND(w1) == HEARTH_RT_V8 &&
+			    !(locs[n++] = v8_location(c, p, e,
+						      e->frames[e->n_kernel + e->n_user + 2 * py], w1)))
+				return -ENOMEM;
+			py++;
+			continue;
+		}
 		if ((got_rest = python_run(c, p, e, &py, locs + n)) < 0)
 			return got_rest;
 		n += (size_t)got_rest;
@@ -546,6 +617,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 		 * the new one, which is still running. */
 		if (c->py && c->gone[i].exited)
 			python_mgr__forget(c->py, c->gone[i].pid, c->gone[i].pstart);
+		if (c->v8 && c->gone[i].exited)
+			v8_mgr__forget(c->v8, c->gone[i].pid, c->gone[i].pstart);
 	}
 	c->n_gone = 0;
 	return p;
@@ -560,6 +633,11 @@ fail:
 void collector__set_python(struct collector *c, struct python_mgr *py)
 {
 	c->py = py;
+}
+
+void collector__set_v8(struct collector *c, struct v8_mgr *v8)
+{
+	c->v8 = v8;
 }
 
 void collector__stats(const struct collector *c, struct collect_stats *out)

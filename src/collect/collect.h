@@ -56,5 +56,8 @@ struct python_mgr;
  * in place of the interpreter's frames. Without it (NULL, the default) Python
  * frames are dropped and stacks are native only. */
 void collector__set_python(struct collector *c, struct python_mgr *py);
+/* The V8 manager naming JavaScript frames (docs/node.md); NULL: they are dropped. */
+struct v8_mgr;
+void collector__set_v8(struct collector *c, struct v8_mgr *v8);
 
 #endif /* HEARTH_COLLECT_H */

@@ -31,6 +31,7 @@
 #include "profile.skel.h"
 #include "stackcache.h"
 #include "python/python.h"
+#include "v8/v8.h"
 #include "unwind/unwind.h"
 
 /* Entries drained per lookup-and-delete batch call. */
@@ -79,6 +80,7 @@ struct sampler {
 	enum sampler_unwind unwind; /* FP when the table unwinder is off */
 	struct unwind_mgr *uw;	    /* NULL when off */
 	struct python_mgr *py;	    /* NULL when the Python walk is off */
+	struct v8_mgr *v8;	    /* NULL when the V8 walk is off */
 	struct raw_held *raw;	    /* first samples waiting for their view */
 	size_t n_raw, cap_raw, raw_bytes;
 	uint64_t raw_stats[SAMPLER_RAW_STAT_MAX];
@@ -282,6 +284,12 @@ static int on_event(void *ctx, void *data, size_t size)
 		python_mgr__exec(s->py, ev->pid, ev->pstart);
 	else if (s->py && ev->kind == HEARTH_EV_EXIT)
 		python_mgr__exit(s->py, ev->pid);
+	if (s->v8 && ev->kind == HEARTH_EV_NEW)
+		v8_mgr__note(s->v8, ev->pid, ev->pstart);
+	else if (s->v8 && ev->kind == HEARTH_EV_EXEC)
+		v8_mgr__exec(s->v8, ev->pid, ev->pstart);
+	else if (s->v8 && ev->kind == HEARTH_EV_EXIT)
+		v8_mgr__exit(s->v8, ev->pid);
 	s->cb.event(s->cb.ctx, &e);
 	return 0;
 }
@@ -503,6 +511,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 
 	k->rodata->use_unwind = uw;
 	k->rodata->use_python = o->python;
+	k->rodata->use_v8 = o->node;
 	k->rodata->keep_idle = o->idle;
 	k->rodata->filter_pid = o->n_pids > 0;
 	k->rodata->filter_cgroup = o->cgroup_path != NULL;
@@ -514,6 +523,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_procs, 1)) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_pending, 1)) ||
 	    (!o->python && bpf_map__set_max_entries(k->maps.py_procs, 1)) ||
+	    (!o->node && bpf_map__set_max_entries(k->maps.v8_procs, 1)) ||
 	    bpf_map__set_max_entries(k->maps.rawstacks, uw ? RAW_RB_BYTES : 4096) ||
 	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
@@ -682,6 +692,8 @@ int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *
 	/* Without its manager no process is described: native stacks, as before. */
 	if (o->python && python_mgr__new(bpf_map__fd(s->skel->maps.py_procs), &s->py))
 		s->py = NULL;
+	if (o->node && v8_mgr__new(bpf_map__fd(s->skel->maps.v8_procs), &s->v8))
+		s->v8 = NULL;
 	ret = setup_ringbufs(s);
 	if (ret) {
 		snprintf(err, errlen, "cannot set up the BPF ring buffers: %s", strerror(-ret));
@@ -816,6 +828,8 @@ int sampler__drain(struct sampler *s)
 	}
 	if (s->py)
 		python_mgr__work(s->py, UNWIND_BUDGET_MS);
+	if (s->v8)
+		v8_mgr__work(s->v8, UNWIND_BUDGET_MS);
 	if (s->transfer == SAMPLER_TRANSFER_RINGBUF)
 		return 0;
 	idle_set = __atomic_load_n(&k->bss->active_set, __ATOMIC_RELAXED);
@@ -841,6 +855,8 @@ int sampler__next_due_ms(const struct sampler *s)
 
 	if (py_due >= 0 && (due < 0 || py_due < due))
 		due = py_due;
+	if (s->v8 && v8_mgr__next_due_ms(s->v8) == 0)
+		due = 0;
 	return due;
 }
 
@@ -878,6 +894,8 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 	}
 	if (s->py)
 		python_mgr__work(s->py, UNWIND_BUDGET_MS);
+	if (s->v8)
+		v8_mgr__work(s->v8, UNWIND_BUDGET_MS);
 	if (n == -EINTR)
 		return 0;
 	return n;
@@ -977,6 +995,23 @@ struct python_mgr *sampler__python(const struct sampler *s)
 	return s->py;
 }
 
+struct v8_mgr *sampler__v8(const struct sampler *s)
+{
+	return s->v8;
+}
+
+int sampler__v8_stats(const struct sampler *s, uint64_t out[HEARTH_V8_STAT_MAX])
+{
+	int fd;
+
+	if (!s->v8)
+		return -ENOENT;
+	fd = bpf_map__fd(s->skel->maps.v8_stats);
+	for (__u32 i = 0; i < HEARTH_V8_STAT_MAX; i++)
+		out[i] = percpu_sum(fd, i, s->n_possible);
+	return 0;
+}
+
 int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_MAX])
 {
 	int fd;
@@ -1045,6 +1080,7 @@ void sampler__close(struct sampler *s)
 	free(s->raw);
 	unwind_mgr__free(s->uw); /* before the maps it has mmap'ed go */
 	python_mgr__free(s->py);
+	v8_mgr__free(s->v8);
 	profile_bpf__destroy(s->skel);
 	if (s->cgroup_fd >= 0)
 		close(s->cgroup_fd);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
+#include "v8_abi.h"	 /* bpf/: HEARTH_V8_* */
 #include "python_abi.h"	 /* bpf/: HEARTH_PY_* */
 #include "unwind_abi.h"	 /* bpf/: HEARTH_UW_* */
 
@@ -45,6 +46,8 @@ struct sampler_opts {
 	/* Walk CPython processes' Python frames (docs/python.md). They travel with
 	 * ring-buffer samples: with --transfer map and --unwind fp there are none. */
 	bool python;
+	/* Walk node processes' JavaScript frames (docs/node.md); ring-buffer samples. */
+	bool node;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */
@@ -143,6 +146,11 @@ struct python_mgr;
  * Python walk is off. Borrowed; thread-safe (src/python/python.h). */
 struct python_mgr *sampler__python(const struct sampler *s);
 /* The Python walk's counters (HEARTH_PY_*, sum over CPUs); -ENOENT when off. */
+struct v8_mgr;
+/* The V8 manager (names JS frames), NULL when the walk is off. Borrowed. */
+struct v8_mgr *sampler__v8(const struct sampler *s);
+/* The V8 walk's per-CPU counters summed (HEARTH_V8_*); -ENOENT when off. */
+int sampler__v8_stats(const struct sampler *s, uint64_t out[HEARTH_V8_STAT_MAX]);
 int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_MAX]);
 /* Number of CPUs sampled. */
 int sampler__n_cpus(const struct sampler *s);
