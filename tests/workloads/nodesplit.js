@@ -1,11 +1,13 @@
 // Known shape for the V8 walk (tests/integration/test_node_walk.sh):
-// main -> outerLoop -> hotAlpha / hotBeta, about 2:1 of the CPU time. Each call of
-// a hot function is timed with process.cpuUsage() (thread CPU of the only busy
-// thread), so the program states its own split: at exit (after SECONDS) it prints
-// "counters alpha_us=A beta_us=B" on stdout. The loop is synchronous: the stack is
-// always (top level) -> main -> outerLoop -> hot function.
+// (top level) -> main -> outerLoop -> hotAlpha / hotBeta, about 2:1 of the CPU
+// time. Each call of a hot function is timed with process.cpuUsage(), so the
+// program states its own split: it prints "ready", then every 100 ms a line
+// "cpu ALPHA_US BETA_US" of cumulative times, until SECONDS have passed. The loop
+// is synchronous: the stack is always the same four JS frames.
+// Usage: node nodesplit.js SECONDS [TITLE]
 'use strict';
 const secs = Number(process.argv[2] || 10);
+if (process.argv[3]) process.title = process.argv[3];
 let sink = 0;
 let alphaUs = 0;
 let betaUs = 0;
@@ -29,25 +31,28 @@ function cpuUs() {
 
 function outerLoop(rounds) {
 	for (let r = 0; r < rounds; r++) {
-		let t = cpuUs();
-		sink += hotAlpha(400000);
+		const t = cpuUs();
+		sink += hotAlpha(200000);
 		const m = cpuUs();
-		sink += hotBeta(200000);
+		sink += hotBeta(100000);
 		const e = cpuUs();
 		alphaUs += m - t;
 		betaUs += e - m;
 	}
 }
 
-function report() {
-	console.log(`counters alpha_us=${alphaUs} beta_us=${betaUs} sink=${sink % 7}`);
-	process.exit(0);
-}
-
 function main() {
 	const end = Date.now() + secs * 1000;
-	while (Date.now() < end) outerLoop(5);
-	report();
+	let next = 0;
+	console.log('ready');
+	while (Date.now() < end) {
+		outerLoop(2);
+		if (Date.now() >= next) {
+			console.log(`cpu ${alphaUs} ${betaUs} ${sink % 7}`);
+			next = Date.now() + 100;
+		}
+	}
+	console.log(`cpu ${alphaUs} ${betaUs} ${sink % 7}`);
 }
 
 main();
