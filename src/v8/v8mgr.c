@@ -656,7 +656,7 @@ static int name_sfi(const struct reader *r, uint64_t sfi, char *out, size_t len,
 		    uint64_t *w_script)
 {
 	const struct v8_meta *mt = r->mt;
-	char fn[V8_NAME_MAX / 2], file[V8_NAME_MAX / 2];
+	char fn[192], file[256]; /* with line:col, within V8_NAME_MAX */
 	uint64_t nsi, script, fdata;
 	int64_t start = -1, line = 0, col = 0;
 	int t;
