@@ -103,9 +103,14 @@ static long v8_step(__u32 i, void *ctx)
 	}
 	bca = v8_slot(w, w->p.fp_bytecode_array);
 	raw = v8_slot(w, w->p.fp_bytecode_offset);
-	if ((raw & 1) == 0 && v8_type(w, bca) == w->p.type_bytecode) {
-		ft = HEARTH_V8_FT_INTERPRETED;
-		bcoff = (__u32)((__s64)raw >> (w->p.smi_shift & 63)) - w->p.bytecode_bias;
+	if (v8_type(w, bca) == w->p.type_bytecode) {
+		/* The interpreter keeps the offset as a Smi; baseline code keeps its
+		 * feedback there instead. */
+		ft = HEARTH_V8_FT_BASELINE;
+		if ((raw & 1) == 0) {
+			ft = HEARTH_V8_FT_INTERPRETED;
+			bcoff = (__u32)((__s64)raw >> (w->p.smi_shift & 63)) - w->p.bytecode_bias;
+		}
 	}
 	n = w->n;
 	if (n >= HEARTH_V8_MAX_FRAMES)

@@ -37,7 +37,8 @@
 
 enum hearth_v8_ft {
 	HEARTH_V8_FT_INTERPRETED = 1, /* bytecode array and offset in the frame */
-	HEARTH_V8_FT_COMPILED = 2,    /* baseline, Maglev or TurboFan code */
+	HEARTH_V8_FT_COMPILED = 2,    /* optimised code: Maglev or TurboFan */
+	HEARTH_V8_FT_BASELINE = 3,    /* Sparkplug: a bytecode array, no Smi offset */
 };
 
 #define HEARTH_V8_POS_PC(pos)	  ((__u32)(pos))

@@ -722,7 +722,10 @@ int v8_mgr__resolve(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sf
 static int resolve(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sfi, uint64_t pos,
 		   char *out, size_t len, bool warm)
 {
-	const char *prefix = HEARTH_V8_POS_TYPE(pos) == HEARTH_V8_FT_INTERPRETED ? "JS:~" : "JS:*";
+	/* As --perf-basic-prof marks code: ~ interpreted, ^ baseline, * optimised. */
+	const char *prefix = HEARTH_V8_POS_TYPE(pos) == HEARTH_V8_FT_INTERPRETED ? "JS:~"
+			     : HEARTH_V8_POS_TYPE(pos) == HEARTH_V8_FT_BASELINE  ? "JS:^"
+										 : "JS:*";
 	struct name_key key = {pid, sfi};
 	struct v8_proc *p;
 	struct reader r;
