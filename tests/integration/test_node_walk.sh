@@ -37,19 +37,22 @@ within() { # x y points
 	awk -v x="$1" -v y="$2" -v p="$3" 'BEGIN { d = x - y; if (d < 0) d = -d; exit !(x != "" && y != "" && d <= p) }'
 }
 
-# --- the default walk, one window of >= 4 s of hot CPU ---
+# Sample counts: hearth at 997 Hz over 6 s of hot CPU (~6000 samples: a share's
+# standard deviation ~0.6 points) and --cpu-prof every 250 us over 8 s (~0.4
+# points), so 3 points is more than 4 standard deviations of either difference.
+# --- the default walk, one window of >= 6 s of hot CPU ---
 OUT=$T/walk.out
 : > "$OUT"
 node "$APP" 120 hnodewl > "$OUT" &
 NPID=$!
 BG_PIDS+=($NPID)
 wait_lines "$OUT" 2 30 || echo "INFO node_walk: no counters from nodesplit.js in 30 s: $(head -c 300 "$OUT")"
-"$HEARTH" record -p "$NPID" -F 499 -d 600 -v -o "$T/walk.folded" 2> "$T/walk.err" &
+"$HEARTH" record -p "$NPID" -F 997 -d 600 -v -o "$T/walk.folded" 2> "$T/walk.err" &
 rec=$!
 BG_PIDS+=($rec)
 wait_for 30 sampling "$rec" || echo "INFO node_walk: hearth record had not begun sampling after 30 s"
 C0=$(last_cpu "$OUT")
-wait_for 120 spent "$OUT" "$C0" 4 || echo "INFO node_walk: less than 4 s of hot CPU in 120 s"
+wait_for 120 spent "$OUT" "$C0" 6 || echo "INFO node_walk: less than 6 s of hot CPU in 120 s"
 C1=$(last_cpu "$OUT")
 kill -INT "$rec"
 wait "$rec"
@@ -78,7 +81,7 @@ fi
 
 # --- V8's own profiler on a second run of the same program ---
 mkdir -p "$T/cpuprof"
-node --cpu-prof --cpu-prof-dir="$T/cpuprof" "$APP" 5 > "$T/cpuprof.out"
+node --cpu-prof --cpu-prof-interval 250 --cpu-prof-dir="$T/cpuprof" "$APP" 8 > "$T/cpuprof.out"
 prof=$(ls "$T"/cpuprof/*.cpuprofile 2> /dev/null | head -1)
 ab=$(node -e '
 const p = JSON.parse(require("fs").readFileSync(process.argv[1]));
