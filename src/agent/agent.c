@@ -13,6 +13,7 @@
 #include "agent_impl.h"
 #include "base/base.h"
 #include "python/python.h"
+#include "v8/v8.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -407,6 +408,15 @@ void agent__write_metrics(void *agent, FILE *f)
 	gauge(f, "hearth_agent_sent_total", "counter", "Profiles delivered.", (double)ss.sent);
 	write_failures(a, f);
 	write_python(a, f);
+	{ /* the V8 walk (docs/node.md), when it is on */
+		uint64_t v8[HEARTH_V8_STAT_MAX];
+		struct v8_mgr_stats vs;
+
+		if (!sampler__v8_stats(a->s, v8)) {
+			v8_mgr__stats(sampler__v8(a->s), &vs);
+			v8_write_metrics(f, v8, &vs);
+		}
+	}
 	gauge(f, "hearth_agent_rss_bytes", "gauge", "Resident memory of this process.",
 	      (double)rss_bytes());
 }

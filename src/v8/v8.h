@@ -81,4 +81,9 @@ struct v8_mgr_stats {
 };
 void v8_mgr__stats(struct v8_mgr *m, struct v8_mgr_stats *out);
 
+#include <stdio.h>
+/* The walk's counters (sampler__v8_stats) and the manager's, as Prometheus text. */
+void v8_write_metrics(FILE *f, const uint64_t st[HEARTH_V8_STAT_MAX],
+		      const struct v8_mgr_stats *ms);
+
 #endif /* HEARTH_V8_H */

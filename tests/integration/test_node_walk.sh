@@ -12,7 +12,8 @@
 #    own counters) within 3 points;
 #  - a node started after the recording began is walked (>= 90% of its main
 #    thread's samples carry its frames);
-#  - --node off gives no JS frames (no perf map: native frames only).
+#  - --node off gives no JS frames (no perf map: native frames only);
+#  - hearth run stores JS frames by default (>= 90% of the program's samples).
 # test-runner: serial (it compares sampled shares with the workload's CPU clocks)
 . "$(dirname "$0")/lib.sh"
 need_root node_walk
@@ -140,5 +141,36 @@ if [ "$tot" -gt 0 ] && [ "$js" -eq 0 ]; then
 	pass "node_walk_off: --node off: $tot samples, no JS frame"
 else
 	fail node_walk_off "--node off: $js stacks with JS frames of $tot samples: $(head -c 300 "$T/off.err")"
+fi
+
+# --- hearth run: JS frames in the store by default ---
+. "$(dirname "$0")/server_lib.sh"
+if start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 --interval 2; then
+	# The program runs 4 s, then the store holds all of it once two more
+	# profiles than before its exit are built and delivered (as test_python).
+	stored() { # profiles built before
+		curl -sf "$HURL/metrics" | awk -v n=$(($1 + 2)) '$1 == "hearth_agent_profiles_total" { p = $2 }
+			$1 == "hearth_agent_sent_total" { s = $2 } END { exit !(p >= n && s >= n) }'
+	}
+	drained() { curl -sf "$HURL/metrics" | awk '$1 == "hearth_agent_profiles_total" && $2 >= 1 { ok = 1 } END { exit !ok }'; }
+	wait_until 30 drained || echo "INFO node_walk_run: no profile drained in 30 s: $(tail -3 "$T/run.log")"
+	node "$APP" 4 hnoderun > /dev/null
+	p0=$(metric "$HURL" hearth_agent_profiles_total)
+	wait_for 30 stored "${p0:-0}" || echo "INFO node_walk_run: the profiles after the process were not all stored in 30 s"
+	curl -s --max-time 30 "$HURL/api/profile?format=folded&from=now-5m&query=%7Bcomm%3D%22hnoderun%22%7D" > "$T/run.folded"
+	tot=$(sum < "$T/run.folded")
+	withjs=$(grep -E ";${JS}(main|outerLoop|hotAlpha|hotBeta) [^;]*nodesplit" "$T/run.folded" | sum)
+	if [ "$tot" -ge 100 ] && [ $((withjs * 100)) -ge $((tot * 90)) ]; then
+		pass "node_walk_run: $withjs of $tot stored samples carry JS frames (hearth run)"
+	else
+		fail node_walk_run "$withjs of $tot stored samples carry JS frames (want >= 90%, >= 100): $(sort -t' ' -k2 -rn "$T/run.folded" | head -2 | cut -c1-300)"
+	fi
+	curl -sf "$HURL/metrics" | grep -q '^hearth_agent_node_walked_total [1-9]' &&
+		pass "node_walk_metrics: /metrics counts the V8 walk" ||
+		fail node_walk_metrics "no hearth_agent_node_walked_total > 0 in /metrics"
+	kill -INT "$SPID"
+	wait "$SPID"
+else
+	fail node_walk_run "hearth run did not start: $(tail -3 "$T/run.log")"
 fi
 finish
