@@ -5,6 +5,11 @@
  * --allow-natives-syntax) and waits; the manager names them from its memory and
  * checks every name again (another object at the address: unknown, counted).
  */
+#include "collect/collect.h"
+#include "proc/proc.h"
+#include "profile/profile.h"
+#include "sampler/sampler.h"
+#include "symbolize/symbolize.h"
 #include "v8/v8.h"
 #include "unit.h"
 
@@ -156,6 +161,50 @@ TEST(v8_names_live_functions)
 	CHECK(st.failed == 1 && st.cached == 3);
 	/* another process start under the pid: not described */
 	CHECK(v8_mgr__resolve(m, (uint32_t)pid, 8, sfi[0], 0, name, sizeof(name)) == -ENOENT);
+	/* The collector puts each JS frame in place of the native frame with its pc
+	 * (low 32 bits), and JS frames the native walk did not reach at the root. */
+	{
+		struct proc_table *pt = proc_table__new("/proc");
+		struct symbolizer *sym = symbolizer__new(&(struct sym_opts){0});
+		struct collector *c = pt && sym ? collector__new(pt, sym) : NULL;
+		struct profile *p = NULL;
+		struct profile_sample s;
+		struct profile_location loc;
+		uint64_t user[4] = {0x7f0070001234, 0x5001, 0x7f0070002000, 0x6001};
+		uint64_t words[6] = {
+		    sfi[0], HEARTH_RT_WORD1(HEARTH_RT_V8, HEARTH_V8_POS(0x70001234, 3, HEARTH_V8_FT_INTERPRETED)),
+		    sfi[2], HEARTH_RT_WORD1(HEARTH_RT_V8, HEARTH_V8_POS(0x70002000, 0, HEARTH_V8_FT_COMPILED)),
+		    sfi[1], HEARTH_RT_WORD1(HEARTH_RT_V8, HEARTH_V8_POS(0x1, 0, HEARTH_V8_FT_BASELINE)),
+		};
+		struct sampler_sample smp = {.pid = (uint32_t)pid, .tid = (uint32_t)pid, .pstart = 7,
+					     .comm = "node", .n_user = 4, .user = user, .n_python = 3,
+					     .python = words, .count = 2};
+		const char *want_at[5] = {"JS:~hotAlpha ", NULL, "JS:*second ", NULL, "JS:^(anonymous) "};
+		int ok = c != NULL;
+
+		if (ok) {
+			collector__set_v8(c, m);
+			ok = collector__add(c, &smp) == 0 &&
+			     (p = collector__build(c, 10000000, 0, 0)) != NULL &&
+			     profile__n_samples(p) == 1 && profile__sample(p, 0, &s) == 0 && s.n_locs == 5;
+		}
+		for (size_t i = 0; ok && i < 5; i++) {
+			char buf[V8_NAME_MAX];
+			const char *nm = "";
+
+			if (!profile__get_location(p, s.locs[i], &loc) && loc.n_lines)
+				nm = profile__frame_name(p, &loc, loc.n_lines - 1, buf, sizeof(buf));
+			if (want_at[i] ? strncmp(nm, want_at[i], strlen(want_at[i])) : !strncmp(nm, "JS:", 3)) {
+				fprintf(stderr, "  frame %zu: %s\n", i, nm);
+				ok = 0;
+			}
+		}
+		profile__free(p);
+		collector__free(c);
+		symbolizer__free(sym);
+		proc_table__free(pt);
+		CHECK(ok);
+	}
 	/* gone: the cache is trusted until forget */
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
