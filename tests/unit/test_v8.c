@@ -10,6 +10,7 @@
 #include "profile/profile.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolize.h"
+#include "base/membudget.h"
 #include "v8/v8.h"
 #include "unit.h"
 
@@ -161,6 +162,17 @@ TEST(v8_names_live_functions)
 	CHECK(st.failed == 1 && st.cached == 3);
 	/* another process start under the pid: not described */
 	CHECK(v8_mgr__resolve(m, (uint32_t)pid, 8, sfi[0], 0, name, sizeof(name)) == -ENOENT);
+	/* The names are charged to MEM_NODE and given back to the budget. */
+	CHECK(mem_budget__used(MEM_NODE) > 0);
+	mem_budget__set_limit(100, 100); /* 100 bytes for the caches */
+	mem_budget__reclaim();
+	mem_budget__set_limit(0, 100);
+	v8_mgr__stats(m, &st);
+	CHECKF(st.evicted == 3 && mem_budget__used(MEM_NODE) == 0, "evicted %llu, %llu bytes left",
+	       (unsigned long long)st.evicted, (unsigned long long)mem_budget__used(MEM_NODE));
+	CHECK(v8_mgr__resolve(m, (uint32_t)pid, 7, sfi[0], 0, name, sizeof(name)) == 0);
+	snprintf(want, sizeof(want), "JS:*hotAlpha %s:1:18", js);
+	CHECKF(strcmp(name, want) == 0, "got \"%s\", want \"%s\"", name, want);
 	/* The collector puts each JS frame in place of the native frame with its pc
 	 * (low 32 bits), and JS frames the native walk did not reach at the root. */
 	{
