@@ -102,7 +102,7 @@ void cli_agent_defaults(struct cli_agent_args *a)
 {
 	a->ao.so.hz = 99;
 	a->ao.so.transfer = SAMPLER_TRANSFER_RINGBUF; /* docs/architecture.md, "Transfer modes" */
-	a->ao.so.node = true;				      /* docs/node.md */
+	a->ao.so.node = true;			      /* docs/node.md */
 	a->ao.so.python = true;			      /* docs/python.md */
 	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
 	a->ao.trim_memory = true; /* an always-on process keeps only what it uses */

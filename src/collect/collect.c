@@ -547,8 +547,9 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 		if (i > 0 || e->n_kernel > 0)
 			addr = addr ? addr - 1 : 0; /* a return address: see the file comment */
 		if (c->v8 && py < e->n_py && v8_here(e, py, e->frames[e->n_kernel + i])) {
-			if (!(locs[n] = v8_location(c, p, e, e->frames[e->n_kernel + e->n_user + 2 * py],
-						    e->frames[e->n_kernel + e->n_user + 2 * py + 1])))
+			if (!(locs[n] =
+				  v8_location(c, p, e, e->frames[e->n_kernel + e->n_user + 2 * py],
+					      e->frames[e->n_kernel + e->n_user + 2 * py + 1])))
 				return -ENOMEM;
 			n++;
 			py++;
@@ -570,8 +571,8 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 
 		if (HEARTH_RT_KIND(w1) == HEARTH_RT_V8 || !c->py) {
 			if (c->v8 && HEARTH_RT_KIND(w1) == HEARTH_RT_V8 &&
-			    !(locs[n++] = v8_location(c, p, e,
-						      e->frames[e->n_kernel + e->n_user + 2 * py], w1)))
+			    !(locs[n++] = v8_location(
+				  c, p, e, e->frames[e->n_kernel + e->n_user + 2 * py], w1)))
 				return -ENOMEM;
 			py++;
 			continue;

@@ -64,20 +64,20 @@ int v8_mgr__next_due_ms(const struct v8_mgr *m);
 /* Names one recorded frame: "function file.js:line:col" (as --perf-basic-prof).
  * 0, -ENOENT (process not described), -EIO (the object cannot be read or is no
  * SharedFunctionInfo any more: moved or collected). */
-int v8_mgr__resolve(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sfi,
-		    uint64_t pos, char *out, size_t len);
+int v8_mgr__resolve(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sfi, uint64_t pos,
+		    char *out, size_t len);
 
 /* Names and caches an SFI not cached yet (no read when it is): the collector
  * calls it for each new stack's frames while the process lives. */
 void v8_mgr__warm(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sfi);
 
 struct v8_mgr_stats {
-	uint64_t processes;  /* described now */
-	uint64_t probed;     /* probes run */
+	uint64_t processes;   /* described now */
+	uint64_t probed;      /* probes run */
 	uint64_t unsupported; /* V8 found but not walkable (pointer compression...) */
-	uint64_t cached;     /* SharedFunctionInfos named and cached */
-	uint64_t failed;     /* resolves that gave an unknown frame (moved, collected) */
-	uint64_t evicted;    /* cache entries dropped for the memory budget */
+	uint64_t cached;      /* SharedFunctionInfos named and cached */
+	uint64_t failed;      /* resolves that gave an unknown frame (moved, collected) */
+	uint64_t evicted;     /* cache entries dropped for the memory budget */
 };
 void v8_mgr__stats(struct v8_mgr *m, struct v8_mgr_stats *out);
 

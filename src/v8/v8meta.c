@@ -20,7 +20,10 @@ struct field {
 	bool required;
 };
 
-#define F(n, f, r) {n, offsetof(struct v8_meta, f), r}
+#define F(n, f, r)                                                                                 \
+	{                                                                                          \
+		n, offsetof(struct v8_meta, f), r                                                  \
+	}
 static const struct field fields[] = {
     F("off_fp_function", fp_function, true),
     F("off_fp_context_or_frame_type", fp_context, true),
@@ -35,8 +38,7 @@ static const struct field fields[] = {
     F("class_Map__instance_type__uint16_t", map_instance_type, true),
     F("class_JSFunction__shared__SharedFunctionInfo", jsfunction_shared, true),
     F("class_SharedFunctionInfo__name_or_scope_info__Object", sfi_name_or_scope_info, true),
-    F("class_SharedFunctionInfo__script_or_debug_info__HeapObject", sfi_script_or_debug_info,
-      true),
+    F("class_SharedFunctionInfo__script_or_debug_info__HeapObject", sfi_script_or_debug_info, true),
     F("class_SharedFunctionInfo__function_data__Object", sfi_function_data, false),
     F("class_Script__name__Object", script_name, true),
     F("class_Script__source__Object", script_source, false),
@@ -89,8 +91,8 @@ static int value_at(const uint8_t *elf, size_t len, const Elf64_Shdr *sh, unsign
 	for (unsigned i = 0; i < nsh; i++) {
 		const Elf64_Shdr *s = &sh[i];
 
-		if (!(s->sh_flags & SHF_ALLOC) || addr < s->sh_addr || addr - s->sh_addr > s->sh_size ||
-		    s->sh_size - (addr - s->sh_addr) < 4)
+		if (!(s->sh_flags & SHF_ALLOC) || addr < s->sh_addr ||
+		    addr - s->sh_addr > s->sh_size || s->sh_size - (addr - s->sh_addr) < 4)
 			continue;
 		if (s->sh_type == SHT_NOBITS) {
 			*out = 0;
@@ -207,5 +209,6 @@ void v8_meta_describe(const struct v8_meta *m, uint64_t pstart, struct hearth_v8
 	out->heap_tag = (uint8_t)m->heap_tag;
 	out->heap_tag_mask = (uint8_t)m->heap_tag_mask;
 	/* The frame holds the offset from the tagged array: header size - tag. */
-	out->bytecode_bias = m->bytecode_data > m->heap_tag ? (uint32_t)(m->bytecode_data - m->heap_tag) : 0;
+	out->bytecode_bias =
+	    m->bytecode_data > m->heap_tag ? (uint32_t)(m->bytecode_data - m->heap_tag) : 0;
 }

@@ -11,8 +11,7 @@ static void one(FILE *f, const char *name, const char *type, const char *help, u
 		(unsigned long long)v);
 }
 
-void v8_write_metrics(FILE *f, const uint64_t st[HEARTH_V8_STAT_MAX],
-		      const struct v8_mgr_stats *ms)
+void v8_write_metrics(FILE *f, const uint64_t st[HEARTH_V8_STAT_MAX], const struct v8_mgr_stats *ms)
 {
 	static const char *const why[HEARTH_V8_STAT_MAX] = {
 	    [HEARTH_V8_READ_FAIL] = "unreadable",

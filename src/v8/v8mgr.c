@@ -553,7 +553,8 @@ static int scope_info(const struct reader *r, uint64_t si, char *name, size_t le
 	if (j + 6 > V8_SCOPE_WORDS)
 		return -ENOTSUP; /* many locals: past what is read */
 	/* the function variable's name, after an optional saved class variable */
-	if (!(is_heap(r, w[j]) && is_smi(r, w[j + 1])) && is_heap(r, w[j + 1]) && is_smi(r, w[j + 2]))
+	if (!(is_heap(r, w[j]) && is_smi(r, w[j + 1])) && is_heap(r, w[j + 1]) &&
+	    is_smi(r, w[j + 2]))
 		j++;
 	if (is_heap(r, w[j]) && obj_type(r, w[j]) >= 0 &&
 	    obj_type(r, w[j]) < r->mt->first_nonstring_type)
@@ -699,7 +700,8 @@ static int name_sfi(const struct reader *r, uint64_t sfi, char *out, size_t len,
 		snprintf(out, len, "%s %s:%lld:%lld", fn[0] ? fn : "(anonymous)",
 			 file[0] ? file : "(unknown)", (long long)line, (long long)col);
 	else /* no line ends and a source not read (external: node's own modules) */
-		snprintf(out, len, "%s %s", fn[0] ? fn : "(anonymous)", file[0] ? file : "(unknown)");
+		snprintf(out, len, "%s %s", fn[0] ? fn : "(anonymous)",
+			 file[0] ? file : "(unknown)");
 	return 0;
 }
 
@@ -724,7 +726,7 @@ static int resolve(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sfi
 {
 	/* As --perf-basic-prof marks code: ~ interpreted, ^ baseline, * optimised. */
 	const char *prefix = HEARTH_V8_POS_TYPE(pos) == HEARTH_V8_FT_INTERPRETED ? "JS:~"
-			     : HEARTH_V8_POS_TYPE(pos) == HEARTH_V8_FT_BASELINE  ? "JS:^"
+			     : HEARTH_V8_POS_TYPE(pos) == HEARTH_V8_FT_BASELINE	 ? "JS:^"
 										 : "JS:*";
 	struct name_key key = {pid, sfi};
 	struct v8_proc *p;
@@ -780,7 +782,8 @@ static int resolve(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sfi
 			e->w_name = wn;
 			e->w_script = ws;
 			e->used = ++m->tick;
-			e->bytes = sizeof(*e) + strlen(name) + 1 + 2 * sizeof(struct base_hmap_slot);
+			e->bytes =
+			    sizeof(*e) + strlen(name) + 1 + 2 * sizeof(struct base_hmap_slot);
 			charge(m, (int64_t)e->bytes);
 			m->n_names++;
 			m->st.cached++;

@@ -127,7 +127,8 @@ TEST(v8_names_live_functions)
 	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
-		snprintf(cmd, sizeof(cmd), "exec %s --allow-natives-syntax %s > %s 2>&1", NODE, js, out);
+		snprintf(cmd, sizeof(cmd), "exec %s --allow-natives-syntax %s > %s 2>&1", NODE, js,
+			 out);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
@@ -146,8 +147,8 @@ TEST(v8_names_live_functions)
 	snprintf(want, sizeof(want), "JS:~hotAlpha %s:1:18", js);
 	CHECKF(strcmp(name, want) == 0, "got \"%s\", want \"%s\"", name, want);
 	/* cached: the same name, checked again against the object */
-	CHECK(v8_mgr__resolve(m, (uint32_t)pid, 7, sfi[0], HEARTH_V8_POS(0, 0, HEARTH_V8_FT_COMPILED),
-			      name, sizeof(name)) == 0);
+	CHECK(v8_mgr__resolve(m, (uint32_t)pid, 7, sfi[0],
+			      HEARTH_V8_POS(0, 0, HEARTH_V8_FT_COMPILED), name, sizeof(name)) == 0);
 	snprintf(want, sizeof(want), "JS:*hotAlpha %s:1:18", js);
 	CHECKF(strcmp(name, want) == 0, "got \"%s\", want \"%s\"", name, want);
 	CHECK(v8_mgr__resolve(m, (uint32_t)pid, 7, sfi[1], 0, name, sizeof(name)) == 0);
@@ -184,29 +185,42 @@ TEST(v8_names_live_functions)
 		struct profile_location loc;
 		uint64_t user[4] = {0x7f0070001234, 0x5001, 0x7f0070002000, 0x6001};
 		uint64_t words[6] = {
-		    sfi[0], HEARTH_RT_WORD1(HEARTH_RT_V8, HEARTH_V8_POS(0x70001234, 3, HEARTH_V8_FT_INTERPRETED)),
-		    sfi[2], HEARTH_RT_WORD1(HEARTH_RT_V8, HEARTH_V8_POS(0x70002000, 0, HEARTH_V8_FT_COMPILED)),
-		    sfi[1], HEARTH_RT_WORD1(HEARTH_RT_V8, HEARTH_V8_POS(0x1, 0, HEARTH_V8_FT_BASELINE)),
+		    sfi[0],
+		    HEARTH_RT_WORD1(HEARTH_RT_V8, HEARTH_V8_POS(0x70001234, 3, HEARTH_V8_FT_INTERPRETED)),
+		    sfi[2],
+		    HEARTH_RT_WORD1(HEARTH_RT_V8, HEARTH_V8_POS(0x70002000, 0, HEARTH_V8_FT_COMPILED)),
+		    sfi[1],
+		    HEARTH_RT_WORD1(HEARTH_RT_V8, HEARTH_V8_POS(0x1, 0, HEARTH_V8_FT_BASELINE)),
 		};
-		struct sampler_sample smp = {.pid = (uint32_t)pid, .tid = (uint32_t)pid, .pstart = 7,
-					     .comm = "node", .n_user = 4, .user = user, .n_python = 3,
-					     .python = words, .count = 2};
-		const char *want_at[5] = {"JS:~hotAlpha ", NULL, "JS:*second ", NULL, "JS:^(anonymous) "};
+		struct sampler_sample smp = {.pid = (uint32_t)pid,
+					     .tid = (uint32_t)pid,
+					     .pstart = 7,
+					     .comm = "node",
+					     .n_user = 4,
+					     .user = user,
+					     .n_python = 3,
+					     .python = words,
+					     .count = 2};
+		const char *want_at[5] = {"JS:~hotAlpha ", NULL, "JS:*second ", NULL,
+					  "JS:^(anonymous) "};
 		int ok = c != NULL;
 
 		if (ok) {
 			collector__set_v8(c, m);
 			ok = collector__add(c, &smp) == 0 &&
 			     (p = collector__build(c, 10000000, 0, 0)) != NULL &&
-			     profile__n_samples(p) == 1 && profile__sample(p, 0, &s) == 0 && s.n_locs == 5;
+			     profile__n_samples(p) == 1 && profile__sample(p, 0, &s) == 0 &&
+			     s.n_locs == 5;
 		}
 		for (size_t i = 0; ok && i < 5; i++) {
 			char buf[V8_NAME_MAX];
 			const char *nm = "";
 
 			if (!profile__get_location(p, s.locs[i], &loc) && loc.n_lines)
-				nm = profile__frame_name(p, &loc, loc.n_lines - 1, buf, sizeof(buf));
-			if (want_at[i] ? strncmp(nm, want_at[i], strlen(want_at[i])) : !strncmp(nm, "JS:", 3)) {
+				nm =
+				    profile__frame_name(p, &loc, loc.n_lines - 1, buf, sizeof(buf));
+			if (want_at[i] ? strncmp(nm, want_at[i], strlen(want_at[i]))
+				       : !strncmp(nm, "JS:", 3)) {
 				fprintf(stderr, "  frame %zu: %s\n", i, nm);
 				ok = 0;
 			}
