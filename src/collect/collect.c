@@ -446,7 +446,9 @@ static uint64_t v8_location(struct collector *c, struct profile *p, const struct
 			    uint64_t sfi, uint64_t word1)
 {
 	uint64_t pos = word1 & HEARTH_RT_POS_MASK, type = HEARTH_V8_POS_TYPE(pos);
-	struct py_loc key = {e->pid, sfi, type | (1ull << 62), 0};
+	/* interpreted frames by bytecode offset: each its own current line */
+	uint64_t at = type == HEARTH_V8_FT_INTERPRETED ? HEARTH_V8_POS_BCOFF(pos) : 0;
+	struct py_loc key = {e->pid, sfi, type | (at << 8) | (1ull << 62), 0};
 	uint64_t h = pyloc_hash(e->pid, sfi, key.instr), mid, loc;
 	size_t i = base_hmap__find(&c->pyloc_idx, h, pyloc_eq, c, &key);
 	struct profile_line line = {0};
@@ -465,6 +467,7 @@ static uint64_t v8_location(struct collector *c, struct profile *p, const struct
 	line.function_id = profile__function(p, name, name, NULL);
 	if (!line.function_id)
 		return 0;
+	line.line = v8_mgr__line(c->v8, e->pid, e->pstart, sfi, pos);
 	loc = profile__location_exact(p, mid, sfi, &line, 1);
 	if (loc &&
 	    !base_grow((void **)&c->pylocs, &c->cap_pylocs, c->n_pylocs + 1, sizeof(*c->pylocs)) &&

@@ -38,6 +38,7 @@ struct v8_meta {
 	int32_t seq_tag, cons_tag, sliced_tag, thin_tag, external_tag, one_byte_tag;
 	int32_t type_sfi, type_bytecode, type_script, type_scope_info, type_fixed_array;
 	int32_t type_uncompiled_first, type_uncompiled_last;
+	int32_t type_byte_array, type_code, code_bytecode;
 	int32_t scopeinfo_first_vars;
 	unsigned found; /* symbols found */
 };
@@ -66,6 +67,15 @@ int v8_mgr__next_due_ms(const struct v8_mgr *m);
  * SharedFunctionInfo any more: moved or collected). */
 int v8_mgr__resolve(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sfi, uint64_t pos,
 		    char *out, size_t len);
+
+/* The line (1-based) of the statement an interpreted frame is at: its bytecode
+ * offset (pos) looked up in the function's source position table. 0 when not
+ * known (not interpreted, no table, unreadable). */
+int64_t v8_mgr__line(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sfi, uint64_t pos);
+/* The script offset of bytecode offset bcoff from a source position table (V8's
+ * encoding: zig-zag VLQ deltas of (code offset + 1 with the statement flag in its
+ * sign, SourcePosition raw)); -1 when none. Bounds-checked on any bytes. */
+int64_t v8_position_at(const uint8_t *table, size_t len, int64_t bcoff);
 
 /* Names and caches an SFI not cached yet (no read when it is): the collector
  * calls it for each new stack's frames while the process lives. */

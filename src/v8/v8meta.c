@@ -74,6 +74,9 @@ static const struct field fields[] = {
     F("type_UncompiledDataWithPreparseData__UNCOMPILED_DATA_WITH_PREPARSE_DATA_TYPE",
       type_uncompiled_last, false),
     F("scopeinfo_idx_first_vars", scopeinfo_first_vars, false),
+    F("type_ByteArray__BYTE_ARRAY_TYPE", type_byte_array, false),
+    F("type_Code__CODE_TYPE", type_code, false),
+    F("class_Code__bytecode_or_interpreter_data__HeapObject", code_bytecode, false),
 };
 #undef F
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))

@@ -796,6 +796,88 @@ out:
 	return ret;
 }
 
+/* One zig-zag VLQ integer of a source position table; false past its end. */
+static bool vlq(const uint8_t *t, size_t len, size_t *at, int64_t *out)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (*at >= len || shift > 63)
+			return false;
+		b = t[(*at)++];
+		v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	*out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+	return true;
+}
+
+int64_t v8_position_at(const uint8_t *table, size_t len, int64_t bcoff)
+{
+	int64_t code = 0, raw = 0, best = -1, c, p;
+	size_t at = 0;
+
+	/* Entries in code order: the last one at or before the offset. The table
+	 * counts code offsets from the function-entry position (-1): one more than
+	 * the bytecode offsets the frame holds. Raw positions are (script offset +
+	 * 1) << 1 with bit 0 the "external" flag (not JavaScript). */
+	while (vlq(table, len, &at, &c) && vlq(table, len, &at, &p)) {
+		code += c >= 0 ? c : -(c + 1);
+		raw += p;
+		if (code > bcoff + 1)
+			break;
+		if (!(raw & 1) && raw >= 2)
+			best = ((raw >> 1) & 0x3fffffff) - 1;
+	}
+	return best;
+}
+
+int64_t v8_mgr__line(struct v8_mgr *m, uint32_t pid, uint64_t pstart, uint64_t sfi, uint64_t pos)
+{
+	struct v8_proc *p;
+	struct reader r;
+	uint64_t bca, spt, script, lenw;
+	int64_t line = 0, col, off, n;
+	uint8_t *buf = NULL;
+
+	if (HEARTH_V8_POS_TYPE(pos) != HEARTH_V8_FT_INTERPRETED)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	p = find_proc(m, pid);
+	if (!p || p->pstart != pstart || p->state != V8_DESCRIBED || !p->meta.type_byte_array ||
+	    !p->meta.sfi_function_data || !p->meta.fixed_array_length)
+		goto out;
+	r = (struct reader){pid, &p->meta};
+	/* V8 11: BytecodeArray is length, constant_pool, handler_table, then the
+	 * source position table; checked to be a ByteArray before it is read. */
+	if (rd_field(&r, sfi, p->meta.sfi_function_data, &bca))
+		goto out;
+	/* a function with baseline code: its Code object holds the bytecode */
+	if (p->meta.type_code && p->meta.code_bytecode && obj_type(&r, bca) == p->meta.type_code &&
+	    rd_field(&r, bca, p->meta.code_bytecode, &bca))
+		goto out;
+	if (obj_type(&r, bca) != p->meta.type_bytecode ||
+	    rd_field(&r, bca, p->meta.fixed_array_length + 3 * 8, &spt) ||
+	    obj_type(&r, spt) != p->meta.type_byte_array ||
+	    rd_field(&r, spt, p->meta.fixed_array_length, &lenw) || !is_smi(&r, lenw))
+		goto out;
+	n = smi(&r, lenw);
+	if (n <= 0 || n > (1 << 20) || !(buf = malloc((size_t)n)) ||
+	    rd(pid, spt - (uint64_t)p->meta.heap_tag + (uint64_t)p->meta.fixed_array_data, buf,
+	       (size_t)n))
+		goto out;
+	off = v8_position_at(buf, (size_t)n, (int64_t)HEARTH_V8_POS_BCOFF(pos));
+	if (off >= 0 && !rd_field(&r, sfi, p->meta.sfi_script_or_debug_info, &script) &&
+	    obj_type(&r, script) == p->meta.type_script)
+		line_col(&r, script, off, &line, &col);
+out:
+	free(buf);
+	pthread_mutex_unlock(&m->lock);
+	return line;
+}
+
 void v8_mgr__stats(struct v8_mgr *m, struct v8_mgr_stats *out)
 {
 	pthread_mutex_lock(&m->lock);

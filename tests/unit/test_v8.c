@@ -79,6 +79,27 @@ TEST(v8_meta_not_v8)
 cleanup:;
 }
 
+/* The table V8 11.3 built for
+ *   function lines(n) {\n  let a = 0;\n  a += n;\n  a *= 2;\n  return a + 1;\n}
+ * whose --print-bytecode listing gives (bytecode offset, script offset): (0, 30),
+ * (2, 35), (4, 40 expression), (11, 45), (15, 64), (18, 68); the first entry is
+ * the function-entry position (offset -1, script offset 14). */
+TEST(v8_source_positions)
+{
+	static const uint8_t t[] = {0x01, 0x3c, 0x02, 0x40, 0x04, 0x14, 0x05,
+				    0x14, 0x0e, 0x14, 0x08, 0x4c, 0x06, 0x10};
+	static const int64_t want[19] = {30, 30, 35, 35, 40, 40, 40, 40, 40, 40,
+					 40, 45, 45, 45, 45, 64, 64, 64, 68};
+
+	for (int64_t off = 0; off < 19; off++)
+		CHECKF(v8_position_at(t, sizeof(t), off) == want[off], "offset %lld: %lld",
+		       (long long)off, (long long)v8_position_at(t, sizeof(t), off));
+	CHECK(v8_position_at(t, sizeof(t), -1) == 14);
+	CHECK(v8_position_at(t, 0, 5) == -1);
+	CHECK(v8_position_at((const uint8_t *)"\x80\x80", 2, 5) == -1); /* cut short */
+cleanup:;
+}
+
 static const char script[] =
     "function hotAlpha(n) { let s = 0; for (let i = 0; i < n; i++) s += i; return s; }\n"
     "const anon = (function () { let c = 1; return () => c + 1; })();\n"
