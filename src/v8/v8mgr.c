@@ -816,20 +816,23 @@ static bool vlq(const uint8_t *t, size_t len, size_t *at, int64_t *out)
 
 int64_t v8_position_at(const uint8_t *table, size_t len, int64_t bcoff)
 {
-	int64_t code = 0, raw = 0, best = -1, c, p;
+	uint64_t code = 0, raw = 0; /* sums of untrusted deltas: unsigned, wrap defined */
+	int64_t best = -1, c, p;
 	size_t at = 0;
 
+	if (bcoff < -1 || bcoff > (1 << 30))
+		return -1;
 	/* Entries in code order: the last one at or before the offset. The table
 	 * counts code offsets from the function-entry position (-1): one more than
 	 * the bytecode offsets the frame holds. Raw positions are (script offset +
 	 * 1) << 1 with bit 0 the "external" flag (not JavaScript). */
 	while (vlq(table, len, &at, &c) && vlq(table, len, &at, &p)) {
-		code += c >= 0 ? c : -(c + 1);
-		raw += p;
-		if (code > bcoff + 1)
+		code += c >= 0 ? (uint64_t)c : (uint64_t)-(c + 1);
+		raw += (uint64_t)p;
+		if (code > (uint64_t)(bcoff + 1))
 			break;
 		if (!(raw & 1) && raw >= 2)
-			best = ((raw >> 1) & 0x3fffffff) - 1;
+			best = (int64_t)((raw >> 1) & 0x3fffffff) - 1;
 	}
 	return best;
 }
