@@ -178,6 +178,15 @@ TEST(v8_names_live_functions)
 	CHECK(v8_mgr__resolve(m, (uint32_t)pid, 7, sfi[2], 0, name, sizeof(name)) == 0);
 	snprintf(want, sizeof(want), "JS:*second %s:3:18", js);
 	CHECKF(strcmp(name, want) == 0, "got \"%s\", want \"%s\"", name, want);
+	/* the current line of an interpreted frame: second's first bytecode is its
+	 * `return` (line 4); not interpreted: no line */
+	CHECKF(v8_mgr__line(m, (uint32_t)pid, 7, sfi[2],
+			    HEARTH_V8_POS(0, 0, HEARTH_V8_FT_INTERPRETED)) == 4,
+	       "line %lld",
+	       (long long)v8_mgr__line(m, (uint32_t)pid, 7, sfi[2],
+				       HEARTH_V8_POS(0, 0, HEARTH_V8_FT_INTERPRETED)));
+	CHECK(v8_mgr__line(m, (uint32_t)pid, 7, sfi[2],
+			   HEARTH_V8_POS(0, 0, HEARTH_V8_FT_COMPILED)) == 0);
 	/* not an SFI (its map's address): unknown, counted */
 	CHECK(v8_mgr__resolve(m, (uint32_t)pid, 7, sfi[0] + 8, 0, name, sizeof(name)) == -EIO);
 	v8_mgr__stats(m, &st);
