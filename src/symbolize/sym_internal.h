@@ -8,6 +8,7 @@
 #include "object/object.h"
 #include "symbolize/symbolize.h"
 
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,37 +22,104 @@
 /* name offset of a symbol that only ends the one before it (kernel "_etext"). */
 #define SYM_NO_NAME UINT32_MAX
 
-/* One function: [start, end) in the table's address space (ELF vaddr, or kernel addr). */
+/* ---- sym_map.c: read-only mappings of file ranges, and the SIGBUS guard ---- */
+
+/* A mapped range [p, p + len) of a file (p need not be page-aligned). */
+struct sym_map {
+	void *base; /* what mmap returned, NULL = none */
+	size_t map_len;
+	const char *p;
+	uint64_t len;
+};
+
+/*
+ * Maps [off, off + len) of fd (a file of file_size bytes) read-only, with mmap flags
+ * (MAP_POPULATE) besides MAP_PRIVATE. 0, -ENOEXEC (the range is not inside the file),
+ * -ENOTSUP (no SIGBUS guard could be installed), -errno.
+ */
+int sym_map__open(int fd, uint64_t file_size, uint64_t off, uint64_t len, int flags,
+		  struct sym_map *m);
+void sym_map__close(struct sym_map *m);
+/* Whether the SIGBUS handler is in place (installs it on the first call). */
+bool sym_map__guard_ready(void);
+/* SIGBUS faults caught by guards so far (process-wide). */
+uint64_t sym_map__faults(void);
+
+/*
+ * A guard around reads of mapped bytes:
+ *	struct sym_guard g;
+ *	sym_guard_push(&g);
+ *	if (sigsetjmp(g.jb, 0) == 0) { ...reads of mapped bytes... }
+ *	sym_guard_pop(&g);
+ *	if (g.faulted) ...the file shrank: what was read is not to be trusted...
+ * A SIGBUS inside jumps back to the sigsetjmp with g.faulted set. Inside, only locals
+ * declared volatile (or memory reached through pointers) keep what was written there.
+ */
+struct sym_guard {
+	sigjmp_buf jb;
+	struct sym_guard *prev;
+	volatile bool faulted;
+};
+extern _Thread_local struct sym_guard *sym_guard_top;
+
+static inline void sym_guard_push(struct sym_guard *g)
+{
+	g->prev = sym_guard_top;
+	g->faulted = false;
+	sym_guard_top = g;
+}
+
+static inline void sym_guard_pop(struct sym_guard *g)
+{
+	sym_guard_top = g->prev;
+}
+
+/*
+ * One function: [base + start, base + start + size). 12 bytes: a table spans less than
+ * 4 GiB of addresses (a symbol past that is dropped), a function is shorter than 4 GiB.
+ */
 struct sym_entry {
-	uint64_t start, end;
-	uint32_t name;	  /* offset in sym_table.names: raw name, or SYM_NO_NAME */
-	uint32_t display; /* offset in sym_table.names: shown name ("f [module]") */
+	uint32_t start; /* minus sym_table.base */
+	uint32_t size;
+	uint32_t name; /* offset in sym_table.names: raw name, or SYM_NO_NAME */
 };
 
 /*
  * Sorted by start, non-overlapping starts; immutable once built, but for what lookups
- * fill in lazily (shown names, results).
+ * fill in lazily (names copied out and demangled, results).
  */
 struct sym_table {
+	uint64_t base;		/* address of syms[0] */
 	struct sym_entry *syms; /* owned */
 	size_t n;
+	/* owned: per symbol, the offset of its shown name ("f [module]") in names; NULL
+	 * when every symbol shows its raw name (every object's table) */
+	uint32_t *display;
 	/* owned: syms[k * SYM_TOP_STRIDE].start, searched first (small enough to stay in
 	 * cache; the entries of a big object are not); NULL for a small table */
-	uint64_t *top;
+	uint32_t *top;
 	size_t n_top;
-	/* owned: NUL-terminated names; of an ELF, its whole string table as read (names
-	 * are never copied or touched at load: offsets are st_name), NUL-ended */
-	char *names;
-	/* owned, lazily: per symbol, its name demangled on the first lookup that hit it
-	 * (owned, malloc'd), SYM_SHOWN_RAW when it does not demangle, NULL not yet tried */
+	/* the name blob: an ELF's string table mapped (map.base set: read only under a
+	 * guard, never handed out), or names_owned */
+	const char *names;
+	uint64_t names_len;
+	char *names_owned;
+	struct sym_map map;
+	bool broken; /* reading the mapping faulted: the table resolves nothing more */
+	/* owned, lazily: per symbol, its names copied out on the first lookup that hit it
+	 * (sym_table__names); NULL not yet */
 	char **shown;
-	uint64_t shown_bytes;	     /* the shown strings' allocations, for the account */
+	uint64_t shown_bytes; /* the shown strings' allocations, for the account */
+	/* which 4 KiB pages of the mapped names were read (bitmap, owned) and their bytes */
+	uint64_t *touched;
+	uint64_t touched_bytes;
 	struct sym_result **results; /* owned, lazily: one shared result per symbol */
 };
 
-/* shown[i] of a name that does not demangle: show the raw name. */
-extern char sym_shown_raw[1];
-#define SYM_SHOWN_RAW sym_shown_raw
+static inline uint64_t sym_table__start(const struct sym_table *t, size_t i)
+{
+	return t->base + t->syms[i].start;
+}
 
 /* A symbol as read, before sorting and choosing among aliases. */
 struct sym_raw {
@@ -67,7 +135,8 @@ struct sym_builder {
 	size_t n, cap;
 	char *names;
 	size_t len, names_cap;
-	bool adopted; /* names is a string table given whole (sym_builder__adopt_names) */
+	bool adopted;	/* names is a string table given whole (sym_builder__adopt_names) */
+	struct sym_map map; /* or a string table mapped (sym_builder__adopt_map) */
 };
 
 /* Adds a symbol; display NULL = same as name, name NULL = an end marker. 0 or -ENOMEM. */
@@ -79,6 +148,13 @@ int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char 
  * sym_builder__add_at, naming an offset in it, and the table keeps the blob as is.
  */
 void sym_builder__adopt_names(struct sym_builder *b, char *names, size_t len);
+/*
+ * Makes the mapped string table m (of which offsets below m->len - 1 are names; the
+ * last byte need not be NUL) the name blob of an empty builder, which takes it over.
+ * Symbols are then added with sym_builder__add_at; building reads names only to break
+ * ties, and must run under a sym_guard.
+ */
+void sym_builder__adopt_map(struct sym_builder *b, struct sym_map *m);
 /* Adds a symbol named by r->name (an offset < len in the adopted blob). 0 or -ENOMEM. */
 int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r);
 /* Room for n symbols in all (at most SYM_MAX_SYMBOLS), made at once. 0 or -ENOMEM. */
@@ -93,11 +169,14 @@ long sym_table__find(const struct sym_table *t, uint64_t addr);
 /* The shared one-frame result for symbol i (from sym_table__find); NULL on ENOMEM. */
 const struct sym_result *sym_table__result(struct sym_table *t, size_t i);
 /*
- * Symbol i's name demangled (made on the first call for i, then kept), or its raw name
- * when it does not demangle (also when memory ran out). Valid until sym_table__fini.
+ * Symbol i's raw name and its name demangled (the raw one when it does not demangle,
+ * also when memory ran out), copied out of the table's mapping on the first call for i
+ * (under a guard) and kept; valid until sym_table__fini. 0, -EIO (the mapped file
+ * shrank: the table is broken from now on, and resolves nothing), -ENOMEM.
  */
-const char *sym_table__shown(struct sym_table *t, size_t i);
-/* Bytes t holds: entries, names, shown names (for the symbolizer's account). */
+int sym_table__names(struct sym_table *t, size_t i, const char **system_name, const char **name);
+/* Bytes t holds by design: entries, indexes, owned names, names copied out, and the
+ * pages of its mapped names read so far (for the symbolizer's account). */
 uint64_t sym_table__bytes(const struct sym_table *t);
 
 /*

@@ -129,21 +129,40 @@ int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r)
 	return 0;
 }
 
+void sym_builder__adopt_map(struct sym_builder *b, struct sym_map *m)
+{
+	free(b->names);
+	b->names = NULL;
+	b->len = b->names_cap = 0;
+	sym_map__close(&b->map);
+	b->map = *m;
+	memset(m, 0, sizeof(*m));
+	b->adopted = true;
+}
+
 void sym_builder__fini(struct sym_builder *b)
 {
 	free(b->raw);
 	free(b->names);
+	sym_map__close(&b->map);
 	memset(b, 0, sizeof(*b));
 }
 
-static const char *raw_name(const struct sym_builder *b, const struct sym_raw *r)
+/* The leading '_' of r's name (what breaks ties), reading a mapped name in place. */
+static size_t raw_underscores(const struct sym_builder *b, const struct sym_raw *r)
 {
-	return r->name == SYM_NO_NAME ? "" : b->names + r->name;
-}
+	const char *p;
+	size_t n = 0, max;
 
-static size_t leading_underscores(const char *s)
-{
-	return strspn(s, "_");
+	if (r->name == SYM_NO_NAME)
+		return 0;
+	if (!b->map.p)
+		return strspn(b->names + r->name, "_");
+	p = b->map.p + r->name;
+	max = b->map.len - r->name;
+	while (n < max && p[n] == '_')
+		n++;
+	return n;
 }
 
 /*
@@ -160,8 +179,8 @@ static bool raw_wins(const struct sym_raw *later, const struct sym_raw *earlier,
 	/* names only for ties of rank: each one read is a cache miss on a big object */
 	if (later->rank != earlier->rank)
 		return later->rank > earlier->rank;
-	ul = leading_underscores(raw_name(b, later));
-	ue = leading_underscores(raw_name(b, earlier));
+	ul = raw_underscores(b, later);
+	ue = raw_underscores(b, earlier);
 	return ul <= ue;
 }
 
@@ -272,30 +291,43 @@ static uint32_t move_name(const struct sym_builder *b, char *dst, size_t *pos, u
 	return (uint32_t)at;
 }
 
-/* Copies only the names the kept entries use into t->names, rewriting their offsets. */
-static int compact_names(const struct sym_builder *b, struct sym_table *t)
+/*
+ * Copies only the names the kept entries use into t->names_owned, rewriting their
+ * offsets; disp[i] is entry i's shown name in the builder (kept in t->display when
+ * some entry's differs from its raw name). 0 or -ENOMEM.
+ */
+static int compact_names(const struct sym_builder *b, struct sym_table *t, uint32_t *disp)
 {
 	size_t len = 0, pos = 0;
+	bool any_display = false;
 
 	for (size_t i = 0; i < t->n; i++) {
 		const struct sym_entry *e = &t->syms[i];
 
 		if (e->name != SYM_NO_NAME)
 			len += strlen(b->names + e->name) + 1;
-		if (e->display != e->name)
-			len += strlen(b->names + e->display) + 1;
+		if (disp[i] != e->name) {
+			len += strlen(b->names + disp[i]) + 1;
+			any_display = true;
+		}
 	}
-	t->names = malloc(len ? len : 1);
-	if (!t->names)
+	t->names_owned = malloc(len ? len : 1);
+	if (!t->names_owned)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++) {
 		struct sym_entry *e = &t->syms[i];
-		bool same = e->display == e->name;
+		bool same = disp[i] == e->name;
 
 		if (e->name == SYM_NO_NAME)
 			continue;
-		e->name = move_name(b, t->names, &pos, e->name);
-		e->display = same ? e->name : move_name(b, t->names, &pos, e->display);
+		e->name = move_name(b, t->names_owned, &pos, e->name);
+		disp[i] = same ? e->name : move_name(b, t->names_owned, &pos, disp[i]);
+	}
+	t->names = t->names_owned;
+	t->names_len = len;
+	if (any_display) {
+		t->display = disp;
+		return 1;
 	}
 	return 0;
 }
@@ -316,6 +348,7 @@ static int top_index(struct sym_table *t)
 int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 {
 	struct sym_key *keys = NULL, *k = NULL;
+	uint32_t *disp = NULL;
 	size_t n;
 	int err = 0;
 
@@ -324,37 +357,47 @@ int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 	if (err)
 		goto cleanup;
 	t->syms = malloc((n ? n : 1) * sizeof(*t->syms));
-	if (!t->syms) {
+	if (!t->syms || (!b->adopted && !(disp = malloc((n ? n : 1) * sizeof(*disp))))) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	sym_hugepage_hint(t->syms, n * sizeof(*t->syms));
+	t->base = n ? b->raw[k[0].idx].start : 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_raw *r = &b->raw[k[i].idx];
-		struct sym_entry e = {r->start,
-				      raw_end(r, i + 1 < n ? &b->raw[k[i + 1].idx] : NULL), r->name,
-				      r->display};
+		uint64_t end = raw_end(r, i + 1 < n ? &b->raw[k[i + 1].idx] : NULL);
 
-		if (e.end > e.start)
-			t->syms[t->n++] = e;
+		/* past 4 GiB from the first symbol: not a real object's code, dropped */
+		if (end <= r->start || r->start - t->base > UINT32_MAX)
+			continue;
+		if (disp)
+			disp[t->n] = r->display;
+		t->syms[t->n++] = (struct sym_entry){
+		    (uint32_t)(r->start - t->base),
+		    end - r->start > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - r->start), r->name};
 	}
 	if ((err = top_index(t)))
 		goto cleanup;
-	if (b->adopted) { /* the string table as read: kept whole, no name touched */
-		t->names = b->names;
+	if (b->map.p) { /* the string table mapped: kept whole, no name touched */
+		t->map = b->map;
+		memset(&b->map, 0, sizeof(b->map));
+		t->names = t->map.p;
+		t->names_len = t->map.len;
+	} else if (b->adopted) { /* the string table as read: kept whole */
+		t->names = t->names_owned = b->names;
+		t->names_len = b->len;
 		b->names = NULL;
-	} else {
-		err = compact_names(b, t);
+	} else if ((err = compact_names(b, t, disp)) > 0) {
+		disp = NULL; /* kept as t->display */
+		err = 0;
 	}
 cleanup:
 	free(keys);
+	free(disp);
 	if (err)
 		sym_table__fini(t);
 	sym_builder__fini(b);
 	return err;
 }
-
-char sym_shown_raw[1];
 
 void sym_table__fini(struct sym_table *t)
 {
@@ -363,29 +406,31 @@ void sym_table__fini(struct sym_table *t)
 			free(t->results[i]);
 	if (t->shown)
 		for (size_t i = 0; i < t->n; i++)
-			if (t->shown[i] != SYM_SHOWN_RAW)
-				free(t->shown[i]);
+			free(t->shown[i]);
 	free(t->shown);
 	free(t->top);
 	free(t->results);
 	free(t->syms);
-	free(t->names);
+	free(t->display);
+	free(t->names_owned);
+	free(t->touched);
+	sym_map__close(&t->map);
 	memset(t, 0, sizeof(*t));
 }
 
 /*
- * The stretch [*lo, *hi) of syms that the search for addr can stay in, from t->top:
- * syms[< lo].start <= addr < syms[>= hi].start. A lookup in a big object's table then
+ * The stretch [*lo, *hi) of syms that the search for rel (an address minus t->base)
+ * can stay in, from t->top: syms[< lo].start <= rel < syms[>= hi].start. A lookup in a big object's table then
  * misses the cache on the few entries of one stretch, not at every halving of it all.
  */
-static void top_bounds(const struct sym_table *t, uint64_t addr, size_t *lo, size_t *hi)
+static void top_bounds(const struct sym_table *t, uint32_t rel, size_t *lo, size_t *hi)
 {
 	size_t a = 0, b = t->n_top;
 
 	while (a < b) { /* first k with top[k] > addr */
 		size_t mid = a + (b - a) / 2;
 
-		if (t->top[mid] <= addr)
+		if (t->top[mid] <= rel)
 			a = mid + 1;
 		else
 			b = mid;
@@ -401,14 +446,20 @@ static void top_bounds(const struct sym_table *t, uint64_t addr, size_t *lo, siz
 long sym_table__find(const struct sym_table *t, uint64_t addr)
 {
 	size_t lo = 0, hi = t->n;
+	uint32_t rel;
 
+	if (t->broken || !t->n || addr < t->base)
+		return -1;
+	if (addr - t->base > UINT32_MAX) /* no start is that far, nor any end */
+		return -1;
+	rel = (uint32_t)(addr - t->base);
 	if (t->top)
-		top_bounds(t, addr, &lo, &hi);
-	/* Invariant: syms[< lo].start <= addr < syms[>= hi].start. */
+		top_bounds(t, rel, &lo, &hi);
+	/* Invariant: syms[< lo].start <= rel < syms[>= hi].start. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (t->syms[mid].start <= addr)
+		if (t->syms[mid].start <= rel)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -416,16 +467,19 @@ long sym_table__find(const struct sym_table *t, uint64_t addr)
 	for (size_t k = 0; k < SYM_LOOKBACK && lo > k; k++) {
 		const struct sym_entry *e = &t->syms[lo - 1 - k];
 
-		if (addr < e->end)
+		if ((uint64_t)rel < (uint64_t)e->start + e->size)
 			return e->name == SYM_NO_NAME ? -1 : (long)(lo - 1 - k);
 	}
 	return -1;
 }
 
+/* For tables with owned names only (the kernel's): their strings are never mapped. */
 const struct sym_result *sym_table__result(struct sym_table *t, size_t i)
 {
 	struct sym_result *r;
 
+	if (t->map.p)
+		return NULL;
 	if (!t->results && !(t->results = calloc(t->n, sizeof(*t->results))))
 		return NULL;
 	if (t->results[i])
@@ -434,30 +488,129 @@ const struct sym_result *sym_table__result(struct sym_table *t, size_t i)
 	if (!r)
 		return NULL;
 	r->n = 1;
-	r->frames[0].name = t->names + t->syms[i].display;
+	r->frames[0].name = t->names + (t->display ? t->display[i] : t->syms[i].name);
 	r->frames[0].system_name = t->names + t->syms[i].name;
 	t->results[i] = r;
 	return r;
 }
 
-const char *sym_table__shown(struct sym_table *t, size_t i)
-{
-	const char *raw = t->names + t->syms[i].name;
-	char *dem;
+/* The page size of the touched bitmap (the names' account). */
+#define SYM_PAGE 4096u
 
+/* Notes that the mapped bytes [off, off + len) of names were read. */
+static void touch(struct sym_table *t, uint64_t off, uint64_t len)
+{
+	uint64_t map_off = (uint64_t)(t->map.p - (const char *)t->map.base);
+	size_t pages = (t->map.map_len + SYM_PAGE - 1) / SYM_PAGE;
+
+	if (!t->touched && !(t->touched = calloc((pages + 63) / 64, sizeof(uint64_t))))
+		return;
+	for (uint64_t pg = (map_off + off) / SYM_PAGE; pg <= (map_off + off + len) / SYM_PAGE &&
+						       pg < pages;
+	     pg++) {
+		if (!(t->touched[pg / 64] & (1ULL << (pg % 64)))) {
+			t->touched[pg / 64] |= 1ULL << (pg % 64);
+			t->touched_bytes += SYM_PAGE;
+		}
+	}
+}
+
+/*
+ * Names block of one symbol: a uint32_t header (raw length, bit 31: a demangled name
+ * follows), the raw name and its NUL, then the demangled one and its NUL.
+ */
+#define SYM_DEMANGLED 0x80000000u
+
+/* Copies symbol i's raw name out of t (under a guard when mapped) into a new block
+ * with room for nothing else yet. NULL with *err. */
+static char *copy_raw(struct sym_table *t, size_t i, int *err)
+{
+	uint64_t off = t->syms[i].name, max = t->names_len - off;
+	volatile size_t len = 0;
+	char *volatile blk = NULL;
+	struct sym_guard g;
+
+	*err = 0;
+	if (!t->map.p) {
+		len = strlen(t->names + off);
+	} else {
+		sym_guard_push(&g);
+		if (sigsetjmp(g.jb, 0) == 0)
+			len = strnlen(t->names + off, max);
+		sym_guard_pop(&g);
+		if (g.faulted) {
+			t->broken = true;
+			*err = -EIO;
+			return NULL;
+		}
+		touch(t, off, len + 1);
+	}
+	if (len >= SYM_DEMANGLED) {
+		*err = -EIO;
+		return NULL;
+	}
+	if (!(blk = malloc(sizeof(uint32_t) + len + 1))) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (!t->map.p) {
+		memcpy(blk + sizeof(uint32_t), t->names + off, len);
+	} else {
+		sym_guard_push(&g);
+		if (sigsetjmp(g.jb, 0) == 0)
+			memcpy(blk + sizeof(uint32_t), t->names + off, len);
+		sym_guard_pop(&g);
+		if (g.faulted) {
+			free(blk);
+			t->broken = true;
+			*err = -EIO;
+			return NULL;
+		}
+	}
+	blk[sizeof(uint32_t) + len] = '\0';
+	memcpy(blk, &(uint32_t){(uint32_t)len}, sizeof(uint32_t));
+	return blk;
+}
+
+int sym_table__names(struct sym_table *t, size_t i, const char **system_name, const char **name)
+{
+	char *blk, *dem, *grown;
+	uint32_t hdr;
+	int err;
+
+	if (t->broken)
+		return -EIO;
 	if (!t->shown) {
 		if (!(t->shown = calloc(t->n, sizeof(*t->shown))))
-			return raw;
+			return -ENOMEM;
 		t->shown_bytes += malloc_usable_size(t->shown);
 	}
-	if (!t->shown[i]) {
-		/* a NULL from sym_demangle may also be its ENOMEM: the raw name is kept then
+	if (!(blk = t->shown[i])) {
+		if (!(blk = copy_raw(t, i, &err)))
+			return err;
+		/* demangled from our copy: the demangler never reads the mapping. A NULL
+		 * from sym_demangle may also be its ENOMEM: the raw name is kept then
 		 * (never a wrong name, and not retried per lookup) */
-		dem = sym_demangle(raw);
-		t->shown[i] = dem ? dem : SYM_SHOWN_RAW;
-		t->shown_bytes += dem ? malloc_usable_size(dem) : 0;
+		dem = sym_demangle(blk + sizeof(uint32_t));
+		memcpy(&hdr, blk, sizeof(hdr));
+		if (dem) {
+			size_t dl = strlen(dem) + 1;
+
+			if ((grown = realloc(blk, sizeof(uint32_t) + hdr + 1 + dl))) {
+				blk = grown;
+				memcpy(blk + sizeof(uint32_t) + hdr + 1, dem, dl);
+				hdr |= SYM_DEMANGLED;
+				memcpy(blk, &hdr, sizeof(hdr));
+			}
+			free(dem);
+		}
+		t->shown[i] = blk;
+		t->shown_bytes += malloc_usable_size(blk);
 	}
-	return t->shown[i] == SYM_SHOWN_RAW ? raw : t->shown[i];
+	memcpy(&hdr, blk, sizeof(hdr));
+	*system_name = blk + sizeof(uint32_t);
+	*name = hdr & SYM_DEMANGLED ? *system_name + (hdr & ~SYM_DEMANGLED) + 1 : *system_name;
+	return 0;
 }
 
 /* The kernel's lazily made results are not counted: its table is outside the budget,
@@ -465,5 +618,7 @@ const char *sym_table__shown(struct sym_table *t, size_t i)
 uint64_t sym_table__bytes(const struct sym_table *t)
 {
 	return t->n * sizeof(*t->syms) + t->n_top * sizeof(*t->top) +
-	       (t->names ? malloc_usable_size(t->names) : 0) + t->shown_bytes;
+	       (t->display ? t->n * sizeof(*t->display) : 0) +
+	       (t->names_owned ? malloc_usable_size(t->names_owned) : 0) + t->shown_bytes +
+	       t->touched_bytes;
 }

@@ -653,14 +653,15 @@ static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_fram
 	long i = sym_table__find(t, vaddr), j;
 
 	if (o->info.data.n && (j = sym_table__find(&o->info.data, vaddr)) >= 0 &&
-	    (i < 0 || o->info.data.syms[j].start > t->syms[i].start)) {
+	    (i < 0 || sym_table__start(&o->info.data, (size_t)j) >
+			  sym_table__start(t, (size_t)i))) {
 		t = &o->info.data;
 		i = j;
 	}
-	if (i < 0)
+	/* -EIO: the file shrank under its mapping; the address stays unknown */
+	if (i < 0 || sym_table__names(t, (size_t)i, &f->system_name, &f->name) ||
+	    !f->system_name[0])
 		return 0;
-	f->system_name = t->names + t->syms[i].name;
-	f->name = sym_table__shown(t, (size_t)i);
 	f->file = NULL;
 	f->line = 0;
 	f->inlined = false;
