@@ -521,60 +521,90 @@ static void touch(struct sym_table *t, uint64_t off, uint64_t len)
  */
 #define SYM_DEMANGLED 0x80000000u
 
-/* Copies symbol i's raw name out of t (under a guard when mapped) into a new block
- * with room for nothing else yet. NULL with *err. */
-static char *copy_raw(struct sym_table *t, size_t i, int *err)
+/* Raw names up to this long are copied to the stack first (one allocation per name). */
+#define SYM_NAME_STACK 4096
+
+/*
+ * Copies symbol i's raw name (len bytes, no NUL) out of t into dst, under a guard when
+ * mapped (strnlen first: len 0 there measures it; dst NULL: only measure). 0, or -EIO
+ * when the mapping faulted (t is broken from now on).
+ */
+static int copy_raw(struct sym_table *t, size_t i, char *dst, volatile size_t *len)
 {
-	uint64_t off = t->syms[i].name, max = t->names_len - off;
-	volatile size_t len = 0;
-	char *volatile blk = NULL;
+	uint64_t off = t->syms[i].name;
 	struct sym_guard g;
 
-	*err = 0;
 	if (!t->map.p) {
-		len = strlen(t->names + off);
-	} else {
-		sym_guard_push(&g);
-		if (sigsetjmp(g.jb, 0) == 0)
-			len = strnlen(t->names + off, max);
-		sym_guard_pop(&g);
-		if (g.faulted) {
-			t->broken = true;
-			*err = -EIO;
-			return NULL;
-		}
-		touch(t, off, len + 1);
+		if (!dst)
+			*len = strlen(t->names + off);
+		else
+			memcpy(dst, t->names + off, *len);
+		return 0;
 	}
+	sym_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0) {
+		if (!dst)
+			*len = strnlen(t->names + off, t->names_len - off);
+		else
+			memcpy(dst, t->names + off, *len);
+	}
+	sym_guard_pop(&g);
+	if (g.faulted) {
+		t->broken = true;
+		return -EIO;
+	}
+	if (!dst)
+		touch(t, off, *len + 1);
+	return 0;
+}
+
+/* Symbol i's names block (see SYM_DEMANGLED), made. NULL with *err. */
+static char *names_block(struct sym_table *t, size_t i, int *err)
+{
+	char stack[SYM_NAME_STACK], *raw = stack, *dem, *blk;
+	volatile size_t len = 0;
+	size_t dl;
+	uint32_t hdr;
+
+	if ((*err = copy_raw(t, i, NULL, &len)))
+		return NULL;
 	if (len >= SYM_DEMANGLED) {
 		*err = -EIO;
 		return NULL;
 	}
-	if (!(blk = malloc(sizeof(uint32_t) + len + 1))) {
+	if (len >= sizeof(stack) && !(raw = malloc(len + 1))) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	if (!t->map.p) {
-		memcpy(blk + sizeof(uint32_t), t->names + off, len);
-	} else {
-		sym_guard_push(&g);
-		if (sigsetjmp(g.jb, 0) == 0)
-			memcpy(blk + sizeof(uint32_t), t->names + off, len);
-		sym_guard_pop(&g);
-		if (g.faulted) {
-			free(blk);
-			t->broken = true;
-			*err = -EIO;
-			return NULL;
-		}
+	if ((*err = copy_raw(t, i, raw, &len))) {
+		if (raw != stack)
+			free(raw);
+		return NULL;
 	}
-	blk[sizeof(uint32_t) + len] = '\0';
-	memcpy(blk, &(uint32_t){(uint32_t)len}, sizeof(uint32_t));
+	raw[len] = '\0';
+	/* demangled from our copy: the demangler never reads the mapping. A NULL from
+	 * sym_demangle may also be its ENOMEM: the raw name is kept then (never a wrong
+	 * name, and not retried per lookup) */
+	dem = sym_demangle(raw);
+	dl = dem ? strlen(dem) + 1 : 0;
+	hdr = (uint32_t)len | (dem ? SYM_DEMANGLED : 0);
+	if ((blk = malloc(sizeof(hdr) + len + 1 + dl))) {
+		memcpy(blk, &hdr, sizeof(hdr));
+		memcpy(blk + sizeof(hdr), raw, len + 1);
+		if (dem)
+			memcpy(blk + sizeof(hdr) + len + 1, dem, dl);
+	} else {
+		*err = -ENOMEM;
+	}
+	free(dem);
+	if (raw != stack)
+		free(raw);
 	return blk;
 }
 
 int sym_table__names(struct sym_table *t, size_t i, const char **system_name, const char **name)
 {
-	char *blk, *dem, *grown;
+	char *blk;
 	uint32_t hdr;
 	int err;
 
@@ -586,24 +616,8 @@ int sym_table__names(struct sym_table *t, size_t i, const char **system_name, co
 		t->shown_bytes += malloc_usable_size(t->shown);
 	}
 	if (!(blk = t->shown[i])) {
-		if (!(blk = copy_raw(t, i, &err)))
+		if (!(blk = names_block(t, i, &err)))
 			return err;
-		/* demangled from our copy: the demangler never reads the mapping. A NULL
-		 * from sym_demangle may also be its ENOMEM: the raw name is kept then
-		 * (never a wrong name, and not retried per lookup) */
-		dem = sym_demangle(blk + sizeof(uint32_t));
-		memcpy(&hdr, blk, sizeof(hdr));
-		if (dem) {
-			size_t dl = strlen(dem) + 1;
-
-			if ((grown = realloc(blk, sizeof(uint32_t) + hdr + 1 + dl))) {
-				blk = grown;
-				memcpy(blk + sizeof(uint32_t) + hdr + 1, dem, dl);
-				hdr |= SYM_DEMANGLED;
-				memcpy(blk, &hdr, sizeof(hdr));
-			}
-			free(dem);
-		}
 		t->shown[i] = blk;
 		t->shown_bytes += malloc_usable_size(blk);
 	}
