@@ -445,6 +445,19 @@ int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info)
 	return err;
 }
 
+uint64_t sym_elf__index_bytes(struct sym_elf *e)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	uint64_t best = 0;
+
+	while ((scn = elf_nextscn(e->elf, scn)))
+		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) &&
+		    sh.sh_entsize && sh.sh_size / sh.sh_entsize * 16 > best)
+			best = sh.sh_size / sh.sh_entsize * 16; /* entry + top + shown */
+	return best;
+}
+
 void sym_elf_info__fini(struct sym_elf_info *info)
 {
 	info->damaged = false;

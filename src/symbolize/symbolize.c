@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 
 uint64_t sym_now_ns(void)
 {
@@ -226,8 +227,23 @@ static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_e
 			const char *open_path)
 {
 	char link[256];
-	int err = sym_elf__load(elf, &o->info);
+	int err;
 
+	o->want_bytes = sym_elf__index_bytes(elf);
+	if (!sym_ledger_room(s, o->want_bytes)) {
+		/* over the ledger's budget: known, not read; tried again on its next lookup */
+		s->stats.budget_skips++;
+		free(o->load_path);
+		if (!(o->load_path = strdup(open_path)))
+			return;
+		if (!o->debuglink &&
+		    sym_elf__debuglink(elf, link, sizeof(link), &o->debuglink_crc) == 0)
+			o->debuglink = strdup(link);
+		o->loaded = true;
+		o->debug_deferred = true;
+		return;
+	}
+	err = sym_elf__load(elf, &o->info);
 	if (err || o->info.damaged)
 		s->stats.elf_failures++;
 	if (err) {
@@ -469,6 +485,14 @@ static bool debug_attach(struct symbolizer *s, struct sym_object *o, const char 
 			s->stats.dwarf_failures++;
 		return false;
 	}
+	/* over the ledger's budget even after evicting: symbols only (said as handled:
+	 * the next places would be no better) */
+	if (!sym_ledger_room(s, sym_dwarf__bytes(o->dwarf))) {
+		s->stats.budget_skips++;
+		sym_dwarf__close(o->dwarf);
+		o->dwarf = NULL;
+		return true;
+	}
 	if (path != o->load_path) {
 		free(o->debug_path);
 		o->debug_path = strdup(path);
@@ -529,8 +553,13 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 {
 	struct sym_elf *e;
 	char bid[OBJECT_BUILD_ID_HEX];
-	int err = o->load_path ? sym_elf__open(o->load_path, &e) : -ENOENT;
+	int err;
 
+	if (!sym_ledger_room(s, o->want_bytes)) {
+		s->stats.budget_skips++;
+		return -EBUSY;
+	}
+	err = o->load_path ? sym_elf__open(o->load_path, &e) : -ENOENT;
 	if (err)
 		return err;
 	sym_elf__build_id(e, bid, sizeof(bid));
@@ -541,7 +570,10 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 		return err;
 	o->heavy = true;
 	s->stats.object_reloads++;
-	if (o->debug_path && !sym_dwarf__open(o->debug_path, &o->dwarf))
+	if (o->debug_deferred) { /* skipped at first sight: looked for now */
+		o->debug_deferred = false;
+		debug_find(s, o);
+	} else if (o->debug_path && !sym_dwarf__open(o->debug_path, &o->dwarf))
 		debug_symbols(s, o);
 	else if (!o->debug_path)
 		sym_dwarf__open(o->load_path, &o->dwarf);
@@ -760,6 +792,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 			      const struct sym_result **out)
 {
 	struct sym_centry *e;
+	int err;
 
 	*out = &s->unresolved;
 	if (!obj)
@@ -771,6 +804,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		s->stats.cache_hits++;
 		e->referenced = true; /* not relinked: a hit touches no other entry's memory */
 		*out = centry_result(s, e);
+		s->last_entry = e;
 		return 0;
 	}
 	if (e)
@@ -778,10 +812,12 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 	s->stats.cache_misses++;
 	if (!obj->loaded)
 		return 0;
-	if (!obj->heavy && object_reload(s, obj)) {
-		obj->loaded = false; /* gone or replaced: resolves nothing from now on */
+	if (!obj->heavy && (err = object_reload(s, obj))) {
+		if (err != -EBUSY) /* gone or replaced: resolves nothing from now on */
+			obj->loaded = false;
 		return 0;
 	}
+	s->last_obj = obj;
 	sym_lru_touch(s, obj);
 	sym_object_account(s, obj);
 	if (s->no_address_cache) /* straight into scratch */
@@ -789,6 +825,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 	if (!(e = object_frames(s, obj, vaddr)))
 		return -ENOMEM;
 	*out = centry_result(s, e); /* copied out before anything can be evicted */
+	s->last_entry = e;
 	sym_centry_insert(s, e);
 	sym_budget_enforce(s);
 	return 0;
@@ -827,6 +864,10 @@ static int kernel_load(struct symbolizer *s)
 		return err;
 	s->kernel_loaded = true;
 	s->stats.kernel_symbols = s->kernel.n;
+	if (s->mem_budget) { /* resident for good: charged, never evicted */
+		s->sym_bytes += sym_table__bytes(&s->kernel);
+		mem_budget__charge(MEM_SYMBOLS, (int64_t)sym_table__bytes(&s->kernel));
+	}
 	return 0;
 }
 
@@ -864,6 +905,7 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 	s->perfmap_dir = opts && opts->perfmap_dir ? strdup(opts->perfmap_dir) : NULL;
 	s->no_address_cache = opts && opts->no_address_cache;
 	s->release_grace_ns = opts ? opts->release_grace_ns : 0;
+	s->mem_budget = opts && opts->mem_budget;
 	if (!opts || !opts->no_debuginfod)
 		s->dbginfod = sym_dbginfod__new();
 	s->idents.n_buckets = SYM_HASH_MIN_BUCKETS;
@@ -872,6 +914,7 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 		symbolizer__free(s);
 		return NULL;
 	}
+	sym_ledger_register(s);
 	return s;
 }
 
@@ -882,7 +925,8 @@ void symbolizer__free(struct symbolizer *s)
 
 	if (!s)
 		return;
-	sym_dbginfod__free(s->dbginfod); /* first: its thread stops */
+	sym_ledger_unregister(s); /* first: no reclaim reaches s from now on */
+	sym_dbginfod__free(s->dbginfod); /* its thread stops */
 	while (s->c_tail)
 		sym_centry_remove(s, s->c_tail);
 	while (s->jits)
@@ -917,4 +961,5 @@ void symbolizer__stats(const struct symbolizer *s, struct sym_stats *out)
 	out->cache_bytes = s->obj_bytes + s->cache_bytes;
 	out->cache_budget = s->budget;
 	out->cache_entries = s->cache_used;
+	out->bus_faults = sym_map__faults();
 }

@@ -6,6 +6,7 @@
  * (sym_batch: lines in, addr2line's text out) is checked against texts written here.
  */
 #include "base/base.h"
+#include "base/membudget.h"
 #include "symbolize/symbolize.h"
 #include "unit.h"
 
@@ -1324,4 +1325,112 @@ cleanup:
 		close(out_fd);
 	sym_batch__free(b);
 	symbolizer__free(s);
+}
+
+/*
+ * A file truncated in place while its string table is mapped (`cp` over a library
+ * does that): names already read still resolve, names not yet read leave their
+ * address unknown, the SIGBUS is caught and counted, and nothing crashes.
+ */
+TEST(truncated_while_mapped_resolves_nothing_more)
+{
+	static const char *const fns[] = {"symbolizer__free", "sym_table__find", "mem_budget__reset",
+					   "base_grow", "sym_batch__stream", "unit_tmp_dir"};
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	struct sym_stats st;
+	uint64_t off[6], first_off, size;
+	char p[300];
+	size_t unknown = 0;
+
+	CHECK(s);
+	snprintf(p, sizeof(p), "%s/self-copy", unit_tmp_dir());
+	/* the test binary without DWARF: names come from its (mapped) string table */
+	CHECK(sh("objcopy --strip-debug /proc/%d/exe '%s'", (int)getpid(), p) == 0);
+	CHECK(symbol_file_off(p, "symbolizer__new", &first_off, &size, NULL) == 0);
+	for (size_t i = 0; i < 6; i++)
+		CHECKF(symbol_file_off(p, fns[i], &off[i], &size, NULL) == 0, "%s", fns[i]);
+	CHECK((o = object_of(s, p)));
+	CHECK(resolves_to(s, o, first_off, "symbolizer__new"));
+	CHECK(truncate(p, 4096) == 0); /* the same inode shrinks under the mapping */
+	CHECK(resolves_to(s, o, first_off, "symbolizer__new")); /* read before: kept */
+	for (size_t i = 0; i < 6; i++) {
+		CHECK(symbolizer__resolve(s, o, off[i], &r) == 0 && r);
+		/* a name that was on a page still mapped is fine too; none may be wrong */
+		CHECKF(r->n == 0 || !strcmp(r->frames[0].system_name, fns[i]), "%s -> %s", fns[i],
+		       r->frames[0].system_name);
+		unknown += r->n == 0;
+	}
+	symbolizer__stats(s, &st);
+	CHECKF(unknown > 0 && st.bus_faults > 0, "%zu unknown, %llu faults", unknown,
+	       (unsigned long long)st.bus_faults);
+cleanup:
+	symbolizer__free(s);
+}
+
+/*
+ * With sym_opts.mem_budget, what the symbolizer holds is charged to the process-wide
+ * ledger by kind (what its own account says, to the byte), reclaim evicts the least
+ * recently used and counts it, and freeing the symbolizer uncharges everything.
+ */
+TEST(ledger_charged_and_reclaimed)
+{
+	static const char *const libs[] = {
+	    "/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+	    "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0", "/usr/lib/x86_64-linux-gnu/libdw.so.1"};
+	struct symbolizer *s;
+	const struct sym_result *r = NULL;
+	struct sym_stats st;
+	uint64_t held, off, size;
+	struct sym_object *fx;
+
+	mem_budget__reset();
+	s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true, .mem_budget = true});
+	CHECK(s && build_fixtures() == 0);
+	CHECK(symbol_file_off(fx_lib, "hearth_exported", &off, &size, NULL) == 0);
+	CHECK((fx = object_of(s, fx_lib)) && resolves_to(s, fx, off, "hearth_exported"));
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		struct sym_object *o = access(libs[i], R_OK) ? NULL : object_of(s, libs[i]);
+
+		for (uint64_t a = 0x2000; o && a < 0x40000; a += 0x1000)
+			CHECK(symbolizer__resolve(s, o, a, &r) == 0);
+	}
+	symbolizer__stats(s, &st);
+	held = mem_budget__used(MEM_SYMBOLS) + mem_budget__used(MEM_DWARF) +
+	       mem_budget__used(MEM_ADDRS);
+	CHECKF(held == st.cache_bytes, "ledger %llu, symbolizer %llu", (unsigned long long)held,
+	       (unsigned long long)st.cache_bytes);
+	CHECK(mem_budget__used(MEM_SYMBOLS) > 0 && mem_budget__used(MEM_ADDRS) > 0);
+	/* a limit far below what is held: reclaim takes it back, oldest first */
+	mem_budget__set_limit(held / 4, 100);
+	CHECK(mem_budget__reclaim() > 0);
+	CHECKF(mem_budget__used_total() <= held / 4, "%llu > %llu",
+	       (unsigned long long)mem_budget__used_total(), (unsigned long long)held / 4);
+	CHECK(mem_budget__evictions(MEM_ADDRS) + mem_budget__evictions(MEM_SYMBOLS) > 0);
+	/* still answers: an evicted object is read again when the budget has room */
+	mem_budget__set_limit(0, 100);
+	CHECK(resolves_to(s, fx, off, "hearth_exported"));
+	/* over the budget, a new object is not read: unknown, counted, not grown */
+	mem_budget__set_limit(mem_budget__used_total() + 1, 100);
+	symbolizer__stats(s, &st);
+	{
+		uint64_t skips = st.budget_skips;
+		struct sym_object *o = access(libs[0], R_OK) ? NULL : object_of(s, libs[0]);
+
+		if (o) {
+			for (uint64_t a = 0x2000; a < 0x4000; a += 0x1000)
+				CHECK(symbolizer__resolve(s, o, a, &r) == 0);
+			symbolizer__stats(s, &st);
+			CHECKF(mem_budget__used_total() <= mem_budget__cache_budget() ||
+				   st.budget_skips > skips,
+			       "%llu > %llu, no skip", (unsigned long long)mem_budget__used_total(),
+			       (unsigned long long)mem_budget__cache_budget());
+		}
+	}
+cleanup:
+	symbolizer__free(s);
+	CHECK(mem_budget__used(MEM_SYMBOLS) == 0 && mem_budget__used(MEM_DWARF) == 0 &&
+	      mem_budget__used(MEM_ADDRS) == 0);
+	mem_budget__reset();
 }
