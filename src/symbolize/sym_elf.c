@@ -331,6 +331,14 @@ static int load_symtab_mapped(struct sym_elf *e, const GElf_Shdr *sh, struct sym
 	return 0;
 }
 
+/* After the build: what the build read of the names (ties, data objects) leaves our
+ * page tables, so that what stays resident follows the lookups (sym_table.c). */
+static void names_settle(struct sym_table *t)
+{
+	if (t->map.base)
+		madvise(t->map.base, t->map.map_len, MADV_DONTNEED);
+}
+
 static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct sym_builder *b,
 		       struct sym_builder *db)
 {
@@ -413,9 +421,11 @@ static int load_symbols(struct sym_elf *e, struct sym_elf_info *info, struct sym
 		    (dyn_err == -ENOEXEC && err == -ENOENT))
 			return dyn_err;
 	}
-	if ((err = sym_builder__finish(db, &info->data)))
+	if ((err = sym_builder__finish(db, &info->data)) ||
+	    (err = sym_builder__finish(b, &info->table)))
 		return err;
-	return sym_builder__finish(b, &info->table);
+	names_settle(&info->table);
+	return 0;
 }
 
 /*

@@ -494,23 +494,27 @@ const struct sym_result *sym_table__result(struct sym_table *t, size_t i)
 	return r;
 }
 
-/* The page size of the touched bitmap (the names' account). */
-#define SYM_PAGE 4096u
+/*
+ * The unit of the touched bitmap (the names' account): a fault on a mapped file maps
+ * the pages around it that are in the page cache too (the kernel's fault-around,
+ * 64 KiB aligned by default), so each 64 KiB of address space read counts whole.
+ */
+#define SYM_PAGE 65536u
 
 /* Notes that the mapped bytes [off, off + len) of names were read. */
 static void touch(struct sym_table *t, uint64_t off, uint64_t len)
 {
-	uint64_t map_off = (uint64_t)(t->map.p - (const char *)t->map.base);
-	size_t pages = (t->map.map_len + SYM_PAGE - 1) / SYM_PAGE;
+	uintptr_t first = (uintptr_t)t->map.base / SYM_PAGE;
+	uintptr_t at = (uintptr_t)(t->map.p + off);
+	size_t pages = ((uintptr_t)t->map.base + t->map.map_len - 1) / SYM_PAGE - first + 1;
 
 	if (!t->touched && !(t->touched = calloc((pages + 63) / 64, sizeof(uint64_t))))
 		return;
-	for (uint64_t pg = (map_off + off) / SYM_PAGE; pg <= (map_off + off + len) / SYM_PAGE &&
-						       pg < pages;
+	for (uint64_t pg = at / SYM_PAGE - first; pg <= (at + len) / SYM_PAGE - first && pg < pages;
 	     pg++) {
 		if (!(t->touched[pg / 64] & (1ULL << (pg % 64)))) {
 			t->touched[pg / 64] |= 1ULL << (pg % 64);
-			t->touched_bytes += SYM_PAGE;
+			t->touched_bytes += SYM_PAGE; /* at most the map's size, give or take */
 		}
 	}
 }
