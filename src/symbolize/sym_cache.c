@@ -310,7 +310,19 @@ static uint64_t evict_objects(struct symbolizer *s, uint64_t want, bool dwarf)
 	uint64_t freed = 0, n = 0, sym_freed = 0, dwarf_freed = 0;
 	struct sym_object *o = s->lru_tail, *prev;
 
-	for (; o && freed < want; o = prev) {
+	/* first what costs nothing to get back: the page-cache pages of mapped names
+	 * (every name read is copied out), least recently used objects first */
+	for (o = s->lru_tail; o && !dwarf && freed < want; o = o->lru_prev) {
+		uint64_t b = sym_table__drop_pages(&o->info.table);
+
+		if (b) {
+			freed += b;
+			sym_object_account(s, o);
+		}
+	}
+	if (freed) /* not an eviction: nothing is lost; counted as bytes given back */
+		mem_budget__evicted(MEM_SYMBOLS, 0, freed);
+	for (o = s->lru_tail; o && freed < want; o = prev) {
 		prev = o->lru_prev;
 		if (o == s->last_obj || (dwarf && !o->dwarf))
 			continue;

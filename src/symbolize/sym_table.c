@@ -361,6 +361,7 @@ int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	sym_hugepage_hint(t->syms, n * sizeof(*t->syms)); /* looked up at random */
 	t->base = n ? b->raw[k[0].idx].start : 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_raw *r = &b->raw[k[i].idx];
@@ -606,6 +607,20 @@ static char *names_block(struct sym_table *t, size_t i, int *err)
 	return blk;
 }
 
+uint64_t sym_table__drop_pages(struct sym_table *t)
+{
+	uint64_t was = t->touched_bytes;
+
+	if (!t->map.base || !was)
+		return 0;
+	madvise(t->map.base, t->map.map_len, MADV_DONTNEED);
+	memset(t->touched, 0,
+	       ((((uintptr_t)t->map.base + t->map.map_len - 1) / SYM_PAGE -
+		 (uintptr_t)t->map.base / SYM_PAGE + 1 + 63) / 64) * sizeof(uint64_t));
+	t->touched_bytes = 0;
+	return was;
+}
+
 int sym_table__names(struct sym_table *t, size_t i, const char **system_name, const char **name)
 {
 	char *blk;
@@ -624,6 +639,9 @@ int sym_table__names(struct sym_table *t, size_t i, const char **system_name, co
 			return err;
 		t->shown[i] = blk;
 		t->shown_bytes += malloc_usable_size(blk);
+		/* names copied out need no page of the mapping: past the cap, they all go */
+		if (t->touched_bytes > SYM_NAMES_RESIDENT_MAX)
+			sym_table__drop_pages(t);
 	}
 	memcpy(&hdr, blk, sizeof(hdr));
 	*system_name = blk + sizeof(uint32_t);
