@@ -258,6 +258,20 @@ int sym_debug__by_build_id(const char *root, const char *bid, char *out, size_t 
 int sym_debug__by_debuglink(const char *root, const char *path, const char *name, uint32_t crc,
 			    char *out, size_t len);
 
+/* ---- sym_zcache.c: compressed debug sections inflated once into a file, mapped ---- */
+#define SYM_ZCACHE_DEFAULT_BYTES (512ULL << 20)
+struct Elf;
+/* The cache directory (NULL: keep; "": no cache) and its size cap (0: keep). */
+void sym_zcache__config(const char *dir, uint64_t cap_bytes);
+/*
+ * When elf (the file open as fd, mapped) has compressed .debug_* sections: the path of
+ * a file holding them inflated (made now when missing) into out. 0, or -ENOENT (none
+ * compressed, or no cache: use elf as it is), -errno.
+ */
+int sym_zcache__path(struct Elf *elf, int fd, char *out, size_t len);
+/* Files written so far by this process, bytes in the directory at the last write. */
+void sym_zcache__stats(uint64_t *made, uint64_t *used);
+
 /* ---- sym_perfmap.c: /tmp/perf-PID.map of one process ---- */
 struct sym_perfmap;
 /* State for one pid's map at dir/perf-PID.map (dir NULL = /tmp); nothing read yet. */

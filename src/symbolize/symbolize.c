@@ -906,6 +906,8 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 	s->no_address_cache = opts && opts->no_address_cache;
 	s->release_grace_ns = opts ? opts->release_grace_ns : 0;
 	s->mem_budget = opts && opts->mem_budget;
+	if (opts && (opts->debug_cache_dir || opts->debug_cache_bytes))
+		sym_zcache__config(opts->debug_cache_dir, opts->debug_cache_bytes);
 	if (!opts || !opts->no_debuginfod)
 		s->dbginfod = sym_dbginfod__new();
 	s->idents.n_buckets = SYM_HASH_MIN_BUCKETS;
@@ -962,4 +964,9 @@ void symbolizer__stats(const struct symbolizer *s, struct sym_stats *out)
 	out->cache_budget = s->budget;
 	out->cache_entries = s->cache_used;
 	out->bus_faults = sym_map__faults();
+	{
+		uint64_t used;
+
+		sym_zcache__stats(&out->debug_cache_files, &used);
+	}
 }

@@ -59,6 +59,12 @@ struct sym_opts {
 	 * pass its budget. The evictors run on whichever thread reclaims: the symbolizer
 	 * must then be used by that thread only (the agent's loop). */
 	bool mem_budget;
+	/* where compressed debug sections are inflated once, to be mapped (process-wide;
+	 * NULL = $XDG_CACHE_HOME/hearth/dwarf, else /var/cache/hearth/dwarf for root,
+	 * else ~/.cache/hearth/dwarf; "" = nowhere: inflated in memory), and the cap on
+	 * that directory's size (0 = 512 MiB); the least recently used files go first */
+	const char *debug_cache_dir;
+	uint64_t debug_cache_bytes;
 };
 
 struct sym_stats {
@@ -83,6 +89,7 @@ struct sym_stats {
 	uint64_t perfmap_bad_lines; /* malformed perf map lines skipped */
 	uint64_t budget_skips;	    /* symbol tables or DWARF not loaded: over the ledger's budget */
 	uint64_t bus_faults;	    /* mapped files that shrank under a lookup (SIGBUS caught) */
+	uint64_t debug_cache_files; /* inflated debug files written (process-wide) */
 };
 
 /* NULL on ENOMEM. opts may be NULL. */

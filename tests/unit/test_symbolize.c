@@ -1465,3 +1465,75 @@ TEST(truncated_dwarf_while_mapped_no_crash)
 cleanup:
 	symbolizer__free(s);
 }
+
+/*
+ * Compressed debug sections (gcc -gz) are inflated once into the cache directory and
+ * that file is mapped: the same frames as the uncompressed build, one file written, a
+ * second symbolizer maps it without writing; past the size cap nothing is written and
+ * the answers are the same (inflated in memory).
+ */
+TEST(compressed_debug_inflated_once_to_cache)
+{
+	char src[300], zbin[300], ubin[300], dir[300], small[300];
+	struct symbolizer *s = NULL;
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	struct sym_stats st;
+	uint64_t off, size, made0;
+	char want_file[256] = "";
+	int want_n = 0;
+	const char *d = unit_tmp_dir();
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/z.c", d);
+	snprintf(zbin, sizeof(zbin), "%s/zprog", d);
+	snprintf(ubin, sizeof(ubin), "%s/uprog", d);
+	snprintf(dir, sizeof(dir), "%s/zcache/dwarf", d);
+	snprintf(small, sizeof(small), "%s/zcache-small", d);
+	CHECK((f = fopen(src, "w")));
+	fputs("static inline int sq(int x) { return x * x; }\n"
+	      "__attribute__((noinline)) int work(int n) { int s = 0;\n"
+	      "  for (int i = 0; i < n; i++) s += sq(i) ^ (s >> 2); return s; }\n"
+	      "int main(int c, char **v) { (void)v; return work(c * 1000) & 1; }\n",
+	      f);
+	CHECK(fclose(f) == 0);
+	if (sh("gcc -O2 -g -gz=zlib -Wl,--build-id -o '%s' '%s' 2>/dev/null", zbin, src)) {
+		fprintf(stderr, "  (gcc -gz unavailable: skipped)\n");
+		return;
+	}
+	CHECK(sh("gcc -O2 -g -Wl,--build-id -o '%s' '%s'", ubin, src) == 0);
+	CHECK(symbol_file_off(ubin, "work", &off, &size, NULL) == 0);
+	/* the uncompressed build's answer at work + 8 */
+	CHECK((s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true})));
+	CHECK((o = object_of(s, ubin)) && symbolizer__resolve(s, o, off + 8, &r) == 0 && r->n);
+	want_n = (int)r->n;
+	snprintf(want_file, sizeof(want_file), "%s", r->frames[0].file ? r->frames[0].file : "");
+	CHECK(want_file[0]);
+	symbolizer__free(s);
+	for (int round = 0; round < 3; round++) {
+		s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true,
+						       .debug_cache_dir = round < 2 ? dir : small,
+						       .debug_cache_bytes = round < 2 ? 0 : 64});
+		CHECK(s);
+		symbolizer__stats(s, &st);
+		made0 = st.debug_cache_files;
+		CHECK((o = object_of(s, zbin)) && symbolizer__resolve(s, o, off + 8, &r) == 0);
+		CHECKF((int)r->n == want_n && r->frames[0].file &&
+			   !strcmp(r->frames[0].file, want_file),
+		       "round %d: %zu frames, %s", round, r->n,
+		       r->n && r->frames[0].file ? r->frames[0].file : "-");
+		symbolizer__stats(s, &st);
+		/* written on first sight only; never past the cap */
+		CHECKF(st.debug_cache_files - made0 == (round == 0 ? 1u : 0u), "round %d: %llu",
+		       round, (unsigned long long)(st.debug_cache_files - made0));
+		symbolizer__free(s);
+		s = NULL;
+	}
+	CHECK(sh("ls '%s'/*.debug > /dev/null 2>&1", dir) == 0);
+	CHECK(sh("ls '%s'/*.debug > /dev/null 2>&1", small) != 0);
+cleanup:
+	/* the cache settings are process-wide: the default cap back for later tests */
+	symbolizer__free(symbolizer__new(&(struct sym_opts){
+	    .no_debuginfod = true, .debug_cache_dir = dir, .debug_cache_bytes = 512ULL << 20}));
+	symbolizer__free(s);
+}
