@@ -181,8 +181,6 @@ int sym_table__names(struct sym_table *t, size_t i, const char **system_name, co
  * that were counted for them (0 when t has no mapping).
  */
 uint64_t sym_table__drop_pages(struct sym_table *t);
-/* Past this much of its mapped names read, a table drops their pages (as above). */
-#define SYM_NAMES_RESIDENT_MAX (2u << 20)
 /* Bytes t holds by design: entries, indexes, owned names, names copied out, and the
  * pages of its mapped names read so far (for the symbolizer's account). */
 uint64_t sym_table__bytes(const struct sym_table *t);

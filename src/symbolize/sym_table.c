@@ -639,9 +639,6 @@ int sym_table__names(struct sym_table *t, size_t i, const char **system_name, co
 			return err;
 		t->shown[i] = blk;
 		t->shown_bytes += malloc_usable_size(blk);
-		/* names copied out need no page of the mapping: past the cap, they all go */
-		if (t->touched_bytes > SYM_NAMES_RESIDENT_MAX)
-			sym_table__drop_pages(t);
 	}
 	memcpy(&hdr, blk, sizeof(hdr));
 	*system_name = blk + sizeof(uint32_t);
