@@ -46,8 +46,8 @@ void sym_lru_touch(struct symbolizer *s, struct sym_object *o)
 /* Recomputes what o holds in memory and moves the difference into s's account. */
 void sym_object_account(struct symbolizer *s, struct sym_object *o)
 {
-	uint64_t sb = o->heavy ? sym_table__bytes(&o->info.table) + sym_table__bytes(&o->info.data)
-			       : 0;
+	uint64_t sb =
+	    o->heavy ? sym_table__bytes(&o->info.table) + sym_table__bytes(&o->info.data) : 0;
 	uint64_t db = o->heavy ? sym_dwarf__bytes(o->dwarf) : 0;
 
 	if (s->mem_budget && sb != o->sym_bytes)

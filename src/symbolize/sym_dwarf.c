@@ -452,7 +452,7 @@ static void scope_name(struct sym_dwarf *d, struct scope *s)
 struct cu_build {
 	struct cu_index *ci;
 	size_t cap_fns, cap_kids, cap_scopes;
-	uint32_t cu;	    /* ci's place in cu_list */
+	uint32_t cu; /* ci's place in cu_list */
 	struct sym_dwarf *d;
 	Dwarf_Files *files; /* the CU's file names, for call sites; NULL when none */
 	size_t n_files;
@@ -462,7 +462,7 @@ struct cu_build {
 static const char *cu_file(const struct cu_build *b, Dwarf_Word idx)
 {
 	return b->files && idx < b->n_files ? own(b->d, dwarf_filesrc(b->files, idx, NULL, NULL))
-					     : NULL;
+					    : NULL;
 }
 
 /* Where an inlined subroutine was called from (DW_AT_call_file / DW_AT_call_line). */

@@ -40,8 +40,8 @@
 struct sym_elf {
 	int fd;
 	Elf *elf;
-	uint64_t size; /* file size: the bound for every offset the file claims */
-	bool native;   /* ELF64 in this machine's byte order: its symbols are read mapped */
+	uint64_t size;	       /* file size: the bound for every offset the file claims */
+	bool native;	       /* ELF64 in this machine's byte order: its symbols are read mapped */
 	struct sym_map symtab; /* the symbol table being read, mapped */
 	/* per section index: its end vaddr (UINT64_MAX: not allocated) and SHF_EXECINSTR */
 	uint64_t *sec_end;
@@ -194,8 +194,8 @@ static int sections_index(struct sym_elf *e)
 		    !(sh.sh_flags & SHF_ALLOC))
 			continue;
 		e->sec_exec[i] = (sh.sh_flags & SHF_EXECINSTR) != 0;
-		e->sec_end[i] = sh.sh_addr > UINT64_MAX - sh.sh_size ? UINT64_MAX
-								       : sh.sh_addr + sh.sh_size;
+		e->sec_end[i] =
+		    sh.sh_addr > UINT64_MAX - sh.sh_size ? UINT64_MAX : sh.sh_addr + sh.sh_size;
 	}
 	e->n_secs = n;
 	return 0;
@@ -298,8 +298,8 @@ static int load_symtab_mapped(struct sym_elf *e, const GElf_Shdr *sh, struct sym
 		bool exec;
 
 		memcpy(&sym, e->symtab.p + i * sizeof(sym), sizeof(sym));
-		gs = (GElf_Sym){sym.st_name, sym.st_info, sym.st_other, sym.st_shndx, sym.st_value,
-				sym.st_size};
+		gs = (GElf_Sym){sym.st_name,  sym.st_info,  sym.st_other,
+				sym.st_shndx, sym.st_value, sym.st_size};
 		kind = symbol_kind(&gs);
 		/* offset 0 is the empty name; an offset past the table names nothing (an
 		 * empty name elsewhere is found at lookup: no name is read now) */
@@ -462,8 +462,9 @@ uint64_t sym_elf__index_bytes(struct sym_elf *e)
 	uint64_t best = 0;
 
 	while ((scn = elf_nextscn(e->elf, scn)))
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) &&
-		    sh.sh_entsize && sh.sh_size / sh.sh_entsize * 16 > best)
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) && sh.sh_entsize &&
+		    sh.sh_size / sh.sh_entsize * 16 > best)
 			best = sh.sh_size / sh.sh_entsize * 16; /* entry + top + shown */
 	return best;
 }

@@ -135,7 +135,7 @@ struct sym_builder {
 	size_t n, cap;
 	char *names;
 	size_t len, names_cap;
-	bool adopted;	/* names is a string table given whole (sym_builder__adopt_names) */
+	bool adopted;	    /* names is a string table given whole (sym_builder__adopt_names) */
 	struct sym_map map; /* or a string table mapped (sym_builder__adopt_map) */
 };
 

@@ -11,13 +11,12 @@
  * the names of a table are read for as long as the table lives. So every read of
  * mapped bytes runs inside SYM_GUARD (sigsetjmp, no signal mask saved: no system call,
  * ~20 ns, docs/symbolize.md); the SIGBUS handler, installed once, jumps back to the
- * innermost guard of the faulting thread when there is one, and otherwise restores the previous disposition and returns, so the
- * fault happens again and is handled as it would have been without us (inside a guard
- * nothing but mapped bytes is read, so a SIGBUS there is always one of ours). A mapping
- * that faulted is marked broken and never read again: its table resolves nothing,
- * and the object is re-read from its file when its identity is checked next.
- * What is handed to callers is never mapped memory: a name is copied out (and
- * demangled) under the guard on its first use.
+ * innermost guard of the faulting thread when there is one, and otherwise restores the previous
+ * disposition and returns, so the fault happens again and is handled as it would have been without
+ * us (inside a guard nothing but mapped bytes is read, so a SIGBUS there is always one of ours). A
+ * mapping that faulted is marked broken and never read again: its table resolves nothing, and the
+ * object is re-read from its file when its identity is checked next. What is handed to callers is
+ * never mapped memory: a name is copied out (and demangled) under the guard on its first use.
  */
 #include "symbolize/sym_internal.h"
 

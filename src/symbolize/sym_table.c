@@ -421,8 +421,8 @@ void sym_table__fini(struct sym_table *t)
 
 /*
  * The stretch [*lo, *hi) of syms that the search for rel (an address minus t->base)
- * can stay in, from t->top: syms[< lo].start <= rel < syms[>= hi].start. A lookup in a big object's table then
- * misses the cache on the few entries of one stretch, not at every halving of it all.
+ * can stay in, from t->top: syms[< lo].start <= rel < syms[>= hi].start. A lookup in a big object's
+ * table then misses the cache on the few entries of one stretch, not at every halving of it all.
  */
 static void top_bounds(const struct sym_table *t, uint32_t rel, size_t *lo, size_t *hi)
 {
@@ -616,7 +616,9 @@ uint64_t sym_table__drop_pages(struct sym_table *t)
 	madvise(t->map.base, t->map.map_len, MADV_DONTNEED);
 	memset(t->touched, 0,
 	       ((((uintptr_t)t->map.base + t->map.map_len - 1) / SYM_PAGE -
-		 (uintptr_t)t->map.base / SYM_PAGE + 1 + 63) / 64) * sizeof(uint64_t));
+		 (uintptr_t)t->map.base / SYM_PAGE + 1 + 63) /
+		64) *
+		   sizeof(uint64_t));
 	t->touched_bytes = 0;
 	return was;
 }

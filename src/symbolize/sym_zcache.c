@@ -120,7 +120,8 @@ static bool make_room(uint64_t need)
 				continue;
 			total += (uint64_t)st.st_size;
 			if (!victim[0] || st.st_mtim.tv_sec < oldest.tv_sec ||
-			    (st.st_mtim.tv_sec == oldest.tv_sec && st.st_mtim.tv_nsec < oldest.tv_nsec)) {
+			    (st.st_mtim.tv_sec == oldest.tv_sec &&
+			     st.st_mtim.tv_nsec < oldest.tv_nsec)) {
 				oldest = st.st_mtim;
 				snprintf(victim, sizeof(victim), "%s", de->d_name);
 			}
@@ -249,7 +250,8 @@ static int write_debug(Elf *elf, size_t shstrndx, int fd)
 	od->d_type = ELF_T_BYTE;
 	od->d_align = 1;
 	oeh.e_shstrndx = (Elf64_Half)elf_ndxscn(os);
-	if (gelf_update_shdr(os, &osh) && gelf_update_ehdr(o, &oeh) && elf_update(o, ELF_C_WRITE) >= 0)
+	if (gelf_update_shdr(os, &osh) && gelf_update_ehdr(o, &oeh) &&
+	    elf_update(o, ELF_C_WRITE) >= 0)
 		err = 0;
 cleanup:
 	if (o)

@@ -685,8 +685,8 @@ static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_fram
 	long i = sym_table__find(t, vaddr), j;
 
 	if (o->info.data.n && (j = sym_table__find(&o->info.data, vaddr)) >= 0 &&
-	    (i < 0 || sym_table__start(&o->info.data, (size_t)j) >
-			  sym_table__start(t, (size_t)i))) {
+	    (i < 0 ||
+	     sym_table__start(&o->info.data, (size_t)j) > sym_table__start(t, (size_t)i))) {
 		t = &o->info.data;
 		i = j;
 	}
@@ -927,7 +927,7 @@ void symbolizer__free(struct symbolizer *s)
 
 	if (!s)
 		return;
-	sym_ledger_unregister(s); /* first: no reclaim reaches s from now on */
+	sym_ledger_unregister(s);	 /* first: no reclaim reaches s from now on */
 	sym_dbginfod__free(s->dbginfod); /* its thread stops */
 	while (s->c_tail)
 		sym_centry_remove(s, s->c_tail);

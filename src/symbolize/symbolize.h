@@ -87,8 +87,8 @@ struct sym_stats {
 	uint64_t debuginfod_files;  /* of which fetched through debuginfod */
 	uint64_t jit_hits;	    /* addresses named from perf maps */
 	uint64_t perfmap_bad_lines; /* malformed perf map lines skipped */
-	uint64_t budget_skips;	    /* symbol tables or DWARF not loaded: over the ledger's budget */
-	uint64_t bus_faults;	    /* mapped files that shrank under a lookup (SIGBUS caught) */
+	uint64_t budget_skips; /* symbol tables or DWARF not loaded: over the ledger's budget */
+	uint64_t bus_faults;   /* mapped files that shrank under a lookup (SIGBUS caught) */
 	uint64_t debug_cache_files; /* inflated debug files written (process-wide) */
 };
 

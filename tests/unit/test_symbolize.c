@@ -1334,8 +1334,9 @@ cleanup:
  */
 TEST(truncated_while_mapped_resolves_nothing_more)
 {
-	static const char *const fns[] = {"symbolizer__free", "sym_table__find", "mem_budget__reset",
-					   "base_grow", "sym_batch__stream", "unit_tmp_dir"};
+	static const char *const fns[] = {"symbolizer__free",  "sym_table__find",
+					  "mem_budget__reset", "base_grow",
+					  "sym_batch__stream", "unit_tmp_dir"};
 	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
 	const struct sym_result *r = NULL;
 	struct sym_object *o;
@@ -1439,8 +1440,9 @@ cleanup:
  * the guard; after the truncation nothing crashes and no wrong name comes out. */
 TEST(truncated_dwarf_while_mapped_no_crash)
 {
-	static const char *const fns[] = {"symbolizer__free", "sym_table__find", "mem_budget__reset",
-					   "base_grow", "sym_batch__stream", "unit_tmp_dir"};
+	static const char *const fns[] = {"symbolizer__free",  "sym_table__find",
+					  "mem_budget__reset", "base_grow",
+					  "sym_batch__stream", "unit_tmp_dir"};
 	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
 	const struct sym_result *r = NULL;
 	struct sym_object *o;
