@@ -461,11 +461,14 @@ uint64_t sym_elf__index_bytes(struct sym_elf *e)
 	GElf_Shdr sh;
 	uint64_t best = 0;
 
+	/* per symbol: while building, the raw symbol (40), two sort keys (32) and the entry
+	 * (12); then the entry, a share of the top array and the names' pointer (~21). The
+	 * peak counts: the ledger holds VmHWM too */
 	while ((scn = elf_nextscn(e->elf, scn)))
 		if (gelf_getshdr(scn, &sh) &&
 		    (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) && sh.sh_entsize &&
-		    sh.sh_size / sh.sh_entsize * 16 > best)
-			best = sh.sh_size / sh.sh_entsize * 16; /* entry + top + shown */
+		    sh.sh_size / sh.sh_entsize * 84 > best)
+			best = sh.sh_size / sh.sh_entsize * 84;
 	return best;
 }
 

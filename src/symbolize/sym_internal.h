@@ -223,8 +223,8 @@ int sym_elf__object(struct sym_elf *e, uint64_t dev, uint64_t inode, struct obje
  */
 int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info);
 void sym_elf_info__fini(struct sym_elf_info *info);
-/* What e's symbol table will hold in memory once loaded, estimated from its section
- * headers (12 bytes an entry, the index and a little of the names): for the ledger. */
+/* What reading e's symbol table will need in memory at its peak (the build's temporary
+ * arrays: 84 bytes a symbol), from its section headers: for the ledger. */
 uint64_t sym_elf__index_bytes(struct sym_elf *e);
 
 /* .gnu_debuglink name and CRC32. 0 or -ENOENT (none, or malformed). */
