@@ -818,8 +818,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		return 0;
 	}
 	s->last_obj = obj;
-	sym_lru_touch(s, obj);
-	sym_object_account(s, obj);
+	sym_lru_touch(s, obj); /* accounted by object_lookup, whichever way below */
 	if (s->no_address_cache) /* straight into scratch */
 		return scratch_lookup(s, obj, vaddr, out);
 	if (!(e = object_frames(s, obj, vaddr)))
