@@ -252,11 +252,14 @@ int sym_dwarf__open(const char *path, struct sym_dwarf **out)
 	d->mapped = sym_map__guard_ready();
 	d->elf = elf = elf_begin(d->fd, d->mapped ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
 	/* compressed debug sections: their inflated copy on disk is mapped instead */
-	if (d->mapped && elf && sym_zcache__path(elf, d->fd, zpath, sizeof(zpath)) == 0 &&
+	if (d->mapped && elf && (err = sym_zcache__path(elf, d->fd, zpath, sizeof(zpath))) == 0 &&
 	    strcmp(zpath, path)) {
 		sym_dwarf__close(d);
 		return sym_dwarf__open(zpath, out);
 	}
+	if (err == -EFBIG)
+		goto cleanup;
+	err = -ENOENT;
 	if (!d->mapped) {
 		d->bytes = elf && elf_kind(elf) == ELF_K_ELF ? debug_bytes(elf, false) : 0;
 		if (!d->bytes || !(d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)))

@@ -236,7 +236,8 @@ char *sym_demangle(const char *sys);
 
 /* ---- sym_dwarf.c: DWARF lines and inlines, separate debug files ---- */
 struct sym_dwarf;
-/* Opens path's DWARF. 0, -ENOENT (no .debug_info, or unreadable), -ENOMEM, -errno. */
+/* Opens path's DWARF. 0, -ENOENT (no .debug_info, or unreadable), -EFBIG (compressed
+ * sections to inflate past the memory ledger's budget), -ENOMEM, -errno. */
 int sym_dwarf__open(const char *path, struct sym_dwarf **out);
 void sym_dwarf__close(struct sym_dwarf *d);
 /* Bytes accounted for an open handle (its debug sections). */
@@ -264,7 +265,8 @@ void sym_zcache__config(const char *dir, uint64_t cap_bytes);
 /*
  * When elf (the file open as fd, mapped) has compressed .debug_* sections: the path of
  * a file holding them inflated (made now when missing) into out. 0, or -ENOENT (none
- * compressed, or no cache: use elf as it is), -errno.
+ * compressed, or no cache: use elf as it is), -EFBIG (inflating them would pass the
+ * memory ledger's budget: use no DWARF of it), -errno.
  */
 int sym_zcache__path(struct Elf *elf, int fd, char *out, size_t len);
 /* Files written so far by this process, bytes in the directory at the last write. */

@@ -20,6 +20,7 @@
  * falls back the same way.
  */
 #include "symbolize/sym_internal.h"
+#include "base/membudget.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -293,7 +294,15 @@ int sym_zcache__path(Elf *elf, int fd, char *out, size_t len)
 	sym_guard_push(&g);
 	if (sigsetjmp(g.jb, 0) == 0) {
 		need = inflated_size(elf, shstrndx, &compressed);
-		if (!compressed || !dir_ready())
+		if (!compressed)
+			goto done;
+		/* inflating needs it all in memory at once, here or in libelf: not past the
+		 * memory ledger's budget (never without a limit) */
+		if (mem_budget__would_pass(need)) {
+			err = -EFBIG;
+			goto done;
+		}
+		if (!dir_ready())
 			goto done;
 		key_of(elf, fd, out, len);
 		if (access(out, R_OK) == 0) { /* made before: a use makes it recent */

@@ -480,6 +480,10 @@ static bool debug_attach(struct symbolizer *s, struct sym_object *o, const char 
 {
 	int err = sym_dwarf__open(path, &o->dwarf);
 
+	if (err == -EFBIG) { /* its sections would have to be inflated past the budget */
+		s->stats.budget_skips++;
+		return true;
+	}
 	if (err) {
 		if (err != -ENOENT)
 			s->stats.dwarf_failures++;
@@ -818,7 +822,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		return 0;
 	}
 	s->last_obj = obj;
-	sym_lru_touch(s, obj); /* accounted by object_lookup, whichever way below */
+	sym_lru_touch(s, obj);	 /* accounted by object_lookup, whichever way below */
 	if (s->no_address_cache) /* straight into scratch */
 		return scratch_lookup(s, obj, vaddr, out);
 	if (!(e = object_frames(s, obj, vaddr)))

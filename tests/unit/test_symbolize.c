@@ -1539,3 +1539,46 @@ cleanup:
 	    .no_debuginfod = true, .debug_cache_dir = dir, .debug_cache_bytes = 512ULL << 20}));
 	symbolizer__free(s);
 }
+
+/* Compressed debug sections that would have to be inflated past the ledger's budget are
+ * not: no file written, no DWARF, the symbol table answers, the skip is counted. */
+TEST(compressed_debug_past_budget_not_inflated)
+{
+	char zbin[300], src[300], dir[300];
+	struct symbolizer *s = NULL;
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	struct sym_stats st;
+	uint64_t off, size;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/zb.c", unit_tmp_dir());
+	snprintf(zbin, sizeof(zbin), "%s/zbprog", unit_tmp_dir());
+	snprintf(dir, sizeof(dir), "%s/zcache-budget", unit_tmp_dir());
+	CHECK((f = fopen(src, "w")));
+	fputs("__attribute__((noinline)) int work2(int n) { int s = 0;\n"
+	      "  for (int i = 0; i < n; i++) s += i ^ (s >> 2); return s; }\n"
+	      "int main(int c, char **v) { (void)v; return work2(c) & 1; }\n",
+	      f);
+	CHECK(fclose(f) == 0);
+	if (sh("gcc -O2 -g -gz=zlib -o '%s' '%s' 2>/dev/null", zbin, src)) {
+		fprintf(stderr, "  (gcc -gz unavailable: skipped)\n");
+		return;
+	}
+	CHECK(symbol_file_off(zbin, "work2", &off, &size, NULL) == 0);
+	mem_budget__reset();
+	mem_budget__set_limit(100, 100); /* 100 bytes: far below the inflated sections */
+	s = symbolizer__new(
+	    &(struct sym_opts){.no_debuginfod = true, .mem_budget = false, .debug_cache_dir = dir});
+	CHECK(s && (o = object_of(s, zbin)) && symbolizer__resolve(s, o, off, &r) == 0);
+	CHECKF(r->n == 1 && !strcmp(r->frames[0].name, "work2") && !r->frames[0].file,
+	       "%zu frames, %s", r->n, r->n ? r->frames[0].name : "-");
+	symbolizer__stats(s, &st);
+	CHECK(st.budget_skips > 0);
+	CHECK(sh("ls '%s'/*.debug > /dev/null 2>&1", dir) != 0);
+cleanup:
+	symbolizer__free(s);
+	mem_budget__reset();
+	symbolizer__free(symbolizer__new(&(struct sym_opts){
+	    .no_debuginfod = true, .debug_cache_dir = dir, .debug_cache_bytes = 512ULL << 20}));
+}
