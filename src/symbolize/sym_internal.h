@@ -110,6 +110,11 @@ struct sym_table {
 	 * (sym_table__names); NULL not yet */
 	char **shown;
 	uint64_t shown_bytes; /* the shown strings' allocations, for the account */
+	/* where the names copied out live: chunks (owned, chained through their first
+	 * word), and the room left in the newest */
+	void *chunks;
+	char *arena;
+	size_t arena_left;
 	/* which 4 KiB pages of the mapped names were read (bitmap, owned) and their bytes */
 	uint64_t *touched;
 	uint64_t touched_bytes;

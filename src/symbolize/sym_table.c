@@ -405,9 +405,13 @@ void sym_table__fini(struct sym_table *t)
 	if (t->results)
 		for (size_t i = 0; i < t->n; i++)
 			free(t->results[i]);
-	if (t->shown)
-		for (size_t i = 0; i < t->n; i++)
-			free(t->shown[i]);
+	while (t->chunks) { /* the shown names live in them */
+		void *next;
+
+		memcpy(&next, t->chunks, sizeof(next));
+		free(t->chunks);
+		t->chunks = next;
+	}
 	free(t->shown);
 	free(t->top);
 	free(t->results);
@@ -563,14 +567,87 @@ static int copy_raw(struct sym_table *t, size_t i, char *dst, volatile size_t *l
 	return 0;
 }
 
+/* The names copied out are allocated in chunks of this size (one per bigger name). */
+#define SYM_ARENA_CHUNK ((size_t)64 << 10)
+
+/* n bytes (4-aligned) from t's arena; NULL on ENOMEM. Freed with the table. */
+static char *arena_alloc(struct sym_table *t, size_t n)
+{
+	size_t size;
+	char *c;
+
+	n = (n + 3) & ~(size_t)3;
+	if (n > t->arena_left) {
+		size = n + sizeof(void *) > SYM_ARENA_CHUNK ? n + sizeof(void *) : SYM_ARENA_CHUNK;
+		if (!(c = malloc(size))) /* layers: an arena, freed whole with the table */
+			return NULL;
+		memcpy(c, &t->chunks, sizeof(void *));
+		t->chunks = c;
+		t->shown_bytes += size;
+		if (size > SYM_ARENA_CHUNK) /* a big name's own: the newest chunk stays */
+			return c + sizeof(void *);
+		t->arena = c + sizeof(void *);
+		t->arena_left = size - sizeof(void *);
+	}
+	c = t->arena;
+	t->arena += n;
+	t->arena_left -= n;
+	return c;
+}
+
+/*
+ * Symbol i's raw name into stack (NUL-terminated) in one pass when it is shorter than
+ * the stack, under a guard when mapped: 1 with *len, 0 when it is longer (the caller
+ * measures, then copies), -EIO when the mapping faulted (t is broken from now on).
+ */
+static int copy_short(struct sym_table *t, size_t i, char *stack, volatile size_t *len)
+{
+	uint64_t off = t->syms[i].name, max = t->names_len - off;
+	size_t room = max < SYM_NAME_STACK ? (size_t)max : SYM_NAME_STACK;
+	char *volatile end = NULL;
+	struct sym_guard g;
+
+	if (!t->map.p) {
+		end = memccpy(stack, t->names + off, '\0', room);
+	} else {
+		sym_guard_push(&g);
+		if (sigsetjmp(g.jb, 0) == 0)
+			end = memccpy(stack, t->names + off, '\0', room);
+		sym_guard_pop(&g);
+		if (g.faulted) {
+			t->broken = true;
+			return -EIO;
+		}
+	}
+	if (end) {
+		*len = (size_t)(end - stack) - 1;
+	} else if (room == max && room < SYM_NAME_STACK) { /* the table ends unterminated */
+		*len = room;
+		stack[room] = '\0';
+	} else {
+		return 0;
+	}
+	if (t->map.p)
+		touch(t, off, *len + 1);
+	return 1;
+}
+
 /* Symbol i's names block (see SYM_DEMANGLED), made. NULL with *err. */
 static char *names_block(struct sym_table *t, size_t i, int *err)
 {
-	char stack[SYM_NAME_STACK], *raw = stack, *dem, *blk;
+	char stack[SYM_NAME_STACK + 1], *raw = stack, *dem, *blk;
 	volatile size_t len = 0;
 	size_t dl;
 	uint32_t hdr;
+	int got = copy_short(t, i, stack, &len);
 
+	if (got < 0) {
+		*err = got;
+		return NULL;
+	}
+	*err = 0;
+	if (got)
+		goto copied;
 	if ((*err = copy_raw(t, i, NULL, &len)))
 		return NULL;
 	if (len >= SYM_DEMANGLED) {
@@ -587,13 +664,14 @@ static char *names_block(struct sym_table *t, size_t i, int *err)
 		return NULL;
 	}
 	raw[len] = '\0';
+copied:
 	/* demangled from our copy: the demangler never reads the mapping. A NULL from
 	 * sym_demangle may also be its ENOMEM: the raw name is kept then (never a wrong
 	 * name, and not retried per lookup) */
 	dem = sym_demangle(raw);
 	dl = dem ? strlen(dem) + 1 : 0;
 	hdr = (uint32_t)len | (dem ? SYM_DEMANGLED : 0);
-	if ((blk = malloc(sizeof(hdr) + len + 1 + dl))) {
+	if ((blk = arena_alloc(t, sizeof(hdr) + len + 1 + dl))) {
 		memcpy(blk, &hdr, sizeof(hdr));
 		memcpy(blk + sizeof(hdr), raw, len + 1);
 		if (dem)
@@ -639,8 +717,7 @@ int sym_table__names(struct sym_table *t, size_t i, const char **system_name, co
 	if (!(blk = t->shown[i])) {
 		if (!(blk = names_block(t, i, &err)))
 			return err;
-		t->shown[i] = blk;
-		t->shown_bytes += malloc_usable_size(blk);
+		t->shown[i] = blk; /* in the arena: counted per chunk */
 	}
 	memcpy(&hdr, blk, sizeof(hdr));
 	*system_name = blk + sizeof(uint32_t);
