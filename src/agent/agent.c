@@ -427,7 +427,8 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 	int ret;
 
 	a->pt = proc_table__new("/proc");
-	a->sym = symbolizer__new(&(struct sym_opts){.release_grace_ns = AGENT_SYM_GRACE_NS});
+	a->sym = symbolizer__new(
+	    &(struct sym_opts){.release_grace_ns = AGENT_SYM_GRACE_NS, .mem_budget = true});
 	a->col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
 	a->live_col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
 	if (!a->col || !a->live_col) {

@@ -21,6 +21,7 @@
 
 #include "base/base.h"
 #include "cli.h"
+#include "base/membudget.h"
 #include "symbolize/symbolize.h"
 
 /* Our ends of the pipes (see widen_pipes). */
@@ -267,6 +268,11 @@ static void print_stats(const struct symbolizer *s, const struct sym_batch *b)
 		"text_cache_hits %" PRIu64 "\ntext_cache_misses %" PRIu64
 		"\ntext_cache_resets %" PRIu64 "\ntext_cache_bytes %zu\ntext_cache_budget %zu\n",
 		bs.hits, bs.misses, bs.resets, bs.bytes, bs.budget);
+	fprintf(stderr,
+		"budget_skips %" PRIu64 "\nbus_faults %" PRIu64 "\ndebug_cache_files %" PRIu64
+		"\nrss_bytes %" PRIu64 "\npeak_rss_bytes %" PRIu64 "\n",
+		st.budget_skips, st.bus_faults, st.debug_cache_files, mem_budget__rss(),
+		mem_budget__peak_rss());
 }
 
 int cmd_symbolize(int argc, char **argv)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 
 static void lru_unlink(struct symbolizer *s, struct sym_object *o)
 {
@@ -45,12 +46,28 @@ void sym_lru_touch(struct symbolizer *s, struct sym_object *o)
 /* Recomputes what o holds in memory and moves the difference into s's account. */
 void sym_object_account(struct symbolizer *s, struct sym_object *o)
 {
-	uint64_t b = o->heavy ? sym_table__bytes(&o->info.table) + sym_table__bytes(&o->info.data) +
-				    sym_dwarf__bytes(o->dwarf)
-			      : 0;
+	uint64_t sb =
+	    o->heavy ? sym_table__bytes(&o->info.table) + sym_table__bytes(&o->info.data) : 0;
+	uint64_t db = o->heavy ? sym_dwarf__bytes(o->dwarf) : 0;
 
-	s->obj_bytes = s->obj_bytes - o->bytes + b;
-	o->bytes = b;
+	if (s->mem_budget && sb != o->sym_bytes)
+		mem_budget__charge(MEM_SYMBOLS, (int64_t)sb - (int64_t)o->sym_bytes);
+	if (s->mem_budget && db != o->dwarf_bytes)
+		mem_budget__charge(MEM_DWARF, (int64_t)db - (int64_t)o->dwarf_bytes);
+	s->sym_bytes = s->sym_bytes - o->sym_bytes + sb;
+	s->dwarf_bytes = s->dwarf_bytes - o->dwarf_bytes + db;
+	o->sym_bytes = sb;
+	o->dwarf_bytes = db;
+	s->obj_bytes = s->obj_bytes - o->bytes + sb + db;
+	o->bytes = sb + db;
+}
+
+/* The address cache grew by delta bytes (or shrank). */
+static void cache_charge(struct symbolizer *s, int64_t delta)
+{
+	s->cache_bytes = (uint64_t)((int64_t)s->cache_bytes + delta);
+	if (s->mem_budget)
+		mem_budget__charge(MEM_ADDRS, delta);
 }
 
 /* Drops o's symbols and DWARF (re-read on next use); segments stay. */
@@ -114,8 +131,10 @@ void sym_centry_remove(struct symbolizer *s, struct sym_centry *e)
 		e->obj->centries = e->onext;
 	if (e->onext)
 		e->onext->oprev = e->oprev;
-	s->cache_bytes -= e->bytes;
+	cache_charge(s, -(int64_t)e->bytes);
 	s->cache_used--;
+	if (s->last_entry == e)
+		s->last_entry = NULL;
 	free(e);
 }
 
@@ -149,7 +168,7 @@ static void buckets_grow(struct symbolizer *s)
 		}
 	}
 	free(ob);
-	s->cache_bytes = s->cache_bytes - old * sizeof(*b) + n * sizeof(*b);
+	cache_charge(s, (int64_t)((n - old) * sizeof(*b)));
 }
 
 /* Copies p into *pos (when not NULL) and returns the copy. */
@@ -210,7 +229,7 @@ void sym_centry_insert(struct symbolizer *s, struct sym_centry *e)
 	if (e->onext)
 		e->onext->oprev = e;
 	e->obj->centries = e;
-	s->cache_bytes += e->bytes;
+	cache_charge(s, e->bytes);
 	s->cache_used++;
 }
 
@@ -218,8 +237,19 @@ void sym_centry_insert(struct symbolizer *s, struct sym_centry *e)
  * Evicts until the account fits the budget: address-cache entries (oldest first) while
  * they hold more than a quarter of it, else whole objects' tables (least recently used).
  */
+static uint64_t evict_addrs(void *ctx, uint64_t want);
+static uint64_t evict_objects(struct symbolizer *s, uint64_t want, bool dwarf);
+
 void sym_budget_enforce(struct symbolizer *s)
 {
+	/* the ledger's budget too: what this symbolizer just added came past it */
+	if (s->mem_budget && mem_budget__over()) {
+		uint64_t over = mem_budget__used_total() - mem_budget__cache_budget();
+
+		if (evict_addrs(s, over) < over && mem_budget__over())
+			evict_objects(s, mem_budget__used_total() - mem_budget__cache_budget(),
+				      false);
+	}
 	while (s->obj_bytes + s->cache_bytes > s->budget) {
 		bool cache_big = s->cache_bytes > s->budget / 4 && s->c_tail;
 
@@ -239,4 +269,127 @@ void sym_budget_enforce(struct symbolizer *s)
 			break; /* only bucket arrays left: they stay */
 		}
 	}
+}
+
+/* ---- the process-wide ledger (src/base/membudget.h) ---- */
+
+/*
+ * MEM_ADDRS: address-cache entries, oldest first (CLOCK's second chance given, as the
+ * symbolizer's own budget does), up to want bytes. Never the entry the last resolve
+ * handed out (its caller may still read it).
+ */
+static uint64_t evict_addrs(void *ctx, uint64_t want)
+{
+	struct symbolizer *s = ctx;
+	uint64_t freed = 0, n = 0, spins = 0;
+
+	while (freed < want && s->c_tail && spins <= s->cache_used) {
+		struct sym_centry *e = s->c_tail;
+
+		if (e->referenced || e == s->last_entry) {
+			e->referenced = false;
+			centry_unlink_lru(s, e);
+			centry_push_lru(s, e);
+			spins++;
+			continue;
+		}
+		freed += e->bytes;
+		n++;
+		sym_centry_remove(s, e);
+		s->stats.cache_evictions++;
+	}
+	if (n)
+		mem_budget__evicted(MEM_ADDRS, n, freed);
+	return freed;
+}
+
+/* Drops the least recently used objects' DWARF (dwarf: true; their symbols stay) or
+ * whole tables (false), up to want bytes; never the object of the last resolve. */
+static uint64_t evict_objects(struct symbolizer *s, uint64_t want, bool dwarf)
+{
+	uint64_t freed = 0, n = 0, sym_freed = 0, dwarf_freed = 0;
+	struct sym_object *o = s->lru_tail, *prev;
+
+	/* first what costs nothing to get back: the page-cache pages of mapped names
+	 * (every name read is copied out), least recently used objects first */
+	for (o = s->lru_tail; o && !dwarf && freed < want; o = o->lru_prev) {
+		uint64_t b = sym_table__drop_pages(&o->info.table);
+
+		if (b) {
+			freed += b;
+			sym_object_account(s, o);
+		}
+	}
+	if (freed) /* not an eviction: nothing is lost; counted as bytes given back */
+		mem_budget__evicted(MEM_SYMBOLS, 0, freed);
+	for (o = s->lru_tail; o && freed < want; o = prev) {
+		prev = o->lru_prev;
+		if (o == s->last_obj || (dwarf && !o->dwarf))
+			continue;
+		if (dwarf) {
+			dwarf_freed += o->dwarf_bytes;
+			freed += o->dwarf_bytes;
+			sym_dwarf__close(o->dwarf);
+			o->dwarf = NULL;
+			o->gen++; /* cached answers had its lines */
+			sym_object_account(s, o);
+		} else {
+			sym_freed += o->sym_bytes;
+			dwarf_freed += o->dwarf_bytes;
+			freed += o->bytes;
+			sym_object_unload(s, o);
+			s->stats.object_evictions++;
+		}
+		n++;
+	}
+	if (sym_freed)
+		mem_budget__evicted(MEM_SYMBOLS, n, sym_freed);
+	if (dwarf_freed)
+		mem_budget__evicted(MEM_DWARF, n, dwarf_freed);
+	return freed;
+}
+
+static uint64_t evict_dwarf(void *ctx, uint64_t want)
+{
+	return evict_objects(ctx, want, true);
+}
+
+static uint64_t evict_symbols(void *ctx, uint64_t want)
+{
+	return evict_objects(ctx, want, false);
+}
+
+void sym_ledger_register(struct symbolizer *s)
+{
+	if (!s->mem_budget)
+		return;
+	/* address caches first (cheap to rebuild), then DWARF, then whole tables */
+	mem_budget__register(MEM_ADDRS, 0, evict_addrs, s);
+	mem_budget__register(MEM_DWARF, 2, evict_dwarf, s);
+	mem_budget__register(MEM_SYMBOLS, 2, evict_symbols, s);
+}
+
+void sym_ledger_unregister(struct symbolizer *s)
+{
+	if (!s->mem_budget)
+		return;
+	mem_budget__unregister(evict_addrs, s);
+	mem_budget__unregister(evict_dwarf, s);
+	mem_budget__unregister(evict_symbols, s);
+	mem_budget__charge(MEM_ADDRS, -(int64_t)s->cache_bytes);
+	mem_budget__charge(MEM_SYMBOLS, -(int64_t)s->sym_bytes);
+	mem_budget__charge(MEM_DWARF, -(int64_t)s->dwarf_bytes);
+	s->mem_budget = false;
+}
+
+bool sym_ledger_room(struct symbolizer *s, uint64_t bytes)
+{
+	if (!s->mem_budget || !mem_budget__would_pass(bytes))
+		return true;
+	evict_addrs(s, bytes);
+	if (mem_budget__would_pass(bytes))
+		evict_objects(s, bytes, true);
+	if (mem_budget__would_pass(bytes))
+		evict_objects(s, bytes, false);
+	return !mem_budget__would_pass(bytes);
 }

@@ -115,10 +115,20 @@ struct dem_slot {
  * CUs of a big library walks only those; without, every CU indexed at once and their
  * functions merged into one sorted array.
  */
+/* Strings copied out of the mapped sections, by the address libdw gave. */
+struct own_slot {
+	const char *src; /* NULL = empty */
+	char *copy;	 /* owned */
+};
+
 struct sym_dwarf {
 	int fd;
-	Elf *elf; /* ELF_C_READ: sections pread into memory, never mmap'd */
+	Elf *elf; /* ELF_C_READ_MMAP: sections mapped (read under a guard), or ELF_C_READ */
 	Dwarf *dw;
+	bool mapped; /* the file is mapped: every libdw call under a guard, strings copied */
+	bool broken; /* a SIGBUS (the file shrank): libdw is never called again */
+	struct own_slot *own; /* owned; cap_own a power of two, at most half full */
+	size_t n_own, cap_own;
 	uint64_t bytes;	       /* the file's .debug_* sections: what libdw maps and indexes */
 	int use_aranges;       /* 0 unknown, 1 yes, -1 no */
 	struct cu_span *spans; /* owned: aranges sorted by lo */
@@ -156,9 +166,13 @@ static bool strings_terminated(Elf_Scn *scn, const GElf_Shdr *sh, const char *na
 	return data->d_buf && ((const char *)data->d_buf)[data->d_size - 1] == '\0';
 }
 
-/* Sum of .debug_* section sizes; 0 when there is no .debug_info, or when a string
- * section is not NUL-terminated (see strings_terminated). */
-static uint64_t debug_bytes(Elf *elf)
+/*
+ * What the .debug_* sections will hold in our memory: all of them read (not mapped), or
+ * mapped, only the compressed ones (inflated into memory by libelf; their inflated size).
+ * 0 when there is no .debug_info, or when a string section is not NUL-terminated (see
+ * strings_terminated); 1 at least otherwise.
+ */
+static uint64_t debug_bytes(Elf *elf, bool mapped)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
@@ -177,11 +191,40 @@ static uint64_t debug_bytes(Elf *elf)
 		if (strncmp(name, ".debug_", 7) && strncmp(name, ".zdebug_", 8))
 			continue;
 		info |= !strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info");
+		if (!mapped) {
+			sum += sh.sh_size;
+		} else if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			sum += gelf_getchdr(scn, &ch) ? ch.ch_size : sh.sh_size;
+		} else if (!strncmp(name, ".zdebug_", 8)) {
+			sum += sh.sh_size * 4; /* GNU's legacy zlib sections: a guess */
+		}
 		if (!strings_terminated(scn, &sh, name))
 			return 0;
-		sum += sh.sh_size;
 	}
-	return info ? sum : 0;
+	return info ? (sum ? sum : 1) : 0;
+}
+
+/* debug_bytes and dwarf_begin_elf of a mapped file, under a guard. 0, -ENOENT (no
+ * DWARF), -EIO (the file shrank meanwhile). */
+static int open_mapped(struct sym_dwarf *d)
+{
+	struct sym_guard g;
+	volatile int err = -ENOENT;
+
+	sym_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0) {
+		d->bytes = d->elf && elf_kind(d->elf) == ELF_K_ELF ? debug_bytes(d->elf, true) : 0;
+		if (d->bytes && (d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL)))
+			err = 0;
+	}
+	sym_guard_pop(&g);
+	if (g.faulted) {
+		d->broken = true;
+		return -EIO;
+	}
+	return err;
 }
 
 int sym_dwarf__open(const char *path, struct sym_dwarf **out)
@@ -189,6 +232,7 @@ int sym_dwarf__open(const char *path, struct sym_dwarf **out)
 	struct sym_dwarf *d = calloc(1, sizeof(*d));
 	Elf *elf;
 	struct stat st;
+	char zpath[4096];
 	int err;
 
 	*out = NULL;
@@ -203,12 +247,26 @@ int sym_dwarf__open(const char *path, struct sym_dwarf **out)
 	if (fstat(d->fd, &st) != 0 || !S_ISREG(st.st_mode))
 		goto cleanup;
 	elf_version(EV_CURRENT);
-	/* ELF_C_READ: pread, never mmap (dwarf_begin on an fd would map it); a file
-	 * truncated under us cannot SIGBUS the profiler */
-	d->elf = elf = elf_begin(d->fd, ELF_C_READ, NULL);
-	d->bytes = elf && elf_kind(elf) == ELF_K_ELF ? debug_bytes(elf) : 0;
-	if (!d->bytes || !(d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)))
+	/* mapped (ELF_C_READ_MMAP: only the pages libdw reads become resident), every read
+	 * of it under a guard (sym_map.c); else (no SIGBUS handler) pread */
+	d->mapped = sym_map__guard_ready();
+	d->elf = elf = elf_begin(d->fd, d->mapped ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
+	/* compressed debug sections: their inflated copy on disk is mapped instead */
+	if (d->mapped && elf && (err = sym_zcache__path(elf, d->fd, zpath, sizeof(zpath))) == 0 &&
+	    strcmp(zpath, path)) {
+		sym_dwarf__close(d);
+		return sym_dwarf__open(zpath, out);
+	}
+	if (err == -EFBIG)
 		goto cleanup;
+	err = -ENOENT;
+	if (!d->mapped) {
+		d->bytes = elf && elf_kind(elf) == ELF_K_ELF ? debug_bytes(elf, false) : 0;
+		if (!d->bytes || !(d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)))
+			goto cleanup;
+	} else if ((err = open_mapped(d)) != 0) {
+		goto cleanup;
+	}
 	*out = d;
 	return 0;
 cleanup:
@@ -232,10 +290,15 @@ void sym_dwarf__close(struct sym_dwarf *d)
 {
 	if (!d)
 		return;
+	/* after a SIGBUS too: libdw faults while it decodes section bytes into memory of
+	 * its own not yet linked anywhere (a leak at worst); what is linked is whole */
 	if (d->dw)
 		dwarf_end(d->dw);
 	if (d->elf)
 		elf_end(d->elf);
+	for (size_t i = 0; i < d->cap_own; i++)
+		free(d->own[i].copy);
+	free(d->own);
 	for (size_t i = 0; i < d->n_cus; i++)
 		cu_index_free(d->cu_list[i]);
 	free(d->cu_list);
@@ -268,6 +331,53 @@ static const char *die_name(Dwarf_Die *die, const char **plain)
 	if (dwarf_attr_integrate(die, DW_AT_name, &a))
 		*plain = dwarf_formstring(&a);
 	return link ? link : *plain;
+}
+
+/* ---- strings handed out: never pointers into the mapping ---- */
+
+static struct own_slot *own_probe(struct own_slot *t, size_t cap, const char *src)
+{
+	size_t i = (size_t)base_hash_u64(BASE_HASH_SEED, (uintptr_t)src) & (cap - 1);
+
+	while (t[i].src && t[i].src != src)
+		i = (i + 1) & (cap - 1); /* layers: key in the slot (struct cu_slot says why) */
+	return &t[i];
+}
+
+/*
+ * p as callers may keep it: p itself when d is not mapped; else a copy made on first
+ * sight of p (read under the caller's guard) and kept with d. NULL for NULL, and on
+ * ENOMEM (an unknown name rather than a pointer into the mapping).
+ */
+static const char *own(struct sym_dwarf *d, const char *p)
+{
+	struct own_slot *t;
+	size_t cap = d->cap_own ? d->cap_own * 2 : 256;
+
+	if (!p || !d->mapped)
+		return p;
+	if (d->n_own >= d->cap_own / 2) {
+		struct own_slot *nt = calloc(cap, sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < d->cap_own; i++)
+			if (d->own[i].src)
+				*own_probe(nt, cap, d->own[i].src) = d->own[i];
+		free(d->own);
+		d->idx_bytes += (cap - d->cap_own) * sizeof(*nt);
+		d->own = nt;
+		d->cap_own = cap;
+	}
+	t = own_probe(d->own, d->cap_own, p);
+	if (!t->src) {
+		if (!(t->copy = strdup(p)))
+			return NULL;
+		t->src = p;
+		d->n_own++;
+		d->idx_bytes += strlen(t->copy) + 1;
+	}
+	return t->copy;
 }
 
 /* ---- demangled names, once per linkage name ---- */
@@ -326,6 +436,10 @@ static void scope_name(struct sym_dwarf *d, struct scope *s)
 		   *sys = dwarf_offdie(d->dw, s->die, &die) ? die_name(&die, &plain) : NULL;
 	const char *dem;
 
+	if (sys == plain) /* the same string: one copy */
+		sys = plain = own(d, sys);
+	else
+		sys = own(d, sys), plain = own(d, plain);
 	if (!sys) {
 		s->sys = s->name = "??";
 		return;
@@ -341,7 +455,8 @@ static void scope_name(struct sym_dwarf *d, struct scope *s)
 struct cu_build {
 	struct cu_index *ci;
 	size_t cap_fns, cap_kids, cap_scopes;
-	uint32_t cu;	    /* ci's place in cu_list */
+	uint32_t cu; /* ci's place in cu_list */
+	struct sym_dwarf *d;
 	Dwarf_Files *files; /* the CU's file names, for call sites; NULL when none */
 	size_t n_files;
 };
@@ -349,7 +464,8 @@ struct cu_build {
 /* File name number idx of the CU's line table, NULL when out of range. */
 static const char *cu_file(const struct cu_build *b, Dwarf_Word idx)
 {
-	return b->files && idx < b->n_files ? dwarf_filesrc(b->files, idx, NULL, NULL) : NULL;
+	return b->files && idx < b->n_files ? own(b->d, dwarf_filesrc(b->files, idx, NULL, NULL))
+					    : NULL;
 }
 
 /* Where an inlined subroutine was called from (DW_AT_call_file / DW_AT_call_line). */
@@ -562,7 +678,7 @@ static int cus_room(struct sym_dwarf *d)
  */
 static int cu_get(struct sym_dwarf *d, Dwarf_Off off, uint32_t *out)
 {
-	struct cu_build b = {.cu = (uint32_t)d->n_cus};
+	struct cu_build b = {.cu = (uint32_t)d->n_cus, .d = d};
 	struct cu_slot *slot;
 	Dwarf_Die cu;
 	int err;
@@ -737,7 +853,8 @@ static const struct scope_range *range_find(const struct scope_range *r, size_t 
  * The line-table row for vaddr, as dwarf_getsrc_die chooses it: the last row at or
  * below vaddr, unless that row ends a sequence. File NULL and line 0 when none.
  */
-static void line_of(const struct cu_index *ci, uint64_t vaddr, const char **file, int *line)
+static void line_of(struct sym_dwarf *d, const struct cu_index *ci, uint64_t vaddr,
+		    const char **file, int *line)
 {
 	size_t lo = 0, hi = ci->n_top, end_row;
 	Dwarf_Line *l;
@@ -762,12 +879,12 @@ static void line_of(const struct cu_index *ci, uint64_t vaddr, const char **file
 	if (!lo || !(l = dwarf_onesrcline(ci->lines, lo - 1)) ||
 	    dwarf_lineendsequence(l, &end) != 0 || end)
 		return;
-	*file = dwarf_linesrc(l, NULL, NULL);
+	*file = own(d, dwarf_linesrc(l, NULL, NULL));
 	if (dwarf_lineno(l, line) != 0 || *line < 0)
 		*line = 0;
 }
 
-int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *frames, size_t max)
+static int lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *frames, size_t max)
 {
 	uint32_t chain[SYM_DWARF_MAX_DEPTH];
 	const struct scope_range *fns, *r;
@@ -785,7 +902,7 @@ int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *fra
 	for (; r && n < SYM_DWARF_MAX_DEPTH;
 	     r = r->n_kids ? range_find(ci->kids + r->kids, r->n_kids, vaddr) : NULL)
 		chain[n++] = r->scope; /* no kids: ci->kids may be NULL, no NULL + 0 */
-	line_of(ci, vaddr, &file, &line);
+	line_of(d, ci, vaddr, &file, &line);
 	/* innermost first: each inlined call is a frame at the current file:line, which then
 	 * moves to its call site */
 	while (n && k < max) {
@@ -804,6 +921,31 @@ int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *fra
 	if (k)
 		frames[k - 1].inlined = false;
 	return (int)k;
+}
+
+/*
+ * lookup under a guard when the file is mapped: a SIGBUS (the file shrank) breaks d for
+ * good (-EIO once, then no frames: the symbol table answers), what was handed out
+ * before stays valid (copied out).
+ */
+int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *frames, size_t max)
+{
+	struct sym_guard g;
+	volatile int n = 0;
+
+	if (!d || d->broken)
+		return 0;
+	if (!d->mapped)
+		return lookup(d, vaddr, frames, max);
+	sym_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0)
+		n = lookup(d, vaddr, frames, max);
+	sym_guard_pop(&g);
+	if (g.faulted) {
+		d->broken = true;
+		return -EIO;
+	}
+	return n;
 }
 
 /* ---- separate debug files ---- */

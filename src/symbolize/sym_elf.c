@@ -27,6 +27,7 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,7 +40,13 @@
 struct sym_elf {
 	int fd;
 	Elf *elf;
-	uint64_t size; /* file size: the bound for every offset the file claims */
+	uint64_t size;	       /* file size: the bound for every offset the file claims */
+	bool native;	       /* ELF64 in this machine's byte order: its symbols are read mapped */
+	struct sym_map symtab; /* the symbol table being read, mapped */
+	/* per section index: its end vaddr (UINT64_MAX: not allocated) and SHF_EXECINSTR */
+	uint64_t *sec_end;
+	bool *sec_exec;
+	size_t n_secs;
 };
 
 /* Whether [off, off + len) lies inside the file. */
@@ -89,6 +96,11 @@ int sym_elf__open(const char *path, struct sym_elf **out)
 		err = -ENOEXEC;
 		goto cleanup;
 	}
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	e->native = eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_ident[EI_DATA] == ELFDATA2LSB;
+#else
+	e->native = eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_ident[EI_DATA] == ELFDATA2MSB;
+#endif
 	*out = e;
 	return 0;
 cleanup:
@@ -100,6 +112,9 @@ void sym_elf__close(struct sym_elf *e)
 {
 	if (!e)
 		return;
+	sym_map__close(&e->symtab);
+	free(e->sec_end);
+	free(e->sec_exec);
 	if (e->elf)
 		elf_end(e->elf);
 	if (e->fd >= 0)
@@ -150,15 +165,40 @@ static uint8_t symbol_rank(const GElf_Sym *s)
  */
 static uint64_t section_end(struct sym_elf *e, const GElf_Sym *s, bool *exec)
 {
+	*exec = false;
+	if (s->st_shndx >= e->n_secs)
+		return UINT64_MAX;
+	*exec = e->sec_exec[s->st_shndx];
+	return e->sec_end[s->st_shndx];
+}
+
+/* e->sec_end and e->sec_exec, once per load: a symbol's section is looked up per
+ * symbol. 0 or -ENOMEM (a section count it cannot give is no sections). */
+static int sections_index(struct sym_elf *e)
+{
+	size_t n = 0;
 	Elf_Scn *scn;
 	GElf_Shdr sh;
 
-	*exec = false;
-	if (s->st_shndx >= SHN_LORESERVE || !(scn = elf_getscn(e->elf, s->st_shndx)) ||
-	    !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
-		return UINT64_MAX;
-	*exec = (sh.sh_flags & SHF_EXECINSTR) != 0;
-	return sh.sh_addr > UINT64_MAX - sh.sh_size ? UINT64_MAX : sh.sh_addr + sh.sh_size;
+	if (e->sec_end)
+		return 0;
+	if (elf_getshdrnum(e->elf, &n) != 0 || n > SHN_LORESERVE)
+		n = 0;
+	e->sec_end = malloc((n ? n : 1) * sizeof(*e->sec_end));
+	e->sec_exec = calloc(n ? n : 1, sizeof(*e->sec_exec));
+	if (!e->sec_end || !e->sec_exec)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		e->sec_end[i] = UINT64_MAX;
+		if (!(scn = elf_getscn(e->elf, i)) || !gelf_getshdr(scn, &sh) ||
+		    !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		e->sec_exec[i] = (sh.sh_flags & SHF_EXECINSTR) != 0;
+		e->sec_end[i] =
+		    sh.sh_addr > UINT64_MAX - sh.sh_size ? UINT64_MAX : sh.sh_addr + sh.sh_size;
+	}
+	e->n_secs = n;
+	return 0;
 }
 
 /*
@@ -207,6 +247,99 @@ static int read_strtab(struct sym_elf *e, size_t idx, char **names, size_t *len)
  * are copied into db.
  */
 static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct sym_builder *b,
+		       struct sym_builder *db);
+
+/*
+ * load_symtab for a native ELF64: the symbol and string tables are mapped, not read.
+ * The symbols are read in place (the mapping is dropped once they are indexed) and the
+ * string table becomes the table's name blob, of which only the names of symbols hit
+ * later are ever read (and the few of data objects in code, copied now). Runs under
+ * the caller's guard. 0, -ENOMEM, -ENOEXEC, or 1: mapping is not possible here (the
+ * caller reads the tables instead).
+ */
+static int load_symtab_mapped(struct sym_elf *e, const GElf_Shdr *sh, struct sym_builder *b,
+			      struct sym_builder *db)
+{
+	Elf_Scn *strscn = elf_getscn(e->elf, sh->sh_link);
+	struct sym_map names;
+	GElf_Shdr ssh;
+	uint64_t n, len;
+	int err;
+
+	if (!e->native || sh->sh_entsize != sizeof(Elf64_Sym))
+		return 1;
+	if (!in_file(e, sh->sh_offset, sh->sh_size) || !strscn || !gelf_getshdr(strscn, &ssh) ||
+	    ssh.sh_type != SHT_STRTAB || !in_file(e, ssh.sh_offset, ssh.sh_size) ||
+	    ssh.sh_size >= SYM_NO_NAME - 1 || ssh.sh_size == 0)
+		return -ENOEXEC;
+	if (sh->sh_size < 2 * sizeof(Elf64_Sym))
+		return 0; /* entry 0 only: no symbols */
+	/* names are read one at a time, later: no read-around that maps pages not asked
+	 * for (each would count in our RSS) */
+	if (sym_map__open(e->fd, e->size, ssh.sh_offset, ssh.sh_size, 0, &names))
+		return 1;
+	madvise(names.base, names.map_len, MADV_RANDOM);
+	/* every symbol is read once, now: mapped in one go */
+	if (sym_map__open(e->fd, e->size, sh->sh_offset, sh->sh_size, MAP_POPULATE, &e->symtab)) {
+		sym_map__close(&names);
+		return 1;
+	}
+	len = names.len;
+	sym_builder__adopt_map(b, &names);
+	n = sh->sh_size / sizeof(Elf64_Sym);
+	if ((err = sym_builder__reserve(b, n)))
+		return err;
+	/* Entry 0 is the reserved undefined symbol. */
+	for (uint64_t i = 1; i < n; i++) {
+		Elf64_Sym sym;
+		GElf_Sym gs;
+		enum sym_kind kind;
+		struct sym_raw r;
+		bool exec;
+
+		memcpy(&sym, e->symtab.p + i * sizeof(sym), sizeof(sym));
+		gs = (GElf_Sym){sym.st_name,  sym.st_info,  sym.st_other,
+				sym.st_shndx, sym.st_value, sym.st_size};
+		kind = symbol_kind(&gs);
+		/* offset 0 is the empty name; an offset past the table names nothing (an
+		 * empty name elsewhere is found at lookup: no name is read now) */
+		if (kind == SYM_SKIP || sym.st_name == 0 || sym.st_name >= len - 1)
+			continue;
+		r = (struct sym_raw){.start = sym.st_value,
+				     .size = sym.st_size,
+				     .bound = section_end(e, &gs, &exec),
+				     .region = sym.st_shndx,
+				     .name = sym.st_name,
+				     .rank = symbol_rank(&gs)};
+		if (kind == SYM_FUNCTION) {
+			err = sym_builder__add_at(b, &r);
+		} else if (exec) { /* data in code: its name copied (bounded: the map may
+				    * not end in a NUL) */
+			char nm[512];
+			size_t k = 0;
+
+			while (k < sizeof(nm) - 1 && sym.st_name + k < len &&
+			       b->map.p[sym.st_name + k])
+				nm[k] = b->map.p[sym.st_name + k], k++;
+			nm[k] = '\0';
+			err = k ? sym_builder__add(db, &r, nm, NULL) : 0;
+		}
+		if (err)
+			return err;
+	}
+	sym_map__close(&e->symtab);
+	return 0;
+}
+
+/* After the build: what the build read of the names (ties, data objects) leaves our
+ * page tables, so that what stays resident follows the lookups (sym_table.c). */
+static void names_settle(struct sym_table *t)
+{
+	if (t->map.base)
+		madvise(t->map.base, t->map.map_len, MADV_DONTNEED);
+}
+
+static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct sym_builder *b,
 		       struct sym_builder *db)
 {
 	Elf_Data *d;
@@ -215,6 +348,10 @@ static int load_symtab(struct sym_elf *e, Elf_Scn *scn, const GElf_Shdr *sh, str
 	size_t len;
 	int err;
 
+	if ((err = sections_index(e)))
+		return err;
+	if ((err = load_symtab_mapped(e, sh, b, db)) <= 0)
+		return err;
 	if (!in_file(e, sh->sh_offset, sh->sh_size))
 		return -ENOEXEC;
 	if ((err = read_strtab(e, sh->sh_link, &names, &len)))
@@ -265,38 +402,74 @@ static int load_symbols_of(struct sym_elf *e, Elf64_Word type, struct sym_builde
 /*
  * .symtab when it has functions, else .dynsym (what `strip` leaves). A corrupt .symtab
  * with a readable .dynsym marks info damaged; corrupt and nothing else is -ENOEXEC.
+ * The builders are the caller's (they outlive a SIGBUS that jumps out of here).
  */
-static int load_symbols(struct sym_elf *e, struct sym_elf_info *info)
+static int load_symbols(struct sym_elf *e, struct sym_elf_info *info, struct sym_builder *b,
+			struct sym_builder *db)
 {
-	struct sym_builder b = {0}, db = {0};
-	int err = load_symbols_of(e, SHT_SYMTAB, &b, &db), dyn_err;
+	int err = load_symbols_of(e, SHT_SYMTAB, b, db), dyn_err;
 
 	if (err == -ENOMEM)
-		goto cleanup;
-	if (err || b.n == 0) {
-		sym_builder__fini(&b);
-		sym_builder__fini(&db);
+		return err;
+	if (err || b->n == 0) {
+		sym_builder__fini(b);
+		sym_builder__fini(db);
 		info->dynsym = true;
-		dyn_err = load_symbols_of(e, SHT_DYNSYM, &b, &db);
+		dyn_err = load_symbols_of(e, SHT_DYNSYM, b, db);
 		info->damaged = err == -ENOEXEC || dyn_err == -ENOEXEC;
 		if (dyn_err == -ENOMEM || (dyn_err == -ENOEXEC && err == -ENOEXEC) ||
-		    (dyn_err == -ENOEXEC && err == -ENOENT)) {
-			err = dyn_err;
-			goto cleanup;
-		}
+		    (dyn_err == -ENOEXEC && err == -ENOENT))
+			return dyn_err;
 	}
-	if ((err = sym_builder__finish(&db, &info->data)))
-		goto cleanup;
-	return sym_builder__finish(&b, &info->table);
-cleanup:
-	sym_builder__fini(&b);
-	sym_builder__fini(&db);
+	if ((err = sym_builder__finish(db, &info->data)) ||
+	    (err = sym_builder__finish(b, &info->table)))
+		return err;
+	names_settle(&info->table);
+	return 0;
+}
+
+/*
+ * The symbol and string tables are read mapped (native ELF64): a file that shrinks
+ * while they are read faults, and the guard turns it into -ENOEXEC (sym_map.c).
+ */
+int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info)
+{
+	struct sym_builder *b = calloc(2, sizeof(*b));
+	struct sym_guard g;
+	volatile int err = -ENOEXEC;
+
+	if (!b)
+		return -ENOMEM;
+	sym_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0)
+		err = load_symbols(e, info, &b[0], &b[1]);
+	sym_guard_pop(&g);
+	if (g.faulted) {
+		err = -ENOEXEC;
+		sym_elf_info__fini(info);
+	}
+	sym_map__close(&e->symtab);
+	sym_builder__fini(&b[0]);
+	sym_builder__fini(&b[1]);
+	free(b);
 	return err;
 }
 
-int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info)
+uint64_t sym_elf__index_bytes(struct sym_elf *e)
 {
-	return load_symbols(e, info);
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	uint64_t best = 0;
+
+	/* per symbol: while building, the raw symbol (40), two sort keys (32) and the entry
+	 * (12); then the entry, a share of the top array and the names' pointer (~21). The
+	 * peak counts: the ledger holds VmHWM too */
+	while ((scn = elf_nextscn(e->elf, scn)))
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) && sh.sh_entsize &&
+		    sh.sh_size / sh.sh_entsize * 84 > best)
+			best = sh.sh_size / sh.sh_entsize * 84;
+	return best;
 }
 
 void sym_elf_info__fini(struct sym_elf_info *info)

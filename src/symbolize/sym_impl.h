@@ -27,6 +27,8 @@ struct sym_object {
 	bool loaded;		  /* its ELF was read (else it resolves nothing) */
 	bool heavy;		  /* symbols (and DWARF) in memory; else re-read */
 	bool debug_pending;	  /* debuginfod was asked; its answer not seen yet */
+	bool debug_deferred;	  /* first read skipped for the budget: debug info not yet
+				   * looked for */
 	struct sym_elf_info info; /* segments and symbols, owned */
 	struct sym_dwarf *dwarf;  /* owned: DWARF of the file or its debug file */
 	char *load_path;	  /* owned: the file read, to re-read after eviction */
@@ -36,6 +38,8 @@ struct sym_object {
 	uint32_t gen; /* bumped when its debug info arrives late */
 	uint32_t polls;
 	uint64_t bytes;				/* accounted: table + DWARF while heavy */
+	uint64_t sym_bytes, dwarf_bytes;	/* of which symbol tables, DWARF */
+	uint64_t want_bytes; /* estimated cost of its symbol table (ledger checks) */
 	uint32_t holders;			/* processes that map it (symbolizer__hold) */
 	uint64_t idle_since_ns;			/* unheld since (grace period), 0 = not idle */
 	struct sym_object *idle_prev, *idle_next; /* idle objects, oldest first */
@@ -102,6 +106,10 @@ struct symbolizer {
 	size_t n_buckets, cache_used;
 	struct sym_centry *c_head, *c_tail; /* address-cache LRU, most recent first */
 	uint64_t budget, obj_bytes, cache_bytes;
+	uint64_t sym_bytes, dwarf_bytes; /* obj_bytes split: symbol tables, DWARF */
+	bool mem_budget;		 /* sym_opts.mem_budget: charged to the ledger */
+	const struct sym_centry *last_entry; /* what the last resolve handed out: never */
+	const struct sym_object *last_obj;   /* evicted by another thread's reclaim */
 	struct sym_jit *jits;
 	size_t n_jits;
 	struct sym_proc **procs; /* owned chains, by pid; SYM_PROC_BUCKETS */
@@ -149,6 +157,13 @@ struct sym_centry *sym_centry_new(struct sym_object *o, uint64_t v, const struct
 void sym_centry_insert(struct symbolizer *s, struct sym_centry *e);
 /* Evicts until the account fits the budget. */
 void sym_budget_enforce(struct symbolizer *s);
+/* Registers s's evictors with the ledger (sym_opts.mem_budget); unregisters, and
+ * uncharges what s still holds. */
+void sym_ledger_register(struct symbolizer *s);
+void sym_ledger_unregister(struct symbolizer *s);
+/* Whether loading bytes more may go ahead: under the ledger's budget, after evicting
+ * s's own least recently used objects if needed (always true without mem_budget). */
+bool sym_ledger_room(struct symbolizer *s, uint64_t bytes);
 
 /* ---- sym_jit.c ---- */
 

@@ -8,6 +8,7 @@
 #include "object/object.h"
 #include "symbolize/symbolize.h"
 
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,37 +22,109 @@
 /* name offset of a symbol that only ends the one before it (kernel "_etext"). */
 #define SYM_NO_NAME UINT32_MAX
 
-/* One function: [start, end) in the table's address space (ELF vaddr, or kernel addr). */
+/* ---- sym_map.c: read-only mappings of file ranges, and the SIGBUS guard ---- */
+
+/* A mapped range [p, p + len) of a file (p need not be page-aligned). */
+struct sym_map {
+	void *base; /* what mmap returned, NULL = none */
+	size_t map_len;
+	const char *p;
+	uint64_t len;
+};
+
+/*
+ * Maps [off, off + len) of fd (a file of file_size bytes) read-only, with mmap flags
+ * (MAP_POPULATE) besides MAP_PRIVATE. 0, -ENOEXEC (the range is not inside the file),
+ * -ENOTSUP (no SIGBUS guard could be installed), -errno.
+ */
+int sym_map__open(int fd, uint64_t file_size, uint64_t off, uint64_t len, int flags,
+		  struct sym_map *m);
+void sym_map__close(struct sym_map *m);
+/* Whether the SIGBUS handler is in place (installs it on the first call). */
+bool sym_map__guard_ready(void);
+/* SIGBUS faults caught by guards so far (process-wide). */
+uint64_t sym_map__faults(void);
+
+/*
+ * A guard around reads of mapped bytes:
+ *	struct sym_guard g;
+ *	sym_guard_push(&g);
+ *	if (sigsetjmp(g.jb, 0) == 0) { ...reads of mapped bytes... }
+ *	sym_guard_pop(&g);
+ *	if (g.faulted) ...the file shrank: what was read is not to be trusted...
+ * A SIGBUS inside jumps back to the sigsetjmp with g.faulted set. Inside, only locals
+ * declared volatile (or memory reached through pointers) keep what was written there.
+ */
+struct sym_guard {
+	sigjmp_buf jb;
+	struct sym_guard *prev;
+	volatile bool faulted;
+};
+extern _Thread_local struct sym_guard *sym_guard_top;
+
+static inline void sym_guard_push(struct sym_guard *g)
+{
+	g->prev = sym_guard_top;
+	g->faulted = false;
+	sym_guard_top = g;
+}
+
+static inline void sym_guard_pop(struct sym_guard *g)
+{
+	sym_guard_top = g->prev;
+}
+
+/*
+ * One function: [base + start, base + start + size). 12 bytes: a table spans less than
+ * 4 GiB of addresses (a symbol past that is dropped), a function is shorter than 4 GiB.
+ */
 struct sym_entry {
-	uint64_t start, end;
-	uint32_t name;	  /* offset in sym_table.names: raw name, or SYM_NO_NAME */
-	uint32_t display; /* offset in sym_table.names: shown name ("f [module]") */
+	uint32_t start; /* minus sym_table.base */
+	uint32_t size;
+	uint32_t name; /* offset in sym_table.names: raw name, or SYM_NO_NAME */
 };
 
 /*
  * Sorted by start, non-overlapping starts; immutable once built, but for what lookups
- * fill in lazily (shown names, results).
+ * fill in lazily (names copied out and demangled, results).
  */
 struct sym_table {
+	uint64_t base;		/* address of syms[0] */
 	struct sym_entry *syms; /* owned */
 	size_t n;
+	/* owned: per symbol, the offset of its shown name ("f [module]") in names; NULL
+	 * when every symbol shows its raw name (every object's table) */
+	uint32_t *display;
 	/* owned: syms[k * SYM_TOP_STRIDE].start, searched first (small enough to stay in
 	 * cache; the entries of a big object are not); NULL for a small table */
-	uint64_t *top;
+	uint32_t *top;
 	size_t n_top;
-	/* owned: NUL-terminated names; of an ELF, its whole string table as read (names
-	 * are never copied or touched at load: offsets are st_name), NUL-ended */
-	char *names;
-	/* owned, lazily: per symbol, its name demangled on the first lookup that hit it
-	 * (owned, malloc'd), SYM_SHOWN_RAW when it does not demangle, NULL not yet tried */
+	/* the name blob: an ELF's string table mapped (map.base set: read only under a
+	 * guard, never handed out), or names_owned */
+	const char *names;
+	uint64_t names_len;
+	char *names_owned;
+	struct sym_map map;
+	bool broken; /* reading the mapping faulted: the table resolves nothing more */
+	/* owned, lazily: per symbol, its names copied out on the first lookup that hit it
+	 * (sym_table__names); NULL not yet */
 	char **shown;
-	uint64_t shown_bytes;	     /* the shown strings' allocations, for the account */
+	uint64_t shown_bytes; /* the shown strings' allocations, for the account */
+	/* where the names copied out live: chunks (owned, chained through their first
+	 * word), and the room left in the newest */
+	void *chunks;
+	char *arena;
+	size_t arena_left;
+	/* which 4 KiB pages of the mapped names were read (bitmap, owned) and their bytes */
+	uint64_t *touched;
+	uint64_t touched_bytes;
 	struct sym_result **results; /* owned, lazily: one shared result per symbol */
 };
 
-/* shown[i] of a name that does not demangle: show the raw name. */
-extern char sym_shown_raw[1];
-#define SYM_SHOWN_RAW sym_shown_raw
+static inline uint64_t sym_table__start(const struct sym_table *t, size_t i)
+{
+	return t->base + t->syms[i].start;
+}
 
 /* A symbol as read, before sorting and choosing among aliases. */
 struct sym_raw {
@@ -67,7 +140,8 @@ struct sym_builder {
 	size_t n, cap;
 	char *names;
 	size_t len, names_cap;
-	bool adopted; /* names is a string table given whole (sym_builder__adopt_names) */
+	bool adopted;	    /* names is a string table given whole (sym_builder__adopt_names) */
+	struct sym_map map; /* or a string table mapped (sym_builder__adopt_map) */
 };
 
 /* Adds a symbol; display NULL = same as name, name NULL = an end marker. 0 or -ENOMEM. */
@@ -79,6 +153,13 @@ int sym_builder__add(struct sym_builder *b, const struct sym_raw *r, const char 
  * sym_builder__add_at, naming an offset in it, and the table keeps the blob as is.
  */
 void sym_builder__adopt_names(struct sym_builder *b, char *names, size_t len);
+/*
+ * Makes the mapped string table m (of which offsets below m->len - 1 are names; the
+ * last byte need not be NUL) the name blob of an empty builder, which takes it over.
+ * Symbols are then added with sym_builder__add_at; building reads names only to break
+ * ties, and must run under a sym_guard.
+ */
+void sym_builder__adopt_map(struct sym_builder *b, struct sym_map *m);
 /* Adds a symbol named by r->name (an offset < len in the adopted blob). 0 or -ENOMEM. */
 int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r);
 /* Room for n symbols in all (at most SYM_MAX_SYMBOLS), made at once. 0 or -ENOMEM. */
@@ -93,11 +174,20 @@ long sym_table__find(const struct sym_table *t, uint64_t addr);
 /* The shared one-frame result for symbol i (from sym_table__find); NULL on ENOMEM. */
 const struct sym_result *sym_table__result(struct sym_table *t, size_t i);
 /*
- * Symbol i's name demangled (made on the first call for i, then kept), or its raw name
- * when it does not demangle (also when memory ran out). Valid until sym_table__fini.
+ * Symbol i's raw name and its name demangled (the raw one when it does not demangle,
+ * also when memory ran out), copied out of the table's mapping on the first call for i
+ * (under a guard) and kept; valid until sym_table__fini. 0, -EIO (the mapped file
+ * shrank: the table is broken from now on, and resolves nothing), -ENOMEM.
  */
-const char *sym_table__shown(struct sym_table *t, size_t i);
-/* Bytes t holds: entries, names, shown names (for the symbolizer's account). */
+int sym_table__names(struct sym_table *t, size_t i, const char **system_name, const char **name);
+/*
+ * Drops the pages of t's mapped names from this process's page tables (they stay in the
+ * page cache; a name not yet copied out is read again from there). Returns the bytes
+ * that were counted for them (0 when t has no mapping).
+ */
+uint64_t sym_table__drop_pages(struct sym_table *t);
+/* Bytes t holds by design: entries, indexes, owned names, names copied out, and the
+ * pages of its mapped names read so far (for the symbolizer's account). */
 uint64_t sym_table__bytes(const struct sym_table *t);
 
 /*
@@ -138,6 +228,9 @@ int sym_elf__object(struct sym_elf *e, uint64_t dev, uint64_t inode, struct obje
  */
 int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info);
 void sym_elf_info__fini(struct sym_elf_info *info);
+/* What reading e's symbol table will need in memory at its peak (the build's temporary
+ * arrays: 84 bytes a symbol), from its section headers: for the ledger. */
+uint64_t sym_elf__index_bytes(struct sym_elf *e);
 
 /* .gnu_debuglink name and CRC32. 0 or -ENOENT (none, or malformed). */
 int sym_elf__debuglink(struct sym_elf *e, char *name, size_t len, uint32_t *crc);
@@ -148,7 +241,8 @@ char *sym_demangle(const char *sys);
 
 /* ---- sym_dwarf.c: DWARF lines and inlines, separate debug files ---- */
 struct sym_dwarf;
-/* Opens path's DWARF. 0, -ENOENT (no .debug_info, or unreadable), -ENOMEM, -errno. */
+/* Opens path's DWARF. 0, -ENOENT (no .debug_info, or unreadable), -EFBIG (compressed
+ * sections to inflate past the memory ledger's budget), -ENOMEM, -errno. */
 int sym_dwarf__open(const char *path, struct sym_dwarf **out);
 void sym_dwarf__close(struct sym_dwarf *d);
 /* Bytes accounted for an open handle (its debug sections). */
@@ -167,6 +261,21 @@ int sym_debug__by_build_id(const char *root, const char *bid, char *out, size_t 
 /* The debuglink target of the file at path whose CRC32 is crc. 0 or -ENOENT. */
 int sym_debug__by_debuglink(const char *root, const char *path, const char *name, uint32_t crc,
 			    char *out, size_t len);
+
+/* ---- sym_zcache.c: compressed debug sections inflated once into a file, mapped ---- */
+#define SYM_ZCACHE_DEFAULT_BYTES (512ULL << 20)
+struct Elf;
+/* The cache directory (NULL: keep; "": no cache) and its size cap (0: keep). */
+void sym_zcache__config(const char *dir, uint64_t cap_bytes);
+/*
+ * When elf (the file open as fd, mapped) has compressed .debug_* sections: the path of
+ * a file holding them inflated (made now when missing) into out. 0, or -ENOENT (none
+ * compressed, or no cache: use elf as it is), -EFBIG (inflating them would pass the
+ * memory ledger's budget: use no DWARF of it), -errno.
+ */
+int sym_zcache__path(struct Elf *elf, int fd, char *out, size_t len);
+/* Files written so far by this process, bytes in the directory at the last write. */
+void sym_zcache__stats(uint64_t *made, uint64_t *used);
 
 /* ---- sym_perfmap.c: /tmp/perf-PID.map of one process ---- */
 struct sym_perfmap;

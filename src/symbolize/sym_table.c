@@ -129,21 +129,40 @@ int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r)
 	return 0;
 }
 
+void sym_builder__adopt_map(struct sym_builder *b, struct sym_map *m)
+{
+	free(b->names);
+	b->names = NULL;
+	b->len = b->names_cap = 0;
+	sym_map__close(&b->map);
+	b->map = *m;
+	memset(m, 0, sizeof(*m));
+	b->adopted = true;
+}
+
 void sym_builder__fini(struct sym_builder *b)
 {
 	free(b->raw);
 	free(b->names);
+	sym_map__close(&b->map);
 	memset(b, 0, sizeof(*b));
 }
 
-static const char *raw_name(const struct sym_builder *b, const struct sym_raw *r)
+/* The leading '_' of r's name (what breaks ties), reading a mapped name in place. */
+static size_t raw_underscores(const struct sym_builder *b, const struct sym_raw *r)
 {
-	return r->name == SYM_NO_NAME ? "" : b->names + r->name;
-}
+	const char *p;
+	size_t n = 0, max;
 
-static size_t leading_underscores(const char *s)
-{
-	return strspn(s, "_");
+	if (r->name == SYM_NO_NAME)
+		return 0;
+	if (!b->map.p)
+		return strspn(b->names + r->name, "_");
+	p = b->map.p + r->name;
+	max = b->map.len - r->name;
+	while (n < max && p[n] == '_')
+		n++;
+	return n;
 }
 
 /*
@@ -160,8 +179,8 @@ static bool raw_wins(const struct sym_raw *later, const struct sym_raw *earlier,
 	/* names only for ties of rank: each one read is a cache miss on a big object */
 	if (later->rank != earlier->rank)
 		return later->rank > earlier->rank;
-	ul = leading_underscores(raw_name(b, later));
-	ue = leading_underscores(raw_name(b, earlier));
+	ul = raw_underscores(b, later);
+	ue = raw_underscores(b, earlier);
 	return ul <= ue;
 }
 
@@ -272,30 +291,43 @@ static uint32_t move_name(const struct sym_builder *b, char *dst, size_t *pos, u
 	return (uint32_t)at;
 }
 
-/* Copies only the names the kept entries use into t->names, rewriting their offsets. */
-static int compact_names(const struct sym_builder *b, struct sym_table *t)
+/*
+ * Copies only the names the kept entries use into t->names_owned, rewriting their
+ * offsets; disp[i] is entry i's shown name in the builder (kept in t->display when
+ * some entry's differs from its raw name). 0 or -ENOMEM.
+ */
+static int compact_names(const struct sym_builder *b, struct sym_table *t, uint32_t *disp)
 {
 	size_t len = 0, pos = 0;
+	bool any_display = false;
 
 	for (size_t i = 0; i < t->n; i++) {
 		const struct sym_entry *e = &t->syms[i];
 
 		if (e->name != SYM_NO_NAME)
 			len += strlen(b->names + e->name) + 1;
-		if (e->display != e->name)
-			len += strlen(b->names + e->display) + 1;
+		if (disp[i] != e->name) {
+			len += strlen(b->names + disp[i]) + 1;
+			any_display = true;
+		}
 	}
-	t->names = malloc(len ? len : 1);
-	if (!t->names)
+	t->names_owned = malloc(len ? len : 1);
+	if (!t->names_owned)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++) {
 		struct sym_entry *e = &t->syms[i];
-		bool same = e->display == e->name;
+		bool same = disp[i] == e->name;
 
 		if (e->name == SYM_NO_NAME)
 			continue;
-		e->name = move_name(b, t->names, &pos, e->name);
-		e->display = same ? e->name : move_name(b, t->names, &pos, e->display);
+		e->name = move_name(b, t->names_owned, &pos, e->name);
+		disp[i] = same ? e->name : move_name(b, t->names_owned, &pos, disp[i]);
+	}
+	t->names = t->names_owned;
+	t->names_len = len;
+	if (any_display) {
+		t->display = disp;
+		return 1;
 	}
 	return 0;
 }
@@ -316,6 +348,7 @@ static int top_index(struct sym_table *t)
 int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 {
 	struct sym_key *keys = NULL, *k = NULL;
+	uint32_t *disp = NULL;
 	size_t n;
 	int err = 0;
 
@@ -324,68 +357,85 @@ int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 	if (err)
 		goto cleanup;
 	t->syms = malloc((n ? n : 1) * sizeof(*t->syms));
-	if (!t->syms) {
+	if (!t->syms || (!b->adopted && !(disp = malloc((n ? n : 1) * sizeof(*disp))))) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	sym_hugepage_hint(t->syms, n * sizeof(*t->syms));
+	sym_hugepage_hint(t->syms, n * sizeof(*t->syms)); /* looked up at random */
+	t->base = n ? b->raw[k[0].idx].start : 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_raw *r = &b->raw[k[i].idx];
-		struct sym_entry e = {r->start,
-				      raw_end(r, i + 1 < n ? &b->raw[k[i + 1].idx] : NULL), r->name,
-				      r->display};
+		uint64_t end = raw_end(r, i + 1 < n ? &b->raw[k[i + 1].idx] : NULL);
 
-		if (e.end > e.start)
-			t->syms[t->n++] = e;
+		/* past 4 GiB from the first symbol: not a real object's code, dropped */
+		if (end <= r->start || r->start - t->base > UINT32_MAX)
+			continue;
+		if (disp)
+			disp[t->n] = r->display;
+		t->syms[t->n++] = (struct sym_entry){
+		    (uint32_t)(r->start - t->base),
+		    end - r->start > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - r->start), r->name};
 	}
 	if ((err = top_index(t)))
 		goto cleanup;
-	if (b->adopted) { /* the string table as read: kept whole, no name touched */
-		t->names = b->names;
+	if (b->map.p) { /* the string table mapped: kept whole, no name touched */
+		t->map = b->map;
+		memset(&b->map, 0, sizeof(b->map));
+		t->names = t->map.p;
+		t->names_len = t->map.len;
+	} else if (b->adopted) { /* the string table as read: kept whole */
+		t->names = t->names_owned = b->names;
+		t->names_len = b->len;
 		b->names = NULL;
-	} else {
-		err = compact_names(b, t);
+	} else if ((err = compact_names(b, t, disp)) > 0) {
+		disp = NULL; /* kept as t->display */
+		err = 0;
 	}
 cleanup:
 	free(keys);
+	free(disp);
 	if (err)
 		sym_table__fini(t);
 	sym_builder__fini(b);
 	return err;
 }
 
-char sym_shown_raw[1];
-
 void sym_table__fini(struct sym_table *t)
 {
 	if (t->results)
 		for (size_t i = 0; i < t->n; i++)
 			free(t->results[i]);
-	if (t->shown)
-		for (size_t i = 0; i < t->n; i++)
-			if (t->shown[i] != SYM_SHOWN_RAW)
-				free(t->shown[i]);
+	while (t->chunks) { /* the shown names live in them */
+		void *next;
+
+		memcpy(&next, t->chunks, sizeof(next));
+		free(t->chunks);
+		t->chunks = next;
+	}
 	free(t->shown);
 	free(t->top);
 	free(t->results);
 	free(t->syms);
-	free(t->names);
+	free(t->display);
+	free(t->names_owned);
+	free(t->touched);
+	sym_map__close(&t->map);
 	memset(t, 0, sizeof(*t));
 }
 
 /*
- * The stretch [*lo, *hi) of syms that the search for addr can stay in, from t->top:
- * syms[< lo].start <= addr < syms[>= hi].start. A lookup in a big object's table then
- * misses the cache on the few entries of one stretch, not at every halving of it all.
+ * The stretch [*lo, *hi) of syms that the search for rel (an address minus t->base)
+ * can stay in, from t->top: syms[< lo].start <= rel < syms[>= hi].start. A lookup in a big object's
+ * table then misses the cache on the few entries of one stretch, not at every halving of it all.
  */
-static void top_bounds(const struct sym_table *t, uint64_t addr, size_t *lo, size_t *hi)
+static void top_bounds(const struct sym_table *t, uint32_t rel, size_t *lo, size_t *hi)
 {
 	size_t a = 0, b = t->n_top;
 
 	while (a < b) { /* first k with top[k] > addr */
 		size_t mid = a + (b - a) / 2;
 
-		if (t->top[mid] <= addr)
+		if (t->top[mid] <= rel)
 			a = mid + 1;
 		else
 			b = mid;
@@ -401,14 +451,20 @@ static void top_bounds(const struct sym_table *t, uint64_t addr, size_t *lo, siz
 long sym_table__find(const struct sym_table *t, uint64_t addr)
 {
 	size_t lo = 0, hi = t->n;
+	uint32_t rel;
 
+	if (t->broken || !t->n || addr < t->base)
+		return -1;
+	if (addr - t->base > UINT32_MAX) /* no start is that far, nor any end */
+		return -1;
+	rel = (uint32_t)(addr - t->base);
 	if (t->top)
-		top_bounds(t, addr, &lo, &hi);
-	/* Invariant: syms[< lo].start <= addr < syms[>= hi].start. */
+		top_bounds(t, rel, &lo, &hi);
+	/* Invariant: syms[< lo].start <= rel < syms[>= hi].start. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (t->syms[mid].start <= addr)
+		if (t->syms[mid].start <= rel)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -416,16 +472,19 @@ long sym_table__find(const struct sym_table *t, uint64_t addr)
 	for (size_t k = 0; k < SYM_LOOKBACK && lo > k; k++) {
 		const struct sym_entry *e = &t->syms[lo - 1 - k];
 
-		if (addr < e->end)
+		if ((uint64_t)rel < (uint64_t)e->start + e->size)
 			return e->name == SYM_NO_NAME ? -1 : (long)(lo - 1 - k);
 	}
 	return -1;
 }
 
+/* For tables with owned names only (the kernel's): their strings are never mapped. */
 const struct sym_result *sym_table__result(struct sym_table *t, size_t i)
 {
 	struct sym_result *r;
 
+	if (t->map.p)
+		return NULL;
 	if (!t->results && !(t->results = calloc(t->n, sizeof(*t->results))))
 		return NULL;
 	if (t->results[i])
@@ -434,30 +493,236 @@ const struct sym_result *sym_table__result(struct sym_table *t, size_t i)
 	if (!r)
 		return NULL;
 	r->n = 1;
-	r->frames[0].name = t->names + t->syms[i].display;
+	r->frames[0].name = t->names + (t->display ? t->display[i] : t->syms[i].name);
 	r->frames[0].system_name = t->names + t->syms[i].name;
 	t->results[i] = r;
 	return r;
 }
 
-const char *sym_table__shown(struct sym_table *t, size_t i)
-{
-	const char *raw = t->names + t->syms[i].name;
-	char *dem;
+/*
+ * The unit of the touched bitmap (the names' account): a fault on a mapped file maps
+ * the pages around it that are in the page cache too (the kernel's fault-around,
+ * 64 KiB aligned by default), so each 64 KiB of address space read counts whole.
+ */
+#define SYM_PAGE 65536u
 
+/* Notes that the mapped bytes [off, off + len) of names were read. */
+static void touch(struct sym_table *t, uint64_t off, uint64_t len)
+{
+	uintptr_t first = (uintptr_t)t->map.base / SYM_PAGE;
+	uintptr_t at = (uintptr_t)(t->map.p + off);
+	size_t pages = ((uintptr_t)t->map.base + t->map.map_len - 1) / SYM_PAGE - first + 1;
+
+	if (!t->touched && !(t->touched = calloc((pages + 63) / 64, sizeof(uint64_t))))
+		return;
+	for (uint64_t pg = at / SYM_PAGE - first; pg <= (at + len) / SYM_PAGE - first && pg < pages;
+	     pg++) {
+		if (!(t->touched[pg / 64] & (1ULL << (pg % 64)))) {
+			t->touched[pg / 64] |= 1ULL << (pg % 64);
+			t->touched_bytes += SYM_PAGE; /* at most the map's size, give or take */
+		}
+	}
+}
+
+/*
+ * Names block of one symbol: a uint32_t header (raw length, bit 31: a demangled name
+ * follows), the raw name and its NUL, then the demangled one and its NUL.
+ */
+#define SYM_DEMANGLED 0x80000000u
+
+/* Raw names up to this long are copied to the stack first (one allocation per name). */
+#define SYM_NAME_STACK 4096
+
+/*
+ * Copies symbol i's raw name (len bytes, no NUL) out of t into dst, under a guard when
+ * mapped (strnlen first: len 0 there measures it; dst NULL: only measure). 0, or -EIO
+ * when the mapping faulted (t is broken from now on).
+ */
+static int copy_raw(struct sym_table *t, size_t i, char *dst, volatile size_t *len)
+{
+	uint64_t off = t->syms[i].name;
+	struct sym_guard g;
+
+	if (!t->map.p) {
+		if (!dst)
+			*len = strlen(t->names + off);
+		else
+			memcpy(dst, t->names + off, *len);
+		return 0;
+	}
+	sym_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0) {
+		if (!dst)
+			*len = strnlen(t->names + off, t->names_len - off);
+		else
+			memcpy(dst, t->names + off, *len);
+	}
+	sym_guard_pop(&g);
+	if (g.faulted) {
+		t->broken = true;
+		return -EIO;
+	}
+	if (!dst)
+		touch(t, off, *len + 1);
+	return 0;
+}
+
+/* The names copied out are allocated in chunks of this size (one per bigger name). */
+#define SYM_ARENA_CHUNK ((size_t)64 << 10)
+
+/* n bytes (4-aligned) from t's arena; NULL on ENOMEM. Freed with the table. */
+static char *arena_alloc(struct sym_table *t, size_t n)
+{
+	size_t size;
+	char *c;
+
+	n = (n + 3) & ~(size_t)3;
+	if (n > t->arena_left) {
+		size = n + sizeof(void *) > SYM_ARENA_CHUNK ? n + sizeof(void *) : SYM_ARENA_CHUNK;
+		if (!(c = malloc(size))) /* layers: an arena, freed whole with the table */
+			return NULL;
+		memcpy(c, &t->chunks, sizeof(void *));
+		t->chunks = c;
+		t->shown_bytes += size;
+		if (size > SYM_ARENA_CHUNK) /* a big name's own: the newest chunk stays */
+			return c + sizeof(void *);
+		t->arena = c + sizeof(void *);
+		t->arena_left = size - sizeof(void *);
+	}
+	c = t->arena;
+	t->arena += n;
+	t->arena_left -= n;
+	return c;
+}
+
+/*
+ * Symbol i's raw name into stack (NUL-terminated) in one pass when it is shorter than
+ * the stack, under a guard when mapped: 1 with *len, 0 when it is longer (the caller
+ * measures, then copies), -EIO when the mapping faulted (t is broken from now on).
+ */
+static int copy_short(struct sym_table *t, size_t i, char *stack, volatile size_t *len)
+{
+	uint64_t off = t->syms[i].name, max = t->names_len - off;
+	size_t room = max < SYM_NAME_STACK ? (size_t)max : SYM_NAME_STACK;
+	char *volatile end = NULL;
+	struct sym_guard g;
+
+	if (!t->map.p) {
+		end = memccpy(stack, t->names + off, '\0', room);
+	} else {
+		sym_guard_push(&g);
+		if (sigsetjmp(g.jb, 0) == 0)
+			end = memccpy(stack, t->names + off, '\0', room);
+		sym_guard_pop(&g);
+		if (g.faulted) {
+			t->broken = true;
+			return -EIO;
+		}
+	}
+	if (end) {
+		*len = (size_t)(end - stack) - 1;
+	} else if (room == max && room < SYM_NAME_STACK) { /* the table ends unterminated */
+		*len = room;
+		stack[room] = '\0';
+	} else {
+		return 0;
+	}
+	if (t->map.p)
+		touch(t, off, *len + 1);
+	return 1;
+}
+
+/* Symbol i's names block (see SYM_DEMANGLED), made. NULL with *err. */
+static char *names_block(struct sym_table *t, size_t i, int *err)
+{
+	char stack[SYM_NAME_STACK + 1], *raw = stack, *dem, *blk;
+	volatile size_t len = 0;
+	size_t dl;
+	uint32_t hdr;
+	int got = copy_short(t, i, stack, &len);
+
+	if (got < 0) {
+		*err = got;
+		return NULL;
+	}
+	*err = 0;
+	if (got)
+		goto copied;
+	if ((*err = copy_raw(t, i, NULL, &len)))
+		return NULL;
+	if (len >= SYM_DEMANGLED) {
+		*err = -EIO;
+		return NULL;
+	}
+	if (len >= sizeof(stack) && !(raw = malloc(len + 1))) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if ((*err = copy_raw(t, i, raw, &len))) {
+		if (raw != stack)
+			free(raw);
+		return NULL;
+	}
+	raw[len] = '\0';
+copied:
+	/* demangled from our copy: the demangler never reads the mapping. A NULL from
+	 * sym_demangle may also be its ENOMEM: the raw name is kept then (never a wrong
+	 * name, and not retried per lookup) */
+	dem = sym_demangle(raw);
+	dl = dem ? strlen(dem) + 1 : 0;
+	hdr = (uint32_t)len | (dem ? SYM_DEMANGLED : 0);
+	if ((blk = arena_alloc(t, sizeof(hdr) + len + 1 + dl))) {
+		memcpy(blk, &hdr, sizeof(hdr));
+		memcpy(blk + sizeof(hdr), raw, len + 1);
+		if (dem)
+			memcpy(blk + sizeof(hdr) + len + 1, dem, dl);
+	} else {
+		*err = -ENOMEM;
+	}
+	free(dem);
+	if (raw != stack)
+		free(raw);
+	return blk;
+}
+
+uint64_t sym_table__drop_pages(struct sym_table *t)
+{
+	uint64_t was = t->touched_bytes;
+
+	if (!t->map.base || !was)
+		return 0;
+	madvise(t->map.base, t->map.map_len, MADV_DONTNEED);
+	memset(t->touched, 0,
+	       ((((uintptr_t)t->map.base + t->map.map_len - 1) / SYM_PAGE -
+		 (uintptr_t)t->map.base / SYM_PAGE + 1 + 63) /
+		64) *
+		   sizeof(uint64_t));
+	t->touched_bytes = 0;
+	return was;
+}
+
+int sym_table__names(struct sym_table *t, size_t i, const char **system_name, const char **name)
+{
+	char *blk;
+	uint32_t hdr;
+	int err;
+
+	if (t->broken)
+		return -EIO;
 	if (!t->shown) {
 		if (!(t->shown = calloc(t->n, sizeof(*t->shown))))
-			return raw;
+			return -ENOMEM;
 		t->shown_bytes += malloc_usable_size(t->shown);
 	}
-	if (!t->shown[i]) {
-		/* a NULL from sym_demangle may also be its ENOMEM: the raw name is kept then
-		 * (never a wrong name, and not retried per lookup) */
-		dem = sym_demangle(raw);
-		t->shown[i] = dem ? dem : SYM_SHOWN_RAW;
-		t->shown_bytes += dem ? malloc_usable_size(dem) : 0;
+	if (!(blk = t->shown[i])) {
+		if (!(blk = names_block(t, i, &err)))
+			return err;
+		t->shown[i] = blk; /* in the arena: counted per chunk */
 	}
-	return t->shown[i] == SYM_SHOWN_RAW ? raw : t->shown[i];
+	memcpy(&hdr, blk, sizeof(hdr));
+	*system_name = blk + sizeof(uint32_t);
+	*name = hdr & SYM_DEMANGLED ? *system_name + (hdr & ~SYM_DEMANGLED) + 1 : *system_name;
+	return 0;
 }
 
 /* The kernel's lazily made results are not counted: its table is outside the budget,
@@ -465,5 +730,7 @@ const char *sym_table__shown(struct sym_table *t, size_t i)
 uint64_t sym_table__bytes(const struct sym_table *t)
 {
 	return t->n * sizeof(*t->syms) + t->n_top * sizeof(*t->top) +
-	       (t->names ? malloc_usable_size(t->names) : 0) + t->shown_bytes;
+	       (t->display ? t->n * sizeof(*t->display) : 0) +
+	       (t->names_owned ? malloc_usable_size(t->names_owned) : 0) + t->shown_bytes +
+	       t->touched_bytes;
 }

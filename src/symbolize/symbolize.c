@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 
 uint64_t sym_now_ns(void)
 {
@@ -226,8 +227,23 @@ static void object_fill(struct symbolizer *s, struct sym_object *o, struct sym_e
 			const char *open_path)
 {
 	char link[256];
-	int err = sym_elf__load(elf, &o->info);
+	int err;
 
+	o->want_bytes = sym_elf__index_bytes(elf);
+	if (!sym_ledger_room(s, o->want_bytes)) {
+		/* over the ledger's budget: known, not read; tried again on its next lookup */
+		s->stats.budget_skips++;
+		free(o->load_path);
+		if (!(o->load_path = strdup(open_path)))
+			return;
+		if (!o->debuglink &&
+		    sym_elf__debuglink(elf, link, sizeof(link), &o->debuglink_crc) == 0)
+			o->debuglink = strdup(link);
+		o->loaded = true;
+		o->debug_deferred = true;
+		return;
+	}
+	err = sym_elf__load(elf, &o->info);
 	if (err || o->info.damaged)
 		s->stats.elf_failures++;
 	if (err) {
@@ -464,10 +480,22 @@ static bool debug_attach(struct symbolizer *s, struct sym_object *o, const char 
 {
 	int err = sym_dwarf__open(path, &o->dwarf);
 
+	if (err == -EFBIG) { /* its sections would have to be inflated past the budget */
+		s->stats.budget_skips++;
+		return true;
+	}
 	if (err) {
 		if (err != -ENOENT)
 			s->stats.dwarf_failures++;
 		return false;
+	}
+	/* over the ledger's budget even after evicting: symbols only (said as handled:
+	 * the next places would be no better) */
+	if (!sym_ledger_room(s, sym_dwarf__bytes(o->dwarf))) {
+		s->stats.budget_skips++;
+		sym_dwarf__close(o->dwarf);
+		o->dwarf = NULL;
+		return true;
 	}
 	if (path != o->load_path) {
 		free(o->debug_path);
@@ -529,8 +557,13 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 {
 	struct sym_elf *e;
 	char bid[OBJECT_BUILD_ID_HEX];
-	int err = o->load_path ? sym_elf__open(o->load_path, &e) : -ENOENT;
+	int err;
 
+	if (!sym_ledger_room(s, o->want_bytes)) {
+		s->stats.budget_skips++;
+		return -EBUSY;
+	}
+	err = o->load_path ? sym_elf__open(o->load_path, &e) : -ENOENT;
 	if (err)
 		return err;
 	sym_elf__build_id(e, bid, sizeof(bid));
@@ -541,7 +574,10 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 		return err;
 	o->heavy = true;
 	s->stats.object_reloads++;
-	if (o->debug_path && !sym_dwarf__open(o->debug_path, &o->dwarf))
+	if (o->debug_deferred) { /* skipped at first sight: looked for now */
+		o->debug_deferred = false;
+		debug_find(s, o);
+	} else if (o->debug_path && !sym_dwarf__open(o->debug_path, &o->dwarf))
 		debug_symbols(s, o);
 	else if (!o->debug_path)
 		sym_dwarf__open(o->load_path, &o->dwarf);
@@ -653,14 +689,15 @@ static size_t symtab_frame(struct sym_object *o, uint64_t vaddr, struct sym_fram
 	long i = sym_table__find(t, vaddr), j;
 
 	if (o->info.data.n && (j = sym_table__find(&o->info.data, vaddr)) >= 0 &&
-	    (i < 0 || o->info.data.syms[j].start > t->syms[i].start)) {
+	    (i < 0 ||
+	     sym_table__start(&o->info.data, (size_t)j) > sym_table__start(t, (size_t)i))) {
 		t = &o->info.data;
 		i = j;
 	}
-	if (i < 0)
+	/* -EIO: the file shrank under its mapping; the address stays unknown */
+	if (i < 0 || sym_table__names(t, (size_t)i, &f->system_name, &f->name) ||
+	    !f->system_name[0])
 		return 0;
-	f->system_name = t->names + t->syms[i].name;
-	f->name = sym_table__shown(t, (size_t)i);
 	f->file = NULL;
 	f->line = 0;
 	f->inlined = false;
@@ -759,6 +796,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 			      const struct sym_result **out)
 {
 	struct sym_centry *e;
+	int err;
 
 	*out = &s->unresolved;
 	if (!obj)
@@ -770,6 +808,7 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 		s->stats.cache_hits++;
 		e->referenced = true; /* not relinked: a hit touches no other entry's memory */
 		*out = centry_result(s, e);
+		s->last_entry = e;
 		return 0;
 	}
 	if (e)
@@ -777,17 +816,19 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 	s->stats.cache_misses++;
 	if (!obj->loaded)
 		return 0;
-	if (!obj->heavy && object_reload(s, obj)) {
-		obj->loaded = false; /* gone or replaced: resolves nothing from now on */
+	if (!obj->heavy && (err = object_reload(s, obj))) {
+		if (err != -EBUSY) /* gone or replaced: resolves nothing from now on */
+			obj->loaded = false;
 		return 0;
 	}
-	sym_lru_touch(s, obj);
-	sym_object_account(s, obj);
+	s->last_obj = obj;
+	sym_lru_touch(s, obj);	 /* accounted by object_lookup, whichever way below */
 	if (s->no_address_cache) /* straight into scratch */
 		return scratch_lookup(s, obj, vaddr, out);
 	if (!(e = object_frames(s, obj, vaddr)))
 		return -ENOMEM;
 	*out = centry_result(s, e); /* copied out before anything can be evicted */
+	s->last_entry = e;
 	sym_centry_insert(s, e);
 	sym_budget_enforce(s);
 	return 0;
@@ -826,6 +867,10 @@ static int kernel_load(struct symbolizer *s)
 		return err;
 	s->kernel_loaded = true;
 	s->stats.kernel_symbols = s->kernel.n;
+	if (s->mem_budget) { /* resident for good: charged, never evicted */
+		s->sym_bytes += sym_table__bytes(&s->kernel);
+		mem_budget__charge(MEM_SYMBOLS, (int64_t)sym_table__bytes(&s->kernel));
+	}
 	return 0;
 }
 
@@ -863,6 +908,9 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 	s->perfmap_dir = opts && opts->perfmap_dir ? strdup(opts->perfmap_dir) : NULL;
 	s->no_address_cache = opts && opts->no_address_cache;
 	s->release_grace_ns = opts ? opts->release_grace_ns : 0;
+	s->mem_budget = opts && opts->mem_budget;
+	if (opts && (opts->debug_cache_dir || opts->debug_cache_bytes))
+		sym_zcache__config(opts->debug_cache_dir, opts->debug_cache_bytes);
 	if (!opts || !opts->no_debuginfod)
 		s->dbginfod = sym_dbginfod__new();
 	s->idents.n_buckets = SYM_HASH_MIN_BUCKETS;
@@ -871,6 +919,7 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 		symbolizer__free(s);
 		return NULL;
 	}
+	sym_ledger_register(s);
 	return s;
 }
 
@@ -881,7 +930,8 @@ void symbolizer__free(struct symbolizer *s)
 
 	if (!s)
 		return;
-	sym_dbginfod__free(s->dbginfod); /* first: its thread stops */
+	sym_ledger_unregister(s);	 /* first: no reclaim reaches s from now on */
+	sym_dbginfod__free(s->dbginfod); /* its thread stops */
 	while (s->c_tail)
 		sym_centry_remove(s, s->c_tail);
 	while (s->jits)
@@ -916,4 +966,10 @@ void symbolizer__stats(const struct symbolizer *s, struct sym_stats *out)
 	out->cache_bytes = s->obj_bytes + s->cache_bytes;
 	out->cache_budget = s->budget;
 	out->cache_entries = s->cache_used;
+	out->bus_faults = sym_map__faults();
+	{
+		uint64_t used;
+
+		sym_zcache__stats(&out->debug_cache_files, &used);
+	}
 }

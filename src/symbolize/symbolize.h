@@ -53,6 +53,18 @@ struct sym_opts {
 				    * tables, DWARF and cached addresses this long (still under
 				    * the budget) for the next process of the same binary;
 				    * 0 = released at once */
+	/* true: also charge the process-wide ledger (src/base/membudget.h: symbol tables
+	 * MEM_SYMBOLS, DWARF MEM_DWARF, the address cache MEM_ADDRS), register evictors
+	 * that drop the least recently used (counted there), and skip loading what would
+	 * pass its budget. The evictors run on whichever thread reclaims: the symbolizer
+	 * must then be used by that thread only (the agent's loop). */
+	bool mem_budget;
+	/* where compressed debug sections are inflated once, to be mapped (process-wide;
+	 * NULL = $XDG_CACHE_HOME/hearth/dwarf, else /var/cache/hearth/dwarf for root,
+	 * else ~/.cache/hearth/dwarf; "" = nowhere: inflated in memory), and the cap on
+	 * that directory's size (0 = 512 MiB); the least recently used files go first */
+	const char *debug_cache_dir;
+	uint64_t debug_cache_bytes;
 };
 
 struct sym_stats {
@@ -75,6 +87,9 @@ struct sym_stats {
 	uint64_t debuginfod_files;  /* of which fetched through debuginfod */
 	uint64_t jit_hits;	    /* addresses named from perf maps */
 	uint64_t perfmap_bad_lines; /* malformed perf map lines skipped */
+	uint64_t budget_skips; /* symbol tables or DWARF not loaded: over the ledger's budget */
+	uint64_t bus_faults;   /* mapped files that shrank under a lookup (SIGBUS caught) */
+	uint64_t debug_cache_files; /* inflated debug files written (process-wide) */
 };
 
 /* NULL on ENOMEM. opts may be NULL. */

@@ -6,6 +6,7 @@
  * (sym_batch: lines in, addr2line's text out) is checked against texts written here.
  */
 #include "base/base.h"
+#include "base/membudget.h"
 #include "symbolize/symbolize.h"
 #include "unit.h"
 
@@ -1324,4 +1325,260 @@ cleanup:
 		close(out_fd);
 	sym_batch__free(b);
 	symbolizer__free(s);
+}
+
+/*
+ * A file truncated in place while its string table is mapped (`cp` over a library
+ * does that): names already read still resolve, names not yet read leave their
+ * address unknown, the SIGBUS is caught and counted, and nothing crashes.
+ */
+TEST(truncated_while_mapped_resolves_nothing_more)
+{
+	static const char *const fns[] = {"symbolizer__free",  "sym_table__find",
+					  "mem_budget__reset", "base_grow",
+					  "sym_batch__stream", "unit_tmp_dir"};
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	struct sym_stats st;
+	uint64_t off[6], first_off, size;
+	char p[300];
+	size_t unknown = 0;
+
+	CHECK(s);
+	snprintf(p, sizeof(p), "%s/self-copy", unit_tmp_dir());
+	/* the test binary without DWARF: names come from its (mapped) string table */
+	CHECK(sh("objcopy --strip-debug /proc/%d/exe '%s'", (int)getpid(), p) == 0);
+	CHECK(symbol_file_off(p, "symbolizer__new", &first_off, &size, NULL) == 0);
+	for (size_t i = 0; i < 6; i++)
+		CHECKF(symbol_file_off(p, fns[i], &off[i], &size, NULL) == 0, "%s", fns[i]);
+	CHECK((o = object_of(s, p)));
+	CHECK(resolves_to(s, o, first_off, "symbolizer__new"));
+	CHECK(truncate(p, 4096) == 0); /* the same inode shrinks under the mapping */
+	CHECK(resolves_to(s, o, first_off, "symbolizer__new")); /* read before: kept */
+	for (size_t i = 0; i < 6; i++) {
+		CHECK(symbolizer__resolve(s, o, off[i], &r) == 0 && r);
+		/* a name that was on a page still mapped is fine too; none may be wrong */
+		CHECKF(r->n == 0 || !strcmp(r->frames[0].system_name, fns[i]), "%s -> %s", fns[i],
+		       r->frames[0].system_name);
+		unknown += r->n == 0;
+	}
+	symbolizer__stats(s, &st);
+	CHECKF(unknown > 0 && st.bus_faults > 0, "%zu unknown, %llu faults", unknown,
+	       (unsigned long long)st.bus_faults);
+cleanup:
+	symbolizer__free(s);
+}
+
+/*
+ * With sym_opts.mem_budget, what the symbolizer holds is charged to the process-wide
+ * ledger by kind (what its own account says, to the byte), reclaim evicts the least
+ * recently used and counts it, and freeing the symbolizer uncharges everything.
+ */
+TEST(ledger_charged_and_reclaimed)
+{
+	static const char *const libs[] = {
+	    "/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+	    "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0", "/usr/lib/x86_64-linux-gnu/libdw.so.1"};
+	struct symbolizer *s;
+	const struct sym_result *r = NULL;
+	struct sym_stats st;
+	uint64_t held, off, size;
+	struct sym_object *fx;
+
+	mem_budget__reset();
+	s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true, .mem_budget = true});
+	CHECK(s && build_fixtures() == 0);
+	CHECK(symbol_file_off(fx_lib, "hearth_exported", &off, &size, NULL) == 0);
+	CHECK((fx = object_of(s, fx_lib)) && resolves_to(s, fx, off, "hearth_exported"));
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		struct sym_object *o = access(libs[i], R_OK) ? NULL : object_of(s, libs[i]);
+
+		for (uint64_t a = 0x2000; o && a < 0x40000; a += 0x1000)
+			CHECK(symbolizer__resolve(s, o, a, &r) == 0);
+	}
+	symbolizer__stats(s, &st);
+	held = mem_budget__used(MEM_SYMBOLS) + mem_budget__used(MEM_DWARF) +
+	       mem_budget__used(MEM_ADDRS);
+	CHECKF(held == st.cache_bytes, "ledger %llu, symbolizer %llu", (unsigned long long)held,
+	       (unsigned long long)st.cache_bytes);
+	CHECK(mem_budget__used(MEM_SYMBOLS) > 0 && mem_budget__used(MEM_ADDRS) > 0);
+	/* a limit far below what is held: reclaim takes it back, oldest first */
+	mem_budget__set_limit(held / 4, 100);
+	CHECK(mem_budget__reclaim() > 0);
+	CHECKF(mem_budget__used_total() <= held / 4, "%llu > %llu",
+	       (unsigned long long)mem_budget__used_total(), (unsigned long long)held / 4);
+	CHECK(mem_budget__evictions(MEM_ADDRS) + mem_budget__evictions(MEM_SYMBOLS) > 0);
+	/* still answers: an evicted object is read again when the budget has room */
+	mem_budget__set_limit(0, 100);
+	CHECK(resolves_to(s, fx, off, "hearth_exported"));
+	/* over the budget, a new object is not read: unknown, counted, not grown */
+	mem_budget__set_limit(mem_budget__used_total() + 1, 100);
+	symbolizer__stats(s, &st);
+	{
+		uint64_t skips = st.budget_skips;
+		struct sym_object *o = access(libs[0], R_OK) ? NULL : object_of(s, libs[0]);
+
+		if (o) {
+			for (uint64_t a = 0x2000; a < 0x4000; a += 0x1000)
+				CHECK(symbolizer__resolve(s, o, a, &r) == 0);
+			symbolizer__stats(s, &st);
+			CHECKF(mem_budget__used_total() <= mem_budget__cache_budget() ||
+				   st.budget_skips > skips,
+			       "%llu > %llu, no skip", (unsigned long long)mem_budget__used_total(),
+			       (unsigned long long)mem_budget__cache_budget());
+		}
+	}
+cleanup:
+	symbolizer__free(s);
+	CHECK(mem_budget__used(MEM_SYMBOLS) == 0 && mem_budget__used(MEM_DWARF) == 0 &&
+	      mem_budget__used(MEM_ADDRS) == 0);
+	mem_budget__reset();
+}
+
+/* The same with DWARF (the test binary as built, -g): libdw reads the mapped file under
+ * the guard; after the truncation nothing crashes and no wrong name comes out. */
+TEST(truncated_dwarf_while_mapped_no_crash)
+{
+	static const char *const fns[] = {"symbolizer__free",  "sym_table__find",
+					  "mem_budget__reset", "base_grow",
+					  "sym_batch__stream", "unit_tmp_dir"};
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	uint64_t off[6], first_off, size;
+	char p[300];
+
+	CHECK(s);
+	snprintf(p, sizeof(p), "%s/self-copy-dwarf", unit_tmp_dir());
+	CHECK(sh("cp /proc/%d/exe '%s'", (int)getpid(), p) == 0);
+	CHECK(symbol_file_off(p, "symbolizer__new", &first_off, &size, NULL) == 0);
+	for (size_t i = 0; i < 6; i++)
+		CHECKF(symbol_file_off(p, fns[i], &off[i], &size, NULL) == 0, "%s", fns[i]);
+	CHECK((o = object_of(s, p)));
+	CHECK(symbolizer__resolve(s, o, first_off, &r) == 0 && r && r->n >= 1 && r->frames[0].file);
+	CHECK(truncate(p, 4096) == 0);
+	for (size_t i = 0; i < 6; i++) {
+		CHECK(symbolizer__resolve(s, o, off[i], &r) == 0 && r);
+		CHECKF(r->n == 0 || !strcmp(r->frames[r->n - 1].system_name, fns[i]) ||
+			   !strcmp(r->frames[r->n - 1].name, fns[i]),
+		       "%s -> %s", fns[i], r->frames[r->n - 1].system_name);
+	}
+cleanup:
+	symbolizer__free(s);
+}
+
+/*
+ * Compressed debug sections (gcc -gz) are inflated once into the cache directory and
+ * that file is mapped: the same frames as the uncompressed build, one file written, a
+ * second symbolizer maps it without writing; past the size cap nothing is written and
+ * the answers are the same (inflated in memory).
+ */
+TEST(compressed_debug_inflated_once_to_cache)
+{
+	char src[300], zbin[300], ubin[300], dir[300], small[300];
+	struct symbolizer *s = NULL;
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	struct sym_stats st;
+	uint64_t off, size, made0;
+	char want_file[256] = "";
+	int want_n = 0;
+	const char *d = unit_tmp_dir();
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/z.c", d);
+	snprintf(zbin, sizeof(zbin), "%s/zprog", d);
+	snprintf(ubin, sizeof(ubin), "%s/uprog", d);
+	snprintf(dir, sizeof(dir), "%s/zcache/dwarf", d);
+	snprintf(small, sizeof(small), "%s/zcache-small", d);
+	CHECK((f = fopen(src, "w")));
+	fputs("static inline int sq(int x) { return x * x; }\n"
+	      "__attribute__((noinline)) int work(int n) { int s = 0;\n"
+	      "  for (int i = 0; i < n; i++) s += sq(i) ^ (s >> 2); return s; }\n"
+	      "int main(int c, char **v) { (void)v; return work(c * 1000) & 1; }\n",
+	      f);
+	CHECK(fclose(f) == 0);
+	if (sh("gcc -O2 -g -gz=zlib -Wl,--build-id -o '%s' '%s' 2>/dev/null", zbin, src)) {
+		fprintf(stderr, "  (gcc -gz unavailable: skipped)\n");
+		return;
+	}
+	CHECK(sh("gcc -O2 -g -Wl,--build-id -o '%s' '%s'", ubin, src) == 0);
+	CHECK(symbol_file_off(ubin, "work", &off, &size, NULL) == 0);
+	/* the uncompressed build's answer at work + 8 */
+	CHECK((s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true})));
+	CHECK((o = object_of(s, ubin)) && symbolizer__resolve(s, o, off + 8, &r) == 0 && r->n);
+	want_n = (int)r->n;
+	snprintf(want_file, sizeof(want_file), "%s", r->frames[0].file ? r->frames[0].file : "");
+	CHECK(want_file[0]);
+	symbolizer__free(s);
+	for (int round = 0; round < 3; round++) {
+		s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true,
+						       .debug_cache_dir = round < 2 ? dir : small,
+						       .debug_cache_bytes = round < 2 ? 0 : 64});
+		CHECK(s);
+		symbolizer__stats(s, &st);
+		made0 = st.debug_cache_files;
+		CHECK((o = object_of(s, zbin)) && symbolizer__resolve(s, o, off + 8, &r) == 0);
+		CHECKF((int)r->n == want_n && r->frames[0].file &&
+			   !strcmp(r->frames[0].file, want_file),
+		       "round %d: %zu frames, %s", round, r->n,
+		       r->n && r->frames[0].file ? r->frames[0].file : "-");
+		symbolizer__stats(s, &st);
+		/* written on first sight only; never past the cap */
+		CHECKF(st.debug_cache_files - made0 == (round == 0 ? 1u : 0u), "round %d: %llu",
+		       round, (unsigned long long)(st.debug_cache_files - made0));
+		symbolizer__free(s);
+		s = NULL;
+	}
+	CHECK(sh("ls '%s'/*.debug > /dev/null 2>&1", dir) == 0);
+	CHECK(sh("ls '%s'/*.debug > /dev/null 2>&1", small) != 0);
+cleanup:
+	/* the cache settings are process-wide: the default cap back for later tests */
+	symbolizer__free(symbolizer__new(&(struct sym_opts){
+	    .no_debuginfod = true, .debug_cache_dir = dir, .debug_cache_bytes = 512ULL << 20}));
+	symbolizer__free(s);
+}
+
+/* Compressed debug sections that would have to be inflated past the ledger's budget are
+ * not: no file written, no DWARF, the symbol table answers, the skip is counted. */
+TEST(compressed_debug_past_budget_not_inflated)
+{
+	char zbin[300], src[300], dir[300];
+	struct symbolizer *s = NULL;
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	struct sym_stats st;
+	uint64_t off, size;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/zb.c", unit_tmp_dir());
+	snprintf(zbin, sizeof(zbin), "%s/zbprog", unit_tmp_dir());
+	snprintf(dir, sizeof(dir), "%s/zcache-budget", unit_tmp_dir());
+	CHECK((f = fopen(src, "w")));
+	fputs("__attribute__((noinline)) int work2(int n) { int s = 0;\n"
+	      "  for (int i = 0; i < n; i++) s += i ^ (s >> 2); return s; }\n"
+	      "int main(int c, char **v) { (void)v; return work2(c) & 1; }\n",
+	      f);
+	CHECK(fclose(f) == 0);
+	if (sh("gcc -O2 -g -gz=zlib -o '%s' '%s' 2>/dev/null", zbin, src)) {
+		fprintf(stderr, "  (gcc -gz unavailable: skipped)\n");
+		return;
+	}
+	CHECK(symbol_file_off(zbin, "work2", &off, &size, NULL) == 0);
+	mem_budget__reset();
+	mem_budget__set_limit(100, 100); /* 100 bytes: far below the inflated sections */
+	s = symbolizer__new(
+	    &(struct sym_opts){.no_debuginfod = true, .mem_budget = false, .debug_cache_dir = dir});
+	CHECK(s && (o = object_of(s, zbin)) && symbolizer__resolve(s, o, off, &r) == 0);
+	CHECKF(r->n == 1 && !strcmp(r->frames[0].name, "work2") && !r->frames[0].file,
+	       "%zu frames, %s", r->n, r->n ? r->frames[0].name : "-");
+	symbolizer__stats(s, &st);
+	CHECK(st.budget_skips > 0);
+	CHECK(sh("ls '%s'/*.debug > /dev/null 2>&1", dir) != 0);
+cleanup:
+	symbolizer__free(s);
+	mem_budget__reset();
+	symbolizer__free(symbolizer__new(&(struct sym_opts){
+	    .no_debuginfod = true, .debug_cache_dir = dir, .debug_cache_bytes = 512ULL << 20}));
 }
