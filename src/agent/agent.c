@@ -258,13 +258,13 @@ int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
 					 (uint64_t)(base_clock_ns(CLOCK_MONOTONIC) - now),
 					 __ATOMIC_RELAXED);
 			last_drain = now;
-			agent_mem_tick(a->pt);
+			agent_mem_tick(a->pt, a->sym);
 		}
 		live_check(a, now);
 		if (ret >= 0 && now - start >= interval) {
 			sampler__drain(a->s);
 			flush_interval(a, t0, now - start);
-			agent_mem_tick(a->pt);
+			agent_mem_tick(a->pt, a->sym);
 			start = now;
 			t0 = base_clock_ns(CLOCK_REALTIME);
 		}

@@ -69,7 +69,8 @@ void agent_mem_setup(uint64_t limit, bool process_policy);
 /* Once a second and after each profile, on the sampling thread: reclaims when
  * the caches pass their share, and harder when resident memory nears the limit
  * (the RSS watch). */
-void agent_mem_tick(struct proc_table *pt);
+struct symbolizer;
+void agent_mem_tick(struct proc_table *pt, struct symbolizer *sym);
 /* The memory health lines of /metrics: limit, RSS and its peak, cache bytes and
  * evictions by kind, and the table unwinder's counters. */
 void agent_mem_write_metrics(FILE *f, const struct sampler *s);

@@ -15,9 +15,11 @@
 #include "base/base.h"
 #include "base/membudget.h"
 #include "sampler/sampler.h"
+#include "symbolize/symbolize.h"
 #include "unwind/unwind.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -30,6 +32,11 @@
 #define RSS_TIGHTEN_EVERY_NS (5 * 1000000000LL)
 
 static uint64_t n_tightens;
+/* The symbolizer's counters as of the last tick: only the sampling thread
+ * touches the symbolizer, /metrics reads this copy. */
+static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sym_stats sym_snap;
+static bool sym_snapped;
 
 size_t agent_mem_spool_bytes(uint64_t limit)
 {
@@ -57,12 +64,20 @@ void agent_mem_setup(uint64_t limit, bool process_policy)
 	}
 }
 
-void agent_mem_tick(struct proc_table *pt)
+void agent_mem_tick(struct proc_table *pt, struct symbolizer *sym)
 {
 	static int64_t last_tighten;
 	uint64_t limit = mem_budget__limit(), rss, used, want;
 	int64_t now = base_clock_ns(CLOCK_MONOTONIC);
+	struct sym_stats ss;
 
+	if (sym) {
+		symbolizer__stats(sym, &ss);
+		pthread_mutex_lock(&sym_lock);
+		sym_snap = ss;
+		sym_snapped = true;
+		pthread_mutex_unlock(&sym_lock);
+	}
 	if (!limit)
 		return;
 	if (mem_budget__over())
@@ -131,6 +146,9 @@ static void write_unwind(FILE *f, const struct sampler *s)
 
 void agent_mem_write_metrics(FILE *f, const struct sampler *s)
 {
+	struct sym_stats ss;
+	bool have_sym;
+
 	line(f, "hearth_memory_limit_bytes", "gauge",
 	     "The --memory-limit on resident memory (0: none).", (double)mem_budget__limit());
 	line(f, "hearth_memory_cache_budget_bytes", "gauge",
@@ -163,6 +181,22 @@ void agent_mem_write_metrics(FILE *f, const struct sampler *s)
 	line(f, "hearth_memory_rss_tightens_total", "counter",
 	     "Times resident memory neared the limit and the caches were asked for more.",
 	     (double)__atomic_load_n(&n_tightens, __ATOMIC_RELAXED));
+	pthread_mutex_lock(&sym_lock);
+	ss = sym_snap;
+	have_sym = sym_snapped;
+	pthread_mutex_unlock(&sym_lock);
+	if (have_sym) {
+		line(f, "hearth_agent_symbolizer_cache_bytes", "gauge",
+		     "Symbol tables, DWARF and address cache held by the symbolizer.",
+		     (double)ss.cache_bytes);
+		line(f, "hearth_agent_symbolizer_cache_budget_bytes", "gauge",
+		     "The symbolizer's own byte budget.", (double)ss.cache_budget);
+		line(f, "hearth_agent_symbolizer_object_evictions_total", "counter",
+		     "Objects whose symbol tables and DWARF were dropped for the budget.",
+		     (double)ss.object_evictions);
+		line(f, "hearth_agent_symbolizer_object_reloads_total", "counter",
+		     "Evicted objects read again.", (double)ss.object_reloads);
+	}
 	if (s)
 		write_unwind(f, s);
 }
