@@ -5,12 +5,11 @@
 # missing): headless Chromium rendering a page with a busy script (busy.html),
 # a JVM (Busy.java: two busy threads), Node.js (busy.js), CPython (busy.py), a
 # program whose hot code runs inside libLLVM (llvmbusy.c), generated shared
-# objects whose unwind tables together are OBJ_FACTOR x the BPF row budget,
+# objects whose unwind tables together are over 3x the BPF row budget,
 # the hottest mapped last (gen_objs.py, genhot), and process churn (a new
 # short `sort` process every CHURN_MS). Then `hearth run --memory-limit LIMIT`
-# with the BPF unwind budget made small (HEARTH_UNWIND_CHUNKS, so that the
-# generated objects exceed it OBJ_FACTOR times without compiling gigabytes),
-# and bpftrace's one-liner beside it:
+# (its BPF unwind budget may be made smaller with --chunks), and bpftrace's
+# one-liner beside it:
 #   profile:hz:99 { @[kstack,ustack,pid,comm]=count(); } interval:s:10 {...}
 # After WARMUP seconds it measures a window of SECS seconds and prints:
 #   rss-mb        hearth's resident memory at the end (steady) and the most
@@ -27,22 +26,25 @@
 #   evictions     hearth's /metrics: cache evictions by kind, unwind tables
 #
 # Usage (root): bench/fleet/fleet.sh [--secs N] [--warmup N] [--limit SIZE]
-#   [--chunks N] [--objs N] [--fill N] [--no-bpftrace] [--keep DIR]
+#   [--chunks N] [--objs N] [--fill N] [--hot N] [--no-bpftrace]
 #   --secs N      measured window (default 30)
 #   --warmup N    seconds before it (default 60)
 #   --limit SIZE  hearth run --memory-limit (default 64M)
-#   --chunks N    HEARTH_UNWIND_CHUNKS: BPF unwind rows = N x 4096 (default 16)
-#   --objs N      generated objects (default 10: 10 x ~21k rows = 3.2 x 16
-#                 chunks); --fill N: filler functions per object (default 3000)
-#   --hot N       how many of the generated objects are hot (default 2)
+#   --chunks N    HEARTH_UNWIND_CHUNKS: BPF unwind rows = N x 4096 (default:
+#                 not set, hearth's default of 256 chunks, 1,048,576 rows)
+#   --objs N      generated objects (default 10: 10 x 330k rows = 3.15 x the
+#                 default budget); --fill N: filler functions per object
+#                 (default 110000, 3 rows each)
+#   --hot N       how many of the generated objects are hot (default 1: the
+#                 last one mapped)
 #   --no-bpftrace skip the bpftrace peer
 # About WARMUP + SECS + 30 s, plus a first build of the generated objects
-# (~15 s each on 2 busy cores, kept in build/fleet). Results go to stdout;
-# docs/memory.md has the figures and the method.
+# (bench/fleet/build.sh: a few seconds an object, kept in build/fleet).
+# Results go to stdout; docs/memory.md has the figures and the method.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-SECS=30 WARMUP=60 LIMIT=64M CHUNKS=16 OBJS=10 FILL=3000 HOT=2 BT=1
+SECS=30 WARMUP=60 LIMIT=64M CHUNKS= OBJS=10 FILL=110000 HOT=1 BT=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--secs) SECS=$2; shift ;;
@@ -74,24 +76,9 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- build (kept in build/fleet) ----
-mkdir -p "$B"
-if [ ! -f "$B/objs-$OBJS-$FILL.done" ]; then
-	log "generating $OBJS objects of $FILL filler functions (first run only)"
-	python3 bench/fleet/gen_objs.py "$B/gen" "$OBJS" "$FILL"
-	for k in $(seq 0 $((OBJS - 1))); do
-		nice gcc -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -fPIC -shared \
-			-o "$B/gen/libfleetobj$k.so" "$B/gen/fleetobj$k.c"
-	done
-	gcc -O2 -fomit-frame-pointer -o "$B/genhot" "$B/gen/genhot.c" -ldl
-	touch "$B/objs-$OBJS-$FILL.done"
-fi
-gcc -O2 -o "$B/llvmbusy" bench/fleet/llvmbusy.c -ldl
+bash bench/fleet/build.sh "$B" "$OBJS" "$FILL"
 JAVA_OK=0
-if command -v javac > /dev/null && command -v java > /dev/null; then
-	javac -d "$B" bench/fleet/Busy.java && JAVA_OK=1
-else
-	log "no javac: the JVM is skipped"
-fi
+if command -v java > /dev/null && [ -f "$B/Busy.class" ]; then JAVA_OK=1; else log "no javac/java: the JVM is skipped"; fi
 LIBLLVM=$(ls /usr/lib/x86_64-linux-gnu/libLLVM-*.so.1 2> /dev/null | head -1 || true)
 
 # ---- the busy host ----
@@ -120,7 +107,7 @@ PROBE="python3 bench/overhead_probe.py"
 coproc STATS { exec $PROBE stats; }
 read -r ready <&"${STATS[0]}" && [ "$ready" = ready ] || { echo "bench/fleet: no BPF statistics" >&2; exit 1; }
 mkdir -m 700 "$T/data"
-HEARTH_UNWIND_CHUNKS=$CHUNKS "$HEARTH" run --memory-limit "$LIMIT" --data "$T/data" \
+${CHUNKS:+env HEARTH_UNWIND_CHUNKS=$CHUNKS} "$HEARTH" run --memory-limit "$LIMIT" --data "$T/data" \
 	--listen 127.0.0.1:0 --interval 5 > "$T/run.out" 2> "$T/run.err" &
 HPID=$!
 PIDS+=($HPID)
@@ -168,7 +155,7 @@ cpu_of() { # pid: "cpu% proc% bpf%" over the window
 			printf "%.3f %.3f %.3f", pc + pb, pc, pb
 		}' "$T/s0" "$T/s1"
 }
-echo "bench/fleet: $(date -u '+%F %T') UTC, $NCPU CPUs, $(uname -r), limit $LIMIT, HEARTH_UNWIND_CHUNKS=$CHUNKS ($((CHUNKS * 4096)) rows), $OBJS generated objects x $FILL fillers ($HOT hot), warm-up ${WARMUP}s, window ${SECS}s, load1 $(cut -d' ' -f1 /proc/loadavg)"
+echo "bench/fleet: $(date -u '+%F %T') UTC, $NCPU CPUs, $(uname -r), limit $LIMIT, BPF unwind rows $((${CHUNKS:-256} * 4096)), $OBJS generated objects x $FILL fillers ($HOT hot), warm-up ${WARMUP}s, window ${SECS}s, load1 $(cut -d' ' -f1 /proc/loadavg)"
 read -r CPU PC PB < <(cpu_of "$HPID")
 echo "hearth   cpu% $CPU (process $PC + bpf $PB)"
 [ -n "$BPID" ] && { read -r CPU PC PB < <(cpu_of "$BPID"); echo "bpftrace cpu% $CPU (process $PC + bpf $PB)"; }
