@@ -71,7 +71,7 @@ cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done
 	pkill -P $$ 2> /dev/null || true
 	wait 2> /dev/null || true
-	rm -rf "$T"
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 
@@ -136,8 +136,15 @@ done
 W0=$(date +%s)
 $PROBE window "$SECS" "$T/s0" "$T/s1" --metrics "$URL" $HPID $BPID
 W1=$(date +%s)
-# the window's profiles: wait until the interval after the window is stored
-sleep 7
+# the window's profiles: wait (90 s at most) until two more profiles were
+# built after the window (the one holding its end, and the next): on this busy
+# host building one takes seconds (symbolization)
+P1=$(awk '$2 == "hearth_agent_profiles_total" { print $3 }' "$T/s1")
+for _ in $(seq 90); do
+	P=$(curl -sf "$URL/metrics" | awk '$1 == "hearth_agent_profiles_total" { print $2 }')
+	[ "${P:-0}" -ge $((${P1:-0} + 2)) ] && break
+	sleep 1
+done
 curl -sf "$URL/api/profile?format=folded&from=$((W0 * 1000))&until=$((W1 * 1000))" > "$T/window.folded" || true
 curl -sf "$URL/metrics" > "$T/metrics.txt" || true
 read -r MAP_MEMLOCK MAP_RES < <(python3 bench/fleet/fleet_stats.py mapbytes "$HPID")
@@ -152,7 +159,7 @@ cpu_of() { # pid: "cpu% proc% bpf%" over the window
 			dt = t[ARGV[2]] - t[ARGV[1]]
 			pc = (c[ARGV[2]] - c[ARGV[1]]) / dt / n * 100
 			pb = (b[ARGV[2]] - b[ARGV[1]]) / dt / n * 100
-			printf "%.3f %.3f %.3f", pc + pb, pc, pb
+			printf "%.3f %.3f %.3f\n", pc + pb, pc, pb
 		}' "$T/s0" "$T/s1"
 }
 echo "bench/fleet: $(date -u '+%F %T') UTC, $NCPU CPUs, $(uname -r), limit $LIMIT, BPF unwind rows $((${CHUNKS:-256} * 4096)), $OBJS generated objects x $FILL fillers ($HOT hot), warm-up ${WARMUP}s, window ${SECS}s, load1 $(cut -d' ' -f1 /proc/loadavg)"

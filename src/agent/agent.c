@@ -239,6 +239,7 @@ int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
 				       gather_until, &napped);
 
 		ret = sampler__poll(a->s, wait);
+		agent_mem_poll(a->pt, a->sym);
 		now = base_clock_ns(CLOCK_MONOTONIC);
 		if (sampler__prompt_records(a->s) != prompt) {
 			/* records that wake per record: a second batch within the window,

@@ -71,6 +71,9 @@ void agent_mem_setup(uint64_t limit, bool process_policy);
  * (the RSS watch). */
 struct symbolizer;
 void agent_mem_tick(struct proc_table *pt, struct symbolizer *sym);
+/* After each wake of the sampling thread: a tick when a cache has grown past
+ * the caches' budget since (cheap otherwise: the ledger's atomic counters). */
+void agent_mem_poll(struct proc_table *pt, struct symbolizer *sym);
 /* The memory health lines of /metrics: limit, RSS and its peak, cache bytes and
  * evictions by kind, and the table unwinder's counters. */
 void agent_mem_write_metrics(FILE *f, const struct sampler *s);

@@ -30,6 +30,10 @@
 /* ... at most this often (a cache emptied every second would be rebuilt every
  * second: CPU spent for memory the caches may not even hold). */
 #define RSS_TIGHTEN_EVERY_NS (5 * 1000000000LL)
+/* A cache that grew past the budget between ticks is trimmed at the next
+ * wake of the sampling thread, at most this often (an evictor that cannot
+ * free anything must not be asked at every ring-buffer wake). */
+#define RECLAIM_MIN_GAP_NS (100 * 1000000LL)
 
 static uint64_t n_tightens;
 /* The symbolizer's counters as of the last tick: only the sampling thread
@@ -99,6 +103,20 @@ void agent_mem_tick(struct proc_table *pt, struct symbolizer *sym)
 	if (want)
 		proc_table__reclaim_point(pt, want);
 	malloc_trim(0);
+}
+
+void agent_mem_poll(struct proc_table *pt, struct symbolizer *sym)
+{
+	static int64_t last;
+	int64_t now;
+
+	if (!mem_budget__over())
+		return;
+	now = base_clock_ns(CLOCK_MONOTONIC);
+	if (now - last < RECLAIM_MIN_GAP_NS)
+		return;
+	last = now;
+	agent_mem_tick(pt, sym);
 }
 
 static void line(FILE *f, const char *name, const char *type, const char *help, double v)
