@@ -8,7 +8,8 @@
 # objects whose unwind tables together are over 3x the BPF row budget,
 # the hottest mapped last (gen_objs.py, genhot), and process churn (a new
 # short `sort` process every CHURN_MS). Then `hearth run --memory-limit LIMIT`
-# (its BPF unwind budget may be made smaller with --chunks), and bpftrace's
+# (or `hearth agent`: --mode; its BPF unwind budget may be made smaller with
+# --chunks), and bpftrace's
 # one-liner beside it:
 #   profile:hz:99 { @[kstack,ustack,pid,comm]=count(); } interval:s:10 {...}
 # After WARMUP seconds it measures a window of SECS seconds and prints:
@@ -26,7 +27,8 @@
 #   evictions     hearth's /metrics: cache evictions by kind, unwind tables
 #
 # Usage (root): bench/fleet/fleet.sh [--secs N] [--warmup N] [--limit SIZE]
-#   [--chunks N] [--objs N] [--fill N] [--hot N] [--no-bpftrace]
+#   [--chunks N] [--objs N] [--fill N] [--hot N] [--mode run|agent]
+#   [--no-bpftrace]
 #   --secs N      measured window (default 30)
 #   --warmup N    seconds before it (default 60)
 #   --limit SIZE  hearth run --memory-limit (default 64M)
@@ -37,6 +39,10 @@
 #                 (default 110000, 3 rows each)
 #   --hot N       how many of the generated objects are hot (default 1: the
 #                 last one mapped)
+#   --mode M      run (default): `hearth run`, whose RSS includes its store
+#                 and queries (their own budget, docs/memory.md); agent:
+#                 `hearth agent` pushing to a `hearth server` (not measured),
+#                 the agent alone under the limit
 #   --no-bpftrace skip the bpftrace peer
 # About WARMUP + SECS + 30 s, plus a first build of the generated objects
 # (bench/fleet/build.sh: a few seconds an object, kept in build/fleet).
@@ -44,7 +50,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-SECS=30 WARMUP=60 LIMIT=64M CHUNKS= OBJS=10 FILL=110000 HOT=1 BT=1
+SECS=30 WARMUP=60 LIMIT=64M CHUNKS= OBJS=10 FILL=110000 HOT=1 BT=1 MODE=run
 while [ $# -gt 0 ]; do
 	case $1 in
 	--secs) SECS=$2; shift ;;
@@ -55,6 +61,7 @@ while [ $# -gt 0 ]; do
 	--fill) FILL=$2; shift ;;
 	--hot) HOT=$2; shift ;;
 	--no-bpftrace) BT=0 ;;
+	--mode) MODE=$2; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench/fleet: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -107,14 +114,31 @@ PROBE="python3 bench/overhead_probe.py"
 coproc STATS { exec $PROBE stats; }
 read -r ready <&"${STATS[0]}" && [ "$ready" = ready ] || { echo "bench/fleet: no BPF statistics" >&2; exit 1; }
 mkdir -m 700 "$T/data"
-${CHUNKS:+env HEARTH_UNWIND_CHUNKS=$CHUNKS} "$HEARTH" run --memory-limit "$LIMIT" --data "$T/data" \
-	--listen 127.0.0.1:0 --interval 5 > "$T/run.out" 2> "$T/run.err" &
+# url_of LOG: the first http://127.0.0.1:PORT a hearth command logged (20 s at most)
+url_of() {
+	for _ in $(seq 100); do
+		grep -oE 'http://127\.0\.0\.1:[0-9]+' "$1" 2> /dev/null | head -1 | grep . && return 0
+		sleep 0.2
+	done
+	return 1
+}
+SURL=
+if [ "$MODE" = agent ]; then
+	"$HEARTH" server --data "$T/data" --listen 127.0.0.1:0 > /dev/null 2> "$T/server.err" &
+	SPID=$!
+	PIDS+=($SPID)
+	SURL=$(url_of "$T/server.err") || { echo "bench/fleet: hearth server did not start: $(cat "$T/server.err")" >&2; exit 1; }
+	${CHUNKS:+env HEARTH_UNWIND_CHUNKS=$CHUNKS} "$HEARTH" agent --server "$SURL" --memory-limit "$LIMIT" \
+		--spool-dir "$T/spool" --listen 127.0.0.1:0 --interval 5 > /dev/null 2> "$T/run.err" &
+else
+	${CHUNKS:+env HEARTH_UNWIND_CHUNKS=$CHUNKS} "$HEARTH" run --memory-limit "$LIMIT" --data "$T/data" \
+		--listen 127.0.0.1:0 --interval 5 > /dev/null 2> "$T/run.err" &
+fi
 HPID=$!
 PIDS+=($HPID)
 T0=$(date +%s)
-for _ in $(seq 100); do grep -q '^http' "$T/run.out" && break; sleep 0.2; done
-URL=$(grep '^http' "$T/run.out" | head -1)
-[ -n "$URL" ] || { echo "bench/fleet: hearth run did not start: $(cat "$T/run.err")" >&2; exit 1; }
+URL=$(url_of "$T/run.err") || { echo "bench/fleet: hearth $MODE did not start: $(cat "$T/run.err")" >&2; exit 1; }
+QURL=${SURL:-$URL} # where the profiles are queried
 BPID=
 if [ "$BT" = 1 ] && command -v bpftrace > /dev/null; then
 	bpftrace -e 'profile:hz:99 { @[kstack,ustack,pid,comm]=count(); } interval:s:10 { print(@); clear(@); }' \
@@ -122,7 +146,7 @@ if [ "$BT" = 1 ] && command -v bpftrace > /dev/null; then
 	BPID=$!
 	PIDS+=($BPID)
 fi
-log "hearth run pid $HPID at $URL; bpftrace pid ${BPID:-none}; warm-up ${WARMUP}s"
+log "hearth $MODE pid $HPID at $URL; bpftrace pid ${BPID:-none}; warm-up ${WARMUP}s"
 # RSS poll, once a second, for the whole run
 (while kill -0 "$HPID" 2> /dev/null; do
 	awk '/^VmRSS:/ {print $2}' "/proc/$HPID/status" 2> /dev/null
@@ -145,7 +169,11 @@ for _ in $(seq 90); do
 	[ "${P:-0}" -ge $((${P1:-0} + 2)) ] && break
 	sleep 1
 done
-curl -sf "$URL/api/profile?format=folded&from=$((W0 * 1000))&until=$((W1 * 1000))" > "$T/window.folded" || true
+for _ in $(seq 20); do # agent: until they were pushed
+	[ "$(curl -sf "$URL/metrics" | awk '$1 == "hearth_agent_spool_profiles" { print $2 }')" = 0 ] && break
+	sleep 1
+done
+curl -sf "$QURL/api/profile?format=folded&from=$((W0 * 1000))&until=$((W1 * 1000))" > "$T/window.folded" || true
 curl -sf "$URL/metrics" > "$T/metrics.txt" || true
 read -r MAP_MEMLOCK MAP_RES < <(python3 bench/fleet/fleet_stats.py mapbytes "$HPID")
 HWM=$(awk '/^VmHWM:/ {print $2}' "/proc/$HPID/status")
@@ -162,7 +190,7 @@ cpu_of() { # pid: "cpu% proc% bpf%" over the window
 			printf "%.3f %.3f %.3f\n", pc + pb, pc, pb
 		}' "$T/s0" "$T/s1"
 }
-echo "bench/fleet: $(date -u '+%F %T') UTC, $NCPU CPUs, $(uname -r), limit $LIMIT, BPF unwind rows $((${CHUNKS:-256} * 4096)), $OBJS generated objects x $FILL fillers ($HOT hot), warm-up ${WARMUP}s, window ${SECS}s, load1 $(cut -d' ' -f1 /proc/loadavg)"
+echo "bench/fleet: hearth $MODE, $(date -u '+%F %T') UTC, $NCPU CPUs, $(uname -r), limit $LIMIT, BPF unwind rows $((${CHUNKS:-256} * 4096)), $OBJS generated objects x $FILL fillers ($HOT hot), warm-up ${WARMUP}s, window ${SECS}s, load1 $(cut -d' ' -f1 /proc/loadavg)"
 read -r CPU PC PB < <(cpu_of "$HPID")
 echo "hearth   cpu% $CPU (process $PC + bpf $PB)"
 [ -n "$BPID" ] && { read -r CPU PC PB < <(cpu_of "$BPID"); echo "bpftrace cpu% $CPU (process $PC + bpf $PB)"; }
