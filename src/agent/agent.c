@@ -421,9 +421,9 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 	int ret;
 
 	a->pt = proc_table__new("/proc");
-	a->sym = symbolizer__new(&(struct sym_opts){
-	    .release_grace_ns = AGENT_SYM_GRACE_NS,
-	    .cache_bytes = agent_mem_sym_bytes(a->opts.memory_limit)});
+	a->sym = symbolizer__new(
+	    &(struct sym_opts){.release_grace_ns = AGENT_SYM_GRACE_NS,
+			       .cache_bytes = agent_mem_sym_bytes(a->opts.memory_limit)});
 	a->col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
 	a->live_col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
 	if (!a->col || !a->live_col) {

@@ -70,8 +70,8 @@ struct python_mgr {
 	size_t n_codes, cap_codes;
 	struct base_hmap code_idx;
 	struct python_mgr_stats st;
-	uint64_t clock;	     /* uses of the code cache */
-	size_t code_bytes;   /* what the code cache holds, charged to MEM_PYTHON */
+	uint64_t clock;	   /* uses of the code cache */
+	size_t code_bytes; /* what the code cache holds, charged to MEM_PYTHON */
 };
 
 /* Heap held by one cached code object. */

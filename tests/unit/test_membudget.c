@@ -51,7 +51,8 @@ TEST(reclaim_by_budget_and_bytes)
 	CHECK(mem_budget__reclaim() == 3000);
 	CHECK(names.order == 1 && syms.order == 0 && names.held == 1000);
 	CHECK(mem_budget__used_total() == 7000 && !mem_budget__over());
-	CHECK(mem_budget__evictions(MEM_PYTHON) == 1 && mem_budget__evicted_bytes(MEM_PYTHON) == 3000);
+	CHECK(mem_budget__evictions(MEM_PYTHON) == 1 &&
+	      mem_budget__evicted_bytes(MEM_PYTHON) == 3000);
 	CHECK(mem_budget__reclaim() == 0); /* under budget: nothing asked */
 	/* by bytes, whatever the budget: names give their last 1000, then symbols */
 	CHECK(mem_budget__reclaim_bytes(2500) == 2500);
