@@ -481,7 +481,7 @@ int agent__open(const struct agent_opts *opts, struct agent **out, char *err, si
 		snprintf(err, errlen, "libcurl could not initialise");
 		return -ENOMEM;
 	}
-	agent_mem_setup(a->opts.memory_limit, a->opts.trim_memory);
+	agent_mem_setup(a->opts.memory_limit, a->opts.memory_other, a->opts.trim_memory);
 	ret = open_parts(a, err, errlen);
 	if (ret) {
 		agent__close(a);

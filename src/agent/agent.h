@@ -64,6 +64,9 @@ struct agent_opts {
 	/* --memory-limit: the ceiling on this process's resident memory in bytes
 	 * (docs/memory.md); 0 = none. The caches get AGENT_CACHE_PCT of it. */
 	uint64_t memory_limit;
+	/* Resident memory of the process that is not the agent's (hearth run: its
+	 * store and queries, RUN_STORE_MEMORY): the RSS watch allows this much more. */
+	uint64_t memory_other;
 };
 
 /* Default --memory-limit of agent and run, and the caches' share of it. */

@@ -63,9 +63,10 @@ uint64_t agent_spool_evict(void *ctx, uint64_t want);
 size_t agent_mem_spool_bytes(uint64_t limit);
 /* The symbolizer's own byte budget under a limit (0: its default). */
 uint64_t agent_mem_sym_bytes(uint64_t limit);
-/* Sets the ledger's limit (mem_budget__set_limit with AGENT_CACHE_PCT); with
- * process_policy (the agent's trim_memory), also malloc's thresholds. */
-void agent_mem_setup(uint64_t limit, bool process_policy);
+/* Sets the ledger's limit (mem_budget__set_limit with AGENT_CACHE_PCT) and the
+ * RSS that is not the agent's (hearth run's store); with process_policy (the
+ * agent's trim_memory), also malloc's thresholds. */
+void agent_mem_setup(uint64_t limit, uint64_t other, bool process_policy);
 /* Once a second and after each profile, on the sampling thread: reclaims when
  * the caches pass their share, and harder when resident memory nears the limit
  * (the RSS watch). */

@@ -36,6 +36,7 @@
 #define RECLAIM_MIN_GAP_NS (100 * 1000000LL)
 
 static uint64_t n_tightens;
+static uint64_t rss_other; /* agent_mem_setup's `other` */
 /* The symbolizer's counters as of the last tick: only the sampling thread
  * touches the symbolizer, /metrics reads this copy. */
 static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -56,9 +57,10 @@ uint64_t agent_mem_sym_bytes(uint64_t limit)
 	return limit ? limit / 100 * AGENT_CACHE_PCT : 0;
 }
 
-void agent_mem_setup(uint64_t limit, bool process_policy)
+void agent_mem_setup(uint64_t limit, uint64_t other, bool process_policy)
 {
 	mem_budget__set_limit(limit, AGENT_CACHE_PCT);
+	rss_other = other;
 	if (limit && process_policy) {
 		/* Big transient buffers (a debug section inflated, a table sorted)
 		 * go straight back to the kernel when freed instead of leaving holes
@@ -89,6 +91,7 @@ void agent_mem_tick(struct proc_table *pt, struct symbolizer *sym)
 	if (now - last_tighten < RSS_TIGHTEN_EVERY_NS)
 		return;
 	rss = mem_budget__rss();
+	rss = rss > rss_other ? rss - rss_other : 0; /* the agent's part */
 	if (rss <= limit / 100 * RSS_HIGH_PCT)
 		return;
 	last_tighten = now;
