@@ -153,8 +153,13 @@ static void write_unwind(FILE *f, const struct sampler *s)
 	     "Unwind table builds that found no room in BPF.", (double)ms.no_room);
 	line(f, "hearth_agent_unwind_no_room_objects", "gauge",
 	     "Objects whose unwind table has no room in BPF now.", (double)ms.no_room_objects);
-	/* TODO(issue 29, unwindheat): tables loaded/evicted by heat, once
-	 * struct unwind_mgr_stats carries them. */
+	/* TODO(issue 29, at the merge with the unwind tables by heat): their
+	 * struct unwind_mgr_stats adds tables_loaded, tables_evicted,
+	 * tables_reloaded, requests, waiting_objects, parked_bytes,
+	 * bpf_bytes_used and bpf_bytes_budget: export them here as
+	 * hearth_agent_unwind_{tables_loaded_total,tables_evicted_total,
+	 * tables_reloaded_total,requests_total,waiting_objects,parked_bytes,
+	 * bpf_bytes,bpf_budget_bytes}. */
 	line(f, "hearth_agent_unwind_samples_total", "counter", "Samples unwound with tables.",
 	     (double)uw[HEARTH_UW_SAMPLES]);
 	line(f, "hearth_agent_unwind_complete_total", "counter",
