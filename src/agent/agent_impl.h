@@ -61,6 +61,8 @@ uint64_t agent_spool_evict(void *ctx, uint64_t want);
 /* ---- the memory ceiling (agent_mem.c, docs/memory.md) ---- */
 /* Bytes of the spool kept in memory under a limit (the rest waits on disk). */
 size_t agent_mem_spool_bytes(uint64_t limit);
+/* The bound of first samples' stack copies held under a limit (0: default). */
+size_t agent_mem_raw_bytes(uint64_t limit);
 /* The symbolizer's own byte budget under a limit (0: its default). */
 uint64_t agent_mem_sym_bytes(uint64_t limit);
 /* Sets the ledger's limit (mem_budget__set_limit with AGENT_CACHE_PCT) and the

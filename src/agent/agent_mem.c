@@ -50,6 +50,13 @@ size_t agent_mem_spool_bytes(uint64_t limit)
 	return (size_t)(limit / 16);
 }
 
+size_t agent_mem_raw_bytes(uint64_t limit)
+{
+	/* limit/16: 4 MiB at 64M, ~250 copies of 16 KiB, over a second of new
+	 * processes' first samples on every CPU at 99 Hz */
+	return (size_t)(limit / 16);
+}
+
 uint64_t agent_mem_sym_bytes(uint64_t limit)
 {
 	/* Its own bound is the whole caches' share: the ledger arbitrates between

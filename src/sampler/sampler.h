@@ -45,6 +45,10 @@ struct sampler_opts {
 	/* Walk CPython processes' Python frames (docs/python.md). They travel with
 	 * ring-buffer samples: with --transfer map and --unwind fp there are none. */
 	bool python;
+	/* Bound of the first samples' stack copies held until their process's
+	 * tables are out (docs/memory.md); 0 = the default, 16 MiB; over it they
+	 * are dropped and counted (SAMPLER_RAW_DROPPED). */
+	size_t raw_held_bytes;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */
