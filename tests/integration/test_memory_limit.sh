@@ -62,7 +62,7 @@ HWM_KB=$(awk '/^VmHWM:/ { print $2 }' "/proc/$HPID/status")
 RSS_KB=$(awk '/^VmRSS:/ { print $2 }' "/proc/$HPID/status")
 
 read -r _ MAP_RES < <(python3 "$HEARTH_ROOT/bench/fleet/fleet_stats.py" mapbytes "$HPID")
-echo "agent memory now: $(awk '/^(RssAnon|RssFile):/ { printf "%s %d MiB, ", $1, $2 / 1024 }' "/proc/$HPID/status")BPF maps resident $((${MAP_RES:-0} >> 20)) MiB; $(grep -E '^hearth_agent_symbolizer_(cache_bytes|object_reloads_total)' "$T/metrics.txt" | tr '\n' ' ')"
+echo "agent memory now: $(awk '/^(RssAnon|RssFile):/ { printf "%s %d MiB, ", $1, $2 / 1024 }' "/proc/$HPID/status")BPF maps resident $((${MAP_RES:-0} >> 20)) MiB; $(grep -E '^hearth_agent_(symbolizer_(cache_bytes|object_reloads_total)|symbolize_seconds|profiles_total|sent_total)' "$T/metrics.txt" | tr '\n' ' ')"
 if [ -n "$HWM_KB" ] && [ "$HWM_KB" -le $((LIMIT_MB * 1024)) ]; then
 	pass "memory_limit_peak: VmHWM $((HWM_KB / 1024)) MiB <= ${LIMIT_MB} MiB (RSS now $((RSS_KB / 1024)) MiB)"
 else
