@@ -76,7 +76,7 @@ PIDS=()
 log() { echo "[$(date -u +%T)] $*" >&2; }
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done
-	pkill -P $$ 2> /dev/null || true
+	kill $(jobs -p) 2> /dev/null || true
 	wait 2> /dev/null || true
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
