@@ -240,6 +240,7 @@ int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
 				       gather_until, &napped);
 
 		ret = sampler__poll(a->s, wait);
+		agent_mem_poll(a->pt, a->sym);
 		now = base_clock_ns(CLOCK_MONOTONIC);
 		if (sampler__prompt_records(a->s) != prompt) {
 			/* records that wake per record: a second batch within the window,
@@ -259,11 +260,13 @@ int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
 					 (uint64_t)(base_clock_ns(CLOCK_MONOTONIC) - now),
 					 __ATOMIC_RELAXED);
 			last_drain = now;
+			agent_mem_tick(a->pt, a->sym);
 		}
 		live_check(a, now);
 		if (ret >= 0 && now - start >= interval) {
 			sampler__drain(a->s);
 			flush_interval(a, t0, now - start);
+			agent_mem_tick(a->pt, a->sym);
 			start = now;
 			t0 = base_clock_ns(CLOCK_REALTIME);
 		}
@@ -419,6 +422,7 @@ void agent__write_metrics(void *agent, FILE *f)
 	}
 	gauge(f, "hearth_agent_rss_bytes", "gauge", "Resident memory of this process.",
 	      (double)rss_bytes());
+	agent_mem_write_metrics(f, a->s);
 }
 
 static int open_parts(struct agent *a, char *err, size_t errlen)
@@ -428,7 +432,9 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 
 	a->pt = proc_table__new("/proc");
 	a->sym = symbolizer__new(
-	    &(struct sym_opts){.release_grace_ns = AGENT_SYM_GRACE_NS, .mem_budget = true});
+	    &(struct sym_opts){.release_grace_ns = AGENT_SYM_GRACE_NS,
+			       .mem_budget = true,
+			       .cache_bytes = agent_mem_sym_bytes(a->opts.memory_limit)});
 	a->col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
 	a->live_col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
 	if (!a->col || !a->live_col) {
@@ -438,7 +444,9 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 	ret = agent_spool_check_format(a->opts.spool_dir, err, errlen);
 	if (ret)
 		return ret;
-	ret = agent_spool__new(a->opts.spool_dir, AGENT_SPOOL_MEM_BYTES,
+	if (a->pt)
+		proc_table__register_evictor(a->pt);
+	ret = agent_spool__new(a->opts.spool_dir, agent_mem_spool_bytes(a->opts.memory_limit),
 			       (a->opts.spool_mb ? a->opts.spool_mb : AGENT_DEFAULT_SPOOL_MB) << 20,
 			       &a->sp);
 	if (ret) {
@@ -446,6 +454,7 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 			 a->opts.spool_dir ? a->opts.spool_dir : "", strerror(-ret));
 		return ret;
 	}
+	a->opts.so.raw_held_bytes = agent_mem_raw_bytes(a->opts.memory_limit);
 	ret = sampler__open(&a->opts.so, &cb, &a->s, err, errlen);
 	if (ret)
 		return ret;
@@ -486,6 +495,7 @@ int agent__open(const struct agent_opts *opts, struct agent **out, char *err, si
 		snprintf(err, errlen, "libcurl could not initialise");
 		return -ENOMEM;
 	}
+	agent_mem_setup(a->opts.memory_limit, a->opts.memory_other, a->opts.trim_memory);
 	ret = open_parts(a, err, errlen);
 	if (ret) {
 		agent__close(a);

@@ -61,7 +61,18 @@ struct agent_opts {
 	 * queries of the UI, in any arena) freed goes back to the kernel instead of
 	 * staying in hearth's RSS until the next peak. */
 	bool trim_memory;
+	/* --memory-limit: the ceiling on this process's resident memory in bytes
+	 * (docs/memory.md); 0 = none. The caches get AGENT_CACHE_PCT of it. */
+	uint64_t memory_limit;
+	/* Resident memory of the process that is not the agent's (hearth run: its
+	 * store and queries, RUN_STORE_MEMORY): the RSS watch allows this much more. */
+	uint64_t memory_other;
 };
+
+/* Default --memory-limit of agent and run, and the caches' share of it. */
+#define AGENT_DEFAULT_MEMORY_LIMIT (64ull << 20)
+#define AGENT_MIN_MEMORY_LIMIT	   (16ull << 20)
+#define AGENT_CACHE_PCT		   40
 
 struct agent;
 

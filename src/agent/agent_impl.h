@@ -55,4 +55,30 @@ const char *agent_send_fail_name(enum agent_send_fail f);
 /* Failed attempts so far, per reason. */
 void agent_sender__failures(struct agent_sender *snd, uint64_t out[AGENT_FAIL_MAX]);
 
+/* The spool's MEM_SPOOL evictor (registered by agent_spool__new). */
+uint64_t agent_spool_evict(void *ctx, uint64_t want);
+
+/* ---- the memory ceiling (agent_mem.c, docs/memory.md) ---- */
+/* Bytes of the spool kept in memory under a limit (the rest waits on disk). */
+size_t agent_mem_spool_bytes(uint64_t limit);
+/* The bound of first samples' stack copies held under a limit (0: default). */
+size_t agent_mem_raw_bytes(uint64_t limit);
+/* The symbolizer's own byte budget under a limit (0: its default). */
+uint64_t agent_mem_sym_bytes(uint64_t limit);
+/* Sets the ledger's limit (mem_budget__set_limit with AGENT_CACHE_PCT) and the
+ * RSS that is not the agent's (hearth run's store); with process_policy (the
+ * agent's trim_memory), also malloc's thresholds. */
+void agent_mem_setup(uint64_t limit, uint64_t other, bool process_policy);
+/* Once a second and after each profile, on the sampling thread: reclaims when
+ * the caches pass their share, and harder when resident memory nears the limit
+ * (the RSS watch). */
+struct symbolizer;
+void agent_mem_tick(struct proc_table *pt, struct symbolizer *sym);
+/* After each wake of the sampling thread: a tick when a cache has grown past
+ * the caches' budget since (cheap otherwise: the ledger's atomic counters). */
+void agent_mem_poll(struct proc_table *pt, struct symbolizer *sym);
+/* The memory health lines of /metrics: limit, RSS and its peak, cache bytes and
+ * evictions by kind, and the table unwinder's counters. */
+void agent_mem_write_metrics(FILE *f, const struct sampler *s);
+
 #endif

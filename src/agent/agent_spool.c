@@ -20,6 +20,7 @@
  * spool-<20-digit seq>.bin so that sorting by name is sorting by age.
  */
 #include "agent_impl.h"
+#include "base/membudget.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,7 +50,15 @@ struct agent_spool {
 	struct spool_entry *head, *tail; /* oldest first; disk entries precede memory ones */
 	uint64_t next_seq;
 	struct agent_spool_stats st;
+	size_t charged; /* memory entries' bytes charged to MEM_SPOOL */
 };
+
+/* Charges what the memory entries hold now (under sp->lock). */
+static void charge_sync(struct agent_spool *sp)
+{
+	mem_budget__charge(MEM_SPOOL, (int64_t)sp->mem_bytes - (int64_t)sp->charged);
+	sp->charged = sp->mem_bytes;
+}
 
 static void entry_path(const struct agent_spool *sp, uint64_t seq, char *buf, size_t len)
 {
@@ -220,6 +229,7 @@ int agent_spool__push(struct agent_spool *sp, const char *query, const uint8_t *
 	append(sp, e);
 	sp->mem_bytes += len;
 	enforce(sp);
+	charge_sync(sp);
 	pthread_mutex_unlock(&sp->lock);
 	return 0;
 }
@@ -320,6 +330,7 @@ int agent_spool__pop(struct agent_spool *sp, uint64_t id, bool sent)
 		remove_entry(sp, prev, e);
 		ret = 0;
 	}
+	charge_sync(sp);
 	pthread_mutex_unlock(&sp->lock);
 	return ret;
 }
@@ -433,6 +444,7 @@ int agent_spool__new(const char *dir, size_t mem_bytes, size_t disk_bytes, struc
 	sp->mem_cap = mem_bytes;
 	sp->disk_cap = disk_bytes;
 	sp->next_seq = 1;
+	mem_budget__register(MEM_SPOOL, 1, agent_spool_evict, sp);
 	if (dir) {
 		if (!(sp->dir = strdup(dir)))
 			ret = -ENOMEM;
@@ -447,11 +459,35 @@ int agent_spool__new(const char *dir, size_t mem_bytes, size_t disk_bytes, struc
 	return 0;
 }
 
+/* The MEM_SPOOL evictor: the oldest memory entries go to disk (dropped, and
+ * counted so, without a spool directory) until want bytes are freed. */
+uint64_t agent_spool_evict(void *ctx, uint64_t want)
+{
+	struct agent_spool *sp = ctx;
+	size_t before, cap;
+	uint64_t dropped0, freed;
+
+	pthread_mutex_lock(&sp->lock);
+	before = sp->mem_bytes;
+	cap = sp->mem_cap;
+	dropped0 = sp->st.dropped;
+	sp->mem_cap = want >= before ? 0 : before - (size_t)want;
+	enforce(sp);
+	sp->mem_cap = cap;
+	freed = before - sp->mem_bytes;
+	charge_sync(sp);
+	if (freed)
+		mem_budget__evicted(MEM_SPOOL, 1 + (sp->st.dropped - dropped0), freed);
+	pthread_mutex_unlock(&sp->lock);
+	return freed;
+}
+
 /* Frees the spool; memory entries are written to disk first when there is a directory. */
 void agent_spool__free(struct agent_spool *sp)
 {
 	if (!sp)
 		return;
+	mem_budget__unregister(agent_spool_evict, sp);
 	for (struct spool_entry *e = sp->head; e; e = e->next)
 		if (e->data && sp->dir && sp->disk_bytes + e->len <= sp->disk_cap)
 			to_disk(sp, e);
@@ -461,6 +497,7 @@ void agent_spool__free(struct agent_spool *sp)
 		sp->head = e->next;
 		entry_free(e); /* files stay for the next run */
 	}
+	mem_budget__charge(MEM_SPOOL, -(int64_t)sp->charged);
 	pthread_mutex_destroy(&sp->lock);
 	free(sp->dir);
 	free(sp);

@@ -150,26 +150,53 @@ void mem_budget__unregister(mem_evict_fn fn, void *ctx)
 	pthread_mutex_unlock(&reclaim_lock);
 }
 
-uint64_t mem_budget__reclaim(void)
+static _Atomic uint64_t n_reclaims;
+
+/* Asks the evictors, in priority order, for want_arg bytes, or (by_budget) for
+ * the excess over the budget plus a margin, measured under the reclaim lock. */
+static uint64_t reclaim_locked(uint64_t want_arg, bool by_budget)
 {
 	uint64_t budget = mem_budget__cache_budget(), total, want, freed = 0;
 	struct evictor list[MAX_EVICTORS];
 	size_t n;
 
-	if (!budget || mem_budget__used_total() <= budget)
-		return 0;
 	if (pthread_mutex_trylock(&reclaim_lock))
 		return 0; /* another thread is reclaiming */
 	pthread_mutex_lock(&lock);
 	n = n_evictors;
 	memcpy(list, evictors, n * sizeof(list[0]));
 	pthread_mutex_unlock(&lock);
-	total = mem_budget__used_total();
-	want = total > budget ? total - budget + budget / 8 : 0;
+	if (by_budget) {
+		total = mem_budget__used_total();
+		want = total > budget ? total - budget + budget / 8 : 0;
+	} else {
+		want = want_arg;
+	}
+	if (want)
+		atomic_fetch_add(&n_reclaims, 1);
 	for (size_t i = 0; i < n && freed < want; i++)
 		freed += list[i].fn(list[i].ctx, want - freed);
 	pthread_mutex_unlock(&reclaim_lock);
 	return freed;
+}
+
+uint64_t mem_budget__reclaim(void)
+{
+	uint64_t budget = mem_budget__cache_budget();
+
+	if (!budget || mem_budget__used_total() <= budget)
+		return 0;
+	return reclaim_locked(0, true);
+}
+
+uint64_t mem_budget__reclaim_bytes(uint64_t want)
+{
+	return want ? reclaim_locked(want, false) : 0;
+}
+
+uint64_t mem_budget__reclaims(void)
+{
+	return atomic_load(&n_reclaims);
 }
 
 static uint64_t status_kb(const char *key)
@@ -211,6 +238,7 @@ void mem_budget__reset(void)
 	pthread_mutex_unlock(&reclaim_lock);
 	atomic_store(&limit_bytes, 0);
 	atomic_store(&cache_budget, 0);
+	atomic_store(&n_reclaims, 0);
 	for (int k = 0; k < MEM_KIND_MAX; k++) {
 		atomic_store(&used[k], 0);
 		atomic_store(&evictions[k], 0);

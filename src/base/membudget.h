@@ -73,6 +73,12 @@ void mem_budget__unregister(mem_evict_fn fn, void *ctx);
 /* When over budget, asks the evictors for the excess plus a margin (an eighth of
  * the budget); returns the bytes freed. Cheap when under budget. */
 uint64_t mem_budget__reclaim(void);
+/* Asks the evictors for want bytes whatever the budget says (the agent's RSS
+ * watch: resident memory nears the limit while the caches are under their
+ * share). Returns the bytes freed; 0 when another thread is reclaiming. */
+uint64_t mem_budget__reclaim_bytes(uint64_t want);
+/* Reclaims run and bytes they freed, for /metrics. */
+uint64_t mem_budget__reclaims(void);
 
 /* Resident set size and its peak (VmRSS, VmHWM) of this process in bytes, from
  * /proc/self/status; 0 when unreadable. */

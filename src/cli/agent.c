@@ -4,7 +4,9 @@
  * the agent's own /metrics and /debug/pprof/profile. Runs until SIGINT/SIGTERM,
  * then sends what is spooled for a few seconds and keeps the rest on disk.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,9 @@ static void usage(FILE *f)
 		"      --node MODE            auto (default): JavaScript frames of Node.js\n"
 		"                             processes (docs/node.md); off: native frames only\n"
 		"      --idle                 keep samples of idle CPUs\n"
+		"      --memory-limit SIZE    ceiling on hearth's resident memory (default 64M;\n"
+		"                             e.g. 32M, 1G): caches evict to stay under it\n"
+		"                             (docs/memory.md)\n"
 		"      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
 		"                             (also one line per HTTP request)\n"
 		"      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
@@ -71,7 +76,8 @@ enum {
 	OPT_SPOOL_MB,
 	OPT_ALISTEN,
 	OPT_TLS_CA,
-	OPT_ALOG_LEVEL
+	OPT_ALOG_LEVEL,
+	OPT_MEMORY_LIMIT
 };
 
 const struct option cli_agent_long_opts[] = {
@@ -83,6 +89,7 @@ const struct option cli_agent_long_opts[] = {
     {"unwind", required_argument, NULL, OPT_UNWIND},
     {"python", required_argument, NULL, OPT_PYTHON},
     {"node", required_argument, NULL, OPT_NODE},
+    {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
     {NULL, 0, NULL, 0},
 };
 
@@ -106,6 +113,38 @@ void cli_agent_defaults(struct cli_agent_args *a)
 	a->ao.so.python = true;			      /* docs/python.md */
 	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
 	a->ao.trim_memory = true; /* an always-on process keeps only what it uses */
+	a->ao.memory_limit = AGENT_DEFAULT_MEMORY_LIMIT; /* docs/memory.md */
+}
+
+/*
+ * --memory-limit: a count of bytes, or one with K, M, G or T after it (powers of
+ * 1024; "B" or "iB" may follow: 32M, 64MB, 1GiB), as --max-disk. 0 or -EINVAL.
+ */
+int cli_parse_mem_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+	if (u) {
+		shift = 10 * (int)(u - units + 1);
+		end += strcmp(end + 1, "iB") ? 1 : 3;
+	}
+	if (!strcmp(end, "B"))
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
 }
 
 void cli_merge_opts(const struct option *a, const struct option *b, struct option *out, size_t n)
@@ -171,6 +210,16 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 		return cli_parse_python(cmd, arg, &a->ao.so.python);
 	case OPT_NODE:
 		return cli_parse_node(cmd, arg, &a->ao.so.node);
+	case OPT_MEMORY_LIMIT:
+		if (cli_parse_mem_size(arg, &a->ao.memory_limit) ||
+		    a->ao.memory_limit < AGENT_MIN_MEMORY_LIMIT) {
+			cli_error(cmd,
+				  "--memory-limit: '%s' is not a size of at least 16M (e.g. 32M, "
+				  "64MB, 1G; K, M, G, T are powers of 1024)",
+				  arg);
+			return -EINVAL;
+		}
+		return 0;
 	}
 	return 1;
 }

@@ -16,6 +16,8 @@
 
 #include "cli.h"
 #include "base/base.h"
+#include "base/membudget.h"
+#include "serve.h"
 #include "collect/collect.h"
 #include "profile/profile.h"
 #include "sampler/sampler.h"
@@ -38,6 +40,7 @@ struct record_args {
 	enum out_format format;
 	long top_rows;
 	long cache_mb; /* symbolizer budget, 0 = its default */
+	uint64_t memory_limit; /* --memory-limit, 0 = none (docs/memory.md) */
 	bool quiet;
 	bool verbose; /* -v: the unwinder's, Python walk's and BPF program's counts too */
 };
@@ -84,6 +87,9 @@ static void usage(FILE *f)
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
+		"      --memory-limit SIZE  the ledger's limit, as hearth agent's (e.g. 64M; default\n"
+		"                         none): caches get 40%% of it, the symbol cache too\n"
+		"                         unless --symbol-cache-mb is given (docs/memory.md)\n"
 		"  -q, --quiet            no progress line\n"
 		"  -v, --verbose          after the summary line, the counts of the unwinder,\n"
 		"                         the Python walk and the BPF program\n"
@@ -189,7 +195,8 @@ static int parse_pids(const char *arg, struct record_args *a)
 	return ret;
 }
 
-enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON, OPT_NODE };
+enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON,
+       OPT_NODE, OPT_MEMLIMIT };
 
 const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
@@ -203,6 +210,7 @@ const struct option cli_record_opts[] = {
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "python", required_argument, NULL, OPT_PYTHON },
 	{ "node", required_argument, NULL, OPT_NODE },
+	{ "memory-limit", required_argument, NULL, OPT_MEMLIMIT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -277,6 +285,15 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 		return cli_parse_node("record", arg, &a->so.node);
 	case OPT_PYTHON:
 		return cli_parse_python("record", arg, &a->so.python);
+	case OPT_MEMLIMIT:
+		if (cli_parse_mem_size(arg, &a->memory_limit) || a->memory_limit < (16ull << 20)) {
+			cli_error("record",
+				  "--memory-limit: '%s' is not a size of at least 16M (e.g. 32M, "
+				  "64MB, 1G; K, M, G, T are powers of 1024)",
+				  arg);
+			return -EINVAL;
+		}
+		return 0;
 	case OPT_CACHE:
 		if (cli_parse_long(arg, 1, 65536, &a->cache_mb)) {
 			cli_error("record", "--symbol-cache-mb: '%s' is not a number of MiB from 1 to "
@@ -557,7 +574,8 @@ static void report_unwind(struct sampler *s)
 static int record(const struct record_args *a, FILE *out)
 {
 	struct proc_table *pt = proc_table__new("/proc");
-	struct sym_opts so = { .cache_bytes = (uint64_t)a->cache_mb << 20 };
+	struct sym_opts so = { .cache_bytes = a->cache_mb ? (uint64_t)a->cache_mb << 20
+							  : a->memory_limit / 100 * AGENT_CACHE_PCT };
 	struct symbolizer *sym = symbolizer__new(&so);
 	struct collector *col = (pt && sym) ? collector__new(pt, sym) : NULL;
 	struct sampler_callbacks cb = { .sample = on_sample, .event = on_event, .ctx = col };
@@ -633,6 +651,8 @@ int cmd_record(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	mem_budget__set_limit(a.memory_limit, AGENT_CACHE_PCT); /* 0: none */
+	a.so.raw_held_bytes = (size_t)(a.memory_limit / 16);
 	ret = record(&a, out);
 	if (out != stdout && fclose(out) != 0 && !ret) {
 		cli_error("record", "writing '%s' failed: %s", a.output, strerror(errno));

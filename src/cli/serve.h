@@ -85,6 +85,8 @@ extern const struct option cli_agent_long_opts[];
 /* 0 taken, 1 not an agent sampling option, -EINVAL after an error line. */
 int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agent_args *a);
 void cli_agent_defaults(struct cli_agent_args *a);
+/* A size: bytes, or with K, M, G, T (powers of 1024; B or iB may follow). 0 or -EINVAL. */
+int cli_parse_mem_size(const char *s, uint64_t *out);
 /* Concatenation of two NULL-terminated option tables into out (capacity n). */
 void cli_merge_opts(const struct option *a, const struct option *b, struct option *out, size_t n);
 

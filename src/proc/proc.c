@@ -16,11 +16,13 @@
  */
 #include "proc/proc.h"
 #include "base/base.h"
+#include "base/membudget.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,7 @@ struct proc_entry {
 	uint64_t maps_read_ns;	      /* CLOCK_MONOTONIC of the last maps read attempt */
 	uint32_t note_rereads;	      /* re-reads asked by proc_table__note_addrs */
 	uint64_t used;		      /* pt->clock at the last use, to pick among same-pid */
+	size_t bytes;		      /* heap held, as charged to MEM_PROCS */
 };
 
 struct proc_list {
@@ -71,6 +74,12 @@ struct proc_table {
 	struct proc_list live, exited;
 	/* owned; a cache written through the const table proc__object_path is given */
 	enum proc_probe *map_files;
+	size_t bytes; /* sum of the entries' bytes (charged to MEM_PROCS) */
+	/* The evictor frees entries only on the owner thread inside
+	 * proc_table__reclaim_point (no proc_process pointer is held then). */
+	bool evict_ok;
+	pthread_t owner;
+	uint64_t evictions;
 };
 
 /* Callers hold &e->p; p is the first member, so this is the entry. */
@@ -279,6 +288,40 @@ static int open_pid_dir(const struct proc_table *pt, uint32_t pid)
 	return fd < 0 ? -errno : fd;
 }
 
+static size_t maps_bytes(const struct proc_mapping *maps, size_t n)
+{
+	size_t b = n * sizeof(*maps);
+
+	for (size_t i = 0; i < n; i++)
+		b += maps[i].path ? strlen(maps[i].path) + 1 : 0;
+	return b;
+}
+
+static size_t str_bytes(const char *s)
+{
+	return s ? strlen(s) + 1 : 0;
+}
+
+/* Re-measures e after it changed and charges the difference (MEM_PROCS). */
+static void entry_account(struct proc_table *pt, struct proc_entry *e)
+{
+	size_t b = sizeof(*e) + maps_bytes(e->p.maps, e->p.n_maps) +
+		   maps_bytes(e->p.old_maps, e->p.n_old_maps) + str_bytes(e->p.comm) +
+		   str_bytes(e->p.exe) + str_bytes(e->p.cgroup);
+
+	mem_budget__charge(MEM_PROCS, (int64_t)b - (int64_t)e->bytes);
+	pt->bytes = pt->bytes + b - e->bytes;
+	e->bytes = b;
+}
+
+/* e leaves the table: its bytes are no longer charged. */
+static void entry_unaccount(struct proc_table *pt, struct proc_entry *e)
+{
+	mem_budget__charge(MEM_PROCS, -(int64_t)e->bytes);
+	pt->bytes -= e->bytes;
+	e->bytes = 0;
+}
+
 static void process_fini(struct proc_process *p)
 {
 	proc_maps_free(p->maps, p->n_maps);
@@ -457,6 +500,7 @@ static void table_insert(struct proc_table *pt, struct proc_entry *fresh)
 	while (pt->count >= pt->max_processes && pt->count > 0) {
 		e = pt->exited.head ? pt->exited.head : pt->live.head;
 		table_remove(pt, e);
+		entry_unaccount(pt, e);
 		entry_free(e);
 	}
 	if (pt->count >= pt->n_buckets)
@@ -466,6 +510,58 @@ static void table_insert(struct proc_table *pt, struct proc_entry *fresh)
 	pt->buckets[b] = fresh;
 	list_append(list_of(pt, fresh), fresh);
 	pt->count++;
+	entry_account(pt, fresh);
+}
+
+/*
+ * The MEM_PROCS evictor: frees exited processes, least recently used first,
+ * then (still short) live ones, least recently used first: a live process
+ * evicted is read again from /proc at its next sample. Only on the owner thread
+ * inside proc_table__reclaim_point, where no caller holds a proc_process.
+ */
+uint64_t proc_table_evict(void *ctx, uint64_t want)
+{
+	struct proc_table *pt = ctx;
+	uint64_t freed = 0, n = 0;
+
+	if (!pt->evict_ok || !pthread_equal(pt->owner, pthread_self()))
+		return 0;
+	while (freed < want && pt->count > 0) {
+		struct proc_entry *e = pt->exited.head ? pt->exited.head : pt->live.head;
+		size_t b = e->bytes;
+
+		table_remove(pt, e);
+		entry_unaccount(pt, e);
+		entry_free(e);
+		freed += b;
+		n++;
+	}
+	pt->evictions += n;
+	if (n)
+		mem_budget__evicted(MEM_PROCS, n, freed);
+	return freed;
+}
+
+int proc_table__register_evictor(struct proc_table *pt)
+{
+	pt->owner = pthread_self();
+	return mem_budget__register(MEM_PROCS, 1, proc_table_evict, pt);
+}
+
+uint64_t proc_table__reclaim_point(struct proc_table *pt, uint64_t want)
+{
+	uint64_t freed;
+
+	pt->owner = pthread_self();
+	pt->evict_ok = true;
+	freed = want ? mem_budget__reclaim_bytes(want) : mem_budget__reclaim();
+	pt->evict_ok = false;
+	return freed;
+}
+
+size_t proc_table__bytes(const struct proc_table *pt)
+{
+	return pt->bytes;
 }
 
 struct proc_table *proc_table__new(const char *proc_root)
@@ -494,6 +590,8 @@ void proc_table__free(struct proc_table *pt)
 
 	if (!pt)
 		return;
+	mem_budget__unregister(proc_table_evict, pt);
+	mem_budget__charge(MEM_PROCS, -(int64_t)pt->bytes);
 	for (e = pt->live.head; e; e = next) {
 		next = e->lnext;
 		entry_free(e);
@@ -616,8 +714,10 @@ static int entry_reload(struct proc_table *pt, struct proc_entry *e, bool exec)
 	close(dirfd);
 	if (!err && fresh.p.start_ticks != e->p.start_ticks)
 		err = -ESRCH;
-	if (!err && fresh.p.n_maps > 0)
+	if (!err && fresh.p.n_maps > 0) {
 		process_take(&e->p, &fresh.p, exec);
+		entry_account(pt, e);
+	}
 cleanup:
 	if (err && err != -ENOMEM)
 		entry_mark_exited(pt, e);

@@ -150,4 +150,19 @@ void proc_table__set_limit(struct proc_table *pt, size_t max_processes);
 /* Number of processes in the table (for stats and tests). */
 size_t proc_table__count(const struct proc_table *pt);
 
+/*
+ * Memory (docs/memory.md): the table charges what it holds to MEM_PROCS of the
+ * ledger (base/membudget.h). proc_table__register_evictor makes the calling
+ * thread the table's owner and registers its evictor (exited processes first,
+ * least recently used first). The evictor frees entries only inside
+ * proc_table__reclaim_point on the owner thread, where the caller holds no
+ * proc_process pointer: it runs mem_budget__reclaim (want == 0) or asks the
+ * evictors for want bytes (mem_budget__reclaim_bytes). Returns the bytes freed.
+ */
+int proc_table__register_evictor(struct proc_table *pt);
+uint64_t proc_table__reclaim_point(struct proc_table *pt, uint64_t want);
+uint64_t proc_table_evict(void *ctx, uint64_t want);
+/* Heap bytes the table holds (what it charges). */
+size_t proc_table__bytes(const struct proc_table *pt);
+
 #endif /* HEARTH_PROC_H */

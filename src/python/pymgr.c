@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 #include "python/python_impl.h"
 
 #define PY_MGR_MAX_PROCS  65536 /* queued or described, not Python ones are dropped */
@@ -56,6 +57,7 @@ struct py_code_entry {
 	uint64_t code, checksum;
 	struct py_code_info info; /* owns the line table */
 	char name[PYTHON_NAME_MAX];
+	uint64_t used; /* m->clock at the last use (the MEM_PYTHON evictor's recency) */
 };
 
 struct python_mgr {
@@ -68,7 +70,21 @@ struct python_mgr {
 	size_t n_codes, cap_codes;
 	struct base_hmap code_idx;
 	struct python_mgr_stats st;
+	uint64_t clock;	   /* uses of the code cache */
+	size_t code_bytes; /* what the code cache holds, charged to MEM_PYTHON */
 };
+
+/* Heap held by one cached code object. */
+static size_t code_entry_bytes(const struct py_code_entry *e)
+{
+	return sizeof(*e) + e->info.linetable_len;
+}
+
+static void code_charge(struct python_mgr *m, int64_t delta)
+{
+	m->code_bytes = (size_t)((int64_t)m->code_bytes + delta);
+	mem_budget__charge(MEM_PYTHON, delta);
+}
 
 static uint64_t pid_hash(uint32_t pid)
 {
@@ -105,6 +121,44 @@ static struct py_proc *find_proc(const struct python_mgr *m, uint32_t pid)
 	return i == SIZE_MAX ? NULL : &m->procs[i];
 }
 
+/*
+ * The MEM_PYTHON evictor: drops the least recently used half of the cached code
+ * objects (by their last use), again until want bytes are freed. A dropped code
+ * object is read again from the process at its next sample (or, when the
+ * process is gone, its frames lose their names: exited processes' entries are
+ * no colder than others', the cache keeps no exit order).
+ */
+static void drop_code(struct python_mgr *m, size_t i);
+
+static uint64_t python_evict(void *ctx, uint64_t want)
+{
+	struct python_mgr *m = ctx;
+	size_t before, n0;
+	uint64_t freed;
+
+	pthread_mutex_lock(&m->lock);
+	before = m->code_bytes;
+	n0 = m->n_codes;
+	while (m->n_codes > 0 && before - m->code_bytes < want) {
+		uint64_t lo = UINT64_MAX, mid;
+
+		for (size_t i = 0; i < m->n_codes; i++)
+			lo = m->codes[i].used < lo ? m->codes[i].used : lo;
+		mid = lo + (m->clock - lo) / 2;
+		for (size_t i = 0; i < m->n_codes;) {
+			if (m->codes[i].used <= mid)
+				drop_code(m, i);
+			else
+				i++;
+		}
+	}
+	freed = before - m->code_bytes;
+	if (n0 > m->n_codes)
+		mem_budget__evicted(MEM_PYTHON, n0 - m->n_codes, freed);
+	pthread_mutex_unlock(&m->lock);
+	return freed;
+}
+
 int python_mgr__new(int procs_fd, struct python_mgr **out)
 {
 	struct python_mgr *m = calloc(1, sizeof(*m));
@@ -117,14 +171,17 @@ int python_mgr__new(int procs_fd, struct python_mgr **out)
 		return -ENOMEM;
 	}
 	m->procs_fd = procs_fd;
+	mem_budget__register(MEM_PYTHON, 1, python_evict, m);
 	*out = m;
 	return 0;
 }
 
 static void clear_codes(struct python_mgr *m)
 {
-	for (size_t i = 0; i < m->n_codes; i++)
+	for (size_t i = 0; i < m->n_codes; i++) {
+		code_charge(m, -(int64_t)code_entry_bytes(&m->codes[i]));
 		py_code_info__fini(&m->codes[i].info);
+	}
 	m->n_codes = 0;
 	base_hmap__clear(&m->code_idx);
 }
@@ -134,6 +191,7 @@ void python_mgr__free(struct python_mgr *m)
 	if (!m)
 		return;
 	/* map entries stay: the map may be closed already, it goes with the sampler */
+	mem_budget__unregister(python_evict, m);
 	clear_codes(m);
 	base_hmap__fini(&m->code_idx);
 	base_hmap__fini(&m->proc_idx);
@@ -172,6 +230,7 @@ static void drop_code(struct python_mgr *m, size_t i)
 	struct py_code_entry *e = &m->codes[i];
 	size_t last = m->n_codes - 1;
 
+	code_charge(m, -(int64_t)code_entry_bytes(e));
 	py_code_info__fini(&e->info);
 	base_hmap__remove(&m->code_idx, code_hash(e->pid, e->code), i);
 	if (i != last) {
@@ -456,6 +515,8 @@ static int cache_code(struct python_mgr *m, const struct py_proc *p, uint64_t co
 		goto failed;
 	}
 	e.checksum = e.info.checksum;
+	e.used = ++m->clock;
+	code_charge(m, (int64_t)code_entry_bytes(&e));
 	m->codes[m->n_codes] = e;
 	*out = &m->codes[m->n_codes++];
 	m->st.code_cached++;
@@ -486,8 +547,10 @@ int python_mgr__resolve(struct python_mgr *m, uint32_t pid, uint64_t pstart, uin
 		uint64_t sum;
 
 		/* unreadable now (exited): trust what was read while it ran */
-		if (py_code_checksum(pid, &p->off, code, &sum) || sum == m->codes[i].checksum)
+		if (py_code_checksum(pid, &p->off, code, &sum) || sum == m->codes[i].checksum) {
 			e = &m->codes[i];
+			e->used = ++m->clock;
+		}
 		else
 			drop_code(m, i);
 	}

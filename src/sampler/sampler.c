@@ -83,6 +83,7 @@ struct sampler {
 	struct v8_mgr *v8;	    /* NULL when the V8 walk is off */
 	struct raw_held *raw;	    /* first samples waiting for their view */
 	size_t n_raw, cap_raw, raw_bytes;
+	size_t raw_max; /* bound of raw_bytes (sampler_opts.raw_held_bytes) */
 	uint64_t raw_stats[SAMPLER_RAW_STAT_MAX];
 	uint64_t prompt; /* records of the rings that wake the reader for each one */
 	int hz;
@@ -358,7 +359,7 @@ static int on_raw_sample(void *ctx, void *data, size_t size)
 	    r->klen > HEARTH_RAW_MAX_KERNEL)
 		return 0; /* program/ABI mismatch: skipped */
 	bytes = offsetof(struct hearth_raw_sample, stack) + r->stack_len;
-	if (s->raw_bytes + bytes > RAW_HELD_MAX_BYTES || s->n_raw == SIZE_MAX / sizeof(*s->raw)) {
+	if (s->raw_bytes + bytes > s->raw_max || s->n_raw == SIZE_MAX / sizeof(*s->raw)) {
 		s->raw_stats[SAMPLER_RAW_DROPPED]++;
 		return 0;
 	}
@@ -660,6 +661,8 @@ int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *
 	s->cb = *cb;
 	s->transfer = o->transfer;
 	s->hz = o->hz;
+	s->raw_max = o->raw_held_bytes && o->raw_held_bytes < RAW_HELD_MAX_BYTES ? o->raw_held_bytes
+										 : RAW_HELD_MAX_BYTES;
 	s->cgroup_fd = -1;
 	s->n_possible = libbpf_num_possible_cpus();
 	if (s->n_possible <= 0) {

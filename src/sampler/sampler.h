@@ -48,6 +48,10 @@ struct sampler_opts {
 	bool python;
 	/* Walk node processes' JavaScript frames (docs/node.md); ring-buffer samples. */
 	bool node;
+	/* Bound of the first samples' stack copies held until their process's
+	 * tables are out (docs/memory.md); 0 = the default, 16 MiB; over it they
+	 * are dropped and counted (SAMPLER_RAW_DROPPED). */
+	size_t raw_held_bytes;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */

@@ -2,6 +2,7 @@
  * Tests for src/proc: the maps and stat parsers, the process table on a fake /proc tree
  * (pid reuse, exec, re-read on miss, exit and eviction), and one real child process.
  */
+#include "base/membudget.h"
 #include "proc/proc.h"
 #include "unit.h"
 
@@ -577,4 +578,48 @@ cleanup:
 		fclose(f);
 	if (big)
 		fclose(big);
+}
+
+/* The table charges what it holds to MEM_PROCS; its evictor frees exited
+ * processes first, and only inside proc_table__reclaim_point. */
+TEST(memory_charged_and_evicted)
+{
+	char rootbuf[256];
+	const char *root = fake_root("mem", rootbuf, sizeof(rootbuf));
+	struct proc_table *pt = NULL;
+	uint64_t used, one;
+
+	mem_budget__reset();
+	pt = proc_table__new(root);
+	CHECK(pt);
+	CHECK(fake_process(root, 200, "a", 10, maps_a) == 0);
+	CHECK(fake_process(root, 201, "b", 11, maps_a) == 0);
+	CHECK(proc_table__lookup(pt, 200, 0) && proc_table__lookup(pt, 201, 0));
+	used = mem_budget__used(MEM_PROCS);
+	one = used / 2;
+	CHECKF(used == proc_table__bytes(pt) && one > 5 * sizeof(struct proc_mapping),
+	       "charged %llu, table %zu", (unsigned long long)used, proc_table__bytes(pt));
+	CHECK(proc_table__register_evictor(pt) == 0);
+	/* outside a reclaim point the evictor frees nothing */
+	CHECK(proc_table_evict(pt, 1) == 0);
+	mem_budget__set_limit(1000, 100);
+	CHECK(mem_budget__over());
+	CHECK(mem_budget__reclaim() == 0 && proc_table__count(pt) == 2);
+	/* 201 exited: it goes first, though 200 is the least recently used */
+	proc_table__exit(pt, 201, 0);
+	CHECK(proc_table__reclaim_point(pt, 1) == one);
+	CHECK(proc_table__count(pt) == 1 && proc_table__lookup(pt, 200, 0));
+	CHECK(mem_budget__evictions(MEM_PROCS) == 1 && mem_budget__used(MEM_PROCS) == one);
+	/* by budget: 100 bytes cannot hold the live one either */
+	mem_budget__set_limit(100, 100);
+	CHECK(proc_table__reclaim_point(pt, 0) == one && proc_table__count(pt) == 0);
+	CHECK(mem_budget__used(MEM_PROCS) == 0);
+	/* a later lookup reads it again */
+	CHECK(proc_table__lookup(pt, 200, 0) && mem_budget__used(MEM_PROCS) == one);
+	proc_table__free(pt);
+	pt = NULL;
+	CHECK(mem_budget__used(MEM_PROCS) == 0);
+cleanup:
+	proc_table__free(pt);
+	mem_budget__reset();
 }

@@ -1,0 +1,110 @@
+/*
+ * Tests of the memory ledger (src/base/membudget.c) and of the agent's spool
+ * charging MEM_SPOOL: reclaim by budget and by bytes, evictor order, counters.
+ */
+#include "unit.h"
+
+#include "agent/agent.h"
+#include "agent/agent_impl.h"
+#include "base/membudget.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fake_cache {
+	enum mem_kind kind;
+	uint64_t held, asked;
+	int order, *clock;
+};
+
+static uint64_t fake_evict(void *ctx, uint64_t want)
+{
+	struct fake_cache *c = ctx;
+	uint64_t n = want < c->held ? want : c->held;
+
+	c->asked = want;
+	c->order = ++*c->clock;
+	c->held -= n;
+	mem_budget__charge(c->kind, -(int64_t)n);
+	if (n)
+		mem_budget__evicted(c->kind, 1, n);
+	return n;
+}
+
+TEST(reclaim_by_budget_and_bytes)
+{
+	int clock = 0;
+	struct fake_cache names = {MEM_PYTHON, 4000, 0, 0, &clock};
+	struct fake_cache syms = {MEM_SYMBOLS, 6000, 0, 0, &clock};
+
+	mem_budget__reset();
+	mem_budget__charge(MEM_PYTHON, 4000);
+	mem_budget__charge(MEM_SYMBOLS, 6000);
+	CHECK(!mem_budget__over()); /* no limit */
+	CHECK(mem_budget__reclaim() == 0);
+	CHECK(mem_budget__register(MEM_SYMBOLS, 2, fake_evict, &syms) == 0);
+	CHECK(mem_budget__register(MEM_PYTHON, 1, fake_evict, &names) == 0);
+	mem_budget__set_limit(16000, 50); /* caches: 8000 */
+	CHECK(mem_budget__cache_budget() == 8000);
+	CHECK(mem_budget__over() && mem_budget__would_pass(0));
+	/* excess 2000 + margin 1000: names (priority 1) first, and enough */
+	CHECK(mem_budget__reclaim() == 3000);
+	CHECK(names.order == 1 && syms.order == 0 && names.held == 1000);
+	CHECK(mem_budget__used_total() == 7000 && !mem_budget__over());
+	CHECK(mem_budget__evictions(MEM_PYTHON) == 1 &&
+	      mem_budget__evicted_bytes(MEM_PYTHON) == 3000);
+	CHECK(mem_budget__reclaim() == 0); /* under budget: nothing asked */
+	/* by bytes, whatever the budget: names give their last 1000, then symbols */
+	CHECK(mem_budget__reclaim_bytes(2500) == 2500);
+	CHECK(names.held == 0 && syms.held == 4500 && syms.order == 3);
+	CHECK(mem_budget__reclaims() == 2);
+	mem_budget__unregister(fake_evict, &names);
+	CHECK(mem_budget__reclaim_bytes(100) == 100 && names.order == 2);
+cleanup:
+	mem_budget__reset();
+}
+
+TEST(spool_charges_and_evicts)
+{
+	struct agent_spool *sp = NULL;
+	struct agent_spool_stats st;
+	uint8_t data[1000];
+	uint64_t id;
+	char *q = NULL;
+	uint8_t *d = NULL;
+	size_t len;
+
+	memset(data, 7, sizeof(data));
+	mem_budget__reset();
+	CHECK(agent_spool__new(NULL, 10000, 0, &sp) == 0);
+	for (int i = 0; i < 4; i++)
+		CHECK(agent_spool__push(sp, "q", data, sizeof(data)) == 0);
+	CHECK(mem_budget__used(MEM_SPOOL) == 4000);
+	CHECK(agent_spool__peek(sp, &id, &q, &d, &len) == 0);
+	CHECK(agent_spool__pop(sp, id, true) == 0);
+	CHECK(mem_budget__used(MEM_SPOOL) == 3000);
+	/* no disk: the oldest are dropped, and counted */
+	CHECK(mem_budget__reclaim_bytes(1500) == 2000);
+	CHECK(mem_budget__used(MEM_SPOOL) == 1000);
+	agent_spool__stats(sp, &st);
+	CHECK(st.dropped == 2 && st.queued == 1);
+	CHECK(mem_budget__evictions(MEM_SPOOL) > 0);
+	agent_spool__free(sp);
+	sp = NULL;
+	CHECK(mem_budget__used(MEM_SPOOL) == 0);
+cleanup:
+	free(q);
+	free(d);
+	agent_spool__free(sp);
+	mem_budget__reset();
+}
+
+TEST(sizes_from_the_limit)
+{
+	CHECK(agent_mem_spool_bytes(0) == AGENT_SPOOL_MEM_BYTES);
+	CHECK(agent_mem_spool_bytes(32ull << 20) == (2u << 20));
+	CHECK(agent_mem_spool_bytes(1ull << 30) == AGENT_SPOOL_MEM_BYTES);
+	CHECK(agent_mem_sym_bytes(0) == 0);
+	CHECK(agent_mem_sym_bytes(64ull << 20) == (64ull << 20) / 100 * AGENT_CACHE_PCT);
+cleanup:;
+}
