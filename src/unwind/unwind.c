@@ -68,6 +68,7 @@ struct uobj {
 	uint64_t seen;	     /* its unwind_heat counter at the last tick */
 	bool waiting;	     /* frames landed in it while its table was not loaded */
 	bool neg;	     /* no table can be had (no CFI, Go, too big...) */
+	bool ever_loaded;    /* its table was loaded once: a later load is a reload */
 	uint32_t pid;	     /* a process mapping it, and where: to open it by map_files */
 	uint64_t start, end;
 	char *path; /* as mapped; owned */
@@ -121,7 +122,7 @@ struct unwind_mgr {
 	struct object_id neg[MGR_NEG_ENTRIES];
 	size_t neg_next, n_neg;
 	uint64_t builds, rebuilds, build_failed, no_room, reused;
-	uint64_t loads, evictions, requests, request_events, ticks;
+	uint64_t loads, reloads, evictions, requests, request_events, ticks;
 	uint64_t parked_bytes;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
 	double build_ms;
@@ -240,6 +241,13 @@ static int table_copy_in(struct unwind_mgr *m, struct unwind_table *t, uint32_t 
 	table_free_rows(m, t);
 	t->loaded_ms = (uint64_t)mono_ms();
 	m->loads++;
+	for (size_t i = 1, again = 0; i < m->n_objs; i++) {
+		if (m->objs[i].t != t)
+			continue;
+		if (m->objs[i].ever_loaded && !again++)
+			m->reloads++;
+		m->objs[i].ever_loaded = true;
+	}
 	return 0;
 }
 
@@ -479,8 +487,10 @@ static struct unwind_table *obj_build(struct unwind_mgr *m, uint32_t slot)
 	    grow((void **)&m->tables, &m->cap_tables, m->n_tables, sizeof(*m->tables))) {
 		unwind_table__free(t);
 		t = same; /* the same build-id under another path or inode */
-		if (t)
+		if (t) {
 			obj_set_table(o, t);
+			o->need = table_need(t);
+		}
 		return t;
 	}
 	m->parked_bytes += rows_bytes(t);
@@ -515,7 +525,12 @@ static void view_value(const struct unwind_mgr *m, const struct proc_view *v,
 
 		mp->start = vm->start;
 		mp->end = vm->end;
-		mp->obj = m->heat ? vm->slot : 0;
+		/* No heat slot (no counts, no requests) for an object that can never
+		 * have a table: it is walked with frame pointers, as always. */
+		mp->obj = m->heat && vm->slot && !m->objs[vm->slot].neg &&
+				  m->objs[vm->slot].need <= m->chunks / 4
+			      ? vm->slot
+			      : 0;
 		if (t && t->chunks) {
 			mp->bias = vm->start - vm->pgoff - t->seg_delta;
 			mp->row_start = t->row_start;
@@ -1080,6 +1095,7 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 	o->build_ms = m->build_ms;
 	o->tables_loaded = m->loads;
 	o->tables_evicted = m->evictions;
+	o->tables_reloaded = m->reloads;
 	o->requests = m->requests;
 	o->request_events = m->request_events;
 	o->parked_bytes = m->parked_bytes;

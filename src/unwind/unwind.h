@@ -65,7 +65,7 @@ struct unwind_table {
 /* ---- heat.c: which tables to keep (pure; tests/unit/test_unwind_heat.c) ---- */
 
 /* Half-life of an object's heat (frames walked in it), and the policy's tick. */
-#define UNWIND_HEAT_HALF_LIFE_MS 2000.0
+#define UNWIND_HEAT_HALF_LIFE_MS 1000.0
 #define UNWIND_HEAT_TICK_MS	 100
 /* A loaded table is evicted for a candidate only when heat * HYST + MARGIN is
  * below the candidate's heat, and not within PIN_MS of its load. */
@@ -122,6 +122,7 @@ struct unwind_mgr_stats {
 	/* Tables on demand (docs/unwind.md "Tables by heat"): */
 	uint64_t tables_loaded;	  /* loads of a table into unwind_rows (first or again) */
 	uint64_t tables_evicted;  /* tables evicted from unwind_rows for a hotter object */
+	uint64_t tables_reloaded; /* loads of an object whose table was loaded before */
 	uint64_t requests;	  /* frames walked in an object without its table loaded */
 	uint64_t request_events;  /* wake-ups asking for tables (HEARTH_EV_UNWIND_WANT) */
 	uint64_t waiting_objects; /* objects samples landed in, without their table loaded */
