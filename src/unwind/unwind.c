@@ -599,8 +599,7 @@ static void republish_table(struct unwind_mgr *m, const struct unwind_table *t)
 static int view_publish(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, struct vmap *maps,
 			size_t n)
 {
-	struct proc_view *old = view_find(m, pid),
-			 nv = {.pid = pid, .pstart = pstart, .maps = maps, .n = n};
+	struct proc_view *old, nv = {.pid = pid, .pstart = pstart, .maps = maps, .n = n};
 	struct hearth_unwind_proc *val = malloc(sizeof(*val));
 	int err = 0;
 
@@ -617,6 +616,7 @@ static int view_publish(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, str
 	}
 	m->gen++;
 	view_count(m, &nv, +1); /* before the old one's uses go: shared tables stay in use */
+	old = view_find(m, pid); /* after the grow: the array may have moved */
 	if (old)
 		view_drop(m, old); /* after the update: the walker never sees a freed table */
 	nv.gen = m->gen;
@@ -845,11 +845,6 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		return;
 	sort_objs = m->objs;
 	qsort(cand, n_cand, sizeof(*cand), by_heat_desc);
-	tabs = calloc(m->n_tables + 1, sizeof(*tabs));
-	tab_idx = calloc(m->n_tables + 1, sizeof(*tab_idx));
-	victims = calloc(m->n_tables + 1, sizeof(*victims));
-	if (!tabs || !tab_idx || !victims)
-		goto cleanup;
 	for (uint32_t c = 0; c < n_cand && c < MGR_TICK_CANDIDATES; c++) {
 		struct uobj *o = &m->objs[cand[c]];
 		struct unwind_table *t = o->t;
@@ -859,6 +854,15 @@ static void heat_tick(struct unwind_mgr *m, double now)
 
 		if (t && t->chunks)
 			continue; /* shared by build-id with an object loaded this tick */
+		/* Sized per candidate: a build or a drop changes the table list. */
+		free(tabs);
+		free(tab_idx);
+		free(victims);
+		tabs = calloc(m->n_tables + 2, sizeof(*tabs));
+		tab_idx = calloc(m->n_tables + 2, sizeof(*tab_idx));
+		victims = calloc(m->n_tables + 2, sizeof(*victims));
+		if (!tabs || !tab_idx || !victims)
+			goto cleanup;
 		/* The loaded tables as the policy sees them (pinned: loaded moments ago). */
 		for (size_t i = 0; i < m->n_tables; i++) {
 			const struct unwind_table *lt = m->tables[i];
@@ -898,8 +902,16 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		if (n_vic) {
 			/* Room by eviction: written once the freed chunks have cooled;
 			 * the candidate, the hottest, is placed first at the next tick. */
+			struct unwind_table **vt = calloc(n_vic, sizeof(*vt));
+
+			if (!vt)
+				break;
+			/* the tables first: an eviction may drop one, reordering the list */
 			for (size_t k = 0; k < n_vic; k++)
-				table_evict_hot(m, m->tables[tab_idx[victims[k]]], now);
+				vt[k] = m->tables[tab_idx[victims[k]]];
+			for (size_t k = 0; k < n_vic; k++)
+				table_evict_hot(m, vt[k], now);
+			free(vt);
 			break;
 		}
 		if (table_copy_in(m, t, (uint32_t)first) == 0) {
