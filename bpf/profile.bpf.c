@@ -161,6 +161,7 @@ struct hearth_scratch {
 	__u32 exact_pc; /* the current pc is an interrupted one, not a return address */
 	__u32 leaf_unmapped;		/* the leaf pc was outside every mapping */
 	__u32 no_table; /* a frame was in an object whose table is not loaded */
+	__u32 heat_obj; /* object slot of the previous frame (heat counts runs of frames) */
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
 	/* Python walk (python_frames): the process's description, the frame to
 	 * read next, the frames found (copied after the native ones), the
@@ -784,6 +785,7 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	st->exact_pc = 0;
 	st->leaf_unmapped = 0;
 	st->no_table = 0;
+	st->heat_obj = 0;
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
 	if (st->remap)
 		request_remap(key);

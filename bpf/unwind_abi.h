@@ -89,8 +89,8 @@ struct hearth_unwind_mapping {
 _Static_assert(sizeof(struct hearth_unwind_mapping) == 40, "unwind mapping ABI");
 
 /*
- * Tables on demand (issue 29, docs/unwind.md "Tables by heat"). Every frame of a
- * table walk that lands in a mapped object adds one to the object's counter in
+ * Tables on demand (issue 29, docs/unwind.md "Tables by heat"). Every run of
+ * frames of a table walk in one mapped object adds one to the object's counter in
  * `unwind_heat` (an mmapable array indexed by struct hearth_unwind_mapping.obj);
  * user space reads the counters, decays them into a heat per object, and keeps
  * the hottest objects' tables in unwind_rows. A frame in an object whose table

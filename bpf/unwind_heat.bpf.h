@@ -50,8 +50,9 @@ static __always_inline void unwind_want(struct hearth_scratch *st, __u32 obj)
 	bpf_ringbuf_submit(ev, 0);
 }
 
-/* One frame landed in mapping m: heat for its object; without a loaded table, a
- * request (the walk goes on with frame pointers, and the sample is sent with a
+/* A frame landed in mapping m: heat for its object (once per run of frames in
+ * it: a sample adds about one per object it crosses, and a 200-deep recursion
+ * costs one atomic add, not 200); without a loaded table, a request (the walk goes on with frame pointers, and the sample is sent with a
  * stack copy when it can: st->no_table). */
 static __always_inline void unwind_heat_hit(struct hearth_scratch *st,
 					    const struct hearth_unwind_mapping *m)
@@ -59,8 +60,9 @@ static __always_inline void unwind_heat_hit(struct hearth_scratch *st,
 	__u32 obj = m->obj & (HEARTH_UNWIND_MAX_OBJECTS - 1);
 	__u64 *hits;
 
-	if (!obj)
-		return;
+	if (!obj || obj == st->heat_obj)
+		return; /* a run of frames in one object counts once (deep recursion) */
+	st->heat_obj = obj;
 	hits = bpf_map_lookup_elem(&unwind_heat, &obj);
 	if (hits)
 		__sync_fetch_and_add(hits, 1);
