@@ -4,11 +4,17 @@
  * the candidate is clearly hotter (hysteresis) and not of tables loaded moments
  * ago, eviction of no more than the room needs, and a simulation in which two
  * objects of the same heat do not take each other's place while a clearly
- * hotter one does, once. Deterministic: no clock, no BPF.
+ * hotter one does, once. Deterministic: no clock, no BPF. Then the manager
+ * over real BPF maps (root): the hot object's table replaces a cold one.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <bpf/bpf.h>
+
+#include "base/membudget.h"
 #include "unit.h"
 #include "unwind/unwind.h"
 
@@ -140,4 +146,93 @@ TEST(heat_no_thrash)
 	/* a cold loaded table gives way at once to a warm one */
 	CHECK(simulate(0, 10, 600, &loaded) == 1 && loaded == 1);
 cleanup:;
+}
+
+/* The manager over real maps (needs root): a row map of 4 chunks full of this
+ * binary's objects; one object without a table gets heat, and once the loaded
+ * tables are no longer pinned it takes the place of a cold one: evicted (parked,
+ * charged to MEM_UNWIND), then loaded after the chunks cooled, and the view
+ * re-published with its rows. */
+TEST(mgr_loads_the_hot_object)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
+	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
+	struct unwind_mgr_stats st, st2;
+	struct unwind_mgr *m = NULL;
+	uint32_t self = (uint32_t)getpid(), slot = 0, idx = 0;
+	int rows_fd = -1, procs_fd = -1, heat_fd = -1;
+	uint64_t hits;
+
+	CHECK(val);
+	if (geteuid() != 0) {
+		printf("  (skipped: needs root for BPF maps)\n");
+		goto cleanup;
+	}
+	mem_budget__reset();
+	rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
+				 4 * HEARTH_UNWIND_CHUNK_ROWS, &mm);
+	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4, sizeof(*val), 64, NULL);
+	heat_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_heat", 4, 8, HEARTH_UNWIND_MAX_OBJECTS,
+				 &mm);
+	CHECK(rows_fd >= 0 && procs_fd >= 0 && heat_fd >= 0);
+	CHECK(unwind_mgr__new(rows_fd, procs_fd, 4, &m) == 0);
+	CHECK(unwind_mgr__set_heat(m, heat_fd) == 0);
+	unwind_mgr__note(m, self, 1);
+	CHECK(unwind_mgr__work(m, 5000) >= 1);
+	unwind_mgr__stats(m, &st);
+	CHECKF(st.chunks_used == 4 && st.tables_loaded >= 1, "%llu chunks used",
+	       (unsigned long long)st.chunks_used);
+	/* An object that fits (known size: slot set) and has no table loaded. */
+	CHECK(bpf_map_lookup_elem(procs_fd, &self, val) == 0);
+	for (uint32_t i = 0; i < val->n && !slot; i++)
+		if (val->m[i].obj && !val->m[i].row_count) {
+			slot = val->m[i].obj;
+			idx = i;
+		}
+	CHECK(slot);
+	/* A stray sample or two: under the margin, nothing moves. */
+	hits = 2;
+	CHECK(bpf_map_update_elem(heat_fd, &slot, &hits, BPF_ANY) == 0);
+	usleep((UNWIND_HEAT_PIN_MS + 100) * 1000);
+	unwind_mgr__want(m);
+	unwind_mgr__work(m, 5000);
+	unwind_mgr__stats(m, &st2);
+	CHECKF(st2.tables_evicted == 0 && st2.waiting_objects >= 1 && st2.requests == 2,
+	       "%llu evicted %llu waiting %llu requests", (unsigned long long)st2.tables_evicted,
+	       (unsigned long long)st2.waiting_objects, (unsigned long long)st2.requests);
+	/* Hot now: a cold table is evicted and parked; the chunks cool, then it loads. */
+	hits = 1002;
+	CHECK(bpf_map_update_elem(heat_fd, &slot, &hits, BPF_ANY) == 0);
+	unwind_mgr__want(m);
+	unwind_mgr__work(m, 5000);
+	unwind_mgr__stats(m, &st2);
+	CHECKF(st2.tables_evicted >= 1 && st2.parked_tables >= 1 &&
+		   mem_budget__used(MEM_UNWIND) == st2.parked_bytes && st2.parked_bytes > 0,
+	       "%llu evicted, %llu parked (%llu bytes, %llu charged)",
+	       (unsigned long long)st2.tables_evicted, (unsigned long long)st2.parked_tables,
+	       (unsigned long long)st2.parked_bytes,
+	       (unsigned long long)mem_budget__used(MEM_UNWIND));
+	CHECK(unwind_mgr__next_due_ms(m) >= 0); /* a tick is due once the chunks cooled */
+	usleep(20 * 1000);
+	unwind_mgr__work(m, 5000);
+	unwind_mgr__stats(m, &st2);
+	CHECK(bpf_map_lookup_elem(procs_fd, &self, val) == 0);
+	CHECKF(val->m[idx].obj == slot && val->m[idx].row_count > 0 &&
+		   st2.tables_loaded > st.tables_loaded && st2.chunks_used <= 4,
+	       "row_count %u, %llu loads", val->m[idx].row_count,
+	       (unsigned long long)st2.tables_loaded);
+	printf("  %llu loads, %llu evicted, %llu parked (%llu KiB), %llu waiting, %llu ticks\n",
+	       (unsigned long long)st2.tables_loaded, (unsigned long long)st2.tables_evicted,
+	       (unsigned long long)st2.parked_tables, (unsigned long long)(st2.parked_bytes >> 10),
+	       (unsigned long long)st2.waiting_objects, (unsigned long long)st2.heat_ticks);
+cleanup:
+	unwind_mgr__free(m);
+	CHECK(mem_budget__used(MEM_UNWIND) == 0);
+	if (rows_fd >= 0)
+		close(rows_fd);
+	if (procs_fd >= 0)
+		close(procs_fd);
+	if (heat_fd >= 0)
+		close(heat_fd);
+	free(val);
 }
