@@ -973,8 +973,8 @@ int sampler__unwind_stats(const struct sampler *s, uint64_t uw[HEARTH_UW_STAT_MA
 	fd = bpf_map__fd(s->skel->maps.unwind_stats);
 	for (__u32 i = 0; i < HEARTH_UW_STAT_MAX; i++)
 		uw[i] = percpu_sum(fd, i, s->n_possible);
-	if (ms)
-		unwind_mgr__stats(s->uw, ms);
+	if (ms) /* a copy the polling thread takes: /metrics reads it from another */
+		unwind_mgr__stats_copy(s->uw, ms);
 	return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,9 @@ struct unwind_mgr {
 	double heat_ms, cool_until_ms, want_ms;
 	bool want;
 	bool registered; /* MEM_UNWIND evictor */
+	/* the figures as of the last work call, for other threads (/metrics) */
+	pthread_mutex_t snap_lock;
+	struct unwind_mgr_stats snap;
 	/* ranges of unwind_rows mapped read-only for walks (unwind_mgr__walk_batch) */
 	struct walk_range {
 		uint32_t row_start, row_count;
@@ -175,6 +179,7 @@ int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mg
 	m->pending_fd = -1;
 	m->procs_fd = procs_fd;
 	m->n_objs = 1; /* slot 0: no object */
+	pthread_mutex_init(&m->snap_lock, NULL);
 	if (grow((void **)&m->objs, &m->cap_objs, 0, sizeof(*m->objs))) {
 		free(m);
 		return -ENOMEM;
@@ -275,15 +280,33 @@ static int table_copy_out(struct unwind_mgr *m, struct unwind_table *t)
 	return 0;
 }
 
+/* An object's table becomes t (or none): refs and view counts follow. */
+static void obj_set_table(struct uobj *o, struct unwind_table *t)
+{
+	if (o->t) {
+		o->t->refs--;
+		o->t->views -= o->views;
+	}
+	o->t = t;
+	if (t) {
+		t->refs++;
+		t->views += o->views;
+	}
+}
+
+/* An object gains (d > 0) or loses uses by published views. */
+static void obj_views(struct uobj *o, int d)
+{
+	o->views += d;
+	if (o->t)
+		o->t->views += d;
+}
+
 /* Views (of processes) using a table: those of its objects. */
 static uint64_t table_views(const struct unwind_mgr *m, const struct unwind_table *t)
 {
-	uint64_t v = 0;
-
-	for (size_t i = 1; i < m->n_objs; i++)
-		if (m->objs[i].t == t)
-			v += m->objs[i].views;
-	return v;
+	(void)m;
+	return t->views; /* kept by obj_set_table and obj_views */
 }
 
 /* Frees a table whose objects no published view uses with it: its chunks now,
@@ -294,7 +317,7 @@ static void table_drop(struct unwind_mgr *m, struct unwind_table *t)
 		memset(m->used + t->row_start / HEARTH_UNWIND_CHUNK_ROWS, CH_FREE, t->chunks);
 	for (size_t i = 1; i < m->n_objs; i++)
 		if (m->objs[i].t == t)
-			m->objs[i].t = NULL;
+			obj_set_table(&m->objs[i], NULL);
 	for (size_t i = 0; i < m->n_tables; i++) {
 		if (m->tables[i] == t) {
 			m->tables[i] = m->tables[--m->n_tables];
@@ -407,14 +430,6 @@ static void neg_add(struct unwind_mgr *m, const struct object_id *file)
 
 /* ---- objects (heat slots) ---- */
 
-static void obj_set_table(struct uobj *o, struct unwind_table *t)
-{
-	if (o->t)
-		o->t->refs--;
-	o->t = t;
-	if (t)
-		t->refs++;
-}
 
 /* The slot of a file, made when new (recycling one no view uses); 0 when none. */
 static uint32_t obj_get(struct unwind_mgr *m, const struct object_id *file, uint32_t pid,
@@ -547,7 +562,7 @@ static void view_count(struct unwind_mgr *m, const struct proc_view *v, int d)
 
 		if (!v->maps[i].slot)
 			continue;
-		o->views += d;
+		obj_views(o, d);
 		if (d < 0 && o->t && o->t->chunks && !table_views(m, o->t))
 			o->t->idle_tick = ++m->tick; /* idle from now */
 	}
@@ -722,13 +737,13 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 			obj_prepare(m, vm[k].slot, true);
 	for (size_t k = 0; k < n; k++)
 		if (vm[k].slot)
-			m->objs[vm[k].slot].views++;
+			obj_views(&m->objs[vm[k].slot], +1);
 	for (size_t k = 0; k < n; k++)
 		if (vm[k].slot)
 			obj_prepare(m, vm[k].slot, false);
 	for (size_t k = 0; k < n; k++)
 		if (vm[k].slot)
-			m->objs[vm[k].slot].views--;
+			obj_views(&m->objs[vm[k].slot], -1);
 	err = view_publish(m, pid, pstart, vm, n);
 	if (!err) {
 		vm = NULL;
@@ -1000,6 +1015,24 @@ void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid)
 	m->gen++;
 }
 
+/* The copy other threads read (unwind_mgr__stats_copy). */
+static void snap_refresh(struct unwind_mgr *m)
+{
+	struct unwind_mgr_stats st;
+
+	unwind_mgr__stats(m, &st);
+	pthread_mutex_lock(&m->snap_lock);
+	m->snap = st;
+	pthread_mutex_unlock(&m->snap_lock);
+}
+
+void unwind_mgr__stats_copy(struct unwind_mgr *m, struct unwind_mgr_stats *out)
+{
+	pthread_mutex_lock(&m->snap_lock);
+	*out = m->snap;
+	pthread_mutex_unlock(&m->snap_lock);
+}
+
 int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 {
 	double t0 = mono_ms();
@@ -1030,6 +1063,7 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 				p.rechecks - 1);
 		done++;
 	}
+	snap_refresh(m);
 	return done;
 }
 
@@ -1241,6 +1275,7 @@ void unwind_mgr__free(struct unwind_mgr *m)
 	if (m->heat)
 		munmap((void *)m->heat, HEARTH_UNWIND_MAX_OBJECTS * sizeof(uint64_t));
 	free(m->objs);
+	pthread_mutex_destroy(&m->snap_lock);
 	free(m->tables);
 	free(m->procs);
 	free(m->queue);

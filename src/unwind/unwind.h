@@ -54,6 +54,7 @@ struct unwind_table {
 	double build_ms;    /* time spent building */
 	/* Set by unwind_mgr: */
 	int refs;	    /* objects (files) whose table it is (build-id shared) */
+	uint32_t views;	    /* mappings of published views that use it (0: idle) */
 	uint64_t idle_tick; /* when it last became idle (LRU among idle tables) */
 	uint32_t row_start; /* first row in unwind_rows */
 	uint32_t chunks;    /* chunks allocated; 0 = not loaded: its rows are in rows.rows
@@ -154,7 +155,10 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms);
 /* Milliseconds until the earliest queued job is due (0: now), -1 when none is queued:
  * the caller's loop sleeps that long at most, and no longer polls on a timer. */
 int unwind_mgr__next_due_ms(const struct unwind_mgr *m);
+/* The figures now (the thread that calls work). */
 void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *out);
+/* The figures as of the last unwind_mgr__work call: thread-safe (/metrics). */
+void unwind_mgr__stats_copy(struct unwind_mgr *m, struct unwind_mgr_stats *out);
 /* Largest table by rows and its build time (for the figures), or NULL. */
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m);
 const struct unwind_table *unwind_mgr__find_path(const struct unwind_mgr *m, const char *substr);
