@@ -53,8 +53,13 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 #define MGR_COOL_MS 5
 /* Candidates weighed per policy tick at most (the hottest first). */
 #define MGR_TICK_CANDIDATES 8
-/* After a request, ticks keep coming (next_due_ms) for this long. */
+/* After a request, ticks keep coming (next_due_ms) for this long: every
+ * UNWIND_HEAT_TICK_MS while ticks change something, every MGR_SLOW_TICK_MS
+ * while they do not (objects waiting that are not hot enough cost little). */
 #define MGR_WANT_WINDOW_MS 1000
+#define MGR_SLOW_TICK_MS   1000
+/* Requests bring a tick forward, but ticks are at least this far apart. */
+#define MGR_TICK_MIN_MS 20
 /* Chunk states in used[]. */
 enum { CH_FREE = 0, CH_USED = 1, CH_COOL = 2 };
 
@@ -131,6 +136,7 @@ struct unwind_mgr {
 	/* heat: the unwind_heat counters (mapped read-only), or NULL */
 	const volatile uint64_t *heat;
 	double heat_ms, cool_until_ms, want_ms;
+	double tick_every_ms; /* UNWIND_HEAT_TICK_MS, or MGR_SLOW_TICK_MS when idle */
 	bool want;
 	bool registered; /* MEM_UNWIND evictor */
 	/* the figures as of the last work call, for other threads (/metrics) */
@@ -823,6 +829,8 @@ static void heat_tick(struct unwind_mgr *m, double now)
 	struct uheat_table *tabs = NULL;
 	size_t *victims = NULL, *tab_idx = NULL;
 
+	uint64_t loads0 = m->loads, evictions0 = m->evictions;
+
 	m->heat_ms = now;
 	m->ticks++;
 	if (now >= m->cool_until_ms)
@@ -856,8 +864,10 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		    n_cand < sizeof(cand) / sizeof(cand[0]))
 			cand[n_cand++] = (uint32_t)i;
 	}
-	if (!n_cand)
+	if (!n_cand) {
+		m->tick_every_ms = UNWIND_HEAT_TICK_MS;
 		return;
+	}
 	sort_objs = m->objs;
 	qsort(cand, n_cand, sizeof(*cand), by_heat_desc);
 	for (uint32_t c = 0; c < n_cand && c < MGR_TICK_CANDIDATES; c++) {
@@ -939,6 +949,9 @@ cleanup:
 	free(tab_idx);
 	free(victims);
 	park_trim(m, (uint64_t)m->chunks * MGR_CHUNK_BYTES, false);
+	/* Nothing moved: the waiting objects are not hot enough; look less often. */
+	m->tick_every_ms = m->loads != loads0 || m->evictions != evictions0 ? UNWIND_HEAT_TICK_MS
+									  : MGR_SLOW_TICK_MS;
 }
 
 /* MEM_UNWIND's evictor: parked tables, coldest first (they are built again
@@ -962,6 +975,7 @@ int unwind_mgr__set_heat(struct unwind_mgr *m, int heat_fd)
 		m->objs[i].seen = m->heat[i];
 	if (!m->registered && !mem_budget__register(MEM_UNWIND, 2, mgr_evict, m))
 		m->registered = true;
+	m->tick_every_ms = UNWIND_HEAT_TICK_MS;
 	return 0;
 }
 
@@ -1039,7 +1053,8 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 	int done = 0;
 
 	/* The policy first: a table asked for goes in before new processes' ones. */
-	if (m->heat && (m->want || t0 - m->heat_ms >= UNWIND_HEAT_TICK_MS ||
+	if (m->heat && ((m->want && t0 - m->heat_ms >= MGR_TICK_MIN_MS) ||
+			t0 - m->heat_ms >= m->tick_every_ms ||
 			(m->cool_until_ms && t0 >= m->cool_until_ms))) {
 		m->want = false;
 		heat_tick(m, t0);
@@ -1080,11 +1095,11 @@ int unwind_mgr__next_due_ms(const struct unwind_mgr *m)
 		double tick = -1;
 
 		if (m->want)
-			tick = now;
+			tick = m->heat_ms + MGR_TICK_MIN_MS;
 		else if (m->cool_until_ms)
 			tick = m->cool_until_ms;
 		else if (now - m->want_ms < MGR_WANT_WINDOW_MS)
-			tick = m->heat_ms + UNWIND_HEAT_TICK_MS;
+			tick = m->heat_ms + m->tick_every_ms;
 		if (tick >= 0 && (first < 0 || tick < first))
 			first = tick;
 	}

@@ -203,6 +203,7 @@ TEST(mgr_loads_the_hot_object)
 	/* Hot now: a cold table is evicted and parked; the chunks cool, then it loads. */
 	hits = 1002;
 	CHECK(bpf_map_update_elem(heat_fd, &slot, &hits, BPF_ANY) == 0);
+	usleep(30 * 1000); /* requests bring ticks forward, 20 ms apart at least */
 	unwind_mgr__want(m);
 	unwind_mgr__work(m, 5000);
 	unwind_mgr__stats(m, &st2);
