@@ -102,7 +102,7 @@ _Static_assert(sizeof(struct hearth_unwind_mapping) == 40, "unwind mapping ABI")
  */
 #define HEARTH_UNWIND_MAX_OBJECTS 4096
 #define HEARTH_UNWIND_WANT_NS	  (1000ull * 1000 * 1000)
-#define HEARTH_RAW_PER_WANT	  128
+#define HEARTH_RAW_PER_WANT	  32
 
 /* Value of unwind_procs (key: pid), mappings sorted by start. */
 struct hearth_unwind_proc {
