@@ -51,13 +51,17 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 /* Chunks freed by an eviction are not written for this long: a walk that copied
  * the view before it was re-published (microseconds) still reads the old rows. */
 #define MGR_COOL_MS 5
+/* Parked rows (evicted or without room, kept to be loaded without a build) are
+ * bounded by a quarter of the row map's bytes (4 MiB by default), besides the
+ * MEM_UNWIND ledger's evictor. */
+#define MGR_PARK_MAX(m) ((uint64_t)(m)->chunks * MGR_CHUNK_BYTES / 4)
 /* Candidates weighed per policy tick at most (the hottest first). */
 #define MGR_TICK_CANDIDATES 8
 /* After a request, ticks keep coming (next_due_ms) for this long: every
  * UNWIND_HEAT_TICK_MS while ticks change something, every MGR_SLOW_TICK_MS
  * while they do not (objects waiting that are not hot enough cost little). */
 #define MGR_WANT_WINDOW_MS 1000
-#define MGR_SLOW_TICK_MS   1000
+#define MGR_SLOW_TICK_MS   1000 /* reached by doubling from UNWIND_HEAT_TICK_MS */
 /* Requests bring a tick forward, but ticks are at least this far apart. */
 #define MGR_TICK_MIN_MS 20
 /* Chunk states in used[]. */
@@ -334,7 +338,32 @@ static void table_drop(struct unwind_mgr *m, struct unwind_table *t)
 	unwind_table__free(t);
 }
 
-/* Drops the loaded table idle (no view uses it) the longest; false when none. */
+static void republish_table(struct unwind_mgr *m, const struct unwind_table *t);
+
+/* Takes a loaded table out of the row map, its rows parked in memory (charged;
+ * park_trim bounds them) so that loading it again needs no build. Chunks a
+ * published view still names cool first (MGR_COOL_MS); an idle table's are
+ * free at once. */
+static void table_park(struct unwind_mgr *m, struct unwind_table *t, double now)
+{
+	uint32_t first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, n = t->chunks;
+	bool used = t->views > 0;
+
+	if (table_copy_out(m, t)) {
+		table_drop(m, t); /* not parked: built again when wanted */
+		return;
+	}
+	t->chunks = 0;
+	if (!used) {
+		memset(m->used + first, CH_FREE, n);
+		return;
+	}
+	republish_table(m, t);
+	memset(m->used + first, CH_COOL, n);
+	m->cool_until_ms = now + MGR_COOL_MS;
+}
+
+/* Parks the loaded table idle (no view uses it) the longest; false when none. */
 static bool drop_oldest_idle(struct unwind_mgr *m)
 {
 	struct unwind_table *old = NULL;
@@ -347,7 +376,7 @@ static bool drop_oldest_idle(struct unwind_mgr *m)
 	}
 	if (!old)
 		return false;
-	table_drop(m, old);
+	table_park(m, old, mono_ms());
 	return true;
 }
 
@@ -665,18 +694,21 @@ static void obj_prepare(struct unwind_mgr *m, uint32_t slot, bool loaded_only)
 
 	if (o->neg)
 		return;
-	if (t && t->chunks && !table_views(m, t)) {
+	if (t && !table_views(m, t)) { /* idle, loaded or parked: still that file? */
 		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", o->pid,
 			 (unsigned long long)o->start, (unsigned long long)o->end);
 		if (idle_still_valid(t, open_path)) {
-			m->reused++;
-			return;
+			m->reused += t->chunks != 0;
+			if (t->chunks)
+				return;
+			goto parked;
 		}
 		table_drop(m, t); /* the file changed under the same inode */
 		t = NULL;
 	}
 	if (t && t->chunks)
 		return;
+parked:
 	if (loaded_only)
 		return;
 	if (!t) {
@@ -690,11 +722,11 @@ static void obj_prepare(struct unwind_mgr *m, uint32_t slot, bool loaded_only)
 	}
 	if (table_load_now(m, t)) {
 		m->no_room++;
-		/* A table just built that found no room is not kept: its size is
-		 * remembered (o->need), and it is built again when its object is
-		 * hot enough to take the room of a colder one (heat_tick). */
-		if (fresh && t->refs == 1)
-			table_drop(m, t);
+		/* A table that found no room stays parked (park_trim drops the
+		 * coldest past its bound; its size stays known, o->need): loaded
+		 * when its object is hot enough to take a colder one's room
+		 * (heat_tick), without a build. */
+		(void)fresh;
 	}
 }
 
@@ -772,17 +804,8 @@ cleanup:
  * cool for MGR_COOL_MS before they are written again. */
 static void table_evict_hot(struct unwind_mgr *m, struct unwind_table *t, double now)
 {
-	uint32_t first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, n = t->chunks;
-
-	if (table_copy_out(m, t))
-		t->rows.rows = NULL; /* not parked: built again when wanted */
-	t->chunks = 0;
-	republish_table(m, t);
-	memset(m->used + first, CH_COOL, n);
-	m->cool_until_ms = now + MGR_COOL_MS;
 	m->evictions++;
-	if (!t->rows.rows)
-		table_drop(m, t);
+	table_park(m, t, now);
 }
 
 /* Parked tables hold at most as many bytes as the row map: the coldest go. */
@@ -919,9 +942,8 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		first = unwind_heat_place(m->used, m->chunks, tabs, n_tabs, table_need(t), o->heat,
 					  victims, &n_vic);
 		if (first < 0) {
-			m->no_room++;
-			if (fresh && t->refs == 1)
-				table_drop(m, t); /* size known now; built again when hotter */
+			m->no_room++; /* parked, size known: loaded when hotter */
+			(void)fresh;
 			continue;
 		}
 		if (n_vic) {
@@ -948,10 +970,13 @@ cleanup:
 	free(tabs);
 	free(tab_idx);
 	free(victims);
-	park_trim(m, (uint64_t)m->chunks * MGR_CHUNK_BYTES, false);
-	/* Nothing moved: the waiting objects are not hot enough; look less often. */
-	m->tick_every_ms = m->loads != loads0 || m->evictions != evictions0 ? UNWIND_HEAT_TICK_MS
-									  : MGR_SLOW_TICK_MS;
+	park_trim(m, MGR_PARK_MAX(m), false);
+	/* Nothing moved: the waiting objects are not hot enough; look less often
+	 * (twice as long each time, up to a second). */
+	if (m->loads != loads0 || m->evictions != evictions0)
+		m->tick_every_ms = UNWIND_HEAT_TICK_MS;
+	else if ((m->tick_every_ms *= 2) > MGR_SLOW_TICK_MS)
+		m->tick_every_ms = MGR_SLOW_TICK_MS;
 }
 
 /* MEM_UNWIND's evictor: parked tables, coldest first (they are built again

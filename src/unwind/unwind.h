@@ -71,7 +71,7 @@ struct unwind_table {
 /* A loaded table is evicted for a candidate only when heat * HYST + MARGIN is
  * below the candidate's heat, and not within PIN_MS of its load. */
 #define UNWIND_HEAT_HYST   1.5
-#define UNWIND_HEAT_MARGIN 4.0
+#define UNWIND_HEAT_MARGIN 1.0
 #define UNWIND_HEAT_PIN_MS 1000
 /* Heat an object without a table needs before its table is built and loaded. */
 #define UNWIND_HEAT_MIN 1.0
