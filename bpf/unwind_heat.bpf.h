@@ -52,8 +52,9 @@ static __always_inline void unwind_want(struct hearth_scratch *st, __u32 obj)
 
 /* A frame landed in mapping m: heat for its object (once per run of frames in
  * it: a sample adds about one per object it crosses, and a 200-deep recursion
- * costs one atomic add, not 200); without a loaded table, a request (the walk goes on with frame pointers, and the sample is sent with a
- * stack copy when it can: st->no_table). */
+ * costs one atomic add, not 200); without a loaded table, a request (the walk
+ * goes on with frame pointers, and the sample is sent with a stack copy when it
+ * can: st->no_table). */
 static __always_inline void unwind_heat_hit(struct hearth_scratch *st,
 					    const struct hearth_unwind_mapping *m)
 {

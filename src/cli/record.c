@@ -523,9 +523,9 @@ static void report_unwind(struct sampler *s)
 	/* Tables on demand (docs/unwind.md "Tables by heat"). */
 	fprintf(stderr,
 		"hearth record: unwind: tables by heat: %llu loaded (%llu again), %llu evicted "
-		"for hotter objects, %llu requests (%llu frames without their table, %llu wake-ups), %llu "
-		"objects waiting for room, %llu tables parked (%llu KiB), %llu of %llu KiB of "
-		"BPF table budget in use, %llu objects, %llu ticks\n",
+		"for hotter objects, %llu requests (%llu frames without their table, %llu "
+		"wake-ups), %llu objects waiting for room, %llu tables parked (%llu KiB), %llu "
+		"of %llu KiB of BPF table budget in use, %llu objects, %llu ticks\n",
 		(unsigned long long)ms.tables_loaded, (unsigned long long)ms.tables_reloaded,
 		(unsigned long long)ms.tables_evicted,
 		(unsigned long long)ms.requests, (unsigned long long)uw[HEARTH_UW_NO_TABLE],

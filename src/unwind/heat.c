@@ -97,7 +97,8 @@ long unwind_heat_place(const uint8_t *used, uint32_t n_chunks, const struct uhea
 	for (size_t k = 0; k < n_order; k++) {
 		const struct uheat_table *t = &tabs[order[k]];
 
-		if (t->first < (uint64_t)first + need && (uint64_t)t->first + t->chunks > (uint64_t)first)
+		if (t->first < (uint64_t)first + need &&
+		    (uint64_t)t->first + t->chunks > (uint64_t)first)
 			victims[(*n_victims)++] = order[k];
 	}
 	free(order);

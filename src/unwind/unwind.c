@@ -72,14 +72,14 @@ enum { CH_FREE = 0, CH_USED = 1, CH_COOL = 2 };
 struct uobj {
 	uint64_t dev, inode; /* 0, 0: a free slot */
 	struct unwind_table *t;
-	uint32_t need;	     /* chunks its table needs (0: never built) */
-	uint32_t views;	     /* mappings of published views that name it */
-	double heat;	     /* frames walked in it, decayed */
-	uint64_t seen;	     /* its unwind_heat counter at the last tick */
-	bool waiting;	     /* frames landed in it while its table was not loaded */
-	bool neg;	     /* no table can be had (no CFI, Go, too big...) */
-	bool ever_loaded;    /* its table was loaded once: a later load is a reload */
-	uint32_t pid;	     /* a process mapping it, and where: to open it by map_files */
+	uint32_t need;	  /* chunks its table needs (0: never built) */
+	uint32_t views;	  /* mappings of published views that name it */
+	double heat;	  /* frames walked in it, decayed */
+	uint64_t seen;	  /* its unwind_heat counter at the last tick */
+	bool waiting;	  /* frames landed in it while its table was not loaded */
+	bool neg;	  /* no table can be had (no CFI, Go, too big...) */
+	bool ever_loaded; /* its table was loaded once: a later load is a reload */
+	uint32_t pid;	  /* a process mapping it, and where: to open it by map_files */
 	uint64_t start, end;
 	char *path; /* as mapped; owned */
 };
@@ -116,7 +116,7 @@ struct unwind_mgr {
 	 * unmapped right after: a mapping of the whole array would count all of it
 	 * (16 MiB by default) in hearth's RSS for as long as it runs. */
 	int rows_fd, procs_fd;
-	uint32_t chunks; /* chunks in unwind_rows */
+	uint32_t chunks;		    /* chunks in unwind_rows */
 	uint8_t used[HEARTH_UNWIND_CHUNKS]; /* CH_* */
 	/* built tables, loaded or parked; found by a linear scan (a few hundred at
 	 * most, scanned per object while a view is built, off the sample path) */
@@ -465,7 +465,6 @@ static void neg_add(struct unwind_mgr *m, const struct object_id *file)
 
 /* ---- objects (heat slots) ---- */
 
-
 /* The slot of a file, made when new (recycling one no view uses); 0 when none. */
 static uint32_t obj_get(struct unwind_mgr *m, const struct object_id *file, uint32_t pid,
 			const struct proc_mapping *pm)
@@ -484,8 +483,7 @@ static uint32_t obj_get(struct unwind_mgr *m, const struct object_id *file, uint
 	    !grow((void **)&m->objs, &m->cap_objs, m->n_objs, sizeof(*m->objs))) {
 		free_slot = m->n_objs++;
 		memset(&m->objs[free_slot], 0, sizeof(*m->objs));
-	}
-	else if (!free_slot)
+	} else if (!free_slot)
 		return 0;
 	o = &m->objs[free_slot];
 	free(o->path);
@@ -665,7 +663,7 @@ static int view_publish(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, str
 		goto cleanup;
 	}
 	m->gen++;
-	view_count(m, &nv, +1); /* before the old one's uses go: shared tables stay in use */
+	view_count(m, &nv, +1);	 /* before the old one's uses go: shared tables stay in use */
 	old = view_find(m, pid); /* after the grow: the array may have moved */
 	if (old)
 		view_drop(m, old); /* after the update: the walker never sees a freed table */
@@ -749,7 +747,8 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 		goto cleanup;
 	/* The executable file mappings, in address order (the walker's search). */
 	for (size_t i = 0; i < n_maps && n < HEARTH_UNWIND_MAX_MAPPINGS; i++) {
-		struct object_id file = {.dev = proc_mapping__dev(&maps[i]), .inode = maps[i].inode};
+		struct object_id file = {.dev = proc_mapping__dev(&maps[i]),
+					 .inode = maps[i].inode};
 
 		if (!maps[i].exec || maps[i].path[0] != '/')
 			continue;
@@ -1078,9 +1077,9 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 	int done = 0;
 
 	/* The policy first: a table asked for goes in before new processes' ones. */
-	if (m->heat && ((m->want && t0 - m->heat_ms >= MGR_TICK_MIN_MS) ||
-			t0 - m->heat_ms >= m->tick_every_ms ||
-			(m->cool_until_ms && t0 >= m->cool_until_ms))) {
+	if (m->heat &&
+	    ((m->want && t0 - m->heat_ms >= MGR_TICK_MIN_MS) ||
+	     t0 - m->heat_ms >= m->tick_every_ms || (m->cool_until_ms && t0 >= m->cool_until_ms))) {
 		m->want = false;
 		heat_tick(m, t0);
 		if (t0 >= m->cool_until_ms)

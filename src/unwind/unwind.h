@@ -119,20 +119,20 @@ struct unwind_mgr_stats {
 	uint64_t build_failed;
 	uint64_t no_room;	  /* loads that found no room in unwind_rows (not hot enough) */
 	uint64_t no_room_objects; /* = waiting_objects (kept for the older readers) */
-	double build_ms; /* total build time */
+	double build_ms;	  /* total build time */
 	/* Tables on demand (docs/unwind.md "Tables by heat"): */
-	uint64_t tables_loaded;	  /* loads of a table into unwind_rows (first or again) */
-	uint64_t tables_evicted;  /* tables evicted from unwind_rows for a hotter object */
-	uint64_t tables_reloaded; /* loads of an object whose table was loaded before */
-	uint64_t requests;	  /* frames walked in an object without its table loaded */
-	uint64_t request_events;  /* wake-ups asking for tables (HEARTH_EV_UNWIND_WANT) */
-	uint64_t waiting_objects; /* objects samples landed in, without their table loaded */
-	uint64_t objects;	  /* objects (files) tracked, with a heat slot */
-	uint64_t parked_tables;	  /* evicted tables kept in memory (reloaded without a build) */
-	uint64_t parked_bytes;	  /* their rows (charged as MEM_UNWIND) */
-	uint64_t bpf_bytes_used;  /* unwind_rows chunks in use, in bytes */
+	uint64_t tables_loaded;	   /* loads of a table into unwind_rows (first or again) */
+	uint64_t tables_evicted;   /* tables evicted from unwind_rows for a hotter object */
+	uint64_t tables_reloaded;  /* loads of an object whose table was loaded before */
+	uint64_t requests;	   /* frames walked in an object without its table loaded */
+	uint64_t request_events;   /* wake-ups asking for tables (HEARTH_EV_UNWIND_WANT) */
+	uint64_t waiting_objects;  /* objects samples landed in, without their table loaded */
+	uint64_t objects;	   /* objects (files) tracked, with a heat slot */
+	uint64_t parked_tables;	   /* evicted tables kept in memory (reloaded without a build) */
+	uint64_t parked_bytes;	   /* their rows (charged as MEM_UNWIND) */
+	uint64_t bpf_bytes_used;   /* unwind_rows chunks in use, in bytes */
 	uint64_t bpf_bytes_budget; /* unwind_rows chunks the manager may use, in bytes */
-	uint64_t heat_ticks;	  /* policy ticks run */
+	uint64_t heat_ticks;	   /* policy ticks run */
 };
 
 struct unwind_mgr;

@@ -116,10 +116,10 @@ static int simulate(double rate_a, double rate_b, int ticks, int *final_loaded)
 		int other = !loaded;
 
 		/* sample counts per tick, as walks would add them */
-		heat[0] = unwind_heat_decay(heat[0], (uint64_t)rate_a, tick_ms,
-					    UNWIND_HEAT_HALF_LIFE_MS);
-		heat[1] = unwind_heat_decay(heat[1], (uint64_t)rate_b, tick_ms,
-					    UNWIND_HEAT_HALF_LIFE_MS);
+		heat[0] =
+		    unwind_heat_decay(heat[0], (uint64_t)rate_a, tick_ms, UNWIND_HEAT_HALF_LIFE_MS);
+		heat[1] =
+		    unwind_heat_decay(heat[1], (uint64_t)rate_b, tick_ms, UNWIND_HEAT_HALF_LIFE_MS);
 		tab = (struct uheat_table){heat[loaded], 0, 1,
 					   since_load * tick_ms < UNWIND_HEAT_PIN_MS};
 		if (unwind_heat_place(used, 1, &tab, 1, 1, heat[other], victims, &n) == 0 &&
@@ -172,8 +172,8 @@ TEST(mgr_loads_the_hot_object)
 	rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
 				 4 * HEARTH_UNWIND_CHUNK_ROWS, &mm);
 	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4, sizeof(*val), 64, NULL);
-	heat_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_heat", 4, 8, HEARTH_UNWIND_MAX_OBJECTS,
-				 &mm);
+	heat_fd =
+	    bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_heat", 4, 8, HEARTH_UNWIND_MAX_OBJECTS, &mm);
 	CHECK(rows_fd >= 0 && procs_fd >= 0 && heat_fd >= 0);
 	CHECK(unwind_mgr__new(rows_fd, procs_fd, 4, &m) == 0);
 	CHECK(unwind_mgr__set_heat(m, heat_fd) == 0);
