@@ -688,7 +688,6 @@ static void obj_prepare(struct unwind_mgr *m, uint32_t slot, bool loaded_only)
 	struct uobj *o = &m->objs[slot];
 	struct unwind_table *t = o->t;
 	char open_path[96];
-	bool fresh = false;
 
 	if (o->neg)
 		return;
@@ -716,16 +715,12 @@ parked:
 		t = obj_build(m, slot);
 		if (!t || t->chunks)
 			return;
-		fresh = true;
 	}
-	if (table_load_now(m, t)) {
+	/* A table that finds no room stays parked (park_trim drops the coldest
+	 * past its bound; its size stays known, o->need): loaded when its object
+	 * is hot enough to take a colder one's room (heat_tick), without a build. */
+	if (table_load_now(m, t))
 		m->no_room++;
-		/* A table that found no room stays parked (park_trim drops the
-		 * coldest past its bound; its size stays known, o->need): loaded
-		 * when its object is hot enough to take a colder one's room
-		 * (heat_tick), without a build. */
-		(void)fresh;
-	}
 }
 
 /* Publishes the process's view from /proc/PID/maps. Returns 1 when the view looks
@@ -896,7 +891,6 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		struct uobj *o = &m->objs[cand[c]];
 		struct unwind_table *t = o->t;
 		size_t n_tabs = 0, n_vic = 0;
-		bool fresh = false;
 		long first;
 
 		if (t && t->chunks)
@@ -932,7 +926,6 @@ static void heat_tick(struct unwind_mgr *m, double now)
 			t = obj_build(m, cand[c]);
 			if (!t || t->chunks)
 				continue;
-			fresh = true;
 		}
 		if (table_need(t) > m->chunks / 4 || !t->rows.rows) {
 			o->waiting = false; /* never fits: frame pointers it is */
@@ -942,7 +935,6 @@ static void heat_tick(struct unwind_mgr *m, double now)
 					  victims, &n_vic);
 		if (first < 0) {
 			m->no_room++; /* parked, size known: loaded when hotter */
-			(void)fresh;
 			continue;
 		}
 		if (n_vic) {
