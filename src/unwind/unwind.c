@@ -846,7 +846,7 @@ static void heat_tick(struct unwind_mgr *m, double now)
 	struct uheat_table *tabs = NULL;
 	size_t *victims = NULL, *tab_idx = NULL;
 
-	uint64_t loads0 = m->loads, evictions0 = m->evictions;
+	uint64_t loads0 = m->loads, evictions0 = m->evictions, requests0 = m->requests;
 
 	m->heat_ms = now;
 	m->ticks++;
@@ -962,9 +962,10 @@ cleanup:
 	free(tab_idx);
 	free(victims);
 	park_trim(m, MGR_PARK_MAX(m), false);
-	/* Nothing moved: the waiting objects are not hot enough; look less often
-	 * (twice as long each time, up to a second). */
-	if (m->loads != loads0 || m->evictions != evictions0)
+	/* Nothing moved and no waiting object was hit since the last tick: look
+	 * less often (twice as long each time, up to a second). An object that
+	 * keeps being hit is weighed every tick until it is hot enough. */
+	if (m->loads != loads0 || m->evictions != evictions0 || m->requests != requests0)
 		m->tick_every_ms = UNWIND_HEAT_TICK_MS;
 	else if ((m->tick_every_ms *= 2) > MGR_SLOW_TICK_MS)
 		m->tick_every_ms = MGR_SLOW_TICK_MS;
