@@ -51,10 +51,12 @@ heat=$(grep -a 'tables by heat' "$T/err")
 tot=$(grep -E 'leaf_lib[0-9]+ [0-9]+$' "$T/out.folded" | awk '{ s += $NF } END { print s + 0 }')
 hit=$(grep -E ';main;run_phase;hot_lib([0-9]+);mid5_lib\1;mid4_lib\1;mid3_lib\1;mid2_lib\1;mid1_lib\1;mid0_lib\1;leaf_lib\1 [0-9]+$' \
 	"$T/out.folded" | awk '{ s += $NF } END { print s + 0 }')
-if [ "$tot" -gt 500 ] && [ $((hit * 100)) -ge $((tot * 95)) ]; then
+# At least 100 samples of the hot code (the machine may be shared: 99 Hz over
+# 30 s gives up to ~6000 when both processes run, a few hundred when it is busy).
+if [ "$tot" -ge 100 ] && [ $((hit * 100)) -ge $((tot * 95)) ]; then
 	pass "unwind_heat_complete: $hit of $tot samples of the hot code reach main through its 8 frames"
 else
-	fail unwind_heat_complete "$hit of $tot hot samples complete (want >= 95%): $heat $(grep -a 'unwind:' "$T/err" | head -1 | cut -c1-400) $(grep -E 'leaf_lib' "$T/out.folded" | sort -t' ' -k2 -nr | head -4 | cut -c1-300)"
+	fail unwind_heat_complete "$hit of $tot hot samples complete (want >= 95% of >= 100): $heat $(grep -a 'unwind:' "$T/err" | head -1 | cut -c1-400) $(grep -E 'leaf_lib' "$T/out.folded" | sort -t' ' -k2 -nr | head -4 | cut -c1-300)"
 fi
 ev=$(echo "$heat" | sed -nE 's/.* ([0-9]+) evicted .*/\1/p')
 again=$(echo "$heat" | sed -nE 's/.*loaded \(([0-9]+) again\).*/\1/p')
