@@ -160,6 +160,8 @@ struct hearth_scratch {
 	__u32 via_jit;	/* the current pc was reached by a mixed-mode (fp) step */
 	__u32 exact_pc; /* the current pc is an interrupted one, not a return address */
 	__u32 leaf_unmapped;		/* the leaf pc was outside every mapping */
+	__u32 no_table; /* a frame was in an object whose table is not loaded */
+	__u32 heat_obj; /* object slot of the previous frame (heat counts runs of frames) */
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
 	/* Python walk (python_frames): the process's description, the frame to
 	 * read next, the frames found (copied after the native ones), the
@@ -456,6 +458,8 @@ static __always_inline long signal_step(struct hearth_scratch *st, __u32 n)
 	return st->pc == 0;
 }
 
+#include "unwind_heat.bpf.h" /* tables on demand: heat and requests */
+
 /* bpf_loop callback: records the current pc, then steps to the caller. */
 static long unwind_step(__u32 i, void *ctx)
 {
@@ -490,6 +494,7 @@ static long unwind_step(__u32 i, void *ctx)
 		return mixed_step(st);
 	}
 	st->via_jit = 0;
+	unwind_heat_hit(st, &m);
 	if (!m.row_count)
 		return fp_step(st);
 	r = find_row(&m, addr - m.bias);
@@ -781,15 +786,20 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	st->via_jit = 0;
 	st->exact_pc = 0;
 	st->leaf_unmapped = 0;
+	st->no_table = 0;
+	st->heat_obj = 0;
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
 	if (st->remap)
 		request_remap(key);
+	if (st->no_table)
+		unwind_heat_gap(key);
 	/* A table step led to a caller outside the view, or the leaf is outside
 	 * it: the view may have been read before ld.so (or dlopen) mapped that
 	 * library (or the leaf is JIT code). While the process may still send
 	 * stack copies, send one instead: walked in user space once the view is
 	 * read again, it reaches the root where this walk stopped. */
-	if ((st->remap || st->leaf_unmapped) && send_raw_sample(ctx, key, want_kernel))
+	if ((st->remap || st->leaf_unmapped || st->no_table) &&
+	    send_raw_sample(ctx, key, want_kernel))
 		return true;
 	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (want_kernel) {

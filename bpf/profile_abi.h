@@ -67,6 +67,9 @@ enum hearth_event_kind {
 	 * mapped after the view was read, e.g. by ld.so or dlopen): re-read its maps.
 	 * Consumed by the sampler; never handed to the event callback. */
 	HEARTH_EV_REMAP = 4,
+	/* A walk crossed an object whose unwind table is not loaded (bpf/unwind_abi.h,
+	 * tables on demand): weigh the objects' heat now. Consumed by the sampler. */
+	HEARTH_EV_UNWIND_WANT = 5,
 };
 
 struct hearth_event {

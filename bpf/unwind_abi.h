@@ -83,8 +83,26 @@ struct hearth_unwind_mapping {
 	__u64 bias;	  /* vaddr = addr - bias */
 	__u32 row_start;  /* first row in unwind_rows; row_count 0 = no table (use fp) */
 	__u32 row_count;
+	__u32 obj;	  /* the object's slot in unwind_heat (0: none, never gets a table) */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct hearth_unwind_mapping) == 32, "unwind mapping ABI");
+_Static_assert(sizeof(struct hearth_unwind_mapping) == 40, "unwind mapping ABI");
+
+/*
+ * Tables on demand (issue 29, docs/unwind.md "Tables by heat"). Every run of
+ * frames of a table walk in one mapped object adds one to the object's counter in
+ * `unwind_heat` (an mmapable array indexed by struct hearth_unwind_mapping.obj);
+ * user space reads the counters, decays them into a heat per object, and keeps
+ * the hottest objects' tables in unwind_rows. A frame in an object whose table
+ * is not loaded (row_count 0, obj set) is walked with frame pointers meanwhile,
+ * and asks for its table: an HEARTH_EV_UNWIND_WANT event (at most one per
+ * object per HEARTH_UNWIND_WANT_NS) wakes user space, and the sample goes out
+ * with a copy of its stack (struct hearth_raw_sample, up to HEARTH_RAW_PER_WANT
+ * per process and gap), walked in user space once the table is in.
+ */
+#define HEARTH_UNWIND_MAX_OBJECTS 4096
+#define HEARTH_UNWIND_WANT_NS	  (1000ull * 1000 * 1000)
+#define HEARTH_RAW_PER_WANT	  32
 
 /* Value of unwind_procs (key: pid), mappings sorted by start. */
 struct hearth_unwind_proc {
@@ -93,7 +111,7 @@ struct hearth_unwind_proc {
 	__u32 pad;
 	struct hearth_unwind_mapping m[HEARTH_UNWIND_MAX_MAPPINGS];
 };
-_Static_assert(sizeof(struct hearth_unwind_proc) == 16 + 32 * HEARTH_UNWIND_MAX_MAPPINGS,
+_Static_assert(sizeof(struct hearth_unwind_proc) == 16 + 40 * HEARTH_UNWIND_MAX_MAPPINGS,
 	       "unwind proc ABI");
 
 /* Table-unwound samples go through the ring buffer as struct hearth_rb_sample
@@ -116,6 +134,7 @@ enum hearth_unwind_stat {
 	HEARTH_UW_SIGNAL,     /* signal frames crossed (to the interrupted code) */
 	HEARTH_UW_RAW,	      /* samples sent with a copy of the stack (no view yet) */
 	HEARTH_UW_RAW_LOST,   /* ... that found the raw ring full (walked with fp instead) */
+	HEARTH_UW_NO_TABLE,   /* frames in an object whose table is not loaded (a request) */
 	HEARTH_UW_STAT_MAX,
 };
 

@@ -543,8 +543,8 @@ static void report_unwind(struct sampler *s)
 	    "with frame pointers; %llu signal frames crossed; %llu frame-pointer frames); %llu "
 	    "tables for %llu processes, %llu "
 	    "rows "
-	    "= %llu KiB in BPF (%llu of %llu chunks; %llu objects did not fit, in %llu "
-	    "builds), %llu KiB user memory, %llu builds (%llu again once room appeared) in "
+	    "= %llu KiB in BPF (%llu of %llu chunks; %llu objects waiting for room, %llu "
+	    "loads without room), %llu KiB user memory, %llu builds (%llu again) in "
 	    "%.1f ms%s%s\n",
 	    (unsigned long long)uw[HEARTH_UW_SAMPLES], (unsigned long long)uw[HEARTH_UW_END],
 	    (unsigned long long)uw[HEARTH_UW_UNSUPPORTED],
@@ -569,6 +569,20 @@ static void report_unwind(struct sampler *s)
 		(unsigned long long)raw[SAMPLER_RAW_PARTIAL],
 		(unsigned long long)raw[SAMPLER_RAW_NO_VIEW],
 		(unsigned long long)raw[SAMPLER_RAW_DROPPED]);
+	/* Tables on demand (docs/unwind.md "Tables by heat"). */
+	fprintf(stderr,
+		"hearth record: unwind: tables by heat: %llu loaded (%llu again), %llu evicted "
+		"for hotter objects, %llu requests (%llu frames without their table, %llu "
+		"wake-ups), %llu objects waiting for room, %llu tables parked (%llu KiB), %llu "
+		"of %llu KiB of BPF table budget in use, %llu objects, %llu ticks\n",
+		(unsigned long long)ms.tables_loaded, (unsigned long long)ms.tables_reloaded,
+		(unsigned long long)ms.tables_evicted,
+		(unsigned long long)ms.requests, (unsigned long long)uw[HEARTH_UW_NO_TABLE],
+		(unsigned long long)ms.request_events, (unsigned long long)ms.waiting_objects,
+		(unsigned long long)ms.parked_tables, (unsigned long long)(ms.parked_bytes >> 10),
+		(unsigned long long)(ms.bpf_bytes_used >> 10),
+		(unsigned long long)(ms.bpf_bytes_budget >> 10), (unsigned long long)ms.objects,
+		(unsigned long long)ms.heat_ticks);
 }
 
 static int record(const struct record_args *a, FILE *out)

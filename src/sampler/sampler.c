@@ -265,6 +265,11 @@ static int on_event(void *ctx, void *data, size_t size)
 			unwind_mgr__remap(s->uw, ev->pid, ev->pstart);
 		return 0;
 	}
+	if (ev->kind == HEARTH_EV_UNWIND_WANT) { /* a walk crossed an object without its table */
+		if (s->uw)
+			unwind_mgr__want(s->uw);
+		return 0;
+	}
 	if (!s->cb.event)
 		return 0;
 	memcpy(comm, ev->comm, HEARTH_COMM_LEN);
@@ -523,6 +528,8 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_rows, 1)) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_procs, 1)) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_pending, 1)) ||
+	    (!uw && bpf_map__set_max_entries(k->maps.unwind_heat, 1)) ||
+	    (!uw && bpf_map__set_max_entries(k->maps.unwind_want_ns, 1)) ||
 	    (!o->python && bpf_map__set_max_entries(k->maps.py_procs, 1)) ||
 	    (!o->node && bpf_map__set_max_entries(k->maps.v8_procs, 1)) ||
 	    bpf_map__set_max_entries(k->maps.rawstacks, uw ? RAW_RB_BYTES : 4096) ||
@@ -635,8 +642,12 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 	}
 	if (ret)
 		s->unwind = SAMPLER_UNWIND_FP; /* no views are ever published: fp stacks */
-	else
+	else {
 		unwind_mgr__set_pending(s->uw, bpf_map__fd(s->skel->maps.unwind_pending));
+		/* Tables on demand, by heat (docs/unwind.md); without the counters
+		 * mapped, tables are loaded while there is room. */
+		unwind_mgr__set_heat(s->uw, bpf_map__fd(s->skel->maps.unwind_heat));
+	}
 	return 0;
 }
 
@@ -983,8 +994,8 @@ int sampler__unwind_stats(const struct sampler *s, uint64_t uw[HEARTH_UW_STAT_MA
 	fd = bpf_map__fd(s->skel->maps.unwind_stats);
 	for (__u32 i = 0; i < HEARTH_UW_STAT_MAX; i++)
 		uw[i] = percpu_sum(fd, i, s->n_possible);
-	if (ms)
-		unwind_mgr__stats(s->uw, ms);
+	if (ms) /* a copy the polling thread takes: /metrics reads it from another */
+		unwind_mgr__stats_copy(s->uw, ms);
 	return 0;
 }
 

@@ -126,7 +126,10 @@ int sampler__prog_stats(const struct sampler *s, uint64_t *run_time_ns, uint64_t
 /* Unwinder in use: SAMPLER_UNWIND_FP when off (auto falls back when it cannot load). */
 enum sampler_unwind sampler__unwind(const struct sampler *s);
 struct unwind_mgr_stats;
-/* Table-unwinder counters (sum over CPUs, HEARTH_UW_*) and table memory; -ENOENT when off. */
+/* Table-unwinder counters (sum over CPUs, HEARTH_UW_*) and table memory; -ENOENT when off.
+ * Thread-safe: ms is the manager's figures as of the last poll or drain (tables
+ * on demand: tables_loaded, tables_reloaded, tables_evicted, requests,
+ * request_events, waiting_objects, parked_bytes, bpf_bytes_used / _budget...). */
 int sampler__unwind_stats(const struct sampler *s, uint64_t uw[HEARTH_UW_STAT_MAX],
 			  struct unwind_mgr_stats *ms);
 /* A new process's first samples, sent with a copy of their stack before its

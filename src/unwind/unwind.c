@@ -25,6 +25,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #include <bpf/bpf.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 #include "proc/proc.h"
 
 /* A chunk of rows in bytes: page-aligned, so one can be mapped on its own. */
@@ -46,17 +48,51 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 #define MGR_NEG_ENTRIES 256
 /* .eh_frame bytes per row is about 5 (libc, libcrypto, libclang-cpp); allow 8. */
 #define MGR_CFI_BYTES_PER_ROW 8
-/* Files whose table was built but found no room, remembered with the chunks it
- * needs (a lossy ring, the oldest forgotten): 16 bytes of identity and 4 of size
- * each, 24 KiB in all; the PyTorch host of issue 29 had 544 such objects. */
-#define MGR_NOROOM_ENTRIES 1024
-/* Idle tables kept at most (besides the room they take in unwind_rows). */
-#define MGR_IDLE_MAX 512
+/* Chunks freed by an eviction are not written for this long: a walk that copied
+ * the view before it was re-published (microseconds) still reads the old rows. */
+#define MGR_COOL_MS 5
+/* Parked rows (evicted or without room, kept to be loaded without a build) are
+ * bounded by a quarter of the row map's bytes (4 MiB by default), besides the
+ * MEM_UNWIND ledger's evictor. */
+#define MGR_PARK_MAX(m) ((uint64_t)(m)->chunks * MGR_CHUNK_BYTES / 4)
+/* Candidates weighed per policy tick at most (the hottest first). */
+#define MGR_TICK_CANDIDATES 8
+/* After a request, ticks keep coming (next_due_ms) for this long: every
+ * UNWIND_HEAT_TICK_MS while ticks change something, every MGR_SLOW_TICK_MS
+ * while they do not (objects waiting that are not hot enough cost little). */
+#define MGR_WANT_WINDOW_MS 1000
+#define MGR_SLOW_TICK_MS   1000 /* reached by doubling from UNWIND_HEAT_TICK_MS */
+/* Requests bring a tick forward, but ticks are at least this far apart. */
+#define MGR_TICK_MIN_MS 20
+/* Chunk states in used[]. */
+enum { CH_FREE = 0, CH_USED = 1, CH_COOL = 2 };
+
+/* One object (file, by dev and inode) some view maps: its slot in unwind_heat
+ * (its index in objs; 0 is never used) and its table, loaded or parked or none. */
+struct uobj {
+	uint64_t dev, inode; /* 0, 0: a free slot */
+	struct unwind_table *t;
+	uint32_t need;	  /* chunks its table needs (0: never built) */
+	uint32_t views;	  /* mappings of published views that name it */
+	double heat;	  /* frames walked in it, decayed */
+	uint64_t seen;	  /* its unwind_heat counter at the last tick */
+	bool waiting;	  /* frames landed in it while its table was not loaded */
+	bool neg;	  /* no table can be had (no CFI, Go, too big...) */
+	bool ever_loaded; /* its table was loaded once: a later load is a reload */
+	uint32_t pid;	  /* a process mapping it, and where: to open it by map_files */
+	uint64_t start, end;
+	char *path; /* as mapped; owned */
+};
+
+struct vmap {
+	uint64_t start, end, pgoff;
+	uint32_t slot; /* 0: no object (no table possible) */
+};
 
 struct proc_view {
 	uint32_t pid;
 	uint64_t pstart;
-	struct unwind_table **tables; /* one ref each; owned array */
+	struct vmap *maps; /* owned; n of them, by start */
 	size_t n;
 	uint64_t gen; /* unwind_mgr's gen when published: unique per publication */
 };
@@ -80,12 +116,14 @@ struct unwind_mgr {
 	 * unmapped right after: a mapping of the whole array would count all of it
 	 * (16 MiB by default) in hearth's RSS for as long as it runs. */
 	int rows_fd, procs_fd;
-	uint32_t chunks; /* chunks in unwind_rows */
-	uint8_t used[HEARTH_UNWIND_CHUNKS];
-	/* live and idle tables; found by a linear scan, not a base_hmap: a few hundred at
-	 * most, scanned per mapping while a view is built, off the sample path */
+	uint32_t chunks;		    /* chunks in unwind_rows */
+	uint8_t used[HEARTH_UNWIND_CHUNKS]; /* CH_* */
+	/* built tables, loaded or parked; found by a linear scan (a few hundred at
+	 * most, scanned per object while a view is built, off the sample path) */
 	struct unwind_table **tables;
 	size_t n_tables, cap_tables;
+	struct uobj *objs; /* by slot; objs[0] unused */
+	size_t n_objs, cap_objs;
 	struct proc_view *procs;
 	size_t n_procs, cap_procs;
 	struct pending *queue;
@@ -93,18 +131,21 @@ struct unwind_mgr {
 	/* files without a table: a lossy ring (the oldest forgotten), scanned */
 	struct object_id neg[MGR_NEG_ENTRIES];
 	size_t neg_next, n_neg;
-	/* files whose table did not fit when built: not built again until a run of
-	 * free or idle chunks could hold it (noroom_could_fit) */
-	struct noroom {
-		uint64_t dev, inode;
-		uint32_t need; /* chunks the table needs */
-	} noroom[MGR_NOROOM_ENTRIES];
-	size_t noroom_next, n_noroom;
 	uint64_t builds, rebuilds, build_failed, no_room, reused;
+	uint64_t loads, reloads, evictions, requests, request_events, ticks;
+	uint64_t parked_bytes;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
-	size_t n_idle;
 	double build_ms;
 	uint64_t gen; /* bumped when a view is published or dropped */
+	/* heat: the unwind_heat counters (mapped read-only), or NULL */
+	const volatile uint64_t *heat;
+	double heat_ms, cool_until_ms, want_ms;
+	double tick_every_ms; /* UNWIND_HEAT_TICK_MS, or MGR_SLOW_TICK_MS when idle */
+	bool want;
+	bool registered; /* MEM_UNWIND evictor */
+	/* the figures as of the last work call, for other threads (/metrics) */
+	pthread_mutex_t snap_lock;
+	struct unwind_mgr_stats snap;
 	/* ranges of unwind_rows mapped read-only for walks (unwind_mgr__walk_batch) */
 	struct walk_range {
 		uint32_t row_start, row_count;
@@ -115,6 +156,11 @@ struct unwind_mgr {
 	bool walk_batch;
 	int pending_fd; /* unwind_pending, or -1 */
 };
+
+static double mono_ms(void)
+{
+	return (double)base_clock_ns(CLOCK_MONOTONIC) / 1e6;
+}
 
 /* Room in *arr (elements of size sz) for n + 1. 0 or -ENOMEM. */
 static int grow(void **arr, size_t *cap, size_t n, size_t sz)
@@ -142,102 +188,241 @@ int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mg
 	m->rows_fd = rows_fd;
 	m->pending_fd = -1;
 	m->procs_fd = procs_fd;
+	m->n_objs = 1; /* slot 0: no object */
+	pthread_mutex_init(&m->snap_lock, NULL);
+	if (grow((void **)&m->objs, &m->cap_objs, 0, sizeof(*m->objs))) {
+		free(m);
+		return -ENOMEM;
+	}
+	memset(m->objs, 0, sizeof(*m->objs));
 	*out = m;
 	return 0;
 }
 
-/* ---- chunks ---- */
+/* ---- chunks and tables ---- */
+
+static uint32_t table_need(const struct unwind_table *t)
+{
+	return (uint32_t)((t->rows.n + HEARTH_UNWIND_CHUNK_ROWS - 1) / HEARTH_UNWIND_CHUNK_ROWS);
+}
+
+static uint64_t rows_bytes(const struct unwind_table *t)
+{
+	return (uint64_t)t->rows.cap * sizeof(*t->rows.rows);
+}
+
+/* The heap rows of a table (built or parked) go: uncharged. */
+static void table_free_rows(struct unwind_mgr *m, struct unwind_table *t)
+{
+	uint64_t b = rows_bytes(t);
+
+	if (t->rows.rows) {
+		m->parked_bytes -= b;
+		mem_budget__charge(MEM_UNWIND, -(int64_t)b);
+	}
+	free(t->rows.rows);
+	t->rows.rows = NULL;
+	t->rows.cap = 0;
+}
 
 /* First fit of `need` contiguous free chunks; index or -ENOSPC. */
 static int chunks_alloc(struct unwind_mgr *m, uint32_t need)
 {
 	for (uint32_t i = 0, run = 0; i < m->chunks; i++) {
-		run = m->used[i] ? 0 : run + 1;
-		if (run == need) {
-			memset(m->used + i + 1 - need, 1, need);
+		run = m->used[i] != CH_FREE ? 0 : run + 1;
+		if (run == need)
 			return (int)(i + 1 - need);
-		}
 	}
 	return -ENOSPC;
 }
 
-static bool evict_oldest_idle(struct unwind_mgr *m);
-
-/* Copies a table into the row map (first ref). -ENOSPC when the map is full. */
-static int table_load(struct unwind_mgr *m, struct unwind_table *t)
+/* Copies a table's heap rows into chunks [first, first + need) and drops them. */
+static int table_copy_in(struct unwind_mgr *m, struct unwind_table *t, uint32_t first)
 {
-	uint32_t need =
-	    (uint32_t)((t->rows.n + HEARTH_UNWIND_CHUNK_ROWS - 1) / HEARTH_UNWIND_CHUNK_ROWS);
+	uint32_t need = table_need(t);
 	void *dst;
-	int first;
 
-	/* One object may take at most a quarter of the map: a 1M-row libLLVM must
-	 * not leave every other process on frame pointers. */
-	if (need == 0 || need > m->chunks / 4)
-		return -ENOSPC;
-	/* Make room by evicting idle tables, least recently used first. */
-	while ((first = chunks_alloc(m, need)) < 0)
-		if (!evict_oldest_idle(m))
-			return first;
 	dst = mmap(NULL, need * MGR_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m->rows_fd,
 		   (off_t)first * (off_t)MGR_CHUNK_BYTES);
-	if (dst == MAP_FAILED) {
-		memset(m->used + first, 0, need);
+	if (dst == MAP_FAILED)
 		return -errno;
-	}
+	memset(m->used + first, CH_USED, need);
 	t->chunks = need;
-	t->row_start = (uint32_t)first * HEARTH_UNWIND_CHUNK_ROWS;
+	t->row_start = first * HEARTH_UNWIND_CHUNK_ROWS;
 	memcpy(dst, t->rows.rows, t->rows.n * sizeof(*t->rows.rows));
 	munmap(dst, need * MGR_CHUNK_BYTES);
 	__atomic_thread_fence(__ATOMIC_RELEASE); /* rows before the view that uses them */
 	/* The map is the copy from now on: keep the count, drop the heap rows. */
-	free(t->rows.rows);
-	t->rows.rows = NULL;
-	t->rows.cap = 0;
+	table_free_rows(m, t);
+	t->loaded_ms = (uint64_t)mono_ms();
+	m->loads++;
+	for (size_t i = 1, again = 0; i < m->n_objs; i++) {
+		if (m->objs[i].t != t)
+			continue;
+		if (m->objs[i].ever_loaded && !again++)
+			m->reloads++;
+		m->objs[i].ever_loaded = true;
+	}
 	return 0;
 }
 
-/* Frees a table and its chunks (idle or not: the caller has no view using it). */
-static void table_evict(struct unwind_mgr *m, struct unwind_table *t)
+/* Reads a loaded table's rows back into the heap (parked), charged. */
+static int table_copy_out(struct unwind_mgr *m, struct unwind_table *t)
 {
-	memset(m->used + t->row_start / HEARTH_UNWIND_CHUNK_ROWS, 0, t->chunks);
+	size_t len = (size_t)t->chunks * MGR_CHUNK_BYTES, n = t->rows.n;
+	void *src;
+
+	t->rows.rows = malloc((n ? n : 1) * sizeof(*t->rows.rows));
+	if (!t->rows.rows)
+		return -ENOMEM;
+	src = mmap(NULL, len, PROT_READ, MAP_SHARED, m->rows_fd,
+		   (off_t)(t->row_start / HEARTH_UNWIND_CHUNK_ROWS) * (off_t)MGR_CHUNK_BYTES);
+	if (src == MAP_FAILED) {
+		free(t->rows.rows);
+		t->rows.rows = NULL;
+		return -errno;
+	}
+	memcpy(t->rows.rows, src, n * sizeof(*t->rows.rows));
+	munmap(src, len);
+	t->rows.cap = n ? n : 1;
+	m->parked_bytes += rows_bytes(t);
+	mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
+	return 0;
+}
+
+/* An object's table becomes t (or none): refs and view counts follow. */
+static void obj_set_table(struct uobj *o, struct unwind_table *t)
+{
+	if (o->t) {
+		o->t->refs--;
+		o->t->views -= o->views;
+	}
+	o->t = t;
+	if (t) {
+		t->refs++;
+		t->views += o->views;
+	}
+}
+
+/* An object gains (d > 0) or loses uses by published views. */
+static void obj_views(struct uobj *o, int d)
+{
+	o->views += d;
+	if (o->t)
+		o->t->views += d;
+}
+
+/* Views (of processes) using a table: those of its objects. */
+static uint64_t table_views(const struct unwind_mgr *m, const struct unwind_table *t)
+{
+	(void)m;
+	return t->views; /* kept by obj_set_table and obj_views */
+}
+
+/* Frees a table whose objects no published view uses with it: its chunks now,
+ * and its objects forget it (they keep the chunks it needs). */
+static void table_drop(struct unwind_mgr *m, struct unwind_table *t)
+{
+	if (t->chunks)
+		memset(m->used + t->row_start / HEARTH_UNWIND_CHUNK_ROWS, CH_FREE, t->chunks);
+	for (size_t i = 1; i < m->n_objs; i++)
+		if (m->objs[i].t == t)
+			obj_set_table(&m->objs[i], NULL);
 	for (size_t i = 0; i < m->n_tables; i++) {
 		if (m->tables[i] == t) {
 			m->tables[i] = m->tables[--m->n_tables];
 			break;
 		}
 	}
-	if (t->refs == 0)
-		m->n_idle--;
+	table_free_rows(m, t);
 	unwind_table__free(t);
 }
 
-/* Evicts the table idle the longest; false when none is idle. */
-static bool evict_oldest_idle(struct unwind_mgr *m)
+static void republish_table(struct unwind_mgr *m, const struct unwind_table *t);
+
+/* Takes a loaded table out of the row map, its rows parked in memory (charged;
+ * park_trim bounds them) so that loading it again needs no build. Chunks a
+ * published view still names cool first (MGR_COOL_MS); an idle table's are
+ * free at once. */
+static void table_park(struct unwind_mgr *m, struct unwind_table *t, double now)
+{
+	uint32_t first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, n = t->chunks;
+	bool used = t->views > 0;
+
+	if (table_copy_out(m, t)) {
+		table_drop(m, t); /* not parked: built again when wanted */
+		return;
+	}
+	t->chunks = 0;
+	if (!used) {
+		memset(m->used + first, CH_FREE, n);
+		return;
+	}
+	republish_table(m, t);
+	memset(m->used + first, CH_COOL, n);
+	m->cool_until_ms = now + MGR_COOL_MS;
+}
+
+/* Parks the loaded table idle (no view uses it) the longest; false when none. */
+static bool drop_oldest_idle(struct unwind_mgr *m)
 {
 	struct unwind_table *old = NULL;
 
 	for (size_t i = 0; i < m->n_tables; i++) {
 		struct unwind_table *t = m->tables[i];
 
-		if (t->refs == 0 && (!old || t->idle_tick < old->idle_tick))
+		if (t->chunks && !table_views(m, t) && (!old || t->idle_tick < old->idle_tick))
 			old = t;
 	}
 	if (!old)
 		return false;
-	table_evict(m, old);
+	table_park(m, old, mono_ms());
 	return true;
 }
 
-/* Drops a view's ref; the last one leaves the table loaded and idle. */
-static void table_put(struct unwind_mgr *m, struct unwind_table *t)
+/* Whether `need` chunks could be had from free chunks and idle tables' ones (the
+ * same limits as table_load_now): a table is built without room only when
+ * dropping idle ones could make it. */
+static bool could_fit_idle(const struct unwind_mgr *m, uint32_t need)
 {
-	if (!t || --t->refs > 0)
-		return;
-	t->idle_tick = ++m->tick;
-	m->n_idle++;
-	if (m->n_idle > MGR_IDLE_MAX)
-		evict_oldest_idle(m);
+	uint8_t avail[HEARTH_UNWIND_CHUNKS];
+
+	if (need == 0 || need > m->chunks / 4)
+		return false;
+	for (uint32_t i = 0; i < m->chunks; i++)
+		avail[i] = m->used[i] == CH_FREE;
+	for (size_t i = 0; i < m->n_tables; i++) {
+		const struct unwind_table *t = m->tables[i];
+
+		if (t->chunks && !table_views(m, t))
+			memset(avail + t->row_start / HEARTH_UNWIND_CHUNK_ROWS, 1, t->chunks);
+	}
+	for (uint32_t i = 0, run = 0; i < m->chunks; i++) {
+		run = avail[i] ? run + 1 : 0;
+		if (run == need)
+			return true;
+	}
+	return false;
+}
+
+/* Loads a table (heap rows) into free chunks, dropping idle tables (least
+ * recently idle first) for room, never one a view uses. -ENOSPC when the map
+ * has no room for it that way: the policy tick may make room by heat. */
+static int table_load_now(struct unwind_mgr *m, struct unwind_table *t)
+{
+	uint32_t need = table_need(t);
+	int first;
+
+	/* One object may take at most a quarter of the map: a 1M-row libLLVM must
+	 * not leave every other process on frame pointers. */
+	if (need == 0 || need > m->chunks / 4 || !t->rows.rows)
+		return -ENOSPC;
+	if (!could_fit_idle(m, need))
+		return -ENOSPC;
+	while ((first = chunks_alloc(m, need)) < 0)
+		if (!drop_oldest_idle(m))
+			return -ENOSPC;
+	return table_copy_in(m, t, (uint32_t)first);
 }
 
 /* Whether an idle table still describes the file at open_path (same mtime). */
@@ -250,20 +435,12 @@ static bool idle_still_valid(const struct unwind_table *t, const char *open_path
 	return object_mtime_ns(&st) == t->obj->id.mtime_ns;
 }
 
-/* ---- tables ---- */
-
-/* The table of this file (dev and inode; file may be NULL), else of this build-id
- * (bid may be NULL or ""). */
-static struct unwind_table *table_find(struct unwind_mgr *m, const struct object_id *file,
-				       const char *bid)
+/* The table of this build-id (bid may be ""), or NULL. */
+static struct unwind_table *table_by_build_id(struct unwind_mgr *m, const char *bid)
 {
-	for (size_t i = 0; i < m->n_tables; i++) {
-		struct unwind_table *t = m->tables[i];
-
-		if ((file && object_id__same_file(&t->obj->id, file)) ||
-		    (bid && bid[0] && !strcmp(t->obj->build_id, bid)))
-			return t;
-	}
+	for (size_t i = 0; i < m->n_tables && bid[0]; i++)
+		if (!strcmp(m->tables[i]->obj->build_id, bid))
+			return m->tables[i];
 	return NULL;
 }
 
@@ -286,132 +463,90 @@ static void neg_add(struct unwind_mgr *m, const struct object_id *file)
 		m->n_neg++;
 }
 
-/* The no-room entry of a file, or NULL. */
-static struct noroom *noroom_find(struct unwind_mgr *m, const struct object_id *file)
-{
-	for (size_t i = 0; i < m->n_noroom; i++)
-		if (m->noroom[i].dev == file->dev && m->noroom[i].inode == file->inode)
-			return &m->noroom[i];
-	return NULL;
-}
+/* ---- objects (heat slots) ---- */
 
-/* Remembers (or updates) a file whose table needs `need` chunks and found none. */
-static void noroom_add(struct unwind_mgr *m, const struct object_id *file, uint32_t need)
+/* The slot of a file, made when new (recycling one no view uses); 0 when none. */
+static uint32_t obj_get(struct unwind_mgr *m, const struct object_id *file, uint32_t pid,
+			const struct proc_mapping *pm)
 {
-	struct noroom *e = noroom_find(m, file);
+	size_t free_slot = 0;
+	struct uobj *o;
 
-	if (!e) {
-		e = &m->noroom[m->noroom_next];
-		m->noroom_next = (m->noroom_next + 1) % MGR_NOROOM_ENTRIES;
-		if (m->n_noroom < MGR_NOROOM_ENTRIES)
-			m->n_noroom++;
+	for (size_t i = 1; i < m->n_objs; i++) {
+		o = &m->objs[i];
+		if (o->dev == file->dev && o->inode == file->inode && (o->dev || o->inode))
+			goto found;
+		if (!free_slot && !o->views && !o->t)
+			free_slot = i;
 	}
-	*e = (struct noroom){file->dev, file->inode, need};
-}
-
-static void noroom_del(struct unwind_mgr *m, struct noroom *e)
-{
-	/* the last entry moves into the hole; the freed slot is the next written */
-	*e = m->noroom[--m->n_noroom];
-	m->noroom_next = m->n_noroom % MGR_NOROOM_ENTRIES;
-}
-
-/* Whether table_load could place `need` chunks now: a run of chunks that are
- * free or held by idle tables (which it evicts). The same limits as
- * table_load, so a table built after a yes loads, and one not built stays
- * out: a table without room is built again only when room has appeared. */
-static bool noroom_could_fit(const struct unwind_mgr *m, uint32_t need)
-{
-	uint8_t avail[HEARTH_UNWIND_CHUNKS];
-
-	if (need == 0 || need > m->chunks / 4)
-		return false;
-	for (uint32_t i = 0; i < m->chunks; i++)
-		avail[i] = !m->used[i];
-	for (size_t i = 0; i < m->n_tables; i++) {
-		const struct unwind_table *t = m->tables[i];
-
-		if (t->refs == 0)
-			memset(avail + t->row_start / HEARTH_UNWIND_CHUNK_ROWS, 1, t->chunks);
+	if (m->n_objs < HEARTH_UNWIND_MAX_OBJECTS &&
+	    !grow((void **)&m->objs, &m->cap_objs, m->n_objs, sizeof(*m->objs))) {
+		free_slot = m->n_objs++;
+		memset(&m->objs[free_slot], 0, sizeof(*m->objs));
+	} else if (!free_slot)
+		return 0;
+	o = &m->objs[free_slot];
+	free(o->path);
+	/* The counter keeps counting across owners: the new one starts from here. */
+	*o = (struct uobj){.dev = file->dev, .inode = file->inode};
+	o->seen = m->heat ? m->heat[free_slot] : 0;
+found:
+	if (!o->path || strcmp(o->path, pm->path)) {
+		free(o->path);
+		o->path = strdup(pm->path);
 	}
-	for (uint32_t i = 0, run = 0; i < m->chunks; i++) {
-		run = avail[i] ? run + 1 : 0;
-		if (run == need)
-			return true;
-	}
-	return false;
+	o->pid = pid;
+	o->start = pm->start;
+	o->end = pm->end;
+	return (uint32_t)(o - m->objs);
 }
 
-/* Builds (or shares) the table of a mapped file and takes a ref; NULL if none. */
-static struct unwind_table *table_get(struct unwind_mgr *m, const char *open_path, const char *path,
-				      const struct object_id *file)
+/* Builds the table of an object (or shares the one of its build-id); NULL when
+ * there is none. The table is not loaded. */
+static struct unwind_table *obj_build(struct unwind_mgr *m, uint32_t slot)
 {
-	struct unwind_table *t = table_find(m, file, NULL), *same;
-	struct noroom *nr;
+	struct uobj *o = &m->objs[slot];
+	struct object_id file = {.dev = o->dev, .inode = o->inode};
 	size_t max_bytes = (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS * MGR_CFI_BYTES_PER_ROW;
+	struct unwind_table *t, *same;
+	char open_path[96];
 	int err;
 
-	if (t && t->refs == 0) {
-		if (idle_still_valid(t, open_path)) {
-			m->n_idle--;
-			m->reused++;
-			goto ref;
-		}
-		table_evict(m, t); /* the file changed under the same inode */
-		t = NULL;
-	}
-	if (t)
-		goto ref;
-	if (neg_has(m, file))
-		return NULL;
-	/* Built before and found no room: not again until it could fit. */
-	nr = noroom_find(m, file);
-	if (nr && !noroom_could_fit(m, nr->need))
-		return NULL;
-	err = unwind_table__build(open_path, file->dev, file->inode, max_bytes, &t);
+	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", o->pid,
+		 (unsigned long long)o->start, (unsigned long long)o->end);
+	err = unwind_table__build(open_path, o->dev, o->inode, max_bytes, &t);
 	m->builds++;
-	m->rebuilds += nr != NULL;
+	m->rebuilds += o->need != 0;
 	if (err) {
 		m->build_failed++;
 		/* Only what the file is says "never": not a process gone meanwhile. */
 		if (err == -ENODATA || err == -ENOTSUP || err == -EFBIG || err == -ENOEXEC ||
-		    err == -EINVAL)
-			neg_add(m, file);
+		    err == -EINVAL) {
+			neg_add(m, &file);
+			o->neg = true;
+		}
 		return NULL;
 	}
 	m->build_ms += t->build_ms;
 	free(t->path);
-	t->path = strdup(path);
-	same = table_find(m, NULL, t->obj->build_id);
+	t->path = strdup(o->path ? o->path : "");
+	same = table_by_build_id(m, t->obj->build_id);
 	if (!t->path || same ||
 	    grow((void **)&m->tables, &m->cap_tables, m->n_tables, sizeof(*m->tables))) {
 		unwind_table__free(t);
 		t = same; /* the same build-id under another path or inode */
-		if (!t)
-			return NULL;
-		if (t->refs == 0)
-			m->n_idle--;
-		goto ref;
+		if (t) {
+			obj_set_table(o, t);
+			o->need = table_need(t);
+		}
+		return t;
 	}
-	if (table_load(m, t)) {
-		m->no_room++;
-		/* Remembered with its size, not built (parsed, sorted: 73% of
-		 * hearth's CPU on a busy host, issue 29) again for every process
-		 * and re-read that maps it until chunks are freed or idle enough
-		 * to hold it; one that never fits (more than a quarter of the
-		 * map) is never built again. */
-		noroom_add(m, file,
-			   (uint32_t)((t->rows.n + HEARTH_UNWIND_CHUNK_ROWS - 1) /
-				      HEARTH_UNWIND_CHUNK_ROWS));
-		unwind_table__free(t);
-		return NULL;
-	}
-	nr = noroom_find(m, file);
-	if (nr)
-		noroom_del(m, nr);
+	m->parked_bytes += rows_bytes(t);
+	mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
 	m->tables[m->n_tables++] = t;
-ref:
-	t->refs++;
+	t->idle_tick = ++m->tick;
+	obj_set_table(o, t);
+	o->need = table_need(t);
 	return t;
 }
 
@@ -425,63 +560,118 @@ static struct proc_view *view_find(struct unwind_mgr *m, uint32_t pid)
 	return NULL;
 }
 
+/* The BPF value of a view: each mapping with its object's table, when loaded. */
+static void view_value(const struct unwind_mgr *m, const struct proc_view *v,
+		       struct hearth_unwind_proc *val)
+{
+	memset(val, 0, sizeof(*val));
+	val->pstart = v->pstart;
+	for (size_t i = 0; i < v->n && i < HEARTH_UNWIND_MAX_MAPPINGS; i++) {
+		const struct vmap *vm = &v->maps[i];
+		const struct unwind_table *t = vm->slot ? m->objs[vm->slot].t : NULL;
+		struct hearth_unwind_mapping *mp = &val->m[val->n++];
+
+		mp->start = vm->start;
+		mp->end = vm->end;
+		/* No heat slot (no counts, no requests) for an object that can never
+		 * have a table: it is walked with frame pointers, as always. */
+		mp->obj = m->heat && vm->slot && !m->objs[vm->slot].neg &&
+				  m->objs[vm->slot].need <= m->chunks / 4
+			      ? vm->slot
+			      : 0;
+		if (t && t->chunks) {
+			mp->bias = vm->start - vm->pgoff - t->seg_delta;
+			mp->row_start = t->row_start;
+			mp->row_count = (uint32_t)t->rows.n;
+		}
+	}
+}
+
+/* A view's objects gain (+1) or lose (-1) its mappings' uses. */
+static void view_count(struct unwind_mgr *m, const struct proc_view *v, int d)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		struct uobj *o = &m->objs[v->maps[i].slot];
+
+		if (!v->maps[i].slot)
+			continue;
+		obj_views(o, d);
+		if (d < 0 && o->t && o->t->chunks && !table_views(m, o->t))
+			o->t->idle_tick = ++m->tick; /* idle from now */
+	}
+}
+
 static void view_drop(struct unwind_mgr *m, struct proc_view *v)
 {
-	for (size_t i = 0; i < v->n; i++)
-		table_put(m, v->tables[i]);
-	free(v->tables);
+	view_count(m, v, -1);
+	free(v->maps);
 	*v = m->procs[--m->n_procs];
 }
 
-/* The table of a mapping of /proc/PID/maps (a ref), or NULL. With loaded_only,
- * only a table the manager has (in use or idle): NULL, and *skipped set, if not. */
-static struct unwind_table *mapping_table(struct unwind_mgr *m, uint32_t pid,
-					  const struct proc_mapping *pm, bool loaded_only,
-					  bool *skipped)
+/* Writes a view's value again (a table of it was loaded or evicted). */
+static int view_republish(struct unwind_mgr *m, struct proc_view *v)
 {
-	struct object_id file = {.dev = proc_mapping__dev(pm), .inode = pm->inode};
-	char open_path[96];
+	struct hearth_unwind_proc *val = malloc(sizeof(*val));
 
-	*skipped = loaded_only && !table_find(m, &file, NULL);
-	if (*skipped)
-		return NULL;
-	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", pid,
-		 (unsigned long long)pm->start, (unsigned long long)pm->end);
-	return table_get(m, open_path, pm->path, &file);
+	if (!val)
+		return -ENOMEM;
+	view_value(m, v, val);
+	if (bpf_map_update_elem(m->procs_fd, &v->pid, val, BPF_EXIST)) {
+		free(val);
+		return -errno;
+	}
+	free(val);
+	v->gen = ++m->gen; /* held first samples are walked again */
+	/* Its gap (if any) is over: the next one may send stack copies again. */
+	if (m->pending_fd >= 0)
+		bpf_map_delete_elem(m->pending_fd, &v->pid);
+	return 0;
 }
 
-/* One mapping into val (and its table, maybe NULL, into tabs). */
-static void add_mapping(const struct proc_mapping *pm, struct unwind_table *t,
-			struct hearth_unwind_proc *val, struct unwind_table **tabs)
+/* Re-publishes every view that maps an object of table t. */
+static void republish_table(struct unwind_mgr *m, const struct unwind_table *t)
 {
-	struct hearth_unwind_mapping *mp = &val->m[val->n];
+	for (size_t i = 0; i < m->n_procs; i++) {
+		struct proc_view *v = &m->procs[i];
 
-	mp->start = pm->start;
-	mp->end = pm->end;
-	mp->bias = t ? pm->start - pm->pgoff - t->seg_delta : 0;
-	mp->row_start = t ? t->row_start : 0;
-	mp->row_count = t ? (uint32_t)t->rows.n : 0;
-	tabs[val->n++] = t;
+		for (size_t k = 0; k < v->n; k++) {
+			if (v->maps[k].slot && m->objs[v->maps[k].slot].t == t) {
+				view_republish(m, v);
+				break;
+			}
+		}
+	}
 }
 
 /* Publishes a process's view (replacing an older one of the same pid). */
-static int view_publish(struct unwind_mgr *m, const struct hearth_unwind_proc *val, uint32_t pid,
-			struct unwind_table **tabs)
+static int view_publish(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, struct vmap *maps,
+			size_t n)
 {
-	struct proc_view *old = view_find(m, pid), nv = {.pid = pid, .pstart = val->pstart};
+	struct proc_view *old, nv = {.pid = pid, .pstart = pstart, .maps = maps, .n = n};
+	struct hearth_unwind_proc *val = malloc(sizeof(*val));
+	int err = 0;
 
-	if (bpf_map_update_elem(m->procs_fd, &pid, val, BPF_ANY))
-		return -errno;
+	if (!val)
+		return -ENOMEM;
+	if (grow((void **)&m->procs, &m->cap_procs, m->n_procs, sizeof(*m->procs))) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	view_value(m, &nv, val);
+	if (bpf_map_update_elem(m->procs_fd, &pid, val, BPF_ANY)) {
+		err = -errno;
+		goto cleanup;
+	}
 	m->gen++;
+	view_count(m, &nv, +1);	 /* before the old one's uses go: shared tables stay in use */
+	old = view_find(m, pid); /* after the grow: the array may have moved */
 	if (old)
 		view_drop(m, old); /* after the update: the walker never sees a freed table */
-	if (grow((void **)&m->procs, &m->cap_procs, m->n_procs, sizeof(*m->procs)))
-		return -ENOMEM;
-	nv.tables = tabs;
-	nv.n = val->n;
 	nv.gen = m->gen;
 	m->procs[m->n_procs++] = nv;
-	return 0;
+cleanup:
+	free(val);
+	return err;
 }
 
 /* Whether a mapped path is the dynamic loader (glibc's or musl's). */
@@ -490,71 +680,327 @@ static bool maps_loader(const char *path)
 	return strstr(path, "/ld-linux") || strstr(path, "/ld-musl");
 }
 
+/* Gives an object of a new view its table if it can be had now without taking
+ * room from a table in use: one loaded (an idle one taken back), one parked, or
+ * one built (when its size is unknown or idle room could hold it). */
+static void obj_prepare(struct unwind_mgr *m, uint32_t slot, bool loaded_only)
+{
+	struct uobj *o = &m->objs[slot];
+	struct unwind_table *t = o->t;
+	char open_path[96];
+
+	if (o->neg)
+		return;
+	if (t && !table_views(m, t)) { /* idle, loaded or parked: still that file? */
+		snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", o->pid,
+			 (unsigned long long)o->start, (unsigned long long)o->end);
+		if (idle_still_valid(t, open_path)) {
+			m->reused += t->chunks != 0;
+			if (t->chunks)
+				return;
+			goto parked;
+		}
+		table_drop(m, t); /* the file changed under the same inode */
+		t = NULL;
+	}
+	if (t && t->chunks)
+		return;
+parked:
+	if (loaded_only)
+		return;
+	if (!t) {
+		/* Built before and found no room: not again until it could fit. */
+		if (o->need && !could_fit_idle(m, o->need))
+			return;
+		t = obj_build(m, slot);
+		if (!t || t->chunks)
+			return;
+	}
+	/* A table that finds no room stays parked (park_trim drops the coldest
+	 * past its bound; its size stays known, o->need): loaded when its object
+	 * is hot enough to take a colder one's room (heat_tick), without a build. */
+	if (table_load_now(m, t))
+		m->no_room++;
+}
+
 /* Publishes the process's view from /proc/PID/maps. Returns 1 when the view looks
  * settled (no dynamic loader, or a library besides it and the executable: ld.so
  * has done its work), 0 when a re-read may find more, or -errno. */
 static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 {
-	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
-	struct unwind_table **tabs = calloc(HEARTH_UNWIND_MAX_MAPPINGS, sizeof(*tabs));
+	struct vmap *vm = calloc(HEARTH_UNWIND_MAX_MAPPINGS, sizeof(*vm));
 	struct proc_mapping *maps = NULL;
-	size_t n_maps = 0, idx[HEARTH_UNWIND_MAX_MAPPINGS], n_idx = 0;
-	bool later[HEARTH_UNWIND_MAX_MAPPINGS];
+	size_t n_maps = 0, n = 0;
 	int err = -ENOMEM, loader = 0;
 
-	if (!val || !tabs)
+	if (!vm)
 		goto cleanup;
 	/* proc's one reader: malformed lines skipped (those mappings keep frame
 	 * pointers), capped; -ENOENT when the process is already gone */
 	err = proc_read_maps(pid, &maps, &n_maps);
 	if (err)
 		goto cleanup;
-	val->pstart = pstart;
 	/* The executable file mappings, in address order (the walker's search). */
-	for (size_t i = 0; i < n_maps && n_idx < HEARTH_UNWIND_MAX_MAPPINGS; i++)
-		if (maps[i].exec && maps[i].path[0] == '/')
-			idx[n_idx++] = i;
-	/* Tables the manager has first, built ones after: making room for a new
-	 * table must not evict an idle one this process takes back a moment later
-	 * (which would then be built again and find no room). */
-	for (size_t k = 0; k < n_idx; k++)
-		tabs[k] = mapping_table(m, pid, &maps[idx[k]], true, &later[k]);
-	for (size_t k = 0; k < n_idx; k++)
-		if (later[k])
-			tabs[k] = mapping_table(m, pid, &maps[idx[k]], false, &later[k]);
-	for (size_t k = 0; k < n_idx; k++) {
-		add_mapping(&maps[idx[k]], tabs[k], val, tabs);
-		loader |= maps_loader(maps[idx[k]].path);
+	for (size_t i = 0; i < n_maps && n < HEARTH_UNWIND_MAX_MAPPINGS; i++) {
+		struct object_id file = {.dev = proc_mapping__dev(&maps[i]),
+					 .inode = maps[i].inode};
+
+		if (!maps[i].exec || maps[i].path[0] != '/')
+			continue;
+		vm[n] = (struct vmap){maps[i].start, maps[i].end, maps[i].pgoff, 0};
+		if (!neg_has(m, &file))
+			vm[n].slot = obj_get(m, &file, pid, &maps[i]);
+		loader |= maps_loader(maps[i].path);
+		n++;
 	}
 	/* No executable mapping at all: the process is exiting (its mm is gone, its
 	 * maps read empty). Keep the view it had: its last samples (and the first
 	 * ones still held in user space) are walked with it. */
-	if (!val->n) {
+	if (!n) {
 		err = -ESRCH;
 		goto cleanup;
 	}
-	err = view_publish(m, val, pid, tabs);
+	/* Tables the manager has first (idle ones taken back), built ones after,
+	 * its objects counted as used meanwhile: making room for a new table never
+	 * drops an idle one this process takes back a moment later (which would
+	 * then be built again and find no room). */
+	for (size_t k = 0; k < n; k++)
+		if (vm[k].slot)
+			obj_prepare(m, vm[k].slot, true);
+	for (size_t k = 0; k < n; k++)
+		if (vm[k].slot)
+			obj_views(&m->objs[vm[k].slot], +1);
+	for (size_t k = 0; k < n; k++)
+		if (vm[k].slot)
+			obj_prepare(m, vm[k].slot, false);
+	for (size_t k = 0; k < n; k++)
+		if (vm[k].slot)
+			obj_views(&m->objs[vm[k].slot], -1);
+	err = view_publish(m, pid, pstart, vm, n);
 	if (!err) {
-		tabs = NULL;
-		err = !loader || n_idx > 2; /* executable + loader: ld.so still at work */
+		vm = NULL;
+		err = !loader || n > 2; /* executable + loader: ld.so still at work */
 		/* Settled: its samples need no stack copies any more (BPF sends them
 		 * while the process is pending, see unwind_mgr__set_pending). */
 		if (err == 1 && m->pending_fd >= 0)
 			bpf_map_delete_elem(m->pending_fd, &pid);
 	}
 cleanup:
-	if (tabs && val)
-		for (uint32_t i = 0; i < val->n; i++)
-			table_put(m, tabs[i]);
-	free(tabs);
-	free(val);
+	free(vm);
 	proc_maps_free(maps, n_maps);
 	return err;
 }
 
-static double mono_ms(void)
+/* ---- heat: tables on demand (heat.c's policy) ---- */
+
+/* Evicts a loaded table for a hotter object: its rows are parked (read back
+ * into memory, charged), the views re-published without it, and its chunks
+ * cool for MGR_COOL_MS before they are written again. */
+static void table_evict_hot(struct unwind_mgr *m, struct unwind_table *t, double now)
 {
-	return (double)base_clock_ns(CLOCK_MONOTONIC) / 1e6;
+	m->evictions++;
+	table_park(m, t, now);
+}
+
+/* Parked tables hold at most as many bytes as the row map: the coldest go. */
+static uint64_t park_trim(struct unwind_mgr *m, uint64_t max, bool counted)
+{
+	uint64_t freed = 0;
+
+	while (m->parked_bytes > max) {
+		struct unwind_table *cold = NULL;
+		uint64_t b;
+
+		for (size_t i = 0; i < m->n_tables; i++) {
+			struct unwind_table *t = m->tables[i];
+
+			if (!t->chunks && t->rows.rows && (!cold || t->heat < cold->heat))
+				cold = t;
+		}
+		if (!cold)
+			break;
+		b = rows_bytes(cold);
+		table_drop(m, cold);
+		freed += b;
+		if (counted)
+			mem_budget__evicted(MEM_UNWIND, 1, b);
+	}
+	return freed;
+}
+
+static const struct uobj *sort_objs;
+
+static int by_heat_desc(const void *a, const void *b)
+{
+	double x = sort_objs[*(const uint32_t *)a].heat, y = sort_objs[*(const uint32_t *)b].heat;
+
+	return x > y ? -1 : x < y ? 1 : 0;
+}
+
+/* One tick of the policy: heat from the BPF counters; then the hottest objects
+ * that wait for a table get one, in free chunks or in those of colder tables. */
+static void heat_tick(struct unwind_mgr *m, double now)
+{
+	double dt = m->heat_ms ? now - m->heat_ms : 0;
+	uint32_t cand[MGR_TICK_CANDIDATES * 4], n_cand = 0;
+	struct uheat_table *tabs = NULL;
+	size_t *victims = NULL, *tab_idx = NULL;
+
+	uint64_t loads0 = m->loads, evictions0 = m->evictions, requests0 = m->requests;
+
+	m->heat_ms = now;
+	m->ticks++;
+	if (now >= m->cool_until_ms)
+		for (uint32_t i = 0; i < m->chunks; i++)
+			if (m->used[i] == CH_COOL)
+				m->used[i] = CH_FREE;
+	for (size_t i = 0; i < m->n_tables; i++)
+		m->tables[i]->heat = 0;
+	for (size_t i = 1; i < m->n_objs; i++) {
+		struct uobj *o = &m->objs[i];
+		uint64_t cur = m->heat[i], d = cur - o->seen;
+		bool loaded = o->t && o->t->chunks;
+
+		o->seen = cur;
+		o->heat = unwind_heat_decay(o->heat, d, dt, UNWIND_HEAT_HALF_LIFE_MS);
+		if (o->t)
+			o->t->heat += o->heat;
+		if (loaded)
+			o->waiting = false;
+		else if (d && (o->dev || o->inode)) {
+			o->waiting = true;
+			m->requests += d;
+		}
+		if (o->waiting && !o->views)
+			o->waiting = false; /* no process maps it any more */
+	}
+	for (size_t i = 1; i < m->n_objs; i++) {
+		const struct uobj *o = &m->objs[i];
+
+		if (o->waiting && !o->neg && o->heat >= UNWIND_HEAT_MIN &&
+		    n_cand < sizeof(cand) / sizeof(cand[0]))
+			cand[n_cand++] = (uint32_t)i;
+	}
+	if (!n_cand) {
+		m->tick_every_ms = UNWIND_HEAT_TICK_MS;
+		return;
+	}
+	sort_objs = m->objs;
+	qsort(cand, n_cand, sizeof(*cand), by_heat_desc);
+	for (uint32_t c = 0; c < n_cand && c < MGR_TICK_CANDIDATES; c++) {
+		struct uobj *o = &m->objs[cand[c]];
+		struct unwind_table *t = o->t;
+		size_t n_tabs = 0, n_vic = 0;
+		long first;
+
+		if (t && t->chunks)
+			continue; /* shared by build-id with an object loaded this tick */
+		/* Sized per candidate: a build or a drop changes the table list. */
+		free(tabs);
+		free(tab_idx);
+		free(victims);
+		tabs = calloc(m->n_tables + 2, sizeof(*tabs));
+		tab_idx = calloc(m->n_tables + 2, sizeof(*tab_idx));
+		victims = calloc(m->n_tables + 2, sizeof(*victims));
+		if (!tabs || !tab_idx || !victims)
+			goto cleanup;
+		/* The loaded tables as the policy sees them (pinned: loaded moments ago). */
+		for (size_t i = 0; i < m->n_tables; i++) {
+			const struct unwind_table *lt = m->tables[i];
+
+			if (!lt->chunks)
+				continue;
+			tabs[n_tabs] = (struct uheat_table){
+			    lt->heat, lt->row_start / HEARTH_UNWIND_CHUNK_ROWS, lt->chunks,
+			    now - (double)lt->loaded_ms < UNWIND_HEAT_PIN_MS};
+			tab_idx[n_tabs++] = i;
+		}
+		/* Known size first: nothing is built that could not be placed. */
+		if (!t && o->need) {
+			if (o->need > m->chunks / 4 ||
+			    unwind_heat_place(m->used, m->chunks, tabs, n_tabs, o->need, o->heat,
+					      victims, &n_vic) < 0)
+				continue;
+		}
+		if (!t) {
+			t = obj_build(m, cand[c]);
+			if (!t || t->chunks)
+				continue;
+		}
+		if (table_need(t) > m->chunks / 4 || !t->rows.rows) {
+			o->waiting = false; /* never fits: frame pointers it is */
+			continue;
+		}
+		first = unwind_heat_place(m->used, m->chunks, tabs, n_tabs, table_need(t), o->heat,
+					  victims, &n_vic);
+		if (first < 0) {
+			m->no_room++; /* parked, size known: loaded when hotter */
+			continue;
+		}
+		if (n_vic) {
+			/* Room by eviction: written once the freed chunks have cooled;
+			 * the candidate, the hottest, is placed first at the next tick. */
+			struct unwind_table **vt = calloc(n_vic, sizeof(*vt));
+
+			if (!vt)
+				break;
+			/* the tables first: an eviction may drop one, reordering the list */
+			for (size_t k = 0; k < n_vic; k++)
+				vt[k] = m->tables[tab_idx[victims[k]]];
+			for (size_t k = 0; k < n_vic; k++)
+				table_evict_hot(m, vt[k], now);
+			free(vt);
+			break;
+		}
+		if (table_copy_in(m, t, (uint32_t)first) == 0) {
+			o->waiting = false;
+			republish_table(m, t);
+		}
+	}
+cleanup:
+	free(tabs);
+	free(tab_idx);
+	free(victims);
+	park_trim(m, MGR_PARK_MAX(m), false);
+	/* Nothing moved and no waiting object was hit since the last tick: look
+	 * less often (twice as long each time, up to a second). An object that
+	 * keeps being hit is weighed every tick until it is hot enough. */
+	if (m->loads != loads0 || m->evictions != evictions0 || m->requests != requests0)
+		m->tick_every_ms = UNWIND_HEAT_TICK_MS;
+	else if ((m->tick_every_ms *= 2) > MGR_SLOW_TICK_MS)
+		m->tick_every_ms = MGR_SLOW_TICK_MS;
+}
+
+/* MEM_UNWIND's evictor: parked tables, coldest first (they are built again
+ * when their object is hot again). Runs on the thread that polls the sampler. */
+static uint64_t mgr_evict(void *ctx, uint64_t want)
+{
+	struct unwind_mgr *m = ctx;
+
+	return park_trim(m, m->parked_bytes > want ? m->parked_bytes - want : 0, true);
+}
+
+int unwind_mgr__set_heat(struct unwind_mgr *m, int heat_fd)
+{
+	void *p = mmap(NULL, HEARTH_UNWIND_MAX_OBJECTS * sizeof(uint64_t), PROT_READ, MAP_SHARED,
+		       heat_fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	m->heat = p;
+	for (size_t i = 1; i < m->n_objs; i++)
+		m->objs[i].seen = m->heat[i];
+	if (!m->registered && !mem_budget__register(MEM_UNWIND, 2, mgr_evict, m))
+		m->registered = true;
+	m->tick_every_ms = UNWIND_HEAT_TICK_MS;
+	return 0;
+}
+
+void unwind_mgr__want(struct unwind_mgr *m)
+{
+	m->want = true;
+	m->want_ms = mono_ms();
+	m->request_events++;
 }
 
 static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double due, int left)
@@ -600,10 +1046,38 @@ void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid)
 	m->gen++;
 }
 
+/* The copy other threads read (unwind_mgr__stats_copy). */
+static void snap_refresh(struct unwind_mgr *m)
+{
+	struct unwind_mgr_stats st;
+
+	unwind_mgr__stats(m, &st);
+	pthread_mutex_lock(&m->snap_lock);
+	m->snap = st;
+	pthread_mutex_unlock(&m->snap_lock);
+}
+
+void unwind_mgr__stats_copy(struct unwind_mgr *m, struct unwind_mgr_stats *out)
+{
+	pthread_mutex_lock(&m->snap_lock);
+	*out = m->snap;
+	pthread_mutex_unlock(&m->snap_lock);
+}
+
 int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 {
 	double t0 = mono_ms();
 	int done = 0;
+
+	/* The policy first: a table asked for goes in before new processes' ones. */
+	if (m->heat &&
+	    ((m->want && t0 - m->heat_ms >= MGR_TICK_MIN_MS) ||
+	     t0 - m->heat_ms >= m->tick_every_ms || (m->cool_until_ms && t0 >= m->cool_until_ms))) {
+		m->want = false;
+		heat_tick(m, t0);
+		if (t0 >= m->cool_until_ms)
+			m->cool_until_ms = 0;
+	}
 
 	/* FIFO among due entries: a busy machine cannot starve a process. */
 	for (size_t i = 0; i < m->n_queue && (done == 0 || mono_ms() - t0 < budget_ms);) {
@@ -621,6 +1095,7 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 				p.rechecks - 1);
 		done++;
 	}
+	snap_refresh(m);
 	return done;
 }
 
@@ -631,6 +1106,20 @@ int unwind_mgr__next_due_ms(const struct unwind_mgr *m)
 	for (size_t i = 0; i < m->n_queue; i++)
 		if (first < 0 || m->queue[i].due_ms < first)
 			first = m->queue[i].due_ms;
+	if (m->heat) {
+		/* The policy's ticks: asked for now, freed chunks cooled, or requests
+		 * came lately (objects waiting may get room as heat shifts). */
+		double tick = -1;
+
+		if (m->want)
+			tick = m->heat_ms + MGR_TICK_MIN_MS;
+		else if (m->cool_until_ms)
+			tick = m->cool_until_ms;
+		else if (now - m->want_ms < MGR_WANT_WINDOW_MS)
+			tick = m->heat_ms + m->tick_every_ms;
+		if (tick >= 0 && (first < 0 || tick < first))
+			first = tick;
+	}
 	if (first < 0)
 		return -1;
 	return first <= now ? 0 : (int)(first - now) + 1;
@@ -639,32 +1128,58 @@ int unwind_mgr__next_due_ms(const struct unwind_mgr *m)
 void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->tables = m->n_tables - m->n_idle;
-	o->idle_tables = m->n_idle;
 	o->reused = m->reused;
 	o->procs = m->n_procs;
 	o->chunks_total = m->chunks;
 	for (size_t i = 0; i < m->chunks; i++)
-		o->chunks_used += m->used[i];
+		o->chunks_used += m->used[i] == CH_USED;
 	o->user_bytes = sizeof(*m) + m->cap_tables * sizeof(*m->tables) +
-			m->cap_procs * sizeof(*m->procs) + m->cap_queue * sizeof(*m->queue);
+			m->cap_procs * sizeof(*m->procs) + m->cap_queue * sizeof(*m->queue) +
+			m->cap_objs * sizeof(*m->objs);
 	for (size_t i = 0; i < m->n_tables; i++) {
 		const struct unwind_table *t = m->tables[i];
 
-		o->rows += t->rows.n;
+		if (t->chunks) {
+			o->rows += t->rows.n;
+			if (table_views(m, t))
+				o->tables++;
+			else
+				o->idle_tables++;
+		} else {
+			o->parked_tables++;
+		}
 		o->user_bytes += sizeof(*t) + t->rows.cap * sizeof(*t->rows.rows) +
 				 sizeof(*t->obj) + t->obj->n_segs * sizeof(*t->obj->segs) +
 				 strlen(t->path) + 1;
 	}
+	for (size_t i = 1; i < m->n_objs; i++) {
+		const struct uobj *ob = &m->objs[i];
+
+		if (!ob->dev && !ob->inode)
+			continue;
+		o->objects++;
+		o->waiting_objects += ob->waiting && !(ob->t && ob->t->chunks);
+		if (ob->path)
+			o->user_bytes += strlen(ob->path) + 1;
+	}
 	for (size_t i = 0; i < m->n_procs; i++)
-		o->user_bytes += HEARTH_UNWIND_MAX_MAPPINGS * sizeof(void *);
+		o->user_bytes += m->procs[i].n * sizeof(struct vmap);
 	o->row_bytes = o->rows * sizeof(struct hearth_unwind_row);
 	o->builds = m->builds;
 	o->rebuilds = m->rebuilds;
-	o->no_room_objects = m->n_noroom;
+	o->no_room_objects = o->waiting_objects;
 	o->build_failed = m->build_failed;
 	o->no_room = m->no_room;
 	o->build_ms = m->build_ms;
+	o->tables_loaded = m->loads;
+	o->tables_evicted = m->evictions;
+	o->tables_reloaded = m->reloads;
+	o->requests = m->requests;
+	o->request_events = m->request_events;
+	o->parked_bytes = m->parked_bytes;
+	o->bpf_bytes_used = o->chunks_used * MGR_CHUNK_BYTES;
+	o->bpf_bytes_budget = (uint64_t)m->chunks * MGR_CHUNK_BYTES;
+	o->heat_ticks = m->ticks;
 }
 
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m)
@@ -784,7 +1299,15 @@ void unwind_mgr__free(struct unwind_mgr *m)
 	while (m->n_procs)
 		view_drop(m, &m->procs[m->n_procs - 1]);
 	while (m->n_tables)
-		table_evict(m, m->tables[m->n_tables - 1]);
+		table_drop(m, m->tables[m->n_tables - 1]);
+	for (size_t i = 0; i < m->n_objs; i++)
+		free(m->objs[i].path);
+	if (m->registered)
+		mem_budget__unregister(mgr_evict, m);
+	if (m->heat)
+		munmap((void *)m->heat, HEARTH_UNWIND_MAX_OBJECTS * sizeof(uint64_t));
+	free(m->objs);
+	pthread_mutex_destroy(&m->snap_lock);
 	free(m->tables);
 	free(m->procs);
 	free(m->queue);

@@ -8,8 +8,10 @@
  *  - unwind_table: one ELF object's table, found by its src/object identity
  *    (dev, inode as mapped; mtime) or build-id;
  *  - unwind_mgr: the only writer of the unwind_rows/unwind_procs BPF maps:
- *    tables shared and refcounted across processes, rows in fixed-size chunks,
- *    a table dropped when the last process using it exits.
+ *    one table per object (dev, inode; build-id) shared across processes, rows
+ *    in fixed-size chunks, the tables of the objects samples land in kept by
+ *    heat: when the map is full the coldest make room for a hotter one
+ *    (heat.c's policy, docs/unwind.md "Tables by heat").
  * x86-64 only: the register numbers and rule kinds live in cfi.c and
  * bpf/unwind_abi.h.
  */
@@ -51,11 +53,48 @@ struct unwind_table {
 	uint64_t seg_delta; /* p_vaddr - p_offset of the executable PT_LOAD */
 	double build_ms;    /* time spent building */
 	/* Set by unwind_mgr: */
-	int refs;	    /* process views using it; 0 = idle, kept while there is room */
-	uint64_t idle_tick; /* when it last became idle (for LRU eviction) */
+	int refs;	    /* objects (files) whose table it is (build-id shared) */
+	uint32_t views;	    /* mappings of published views that use it (0: idle) */
+	uint64_t idle_tick; /* when it last became idle (LRU among idle tables) */
 	uint32_t row_start; /* first row in unwind_rows */
-	uint32_t chunks;    /* chunks allocated */
+	uint32_t chunks;    /* chunks allocated; 0 = not loaded: its rows are in rows.rows
+			     * (parked: evicted, kept in memory to be loaded again) */
+	uint64_t loaded_ms; /* when it was last loaded (pinned for UNWIND_HEAT_PIN_MS) */
+	double heat;	    /* its objects' heat, at the last tick */
 };
+
+/* ---- heat.c: which tables to keep (pure; tests/unit/test_unwind_heat.c) ---- */
+
+/* Half-life of an object's heat (frames walked in it), and the policy's tick. */
+#define UNWIND_HEAT_HALF_LIFE_MS 1000.0
+#define UNWIND_HEAT_TICK_MS	 100
+/* A loaded table is evicted for a candidate only when heat * HYST + MARGIN is
+ * below the candidate's heat, and not within PIN_MS of its load. */
+#define UNWIND_HEAT_HYST   1.5
+#define UNWIND_HEAT_MARGIN 1.0
+#define UNWIND_HEAT_PIN_MS 1000
+/* Heat an object without a table needs before its table is built and loaded. */
+#define UNWIND_HEAT_MIN 1.0
+
+/* heat decayed over dt_ms, plus hits. */
+double unwind_heat_decay(double heat, uint64_t hits, double dt_ms, double half_life_ms);
+/* Whether a table of heat victim_heat may give its room to one of cand_heat. */
+bool unwind_heat_may_evict(double victim_heat, double cand_heat);
+/* A loaded table as the policy sees it. */
+struct uheat_table {
+	double heat;
+	uint32_t first, chunks; /* chunks [first, first + chunks) of the map */
+	bool pinned;		/* loaded moments ago: not evicted */
+};
+/* Where a table of need chunks goes in a map of n_chunks (used[i] != 0: taken,
+ * by a table of tabs or otherwise): the first chunk, or -1 when it cannot go
+ * anywhere, even by evicting. When free chunks do not suffice, the tables to
+ * evict first (indices into tabs, coldest first, each may_evict for cand_heat
+ * and not pinned) are written to victims (room for n_tabs) and counted in
+ * *n_victims; nothing is evicted when no set of such victims makes room. */
+long unwind_heat_place(const uint8_t *used, uint32_t n_chunks, const struct uheat_table *tabs,
+		       size_t n_tabs, uint32_t need, double cand_heat, size_t *victims,
+		       size_t *n_victims);
 
 /* Builds the table of the ELF file at path; dev and inode name it as the mapping
  * does (0, 0: as fstat says; see object__from_elf). max_cfi_bytes (0 = no limit) skips,
@@ -78,9 +117,22 @@ struct unwind_mgr_stats {
 	uint64_t builds;     /* tables built (parsed and sorted), failed ones included */
 	uint64_t rebuilds;   /* builds of a file remembered without room, once room appeared */
 	uint64_t build_failed;
-	uint64_t no_room;	  /* builds whose table found no room in unwind_rows */
-	uint64_t no_room_objects; /* files remembered without room, not built until it appears */
-	double build_ms; /* total build time */
+	uint64_t no_room;	  /* loads that found no room in unwind_rows (not hot enough) */
+	uint64_t no_room_objects; /* = waiting_objects (kept for the older readers) */
+	double build_ms;	  /* total build time */
+	/* Tables on demand (docs/unwind.md "Tables by heat"): */
+	uint64_t tables_loaded;	   /* loads of a table into unwind_rows (first or again) */
+	uint64_t tables_evicted;   /* tables evicted from unwind_rows for a hotter object */
+	uint64_t tables_reloaded;  /* loads of an object whose table was loaded before */
+	uint64_t requests;	   /* frames walked in an object without its table loaded */
+	uint64_t request_events;   /* wake-ups asking for tables (HEARTH_EV_UNWIND_WANT) */
+	uint64_t waiting_objects;  /* objects samples landed in, without their table loaded */
+	uint64_t objects;	   /* objects (files) tracked, with a heat slot */
+	uint64_t parked_tables;	   /* evicted tables kept in memory (reloaded without a build) */
+	uint64_t parked_bytes;	   /* their rows (charged as MEM_UNWIND) */
+	uint64_t bpf_bytes_used;   /* unwind_rows chunks in use, in bytes */
+	uint64_t bpf_bytes_budget; /* unwind_rows chunks the manager may use, in bytes */
+	uint64_t heat_ticks;	   /* policy ticks run */
 };
 
 struct unwind_mgr;
@@ -103,7 +155,10 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms);
 /* Milliseconds until the earliest queued job is due (0: now), -1 when none is queued:
  * the caller's loop sleeps that long at most, and no longer polls on a timer. */
 int unwind_mgr__next_due_ms(const struct unwind_mgr *m);
+/* The figures now (the thread that calls work). */
 void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *out);
+/* The figures as of the last unwind_mgr__work call: thread-safe (/metrics). */
+void unwind_mgr__stats_copy(struct unwind_mgr *m, struct unwind_mgr_stats *out);
 /* Largest table by rows and its build time (for the figures), or NULL. */
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m);
 const struct unwind_table *unwind_mgr__find_path(const struct unwind_mgr *m, const char *substr);
@@ -132,6 +187,12 @@ int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64
  * settled (its libraries mapped) is taken out of it: from then on a walk that
  * meets a pc outside its view (JIT code, the vdso) sends no stack copy. */
 void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd);
+/* heat_fd: the unwind_heat array (mmapable, HEARTH_UNWIND_MAX_OBJECTS counters;
+ * not owned). Without it no object gets a heat slot: tables are loaded while
+ * there is room, as before on-demand tables. 0 or -errno. */
+int unwind_mgr__set_heat(struct unwind_mgr *m, int heat_fd);
+/* A walk asked for a table (HEARTH_EV_UNWIND_WANT): run the policy now. */
+void unwind_mgr__want(struct unwind_mgr *m);
 /* Between start and stop, the rows walks read stay mapped (each mapping's rows
  * are mapped when a walk first needs them): a batch of walks maps libc once. */
 void unwind_mgr__walk_batch(struct unwind_mgr *m, bool start);

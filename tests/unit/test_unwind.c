@@ -270,7 +270,7 @@ TEST(walk_copy)
 
 	CHECK(view);
 	view->n = 1;
-	view->m[0] = (struct hearth_unwind_mapping){0x1000, 0x3000, 0, 0, 4};
+	view->m[0] = (struct hearth_unwind_mapping){0x1000, 0x3000, 0, 0, 4, 0, 0};
 	/* f's return address at CFA - 8 = sp + 8: the trampoline's first byte, as
 	 * a signal handler's. The signal frame's ucontext starts at the CFA. */
 	stack[1] = 0x1200;
