@@ -160,13 +160,25 @@ static void write_unwind(FILE *f, const struct sampler *s)
 	     "Unwind table builds that found no room in BPF.", (double)ms.no_room);
 	line(f, "hearth_agent_unwind_no_room_objects", "gauge",
 	     "Objects whose unwind table has no room in BPF now.", (double)ms.no_room_objects);
-	/* TODO(issue 29, at the merge with the unwind tables by heat): their
-	 * struct unwind_mgr_stats adds tables_loaded, tables_evicted,
-	 * tables_reloaded, requests, waiting_objects, parked_bytes,
-	 * bpf_bytes_used and bpf_bytes_budget: export them here as
-	 * hearth_agent_unwind_{tables_loaded_total,tables_evicted_total,
-	 * tables_reloaded_total,requests_total,waiting_objects,parked_bytes,
-	 * bpf_bytes,bpf_budget_bytes}. */
+	line(f, "hearth_agent_unwind_tables_loaded_total", "counter",
+	     "Unwind tables loaded into BPF (first loads and reloads).", (double)ms.tables_loaded);
+	line(f, "hearth_agent_unwind_tables_reloaded_total", "counter",
+	     "Unwind tables loaded again after an eviction (copied from the parked copy).",
+	     (double)ms.tables_reloaded);
+	line(f, "hearth_agent_unwind_tables_evicted_total", "counter",
+	     "Unwind tables evicted from BPF to make room for hotter objects.",
+	     (double)ms.tables_evicted);
+	line(f, "hearth_agent_unwind_requests_total", "counter",
+	     "Requests from BPF for the table of an object samples landed in.",
+	     (double)ms.requests);
+	line(f, "hearth_agent_unwind_waiting_objects", "gauge",
+	     "Objects whose table waits for room in BPF now.", (double)ms.waiting_objects);
+	line(f, "hearth_agent_unwind_parked_bytes", "gauge",
+	     "Bytes of built tables parked in user space, out of BPF.", (double)ms.parked_bytes);
+	line(f, "hearth_agent_unwind_bpf_bytes", "gauge", "Bytes of the BPF unwind table map in use.",
+	     (double)ms.bpf_bytes_used);
+	line(f, "hearth_agent_unwind_bpf_budget_bytes", "gauge",
+	     "Bytes of the BPF unwind table map in all.", (double)ms.bpf_bytes_budget);
 	line(f, "hearth_agent_unwind_samples_total", "counter", "Samples unwound with tables.",
 	     (double)uw[HEARTH_UW_SAMPLES]);
 	line(f, "hearth_agent_unwind_complete_total", "counter",
