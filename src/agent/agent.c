@@ -440,6 +440,8 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 		return ret;
 	collector__set_python(a->col, sampler__python(a->s));
 	collector__set_python(a->live_col, sampler__python(a->s));
+	collector__set_java(a->col, sampler__java(a->s));
+	collector__set_java(a->live_col, sampler__java(a->s));
 	ret = agent_sender__start(&a->opts, a->sp, a->labels, 3, &a->snd);
 	if (ret)
 		snprintf(err, errlen, "cannot start the sender thread: %s", strerror(-ret));

@@ -46,6 +46,8 @@ static void usage(FILE *f)
 		"      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
 		"      --python MODE          auto (default): Python frames of CPython 3.10-3.13\n"
 		"                             processes; off: their native frames only\n"
+		"      --java MODE            auto (default): Java frames of HotSpot JVMs; off:\n"
+		"                             their native frames only (docs/java.md)\n"
 		"      --idle                 keep samples of idle CPUs\n"
 		"      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
 		"                             (also one line per HTTP request)\n"
@@ -62,6 +64,7 @@ enum {
 	OPT_IDLE,
 	OPT_UNWIND,
 	OPT_PYTHON,
+	OPT_JAVA,
 	OPT_SERVER,
 	OPT_ATOKEN,
 	OPT_SPOOL_DIR,
@@ -79,6 +82,7 @@ const struct option cli_agent_long_opts[] = {
     {"idle", no_argument, NULL, OPT_IDLE},
     {"unwind", required_argument, NULL, OPT_UNWIND},
     {"python", required_argument, NULL, OPT_PYTHON},
+    {"java", required_argument, NULL, OPT_JAVA},
     {NULL, 0, NULL, 0},
 };
 
@@ -98,6 +102,7 @@ void cli_agent_defaults(struct cli_agent_args *a)
 {
 	a->ao.so.hz = 99;
 	a->ao.so.transfer = SAMPLER_TRANSFER_RINGBUF; /* docs/architecture.md, "Transfer modes" */
+	a->ao.so.java = true;			      /* docs/java.md */
 	a->ao.so.python = true;			      /* docs/python.md */
 	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
 	a->ao.trim_memory = true; /* an always-on process keeps only what it uses */
@@ -164,6 +169,8 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 	}
 	case OPT_PYTHON:
 		return cli_parse_python(cmd, arg, &a->ao.so.python);
+	case OPT_JAVA:
+		return cli_parse_java(cmd, arg, &a->ao.so.java);
 	}
 	return 1;
 }

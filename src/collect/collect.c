@@ -19,7 +19,9 @@
  */
 #include "collect.h"
 #include "base/base.h"
+#include "java/java.h"
 #include "python/python.h"
+#include "runtime_abi.h" /* bpf/ */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -46,6 +48,7 @@ struct collector {
 	struct proc_table *pt;	/* borrowed */
 	struct symbolizer *sym; /* borrowed */
 	struct python_mgr *py;	/* borrowed; NULL: Python frames are dropped */
+	struct java_mgr *java;	/* borrowed; NULL: Java frames are dropped */
 	struct entry *entries;	/* owned, dense, in the order first seen */
 	size_t n, cap;
 	struct base_hmap idx; /* hash of an entry's key -> index in entries */
@@ -213,7 +216,12 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 		proc_table__note_addrs(c->pt, s->pid, s->pstart, s->user, s->n_user);
 	/* Its code objects, read while the process lives (cached by the manager). */
 	for (size_t k = 0; c->py && k < s->n_python; k++)
-		python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
+		if (HEARTH_RT_KIND(s->python[2 * k + 1]) == HEARTH_RT_PYTHON)
+			python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
+	for (size_t k = 0; c->java && k < s->n_python; k++)
+		if (HEARTH_RT_KIND(s->python[2 * k + 1]) == HEARTH_RT_JAVA)
+			java_mgr__warm(c->java, s->pid, s->pstart, s->python[2 * k],
+				       s->python[2 * k + 1]);
 	err = base_hmap__insert(&c->idx, h, c->n);
 	if (err) {
 		free(c->entries[c->n].frames);
@@ -432,6 +440,53 @@ static uint64_t python_location(struct collector *c, struct profile *p, const st
 	return loc;
 }
 
+/* A Java frame's location, in the "[java]" pseudo-mapping; keyed (in the
+ * Python locations' cache: the kind bits keep them apart) by Method* and, for
+ * interpreted frames, the bytecode pointer (its line); compiled and stub frames
+ * by the method or blob alone (no line is recovered for them). */
+static uint64_t java_location(struct collector *c, struct profile *p, const struct entry *e,
+			      uint64_t w0, uint64_t w1)
+{
+	struct java_frame f;
+	struct profile_line line = {0};
+	uint64_t pos = w1 & HEARTH_RT_POS_MASK, key_instr, h, mid, loc;
+	struct py_loc key;
+	size_t i;
+
+	key_instr = HEARTH_JAVA_POS_TYPE(pos) == HEARTH_JAVA_INTERP
+			    ? w1 & ~HEARTH_RT_FRAME_ENTRY
+			    : (w1 & ~HEARTH_RT_FRAME_ENTRY) & ~HEARTH_JAVA_ADDR_MASK;
+	if (HEARTH_JAVA_POS_TYPE(pos) == HEARTH_JAVA_UNKNOWN)
+		w0 = 0;
+	key = (struct py_loc){e->pid, w0, key_instr, 0};
+	h = pyloc_hash(e->pid, w0, key_instr);
+	i = base_hmap__find(&c->pyloc_idx, h, pyloc_eq, c, &key);
+	c->stats.frames++;
+	if (i != SIZE_MAX)
+		return c->pylocs[i].loc;
+	mid = profile__mapping(p, 0, 0, 0, "[java]", NULL);
+	if (!mid)
+		return 0;
+	if (java_mgr__resolve(c->java, e->pid, e->pstart, w0, w1, &f)) {
+		c->stats.unresolved++;
+		snprintf(f.name, sizeof(f.name), "[java] unknown");
+		f.file[0] = 0;
+		f.line = 0;
+	}
+	line.function_id = profile__function(p, f.name, f.name, f.file[0] ? f.file : NULL);
+	if (!line.function_id)
+		return 0;
+	line.line = f.line;
+	loc = profile__location_exact(p, mid, w0, &line, 1);
+	if (loc &&
+	    !base_grow((void **)&c->pylocs, &c->cap_pylocs, c->n_pylocs + 1, sizeof(*c->pylocs)) &&
+	    !base_hmap__insert(&c->pyloc_idx, h, c->n_pylocs)) {
+		key.loc = loc;
+		c->pylocs[c->n_pylocs++] = key;
+	}
+	return loc;
+}
+
 /* One evaluation loop's run of Python frames, from *py up to the first marked as
  * its outermost, into locs (leaf first). Count placed, or -ENOMEM. */
 static int python_run(struct collector *c, struct profile *p, const struct entry *e, uint32_t *py,
@@ -475,7 +530,12 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	    {.key = PROFILE_LABEL_PROCESS, .str = process_name(e, proc)},
 	};
 
-	uint32_t py = c->py ? 0 : e->n_py; /* next Python frame to place */
+	/* Runtime frames are of one kind per process: Python or Java. */
+	bool java = e->n_py &&
+		    HEARTH_RT_KIND(e->frames[e->n_kernel + e->n_user + 1]) == HEARTH_RT_JAVA;
+	uint32_t py = c->py && !java ? 0 : e->n_py; /* next Python frame to place */
+	uint32_t jf = c->java && java ? 0 : e->n_py; /* next Java frame to place */
+	const uint64_t *rt = e->frames + e->n_kernel + e->n_user;
 	int got_rest;
 
 	if (e->pid && !proc)
@@ -493,6 +553,14 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 
 		if (i > 0 || e->n_kernel > 0)
 			addr = addr ? addr - 1 : 0; /* a return address: see the file comment */
+		/* A Java frame stands for each native frame in the code cache. */
+		if (jf < e->n_py && java_mgr__in_code(c->java, e->pid, e->pstart, addr)) {
+			if (!(locs[n] = java_location(c, p, e, rt[2 * jf], rt[2 * jf + 1])))
+				return -ENOMEM;
+			jf++;
+			n++;
+			continue;
+		}
 		if (py < e->n_py && python_mgr__is_eval(c->py, e->pid, e->pstart, addr)) {
 			if ((got = python_run(c, p, e, &py, locs + n)) < 0)
 				return got;
@@ -546,6 +614,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 		 * the new one, which is still running. */
 		if (c->py && c->gone[i].exited)
 			python_mgr__forget(c->py, c->gone[i].pid, c->gone[i].pstart);
+		if (c->java && c->gone[i].exited)
+			java_mgr__forget(c->java, c->gone[i].pid, c->gone[i].pstart);
 	}
 	c->n_gone = 0;
 	return p;
@@ -555,6 +625,11 @@ fail:
 	base_hmap__clear(&c->pyloc_idx);
 	profile__free(p);
 	return NULL;
+}
+
+void collector__set_java(struct collector *c, struct java_mgr *java)
+{
+	c->java = java;
 }
 
 void collector__set_python(struct collector *c, struct python_mgr *py)

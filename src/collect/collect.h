@@ -56,5 +56,8 @@ struct python_mgr;
  * in place of the interpreter's frames. Without it (NULL, the default) Python
  * frames are dropped and stacks are native only. */
 void collector__set_python(struct collector *c, struct python_mgr *py);
+struct java_mgr;
+/* Names Java frames (src/java/java.h); NULL: they are dropped. Borrowed. */
+void collector__set_java(struct collector *c, struct java_mgr *java);
 
 #endif /* HEARTH_COLLECT_H */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
+#include "java_abi.h"	 /* bpf/: HEARTH_JAVA_* */
 #include "python_abi.h"	 /* bpf/: HEARTH_PY_* */
 #include "unwind_abi.h"	 /* bpf/: HEARTH_UW_* */
 
@@ -45,6 +46,8 @@ struct sampler_opts {
 	/* Walk CPython processes' Python frames (docs/python.md). They travel with
 	 * ring-buffer samples: with --transfer map and --unwind fp there are none. */
 	bool python;
+	/* Walk HotSpot JVMs' Java frames (docs/java.md; table-unwound samples). */
+	bool java;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */
@@ -144,6 +147,11 @@ struct python_mgr;
 struct python_mgr *sampler__python(const struct sampler *s);
 /* The Python walk's counters (HEARTH_PY_*, sum over CPUs); -ENOENT when off. */
 int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_MAX]);
+struct java_mgr;
+/* The HotSpot manager, or NULL when the Java walk is off (src/java/java.h). */
+struct java_mgr *sampler__java(const struct sampler *s);
+/* The Java walk's counters (HEARTH_JAVA_*, sum over CPUs); -ENOENT when off. */
+int sampler__java_stats(const struct sampler *s, uint64_t out[HEARTH_JAVA_STAT_MAX]);
 /* Number of CPUs sampled. */
 int sampler__n_cpus(const struct sampler *s);
 /* Detaches and frees. NULL is a no-op. */
