@@ -40,7 +40,7 @@ struct hearth_java_state {
 	__u64 segmap;		   /* segment-map search: map, index, result */
 	__u64 idx;
 	__s32 found;		   /* 1 block start found, -1 free or too far */
-	__u32 pad;
+	__u32 leaf;		   /* the frame being stepped is the interrupted one */
 	__u64 slots[JAVA_SLOTS_BELOW + 2];
 	__u8 blob[JAVA_BLOB_READ];
 	__u64 words[JAVA_WORDS];
@@ -86,10 +86,12 @@ static __always_inline void java_begin(__u32 pid, __u64 pstart)
 static __always_inline void java_emit(struct hearth_java_state *js, __u64 w0, __u32 type, __u64 addr)
 {
 	__u32 n = js->n;
+	__u64 leaf = js->leaf ? HEARTH_JAVA_LEAF : 0;
 
 	js->words[(2 * n) & (JAVA_WORDS - 1)] = w0;
 	js->words[(2 * n + 1) & (JAVA_WORDS - 1)] =
-		HEARTH_RT_WORD1(HEARTH_RT_JAVA, HEARTH_JAVA_POS(type, addr)) | HEARTH_RT_FRAME_ENTRY;
+		HEARTH_RT_WORD1(HEARTH_RT_JAVA, HEARTH_JAVA_POS(type, addr) | leaf) |
+		HEARTH_RT_FRAME_ENTRY;
 	js->n = n + 1;
 }
 
@@ -180,7 +182,7 @@ static __always_inline long java_step(struct hearth_scratch *st, __u64 addr, boo
 {
 	struct hearth_java_state *js = java_st();
 	struct hearth_java_heap *h = NULL;
-	__u64 pc = st->pc, blob, method = 0, top, frame[2];
+	__u64 pc = st->pc, blob, top, frame[2];
 	__s32 fs, fc;
 	__u32 type;
 
@@ -191,6 +193,7 @@ static __always_inline long java_step(struct hearth_scratch *st, __u64 addr, boo
 		return 1;
 	}
 	st->via_jit = 1;
+	js->leaf = leaf;
 	if (addr >= js->p.interp_low && addr < js->p.interp_high)
 		return java_interp_step(st, js, pc);
 	for (int i = 0; i < HEARTH_JAVA_MAX_HEAPS; i++) {
@@ -214,9 +217,9 @@ static __always_inline long java_step(struct hearth_scratch *st, __u64 addr, boo
 	fs = java_int(js, js->p.blob_frame_size);
 	fc = java_int(js, js->p.blob_frame_complete);
 	if (type) {
-		if (bpf_probe_read_user(&method, sizeof(method), (void *)(blob + js->p.nm_method)))
-			goto read_fail;
-		java_emit(js, method, HEARTH_JAVA_COMPILED, pc);
+		/* The nmethod, not its Method*: user space reads the method and the
+		 * inlined scopes at this pc from it. */
+		java_emit(js, blob, HEARTH_JAVA_COMPILED, pc);
 		bump(&java_stats, HEARTH_JAVA_F_COMPILED);
 	} else {
 		java_emit(js, blob, HEARTH_JAVA_STUB, pc);

@@ -61,12 +61,15 @@ struct hearth_java_proc {
  * A Java frame's second word, bits 0-55 (HEARTH_RT_POS_MASK): bits 54-55 the
  * frame's type, bits 0-47 an address:
  *  - INTERP: word 0 the Method*, the address its bytecode pointer (bcp);
- *  - COMPILED: word 0 the Method* of the nmethod, the address the pc;
+ *  - COMPILED: word 0 the nmethod (its CodeBlob), the address the pc (user
+ *    space finds the method and the methods inlined at that pc);
  *  - STUB: word 0 the CodeBlob (adapter, runtime stub, call stub...), the pc;
  *  - UNKNOWN: word 0 0 or the CodeBlob when known, the pc (the walk could not
  *    tell the frame; it stops there).
  */
 #define HEARTH_JAVA_TYPE_SHIFT 54
+/* Bit 53: the frame is the interrupted one (its pc is no return address). */
+#define HEARTH_JAVA_LEAF (1ull << 53)
 #define HEARTH_JAVA_ADDR_MASK ((1ull << 48) - 1)
 enum hearth_java_frame_type {
 	HEARTH_JAVA_INTERP = 0,

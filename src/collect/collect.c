@@ -30,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Methods of one compiled Java frame (itself and those inlined at its pc). */
+#define JAVA_INLINE_MAX 16
+
 /* HEARTH_COMM_LEN (bpf/profile_abi.h) bounds every name the sampler hands over. */
 #define COMM_LEN HEARTH_COMM_LEN
 
@@ -447,16 +450,20 @@ static uint64_t python_location(struct collector *c, struct profile *p, const st
 static uint64_t java_location(struct collector *c, struct profile *p, const struct entry *e,
 			      uint64_t w0, uint64_t w1)
 {
-	struct java_frame f;
-	struct profile_line line = {0};
+	struct java_frame f[JAVA_INLINE_MAX];
+	struct profile_line lines[JAVA_INLINE_MAX];
 	uint64_t pos = w1 & HEARTH_RT_POS_MASK, key_instr, h, mid, loc;
+	unsigned type = HEARTH_JAVA_POS_TYPE(pos);
 	struct py_loc key;
 	size_t i;
+	int n;
 
-	key_instr = HEARTH_JAVA_POS_TYPE(pos) == HEARTH_JAVA_INTERP
+	/* Interpreted frames by bcp (the line), compiled ones by pc (the inlined
+	 * methods there), stubs by the blob alone. */
+	key_instr = type == HEARTH_JAVA_INTERP || type == HEARTH_JAVA_COMPILED
 			    ? w1 & ~HEARTH_RT_FRAME_ENTRY
 			    : (w1 & ~HEARTH_RT_FRAME_ENTRY) & ~HEARTH_JAVA_ADDR_MASK;
-	if (HEARTH_JAVA_POS_TYPE(pos) == HEARTH_JAVA_UNKNOWN)
+	if (type == HEARTH_JAVA_UNKNOWN)
 		w0 = 0;
 	key = (struct py_loc){e->pid, w0, key_instr, 0};
 	h = pyloc_hash(e->pid, w0, key_instr);
@@ -467,17 +474,23 @@ static uint64_t java_location(struct collector *c, struct profile *p, const stru
 	mid = profile__mapping(p, 0, 0, 0, "[java]", NULL);
 	if (!mid)
 		return 0;
-	if (java_mgr__resolve(c->java, e->pid, e->pstart, w0, w1, &f)) {
+	n = java_mgr__resolve(c->java, e->pid, e->pstart, w0, w1, f, JAVA_INLINE_MAX);
+	if (n <= 0) {
 		c->stats.unresolved++;
-		snprintf(f.name, sizeof(f.name), "[java] unknown");
-		f.file[0] = 0;
-		f.line = 0;
+		snprintf(f[0].name, sizeof(f[0].name), "[java] unknown");
+		f[0].file[0] = 0;
+		f[0].line = 0;
+		n = 1;
 	}
-	line.function_id = profile__function(p, f.name, f.name, f.file[0] ? f.file : NULL);
-	if (!line.function_id)
-		return 0;
-	line.line = f.line;
-	loc = profile__location_exact(p, mid, w0, &line, 1);
+	for (int k = 0; k < n; k++) {
+		lines[k] = (struct profile_line){0};
+		lines[k].function_id =
+			profile__function(p, f[k].name, f[k].name, f[k].file[0] ? f[k].file : NULL);
+		if (!lines[k].function_id)
+			return 0;
+		lines[k].line = f[k].line;
+	}
+	loc = profile__location_exact(p, mid, w0, lines, (size_t)n);
 	if (loc &&
 	    !base_grow((void **)&c->pylocs, &c->cap_pylocs, c->n_pylocs + 1, sizeof(*c->pylocs)) &&
 	    !base_hmap__insert(&c->pyloc_idx, h, c->n_pylocs)) {

@@ -50,6 +50,9 @@ struct jvm_layout {
 	int64_t ga_len, ga_data; /* GrowableArrayBase::_len, GrowableArray<int>::_data */
 	int64_t blob_name, blob_size, blob_frame_size, blob_frame_complete, blob_code_begin;
 	int64_t nm_method;				       /* CompiledMethod::_method */
+	int64_t nm_scopes_data;	/* CompiledMethod::_scopes_data_begin (address) */
+	int64_t nm_compile_id, nm_metadata_off, nm_pcs_off, nm_deps_off; /* nmethod */
+	int64_t pc_pc_offset, pc_scope_offset;			  /* PcDesc */
 	int64_t method_const;				       /* Method::_constMethod */
 	int64_t cm_constants, cm_name_index, cm_sig_index, cm_code_size, cm_flags; /* ConstMethod */
 	int64_t cp_holder;				       /* ConstantPool::_pool_holder */
@@ -57,7 +60,7 @@ struct jvm_layout {
 	int64_t sym_length, sym_body;			       /* Symbol */
 	int64_t sq_stub_buffer, sq_buffer_limit;	       /* StubQueue */
 	/* types */
-	int64_t size_heap_block, size_const_method, size_constant_pool;
+	int64_t size_heap_block, size_const_method, size_constant_pool, size_nmethod, size_pcdesc;
 	/* int constants */
 	int64_t interp_sender_sp, interp_last_sp; /* frame::interpreter_frame_*_offset (words) */
 	int64_t has_linenumber_table;		  /* ConstMethod::_has_linenumber_table */
@@ -75,5 +78,15 @@ int jvm_parse_vmstructs(const struct jvm_reader *r, const uint64_t syms[JS_MAX],
 /* Line of bci in a ConstMethod's compressed line number table (the bytes after
  * the bytecodes), -1 when the table has none. */
 int64_t jvm_line_for_bci(const uint8_t *table, size_t len, int64_t bci);
+
+/* The scopes of an nmethod at pc offset pc_off (ScopeDesc chain of the PcDesc
+ * at pc_off when exact, else of the first PcDesc at or after it), innermost
+ * first: Method* and bci (-1: none) each, from copies of the nmethod's PcDescs
+ * (pcdesc_size bytes each, pc and scope offset fields at pc_field, scope_field),
+ * scopes data and metadata. Count (<= max), 0 when none. */
+int jvm_scopes_at(const uint8_t *pcs, size_t n_pcs, size_t pcdesc_size, int64_t pc_field,
+		  int64_t scope_field, const uint8_t *scopes, size_t n_scopes, const uint8_t *meta,
+		  size_t n_meta, int64_t pc_off, bool exact, uint64_t *methods, int64_t *bcis,
+		  int max);
 
 #endif /* HEARTH_JAVA_IMPL_H */

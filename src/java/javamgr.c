@@ -46,6 +46,7 @@ struct jproc {
 	uint32_t pid;
 	uint64_t pstart;
 	enum jstate state;
+	bool exited; /* names cached while it ran are used as they are */
 	int tries;
 	int64_t due_ms;
 	struct jvm_layout L;
@@ -53,18 +54,26 @@ struct jproc {
 	int64_t method_off, bcp_off;
 };
 
+enum jkind { K_METHOD, K_STUB, K_NMETHOD };
+
+/* A cached Method*, stub CodeBlob or nmethod of one process. */
 struct jmethod {
 	struct jmethod *next, *lru_prev, *lru_next;
 	uint32_t pid;
-	uint64_t pstart, method;  /* key; method is the CodeBlob for stubs */
-	uint64_t check;		  /* Method::_constMethod (or the blob's _name) when read */
-	uint64_t code_begin;	  /* ConstMethod's bytecodes */
-	uint32_t code_size;
-	bool stub;
+	uint64_t pstart, addr; /* key, with kind */
+	enum jkind kind;
+	/* what was read, compared at each use: a method's ConstMethod*, a stub's
+	 * _name, an nmethod's compile id */
+	uint64_t check;
+	uint64_t code_begin; /* a method's bytecodes, an nmethod's instructions */
+	uint32_t code_size;  /* of the bytecodes */
+	uint64_t method;     /* an nmethod's Method* */
 	char name[JAVA_NAME_MAX];
 	char file[JAVA_FILE_MAX];
-	uint8_t *lines; /* the compressed line number table, NULL if none */
+	uint8_t *lines; /* a method's compressed line number table, NULL if none */
 	size_t n_lines;
+	uint8_t *meta, *scopes, *pcs; /* an nmethod's metadata, scopes and PcDescs */
+	size_t n_meta, n_scopes, n_pcs;
 	size_t bytes;
 };
 
@@ -366,8 +375,10 @@ void java_mgr__exit(struct java_mgr *m, uint32_t pid)
 		bpf_map_delete_elem(m->fd, &pid);
 	if (p && p->state != J_DESCRIBED)
 		remove_proc(m, p);
-	else if (p)
-		p->state = J_NOT_JVM; /* kept for in_code until forget */
+	else if (p) {
+		p->state = J_NOT_JVM; /* kept for in_code and resolve until forget */
+		p->exited = true;
+	}
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -451,11 +462,16 @@ bool java_mgr__in_code(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64
 	return in;
 }
 
-/* ---- the method cache (MEM_JAVA) ---- */
+/* ---- the cache of methods, stubs and nmethods (MEM_JAVA) ---- */
 
-static size_t bucket(uint32_t pid, uint64_t method)
+/* Bytes of an nmethod's metadata, scopes or PcDescs kept at most (each). */
+#define NM_PART_MAX (256u << 10)
+/* Inlined scopes decoded at one pc at most. */
+#define SCOPES_MAX 32
+
+static size_t bucket(uint32_t pid, uint64_t addr)
 {
-	uint64_t h = (method ^ ((uint64_t)pid << 48)) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = (addr ^ ((uint64_t)pid << 48)) * 0x9e3779b97f4a7c15ull;
 
 	return (size_t)(h >> 52) & (CACHE_BUCKETS - 1);
 }
@@ -474,9 +490,9 @@ static void lru_front(struct java_mgr *m, struct jmethod *e)
 	m->lru.lru_next = e;
 }
 
-static void free_method(struct java_mgr *m, struct jmethod *e)
+static void free_entry(struct java_mgr *m, struct jmethod *e)
 {
-	struct jmethod **pp = &m->buckets[bucket(e->pid, e->method)];
+	struct jmethod **pp = &m->buckets[bucket(e->pid, e->addr)];
 
 	while (*pp && *pp != e)
 		pp = &(*pp)->next;
@@ -487,6 +503,9 @@ static void free_method(struct java_mgr *m, struct jmethod *e)
 	m->charged -= e->bytes;
 	m->st.methods--;
 	free(e->lines);
+	free(e->meta);
+	free(e->scopes);
+	free(e->pcs);
 	free(e);
 }
 
@@ -495,7 +514,7 @@ static void drop_methods(struct java_mgr *m, uint32_t pid, uint64_t pstart, bool
 	for (struct jmethod *e = m->lru.lru_next, *nx; e != &m->lru; e = nx) {
 		nx = e->lru_next;
 		if (e->pid == pid && (any || e->pstart == pstart))
-			free_method(m, e);
+			free_entry(m, e);
 	}
 }
 
@@ -510,7 +529,7 @@ static uint64_t evict(void *ctx, uint64_t want)
 
 		freed += e->bytes;
 		n++;
-		free_method(m, e);
+		free_entry(m, e);
 	}
 	m->st.evicted += n;
 	pthread_mutex_unlock(&m->mu);
@@ -519,9 +538,9 @@ static uint64_t evict(void *ctx, uint64_t want)
 	return freed;
 }
 
-/* A Symbol's text, '/' turned into '.' when dots. */
+/* A Symbol's text. */
 static int read_symbol(uint32_t pid, const struct jvm_layout *L, uint64_t sym, char *out,
-		       size_t cap, bool dots)
+		       size_t cap)
 {
 	uint16_t len;
 
@@ -532,9 +551,6 @@ static int read_symbol(uint32_t pid, const struct jvm_layout *L, uint64_t sym, c
 	if (rd(pid, sym + L->sym_body, out, len))
 		return -EIO;
 	out[len] = 0;
-	for (size_t i = 0; dots && i < len; i++)
-		if (out[i] == '/')
-			out[i] = '.';
 	return 0;
 }
 
@@ -543,7 +559,6 @@ static int read_method(uint32_t pid, const struct jvm_layout *L, uint64_t method
 {
 	uint64_t cm, cp, holder, ksym, msym;
 	uint16_t name_idx, code_size, flags;
-	int32_t cp_len;
 	char cls[JAVA_FILE_MAX], mname[JAVA_NAME_MAX - JAVA_FILE_MAX - 1];
 
 	if (rd_u64(pid, method + L->method_const, &cm) || !cm ||
@@ -552,12 +567,11 @@ static int read_method(uint32_t pid, const struct jvm_layout *L, uint64_t method
 	    rd(pid, cm + L->cm_code_size, &code_size, 2) || rd(pid, cm + L->cm_flags, &flags, 2) ||
 	    rd_u64(pid, cp + L->cp_holder, &holder) || !holder ||
 	    rd_u64(pid, holder + L->klass_name, &ksym) ||
-	    read_symbol(pid, L, ksym, cls, sizeof(cls), false))
+	    read_symbol(pid, L, ksym, cls, sizeof(cls)))
 		return -EIO;
-	(void)cp_len;
 	/* The constant pool's entries follow its header, one word each. */
 	if (rd_u64(pid, cp + (uint64_t)L->size_constant_pool + 8ull * name_idx, &msym) ||
-	    read_symbol(pid, L, msym, mname, sizeof(mname), false))
+	    read_symbol(pid, L, msym, mname, sizeof(mname)))
 		return -EIO;
 	e->check = cm;
 	e->code_begin = cm + (uint64_t)L->size_const_method;
@@ -567,9 +581,6 @@ static int read_method(uint32_t pid, const struct jvm_layout *L, uint64_t method
 		if (*c == '/')
 			*c = '.';
 	snprintf(e->name, sizeof(e->name), "%s.%s", cls, mname);
-	free(e->lines);
-	e->lines = NULL;
-	e->n_lines = 0;
 	if (flags & L->has_linenumber_table) {
 		uint8_t buf[LINE_TABLE_MAX];
 		size_t got = 0;
@@ -601,32 +612,113 @@ static int read_stub(uint32_t pid, const struct jvm_layout *L, uint64_t blob, st
 			name[len] = 0;
 			snprintf(e->name, sizeof(e->name), "[jvm] %s", name);
 			e->check = np;
-			e->file[0] = 0;
 			return 0;
 		}
 	return -EIO;
 }
 
-/* Looks the frame up, reading it when absent or stale. Locked. */
-static int lookup(struct java_mgr *m, struct jproc *p, uint64_t w0, uint64_t w1,
+static int64_t hdr_i32(const uint8_t *h, size_t len, int64_t off)
+{
+	int32_t v;
+
+	if (off < 0 || (uint64_t)off + 4 > len)
+		return 0;
+	memcpy(&v, h + off, 4);
+	return v;
+}
+
+static uint64_t hdr_u64(const uint8_t *h, size_t len, int64_t off)
+{
+	uint64_t v;
+
+	if (off < 0 || (uint64_t)off + 8 > len)
+		return 0;
+	memcpy(&v, h + off, 8);
+	return v;
+}
+
+/* A part [from, to) of the nmethod, copied; NULL (none) when out of bounds. */
+static uint8_t *read_part(uint32_t pid, uint64_t from, uint64_t to, size_t *n)
+{
+	uint8_t *b;
+
+	*n = 0;
+	if (to <= from || to - from > NM_PART_MAX || !(b = malloc(to - from)))
+		return NULL;
+	if (rd(pid, from, b, to - from)) {
+		free(b);
+		return NULL;
+	}
+	*n = to - from;
+	return b;
+}
+
+/* Reads an nmethod: its Method*, compile id, code and debug information. */
+static int read_nmethod(uint32_t pid, const struct jvm_layout *L, uint64_t nm, struct jmethod *e)
+{
+	uint8_t h[1024];
+	size_t hl = (size_t)L->size_nmethod;
+	uint64_t scopes;
+	int64_t meta_off, pcs_off, deps_off;
+
+	if (hl > sizeof(h) || hl < 64 || rd(pid, nm, h, hl))
+		return -EIO;
+	e->method = hdr_u64(h, hl, L->nm_method);
+	e->check = (uint64_t)hdr_i32(h, hl, L->nm_compile_id);
+	e->code_begin = hdr_u64(h, hl, L->blob_code_begin);
+	if (!e->method)
+		return -EIO;
+	scopes = hdr_u64(h, hl, L->nm_scopes_data);
+	meta_off = hdr_i32(h, hl, L->nm_metadata_off);
+	pcs_off = hdr_i32(h, hl, L->nm_pcs_off);
+	deps_off = hdr_i32(h, hl, L->nm_deps_off);
+	/* Without its debug information the frame is still named (its method). */
+	if (meta_off > 0 && pcs_off > meta_off && deps_off > pcs_off && scopes >= nm + meta_off &&
+	    scopes <= nm + pcs_off) {
+		e->meta = read_part(pid, nm + meta_off, scopes, &e->n_meta);
+		e->scopes = read_part(pid, scopes, nm + pcs_off, &e->n_scopes);
+		e->pcs = read_part(pid, nm + pcs_off, nm + deps_off, &e->n_pcs);
+	}
+	return 0;
+}
+
+/* Looks (pid, addr, kind) up, reading it when absent or stale. Locked. */
+static int lookup(struct java_mgr *m, struct jproc *p, uint64_t addr, enum jkind kind,
 		  struct jmethod **out)
 {
-	uint64_t pos = w1 & HEARTH_RT_POS_MASK, check;
-	unsigned type = HEARTH_JAVA_POS_TYPE(pos);
-	bool stub = type == HEARTH_JAVA_STUB;
-	size_t b = bucket(p->pid, w0);
+	const struct jvm_layout *L = &p->L;
+	size_t b = bucket(p->pid, addr);
 	struct jmethod *e;
+	uint64_t check = 0;
 	int err;
 
-	if (type == HEARTH_JAVA_UNKNOWN || !w0)
+	if (!addr)
 		return -EIO;
 	for (e = m->buckets[b]; e; e = e->next)
-		if (e->pid == p->pid && e->pstart == p->pstart && e->method == w0 && e->stub == stub)
+		if (e->pid == p->pid && e->pstart == p->pstart && e->addr == addr && e->kind == kind)
 			break;
+	if (e && p->exited) {
+		/* Gone: what was read while it ran (the collector warms each new
+		 * stack's frames as it arrives) is the last word. */
+		lru_unlink(e);
+		lru_front(m, e);
+		*out = e;
+		return 0;
+	}
 	if (e) {
-		/* Still the same method? Redefinition and unloading change it. */
-		if (rd_u64(p->pid, w0 + (stub ? p->L.blob_name : p->L.method_const), &check))
+		/* Still the same? Redefinition, unloading and code cache sweeps
+		 * change it: a method's ConstMethod, a blob's name, an nmethod's
+		 * compile id (unique per compilation). */
+		if (kind == K_NMETHOD) {
+			int32_t id;
+
+			if (rd(p->pid, addr + L->nm_compile_id, &id, 4))
+				return -EIO;
+			check = (uint64_t)(int64_t)id;
+		} else if (rd_u64(p->pid, addr + (kind == K_STUB ? L->blob_name : L->method_const),
+				  &check)) {
 			return -EIO;
+		}
 		if (check == e->check) {
 			lru_unlink(e);
 			lru_front(m, e);
@@ -634,22 +726,27 @@ static int lookup(struct java_mgr *m, struct jproc *p, uint64_t w0, uint64_t w1,
 			return 0;
 		}
 		m->st.stale++;
-		free_method(m, e);
+		free_entry(m, e);
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	e->pid = p->pid;
 	e->pstart = p->pstart;
-	e->method = w0;
-	e->stub = stub;
-	err = stub ? read_stub(p->pid, &p->L, w0, e) : read_method(p->pid, &p->L, w0, e);
+	e->addr = addr;
+	e->kind = kind;
+	err = kind == K_STUB	  ? read_stub(p->pid, L, addr, e)
+	      : kind == K_NMETHOD ? read_nmethod(p->pid, L, addr, e)
+				  : read_method(p->pid, L, addr, e);
 	if (err) {
 		free(e->lines);
+		free(e->meta);
+		free(e->scopes);
+		free(e->pcs);
 		free(e);
 		return err;
 	}
-	e->bytes = sizeof(*e) + e->n_lines;
+	e->bytes = sizeof(*e) + e->n_lines + e->n_meta + e->n_scopes + e->n_pcs;
 	e->next = m->buckets[b];
 	m->buckets[b] = e;
 	lru_front(m, e);
@@ -667,48 +764,115 @@ static struct jproc *described(struct java_mgr *m, uint32_t pid, uint64_t pstart
 	return p && p->pstart == pstart && p->desc.code_high ? p : NULL;
 }
 
-int java_mgr__resolve(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_t w0, uint64_t w1,
-		      struct java_frame *out)
+/* One (Method*, bci) into *out; bci < 0: no line. 0 or -errno. Locked. */
+static int name_method(struct java_mgr *m, struct jproc *p, uint64_t method, int64_t bci,
+		       struct java_frame *out)
 {
-	uint64_t pos = w1 & HEARTH_RT_POS_MASK;
+	struct jmethod *e;
+	int err = lookup(m, p, method, K_METHOD, &e);
+
+	if (err)
+		return err;
+	snprintf(out->name, sizeof(out->name), "%s", e->name);
+	snprintf(out->file, sizeof(out->file), "%s", e->file);
+	out->line = 0;
+	if (bci >= 0 && bci < e->code_size && e->lines) {
+		int64_t line = jvm_line_for_bci(e->lines, e->n_lines, bci);
+
+		out->line = line > 0 ? line : 0;
+	}
+	return 0;
+}
+
+/* An nmethod's frame at pc: the methods inlined there, innermost first. */
+static int name_compiled(struct java_mgr *m, struct jproc *p, uint64_t nm, uint64_t pc, bool leaf,
+			 struct java_frame *out, int max)
+{
+	const struct jvm_layout *L = &p->L;
+	uint64_t methods[SCOPES_MAX], outer;
+	int64_t bcis[SCOPES_MAX];
+	struct jmethod *e;
+	int n, err = lookup(m, p, nm, K_NMETHOD, &e), got = 0;
+
+	if (err)
+		return err;
+	outer = e->method;
+	if (max > SCOPES_MAX)
+		max = SCOPES_MAX;
+	n = e->pcs && pc >= e->code_begin
+		    ? jvm_scopes_at(e->pcs, e->n_pcs, (size_t)L->size_pcdesc, L->pc_pc_offset,
+				    L->pc_scope_offset, e->scopes, e->n_scopes, e->meta, e->n_meta,
+				    (int64_t)(pc - e->code_begin), !leaf, methods, bcis, max)
+		    : 0;
+	if (n <= 0) {
+		methods[0] = outer;
+		bcis[0] = -1;
+		n = 1;
+	}
+	/* e may be evicted by the lookups below: nothing of it is used after. */
+	for (int i = 0; i < n; i++) {
+		if (name_method(m, p, methods[i], bcis[i], &out[got]) == 0)
+			got++;
+		else
+			m->st.failed++;
+	}
+	return got ? got : -EIO;
+}
+
+int java_mgr__resolve(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_t w0, uint64_t w1,
+		      struct java_frame *out, int max)
+{
+	uint64_t pos = w1 & HEARTH_RT_POS_MASK, addr = pos & HEARTH_JAVA_ADDR_MASK;
+	unsigned type = HEARTH_JAVA_POS_TYPE(pos);
 	struct jproc *p;
 	struct jmethod *e;
-	int err;
+	int n = -EIO;
 
+	if (max <= 0)
+		return -EINVAL;
 	pthread_mutex_lock(&m->mu);
 	p = described(m, pid, pstart);
 	if (!p) {
 		pthread_mutex_unlock(&m->mu);
 		return -ENOENT;
 	}
-	err = lookup(m, p, w0, w1, &e);
-	if (err) {
-		m->st.failed++;
-		pthread_mutex_unlock(&m->mu);
-		return err;
+	switch (type) {
+	case HEARTH_JAVA_INTERP: {
+		struct jmethod *me;
+		int64_t bci = -1;
+
+		if (lookup(m, p, w0, K_METHOD, &me) == 0 && addr >= me->code_begin &&
+		    addr < me->code_begin + me->code_size)
+			bci = (int64_t)(addr - me->code_begin);
+		n = name_method(m, p, w0, bci, out) ? -EIO : 1;
+		break;
 	}
-	snprintf(out->name, sizeof(out->name), "%s", e->name);
-	snprintf(out->file, sizeof(out->file), "%s", e->file);
-	out->line = 0;
-	if (HEARTH_JAVA_POS_TYPE(pos) == HEARTH_JAVA_INTERP && e->lines) {
-		uint64_t bcp = pos & HEARTH_JAVA_ADDR_MASK;
-
-		if (bcp >= e->code_begin && bcp < e->code_begin + e->code_size) {
-			int64_t line = jvm_line_for_bci(e->lines, e->n_lines,
-							(int64_t)(bcp - e->code_begin));
-
-			out->line = line > 0 ? line : 0;
+	case HEARTH_JAVA_COMPILED:
+		n = name_compiled(m, p, w0, addr, (w1 & HEARTH_JAVA_LEAF) != 0, out, max);
+		break;
+	case HEARTH_JAVA_STUB:
+		if (lookup(m, p, w0, K_STUB, &e) == 0) {
+			snprintf(out->name, sizeof(out->name), "%s", e->name);
+			out->file[0] = 0;
+			out->line = 0;
+			n = 1;
 		}
+		break;
+	default:
+		break;
 	}
+	if (n < 0)
+		m->st.failed++;
 	pthread_mutex_unlock(&m->mu);
-	return 0;
+	return n;
 }
 
 int java_mgr__warm(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_t w0, uint64_t w1)
 {
-	struct java_frame f;
+	struct java_frame f[SCOPES_MAX];
+	int n = java_mgr__resolve(m, pid, pstart, w0, w1, f, SCOPES_MAX);
 
-	return java_mgr__resolve(m, pid, pstart, w0, w1, &f);
+	return n < 0 ? n : 0;
 }
 
 void java_mgr__stats(struct java_mgr *m, struct java_mgr_stats *out)
@@ -741,7 +905,7 @@ void java_mgr__free(struct java_mgr *m)
 		return;
 	mem_budget__unregister(evict, m);
 	while (m->lru.lru_next != &m->lru)
-		free_method(m, m->lru.lru_next);
+		free_entry(m, m->lru.lru_next);
 	free(m->procs);
 	pthread_mutex_destroy(&m->mu);
 	free(m);

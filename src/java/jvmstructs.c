@@ -58,6 +58,13 @@ static const struct want wants[] = {
     {W_FIELD, "CodeBlob", "_frame_complete_offset", L(blob_frame_complete)},
     {W_FIELD, "CodeBlob", "_code_begin", L(blob_code_begin)},
     {W_FIELD, "CompiledMethod", "_method", L(nm_method)},
+    {W_FIELD, "CompiledMethod", "_scopes_data_begin", L(nm_scopes_data)},
+    {W_FIELD, "nmethod", "_compile_id", L(nm_compile_id)},
+    {W_FIELD, "nmethod", "_metadata_offset", L(nm_metadata_off)},
+    {W_FIELD, "nmethod", "_scopes_pcs_offset", L(nm_pcs_off)},
+    {W_FIELD, "nmethod", "_dependencies_offset", L(nm_deps_off)},
+    {W_FIELD, "PcDesc", "_pc_offset", L(pc_pc_offset)},
+    {W_FIELD, "PcDesc", "_scope_decode_offset", L(pc_scope_offset)},
     {W_FIELD, "Method", "_constMethod", L(method_const)},
     {W_FIELD, "ConstMethod", "_constants", L(cm_constants)},
     {W_FIELD, "ConstMethod", "_name_index", L(cm_name_index)},
@@ -73,6 +80,8 @@ static const struct want wants[] = {
     {W_TYPE, "HeapBlock", NULL, L(size_heap_block)},
     {W_TYPE, "ConstMethod", NULL, L(size_const_method)},
     {W_TYPE, "ConstantPool", NULL, L(size_constant_pool)},
+    {W_TYPE, "nmethod", NULL, L(size_nmethod)},
+    {W_TYPE, "PcDesc", NULL, L(size_pcdesc)},
     {W_INT, "frame::interpreter_frame_sender_sp_offset", NULL, L(interp_sender_sp)},
     {W_INT, "frame::interpreter_frame_last_sp_offset", NULL, L(interp_last_sp)},
     {W_INT, "ConstMethod::_has_linenumber_table", NULL, L(has_linenumber_table)},
@@ -299,4 +308,54 @@ int64_t jvm_line_for_bci(const uint8_t *table, size_t len, int64_t bci)
 		}
 	}
 	return best_line;
+}
+
+int jvm_scopes_at(const uint8_t *pcs, size_t n_pcs, size_t pcdesc_size, int64_t pc_field,
+		  int64_t scope_field, const uint8_t *scopes, size_t n_scopes, const uint8_t *meta,
+		  size_t n_meta, int64_t pc_off, bool exact, uint64_t *methods, int64_t *bcis,
+		  int max)
+{
+	int64_t best = -1, best_pc = 0, off;
+	int n = 0;
+
+	if (!pcs || !scopes || pcdesc_size < 8 || pc_field < 0 || scope_field < 0 ||
+	    (uint64_t)pc_field + 4 > pcdesc_size || (uint64_t)scope_field + 4 > pcdesc_size)
+		return 0;
+	/* PcDescs are sorted by pc; a return address has its own (exact), an
+	 * interrupted pc takes the next one (HotSpot's approximate lookup). */
+	for (size_t i = 0; i + pcdesc_size <= n_pcs; i += pcdesc_size) {
+		int32_t pc, so;
+
+		memcpy(&pc, pcs + i + pc_field, 4);
+		memcpy(&so, pcs + i + scope_field, 4);
+		if (pc < pc_off || so <= 0)
+			continue;
+		if (exact && pc != pc_off)
+			break;
+		if (best < 0 || pc < best_pc) {
+			best = so;
+			best_pc = pc;
+		}
+		break;
+	}
+	/* ScopeDesc::decode_body: sender offset, method (metadata index, 1-based),
+	 * bci + 1 (InvocationEntryBci is -1); offset 0 is the serialized null. */
+	for (off = best; off > 0 && n < max;) {
+		size_t pos = (size_t)off;
+		uint32_t sender, midx, bci;
+
+		if ((uint64_t)off >= n_scopes || !read_u5(scopes, n_scopes, &pos, &sender) ||
+		    !read_u5(scopes, n_scopes, &pos, &midx) || !read_u5(scopes, n_scopes, &pos, &bci))
+			break;
+		if (!midx || !meta || (uint64_t)midx * 8 > n_meta)
+			break;
+		memcpy(&methods[n], meta + 8 * (size_t)(midx - 1), 8);
+		bcis[n] = (int64_t)bci - 1;
+		n++;
+		/* senders come before: a later offset would loop */
+		if ((int64_t)sender >= off)
+			break;
+		off = sender;
+	}
+	return n;
 }
