@@ -40,7 +40,7 @@
 #define LINE_TABLE_MAX 1024
 #define CACHE_BUCKETS 4096
 
-enum jstate { J_QUEUED, J_DESCRIBED, J_NOT_JVM };
+enum jstate { J_QUEUED, J_DESCRIBED, J_EXITED };
 
 struct jproc {
 	uint32_t pid;
@@ -376,7 +376,7 @@ void java_mgr__exit(struct java_mgr *m, uint32_t pid)
 	if (p && p->state != J_DESCRIBED)
 		remove_proc(m, p);
 	else if (p) {
-		p->state = J_NOT_JVM; /* kept for in_code and resolve until forget */
+		p->state = J_EXITED; /* kept for in_code and resolve until forget */
 		p->exited = true;
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -416,12 +416,12 @@ int java_mgr__work(struct java_mgr *m, int budget_ms)
 			p->state = J_DESCRIBED;
 		} else if (err == 1 && ++p->tries < PROBE_TRIES) {
 			p->due_ms = t + PROBE_RETRY_MS;
-		} else if (err == -ESRCH) {
+		} else {
+			/* Gone, not a JVM, or one that cannot be walked: forgotten (a
+			 * process is announced once per (pid, start); exec announces
+			 * it again). The list holds JVMs and the queue only. */
 			remove_proc(m, p);
 			i--;
-		} else {
-			p->state = J_NOT_JVM;
-			p->desc.code_low = p->desc.code_high = 0;
 		}
 	}
 	m->st.processes = 0;
@@ -455,6 +455,8 @@ bool java_mgr__in_code(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64
 	struct jproc *p;
 	bool in;
 
+	if (!__atomic_load_n(&m->n, __ATOMIC_RELAXED))
+		return false; /* no JVM: the common case, for every native frame */
 	pthread_mutex_lock(&m->mu);
 	p = find_proc(m, pid);
 	in = p && p->pstart == pstart && pc >= p->desc.code_low && pc < p->desc.code_high;
