@@ -12,6 +12,7 @@
  */
 #include "agent_impl.h"
 #include "base/base.h"
+#include "java/java.h"
 #include "python/python.h"
 
 #include <errno.h>
@@ -368,6 +369,36 @@ static void write_python(struct agent *a, FILE *f)
 				(unsigned long long)py[i]);
 }
 
+/* The Java walk's counters (docs/java.md), when it is on. */
+static void write_java(struct agent *a, FILE *f)
+{
+	static const char *const why[HEARTH_JAVA_STAT_MAX] = {
+	    [HEARTH_JAVA_NO_BLOB] = "no_code_blob", [HEARTH_JAVA_BAD_FRAME] = "bad_frame",
+	    [HEARTH_JAVA_READ_FAIL] = "unreadable", [HEARTH_JAVA_TRUNCATED] = "truncated",
+	};
+	uint64_t j[HEARTH_JAVA_STAT_MAX];
+	struct java_mgr_stats ms;
+
+	if (sampler__java_stats(a->s, j))
+		return;
+	java_mgr__stats(sampler__java(a->s), &ms);
+	gauge(f, "hearth_agent_java_processes", "gauge", "JVMs whose Java frames are walked now.",
+	      (double)ms.processes);
+	gauge(f, "hearth_agent_java_samples_total", "counter", "Samples of walked JVMs.",
+	      (double)j[HEARTH_JAVA_SAMPLES]);
+	gauge(f, "hearth_agent_java_walked_total", "counter", "Of those, samples with Java frames.",
+	      (double)j[HEARTH_JAVA_WALKED]);
+	gauge(f, "hearth_agent_java_unnamed_total", "counter",
+	      "Java frames that could not be named (unreadable or stale).", (double)ms.failed);
+	fputs("# HELP hearth_agent_java_stops_total Java walks stopped, by reason.\n"
+	      "# TYPE hearth_agent_java_stops_total counter\n",
+	      f);
+	for (int i = 0; i < HEARTH_JAVA_STAT_MAX; i++)
+		if (why[i])
+			fprintf(f, "hearth_agent_java_stops_total{reason=\"%s\"} %llu\n", why[i],
+				(unsigned long long)j[i]);
+}
+
 void agent__write_metrics(void *agent, FILE *f)
 {
 	struct agent *a = agent;
@@ -407,6 +438,7 @@ void agent__write_metrics(void *agent, FILE *f)
 	gauge(f, "hearth_agent_sent_total", "counter", "Profiles delivered.", (double)ss.sent);
 	write_failures(a, f);
 	write_python(a, f);
+	write_java(a, f);
 	gauge(f, "hearth_agent_rss_bytes", "gauge", "Resident memory of this process.",
 	      (double)rss_bytes());
 }
