@@ -14,10 +14,11 @@
 #  - >= 95% of the stacks with Java frames reach the thread's start (clone3);
 #  - the interpreted-only method and the JIT-compiled ones are all named, and
 #    the walk saw both interpreted and compiled frames (record -v's java line);
-#  - a JVM started after the recording began (all CPUs) is named within its
-#    first seconds: >= 80% of its main thread's samples carry Java frames over
-#    a 10 s run, JVM start-up included (its first samples, before its unwind
-#    tables are out, are walked in user space from a stack copy: no Java frames);
+#  - a JVM started after `hearth run` (agent and store, defaults) is named
+#    within its first seconds: >= 80% of its main thread's stored samples carry
+#    Java frames over a 10 s run, JVM start-up included (its first samples,
+#    before its unwind tables are out, are walked in user space from a stack
+#    copy: no Java frames), and /metrics counts the JVM;
 #  - --java off gives no Java frames.
 # Every wait is a wait-until with a deadline.
 # test-runner: serial (it compares sampled shares with JFR in the same run)
@@ -148,26 +149,38 @@ fi
 kill "$JPID" 2> /dev/null
 wait "$JPID" 2> /dev/null
 
-# ---- a JVM started after the recording began ----
+# ---- a JVM started after the agent (hearth run), in the store ----
+. "$(dirname "$0")/server_lib.sh"
 ln -s "$(readlink -f "$(command -v java)")" "$T/hearthjvm2"
-"$HEARTH" record -a -F 499 -d 600 -q -o "$T/late.folded" 2> "$T/late.err" &
-rec=$!
-BG_PIDS+=("$rec")
-wait_for 30 sampling "$rec" || echo "INFO java_started_later: hearth record -a had not opened its perf events after 30 s"
-: > "$T/late.out"
-"$T/hearthjvm2" "${JFLAGS[@]}" HearthHot 10 > "$T/late.out" 2>&1 &
-LPID=$!
-wait_for 60 sh -c "! kill -0 $LPID 2> /dev/null" || kill "$LPID"
-wait "$LPID" 2> /dev/null
-kill -INT "$rec"
-wait_for 30 sh -c "! kill -0 $rec 2> /dev/null" || echo "INFO: hearth record did not stop in 30 s"
-wait "$rec" 2> /dev/null
-ltot=$(grep '^hearthjvm2;.*;JavaMain;' "$T/late.folded" | sum)
-lj=$(grep '^hearthjvm2;.*;JavaMain;' "$T/late.folded" | grep ';HearthHot\.' | sum)
-lhot=$(grep '^hearthjvm2;' "$T/late.folded" | grep -E ';HearthHot\.hot[AB]( |;)' | sum)
-if [ "$ltot" -gt 0 ] && [ "$lhot" -gt 0 ] && [ $((lj * 100)) -ge $((ltot * 80)) ]; then
-	pass "java_started_later: $lj of $ltot samples of the main thread of a JVM started during the recording (10 s, start-up included) carry Java frames, $lhot in hotA/hotB"
+if start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 --interval 2; then
+	drained() { curl -sf "$HURL/metrics" | awk '$1 == "hearth_agent_profiles_total" && $2 >= 1 { ok = 1 } END { exit !ok }'; }
+	wait_until 30 drained || echo "INFO java_started_later: no profile drained in 30 s: $(tail -3 "$T/run.log")"
+	# All of a process that has exited is stored once the agent has built two
+	# more profiles and delivered them all.
+	stored() { # profiles built before
+		curl -sf "$HURL/metrics" | awk -v n=$(($1 + 2)) '$1 == "hearth_agent_profiles_total" { p = $2 }
+			$1 == "hearth_agent_sent_total" { s = $2 } END { exit !(p >= n && s >= n) }'
+	}
+	: > "$T/late.out"
+	"$T/hearthjvm2" "${JFLAGS[@]}" HearthHot 10 > "$T/late.out" 2>&1 &
+	LPID=$!
+	wait_for 30 sh -c "grep -q ready '$T/late.out'" || echo "INFO: the late JVM did not say ready in 30 s"
+	curl -sf "$HURL/metrics" | grep '^hearth_agent_java_' > "$T/late.metrics"
+	wait_for 90 sh -c "! kill -0 $LPID 2> /dev/null" || kill "$LPID"
+	wait "$LPID" 2> /dev/null
+	p0=$(metric "$HURL" hearth_agent_profiles_total)
+	wait_for 30 stored "${p0:-0}" || echo "INFO java_started_later: the profiles after the JVM were not all stored in 30 s"
+	curl -s --max-time 30 "$HURL/api/profile?format=folded&from=now-5m&query=%7Bpid%3D%22$LPID%22%7D" > "$T/late.folded"
+	kill -INT "$SPID" 2> /dev/null
+	ltot=$(grep ';JavaMain;' "$T/late.folded" | sum)
+	lj=$(grep ';JavaMain;' "$T/late.folded" | grep ';HearthHot\.' | sum)
+	lhot=$(grep -E ';HearthHot\.hot[AB]( |;)' "$T/late.folded" | sum)
+	if [ "$ltot" -ge 100 ] && [ "$lhot" -gt 0 ] && [ $((lj * 100)) -ge $((ltot * 80)) ]; then
+		pass "java_started_later: $lj of $ltot stored samples of the main thread of a JVM started after hearth run (10 s, start-up included) carry Java frames, $lhot in hotA/hotB; $(tr '\n' ' ' < "$T/late.metrics")"
+	else
+		fail java_started_later "$lj of $ltot (want >= 80%, >= 100), $lhot in hotA/hotB: $(head -3 "$T/late.out") $(grep ';JavaMain;' "$T/late.folded" | grep -v ';HearthHot\.' | sort -t' ' -k2 -rn | head -3 | cut -c1-300)"
+	fi
 else
-	fail java_started_later "$lj of $ltot (want >= 80%), $lhot in hotA/hotB: $(cat "$T/late.out" | head -3) $(grep '^hearthjvm2;.*;JavaMain;' "$T/late.folded" | grep -v ';HearthHot\.' | sort -t' ' -k2 -rn | head -3 | cut -c1-300)"
+	fail java_started_later "hearth run did not start: $(tail -3 "$T/run.log")"
 fi
 finish
