@@ -89,4 +89,10 @@ int jvm_scopes_at(const uint8_t *pcs, size_t n_pcs, size_t pcdesc_size, int64_t 
 		  size_t n_meta, int64_t pc_off, bool exact, uint64_t *methods, int64_t *bcis,
 		  int max);
 
+struct java_mgr;
+/* Tests: describes (pid, pstart) as a probe of a JVM with layout L and code
+ * cache [code_low, code_high) would, without libjvm.so or BPF. 0, -ENOMEM. */
+int java_mgr__describe_for_test(struct java_mgr *m, uint32_t pid, uint64_t pstart,
+				const struct jvm_layout *L, uint64_t code_low, uint64_t code_high);
+
 #endif /* HEARTH_JAVA_IMPL_H */

@@ -884,6 +884,25 @@ void java_mgr__stats(struct java_mgr *m, struct java_mgr_stats *out)
 	pthread_mutex_unlock(&m->mu);
 }
 
+int java_mgr__describe_for_test(struct java_mgr *m, uint32_t pid, uint64_t pstart,
+				const struct jvm_layout *L, uint64_t code_low, uint64_t code_high)
+{
+	struct jproc *p;
+
+	java_mgr__note(m, pid, pstart);
+	pthread_mutex_lock(&m->mu);
+	p = find_proc(m, pid);
+	if (p) {
+		p->L = *L;
+		p->desc.pstart = pstart;
+		p->desc.code_low = code_low;
+		p->desc.code_high = code_high;
+		p->state = J_DESCRIBED;
+	}
+	pthread_mutex_unlock(&m->mu);
+	return p ? 0 : -ENOMEM;
+}
+
 int java_mgr__new(int procs_fd, struct java_mgr **out)
 {
 	struct java_mgr *m = calloc(1, sizeof(*m));

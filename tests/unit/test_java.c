@@ -259,3 +259,111 @@ TEST(java_scopes)
 			    (uint8_t *)meta, 8, 40, true, m, bci, 4) == 1);
 cleanup:;
 }
+
+/* ---- the manager's names, on a fake JVM in this process's own memory ---- */
+
+#include "java/java.h"
+#include "runtime_abi.h"
+
+#include <unistd.h>
+
+struct fake_sym {
+	uint32_t hash;
+	uint16_t len;
+	char body[32];
+} __attribute__((packed));
+
+static void fake_sym(struct fake_sym *s, const char *text)
+{
+	memset(s, 0, sizeof(*s));
+	s->len = (uint16_t)strlen(text);
+	memcpy(s->body, text, s->len);
+}
+
+/* A ConstMethod (48 bytes), 4 bytes of bytecodes, a line table: bci 0 line
+ * 10, bci 2 line 11. */
+struct fake_cm {
+	uint64_t fingerprint;
+	uint64_t constants; /* 8 */
+	uint64_t pad16;
+	uint32_t size;
+	uint16_t flags; /* 28 */
+	uint16_t pad30;
+	uint16_t code_size; /* 32 */
+	uint16_t name_index; /* 34 */
+	uint8_t pad36[12];
+	uint8_t code[4];
+	uint8_t lines[8];
+} __attribute__((packed));
+
+TEST(java_names_and_staleness)
+{
+	static struct fake_sym cls, m1, m2;
+	static uint64_t klass[8], pool[16], method[4];
+	static struct fake_cm cm1, cm2;
+	struct java_mgr *m = NULL;
+	struct jvm_layout L = {0};
+	struct java_mgr_stats st;
+	struct java_frame f[4];
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t w1;
+
+	fake_sym(&cls, "pkg/Outer$Inner");
+	fake_sym(&m1, "run");
+	fake_sym(&m2, "runRedefined");
+	klass[3] = (uint64_t)(uintptr_t)&cls;	       /* Klass::_name at 24 */
+	pool[3] = (uint64_t)(uintptr_t)klass;	       /* _pool_holder at 24 */
+	pool[9 + 5] = (uint64_t)(uintptr_t)&m1;	       /* entry 5 after a 72-byte header */
+	pool[9 + 6] = (uint64_t)(uintptr_t)&m2;	       /* entry 6 */
+	cm1 = (struct fake_cm){.constants = (uint64_t)(uintptr_t)pool, .flags = 1, .code_size = 4,
+			       .name_index = 5, .lines = {0xff, 0, 20, (2 << 3) | 1, 0}};
+	cm2 = cm1;
+	cm2.name_index = 6;
+	method[1] = (uint64_t)(uintptr_t)&cm1; /* Method::_constMethod at 8 */
+	L.method_const = 8;
+	L.cm_constants = 8;
+	L.cm_name_index = 34;
+	L.cm_code_size = 32;
+	L.cm_flags = 28;
+	L.cp_holder = 24;
+	L.klass_name = 24;
+	L.sym_length = 4;
+	L.sym_body = 6;
+	L.size_const_method = 48;
+	L.size_constant_pool = 72;
+	L.has_linenumber_table = 1;
+	CHECK(java_mgr__new(-1, &m) == 0);
+	CHECK(java_mgr__describe_for_test(m, pid, 7, &L, 0x1000, 0x2000) == 0);
+	CHECK(java_mgr__in_code(m, pid, 7, 0x1800) && !java_mgr__in_code(m, pid, 7, 0x2000) &&
+	      !java_mgr__in_code(m, pid, 8, 0x1800));
+	/* an interpreted frame at bci 3: the class with dots, the line of bci 2 */
+	w1 = HEARTH_RT_WORD1(HEARTH_RT_JAVA,
+			     HEARTH_JAVA_POS(HEARTH_JAVA_INTERP, (uintptr_t)&cm1.code[3])) |
+	     HEARTH_RT_FRAME_ENTRY;
+	CHECK(java_mgr__resolve(m, pid, 7, (uintptr_t)method, w1, f, 4) == 1);
+	CHECK_STREQ(f[0].name, "pkg.Outer$Inner.run");
+	CHECK_STREQ(f[0].file, "pkg/Outer$Inner");
+	CHECKF(f[0].line == 11, "line %lld", (long long)f[0].line);
+	/* redefined: the Method now has another ConstMethod: read again, counted */
+	method[1] = (uint64_t)(uintptr_t)&cm2;
+	CHECK(java_mgr__resolve(m, pid, 7, (uintptr_t)method, w1, f, 4) == 1);
+	CHECK_STREQ(f[0].name, "pkg.Outer$Inner.runRedefined");
+	CHECK(f[0].line == 0); /* the bcp is not in the new bytecodes */
+	java_mgr__stats(m, &st);
+	CHECK(st.stale == 1 && st.methods == 1);
+	/* unloaded: what it points to cannot be read: no name, never the old one */
+	method[1] = 16;
+	CHECK(java_mgr__resolve(m, pid, 7, (uintptr_t)method, w1, f, 4) == -EIO);
+	java_mgr__stats(m, &st);
+	CHECK(st.failed >= 1);
+	/* another process start (pid reuse): not described */
+	CHECK(java_mgr__resolve(m, pid, 8, (uintptr_t)method, w1, f, 4) == -ENOENT);
+	/* a frame the walk could not tell */
+	w1 = HEARTH_RT_WORD1(HEARTH_RT_JAVA, HEARTH_JAVA_POS(HEARTH_JAVA_UNKNOWN, 0x1800));
+	CHECK(java_mgr__resolve(m, pid, 7, 0, w1, f, 4) == -EIO);
+	/* after forget nothing is left */
+	java_mgr__forget(m, pid, 0);
+	CHECK(!java_mgr__in_code(m, pid, 7, 0x1800));
+cleanup:
+	java_mgr__free(m);
+}
