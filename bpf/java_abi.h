@@ -56,6 +56,7 @@ struct hearth_java_proc {
 	__s16 interp_sender_sp; /* caller's sp slot from rbp */
 	__u16 pad;
 };
+_Static_assert(sizeof(struct hearth_java_proc) == 192, "java proc ABI");
 
 /*
  * A Java frame's second word, bits 0-55 (HEARTH_RT_POS_MASK): bits 54-55 the

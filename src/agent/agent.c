@@ -388,6 +388,9 @@ static void write_java(struct agent *a, FILE *f)
 	      (double)j[HEARTH_JAVA_SAMPLES]);
 	gauge(f, "hearth_agent_java_walked_total", "counter", "Of those, samples with Java frames.",
 	      (double)j[HEARTH_JAVA_WALKED]);
+	gauge(f, "hearth_agent_java_cache_bytes", "gauge",
+	      "Bytes of the Java name cache (methods, nmethods' debug information).",
+	      (double)ms.bytes);
 	gauge(f, "hearth_agent_java_unnamed_total", "counter",
 	      "Java frames that could not be named (unreadable or stale).", (double)ms.failed);
 	fputs("# HELP hearth_agent_java_stops_total Java walks stopped, by reason.\n"

@@ -497,8 +497,8 @@ static void report_java(struct sampler *s)
 		"hearth record: java: %llu samples of JVMs, %llu with Java frames (%llu "
 		"interpreted, %llu compiled, %llu stub frames; %llu stubs stepped with rbp, %llu "
 		"in a prologue); stops: %llu no code blob, %llu bad frame, %llu unreadable, %llu "
-		"truncated; %llu methods named, %llu stale, %llu unnamed frames, %llu JVMs "
-		"unsupported\n",
+		"truncated; %llu methods named (%llu KiB), %llu stale, %llu unnamed frames, %llu "
+		"JVMs unsupported\n",
 		(unsigned long long)j[HEARTH_JAVA_SAMPLES], (unsigned long long)j[HEARTH_JAVA_WALKED],
 		(unsigned long long)j[HEARTH_JAVA_F_INTERP],
 		(unsigned long long)j[HEARTH_JAVA_F_COMPILED],
@@ -507,7 +507,7 @@ static void report_java(struct sampler *s)
 		(unsigned long long)j[HEARTH_JAVA_BAD_FRAME],
 		(unsigned long long)j[HEARTH_JAVA_READ_FAIL],
 		(unsigned long long)j[HEARTH_JAVA_TRUNCATED], (unsigned long long)ms.methods,
-		(unsigned long long)ms.stale, (unsigned long long)ms.failed,
+		(unsigned long long)(ms.bytes >> 10), (unsigned long long)ms.stale, (unsigned long long)ms.failed,
 		(unsigned long long)ms.unsupported);
 }
 

@@ -67,6 +67,7 @@ struct java_mgr_stats {
 	uint64_t stale;	      /* cached methods found changed (redefined/unloaded) */
 	uint64_t failed;      /* frames that could not be named */
 	uint64_t evicted;     /* cached methods evicted for the memory budget */
+	uint64_t bytes;	      /* the name cache's size, charged to MEM_JAVA */
 };
 void java_mgr__stats(struct java_mgr *m, struct java_mgr_stats *out);
 

@@ -881,6 +881,7 @@ void java_mgr__stats(struct java_mgr *m, struct java_mgr_stats *out)
 {
 	pthread_mutex_lock(&m->mu);
 	*out = m->st;
+	out->bytes = m->charged;
 	pthread_mutex_unlock(&m->mu);
 }
 
