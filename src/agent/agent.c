@@ -373,8 +373,10 @@ static void write_python(struct agent *a, FILE *f)
 static void write_java(struct agent *a, FILE *f)
 {
 	static const char *const why[HEARTH_JAVA_STAT_MAX] = {
-	    [HEARTH_JAVA_NO_BLOB] = "no_code_blob", [HEARTH_JAVA_BAD_FRAME] = "bad_frame",
-	    [HEARTH_JAVA_READ_FAIL] = "unreadable", [HEARTH_JAVA_TRUNCATED] = "truncated",
+	    [HEARTH_JAVA_NO_BLOB] = "no_code_blob",
+	    [HEARTH_JAVA_BAD_FRAME] = "bad_frame",
+	    [HEARTH_JAVA_READ_FAIL] = "unreadable",
+	    [HEARTH_JAVA_TRUNCATED] = "truncated",
 	};
 	uint64_t j[HEARTH_JAVA_STAT_MAX];
 	struct java_mgr_stats ms;

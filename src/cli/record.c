@@ -507,8 +507,8 @@ static void report_java(struct sampler *s)
 		(unsigned long long)j[HEARTH_JAVA_BAD_FRAME],
 		(unsigned long long)j[HEARTH_JAVA_READ_FAIL],
 		(unsigned long long)j[HEARTH_JAVA_TRUNCATED], (unsigned long long)ms.methods,
-		(unsigned long long)(ms.bytes >> 10), (unsigned long long)ms.stale, (unsigned long long)ms.failed,
-		(unsigned long long)ms.unsupported);
+		(unsigned long long)(ms.bytes >> 10), (unsigned long long)ms.stale,
+		(unsigned long long)ms.failed, (unsigned long long)ms.unsupported);
 }
 
 /* One stderr line on the table unwinder: why walks stopped, table memory, build time. */

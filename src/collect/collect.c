@@ -461,8 +461,8 @@ static uint64_t java_location(struct collector *c, struct profile *p, const stru
 	/* Interpreted frames by bcp (the line), compiled ones by pc (the inlined
 	 * methods there), stubs by the blob alone. */
 	key_instr = type == HEARTH_JAVA_INTERP || type == HEARTH_JAVA_COMPILED
-			    ? w1 & ~HEARTH_RT_FRAME_ENTRY
-			    : (w1 & ~HEARTH_RT_FRAME_ENTRY) & ~HEARTH_JAVA_ADDR_MASK;
+			? w1 & ~HEARTH_RT_FRAME_ENTRY
+			: (w1 & ~HEARTH_RT_FRAME_ENTRY) & ~HEARTH_JAVA_ADDR_MASK;
 	if (type == HEARTH_JAVA_UNKNOWN)
 		w0 = 0;
 	key = (struct py_loc){e->pid, w0, key_instr, 0};
@@ -485,7 +485,7 @@ static uint64_t java_location(struct collector *c, struct profile *p, const stru
 	for (int k = 0; k < n; k++) {
 		lines[k] = (struct profile_line){0};
 		lines[k].function_id =
-			profile__function(p, f[k].name, f[k].name, f[k].file[0] ? f[k].file : NULL);
+		    profile__function(p, f[k].name, f[k].name, f[k].file[0] ? f[k].file : NULL);
 		if (!lines[k].function_id)
 			return 0;
 		lines[k].line = f[k].line;
@@ -544,9 +544,9 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	};
 
 	/* Runtime frames are of one kind per process: Python or Java. */
-	bool java = e->n_py &&
-		    HEARTH_RT_KIND(e->frames[e->n_kernel + e->n_user + 1]) == HEARTH_RT_JAVA;
-	uint32_t py = c->py && !java ? 0 : e->n_py; /* next Python frame to place */
+	bool java =
+	    e->n_py && HEARTH_RT_KIND(e->frames[e->n_kernel + e->n_user + 1]) == HEARTH_RT_JAVA;
+	uint32_t py = c->py && !java ? 0 : e->n_py;  /* next Python frame to place */
 	uint32_t jf = c->java && java ? 0 : e->n_py; /* next Java frame to place */
 	const uint64_t *rt = e->frames + e->n_kernel + e->n_user;
 	int got_rest;

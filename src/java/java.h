@@ -53,8 +53,8 @@ struct java_frame {
  * compiled frame gives the methods inlined at its pc, innermost first, then the
  * nmethod's own method. Number of frames put in out (at most max), -ENOENT
  * (process not described), -EIO (unreadable, or stale: counted). */
-int java_mgr__resolve(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_t w0,
-		      uint64_t w1, struct java_frame *out, int max);
+int java_mgr__resolve(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_t w0, uint64_t w1,
+		      struct java_frame *out, int max);
 /* Reads and caches a frame's method when not cached yet (the collector calls it
  * for new stacks while the process lives). */
 int java_mgr__warm(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_t w0, uint64_t w1);

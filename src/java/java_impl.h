@@ -40,35 +40,35 @@ extern const char *const jvm_sym_names[JS_MAX];
  * bytes, addresses in the target. Field names in the comments are HotSpot's. */
 struct jvm_layout {
 	/* statics: addresses of the variables */
-	uint64_t codecache_heaps;      /* CodeCache::_heaps (GrowableArray<CodeHeap*>*) */
-	uint64_t codecache_low;	       /* CodeCache::_low_bound */
-	uint64_t codecache_high;       /* CodeCache::_high_bound */
-	uint64_t interp_code;	       /* AbstractInterpreter::_code (StubQueue*) */
+	uint64_t codecache_heaps; /* CodeCache::_heaps (GrowableArray<CodeHeap*>*) */
+	uint64_t codecache_low;	  /* CodeCache::_low_bound */
+	uint64_t codecache_high;  /* CodeCache::_high_bound */
+	uint64_t interp_code;	  /* AbstractInterpreter::_code (StubQueue*) */
 	/* fields */
 	int64_t heap_memory, heap_segmap, heap_log2_seg; /* CodeHeap */
 	int64_t vs_low, vs_high; /* VirtualSpace::_low_boundary, _high_boundary */
 	int64_t ga_len, ga_data; /* GrowableArrayBase::_len, GrowableArray<int>::_data */
 	int64_t blob_name, blob_size, blob_frame_size, blob_frame_complete, blob_code_begin;
-	int64_t nm_method;				       /* CompiledMethod::_method */
-	int64_t nm_scopes_data;	/* CompiledMethod::_scopes_data_begin (address) */
+	int64_t nm_method;	/* CompiledMethod::_method */
+	int64_t nm_scopes_data; /* CompiledMethod::_scopes_data_begin (address) */
 	int64_t nm_compile_id, nm_metadata_off, nm_pcs_off, nm_deps_off; /* nmethod */
-	int64_t pc_pc_offset, pc_scope_offset;			  /* PcDesc */
-	int64_t method_const;				       /* Method::_constMethod */
+	int64_t pc_pc_offset, pc_scope_offset;				 /* PcDesc */
+	int64_t method_const;						 /* Method::_constMethod */
 	int64_t cm_constants, cm_name_index, cm_sig_index, cm_code_size, cm_flags; /* ConstMethod */
-	int64_t cp_holder;				       /* ConstantPool::_pool_holder */
-	int64_t klass_name;				       /* Klass::_name */
-	int64_t sym_length, sym_body;			       /* Symbol */
-	int64_t sq_stub_buffer, sq_buffer_limit;	       /* StubQueue */
+	int64_t cp_holder;			 /* ConstantPool::_pool_holder */
+	int64_t klass_name;			 /* Klass::_name */
+	int64_t sym_length, sym_body;		 /* Symbol */
+	int64_t sq_stub_buffer, sq_buffer_limit; /* StubQueue */
 	/* types */
 	int64_t size_heap_block, size_const_method, size_constant_pool, size_nmethod, size_pcdesc;
 	/* int constants */
 	int64_t interp_sender_sp, interp_last_sp; /* frame::interpreter_frame_*_offset (words) */
 	int64_t has_linenumber_table;		  /* ConstMethod::_has_linenumber_table */
-	uint64_t missing; /* bit i: want[i] of jvmstructs.c was not found */
+	uint64_t missing;			  /* bit i: want[i] of jvmstructs.c was not found */
 };
 
 #define JVM_ENTRIES_MAX 20000 /* entries of one table read at most */
-#define JVM_NAME_MAX 96	      /* longest type or field name compared */
+#define JVM_NAME_MAX	96    /* longest type or field name compared */
 
 /* Reads the three tables. 0; -ENOENT a value the walk needs is missing (out's
  * `missing` says which); -EIO a read failed; -EINVAL the tables are malformed. */

@@ -35,10 +35,10 @@
 #include "runtime_abi.h" /* bpf/ */
 
 #define PROBE_RETRY_MS 200
-#define PROBE_TRIES 50
-#define READ_MAX (1u << 16)
+#define PROBE_TRIES    50
+#define READ_MAX       (1u << 16)
 #define LINE_TABLE_MAX 1024
-#define CACHE_BUCKETS 4096
+#define CACHE_BUCKETS  4096
 
 enum jstate { J_QUEUED, J_DESCRIBED, J_EXITED };
 
@@ -263,8 +263,9 @@ static int probe(struct java_mgr *m, struct jproc *p)
 		return 1;
 	d->interp_low = buf;
 	d->interp_high = buf + (uint64_t)limit;
-	if (rd_u64(p->pid, L->codecache_heaps, &ga) || !ga || rd_i32(p->pid, ga + L->ga_len, &len) ||
-	    rd_u64(p->pid, ga + L->ga_data, &data) || len <= 0 || !data)
+	if (rd_u64(p->pid, L->codecache_heaps, &ga) || !ga ||
+	    rd_i32(p->pid, ga + L->ga_len, &len) || rd_u64(p->pid, ga + L->ga_data, &data) ||
+	    len <= 0 || !data)
 		return 1;
 	for (int i = 0; i < len && i < HEARTH_JAVA_MAX_HEAPS; i++) {
 		struct hearth_java_heap *h = &d->heaps[i];
@@ -697,7 +698,8 @@ static int lookup(struct java_mgr *m, struct jproc *p, uint64_t addr, enum jkind
 	if (!addr)
 		return -EIO;
 	for (e = m->buckets[b]; e; e = e->next)
-		if (e->pid == p->pid && e->pstart == p->pstart && e->addr == addr && e->kind == kind)
+		if (e->pid == p->pid && e->pstart == p->pstart && e->addr == addr &&
+		    e->kind == kind)
 			break;
 	if (e && p->exited) {
 		/* Gone: what was read while it ran (the collector warms each new
@@ -802,10 +804,10 @@ static int name_compiled(struct java_mgr *m, struct jproc *p, uint64_t nm, uint6
 	if (max > SCOPES_MAX)
 		max = SCOPES_MAX;
 	n = e->pcs && pc >= e->code_begin
-		    ? jvm_scopes_at(e->pcs, e->n_pcs, (size_t)L->size_pcdesc, L->pc_pc_offset,
-				    L->pc_scope_offset, e->scopes, e->n_scopes, e->meta, e->n_meta,
-				    (int64_t)(pc - e->code_begin), !leaf, methods, bcis, max)
-		    : 0;
+		? jvm_scopes_at(e->pcs, e->n_pcs, (size_t)L->size_pcdesc, L->pc_pc_offset,
+				L->pc_scope_offset, e->scopes, e->n_scopes, e->meta, e->n_meta,
+				(int64_t)(pc - e->code_begin), !leaf, methods, bcis, max)
+		: 0;
 	if (n <= 0) {
 		methods[0] = outer;
 		bcis[0] = -1;

@@ -345,7 +345,8 @@ int jvm_scopes_at(const uint8_t *pcs, size_t n_pcs, size_t pcdesc_size, int64_t 
 		uint32_t sender, midx, bci;
 
 		if ((uint64_t)off >= n_scopes || !read_u5(scopes, n_scopes, &pos, &sender) ||
-		    !read_u5(scopes, n_scopes, &pos, &midx) || !read_u5(scopes, n_scopes, &pos, &bci))
+		    !read_u5(scopes, n_scopes, &pos, &midx) ||
+		    !read_u5(scopes, n_scopes, &pos, &bci))
 			break;
 		if (!midx || !meta || (uint64_t)midx * 8 > n_meta)
 			break;

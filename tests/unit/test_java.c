@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #define BASE 0x100000ull
-#define IMG 65536
+#define IMG  65536
 
 struct img {
 	uint8_t b[IMG];
@@ -54,31 +54,49 @@ struct sf {
 };
 
 static const struct sf fields[] = {
-    {"CodeCache", "_heaps", 1, 0x7000},	      {"CodeCache", "_low_bound", 1, 0x7008},
-    {"CodeCache", "_high_bound", 1, 0x7010},   {"AbstractInterpreter", "_code", 1, 0x7018},
-    {"CodeHeap", "_memory", 0, 8},	      {"CodeHeap", "_segmap", 0, 120},
-    {"CodeHeap", "_log2_segment_size", 0, 256}, {"VirtualSpace", "_low_boundary", 0, 0},
-    {"VirtualSpace", "_high_boundary", 0, 8},   {"GrowableArrayBase", "_len", 0, 0},
-    {"GrowableArray<int>", "_data", 0, 8},	      {"CodeBlob", "_name", 0, 96},
-    {"CodeBlob", "_size", 0, 12},	      {"CodeBlob", "_frame_size", 0, 28},
-    {"CodeBlob", "_frame_complete_offset", 0, 20}, {"CodeBlob", "_code_begin", 0, 32},
-    {"CompiledMethod", "_method", 0, 112},      {"CompiledMethod", "_scopes_data_begin", 0, 120},
-    {"nmethod", "_compile_id", 0, 304},	      {"nmethod", "_metadata_offset", 0, 260},
-    {"nmethod", "_scopes_pcs_offset", 0, 268},  {"nmethod", "_dependencies_offset", 0, 272},
-    {"PcDesc", "_pc_offset", 0, 0},	      {"PcDesc", "_scope_decode_offset", 0, 4},
-    {"Method", "_constMethod", 0, 8},	      {"ConstMethod", "_constants", 0, 8},
-    {"ConstMethod", "_name_index", 0, 34},      {"ConstMethod", "_signature_index", 0, 36},
-    {"ConstMethod", "_code_size", 0, 32},	      {"ConstMethod", "_flags", 0, 28},
-    {"ConstantPool", "_pool_holder", 0, 24},    {"Klass", "_name", 0, 24},
-    {"Symbol", "_length", 0, 4},		      {"Symbol", "_body", 0, 6},
-    {"StubQueue", "_stub_buffer", 0, 8},	      {"StubQueue", "_buffer_limit", 0, 20},
+    {"CodeCache", "_heaps", 1, 0x7000},
+    {"CodeCache", "_low_bound", 1, 0x7008},
+    {"CodeCache", "_high_bound", 1, 0x7010},
+    {"AbstractInterpreter", "_code", 1, 0x7018},
+    {"CodeHeap", "_memory", 0, 8},
+    {"CodeHeap", "_segmap", 0, 120},
+    {"CodeHeap", "_log2_segment_size", 0, 256},
+    {"VirtualSpace", "_low_boundary", 0, 0},
+    {"VirtualSpace", "_high_boundary", 0, 8},
+    {"GrowableArrayBase", "_len", 0, 0},
+    {"GrowableArray<int>", "_data", 0, 8},
+    {"CodeBlob", "_name", 0, 96},
+    {"CodeBlob", "_size", 0, 12},
+    {"CodeBlob", "_frame_size", 0, 28},
+    {"CodeBlob", "_frame_complete_offset", 0, 20},
+    {"CodeBlob", "_code_begin", 0, 32},
+    {"CompiledMethod", "_method", 0, 112},
+    {"CompiledMethod", "_scopes_data_begin", 0, 120},
+    {"nmethod", "_compile_id", 0, 304},
+    {"nmethod", "_metadata_offset", 0, 260},
+    {"nmethod", "_scopes_pcs_offset", 0, 268},
+    {"nmethod", "_dependencies_offset", 0, 272},
+    {"PcDesc", "_pc_offset", 0, 0},
+    {"PcDesc", "_scope_decode_offset", 0, 4},
+    {"Method", "_constMethod", 0, 8},
+    {"ConstMethod", "_constants", 0, 8},
+    {"ConstMethod", "_name_index", 0, 34},
+    {"ConstMethod", "_signature_index", 0, 36},
+    {"ConstMethod", "_code_size", 0, 32},
+    {"ConstMethod", "_flags", 0, 28},
+    {"ConstantPool", "_pool_holder", 0, 24},
+    {"Klass", "_name", 0, 24},
+    {"Symbol", "_length", 0, 4},
+    {"Symbol", "_body", 0, 6},
+    {"StubQueue", "_stub_buffer", 0, 8},
+    {"StubQueue", "_buffer_limit", 0, 20},
     {"Unrelated", "_field", 0, 4},
 };
 static const struct {
 	const char *name;
 	uint64_t size;
 } types[] = {{"HeapBlock", 16}, {"ConstMethod", 48}, {"ConstantPool", 72},
-	     {"nmethod", 352},  {"PcDesc", 16},	     {"Other", 1}};
+	     {"nmethod", 352},	{"PcDesc", 16},	     {"Other", 1}};
 static const struct {
 	const char *name;
 	int32_t val;
@@ -289,7 +307,7 @@ struct fake_cm {
 	uint32_t size;
 	uint16_t flags; /* 28 */
 	uint16_t pad30;
-	uint16_t code_size; /* 32 */
+	uint16_t code_size;  /* 32 */
 	uint16_t name_index; /* 34 */
 	uint8_t pad36[12];
 	uint8_t code[4];
@@ -311,12 +329,15 @@ TEST(java_names_and_staleness)
 	fake_sym(&cls, "pkg/Outer$Inner");
 	fake_sym(&m1, "run");
 	fake_sym(&m2, "runRedefined");
-	klass[3] = (uint64_t)(uintptr_t)&cls;	       /* Klass::_name at 24 */
-	pool[3] = (uint64_t)(uintptr_t)klass;	       /* _pool_holder at 24 */
-	pool[9 + 5] = (uint64_t)(uintptr_t)&m1;	       /* entry 5 after a 72-byte header */
-	pool[9 + 6] = (uint64_t)(uintptr_t)&m2;	       /* entry 6 */
-	cm1 = (struct fake_cm){.constants = (uint64_t)(uintptr_t)pool, .flags = 1, .code_size = 4,
-			       .name_index = 5, .lines = {0xff, 0, 20, (2 << 3) | 1, 0}};
+	klass[3] = (uint64_t)(uintptr_t)&cls;	/* Klass::_name at 24 */
+	pool[3] = (uint64_t)(uintptr_t)klass;	/* _pool_holder at 24 */
+	pool[9 + 5] = (uint64_t)(uintptr_t)&m1; /* entry 5 after a 72-byte header */
+	pool[9 + 6] = (uint64_t)(uintptr_t)&m2; /* entry 6 */
+	cm1 = (struct fake_cm){.constants = (uint64_t)(uintptr_t)pool,
+			       .flags = 1,
+			       .code_size = 4,
+			       .name_index = 5,
+			       .lines = {0xff, 0, 20, (2 << 3) | 1, 0}};
 	cm2 = cm1;
 	cm2.name_index = 6;
 	method[1] = (uint64_t)(uintptr_t)&cm1; /* Method::_constMethod at 8 */
