@@ -80,7 +80,7 @@ int jvm_parse_vmstructs(const struct jvm_reader *r, const uint64_t syms[JS_MAX],
 int64_t jvm_line_for_bci(const uint8_t *table, size_t len, int64_t bci);
 
 /* The scopes of an nmethod at pc offset pc_off (ScopeDesc chain of the PcDesc
- * at pc_off when exact, else of the first PcDesc at or after it), innermost
+ * at pc_off when exact, else of the first PcDesc after it), innermost
  * first: Method* and bci (-1: none) each, from copies of the nmethod's PcDescs
  * (pcdesc_size bytes each, pc and scope offset fields at pc_field, scope_field),
  * scopes data and metadata. Count (<= max), 0 when none. */

@@ -322,7 +322,10 @@ int jvm_scopes_at(const uint8_t *pcs, size_t n_pcs, size_t pcdesc_size, int64_t 
 	    (uint64_t)pc_field + 4 > pcdesc_size || (uint64_t)scope_field + 4 > pcdesc_size)
 		return 0;
 	/* PcDescs are sorted by pc; a return address has its own (exact), an
-	 * interrupted pc takes the next one (HotSpot's approximate lookup). */
+	 * interrupted pc takes the first one after it (pc_desc_near(pc + 1), as
+	 * JFR's sampler and AsyncGetCallTrace look a top frame up). */
+	if (!exact)
+		pc_off++;
 	for (size_t i = 0; i + pcdesc_size <= n_pcs; i += pcdesc_size) {
 		int32_t pc, so;
 

@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Issue 26: Java frames in every stack. tests/workloads/HearthHot.java runs
-# main -> outer -> {hotA, hotB, interpOnly}; interpOnly is excluded from the JIT
-# (-XX:CompileCommand=exclude), hotA and hotB are JIT-compiled (and inlined into
-# outer by C2: their frames come from the nmethod's scope descriptors).
+# main -> outer -> {hotA, hotB, interpOnly}, hotA and hotB calling step;
+# interpOnly is excluded from the JIT (-XX:CompileCommand=exclude), hotA and
+# hotB are JIT-compiled, with step inlined into them (its frames come from the
+# nmethods' scope descriptors; -XX:+DebugNonSafepoints gives debug information
+# at every pc, not only at safepoints and calls, as async-profiler asks for).
 # With Debian's OpenJDK 17 and hearth record's defaults:
 #  - >= 90% of the Java main thread's samples (stacks through JavaMain) carry
 #    Java frames (HearthHot.*);
-#  - the Java frames read in call order: main, outer, then one hot method;
+#  - the Java frames read in call order: main, outer, then one hot method
+#    (and step under hotA or hotB);
 #  - hotA's share of hotA + hotB agrees within 3 points with JFR's
 #    jdk.ExecutionSample events (1 ms period) recorded from the same process
 #    over the same 20 s (both counts are printed; the binomial noise of the
-#    difference is printed beside it);
+#    difference is printed beside it); a sample counts for the hot method
+#    nearest its leaf;
+#  - step, inlined, is named under hotA: its share of hotA's samples agrees
+#    with JFR's within 4 standard deviations of the difference plus 2 points;
 #  - >= 95% of the stacks with Java frames reach the thread's start (clone3);
 #  - the interpreted-only method and the JIT-compiled ones are all named, and
 #    the walk saw both interpreted and compiled frames (record -v's java line);
@@ -39,7 +45,8 @@ if ! javac -d "$T" "$HEARTH_ROOT/tests/workloads/HearthHot.java" 2> "$T/javac.er
 	fail java_compile "$(cat "$T/javac.err")"
 	finish
 fi
-JFLAGS=(-XX:CompileCommand=quiet -XX:CompileCommand=exclude,HearthHot::interpOnly -cp "$T")
+JFLAGS=(-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints -XX:CompileCommand=quiet
+	-XX:CompileCommand=exclude,HearthHot::interpOnly -cp "$T")
 # JFR's profile settings with Java method sampling every 1 ms (10 ms in profile.jfc).
 JH=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
 sed 's|<setting name="period" control="method-sampling-java-interval">10 ms</setting>|<setting name="period" control="method-sampling-java-interval">1 ms</setting>|' \
@@ -88,23 +95,31 @@ else
 	fail java_frames "$withj of $tot (want >= 90%, >= 200 samples): $JLINE; without: $(grep ';JavaMain;' "$T/main.folded" | grep -v ';HearthHot\.' | sort -t' ' -k2 -rn | head -3 | cut -c1-400)"
 fi
 
-# Call order: main, outer, one hot method (or a prefix of that).
+# Call order: main, outer, one hot method, step under hotA/hotB (or a prefix).
+ORDER='^HearthHot\.main(;HearthHot\.outer(;HearthHot\.(interpOnly|(hotA|hotB)(;HearthHot\.step(_\[i\])?)?))?)? [0-9]+$'
 jframes "$T/main.folded" > "$T/main.j"
 alljs=$(sum < "$T/main.j")
-bad=$(grep -Ev '^HearthHot\.main(;HearthHot\.outer(;HearthHot\.(hotA|hotB|interpOnly))?)? [0-9]+$' "$T/main.j" | sum)
+bad=$(grep -Ev "$ORDER" "$T/main.j" | sum)
 if [ "$alljs" -gt 0 ] && [ $((bad * 100)) -le "$alljs" ]; then
 	pass "java_call_order: $((alljs - bad)) of $alljs Java stacks read main -> outer -> hot"
 else
-	fail java_call_order "$bad of $alljs Java stacks out of order: $(grep -Ev '^HearthHot\.main(;HearthHot\.outer(;HearthHot\.(hotA|hotB|interpOnly))?)? [0-9]+$' "$T/main.j" | sort -t' ' -k2 -rn | head -3)"
+	fail java_call_order "$bad of $alljs Java stacks out of order: $(grep -Ev "$ORDER" "$T/main.j" | sort -t' ' -k2 -rn | head -3)"
 fi
 
-# hotA's share of hotA + hotB: hearth's leaf Java frame against JFR's top frame.
-ha=$(grep -E ';HearthHot\.hotA [0-9]+$' "$T/main.j" | sum)
-hb=$(grep -E ';HearthHot\.hotB [0-9]+$' "$T/main.j" | sum)
-awk '/stackTrace = \[/ { getline; print $1 }' "$T/jfr.txt" | sort | uniq -c > "$T/jfr.top"
-ja=$(awk '$2 == "HearthHot.hotA(long)" { print $1 }' "$T/jfr.top")
-jb=$(awk '$2 == "HearthHot.hotB(long)" { print $1 }' "$T/jfr.top")
-ja=${ja:-0} jb=${jb:-0}
+# hotA's share of hotA + hotB, each sample counted for the hot method nearest
+# its leaf (JFR: the top frame or the one under an inlined step).
+ha=$(grep -E ';HearthHot\.hotA(;HearthHot\.step(_\[i\])?)? [0-9]+$' "$T/main.j" | sum)
+hb=$(grep -E ';HearthHot\.hotB(;HearthHot\.step(_\[i\])?)? [0-9]+$' "$T/main.j" | sum)
+hsa=$(grep -E ';HearthHot\.hotA;HearthHot\.step(_\[i\])? [0-9]+$' "$T/main.j" | sum)
+hsi=$(grep -E ';HearthHot\.hot[AB];HearthHot\.step_\[i\] [0-9]+$' "$T/main.j" | sum)
+# JFR: per sample, the top frame and the first hot method from the top.
+awk '/stackTrace = \[/ { t = ""; h = ""; n = 0; in_st = 1; next }
+	in_st && /^ *\]/ { if (h != "") print h, t; in_st = 0; next }
+	in_st { n++; if (n == 1) t = $1; if (h == "" && $1 ~ /^HearthHot\.hot[AB]\(/) h = $1 }' \
+	"$T/jfr.txt" | sort | uniq -c > "$T/jfr.top"
+ja=$(awk '$2 == "HearthHot.hotA(long)" { s += $1 } END { print s + 0 }' "$T/jfr.top")
+jb=$(awk '$2 == "HearthHot.hotB(long)" { s += $1 } END { print s + 0 }' "$T/jfr.top")
+jsa=$(awk '$2 == "HearthHot.hotA(long)" && $3 ~ /^HearthHot\.step\(/ { s += $1 } END { print s + 0 }' "$T/jfr.top")
 if [ $((ha + hb)) -ge 300 ] && [ $((ja + jb)) -ge 300 ]; then
 	hs=$(awk -v a="$ha" -v b="$hb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
 	js=$(awk -v a="$ja" -v b="$jb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
@@ -116,6 +131,20 @@ if [ $((ha + hb)) -ge 300 ] && [ $((ja + jb)) -ge 300 ]; then
 	fi
 else
 	fail java_vs_jfr "too few samples: hearth $ha + $hb, JFR $ja + $jb (want >= 300 each): $JLINE; JFR: $(head -c 300 "$T/jfr.txt")"
+fi
+
+# step, inlined into hotA and hotB, named from the scope descriptors.
+if [ "$ha" -gt 0 ] && [ "$ja" -gt 0 ] && [ "$hsi" -gt 0 ]; then
+	hss=$(awk -v a="$hsa" -v b="$ha" 'BEGIN { printf "%.2f", 100 * a / b }')
+	jss=$(awk -v a="$jsa" -v b="$ja" 'BEGIN { printf "%.2f", 100 * a / b }')
+	tol=$(two_share_tol "$hss" "$ha" "$jss" "$ja" 2)
+	if awk -v h="$hss" -v j="$jss" -v t="$tol" 'BEGIN { d = h - j; if (d < 0) d = -d; exit !(d <= t) }'; then
+		pass "java_inlined: step (inlined: $hsi samples) has $hss% of hotA's samples in hearth ($hsa of $ha), $jss% in JFR ($jsa of $ja) (tolerance $tol points)"
+	else
+		fail java_inlined "step has $hss% of hotA's samples in hearth ($hsa of $ha), $jss% in JFR ($jsa of $ja): want within $tol points"
+	fi
+else
+	fail java_inlined "no inlined step frame: $hsi step_[i] samples, hotA $ha, JFR hotA $ja"
 fi
 
 # Stacks with Java frames reach the thread's start.

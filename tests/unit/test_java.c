@@ -265,7 +265,10 @@ TEST(java_scopes)
 	CHECK(jvm_scopes_at((uint8_t *)pcs, sizeof(pcs), 16, 0, 4, scopes, sizeof(scopes),
 			    (uint8_t *)meta, sizeof(meta), 40, true, m, bci, 4) == 2);
 	CHECK(m[0] == 0xaaaa && bci[0] == 7 && m[1] == 0xbbbb && bci[1] == 5);
-	/* an interrupted pc takes the next PcDesc; exact lookups need the pc */
+	/* an interrupted pc takes the next PcDesc (after it: 16 is not at 16);
+	 * exact lookups need the pc */
+	CHECK(jvm_scopes_at((uint8_t *)pcs, sizeof(pcs), 16, 0, 4, scopes, sizeof(scopes),
+			    (uint8_t *)meta, sizeof(meta), 16, false, m, bci, 4) == 2);
 	CHECK(jvm_scopes_at((uint8_t *)pcs, sizeof(pcs), 16, 0, 4, scopes, sizeof(scopes),
 			    (uint8_t *)meta, sizeof(meta), 10, false, m, bci, 4) == 1);
 	CHECK(m[0] == 0xbbbb && bci[0] == 5);

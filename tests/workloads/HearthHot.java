@@ -1,22 +1,27 @@
 // A Java program of known shape for tests/integration/test_java.sh:
 // main -> outer -> {hotA, hotB, interpOnly}. hotA does three times hotB's work;
-// interpOnly is kept out of the JIT by the test (-XX:CompileCommand=exclude)
-// and so runs interpreted. Runs for argv[0] seconds (default 30), printing
+// both call step, small enough for C2 to inline it into them (its frames then
+// come from the nmethods' scope descriptors). interpOnly is kept out of the JIT
+// by the test (-XX:CompileCommand=exclude) and so runs interpreted. Runs for argv[0] seconds (default 30), printing
 // "ready PID" first.
 public class HearthHot {
     static volatile long sink;
 
+    static long step(long i, long s, int k) {
+        return (i * k) ^ (s >>> 3);
+    }
+
     static long hotA(long n) {
         long s = 0;
         for (long i = 0; i < n; i++)
-            s += (i * 31) ^ (s >>> 3);
+            s += step(i, s, 31);
         return s;
     }
 
     static long hotB(long n) {
         long s = 0;
         for (long i = 0; i < n; i++)
-            s += (i * 17) ^ (s >>> 5);
+            s += step(i, s, 17);
         return s;
     }
 
