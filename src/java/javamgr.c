@@ -471,6 +471,9 @@ bool java_mgr__in_code(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64
 #define NM_PART_MAX (256u << 10)
 /* Inlined scopes decoded at one pc at most. */
 #define SCOPES_MAX 32
+/* The cache's own bound, under any memory limit: the least recently used
+ * entries go past it (an nmethod's debug information is kilobytes). */
+#define CACHE_MAX_BYTES (32u << 20)
 
 static size_t bucket(uint32_t pid, uint64_t addr)
 {
@@ -757,6 +760,14 @@ static int lookup(struct java_mgr *m, struct jproc *p, uint64_t addr, enum jkind
 	m->st.methods++;
 	m->charged += e->bytes;
 	mem_budget__charge(MEM_JAVA, (int64_t)e->bytes);
+	while (m->charged > CACHE_MAX_BYTES && m->lru.lru_prev != e) {
+		struct jmethod *old = m->lru.lru_prev;
+		uint64_t bytes = old->bytes;
+
+		free_entry(m, old);
+		m->st.evicted++;
+		mem_budget__evicted(MEM_JAVA, 1, bytes);
+	}
 	*out = e;
 	return 0;
 }
