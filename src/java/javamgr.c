@@ -320,7 +320,6 @@ static void remove_proc(struct java_mgr *m, struct jproc *p)
 	*p = m->procs[--m->n];
 }
 
-int java_mgr__new(int procs_fd, struct java_mgr **out);
 void java_mgr__note(struct java_mgr *m, uint32_t pid, uint64_t pstart)
 {
 	struct jproc *p;
@@ -884,9 +883,25 @@ int java_mgr__resolve(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_
 
 int java_mgr__warm(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_t w0, uint64_t w1)
 {
+	unsigned type = HEARTH_JAVA_POS_TYPE(w1 & HEARTH_RT_POS_MASK);
+	enum jkind kind = type == HEARTH_JAVA_COMPILED ? K_NMETHOD
+			  : type == HEARTH_JAVA_STUB   ? K_STUB
+						       : K_METHOD;
 	struct java_frame f[SCOPES_MAX];
-	int n = java_mgr__resolve(m, pid, pstart, w0, w1, f, SCOPES_MAX);
+	struct jmethod *e;
+	bool cached = false;
+	int n;
 
+	if (type == HEARTH_JAVA_UNKNOWN || !w0)
+		return 0;
+	/* Cached already: no read at all (resolve checks it at build time). */
+	pthread_mutex_lock(&m->mu);
+	for (e = m->buckets[bucket(pid, w0)]; e && !cached; e = e->next)
+		cached = e->pid == pid && e->pstart == pstart && e->addr == w0 && e->kind == kind;
+	pthread_mutex_unlock(&m->mu);
+	if (cached)
+		return 0;
+	n = java_mgr__resolve(m, pid, pstart, w0, w1, f, SCOPES_MAX);
 	return n < 0 ? n : 0;
 }
 
