@@ -373,9 +373,11 @@ void java_mgr__exit(struct java_mgr *m, uint32_t pid)
 	p = find_proc(m, pid);
 	if (p && p->state == J_DESCRIBED && m->fd >= 0)
 		bpf_map_delete_elem(m->fd, &pid);
-	if (p && p->state != J_DESCRIBED)
+	/* An exit seen twice (a sample taken while it exits announces it again)
+	 * keeps what the first left. */
+	if (p && p->state == J_QUEUED)
 		remove_proc(m, p);
-	else if (p) {
+	else if (p && p->state == J_DESCRIBED) {
 		p->state = J_EXITED; /* kept for in_code and resolve until forget */
 		p->exited = true;
 	}
@@ -687,6 +689,16 @@ static int read_nmethod(uint32_t pid, const struct jvm_layout *L, uint64_t nm, s
 	return 0;
 }
 
+static struct jmethod *find_entry(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_t addr,
+				  enum jkind kind)
+{
+	struct jmethod *e = m->buckets[bucket(pid, addr)];
+
+	while (e && !(e->pid == pid && e->pstart == pstart && e->addr == addr && e->kind == kind))
+		e = e->next;
+	return e;
+}
+
 /* Looks (pid, addr, kind) up, reading it when absent or stale. Locked. */
 static int lookup(struct java_mgr *m, struct jproc *p, uint64_t addr, enum jkind kind,
 		  struct jmethod **out)
@@ -798,31 +810,42 @@ static int name_method(struct java_mgr *m, struct jproc *p, uint64_t method, int
 	return 0;
 }
 
-/* An nmethod's frame at pc: the methods inlined there, innermost first. */
-static int name_compiled(struct java_mgr *m, struct jproc *p, uint64_t nm, uint64_t pc, bool leaf,
-			 struct java_frame *out, int max)
+/* The methods of an nmethod's frame (second word w1: the pc, leaf or not):
+ * those inlined at the pc, innermost first, down to its own; at least one. */
+static int decode_scopes(const struct jproc *p, const struct jmethod *e, uint64_t w1,
+			 uint64_t *methods, int64_t *bcis, int max)
 {
 	const struct jvm_layout *L = &p->L;
-	uint64_t methods[SCOPES_MAX], outer;
+	uint64_t pc = w1 & HEARTH_RT_POS_MASK & HEARTH_JAVA_ADDR_MASK;
+	int n = e->pcs && pc >= e->code_begin
+		    ? jvm_scopes_at(e->pcs, e->n_pcs, (size_t)L->size_pcdesc, L->pc_pc_offset,
+				    L->pc_scope_offset, e->scopes, e->n_scopes, e->meta, e->n_meta,
+				    (int64_t)(pc - e->code_begin), !(w1 & HEARTH_JAVA_LEAF),
+				    methods, bcis, max)
+		    : 0;
+
+	if (n <= 0) {
+		methods[0] = e->method;
+		bcis[0] = -1;
+		n = 1;
+	}
+	return n;
+}
+
+/* An nmethod's frame at pc: the methods inlined there, innermost first. */
+static int name_compiled(struct java_mgr *m, struct jproc *p, uint64_t nm, uint64_t w1,
+			 struct java_frame *out, int max)
+{
+	uint64_t methods[SCOPES_MAX];
 	int64_t bcis[SCOPES_MAX];
 	struct jmethod *e;
 	int n, err = lookup(m, p, nm, K_NMETHOD, &e), got = 0;
 
 	if (err)
 		return err;
-	outer = e->method;
 	if (max > SCOPES_MAX)
 		max = SCOPES_MAX;
-	n = e->pcs && pc >= e->code_begin
-		? jvm_scopes_at(e->pcs, e->n_pcs, (size_t)L->size_pcdesc, L->pc_pc_offset,
-				L->pc_scope_offset, e->scopes, e->n_scopes, e->meta, e->n_meta,
-				(int64_t)(pc - e->code_begin), !leaf, methods, bcis, max)
-		: 0;
-	if (n <= 0) {
-		methods[0] = outer;
-		bcis[0] = -1;
-		n = 1;
-	}
+	n = decode_scopes(p, e, w1, methods, bcis, max);
 	/* e may be evicted by the lookups below: nothing of it is used after. */
 	for (int i = 0; i < n; i++) {
 		if (name_method(m, p, methods[i], bcis[i], &out[got]) == 0)
@@ -862,7 +885,7 @@ int java_mgr__resolve(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_
 		break;
 	}
 	case HEARTH_JAVA_COMPILED:
-		n = name_compiled(m, p, w0, addr, (w1 & HEARTH_JAVA_LEAF) != 0, out, max);
+		n = name_compiled(m, p, w0, w1, out, max);
 		break;
 	case HEARTH_JAVA_STUB:
 		if (lookup(m, p, w0, K_STUB, &e) == 0) {
@@ -888,16 +911,27 @@ int java_mgr__warm(struct java_mgr *m, uint32_t pid, uint64_t pstart, uint64_t w
 			  : type == HEARTH_JAVA_STUB   ? K_STUB
 						       : K_METHOD;
 	struct java_frame f[SCOPES_MAX];
+	struct jproc *p;
 	struct jmethod *e;
 	bool cached = false;
 	int n;
 
 	if (type == HEARTH_JAVA_UNKNOWN || !w0)
 		return 0;
-	/* Cached already: no read at all (resolve checks it at build time). */
+	/* Cached already: no read at all (resolve checks it at build time). An
+	 * nmethod's frame also needs the methods inlined at its pc. */
 	pthread_mutex_lock(&m->mu);
-	for (e = m->buckets[bucket(pid, w0)]; e && !cached; e = e->next)
-		cached = e->pid == pid && e->pstart == pstart && e->addr == w0 && e->kind == kind;
+	p = described(m, pid, pstart);
+	e = p ? find_entry(m, pid, pstart, w0, kind) : NULL;
+	cached = e != NULL;
+	if (e && kind == K_NMETHOD) {
+		uint64_t methods[SCOPES_MAX];
+		int64_t bcis[SCOPES_MAX];
+		int k = decode_scopes(p, e, w1, methods, bcis, SCOPES_MAX);
+
+		for (int i = 0; i < k && cached; i++)
+			cached = find_entry(m, pid, pstart, methods[i], K_METHOD) != NULL;
+	}
 	pthread_mutex_unlock(&m->mu);
 	if (cached)
 		return 0;
