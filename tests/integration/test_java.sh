@@ -22,10 +22,14 @@
 #    the walk saw both interpreted and compiled frames (record -v's java line);
 #  - a JVM started after `hearth run` (agent and store, defaults) is named
 #    within its first seconds: >= 80% of its main thread's stored samples carry
-#    Java frames over a 10 s run, JVM start-up included (its first samples,
+#    Java frames over its first 6 s of CPU time, JVM start-up included (its first samples,
 #    before its unwind tables are out, are walked in user space from a stack
 #    copy: no Java frames), and /metrics counts the JVM;
-#  - --java off gives no Java frames.
+#  - --java off gives no Java frames;
+#  - HearthMixed (recursion, collections, lambdas, streams, exceptions in three
+#    threads) recorded until after it exits: each thread's code is named, and
+#    >= 98% of its Java frames have names (the names of a JVM that exited are
+#    the ones read while it ran).
 # Every wait is a wait-until with a deadline.
 # test-runner: serial (it compares sampled shares with JFR in the same run)
 . "$(dirname "$0")/lib.sh"
@@ -41,7 +45,8 @@ for tool in java javac jcmd jfr; do
 		exit 0
 	fi
 done
-if ! javac -d "$T" "$HEARTH_ROOT/tests/workloads/HearthHot.java" 2> "$T/javac.err"; then
+if ! javac -d "$T" "$HEARTH_ROOT/tests/workloads/HearthHot.java" \
+	"$HEARTH_ROOT/tests/workloads/HearthMixed.java" 2> "$T/javac.err"; then
 	fail java_compile "$(cat "$T/javac.err")"
 	finish
 fi
@@ -77,7 +82,7 @@ fi
 # Past start-up and the JIT's first compilations: 3 s of CPU.
 wait_for 60 used_cpu "$JPID" 3 || echo "INFO: the JVM had used $(cpu_s "$JPID") s of CPU after 60 s"
 if ! jcmd "$JPID" JFR.start name=hearth duration=20s filename="$T/x.jfr" settings="$T/fast.jfc" > "$T/jcmd.out" 2>&1; then
-	fail java_jfr "jcmd JFR.start failed: $(cat "$T/jcmd.out")"
+	fail java_jfr "jcmd JFR.start failed: $(head -3 "$T/jcmd.out"); the JVM said: $(tail -5 "$T/jvm.out")"
 	finish
 fi
 "$HEARTH" record -v -p "$JPID" -F 499 -d 20 -q -o "$T/main.folded" 2> "$T/main.err"
@@ -178,6 +183,29 @@ fi
 kill "$JPID" 2> /dev/null
 wait "$JPID" 2> /dev/null
 
+# ---- varied Java code, and a JVM that exits during the recording ----
+: > "$T/mixed.out"
+java -cp "$T" HearthMixed 8 > "$T/mixed.out" 2>&1 &
+MPID=$!
+BG_PIDS+=("$MPID")
+wait_lines "$T/mixed.out" 1 30 || echo "INFO: HearthMixed did not say ready in 30 s"
+"$HEARTH" record -p "$MPID" -F 499 -d 600 -q -v -o "$T/mixed.folded" 2> "$T/mixed.err" &
+rec=$!
+wait_for 90 sh -c "! kill -0 $MPID 2> /dev/null" || kill "$MPID"
+wait "$MPID" 2> /dev/null
+kill -INT "$rec" # the build comes after the exit: names read while it ran
+wait "$rec" 2> /dev/null
+named=$(grep -o ';HearthMixed\.[a-z]*' "$T/mixed.folded" | sort -u | tr '\n' ' ')
+jn=$(awk '{ n = $NF; k = split($0, f, ";"); for (i = 1; i <= k; i++) if (f[i] ~ /^\[java\] unknown/) u += n; else if (f[i] ~ /^(HearthMixed|java\.|jdk\.)/) j += n }
+	END { printf "%d %d", j, u }' "$T/mixed.folded")
+mj=${jn% *} mu=${jn#* }
+if [[ $named == *fibber* && $named == *mapper* && $named == *streamer* && $named == *fib* ]] &&
+	[ "$mj" -ge 300 ] && [ $((mu * 100)) -le $(((mj + mu) * 2)) ]; then
+	pass "java_mixed: $mj named Java frames, $mu unknown, in a JVM that exited during the recording; named: $named"
+else
+	fail java_mixed "$mj named, $mu unknown (want >= 300, <= 2% unknown); named: $named; $(grep 'java:' "$T/mixed.err")"
+fi
+
 # ---- a JVM started after the agent (hearth run), in the store ----
 . "$(dirname "$0")/server_lib.sh"
 ln -s "$(readlink -f "$(command -v java)")" "$T/hearthjvm2"
@@ -191,11 +219,13 @@ if start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 --int
 			$1 == "hearth_agent_sent_total" { s = $2 } END { exit !(p >= n && s >= n) }'
 	}
 	: > "$T/late.out"
-	"$T/hearthjvm2" "${JFLAGS[@]}" HearthHot 10 > "$T/late.out" 2>&1 &
+	"$T/hearthjvm2" "${JFLAGS[@]}" HearthHot 600 > "$T/late.out" 2>&1 &
 	LPID=$!
 	wait_for 30 sh -c "grep -q ready '$T/late.out'" || echo "INFO: the late JVM did not say ready in 30 s"
+	# 6 s of its CPU time, start-up included, however busy the machine is.
+	wait_for 120 used_cpu "$LPID" 6 || echo "INFO: the late JVM used $(cpu_s "$LPID") s of CPU in 120 s"
 	curl -sf "$HURL/metrics" | grep '^hearth_agent_java_' > "$T/late.metrics"
-	wait_for 90 sh -c "! kill -0 $LPID 2> /dev/null" || kill "$LPID"
+	kill "$LPID"
 	wait "$LPID" 2> /dev/null
 	p0=$(metric "$HURL" hearth_agent_profiles_total)
 	wait_for 30 stored "${p0:-0}" || echo "INFO java_started_later: the profiles after the JVM were not all stored in 30 s"
@@ -205,7 +235,7 @@ if start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 --int
 	lj=$(grep ';JavaMain;' "$T/late.folded" | grep ';HearthHot\.' | sum)
 	lhot=$(grep -E ';HearthHot\.hot[AB]( |;)' "$T/late.folded" | sum)
 	if [ "$ltot" -ge 100 ] && [ "$lhot" -gt 0 ] && [ $((lj * 100)) -ge $((ltot * 80)) ]; then
-		pass "java_started_later: $lj of $ltot stored samples of the main thread of a JVM started after hearth run (10 s, start-up included) carry Java frames, $lhot in hotA/hotB; $(tr '\n' ' ' < "$T/late.metrics")"
+		pass "java_started_later: $lj of $ltot stored samples of the main thread of a JVM started after hearth run (its first 6 s of CPU, start-up included) carry Java frames, $lhot in hotA/hotB; $(tr '\n' ' ' < "$T/late.metrics")"
 	else
 		fail java_started_later "$lj of $ltot (want >= 80%, >= 100), $lhot in hotA/hotB: $(head -3 "$T/late.out") $(grep ';JavaMain;' "$T/late.folded" | grep -v ';HearthHot\.' | sort -t' ' -k2 -rn | head -3 | cut -c1-300)"
 	fi
