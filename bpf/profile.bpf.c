@@ -459,6 +459,7 @@ static __always_inline long signal_step(struct hearth_scratch *st, __u32 n)
 }
 
 #include "unwind_heat.bpf.h" /* tables on demand: heat and requests */
+#include "java.bpf.h" /* HotSpot frames: java_begin, java_step, java_finish */
 
 /* bpf_loop callback: records the current pc, then steps to the caller. */
 static long unwind_step(__u32 i, void *ctx)
@@ -483,6 +484,10 @@ static long unwind_step(__u32 i, void *ctx)
 	addr = n && !st->exact_pc ? st->pc - 1 : st->pc;
 	st->exact_pc = 0;
 	if (!find_mapping(st, addr, &m)) {
+		long jr = java_step(st, addr, n == 0);
+
+		if (jr >= 0)
+			return jr;
 		bump(&unwind_stats, HEARTH_UW_NO_MAPPING);
 		/* A leaf outside files is JIT code, and so is a caller reached from JIT
 		 * code; a caller that a table step led to may be a library loaded
@@ -788,6 +793,7 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	st->leaf_unmapped = 0;
 	st->no_table = 0;
 	st->heat_obj = 0;
+	java_begin(key->pid, key->pstart);
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
 	if (st->remap)
 		request_remap(key);
@@ -817,6 +823,7 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 		python_frames(st, key->pid, key->pstart);
 	if (use_v8)
 		v8_frames(st, key->pid, key->pstart);
+	java_finish(st);
 	output_sample(st);
 	return true;
 }

@@ -10,11 +10,12 @@ BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev libdebug
 	libcurl4-openssl-dev libiberty-dev libyaml-dev libjson-c-dev pkg-config)
 # Tests and benchmarks: real clients and peers (go tool pprof, chromium, perf),
 # sanitizer and fuzzer runtimes, workload tool chains; dpkg-buildpackage and
-# debhelper for the package test, systemd-analyze for the units, man for man pages.
+# debhelper for the package test, systemd-analyze for the units, man for man pages;
+# OpenJDK 17 (java, javac, jcmd, jfr) for the Java walk's test (docs/java.md).
 TEST_PKGS=(golang-go chromium linux-perf libclang-rt-14-dev g++ procps psmisc time util-linux
 	debuginfod elfutils binutils curl openssl python3 libxml2-utils jq pngquant sqlite3 bpftrace gzip
 	debhelper dpkg-dev fakeroot systemd man-db protobuf-compiler clickhouse-server
-	clickhouse-client zookeeper austin)
+	clickhouse-client zookeeper austin openjdk-17-jdk-headless)
 # Node.js and npm may come from another source (with npm bundled, where Debian's
 # npm package would conflict): install Debian's only when the commands are missing.
 NODE_PKGS=(nodejs npm)

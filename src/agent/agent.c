@@ -12,6 +12,7 @@
  */
 #include "agent_impl.h"
 #include "base/base.h"
+#include "java/java.h"
 #include "python/python.h"
 #include "v8/v8.h"
 
@@ -372,6 +373,41 @@ static void write_python(struct agent *a, FILE *f)
 				(unsigned long long)py[i]);
 }
 
+/* The Java walk's counters (docs/java.md), when it is on. */
+static void write_java(struct agent *a, FILE *f)
+{
+	static const char *const why[HEARTH_JAVA_STAT_MAX] = {
+	    [HEARTH_JAVA_NO_BLOB] = "no_code_blob",
+	    [HEARTH_JAVA_BAD_FRAME] = "bad_frame",
+	    [HEARTH_JAVA_READ_FAIL] = "unreadable",
+	    [HEARTH_JAVA_TRUNCATED] = "truncated",
+	};
+	uint64_t j[HEARTH_JAVA_STAT_MAX];
+	struct java_mgr_stats ms;
+
+	if (sampler__java_stats(a->s, j))
+		return;
+	java_mgr__stats(sampler__java(a->s), &ms);
+	gauge(f, "hearth_agent_java_processes", "gauge", "JVMs whose Java frames are walked now.",
+	      (double)ms.processes);
+	gauge(f, "hearth_agent_java_samples_total", "counter", "Samples of walked JVMs.",
+	      (double)j[HEARTH_JAVA_SAMPLES]);
+	gauge(f, "hearth_agent_java_walked_total", "counter", "Of those, samples with Java frames.",
+	      (double)j[HEARTH_JAVA_WALKED]);
+	gauge(f, "hearth_agent_java_cache_bytes", "gauge",
+	      "Bytes of the Java name cache (methods, nmethods' debug information).",
+	      (double)ms.bytes);
+	gauge(f, "hearth_agent_java_unnamed_total", "counter",
+	      "Java frames that could not be named (unreadable or stale).", (double)ms.failed);
+	fputs("# HELP hearth_agent_java_stops_total Java walks stopped, by reason.\n"
+	      "# TYPE hearth_agent_java_stops_total counter\n",
+	      f);
+	for (int i = 0; i < HEARTH_JAVA_STAT_MAX; i++)
+		if (why[i])
+			fprintf(f, "hearth_agent_java_stops_total{reason=\"%s\"} %llu\n", why[i],
+				(unsigned long long)j[i]);
+}
+
 void agent__write_metrics(void *agent, FILE *f)
 {
 	struct agent *a = agent;
@@ -420,6 +456,7 @@ void agent__write_metrics(void *agent, FILE *f)
 			v8_write_metrics(f, v8, &vs);
 		}
 	}
+	write_java(a, f);
 	gauge(f, "hearth_agent_rss_bytes", "gauge", "Resident memory of this process.",
 	      (double)rss_bytes());
 	agent_mem_write_metrics(f, a->s);
@@ -462,6 +499,8 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 	collector__set_python(a->live_col, sampler__python(a->s));
 	collector__set_v8(a->col, sampler__v8(a->s));
 	collector__set_v8(a->live_col, sampler__v8(a->s));
+	collector__set_java(a->col, sampler__java(a->s));
+	collector__set_java(a->live_col, sampler__java(a->s));
 	ret = agent_sender__start(&a->opts, a->sp, a->labels, 3, &a->snd);
 	if (ret)
 		snprintf(err, errlen, "cannot start the sender thread: %s", strerror(-ret));

@@ -50,6 +50,8 @@ static void usage(FILE *f)
 		"                             processes; off: their native frames only\n"
 		"      --node MODE            auto (default): JavaScript frames of Node.js\n"
 		"                             processes (docs/node.md); off: native frames only\n"
+		"      --java MODE            auto (default): Java frames of HotSpot JVMs; off:\n"
+		"                             their native frames only (docs/java.md)\n"
 		"      --idle                 keep samples of idle CPUs\n"
 		"      --memory-limit SIZE    ceiling on hearth's resident memory (default 64M;\n"
 		"                             e.g. 32M, 1G): caches evict to stay under it\n"
@@ -70,6 +72,7 @@ enum {
 	OPT_UNWIND,
 	OPT_PYTHON,
 	OPT_NODE,
+	OPT_JAVA,
 	OPT_SERVER,
 	OPT_ATOKEN,
 	OPT_SPOOL_DIR,
@@ -90,6 +93,7 @@ const struct option cli_agent_long_opts[] = {
     {"python", required_argument, NULL, OPT_PYTHON},
     {"node", required_argument, NULL, OPT_NODE},
     {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
+    {"java", required_argument, NULL, OPT_JAVA},
     {NULL, 0, NULL, 0},
 };
 
@@ -110,6 +114,7 @@ void cli_agent_defaults(struct cli_agent_args *a)
 	a->ao.so.hz = 99;
 	a->ao.so.transfer = SAMPLER_TRANSFER_RINGBUF; /* docs/architecture.md, "Transfer modes" */
 	a->ao.so.node = true;			      /* docs/node.md */
+	a->ao.so.java = true;			      /* docs/java.md */
 	a->ao.so.python = true;			      /* docs/python.md */
 	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
 	a->ao.trim_memory = true; /* an always-on process keeps only what it uses */
@@ -220,6 +225,8 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_JAVA:
+		return cli_parse_java(cmd, arg, &a->ao.so.java);
 	}
 	return 1;
 }

@@ -21,6 +21,7 @@
 #include "collect/collect.h"
 #include "profile/profile.h"
 #include "sampler/sampler.h"
+#include "java/java.h"
 #include "python/python.h"
 #include "v8/v8.h"
 #include "unwind/unwind.h"
@@ -84,6 +85,8 @@ static void usage(FILE *f)
 		"      --node MODE        auto (default): name the JavaScript frames of Node.js\n"
 		"                         processes from V8's own metadata (docs/node.md);\n"
 		"                         off: native frames (and perf maps) only\n"
+		"      --java MODE        auto (default): name the Java frames of HotSpot JVMs\n"
+		"                         (OpenJDK 17; docs/java.md); off: native frames only\n"
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
@@ -196,7 +199,7 @@ static int parse_pids(const char *arg, struct record_args *a)
 }
 
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON,
-       OPT_NODE, OPT_MEMLIMIT };
+       OPT_NODE, OPT_MEMLIMIT, OPT_JAVA };
 
 const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
@@ -211,6 +214,7 @@ const struct option cli_record_opts[] = {
 	{ "python", required_argument, NULL, OPT_PYTHON },
 	{ "node", required_argument, NULL, OPT_NODE },
 	{ "memory-limit", required_argument, NULL, OPT_MEMLIMIT },
+	{ "java", required_argument, NULL, OPT_JAVA },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -294,6 +298,8 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_JAVA:
+		return cli_parse_java("record", arg, &a->so.java);
 	case OPT_CACHE:
 		if (cli_parse_long(arg, 1, 65536, &a->cache_mb)) {
 			cli_error("record", "--symbol-cache-mb: '%s' is not a number of MiB from 1 to "
@@ -324,6 +330,7 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 	a->so.transfer = SAMPLER_TRANSFER_RINGBUF;
 	a->so.unwind = SAMPLER_UNWIND_AUTO; /* CFI tables where present: docs/unwind.md */
 	a->so.node = true;		    /* docs/node.md */
+	a->so.java = true;		    /* docs/java.md */
 	a->so.python = true;		    /* docs/python.md */
 	a->seconds = 10;
 	a->top_rows = 40;
@@ -524,6 +531,35 @@ static void report_node(struct sampler *s)
 		(unsigned long long)ms.unsupported);
 }
 
+/* One stderr line on the Java walk, when JVMs were sampled (-v). */
+static void report_java(struct sampler *s)
+{
+	uint64_t j[HEARTH_JAVA_STAT_MAX];
+	struct java_mgr_stats ms;
+
+	if (sampler__java_stats(s, j))
+		return;
+	java_mgr__stats(sampler__java(s), &ms);
+	if (!j[HEARTH_JAVA_SAMPLES] && !ms.unsupported)
+		return;
+	fprintf(stderr,
+		"hearth record: java: %llu samples of JVMs, %llu with Java frames (%llu "
+		"interpreted, %llu compiled, %llu stub frames; %llu stubs stepped with rbp, %llu "
+		"in a prologue); stops: %llu no code blob, %llu bad frame, %llu unreadable, %llu "
+		"truncated; %llu methods named (%llu KiB), %llu stale, %llu unnamed frames, %llu "
+		"JVMs unsupported\n",
+		(unsigned long long)j[HEARTH_JAVA_SAMPLES], (unsigned long long)j[HEARTH_JAVA_WALKED],
+		(unsigned long long)j[HEARTH_JAVA_F_INTERP],
+		(unsigned long long)j[HEARTH_JAVA_F_COMPILED],
+		(unsigned long long)j[HEARTH_JAVA_F_STUB], (unsigned long long)j[HEARTH_JAVA_STUB_FP],
+		(unsigned long long)j[HEARTH_JAVA_PROLOGUE], (unsigned long long)j[HEARTH_JAVA_NO_BLOB],
+		(unsigned long long)j[HEARTH_JAVA_BAD_FRAME],
+		(unsigned long long)j[HEARTH_JAVA_READ_FAIL],
+		(unsigned long long)j[HEARTH_JAVA_TRUNCATED], (unsigned long long)ms.methods,
+		(unsigned long long)(ms.bytes >> 10), (unsigned long long)ms.stale,
+		(unsigned long long)ms.failed, (unsigned long long)ms.unsupported);
+}
+
 /* One stderr line on the table unwinder: why walks stopped, table memory, build time. */
 static void report_unwind(struct sampler *s)
 {
@@ -612,6 +648,7 @@ static int record(const struct record_args *a, FILE *out)
 	}
 	collector__set_python(col, sampler__python(s));
 	collector__set_v8(col, sampler__v8(s));
+	collector__set_java(col, sampler__java(s));
 	t0 = base_clock_ns(CLOCK_REALTIME);
 	m0 = base_clock_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
@@ -619,6 +656,7 @@ static int record(const struct record_args *a, FILE *out)
 		report_unwind(s);
 		report_python(s);
 		report_node(s);
+		report_java(s);
 	}
 	if (ret < 0) {
 		cli_error("record", "reading samples from the kernel failed: %s", strerror(-ret));

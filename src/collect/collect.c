@@ -19,8 +19,10 @@
  */
 #include "collect.h"
 #include "base/base.h"
+#include "java/java.h"
 #include "python/python.h"
 #include "v8/v8.h"
+#include "runtime_abi.h" /* bpf/ */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,6 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Methods of one compiled Java frame (itself and those inlined at its pc). */
+#define JAVA_INLINE_MAX 16
 
 /* HEARTH_COMM_LEN (bpf/profile_abi.h) bounds every name the sampler hands over. */
 #define COMM_LEN HEARTH_COMM_LEN
@@ -48,6 +53,7 @@ struct collector {
 	struct symbolizer *sym; /* borrowed */
 	struct python_mgr *py;	/* borrowed; NULL: Python frames are dropped */
 	struct v8_mgr *v8;	/* borrowed; NULL: V8 frames are dropped */
+	struct java_mgr *java;	/* borrowed; NULL: Java frames are dropped */
 	struct entry *entries;	/* owned, dense, in the order first seen */
 	size_t n, cap;
 	struct base_hmap idx; /* hash of an entry's key -> index in entries */
@@ -214,12 +220,23 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 	if (s->pid && s->n_user)
 		proc_table__note_addrs(c->pt, s->pid, s->pstart, s->user, s->n_user);
 	/* Its code objects, read while the process lives (cached by the manager). */
-	for (size_t k = 0; (c->py || c->v8) && k < s->n_python; k++) {
-		if (HEARTH_RT_KIND(s->python[2 * k + 1]) == HEARTH_RT_V8) {
+	for (size_t k = 0; k < s->n_python; k++) {
+		uint64_t w0 = s->python[2 * k], w1 = s->python[2 * k + 1];
+
+		switch (HEARTH_RT_KIND(w1)) {
+		case HEARTH_RT_V8:
 			if (c->v8)
-				v8_mgr__warm(c->v8, s->pid, s->pstart, s->python[2 * k]);
-		} else if (c->py)
-			python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
+				v8_mgr__warm(c->v8, s->pid, s->pstart, w0);
+			break;
+		case HEARTH_RT_JAVA:
+			if (c->java)
+				java_mgr__warm(c->java, s->pid, s->pstart, w0, w1);
+			break;
+		case HEARTH_RT_PYTHON:
+			if (c->py)
+				python_mgr__warm(c->py, s->pid, s->pstart, w0);
+			break;
+		}
 	}
 	err = base_hmap__insert(&c->idx, h, c->n);
 	if (err) {
@@ -478,6 +495,63 @@ static uint64_t v8_location(struct collector *c, struct profile *p, const struct
 	return loc;
 }
 
+/* A Java frame's location, in the "[java]" pseudo-mapping; keyed (in the
+ * Python locations' cache: the kind bits keep them apart) by Method* and, for
+ * interpreted frames, the bytecode pointer (its line); compiled and stub frames
+ * by the method or blob alone (no line is recovered for them). */
+static uint64_t java_location(struct collector *c, struct profile *p, const struct entry *e,
+			      uint64_t w0, uint64_t w1)
+{
+	struct java_frame f[JAVA_INLINE_MAX];
+	struct profile_line lines[JAVA_INLINE_MAX];
+	uint64_t pos = w1 & HEARTH_RT_POS_MASK, key_instr, h, mid, loc;
+	unsigned type = HEARTH_JAVA_POS_TYPE(pos);
+	struct py_loc key;
+	size_t i;
+	int n;
+
+	/* Interpreted frames by bcp (the line), compiled ones by pc (the inlined
+	 * methods there), stubs by the blob alone. */
+	key_instr = type == HEARTH_JAVA_INTERP || type == HEARTH_JAVA_COMPILED
+			? w1 & ~HEARTH_RT_FRAME_ENTRY
+			: (w1 & ~HEARTH_RT_FRAME_ENTRY) & ~HEARTH_JAVA_ADDR_MASK;
+	if (type == HEARTH_JAVA_UNKNOWN)
+		w0 = 0;
+	key = (struct py_loc){e->pid, w0, key_instr, 0};
+	h = pyloc_hash(e->pid, w0, key_instr);
+	i = base_hmap__find(&c->pyloc_idx, h, pyloc_eq, c, &key);
+	c->stats.frames++;
+	if (i != SIZE_MAX)
+		return c->pylocs[i].loc;
+	mid = profile__mapping(p, 0, 0, 0, "[java]", NULL);
+	if (!mid)
+		return 0;
+	n = java_mgr__resolve(c->java, e->pid, e->pstart, w0, w1, f, JAVA_INLINE_MAX);
+	if (n <= 0) {
+		c->stats.unresolved++;
+		snprintf(f[0].name, sizeof(f[0].name), "[java] unknown");
+		f[0].file[0] = 0;
+		f[0].line = 0;
+		n = 1;
+	}
+	for (int k = 0; k < n; k++) {
+		lines[k] = (struct profile_line){0};
+		lines[k].function_id =
+		    profile__function(p, f[k].name, f[k].name, f[k].file[0] ? f[k].file : NULL);
+		if (!lines[k].function_id)
+			return 0;
+		lines[k].line = f[k].line;
+	}
+	loc = profile__location_exact(p, mid, w0, lines, (size_t)n);
+	if (loc &&
+	    !base_grow((void **)&c->pylocs, &c->cap_pylocs, c->n_pylocs + 1, sizeof(*c->pylocs)) &&
+	    !base_hmap__insert(&c->pyloc_idx, h, c->n_pylocs)) {
+		key.loc = loc;
+		c->pylocs[c->n_pylocs++] = key;
+	}
+	return loc;
+}
+
 /* Whether the runtime frame at *py is a V8 one standing for the native frame
  * whose address (as recorded) is raw: the low 32 bits of its pc match. */
 static bool v8_here(const struct entry *e, uint32_t py, uint64_t raw)
@@ -531,7 +605,12 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	    {.key = PROFILE_LABEL_PROCESS, .str = process_name(e, proc)},
 	};
 
-	uint32_t py = c->py || c->v8 ? 0 : e->n_py; /* next runtime frame to place */
+	/* Runtime frames are of one kind per process: Python, V8 or Java. */
+	bool java =
+	    e->n_py && HEARTH_RT_KIND(e->frames[e->n_kernel + e->n_user + 1]) == HEARTH_RT_JAVA;
+	uint32_t py = (c->py || c->v8) && !java ? 0 : e->n_py; /* next Python/V8 frame */
+	uint32_t jf = c->java && java ? 0 : e->n_py;	       /* next Java frame to place */
+	const uint64_t *rt = e->frames + e->n_kernel + e->n_user;
 	int got_rest;
 
 	if (e->pid && !proc)
@@ -549,6 +628,14 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 
 		if (i > 0 || e->n_kernel > 0)
 			addr = addr ? addr - 1 : 0; /* a return address: see the file comment */
+		/* A Java frame stands for each native frame in the code cache. */
+		if (jf < e->n_py && java_mgr__in_code(c->java, e->pid, e->pstart, addr)) {
+			if (!(locs[n] = java_location(c, p, e, rt[2 * jf], rt[2 * jf + 1])))
+				return -ENOMEM;
+			jf++;
+			n++;
+			continue;
+		}
 		if (c->v8 && py < e->n_py && v8_here(e, py, e->frames[e->n_kernel + i])) {
 			if (!(locs[n] =
 				  v8_location(c, p, e, e->frames[e->n_kernel + e->n_user + 2 * py],
@@ -623,6 +710,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 			python_mgr__forget(c->py, c->gone[i].pid, c->gone[i].pstart);
 		if (c->v8 && c->gone[i].exited)
 			v8_mgr__forget(c->v8, c->gone[i].pid, c->gone[i].pstart);
+		if (c->java && c->gone[i].exited)
+			java_mgr__forget(c->java, c->gone[i].pid, c->gone[i].pstart);
 	}
 	c->n_gone = 0;
 	return p;
@@ -632,6 +721,11 @@ fail:
 	base_hmap__clear(&c->pyloc_idx);
 	profile__free(p);
 	return NULL;
+}
+
+void collector__set_java(struct collector *c, struct java_mgr *java)
+{
+	c->java = java;
 }
 
 void collector__set_python(struct collector *c, struct python_mgr *py)

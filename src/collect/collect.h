@@ -59,5 +59,8 @@ void collector__set_python(struct collector *c, struct python_mgr *py);
 /* The V8 manager naming JavaScript frames (docs/node.md); NULL: they are dropped. */
 struct v8_mgr;
 void collector__set_v8(struct collector *c, struct v8_mgr *v8);
+struct java_mgr;
+/* Names Java frames (src/java/java.h); NULL: they are dropped. Borrowed. */
+void collector__set_java(struct collector *c, struct java_mgr *java);
 
 #endif /* HEARTH_COLLECT_H */

@@ -30,6 +30,7 @@
 
 #include "profile.skel.h"
 #include "stackcache.h"
+#include "java/java.h"
 #include "python/python.h"
 #include "v8/v8.h"
 #include "unwind/unwind.h"
@@ -81,6 +82,7 @@ struct sampler {
 	struct unwind_mgr *uw;	    /* NULL when off */
 	struct python_mgr *py;	    /* NULL when the Python walk is off */
 	struct v8_mgr *v8;	    /* NULL when the V8 walk is off */
+	struct java_mgr *java;	    /* NULL when the Java walk is off */
 	struct raw_held *raw;	    /* first samples waiting for their view */
 	size_t n_raw, cap_raw, raw_bytes;
 	size_t raw_max; /* bound of raw_bytes (sampler_opts.raw_held_bytes) */
@@ -284,6 +286,12 @@ static int on_event(void *ctx, void *data, size_t size)
 		raw_flush(s, false, ev->pid);
 		unwind_mgr__exit(s->uw, ev->pid);
 	}
+	if (s->java && ev->kind == HEARTH_EV_NEW)
+		java_mgr__note(s->java, ev->pid, ev->pstart);
+	else if (s->java && ev->kind == HEARTH_EV_EXEC)
+		java_mgr__exec(s->java, ev->pid, ev->pstart);
+	else if (s->java && ev->kind == HEARTH_EV_EXIT)
+		java_mgr__exit(s->java, ev->pid);
 	if (s->py && ev->kind == HEARTH_EV_NEW)
 		python_mgr__note(s->py, ev->pid, ev->pstart);
 	else if (s->py && ev->kind == HEARTH_EV_EXEC)
@@ -518,6 +526,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	k->rodata->use_unwind = uw;
 	k->rodata->use_python = o->python;
 	k->rodata->use_v8 = o->node;
+	k->rodata->use_java = o->java && uw;
 	k->rodata->keep_idle = o->idle;
 	k->rodata->filter_pid = o->n_pids > 0;
 	k->rodata->filter_cgroup = o->cgroup_path != NULL;
@@ -532,6 +541,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_want_ns, 1)) ||
 	    (!o->python && bpf_map__set_max_entries(k->maps.py_procs, 1)) ||
 	    (!o->node && bpf_map__set_max_entries(k->maps.v8_procs, 1)) ||
+	    (!(o->java && uw) && bpf_map__set_max_entries(k->maps.java_procs, 1)) ||
 	    bpf_map__set_max_entries(k->maps.rawstacks, uw ? RAW_RB_BYTES : 4096) ||
 	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
@@ -708,6 +718,9 @@ int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *
 		s->py = NULL;
 	if (o->node && v8_mgr__new(bpf_map__fd(s->skel->maps.v8_procs), &s->v8))
 		s->v8 = NULL;
+	if (o->java && s->unwind != SAMPLER_UNWIND_FP &&
+	    java_mgr__new(bpf_map__fd(s->skel->maps.java_procs), &s->java))
+		s->java = NULL;
 	ret = setup_ringbufs(s);
 	if (ret) {
 		snprintf(err, errlen, "cannot set up the BPF ring buffers: %s", strerror(-ret));
@@ -844,6 +857,8 @@ int sampler__drain(struct sampler *s)
 		python_mgr__work(s->py, UNWIND_BUDGET_MS);
 	if (s->v8)
 		v8_mgr__work(s->v8, UNWIND_BUDGET_MS);
+	if (s->java)
+		java_mgr__work(s->java, UNWIND_BUDGET_MS);
 	if (s->transfer == SAMPLER_TRANSFER_RINGBUF)
 		return 0;
 	idle_set = __atomic_load_n(&k->bss->active_set, __ATOMIC_RELAXED);
@@ -871,6 +886,9 @@ int sampler__next_due_ms(const struct sampler *s)
 		due = py_due;
 	if (s->v8 && v8_mgr__next_due_ms(s->v8) == 0)
 		due = 0;
+	py_due = s->java ? java_mgr__next_due_ms(s->java) : -1;
+	if (py_due >= 0 && (due < 0 || py_due < due))
+		due = py_due;
 	return due;
 }
 
@@ -910,6 +928,8 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 		python_mgr__work(s->py, UNWIND_BUDGET_MS);
 	if (s->v8)
 		v8_mgr__work(s->v8, UNWIND_BUDGET_MS);
+	if (s->java)
+		java_mgr__work(s->java, UNWIND_BUDGET_MS);
 	if (n == -EINTR)
 		return 0;
 	return n;
@@ -1004,6 +1024,23 @@ const struct unwind_mgr *sampler__unwind_mgr(const struct sampler *s)
 	return s->uw;
 }
 
+struct java_mgr *sampler__java(const struct sampler *s)
+{
+	return s->java;
+}
+
+int sampler__java_stats(const struct sampler *s, uint64_t out[HEARTH_JAVA_STAT_MAX])
+{
+	int fd;
+
+	if (!s->java)
+		return -ENOENT;
+	fd = bpf_map__fd(s->skel->maps.java_stats);
+	for (__u32 i = 0; i < HEARTH_JAVA_STAT_MAX; i++)
+		out[i] = percpu_sum(fd, i, s->n_possible);
+	return 0;
+}
+
 struct python_mgr *sampler__python(const struct sampler *s)
 {
 	return s->py;
@@ -1095,6 +1132,7 @@ void sampler__close(struct sampler *s)
 	unwind_mgr__free(s->uw); /* before the maps it has mmap'ed go */
 	python_mgr__free(s->py);
 	v8_mgr__free(s->v8);
+	java_mgr__free(s->java);
 	profile_bpf__destroy(s->skel);
 	if (s->cgroup_fd >= 0)
 		close(s->cgroup_fd);

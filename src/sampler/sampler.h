@@ -17,6 +17,7 @@
 
 #include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
 #include "v8_abi.h"	 /* bpf/: HEARTH_V8_* */
+#include "java_abi.h"	 /* bpf/: HEARTH_JAVA_* */
 #include "python_abi.h"	 /* bpf/: HEARTH_PY_* */
 #include "unwind_abi.h"	 /* bpf/: HEARTH_UW_* */
 
@@ -52,6 +53,8 @@ struct sampler_opts {
 	 * tables are out (docs/memory.md); 0 = the default, 16 MiB; over it they
 	 * are dropped and counted (SAMPLER_RAW_DROPPED). */
 	size_t raw_held_bytes;
+	/* Walk HotSpot JVMs' Java frames (docs/java.md; table-unwound samples). */
+	bool java;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */
@@ -159,6 +162,11 @@ struct v8_mgr *sampler__v8(const struct sampler *s);
 /* The V8 walk's per-CPU counters summed (HEARTH_V8_*); -ENOENT when off. */
 int sampler__v8_stats(const struct sampler *s, uint64_t out[HEARTH_V8_STAT_MAX]);
 int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_MAX]);
+struct java_mgr;
+/* The HotSpot manager, or NULL when the Java walk is off (src/java/java.h). */
+struct java_mgr *sampler__java(const struct sampler *s);
+/* The Java walk's counters (HEARTH_JAVA_*, sum over CPUs); -ENOENT when off. */
+int sampler__java_stats(const struct sampler *s, uint64_t out[HEARTH_JAVA_STAT_MAX]);
 /* Number of CPUs sampled. */
 int sampler__n_cpus(const struct sampler *s);
 /* Detaches and frees. NULL is a no-op. */
