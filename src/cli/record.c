@@ -19,6 +19,7 @@
 #include "collect/collect.h"
 #include "profile/profile.h"
 #include "sampler/sampler.h"
+#include "offcpu/offcpu.h"
 #include "python/python.h"
 #include "unwind/unwind.h"
 
@@ -39,6 +40,14 @@ struct record_args {
 	long cache_mb; /* symbolizer budget, 0 = its default */
 	bool quiet;
 	bool verbose; /* -v: the unwinder's, Python walk's and BPF program's counts too */
+	bool wall;    /* --wall: on-CPU + off-CPU time per thread (implies so.off_cpu) */
+};
+
+/* What on_sample feeds: the collector, and which samples it takes. */
+struct record_ctx {
+	struct collector *col;
+	bool off_cpu, wall;
+	uint64_t period_ns;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -77,6 +86,13 @@ static void usage(FILE *f)
 		"      --python MODE      auto (default): name the Python frames of CPython\n"
 		"                         3.10-3.13 processes (docs/python.md); off: their\n"
 		"                         interpreter's native frames only\n"
+		"      --off-cpu          record where threads wait instead: off-CPU time by\n"
+		"                         reason (runqueue, io, lock, sleep, throttled, other)\n"
+		"                         with the stack they waited in (docs/offcpu.md)\n"
+		"      --wall             wall-clock time per thread: on-CPU samples x period\n"
+		"                         ([on-cpu]) plus off-CPU time ([off-cpu: REASON])\n"
+		"      --off-cpu-min DUR  off-CPU time of a thread is sent with a stack once it\n"
+		"                         adds up to DUR per reason (default 1ms; ns, us, ms, s)\n"
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
@@ -185,7 +201,8 @@ static int parse_pids(const char *arg, struct record_args *a)
 	return ret;
 }
 
-enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON };
+enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON,
+       OPT_OFFCPU, OPT_WALL, OPT_OFFCPU_MIN };
 
 const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
@@ -198,6 +215,9 @@ const struct option cli_record_opts[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },	   { "top", required_argument, NULL, OPT_TOP },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "python", required_argument, NULL, OPT_PYTHON },
+	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
+	{ "wall", no_argument, NULL, OPT_WALL },
+	{ "off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -270,6 +290,20 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 	}
 	case OPT_PYTHON:
 		return cli_parse_python("record", arg, &a->so.python);
+	case OPT_OFFCPU:
+		a->so.off_cpu = true;
+		return 0;
+	case OPT_WALL:
+		a->wall = true;
+		a->so.off_cpu = true;
+		return 0;
+	case OPT_OFFCPU_MIN:
+		if (offcpu_parse_duration(arg, &a->so.off_cpu_min_ns)) {
+			cli_error("record", "--off-cpu-min: '%s' is not a duration from 1us to 10s "
+					    "(a number with ns, us, ms or s; ms when none)", arg);
+			return -EINVAL;
+		}
+		return 0;
 	case OPT_CACHE:
 		if (cli_parse_long(arg, 1, 65536, &a->cache_mb)) {
 			cli_error("record", "--symbol-cache-mb: '%s' is not a number of MiB from 1 to "
@@ -335,14 +369,27 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 
 /* ---- recording ---- */
 
+/* CPU samples; with --off-cpu off-CPU blocks only; with --wall both, the CPU
+ * samples as their time (count x period) under the reason "running". */
 static void on_sample(void *ctx, const struct sampler_sample *s)
 {
-	collector__add(ctx, s);
+	struct record_ctx *rc = ctx;
+	struct sampler_sample w;
+
+	if (rc->wall && !s->kind) {
+		w = *s;
+		w.kind = HEARTH_RB_KIND_RUNNING;
+		w.count = (uint64_t)base_sat_mul(s->count > INT64_MAX ? INT64_MAX : (int64_t)s->count,
+						  (int64_t)rc->period_ns);
+		collector__add(rc->col, &w);
+	} else if (!s->kind == !rc->off_cpu) {
+		collector__add(rc->col, s);
+	}
 }
 
 static void on_event(void *ctx, const struct sampler_event *e)
 {
-	collector__event(ctx, e);
+	collector__event(((struct record_ctx *)ctx)->col, e);
 }
 
 static void progress(const struct record_args *a, struct sampler *s, double elapsed)
@@ -428,8 +475,12 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 	for (int i = 0; i < HEARTH_DROP_MAX; i++)
 		if (sampler_drop_is_loss(i))
 			total += drops[i];
-	n = (size_t)snprintf(line, sizeof(line), "%llu samples, dropped %llu samples",
-			     (unsigned long long)cs->samples, (unsigned long long)total);
+	if (profile__type(p)) /* off-CPU / wall: the counts are nanoseconds */
+		n = (size_t)snprintf(line, sizeof(line), "%.3f s recorded, dropped %llu samples",
+				     (double)cs->samples / 1e9, (unsigned long long)total);
+	else
+		n = (size_t)snprintf(line, sizeof(line), "%llu samples, dropped %llu samples",
+				     (unsigned long long)cs->samples, (unsigned long long)total);
 	for (int i = 0; i < HEARTH_DROP_MAX; i++)
 		if (drops[i] && sampler_drop_is_loss(i))
 			append_count(line, sizeof(line), &n, &first, drops[i], sampler_drop_name(i));
@@ -448,6 +499,20 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 			(unsigned long long)run_ns);
 	fputc('\n', stderr);
 	/* Kept in pprof/folded/SVG files; the top table on a terminal already has it above. */
+	if (add_comment)
+		profile__add_comment(p, line);
+}
+
+/* One stderr line (and pprof comment) on the off-CPU recorder, when it ran. */
+static void report_offcpu(struct sampler *s, struct profile *p, bool add_comment)
+{
+	uint64_t st[HEARTH_OFFCPU_STAT_MAX];
+	char line[512];
+
+	if (sampler__offcpu_stats(s, st))
+		return;
+	offcpu_format_stats(st, line, sizeof(line));
+	fprintf(stderr, "hearth record: %s\n", line);
 	if (add_comment)
 		profile__add_comment(p, line);
 }
@@ -528,7 +593,9 @@ static int record(const struct record_args *a, FILE *out)
 	struct sym_opts so = { .cache_bytes = (uint64_t)a->cache_mb << 20 };
 	struct symbolizer *sym = symbolizer__new(&so);
 	struct collector *col = (pt && sym) ? collector__new(pt, sym) : NULL;
-	struct sampler_callbacks cb = { .sample = on_sample, .event = on_event, .ctx = col };
+	struct record_ctx rc = { .col = col, .off_cpu = a->so.off_cpu && !a->wall, .wall = a->wall,
+				 .period_ns = 1000000000ull / (uint64_t)a->so.hz };
+	struct sampler_callbacks cb = { .sample = on_sample, .event = on_event, .ctx = &rc };
 	struct sampler *s = NULL;
 	struct profile *p = NULL;
 	struct collect_stats cs;
@@ -536,7 +603,8 @@ static int record(const struct record_args *a, FILE *out)
 	int64_t t0 = 0, m0 = 0;
 	int ret;
 
-	if (!col) {
+	if (!col || (a->so.off_cpu &&
+		     collector__set_type(col, a->wall ? OFFCPU_WALL_TYPE : OFFCPU_PROFILE_TYPE))) {
 		ret = -ENOMEM;
 		cli_error("record", "out of memory");
 		goto cleanup;
@@ -566,6 +634,7 @@ static int record(const struct record_args *a, FILE *out)
 	}
 	collector__stats(col, &cs);
 	report_drops(s, p, &cs, a->format != FMT_TOP, a->verbose);
+	report_offcpu(s, p, a->format != FMT_TOP);
 	ret = write_output(a, p, out);
 	if (ret)
 		cli_error("record", "writing %s failed: %s", a->output ? a->output : "stdout",

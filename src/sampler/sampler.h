@@ -17,6 +17,7 @@
 
 #include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
 #include "python_abi.h"	 /* bpf/: HEARTH_PY_* */
+#include "offcpu_abi.h"	 /* bpf/: HEARTH_OFFCPU_*, HEARTH_RB_KIND_* */
 #include "unwind_abi.h"	 /* bpf/: HEARTH_UW_* */
 
 #define SAMPLER_MIN_HZ	 1
@@ -45,6 +46,11 @@ struct sampler_opts {
 	/* Walk CPython processes' Python frames (docs/python.md). They travel with
 	 * ring-buffer samples: with --transfer map and --unwind fp there are none. */
 	bool python;
+	/* Record off-CPU blocks too (docs/offcpu.md): samples of kind
+	 * HEARTH_RB_KIND_OFFCPU whose count is nanoseconds. Blocks shorter than
+	 * off_cpu_min_ns (0: HEARTH_OFFCPU_DEFAULT_MIN_NS) are counted, not sent. */
+	bool off_cpu;
+	uint64_t off_cpu_min_ns;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */
@@ -58,7 +64,10 @@ struct sampler_sample {
 	const uint64_t *kernel; /* leaf first */
 	size_t n_python;	/* Python frames: two words each (bpf/python_abi.h) */
 	const uint64_t *python; /* leaf first: code object, instruction | HEARTH_PY_FRAME_ENTRY */
-	uint64_t count;
+	uint64_t count; /* samples; nanoseconds for an off-CPU block */
+	/* 0: on-CPU; HEARTH_RB_KIND_OFFCPU with its reason (bpf/offcpu_abi.h).
+	 * User space may mark on-CPU samples HEARTH_RB_KIND_RUNNING (wall view). */
+	uint16_t kind;
 };
 
 struct sampler_event {
@@ -144,6 +153,8 @@ struct python_mgr;
 struct python_mgr *sampler__python(const struct sampler *s);
 /* The Python walk's counters (HEARTH_PY_*, sum over CPUs); -ENOENT when off. */
 int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_MAX]);
+/* The off-CPU recorder's counters (HEARTH_OFFCPU_*, sum over CPUs); -ENOENT when off. */
+int sampler__offcpu_stats(const struct sampler *s, uint64_t out[HEARTH_OFFCPU_STAT_MAX]);
 /* Number of CPUs sampled. */
 int sampler__n_cpus(const struct sampler *s);
 /* Detaches and frees. NULL is a no-op. */
