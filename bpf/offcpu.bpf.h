@@ -191,8 +191,8 @@ static __always_inline struct hearth_scratch *offcpu_scratch(void)
 	return bpf_map_lookup_elem(&scratch, &zero);
 }
 
-static __always_inline void offcpu_switch_out(struct task_struct *prev, unsigned int state,
-					      __u64 now)
+static __always_inline void offcpu_switch_out(struct task_struct *prev, bool preempt,
+					      unsigned int state, __u64 now)
 {
 	struct hearth_offcpu_task *t;
 	struct hearth_scratch *st;
@@ -215,6 +215,8 @@ static __always_inline void offcpu_switch_out(struct task_struct *prev, unsigned
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	nr = BPF_CORE_READ(regs, orig_ax);
 	sp = BPF_CORE_READ(regs, sp);
+	if ((state & 0xff) == OFFCPU_TASK_RUNNING && !preempt && nr != 24 /* sched_yield */)
+		nr = -1; /* see below: compared with the pending block's as such */
 	/* A pending block from a fault, now a different syscall: the registers
 	 * will not be its own at sys_exit. Send it with what it has. */
 	if (t->pending && (nr != t->sysnr || sp != t->user_sp)) {
@@ -227,6 +229,10 @@ static __always_inline void offcpu_switch_out(struct task_struct *prev, unsigned
 	t->t_out = now;
 	t->reason = offcpu_reason(prev, state, nr, BPF_CORE_READ(regs, si));
 	t->t_ready = t->reason == HEARTH_OFFCPU_RUNQUEUE ? now : 0;
+	/* nr = -1 above: runnable and not preempted is schedule() on the way back
+	 * to user space (after a syscall's sys_exit, or an interrupt, whose vector
+	 * x86 keeps in orig_ax), the user registers final; only sched_yield
+	 * schedules so inside a syscall. No sys_exit comes: sent at switch-in. */
 	t->sysnr = nr;
 	t->user_sp = sp;
 	t->user_ip = BPF_CORE_READ(regs, ip);
@@ -299,7 +305,7 @@ int BPF_PROG(hearth_offcpu_switch, bool preempt, struct task_struct *prev,
 {
 	__u64 now = bpf_ktime_get_ns();
 
-	offcpu_switch_out(prev, prev_state, now);
+	offcpu_switch_out(prev, preempt, prev_state, now);
 	offcpu_switch_in(next, now);
 	return 0;
 }

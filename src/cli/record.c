@@ -382,7 +382,7 @@ static void on_sample(void *ctx, const struct sampler_sample *s)
 		w.count = (uint64_t)base_sat_mul(s->count > INT64_MAX ? INT64_MAX : (int64_t)s->count,
 						  (int64_t)rc->period_ns);
 		collector__add(rc->col, &w);
-	} else if (!s->kind == !rc->off_cpu) {
+	} else if (rc->wall || !s->kind == !rc->off_cpu) {
 		collector__add(rc->col, s);
 	}
 }

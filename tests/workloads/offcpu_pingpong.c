@@ -1,0 +1,56 @@
+/*
+ * offcpu_pingpong: two processes bounce one byte over two pipes for SECONDS
+ * (default 5) and print the round trips per second: a context-switch-heavy
+ * workload for the off-CPU recorder's cost (docs/offcpu.md, "Cost").
+ *
+ *   offcpu_pingpong [SECONDS]   prints "round_trips_per_s N"
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 5, t0, t;
+	int ab[2], ba[2];
+	long n = 0;
+	char c = 'x';
+	pid_t child;
+
+	if (pipe(ab) || pipe(ba))
+		return 1;
+	child = fork();
+	if (child < 0)
+		return 1;
+	if (child == 0) { /* echo until the parent closes its end */
+		while (read(ab[0], &c, 1) == 1)
+			if (write(ba[1], &c, 1) != 1)
+				break;
+		_exit(0);
+	}
+	t0 = now_s();
+	do {
+		for (int i = 0; i < 1000; i++) {
+			if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
+				return 1;
+		}
+		n += 1000;
+		t = now_s();
+	} while (t - t0 < secs);
+	close(ab[1]);
+	waitpid(child, NULL, 0);
+	printf("round_trips_per_s %.0f\n", (double)n / (t - t0));
+	return 0;
+}
