@@ -10,7 +10,6 @@
  *
  *   switch-out (prev == current)  t_out, reason (state, preempt, syscall nr,
  *                                 cfs throttling), user sp/ip, syscall nr
- *   wakeup                        t_ready (run-queue wait starts)
  *   switch-in (next)              blocked = t_ready - t_out, runqueue = now - t_ready;
  *                                 under offcpu_min_ns: counted, no stack;
  *                                 else the kernel stack now (bpf_get_task_stack)
@@ -44,6 +43,16 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } offcpu_stats SEC(".maps");
+
+/* The thread last switched in on this CPU with a block pending: every syscall
+ * exit of the machine passes sys_exit, which compares its tid with this one
+ * before it looks at task storage (61 -> ~25 ns a syscall, docs/offcpu.md). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} offcpu_pending_tid SEC(".maps");
 
 #define OFFCPU_TASK_RUNNING	    0
 #define OFFCPU_TASK_UNINTERRUPTIBLE 2
@@ -89,10 +98,10 @@ static __always_inline bool offcpu_throttled(struct task_struct *p)
 {
 	struct cfs_rq *cfs;
 
-	if (bpf_core_field_exists(p->throttled) && BPF_CORE_READ(p, throttled))
+	if (bpf_core_field_exists(p->throttled) && p->throttled)
 		return true;
-	cfs = BPF_CORE_READ(p, se.cfs_rq);
-	return cfs && BPF_CORE_READ(cfs, throttle_count) > 0;
+	cfs = p->se.cfs_rq;
+	return cfs && cfs->throttle_count > 0;
 }
 
 static __always_inline __u32 offcpu_reason(struct task_struct *p, unsigned int state, long nr,
@@ -212,9 +221,10 @@ static __always_inline void offcpu_switch_out(struct task_struct *prev, bool pre
 		bump(&offcpu_stats, HEARTH_OFFCPU_NO_STORAGE);
 		return;
 	}
+	/* Plain loads through BTF pointers: no helper call per field. */
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	nr = BPF_CORE_READ(regs, orig_ax);
-	sp = BPF_CORE_READ(regs, sp);
+	nr = regs->orig_ax;
+	sp = regs->sp;
 	if ((state & 0xff) == OFFCPU_TASK_RUNNING && !preempt && nr != 24 /* sched_yield */)
 		nr = -1; /* see below: compared with the pending block's as such */
 	/* A pending block from a fault, now a different syscall: the registers
@@ -227,15 +237,14 @@ static __always_inline void offcpu_switch_out(struct task_struct *prev, bool pre
 			offcpu_send_leaf(st, prev, t);
 	}
 	t->t_out = now;
-	t->reason = offcpu_reason(prev, state, nr, BPF_CORE_READ(regs, si));
-	t->t_ready = t->reason == HEARTH_OFFCPU_RUNQUEUE ? now : 0;
+	t->reason = offcpu_reason(prev, state, nr, regs->si);
 	/* nr = -1 above: runnable and not preempted is schedule() on the way back
 	 * to user space (after a syscall's sys_exit, or an interrupt, whose vector
 	 * x86 keeps in orig_ax), the user registers final; only sched_yield
 	 * schedules so inside a syscall. No sys_exit comes: sent at switch-in. */
 	t->sysnr = nr;
 	t->user_sp = sp;
-	t->user_ip = BPF_CORE_READ(regs, ip);
+	t->user_ip = regs->ip;
 	bump(&offcpu_stats, HEARTH_OFFCPU_SWITCHES);
 }
 
@@ -243,8 +252,9 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 {
 	struct hearth_offcpu_task *t;
 	struct hearth_scratch *st;
-	__u64 blocked = 0, rq = 0;
-	__u32 reason;
+	__u64 blocked = 0, rq = 0, total, queued, clock;
+	struct cfs_rq *cfs;
+	__u32 reason, zero = 0, *slot;
 	long n;
 
 	if (next->flags & OFFCPU_PF_KTHREAD)
@@ -252,20 +262,32 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 	t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
 	if (!t || !t->t_out || now < t->t_out)
 		return;
-	if (t->reason == HEARTH_OFFCPU_RUNQUEUE)
-		rq = now - t->t_out;
-	else if (!t->t_ready || t->t_ready < t->t_out || t->t_ready > now)
-		blocked = now - t->t_out; /* no wakeup seen (throttled: re-queued without one) */
-	else {
-		blocked = t->t_ready - t->t_out;
-		rq = now - t->t_ready;
+	total = now - t->t_out;
+	queued = next->sched_info.last_queued;
+	/* This CPU's run queue (next was moved here, set_task_rq): its clock,
+	 * updated by __schedule, is the one last_queued was read from. */
+	cfs = next->se.cfs_rq;
+	clock = cfs ? cfs->rq->clock : 0;
+	if (t->reason == HEARTH_OFFCPU_RUNQUEUE) {
+		rq = total;
+	} else if (t->reason == HEARTH_OFFCPU_THROTTLED) {
+		/* Dequeued by the fair class alone: last_queued still says the
+		 * switch-out (sched_info thought it runnable), not the unthrottle. */
+		blocked = total;
+	} else if (queued && clock > queued) {
+		rq = clock - queued; /* woken (or unthrottled) -> now */
+		if (rq > total)
+			rq = total;
+		blocked = total - rq;
+	} else {
+		blocked = total; /* no schedstat clock: all of it blocked */
 	}
 	t->t_out = 0;
 	if (t->pending) { /* blocked again before its syscall returned */
 		t->pend_ns += blocked;
 		t->pend_rq_ns += rq;
 		bump(&offcpu_stats, HEARTH_OFFCPU_MERGED);
-		return;
+		goto mark_cpu;
 	}
 	reason = t->reason < HEARTH_OFFCPU_REASON_MAX ? t->reason : HEARTH_OFFCPU_OTHER;
 	t->acc[reason] += blocked;
@@ -289,14 +311,18 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 	}
 	n = bpf_get_task_stack(next, t->kframes, sizeof(t->kframes), 0);
 	t->klen = n > 0 ? n / sizeof(__u64) : 0;
-	if (t->sysnr >= 0) {
-		t->pending = 1; /* the user stack comes at its sys_exit */
+	if (t->sysnr < 0) {
+		bump(&offcpu_stats, HEARTH_OFFCPU_LEAF_ONLY);
+		st = offcpu_scratch();
+		if (st)
+			offcpu_send_leaf(st, next, t);
 		return;
 	}
-	bump(&offcpu_stats, HEARTH_OFFCPU_LEAF_ONLY);
-	st = offcpu_scratch();
-	if (st)
-		offcpu_send_leaf(st, next, t);
+	t->pending = 1; /* the user stack comes at its sys_exit */
+mark_cpu:
+	slot = bpf_map_lookup_elem(&offcpu_pending_tid, &zero);
+	if (slot)
+		*slot = next->pid;
 }
 
 SEC("tp_btf/sched_switch")
@@ -307,24 +333,6 @@ int BPF_PROG(hearth_offcpu_switch, bool preempt, struct task_struct *prev,
 
 	offcpu_switch_out(prev, preempt, prev_state, now);
 	offcpu_switch_in(next, now);
-	return 0;
-}
-
-static __always_inline void offcpu_wakeup(struct task_struct *p)
-{
-	struct hearth_offcpu_task *t;
-
-	if (p->flags & OFFCPU_PF_KTHREAD)
-		return;
-	t = bpf_task_storage_get(&offcpu_tasks, p, 0, 0);
-	if (t && t->t_out && !t->t_ready)
-		t->t_ready = bpf_ktime_get_ns();
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(hearth_offcpu_wakeup, struct task_struct *p)
-{
-	offcpu_wakeup(p);
 	return 0;
 }
 
@@ -346,11 +354,10 @@ int BPF_PROG(hearth_offcpu_wakeup_new, struct task_struct *p)
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(p);
 	t->t_out = bpf_ktime_get_ns();
-	t->t_ready = t->t_out;
 	t->reason = HEARTH_OFFCPU_RUNQUEUE;
-	t->sysnr = BPF_CORE_READ(regs, orig_ax);
-	t->user_sp = BPF_CORE_READ(regs, sp);
-	t->user_ip = BPF_CORE_READ(regs, ip);
+	t->sysnr = regs->orig_ax;
+	t->user_sp = regs->sp;
+	t->user_ip = regs->ip;
 	return 0;
 }
 
@@ -363,8 +370,13 @@ int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
 	struct hearth_count_key key = {};
 	struct hearth_offcpu_task *t;
 	struct hearth_scratch *st;
+	__u32 zero = 0, *slot;
 	long n;
 
+	slot = bpf_map_lookup_elem(&offcpu_pending_tid, &zero);
+	if (!slot || *slot != task->pid)
+		return 0; /* most syscalls of the machine: nothing pending here */
+	*slot = 0;
 	t = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
 	if (!t || !t->pending)
 		return 0;
@@ -372,7 +384,7 @@ int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
 	st = offcpu_scratch();
 	if (!st)
 		return 0;
-	if (BPF_CORE_READ(regs, orig_ax) != t->sysnr || BPF_CORE_READ(regs, sp) != t->user_sp) {
+	if (regs->orig_ax != t->sysnr || regs->sp != t->user_sp) {
 		bump(&offcpu_stats, HEARTH_OFFCPU_STACK_LOST);
 		offcpu_send_leaf(st, task, t);
 		return 0;

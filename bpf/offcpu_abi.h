@@ -60,7 +60,6 @@ enum hearth_offcpu_stat {
 /* Per-thread state (BPF task storage), for user-space tests of its size. */
 struct hearth_offcpu_task {
 	__u64 t_out;	 /* switch-out, ns since boot; 0 = on CPU / untracked */
-	__u64 t_ready;	 /* runnable again (wakeup, or = t_out when preempted) */
 	__u64 user_sp;	 /* user sp and ip at switch-out (validates the sys_exit) */
 	__u64 user_ip;
 	__s64 sysnr;	 /* syscall at switch-out, -1 when none */
@@ -77,7 +76,7 @@ struct hearth_offcpu_task {
 	__u64 kframes[HEARTH_OFFCPU_KFRAMES];
 };
 _Static_assert(sizeof(struct hearth_offcpu_task) ==
-		       72 + 8 * HEARTH_OFFCPU_REASON_MAX + 8 * HEARTH_OFFCPU_KFRAMES,
+		       64 + 8 * HEARTH_OFFCPU_REASON_MAX + 8 * HEARTH_OFFCPU_KFRAMES,
 	       "offcpu task ABI");
 
 #endif /* HEARTH_BPF_OFFCPU_ABI_H */

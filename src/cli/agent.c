@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "serve.h"
+#include "offcpu/offcpu.h"
 
 #define AGENT_DEFAULT_LISTEN	"127.0.0.1:4101"
 #define AGENT_DEFAULT_SPOOL_DIR "/var/lib/hearth/agent-spool"
@@ -46,6 +47,12 @@ static void usage(FILE *f)
 		"      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
 		"      --python MODE          auto (default): Python frames of CPython 3.10-3.13\n"
 		"                             processes; off: their native frames only\n"
+		"      --off-cpu              also push off-CPU (off_cpu) and wall-clock (wall)\n"
+		"                             profiles: where threads wait, by reason\n"
+		"                             (docs/offcpu.md; off by default: its cost grows\n"
+		"                             with context switches and syscalls)\n"
+		"      --off-cpu-min DUR      off-CPU time sent with a stack per DUR a thread\n"
+		"                             waited for one reason (default 1ms; ns/us/ms/s)\n"
 		"      --idle                 keep samples of idle CPUs\n"
 		"      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
 		"                             (also one line per HTTP request)\n"
@@ -62,6 +69,8 @@ enum {
 	OPT_IDLE,
 	OPT_UNWIND,
 	OPT_PYTHON,
+	OPT_OFFCPU,
+	OPT_OFFCPU_MIN,
 	OPT_SERVER,
 	OPT_ATOKEN,
 	OPT_SPOOL_DIR,
@@ -79,6 +88,8 @@ const struct option cli_agent_long_opts[] = {
     {"idle", no_argument, NULL, OPT_IDLE},
     {"unwind", required_argument, NULL, OPT_UNWIND},
     {"python", required_argument, NULL, OPT_PYTHON},
+    {"off-cpu", no_argument, NULL, OPT_OFFCPU},
+    {"off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
     {NULL, 0, NULL, 0},
 };
 
@@ -164,6 +175,16 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 	}
 	case OPT_PYTHON:
 		return cli_parse_python(cmd, arg, &a->ao.so.python);
+	case OPT_OFFCPU:
+		a->ao.so.off_cpu = true;
+		return 0;
+	case OPT_OFFCPU_MIN:
+		if (offcpu_parse_duration(arg, &a->ao.so.off_cpu_min_ns)) {
+			cli_error(cmd, "--off-cpu-min: '%s' is not a duration from 1us to 10s (a "
+				       "number with ns, us, ms or s; ms when none)", arg);
+			return -EINVAL;
+		}
+		return 0;
 	}
 	return 1;
 }

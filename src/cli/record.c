@@ -377,10 +377,7 @@ static void on_sample(void *ctx, const struct sampler_sample *s)
 	struct sampler_sample w;
 
 	if (rc->wall && !s->kind) {
-		w = *s;
-		w.kind = HEARTH_RB_KIND_RUNNING;
-		w.count = (uint64_t)base_sat_mul(s->count > INT64_MAX ? INT64_MAX : (int64_t)s->count,
-						  (int64_t)rc->period_ns);
+		offcpu_wall_sample(s, rc->period_ns, &w);
 		collector__add(rc->col, &w);
 	} else if (rc->wall || !s->kind == !rc->off_cpu) {
 		collector__add(rc->col, s);
@@ -503,13 +500,15 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 		profile__add_comment(p, line);
 }
 
-/* One stderr line (and pprof comment) on the off-CPU recorder, when it ran. */
-static void report_offcpu(struct sampler *s, struct profile *p, bool add_comment)
+/* One stderr line (and pprof comment) on the off-CPU recorder, when it ran: its
+ * counters as read right after the last drain (blocks sent later are not in
+ * the profile: long sleepers wake while it is built). */
+static void report_offcpu(const uint64_t st[HEARTH_OFFCPU_STAT_MAX], bool on, struct profile *p,
+			  bool add_comment)
 {
-	uint64_t st[HEARTH_OFFCPU_STAT_MAX];
 	char line[512];
 
-	if (sampler__offcpu_stats(s, st))
+	if (!on)
 		return;
 	offcpu_format_stats(st, line, sizeof(line));
 	fprintf(stderr, "hearth record: %s\n", line);
@@ -599,6 +598,8 @@ static int record(const struct record_args *a, FILE *out)
 	struct sampler *s = NULL;
 	struct profile *p = NULL;
 	struct collect_stats cs;
+	uint64_t offcpu_st[HEARTH_OFFCPU_STAT_MAX];
+	bool offcpu_on = false;
 	char err[2048] = "";
 	int64_t t0 = 0, m0 = 0;
 	int ret;
@@ -618,6 +619,7 @@ static int record(const struct record_args *a, FILE *out)
 	t0 = base_clock_ns(CLOCK_REALTIME);
 	m0 = base_clock_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
+	offcpu_on = sampler__offcpu_stats(s, offcpu_st) == 0;
 	if (a->verbose) {
 		report_unwind(s);
 		report_python(s);
@@ -634,7 +636,7 @@ static int record(const struct record_args *a, FILE *out)
 	}
 	collector__stats(col, &cs);
 	report_drops(s, p, &cs, a->format != FMT_TOP, a->verbose);
-	report_offcpu(s, p, a->format != FMT_TOP);
+	report_offcpu(offcpu_st, offcpu_on, p, a->format != FMT_TOP);
 	ret = write_output(a, p, out);
 	if (ret)
 		cli_error("record", "writing %s failed: %s", a->output ? a->output : "stdout",

@@ -127,3 +127,12 @@ int offcpu_parse_duration(const char *s, uint64_t *ns)
 	}
 	return -EINVAL;
 }
+
+void offcpu_wall_sample(const struct sampler_sample *s, uint64_t period_ns,
+			struct sampler_sample *out)
+{
+	*out = *s;
+	out->kind = HEARTH_RB_KIND_RUNNING;
+	out->count = period_ns && s->count > UINT64_MAX / period_ns ? UINT64_MAX
+								    : s->count * period_ns;
+}

@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "offcpu_abi.h" /* bpf/ */
+#include "offcpu_abi.h"	    /* bpf/ */
+#include "sampler/sampler.h" /* struct sampler_sample */
 
 /* Profile types (Pyroscope naming; the contract of issue 28). */
 #define OFFCPU_PROFILE_TYPE "off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds"
@@ -40,6 +41,11 @@ int offcpu_stat_is_loss(int stat);
 /* One line for a summary: "off-cpu: N switches, N blocks sent (X s), N short (Y s),
  * drops: ..." into buf (always NUL-terminated). Returns buf. */
 char *offcpu_format_stats(const uint64_t st[HEARTH_OFFCPU_STAT_MAX], char *buf, size_t len);
+
+/* An on-CPU sample as wall-clock time: *out is *s (its pointers borrowed) of
+ * kind HEARTH_RB_KIND_RUNNING whose count is count x period_ns (saturating). */
+void offcpu_wall_sample(const struct sampler_sample *s, uint64_t period_ns,
+			struct sampler_sample *out);
 
 /* Parses a minimum duration: a number with ns, us, ms or s (ms when none),
  * from 1us to 10s, into *ns. 0 or -EINVAL. */

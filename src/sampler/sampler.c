@@ -525,7 +525,6 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 						     : HEARTH_OFFCPU_DEFAULT_MIN_NS;
 	/* Off: the scheduler programs are neither verified nor attached. */
 	bpf_program__set_autoload(k->progs.hearth_offcpu_switch, o->off_cpu);
-	bpf_program__set_autoload(k->progs.hearth_offcpu_wakeup, o->off_cpu);
 	bpf_program__set_autoload(k->progs.hearth_offcpu_wakeup_new, o->off_cpu);
 	bpf_program__set_autoload(k->progs.hearth_offcpu_sys_exit, o->off_cpu);
 	/* The mode that is not used keeps its maps at the minimum size. */
@@ -649,19 +648,18 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
-/* The off-CPU recorder's four BTF tracepoints (bpf/offcpu.bpf.h). */
+/* The off-CPU recorder's three BTF tracepoints (bpf/offcpu.bpf.h). */
 static int attach_offcpu(struct sampler *s, char *err, size_t errlen)
 {
 	struct profile_bpf *k = s->skel;
 
 	k->links.hearth_offcpu_sys_exit = bpf_program__attach(k->progs.hearth_offcpu_sys_exit);
-	k->links.hearth_offcpu_wakeup = bpf_program__attach(k->progs.hearth_offcpu_wakeup);
 	k->links.hearth_offcpu_wakeup_new = bpf_program__attach(k->progs.hearth_offcpu_wakeup_new);
 	k->links.hearth_offcpu_switch = bpf_program__attach(k->progs.hearth_offcpu_switch);
-	if (!k->links.hearth_offcpu_sys_exit || !k->links.hearth_offcpu_wakeup ||
-	    !k->links.hearth_offcpu_wakeup_new || !k->links.hearth_offcpu_switch) {
+	if (!k->links.hearth_offcpu_sys_exit || !k->links.hearth_offcpu_wakeup_new ||
+	    !k->links.hearth_offcpu_switch) {
 		snprintf(err, errlen, "attaching the off-CPU programs to the sched_switch, "
-				      "sched_wakeup and sys_exit BTF tracepoints failed: %s",
+				      "sched_wakeup_new and sys_exit BTF tracepoints failed: %s",
 			 strerror(errno));
 		return -errno;
 	}

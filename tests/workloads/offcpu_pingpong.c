@@ -35,11 +35,15 @@ int main(int argc, char **argv)
 	if (child < 0)
 		return 1;
 	if (child == 0) { /* echo until the parent closes its end */
+		close(ab[1]);
+		close(ba[0]);
 		while (read(ab[0], &c, 1) == 1)
 			if (write(ba[1], &c, 1) != 1)
 				break;
 		_exit(0);
 	}
+	close(ab[0]);
+	close(ba[1]);
 	t0 = now_s();
 	do {
 		for (int i = 0; i < 1000; i++) {
