@@ -65,12 +65,15 @@ tids_of() { awk '$1 == "thread" { print $2 }' "$1" | sort -u; }
 # ---- sleep and pipe in one wall-clock recording, then the lock pair alone
 # (beside the others, the lockers waited for a CPU after their wakeups: time
 # their clock counts as lock and hearth as runqueue) ----
-for m in sleep pipe lock; do
-	chrt -f 5 "$W/offcpu" $m > "$T/$m.out" &
+# start_fifo MODE: starts `offcpu MODE` at SCHED_FIFO 5; its pid in pid_MODE.
+start_fifo() {
+	chrt -f 5 "$W/offcpu" "$1" > "$T/$1.out" &
 	BG_PIDS+=($!)
-	wait_lines "$T/$m.out" 1 5 || { fail offcpu_start "offcpu $m printed no pid"; finish; }
-	eval "pid_$m=\$(head -1 \"$T/$m.out\")"
-done
+	wait_lines "$T/$1.out" 1 5 || { fail offcpu_start "offcpu $1 printed no pid"; finish; }
+	eval "pid_$1=\$(head -1 \"$T/$1.out\")"
+}
+start_fifo sleep
+start_fifo pipe
 # record_wall NAME PIDS...: snapshot, record 6 s, snapshot; 1 when it failed.
 record_wall() {
 	local name=$1 p
@@ -87,19 +90,18 @@ record_wall() {
 		return 1
 	fi
 }
-pid_mode() { for m in sleep pipe lock; do [ "$(eval echo "\$pid_$m")" = "$1" ] && echo $m; done; }
+pid_mode() { for m in sleep pipe lock; do [ "$(eval echo "\${pid_$m:-}")" = "$1" ] && echo $m; done; }
 # second_snapshot MODE: waits for the snapshot lines sent after the recording.
 second_snapshot() {
 	local n
 	n=$(tids_of "$T/$1.out" | wc -l)
 	wait_for 5 awk -v n=$((2 * n)) '$1 == "thread" { k++ } END { exit !(k >= n) }' "$T/$1.out"
 }
-kill -STOP "$pid_lock" # not competing for the CPUs meanwhile
 record_wall wall "$pid_sleep" "$pid_pipe" || finish
 second_snapshot sleep
 second_snapshot pipe
 kill "$pid_sleep" "$pid_pipe"
-kill -CONT "$pid_lock"
+start_fifo lock
 record_wall lockrec "$pid_lock" || finish
 second_snapshot lock
 grep -q 'off-cpu: [0-9]* switches' "$T/wall.err" && pass offcpu_summary_counters ||
