@@ -12,18 +12,15 @@
 #include <string.h>
 
 static const char *const reason_names[HEARTH_OFFCPU_REASON_MAX] = {
-    [HEARTH_OFFCPU_RUNQUEUE] = "runqueue", [HEARTH_OFFCPU_IO] = "io",
-    [HEARTH_OFFCPU_LOCK] = "lock",	   [HEARTH_OFFCPU_SLEEP] = "sleep",
+    [HEARTH_OFFCPU_RUNQUEUE] = "runqueue",   [HEARTH_OFFCPU_IO] = "io",
+    [HEARTH_OFFCPU_LOCK] = "lock",	     [HEARTH_OFFCPU_SLEEP] = "sleep",
     [HEARTH_OFFCPU_THROTTLED] = "throttled", [HEARTH_OFFCPU_OTHER] = "other",
 };
 
 static const char *const reason_frames[HEARTH_OFFCPU_REASON_MAX] = {
-    [HEARTH_OFFCPU_RUNQUEUE] = "[off-cpu: runqueue]",
-    [HEARTH_OFFCPU_IO] = "[off-cpu: io]",
-    [HEARTH_OFFCPU_LOCK] = "[off-cpu: lock]",
-    [HEARTH_OFFCPU_SLEEP] = "[off-cpu: sleep]",
-    [HEARTH_OFFCPU_THROTTLED] = "[off-cpu: throttled]",
-    [HEARTH_OFFCPU_OTHER] = "[off-cpu: other]",
+    [HEARTH_OFFCPU_RUNQUEUE] = "[off-cpu: runqueue]",	[HEARTH_OFFCPU_IO] = "[off-cpu: io]",
+    [HEARTH_OFFCPU_LOCK] = "[off-cpu: lock]",		[HEARTH_OFFCPU_SLEEP] = "[off-cpu: sleep]",
+    [HEARTH_OFFCPU_THROTTLED] = "[off-cpu: throttled]", [HEARTH_OFFCPU_OTHER] = "[off-cpu: other]",
 };
 
 static const char *const stat_names[HEARTH_OFFCPU_STAT_MAX] = {
@@ -133,6 +130,6 @@ void offcpu_wall_sample(const struct sampler_sample *s, uint64_t period_ns,
 {
 	*out = *s;
 	out->kind = HEARTH_RB_KIND_RUNNING;
-	out->count = period_ns && s->count > UINT64_MAX / period_ns ? UINT64_MAX
-								    : s->count * period_ns;
+	out->count =
+	    period_ns && s->count > UINT64_MAX / period_ns ? UINT64_MAX : s->count * period_ns;
 }

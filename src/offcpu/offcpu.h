@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "offcpu_abi.h"	    /* bpf/ */
+#include "offcpu_abi.h"	     /* bpf/ */
 #include "sampler/sampler.h" /* struct sampler_sample */
 
 /* Profile types (Pyroscope naming; the contract of issue 28). */

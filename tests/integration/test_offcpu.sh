@@ -15,6 +15,8 @@
 #    points of their schedstat run_delay / (run time + run_delay);
 #  - a thread in a cgroup with a CPU quota of 10% (and a large weight): throttled time appears, its
 #    rate within 25% of the cgroup's own throttled time (cpu.stat);
+#  - a CPython thread sleeping in a Python function: its off-CPU stacks carry
+#    the Python frames (napper) down to [off-cpu: sleep];
 #  - `go tool pprof -top` reads the off-CPU pprof (sample type off_cpu).
 # The sleep, pipe and lock workloads run SCHED_FIFO (chrt -f 5): on this shared
 # 2-core machine a CFS thread woken from nanosleep waited ~60% of its time for a
@@ -175,6 +177,27 @@ for f in wall:sleep wall:pipe lockrec:lock; do
 		fi
 	done
 done
+
+# ---- Python frames in off-CPU stacks (the same walk as on-CPU samples) ----
+if command -v python3 > /dev/null; then
+	printf 'import time\ndef napper():\n    time.sleep(0.02)\nwhile True:\n    napper()\n' > "$T/nap.py"
+	python3 "$T/nap.py" &
+	py=$!
+	BG_PIDS+=($py)
+	wait_for 5 test -r /proc/$py/maps
+	"$HEARTH" record --off-cpu -d 2 -q -p "$py" -o "$T/py.folded" 2> "$T/py.err"
+	# share of the off-CPU time whose stack runs napper (Python) to [off-cpu: sleep]
+	got=$(awk '{ t += $NF; if ($0 ~ /napper;.*\[off-cpu: sleep\] [0-9]+$/) g += $NF }
+		END { if (t > 0) printf "%.1f", 100 * g / t }' "$T/py.folded")
+	if [ -n "$got" ] && awk -v g="$got" 'BEGIN { exit !(g >= 80) }'; then
+		pass "offcpu_python_frames: ${got}% of the off-CPU time under napper (a Python function) to [off-cpu: sleep] (want >= 80%; ~100 sleeps)"
+	else
+		fail offcpu_python_frames "'${got}'% of the time under napper ... [off-cpu: sleep] (want >= 80%): $(head -c 600 "$T/py.folded"; cat "$T/py.err")"
+	fi
+	kill "$py"
+else
+	skip offcpu_python_frames "no python3"
+fi
 
 # ---- run-queue wait: 3 runnable threads on CPU 0, truth from schedstat ----
 "$W/offcpu" runq 3 > "$T/runq.out" &

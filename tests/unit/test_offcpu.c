@@ -18,16 +18,17 @@
 TEST(offcpu_names)
 {
 	char buf[512];
-	uint64_t st[HEARTH_OFFCPU_STAT_MAX] = {[HEARTH_OFFCPU_SWITCHES] = 7,
-					       [HEARTH_OFFCPU_RINGBUF_FULL] = 2};
+	uint64_t st[HEARTH_OFFCPU_STAT_MAX] = {
+	    [HEARTH_OFFCPU_SWITCHES] = 7, [HEARTH_OFFCPU_RINGBUF_FULL] = 2};
 
 	CHECK_STREQ(offcpu_reason_name(HEARTH_OFFCPU_RUNQUEUE), "runqueue");
 	CHECK_STREQ(offcpu_reason_name(HEARTH_OFFCPU_THROTTLED), "throttled");
 	CHECK(offcpu_reason_name(HEARTH_OFFCPU_REASON_MAX) == NULL);
 	CHECK(offcpu_kind_label(0) == NULL && offcpu_kind_frame(0) == NULL);
 	CHECK(offcpu_kind_addr(0) == 0);
-	CHECK_STREQ(offcpu_kind_label(HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU, HEARTH_OFFCPU_LOCK)),
-		    "lock");
+	CHECK_STREQ(
+	    offcpu_kind_label(HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU, HEARTH_OFFCPU_LOCK)),
+	    "lock");
 	CHECK_STREQ(offcpu_kind_frame(HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU, HEARTH_OFFCPU_IO)),
 		    "[off-cpu: io]");
 	CHECK_STREQ(offcpu_kind_label(HEARTH_RB_KIND_RUNNING), "running");
@@ -60,7 +61,7 @@ TEST(offcpu_parse_duration)
 	CHECK(offcpu_parse_duration("2s", &ns) == 0 && ns == 2000000000ull);
 	CHECK(offcpu_parse_duration("1500ns", &ns) == 0 && ns == 1500);
 	CHECK(offcpu_parse_duration("999ns", &ns) == -EINVAL); /* under 1us */
-	CHECK(offcpu_parse_duration("11s", &ns) == -EINVAL);	 /* over 10s */
+	CHECK(offcpu_parse_duration("11s", &ns) == -EINVAL);   /* over 10s */
 	CHECK(offcpu_parse_duration("1 ms", &ns) == -EINVAL);
 	CHECK(offcpu_parse_duration("ms", &ns) == -EINVAL);
 	CHECK(offcpu_parse_duration("", &ns) == -EINVAL);
@@ -77,7 +78,10 @@ struct rec {
 
 static struct rec make_rec(unsigned reason, uint64_t ns)
 {
-	struct rec r = {.h = {.pid = 10, .tid = 11, .ulen = 2, .klen = 1,
+	struct rec r = {.h = {.pid = 10,
+			      .tid = 11,
+			      .ulen = 2,
+			      .klen = 1,
 			      .kind = HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU, reason)},
 			.w = {0x401000, 0x402000, 0xffffffff81001000ull, ns}};
 
@@ -135,10 +139,14 @@ TEST(offcpu_collector_profile)
 	struct profile *p = NULL;
 	struct profile_sample s;
 	uint64_t user[1] = {0x1000};
-	struct sampler_sample sleep = {.pid = (uint32_t)getpid(), .tid = 5, .comm = "t",
-				       .n_user = 1, .user = user, .count = 3000000,
-				       .kind = HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU,
-								   HEARTH_OFFCPU_SLEEP)};
+	struct sampler_sample sleep = {
+	    .pid = (uint32_t)getpid(),
+	    .tid = 5,
+	    .comm = "t",
+	    .n_user = 1,
+	    .user = user,
+	    .count = 3000000,
+	    .kind = HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU, HEARTH_OFFCPU_SLEEP)};
 	struct sampler_sample lock = sleep, cpu = sleep, wall;
 	char buf[128];
 	bool seen[3] = {false};
@@ -197,8 +205,12 @@ TEST(offcpu_cpu_profile_unchanged)
 	struct profile *p = NULL;
 	struct profile_sample s;
 	uint64_t user[1] = {0x1000};
-	struct sampler_sample cpu = {.pid = (uint32_t)getpid(), .tid = 5, .comm = "t",
-				     .n_user = 1, .user = user, .count = 2};
+	struct sampler_sample cpu = {.pid = (uint32_t)getpid(),
+				     .tid = 5,
+				     .comm = "t",
+				     .n_user = 1,
+				     .user = user,
+				     .count = 2};
 
 	CHECK(c);
 	CHECK(collector__add(c, &cpu) == 0);
