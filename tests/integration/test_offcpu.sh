@@ -17,7 +17,9 @@
 #    rate within 25% of the cgroup's own throttled time (cpu.stat);
 #  - a CPython thread sleeping in a Python function: its off-CPU stacks carry
 #    the Python frames (napper) down to [off-cpu: sleep];
-#  - `go tool pprof -top` reads the off-CPU pprof (sample type off_cpu).
+#  - `go tool pprof -top` reads the off-CPU pprof (sample type off_cpu);
+#  - `hearth run --off-cpu` stores the off_cpu and wall types, with the reason
+#    as a series label, and shows the recorder's counters on /metrics.
 # The sleep, pipe and lock workloads run SCHED_FIFO (chrt -f 5): on this shared
 # 2-core machine a CFS thread woken from nanosleep waited ~60% of its time for a
 # CPU, which the workload's clock counts as sleep and hearth as runqueue; at
@@ -26,6 +28,7 @@
 # them with 2 decimals. Each check prints its figures and tolerance.
 # test-runner: serial (it compares recorded wait shares with the workloads' own clocks)
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/server_lib.sh"
 need_root offcpu
 if ! command -v go > /dev/null; then
 	skip offcpu "go (golang-go) is not installed: go tool pprof reads the profiles"
@@ -186,11 +189,12 @@ if command -v python3 > /dev/null; then
 	BG_PIDS+=($py)
 	wait_for 5 test -r /proc/$py/maps
 	"$HEARTH" record --off-cpu -d 2 -q -p "$py" -o "$T/py.folded" 2> "$T/py.err"
-	# share of the off-CPU time whose stack runs napper (Python) to [off-cpu: sleep]
-	got=$(awk '{ t += $NF; if ($0 ~ /napper;.*\[off-cpu: sleep\] [0-9]+$/) g += $NF }
+	# share of its sleep time whose stack runs napper (Python) to [off-cpu: sleep]
+	# (its run-queue waits after preemptions in user mode have the leaf pc only)
+	got=$(awk '/\[off-cpu: sleep\] [0-9]+$/ { t += $NF; if ($0 ~ /napper;/) g += $NF }
 		END { if (t > 0) printf "%.1f", 100 * g / t }' "$T/py.folded")
 	if [ -n "$got" ] && awk -v g="$got" 'BEGIN { exit !(g >= 80) }'; then
-		pass "offcpu_python_frames: ${got}% of the off-CPU time under napper (a Python function) to [off-cpu: sleep] (want >= 80%; ~100 sleeps)"
+		pass "offcpu_python_frames: ${got}% of the sleep time under napper (a Python function) (want >= 80%; ~100 sleeps)"
 	else
 		fail offcpu_python_frames "'${got}'% of the time under napper ... [off-cpu: sleep] (want >= 80%): $(head -c 600 "$T/py.folded"; cat "$T/py.err")"
 	fi
@@ -269,4 +273,20 @@ else
 		fail offcpu_go_pprof "go tool pprof -top: $(head -12 <<< "$top")"
 	fi
 fi
+# ---- continuous mode: hearth run --off-cpu stores both types ----
+start_hearth "$T/run.log" run --off-cpu --interval 1 --data "$T/data" --listen 127.0.0.1:0 ||
+	{ fail offcpu_run "hearth run --off-cpu did not start: $(tail -3 "$T/run.log")"; finish; }
+types() { curl -s --max-time 5 "$HURL/pyroscope/label-values?label=__profile_type__"; }
+if wait_for 30 eval 'types | grep -q "off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds" && types | grep -q "wall:wall:nanoseconds:wall:nanoseconds"'; then
+	pass "offcpu_run_types: $(types)"
+else
+	fail offcpu_run_types "after 30 s the types are: $(types)"
+fi
+reasons=$(curl -s --max-time 5 "$HURL/pyroscope/label-values?label=reason")
+grep -q '"running"' <<< "$reasons" && grep -q '"sleep"' <<< "$reasons" &&
+	pass "offcpu_run_reason_label: reason values $reasons" ||
+	fail offcpu_run_reason_label "reason values: '$reasons'"
+curl -s --max-time 5 "$HURL/metrics" | grep -q '^hearth_agent_offcpu_switches_total [1-9]' &&
+	pass offcpu_run_metrics || fail offcpu_run_metrics "no hearth_agent_offcpu_switches_total > 0 on /metrics"
+kill "$SPID"
 finish
