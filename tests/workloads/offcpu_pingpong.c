@@ -3,15 +3,25 @@
  * (default 5) and print the round trips per second: a context-switch-heavy
  * workload for the off-CPU recorder's cost (docs/offcpu.md, "Cost").
  *
- *   offcpu_pingpong [SECONDS]   prints "round_trips_per_s N"
+ *   offcpu_pingpong [SECONDS]   prints "round_trips_per_s N cpu_ns_per_round_trip C"
+ *
+ * C is the CPU time (user + system) of both processes per round trip: on a
+ * shared machine a steadier measure of an added per-switch cost than the rate
+ * (BPF programs on sched_switch and sys_exit run on the switching task's time).
  */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + tv.tv_usec / 1e6;
+}
 
 static double now_s(void)
 {
@@ -23,7 +33,8 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-	double secs = argc > 1 ? atof(argv[1]) : 5, t0, t;
+	double secs = argc > 1 ? atof(argv[1]) : 5, t0, t, cpu;
+	struct rusage self, kids;
 	int ab[2], ba[2];
 	long n = 0;
 	char c = 'x';
@@ -55,6 +66,10 @@ int main(int argc, char **argv)
 	} while (t - t0 < secs);
 	close(ab[1]);
 	waitpid(child, NULL, 0);
-	printf("round_trips_per_s %.0f\n", (double)n / (t - t0));
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &kids);
+	cpu = tv_s(self.ru_utime) + tv_s(self.ru_stime) + tv_s(kids.ru_utime) + tv_s(kids.ru_stime);
+	printf("round_trips_per_s %.0f cpu_ns_per_round_trip %.0f\n", (double)n / (t - t0),
+	       cpu * 1e9 / (double)n);
 	return 0;
 }
