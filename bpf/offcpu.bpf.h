@@ -349,6 +349,9 @@ int BPF_PROG(hearth_offcpu_wakeup_new, struct task_struct *p)
 		return 0;
 	if (filter_pid && !bpf_map_lookup_elem(&filter_pids, &pid))
 		return 0;
+	/* current is the parent: a child starts in its cgroup */
+	if (filter_cgroup && bpf_current_task_under_cgroup(&filter_cgroups, 0) != 1)
+		return 0;
 	t = bpf_task_storage_get(&offcpu_tasks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return 0;
