@@ -10,13 +10,18 @@
  *
  *   switch-out (prev == current)  t_out, reason (state, preempt, syscall nr,
  *                                 cfs throttling), user sp/ip, syscall nr
- *   switch-in (next)              blocked = t_ready - t_out, runqueue = now - t_ready;
- *                                 under offcpu_min_ns: counted, no stack;
- *                                 else the kernel stack now (bpf_get_task_stack)
- *                                 and, if it blocked in a syscall, `pending`
+ *   switch-in (next)              runqueue = rq clock - next's sched_info.last_queued
+ *                                 (wakeup or preemption: schedstat's run_delay),
+ *                                 blocked = the rest since t_out; both added to
+ *                                 the thread's per-reason sums. A sum that
+ *                                 reaches offcpu_min_ns is sent with this
+ *                                 block's stack: the kernel stack now
+ *                                 (bpf_get_task_stack) and, if it blocked in a
+ *                                 syscall, `pending` for the user stack
  *   sys_exit (the task itself)    its user registers are still the blocking
  *                                 syscall's: walk the user stack (tables, fp,
  *                                 Python) and send the record(s)
+ *   sched_wakeup_new              a new thread's wait for its first run
  *
  * next's user memory cannot be read at switch-in (another mm is loaded), hence
  * the lazy user walk. A block not in a syscall (preempted in user mode, a page
@@ -27,7 +32,7 @@
 #ifndef HEARTH_BPF_OFFCPU_BPF_H
 #define HEARTH_BPF_OFFCPU_BPF_H
 
-/* Blocks shorter than this get no stack: their time is counted per CPU only. */
+/* A thread's off-CPU time is sent (with a stack) per this much of one reason. */
 const volatile __u64 offcpu_min_ns = HEARTH_OFFCPU_DEFAULT_MIN_NS;
 
 struct {
