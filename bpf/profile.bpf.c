@@ -24,6 +24,7 @@
 #include "profile_abi.h"
 #include "python_abi.h"
 #include "runtime_abi.h"
+#include "offcpu_abi.h"
 #include "unwind_abi.h"
 
 #define EEXIST 17
@@ -152,7 +153,9 @@ struct hearth_scratch {
 	__u32 last_pid;	   /* found in `known` on this CPU, while exit_gen was last_gen */
 	__u32 last_gen;
 	struct hearth_rb_sample s;
-	__u64 frames[SAMPLE_FRAMES]; /* directly after s: user frames, then kernel frames */
+	/* directly after s: user frames, then kernel frames; one more slot for an
+	 * off-CPU record's trailing nanoseconds (bpf/offcpu_abi.h) */
+	__u64 frames[SAMPLE_FRAMES + 1];
 	__u64 pc, sp, bp;
 	__u32 pid;
 	__u32 bp_valid;
@@ -705,7 +708,8 @@ read_fail:
 static __always_inline void output_sample(struct hearth_scratch *st)
 {
 	__u64 size = sizeof(st->s) +
-		     sizeof(__u64) * ((__u64)st->s.ulen + st->s.klen + 2 * (__u64)st->s.plen);
+		     sizeof(__u64) * ((__u64)st->s.ulen + st->s.klen + 2 * (__u64)st->s.plen +
+				      (st->s.kind ? 1 : 0));
 	long flags;
 
 	if (size > sizeof(st->s) + sizeof(st->frames))
@@ -729,6 +733,7 @@ static __always_inline void sample_header(struct hearth_scratch *st, struct hear
 	st->s.ulen = 0;
 	st->s.klen = 0;
 	st->s.plen = 0;
+	st->s.kind = 0;
 }
 
 /* Asks user space to re-read a process's maps (rate-limited per pid). */
@@ -755,16 +760,14 @@ static __always_inline void request_remap(struct hearth_count_key *key)
 static __always_inline bool send_raw_sample(struct bpf_perf_event_data *ctx,
 					    struct hearth_count_key *key, bool want_kernel);
 
-/* Table-unwinds the current task's user stack and sends the sample. Returns
- * false when the process has no tables (the caller takes the fp path). */
-static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
-					      struct hearth_scratch *st,
-					      struct hearth_count_key *key, bool want_kernel)
+/* Table-unwinds the current task's user stack into the scratch's sample (its
+ * header from key). False when the process has no tables. Also the off-CPU
+ * recorder's user walk (bpf/offcpu.bpf.h), from the blocked task's context. */
+static __always_inline bool unwind_user(struct hearth_scratch *st, struct hearth_count_key *key)
 {
 	struct hearth_unwind_proc *p;
 	struct pt_regs *regs;
-	__u32 ulen, nmap;
-	long n;
+	__u32 nmap;
 
 	p = bpf_map_lookup_elem(&unwind_procs, &key->pid);
 	if (!p || p->pstart != key->pstart)
@@ -799,6 +802,20 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 		request_remap(key);
 	if (st->no_table)
 		unwind_heat_gap(key);
+	return true;
+}
+
+/* Table-unwinds the current task's user stack and sends the sample. Returns
+ * false when the process has no tables (the caller takes the fp path). */
+static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
+					      struct hearth_scratch *st,
+					      struct hearth_count_key *key, bool want_kernel)
+{
+	__u32 ulen;
+	long n;
+
+	if (!unwind_user(st, key))
+		return false;
 	/* A table step led to a caller outside the view, or the leaf is outside
 	 * it: the view may have been read before ld.so (or dlopen) mapped that
 	 * library (or the leaf is JIT code). While the process may still send
@@ -1104,5 +1121,7 @@ int BPF_PROG(hearth_exit, struct task_struct *p)
 		send_event(HEARTH_EV_EXIT, p);
 	return 0;
 }
+
+#include "offcpu.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -50,7 +50,7 @@ struct hearth_rb_sample {
 	__u16 ulen; /* user frames, first (at most HEARTH_RB_MAX_USER) */
 	__u16 klen; /* kernel frames, after the user ones (at most HEARTH_MAX_STACK) */
 	__u16 plen; /* Python frames, after the kernel ones (at most HEARTH_PY_MAX_FRAMES) */
-	__u16 pad;
+	__u16 kind; /* 0: an on-CPU sample; else an off-CPU block (bpf/offcpu_abi.h) */
 	char comm[HEARTH_COMM_LEN];
 	char pcomm[HEARTH_COMM_LEN];
 };

@@ -13,6 +13,7 @@
 #include "agent_impl.h"
 #include "base/base.h"
 #include "java/java.h"
+#include "offcpu/offcpu.h"
 #include "python/python.h"
 #include "v8/v8.h"
 
@@ -47,6 +48,9 @@ struct agent {
 	struct proc_table *pt;
 	struct symbolizer *sym;
 	struct collector *col, *live_col;
+	/* With --off-cpu (docs/offcpu.md): off-CPU blocks, and wall-clock time (on-CPU
+	 * samples x period + blocks); NULL when off. */
+	struct collector *off_col, *wall_col;
 	struct sampler *s;
 	struct agent_spool *sp;
 	struct agent_sender *snd;
@@ -66,8 +70,20 @@ struct agent {
 static void on_sample(void *ctx, const struct sampler_sample *s)
 {
 	struct agent *a = ctx;
+	struct sampler_sample w;
 
+	if (s->kind) { /* an off-CPU block (only with --off-cpu) */
+		if (a->off_col) {
+			collector__add(a->off_col, s);
+			collector__add(a->wall_col, s);
+		}
+		return;
+	}
 	collector__add(a->col, s);
+	if (a->wall_col) {
+		offcpu_wall_sample(s, 1000000000ull / (uint64_t)a->opts.so.hz, &w);
+		collector__add(a->wall_col, &w);
+	}
 	if (__atomic_load_n(&a->live_active, __ATOMIC_ACQUIRE))
 		collector__add(a->live_col, s);
 }
@@ -96,17 +112,32 @@ static void url_escape(char *buf, size_t len, const char *s)
 	buf[n] = '\0';
 }
 
-/* The /ingest query string of one profile: name=hearth{host=..,kernel=..}&from&until. */
-static void ingest_query(const struct agent *a, int64_t t0, int64_t dur, char *buf, size_t len)
+/* The /ingest query string of one profile: name=hearth{host=..,kernel=..}&from&until;
+ * an off-CPU or wall profile also names its type (__profile_type__=...). */
+static void ingest_query(const struct agent *a, const char *type, int64_t t0, int64_t dur,
+			 char *buf, size_t len)
 {
 	char name[1024];
 
-	snprintf(name, sizeof(name), "%s{%s=\"%s\",%s=\"%s\"}", INGEST_AGENT_APP, INGEST_HOST_LABEL,
-		 a->host, INGEST_KERNEL_LABEL, a->kernel);
+	if (type)
+		snprintf(name, sizeof(name), "%s{%s=\"%s\",%s=\"%s\",%s=\"%s\"}", INGEST_AGENT_APP,
+			 INGEST_HOST_LABEL, a->host, INGEST_KERNEL_LABEL, a->kernel,
+			 STORE_PROFILE_TYPE_LABEL, type);
+	else
+		snprintf(name, sizeof(name), "%s{%s=\"%s\",%s=\"%s\"}", INGEST_AGENT_APP,
+			 INGEST_HOST_LABEL, a->host, INGEST_KERNEL_LABEL, a->kernel);
 	snprintf(buf, len, "format=pprof&spyName=hearth&sampleRate=%d&name=", a->opts.so.hz);
 	url_escape(buf, len, name);
 	snprintf(buf + strlen(buf), len - strlen(buf), "&from=%lld&until=%lld", (long long)t0,
 		 (long long)(t0 + dur));
+}
+
+/* The literal of a profile's type (the sender keeps it past the profile). */
+static const char *offcpu_type_literal(const char *type)
+{
+	if (!type)
+		return NULL;
+	return strcmp(type, OFFCPU_WALL_TYPE) ? OFFCPU_PROFILE_TYPE : OFFCPU_WALL_TYPE;
 }
 
 /* Queues the profile of [t0, t0 + dur) for the sender: flat for a sink, else
@@ -121,11 +152,12 @@ static int queue_profile(struct agent *a, const struct profile *p, int64_t t0, i
 
 	if (a->opts.sink) {
 		ret = profile__to_flat(p, &f);
-		return ret ?: agent_sender__push_flat(a->snd, f, t0, t0 + dur);
+		return ret ?: agent_sender__push_flat(a->snd, f, offcpu_type_literal(profile__type(p)),
+						      t0, t0 + dur);
 	}
 	ret = pprof_encode(p, &buf, &len);
 	if (!ret) {
-		ingest_query(a, t0, dur, query, sizeof(query));
+		ingest_query(a, profile__type(p), t0, dur, query, sizeof(query));
 		ret = agent_spool__push(a->sp, query, buf, len);
 		agent_sender__kick(a->snd);
 	}
@@ -133,10 +165,31 @@ static int queue_profile(struct agent *a, const struct profile *p, int64_t t0, i
 	return ret;
 }
 
-/* Builds the interval's profile and queues it. */
+/* Builds one collector's profile of the interval and queues it. */
+static int flush_one(struct agent *a, struct collector *col, int64_t t0, int64_t dur)
+{
+	struct profile *raw = collector__build(col, 1000000000 / a->opts.so.hz, t0, dur);
+	struct profile *p = raw ? agent_relabel(a->pt, raw) : NULL;
+	int ret = -ENOMEM;
+
+	if (p && profile__n_samples(p) == 0)
+		ret = 0; /* nothing waited: nothing to send */
+	else if (p && !(ret = queue_profile(a, p, t0, dur)))
+		__atomic_add_fetch(&a->profiles, 1, __ATOMIC_RELAXED);
+	if (ret)
+		__atomic_add_fetch(&a->build_errors, 1, __ATOMIC_RELAXED);
+	profile__free(p);
+	profile__free(raw);
+	return ret;
+}
+
+/* Builds the interval's profile and queues it; with --off-cpu first the
+ * off-CPU and wall-clock ones (the CPU build forgets the processes that exited). */
 static int flush_interval(struct agent *a, int64_t t0, int64_t dur)
 {
 	int64_t b0 = base_clock_ns(CLOCK_MONOTONIC);
+	int off_ret = a->off_col ? flush_one(a, a->off_col, t0, dur) : 0;
+	int wall_ret = a->wall_col ? flush_one(a, a->wall_col, t0, dur) : 0;
 	struct profile *raw = collector__build(a->col, 1000000000 / a->opts.so.hz, t0, dur);
 	struct profile *p = raw ? agent_relabel(a->pt, raw) : NULL;
 	int ret = -ENOMEM;
@@ -154,7 +207,7 @@ static int flush_interval(struct agent *a, int64_t t0, int64_t dur)
 	symbolizer__expire_idle(a->sym, (uint64_t)base_clock_ns(CLOCK_MONOTONIC));
 	if (a->opts.trim_memory)
 		malloc_trim(0);
-	return ret;
+	return ret ?: off_ret ?: wall_ret;
 }
 
 /* Finishes a live window whose time is up. */
@@ -408,6 +461,40 @@ static void write_java(struct agent *a, FILE *f)
 				(unsigned long long)j[i]);
 }
 
+/* The off-CPU recorder's counters (docs/offcpu.md), when it is on. */
+static void write_offcpu(struct agent *a, FILE *f)
+{
+	uint64_t st[HEARTH_OFFCPU_STAT_MAX];
+
+	if (sampler__offcpu_stats(a->s, st))
+		return;
+	gauge(f, "hearth_agent_offcpu_switches_total", "counter",
+	      "Context switches of tracked threads seen by the off-CPU recorder.",
+	      (double)st[HEARTH_OFFCPU_SWITCHES]);
+	gauge(f, "hearth_agent_offcpu_blocks_total", "counter",
+	      "Off-CPU blocks sent with a stack (each completed --off-cpu-min of time).",
+	      (double)st[HEARTH_OFFCPU_BLOCKS]);
+	gauge(f, "hearth_agent_offcpu_seconds_total", "counter",
+	      "Off-CPU time sent.", (double)st[HEARTH_OFFCPU_SENT_NS] / 1e9);
+	gauge(f, "hearth_agent_offcpu_short_blocks_total", "counter",
+	      "Blocks that did not complete the minimum (their time waits per thread).",
+	      (double)st[HEARTH_OFFCPU_SHORT]);
+	fputs("# HELP hearth_agent_offcpu_dropped_total Off-CPU blocks lost, by reason.\n"
+	      "# TYPE hearth_agent_offcpu_dropped_total counter\n", f);
+	fprintf(f, "hearth_agent_offcpu_dropped_total{reason=\"no_task_storage\"} %llu\n",
+		(unsigned long long)st[HEARTH_OFFCPU_NO_STORAGE]);
+	fprintf(f, "hearth_agent_offcpu_dropped_total{reason=\"ringbuf_full\"} %llu\n",
+		(unsigned long long)st[HEARTH_OFFCPU_RINGBUF_FULL]);
+	fputs("# HELP hearth_agent_offcpu_degraded_total Off-CPU blocks sent with less of a "
+	      "stack, by reason.\n# TYPE hearth_agent_offcpu_degraded_total counter\n", f);
+	fprintf(f, "hearth_agent_offcpu_degraded_total{reason=\"leaf_only\"} %llu\n",
+		(unsigned long long)st[HEARTH_OFFCPU_LEAF_ONLY]);
+	fprintf(f, "hearth_agent_offcpu_degraded_total{reason=\"stack_lost\"} %llu\n",
+		(unsigned long long)st[HEARTH_OFFCPU_STACK_LOST]);
+	fprintf(f, "hearth_agent_offcpu_degraded_total{reason=\"frame_pointers\"} %llu\n",
+		(unsigned long long)st[HEARTH_OFFCPU_FP_FALLBACK]);
+}
+
 void agent__write_metrics(void *agent, FILE *f)
 {
 	struct agent *a = agent;
@@ -457,6 +544,7 @@ void agent__write_metrics(void *agent, FILE *f)
 		}
 	}
 	write_java(a, f);
+	write_offcpu(a, f);
 	gauge(f, "hearth_agent_rss_bytes", "gauge", "Resident memory of this process.",
 	      (double)rss_bytes());
 	agent_mem_write_metrics(f, a->s);
@@ -474,6 +562,16 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 			       .cache_bytes = agent_mem_sym_bytes(a->opts.memory_limit)});
 	a->col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
 	a->live_col = (a->pt && a->sym) ? collector__new(a->pt, a->sym) : NULL;
+	if (a->opts.so.off_cpu && a->pt && a->sym) {
+		a->off_col = collector__new(a->pt, a->sym);
+		a->wall_col = collector__new(a->pt, a->sym);
+		if (!a->off_col || !a->wall_col ||
+		    collector__set_type(a->off_col, OFFCPU_PROFILE_TYPE) ||
+		    collector__set_type(a->wall_col, OFFCPU_WALL_TYPE)) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
 	if (!a->col || !a->live_col) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -501,6 +599,14 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 	collector__set_v8(a->live_col, sampler__v8(a->s));
 	collector__set_java(a->col, sampler__java(a->s));
 	collector__set_java(a->live_col, sampler__java(a->s));
+	if (a->off_col) {
+		collector__set_python(a->off_col, sampler__python(a->s));
+		collector__set_python(a->wall_col, sampler__python(a->s));
+		collector__set_v8(a->off_col, sampler__v8(a->s));
+		collector__set_v8(a->wall_col, sampler__v8(a->s));
+		collector__set_java(a->off_col, sampler__java(a->s));
+		collector__set_java(a->wall_col, sampler__java(a->s));
+	}
 	ret = agent_sender__start(&a->opts, a->sp, a->labels, 3, &a->snd);
 	if (ret)
 		snprintf(err, errlen, "cannot start the sender thread: %s", strerror(-ret));
@@ -553,6 +659,8 @@ void agent__close(struct agent *a)
 	agent_spool__free(a->sp);
 	collector__free(a->live_col);
 	collector__free(a->col);
+	collector__free(a->off_col);
+	collector__free(a->wall_col);
 	symbolizer__free(a->sym);
 	proc_table__free(a->pt);
 	pthread_cond_destroy(&a->live_cond);

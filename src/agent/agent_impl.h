@@ -31,9 +31,11 @@ int agent_sender__start(const struct agent_opts *opts, struct agent_spool *sp,
 			const struct store_label *labels, size_t n_labels,
 			struct agent_sender **out);
 /* Sink mode: queues flat profile f (taken over) of [from_ns, until_ns) for the
- * sink, dropping the oldest queued one when AGENT_SINK_QUEUE are waiting. 0. */
-int agent_sender__push_flat(struct agent_sender *snd, struct profile_flat *f, int64_t from_ns,
-			    int64_t until_ns);
+ * sink, dropping the oldest queued one when AGENT_SINK_QUEUE are waiting. type:
+ * its profile type, sent as __profile_type__ (NULL: CPU); a string that lives as
+ * long as the sender (the off-CPU types are literals). 0. */
+int agent_sender__push_flat(struct agent_sender *snd, struct profile_flat *f, const char *type,
+			    int64_t from_ns, int64_t until_ns);
 /* Sink mode: what the queue did, in the spool's terms (no bytes, no disk). */
 void agent_sender__sink_stats(struct agent_sender *snd, struct agent_spool_stats *out);
 /* Wakes the sender (something was queued). */

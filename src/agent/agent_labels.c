@@ -235,7 +235,7 @@ struct profile *agent_relabel(struct proc_table *pt, const struct profile *src)
 	if (!dst)
 		return NULL;
 	profile__set_time(dst, profile__time_ns(src), profile__duration_ns(src));
-	if (copy_symbols(src, dst))
+	if (profile__set_type(dst, profile__type(src)) || copy_symbols(src, dst))
 		goto fail;
 	r.task_mapping = profile__mapping(dst, 0, 0, 0, PROFILE_TASK_MAPPING, NULL);
 	if (!r.task_mapping)

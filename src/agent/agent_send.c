@@ -29,10 +29,13 @@
 /* With nothing queued the sender sleeps until a push kicks it; this bound only
  * guards against a kick that never comes. */
 #define AGENT_IDLE_WAIT_S 60.0
+/* Series labels of a sink's profiles (the agent gives 3), plus the type. */
+#define AGENT_SINK_MAX_LABELS 8
 
 /* A profile waiting for the sink: owned by the queue, then by the thread. */
 struct sink_item {
 	struct profile_flat *f;
+	const char *type; /* NULL: CPU; else a literal (agent_sender__push_flat) */
 	int64_t from_ns, until_ns;
 };
 
@@ -340,8 +343,16 @@ static void *sink_main(void *arg)
 			wait_for(snd, AGENT_IDLE_WAIT_S, true);
 			continue;
 		}
-		struct ingest_request req = {.labels = snd->labels,
-					     .n_labels = snd->n_labels,
+		struct store_label typed[AGENT_SINK_MAX_LABELS + 1];
+		size_t n_typed = snd->n_labels < AGENT_SINK_MAX_LABELS ? snd->n_labels
+									: AGENT_SINK_MAX_LABELS;
+
+		/* An off-CPU or wall profile: its type as the __profile_type__ label. */
+		memcpy(typed, snd->labels, n_typed * sizeof(*typed));
+		if (it.type)
+			typed[n_typed++] = (struct store_label){STORE_PROFILE_TYPE_LABEL, it.type};
+		struct ingest_request req = {.labels = typed,
+					     .n_labels = n_typed,
 					     .has_range = true,
 					     .from_ns = it.from_ns,
 					     .until_ns = it.until_ns,
@@ -366,8 +377,8 @@ static void *sink_main(void *arg)
 	return NULL;
 }
 
-int agent_sender__push_flat(struct agent_sender *snd, struct profile_flat *f, int64_t from_ns,
-			    int64_t until_ns)
+int agent_sender__push_flat(struct agent_sender *snd, struct profile_flat *f, const char *type,
+			    int64_t from_ns, int64_t until_ns)
 {
 	struct sink_item drop = {0};
 
@@ -379,7 +390,7 @@ int agent_sender__push_flat(struct agent_sender *snd, struct profile_flat *f, in
 		snd->sink_stats.dropped++;
 	}
 	snd->queue[(snd->head + snd->n) % AGENT_SINK_QUEUE] =
-	    (struct sink_item){f, from_ns, until_ns};
+	    (struct sink_item){f, type, from_ns, until_ns};
 	snd->n++;
 	snd->sink_stats.queued = snd->n;
 	snd->kicked = true;

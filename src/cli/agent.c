@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "serve.h"
+#include "offcpu/offcpu.h"
 
 #define AGENT_DEFAULT_LISTEN	"127.0.0.1:4101"
 #define AGENT_DEFAULT_SPOOL_DIR "/var/lib/hearth/agent-spool"
@@ -52,6 +53,12 @@ static void usage(FILE *f)
 		"                             processes (docs/node.md); off: native frames only\n"
 		"      --java MODE            auto (default): Java frames of HotSpot JVMs; off:\n"
 		"                             their native frames only (docs/java.md)\n"
+		"      --off-cpu              also push off-CPU (off_cpu) and wall-clock (wall)\n"
+		"                             profiles: where threads wait, by reason\n"
+		"                             (docs/offcpu.md; off by default: its cost grows\n"
+		"                             with context switches and syscalls)\n"
+		"      --off-cpu-min DUR      off-CPU time sent with a stack per DUR a thread\n"
+		"                             waited for one reason (default 1ms; ns/us/ms/s)\n"
 		"      --idle                 keep samples of idle CPUs\n"
 		"      --memory-limit SIZE    ceiling on hearth's resident memory (default 64M;\n"
 		"                             e.g. 32M, 1G): caches evict to stay under it\n"
@@ -73,6 +80,8 @@ enum {
 	OPT_PYTHON,
 	OPT_NODE,
 	OPT_JAVA,
+	OPT_OFFCPU,
+	OPT_OFFCPU_MIN,
 	OPT_SERVER,
 	OPT_ATOKEN,
 	OPT_SPOOL_DIR,
@@ -94,6 +103,8 @@ const struct option cli_agent_long_opts[] = {
     {"node", required_argument, NULL, OPT_NODE},
     {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
     {"java", required_argument, NULL, OPT_JAVA},
+    {"off-cpu", no_argument, NULL, OPT_OFFCPU},
+    {"off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
     {NULL, 0, NULL, 0},
 };
 
@@ -227,6 +238,16 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 		return 0;
 	case OPT_JAVA:
 		return cli_parse_java(cmd, arg, &a->ao.so.java);
+	case OPT_OFFCPU:
+		a->ao.so.off_cpu = true;
+		return 0;
+	case OPT_OFFCPU_MIN:
+		if (offcpu_parse_duration(arg, &a->ao.so.off_cpu_min_ns)) {
+			cli_error(cmd, "--off-cpu-min: '%s' is not a duration from 1us to 10s (a "
+				       "number with ns, us, ms or s; ms when none)", arg);
+			return -EINVAL;
+		}
+		return 0;
 	}
 	return 1;
 }

@@ -22,6 +22,7 @@
 #include "profile/profile.h"
 #include "sampler/sampler.h"
 #include "java/java.h"
+#include "offcpu/offcpu.h"
 #include "python/python.h"
 #include "v8/v8.h"
 #include "unwind/unwind.h"
@@ -44,6 +45,14 @@ struct record_args {
 	uint64_t memory_limit; /* --memory-limit, 0 = none (docs/memory.md) */
 	bool quiet;
 	bool verbose; /* -v: the unwinder's, Python walk's and BPF program's counts too */
+	bool wall;    /* --wall: on-CPU + off-CPU time per thread (implies so.off_cpu) */
+};
+
+/* What on_sample feeds: the collector, and which samples it takes. */
+struct record_ctx {
+	struct collector *col;
+	bool off_cpu, wall;
+	uint64_t period_ns;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -87,6 +96,13 @@ static void usage(FILE *f)
 		"                         off: native frames (and perf maps) only\n"
 		"      --java MODE        auto (default): name the Java frames of HotSpot JVMs\n"
 		"                         (OpenJDK 17; docs/java.md); off: native frames only\n"
+		"      --off-cpu          record where threads wait instead: off-CPU time by\n"
+		"                         reason (runqueue, io, lock, sleep, throttled, other)\n"
+		"                         with the stack they waited in (docs/offcpu.md)\n"
+		"      --wall             wall-clock time per thread: on-CPU samples x period\n"
+		"                         ([on-cpu]) plus off-CPU time ([off-cpu: REASON])\n"
+		"      --off-cpu-min DUR  off-CPU time of a thread is sent with a stack once it\n"
+		"                         adds up to DUR per reason (default 1ms; ns, us, ms, s)\n"
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
@@ -199,7 +215,7 @@ static int parse_pids(const char *arg, struct record_args *a)
 }
 
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON,
-       OPT_NODE, OPT_MEMLIMIT, OPT_JAVA };
+       OPT_NODE, OPT_MEMLIMIT, OPT_JAVA, OPT_OFFCPU, OPT_WALL, OPT_OFFCPU_MIN };
 
 const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
@@ -215,6 +231,9 @@ const struct option cli_record_opts[] = {
 	{ "node", required_argument, NULL, OPT_NODE },
 	{ "memory-limit", required_argument, NULL, OPT_MEMLIMIT },
 	{ "java", required_argument, NULL, OPT_JAVA },
+	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
+	{ "wall", no_argument, NULL, OPT_WALL },
+	{ "off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -300,6 +319,20 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 		return 0;
 	case OPT_JAVA:
 		return cli_parse_java("record", arg, &a->so.java);
+	case OPT_OFFCPU:
+		a->so.off_cpu = true;
+		return 0;
+	case OPT_WALL:
+		a->wall = true;
+		a->so.off_cpu = true;
+		return 0;
+	case OPT_OFFCPU_MIN:
+		if (offcpu_parse_duration(arg, &a->so.off_cpu_min_ns)) {
+			cli_error("record", "--off-cpu-min: '%s' is not a duration from 1us to 10s "
+					    "(a number with ns, us, ms or s; ms when none)", arg);
+			return -EINVAL;
+		}
+		return 0;
 	case OPT_CACHE:
 		if (cli_parse_long(arg, 1, 65536, &a->cache_mb)) {
 			cli_error("record", "--symbol-cache-mb: '%s' is not a number of MiB from 1 to "
@@ -367,14 +400,24 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 
 /* ---- recording ---- */
 
+/* CPU samples; with --off-cpu off-CPU blocks only; with --wall both, the CPU
+ * samples as their time (count x period) under the reason "running". */
 static void on_sample(void *ctx, const struct sampler_sample *s)
 {
-	collector__add(ctx, s);
+	struct record_ctx *rc = ctx;
+	struct sampler_sample w;
+
+	if (rc->wall && !s->kind) {
+		offcpu_wall_sample(s, rc->period_ns, &w);
+		collector__add(rc->col, &w);
+	} else if (rc->wall || !s->kind == !rc->off_cpu) {
+		collector__add(rc->col, s);
+	}
 }
 
 static void on_event(void *ctx, const struct sampler_event *e)
 {
-	collector__event(ctx, e);
+	collector__event(((struct record_ctx *)ctx)->col, e);
 }
 
 static void progress(const struct record_args *a, struct sampler *s, double elapsed)
@@ -460,8 +503,12 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 	for (int i = 0; i < HEARTH_DROP_MAX; i++)
 		if (sampler_drop_is_loss(i))
 			total += drops[i];
-	n = (size_t)snprintf(line, sizeof(line), "%llu samples, dropped %llu samples",
-			     (unsigned long long)cs->samples, (unsigned long long)total);
+	if (profile__type(p)) /* off-CPU / wall: the counts are nanoseconds */
+		n = (size_t)snprintf(line, sizeof(line), "%.3f s recorded, dropped %llu samples",
+				     (double)cs->samples / 1e9, (unsigned long long)total);
+	else
+		n = (size_t)snprintf(line, sizeof(line), "%llu samples, dropped %llu samples",
+				     (unsigned long long)cs->samples, (unsigned long long)total);
 	for (int i = 0; i < HEARTH_DROP_MAX; i++)
 		if (drops[i] && sampler_drop_is_loss(i))
 			append_count(line, sizeof(line), &n, &first, drops[i], sampler_drop_name(i));
@@ -480,6 +527,22 @@ static void report_drops(struct sampler *s, struct profile *p, const struct coll
 			(unsigned long long)run_ns);
 	fputc('\n', stderr);
 	/* Kept in pprof/folded/SVG files; the top table on a terminal already has it above. */
+	if (add_comment)
+		profile__add_comment(p, line);
+}
+
+/* One stderr line (and pprof comment) on the off-CPU recorder, when it ran: its
+ * counters as read right after the last drain (blocks sent later are not in
+ * the profile: long sleepers wake while it is built). */
+static void report_offcpu(const uint64_t st[HEARTH_OFFCPU_STAT_MAX], bool on, struct profile *p,
+			  bool add_comment)
+{
+	char line[512];
+
+	if (!on)
+		return;
+	offcpu_format_stats(st, line, sizeof(line));
+	fprintf(stderr, "hearth record: %s\n", line);
 	if (add_comment)
 		profile__add_comment(p, line);
 }
@@ -628,15 +691,20 @@ static int record(const struct record_args *a, FILE *out)
 							  : a->memory_limit / 100 * AGENT_CACHE_PCT };
 	struct symbolizer *sym = symbolizer__new(&so);
 	struct collector *col = (pt && sym) ? collector__new(pt, sym) : NULL;
-	struct sampler_callbacks cb = { .sample = on_sample, .event = on_event, .ctx = col };
+	struct record_ctx rc = { .col = col, .off_cpu = a->so.off_cpu && !a->wall, .wall = a->wall,
+				 .period_ns = 1000000000ull / (uint64_t)a->so.hz };
+	struct sampler_callbacks cb = { .sample = on_sample, .event = on_event, .ctx = &rc };
 	struct sampler *s = NULL;
 	struct profile *p = NULL;
 	struct collect_stats cs;
+	uint64_t offcpu_st[HEARTH_OFFCPU_STAT_MAX];
+	bool offcpu_on = false;
 	char err[2048] = "";
 	int64_t t0 = 0, m0 = 0;
 	int ret;
 
-	if (!col) {
+	if (!col || (a->so.off_cpu &&
+		     collector__set_type(col, a->wall ? OFFCPU_WALL_TYPE : OFFCPU_PROFILE_TYPE))) {
 		ret = -ENOMEM;
 		cli_error("record", "out of memory");
 		goto cleanup;
@@ -652,6 +720,7 @@ static int record(const struct record_args *a, FILE *out)
 	t0 = base_clock_ns(CLOCK_REALTIME);
 	m0 = base_clock_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
+	offcpu_on = sampler__offcpu_stats(s, offcpu_st) == 0;
 	if (a->verbose) {
 		report_unwind(s);
 		report_python(s);
@@ -670,6 +739,7 @@ static int record(const struct record_args *a, FILE *out)
 	}
 	collector__stats(col, &cs);
 	report_drops(s, p, &cs, a->format != FMT_TOP, a->verbose);
+	report_offcpu(offcpu_st, offcpu_on, p, a->format != FMT_TOP);
 	ret = write_output(a, p, out);
 	if (ret)
 		cli_error("record", "writing %s failed: %s", a->output ? a->output : "stdout",

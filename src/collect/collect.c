@@ -20,6 +20,7 @@
 #include "collect.h"
 #include "base/base.h"
 #include "java/java.h"
+#include "offcpu/offcpu.h"
 #include "python/python.h"
 #include "v8/v8.h"
 #include "runtime_abi.h" /* bpf/ */
@@ -46,6 +47,7 @@ struct entry {
 	uint64_t *frames; /* owned: kernel frames, user frames, then two words per Python
 			   * frame; leaf first each */
 	uint64_t count;
+	uint16_t kind; /* sampler_sample.kind: off-CPU reason / wall on-CPU (docs/offcpu.md) */
 };
 
 struct collector {
@@ -67,6 +69,7 @@ struct collector {
 	struct py_loc *pylocs;
 	size_t n_pylocs, cap_pylocs;
 	struct base_hmap pyloc_idx;
+	char *type; /* owned; NULL: CPU samples (collector__set_type) */
 };
 
 struct gone {
@@ -109,6 +112,7 @@ void collector__free(struct collector *c)
 	base_hmap__fini(&c->pyloc_idx);
 	free(c->pylocs);
 	free(c->gone);
+	free(c->type);
 	free(c);
 }
 
@@ -123,6 +127,7 @@ static uint64_t hash_sample(const struct sampler_sample *s)
 	h = base_hash_bytes(h, s->comm, strnlen(s->comm, COMM_LEN));
 	h = base_hash_bytes(h, pcomm, strnlen(pcomm, COMM_LEN));
 	h = base_hash_u64(h, (uint64_t)s->n_kernel << 32 | s->n_user);
+	h = base_hash_u64(h, s->kind);
 	if (s->n_kernel)
 		h = base_hash_bytes(h, s->kernel, s->n_kernel * sizeof(*s->kernel));
 	if (s->n_user)
@@ -137,7 +142,7 @@ static bool entry_matches(const void *ctx, size_t idx, const void *key)
 	const struct entry *e = &((const struct collector *)ctx)->entries[idx];
 	const struct sampler_sample *s = key;
 
-	return e->pid == s->pid && e->tid == s->tid && e->pstart == s->pstart &&
+	return e->pid == s->pid && e->tid == s->tid && e->pstart == s->pstart && e->kind == s->kind &&
 	       e->n_user == s->n_user && e->n_kernel == s->n_kernel && e->n_py == s->n_python &&
 	       strncmp(e->comm, s->comm, COMM_LEN) == 0 &&
 	       strncmp(e->pcomm, s->pcomm ? s->pcomm : "", COMM_LEN) == 0 &&
@@ -172,6 +177,7 @@ static int fill_entry(struct entry *e, const struct sampler_sample *s)
 	e->n_kernel = (uint32_t)s->n_kernel;
 	e->n_py = (uint32_t)s->n_python;
 	e->count = s->count;
+	e->kind = s->kind;
 	return 0;
 }
 
@@ -590,6 +596,18 @@ static const char *process_name(const struct entry *e, const struct proc_process
 	return proc && proc->comm && proc->comm[0] ? proc->comm : e->comm;
 }
 
+/* The location of a sample kind's pseudo-frame (offcpu.h), interned in p. */
+static uint64_t reason_location(struct profile *p, uint16_t kind)
+{
+	const char *name = offcpu_kind_frame(kind);
+	uint64_t m = profile__mapping(p, 0, 0, 0, OFFCPU_MAPPING, NULL);
+	struct profile_line line = {.function_id = profile__function(p, name, name, NULL)};
+
+	if (!name || !m || !line.function_id)
+		return 0;
+	return profile__location(p, m, offcpu_kind_addr(kind), &line, 1);
+}
+
 static int build_entry(struct collector *c, struct profile *p, const struct entry *e,
 		       int64_t period_ns, uint64_t *locs)
 {
@@ -598,12 +616,14 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	/* Counts and their time saturate (sample values never wrap). */
 	int64_t n_samples = e->count > INT64_MAX ? INT64_MAX : (int64_t)e->count;
 	int64_t values[PROFILE_N_VALUES] = {n_samples, base_sat_mul(n_samples, period_ns)};
-	struct profile_label labels[4] = {
+	struct profile_label labels[5] = {
 	    {.key = PROFILE_LABEL_PID, .num = e->pid},
 	    {.key = PROFILE_LABEL_TID, .num = e->tid},
 	    {.key = PROFILE_LABEL_COMM, .str = e->comm},
 	    {.key = PROFILE_LABEL_PROCESS, .str = process_name(e, proc)},
+	    {.key = OFFCPU_LABEL_REASON, .str = offcpu_kind_label(e->kind)},
 	};
+	size_t n_labels = labels[4].str ? 5 : 4;
 
 	/* Runtime frames are of one kind per process: Python, V8 or Java. */
 	bool java =
@@ -615,6 +635,13 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 
 	if (e->pid && !proc)
 		c->stats.no_process = base_sat_addu(c->stats.no_process, e->count);
+	if (c->type) /* one value, in both slots (profile.h): nanoseconds */
+		values[1] = values[0];
+	if (e->kind) { /* the leaf pseudo-frame: "[off-cpu: REASON]" or "[on-cpu]" */
+		if (!(locs[n] = reason_location(p, e->kind)))
+			return -ENOMEM;
+		n++;
+	}
 	for (uint32_t i = 0; i < e->n_kernel; i++) {
 		uint64_t addr = i ? e->frames[i] - 1 : e->frames[i];
 
@@ -671,7 +698,7 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 			return got_rest;
 		n += (size_t)got_rest;
 	}
-	return profile__add_sample(p, locs, n, values, labels, 4);
+	return profile__add_sample(p, locs, n, values, labels, n_labels);
 }
 
 struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t time_ns,
@@ -684,6 +711,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 	if (!p)
 		return NULL;
 	profile__set_time(p, time_ns, duration_ns);
+	if (c->type && profile__set_type(p, c->type))
+		goto fail;
 	c->stats.frames = 0;
 	c->stats.unresolved = 0;
 	for (size_t i = 0; i < c->n; i++)
@@ -691,7 +720,7 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 		    max)
 			max = (size_t)c->entries[i].n_user + c->entries[i].n_kernel +
 			      c->entries[i].n_py;
-	locs = malloc((max ? max : 1) * sizeof(*locs));
+	locs = malloc((max + 1) * sizeof(*locs)); /* + a reason pseudo-frame */
 	if (!locs)
 		goto fail;
 	for (size_t i = 0; i < c->n; i++) {
@@ -726,6 +755,17 @@ fail:
 void collector__set_java(struct collector *c, struct java_mgr *java)
 {
 	c->java = java;
+}
+
+int collector__set_type(struct collector *c, const char *type)
+{
+	char *copy = NULL;
+
+	if (type && !(copy = strdup(type)))
+		return -ENOMEM;
+	free(c->type);
+	c->type = copy;
+	return 0;
 }
 
 void collector__set_python(struct collector *c, struct python_mgr *py)

@@ -51,6 +51,13 @@ void collector__event(struct collector *c, const struct sampler_event *e);
 struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t time_ns,
 				 int64_t duration_ns);
 void collector__stats(const struct collector *c, struct collect_stats *out);
+/*
+ * Profiles built from now on are of this type (a copy; NULL: CPU, the default):
+ * each sample's one value is its summed count (nanoseconds for off-CPU blocks,
+ * docs/offcpu.md). Samples of a non-zero kind (sampler_sample.kind) get a
+ * `reason` label and a leaf pseudo-frame whatever the type. 0 or -ENOMEM.
+ */
+int collector__set_type(struct collector *c, const char *type);
 struct python_mgr;
 /* Names samples' Python frames with py (borrowed; sampler__python) and puts them
  * in place of the interpreter's frames. Without it (NULL, the default) Python

@@ -58,9 +58,13 @@
 #define INGEST_SAMPLE_LABELS                                                                       \
 	{                                                                                          \
 		PROFILE_LABEL_PID, PROFILE_LABEL_COMM, PROFILE_LABEL_PROCESS, PROFILE_LABEL_EXE,   \
-		    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL              \
+		    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL,             \
+		    INGEST_REASON_LABEL                                                            \
 	}
-#define INGEST_N_SAMPLE_LABELS 7
+#define INGEST_N_SAMPLE_LABELS 8
+/* Why an off-CPU (or wall) sample's thread waited (docs/offcpu.md): a series
+ * label, so a view filters or groups by it. The same string as OFFCPU_LABEL_REASON. */
+#define INGEST_REASON_LABEL "reason"
 extern const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1];
 
 /* Most series labels a request may carry (name=APP{...} plus the profile's own). */

@@ -89,6 +89,7 @@ struct sampler {
 	uint64_t raw_stats[SAMPLER_RAW_STAT_MAX];
 	uint64_t prompt; /* records of the rings that wake the reader for each one */
 	int hz;
+	bool off_cpu; /* the off-CPU programs are attached (docs/offcpu.md) */
 };
 
 /* ---- libbpf log capture: the verifier's reason goes into the error message ---- */
@@ -314,11 +315,22 @@ int sampler_parse_rb_sample(const void *data, size_t size, struct sampler_sample
 	const struct hearth_rb_sample *r = data;
 	const uint64_t *frames = (const uint64_t *)(r + 1);
 
+	size_t n_words;
+	uint64_t ns = 0;
+
 	/* Lengths are checked one by one before they are added: no 32-bit wrap. */
 	if (size < sizeof(*r) || r->ulen > HEARTH_RB_MAX_USER || r->klen > HEARTH_MAX_STACK ||
-	    r->plen > HEARTH_PY_MAX_FRAMES ||
-	    size < sizeof(*r) + 8 * ((size_t)r->ulen + r->klen + 2 * (size_t)r->plen))
+	    r->plen > HEARTH_PY_MAX_FRAMES)
 		return -EINVAL;
+	/* An off-CPU block carries its nanoseconds after the frames. */
+	n_words = (size_t)r->ulen + r->klen + 2 * (size_t)r->plen;
+	if (r->kind && (HEARTH_RB_KIND_TYPE(r->kind) != HEARTH_RB_KIND_OFFCPU ||
+			HEARTH_RB_KIND_REASON(r->kind) >= HEARTH_OFFCPU_REASON_MAX))
+		return -EINVAL;
+	if (size < sizeof(*r) + 8 * (n_words + (r->kind ? 1 : 0)))
+		return -EINVAL;
+	if (r->kind)
+		memcpy(&ns, frames + n_words, sizeof(ns));
 	memcpy(comm, r->comm, HEARTH_COMM_LEN);
 	comm[HEARTH_COMM_LEN] = '\0';
 	memcpy(pcomm, r->pcomm, HEARTH_COMM_LEN);
@@ -335,7 +347,8 @@ int sampler_parse_rb_sample(const void *data, size_t size, struct sampler_sample
 		.kernel = frames + r->ulen,
 		.n_python = r->plen,
 		.python = r->plen ? frames + r->ulen + r->klen : NULL,
-		.count = 1,
+		.count = r->kind ? ns : 1,
+		.kind = r->kind,
 	};
 	return 0;
 }
@@ -521,7 +534,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	bool rb = o->transfer == SAMPLER_TRANSFER_RINGBUF;
 	bool uw = s->unwind != SAMPLER_UNWIND_FP;
 	/* Table-unwound samples always go through the ring buffer (no stack ids). */
-	__u32 rb_bytes = rb || uw ? samples_rb_bytes(s, o) : COLLISION_RB_BYTES;
+	__u32 rb_bytes = rb || uw || o->off_cpu ? samples_rb_bytes(s, o) : COLLISION_RB_BYTES;
 
 	k->rodata->use_unwind = uw;
 	k->rodata->use_python = o->python;
@@ -532,6 +545,12 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	k->rodata->filter_cgroup = o->cgroup_path != NULL;
 	k->rodata->use_ringbuf = rb;
 	k->rodata->samples_rb_size = rb_bytes;
+	k->rodata->offcpu_min_ns = o->off_cpu_min_ns ? o->off_cpu_min_ns
+						     : HEARTH_OFFCPU_DEFAULT_MIN_NS;
+	/* Off: the scheduler programs are neither verified nor attached. */
+	bpf_program__set_autoload(k->progs.hearth_offcpu_switch, o->off_cpu);
+	bpf_program__set_autoload(k->progs.hearth_offcpu_wakeup_new, o->off_cpu);
+	bpf_program__set_autoload(k->progs.hearth_offcpu_sys_exit, o->off_cpu);
 	/* The mode that is not used keeps its maps at the minimum size. */
 	if (bpf_map__set_max_entries(k->maps.samples, rb_bytes) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_rows, 1)) ||
@@ -661,6 +680,25 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* The off-CPU recorder's three BTF tracepoints (bpf/offcpu.bpf.h). */
+static int attach_offcpu(struct sampler *s, char *err, size_t errlen)
+{
+	struct profile_bpf *k = s->skel;
+
+	k->links.hearth_offcpu_sys_exit = bpf_program__attach(k->progs.hearth_offcpu_sys_exit);
+	k->links.hearth_offcpu_wakeup_new = bpf_program__attach(k->progs.hearth_offcpu_wakeup_new);
+	k->links.hearth_offcpu_switch = bpf_program__attach(k->progs.hearth_offcpu_switch);
+	if (!k->links.hearth_offcpu_sys_exit || !k->links.hearth_offcpu_wakeup_new ||
+	    !k->links.hearth_offcpu_switch) {
+		snprintf(err, errlen, "attaching the off-CPU programs to the sched_switch, "
+				      "sched_wakeup_new and sys_exit BTF tracepoints failed: %s",
+			 strerror(errno));
+		return -errno;
+	}
+	s->off_cpu = true;
+	return 0;
+}
+
 int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *cb,
 		  struct sampler **out, char *err, size_t errlen)
 {
@@ -734,6 +772,11 @@ int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *
 		snprintf(err, errlen, "attaching to the sched_process_exec/exit BTF tracepoints "
 				      "failed: %s", strerror(errno));
 		goto cleanup;
+	}
+	if (o->off_cpu) {
+		ret = attach_offcpu(s, err, errlen);
+		if (ret)
+			goto cleanup;
 	}
 	ret = attach_cpus(s, o->hz, err, errlen);
 	if (ret)
@@ -955,6 +998,17 @@ void sampler__drops(const struct sampler *s, uint64_t drops[HEARTH_DROP_MAX])
 
 	for (int i = 0; i < HEARTH_DROP_MAX; i++)
 		drops[i] = percpu_sum(fd, (__u32)i, s->n_possible);
+}
+
+int sampler__offcpu_stats(const struct sampler *s, uint64_t out[HEARTH_OFFCPU_STAT_MAX])
+{
+	int fd = bpf_map__fd(s->skel->maps.offcpu_stats);
+
+	if (!s->off_cpu)
+		return -ENOENT;
+	for (int i = 0; i < HEARTH_OFFCPU_STAT_MAX; i++)
+		out[i] = percpu_sum(fd, (__u32)i, s->n_possible);
+	return 0;
 }
 
 uint64_t sampler__samples(const struct sampler *s)

@@ -19,6 +19,7 @@
 #include "v8_abi.h"	 /* bpf/: HEARTH_V8_* */
 #include "java_abi.h"	 /* bpf/: HEARTH_JAVA_* */
 #include "python_abi.h"	 /* bpf/: HEARTH_PY_* */
+#include "offcpu_abi.h"	 /* bpf/: HEARTH_OFFCPU_*, HEARTH_RB_KIND_* */
 #include "unwind_abi.h"	 /* bpf/: HEARTH_UW_* */
 
 #define SAMPLER_MIN_HZ	 1
@@ -55,6 +56,11 @@ struct sampler_opts {
 	size_t raw_held_bytes;
 	/* Walk HotSpot JVMs' Java frames (docs/java.md; table-unwound samples). */
 	bool java;
+	/* Record off-CPU blocks too (docs/offcpu.md): samples of kind
+	 * HEARTH_RB_KIND_OFFCPU whose count is nanoseconds. Blocks shorter than
+	 * off_cpu_min_ns (0: HEARTH_OFFCPU_DEFAULT_MIN_NS) are counted, not sent. */
+	bool off_cpu;
+	uint64_t off_cpu_min_ns;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */
@@ -68,7 +74,10 @@ struct sampler_sample {
 	const uint64_t *kernel; /* leaf first */
 	size_t n_python;	/* Python frames: two words each (bpf/python_abi.h) */
 	const uint64_t *python; /* leaf first: code object, instruction | HEARTH_PY_FRAME_ENTRY */
-	uint64_t count;
+	uint64_t count; /* samples; nanoseconds for an off-CPU block */
+	/* 0: on-CPU; HEARTH_RB_KIND_OFFCPU with its reason (bpf/offcpu_abi.h).
+	 * User space may mark on-CPU samples HEARTH_RB_KIND_RUNNING (wall view). */
+	uint16_t kind;
 };
 
 struct sampler_event {
@@ -167,6 +176,8 @@ struct java_mgr;
 struct java_mgr *sampler__java(const struct sampler *s);
 /* The Java walk's counters (HEARTH_JAVA_*, sum over CPUs); -ENOENT when off. */
 int sampler__java_stats(const struct sampler *s, uint64_t out[HEARTH_JAVA_STAT_MAX]);
+/* The off-CPU recorder's counters (HEARTH_OFFCPU_*, sum over CPUs); -ENOENT when off. */
+int sampler__offcpu_stats(const struct sampler *s, uint64_t out[HEARTH_OFFCPU_STAT_MAX]);
 /* Number of CPUs sampled. */
 int sampler__n_cpus(const struct sampler *s);
 /* Detaches and frees. NULL is a no-op. */

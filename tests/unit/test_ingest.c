@@ -243,7 +243,7 @@ TEST(agent_sink_gets_flat_profiles_with_their_range)
 	struct profile_flat *f = flat_of(T0, 5);
 
 	CHECK(f && agent_sender__start(&o, NULL, lab, 1, &snd) == 0);
-	CHECK(agent_sender__push_flat(snd, f, T0, T0 + 10 * S) == 0);
+	CHECK(agent_sender__push_flat(snd, f, NULL, T0, T0 + 10 * S) == 0);
 	f = NULL;
 	agent_sender__stop(snd, 10.0);
 	agent_sender__sink_stats(snd, &st);

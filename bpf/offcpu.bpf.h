@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Off-CPU recorder: time threads spend off the CPU, split by reason, with the
+ * stack they waited in (docs/offcpu.md). Included at the end of
+ * bpf/profile.bpf.c: it reuses its scratch, key, unwinder and samples ring.
+ *
+ * The constraint is cost per context switch (hundreds of thousands a second on
+ * a pipe ping-pong), so the per-switch work is a task-storage record and no
+ * stack at all:
+ *
+ *   switch-out (prev == current)  t_out, reason (state, preempt, syscall nr,
+ *                                 cfs throttling), user sp/ip, syscall nr
+ *   switch-in (next)              runqueue = rq clock - next's sched_info.last_queued
+ *                                 (wakeup or preemption: schedstat's run_delay),
+ *                                 blocked = the rest since t_out; both added to
+ *                                 the thread's per-reason sums. A sum that
+ *                                 reaches offcpu_min_ns is sent with this
+ *                                 block's stack: the kernel stack now
+ *                                 (bpf_get_task_stack) and, if it blocked in a
+ *                                 syscall, `pending` for the user stack
+ *   sys_exit (the task itself)    its user registers are still the blocking
+ *                                 syscall's: walk the user stack (tables, fp,
+ *                                 Python) and send the record(s)
+ *   sched_wakeup_new              a new thread's wait for its first run
+ *
+ * next's user memory cannot be read at switch-in (another mm is loaded), hence
+ * the lazy user walk. A block not in a syscall (preempted in user mode, a page
+ * fault) is sent at switch-in with its user leaf pc only (counted LEAF_ONLY).
+ * A thread blocked for an hour is one record of one hour, sent when it runs
+ * again.
+ */
+#ifndef HEARTH_BPF_OFFCPU_BPF_H
+#define HEARTH_BPF_OFFCPU_BPF_H
+
+/* A thread's off-CPU time is sent (with a stack) per this much of one reason. */
+const volatile __u64 offcpu_min_ns = HEARTH_OFFCPU_DEFAULT_MIN_NS;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct hearth_offcpu_task);
+} offcpu_tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HEARTH_OFFCPU_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} offcpu_stats SEC(".maps");
+
+/* The thread last switched in on this CPU with a block pending: every syscall
+ * exit of the machine passes sys_exit, which compares its tid with this one
+ * before it looks at task storage (61 -> ~25 ns a syscall, docs/offcpu.md). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} offcpu_pending_tid SEC(".maps");
+
+#define OFFCPU_TASK_RUNNING	    0
+#define OFFCPU_TASK_UNINTERRUPTIBLE 2
+#define OFFCPU_PF_KTHREAD	    0x00200000
+/* FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME off the op: the command. */
+#define OFFCPU_FUTEX_CMD(op) ((op) & ~(128 | 256))
+
+/* x86-64 syscall numbers (arch/x86/entry/syscalls/syscall_64.tbl). */
+static __always_inline __u32 offcpu_syscall_reason(long nr, __u64 arg1)
+{
+	switch (nr) {
+	case 202: /* futex */
+		switch (OFFCPU_FUTEX_CMD(arg1)) {
+		case 0:	 /* FUTEX_WAIT: glibc's mutex slow path (lll_lock_wait) */
+		case 6:	 /* FUTEX_LOCK_PI */
+		case 13: /* FUTEX_LOCK_PI2 */
+			return HEARTH_OFFCPU_LOCK;
+		default: /* WAIT_BITSET (condition variables, semaphores), WAIT_REQUEUE_PI */
+			return HEARTH_OFFCPU_SLEEP;
+		}
+	case 449: /* futex_waitv */
+		return HEARTH_OFFCPU_LOCK;
+	case 7: case 271: case 23: case 270: /* poll ppoll select pselect6 */
+	case 232: case 281: case 441:	     /* epoll_wait epoll_pwait epoll_pwait2 */
+	case 35: case 230: case 34:	     /* nanosleep clock_nanosleep pause */
+	case 61: case 247: case 130: case 128: /* wait4 waitid rt_sigsuspend rt_sigtimedwait */
+		return HEARTH_OFFCPU_SLEEP;
+	case 0: case 1: case 17: case 18:    /* read write pread64 pwrite64 */
+	case 19: case 20: case 295: case 296: /* readv writev preadv pwritev */
+	case 44: case 45: case 46: case 47:  /* sendto recvfrom sendmsg recvmsg */
+	case 299: case 307: case 43: case 288: /* recvmmsg sendmmsg accept accept4 */
+	case 42: case 74: case 75: case 40:  /* connect fsync fdatasync sendfile */
+	case 275: case 426: case 208:	     /* splice io_uring_enter io_getevents */
+		return HEARTH_OFFCPU_IO;
+	}
+	return HEARTH_OFFCPU_OTHER;
+}
+
+/* Whether the task's CPU quota is spent: 6.18 throttles per task (task->throttled,
+ * set when it is dequeued on its way back to user space); older kernels by
+ * cfs_rq (throttle_count > 0 when it or an ancestor is throttled). */
+static __always_inline bool offcpu_throttled(struct task_struct *p)
+{
+	struct cfs_rq *cfs;
+
+	if (bpf_core_field_exists(p->throttled) && p->throttled)
+		return true;
+	cfs = p->se.cfs_rq;
+	return cfs && cfs->throttle_count > 0;
+}
+
+static __always_inline __u32 offcpu_reason(struct task_struct *p, unsigned int state, long nr,
+					   __u64 arg1)
+{
+	if (offcpu_throttled(p))
+		return HEARTH_OFFCPU_THROTTLED;
+	if ((state & 0xff) == OFFCPU_TASK_RUNNING)
+		return HEARTH_OFFCPU_RUNQUEUE; /* preempted or yielded: still runnable */
+	if (state & OFFCPU_TASK_UNINTERRUPTIBLE)
+		return HEARTH_OFFCPU_IO;
+	return offcpu_syscall_reason(nr, arg1);
+}
+
+/* The aggregation key (identity, names) of task p, as hearth_sample makes it. */
+static __always_inline void offcpu_key(struct hearth_count_key *key, struct task_struct *p)
+{
+	struct task_struct *leader = p->group_leader;
+
+	key->pid = p->tgid;
+	key->tid = p->pid;
+	key->pstart = leader->start_boottime;
+	__builtin_memcpy(key->comm, p->comm, sizeof(key->comm));
+	__builtin_memcpy(key->pcomm, leader->comm, sizeof(key->pcomm));
+	key->ustack_id = -1;
+	key->kstack_id = -1;
+}
+
+/* Appends the block's kernel frames (captured at switch-in) after the user ones. */
+static __always_inline void offcpu_kframes(struct hearth_scratch *st, struct hearth_offcpu_task *t)
+{
+	__u32 off = st->s.ulen, n = t->klen;
+
+	if (n > HEARTH_OFFCPU_KFRAMES)
+		n = HEARTH_OFFCPU_KFRAMES;
+	if (off > HEARTH_RB_MAX_USER || !n)
+		return;
+	if (!bpf_probe_read_kernel(&st->frames[off], n * sizeof(__u64), t->kframes))
+		st->s.klen = n;
+}
+
+/* Sends the scratch's frames as one off-CPU record of ns nanoseconds. */
+static __always_inline void offcpu_output(struct hearth_scratch *st, __u32 reason, __u64 ns)
+{
+	__u32 idx = (__u32)st->s.ulen + st->s.klen + 2 * (__u32)st->s.plen;
+
+	if (!ns)
+		return;
+	if (idx > SAMPLE_FRAMES)
+		return; /* cannot happen: the lengths are bounded; tells the verifier */
+	st->frames[idx] = ns;
+	st->s.kind = HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU, reason);
+	if (bpf_ringbuf_output(&samples, &st->s,
+			       sizeof(st->s) + sizeof(__u64) * ((__u64)idx + 1), 0)) {
+		bump(&offcpu_stats, HEARTH_OFFCPU_RINGBUF_FULL);
+		return;
+	}
+	add(&offcpu_stats, HEARTH_OFFCPU_SENT_NS, ns);
+}
+
+/* Sends a pending block: the blocked part under its reason, then the run-queue
+ * wait after it, both with the frames now in the scratch. */
+static __always_inline void offcpu_send(struct hearth_scratch *st, struct hearth_offcpu_task *t)
+{
+	__u16 ulen = st->s.ulen, klen = st->s.klen, plen = st->s.plen;
+
+	bump(&offcpu_stats, HEARTH_OFFCPU_BLOCKS);
+	offcpu_output(st, t->pend_reason, t->pend_ns);
+	st->s.ulen = ulen; /* the verifier forgets them across the helper call */
+	st->s.klen = klen;
+	st->s.plen = plen;
+	offcpu_output(st, HEARTH_OFFCPU_RUNQUEUE, t->pend_rq_ns);
+}
+
+/* A block whose user stack cannot be walked: its user leaf pc and kernel frames. */
+static __always_inline void offcpu_send_leaf(struct hearth_scratch *st, struct task_struct *p,
+					     struct hearth_offcpu_task *t)
+{
+	struct hearth_count_key key = {};
+
+	offcpu_key(&key, p);
+	note_process(st, key.pid, key.pstart, p);
+	sample_header(st, &key);
+	if (t->user_ip) {
+		st->frames[0] = t->user_ip;
+		st->s.ulen = 1;
+	}
+	offcpu_kframes(st, t);
+	offcpu_send(st, t);
+}
+
+static __always_inline struct hearth_scratch *offcpu_scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+static __always_inline void offcpu_switch_out(struct task_struct *prev, bool preempt,
+					      unsigned int state, __u64 now)
+{
+	struct hearth_offcpu_task *t;
+	struct hearth_scratch *st;
+	struct pt_regs *regs;
+	__u32 pid = prev->tgid;
+	long nr;
+	__u64 sp;
+
+	if (prev->flags & OFFCPU_PF_KTHREAD)
+		return; /* kernel threads and the idle tasks: no user stack, noise */
+	if (filter_pid && !bpf_map_lookup_elem(&filter_pids, &pid))
+		return;
+	if (filter_cgroup && bpf_current_task_under_cgroup(&filter_cgroups, 0) != 1)
+		return; /* current is still prev in the sched_switch tracepoint */
+	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t) {
+		bump(&offcpu_stats, HEARTH_OFFCPU_NO_STORAGE);
+		return;
+	}
+	/* Plain loads through BTF pointers: no helper call per field. */
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	nr = regs->orig_ax;
+	sp = regs->sp;
+	if ((state & 0xff) == OFFCPU_TASK_RUNNING && !preempt && nr != 24 /* sched_yield */)
+		nr = -1; /* see below: compared with the pending block's as such */
+	/* A pending block from a fault, now a different syscall: the registers
+	 * will not be its own at sys_exit. Send it with what it has. */
+	if (t->pending && (nr != t->sysnr || sp != t->user_sp)) {
+		t->pending = 0;
+		bump(&offcpu_stats, HEARTH_OFFCPU_STACK_LOST);
+		st = offcpu_scratch();
+		if (st)
+			offcpu_send_leaf(st, prev, t);
+	}
+	t->t_out = now;
+	t->reason = offcpu_reason(prev, state, nr, regs->si);
+	/* nr = -1 above: runnable and not preempted is schedule() on the way back
+	 * to user space (after a syscall's sys_exit, or an interrupt, whose vector
+	 * x86 keeps in orig_ax), the user registers final; only sched_yield
+	 * schedules so inside a syscall. No sys_exit comes: sent at switch-in. */
+	t->sysnr = nr;
+	t->user_sp = sp;
+	t->user_ip = regs->ip;
+	bump(&offcpu_stats, HEARTH_OFFCPU_SWITCHES);
+}
+
+static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now)
+{
+	struct hearth_offcpu_task *t;
+	struct hearth_scratch *st;
+	__u64 blocked = 0, rq = 0, total, queued, clock;
+	struct cfs_rq *cfs;
+	__u32 reason, zero = 0, *slot;
+	long n;
+
+	if (next->flags & OFFCPU_PF_KTHREAD)
+		return;
+	t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
+	if (!t || !t->t_out || now < t->t_out)
+		return;
+	total = now - t->t_out;
+	queued = next->sched_info.last_queued;
+	/* This CPU's run queue (next was moved here, set_task_rq): its clock,
+	 * updated by __schedule, is the one last_queued was read from. */
+	cfs = next->se.cfs_rq;
+	clock = cfs ? cfs->rq->clock : 0;
+	if (t->reason == HEARTH_OFFCPU_RUNQUEUE) {
+		rq = total;
+	} else if (t->reason == HEARTH_OFFCPU_THROTTLED) {
+		/* Dequeued by the fair class alone: last_queued still says the
+		 * switch-out (sched_info thought it runnable), not the unthrottle. */
+		blocked = total;
+	} else if (queued && clock > queued) {
+		rq = clock - queued; /* woken (or unthrottled) -> now */
+		if (rq > total)
+			rq = total;
+		blocked = total - rq;
+	} else {
+		blocked = total; /* no schedstat clock: all of it blocked */
+	}
+	t->t_out = 0;
+	if (t->pending) { /* blocked again before its syscall returned */
+		t->pend_ns += blocked;
+		t->pend_rq_ns += rq;
+		bump(&offcpu_stats, HEARTH_OFFCPU_MERGED);
+		goto mark_cpu;
+	}
+	reason = t->reason < HEARTH_OFFCPU_REASON_MAX ? t->reason : HEARTH_OFFCPU_OTHER;
+	t->acc[reason] += blocked;
+	t->acc[HEARTH_OFFCPU_RUNQUEUE] += rq;
+	if (t->acc[reason] < offcpu_min_ns && t->acc[HEARTH_OFFCPU_RUNQUEUE] < offcpu_min_ns) {
+		bump(&offcpu_stats, HEARTH_OFFCPU_SHORT);
+		add(&offcpu_stats, HEARTH_OFFCPU_SHORT_NS, blocked + rq);
+		return;
+	}
+	/* Each reason's sum is sent once it reaches the minimum, with this stack. */
+	t->pend_reason = reason;
+	t->pend_ns = 0;
+	t->pend_rq_ns = 0;
+	if (t->acc[reason] >= offcpu_min_ns) {
+		t->pend_ns = t->acc[reason];
+		t->acc[reason] = 0;
+	}
+	if (t->acc[HEARTH_OFFCPU_RUNQUEUE] >= offcpu_min_ns) {
+		t->pend_rq_ns = t->acc[HEARTH_OFFCPU_RUNQUEUE];
+		t->acc[HEARTH_OFFCPU_RUNQUEUE] = 0;
+	}
+	n = bpf_get_task_stack(next, t->kframes, sizeof(t->kframes), 0);
+	t->klen = n > 0 ? n / sizeof(__u64) : 0;
+	if (t->sysnr < 0) {
+		bump(&offcpu_stats, HEARTH_OFFCPU_LEAF_ONLY);
+		st = offcpu_scratch();
+		if (st)
+			offcpu_send_leaf(st, next, t);
+		return;
+	}
+	t->pending = 1; /* the user stack comes at its sys_exit */
+mark_cpu:
+	slot = bpf_map_lookup_elem(&offcpu_pending_tid, &zero);
+	if (slot)
+		*slot = next->pid;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(hearth_offcpu_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	offcpu_switch_out(prev, preempt, prev_state, now);
+	offcpu_switch_in(next, now);
+	return 0;
+}
+
+/* A new task waits for its first run like a woken one (the clone returns
+ * through sys_exit: its user stack is the parent's call site). */
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(hearth_offcpu_wakeup_new, struct task_struct *p)
+{
+	struct hearth_offcpu_task *t;
+	struct pt_regs *regs;
+	__u32 pid = p->tgid;
+
+	if (p->flags & OFFCPU_PF_KTHREAD)
+		return 0;
+	if (filter_pid && !bpf_map_lookup_elem(&filter_pids, &pid))
+		return 0;
+	/* current is the parent: a child starts in its cgroup */
+	if (filter_cgroup && bpf_current_task_under_cgroup(&filter_cgroups, 0) != 1)
+		return 0;
+	t = bpf_task_storage_get(&offcpu_tasks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(p);
+	t->t_out = bpf_ktime_get_ns();
+	t->reason = HEARTH_OFFCPU_RUNQUEUE;
+	t->sysnr = regs->orig_ax;
+	t->user_sp = regs->sp;
+	t->user_ip = regs->ip;
+	return 0;
+}
+
+/* The first syscall exit after a long block: the task's own context, its user
+ * registers those of the syscall it blocked in. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct hearth_count_key key = {};
+	struct hearth_offcpu_task *t;
+	struct hearth_scratch *st;
+	__u32 zero = 0, *slot;
+	bool walked;
+	long n;
+
+	slot = bpf_map_lookup_elem(&offcpu_pending_tid, &zero);
+	if (!slot || *slot != task->pid)
+		return 0; /* most syscalls of the machine: nothing pending here */
+	*slot = 0;
+	t = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	if (!t || !t->pending)
+		return 0;
+	t->pending = 0;
+	st = offcpu_scratch();
+	if (!st)
+		return 0;
+	if (regs->orig_ax != t->sysnr || regs->sp != t->user_sp) {
+		bump(&offcpu_stats, HEARTH_OFFCPU_STACK_LOST);
+		offcpu_send_leaf(st, task, t);
+		return 0;
+	}
+	offcpu_key(&key, task);
+	note_process(st, key.pid, key.pstart, task);
+	walked = use_unwind && unwind_user(st, &key);
+	if (!walked) {
+		if (use_unwind)
+			bump(&offcpu_stats, HEARTH_OFFCPU_FP_FALLBACK);
+		sample_header(st, &key);
+		n = bpf_get_stack(ctx, st->frames, HEARTH_MAX_STACK * sizeof(__u64),
+				  BPF_F_USER_STACK);
+		if (n > 0)
+			st->s.ulen = n / sizeof(__u64);
+	}
+	offcpu_kframes(st, t);
+	if (use_python) /* after the kernel frames, as in every record */
+		python_frames(st, key.pid, key.pstart);
+	if (use_v8)
+		v8_frames(st, key.pid, key.pstart);
+	if (walked) /* the Java walk's state is this walk's only when it ran */
+		java_finish(st);
+	offcpu_send(st, t);
+	return 0;
+}
+
+#endif /* HEARTH_BPF_OFFCPU_BPF_H */
