@@ -16,7 +16,8 @@
 
 const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1] = {
     PROFILE_LABEL_PID,	     PROFILE_LABEL_COMM, PROFILE_LABEL_PROCESS, PROFILE_LABEL_EXE,
-    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL,	NULL};
+    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL,	PROFILE_LABEL_REASON,
+    NULL};
 _Static_assert(sizeof((const char *[])INGEST_SAMPLE_LABELS) / sizeof(const char *) ==
 		   INGEST_N_SAMPLE_LABELS,
 	       "INGEST_N_SAMPLE_LABELS counts INGEST_SAMPLE_LABELS");
@@ -234,7 +235,7 @@ static int fill_defaults(const struct ingest_request *req, struct defaults *d, c
 {
 	const char *app = label_of(req->labels, req->n_labels, INGEST_NAME_LABEL);
 
-	d->type = STORE_CPU_PROFILE_TYPE;
+	d->type = profile_flat__type(req->profile) ?: STORE_CPU_PROFILE_TYPE;
 	for (size_t i = 0; i < req->n_labels; i++) {
 		if (strcmp(req->labels[i].name, STORE_PROFILE_TYPE_LABEL)) {
 			d->l[d->n++] = req->labels[i];

@@ -36,7 +36,8 @@
  * Every stored series has both: ingest__store fills in what a producer left out.
  *  - STORE_PROFILE_TYPE_LABEL ("__profile_type__"): a request label of that
  *    name becomes the series' profile type (not a stored label); without one,
- *    STORE_CPU_PROFILE_TYPE.
+ *    the type the profile's own sample types name (profile_flat__type: an
+ *    off-CPU or wall pprof or model), else STORE_CPU_PROFILE_TYPE.
  *  - INGEST_SERVICE_LABEL: a push's app name (__name__); for hearth's agent
  *    (__name__ INGEST_AGENT_APP, or none), per sample, the sample's systemd
  *    unit, else its process, else its comm, else the app name.
@@ -52,15 +53,18 @@
  * thread name): it keeps pid and tid in each stack's task location
  * (PROFILE_TASK_MAPPING); a pushed profile's pid and comm (OTLP's process.pid,
  * thread.name) still become series labels, as in stores written before.
+ * An off-CPU or wall sample's `reason` (docs/offcpu.md) is one too: few
+ * values, and the way to select or leave out a reason ({reason!="sleep"}).
  * ingest_sample_labels holds the same names, NULL-terminated (the store's
  * store_opts.sample_labels).
  */
 #define INGEST_SAMPLE_LABELS                                                                       \
 	{                                                                                          \
 		PROFILE_LABEL_PID, PROFILE_LABEL_COMM, PROFILE_LABEL_PROCESS, PROFILE_LABEL_EXE,   \
-		    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL              \
+		    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL,             \
+		    PROFILE_LABEL_REASON                                                           \
 	}
-#define INGEST_N_SAMPLE_LABELS 7
+#define INGEST_N_SAMPLE_LABELS 8
 extern const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1];
 
 /* Most series labels a request may carry (name=APP{...} plus the profile's own). */
