@@ -149,6 +149,17 @@ expect_json render_off_cpu ".metadata.units == \"nanoseconds\" and .metadata.sam
 expect_json render_wall_reason_filter ".flamebearer.numTicks == $(((WALL_MS - 600) * MS))" \
 	/pyroscope/render --data-urlencode "query=$WALL{reason!=\"sleep\"}"
 
+# ---- /metrics/functions: off-CPU seconds per second ----
+st=$(curl -s -o "$T/ans" -w '%{http_code}' -G "$URL/metrics/functions" --data-urlencode "query=$(sel $OFF)" \
+	--data-urlencode window=1h)
+got=$(awk '/^hearth_selection_seconds_per_second/ { print $NF }' "$T/ans")
+if [ "$st" = 200 ] && grep -q 'in seconds of off-CPU time' "$T/ans" &&
+	awk -v g="$got" -v w=$OFF_MS 'BEGIN { exit !(g > 0 && (g - w / 1e3 / 3600) ^ 2 < 1e-12) }'; then
+	pass metrics_functions_seconds
+else
+	fail metrics_functions_seconds "$st selection $got, want $OFF_MS ms / 3600 s: $(head -3 "$T/ans")"
+fi
+
 # ---- hearth query against the server ----
 "$HEARTH" query --server "$URL" --from $FROM "$(sel $OFF)" > "$T/q.txt" 2>&1
 grep -q '^Type: off_cpu$' "$T/q.txt" && grep -q 'off-cpu: sleep' "$T/q.txt" &&
