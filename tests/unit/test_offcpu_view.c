@@ -66,7 +66,7 @@ cleanup:;
 /* The model's type survives both ways into a flat profile. */
 TEST(typed_model_keeps_its_type_as_flat)
 {
-	struct profile *p = model_of(PROFILE_WALL_TYPE), *cpu = model_of(NULL);
+	struct profile *p = model_of(PROFILE_WALL_TYPE), *cpu = model_of(NULL), *back = NULL;
 	struct profile_flat *f = NULL, *g = NULL, *c = NULL;
 	uint8_t *buf = NULL;
 	size_t len = 0;
@@ -84,7 +84,12 @@ TEST(typed_model_keeps_its_type_as_flat)
 		   g->samples[0].values[1] == 120 * MS,
 	       "%lld %lld", (long long)g->samples[0].values[0], (long long)g->samples[0].values[1]);
 	CHECK(profile__to_flat(cpu, &c) == 0 && profile_flat__type(c) == NULL);
+	/* decoded back into a model (hearth symbolize, recover): still that type */
+	CHECKF(pprof_decode(buf, len, &back, err, sizeof(err)) == 0, "%s", err);
+	CHECK(profile__type(back) && !strcmp(profile__type(back), PROFILE_WALL_TYPE));
+	CHECK(profile__total(back, 0) == 720 * MS && profile__total(back, 1) == 720 * MS);
 cleanup:
+	profile__free(back);
 	free(buf);
 	profile_flat__free(f);
 	profile_flat__free(g);
