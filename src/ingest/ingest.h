@@ -53,8 +53,6 @@
  * thread name): it keeps pid and tid in each stack's task location
  * (PROFILE_TASK_MAPPING); a pushed profile's pid and comm (OTLP's process.pid,
  * thread.name) still become series labels, as in stores written before.
- * An off-CPU or wall sample's `reason` (docs/offcpu.md) is one too: few
- * values, and the way to select or leave out a reason ({reason!="sleep"}).
  * ingest_sample_labels holds the same names, NULL-terminated (the store's
  * store_opts.sample_labels).
  */
@@ -62,9 +60,12 @@
 	{                                                                                          \
 		PROFILE_LABEL_PID, PROFILE_LABEL_COMM, PROFILE_LABEL_PROCESS, PROFILE_LABEL_EXE,   \
 		    PROFILE_LABEL_CONTAINER, PROFILE_LABEL_UNIT, INGEST_SERVICE_LABEL,             \
-		    PROFILE_LABEL_REASON                                                           \
+		    INGEST_REASON_LABEL                                                            \
 	}
 #define INGEST_N_SAMPLE_LABELS 8
+/* Why an off-CPU (or wall) sample's thread waited (docs/offcpu.md): a series
+ * label, so a view filters or groups by it. The same string as OFFCPU_LABEL_REASON. */
+#define INGEST_REASON_LABEL "reason"
 extern const char *const ingest_sample_labels[INGEST_N_SAMPLE_LABELS + 1];
 
 /* Most series labels a request may carry (name=APP{...} plus the profile's own). */
