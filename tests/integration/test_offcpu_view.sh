@@ -195,6 +195,32 @@ else
 	fi
 fi
 
+# ---- a real recording, when this hearth records off-CPU time (root) ----
+if [ "$(id -u)" -ne 0 ]; then
+	skip real_recording "needs root to load BPF"
+elif ! "$HEARTH" record --help 2>&1 | grep -q -- '--off-cpu'; then
+	skip real_recording "this hearth has no 'record --off-cpu' (issue 28's producer is not built in)"
+elif ! "$HEARTH" record -a --off-cpu -d 1 -q -o "$T/real.pb.gz" 2> "$T/real.err"; then
+	fail real_recording "$(tail -3 "$T/real.err")"
+else
+	# its own total, from the pprof's samples, against what the server answers
+	want=$(go tool pprof -raw "$T/real.pb.gz" 2> /dev/null |
+		awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 } s && $1 ~ /^[0-9]+:$/ { t += $1 } END { printf "%.0f", t }')
+	rs=$(date +%s)
+	post ingest_real "name=real&format=pprof" "$T/real.pb.gz"
+	expect_json real_recording_stored "[.[] | select(.labels.__name__ == \"real\") | .profileType] | unique == [\"$OFF\"]" \
+		/api/series --data-urlencode "from=$((rs - 120))"
+	st=$(curl -s -o "$T/ans" -w '%{http_code}' -G "$URL/api/profile" --data-urlencode "query=real$(sel $OFF)" \
+		--data-urlencode "from=$((rs - 120))" --data-urlencode "until=$((rs + 60))" --data-urlencode groupBy=reason \
+		--data-urlencode format=topjson) # a table: a real tree can be deeper than jq parses
+	if [ "$st" = 200 ] && [ -n "$want" ] && [ "$want" -gt 0 ] && [ "$(jq -r .total "$T/ans")" = "$want" ] &&
+		jq -e '[.rows[].name | select(startswith("reason="))] | length > 0' "$T/ans" > /dev/null; then
+		pass real_recording_total_by_reason
+	else
+		fail real_recording_total_by_reason "$st want $want: $(head -c 300 "$T/ans")"
+	fi
+fi
+
 kill "$spid" 2> /dev/null
 wait "$spid"
 src=$?
