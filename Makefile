@@ -184,6 +184,7 @@ run: $(BUILD)/hearth
 
 bench: $(TEST_DEPS_STAMP) $(BUILD)/hearth
 	bash bench/overhead
+	bash bench/offcpu/run
 
 format:
 	clang-format -i $(SRCS) $(wildcard src/*/*.h src/*/*/*.h) $(wildcard tests/unit/*.[ch]) $(wildcard tools/*.c)

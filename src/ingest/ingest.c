@@ -235,7 +235,7 @@ static int fill_defaults(const struct ingest_request *req, struct defaults *d, c
 {
 	const char *app = label_of(req->labels, req->n_labels, INGEST_NAME_LABEL);
 
-	d->type = STORE_CPU_PROFILE_TYPE;
+	d->type = profile_flat__type(req->profile) ?: STORE_CPU_PROFILE_TYPE;
 	for (size_t i = 0; i < req->n_labels; i++) {
 		if (strcmp(req->labels[i].name, STORE_PROFILE_TYPE_LABEL)) {
 			d->l[d->n++] = req->labels[i];

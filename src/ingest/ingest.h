@@ -36,7 +36,8 @@
  * Every stored series has both: ingest__store fills in what a producer left out.
  *  - STORE_PROFILE_TYPE_LABEL ("__profile_type__"): a request label of that
  *    name becomes the series' profile type (not a stored label); without one,
- *    STORE_CPU_PROFILE_TYPE.
+ *    the type the profile's own sample types name (profile_flat__type: an
+ *    off-CPU or wall pprof or model), else STORE_CPU_PROFILE_TYPE.
  *  - INGEST_SERVICE_LABEL: a push's app name (__name__); for hearth's agent
  *    (__name__ INGEST_AGENT_APP, or none), per sample, the sample's systemd
  *    unit, else its process, else its comm, else the app name.

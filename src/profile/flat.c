@@ -119,7 +119,8 @@ int profile__from_flat(const struct profile_flat *f, struct profile **out)
 	if (!c.p || !c.sids || !c.map_ids || !c.fn_ids || !c.loc_ids || !lines || !locs || !labels)
 		goto cleanup;
 	profile__set_time(c.p, f->time_ns, f->duration_ns);
-	err = build_symbols(&c) ?: build_locations(&c, lines) ?: build_samples(&c, locs, labels);
+	/* an off-CPU or wall pprof stays one: pprof_encode writes its type back */
+	err = profile__set_type(c.p, profile_flat__type(f)) ?: build_symbols(&c) ?: build_locations(&c, lines) ?: build_samples(&c, locs, labels);
 	if (!err) {
 		*out = c.p;
 		c.p = NULL;

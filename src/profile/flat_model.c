@@ -17,14 +17,22 @@ static void *alloc0(size_t n, size_t size)
 	return calloc(n ? n : 1, size);
 }
 
-/* The model's string table, id for id (id 0 is ""), into one buffer. */
-static int copy_strings(const struct profile *p, struct profile_flat_box *b)
+/* String i of the model, or past its table extra[i - n]. */
+static const char *str_at(const struct profile *p, size_t n, const char *const *extra, size_t i)
 {
-	size_t n = profile__n_strings(p), bytes = 0;
+	return i < n ? profile__string(p, i) : extra[i - n];
+}
+
+/* The model's string table, id for id (id 0 is ""), into one buffer, and after
+ * it the n_extra strings of extra. */
+static int copy_strings(const struct profile *p, const char *const *extra, size_t n_extra,
+			struct profile_flat_box *b)
+{
+	size_t n_model = profile__n_strings(p), n = n_model + n_extra, bytes = 0;
 	char *buf;
 
 	for (size_t i = 0; i < n; i++)
-		bytes += strlen(profile__string(p, i)) + 1;
+		bytes += strlen(str_at(p, n_model, extra, i)) + 1;
 	if (bytes > UINT32_MAX)
 		return -E2BIG; /* str_off is 32-bit, as for a decoded pprof */
 	b->str_off = alloc0(n + 1, sizeof(*b->str_off));
@@ -35,9 +43,10 @@ static int copy_strings(const struct profile *p, struct profile_flat_box *b)
 	}
 	b->m.str_buf = buf; /* freed with the box, as a decoded pprof's strings are */
 	for (size_t i = 0, off = 0; i < n; i++) {
-		size_t len = strlen(profile__string(p, i)) + 1;
+		const char *str = str_at(p, n_model, extra, i);
+		size_t len = strlen(str) + 1;
 
-		memcpy(buf + off, profile__string(p, i), len);
+		memcpy(buf + off, str, len);
 		b->str_off[i] = (uint32_t)off;
 		off += len;
 		b->str_off[i + 1] = (uint32_t)off;
@@ -187,6 +196,34 @@ static int copy_comments(const struct profile *p, struct profile_flat_box *b)
 	return 0;
 }
 
+/*
+ * A typed model's sample type and period type (profile__set_type) as the flat
+ * profile's, their four strings after the model's (so profile_flat__type and
+ * ingest see an off-CPU or wall model as they see its pprof).
+ */
+static int copy_type(const struct profile *p, struct profile_flat_box *b)
+{
+	char tf[PROFILE_TYPE_FIELDS][PROFILE_TYPE_FIELD_MAX];
+	const char *extra[4];
+	uint32_t n = (uint32_t)profile__n_strings(p);
+	int err;
+
+	if (!profile__type(p) || profile_type_split(profile__type(p), tf))
+		return copy_strings(p, NULL, 0, b);
+	for (int i = 0; i < 4; i++)
+		extra[i] = tf[i + 1];
+	err = copy_strings(p, extra, 4, b);
+	if (!err && !(b->sample_types = calloc(1, sizeof(*b->sample_types))))
+		err = -ENOMEM;
+	if (err)
+		return err;
+	b->sample_types[0] = (struct profile_flat_value_type){n, n + 1};
+	b->f.n_sample_types = 1;
+	b->f.sample_types = b->sample_types;
+	b->f.period_type = (struct profile_flat_value_type){n + 2, n + 3};
+	return 0;
+}
+
 int profile__to_flat(const struct profile *p, struct profile_flat **out)
 {
 	struct profile_flat_box *b = calloc(1, sizeof(*b));
@@ -198,7 +235,7 @@ int profile__to_flat(const struct profile *p, struct profile_flat **out)
 	b->f.time_ns = profile__time_ns(p);
 	b->f.duration_ns = profile__duration_ns(p);
 	b->f.period_ns = profile__period_ns(p);
-	err = copy_strings(p, b) ?: copy_symbols(p, b) ?: copy_locations(p, b) ?:
+	err = copy_type(p, b) ?: copy_symbols(p, b) ?: copy_locations(p, b) ?:
 	      copy_samples(p, b) ?: copy_comments(p, b);
 	if (!err) {
 		*out = &b->f;

@@ -27,7 +27,9 @@
  *
  * Values: the model holds [samples/count, cpu/nanoseconds]. The sample types are
  * matched by name (then by unit); a profile with only one of them gets the other
- * derived from the period (count = cpu / period, cpu = count * period).
+ * derived from the period (count = cpu / period, cpu = count * period). A
+ * profile without cpu/nanoseconds but with an off-CPU or wall-clock sample type
+ * (profile_time_type) keeps that one value in both (profile_flat__type).
  */
 #include "profile_impl.h"
 
@@ -528,6 +530,16 @@ static int pick_value_types(struct dec *d)
 			d->idx_cpu = (int)i;
 		}
 	}
+	if (best_cpu < 2) /* no cpu/nanoseconds: an off-CPU or wall profile keeps its time */
+		for (size_t i = 0; i < d->m->sample_type.n && i < INT32_MAX; i++) {
+			const struct pprof_wire_vt *vt = &W(sample_type, struct pprof_wire_vt, i);
+
+			if (profile_time_type(pprof_wire__str(d->m, (size_t)vt->type),
+					      pprof_wire__str(d->m, (size_t)vt->unit))) {
+				d->idx_count = d->idx_cpu = (int)i; /* as profile_flat__type */
+				return 0;
+			}
+		}
 	if (d->idx_count < 0 && d->idx_cpu < 0)
 		return fail(d->err, d->errlen, -EINVAL,
 			    "the profile has neither a samples/count nor a cpu/nanoseconds sample "

@@ -150,6 +150,35 @@ void profile__free(struct profile *p)
 	free(p);
 }
 
+const char *profile_time_type(const char *type, const char *unit)
+{
+	if (!type || !unit || strcmp(unit, "nanoseconds"))
+		return NULL;
+	if (!strcmp(type, "off_cpu"))
+		return PROFILE_OFF_CPU_TYPE;
+	return !strcmp(type, "wall") ? PROFILE_WALL_TYPE : NULL;
+}
+
+const char *profile_flat__type(const struct profile_flat *f)
+{
+	const char *found = NULL;
+
+	for (size_t i = 0; f && i < f->n_sample_types; i++) {
+		const struct profile_flat_value_type *vt = &f->sample_types[i];
+		const char *t, *u;
+
+		if (vt->type >= f->n_strings || vt->unit >= f->n_strings)
+			continue;
+		t = profile_flat__str(f, vt->type, NULL);
+		u = profile_flat__str(f, vt->unit, NULL);
+		if (!strcmp(t, "cpu") && !strcmp(u, "nanoseconds"))
+			return NULL;
+		if (!found)
+			found = profile_time_type(t, u);
+	}
+	return found;
+}
+
 bool profile_type_is_cpu(const char *type)
 {
 	return !type || !strncmp(type, PROFILE_CPU_TYPE_PREFIX, strlen(PROFILE_CPU_TYPE_PREFIX));

@@ -113,6 +113,20 @@ int64_t profile__period_ns(const struct profile *p);
  * under the type's sample type and period type.
  */
 #define PROFILE_CPU_TYPE_PREFIX "process_cpu:"
+/*
+ * Time spent off the CPU (blocked, waiting, runnable but not running) and
+ * wall-clock time per thread (on-CPU plus off-CPU), in nanoseconds (issue 28,
+ * docs/offcpu.md). Their pprof sample type and period type are off_cpu (wall)
+ * / nanoseconds; each sample carries the label PROFILE_LABEL_REASON and its
+ * stack a leaf pseudo-frame PROFILE_OFF_CPU_FRAME_PREFIX REASON "]" (wall's
+ * running time: PROFILE_ON_CPU_FRAME).
+ */
+#define PROFILE_OFF_CPU_TYPE	     "off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds"
+#define PROFILE_WALL_TYPE	     "wall:wall:nanoseconds:wall:nanoseconds"
+#define PROFILE_OFF_CPU_FRAME_PREFIX "[off-cpu: "
+#define PROFILE_ON_CPU_FRAME	     "[on-cpu]"
+/* The off-CPU or wall type whose pprof sample type is (type, unit), else NULL. */
+const char *profile_time_type(const char *type, const char *unit);
 
 /*
  * Label names: the one spelling of each, for every module that makes or reads
@@ -131,6 +145,7 @@ int64_t profile__period_ns(const struct profile *p);
 #define PROFILE_LABEL_EXE	"exe"
 #define PROFILE_LABEL_CONTAINER "container"
 #define PROFILE_LABEL_UNIT	"unit" /* the systemd unit */
+#define PROFILE_LABEL_REASON	"reason" /* why an off-CPU (wall) sample waited */
 #define PROFILE_TYPE_FIELDS	5
 #define PROFILE_TYPE_FIELD_MAX	128
 /* Sets (a copy of) the profile type; NULL or a CPU type: CPU. 0 or -ENOMEM. */
@@ -390,6 +405,14 @@ int profile__from_flat(const struct profile_flat *f, struct profile **out);
 int profile__to_flat(const struct profile *p, struct profile_flat **out);
 /* NULL is a no-op. */
 void profile_flat__free(struct profile_flat *f);
+/*
+ * The profile type a flat profile's sample types name when ingest is not told
+ * one: PROFILE_OFF_CPU_TYPE or PROFILE_WALL_TYPE when it has such a sample
+ * type (profile_time_type) and none of cpu/nanoseconds, else NULL (CPU, or a
+ * type only the request can name). pprof_decode_flat_budget then keeps that
+ * sample type's value in both values, as pprof_decode_flat_value does.
+ */
+const char *profile_flat__type(const struct profile_flat *f);
 
 /* ---- OTLP profiles in (otlp_decode.c, otlp_wire.c, otlp_json.c) ---- */
 

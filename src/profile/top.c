@@ -298,13 +298,33 @@ int top__rows(const struct top *t, struct top_row **out, size_t *n)
 	return 0;
 }
 
+/* Whether the table counts time: CPU nanoseconds, or a typed profile's (off-CPU,
+ * wall) nanoseconds; else counts (samples, and a memory type's values). */
+static bool time_mode_of(const struct top *t)
+{
+	return !strcmp(profile__unit(t->p, t->vi), "nanoseconds");
+}
+
+/* pprof's "Type:": a typed profile's sample type (off_cpu, wall...), else cpu or
+ * samples. */
+static void print_type(const struct top *t, FILE *f)
+{
+	char tf[PROFILE_TYPE_FIELDS][PROFILE_TYPE_FIELD_MAX];
+	const char *type = profile__type(t->p);
+
+	if (type && !profile_type_split(type, tf))
+		fprintf(f, "Type: %s\n", tf[1]);
+	else
+		fprintf(f, "Type: %s\n", t->vi == 1 ? "cpu" : "samples");
+}
+
 /* pprof's selectOutputUnit: the unit of the smallest row, or of 100x it when the
  * total needs a larger unit, so small rows read "0.01s" rather than "10ms". */
 static const struct top_unit *pick_unit(const struct top *t, const struct top_row *items, size_t n)
 {
 	const struct top_unit *umin, *umax;
 	int64_t min = 0, min100;
-	bool time_mode = t->vi == 1;
+	bool time_mode = time_mode_of(t);
 
 	for (size_t i = 0; i < n; i++) {
 		int64_t v = items[i].self ? abs64(items[i].self) : abs64(items[i].total);
@@ -345,14 +365,14 @@ static void print_labels(const struct top *t, FILE *f, const struct top_unit *u)
 		if (c[0] != '#') /* pprof hides comments starting with '#' */
 			fprintf(f, "%s\n", c);
 	}
-	fprintf(f, "Type: %s\n", t->vi == 1 ? "cpu" : "samples");
+	print_type(t, f);
 	if (profile__time_ns(t->p))
 		print_time(f, profile__time_ns(t->p));
 	if (!dur)
 		return;
 	format_value(dur, auto_unit(true, dur), dbuf, sizeof(dbuf));
 	format_value(t->total, u, tbuf, sizeof(tbuf));
-	if (t->vi == 1 && t->total) {
+	if (time_mode_of(t) && t->total) {
 		format_pct(t->total, dur, pct, sizeof(pct));
 		fprintf(f, "Duration: %s, Total samples = %s (%s)\n", dbuf, tbuf, pct);
 	} else {

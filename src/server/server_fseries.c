@@ -113,6 +113,17 @@ static int natural_index(const char *query, int *vi, char *err, size_t errlen)
 	return ret;
 }
 
+/* The HELP text's kind of seconds of a selector naming the off-CPU or wall type,
+ * else NULL. */
+static const char *off_cpu_kind(const char *query)
+{
+	if (query && strstr(query, PROFILE_OFF_CPU_TYPE))
+		return ", in seconds of off-CPU time";
+	if (query && strstr(query, PROFILE_WALL_TYPE))
+		return ", in seconds of wall-clock time";
+	return NULL;
+}
+
 /* k and window of the request. 0 or -EINVAL with err naming the parameter. */
 static int metrics_args(struct server_req *r, size_t *k, int64_t *window, char *err, size_t errlen)
 {
@@ -140,17 +151,18 @@ static int metrics_args(struct server_req *r, size_t *k, int64_t *window, char *
 	return 0;
 }
 
-/* One gauge family: HELP, TYPE, then a sample per row (self or total). */
-static void metrics_family(FILE *f, const struct query_top *t, const char *sel, bool cpu, bool self,
-			   double per)
+/* One gauge family: HELP, TYPE, then a sample per row (self or total). cpu:
+ * values in seconds; secs: what kind (", in CPU seconds", ", in seconds of
+ * off-CPU time"). */
+static void metrics_family(FILE *f, const struct query_top *t, const char *sel, bool cpu,
+			   const char *secs, bool self, double per)
 {
 	const char *what = self ? "self" : "total";
 
 	fprintf(f,
 		"# HELP hearth_function_%s_%sper_second %s time of the top functions by self "
 		"(the top table's %s), per second of the window%s.\n",
-		what, cpu ? "seconds_" : "", self ? "Self" : "Total", what,
-		cpu ? ", in CPU seconds" : "");
+		what, cpu ? "seconds_" : "", self ? "Self" : "Total", what, cpu ? secs : "");
 	fprintf(f, "# TYPE hearth_function_%s_%sper_second gauge\n", what, cpu ? "seconds_" : "");
 	for (size_t i = 0; i < t->n; i++) {
 		fprintf(f, "hearth_function_%s_%sper_second{selector=", what,
@@ -166,16 +178,16 @@ static void metrics_family(FILE *f, const struct query_top *t, const char *sel, 
 	}
 }
 
-static void metrics_write(FILE *f, const struct query_top *t, const char *sel, bool cpu, double per)
+static void metrics_write(FILE *f, const struct query_top *t, const char *sel, bool cpu,
+			  const char *secs, double per)
 {
-	metrics_family(f, t, sel, cpu, true, per);
-	metrics_family(f, t, sel, cpu, false, per);
+	metrics_family(f, t, sel, cpu, secs, true, per);
+	metrics_family(f, t, sel, cpu, secs, false, per);
 	fprintf(f,
 		"# HELP hearth_selection_%sper_second The selector's whole value per second of "
 		"the window%s.\n# TYPE hearth_selection_%sper_second gauge\n"
 		"hearth_selection_%sper_second{selector=",
-		cpu ? "seconds_" : "", cpu ? ", in CPU seconds" : "", cpu ? "seconds_" : "",
-		cpu ? "seconds_" : "");
+		cpu ? "seconds_" : "", cpu ? secs : "", cpu ? "seconds_" : "", cpu ? "seconds_" : "");
 	prom_label(f, sel);
 	if (!cpu) {
 		fputs(",unit=", f);
@@ -192,6 +204,7 @@ enum MHD_Result server_h_metrics_functions(struct server *s, struct server_req *
 	char err[512] = "";
 	int64_t window;
 	size_t k;
+	const char *secs;
 	bool cpu;
 	int ret;
 
@@ -207,12 +220,18 @@ enum MHD_Result server_h_metrics_functions(struct server *s, struct server_req *
 		query_top__fini(&t);
 		return fs_failed(r, ret, err);
 	}
-	cpu = q.value_index == 1 && !strcmp(t.unit, "nanoseconds");
+	/* CPU time, and the off-CPU and wall-clock types' time (issue 28), in seconds */
+	cpu = !strcmp(t.unit, "nanoseconds") && q.value_index == 1;
+	secs = ", in CPU seconds";
+	if (!strcmp(t.unit, "nanoseconds") && q.value_index == 0 && off_cpu_kind(q.query)) {
+		cpu = true;
+		secs = off_cpu_kind(q.query);
+	}
 	if (server_mem__open(&m)) {
 		query_top__fini(&t);
 		return server_error(r, 500, SERVER_REJ_INTERNAL, "out of memory");
 	}
-	metrics_write(m.f, &t, q.query && *q.query ? q.query : "{}", cpu,
+	metrics_write(m.f, &t, q.query && *q.query ? q.query : "{}", cpu, secs,
 		      (double)window / 1e9 * (cpu ? 1e9 : 1));
 	query_top__fini(&t);
 	return server_reply_mem(r, 200, "text/plain; version=0.0.4", &m);

@@ -14,8 +14,9 @@ import { bareName, colorIndex, diffIndex, diffPalette, isInlined, isKernel, pack
 import { changeOf, compileSearch, diffRows, diffSide, fnId, fnOf, groupParts, halves, linkFunctions, markGroups,
   nameOf, sandwich, searchTree, topRows, treeArrays } from './tree.js';
 import { FlameGraph } from './flame.js';
-import { esc, fmtAmount, fmtInt, fmtPct, fmtPP, fmtTime, setUnit } from './format.js';
-import { QueryBar, withType } from './querybar.js';
+import { esc, fmtAmount, fmtInt, fmtPct, fmtPP, fmtTime, hasReasons, REASON_LABEL, setUnit, TIME_TYPES,
+  typeLabel } from './format.js';
+import { QueryBar, withType, without } from './querybar.js';
 import { renderChangesTable, renderDiffTable, TopTable } from './table.js';
 import { SeriesChart } from './series.js';
 import { fmtChange, fmtConfidence, fmtInterval, normUnit, significant, sortBySignificance, unitLabel,
@@ -30,7 +31,7 @@ const DEFAULTS = {
   query: '', type: '', from: 'now-1h', until: 'now', view: 'flame', search: '', focus: '', groupBy: '',
   orient: 'icicle', maxNodes: '20000', lquery: '', lfrom: '', luntil: '', rquery: '', rfrom: '',
   runtil: '', normalize: 'share', baseline: 'previous', series: '', seriesKind: 'total', seriesNorm: 'value',
-  sort: '-self', zoom: '', refresh: '', diffMode: 'combined', group: '', unnamed: '',
+  sort: '-self', zoom: '', refresh: '', diffMode: 'combined', group: '', unnamed: '', hide: '',
 };
 const VIEWS = ['flame', 'sandwich', 'diff', 'changes'];
 const CHOICES = {
@@ -477,8 +478,11 @@ function scheduleRefresh() {
   }, sec * 1000);
 }
 
-/** The selector sent to the server: the query bar's, of the chosen profile type. */
-const typedQuery = (q) => withType(q, state.type);
+/** The reasons the reason filter leaves out (URL "hide": comma-separated). */
+const hiddenReasons = () => (hasReasons(state.type) && state.hide ? state.hide.split(',') : []);
+/** The selector sent to the server: the query bar's, of the chosen profile type,
+ * without the reasons the filter leaves out (off-CPU and wall-clock types). */
+const typedQuery = (q) => without(withType(q, state.type), REASON_LABEL, hiddenReasons());
 
 // Exports are plain links; with a token kept (login.html) they are fetched with it.
 for (const f of ['pprof', 'folded', 'svg']) $(`#export-${f}`).addEventListener('click', downloadWithToken);
@@ -647,13 +651,41 @@ async function loadTypes() {
   }
   const others = types.filter((t) => !t.startsWith('process_cpu:'));
   if (state.type && !others.includes(state.type)) others.push(state.type);
-  const label = (t) => {
-    const f = t.split(':');
-    return f.length === 5 ? `${f[0]}: ${f[1]} (${f[2]})` : t;
-  };
+  // off-CPU and wall-clock time right after CPU, then the others as they come
+  others.sort((a, b) => hasReasons(b) - hasReasons(a));
   sel.innerHTML = '<option value="">CPU</option>' +
-    others.map((t) => `<option value="${esc(t)}">${esc(label(t))}</option>`).join('');
+    others.map((t) => `<option value="${esc(t)}">${esc(typeLabel(t))}</option>`).join('');
   sel.value = state.type;
+}
+
+/*
+ * The reason filter of off-CPU and wall-clock types (docs/ui.md): one checkbox
+ * per value of the `reason` label in the range; an unticked reason is left out
+ * of every view (reason!~"..." in each selector sent), kept in the URL ("hide").
+ * Hidden for other types.
+ */
+async function loadReasons() {
+  const box = $('#reasons');
+  const type = state.type;
+  box.hidden = !hasReasons(type);
+  $('#timeline-title').textContent = hasReasons(type) ? `${TIME_TYPES[type][0].toUpperCase()}${TIME_TYPES[type].slice(1)} over time` : 'Samples over time';
+  $('#width-what').textContent = hasReasons(type) ? 'time' : 'samples';
+  if (box.hidden) return;
+  let values = [];
+  try {
+    values = await getJSON(`/api/label/${REASON_LABEL}/values`, {
+      query: withType('', type), from: apiTime(state.from), until: apiTime(state.until),
+    });
+  } catch {
+    // The profile load reports the error; the filter keeps what the URL hides.
+  }
+  if (type !== state.type) return; // the type changed meanwhile
+  const hidden = hiddenReasons();
+  for (const h of hidden) if (!values.includes(h)) values.push(h);
+  const list = $('#reasons-list');
+  list.innerHTML = values.map((v) => `<label class="reason" title="Show the time threads spent waiting for '${esc(v)}'">` +
+    `<input type="checkbox" value="${esc(v)}"${hidden.includes(v) ? '' : ' checked'}> ${esc(v)}</label>`).join('');
+  $('#reasons-none').hidden = values.length > 0;
 }
 
 /** Fills the timeline's "stack by" and the tree's "group by" with the label names. */
@@ -1092,6 +1124,7 @@ function applyQueryBar() {
   writeURL(true);
   syncInputs();
   loadTypes(); // the types with data in the new range
+  loadReasons();
   load();
 }
 
@@ -1102,6 +1135,14 @@ const rangeBar = new RangeBar($, applyQueryBar);
 $('#apply').addEventListener('click', applyQueryBar);
 $('#ptype').addEventListener('change', () => {
   state.type = $('#ptype').value;
+  diffKey = '';
+  changesKey = '';
+  writeURL(true);
+  loadReasons();
+  load();
+});
+$('#reasons-list').addEventListener('change', () => {
+  state.hide = [...document.querySelectorAll('#reasons-list input:not(:checked)')].map((i) => i.value).join(',');
   diffKey = '';
   changesKey = '';
   writeURL(true);
@@ -1260,6 +1301,7 @@ window.addEventListener('popstate', () => {
   table.setSort(...sortOf(state.sort));
   scheduleRefresh();
   showView(state.view, false, true); // load() fetches the diff when it is the view
+  loadReasons();
   load();
 });
 
@@ -1279,5 +1321,6 @@ syncInputs();
 scheduleRefresh();
 showView(state.view, false, true);
 loadTypes();
+loadReasons();
 labelsReady = loadGroupBy();
 load();

@@ -68,8 +68,27 @@ palette.push('hsl(226, 30%, 72%)', 'hsl(226, 26%, 78%)', 'hsl(226, 34%, 66%)');
 /** Palette index of a group node ("process=python3"): one of the group shades by its value. */
 export const groupColor = (name) => PAL_GROUP + (hash(name) % 3);
 
+// The leaf pseudo-frames of off-CPU and wall-clock profiles (docs/offcpu.md):
+// one fixed colour per reason, so waiting reads apart from code and a reason
+// keeps its colour in every graph. "[on-cpu]" (wall's running time) is green.
+export const WAIT_REASONS = ['runqueue', 'io', 'lock', 'sleep', 'throttled', 'other'];
+export const PAL_WAIT = palette.length;
+palette.push('hsl(0, 62%, 68%)', 'hsl(190, 55%, 62%)', 'hsl(280, 42%, 70%)', 'hsl(220, 8%, 76%)',
+  'hsl(32, 50%, 58%)', 'hsl(220, 8%, 66%)', 'hsl(130, 45%, 62%)');
+/** "[off-cpu: io]" -> "io", "[on-cpu]" -> "running", any other name -> null. */
+export function waitReason(name) {
+  if (name === '[on-cpu]') return 'running';
+  const m = /^\[off-cpu: ([^\]]*)\]$/.exec(name);
+  return m ? m[1] : null;
+}
+
 /** Palette index of a frame: hue from its package, shade from its own name. */
 export function colorIndex(name, module) {
+  const reason = name.charCodeAt(0) === 91 /* '[' */ ? waitReason(name) : null;
+  if (reason) {
+    const k = reason === 'running' ? WAIT_REASONS.length : WAIT_REASONS.indexOf(reason);
+    return PAL_WAIT + (k < 0 ? WAIT_REASONS.indexOf('other') : k);
+  }
   const pkg = packageOf(name, module);
   if (pkg === '[kernel]') return PAL_KERNEL;
   if (pkg === '[python]') return PAL_PYTHON + (hash(name) % 3);

@@ -19,6 +19,30 @@ export function setUnit(unit, typeId) {
   curName = (typeId || '').split(':')[1] || '';
 }
 
+/*
+ * Profile types whose values are time per thread, split by why it waited
+ * (docs/offcpu.md): their picker names, and the label naming the reason.
+ */
+export const TIME_TYPES = {
+  'off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds': 'off-CPU time',
+  'wall:wall:nanoseconds:wall:nanoseconds': 'wall-clock time',
+};
+export const REASON_LABEL = 'reason';
+/** Whether a type ID's values come with a reason (off-CPU, wall-clock). */
+export const hasReasons = (typeId) => Object.hasOwn(TIME_TYPES, typeId || '');
+
+/**
+ * The type picker's name of a type ID: "off-CPU time (ms, s)", "memory:
+ * inuse_space (bytes)"; a type counting nanoseconds says "time" rather than
+ * its raw unit.
+ */
+export function typeLabel(t) {
+  if (hasReasons(t)) return `${TIME_TYPES[t]} (ms, s)`;
+  const f = t.split(':');
+  if (f.length !== 5) return t;
+  return `${f[0]}: ${f[1]} (${f[2] === 'nanoseconds' ? 'time' : f[2]})`;
+}
+
 const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 
 /** 1536 -> "1.5 KiB" */

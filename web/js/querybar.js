@@ -58,11 +58,28 @@ export function completionContext(text, caret) {
 export function withType(query, type) {
   const q = (query || '').trim();
   if (!type || /__profile_type__\s*[=!]/.test(q)) return q;
-  const m = `__profile_type__="${type.replace(/["\\]/g, '\\$&')}"`;
+  return withMatcher(q, `__profile_type__="${type.replace(/["\\]/g, '\\$&')}"`);
+}
+
+/** The selector `query` with one more matcher `m` (`name="v"`) inside its braces. */
+export function withMatcher(query, m) {
+  const q = (query || '').trim();
   if (!q) return `{${m}}`;
   if (!q.endsWith('}')) return `${q}{${m}}`;
   const body = q.slice(q.indexOf('{') + 1, -1).trim();
   return `${q.slice(0, q.indexOf('{'))}{${body ? `${body}, ` : ''}${m}}`;
+}
+
+/**
+ * The selector `query` leaving out the series whose `label` is one of `values`
+ * (the off-CPU reason filter): `{a="b"}` + [sleep, other] ->
+ * `{a="b", reason!~"sleep|other"}`. No values: `query` as it is.
+ */
+export function without(query, label, values) {
+  const vs = values.filter((v) => v !== '');
+  if (!vs.length) return (query || '').trim();
+  const re = vs.map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+  return withMatcher(query, `${label}!~"${re.replace(/["\\]/g, '\\$&')}"`);
 }
 
 export class QueryBar {
