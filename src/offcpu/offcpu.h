@@ -13,11 +13,12 @@
 #include <stdint.h>
 
 #include "offcpu_abi.h"	     /* bpf/ */
+#include "profile/profile.h"  /* PROFILE_OFF_CPU_TYPE, PROFILE_WALL_TYPE */
 #include "sampler/sampler.h" /* struct sampler_sample */
 
 /* Profile types (Pyroscope naming; the contract of issue 28). */
-#define OFFCPU_PROFILE_TYPE "off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds"
-#define OFFCPU_WALL_TYPE    "wall:wall:nanoseconds:wall:nanoseconds"
+#define OFFCPU_PROFILE_TYPE PROFILE_OFF_CPU_TYPE
+#define OFFCPU_WALL_TYPE    PROFILE_WALL_TYPE
 /* Series label of a sample's reason; its value in the wall type for on-CPU time. */
 #define OFFCPU_LABEL_REASON "reason"
 #define OFFCPU_RUNNING	    "running"
