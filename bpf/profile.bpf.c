@@ -689,6 +689,8 @@ read_fail:
 	bump(&py_stats, HEARTH_PY_READ_FAIL);
 }
 
+#include "ruby.bpf.h"
+
 /* Sends the scratch's sample: the header and only the frames used. */
 static __always_inline void output_sample(struct hearth_scratch *st)
 {
@@ -803,6 +805,8 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	}
 	if (use_python)
 		python_frames(st, key->pid, key->pstart);
+	if (use_ruby)
+		ruby_frames(st, key->pid, key->pstart);
 	output_sample(st);
 	return true;
 }
@@ -910,6 +914,8 @@ static __always_inline int send_sample(struct bpf_perf_event_data *ctx, struct h
 	}
 	if (use_python && want_user)
 		python_frames(st, key->pid, key->pstart);
+	if (use_ruby && want_user)
+		ruby_frames(st, key->pid, key->pstart);
 	output_sample(st);
 	return 0;
 fail:

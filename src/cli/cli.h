@@ -44,6 +44,8 @@ int cli_parse_seconds(const char *s, double max, double *out);
 int cli_parse_unwind(const char *cmd, const char *arg, int *out);
 /* --python auto|off into *on. 0, or -EINVAL after an error message. */
 int cli_parse_python(const char *cmd, const char *arg, bool *on);
+/* --ruby auto|off into *on, as --python. */
+int cli_parse_ruby(const char *cmd, const char *arg, bool *on);
 /* The unknown or malformed option getopt stopped at, for an error message. */
 const char *cli_bad_option(int argc, char **argv, int optind_now, int optopt_now);
 /*

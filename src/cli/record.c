@@ -20,6 +20,7 @@
 #include "profile/profile.h"
 #include "sampler/sampler.h"
 #include "python/python.h"
+#include "ruby/ruby.h"
 #include "unwind/unwind.h"
 
 #define RECORD_MAX_SECONDS (365.0 * 24 * 3600)
@@ -77,6 +78,8 @@ static void usage(FILE *f)
 		"      --python MODE      auto (default): name the Python frames of CPython\n"
 		"                         3.10-3.13 processes (docs/python.md); off: their\n"
 		"                         interpreter's native frames only\n"
+		"      --ruby MODE        auto (default): name the Ruby frames of CRuby 3.1\n"
+		"                         processes (docs/ruby.md); off: native frames only\n"
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
@@ -185,7 +188,7 @@ static int parse_pids(const char *arg, struct record_args *a)
 	return ret;
 }
 
-enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON };
+enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON, OPT_RUBY };
 
 const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
@@ -198,6 +201,7 @@ const struct option cli_record_opts[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },	   { "top", required_argument, NULL, OPT_TOP },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "python", required_argument, NULL, OPT_PYTHON },
+	{ "ruby", required_argument, NULL, OPT_RUBY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -270,6 +274,8 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 	}
 	case OPT_PYTHON:
 		return cli_parse_python("record", arg, &a->so.python);
+	case OPT_RUBY:
+		return cli_parse_ruby("record", arg, &a->so.ruby);
 	case OPT_CACHE:
 		if (cli_parse_long(arg, 1, 65536, &a->cache_mb)) {
 			cli_error("record", "--symbol-cache-mb: '%s' is not a number of MiB from 1 to "
@@ -300,6 +306,7 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 	a->so.transfer = SAMPLER_TRANSFER_RINGBUF;
 	a->so.unwind = SAMPLER_UNWIND_AUTO; /* CFI tables where present: docs/unwind.md */
 	a->so.python = true;		    /* docs/python.md */
+	a->so.ruby = true;		    /* docs/ruby.md */
 	a->seconds = 10;
 	a->top_rows = 40;
 	a->so.pids = a->pids;
@@ -475,6 +482,30 @@ static void report_python(struct sampler *s)
 		(unsigned long long)ms.unsupported);
 }
 
+/* One stderr line on the Ruby walk, when CRuby processes were sampled. */
+static void report_ruby(struct sampler *s)
+{
+	uint64_t rb[HEARTH_RB_STAT_MAX];
+	struct ruby_mgr_stats ms;
+
+	if (sampler__ruby_stats(s, rb))
+		return;
+	ruby_mgr__stats(sampler__ruby(s), &ms);
+	if (!rb[HEARTH_RB_SAMPLES] && !ms.unsupported)
+		return;
+	fprintf(stderr,
+		"hearth record: ruby: %llu samples of CRuby processes, %llu with Ruby frames "
+		"(%llu frames); without: %llu threads with no execution context, %llu with no "
+		"Ruby frame, %llu unreadable, %llu bad VM stack; %llu truncated; %llu iseqs "
+		"named, %llu unreadable; %llu CRuby processes of versions without offsets\n",
+		(unsigned long long)rb[HEARTH_RB_SAMPLES], (unsigned long long)rb[HEARTH_RB_WALKED],
+		(unsigned long long)rb[HEARTH_RB_FRAMES], (unsigned long long)rb[HEARTH_RB_NO_EC],
+		(unsigned long long)rb[HEARTH_RB_NO_FRAME], (unsigned long long)rb[HEARTH_RB_READ_FAIL],
+		(unsigned long long)rb[HEARTH_RB_BAD_STACK], (unsigned long long)rb[HEARTH_RB_TRUNCATED],
+		(unsigned long long)ms.iseq_cached, (unsigned long long)ms.iseq_failed,
+		(unsigned long long)ms.unsupported);
+}
+
 /* One stderr line on the table unwinder: why walks stopped, table memory, build time. */
 static void report_unwind(struct sampler *s)
 {
@@ -547,12 +578,14 @@ static int record(const struct record_args *a, FILE *out)
 		goto cleanup;
 	}
 	collector__set_python(col, sampler__python(s));
+	collector__set_ruby(col, sampler__ruby(s));
 	t0 = base_clock_ns(CLOCK_REALTIME);
 	m0 = base_clock_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
 	if (a->verbose) {
 		report_unwind(s);
 		report_python(s);
+		report_ruby(s);
 	}
 	if (ret < 0) {
 		cli_error("record", "reading samples from the kernel failed: %s", strerror(-ret));

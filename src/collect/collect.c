@@ -16,10 +16,15 @@
  * such native frame, the next run the next one. Their code objects are read
  * from the process when a new entry is added (the process may be gone by the
  * build), then found again in the manager's cache.
+ *
+ * Ruby frames (CRuby processes, docs/ruby.md) travel in the same slots, their
+ * kind (bpf/runtime_abi.h) HEARTH_RT_RUBY: a run up to an ENTRY frame replaces
+ * the innermost native vm_exec_core frame, under the "[ruby]" pseudo-mapping.
  */
 #include "collect.h"
 #include "base/base.h"
 #include "python/python.h"
+#include "ruby/ruby.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -46,6 +51,7 @@ struct collector {
 	struct proc_table *pt;	/* borrowed */
 	struct symbolizer *sym; /* borrowed */
 	struct python_mgr *py;	/* borrowed; NULL: Python frames are dropped */
+	struct ruby_mgr *rb;	/* borrowed; NULL: Ruby frames are dropped */
 	struct entry *entries;	/* owned, dense, in the order first seen */
 	size_t n, cap;
 	struct base_hmap idx; /* hash of an entry's key -> index in entries */
@@ -212,8 +218,14 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 	if (s->pid && s->n_user)
 		proc_table__note_addrs(c->pt, s->pid, s->pstart, s->user, s->n_user);
 	/* Its code objects, read while the process lives (cached by the manager). */
-	for (size_t k = 0; c->py && k < s->n_python; k++)
-		python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
+	for (size_t k = 0; k < s->n_python; k++) {
+		if (HEARTH_RT_KIND(s->python[2 * k + 1]) == HEARTH_RT_RUBY) {
+			if (c->rb)
+				ruby_mgr__warm(c->rb, s->pid, s->pstart, s->python[2 * k]);
+		} else if (c->py) {
+			python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
+		}
+	}
 	err = base_hmap__insert(&c->idx, h, c->n);
 	if (err) {
 		free(c->entries[c->n].frames);
@@ -432,6 +444,43 @@ static uint64_t python_location(struct collector *c, struct profile *p, const st
 	return loc;
 }
 
+/* A Ruby frame's location, in the "[ruby]" pseudo-mapping; keyed by iseq and pc
+ * (the table of Python locations serves: a process runs one of them). */
+static uint64_t ruby_location(struct collector *c, struct profile *p, const struct entry *e,
+			      uint64_t iseq, uint64_t pc)
+{
+	struct ruby_frame f;
+	struct profile_line line = {0};
+	struct py_loc key = {e->pid, iseq, pc, 0};
+	uint64_t h = pyloc_hash(e->pid, iseq, pc), mid, loc;
+	size_t i = base_hmap__find(&c->pyloc_idx, h, pyloc_eq, c, &key);
+
+	c->stats.frames++;
+	if (i != SIZE_MAX)
+		return c->pylocs[i].loc;
+	mid = profile__mapping(p, 0, 0, 0, "[ruby]", NULL);
+	if (!mid)
+		return 0;
+	if (ruby_mgr__resolve(c->rb, e->pid, e->pstart, iseq, pc, &f)) {
+		c->stats.unresolved++;
+		snprintf(f.name, sizeof(f.name), "[ruby] iseq 0x%" PRIx64, iseq);
+		f.file[0] = 0;
+		f.line = 0;
+	}
+	line.function_id = profile__function(p, f.name, f.name, f.file[0] ? f.file : NULL);
+	if (!line.function_id)
+		return 0;
+	line.line = f.line;
+	loc = profile__location_exact(p, mid, iseq, &line, 1);
+	if (loc &&
+	    !base_grow((void **)&c->pylocs, &c->cap_pylocs, c->n_pylocs + 1, sizeof(*c->pylocs)) &&
+	    !base_hmap__insert(&c->pyloc_idx, h, c->n_pylocs)) {
+		key.loc = loc;
+		c->pylocs[c->n_pylocs++] = key;
+	}
+	return loc;
+}
+
 /* One evaluation loop's run of Python frames, from *py up to the first marked as
  * its outermost, into locs (leaf first). Count placed, or -ENOMEM. */
 static int python_run(struct collector *c, struct profile *p, const struct entry *e, uint32_t *py,
@@ -444,7 +493,11 @@ static int python_run(struct collector *c, struct profile *p, const struct entry
 		uint64_t code = w[2 * *py], instr = w[2 * *py + 1];
 
 		(*py)++;
-		if (!(locs[n++] = python_location(c, p, e, code, instr & HEARTH_PY_FRAME_INSTR)))
+		if (HEARTH_RT_KIND(instr) == HEARTH_RT_RUBY)
+			locs[n] = ruby_location(c, p, e, code, instr & HEARTH_RT_POS_MASK);
+		else
+			locs[n] = python_location(c, p, e, code, instr & HEARTH_PY_FRAME_INSTR);
+		if (!locs[n++])
 			return -ENOMEM;
 		if (instr & HEARTH_PY_FRAME_ENTRY)
 			break;
@@ -475,7 +528,10 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	    {.key = PROFILE_LABEL_PROCESS, .str = process_name(e, proc)},
 	};
 
-	uint32_t py = c->py ? 0 : e->n_py; /* next Python frame to place */
+	/* next runtime frame to place; all dropped without their runtime's manager */
+	bool ruby = e->n_py && HEARTH_RT_KIND(e->frames[e->n_kernel + e->n_user + 1]) ==
+				   HEARTH_RT_RUBY;
+	uint32_t py = (ruby ? c->rb != NULL : c->py != NULL) ? 0 : e->n_py;
 	int got_rest;
 
 	if (e->pid && !proc)
@@ -493,7 +549,9 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 
 		if (i > 0 || e->n_kernel > 0)
 			addr = addr ? addr - 1 : 0; /* a return address: see the file comment */
-		if (py < e->n_py && python_mgr__is_eval(c->py, e->pid, e->pstart, addr)) {
+		if (py < e->n_py &&
+		    (ruby ? ruby_mgr__is_vm(c->rb, e->pid, e->pstart, addr)
+			  : python_mgr__is_eval(c->py, e->pid, e->pstart, addr))) {
 			if ((got = python_run(c, p, e, &py, locs + n)) < 0)
 				return got;
 			n += (size_t)got;
@@ -546,6 +604,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 		 * the new one, which is still running. */
 		if (c->py && c->gone[i].exited)
 			python_mgr__forget(c->py, c->gone[i].pid, c->gone[i].pstart);
+		if (c->rb && c->gone[i].exited)
+			ruby_mgr__forget(c->rb, c->gone[i].pid, c->gone[i].pstart);
 	}
 	c->n_gone = 0;
 	return p;
@@ -560,6 +620,11 @@ fail:
 void collector__set_python(struct collector *c, struct python_mgr *py)
 {
 	c->py = py;
+}
+
+void collector__set_ruby(struct collector *c, struct ruby_mgr *rb)
+{
+	c->rb = rb;
 }
 
 void collector__stats(const struct collector *c, struct collect_stats *out)

@@ -56,5 +56,8 @@ struct python_mgr;
  * in place of the interpreter's frames. Without it (NULL, the default) Python
  * frames are dropped and stacks are native only. */
 void collector__set_python(struct collector *c, struct python_mgr *py);
+struct ruby_mgr;
+/* The same for CRuby's frames (sampler__ruby; docs/ruby.md). */
+void collector__set_ruby(struct collector *c, struct ruby_mgr *rb);
 
 #endif /* HEARTH_COLLECT_H */

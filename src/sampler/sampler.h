@@ -17,6 +17,7 @@
 
 #include "profile_abi.h" /* bpf/: HEARTH_DROP_*, HEARTH_EV_* */
 #include "python_abi.h"	 /* bpf/: HEARTH_PY_* */
+#include "ruby_abi.h"	 /* bpf/: HEARTH_RB_* */
 #include "unwind_abi.h"	 /* bpf/: HEARTH_UW_* */
 
 #define SAMPLER_MIN_HZ	 1
@@ -45,6 +46,8 @@ struct sampler_opts {
 	/* Walk CPython processes' Python frames (docs/python.md). They travel with
 	 * ring-buffer samples: with --transfer map and --unwind fp there are none. */
 	bool python;
+	/* Walk CRuby processes' Ruby frames (docs/ruby.md), as python. */
+	bool ruby;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */
@@ -144,6 +147,11 @@ struct python_mgr;
 struct python_mgr *sampler__python(const struct sampler *s);
 /* The Python walk's counters (HEARTH_PY_*, sum over CPUs); -ENOENT when off. */
 int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_MAX]);
+struct ruby_mgr;
+/* The CRuby manager, or NULL when the Ruby walk is off. Borrowed; thread-safe. */
+struct ruby_mgr *sampler__ruby(const struct sampler *s);
+/* The Ruby walk's counters (HEARTH_RB_*, sum over CPUs); -ENOENT when off. */
+int sampler__ruby_stats(const struct sampler *s, uint64_t out[HEARTH_RB_STAT_MAX]);
 /* Number of CPUs sampled. */
 int sampler__n_cpus(const struct sampler *s);
 /* Detaches and frees. NULL is a no-op. */

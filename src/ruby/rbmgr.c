@@ -1,0 +1,695 @@
+/*
+ * rbmgr: the Ruby manager of ruby.h — which processes are CRuby, what the BPF walk
+ * is told of each (the `rb_procs` map, this module its only writer), and the names
+ * of the frames it records.
+ *
+ * A noted process is probed by work(), outside the lock. A libruby not relocated
+ * yet, or a process whose libraries are still being mapped, is probed again later
+ * (10, 50, 200 ms, 1 s, then every 5 s, for at most a minute).
+ *
+ * Names: an iseq is read once per (pid, iseq) while the process lives (warm, when a
+ * new stack is added) and cached with a checksum of its header (flags, body
+ * pointer, the body's iseq_encoded and label). resolve() reads the header again
+ * (one process_vm_readv) and compares: an iseq collected and another object put at
+ * its address is noticed and the frame counted unknown, never misnamed; when the
+ * process is gone the cached entry is trusted. The cache charges MEM_RUBY and its
+ * evictor frees the least recently used entries.
+ */
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "base/membudget.h"
+#include "ruby/ruby_impl.h"
+
+#define RB_MGR_MAX_PROCS   65536
+#define RB_ISEQ_CACHE_MAX  16384
+#define RB_RETRY_FOR_NS	   (60ull * 1000000000ull)
+#define RB_LOADING_TRIES   3
+#define RB_MAX_ENTRIES	   (1u << 20) /* insns_info entries of one iseq, at most */
+#define RB_MAX_ISEQ_SIZE   (1u << 24)
+
+enum rb_state { RB_PENDING, RB_DESCRIBED };
+
+struct rb_proc {
+	uint32_t pid;
+	uint64_t pstart;
+	enum rb_state state;
+	bool counted, published, probing, gone;
+	uint32_t gen;
+	unsigned tries;
+	int64_t first_ns, due_ns;
+	struct rb_target t;
+	struct rb_offsets off;
+	struct hearth_rb_proc desc;
+};
+
+struct rb_iseq_entry {
+	uint32_t pid;
+	uint64_t iseq, checksum, encoded, last_use;
+	uint32_t iseq_size;
+	int64_t first_line;
+	int32_t *lines; /* line_no of each insns_info entry (n_lines) */
+	uint8_t *succ;	/* the succinct index table (succ_len bytes) */
+	size_t n_lines, succ_len, bytes;
+	char name[RUBY_NAME_MAX];
+	char file[RUBY_FILE_MAX];
+};
+
+struct ruby_mgr {
+	pthread_mutex_t lock;
+	int procs_fd;
+	struct rb_proc *procs;
+	size_t n_procs, cap_procs;
+	struct base_hmap proc_idx;
+	struct rb_iseq_entry *iseqs;
+	size_t n_iseqs, cap_iseqs;
+	struct base_hmap iseq_idx;
+	uint64_t use_clock;
+	bool registered;
+	struct ruby_mgr_stats st;
+};
+
+static uint64_t pid_hash(uint32_t pid)
+{
+	return base_hash_bytes(0, &pid, sizeof(pid));
+}
+
+static bool proc_eq(const void *ctx, size_t idx, const void *key)
+{
+	return ((const struct ruby_mgr *)ctx)->procs[idx].pid == *(const uint32_t *)key;
+}
+
+struct iseq_key {
+	uint32_t pid;
+	uint64_t iseq;
+};
+
+static uint64_t iseq_hash(uint32_t pid, uint64_t iseq)
+{
+	return base_hash_bytes(pid_hash(pid), &iseq, sizeof(iseq));
+}
+
+static bool iseq_eq(const void *ctx, size_t idx, const void *key)
+{
+	const struct rb_iseq_entry *e = &((const struct ruby_mgr *)ctx)->iseqs[idx];
+	const struct iseq_key *k = key;
+
+	return e->pid == k->pid && e->iseq == k->iseq;
+}
+
+static struct rb_proc *find_proc(const struct ruby_mgr *m, uint32_t pid)
+{
+	size_t i = base_hmap__find(&m->proc_idx, pid_hash(pid), proc_eq, m, &pid);
+
+	return i == SIZE_MAX ? NULL : &m->procs[i];
+}
+
+static uint64_t evict(void *ctx, uint64_t want);
+
+int ruby_mgr__new(int procs_fd, struct ruby_mgr **out)
+{
+	struct ruby_mgr *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	if (pthread_mutex_init(&m->lock, NULL)) {
+		free(m);
+		return -ENOMEM;
+	}
+	m->procs_fd = procs_fd;
+	m->registered = mem_budget__register(MEM_RUBY, 1, evict, m) == 0;
+	*out = m;
+	return 0;
+}
+
+/* Drops iseqs[i] (the last entry takes its place); the lock held. */
+static void drop_iseq(struct ruby_mgr *m, size_t i)
+{
+	struct rb_iseq_entry *e = &m->iseqs[i];
+	size_t last = m->n_iseqs - 1;
+
+	mem_budget__charge(MEM_RUBY, -(int64_t)e->bytes);
+	free(e->lines);
+	free(e->succ);
+	base_hmap__remove(&m->iseq_idx, iseq_hash(e->pid, e->iseq), i);
+	if (i != last) {
+		base_hmap__renumber(&m->iseq_idx, iseq_hash(m->iseqs[last].pid, m->iseqs[last].iseq),
+				    last, i);
+		m->iseqs[i] = m->iseqs[last];
+	}
+	m->n_iseqs--;
+}
+
+static void clear_iseqs(struct ruby_mgr *m)
+{
+	while (m->n_iseqs)
+		drop_iseq(m, m->n_iseqs - 1);
+}
+
+void ruby_mgr__free(struct ruby_mgr *m)
+{
+	if (!m)
+		return;
+	if (m->registered)
+		mem_budget__unregister(evict, m);
+	clear_iseqs(m);
+	base_hmap__fini(&m->iseq_idx);
+	base_hmap__fini(&m->proc_idx);
+	free(m->iseqs);
+	free(m->procs);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+/* The evictor: least recently used iseqs first, until want bytes are freed. */
+static uint64_t evict(void *ctx, uint64_t want)
+{
+	struct ruby_mgr *m = ctx;
+	uint64_t freed = 0, n = 0;
+
+	pthread_mutex_lock(&m->lock);
+	while (freed < want && m->n_iseqs) {
+		size_t old = 0;
+
+		/* a pass per entry: the cache is small (RB_ISEQ_CACHE_MAX), eviction rare */
+		for (size_t i = 1; i < m->n_iseqs; i++)
+			if (m->iseqs[i].last_use < m->iseqs[old].last_use)
+				old = i;
+		freed += m->iseqs[old].bytes;
+		n++;
+		drop_iseq(m, old);
+	}
+	m->st.evicted += n;
+	pthread_mutex_unlock(&m->lock);
+	if (n)
+		mem_budget__evicted(MEM_RUBY, n, freed);
+	return freed;
+}
+
+static void unpublish(struct ruby_mgr *m, struct rb_proc *p)
+{
+	if (p->published)
+		bpf_map_delete_elem(m->procs_fd, &p->pid);
+	if (p->counted)
+		m->st.processes--;
+	p->published = p->counted = false;
+}
+
+static void forget_iseqs(struct ruby_mgr *m, uint32_t pid)
+{
+	for (size_t i = 0; i < m->n_iseqs;) {
+		if (m->iseqs[i].pid == pid)
+			drop_iseq(m, i);
+		else
+			i++;
+	}
+}
+
+static void remove_proc(struct ruby_mgr *m, struct rb_proc *p)
+{
+	size_t i = (size_t)(p - m->procs), last = m->n_procs - 1;
+
+	unpublish(m, p);
+	base_hmap__remove(&m->proc_idx, pid_hash(p->pid), i);
+	if (i != last) {
+		base_hmap__renumber(&m->proc_idx, pid_hash(m->procs[last].pid), last, i);
+		m->procs[i] = m->procs[last];
+	}
+	m->n_procs--;
+}
+
+static void renote(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, bool first_sight)
+{
+	struct rb_proc *p;
+	int64_t now = base_clock_ns(CLOCK_MONOTONIC);
+	uint32_t gen = 0;
+	bool probing = false;
+
+	pthread_mutex_lock(&m->lock);
+	p = find_proc(m, pid);
+	if (p && first_sight && pstart && p->pstart == pstart)
+		goto cleanup;
+	if (p) {
+		gen = p->gen + 1;
+		probing = p->probing;
+		unpublish(m, p);
+		forget_iseqs(m, pid);
+	} else {
+		if (m->n_procs >= RB_MGR_MAX_PROCS ||
+		    base_grow((void **)&m->procs, &m->cap_procs, m->n_procs + 1, sizeof(*m->procs)))
+			goto cleanup;
+		if (base_hmap__insert(&m->proc_idx, pid_hash(pid), m->n_procs))
+			goto cleanup;
+		p = &m->procs[m->n_procs++];
+	}
+	memset(p, 0, sizeof(*p));
+	p->gen = gen;
+	p->probing = probing;
+	p->pid = pid;
+	p->pstart = pstart;
+	p->state = RB_PENDING;
+	p->first_ns = p->due_ns = now;
+cleanup:
+	pthread_mutex_unlock(&m->lock);
+}
+
+void ruby_mgr__note(struct ruby_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	renote(m, pid, pstart, true);
+}
+
+void ruby_mgr__exec(struct ruby_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	renote(m, pid, pstart, false);
+}
+
+void ruby_mgr__exit(struct ruby_mgr *m, uint32_t pid)
+{
+	struct rb_proc *p;
+
+	pthread_mutex_lock(&m->lock);
+	p = find_proc(m, pid);
+	if (p && p->probing)
+		p->gone = true;
+	else if (p && p->state == RB_PENDING)
+		remove_proc(m, p);
+	else if (p)
+		unpublish(m, p);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void ruby_mgr__forget(struct ruby_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	struct rb_proc *p;
+
+	pthread_mutex_lock(&m->lock);
+	p = find_proc(m, pid);
+	if (p && pstart && p->pstart && p->pstart != pstart)
+		goto cleanup;
+	if (p && p->probing)
+		p->gone = true;
+	else if (p)
+		remove_proc(m, p);
+	forget_iseqs(m, pid);
+cleanup:
+	pthread_mutex_unlock(&m->lock);
+}
+
+static int64_t retry_delay_ns(unsigned tries)
+{
+	static const int64_t ms[] = {10, 50, 200, 1000};
+
+	return (tries <= 4 ? ms[tries - 1] : 5000) * 1000000;
+}
+
+struct rb_probe_result {
+	int err;
+	struct rb_target t;
+	struct rb_offsets off;
+};
+
+static void probe(uint32_t pid, struct rb_probe_result *r)
+{
+	r->err = rb_probe_target(pid, &r->t);
+	if (!r->err)
+		r->err = rb_offsets_for_version(r->t.version, &r->off);
+}
+
+static void describe(struct rb_proc *p)
+{
+	const struct rb_offsets *o = &p->off;
+	struct hearth_rb_proc *d = &p->desc;
+
+	memset(d, 0, sizeof(*d));
+	d->pstart = p->pstart;
+	d->tls_modid = p->t.tls_modid;
+	d->tls_offset = p->t.tls_offset;
+	d->version = p->t.version;
+	d->dtv_off = 8;	    /* tcbhead_t: tcb, dtv, self... (glibc, x86-64) */
+	d->dtv_stride = 16; /* dtv_t: {void *val; void *to_free;} */
+	d->ec_vm_stack = o->ec_vm_stack;
+	d->ec_vm_stack_size = o->ec_vm_stack_size;
+	d->ec_cfp = o->ec_cfp;
+	d->cfp_size = o->cfp_size;
+	d->cfp_pc = o->cfp_pc;
+	d->cfp_iseq = o->cfp_iseq;
+	d->cfp_ep = o->cfp_ep;
+}
+
+static void settle(struct ruby_mgr *m, struct rb_proc *p, struct rb_probe_result *r, int64_t now)
+{
+	bool retry = false;
+
+	m->st.probed++;
+	if (r->err == -RUBY_E_NOT_READY) {
+		m->st.not_ready++;
+		retry = true;
+	} else if (r->err == -RUBY_E_NOT_RUBY && p->tries < RB_LOADING_TRIES) {
+		retry = r->t.loading;
+	} else if (r->err == -EIO && p->tries < RB_LOADING_TRIES) {
+		retry = true;
+	} else if (r->err == -RUBY_E_UNSUPPORTED) {
+		m->st.unsupported++;
+	}
+	if (r->err && retry && now - p->first_ns < (int64_t)RB_RETRY_FOR_NS) {
+		p->tries++;
+		p->due_ns = now + retry_delay_ns(p->tries);
+		return;
+	}
+	if (r->err) {
+		remove_proc(m, p);
+		return;
+	}
+	p->state = RB_DESCRIBED;
+	p->t = r->t;
+	p->off = r->off;
+	describe(p);
+	if (m->procs_fd >= 0)
+		p->published = bpf_map_update_elem(m->procs_fd, &p->pid, &p->desc, BPF_ANY) == 0;
+	p->counted = m->procs_fd < 0 || p->published;
+	m->st.processes += p->counted;
+}
+
+static struct rb_proc *next_due(struct ruby_mgr *m, int64_t now)
+{
+	struct rb_proc *best = NULL;
+
+	for (size_t i = 0; i < m->n_procs; i++) {
+		struct rb_proc *p = &m->procs[i];
+
+		if (p->state == RB_PENDING && !p->probing && p->due_ns <= now &&
+		    (!best || p->due_ns < best->due_ns))
+			best = p;
+	}
+	return best;
+}
+
+int ruby_mgr__work(struct ruby_mgr *m, int budget_ms)
+{
+	int64_t start = base_clock_ns(CLOCK_MONOTONIC), now = start;
+	int done = 0;
+	struct rb_probe_result *r = NULL;
+
+	pthread_mutex_lock(&m->lock);
+	while (now - start <= (int64_t)budget_ms * 1000000) {
+		struct rb_proc *p = next_due(m, now);
+		uint32_t pid, gen;
+
+		if (!p)
+			break;
+		if (!r && !(r = malloc(sizeof(*r)))) {
+			done = -ENOMEM;
+			break;
+		}
+		pid = p->pid;
+		gen = p->gen;
+		p->probing = true;
+		pthread_mutex_unlock(&m->lock);
+		probe(pid, r);
+		pthread_mutex_lock(&m->lock);
+		now = base_clock_ns(CLOCK_MONOTONIC);
+		done++;
+		p = find_proc(m, pid);
+		if (!p)
+			continue;
+		p->probing = false;
+		if (p->gone)
+			remove_proc(m, p);
+		else if (p->gen == gen && p->state == RB_PENDING)
+			settle(m, p, r, now);
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(r);
+	return done;
+}
+
+int ruby_mgr__next_due_ms(const struct ruby_mgr *m)
+{
+	struct ruby_mgr *mm = (struct ruby_mgr *)m;
+	int64_t now = base_clock_ns(CLOCK_MONOTONIC), due = -1;
+
+	pthread_mutex_lock(&mm->lock);
+	for (size_t i = 0; i < m->n_procs; i++) {
+		const struct rb_proc *p = &m->procs[i];
+
+		if (p->state == RB_PENDING && (due < 0 || p->due_ns < due))
+			due = p->due_ns;
+	}
+	pthread_mutex_unlock(&mm->lock);
+	if (due < 0)
+		return -1;
+	return due <= now ? 0 : (int)((due - now + 999999) / 1000000);
+}
+
+static struct rb_proc *described(struct ruby_mgr *m, uint32_t pid, uint64_t pstart)
+{
+	struct rb_proc *p = find_proc(m, pid);
+
+	if (!p || p->state != RB_DESCRIBED || (pstart && p->pstart && p->pstart != pstart))
+		return NULL;
+	return p;
+}
+
+bool ruby_mgr__is_vm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc)
+{
+	struct rb_proc *p;
+	bool in;
+
+	pthread_mutex_lock(&m->lock);
+	p = described(m, pid, pstart);
+	in = p && p->t.vm_start && pc >= p->t.vm_start && pc < p->t.vm_end;
+	pthread_mutex_unlock(&m->lock);
+	return in;
+}
+
+/* The header words an iseq is recognised by: flags, body, the body's iseq_encoded
+ * and label. 0 or -EIO (unreadable, or not an iseq). */
+static int iseq_header(uint32_t pid, const struct rb_offsets *o, uint64_t iseq, uint64_t *body,
+		       uint64_t *encoded, uint64_t *sum)
+{
+	uint64_t w[3], label;
+	int err;
+
+	err = rb_read(pid, iseq, w, sizeof(w));
+	if (err)
+		return err;
+	/* T_IMEMO (0x1a) of imemo type iseq (7) */
+	if ((w[0] & 0x1f) != 0x1a || ((w[0] >> 12) & 0xf) != 7 || !w[2])
+		return -EIO;
+	*body = w[o->iseq_body / 8];
+	if (rb_read(pid, *body + o->body_iseq_encoded, encoded, 8) ||
+	    rb_read(pid, *body + o->body_label, &label, 8))
+		return -EIO;
+	*sum = base_hash_u64(base_hash_u64(base_hash_u64(base_hash_u64(BASE_HASH_SEED, w[0]),
+							 *body),
+					   *encoded),
+			     label);
+	return 0;
+}
+
+/* A String VALUE's bytes into out. 0 or -EIO. */
+static int read_string(uint32_t pid, uint64_t v, char *out, size_t len)
+{
+	uint8_t obj[40];
+	uint64_t heap;
+	long n;
+
+	out[0] = 0;
+	if (!v || (v & 7) || rb_read(pid, v, obj, sizeof(obj)))
+		return -EIO;
+	n = rb_decode_string(obj, sizeof(obj), out, len, &heap);
+	if (n < 0)
+		return -EIO;
+	if (heap) {
+		size_t k = (size_t)n < len - 1 ? (size_t)n : len - 1;
+
+		if (rb_read(pid, heap, out, k))
+			return -EIO;
+		out[k] = 0;
+		if (memchr(out, 0, k))
+			out[strlen(out)] = 0; /* an embedded NUL ends the name */
+	}
+	return 0;
+}
+
+/* pathobj: a String, or an Array [path, realpath]. */
+static int read_path(uint32_t pid, uint64_t v, char *out, size_t len)
+{
+	uint8_t obj[40];
+	uint64_t first, at;
+
+	if (!v || (v & 7) || rb_read(pid, v, obj, sizeof(obj)))
+		return -EIO;
+	if (rb_decode_array_first(obj, sizeof(obj), &first, &at) == 0) {
+		if (at && rb_read(pid, at, &first, sizeof(first)))
+			return -EIO;
+		v = first;
+	}
+	return read_string(pid, v, out, len);
+}
+
+/* Reads and caches an iseq (the lock held). */
+static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t iseq,
+		      struct rb_iseq_entry **out)
+{
+	const struct rb_offsets *o = &p->off;
+	struct rb_iseq_entry e = {.pid = p->pid, .iseq = iseq};
+	uint64_t body, w[4], ib = 0, succ = 0, flno;
+	uint32_t isz = 0, n = 0;
+	int err;
+
+	err = iseq_header(p->pid, o, iseq, &body, &e.encoded, &e.checksum);
+	if (err)
+		goto failed;
+	err = -EIO;
+	if (rb_read(p->pid, body + o->body_pathobj, w, sizeof(w)) ||
+	    rb_read(p->pid, body + o->body_iseq_size, &isz, 4) ||
+	    rb_read(p->pid, body + o->body_insns_body, &ib, 8) ||
+	    rb_read(p->pid, body + o->body_insns_size, &n, 4) ||
+	    rb_read(p->pid, body + o->body_succ_table, &succ, 8))
+		goto failed;
+	/* w: pathobj, base_label, label, first_lineno (a Fixnum) */
+	if (read_string(p->pid, w[(o->body_label - o->body_pathobj) / 8], e.name, sizeof(e.name)))
+		goto failed;
+	read_path(p->pid, w[0], e.file, sizeof(e.file));
+	flno = w[(o->body_first_lineno - o->body_pathobj) / 8];
+	e.first_line = (flno & 1) ? (int64_t)flno >> 1 : 0;
+	e.iseq_size = isz;
+	if (n && n <= RB_MAX_ENTRIES && isz <= RB_MAX_ISEQ_SIZE && ib &&
+	    (n == 1 || succ)) {
+		size_t tl = n == 1 ? 0 : rb_succ_table_size(isz);
+		uint8_t *raw = malloc((size_t)n * o->insn_entry_size);
+
+		e.lines = malloc((size_t)n * sizeof(*e.lines));
+		e.succ = tl ? malloc(tl) : NULL;
+		if (raw && e.lines && (!tl || e.succ) &&
+		    (size_t)n * o->insn_entry_size <= RB_READ_MAX && tl <= RB_READ_MAX &&
+		    !rb_read(p->pid, ib, raw, (size_t)n * o->insn_entry_size) &&
+		    (!tl || !rb_read(p->pid, succ, e.succ, tl))) {
+			for (uint32_t i = 0; i < n; i++)
+				memcpy(&e.lines[i], raw + (size_t)i * o->insn_entry_size, 4);
+			e.n_lines = n;
+			e.succ_len = tl;
+		} else {
+			free(e.lines);
+			free(e.succ);
+			e.lines = NULL;
+			e.succ = NULL;
+		}
+		free(raw);
+	}
+	e.bytes = sizeof(e) + e.n_lines * sizeof(*e.lines) + e.succ_len;
+	if (m->n_iseqs >= RB_ISEQ_CACHE_MAX)
+		clear_iseqs(m);
+	err = base_grow((void **)&m->iseqs, &m->cap_iseqs, m->n_iseqs + 1, sizeof(*m->iseqs));
+	if (!err)
+		err = base_hmap__insert(&m->iseq_idx, iseq_hash(e.pid, iseq), m->n_iseqs);
+	if (err) {
+		free(e.lines);
+		free(e.succ);
+		return err;
+	}
+	e.last_use = ++m->use_clock;
+	m->iseqs[m->n_iseqs] = e;
+	*out = &m->iseqs[m->n_iseqs++];
+	mem_budget__charge(MEM_RUBY, (int64_t)e.bytes);
+	m->st.iseq_cached++;
+	return 0;
+failed:
+	m->st.iseq_failed++;
+	return -EIO;
+}
+
+static struct rb_iseq_entry *cached(struct ruby_mgr *m, uint32_t pid, uint64_t iseq)
+{
+	struct iseq_key k = {pid, iseq};
+	size_t i = base_hmap__find(&m->iseq_idx, iseq_hash(pid, iseq), iseq_eq, m, &k);
+
+	return i == SIZE_MAX ? NULL : &m->iseqs[i];
+}
+
+int ruby_mgr__warm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq)
+{
+	struct rb_proc *p;
+	struct rb_iseq_entry *e;
+	int err = 0;
+
+	pthread_mutex_lock(&m->lock);
+	p = described(m, pid, pstart);
+	if (!p)
+		err = -ENOENT;
+	else if (!cached(m, pid, iseq))
+		err = cache_iseq(m, p, iseq, &e);
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+/* The line of pc in e (vm_core's calc_pos: pc points past the current
+ * instruction, so the one before it), first_line when unknown. */
+static int64_t iseq_line(const struct rb_iseq_entry *e, uint64_t pc)
+{
+	uint64_t pos;
+	long idx;
+
+	if (!e->n_lines || pc < e->encoded)
+		return e->first_line;
+	pos = (pc - e->encoded) / 8;
+	if (pos > 0)
+		pos--;
+	if (pos >= e->iseq_size)
+		return e->first_line;
+	idx = rb_succ_entry(e->succ, e->succ_len, e->n_lines, (uint32_t)pos);
+	if (idx < 0 || (size_t)idx >= e->n_lines || e->lines[idx] <= 0)
+		return e->first_line;
+	return e->lines[idx];
+}
+
+int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq,
+		      uint64_t pc, struct ruby_frame *out)
+{
+	struct rb_proc *p;
+	struct rb_iseq_entry *e;
+	uint64_t body, enc, sum;
+	int err;
+
+	pthread_mutex_lock(&m->lock);
+	err = -ENOENT;
+	p = described(m, pid, pstart);
+	if (!p)
+		goto cleanup;
+	e = cached(m, pid, iseq);
+	if (e) {
+		/* still the same iseq? (gone: trusted as it was) */
+		err = iseq_header(pid, &p->off, iseq, &body, &enc, &sum);
+		if ((err == 0 && sum != e->checksum) || (err && err != -ESRCH)) {
+			drop_iseq(m, (size_t)(e - m->iseqs));
+			e = NULL;
+		}
+	}
+	err = 0;
+	if (!e)
+		err = cache_iseq(m, p, iseq, &e);
+	if (err)
+		goto cleanup;
+	e->last_use = ++m->use_clock;
+	snprintf(out->name, sizeof(out->name), "%s", e->name);
+	snprintf(out->file, sizeof(out->file), "%s", e->file);
+	out->line = iseq_line(e, pc);
+cleanup:
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+void ruby_mgr__stats(struct ruby_mgr *m, struct ruby_mgr_stats *out)
+{
+	pthread_mutex_lock(&m->lock);
+	*out = m->st;
+	pthread_mutex_unlock(&m->lock);
+}
