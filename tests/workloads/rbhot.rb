@@ -1,60 +1,70 @@
-# A Ruby program of known shape for tests/integration/test_ruby.sh:
-# main -> outer -> (hot_a, hot_b), hot_a given about twice hot_b's work.
-# It measures its own thread CPU time in each hot method and prints the totals
-# (seconds) at exit, as "rbhot hot_a=S hot_b=S".
-# Usage: ruby rbhot.rb SECONDS
+# A Ruby program of known shape for tests/integration/test_ruby.sh (docs/ruby.md):
+#   <main> -> main -> Worker#outer -> Worker#hot_a / Worker#hot_b
+# hot_a does twice hot_b's loop iterations, so about 2/3 of the time. It measures
+# its own truth: the thread CPU time (CLOCK_THREAD_CPUTIME_ID) around each hot
+# call, added per round (one store: a report holds whole rounds).
+# Prints its pid, then "ready"; on SIGUSR1 prints "cpu HOT_A_NS HOT_B_NS" (totals
+# so far); at the end (after SECONDS of CPU time with "cpu", else wall time) the
+# same line.
+# Usage: ruby rbhot.rb SECONDS [cpu]
 
 class Worker
   def initialize
-    @a = 0.0
-    @b = 0.0
+    @cpu = [0, 0]
   end
 
-  attr_reader :a, :b
+  attr_reader :cpu
 
   def clock
-    Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
+    Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID, :nanosecond)
   end
 
   def hot_a
-    t = clock
     x = 0
     i = 0
-    while i < 40_000
+    while i < 20_000
       x += i * i
       i += 1
     end
-    @a += clock - t
     x
   end
 
   def hot_b
-    t = clock
     x = 0
     i = 0
-    while i < 20_000
+    while i < 10_000
       x += i ^ 7
       i += 1
     end
-    @b += clock - t
     x
   end
 
-  def outer(deadline)
-    while Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+  def outer(secs, by_cpu)
+    start = by_cpu ? clock : Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+    deadline = start + (secs * 1e9).to_i
+    while true
+      t0 = clock
       hot_a
+      t1 = clock
       hot_b
+      t2 = clock
+      @cpu = [@cpu[0] + t1 - t0, @cpu[1] + t2 - t1]
+      now = by_cpu ? t2 : Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+      break if now >= deadline
     end
   end
 end
 
 def main
   secs = (ARGV[0] || "5").to_f
+  by_cpu = ARGV[1] == "cpu"
   w = Worker.new
   $stdout.sync = true
-  puts "rbhot ready #{Process.pid}"
-  w.outer(Process.clock_gettime(Process::CLOCK_MONOTONIC) + secs)
-  puts format("rbhot hot_a=%.6f hot_b=%.6f", w.a, w.b)
+  Signal.trap("USR1") { puts "cpu #{w.cpu[0]} #{w.cpu[1]}" }
+  puts Process.pid
+  puts "ready"
+  w.outer(secs, by_cpu)
+  puts "cpu #{w.cpu[0]} #{w.cpu[1]}"
 end
 
 main
