@@ -46,6 +46,8 @@ static void usage(FILE *f)
 		"      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
 		"      --python MODE          auto (default): Python frames of CPython 3.10-3.13\n"
 		"                             processes; off: their native frames only\n"
+		"      --ruby MODE            auto (default): Ruby frames of CRuby 3.1 processes;\n"
+		"                             off: their native frames only\n"
 		"      --idle                 keep samples of idle CPUs\n"
 		"      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
 		"                             (also one line per HTTP request)\n"
@@ -68,7 +70,8 @@ enum {
 	OPT_SPOOL_MB,
 	OPT_ALISTEN,
 	OPT_TLS_CA,
-	OPT_ALOG_LEVEL
+	OPT_ALOG_LEVEL,
+	OPT_RUBY
 };
 
 const struct option cli_agent_long_opts[] = {
@@ -79,6 +82,7 @@ const struct option cli_agent_long_opts[] = {
     {"idle", no_argument, NULL, OPT_IDLE},
     {"unwind", required_argument, NULL, OPT_UNWIND},
     {"python", required_argument, NULL, OPT_PYTHON},
+    {"ruby", required_argument, NULL, OPT_RUBY},
     {NULL, 0, NULL, 0},
 };
 
@@ -99,6 +103,7 @@ void cli_agent_defaults(struct cli_agent_args *a)
 	a->ao.so.hz = 99;
 	a->ao.so.transfer = SAMPLER_TRANSFER_RINGBUF; /* docs/architecture.md, "Transfer modes" */
 	a->ao.so.python = true;			      /* docs/python.md */
+	a->ao.so.ruby = true;			      /* docs/ruby.md */
 	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
 	a->ao.trim_memory = true; /* an always-on process keeps only what it uses */
 }
@@ -164,6 +169,8 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 	}
 	case OPT_PYTHON:
 		return cli_parse_python(cmd, arg, &a->ao.so.python);
+	case OPT_RUBY:
+		return cli_parse_ruby(cmd, arg, &a->ao.so.ruby);
 	}
 	return 1;
 }

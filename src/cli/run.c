@@ -55,6 +55,7 @@ static void usage(FILE *f)
 	    "      --transfer MODE        ringbuf (default) or map\n"
 	    "      --unwind MODE          auto (default), dwarf or fp, as in hearth record\n"
 	    "      --python MODE          auto (default) or off, as in hearth record\n"
+	    "      --ruby MODE            auto (default) or off, as in hearth record\n"
 	    "      --idle                 keep samples of idle CPUs\n"	    "      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
 	    "                             (also one line per HTTP request)\n"
 	    "      --config FILE          settings file (default " CLI_CONFIG_DEFAULT ",\n"
