@@ -5,7 +5,7 @@
  *
  * A noted process is probed by work(), outside the lock. A libruby not relocated
  * yet, or a process whose libraries are still being mapped, is probed again later
- * (10, 50, 200 ms, 1 s, then every 5 s, for at most a minute).
+ * (5 ms, doubling to 1 s, then every 5 s, for at most a minute).
  *
  * Names: an iseq is read once per (pid, iseq) while the process lives (warm, when a
  * new stack is added) and cached with a checksum of its header (flags, body
@@ -30,7 +30,7 @@
 #define RB_MGR_MAX_PROCS   65536
 #define RB_ISEQ_CACHE_MAX  16384
 #define RB_RETRY_FOR_NS	   (60ull * 1000000000ull)
-#define RB_LOADING_TRIES   3
+#define RB_LOADING_TRIES   6 /* 5 + 10 + 20 + 40 + 80 ms for ld.so to map libc */
 #define RB_MAX_ENTRIES	   (1u << 20) /* insns_info entries of one iseq, at most */
 #define RB_MAX_ISEQ_SIZE   (1u << 24)
 
@@ -302,11 +302,15 @@ cleanup:
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The next delay of a probe that was not ready: doubling from 5 ms to 1 s, then
+ * 5 s. A process is noted at its exec, before ld.so has mapped and relocated
+ * libruby (about 10-20 ms later): a fine start keeps its first samples named. */
 static int64_t retry_delay_ns(unsigned tries)
 {
-	static const int64_t ms[] = {10, 50, 200, 1000};
+	static const int64_t ms[] = {5, 10, 20, 40, 80, 160, 320, 1000};
+	const unsigned n = sizeof(ms) / sizeof(ms[0]);
 
-	return (tries <= 4 ? ms[tries - 1] : 5000) * 1000000;
+	return (tries <= n ? ms[tries - 1] : 5000) * 1000000;
 }
 
 struct rb_probe_result {
