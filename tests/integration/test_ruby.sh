@@ -9,7 +9,8 @@
 #    the same window within 3 points (and within 4 binomial standard deviations
 #    of the sample count plus 0.5 points);
 #  - a ruby started after the recording began is walked and named too;
-#  - --ruby off gives native frames only.
+#  - --ruby off gives native frames only;
+#  - hearth run stores Ruby frames by default.
 # Every wait has a deadline; the recordings are as long as the workload's CPU
 # time needs, however busy the machine.
 # test-runner: serial (it compares sampled shares with the workload's CPU clocks)
@@ -122,5 +123,34 @@ if [ "$n" -eq 0 ] && [ "$ev" -gt 0 ]; then
 	pass "ruby_off: no Ruby frames, $ev samples under rb_vm_exec"
 else
 	fail ruby_off "$n stacks with Ruby frames, $ev under rb_vm_exec: $(cat "$T/off.err")"
+fi
+
+# hearth run: Ruby frames in the store by default (and the walk's /metrics).
+. "$(dirname "$0")/server_lib.sh"
+if start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 --interval 2; then
+	drained() { curl -sf "$HURL/metrics" | awk '$1 == "hearth_agent_profiles_total" && $2 >= 1 { ok = 1 } END { exit !ok }'; }
+	wait_until 30 drained || fail ruby_run "no profile drained in 30 s: $(tail -3 "$T/run.log")"
+	# All of an exited process is stored once two more profiles are built and sent.
+	stored() { # profiles built before
+		curl -sf "$HURL/metrics" | awk -v n=$(($1 + 2)) '$1 == "hearth_agent_profiles_total" { p = $2 }
+			$1 == "hearth_agent_sent_total" { s = $2 } END { exit !(p >= n && s >= n) }'
+	}
+	# 4 s of its CPU time: ~400 samples at 99 Hz however busy the machine.
+	"$RUBY" "$APP" 4 cpu > "$T/run.pid"
+	p0=$(metric "$HURL" hearth_agent_profiles_total)
+	wait_for 30 stored "${p0:-0}" || echo "INFO ruby_run: the profiles after the process were not all stored in 30 s"
+	pid=$(head -1 "$T/run.pid")
+	curl -s --max-time 30 "$HURL/api/profile?format=folded&from=now-5m&query=%7Bpid%3D%22$pid%22%7D" > "$T/run.folded"
+	tot=$(sum < "$T/run.folded")
+	named=$(grep -E "$CHAIN" "$T/run.folded" | sum)
+	walked=$(metric "$HURL" hearth_agent_ruby_walked_total)
+	if [ "$tot" -ge 200 ] && [ $((named * 100)) -ge $((tot * 90)) ] && [ "${walked:-0}" -ge "$named" ]; then
+		pass "ruby_run: $named of $tot stored samples carry the Ruby frames (hearth run; /metrics: ${walked} walked)"
+	else
+		fail ruby_run "$named of $tot stored samples of pid $pid carry the Ruby frames (want >= 90%, >= 200; walked ${walked:-?}): $(grep -vE "$CHAIN" "$T/run.folded" | sort -k2 -rn | head -2 | cut -c1-400)"
+	fi
+	kill -INT "$SPID" 2> /dev/null
+else
+	fail ruby_run "hearth run did not start: $(tail -3 "$T/run.log")"
 fi
 finish

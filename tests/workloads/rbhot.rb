@@ -43,11 +43,12 @@ class Worker
     start = by_cpu ? clock : Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
     deadline = start + (secs * 1e9).to_i
     while true
-      t0 = clock
+      # the clock read inline, not through #clock: less of its cost in the truth
+      t0 = Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID, :nanosecond)
       hot_a
-      t1 = clock
+      t1 = Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID, :nanosecond)
       hot_b
-      t2 = clock
+      t2 = Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID, :nanosecond)
       @cpu = [@cpu[0] + t1 - t0, @cpu[1] + t2 - t1]
       now = by_cpu ? t2 : Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
       break if now >= deadline
