@@ -388,10 +388,10 @@ static void write_ruby(struct agent *a, FILE *f)
 	gauge(f, "hearth_agent_ruby_unsupported_total", "counter",
 	      "CRuby processes of a version hearth has no offsets for (native frames only).",
 	      (double)ms.unsupported);
-	gauge(f, "hearth_agent_ruby_samples_total", "counter",
-	      "Samples of walked CRuby processes.", (double)rb[HEARTH_RB_SAMPLES]);
-	gauge(f, "hearth_agent_ruby_walked_total", "counter",
-	      "Of those, samples with Ruby frames.", (double)rb[HEARTH_RB_WALKED]);
+	gauge(f, "hearth_agent_ruby_samples_total", "counter", "Samples of walked CRuby processes.",
+	      (double)rb[HEARTH_RB_SAMPLES]);
+	gauge(f, "hearth_agent_ruby_walked_total", "counter", "Of those, samples with Ruby frames.",
+	      (double)rb[HEARTH_RB_WALKED]);
 	gauge(f, "hearth_agent_ruby_iseq_failed_total", "counter",
 	      "Ruby frames whose iseq could not be read (named unknown).", (double)ms.iseq_failed);
 	fputs("# HELP hearth_agent_ruby_stops_total Samples of CRuby processes without (all "

@@ -529,8 +529,8 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	};
 
 	/* next runtime frame to place; all dropped without their runtime's manager */
-	bool ruby = e->n_py && HEARTH_RT_KIND(e->frames[e->n_kernel + e->n_user + 1]) ==
-				   HEARTH_RT_RUBY;
+	bool ruby =
+	    e->n_py && HEARTH_RT_KIND(e->frames[e->n_kernel + e->n_user + 1]) == HEARTH_RT_RUBY;
 	uint32_t py = (ruby ? c->rb != NULL : c->py != NULL) ? 0 : e->n_py;
 	int got_rest;
 
@@ -549,9 +549,8 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 
 		if (i > 0 || e->n_kernel > 0)
 			addr = addr ? addr - 1 : 0; /* a return address: see the file comment */
-		if (py < e->n_py &&
-		    (ruby ? ruby_mgr__is_vm(c->rb, e->pid, e->pstart, addr)
-			  : python_mgr__is_eval(c->py, e->pid, e->pstart, addr))) {
+		if (py < e->n_py && (ruby ? ruby_mgr__is_vm(c->rb, e->pid, e->pstart, addr)
+					  : python_mgr__is_eval(c->py, e->pid, e->pstart, addr))) {
 			if ((got = python_run(c, p, e, &py, locs + n)) < 0)
 				return got;
 			n += (size_t)got;

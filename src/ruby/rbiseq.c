@@ -21,13 +21,13 @@
 #define T_ARRAY	   0x07
 #define FL_USER(n) (1ull << (12 + (n)))
 
-#define RSTRING_NOEMBED	       FL_USER(1)
+#define RSTRING_NOEMBED		FL_USER(1)
 #define RSTRING_EMBED_LEN_SHIFT 14
-#define RSTRING_EMBED_LEN_MASK 0x1f
-#define RSTRING_EMBED_MAX      23
-#define RARRAY_EMBED	       FL_USER(1)
-#define RARRAY_EMBED_LEN_SHIFT 15
-#define RARRAY_EMBED_LEN_MASK  0x3
+#define RSTRING_EMBED_LEN_MASK	0x1f
+#define RSTRING_EMBED_MAX	23
+#define RARRAY_EMBED		FL_USER(1)
+#define RARRAY_EMBED_LEN_SHIFT	15
+#define RARRAY_EMBED_LEN_MASK	0x3
 
 /* 3.1's succinct index table (iseq.c) */
 #define SUCC_IMM_SIZE	54 /* IMMEDIATE_TABLE_SIZE */
@@ -193,8 +193,7 @@ long rb_succ_entry(const uint8_t *table, size_t table_len, size_t n_entries, uin
 		ranks = le64(table + at + 8);
 		bits = le64(table + at + 16 + 8 * small);
 		small_rank = small == 0 ? 0 : (long)((ranks >> ((small - 1) * 9)) & 0x1ff);
-		rank = (long)brank + small_rank +
-		       __builtin_popcountll(bits << (63 - bit % 64));
+		rank = (long)brank + small_rank + __builtin_popcountll(bits << (63 - bit % 64));
 	}
 	if (rank < 1 || (size_t)rank > n_entries)
 		return -1;

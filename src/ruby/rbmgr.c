@@ -27,12 +27,12 @@
 #include "base/membudget.h"
 #include "ruby/ruby_impl.h"
 
-#define RB_MGR_MAX_PROCS   65536
-#define RB_ISEQ_CACHE_MAX  16384
-#define RB_RETRY_FOR_NS	   (60ull * 1000000000ull)
-#define RB_LOADING_TRIES   6 /* 5 + 10 + 20 + 40 + 80 ms for ld.so to map libc */
-#define RB_MAX_ENTRIES	   (1u << 20) /* insns_info entries of one iseq, at most */
-#define RB_MAX_ISEQ_SIZE   (1u << 24)
+#define RB_MGR_MAX_PROCS  65536
+#define RB_ISEQ_CACHE_MAX 16384
+#define RB_RETRY_FOR_NS	  (60ull * 1000000000ull)
+#define RB_LOADING_TRIES  6	     /* 5 + 10 + 20 + 40 + 80 ms for ld.so to map libc */
+#define RB_MAX_ENTRIES	  (1u << 20) /* insns_info entries of one iseq, at most */
+#define RB_MAX_ISEQ_SIZE  (1u << 24)
 
 enum rb_state { RB_PENDING, RB_DESCRIBED };
 
@@ -140,8 +140,8 @@ static void drop_iseq(struct ruby_mgr *m, size_t i)
 	free(e->succ);
 	base_hmap__remove(&m->iseq_idx, iseq_hash(e->pid, e->iseq), i);
 	if (i != last) {
-		base_hmap__renumber(&m->iseq_idx, iseq_hash(m->iseqs[last].pid, m->iseqs[last].iseq),
-				    last, i);
+		base_hmap__renumber(&m->iseq_idx,
+				    iseq_hash(m->iseqs[last].pid, m->iseqs[last].iseq), last, i);
 		m->iseqs[i] = m->iseqs[last];
 	}
 	m->n_iseqs--;
@@ -491,10 +491,9 @@ static int iseq_header(uint32_t pid, const struct rb_offsets *o, uint64_t iseq, 
 	if (rb_read(pid, *body + o->body_iseq_encoded, encoded, 8) ||
 	    rb_read(pid, *body + o->body_label, &label, 8))
 		return -EIO;
-	*sum = base_hash_u64(base_hash_u64(base_hash_u64(base_hash_u64(BASE_HASH_SEED, w[0]),
-							 *body),
-					   *encoded),
-			     label);
+	*sum = base_hash_u64(
+	    base_hash_u64(base_hash_u64(base_hash_u64(BASE_HASH_SEED, w[0]), *body), *encoded),
+	    label);
 	return 0;
 }
 
@@ -566,8 +565,7 @@ static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t iseq
 	flno = w[(o->body_first_lineno - o->body_pathobj) / 8];
 	e.first_line = (flno & 1) ? (int64_t)flno >> 1 : 0;
 	e.iseq_size = isz;
-	if (n && n <= RB_MAX_ENTRIES && isz <= RB_MAX_ISEQ_SIZE && ib &&
-	    (n == 1 || succ)) {
+	if (n && n <= RB_MAX_ENTRIES && isz <= RB_MAX_ISEQ_SIZE && ib && (n == 1 || succ)) {
 		size_t tl = n == 1 ? 0 : rb_succ_table_size(isz);
 		uint8_t *raw = malloc((size_t)n * o->insn_entry_size);
 
@@ -655,8 +653,8 @@ static int64_t iseq_line(const struct rb_iseq_entry *e, uint64_t pc)
 	return e->lines[idx];
 }
 
-int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq,
-		      uint64_t pc, struct ruby_frame *out)
+int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq, uint64_t pc,
+		      struct ruby_frame *out)
 {
 	struct rb_proc *p;
 	struct rb_iseq_entry *e;

@@ -45,12 +45,12 @@ int rb_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
 }
 
 struct rb_syms {
-	uint64_t ec_tls;	       /* ruby_current_ec's st_value (TLS block offset) */
-	uint64_t version;	       /* ruby_version (vaddr of "3.1.2") */
-	uint64_t exec, exec_size;      /* rb_vm_exec */
-	uint64_t modid_got;	       /* vaddr of the DTPMOD64 GOT word of ruby_current_ec */
-	uint64_t vm_start, vm_end;     /* vm_exec_core (vaddrs), 0 if not found */
-	size_t ec_sym;		       /* its .dynsym index */
+	uint64_t ec_tls;	   /* ruby_current_ec's st_value (TLS block offset) */
+	uint64_t version;	   /* ruby_version (vaddr of "3.1.2") */
+	uint64_t exec, exec_size;  /* rb_vm_exec */
+	uint64_t modid_got;	   /* vaddr of the DTPMOD64 GOT word of ruby_current_ec */
+	uint64_t vm_start, vm_end; /* vm_exec_core (vaddrs), 0 if not found */
+	size_t ec_sym;		   /* its .dynsym index */
 	bool has_ec;
 };
 
@@ -77,7 +77,8 @@ static void scan_dynsym(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct rb_s
 			s->has_ec = true;
 		} else if (strcmp(name, "ruby_version") == 0) {
 			s->version = sym.st_value;
-		} else if (strcmp(name, "rb_vm_exec") == 0 && GELF_ST_TYPE(sym.st_info) == STT_FUNC) {
+		} else if (strcmp(name, "rb_vm_exec") == 0 &&
+			   GELF_ST_TYPE(sym.st_info) == STT_FUNC) {
 			s->exec = sym.st_value;
 			s->exec_size = sym.st_size;
 		}
@@ -94,8 +95,8 @@ static void scan_rela(Elf_Scn *scn, const GElf_Shdr *sh, struct rb_syms *s)
 		return;
 	n = sh->sh_size / sh->sh_entsize;
 	for (size_t i = 0; i < n && !s->modid_got; i++)
-		if (gelf_getrela(data, (int)i, &r) &&
-		    GELF_R_TYPE(r.r_info) == R_X86_64_DTPMOD64 && GELF_R_SYM(r.r_info) == s->ec_sym)
+		if (gelf_getrela(data, (int)i, &r) && GELF_R_TYPE(r.r_info) == R_X86_64_DTPMOD64 &&
+		    GELF_R_SYM(r.r_info) == s->ec_sym)
 			s->modid_got = r.r_offset;
 }
 
@@ -151,7 +152,8 @@ static void find_vm_core(Elf *elf, size_t shstrndx, struct rb_syms *s)
 		if (name && strcmp(name, ".text") == 0 && sh.sh_type == SHT_PROGBITS) {
 			text = elf_getdata(scn, NULL);
 			text_vaddr = sh.sh_addr;
-		} else if (name && strcmp(name, ".eh_frame_hdr") == 0 && sh.sh_type == SHT_PROGBITS) {
+		} else if (name && strcmp(name, ".eh_frame_hdr") == 0 &&
+			   sh.sh_type == SHT_PROGBITS) {
 			hdr = elf_getdata(scn, NULL);
 			hdr_vaddr = sh.sh_addr;
 		}
@@ -160,7 +162,8 @@ static void find_vm_core(Elf *elf, size_t shstrndx, struct rb_syms *s)
 	    s->exec - text_vaddr >= text->d_size)
 		return;
 	for (uint64_t at = s->exec - text_vaddr;
-	     at + 5 <= text->d_size && at < s->exec - text_vaddr + (s->exec_size ? s->exec_size : 512);
+	     at + 5 <= text->d_size &&
+	     at < s->exec - text_vaddr + (s->exec_size ? s->exec_size : 512);
 	     at++) {
 		const uint8_t *p = (const uint8_t *)text->d_buf + at;
 		int32_t rel;

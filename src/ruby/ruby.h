@@ -48,8 +48,8 @@ struct ruby_frame {
 /* Names one recorded frame (iseq, pc: the record's words without kind and ENTRY).
  * 0, -ENOENT (process not described), -EIO (the iseq could not be read, or is not
  * one any more). */
-int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq,
-		      uint64_t pc, struct ruby_frame *out);
+int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq, uint64_t pc,
+		      struct ruby_frame *out);
 /* Reads and caches an iseq not cached yet, while the process lives. */
 int ruby_mgr__warm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq);
 /* Whether pc lies in that process's interpreter loop (vm_exec_core): Ruby frames
