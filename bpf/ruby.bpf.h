@@ -57,7 +57,7 @@ static long rb_step(__u32 i, void *ctx)
 {
 	struct hearth_rb_scratch *r;
 	__u32 zero = 0, n, size;
-	__u64 pc, iseq, ep, flags = 0, w1;
+	__u64 pc, iseq, ep, env[3] = {0}, flags, w1; /* env: ep[-2], ep[-1], ep[0] */
 
 	r = bpf_map_lookup_elem(&rb_scratch, &zero);
 	if (!r || r->cfp >= r->end)
@@ -78,13 +78,18 @@ static long rb_step(__u32 i, void *ctx)
 	pc = rb_word(r, r->p.cfp_pc);
 	iseq = rb_word(r, r->p.cfp_iseq);
 	ep = rb_word(r, r->p.cfp_ep);
-	if (!ep || bpf_probe_read_user(&flags, sizeof(flags), (void *)ep)) {
+	if (!ep || bpf_probe_read_user(env, sizeof(env), (void *)(ep - 16))) {
 		bump(&rb_stats, HEARTH_RB_READ_FAIL);
 		return 1;
 	}
+	flags = env[2];
 	if ((flags & HEARTH_RB_FRAME_CFRAME) || !iseq || !pc)
 		return 0; /* a C function's frame (its native frame stays) or a dummy */
 	w1 = HEARTH_RT_WORD1(HEARTH_RT_RUBY, pc);
+	if ((flags & HEARTH_RB_FRAME_MAGIC_MASK) == HEARTH_RB_FRAME_MAGIC_METHOD && env[0]) {
+		iseq = env[0]; /* the method entry: its class names the frame */
+		w1 |= HEARTH_RB_POS_CME;
+	}
 	if (flags & HEARTH_RB_FRAME_FINISH)
 		w1 |= HEARTH_RT_FRAME_ENTRY;
 	r->words[(2 * n) & (RB_WORDS - 1)] = iseq;

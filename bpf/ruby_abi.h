@@ -10,7 +10,9 @@
  * (fs base -> tcbhead_t.dtv -> dtv[module id]), reads the ec there, and walks the
  * control frames from ec->cfp toward the end of the VM stack. Per Ruby frame it
  * records the iseq's address and the frame's pc (HEARTH_RT_WORD1(HEARTH_RT_RUBY,
- * pc)); frames of C functions (VM_FRAME_FLAG_CFRAME) are not recorded: their
+ * pc)); a method's frame records its method entry instead (ep[-2], the
+ * rb_callable_method_entry_t: user space reads the class and the iseq from it),
+ * with HEARTH_RB_POS_CME in the position; frames of C functions (VM_FRAME_FLAG_CFRAME) are not recorded: their
  * native frames stay in the stack. The frame that opened a vm_exec call
  * (VM_FRAME_FLAG_FINISH) carries HEARTH_RT_FRAME_ENTRY. docs/ruby.md.
  */
@@ -35,6 +37,14 @@
 /* rb_control_frame_t flags (ep[0]) the walk looks at (vm_core.h, 2.6 to 3.3). */
 #define HEARTH_RB_FRAME_FINISH 0x0020
 #define HEARTH_RB_FRAME_CFRAME 0x0080
+
+/* The frame's type (ep[0] & MAGIC_MASK) of a method's frame: ep[-2] is its
+ * method entry. */
+#define HEARTH_RB_FRAME_MAGIC_MASK   0x7fff0001
+#define HEARTH_RB_FRAME_MAGIC_METHOD 0x11110001
+/* In a Ruby frame's position (bits 0-55 of word 1, above any user address):
+ * word 0 is the frame's method entry, not its iseq. */
+#define HEARTH_RB_POS_CME (1ull << 55)
 
 /* glibc: a dtv slot of a module whose block is not allocated yet. */
 #define HEARTH_RB_TLS_UNALLOCATED (~0ull)

@@ -221,7 +221,8 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 	for (size_t k = 0; k < s->n_python; k++) {
 		if (HEARTH_RT_KIND(s->python[2 * k + 1]) == HEARTH_RT_RUBY) {
 			if (c->rb)
-				ruby_mgr__warm(c->rb, s->pid, s->pstart, s->python[2 * k]);
+				ruby_mgr__warm(c->rb, s->pid, s->pstart, s->python[2 * k],
+					       s->python[2 * k + 1] & HEARTH_RT_POS_MASK);
 		} else if (c->py) {
 			python_mgr__warm(c->py, s->pid, s->pstart, s->python[2 * k]);
 		}

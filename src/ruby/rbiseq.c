@@ -54,6 +54,14 @@ static const struct rb_offsets offsets_31 = {
     .body_insns_size = 136,
     .body_succ_table = 144,
     .insn_entry_size = 12, /* line_no, node_id, events */
+    .me_def = 16,	   /* flags defined_class def called_id owner */
+    .me_owner = 32,
+    .def_iseq = 8,   /* after the bit fields: body.iseq.iseqptr */
+    .klass_ext = 24, /* RBasic, super, ptr */
+    .ext_iv_tbl = 8, /* iv_index_tbl, iv_tbl */
+    .st_entries_start = 32,
+    .st_entries_bound = 40,
+    .st_entries = 48,
 };
 
 int rb_offsets_for_version(uint32_t version, struct rb_offsets *out)

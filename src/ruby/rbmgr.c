@@ -46,6 +46,7 @@ struct rb_proc {
 	int64_t first_ns, due_ns;
 	struct rb_target t;
 	struct rb_offsets off;
+	uint64_t classpath_id; /* the ID of a class's __classpath__ ivar, 0 if unknown */
 	struct hearth_rb_proc desc;
 };
 
@@ -317,13 +318,90 @@ struct rb_probe_result {
 	int err;
 	struct rb_target t;
 	struct rb_offsets off;
+	uint64_t classpath_id;
 };
+
+static int read_string(uint32_t pid, uint64_t v, char *out, size_t len);
+
+#define RB_MAX_IVARS 256 /* a class's ivar entries looked at, at most */
+
+/* The ivar table entries of class klass: {hash, key, record} triples into ents
+ * (RB_MAX_IVARS at most). Number read, or -EIO. */
+static int class_ivars(uint32_t pid, const struct rb_offsets *o, uint64_t klass, uint64_t ents[][3])
+{
+	uint64_t ext, tbl, w[7], start, bound;
+
+	if (!klass || (klass & 7) || rb_read(pid, klass + o->klass_ext, &ext, 8) || !ext ||
+	    rb_read(pid, ext + o->ext_iv_tbl, &tbl, 8))
+		return -EIO;
+	if (!tbl)
+		return 0;
+	if (rb_read(pid, tbl, w, sizeof(w)))
+		return -EIO;
+	start = w[o->st_entries_start / 8];
+	bound = w[o->st_entries_bound / 8];
+	if (bound < start || bound > RB_MAX_IVARS || !w[o->st_entries / 8])
+		return -EIO;
+	if (bound == start)
+		return 0;
+	if (rb_read(pid, w[o->st_entries / 8] + start * 24, ents, (bound - start) * 24))
+		return -EIO;
+	return (int)(bound - start);
+}
+
+/* The ID under which classes keep their path: the key of Object's ivar whose
+ * value is the String "Object" (rb_cObject is exported). 0 when not found. */
+static uint64_t find_classpath_id(uint32_t pid, const struct rb_offsets *o, uint64_t object_var)
+{
+	static uint64_t ents[RB_MAX_IVARS][3];
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	uint64_t klass, id = 0;
+	char s[16];
+	int n;
+
+	if (!object_var || rb_read(pid, object_var, &klass, 8))
+		return 0;
+	pthread_mutex_lock(&lock);
+	n = class_ivars(pid, o, klass, ents);
+	for (int i = 0; i < n && !id; i++)
+		if (!read_string(pid, ents[i][2], s, sizeof(s)) && strcmp(s, "Object") == 0)
+			id = ents[i][1];
+	pthread_mutex_unlock(&lock);
+	return id;
+}
+
+/* The path of class (or module) klass ("Worker", "M::K"), from its classpath
+ * ivar. 0, or -EIO when it has none (anonymous, singleton) or it is unreadable. */
+static int class_path(uint32_t pid, const struct rb_offsets *o, uint64_t id, uint64_t klass,
+		      char *out, size_t len)
+{
+	uint64_t(*ents)[3];
+	int n, err = -EIO;
+
+	out[0] = 0;
+	if (!id)
+		return -EIO;
+	ents = malloc(sizeof(uint64_t[RB_MAX_IVARS][3]));
+	if (!ents)
+		return -ENOMEM;
+	n = class_ivars(pid, o, klass, ents);
+	for (int i = 0; i < n; i++)
+		if (ents[i][1] == id) {
+			err = read_string(pid, ents[i][2], out, len);
+			break;
+		}
+	free(ents);
+	return err;
+}
 
 static void probe(uint32_t pid, struct rb_probe_result *r)
 {
+	r->classpath_id = 0;
 	r->err = rb_probe_target(pid, &r->t);
 	if (!r->err)
 		r->err = rb_offsets_for_version(r->t.version, &r->off);
+	if (!r->err)
+		r->classpath_id = find_classpath_id(pid, &r->off, r->t.object_var);
 }
 
 static void describe(struct rb_proc *p)
@@ -374,6 +452,7 @@ static void settle(struct ruby_mgr *m, struct rb_proc *p, struct rb_probe_result
 	p->state = RB_DESCRIBED;
 	p->t = r->t;
 	p->off = r->off;
+	p->classpath_id = r->classpath_id;
 	describe(p);
 	if (m->procs_fd >= 0)
 		p->published = bpf_map_update_elem(m->procs_fd, &p->pid, &p->desc, BPF_ANY) == 0;
@@ -497,6 +576,50 @@ static int iseq_header(uint32_t pid, const struct rb_offsets *o, uint64_t iseq, 
 	return 0;
 }
 
+/* A method entry (rb_callable_method_entry_t of an iseq method): its iseq and
+ * owner, and the checksum of the words read. 0 or -EIO. */
+static int cme_header(uint32_t pid, const struct rb_offsets *o, uint64_t cme, uint64_t *iseq,
+		      uint64_t *owner, uint64_t *sum)
+{
+	uint64_t w[5], d[2];
+	int err;
+
+	err = rb_read(pid, cme, w, sizeof(w));
+	if (err)
+		return err;
+	/* T_IMEMO of imemo type ment (6) */
+	if ((w[0] & 0x1f) != 0x1a || ((w[0] >> 12) & 0xf) != 6 || !w[o->me_def / 8])
+		return -EIO;
+	if (rb_read(pid, w[o->me_def / 8], d, sizeof(d)))
+		return -EIO;
+	if ((d[0] & 0xf) != 0) /* VM_METHOD_TYPE_ISEQ */
+		return -EIO;
+	*iseq = d[o->def_iseq / 8];
+	*owner = w[o->me_owner / 8];
+	*sum = base_hash_u64(base_hash_u64(base_hash_u64(BASE_HASH_SEED, w[0]), *iseq), *owner);
+	return 0;
+}
+
+/* The header of what a frame recorded (an iseq, or a method entry when is_cme):
+ * its iseq, body, iseq_encoded, the method's owner (0 for an iseq) and one
+ * checksum. 0 or -errno. */
+static int frame_header(uint32_t pid, const struct rb_offsets *o, uint64_t word0, bool is_cme,
+			uint64_t *iseq, uint64_t *body, uint64_t *encoded, uint64_t *owner,
+			uint64_t *sum)
+{
+	uint64_t s1 = 0, s2;
+	int err;
+
+	*iseq = word0;
+	*owner = 0;
+	if (is_cme && (err = cme_header(pid, o, word0, iseq, owner, &s1)))
+		return err;
+	if ((err = iseq_header(pid, o, *iseq, body, encoded, &s2)))
+		return err;
+	*sum = base_hash_u64(s2, s1);
+	return 0;
+}
+
 /* A String VALUE's bytes into out. 0 or -EIO. */
 static int read_string(uint32_t pid, uint64_t v, char *out, size_t len)
 {
@@ -538,17 +661,19 @@ static int read_path(uint32_t pid, uint64_t v, char *out, size_t len)
 	return read_string(pid, v, out, len);
 }
 
-/* Reads and caches an iseq (the lock held). */
-static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t iseq,
+/* Reads and caches what a frame recorded (the lock held): word0 is an iseq, or
+ * the method entry of an iseq method when is_cme (named "Class#label"). */
+static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t word0, bool is_cme,
 		      struct rb_iseq_entry **out)
 {
 	const struct rb_offsets *o = &p->off;
-	struct rb_iseq_entry e = {.pid = p->pid, .iseq = iseq};
-	uint64_t body, w[4], ib = 0, succ = 0, flno;
+	struct rb_iseq_entry e = {.pid = p->pid, .iseq = word0};
+	uint64_t iseq, owner, body, w[4], ib = 0, succ = 0, flno;
 	uint32_t isz = 0, n = 0;
+	char label[RUBY_NAME_MAX / 2], klass[RUBY_NAME_MAX / 2 - 1]; /* both fit the name */
 	int err;
 
-	err = iseq_header(p->pid, o, iseq, &body, &e.encoded, &e.checksum);
+	err = frame_header(p->pid, o, word0, is_cme, &iseq, &body, &e.encoded, &owner, &e.checksum);
 	if (err)
 		goto failed;
 	err = -EIO;
@@ -559,8 +684,13 @@ static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t iseq
 	    rb_read(p->pid, body + o->body_succ_table, &succ, 8))
 		goto failed;
 	/* w: pathobj, base_label, label, first_lineno (a Fixnum) */
-	if (read_string(p->pid, w[(o->body_label - o->body_pathobj) / 8], e.name, sizeof(e.name)))
+	if (read_string(p->pid, w[(o->body_label - o->body_pathobj) / 8], label, sizeof(label)))
 		goto failed;
+	if (is_cme && !class_path(p->pid, o, p->classpath_id, owner, klass, sizeof(klass)) &&
+	    klass[0])
+		snprintf(e.name, sizeof(e.name), "%s#%s", klass, label);
+	else
+		snprintf(e.name, sizeof(e.name), "%s", label);
 	read_path(p->pid, w[0], e.file, sizeof(e.file));
 	flno = w[(o->body_first_lineno - o->body_pathobj) / 8];
 	e.first_line = (flno & 1) ? (int64_t)flno >> 1 : 0;
@@ -592,7 +722,7 @@ static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t iseq
 		clear_iseqs(m);
 	err = base_grow((void **)&m->iseqs, &m->cap_iseqs, m->n_iseqs + 1, sizeof(*m->iseqs));
 	if (!err)
-		err = base_hmap__insert(&m->iseq_idx, iseq_hash(e.pid, iseq), m->n_iseqs);
+		err = base_hmap__insert(&m->iseq_idx, iseq_hash(e.pid, word0), m->n_iseqs);
 	if (err) {
 		free(e.lines);
 		free(e.succ);
@@ -617,7 +747,7 @@ static struct rb_iseq_entry *cached(struct ruby_mgr *m, uint32_t pid, uint64_t i
 	return i == SIZE_MAX ? NULL : &m->iseqs[i];
 }
 
-int ruby_mgr__warm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq)
+int ruby_mgr__warm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t word0, uint64_t pos)
 {
 	struct rb_proc *p;
 	struct rb_iseq_entry *e;
@@ -627,10 +757,17 @@ int ruby_mgr__warm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t i
 	p = described(m, pid, pstart);
 	if (!p)
 		err = -ENOENT;
-	else if (!cached(m, pid, iseq))
-		err = cache_iseq(m, p, iseq, &e);
+	else if (!cached(m, pid, word0))
+		err = cache_iseq(m, p, word0, (pos & HEARTH_RB_POS_CME) != 0, &e);
 	pthread_mutex_unlock(&m->lock);
 	return err;
+}
+
+/* Whether pc lies in the entry's instructions (pc points past the current one,
+ * so the end is included). */
+static bool pc_inside(const struct rb_iseq_entry *e, uint64_t pc)
+{
+	return pc >= e->encoded && (pc - e->encoded) / 8 <= e->iseq_size;
 }
 
 /* The line of pc in e (vm_core's calc_pos: pc points past the current
@@ -640,7 +777,7 @@ static int64_t iseq_line(const struct rb_iseq_entry *e, uint64_t pc)
 	uint64_t pos;
 	long idx;
 
-	if (!e->n_lines || pc < e->encoded)
+	if (!e->n_lines || !pc_inside(e, pc))
 		return e->first_line;
 	pos = (pc - e->encoded) / 8;
 	if (pos > 0)
@@ -653,12 +790,13 @@ static int64_t iseq_line(const struct rb_iseq_entry *e, uint64_t pc)
 	return e->lines[idx];
 }
 
-int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq, uint64_t pc,
-		      struct ruby_frame *out)
+int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t word0,
+		      uint64_t pos, struct ruby_frame *out)
 {
 	struct rb_proc *p;
 	struct rb_iseq_entry *e;
-	uint64_t body, enc, sum;
+	uint64_t iseq, body, enc, owner, sum, pc = pos & ~HEARTH_RB_POS_CME;
+	bool is_cme = (pos & HEARTH_RB_POS_CME) != 0;
 	int err;
 
 	pthread_mutex_lock(&m->lock);
@@ -666,10 +804,10 @@ int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_
 	p = described(m, pid, pstart);
 	if (!p)
 		goto cleanup;
-	e = cached(m, pid, iseq);
+	e = cached(m, pid, word0);
 	if (e) {
-		/* still the same iseq? (gone: trusted as it was) */
-		err = iseq_header(pid, &p->off, iseq, &body, &enc, &sum);
+		/* still the same object? (gone: trusted as it was) */
+		err = frame_header(pid, &p->off, word0, is_cme, &iseq, &body, &enc, &owner, &sum);
 		if ((err == 0 && sum != e->checksum) || (err && err != -ESRCH)) {
 			drop_iseq(m, (size_t)(e - m->iseqs));
 			e = NULL;
@@ -677,9 +815,15 @@ int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_
 	}
 	err = 0;
 	if (!e)
-		err = cache_iseq(m, p, iseq, &e);
+		err = cache_iseq(m, p, word0, is_cme, &e);
 	if (err)
 		goto cleanup;
+	/* a method entry names the frame only when the pc is in its iseq */
+	if (is_cme && !pc_inside(e, pc)) {
+		m->st.iseq_failed++;
+		err = -EIO;
+		goto cleanup;
+	}
 	e->last_use = ++m->use_clock;
 	snprintf(out->name, sizeof(out->name), "%s", e->name);
 	snprintf(out->file, sizeof(out->file), "%s", e->file);

@@ -50,6 +50,7 @@ struct rb_syms {
 	uint64_t exec, exec_size;  /* rb_vm_exec */
 	uint64_t modid_got;	   /* vaddr of the DTPMOD64 GOT word of ruby_current_ec */
 	uint64_t vm_start, vm_end; /* vm_exec_core (vaddrs), 0 if not found */
+	uint64_t object_var;	   /* rb_cObject */
 	size_t ec_sym;		   /* its .dynsym index */
 	bool has_ec;
 };
@@ -75,6 +76,9 @@ static void scan_dynsym(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct rb_s
 			s->ec_tls = sym.st_value;
 			s->ec_sym = i;
 			s->has_ec = true;
+		} else if (strcmp(name, "rb_cObject") == 0 &&
+			   GELF_ST_TYPE(sym.st_info) == STT_OBJECT) {
+			s->object_var = sym.st_value;
 		} else if (strcmp(name, "ruby_version") == 0) {
 			s->version = sym.st_value;
 		} else if (strcmp(name, "rb_vm_exec") == 0 &&
@@ -277,6 +281,8 @@ static int try_object(uint32_t pid, const struct proc_mapping *m, struct rb_targ
 	}
 	t->tls_modid = modid;
 	t->tls_offset = s.ec_tls;
+	if (s.object_var)
+		t->object_var = s.object_var + bias;
 	if (s.vm_start) {
 		t->vm_start = s.vm_start + bias;
 		t->vm_end = s.vm_end + bias;

@@ -40,18 +40,20 @@ int ruby_mgr__work(struct ruby_mgr *m, int budget_ms);
 int ruby_mgr__next_due_ms(const struct ruby_mgr *m);
 
 struct ruby_frame {
-	char name[RUBY_NAME_MAX]; /* the iseq's label: "hot_a", "block in outer", "<main>" */
+	char name[RUBY_NAME_MAX]; /* "Worker#hot_a" (a method of a named class), else the
+				   * iseq's label: "block in outer", "<main>" */
 	char file[RUBY_FILE_MAX]; /* its path */
 	int64_t line;		  /* the pc's line, else the first line, else 0 */
 };
 
-/* Names one recorded frame (iseq, pc: the record's words without kind and ENTRY).
- * 0, -ENOENT (process not described), -EIO (the iseq could not be read, or is not
- * one any more). */
-int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq, uint64_t pc,
-		      struct ruby_frame *out);
-/* Reads and caches an iseq not cached yet, while the process lives. */
-int ruby_mgr__warm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t iseq);
+/* Names one recorded frame (word0: an iseq, or a method entry; pos: the pc, with
+ * HEARTH_RB_POS_CME for a method entry; the record's words without kind and
+ * ENTRY). 0, -ENOENT (process not described), -EIO (unreadable, not what it
+ * was, or a pc outside the method's iseq: never a name it does not have). */
+int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t word0,
+		      uint64_t pos, struct ruby_frame *out);
+/* Reads and caches a frame's object not cached yet, while the process lives. */
+int ruby_mgr__warm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t word0, uint64_t pos);
 /* Whether pc lies in that process's interpreter loop (vm_exec_core): Ruby frames
  * replace it in stacks. */
 bool ruby_mgr__is_vm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t pc);

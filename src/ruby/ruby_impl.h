@@ -28,6 +28,10 @@ struct rb_offsets {
 	uint16_t iseq_body, body_iseq_size, body_iseq_encoded, body_pathobj, body_label,
 	    body_first_lineno, body_insns_body, body_insns_size, body_succ_table;
 	uint16_t insn_entry_size; /* sizeof(struct iseq_insn_info_entry); line_no first */
+	/* rb_callable_method_entry_t, rb_method_definition_t (iseq methods) */
+	uint16_t me_def, me_owner, def_iseq;
+	/* a class's ivars: RClass.ptr -> rb_classext_t.iv_tbl, an st_table */
+	uint16_t klass_ext, ext_iv_tbl, st_entries_start, st_entries_bound, st_entries;
 };
 
 /* The table for version (major << 16 | minor << 8 | teeny). 0 or -RUBY_E_UNSUPPORTED. */
@@ -38,6 +42,7 @@ struct rb_target {
 	uint32_t version;
 	uint64_t tls_modid, tls_offset;
 	uint64_t vm_start, vm_end; /* vm_exec_core, runtime addresses; 0 if not found */
+	uint64_t object_var;	   /* address of rb_cObject (a VALUE), 0 if not exported */
 	char path[PATH_MAX];
 	bool loading;
 };

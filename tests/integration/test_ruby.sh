@@ -4,7 +4,8 @@
 # in each hot method (CLOCK_THREAD_CPUTIME_ID; SIGUSR1 prints the totals).
 # With Debian's ruby (3.1) and `hearth record -p` with the defaults:
 #  - >= 90% of the busy thread's samples carry the program's frames in call
-#    order (<main>;main;outer;hot_a|hot_b, nothing between them);
+#    order, named Class#method (<main>;Object#main;Worker#outer;Worker#hot_a|b,
+#    nothing between them);
 #  - hot_a's share of hot_a + hot_b agrees with the workload's own counters over
 #    the same window within 3 points (and within 4 binomial standard deviations
 #    of the sample count plus 0.5 points);
@@ -56,7 +57,7 @@ record_cpu() { # seconds, folded out, stderr file, hearth record args...
 	wait "$rec"
 }
 
-CHAIN=';<main>;main;outer;hot_[ab]( |;)'
+CHAIN=';<main>;Object#main;Worker#outer;Worker#hot_[ab]( |;)'
 
 if ! start_rb main 600; then
 	fail ruby "no 'ready' from $RUBY in 30 s: $(head -c 300 "$RBOUT")"
@@ -73,12 +74,12 @@ grep 'ruby:' "$T/main.err"
 tot=$(sum < "$T/main.folded")
 inorder=$(grep -E "$CHAIN" "$T/main.folded" | sum)
 if [ "$tot" -ge 1000 ] && [ $((inorder * 100)) -ge $((tot * 90)) ]; then
-	pass "ruby_frames: $inorder of $tot samples carry <main>;main;outer;hot_a|hot_b in call order"
+	pass "ruby_frames: $inorder of $tot samples carry <main>;Object#main;Worker#outer;Worker#hot_a|hot_b in call order"
 else
 	fail ruby_frames "$inorder of $tot samples in call order (want >= 90%, >= 1000 samples); others: $(grep -vE "$CHAIN" "$T/main.folded" | sort -t' ' -k2 -rn | head -3 | cut -c1-300)"
 fi
-a=$(grep -E ';outer;hot_a( |;)' "$T/main.folded" | sum)
-b=$(grep -E ';outer;hot_b( |;)' "$T/main.folded" | sum)
+a=$(grep -E ';Worker#outer;Worker#hot_a( |;)' "$T/main.folded" | sum)
+b=$(grep -E ';Worker#outer;Worker#hot_b( |;)' "$T/main.folded" | sum)
 # the workload's truth over the same window: hot_a's share of both clocks' growth
 truth=$(awk -v b="$REC_C0" -v a="$REC_C1" 'BEGIN { split(b, x, " "); split(a, y, " ")
 	da = y[1] - x[1]; db = y[2] - x[2]; if (da + db > 0) printf "%.2f", 100 * da / (da + db) }')
@@ -103,7 +104,7 @@ wait_for 30 sampling "$rec" || echo "INFO ruby_started_later: hearth record -a h
 kill -INT "$rec"
 wait $rec
 late=$(head -1 "$T/late.out")
-tot=$(grep -E '^ruby[^;]*;' "$T/late.folded" | grep ';outer' | sum)
+tot=$(grep -E '^ruby[^;]*;' "$T/late.folded" | grep ';Worker#outer' | sum)
 all=$(grep -E '^ruby[^;]*;' "$T/late.folded" | sum)
 named=$(grep -E '^ruby[^;]*;' "$T/late.folded" | grep -E "$CHAIN" | sum)
 grep -E '^ruby[^;]*;' "$T/late.folded" | grep -vE "$CHAIN" > "$T/late.unnamed"
@@ -117,7 +118,7 @@ fi
 start_rb off 30 || echo "INFO ruby_off: no 'ready' from ruby in 30 s: $(head -c 300 "$RBOUT")"
 "$HEARTH" record -p "$RBPID" -F 199 -d 2 -q --ruby off -o "$T/off.folded" 2> "$T/off.err"
 stop_rb
-n=$(grep -cE ';(hot_a|hot_b|outer)( |;)' "$T/off.folded")
+n=$(grep -cE ';(Worker#)?(hot_a|hot_b|outer)( |;)' "$T/off.folded")
 ev=$(grep 'rb_vm_exec' "$T/off.folded" | sum)
 if [ "$n" -eq 0 ] && [ "$ev" -gt 0 ]; then
 	pass "ruby_off: no Ruby frames, $ev samples under rb_vm_exec"
