@@ -47,6 +47,7 @@ struct rb_proc {
 	struct rb_target t;
 	struct rb_offsets off;
 	uint64_t classpath_id; /* the ID of a class's __classpath__ ivar, 0 if unknown */
+	uint64_t attached_id;  /* a singleton class's __attached__, 0 if unknown */
 	struct hearth_rb_proc desc;
 };
 
@@ -318,7 +319,7 @@ struct rb_probe_result {
 	int err;
 	struct rb_target t;
 	struct rb_offsets off;
-	uint64_t classpath_id;
+	uint64_t classpath_id, attached_id;
 };
 
 static int read_string(uint32_t pid, uint64_t v, char *out, size_t len);
@@ -349,36 +350,14 @@ static int class_ivars(uint32_t pid, const struct rb_offsets *o, uint64_t klass,
 	return (int)(bound - start);
 }
 
-/* The ID under which classes keep their path: the key of Object's ivar whose
- * value is the String "Object" (rb_cObject is exported). 0 when not found. */
-static uint64_t find_classpath_id(uint32_t pid, const struct rb_offsets *o, uint64_t object_var)
-{
-	static uint64_t ents[RB_MAX_IVARS][3];
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	uint64_t klass, id = 0;
-	char s[16];
-	int n;
-
-	if (!object_var || rb_read(pid, object_var, &klass, 8))
-		return 0;
-	pthread_mutex_lock(&lock);
-	n = class_ivars(pid, o, klass, ents);
-	for (int i = 0; i < n && !id; i++)
-		if (!read_string(pid, ents[i][2], s, sizeof(s)) && strcmp(s, "Object") == 0)
-			id = ents[i][1];
-	pthread_mutex_unlock(&lock);
-	return id;
-}
-
-/* The path of class (or module) klass ("Worker", "M::K"), from its classpath
- * ivar. 0, or -EIO when it has none (anonymous, singleton) or it is unreadable. */
-static int class_path(uint32_t pid, const struct rb_offsets *o, uint64_t id, uint64_t klass,
-		      char *out, size_t len)
+/* The value of klass's ivar id (0: none). 0 or -EIO/-ENOMEM. */
+static int class_ivar(uint32_t pid, const struct rb_offsets *o, uint64_t klass, uint64_t id,
+		      uint64_t *value)
 {
 	uint64_t(*ents)[3];
-	int n, err = -EIO;
+	int n;
 
-	out[0] = 0;
+	*value = 0;
 	if (!id)
 		return -EIO;
 	ents = malloc(sizeof(uint64_t[RB_MAX_IVARS][3]));
@@ -387,21 +366,91 @@ static int class_path(uint32_t pid, const struct rb_offsets *o, uint64_t id, uin
 	n = class_ivars(pid, o, klass, ents);
 	for (int i = 0; i < n; i++)
 		if (ents[i][1] == id) {
-			err = read_string(pid, ents[i][2], out, len);
+			*value = ents[i][2];
 			break;
 		}
 	free(ents);
-	return err;
+	return n < 0 ? n : 0;
+}
+
+/* The IDs under which classes keep their path (the key of Object's ivar whose
+ * value is the String "Object"; rb_cObject is exported) and a singleton class
+ * its object (the key of Object's metaclass's ivar whose value is Object).
+ * 0 for one not found. */
+static void find_ids(uint32_t pid, const struct rb_offsets *o, uint64_t object_var,
+		     uint64_t *classpath_id, uint64_t *attached_id)
+{
+	uint64_t(*ents)[3], klass, meta;
+	char s[16];
+	int n;
+
+	*classpath_id = *attached_id = 0;
+	if (!object_var || rb_read(pid, object_var, &klass, 8) || !klass || (klass & 7))
+		return;
+	ents = malloc(sizeof(uint64_t[RB_MAX_IVARS][3]));
+	if (!ents)
+		return;
+	n = class_ivars(pid, o, klass, ents);
+	for (int i = 0; i < n && !*classpath_id; i++)
+		if (!read_string(pid, ents[i][2], s, sizeof(s)) && strcmp(s, "Object") == 0)
+			*classpath_id = ents[i][1];
+	/* RBasic.klass of Object: its metaclass, attached to Object */
+	if (!rb_read(pid, klass + 8, &meta, 8)) {
+		n = class_ivars(pid, o, meta, ents);
+		for (int i = 0; i < n && !*attached_id; i++)
+			if (ents[i][2] == klass)
+				*attached_id = ents[i][1];
+	}
+	free(ents);
+}
+
+/* The path of class (or module) klass ("Worker", "M::K"), from its classpath
+ * ivar. 0, or -EIO when it has none (anonymous) or it is unreadable. */
+static int class_path(uint32_t pid, const struct rb_offsets *o, uint64_t id, uint64_t klass,
+		      char *out, size_t len)
+{
+	uint64_t v;
+
+	out[0] = 0;
+	if (class_ivar(pid, o, klass, id, &v) || !v)
+		return -EIO;
+	return read_string(pid, v, out, len);
+}
+
+#define RB_FL_SINGLETON (1ull << 12) /* FL_USER0 */
+#define RB_T_CLASS	0x02
+#define RB_T_MODULE	0x03
+
+/* How a method of owner is named: "Worker" and "#" for an instance method,
+ * "Worker" and "." for a method of Worker's singleton class. 0 or -EIO (an
+ * anonymous class, the singleton of an object that is no class). */
+static int owner_name(uint32_t pid, const struct rb_offsets *o, uint64_t classpath_id,
+		      uint64_t attached_id, uint64_t owner, char *out, size_t len, char *sep)
+{
+	uint64_t flags, attached;
+
+	*sep = '#';
+	if (!owner || (owner & 7) || rb_read(pid, owner, &flags, 8))
+		return -EIO;
+	if ((flags & 0x1f) == RB_T_CLASS && (flags & RB_FL_SINGLETON)) {
+		if (class_ivar(pid, o, owner, attached_id, &attached) || !attached ||
+		    (attached & 7) || rb_read(pid, attached, &flags, 8) ||
+		    ((flags & 0x1f) != RB_T_CLASS && (flags & 0x1f) != RB_T_MODULE))
+			return -EIO;
+		*sep = '.';
+		owner = attached;
+	}
+	return class_path(pid, o, classpath_id, owner, out, len);
 }
 
 static void probe(uint32_t pid, struct rb_probe_result *r)
 {
-	r->classpath_id = 0;
+	r->classpath_id = r->attached_id = 0;
 	r->err = rb_probe_target(pid, &r->t);
 	if (!r->err)
 		r->err = rb_offsets_for_version(r->t.version, &r->off);
 	if (!r->err)
-		r->classpath_id = find_classpath_id(pid, &r->off, r->t.object_var);
+		find_ids(pid, &r->off, r->t.object_var, &r->classpath_id, &r->attached_id);
 }
 
 static void describe(struct rb_proc *p)
@@ -453,6 +502,7 @@ static void settle(struct ruby_mgr *m, struct rb_proc *p, struct rb_probe_result
 	p->t = r->t;
 	p->off = r->off;
 	p->classpath_id = r->classpath_id;
+	p->attached_id = r->attached_id;
 	describe(p);
 	if (m->procs_fd >= 0)
 		p->published = bpf_map_update_elem(m->procs_fd, &p->pid, &p->desc, BPF_ANY) == 0;
@@ -670,7 +720,7 @@ static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t word
 	struct rb_iseq_entry e = {.pid = p->pid, .iseq = word0};
 	uint64_t iseq, owner, body, w[4], ib = 0, succ = 0, flno;
 	uint32_t isz = 0, n = 0;
-	char label[RUBY_NAME_MAX / 2], klass[RUBY_NAME_MAX / 2 - 1]; /* both fit the name */
+	char label[RUBY_NAME_MAX / 2], klass[RUBY_NAME_MAX / 2 - 1], sep = '#'; /* fit the name */
 	int err;
 
 	err = frame_header(p->pid, o, word0, is_cme, &iseq, &body, &e.encoded, &owner, &e.checksum);
@@ -686,9 +736,11 @@ static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t word
 	/* w: pathobj, base_label, label, first_lineno (a Fixnum) */
 	if (read_string(p->pid, w[(o->body_label - o->body_pathobj) / 8], label, sizeof(label)))
 		goto failed;
-	if (is_cme && !class_path(p->pid, o, p->classpath_id, owner, klass, sizeof(klass)) &&
+	if (is_cme &&
+	    !owner_name(p->pid, o, p->classpath_id, p->attached_id, owner, klass, sizeof(klass),
+			&sep) &&
 	    klass[0])
-		snprintf(e.name, sizeof(e.name), "%s#%s", klass, label);
+		snprintf(e.name, sizeof(e.name), "%s%c%s", klass, sep, label);
 	else
 		snprintf(e.name, sizeof(e.name), "%s", label);
 	read_path(p->pid, w[0], e.file, sizeof(e.file));
