@@ -59,6 +59,10 @@ struct rb_iseq_entry {
 	int32_t *lines; /* line_no of each insns_info entry (n_lines) */
 	uint8_t *succ;	/* the succinct index table (succ_len bytes) */
 	size_t n_lines, succ_len, bytes;
+	/* the method's iseq: the entry's own (a method entry), or the one a block
+	 * is in (0: none), for "block in Class#method" */
+	uint64_t method_iseq;
+	bool is_cme, is_block;
 	char name[RUBY_NAME_MAX];
 	char file[RUBY_FILE_MAX];
 };
@@ -711,6 +715,68 @@ static int read_path(uint32_t pid, uint64_t v, char *out, size_t len)
 	return read_string(pid, v, out, len);
 }
 
+#define RB_ISEQ_METHOD 1
+#define RB_ISEQ_BLOCK  2
+#define RB_MAX_NESTING 16
+
+/* For a block's iseq (body), the method iseq it is in (its parents up to the
+ * first that is no block), when that is a method. */
+static void block_method(uint32_t pid, const struct rb_offsets *o, uint64_t body,
+			 struct rb_iseq_entry *e)
+{
+	uint32_t type;
+	uint64_t parent;
+
+	if (rb_read(pid, body + o->body_type, &type, 4) || type != RB_ISEQ_BLOCK)
+		return;
+	e->is_block = true;
+	for (int depth = 0; depth < RB_MAX_NESTING; depth++) {
+		if (rb_read(pid, body + o->body_parent_iseq, &parent, 8) || !parent ||
+		    (parent & 7) || rb_read(pid, parent + o->iseq_body, &body, 8) ||
+		    rb_read(pid, body + o->body_type, &type, 4))
+			return;
+		if (type == RB_ISEQ_METHOD) {
+			e->method_iseq = parent;
+			return;
+		}
+		if (type != RB_ISEQ_BLOCK)
+			return;
+	}
+}
+
+/* A block's name with its method's class: "block in m" -> "block in M::K#m",
+ * when a method entry of this process for that method is cached (the method's
+ * frame, under the block's, was). Else its label. The lock held. */
+static void block_name(struct ruby_mgr *m, const struct rb_iseq_entry *e, char *out, size_t len)
+{
+	const char *in = NULL, *p, *meth;
+
+	snprintf(out, len, "%s", e->name);
+	for (p = strstr(e->name, " in "); p; p = strstr(p + 1, " in "))
+		in = p;
+	if (!in)
+		return;
+	for (size_t i = 0; i < m->n_iseqs; i++) {
+		const struct rb_iseq_entry *f = &m->iseqs[i];
+
+		if (f->pid != e->pid || !f->is_cme || f->method_iseq != e->method_iseq)
+			continue;
+		meth = strrchr(f->name, '#');
+		if (!meth || strrchr(f->name, '.') > meth)
+			meth = strrchr(f->name, '.');
+		if (meth && strcmp(meth + 1, in + 4) == 0) {
+			size_t pre = (size_t)(in - e->name), nl = strlen(f->name);
+
+			if (pre + 4 + nl < len) {
+				memcpy(out, e->name, pre);
+				memcpy(out + pre, " in ", 4);
+				memcpy(out + pre + 4, f->name, nl + 1);
+			}
+		}
+		return;
+	}
+}
+
 /* Reads and caches what a frame recorded (the lock held): word0 is an iseq, or
  * the method entry of an iseq method when is_cme (named "Class#label"). */
 static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t word0, bool is_cme,
@@ -747,6 +813,11 @@ static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t word
 	flno = w[(o->body_first_lineno - o->body_pathobj) / 8];
 	e.first_line = (flno & 1) ? (int64_t)flno >> 1 : 0;
 	e.iseq_size = isz;
+	e.is_cme = is_cme;
+	if (is_cme)
+		e.method_iseq = iseq;
+	else
+		block_method(p->pid, o, body, &e);
 	if (n && n <= RB_MAX_ENTRIES && isz <= RB_MAX_ISEQ_SIZE && ib && (n == 1 || succ)) {
 		size_t tl = n == 1 ? 0 : rb_succ_table_size(isz);
 		uint8_t *raw = malloc((size_t)n * o->insn_entry_size);
@@ -877,7 +948,10 @@ int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_
 		goto cleanup;
 	}
 	e->last_use = ++m->use_clock;
-	snprintf(out->name, sizeof(out->name), "%s", e->name);
+	if (e->is_block && e->method_iseq)
+		block_name(m, e, out->name, sizeof(out->name));
+	else
+		snprintf(out->name, sizeof(out->name), "%s", e->name);
 	snprintf(out->file, sizeof(out->file), "%s", e->file);
 	out->line = iseq_line(e, pc);
 cleanup:

@@ -28,6 +28,7 @@ struct rb_offsets {
 	uint16_t iseq_body, body_iseq_size, body_iseq_encoded, body_pathobj, body_label,
 	    body_first_lineno, body_insns_body, body_insns_size, body_succ_table;
 	uint16_t insn_entry_size; /* sizeof(struct iseq_insn_info_entry); line_no first */
+	uint16_t body_type, body_parent_iseq; /* enum iseq_type; a block's enclosing iseq */
 	/* rb_callable_method_entry_t, rb_method_definition_t (iseq methods) */
 	uint16_t me_def, me_owner, def_iseq;
 	/* a class's ivars: RClass.ptr -> rb_classext_t.iv_tbl, an st_table */
