@@ -415,6 +415,8 @@ int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
 		python_frames(st, key.pid, key.pstart);
 	if (use_v8)
 		v8_frames(st, key.pid, key.pstart);
+	if (use_ruby)
+		ruby_frames(st, key.pid, key.pstart);
 	if (walked) /* the Java walk's state is this walk's only when it ran */
 		java_finish(st);
 	offcpu_send(st, t);

@@ -703,6 +703,7 @@ read_fail:
 }
 
 #include "v8.bpf.h"
+#include "ruby.bpf.h"
 
 /* Sends the scratch's sample: the header and only the frames used. */
 static __always_inline void output_sample(struct hearth_scratch *st)
@@ -841,6 +842,8 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	if (use_v8)
 		v8_frames(st, key->pid, key->pstart);
 	java_finish(st);
+	if (use_ruby)
+		ruby_frames(st, key->pid, key->pstart);
 	output_sample(st);
 	return true;
 }
@@ -950,6 +953,8 @@ static __always_inline int send_sample(struct bpf_perf_event_data *ctx, struct h
 		python_frames(st, key->pid, key->pstart);
 	if (use_v8 && want_user)
 		v8_frames(st, key->pid, key->pstart);
+	if (use_ruby && want_user)
+		ruby_frames(st, key->pid, key->pstart);
 	output_sample(st);
 	return 0;
 fail:

@@ -13,7 +13,7 @@ BUILD_PKGS=(make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev libdebug
 # debhelper for the package test, systemd-analyze for the units, man for man pages;
 # OpenJDK 17 (java, javac, jcmd, jfr) for the Java walk's test (docs/java.md).
 TEST_PKGS=(golang-go chromium linux-perf libclang-rt-14-dev g++ procps psmisc time util-linux
-	debuginfod elfutils binutils curl openssl python3 libxml2-utils jq pngquant sqlite3 bpftrace gzip
+	debuginfod elfutils binutils curl openssl python3 libxml2-utils jq pngquant sqlite3 bpftrace gzip ruby
 	debhelper dpkg-dev fakeroot systemd man-db protobuf-compiler clickhouse-server
 	clickhouse-client zookeeper austin openjdk-17-jdk-headless)
 # Node.js and npm may come from another source (with npm bundled, where Debian's

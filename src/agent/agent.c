@@ -16,6 +16,7 @@
 #include "offcpu/offcpu.h"
 #include "python/python.h"
 #include "v8/v8.h"
+#include "ruby/ruby.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -495,6 +496,40 @@ static void write_offcpu(struct agent *a, FILE *f)
 		(unsigned long long)st[HEARTH_OFFCPU_FP_FALLBACK]);
 }
 
+/* The Ruby walk's counters (docs/ruby.md), when it is on. */
+static void write_ruby(struct agent *a, FILE *f)
+{
+	static const char *const why[HEARTH_RB_STAT_MAX] = {
+	    [HEARTH_RB_NO_EC] = "no_execution_context", [HEARTH_RB_NO_FRAME] = "no_ruby_frame",
+	    [HEARTH_RB_READ_FAIL] = "unreadable",	[HEARTH_RB_BAD_STACK] = "bad_vm_stack",
+	    [HEARTH_RB_TRUNCATED] = "truncated",
+	};
+	uint64_t rb[HEARTH_RB_STAT_MAX];
+	struct ruby_mgr_stats ms;
+
+	if (sampler__ruby_stats(a->s, rb))
+		return;
+	ruby_mgr__stats(sampler__ruby(a->s), &ms);
+	gauge(f, "hearth_agent_ruby_processes", "gauge",
+	      "CRuby processes whose Ruby frames are walked now.", (double)ms.processes);
+	gauge(f, "hearth_agent_ruby_unsupported_total", "counter",
+	      "CRuby processes of a version hearth has no offsets for (native frames only).",
+	      (double)ms.unsupported);
+	gauge(f, "hearth_agent_ruby_samples_total", "counter", "Samples of walked CRuby processes.",
+	      (double)rb[HEARTH_RB_SAMPLES]);
+	gauge(f, "hearth_agent_ruby_walked_total", "counter", "Of those, samples with Ruby frames.",
+	      (double)rb[HEARTH_RB_WALKED]);
+	gauge(f, "hearth_agent_ruby_iseq_failed_total", "counter",
+	      "Ruby frames whose iseq could not be read (named unknown).", (double)ms.iseq_failed);
+	fputs("# HELP hearth_agent_ruby_stops_total Samples of CRuby processes without (all "
+	      "their) Ruby frames, by reason.\n# TYPE hearth_agent_ruby_stops_total counter\n",
+	      f);
+	for (int i = 0; i < HEARTH_RB_STAT_MAX; i++)
+		if (why[i])
+			fprintf(f, "hearth_agent_ruby_stops_total{reason=\"%s\"} %llu\n", why[i],
+				(unsigned long long)rb[i]);
+}
+
 void agent__write_metrics(void *agent, FILE *f)
 {
 	struct agent *a = agent;
@@ -545,6 +580,7 @@ void agent__write_metrics(void *agent, FILE *f)
 	}
 	write_java(a, f);
 	write_offcpu(a, f);
+	write_ruby(a, f);
 	gauge(f, "hearth_agent_rss_bytes", "gauge", "Resident memory of this process.",
 	      (double)rss_bytes());
 	agent_mem_write_metrics(f, a->s);
@@ -606,7 +642,11 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 		collector__set_v8(a->wall_col, sampler__v8(a->s));
 		collector__set_java(a->off_col, sampler__java(a->s));
 		collector__set_java(a->wall_col, sampler__java(a->s));
+		collector__set_ruby(a->off_col, sampler__ruby(a->s));
+		collector__set_ruby(a->wall_col, sampler__ruby(a->s));
 	}
+	collector__set_ruby(a->col, sampler__ruby(a->s));
+	collector__set_ruby(a->live_col, sampler__ruby(a->s));
 	ret = agent_sender__start(&a->opts, a->sp, a->labels, 3, &a->snd);
 	if (ret)
 		snprintf(err, errlen, "cannot start the sender thread: %s", strerror(-ret));

@@ -59,6 +59,8 @@ static void usage(FILE *f)
 		"                             with context switches and syscalls)\n"
 		"      --off-cpu-min DUR      off-CPU time sent with a stack per DUR a thread\n"
 		"                             waited for one reason (default 1ms; ns/us/ms/s)\n"
+		"      --ruby MODE            auto (default): Ruby frames of CRuby 3.1 processes;\n"
+		"                             off: their native frames only\n"
 		"      --idle                 keep samples of idle CPUs\n"
 		"      --memory-limit SIZE    ceiling on hearth's resident memory (default 64M;\n"
 		"                             e.g. 32M, 1G): caches evict to stay under it\n"
@@ -89,7 +91,8 @@ enum {
 	OPT_ALISTEN,
 	OPT_TLS_CA,
 	OPT_ALOG_LEVEL,
-	OPT_MEMORY_LIMIT
+	OPT_MEMORY_LIMIT,
+	OPT_RUBY
 };
 
 const struct option cli_agent_long_opts[] = {
@@ -105,6 +108,7 @@ const struct option cli_agent_long_opts[] = {
     {"java", required_argument, NULL, OPT_JAVA},
     {"off-cpu", no_argument, NULL, OPT_OFFCPU},
     {"off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
+    {"ruby", required_argument, NULL, OPT_RUBY},
     {NULL, 0, NULL, 0},
 };
 
@@ -127,6 +131,7 @@ void cli_agent_defaults(struct cli_agent_args *a)
 	a->ao.so.node = true;			      /* docs/node.md */
 	a->ao.so.java = true;			      /* docs/java.md */
 	a->ao.so.python = true;			      /* docs/python.md */
+	a->ao.so.ruby = true;			      /* docs/ruby.md */
 	a->ao.interval_s = AGENT_DEFAULT_INTERVAL_S;
 	a->ao.trim_memory = true; /* an always-on process keeps only what it uses */
 	a->ao.memory_limit = AGENT_DEFAULT_MEMORY_LIMIT; /* docs/memory.md */
@@ -248,6 +253,8 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_RUBY:
+		return cli_parse_ruby(cmd, arg, &a->ao.so.ruby);
 	}
 	return 1;
 }

@@ -112,6 +112,16 @@ int cli_parse_java(const char *cmd, const char *arg, bool *on)
 	return 0;
 }
 
+int cli_parse_ruby(const char *cmd, const char *arg, bool *on)
+{
+	if (strcmp(arg, "auto") && strcmp(arg, "off")) {
+		cli_error(cmd, "--ruby: unknown mode '%s' (auto, off)", arg);
+		return -EINVAL;
+	}
+	*on = !strcmp(arg, "auto");
+	return 0;
+}
+
 bool cli_getopt_failed(const char *cmd, int c, int argc, char **argv)
 {
 	const char *opt;

@@ -48,6 +48,8 @@ int cli_parse_python(const char *cmd, const char *arg, bool *on);
 int cli_parse_node(const char *cmd, const char *arg, bool *on);
 /* --java auto|off (docs/java.md). 0 or -EINVAL (said). */
 int cli_parse_java(const char *cmd, const char *arg, bool *on);
+/* --ruby auto|off into *on, as --python. */
+int cli_parse_ruby(const char *cmd, const char *arg, bool *on);
 /* The unknown or malformed option getopt stopped at, for an error message. */
 const char *cli_bad_option(int argc, char **argv, int optind_now, int optopt_now);
 /*

@@ -25,6 +25,7 @@
 #include "offcpu/offcpu.h"
 #include "python/python.h"
 #include "v8/v8.h"
+#include "ruby/ruby.h"
 #include "unwind/unwind.h"
 
 #define RECORD_MAX_SECONDS (365.0 * 24 * 3600)
@@ -103,6 +104,8 @@ static void usage(FILE *f)
 		"                         ([on-cpu]) plus off-CPU time ([off-cpu: REASON])\n"
 		"      --off-cpu-min DUR  off-CPU time of a thread is sent with a stack once it\n"
 		"                         adds up to DUR per reason (default 1ms; ns, us, ms, s)\n"
+		"      --ruby MODE        auto (default): name the Ruby frames of CRuby 3.1\n"
+		"                         processes (docs/ruby.md); off: native frames only\n"
 		"      --idle             keep samples of idle CPUs (pid 0)\n"
 		"      --symbol-cache-mb N  memory budget of symbol tables, DWARF and the address\n"
 		"                         cache (default 256)\n"
@@ -215,7 +218,8 @@ static int parse_pids(const char *arg, struct record_args *a)
 }
 
 enum { OPT_CGROUP = 256, OPT_FORMAT, OPT_TRANSFER, OPT_IDLE, OPT_TOP, OPT_UNWIND, OPT_CACHE, OPT_PYTHON,
-       OPT_NODE, OPT_MEMLIMIT, OPT_JAVA, OPT_OFFCPU, OPT_WALL, OPT_OFFCPU_MIN };
+       OPT_NODE, OPT_MEMLIMIT, OPT_JAVA, OPT_OFFCPU, OPT_WALL, OPT_OFFCPU_MIN,
+       OPT_RUBY };
 
 const struct option cli_record_opts[] = {
 	{ "all-cpus", no_argument, NULL, 'a' },	   { "pid", required_argument, NULL, 'p' },
@@ -234,6 +238,7 @@ const struct option cli_record_opts[] = {
 	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
 	{ "wall", no_argument, NULL, OPT_WALL },
 	{ "off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
+	{ "ruby", required_argument, NULL, OPT_RUBY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -333,6 +338,8 @@ static int parse_one(int c, const char *arg, struct record_args *a)
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_RUBY:
+		return cli_parse_ruby("record", arg, &a->so.ruby);
 	case OPT_CACHE:
 		if (cli_parse_long(arg, 1, 65536, &a->cache_mb)) {
 			cli_error("record", "--symbol-cache-mb: '%s' is not a number of MiB from 1 to "
@@ -365,6 +372,7 @@ static int parse_flags(int argc, char **argv, const struct option *opts, void *c
 	a->so.node = true;		    /* docs/node.md */
 	a->so.java = true;		    /* docs/java.md */
 	a->so.python = true;		    /* docs/python.md */
+	a->so.ruby = true;		    /* docs/ruby.md */
 	a->seconds = 10;
 	a->top_rows = 40;
 	a->so.pids = a->pids;
@@ -623,6 +631,30 @@ static void report_java(struct sampler *s)
 		(unsigned long long)ms.failed, (unsigned long long)ms.unsupported);
 }
 
+/* One stderr line on the Ruby walk, when CRuby processes were sampled. */
+static void report_ruby(struct sampler *s)
+{
+	uint64_t rb[HEARTH_RB_STAT_MAX];
+	struct ruby_mgr_stats ms;
+
+	if (sampler__ruby_stats(s, rb))
+		return;
+	ruby_mgr__stats(sampler__ruby(s), &ms);
+	if (!rb[HEARTH_RB_SAMPLES] && !ms.unsupported)
+		return;
+	fprintf(stderr,
+		"hearth record: ruby: %llu samples of CRuby processes, %llu with Ruby frames "
+		"(%llu frames); without: %llu threads with no execution context, %llu with no "
+		"Ruby frame, %llu unreadable, %llu bad VM stack; %llu truncated; %llu iseqs "
+		"named, %llu unreadable; %llu CRuby processes of versions without offsets\n",
+		(unsigned long long)rb[HEARTH_RB_SAMPLES], (unsigned long long)rb[HEARTH_RB_WALKED],
+		(unsigned long long)rb[HEARTH_RB_FRAMES], (unsigned long long)rb[HEARTH_RB_NO_EC],
+		(unsigned long long)rb[HEARTH_RB_NO_FRAME], (unsigned long long)rb[HEARTH_RB_READ_FAIL],
+		(unsigned long long)rb[HEARTH_RB_BAD_STACK], (unsigned long long)rb[HEARTH_RB_TRUNCATED],
+		(unsigned long long)ms.iseq_cached, (unsigned long long)ms.iseq_failed,
+		(unsigned long long)ms.unsupported);
+}
+
 /* One stderr line on the table unwinder: why walks stopped, table memory, build time. */
 static void report_unwind(struct sampler *s)
 {
@@ -717,6 +749,7 @@ static int record(const struct record_args *a, FILE *out)
 	collector__set_python(col, sampler__python(s));
 	collector__set_v8(col, sampler__v8(s));
 	collector__set_java(col, sampler__java(s));
+	collector__set_ruby(col, sampler__ruby(s));
 	t0 = base_clock_ns(CLOCK_REALTIME);
 	m0 = base_clock_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
@@ -726,6 +759,7 @@ static int record(const struct record_args *a, FILE *out)
 		report_python(s);
 		report_node(s);
 		report_java(s);
+		report_ruby(s);
 	}
 	if (ret < 0) {
 		cli_error("record", "reading samples from the kernel failed: %s", strerror(-ret));

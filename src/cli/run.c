@@ -61,6 +61,7 @@ static void usage(FILE *f)
 	    "      --python MODE          auto (default) or off, as in hearth record\n"
 	    "      --node MODE            auto (default) or off, as in hearth record\n"
 	    "      --java MODE            auto (default) or off, as in hearth record\n"
+	    "      --ruby MODE            auto (default) or off, as in hearth record\n"
 	    "      --idle                 keep samples of idle CPUs\n"
 	    "      --memory-limit SIZE    ceiling on the profiler's resident memory (default\n"
 	    "                             64M; the store and queries have their own budget,\n"

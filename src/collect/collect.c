@@ -16,6 +16,10 @@
  * such native frame, the next run the next one. Their code objects are read
  * from the process when a new entry is added (the process may be gone by the
  * build), then found again in the manager's cache.
+ *
+ * Ruby frames (CRuby processes, docs/ruby.md) travel in the same slots, their
+ * kind (bpf/runtime_abi.h) HEARTH_RT_RUBY: a run up to an ENTRY frame replaces
+ * the innermost native vm_exec_core frame, under the "[ruby]" pseudo-mapping.
  */
 #include "collect.h"
 #include "base/base.h"
@@ -24,6 +28,7 @@
 #include "python/python.h"
 #include "v8/v8.h"
 #include "runtime_abi.h" /* bpf/ */
+#include "ruby/ruby.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -56,6 +61,7 @@ struct collector {
 	struct python_mgr *py;	/* borrowed; NULL: Python frames are dropped */
 	struct v8_mgr *v8;	/* borrowed; NULL: V8 frames are dropped */
 	struct java_mgr *java;	/* borrowed; NULL: Java frames are dropped */
+	struct ruby_mgr *rb;	/* borrowed; NULL: Ruby frames are dropped */
 	struct entry *entries;	/* owned, dense, in the order first seen */
 	size_t n, cap;
 	struct base_hmap idx; /* hash of an entry's key -> index in entries */
@@ -242,6 +248,10 @@ int collector__add(struct collector *c, const struct sampler_sample *s)
 			if (c->py)
 				python_mgr__warm(c->py, s->pid, s->pstart, w0);
 			break;
+			break;
+		case HEARTH_RT_RUBY:
+			if (c->rb)
+				ruby_mgr__warm(c->rb, s->pid, s->pstart, w0, w1 & HEARTH_RT_POS_MASK);
 		}
 	}
 	err = base_hmap__insert(&c->idx, h, c->n);
@@ -501,6 +511,43 @@ static uint64_t v8_location(struct collector *c, struct profile *p, const struct
 	return loc;
 }
 
+/* A Ruby frame's location, in the "[ruby]" pseudo-mapping; keyed by iseq and pc
+ * (the table of Python locations serves: a process runs one of them). */
+static uint64_t ruby_location(struct collector *c, struct profile *p, const struct entry *e,
+			      uint64_t iseq, uint64_t pc)
+{
+	struct ruby_frame f;
+	struct profile_line line = {0};
+	struct py_loc key = {e->pid, iseq, pc, 0};
+	uint64_t h = pyloc_hash(e->pid, iseq, pc), mid, loc;
+	size_t i = base_hmap__find(&c->pyloc_idx, h, pyloc_eq, c, &key);
+
+	c->stats.frames++;
+	if (i != SIZE_MAX)
+		return c->pylocs[i].loc;
+	mid = profile__mapping(p, 0, 0, 0, "[ruby]", NULL);
+	if (!mid)
+		return 0;
+	if (ruby_mgr__resolve(c->rb, e->pid, e->pstart, iseq, pc, &f)) {
+		c->stats.unresolved++;
+		snprintf(f.name, sizeof(f.name), "[ruby] iseq 0x%" PRIx64, iseq);
+		f.file[0] = 0;
+		f.line = 0;
+	}
+	line.function_id = profile__function(p, f.name, f.name, f.file[0] ? f.file : NULL);
+	if (!line.function_id)
+		return 0;
+	line.line = f.line;
+	loc = profile__location_exact(p, mid, iseq, &line, 1);
+	if (loc &&
+	    !base_grow((void **)&c->pylocs, &c->cap_pylocs, c->n_pylocs + 1, sizeof(*c->pylocs)) &&
+	    !base_hmap__insert(&c->pyloc_idx, h, c->n_pylocs)) {
+		key.loc = loc;
+		c->pylocs[c->n_pylocs++] = key;
+	}
+	return loc;
+}
+
 /* A Java frame's location, in the "[java]" pseudo-mapping; keyed (in the
  * Python locations' cache: the kind bits keep them apart) by Method* and, for
  * interpreted frames, the bytecode pointer (its line); compiled and stub frames
@@ -580,7 +627,11 @@ static int python_run(struct collector *c, struct profile *p, const struct entry
 		uint64_t code = w[2 * *py], instr = w[2 * *py + 1];
 
 		(*py)++;
-		if (!(locs[n++] = python_location(c, p, e, code, instr & HEARTH_PY_FRAME_INSTR)))
+		if (HEARTH_RT_KIND(instr) == HEARTH_RT_RUBY)
+			locs[n] = ruby_location(c, p, e, code, instr & HEARTH_RT_POS_MASK);
+		else
+			locs[n] = python_location(c, p, e, code, instr & HEARTH_PY_FRAME_INSTR);
+		if (!locs[n++])
 			return -ENOMEM;
 		if (instr & HEARTH_PY_FRAME_ENTRY)
 			break;
@@ -625,11 +676,14 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	};
 	size_t n_labels = labels[4].str ? 5 : 4;
 
-	/* Runtime frames are of one kind per process: Python, V8 or Java. */
-	bool java =
-	    e->n_py && HEARTH_RT_KIND(e->frames[e->n_kernel + e->n_user + 1]) == HEARTH_RT_JAVA;
-	uint32_t py = (c->py || c->v8) && !java ? 0 : e->n_py; /* next Python/V8 frame */
-	uint32_t jf = c->java && java ? 0 : e->n_py;	       /* next Java frame to place */
+	/* Runtime frames are of one kind per process: Python, V8, Java or Ruby;
+	 * all dropped without their runtime's manager. */
+	unsigned rt_kind = e->n_py ? HEARTH_RT_KIND(e->frames[e->n_kernel + e->n_user + 1]) : 0;
+	bool java = e->n_py && rt_kind == HEARTH_RT_JAVA;
+	bool ruby = e->n_py && rt_kind == HEARTH_RT_RUBY;
+	/* next Python, V8 or Ruby frame to place */
+	uint32_t py = (ruby ? c->rb != NULL : (c->py || c->v8) && !java) ? 0 : e->n_py;
+	uint32_t jf = c->java && java ? 0 : e->n_py; /* next Java frame to place */
 	const uint64_t *rt = e->frames + e->n_kernel + e->n_user;
 	int got_rest;
 
@@ -672,7 +726,9 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 			py++;
 			continue;
 		}
-		if (c->py && py < e->n_py && python_mgr__is_eval(c->py, e->pid, e->pstart, addr)) {
+		if (py < e->n_py &&
+		    (ruby ? ruby_mgr__is_vm(c->rb, e->pid, e->pstart, addr)
+			  : c->py && python_mgr__is_eval(c->py, e->pid, e->pstart, addr))) {
 			if ((got = python_run(c, p, e, &py, locs + n)) < 0)
 				return got;
 			n += (size_t)got;
@@ -686,7 +742,7 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	while (py < e->n_py) {
 		uint64_t w1 = e->frames[e->n_kernel + e->n_user + 2 * py + 1];
 
-		if (HEARTH_RT_KIND(w1) == HEARTH_RT_V8 || !c->py) {
+		if (HEARTH_RT_KIND(w1) == HEARTH_RT_V8 || (!ruby && !c->py)) {
 			if (c->v8 && HEARTH_RT_KIND(w1) == HEARTH_RT_V8 &&
 			    !(locs[n++] = v8_location(
 				  c, p, e, e->frames[e->n_kernel + e->n_user + 2 * py], w1)))
@@ -741,6 +797,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 			v8_mgr__forget(c->v8, c->gone[i].pid, c->gone[i].pstart);
 		if (c->java && c->gone[i].exited)
 			java_mgr__forget(c->java, c->gone[i].pid, c->gone[i].pstart);
+		if (c->rb && c->gone[i].exited)
+			ruby_mgr__forget(c->rb, c->gone[i].pid, c->gone[i].pstart);
 	}
 	c->n_gone = 0;
 	return p;
@@ -776,6 +834,11 @@ void collector__set_python(struct collector *c, struct python_mgr *py)
 void collector__set_v8(struct collector *c, struct v8_mgr *v8)
 {
 	c->v8 = v8;
+}
+
+void collector__set_ruby(struct collector *c, struct ruby_mgr *rb)
+{
+	c->rb = rb;
 }
 
 void collector__stats(const struct collector *c, struct collect_stats *out)

@@ -69,5 +69,8 @@ void collector__set_v8(struct collector *c, struct v8_mgr *v8);
 struct java_mgr;
 /* Names Java frames (src/java/java.h); NULL: they are dropped. Borrowed. */
 void collector__set_java(struct collector *c, struct java_mgr *java);
+struct ruby_mgr;
+/* The same for CRuby's frames (sampler__ruby; docs/ruby.md). */
+void collector__set_ruby(struct collector *c, struct ruby_mgr *rb);
 
 #endif /* HEARTH_COLLECT_H */

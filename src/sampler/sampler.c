@@ -33,6 +33,7 @@
 #include "java/java.h"
 #include "python/python.h"
 #include "v8/v8.h"
+#include "ruby/ruby.h"
 #include "unwind/unwind.h"
 
 /* Entries drained per lookup-and-delete batch call. */
@@ -83,6 +84,7 @@ struct sampler {
 	struct python_mgr *py;	    /* NULL when the Python walk is off */
 	struct v8_mgr *v8;	    /* NULL when the V8 walk is off */
 	struct java_mgr *java;	    /* NULL when the Java walk is off */
+	struct ruby_mgr *rbm;	    /* NULL when the Ruby walk is off */
 	struct raw_held *raw;	    /* first samples waiting for their view */
 	size_t n_raw, cap_raw, raw_bytes;
 	size_t raw_max; /* bound of raw_bytes (sampler_opts.raw_held_bytes) */
@@ -305,6 +307,12 @@ static int on_event(void *ctx, void *data, size_t size)
 		v8_mgr__exec(s->v8, ev->pid, ev->pstart);
 	else if (s->v8 && ev->kind == HEARTH_EV_EXIT)
 		v8_mgr__exit(s->v8, ev->pid);
+	if (s->rbm && ev->kind == HEARTH_EV_NEW)
+		ruby_mgr__note(s->rbm, ev->pid, ev->pstart);
+	else if (s->rbm && ev->kind == HEARTH_EV_EXEC)
+		ruby_mgr__exec(s->rbm, ev->pid, ev->pstart);
+	else if (s->rbm && ev->kind == HEARTH_EV_EXIT)
+		ruby_mgr__exit(s->rbm, ev->pid);
 	s->cb.event(s->cb.ctx, &e);
 	return 0;
 }
@@ -540,6 +548,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	k->rodata->use_python = o->python;
 	k->rodata->use_v8 = o->node;
 	k->rodata->use_java = o->java && uw;
+	k->rodata->use_ruby = o->ruby;
 	k->rodata->keep_idle = o->idle;
 	k->rodata->filter_pid = o->n_pids > 0;
 	k->rodata->filter_cgroup = o->cgroup_path != NULL;
@@ -561,6 +570,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	    (!o->python && bpf_map__set_max_entries(k->maps.py_procs, 1)) ||
 	    (!o->node && bpf_map__set_max_entries(k->maps.v8_procs, 1)) ||
 	    (!(o->java && uw) && bpf_map__set_max_entries(k->maps.java_procs, 1)) ||
+	    (!o->ruby && bpf_map__set_max_entries(k->maps.rb_procs, 1)) ||
 	    bpf_map__set_max_entries(k->maps.rawstacks, uw ? RAW_RB_BYTES : 4096) ||
 	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
@@ -759,6 +769,8 @@ int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *
 	if (o->java && s->unwind != SAMPLER_UNWIND_FP &&
 	    java_mgr__new(bpf_map__fd(s->skel->maps.java_procs), &s->java))
 		s->java = NULL;
+	if (o->ruby && ruby_mgr__new(bpf_map__fd(s->skel->maps.rb_procs), &s->rbm))
+		s->rbm = NULL;
 	ret = setup_ringbufs(s);
 	if (ret) {
 		snprintf(err, errlen, "cannot set up the BPF ring buffers: %s", strerror(-ret));
@@ -902,6 +914,8 @@ int sampler__drain(struct sampler *s)
 		v8_mgr__work(s->v8, UNWIND_BUDGET_MS);
 	if (s->java)
 		java_mgr__work(s->java, UNWIND_BUDGET_MS);
+	if (s->rbm)
+		ruby_mgr__work(s->rbm, UNWIND_BUDGET_MS);
 	if (s->transfer == SAMPLER_TRANSFER_RINGBUF)
 		return 0;
 	idle_set = __atomic_load_n(&k->bss->active_set, __ATOMIC_RELAXED);
@@ -925,6 +939,8 @@ int sampler__next_due_ms(const struct sampler *s)
 	int due = s->uw ? unwind_mgr__next_due_ms(s->uw) : -1;
 	int py_due = s->py ? python_mgr__next_due_ms(s->py) : -1;
 
+	int rb_due = s->rbm ? ruby_mgr__next_due_ms(s->rbm) : -1;
+
 	if (py_due >= 0 && (due < 0 || py_due < due))
 		due = py_due;
 	if (s->v8 && v8_mgr__next_due_ms(s->v8) == 0)
@@ -932,6 +948,8 @@ int sampler__next_due_ms(const struct sampler *s)
 	py_due = s->java ? java_mgr__next_due_ms(s->java) : -1;
 	if (py_due >= 0 && (due < 0 || py_due < due))
 		due = py_due;
+	if (rb_due >= 0 && (due < 0 || rb_due < due))
+		due = rb_due;
 	return due;
 }
 
@@ -973,6 +991,8 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 		v8_mgr__work(s->v8, UNWIND_BUDGET_MS);
 	if (s->java)
 		java_mgr__work(s->java, UNWIND_BUDGET_MS);
+	if (s->rbm)
+		ruby_mgr__work(s->rbm, UNWIND_BUDGET_MS);
 	if (n == -EINTR)
 		return 0;
 	return n;
@@ -1129,6 +1149,23 @@ int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_M
 	return 0;
 }
 
+struct ruby_mgr *sampler__ruby(const struct sampler *s)
+{
+	return s->rbm;
+}
+
+int sampler__ruby_stats(const struct sampler *s, uint64_t out[HEARTH_RB_STAT_MAX])
+{
+	int fd;
+
+	if (!s->rbm)
+		return -ENOENT;
+	fd = bpf_map__fd(s->skel->maps.rb_stats);
+	for (__u32 i = 0; i < HEARTH_RB_STAT_MAX; i++)
+		out[i] = percpu_sum(fd, i, s->n_possible);
+	return 0;
+}
+
 void sampler__raw_stats(const struct sampler *s, uint64_t out[SAMPLER_RAW_STAT_MAX])
 {
 	memcpy(out, s->raw_stats, sizeof(s->raw_stats));
@@ -1187,6 +1224,7 @@ void sampler__close(struct sampler *s)
 	python_mgr__free(s->py);
 	v8_mgr__free(s->v8);
 	java_mgr__free(s->java);
+	ruby_mgr__free(s->rbm);
 	profile_bpf__destroy(s->skel);
 	if (s->cgroup_fd >= 0)
 		close(s->cgroup_fd);

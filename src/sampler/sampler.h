@@ -20,6 +20,7 @@
 #include "java_abi.h"	 /* bpf/: HEARTH_JAVA_* */
 #include "python_abi.h"	 /* bpf/: HEARTH_PY_* */
 #include "offcpu_abi.h"	 /* bpf/: HEARTH_OFFCPU_*, HEARTH_RB_KIND_* */
+#include "ruby_abi.h"	 /* bpf/: HEARTH_RB_* */
 #include "unwind_abi.h"	 /* bpf/: HEARTH_UW_* */
 
 #define SAMPLER_MIN_HZ	 1
@@ -61,6 +62,8 @@ struct sampler_opts {
 	 * off_cpu_min_ns (0: HEARTH_OFFCPU_DEFAULT_MIN_NS) are counted, not sent. */
 	bool off_cpu;
 	uint64_t off_cpu_min_ns;
+	/* Walk CRuby processes' Ruby frames (docs/ruby.md), as python. */
+	bool ruby;
 };
 
 /* A raw sample. Every pointer is borrowed for the callback's duration. */
@@ -178,6 +181,11 @@ struct java_mgr *sampler__java(const struct sampler *s);
 int sampler__java_stats(const struct sampler *s, uint64_t out[HEARTH_JAVA_STAT_MAX]);
 /* The off-CPU recorder's counters (HEARTH_OFFCPU_*, sum over CPUs); -ENOENT when off. */
 int sampler__offcpu_stats(const struct sampler *s, uint64_t out[HEARTH_OFFCPU_STAT_MAX]);
+struct ruby_mgr;
+/* The CRuby manager, or NULL when the Ruby walk is off. Borrowed; thread-safe. */
+struct ruby_mgr *sampler__ruby(const struct sampler *s);
+/* The Ruby walk's counters (HEARTH_RB_*, sum over CPUs); -ENOENT when off. */
+int sampler__ruby_stats(const struct sampler *s, uint64_t out[HEARTH_RB_STAT_MAX]);
 /* Number of CPUs sampled. */
 int sampler__n_cpus(const struct sampler *s);
 /* Detaches and frees. NULL is a no-op. */
