@@ -54,6 +54,12 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 /* Parked rows (evicted or without room, kept to be loaded without a build) are
  * bounded by a quarter of the row map's bytes (4 MiB by default), besides the
  * MEM_UNWIND ledger's evictor. */
+/* The most chunks one object's table may take: half the row map. With tables
+ * kept by heat a big hot object takes colder tables' room (not the hot ones'),
+ * and one over a quarter (a generated or big C++ library of 300k+ rows) is no
+ * longer "never fits"; libLLVM/libclang-cpp (~1M rows, the whole default map)
+ * are still crossed with frame pointers. */
+#define MGR_OBJ_MAX_CHUNKS(m) ((m)->chunks / 2)
 #define MGR_PARK_MAX(m) ((uint64_t)(m)->chunks * MGR_CHUNK_BYTES / 4)
 /* Candidates weighed per policy tick at most (the hottest first). */
 #define MGR_TICK_CANDIDATES 8
@@ -387,7 +393,7 @@ static bool could_fit_idle(const struct unwind_mgr *m, uint32_t need)
 {
 	uint8_t avail[HEARTH_UNWIND_CHUNKS];
 
-	if (need == 0 || need > m->chunks / 4)
+	if (need == 0 || need > MGR_OBJ_MAX_CHUNKS(m))
 		return false;
 	for (uint32_t i = 0; i < m->chunks; i++)
 		avail[i] = m->used[i] == CH_FREE;
@@ -413,9 +419,9 @@ static int table_load_now(struct unwind_mgr *m, struct unwind_table *t)
 	uint32_t need = table_need(t);
 	int first;
 
-	/* One object may take at most a quarter of the map: a 1M-row libLLVM must
-	 * not leave every other process on frame pointers. */
-	if (need == 0 || need > m->chunks / 4 || !t->rows.rows)
+	/* One object may take at most half the map (MGR_OBJ_MAX_CHUNKS): a 1M-row
+	 * libLLVM must not leave every other process on frame pointers. */
+	if (need == 0 || need > MGR_OBJ_MAX_CHUNKS(m) || !t->rows.rows)
 		return -ENOSPC;
 	if (!could_fit_idle(m, need))
 		return -ENOSPC;
@@ -507,7 +513,8 @@ static struct unwind_table *obj_build(struct unwind_mgr *m, uint32_t slot)
 {
 	struct uobj *o = &m->objs[slot];
 	struct object_id file = {.dev = o->dev, .inode = o->inode};
-	size_t max_bytes = (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS * MGR_CFI_BYTES_PER_ROW;
+	size_t max_bytes =
+	    (size_t)MGR_OBJ_MAX_CHUNKS(m) * HEARTH_UNWIND_CHUNK_ROWS * MGR_CFI_BYTES_PER_ROW;
 	struct unwind_table *t, *same;
 	char open_path[96];
 	int err;
@@ -576,7 +583,7 @@ static void view_value(const struct unwind_mgr *m, const struct proc_view *v,
 		/* No heat slot (no counts, no requests) for an object that can never
 		 * have a table: it is walked with frame pointers, as always. */
 		mp->obj = m->heat && vm->slot && !m->objs[vm->slot].neg &&
-				  m->objs[vm->slot].need <= m->chunks / 4
+				  m->objs[vm->slot].need <= MGR_OBJ_MAX_CHUNKS(m)
 			      ? vm->slot
 			      : 0;
 		if (t && t->chunks) {
@@ -917,7 +924,7 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		}
 		/* Known size first: nothing is built that could not be placed. */
 		if (!t && o->need) {
-			if (o->need > m->chunks / 4 ||
+			if (o->need > MGR_OBJ_MAX_CHUNKS(m) ||
 			    unwind_heat_place(m->used, m->chunks, tabs, n_tabs, o->need, o->heat,
 					      victims, &n_vic) < 0)
 				continue;
@@ -927,7 +934,7 @@ static void heat_tick(struct unwind_mgr *m, double now)
 			if (!t || t->chunks)
 				continue;
 		}
-		if (table_need(t) > m->chunks / 4 || !t->rows.rows) {
+		if (table_need(t) > MGR_OBJ_MAX_CHUNKS(m) || !t->rows.rows) {
 			o->waiting = false; /* never fits: frame pointers it is */
 			continue;
 		}
