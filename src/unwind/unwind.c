@@ -59,6 +59,9 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
  * and one over a quarter (a generated or big C++ library of 300k+ rows) is no
  * longer "never fits"; libLLVM/libclang-cpp (~1M rows, the whole default map)
  * are still crossed with frame pointers. */
+/* Chunks of the row map mapped at once to copy a table in or out (1 MiB). */
+#define MGR_COPY_CHUNKS 16u
+#define MGR_COPY_BYTES ((size_t)MGR_COPY_CHUNKS * MGR_CHUNK_BYTES)
 #define MGR_OBJ_MAX_CHUNKS(m) ((m)->chunks / 2)
 #define MGR_PARK_MAX(m) ((uint64_t)(m)->chunks * MGR_CHUNK_BYTES / 4)
 /* Candidates weighed per policy tick at most (the hottest first). */
@@ -246,17 +249,26 @@ static int chunks_alloc(struct unwind_mgr *m, uint32_t need)
 static int table_copy_in(struct unwind_mgr *m, struct unwind_table *t, uint32_t first)
 {
 	uint32_t need = table_need(t);
-	void *dst;
+	size_t bytes = t->rows.n * sizeof(*t->rows.rows);
 
-	dst = mmap(NULL, need * MGR_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m->rows_fd,
-		   (off_t)first * (off_t)MGR_CHUNK_BYTES);
-	if (dst == MAP_FAILED)
-		return -errno;
+	/* A window of chunks at a time: the map's pages touched count in our RSS
+	 * while mapped, so a 5 MB table mapped whole would add 5 MB to the peak
+	 * besides its heap copy (--memory-limit holds VmHWM). */
+	for (uint32_t c = 0; c < need; c += MGR_COPY_CHUNKS) {
+		uint32_t k = need - c < MGR_COPY_CHUNKS ? need - c : MGR_COPY_CHUNKS;
+		size_t off = (size_t)c * MGR_CHUNK_BYTES, len;
+		void *dst = mmap(NULL, k * MGR_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+				 m->rows_fd, (off_t)(first + c) * (off_t)MGR_CHUNK_BYTES);
+
+		if (dst == MAP_FAILED)
+			return -errno;
+		len = bytes - off < k * MGR_CHUNK_BYTES ? bytes - off : k * MGR_CHUNK_BYTES;
+		memcpy(dst, (const char *)t->rows.rows + off, len);
+		munmap(dst, k * MGR_CHUNK_BYTES);
+	}
 	memset(m->used + first, CH_USED, need);
 	t->chunks = need;
 	t->row_start = first * HEARTH_UNWIND_CHUNK_ROWS;
-	memcpy(dst, t->rows.rows, t->rows.n * sizeof(*t->rows.rows));
-	munmap(dst, need * MGR_CHUNK_BYTES);
 	__atomic_thread_fence(__ATOMIC_RELEASE); /* rows before the view that uses them */
 	/* The map is the copy from now on: keep the count, drop the heap rows. */
 	table_free_rows(m, t);
@@ -281,15 +293,21 @@ static int table_copy_out(struct unwind_mgr *m, struct unwind_table *t)
 	t->rows.rows = malloc((n ? n : 1) * sizeof(*t->rows.rows));
 	if (!t->rows.rows)
 		return -ENOMEM;
-	src = mmap(NULL, len, PROT_READ, MAP_SHARED, m->rows_fd,
-		   (off_t)(t->row_start / HEARTH_UNWIND_CHUNK_ROWS) * (off_t)MGR_CHUNK_BYTES);
-	if (src == MAP_FAILED) {
-		free(t->rows.rows);
-		t->rows.rows = NULL;
-		return -errno;
+	for (size_t off = 0; off < n * sizeof(*t->rows.rows); off += MGR_COPY_BYTES) {
+		size_t w = len - off < MGR_COPY_BYTES ? len - off : MGR_COPY_BYTES;
+		size_t want = n * sizeof(*t->rows.rows) - off;
+
+		src = mmap(NULL, w, PROT_READ, MAP_SHARED, m->rows_fd,
+			   (off_t)(t->row_start / HEARTH_UNWIND_CHUNK_ROWS) * (off_t)MGR_CHUNK_BYTES +
+			       (off_t)off);
+		if (src == MAP_FAILED) {
+			free(t->rows.rows);
+			t->rows.rows = NULL;
+			return -errno;
+		}
+		memcpy((char *)t->rows.rows + off, src, want < w ? want : w);
+		munmap(src, w); /* a window at a time, as table_copy_in */
 	}
-	memcpy(t->rows.rows, src, n * sizeof(*t->rows.rows));
-	munmap(src, len);
 	t->rows.cap = n ? n : 1;
 	m->parked_bytes += rows_bytes(t);
 	mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
