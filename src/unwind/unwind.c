@@ -296,10 +296,9 @@ static int table_copy_out(struct unwind_mgr *m, struct unwind_table *t)
 	for (size_t off = 0; off < n * sizeof(*t->rows.rows); off += MGR_COPY_BYTES) {
 		size_t w = len - off < MGR_COPY_BYTES ? len - off : MGR_COPY_BYTES;
 		size_t want = n * sizeof(*t->rows.rows) - off;
+		off_t at = (off_t)(t->row_start / HEARTH_UNWIND_CHUNK_ROWS) * (off_t)MGR_CHUNK_BYTES;
 
-		src = mmap(NULL, w, PROT_READ, MAP_SHARED, m->rows_fd,
-			   (off_t)(t->row_start / HEARTH_UNWIND_CHUNK_ROWS) * (off_t)MGR_CHUNK_BYTES +
-			       (off_t)off);
+		src = mmap(NULL, w, PROT_READ, MAP_SHARED, m->rows_fd, at + (off_t)off);
 		if (src == MAP_FAILED) {
 			free(t->rows.rows);
 			t->rows.rows = NULL;
