@@ -44,6 +44,14 @@ void sym_lru_touch(struct symbolizer *s, struct sym_object *o)
 }
 
 /* Recomputes what o holds in memory and moves the difference into s's account. */
+void sym_object_drop_pages(struct symbolizer *s, struct sym_object *o)
+{
+	if (o->dwarf)
+		sym_dwarf__drop_pages(o->dwarf);
+	if (sym_table__drop_pages(&o->info.table))
+		sym_object_account(s, o);
+}
+
 void sym_object_account(struct symbolizer *s, struct sym_object *o)
 {
 	uint64_t sb =

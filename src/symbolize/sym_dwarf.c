@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -311,6 +312,20 @@ void sym_dwarf__close(struct sym_dwarf *d)
 	if (d->fd >= 0)
 		close(d->fd);
 	free(d);
+}
+
+void sym_dwarf__drop_pages(struct sym_dwarf *d)
+{
+	uintptr_t lo;
+	size_t n = 0;
+	char *p;
+
+	/* ELF_C_READ_MMAP maps the file PROT_READ, MAP_PRIVATE: never written, so
+	 * what faults back in is the same bytes */
+	if (!d || !d->mapped || !d->elf || d->broken || !(p = elf_rawfile(d->elf, &n)) || !n)
+		return;
+	lo = (uintptr_t)p & ~(uintptr_t)4095;
+	madvise((void *)lo, n + ((uintptr_t)p - lo), MADV_DONTNEED);
 }
 
 uint64_t sym_dwarf__bytes(const struct sym_dwarf *d)

@@ -147,6 +147,10 @@ uint64_t sym_now_ns(void);
 void sym_lru_touch(struct symbolizer *s, struct sym_object *o);
 /* Recomputes what o holds in memory and moves the difference into s's account. */
 void sym_object_account(struct symbolizer *s, struct sym_object *o);
+/* The file pages an object's lookups made resident (mapped names, DWARF) leave
+ * our page tables: under the memory ledger, when resolving moves to another
+ * object (one object's pages resident at a time, not every object's of a flush). */
+void sym_object_drop_pages(struct symbolizer *s, struct sym_object *o);
 /* Drops o's symbols and DWARF (re-read on next use); segments stay. */
 void sym_object_unload(struct symbolizer *s, struct sym_object *o);
 struct sym_centry *sym_centry_find(struct symbolizer *s, const struct sym_object *o, uint64_t v);

@@ -247,6 +247,9 @@ int sym_dwarf__open(const char *path, struct sym_dwarf **out);
 void sym_dwarf__close(struct sym_dwarf *d);
 /* Bytes accounted for an open handle (its debug sections). */
 uint64_t sym_dwarf__bytes(const struct sym_dwarf *d);
+/* Drops the pages libdw read of a mapped file from our page tables (they stay in
+ * the page cache; read again, they fault back in). */
+void sym_dwarf__drop_pages(struct sym_dwarf *d);
 /*
  * Frames for an ELF vaddr, innermost first, at most max. Strings are borrowed from d
  * (valid while open); system_name is the linkage name or the plain one ("??" when the

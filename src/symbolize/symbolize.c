@@ -821,6 +821,8 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 			obj->loaded = false;
 		return 0;
 	}
+	if (s->mem_budget && s->last_obj && s->last_obj != obj)
+		sym_object_drop_pages(s, (struct sym_object *)s->last_obj);
 	s->last_obj = obj;
 	sym_lru_touch(s, obj);	 /* accounted by object_lookup, whichever way below */
 	if (s->no_address_cache) /* straight into scratch */

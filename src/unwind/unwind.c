@@ -54,6 +54,15 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 /* Parked rows (evicted or without room, kept to be loaded without a build) are
  * bounded by a quarter of the row map's bytes (4 MiB by default), besides the
  * MEM_UNWIND ledger's evictor. */
+/* The most chunks one object's table may take: half the row map. With tables
+ * kept by heat a big hot object takes colder tables' room (not the hot ones'),
+ * and one over a quarter (a generated or big C++ library of 300k+ rows) is no
+ * longer "never fits"; libLLVM/libclang-cpp (~1M rows, the whole default map)
+ * are still crossed with frame pointers. */
+/* Chunks of the row map mapped at once to copy a table in or out (1 MiB). */
+#define MGR_COPY_CHUNKS 16u
+#define MGR_COPY_BYTES ((size_t)MGR_COPY_CHUNKS * MGR_CHUNK_BYTES)
+#define MGR_OBJ_MAX_CHUNKS(m) ((m)->chunks / 2)
 #define MGR_PARK_MAX(m) ((uint64_t)(m)->chunks * MGR_CHUNK_BYTES / 4)
 /* Candidates weighed per policy tick at most (the hottest first). */
 #define MGR_TICK_CANDIDATES 8
@@ -240,17 +249,26 @@ static int chunks_alloc(struct unwind_mgr *m, uint32_t need)
 static int table_copy_in(struct unwind_mgr *m, struct unwind_table *t, uint32_t first)
 {
 	uint32_t need = table_need(t);
-	void *dst;
+	size_t bytes = t->rows.n * sizeof(*t->rows.rows);
 
-	dst = mmap(NULL, need * MGR_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, m->rows_fd,
-		   (off_t)first * (off_t)MGR_CHUNK_BYTES);
-	if (dst == MAP_FAILED)
-		return -errno;
+	/* A window of chunks at a time: the map's pages touched count in our RSS
+	 * while mapped, so a 5 MB table mapped whole would add 5 MB to the peak
+	 * besides its heap copy (--memory-limit holds VmHWM). */
+	for (uint32_t c = 0; c < need; c += MGR_COPY_CHUNKS) {
+		uint32_t k = need - c < MGR_COPY_CHUNKS ? need - c : MGR_COPY_CHUNKS;
+		size_t off = (size_t)c * MGR_CHUNK_BYTES, len;
+		void *dst = mmap(NULL, k * MGR_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+				 m->rows_fd, (off_t)(first + c) * (off_t)MGR_CHUNK_BYTES);
+
+		if (dst == MAP_FAILED)
+			return -errno;
+		len = bytes - off < k * MGR_CHUNK_BYTES ? bytes - off : k * MGR_CHUNK_BYTES;
+		memcpy(dst, (const char *)t->rows.rows + off, len);
+		munmap(dst, k * MGR_CHUNK_BYTES);
+	}
 	memset(m->used + first, CH_USED, need);
 	t->chunks = need;
 	t->row_start = first * HEARTH_UNWIND_CHUNK_ROWS;
-	memcpy(dst, t->rows.rows, t->rows.n * sizeof(*t->rows.rows));
-	munmap(dst, need * MGR_CHUNK_BYTES);
 	__atomic_thread_fence(__ATOMIC_RELEASE); /* rows before the view that uses them */
 	/* The map is the copy from now on: keep the count, drop the heap rows. */
 	table_free_rows(m, t);
@@ -275,15 +293,20 @@ static int table_copy_out(struct unwind_mgr *m, struct unwind_table *t)
 	t->rows.rows = malloc((n ? n : 1) * sizeof(*t->rows.rows));
 	if (!t->rows.rows)
 		return -ENOMEM;
-	src = mmap(NULL, len, PROT_READ, MAP_SHARED, m->rows_fd,
-		   (off_t)(t->row_start / HEARTH_UNWIND_CHUNK_ROWS) * (off_t)MGR_CHUNK_BYTES);
-	if (src == MAP_FAILED) {
-		free(t->rows.rows);
-		t->rows.rows = NULL;
-		return -errno;
+	for (size_t off = 0; off < n * sizeof(*t->rows.rows); off += MGR_COPY_BYTES) {
+		size_t w = len - off < MGR_COPY_BYTES ? len - off : MGR_COPY_BYTES;
+		size_t want = n * sizeof(*t->rows.rows) - off;
+		off_t at = (off_t)(t->row_start / HEARTH_UNWIND_CHUNK_ROWS) * (off_t)MGR_CHUNK_BYTES;
+
+		src = mmap(NULL, w, PROT_READ, MAP_SHARED, m->rows_fd, at + (off_t)off);
+		if (src == MAP_FAILED) {
+			free(t->rows.rows);
+			t->rows.rows = NULL;
+			return -errno;
+		}
+		memcpy((char *)t->rows.rows + off, src, want < w ? want : w);
+		munmap(src, w); /* a window at a time, as table_copy_in */
 	}
-	memcpy(t->rows.rows, src, n * sizeof(*t->rows.rows));
-	munmap(src, len);
 	t->rows.cap = n ? n : 1;
 	m->parked_bytes += rows_bytes(t);
 	mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
@@ -339,6 +362,7 @@ static void table_drop(struct unwind_mgr *m, struct unwind_table *t)
 }
 
 static void republish_table(struct unwind_mgr *m, const struct unwind_table *t);
+static uint64_t park_trim(struct unwind_mgr *m, uint64_t max, bool counted);
 
 /* Takes a loaded table out of the row map, its rows parked in memory (charged;
  * park_trim bounds them) so that loading it again needs no build. Chunks a
@@ -387,7 +411,7 @@ static bool could_fit_idle(const struct unwind_mgr *m, uint32_t need)
 {
 	uint8_t avail[HEARTH_UNWIND_CHUNKS];
 
-	if (need == 0 || need > m->chunks / 4)
+	if (need == 0 || need > MGR_OBJ_MAX_CHUNKS(m))
 		return false;
 	for (uint32_t i = 0; i < m->chunks; i++)
 		avail[i] = m->used[i] == CH_FREE;
@@ -413,9 +437,9 @@ static int table_load_now(struct unwind_mgr *m, struct unwind_table *t)
 	uint32_t need = table_need(t);
 	int first;
 
-	/* One object may take at most a quarter of the map: a 1M-row libLLVM must
-	 * not leave every other process on frame pointers. */
-	if (need == 0 || need > m->chunks / 4 || !t->rows.rows)
+	/* One object may take at most half the map (MGR_OBJ_MAX_CHUNKS): a 1M-row
+	 * libLLVM must not leave every other process on frame pointers. */
+	if (need == 0 || need > MGR_OBJ_MAX_CHUNKS(m) || !t->rows.rows)
 		return -ENOSPC;
 	if (!could_fit_idle(m, need))
 		return -ENOSPC;
@@ -507,7 +531,8 @@ static struct unwind_table *obj_build(struct unwind_mgr *m, uint32_t slot)
 {
 	struct uobj *o = &m->objs[slot];
 	struct object_id file = {.dev = o->dev, .inode = o->inode};
-	size_t max_bytes = (size_t)m->chunks / 4 * HEARTH_UNWIND_CHUNK_ROWS * MGR_CFI_BYTES_PER_ROW;
+	size_t max_bytes =
+	    (size_t)MGR_OBJ_MAX_CHUNKS(m) * HEARTH_UNWIND_CHUNK_ROWS * MGR_CFI_BYTES_PER_ROW;
 	struct unwind_table *t, *same;
 	char open_path[96];
 	int err;
@@ -576,7 +601,7 @@ static void view_value(const struct unwind_mgr *m, const struct proc_view *v,
 		/* No heat slot (no counts, no requests) for an object that can never
 		 * have a table: it is walked with frame pointers, as always. */
 		mp->obj = m->heat && vm->slot && !m->objs[vm->slot].neg &&
-				  m->objs[vm->slot].need <= m->chunks / 4
+				  m->objs[vm->slot].need <= MGR_OBJ_MAX_CHUNKS(m)
 			      ? vm->slot
 			      : 0;
 		if (t && t->chunks) {
@@ -719,8 +744,14 @@ parked:
 	/* A table that finds no room stays parked (park_trim drops the coldest
 	 * past its bound; its size stays known, o->need): loaded when its object
 	 * is hot enough to take a colder one's room (heat_tick), without a build. */
-	if (table_load_now(m, t))
+	if (table_load_now(m, t)) {
 		m->no_room++;
+		/* Parked at once within their bound: a new process of a host whose
+		 * tables are 3x the map would otherwise hold every table built that
+		 * found no room until the next tick (bench/fleet's genhot: 7 x 5 MB,
+		 * the agent's peak RSS under --memory-limit). Its size stays known. */
+		park_trim(m, MGR_PARK_MAX(m), false);
+	}
 }
 
 /* Publishes the process's view from /proc/PID/maps. Returns 1 when the view looks
@@ -917,7 +948,7 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		}
 		/* Known size first: nothing is built that could not be placed. */
 		if (!t && o->need) {
-			if (o->need > m->chunks / 4 ||
+			if (o->need > MGR_OBJ_MAX_CHUNKS(m) ||
 			    unwind_heat_place(m->used, m->chunks, tabs, n_tabs, o->need, o->heat,
 					      victims, &n_vic) < 0)
 				continue;
@@ -927,7 +958,7 @@ static void heat_tick(struct unwind_mgr *m, double now)
 			if (!t || t->chunks)
 				continue;
 		}
-		if (table_need(t) > m->chunks / 4 || !t->rows.rows) {
+		if (table_need(t) > MGR_OBJ_MAX_CHUNKS(m) || !t->rows.rows) {
 			o->waiting = false; /* never fits: frame pointers it is */
 			continue;
 		}
