@@ -13,7 +13,6 @@
  */
 #include "agent_impl.h"
 #include "base/base.h"
-#include "base/membudget.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolize.h"
 #include "unwind/unwind.h"

@@ -20,7 +20,7 @@
  * spool-<20-digit seq>.bin so that sorting by name is sorting by age.
  */
 #include "agent_impl.h"
-#include "base/membudget.h"
+#include "base/base.h"
 
 #include <dirent.h>
 #include <errno.h>

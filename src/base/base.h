@@ -441,4 +441,7 @@ int64_t base_clock_ns(clockid_t clk);
  * pthread_cond_timedwait on a clk condition variable. */
 struct timespec base_ns_timespec(int64_t ns);
 
+/* The process-wide memory ledger (--memory-limit, docs/memory.md). */
+#include "base/membudget.h"
+
 #endif

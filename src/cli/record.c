@@ -16,7 +16,6 @@
 
 #include "cli.h"
 #include "base/base.h"
-#include "base/membudget.h"
 #include "serve.h"
 #include "collect/collect.h"
 #include "profile/profile.h"

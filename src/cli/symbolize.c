@@ -21,7 +21,6 @@
 
 #include "base/base.h"
 #include "cli.h"
-#include "base/membudget.h"
 #include "symbolize/symbolize.h"
 
 /* Our ends of the pipes (see widen_pipes). */

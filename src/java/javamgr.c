@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/membudget.h"
+#include "base/base.h"
 #include "java/java.h"
 #include "java/java_impl.h"
 #include "proc/proc.h"
@@ -90,10 +90,7 @@ struct java_mgr {
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return base_clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
 static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -332,16 +329,9 @@ void java_mgr__note(struct java_mgr *m, uint32_t pid, uint64_t pstart)
 	}
 	if (p)
 		remove_proc(m, p);
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 64;
-		struct jproc *np = realloc(m->procs, cap * sizeof(*np));
-
-		if (!np) {
-			pthread_mutex_unlock(&m->mu);
-			return;
-		}
-		m->procs = np;
-		m->cap = cap;
+	if (base_grow((void **)&m->procs, &m->cap, m->n + 1, sizeof(*m->procs))) {
+		pthread_mutex_unlock(&m->mu);
+		return;
 	}
 	p = &m->procs[m->n++];
 	memset(p, 0, sizeof(*p));

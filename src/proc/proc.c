@@ -16,7 +16,6 @@
  */
 #include "proc/proc.h"
 #include "base/base.h"
-#include "base/membudget.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -21,7 +21,6 @@
 #include <time.h>
 
 #include "base/base.h"
-#include "base/membudget.h"
 #include "python/python_impl.h"
 
 #define PY_MGR_MAX_PROCS  65536 /* queued or described, not Python ones are dropped */

@@ -24,7 +24,6 @@
 #include <time.h>
 
 #include "base/base.h"
-#include "base/membudget.h"
 #include "ruby/ruby_impl.h"
 
 #define RB_MGR_MAX_PROCS  65536

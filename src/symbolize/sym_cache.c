@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "base/membudget.h"
 
 static void lru_unlink(struct symbolizer *s, struct sym_object *o)
 {
@@ -399,5 +398,9 @@ bool sym_ledger_room(struct symbolizer *s, uint64_t bytes)
 		evict_objects(s, bytes, true);
 	if (mem_budget__would_pass(bytes))
 		evict_objects(s, bytes, false);
-	return !mem_budget__would_pass(bytes);
+	/* What is asked for now is the most useful entry there is: it is loaded
+	 * even when other caches hold the rest of the budget (the agent's reclaim
+	 * asks them next); only an object larger than the whole budget is skipped,
+	 * so the ledger never turns into names silently lost. */
+	return bytes <= mem_budget__cache_budget();
 }

@@ -20,7 +20,7 @@
  * falls back the same way.
  */
 #include "symbolize/sym_internal.h"
-#include "base/membudget.h"
+#include "base/base.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -206,15 +206,8 @@ static int write_debug(Elf *elf, size_t shstrndx, int fd)
 		if (!gelf_getshdr(scn, &sh) || !(d = elf_getdata(scn, NULL)))
 			goto cleanup;
 		n = strlen(name) + 1;
-		if (len + n > cap) {
-			char *p;
-
-			while (len + n > cap)
-				cap *= 2;
-			if (!(p = realloc(names, cap)))
-				goto cleanup;
-			names = p;
-		}
+		if (base_grow((void **)&names, &cap, len + n, 1))
+			goto cleanup;
 		if (!(os = elf_newscn(o)) || !gelf_getshdr(os, &osh) || !(od = elf_newdata(os)))
 			goto cleanup;
 		memcpy(names + len, name, n);
@@ -232,13 +225,8 @@ static int write_debug(Elf *elf, size_t shstrndx, int fd)
 			goto cleanup;
 	}
 	/* the section names */
-	if (len + 10 > cap) {
-		char *p = realloc(names, len + 10);
-
-		if (!p)
-			goto cleanup;
-		names = p;
-	}
+	if (base_grow((void **)&names, &cap, len + 10, 1))
+		goto cleanup;
 	memcpy(names + len, ".shstrtab", 10);
 	if (!(os = elf_newscn(o)) || !gelf_getshdr(os, &osh) || !(od = elf_newdata(os)))
 		goto cleanup;

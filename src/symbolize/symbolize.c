@@ -43,7 +43,6 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "base/membudget.h"
 
 uint64_t sym_now_ns(void)
 {

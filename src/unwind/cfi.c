@@ -699,7 +699,7 @@ void cfi_rows__finish(struct cfi_rows *r)
 	/* Capacity was doubled while rows were pushed: give the rest back (a 330k-row
 	 * table held 512k rows = 8 MiB until it was loaded or parked). */
 	if (r->cap > r->n) {
-		struct hearth_unwind_row *shrunk = realloc(r->rows, r->n * sizeof(*r->rows));
+		struct hearth_unwind_row *shrunk = realloc(r->rows, r->n * sizeof(*r->rows)); /* layers: a shrink, base_grow only grows */
 
 		if (shrunk) {
 			r->rows = shrunk;

@@ -37,7 +37,6 @@
 #include <bpf/bpf.h>
 
 #include "base/base.h"
-#include "base/membudget.h"
 #include "proc/proc.h"
 
 /* A chunk of rows in bytes: page-aligned, so one can be mapped on its own. */

@@ -32,7 +32,6 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "base/membudget.h"
 #include "v8/v8.h"
 
 #define V8_MAX_PROCS	 4096

@@ -11,13 +11,14 @@ declare -A RANK=(
 	[base]=0
 	[object]=1
 	[proc]=2
-	[unwind]=3 [symbolize]=3 [python]=3
+	[unwind]=3 [symbolize]=3 [python]=3 [java]=3 [v8]=3 [ruby]=3
 	[sampler]=4 [profile]=4
-	[collect]=5 [store]=5
-	[ingest]=6
-	[query]=7 [agent]=7 [scrape]=7
-	[server]=8
-	[cli]=9
+	[offcpu]=5 [store]=5
+	[collect]=6
+	[ingest]=7
+	[query]=8 [agent]=8 [scrape]=8
+	[server]=9
+	[cli]=10
 )
 
 cd "$HEARTH_ROOT/src" || exit 1
@@ -87,7 +88,7 @@ by_hand hash_probing '\(\s*[a-z_]+\s*\+\s*1\s*\)\s*(&|%)\s*[(a-z_]' 'base_hmap'
 
 # The sampler's header says it knows nothing of symbols or profiles: nothing above
 # the ABI headers and unwind/ reaches it, even through another header.
-if grep -n '#include' sampler/sampler.h | grep -vE '<|"(profile|unwind|python)_abi\.h"'; then
+if grep -n '#include' sampler/sampler.h | grep -vE '<|"(profile|unwind|python|runtime|java|v8|ruby|offcpu)_abi\.h"'; then
 	fail sampler_header_standalone "sampler/sampler.h includes a module header"
 else
 	pass sampler_header_standalone
