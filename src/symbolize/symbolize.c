@@ -363,8 +363,21 @@ struct sym_object *symbolizer__object(struct symbolizer *s, const char *open_pat
 	key.path = (char *)open_path; /* only read; ident_add copies it */
 	o = inode ? object_by_inode(s, &key, &open_path, path, now)
 		  : object_by_stat(s, &key, open_path);
-	if (o)
+	if (o) {
+		/* Released or evicted: it is read again from a path that works now. The
+		 * one it was first read through (/proc/PID/root/... of a process that may
+		 * have exited since) would fail, and a failed reload resolves nothing. */
+		if (!o->heavy && o->loaded && open_path &&
+		    (!o->load_path || strcmp(o->load_path, open_path))) {
+			char *copy = strdup(open_path);
+
+			if (copy) {
+				free(o->load_path);
+				o->load_path = copy;
+			}
+		}
 		return o;
+	}
 	o = object_load(s, open_path, path, &key.id);
 	if (o)
 		ident_add(s, &key, o);
