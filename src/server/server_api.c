@@ -50,6 +50,13 @@ static int request_args(struct server_req *r, const char *prefix, struct query_r
 	from = server_arg(r, name);
 	snprintf(uname, sizeof(uname), "%suntil", prefix);
 	until = server_arg(r, uname);
+	/* /api/diff: a side without its own range takes from/until (as render-diff) */
+	if (prefix[0] && (!from || !*from) && (!until || !*until)) {
+		from = server_arg(r, "from");
+		until = server_arg(r, "until");
+		snprintf(name, sizeof(name), "from");
+		snprintf(uname, sizeof(uname), "until");
+	}
 	if (query_parse_range_named(name, from, uname, until, server_now_ns(), &q->from_ns,
 				    &q->until_ns, err, errlen))
 		return -EINVAL;
