@@ -41,7 +41,9 @@ pprof() { env $GOENV go tool pprof "$@" 2> /dev/null; }
 reason_pct() {
 	pprof -tagfocus="tid=$2" -tags "$1" | awk -v r="$3" '
 		/^ *reason:/ { in_r = 1; next } /^ *[a-z]+:/ { in_r = 0 }
-		in_r && $NF == r { gsub(/[()%:]/, "", $2); print $2; found = 1 }
+		in_r && $NF == r && match($0, /\( *[0-9.]+%\)/) {
+			# "(99.9%)", or padded "(  100%)": the number in the parentheses
+			v = substr($0, RSTART, RLENGTH); gsub(/[() %]/, "", v); print v; found = 1 }
 		END { if (!found) print 0 }'
 }
 # to_seconds: pprof's "1.70s", "980ms", "3.2us" on stdin as seconds.
