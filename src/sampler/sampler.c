@@ -1103,16 +1103,19 @@ struct java_mgr *sampler__java(const struct sampler *s)
 	return s->java;
 }
 
-int sampler__java_stats(const struct sampler *s, uint64_t out[HEARTH_JAVA_STAT_MAX])
+/* A walk's per-CPU counters (its stats map), summed over CPUs into out[0..n). */
+static int walk_stats(const struct sampler *s, const struct bpf_map *map, __u32 n, uint64_t *out)
 {
-	int fd;
+	int fd = bpf_map__fd(map);
 
-	if (!s->java)
-		return -ENOENT;
-	fd = bpf_map__fd(s->skel->maps.java_stats);
-	for (__u32 i = 0; i < HEARTH_JAVA_STAT_MAX; i++)
+	for (__u32 i = 0; i < n; i++)
 		out[i] = percpu_sum(fd, i, s->n_possible);
 	return 0;
+}
+
+int sampler__java_stats(const struct sampler *s, uint64_t out[HEARTH_JAVA_STAT_MAX])
+{
+	return s->java ? walk_stats(s, s->skel->maps.java_stats, HEARTH_JAVA_STAT_MAX, out) : -ENOENT;
 }
 
 struct python_mgr *sampler__python(const struct sampler *s)
@@ -1127,26 +1130,12 @@ struct v8_mgr *sampler__v8(const struct sampler *s)
 
 int sampler__v8_stats(const struct sampler *s, uint64_t out[HEARTH_V8_STAT_MAX])
 {
-	int fd;
-
-	if (!s->v8)
-		return -ENOENT;
-	fd = bpf_map__fd(s->skel->maps.v8_stats);
-	for (__u32 i = 0; i < HEARTH_V8_STAT_MAX; i++)
-		out[i] = percpu_sum(fd, i, s->n_possible);
-	return 0;
+	return s->v8 ? walk_stats(s, s->skel->maps.v8_stats, HEARTH_V8_STAT_MAX, out) : -ENOENT;
 }
 
 int sampler__python_stats(const struct sampler *s, uint64_t out[HEARTH_PY_STAT_MAX])
 {
-	int fd;
-
-	if (!s->py)
-		return -ENOENT;
-	fd = bpf_map__fd(s->skel->maps.py_stats);
-	for (__u32 i = 0; i < HEARTH_PY_STAT_MAX; i++)
-		out[i] = percpu_sum(fd, i, s->n_possible);
-	return 0;
+	return s->py ? walk_stats(s, s->skel->maps.py_stats, HEARTH_PY_STAT_MAX, out) : -ENOENT;
 }
 
 struct ruby_mgr *sampler__ruby(const struct sampler *s)
@@ -1156,14 +1145,7 @@ struct ruby_mgr *sampler__ruby(const struct sampler *s)
 
 int sampler__ruby_stats(const struct sampler *s, uint64_t out[HEARTH_RB_STAT_MAX])
 {
-	int fd;
-
-	if (!s->rbm)
-		return -ENOENT;
-	fd = bpf_map__fd(s->skel->maps.rb_stats);
-	for (__u32 i = 0; i < HEARTH_RB_STAT_MAX; i++)
-		out[i] = percpu_sum(fd, i, s->n_possible);
-	return 0;
+	return s->rbm ? walk_stats(s, s->skel->maps.rb_stats, HEARTH_RB_STAT_MAX, out) : -ENOENT;
 }
 
 void sampler__raw_stats(const struct sampler *s, uint64_t out[SAMPLER_RAW_STAT_MAX])
