@@ -369,34 +369,19 @@ int BPF_PROG(hearth_offcpu_wakeup_new, struct task_struct *p)
 	return 0;
 }
 
-/* The first syscall exit after a long block: the task's own context, its user
- * registers those of the syscall it blocked in. */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
+/* Walks the user stack of a pending block at its syscall's exit and sends it. */
+static __always_inline void offcpu_exit_send(void *ctx, struct pt_regs *regs,
+					     struct task_struct *task, struct hearth_offcpu_task *t,
+					     struct hearth_scratch *st)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct hearth_count_key key = {};
-	struct hearth_offcpu_task *t;
-	struct hearth_scratch *st;
-	__u32 zero = 0, *slot;
 	bool walked;
 	long n;
 
-	slot = bpf_map_lookup_elem(&offcpu_pending_tid, &zero);
-	if (!slot || *slot != task->pid)
-		return 0; /* most syscalls of the machine: nothing pending here */
-	*slot = 0;
-	t = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
-	if (!t || !t->pending)
-		return 0;
-	t->pending = 0;
-	st = offcpu_scratch();
-	if (!st)
-		return 0;
 	if (regs->orig_ax != t->sysnr || regs->sp != t->user_sp) {
 		bump(&offcpu_stats, HEARTH_OFFCPU_STACK_LOST);
 		offcpu_send_leaf(st, task, t);
-		return 0;
+		return;
 	}
 	offcpu_key(&key, task);
 	note_process(st, key.pid, key.pstart, task);
@@ -420,6 +405,37 @@ int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
 	if (walked) /* the Java walk's state is this walk's only when it ran */
 		java_finish(st);
 	offcpu_send(st, t);
+}
+
+/* The first syscall exit after a long block: the task's own context, its user
+ * registers those of the syscall it blocked in. Unlike sched_switch, this runs
+ * with interrupts on: the CPU sample program could run in the middle of the
+ * walk and reuse the per-CPU scratch (and the runtime walks' scratch maps)
+ * under it; it once turned a record's trailing nanoseconds into a kernel
+ * address (~2^64 ns). `offcpu_busy` makes that sample step aside, counted as
+ * a drop ("inside an off-CPU walk"). */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct hearth_offcpu_task *t;
+	struct hearth_scratch *st;
+	__u32 zero = 0, *slot;
+
+	slot = bpf_map_lookup_elem(&offcpu_pending_tid, &zero);
+	if (!slot || *slot != task->pid)
+		return 0; /* most syscalls of the machine: nothing pending here */
+	*slot = 0;
+	t = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	if (!t || !t->pending)
+		return 0;
+	t->pending = 0;
+	st = offcpu_scratch();
+	if (!st)
+		return 0;
+	st->offcpu_busy = 1;
+	offcpu_exit_send(ctx, regs, task, t, st);
+	st->offcpu_busy = 0;
 	return 0;
 }
 

@@ -165,6 +165,10 @@ struct hearth_scratch {
 	__u32 leaf_unmapped;		/* the leaf pc was outside every mapping */
 	__u32 no_table; /* a frame was in an object whose table is not loaded */
 	__u32 heat_obj; /* object slot of the previous frame (heat counts runs of frames) */
+	/* The off-CPU recorder's sys_exit walk is using this scratch: a CPU sample
+	 * (a timer interrupt, the only program that can run inside it) must not
+	 * (bpf/offcpu.bpf.h). */
+	__u32 offcpu_busy;
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
 	/* Python walk (python_frames): the process's description, the frame to
 	 * read next, the frames found (copied after the native ones), the
@@ -1031,6 +1035,10 @@ int hearth_sample(struct bpf_perf_event_data *ctx)
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 0; /* cannot happen: a one-entry per-CPU array */
+	if (st->offcpu_busy) {
+		bump(&drops, HEARTH_DROP_IN_OFFCPU_WALK);
+		return 0;
+	}
 	if (pid == 0 && !keep_idle) {
 		st->stats.idle++; /* per-CPU: no other writer */
 		return 0;

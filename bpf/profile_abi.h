@@ -92,6 +92,8 @@ enum hearth_drop {
 	HEARTH_DROP_STACK_OTHER,	/* any other stack helper error */
 	HEARTH_DROP_RINGBUF_FULL,	/* samples ring buffer had no room */
 	HEARTH_DROP_EVENT_LOST,		/* events ring buffer had no room (not a sample) */
+	HEARTH_DROP_IN_OFFCPU_WALK,	/* the tick came inside the off-CPU recorder's
+					 * sys_exit walk, whose scratch it would reuse */
 	HEARTH_DROP_MAX,
 };
 

@@ -1184,6 +1184,7 @@ const char *sampler_drop_name(int drop)
 		[HEARTH_DROP_STACK_OTHER] = "other stack errors",
 		[HEARTH_DROP_RINGBUF_FULL] = "ring buffer full",
 		[HEARTH_DROP_EVENT_LOST] = "process events lost",
+		[HEARTH_DROP_IN_OFFCPU_WALK] = "inside an off-CPU walk",
 	};
 
 	return drop >= 0 && drop < HEARTH_DROP_MAX ? names[drop] : "unknown";

@@ -4,9 +4,8 @@
 #  - a thread that computes 3 ms and sleeps 7 ms: its [off-cpu: sleep] share of
 #    its wall time within 3 points of the share of time it measured around
 #    nanosleep (clock_gettime), over snapshots bracketing the recording;
-#  - a thread blocked in read(2) on a pipe written every 20 ms: its function
-#    and the kernel's pipe_read under [off-cpu: io] in the stacks (its time is
-#    not checked: a known defect, below);
+#  - a thread blocked in read(2) on a pipe written every 20 ms: io ~ all its
+#    time, with its function and the kernel's pipe_read in the stacks;
 #  - two threads contending for one mutex: the time in glibc's lock slow path
 #    (its [off-cpu: lock] futex wait, the run-queue wait after the wakeup, the
 #    syscall's CPU) within 10% of what each measured around pthread_mutex_lock;
@@ -112,6 +111,7 @@ kill "$pid_sleep" "$pid_pipe"
 start_fifo lock
 record_wall lockrec "$pid_lock" || finish
 second_snapshot lock
+grep -o 'off-cpu: [0-9]* switches.*' "$T/wall.err" | head -1
 grep -q 'off-cpu: [0-9]* switches' "$T/wall.err" && pass offcpu_summary_counters ||
 	fail offcpu_summary_counters "no off-cpu counter line in: $(cat "$T/wall.err")"
 dur=$(duration "$T/wall.pb.gz")
@@ -130,10 +130,17 @@ else
 	fail offcpu_sleep_share "${got}% sleep, truth ${truth}% (want within ±3 points)"
 fi
 
-# The pipe reader: in read() under off_pipe_reader, [off-cpu: io] on top. Its
-# share and wall time are not checked: in 2 of 4 suite runs its time came out
-# wrapped below zero (a defect of the recorder, open in issue 28).
+# The pipe reader: io all its time, in read() under off_pipe_reader.
 tid=$(tids_of "$T/pipe.out")
+got=$(reason_pct "$T/wall.pb.gz" "$tid" io)
+read -r w1 e1 <<< "$(truth_of "$T/pipe.out" "$tid" 1)"
+read -r w2 e2 <<< "$(truth_of "$T/pipe.out" "$tid" 2)"
+truth=$(awk -v a="$w1" -v b="$w2" -v c="$e1" -v d="$e2" 'BEGIN { printf "%.2f", 100 * (b - a) / (d - c) }')
+if within "$got" "$truth" 3; then
+	pass "offcpu_pipe_io: ${got}% io, truth ${truth}% blocked in read (tolerance ±3 points, ~300 writes)"
+else
+	fail offcpu_pipe_io "${got}% io, truth ${truth}% (want within ±3 points)"
+fi
 top=$(pprof -tagfocus="tid=$tid" -top -nodecount=200 "$T/wall.pb.gz")
 if grep -q 'off_pipe_reader' <<< "$top" && grep -q 'pipe_read' <<< "$top" &&
 	grep -q '\[off-cpu: io\]' <<< "$top"; then
@@ -162,7 +169,7 @@ for tid in $(tids_of "$T/lock.out"); do
 done
 
 # Wall time per thread within 5% of the recording's duration.
-for f in wall:sleep lockrec:lock; do
+for f in wall:sleep wall:pipe lockrec:lock; do
 	rec=${f%%:*} m=${f##*:}
 	d=$dur
 	[ "$rec" = lockrec ] && d=$ldur
