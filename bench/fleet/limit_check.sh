@@ -19,7 +19,7 @@
 . "$(dirname "$0")/../../tests/integration/server_lib.sh"
 need_root memory_limit
 
-LIMIT_MB=32
+LIMIT_MB=${HEARTH_LIMIT_MB:-32}
 B=$HEARTH_ROOT/build/fleet
 if ! bash "$HEARTH_ROOT/bench/fleet/build.sh" "$B" 10 110000 2> "$T/build.err"; then
 	fail memory_limit_build "bench/fleet/build.sh failed: $(tail -3 "$T/build.err")"
@@ -73,7 +73,7 @@ else
 fi
 
 missing=
-for m in 'hearth_memory_limit_bytes 33554432' hearth_memory_rss_bytes hearth_memory_peak_rss_bytes \
+for m in "hearth_memory_limit_bytes $((LIMIT_MB << 20))" hearth_memory_rss_bytes hearth_memory_peak_rss_bytes \
 	'hearth_memory_cache_bytes{kind="symbols"}' 'hearth_memory_cache_bytes{kind="processes"}' \
 	'hearth_memory_evictions_total{kind="processes"}' 'hearth_memory_evictions_total{kind="unwind"}' \
 	hearth_agent_unwind_tables hearth_agent_unwind_table_bytes hearth_agent_unwind_no_room_objects; do
