@@ -20,7 +20,6 @@
  */
 #include "symbolize/sym_internal.h"
 #include "base/base.h"
-#include "base/membudget.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

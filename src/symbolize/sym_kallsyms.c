@@ -381,8 +381,8 @@ int sym_kallsyms__load(const char *path, struct sym_table *t)
 		goto fail;
 	}
 	to_entries(&b, m, t, disp);
-	/* layers: an exact size, shrinking (a big block's tail goes back to the kernel) */
-	t->syms = realloc(b.rec, (t->n ? t->n : 1) * sizeof(*t->syms));
+	/* a big block's tail goes back to the kernel */
+	t->syms = realloc(b.rec, (t->n ? t->n : 1) * sizeof(*t->syms)); /* layers: a shrink */
 	if (!t->syms)
 		t->syms = (struct sym_entry *)b.rec; /* shrinking failed: kept as is */
 	b.rec = NULL;
