@@ -75,8 +75,8 @@ void agent_mem_setup(uint64_t limit, uint64_t other, bool process_policy);
  * no copied page (libraries' code and read-only data: they come back from the
  * page cache when used again); returns the bytes dropped. */
 uint64_t agent_mem_drop_file_pages(void);
-/* Sizes the caches' share from what is left of limit once the process holds
- * `fixed` bytes (its RSS once started: program, libraries, BPF maps) and
+/* Sizes the caches' share from what is left of 7/8 of limit once the process
+ * holds `fixed` bytes (its RSS once started: program, libraries, BPF maps) and
  * AGENT_TRANSIENT_BYTES are kept for transients: at most AGENT_CACHE_PCT of the
  * limit, at least AGENT_MIN_CACHE_BYTES. Returns it (0 without a limit). */
 uint64_t agent_mem_size_caches(uint64_t limit, uint64_t fixed);

@@ -136,11 +136,14 @@ uint64_t agent_mem_drop_file_pages(void)
 
 uint64_t agent_mem_size_caches(uint64_t limit, uint64_t fixed)
 {
-	uint64_t most = limit / 100 * AGENT_CACHE_PCT, share;
+	uint64_t most = limit / 100 * AGENT_CACHE_PCT, share, usable;
 
 	if (!limit)
 		return 0;
-	share = limit > fixed + AGENT_TRANSIENT_BYTES ? limit - fixed - AGENT_TRANSIENT_BYTES : 0;
+	/* an eighth of the limit is left free: the caches pass their share
+	 * between two reclaims, the RSS watch acts at 85% */
+	usable = limit - limit / 8;
+	share = usable > fixed + AGENT_TRANSIENT_BYTES ? usable - fixed - AGENT_TRANSIENT_BYTES : 0;
 	if (share > most)
 		share = most;
 	if (share < AGENT_MIN_CACHE_BYTES)
