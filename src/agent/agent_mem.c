@@ -152,13 +152,23 @@ uint64_t agent_mem_size_caches(uint64_t limit, uint64_t fixed)
 	return share;
 }
 
+/* What agent_mem_started takes as the agent's fixed part in hearth run. */
+#define AGENT_RUN_FIXED_BYTES (16ull << 20)
+
 void agent_mem_started(uint64_t limit, bool process_policy)
 {
+	uint64_t fixed;
+
 	if (!limit)
 		return;
 	if (process_policy)
 		agent_mem_drop_file_pages(); /* what start-up alone touched */
-	agent_mem_size_caches(limit, mem_budget__rss());
+	fixed = mem_budget__rss();
+	/* hearth run: the store's pages are in this RSS too, and have their own
+	 * allowance (rss_other); the agent's part measured alone is 10-11 MiB */
+	if (rss_other && fixed > AGENT_RUN_FIXED_BYTES)
+		fixed = AGENT_RUN_FIXED_BYTES;
+	agent_mem_size_caches(limit, fixed);
 }
 
 void agent_mem_tick(struct proc_table *pt, struct symbolizer *sym)
