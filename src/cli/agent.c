@@ -63,7 +63,7 @@ static void usage(FILE *f)
 		"                             off: their native frames only\n"
 		"      --idle                 keep samples of idle CPUs\n"
 		"      --memory-limit SIZE    ceiling on hearth's resident memory (default 64M;\n"
-		"                             e.g. 32M, 1G): caches evict to stay under it\n"
+		"                             at least 48M): caches evict to stay under it\n"
 		"                             (docs/memory.md)\n"
 		"      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
 		"                             (also one line per HTTP request)\n"
