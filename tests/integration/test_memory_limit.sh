@@ -4,7 +4,7 @@
 # objects of bench/fleet (10 objects of 330k unwind rows each, 3.15x the BPF
 # unwind budget of 1,048,576 rows, the hot one mapped last), CPython and
 # Node.js busy, and process churn, `hearth agent --memory-limit 48M` (the
-# floor: docs/memory.md; HEARTH_LIMIT_MB picks another) runs ~50 s, pushing to
+# floor: docs/memory.md; HEARTH_LIMIT_MB picks another) runs ~45 s, pushing to
 # a `hearth server` (the agent alone is under the limit; the store of
 # `hearth run` has its own budget). Checks:
 #  - the peak of the agent's resident memory (VmHWM, start-up included) <= the limit;
@@ -48,16 +48,16 @@ if ! start_hearth "$T/agent.log" agent --server "$SURL" --memory-limit ${LIMIT_M
 fi
 HPID=$SPID URL=$HURL
 T0=$(date +%s)
-# warm-up: 20 s after the start (tables loaded, caches filled), then a 13 s window
+# warm-up: 16 s after the start (tables loaded, caches filled), then a 12 s window
 sleep_until() { wait_for "$(($1 + 5))" awk -v t="$1" -v t0="$T0" 'BEGIN { "date +%s" | getline n; exit !(n - t0 >= t) }'; }
-sleep_until 20
+sleep_until 16
 W0=$(date +%s)
-sleep_until 33
+sleep_until 28
 # the window's profiles stored: one more push after its end (on a busy host
 # building one takes seconds); the stacks judged are those stored since W0
 S1=$(metric "$URL" hearth_agent_sent_total)
 sent_since() { [ "$(metric "$URL" hearth_agent_sent_total)" -ge $((${S1:-0} + 2)) ]; }
-wait_for 15 sent_since || echo "note: the agent did not push twice within 15 s of the window"
+wait_for 12 sent_since || echo "note: the agent did not push twice within 12 s of the window"
 curl -sf "$URL/metrics" > "$T/metrics.txt"
 curl -sf "$SURL/api/profile?format=folded&from=$((W0 * 1000))&until=now" > "$T/window.folded"
 HWM_KB=$(awk '/^VmHWM:/ { print $2 }' "/proc/$HPID/status")
@@ -91,7 +91,7 @@ else
 fi
 
 read -r _ pct ok tot < <(python3 "$HEARTH_ROOT/bench/fleet/fleet_stats.py" complete "$T/window.folded" genhot | grep '^genhot')
-# >= 100 samples of the hot object: 13 s or more at 99 Hz of a busy thread, shared
+# >= 100 samples of the hot object: 12 s or more at 99 Hz of a busy thread, shared
 # with the other busy programs on 2 cores (~700 expected; 100 at worst).
 if [ "${tot:-0}" -ge 100 ] && awk -v p="$pct" 'BEGIN { exit !(p >= 90) }'; then
 	pass "memory_limit_complete: $pct% of genhot's samples reach _start ($ok of $tot)"
