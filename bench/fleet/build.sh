@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/fleet/build.sh DIR N_OBJS N_FILL: builds what bench/fleet and
-# bench/fleet/limit_check.sh run, into DIR (kept between runs: an
+# tests/integration/test_memory_limit.sh run, into DIR (kept between runs: an
 # object already built is not built again): the generated objects
 # DIR/gen/libfleetobjK.so (gen_objs.py: a hot chain built -O2
 # -fomit-frame-pointer, so that only unwind tables walk it, and N_FILL filler

@@ -686,6 +686,7 @@ int agent__open(const struct agent_opts *opts, struct agent **out, char *err, si
 		agent__close(a);
 		return ret;
 	}
+	agent_mem_started(a->opts.memory_limit, a->opts.trim_memory);
 	*out = a;
 	return 0;
 }

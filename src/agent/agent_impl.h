@@ -71,6 +71,19 @@ uint64_t agent_mem_sym_bytes(uint64_t limit);
  * RSS that is not the agent's (hearth run's store); with process_policy (the
  * agent's trim_memory), also malloc's thresholds. */
 void agent_mem_setup(uint64_t limit, uint64_t other, bool process_policy);
+/* Unmaps the resident pages of the process's read-only file mappings that hold
+ * no copied page (libraries' code and read-only data: they come back from the
+ * page cache when used again); returns the bytes dropped. */
+uint64_t agent_mem_drop_file_pages(void);
+/* Sizes the caches' share from what is left of 7/8 of limit once the process
+ * holds `fixed` bytes (its RSS once started: program, libraries, BPF maps) and
+ * AGENT_TRANSIENT_BYTES are kept for transients: at most AGENT_CACHE_PCT of the
+ * limit, at least AGENT_MIN_CACHE_BYTES. Returns it (0 without a limit). */
+uint64_t agent_mem_size_caches(uint64_t limit, uint64_t fixed);
+/* Once the agent is open (BPF loaded, libraries initialised), under a limit:
+ * drops the file pages start-up touched (with process_policy) and sizes the
+ * caches' share from the RSS then. */
+void agent_mem_started(uint64_t limit, bool process_policy);
 /* Once a second and after each profile, on the sampling thread: reclaims when
  * the caches pass their share, and harder when resident memory nears the limit
  * (the RSS watch). */

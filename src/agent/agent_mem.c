@@ -17,9 +17,12 @@
 #include "symbolize/symbolize.h"
 #include "unwind/unwind.h"
 
+#include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 /* The RSS watch: past RSS_HIGH of the limit, the caches are asked for what
@@ -36,6 +39,7 @@
 
 static uint64_t n_tightens;
 static uint64_t rss_other; /* agent_mem_setup's `other` */
+static bool policy;	   /* agent_mem_setup's `process_policy` */
 /* The symbolizer's counters as of the last tick: only the sampling thread
  * touches the symbolizer, /metrics reads this copy. */
 static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,6 +71,7 @@ void agent_mem_setup(uint64_t limit, uint64_t other, bool process_policy)
 {
 	mem_budget__set_limit(limit, AGENT_CACHE_PCT);
 	rss_other = other;
+	policy = process_policy;
 	if (limit && process_policy) {
 		/* Big transient buffers (a debug section inflated, a table sorted)
 		 * go straight back to the kernel when freed instead of leaving holes
@@ -74,6 +79,96 @@ void agent_mem_setup(uint64_t limit, uint64_t other, bool process_policy)
 		mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 		mallopt(M_ARENA_MAX, 2);
 	}
+}
+
+/* One mapping of /proc/self/smaps, as far as agent_mem_drop_file_pages needs it. */
+struct vma {
+	uintptr_t lo, hi;
+	bool candidate; /* private, not writable, a file's */
+	uint64_t rss_kb, anon_kb;
+};
+
+static uint64_t drop_vma(const struct vma *v)
+{
+	/* a mapping that never was writable and holds no anonymous (copied) page:
+	 * dropping its pages loses nothing, they come back from the page cache */
+	if (!v->candidate || v->anon_kb || !v->rss_kb)
+		return 0;
+	if (madvise((void *)v->lo, v->hi - v->lo, MADV_DONTNEED))
+		return 0;
+	return v->rss_kb << 10;
+}
+
+uint64_t agent_mem_drop_file_pages(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512];
+	struct vma v = {0};
+	uint64_t dropped = 0, kb;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		uintptr_t lo, hi;
+		char perms[5];
+		int path = 0;
+
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s %*s %*s %*s %n", &lo, &hi, perms,
+			   &path) == 3) {
+			dropped += drop_vma(&v);
+			v = (struct vma){.lo = lo, .hi = hi};
+			/* r-xp or r--p of a file that is still there: libraries' code and
+			 * read-only data, hearth's own, objects the symbolizer mapped; not
+			 * RELRO (it holds relocated, copied pages: anon_kb), not BPF maps
+			 * (anon_inode), not a deleted file */
+			v.candidate = path && line[path] == '/' && perms[1] != 'w' &&
+				      perms[3] == 'p' && !strstr(line + path, " (deleted)");
+		} else if (sscanf(line, "Rss: %" SCNu64, &kb) == 1) {
+			v.rss_kb = kb;
+		} else if (sscanf(line, "Anonymous: %" SCNu64, &kb) == 1) {
+			v.anon_kb = kb;
+		}
+	}
+	dropped += drop_vma(&v);
+	fclose(f);
+	return dropped;
+}
+
+uint64_t agent_mem_size_caches(uint64_t limit, uint64_t fixed)
+{
+	uint64_t most = limit / 100 * AGENT_CACHE_PCT, share, usable;
+
+	if (!limit)
+		return 0;
+	/* an eighth of the limit is left free: the caches pass their share
+	 * between two reclaims, the RSS watch acts at 85% */
+	usable = limit - limit / 8;
+	share = usable > fixed + AGENT_TRANSIENT_BYTES ? usable - fixed - AGENT_TRANSIENT_BYTES : 0;
+	if (share > most)
+		share = most;
+	if (share < AGENT_MIN_CACHE_BYTES)
+		share = AGENT_MIN_CACHE_BYTES;
+	mem_budget__set_cache_budget(share);
+	return share;
+}
+
+/* What agent_mem_started takes as the agent's fixed part in hearth run. */
+#define AGENT_RUN_FIXED_BYTES (16ull << 20)
+
+void agent_mem_started(uint64_t limit, bool process_policy)
+{
+	uint64_t fixed;
+
+	if (!limit)
+		return;
+	if (process_policy)
+		agent_mem_drop_file_pages(); /* what start-up alone touched */
+	fixed = mem_budget__rss();
+	/* hearth run: the store's pages are in this RSS too, and have their own
+	 * allowance (rss_other); the agent's part measured alone is 10-11 MiB */
+	if (rss_other && fixed > AGENT_RUN_FIXED_BYTES)
+		fixed = AGENT_RUN_FIXED_BYTES;
+	agent_mem_size_caches(limit, fixed);
 }
 
 void agent_mem_tick(struct proc_table *pt, struct symbolizer *sym)
@@ -112,6 +207,8 @@ void agent_mem_tick(struct proc_table *pt, struct symbolizer *sym)
 	if (want)
 		proc_table__reclaim_point(pt, want);
 	malloc_trim(0);
+	if (policy)
+		agent_mem_drop_file_pages(); /* code and mapped objects' pages in use come back */
 }
 
 void agent_mem_poll(struct proc_table *pt, struct symbolizer *sym)

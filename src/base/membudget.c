@@ -50,6 +50,11 @@ void mem_budget__set_limit(uint64_t limit, unsigned cache_pct)
 	atomic_store(&cache_budget, limit / 100 * cache_pct);
 }
 
+void mem_budget__set_cache_budget(uint64_t bytes)
+{
+	atomic_store(&cache_budget, bytes);
+}
+
 uint64_t mem_budget__limit(void)
 {
 	return atomic_load(&limit_bytes);

@@ -44,6 +44,9 @@ const char *mem_kind_name(enum mem_kind k);
  * share of it the caches may hold (the rest is the program, its buffers and the
  * BPF maps mapped into it): the caches' budget is limit * cache_pct / 100. */
 void mem_budget__set_limit(uint64_t limit, unsigned cache_pct);
+/* Sets the caches' share in bytes (after mem_budget__set_limit: sized from what
+ * the process holds once started, agent_mem.c). */
+void mem_budget__set_cache_budget(uint64_t bytes);
 uint64_t mem_budget__limit(void);
 /* Bytes the caches may hold together (0: no limit). */
 uint64_t mem_budget__cache_budget(void);

@@ -144,6 +144,9 @@ struct sym_dwarf {
 	struct dem_slot *dem; /* owned; cap_dem a power of two, at most half full */
 	size_t n_dem, cap_dem;
 	uint64_t idx_bytes; /* in all of the above */
+	Elf_Data *line_sec; /* .debug_line as libdw reads it (found once) */
+	bool line_sec_looked;
+	uint64_t lines_skipped; /* CUs whose line table was too big to decode (LINE_COST) */
 };
 
 static bool strings_terminated(Elf_Scn *scn, const GElf_Shdr *sh, const char *name)
@@ -615,6 +618,78 @@ static void kids_link(struct cu_index *ci)
 	}
 }
 
+/*
+ * What libdw's decoded line table costs, per byte of the CU's line program (measured
+ * on libpython3.11's biggest CUs with libdw 0.188: ~80 bytes a row, a row per ~3.9
+ * bytes: 21-23 bytes kept per byte; while decoding, a malloc'd list node per row and
+ * a sort's copy about double it). The kept part is counted with the handle; a table
+ * whose decoding alone would pass a quarter of the caches' share under a memory limit
+ * is not decoded (that CU resolves functions, without file:line): one CU of
+ * libpython's unicodeobject.c (276 KB of line program, 71k rows) held 14.6 MB at the
+ * agent's peak.
+ */
+#define LINE_COST_KEPT 24
+#define LINE_COST_PEAK 56
+
+/* .debug_line, or NULL. */
+static Elf_Data *line_section(struct sym_dwarf *d)
+{
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	size_t shstr;
+
+	if (d->line_sec_looked)
+		return d->line_sec;
+	d->line_sec_looked = true;
+	if (!(e = dwarf_getelf(d->dw)) || elf_getshdrstrndx(e, &shstr))
+		return NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(e, shstr, sh.sh_name)) &&
+		    !strcmp(name, ".debug_line")) {
+			d->line_sec = elf_getdata(scn, NULL);
+			break;
+		}
+	}
+	return d->line_sec;
+}
+
+/* Bytes of cu's line program (its unit_length), 0 when unknown. */
+static uint64_t line_program_bytes(struct sym_dwarf *d, Dwarf_Die *cu)
+{
+	Dwarf_Attribute at;
+	Dwarf_Word off;
+	Elf_Data *sec;
+	uint32_t len32;
+	uint64_t len;
+
+	if (!dwarf_attr(cu, DW_AT_stmt_list, &at) || dwarf_formudata(&at, &off) ||
+	    !(sec = line_section(d)) || !sec->d_buf || off > sec->d_size || sec->d_size - off < 4)
+		return 0;
+	memcpy(&len32, (const char *)sec->d_buf + off, 4);
+	if (len32 != 0xffffffffu)
+		return len32;
+	if (sec->d_size - off < 12)
+		return 0;
+	memcpy(&len, (const char *)sec->d_buf + off + 4, 8);
+	return len;
+}
+
+/* Whether decoding cu's line table fits under the memory limit (always without one). */
+static bool lines_fit(struct sym_dwarf *d, Dwarf_Die *cu, uint64_t *kept)
+{
+	uint64_t budget = mem_budget__cache_budget(), len = line_program_bytes(d, cu);
+
+	*kept = len * LINE_COST_KEPT;
+	if (budget && len > budget / 4 / LINE_COST_PEAK) {
+		d->lines_skipped++;
+		return false;
+	}
+	return true;
+}
+
 /* The CU's line table and a copy of its row addresses. 0 or -ENOMEM (no table: 0). */
 static int lines_load(struct cu_index *ci, Dwarf_Die *cu)
 {
@@ -709,11 +784,17 @@ static int cu_get(struct sym_dwarf *d, Dwarf_Off off, uint32_t *out)
 	if (!dwarf_offdie(d->dw, off, &cu)) {
 		err = -EIO;
 	} else {
-		if (dwarf_getsrcfiles(&cu, &b.files, &b.n_files) != 0)
+		uint64_t kept = 0;
+		bool lines = lines_fit(d, &cu, &kept);
+
+		/* (libdw decodes the whole line table for the file names too) */
+		if (!lines || dwarf_getsrcfiles(&cu, &b.files, &b.n_files) != 0)
 			b.files = NULL;
 		err = walk(&b, &cu, SCOPE_NONE, 0);
-		if (err != -ENOMEM && lines_load(b.ci, &cu))
+		if (err != -ENOMEM && lines && lines_load(b.ci, &cu))
 			err = -ENOMEM;
+		if (lines)
+			d->idx_bytes += kept; /* libdw's rows, held with the handle */
 	}
 	if (err == -ENOMEM) {
 		cu_index_free(b.ci);

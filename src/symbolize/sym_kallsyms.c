@@ -108,52 +108,296 @@ static uint32_t region_of(const char *module, char *prev, size_t prev_len, uint3
 	return *next_id;
 }
 
-static int add_line(struct sym_builder *b, const struct ksym_line *l, uint32_t region)
-{
-	char display[KSYM_DISPLAY_MAX];
-	int rank = type_rank(l->type);
-	struct sym_raw r = { .start = l->addr, .bound = UINT64_MAX, .region = region };
+/*
+ * The table is built in its final form, not through a sym_builder (whose 40-byte raw
+ * symbols, sort keys and growing name blob held ~13 MB beside the ~5 MB kept: the
+ * agent's peak under --memory-limit, docs/memory.md). A first pass counts the symbols
+ * and their names' bytes, a second fills exactly sized arrays: 24-byte records,
+ * sorted in place (kallsyms comes sorted but for modules and BPF programs) and
+ * rewritten in place into the 12-byte entries, then shrunk; the names are written
+ * once into the blob the table keeps.
+ */
+struct ksym_rec {
+	uint64_t start;
+	uint32_t name, display; /* offsets in the blob, SYM_NO_NAME for an end marker */
+	uint32_t region_rank;	/* region << 2 | rank */
+	uint32_t ord;		/* line order: the last of one address's equals wins */
+};
 
-	if (rank < 0 || l->addr == 0)
+struct ksym_build {
+	struct ksym_rec *rec;
+	size_t n, cap;
+	char *names;
+	size_t len, names_cap;
+	bool any_display, sorted;
+};
+
+/* Bytes of l's names in the blob (its raw name, and "name [module]"), 0 for one that
+ * is not kept; *keep whether it is. */
+static size_t line_bytes(const struct ksym_line *l, bool *keep)
+{
+	size_t n;
+
+	*keep = type_rank(l->type) >= 0 && l->addr != 0;
+	if (!*keep || is_end_marker(l->name))
 		return 0;
-	if (is_end_marker(l->name)) {
-		r.rank = KSYM_RANK_MARKER;
-		return sym_builder__add(b, &r, NULL, NULL);
+	n = strlen(l->name) + 1;
+	if (l->module) {
+		size_t d = strlen(l->name) + strlen(l->module) + 3;
+
+		n += (d < KSYM_DISPLAY_MAX - 1 ? d : KSYM_DISPLAY_MAX - 1) + 1;
 	}
-	r.rank = (uint8_t)rank;
-	if (!l->module)
-		return sym_builder__add(b, &r, l->name, NULL);
-	snprintf(display, sizeof(display), "%s [%s]", l->name, l->module);
-	return sym_builder__add(b, &r, l->name, display);
+	return n;
 }
 
-int sym_kallsyms__load(const char *path, struct sym_table *t)
+static uint32_t put_name(struct ksym_build *b, const char *s, size_t n)
 {
-	struct sym_builder b = { 0 };
+	uint32_t at = (uint32_t)b->len;
+
+	memcpy(b->names + b->len, s, n);
+	b->names[b->len + n - 1] = '\0';
+	b->len += n;
+	return at;
+}
+
+/* Adds l (second pass); a line the first pass did not see (the file grew between the
+ * passes: a module loaded) is skipped. */
+static void add_line(struct ksym_build *b, const struct ksym_line *l, uint32_t region)
+{
+	char display[KSYM_DISPLAY_MAX];
+	struct ksym_rec r = {.start = l->addr, .name = SYM_NO_NAME, .display = SYM_NO_NAME};
+	bool keep;
+	size_t need = line_bytes(l, &keep);
+
+	if (!keep || b->n >= b->cap || need > b->names_cap - b->len || region > (UINT32_MAX >> 2))
+		return;
+	r.ord = (uint32_t)b->n;
+	if (is_end_marker(l->name)) {
+		r.region_rank = region << 2 | KSYM_RANK_MARKER;
+	} else {
+		r.region_rank = region << 2 | (uint32_t)type_rank(l->type);
+		r.name = r.display = put_name(b, l->name, strlen(l->name) + 1);
+		if (l->module) {
+			int d = snprintf(display, sizeof(display), "%s [%s]", l->name, l->module);
+
+			r.display = put_name(b, display,
+					     (size_t)(d < KSYM_DISPLAY_MAX - 1 ? d : KSYM_DISPLAY_MAX - 1) + 1);
+			b->any_display = true;
+		}
+	}
+	if (b->n && (r.start < b->rec[b->n - 1].start))
+		b->sorted = false;
+	b->rec[b->n++] = r;
+}
+
+static bool rec_less(const struct ksym_rec *a, const struct ksym_rec *b)
+{
+	return a->start != b->start ? a->start < b->start : a->ord < b->ord;
+}
+
+static void sift_down(struct ksym_rec *r, size_t root, size_t n)
+{
+	for (size_t c; (c = 2 * root + 1) < n; root = c) {
+		struct ksym_rec t;
+
+		if (c + 1 < n && rec_less(&r[c], &r[c + 1]))
+			c++;
+		if (!rec_less(&r[root], &r[c]))
+			return;
+		t = r[root];
+		r[root] = r[c];
+		r[c] = t;
+	}
+}
+
+/* Heap sort by (start, line order): in place, no second array. */
+static void rec_sort(struct ksym_rec *r, size_t n)
+{
+	for (size_t i = n / 2; i-- > 0;)
+		sift_down(r, i, n);
+	for (size_t i = n; i-- > 1;) {
+		struct ksym_rec t = r[0];
+
+		r[0] = r[i];
+		r[i] = t;
+		sift_down(r, 0, i);
+	}
+}
+
+static size_t underscores(const struct ksym_build *b, const struct ksym_rec *r)
+{
+	return r->name == SYM_NO_NAME ? 0 : strspn(b->names + r->name, "_");
+}
+
+/* Whether later (after earlier in the file, same address) wins: a higher rank, else
+ * fewer leading '_', else the later one (as sym_table.c chooses for every table). */
+static bool rec_wins(const struct ksym_build *b, const struct ksym_rec *later,
+		     const struct ksym_rec *earlier)
+{
+	if ((later->region_rank & 3) != (earlier->region_rank & 3))
+		return (later->region_rank & 3) > (earlier->region_rank & 3);
+	return underscores(b, later) <= underscores(b, earlier);
+}
+
+/* Keeps one record per address (the winner), in place; returns how many. */
+static size_t unique(struct ksym_build *b)
+{
+	size_t m = 0;
+
+	for (size_t i = 0, j; i < b->n; i = j) {
+		struct ksym_rec best = b->rec[i];
+
+		for (j = i + 1; j < b->n && b->rec[j].start == best.start; j++)
+			if (rec_wins(b, &b->rec[j], &best))
+				best = b->rec[j];
+		b->rec[m++] = best;
+	}
+	return m;
+}
+
+/* Where r ends, given the next symbol by address (sym_table.c's rule, no sizes). */
+static uint64_t rec_end(const struct ksym_rec *r, const struct ksym_rec *next)
+{
+	uint64_t tail = r->start > UINT64_MAX - SYM_UNSIZED_TAIL ? UINT64_MAX
+								  : r->start + SYM_UNSIZED_TAIL;
+
+	if (next && next->region_rank >> 2 == r->region_rank >> 2)
+		return next->start;
+	return next && next->start < tail ? next->start : tail;
+}
+
+/* Rewrites the m sorted, unique records into t->syms (12 bytes each, in the same
+ * array: entry k is written at or before record k's bytes, after records k and k + 1
+ * are read) and disp. */
+static void to_entries(struct ksym_build *b, size_t m, struct sym_table *t, uint32_t *disp)
+{
+	struct sym_entry *e = (struct sym_entry *)b->rec;
+	struct ksym_rec cur, next;
+
+	t->base = m ? b->rec[0].start : 0;
+	t->n = 0;
+	if (m)
+		cur = b->rec[0];
+	for (size_t i = 0; i < m; i++) {
+		uint64_t end;
+		bool last = i + 1 == m;
+
+		if (!last)
+			next = b->rec[i + 1];
+		end = rec_end(&cur, last ? NULL : &next);
+		/* past 4 GiB from the first symbol: dropped, as for any table */
+		if (end > cur.start && cur.start - t->base <= UINT32_MAX) {
+			if (disp)
+				disp[t->n] = cur.display;
+			e[t->n++] = (struct sym_entry){
+			    (uint32_t)(cur.start - t->base),
+			    end - cur.start > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - cur.start),
+			    cur.name};
+		}
+		cur = next;
+	}
+}
+
+/* t->top, as sym_table.c makes it for a table this big. 0 or -ENOMEM. */
+static int top_index(struct sym_table *t)
+{
+	if (t->n < 4 * SYM_TOP_STRIDE)
+		return 0;
+	t->n_top = (t->n + SYM_TOP_STRIDE - 1) / SYM_TOP_STRIDE;
+	if (!(t->top = malloc(t->n_top * sizeof(*t->top))))
+		return -ENOMEM;
+	for (size_t k = 0; k < t->n_top; k++)
+		t->top[k] = t->syms[k * SYM_TOP_STRIDE].start;
+	return 0;
+}
+
+/* One pass over path: count (counting: b->cap and b->names_cap) or fill. */
+static int read_pass(const char *path, struct ksym_build *b, bool counting)
+{
 	struct ksym_line l;
 	char *line = NULL, prev_module[256] = "";
 	size_t cap = 0;
 	uint32_t next_region = 0;
 	FILE *f = fopen(path, "re");
-	int err = 0;
 
-	memset(t, 0, sizeof(*t));
 	if (!f)
 		return -errno;
 	/* /proc/kallsyms costs per read(2): big reads make loading ~3x faster (300 -> 110 ms). */
 	setvbuf(f, NULL, _IOFBF, KSYM_READ_BUF);
-	while (!err && getline(&line, &cap, f) > 0) {
-		if (parse_line(line, &l) == 0)
-			err = add_line(&b, &l, region_of(l.module, prev_module,
-							 sizeof(prev_module), &next_region));
+	while (getline(&line, &cap, f) > 0) {
+		uint32_t region;
+		bool keep;
+		size_t n;
+
+		if (parse_line(line, &l))
+			continue;
+		region = region_of(l.module, prev_module, sizeof(prev_module), &next_region);
+		if (!counting) {
+			add_line(b, &l, region);
+			continue;
+		}
+		n = line_bytes(&l, &keep);
+		if (keep && b->cap < SYM_MAX_SYMBOLS) {
+			b->cap++;
+			b->names_cap += n;
+		}
 	}
 	free(line);
 	fclose(f);
-	if (!err && b.n == 0)
-		err = -ENOENT;
-	if (err) {
-		sym_builder__fini(&b);
+	return 0;
+}
+
+int sym_kallsyms__load(const char *path, struct sym_table *t)
+{
+	struct ksym_build b = {.sorted = true};
+	uint32_t *disp = NULL;
+	size_t m;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	if ((err = read_pass(path, &b, true)))
 		return err;
+	if (b.cap == 0)
+		return -ENOENT;
+	if (b.names_cap >= SYM_NO_NAME)
+		return -ENOMEM;
+	b.rec = malloc(b.cap * sizeof(*b.rec));
+	b.names = malloc(b.names_cap ? b.names_cap : 1);
+	if (!b.rec || !b.names) {
+		err = -ENOMEM;
+		goto fail;
 	}
-	return sym_builder__finish(&b, t);
+	if ((err = read_pass(path, &b, false)))
+		goto fail;
+	if (b.n == 0) {
+		err = -ENOENT;
+		goto fail;
+	}
+	if (!b.sorted)
+		rec_sort(b.rec, b.n);
+	m = unique(&b);
+	if (b.any_display && !(disp = malloc(m * sizeof(*disp)))) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	to_entries(&b, m, t, disp);
+	/* a big block's tail goes back to the kernel */
+	t->syms = realloc(b.rec, (t->n ? t->n : 1) * sizeof(*t->syms)); /* layers: a shrink */
+	if (!t->syms)
+		t->syms = (struct sym_entry *)b.rec; /* shrinking failed: kept as is */
+	b.rec = NULL;
+	t->names = t->names_owned = b.names;
+	t->names_len = b.len;
+	b.names = NULL;
+	t->display = disp;
+	disp = NULL;
+	if ((err = top_index(t)))
+		goto fail;
+	return 0;
+fail:
+	free(disp);
+	free(b.rec);
+	free(b.names);
+	sym_table__fini(t);
+	return err;
 }

@@ -108,3 +108,21 @@ TEST(sizes_from_the_limit)
 	CHECK(agent_mem_sym_bytes(64ull << 20) == (64ull << 20) / 100 * AGENT_CACHE_PCT);
 cleanup:;
 }
+
+TEST(caches_share_from_what_is_left)
+{
+	const uint64_t mib = 1ull << 20;
+
+	CHECK(agent_mem_size_caches(0, 10 * mib) == 0);
+	/* at the floor: 42 - 11 - 24 < 8: the minimum */
+	CHECK(agent_mem_size_caches(AGENT_MIN_MEMORY_LIMIT, 11 * mib) == AGENT_MIN_CACHE_BYTES);
+	CHECK(mem_budget__cache_budget() == AGENT_MIN_CACHE_BYTES);
+	/* 64M: 56 - 11 - 24 = 21 MiB */
+	CHECK(agent_mem_size_caches(64 * mib, 11 * mib) == 21 * mib);
+	/* a big limit: at most AGENT_CACHE_PCT */
+	CHECK(agent_mem_size_caches(1024 * mib, 11 * mib) == 1024 * mib / 100 * AGENT_CACHE_PCT);
+	/* a fixed part past the limit: the minimum, not an underflow */
+	CHECK(agent_mem_size_caches(64 * mib, 100 * mib) == AGENT_MIN_CACHE_BYTES);
+cleanup:
+	mem_budget__reset();
+}
