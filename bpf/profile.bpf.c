@@ -143,6 +143,9 @@ struct {
 #define SAMPLE_FRAMES (NATIVE_FRAMES + PY_WORDS)
 /* User frames asked for first by send_sample (see there). */
 #define USTACK_FIRST 32
+/* Slots of the per-CPU row cache (find_row): a power of two. */
+#define ROW_CACHE_SLOTS 1024
+_Static_assert((ROW_CACHE_SLOTS & (ROW_CACHE_SLOTS - 1)) == 0, "row cache slot is masked");
 
 /* Per-CPU scratch, too big for the 512-byte BPF stack: the sample being built
  * (sent as one block, header and the frames used), the table walker's state and
@@ -169,6 +172,9 @@ struct hearth_scratch {
 	 * (a timer interrupt, the only program that can run inside it) must not
 	 * (bpf/offcpu.bpf.h). */
 	__u32 offcpu_busy;
+	/* Row cache (find_row): a slot per hash of (table, vaddr), the row index
+	 * found last time. Every entry is checked against the rows before use. */
+	__u32 rcache[ROW_CACHE_SLOTS];
 	struct hearth_unwind_proc proc; /* copy of the process view, taken per sample */
 	/* Python walk (python_frames): the process's description, the frame to
 	 * read next, the frames found (copied after the native ones), the
@@ -328,19 +334,49 @@ static long row_search_step(__u32 i, void *ctx)
 	return 0;
 }
 
-/* The last row with row.pc <= vaddr among the mapping's rows, or NULL. */
-static __always_inline struct hearth_unwind_row *find_row(const struct hearth_unwind_mapping *m,
+/* The last row with row.pc <= vaddr among the mapping's rows, or NULL.
+ *
+ * At 99 Hz nothing is cached between runs, so a binary search costs one cold
+ * line per step (about 17 for a 100k-row table, a few hundred ns each), per
+ * frame. Hot code's pcs come back sample after sample, so the index found is
+ * kept in a per-CPU slot hashed from (row_start, vaddr), and tried first: it
+ * is used only when the rows say it is the answer (row_start <= idx < end,
+ * rows[idx].pc <= vaddr, and idx is the last row or rows[idx + 1].pc >
+ * vaddr), so a stale slot (a table moved or evicted, another pc) costs a miss,
+ * never a wrong row. A hit touches the slot and one or two rows. */
+static __always_inline struct hearth_unwind_row *find_row(struct hearth_scratch *st,
+							   const struct hearth_unwind_mapping *m,
 							   __u64 vaddr)
 {
 	struct row_search rs = { m->row_start, m->row_start + m->row_count, (__u32)vaddr, 0 };
-	__u32 idx;
+	struct hearth_unwind_row *r, *next;
+	__u32 idx, slot, end = m->row_start + m->row_count;
 
 	if (vaddr >> 32)
 		return NULL;
+	slot = (((__u32)vaddr ^ (m->row_start << 7)) * 2654435761u) >> 22;
+	slot &= ROW_CACHE_SLOTS - 1;
+	idx = st->rcache[slot];
+	if (idx >= m->row_start && idx < end) {
+		r = bpf_map_lookup_elem(&unwind_rows, &idx);
+		if (r && r->pc <= (__u32)vaddr) {
+			if (idx + 1 == end) {
+				bump(&unwind_stats, HEARTH_UW_ROW_CACHE_HITS);
+				return r;
+			}
+			idx++;
+			next = bpf_map_lookup_elem(&unwind_rows, &idx);
+			if (next && next->pc > (__u32)vaddr) {
+				bump(&unwind_stats, HEARTH_UW_ROW_CACHE_HITS);
+				return r;
+			}
+		}
+	}
 	bpf_loop(HEARTH_UNWIND_ROW_STEPS + 1, row_search_step, &rs, 0);
 	if (rs.lo == m->row_start)
 		return NULL;
 	idx = rs.lo - 1;
+	st->rcache[slot] = idx;
 	return bpf_map_lookup_elem(&unwind_rows, &idx);
 }
 
@@ -359,6 +395,11 @@ static __always_inline long fp_step(struct hearth_scratch *st)
 	st->sp = st->bp + 16;
 	st->bp = frame[0];
 	st->pc = frame[1];
+	/* A frame-pointer step in an object without a table (one too big, or
+	 * built without frame pointers) may land anywhere: a caller outside the
+	 * view is no sign of a library mapped since (no REMAP: on bench/fleet,
+	 * libLLVM's llvmbusy asked for one every 0.5 s, a maps read each). */
+	st->via_jit = 1;
 	return st->pc == 0;
 }
 
@@ -509,7 +550,7 @@ static long unwind_step(__u32 i, void *ctx)
 	unwind_heat_hit(st, &m);
 	if (!m.row_count)
 		return fp_step(st);
-	r = find_row(&m, addr - m.bias);
+	r = find_row(st, &m, addr - m.bias);
 	if (r && r->cfa_kind == HEARTH_CFA_SIGNAL)
 		return signal_step(st, n);
 	if (!r || r->cfa_kind == HEARTH_CFA_NONE) {

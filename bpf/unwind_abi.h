@@ -135,6 +135,7 @@ enum hearth_unwind_stat {
 	HEARTH_UW_RAW,	      /* samples sent with a copy of the stack (no view yet) */
 	HEARTH_UW_RAW_LOST,   /* ... that found the raw ring full (walked with fp instead) */
 	HEARTH_UW_NO_TABLE,   /* frames in an object whose table is not loaded (a request) */
+	HEARTH_UW_ROW_CACHE_HITS, /* rows found in the per-CPU row cache (no search) */
 	HEARTH_UW_STAT_MAX,
 };
 

@@ -28,7 +28,7 @@
 #
 # Usage (root): bench/fleet/fleet.sh [--secs N] [--warmup N] [--limit SIZE]
 #   [--chunks N] [--objs N] [--fill N] [--hot N] [--mode run|agent]
-#   [--no-bpftrace]
+#   [--no-bpftrace] [--peer BIN]
 #   --secs N      measured window (default 30)
 #   --warmup N    seconds before it (default 60)
 #   --limit SIZE  hearth run --memory-limit (default 64M)
@@ -44,13 +44,17 @@
 #                 `hearth agent` pushing to a `hearth server` (not measured),
 #                 the agent alone under the limit
 #   --no-bpftrace skip the bpftrace peer
+#   --peer BIN    A/B: also runs `BIN agent` (its own `BIN server`, not
+#                 measured) beside hearth, same options, measured in the same
+#                 window: "peer" lines give its cpu% and complete% (the
+#                 machine's load hits both alike; each also samples the other)
 # About WARMUP + SECS + 30 s, plus a first build of the generated objects
 # (bench/fleet/build.sh: a few seconds an object, kept in build/fleet).
 # Results go to stdout; docs/memory.md has the figures and the method.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-SECS=30 WARMUP=60 LIMIT=64M CHUNKS= OBJS=10 FILL=110000 HOT=1 BT=1 MODE=run
+SECS=30 WARMUP=60 LIMIT=64M CHUNKS= OBJS=10 FILL=110000 HOT=1 BT=1 MODE=run PEER=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--secs) SECS=$2; shift ;;
@@ -61,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--fill) FILL=$2; shift ;;
 	--hot) HOT=$2; shift ;;
 	--no-bpftrace) BT=0 ;;
+	--peer) PEER=$2; shift ;;
 	--mode) MODE=$2; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench/fleet: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -136,6 +141,17 @@ else
 fi
 HPID=$!
 PIDS+=($HPID)
+PPID_= PURL= PSURL=
+if [ -n "$PEER" ]; then
+	mkdir -m 700 "$T/pdata"
+	"$PEER" server --data "$T/pdata" --listen 127.0.0.1:0 > /dev/null 2> "$T/pserver.err" &
+	PIDS+=($!)
+	PSURL=$(url_of "$T/pserver.err") || { echo "bench/fleet: peer server did not start" >&2; exit 1; }
+	${CHUNKS:+env HEARTH_UNWIND_CHUNKS=$CHUNKS} "$PEER" agent --server "$PSURL" --memory-limit "$LIMIT" \
+		--spool-dir "$T/pspool" --listen 127.0.0.1:0 --interval 5 > /dev/null 2> "$T/peer.err" &
+	PPID_=$!
+	PIDS+=($PPID_)
+fi
 T0=$(date +%s)
 URL=$(url_of "$T/run.err") || { echo "bench/fleet: hearth $MODE did not start: $(cat "$T/run.err")" >&2; exit 1; }
 QURL=${SURL:-$URL} # where the profiles are queried
@@ -146,7 +162,8 @@ if [ "$BT" = 1 ] && command -v bpftrace > /dev/null; then
 	BPID=$!
 	PIDS+=($BPID)
 fi
-log "hearth $MODE pid $HPID at $URL; bpftrace pid ${BPID:-none}; warm-up ${WARMUP}s"
+[ -n "$PPID_" ] && { PURL=$(url_of "$T/peer.err") || { echo "bench/fleet: peer agent did not start" >&2; exit 1; }; }
+log "hearth $MODE pid $HPID at $URL; bpftrace pid ${BPID:-none}; peer pid ${PPID_:-none}; warm-up ${WARMUP}s"
 # RSS poll, once a second, for the whole run
 (while kill -0 "$HPID" 2> /dev/null; do
 	awk '/^VmRSS:/ {print $2}' "/proc/$HPID/status" 2> /dev/null
@@ -158,7 +175,7 @@ while [ $(($(date +%s) - T0)) -lt "$WARMUP" ]; do
 	sleep 1
 done
 W0=$(date +%s)
-$PROBE window "$SECS" "$T/s0" "$T/s1" --metrics "$URL" $HPID $BPID
+$PROBE window "$SECS" "$T/s0" "$T/s1" --metrics "$URL" $HPID $BPID $PPID_
 W1=$(date +%s)
 # the window's profiles: wait (90 s at most) until two more profiles were
 # built after the window (the one holding its end, and the next): on this busy
@@ -175,6 +192,14 @@ for _ in $(seq 20); do # agent: until they were pushed
 done
 curl -sf "$QURL/api/profile?format=folded&from=$((W0 * 1000))&until=$((W1 * 1000))" > "$T/window.folded" || true
 curl -sf "$URL/metrics" > "$T/metrics.txt" || true
+if [ -n "$PPID_" ]; then
+	for _ in $(seq 20); do
+		[ "$(curl -sf "$PURL/metrics" | awk '$1 == "hearth_agent_spool_profiles" { print $2 }')" = 0 ] && break
+		sleep 1
+	done
+	curl -sf "$PSURL/api/profile?format=folded&from=$((W0 * 1000))&until=$((W1 * 1000))" > "$T/pwindow.folded" || true
+	curl -sf "$PURL/metrics" > "$T/pmetrics.txt" || true
+fi
 read -r MAP_MEMLOCK MAP_RES < <(python3 bench/fleet/fleet_stats.py mapbytes "$HPID")
 HWM=$(awk '/^VmHWM:/ {print $2}' "/proc/$HPID/status")
 
@@ -194,10 +219,17 @@ echo "bench/fleet: hearth $MODE, $(date -u '+%F %T') UTC, $NCPU CPUs, $(uname -r
 read -r CPU PC PB < <(cpu_of "$HPID")
 echo "hearth   cpu% $CPU (process $PC + bpf $PB)"
 [ -n "$BPID" ] && { read -r CPU PC PB < <(cpu_of "$BPID"); echo "bpftrace cpu% $CPU (process $PC + bpf $PB)"; }
+[ -n "$PPID_" ] && { read -r CPU PC PB < <(cpu_of "$PPID_"); echo "peer     cpu% $CPU (process $PC + bpf $PB) $PEER"; }
 sort -n "$T/rss.txt" | awk -v hwm="$HWM" -v last="$(tail -1 "$T/rss.txt")" \
 	'{ m = $1 } END { printf "hearth   rss-mb steady %.1f, max polled %.1f, peak-mb (VmHWM) %.1f\n", last / 1024, m / 1024, hwm / 1024 }'
 awk -v a="$MAP_MEMLOCK" -v r="$MAP_RES" 'BEGIN { printf "hearth   bpf-map-mb %.1f memlock, %.1f of it resident in hearth\n", a / 1048576, r / 1048576 }'
 echo "complete% (name pct complete total), window samples with user frames:"
 python3 bench/fleet/fleet_stats.py complete "$T/window.folded" genhot llvmbusy java node python3 chromium chrome | sed 's/^/  /'
+if [ -n "$PPID_" ]; then
+	echo "peer complete%:"
+	python3 bench/fleet/fleet_stats.py complete "$T/pwindow.folded" genhot llvmbusy java node python3 chromium chrome | sed 's/^/  /'
+	echo "peer metrics at the end:"
+	grep -E '^hearth_agent_unwind_(builds|tables_(loaded|evicted))_total' "$T/pmetrics.txt" | sed 's/^/  /' || true
+fi
 echo "metrics at the end:"
-grep -E '^hearth_memory_(limit|peak|rss|reclaims)|^hearth_memory_(cache_bytes|evictions_total)\{.*\} [1-9]|^hearth_agent_unwind_(tables|no_room|chunks|table_bytes|evict|load)' "$T/metrics.txt" | sed 's/^/  /' || true
+grep -E '^hearth_memory_(limit|peak|rss|reclaims)|^hearth_memory_(cache_bytes|evictions_total)\{.*\} [1-9]|^hearth_agent_unwind_(tables|no_room|chunks|table_bytes|evict|load|builds)' "$T/metrics.txt" | sed 's/^/  /' || true

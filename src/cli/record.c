@@ -670,7 +670,8 @@ static void report_unwind(struct sampler *s)
 	    "hearth record: unwind: %llu samples table-unwound (stops: %llu outermost, %llu "
 	    "unsupported rule, %llu unreadable stack, %llu bad frame pointer, %llu at %d frames; "
 	    "mixed mode: %llu unmapped pcs and %llu pcs without CFI row, %llu frames crossed "
-	    "with frame pointers; %llu signal frames crossed; %llu frame-pointer frames); %llu "
+	    "with frame pointers; %llu signal frames crossed; %llu frame-pointer frames; %llu "
+	    "rows from the row cache); %llu "
 	    "tables for %llu processes, %llu "
 	    "rows "
 	    "= %llu KiB in BPF (%llu of %llu chunks; %llu objects waiting for room, %llu "
@@ -682,7 +683,8 @@ static void report_unwind(struct sampler *s)
 	    (unsigned long long)uw[HEARTH_UW_TRUNCATED], HEARTH_UNWIND_MAX_FRAMES,
 	    (unsigned long long)uw[HEARTH_UW_NO_MAPPING], (unsigned long long)uw[HEARTH_UW_NO_ROW],
 	    (unsigned long long)uw[HEARTH_UW_JIT_FRAMES], (unsigned long long)uw[HEARTH_UW_SIGNAL],
-	    (unsigned long long)uw[HEARTH_UW_FP_FRAMES], (unsigned long long)ms.tables,
+	    (unsigned long long)uw[HEARTH_UW_FP_FRAMES],
+	    (unsigned long long)uw[HEARTH_UW_ROW_CACHE_HITS], (unsigned long long)ms.tables,
 	    (unsigned long long)ms.procs, (unsigned long long)ms.rows,
 	    (unsigned long long)(ms.row_bytes >> 10), (unsigned long long)ms.chunks_used,
 	    (unsigned long long)ms.chunks_total, (unsigned long long)ms.no_room_objects,

@@ -76,7 +76,22 @@ struct collector {
 	size_t n_pylocs, cap_pylocs;
 	struct base_hmap pyloc_idx;
 	char *type; /* owned; NULL: CPU samples (collector__set_type) */
+	/* One build's native locations by (pid, process start, address): a hot
+	 * stack's frames come back in sample after sample, and each was looked up
+	 * again (mapping, map_files path, object, symbol, profile interning): half
+	 * of the agent's CPU on bench/fleet. Direct-mapped (a collision recomputes);
+	 * slots of older builds are told apart by uloc_gen. NULL: no cache. */
+	struct uloc_slot *uloc;
+	uint32_t uloc_gen;
 };
+
+/* A native location found in this build (collector.uloc). */
+struct uloc_slot {
+	uint64_t addr, pstart, loc;
+	uint32_t pid;
+	uint32_t gen; /* low bit: the location was unresolved (counted again on a hit) */
+};
+#define ULOC_SLOTS 4096u
 
 struct gone {
 	uint32_t pid;
@@ -117,6 +132,7 @@ void collector__free(struct collector *c)
 	base_hmap__fini(&c->idx);
 	base_hmap__fini(&c->pyloc_idx);
 	free(c->pylocs);
+	free(c->uloc);
 	free(c->gone);
 	free(c->type);
 	free(c);
@@ -422,6 +438,31 @@ static uint64_t user_location(struct collector *c, struct profile *p, struct pro
 	return unresolved_location(p, mid, addr, base_name(m->path), off);
 }
 
+/* user_location (pid 0: kernel_location) through the build's cache. */
+static uint64_t native_location(struct collector *c, struct profile *p, struct proc_process *proc,
+				uint32_t pid, uint64_t pstart, uint64_t addr)
+{
+	uint64_t u0 = c->stats.unresolved, loc;
+	struct uloc_slot *s;
+
+	if (!c->uloc && !(c->uloc = calloc(ULOC_SLOTS, sizeof(*c->uloc))))
+		return pid ? user_location(c, p, proc, addr) : kernel_location(c, p, addr);
+	s = &c->uloc[base_hash_u64(base_hash_u64(base_hash_u64(BASE_HASH_SEED, pid), pstart),
+				   addr) &
+		     (ULOC_SLOTS - 1)];
+	if ((s->gen & ~1u) == c->uloc_gen && s->pid == pid && s->pstart == pstart &&
+	    s->addr == addr) {
+		c->stats.frames++;
+		c->stats.unresolved += s->gen & 1;
+		return s->loc;
+	}
+	loc = pid ? user_location(c, p, proc, addr) : kernel_location(c, p, addr);
+	if (loc)
+		*s = (struct uloc_slot){addr, pstart, loc, pid,
+					c->uloc_gen | (c->stats.unresolved != u0)};
+	return loc;
+}
+
 static uint64_t pyloc_hash(uint32_t pid, uint64_t code, uint64_t instr)
 {
 	return base_hash_u64(base_hash_u64(base_hash_u64(BASE_HASH_SEED, pid), code), instr);
@@ -699,7 +740,7 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 	for (uint32_t i = 0; i < e->n_kernel; i++) {
 		uint64_t addr = i ? e->frames[i] - 1 : e->frames[i];
 
-		if (!(locs[n] = kernel_location(c, p, addr)))
+		if (!(locs[n] = native_location(c, p, NULL, 0, 0, addr)))
 			return -ENOMEM;
 		n++;
 	}
@@ -734,7 +775,8 @@ static int build_entry(struct collector *c, struct profile *p, const struct entr
 			n += (size_t)got;
 			continue;
 		}
-		if (!(locs[n] = user_location(c, p, proc, addr)))
+		if (!(locs[n] = proc ? native_location(c, p, proc, e->pid, e->pstart, addr)
+				     : user_location(c, p, proc, addr)))
 			return -ENOMEM;
 		n++;
 	}
@@ -771,6 +813,9 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 		goto fail;
 	c->stats.frames = 0;
 	c->stats.unresolved = 0;
+	c->uloc_gen += 2; /* the cache's slots of older builds are stale (low bit: a flag) */
+	if (!c->uloc_gen)
+		c->uloc_gen = 2;
 	for (size_t i = 0; i < c->n; i++)
 		if ((size_t)c->entries[i].n_user + c->entries[i].n_kernel + c->entries[i].n_py >
 		    max)

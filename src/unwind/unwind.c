@@ -63,6 +63,10 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 #define MGR_COPY_BYTES ((size_t)MGR_COPY_CHUNKS * MGR_CHUNK_BYTES)
 #define MGR_OBJ_MAX_CHUNKS(m) ((m)->chunks / 2)
 #define MGR_PARK_MAX(m) ((uint64_t)(m)->chunks * MGR_CHUNK_BYTES / 4)
+/* With tables by heat, an object never built gets its table when a view maps
+ * it only while at least 1/MGR_EAGER_FREE_DIV of the row map is free (else
+ * on demand: obj_prepare). */
+#define MGR_EAGER_FREE_DIV 4
 /* Candidates weighed per policy tick at most (the hottest first). */
 #define MGR_TICK_CANDIDATES 8
 /* After a request, ticks keep coming (next_due_ms) for this long: every
@@ -704,6 +708,15 @@ static bool maps_loader(const char *path)
 	return strstr(path, "/ld-linux") || strstr(path, "/ld-musl");
 }
 
+static uint32_t free_chunks(const struct unwind_mgr *m)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < m->chunks; i++)
+		n += m->used[i] == CH_FREE;
+	return n;
+}
+
 /* Gives an object of a new view its table if it can be had now without taking
  * room from a table in use: one loaded (an idle one taken back), one parked, or
  * one built (when its size is unknown or idle room could hold it). */
@@ -733,8 +746,22 @@ parked:
 	if (loaded_only)
 		return;
 	if (!t) {
-		/* Built before and found no room: not again until it could fit. */
-		if (o->need && !could_fit_idle(m, o->need))
+		/* Built before, then evicted or without room: with tables by heat,
+		 * only the policy builds it again, when its frames make it hot enough
+		 * (heat_tick). Built again at every new view, a busy host's tables
+		 * (3x the map) were built, found no room or pushed an idle one out,
+		 * were parked, trimmed, and built again for the next process: 300+
+		 * builds a minute, most of hearth's CPU on bench/fleet. Without
+		 * heat: not again until it could fit. */
+		if (o->need && (m->heat || !could_fit_idle(m, o->need)))
+			return;
+		/* Never built: at once while the map has room to spare (a quiet
+		 * host: a new process's tables are out before its first samples
+		 * are walked); on a full map, only when a sample lands in it (a
+		 * request, its samples sent with stack copies meanwhile). A build
+		 * host maps hundreds of libraries no sample ever lands in: built
+		 * at every new view, they were 9 builds of 10 on bench/fleet. */
+		if (m->heat && free_chunks(m) < m->chunks / MGR_EAGER_FREE_DIV)
 			return;
 		t = obj_build(m, slot);
 		if (!t || t->chunks)

@@ -74,6 +74,66 @@ static const struct hearth_unwind_row *row_at(const struct cfi_rows *r, uint32_t
 	return best;
 }
 
+/* Rows out of address order (FDEs of a big object are) come out as a stable
+ * sort by (pc, has a rule) gives them: compared with an insertion sort. */
+TEST(cfi_finish_sorts_like_a_stable_sort)
+{
+	size_t n = 50000;
+	struct cfi_rows r = {0}, ref = {0};
+	uint32_t x = 12345;
+
+	r.rows = calloc(n, sizeof(*r.rows));
+	ref.rows = calloc(n, sizeof(*ref.rows));
+	CHECK(r.rows && ref.rows);
+	r.cap = n;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		/* few distinct pcs (ties), some above 2^31, the low byte marks the order */
+		r.rows[i].pc = (x >> 8) % 4096 * 0x100001u;
+		r.rows[i].cfa_kind = (x >> 3) & 1 ? HEARTH_CFA_RSP : HEARTH_CFA_NONE;
+		r.rows[i].cfa_off = (int32_t)i;
+	}
+	r.n = n;
+	/* the reference: stable by (pc, has a rule), then finish's own dedup */
+	for (size_t i = 0; i < n; i++) {
+		struct hearth_unwind_row v = r.rows[i];
+		uint64_t k = (uint64_t)v.pc << 1 | (v.cfa_kind != HEARTH_CFA_NONE);
+		size_t j = i;
+
+		if (i > 4000)
+			break; /* insertion sort: a prefix is enough for a reference */
+		while (j > 0 && ((uint64_t)ref.rows[j - 1].pc << 1 |
+				 (ref.rows[j - 1].cfa_kind != HEARTH_CFA_NONE)) > k) {
+			ref.rows[j] = ref.rows[j - 1];
+			j--;
+		}
+		ref.rows[j] = v;
+		ref.n = i + 1;
+	}
+	r.n = ref.n;
+	ref.cap = ref.n;
+	cfi_rows__finish(&r);
+	/* finish keeps the last row of each pc and merges equal rules: apply the
+	 * same to the reference by hand */
+	{
+		size_t w = 0;
+
+		for (size_t i = 0; i < ref.n; i++) {
+			if (i + 1 < ref.n && ref.rows[i + 1].pc == ref.rows[i].pc)
+				continue;
+			ref.rows[w++] = ref.rows[i];
+		}
+		CHECKF(r.n == w, "%zu rows, %zu expected", r.n, w);
+		for (size_t i = 0; i < w; i++)
+			CHECKF(r.rows[i].pc == ref.rows[i].pc && r.rows[i].cfa_off == ref.rows[i].cfa_off,
+			       "row %zu: pc %u off %d, expected pc %u off %d", i, r.rows[i].pc,
+			       r.rows[i].cfa_off, ref.rows[i].pc, ref.rows[i].cfa_off);
+	}
+cleanup:
+	cfi_rows__fini(&r);
+	free(ref.rows);
+}
+
 TEST(cfi_push_rbp_prologue)
 {
 	/* push rbp; mov rbp, rsp; ...; leave-like epilogue */
