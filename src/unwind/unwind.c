@@ -87,6 +87,7 @@ struct uobj {
 	bool waiting;	  /* frames landed in it while its table was not loaded */
 	bool neg;	  /* no table can be had (no CFI, Go, too big...) */
 	bool ever_loaded; /* its table was loaded once: a later load is a reload */
+	bool partial;	  /* its whole table is over the cap: a partial one (partial.c) */
 	uint32_t pid;	  /* a process mapping it, and where: to open it by map_files */
 	uint64_t start, end;
 	char *path; /* as mapped; owned */
@@ -141,6 +142,7 @@ struct unwind_mgr {
 	size_t neg_next, n_neg;
 	uint64_t builds, rebuilds, build_failed, no_room, reused;
 	uint64_t loads, reloads, evictions, requests, request_events, ticks;
+	uint64_t partial_requests, partial_reloads;
 	uint64_t parked_bytes;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
 	double build_ms;
@@ -538,7 +540,17 @@ static struct unwind_table *obj_build(struct unwind_mgr *m, uint32_t slot)
 
 	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", o->pid,
 		 (unsigned long long)o->start, (unsigned long long)o->end);
-	err = unwind_table__build(open_path, o->dev, o->inode, max_bytes, &t);
+	err = o->partial ? -EFBIG : unwind_table__build(open_path, o->dev, o->inode, max_bytes, &t);
+	if (!err && table_need(t) > MGR_OBJ_MAX_CHUNKS(m)) {
+		m->build_ms += t->build_ms;
+		unwind_table__free(t);
+		err = -EFBIG;
+	}
+	/* Over the per-object cap: a partial table (docs/unwind.md "Partial tables"). */
+	if (err == -EFBIG) {
+		o->partial = true;
+		err = unwind_table__build_partial(open_path, o->dev, o->inode, &t);
+	}
 	m->builds++;
 	m->rebuilds += o->need != 0;
 	if (err) {
@@ -604,6 +616,7 @@ static void view_value(const struct unwind_mgr *m, const struct proc_view *v,
 			      ? vm->slot
 			      : 0;
 		if (t && t->chunks) {
+			mp->flags = t->partial ? HEARTH_UNWIND_MAP_PARTIAL : 0;
 			mp->bias = vm->start - vm->pgoff - t->seg_delta;
 			mp->row_start = t->row_start;
 			mp->row_count = (uint32_t)t->rows.n;
@@ -1026,6 +1039,65 @@ int unwind_mgr__set_heat(struct unwind_mgr *m, int heat_fd)
 	return 0;
 }
 
+void unwind_mgr__want_pc(struct unwind_mgr *m, uint32_t obj, uint64_t vaddr)
+{
+	struct uobj *o = obj && obj < m->n_objs ? &m->objs[obj] : NULL;
+
+	m->partial_requests++;
+	if (o && o->t && o->t->partial)
+		unwind_partial__want(o->t->partial, vaddr);
+}
+
+/* A partial table's rows changed: they become its heap rows (charged as a built
+ * table's), then are copied into free chunks and its views re-published before
+ * its old chunks cool. With no free room besides its own, it leaves the map and
+ * the policy loads it at its next tick (its object is hot: it asked). */
+static void partial_reload(struct unwind_mgr *m, struct unwind_table *t, struct cfi_rows *rows,
+			   double now)
+{
+	uint64_t loads = m->loads, reloads = m->reloads;
+	uint32_t old_first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, old_n = t->chunks;
+	uint32_t need = (uint32_t)((rows->n + HEARTH_UNWIND_CHUNK_ROWS - 1) / HEARTH_UNWIND_CHUNK_ROWS);
+	int first;
+
+	if (t->rows.rows)
+		table_free_rows(m, t);
+	t->rows = *rows;
+	m->parked_bytes += rows_bytes(t);
+	mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
+	m->partial_reloads++;
+	if (!old_n)
+		return; /* parked: loaded by the policy */
+	first = chunks_alloc(m, need);
+	if (first < 0 || table_copy_in(m, t, (uint32_t)first)) {
+		t->chunks = 0;
+		m->want = true;
+	}
+	m->loads = loads; /* not a table load: the same table grew */
+	m->reloads = reloads;
+	republish_table(m, t);
+	memset(m->used + old_first, t->views ? CH_COOL : CH_FREE, old_n);
+	if (t->views)
+		m->cool_until_ms = now + MGR_COOL_MS;
+}
+
+/* Partial tables with pcs asked for, each written again at most every
+ * UNWIND_PARTIAL_RELOAD_MS with the FDEs of all the pcs asked for since. */
+static void partial_work(struct unwind_mgr *m, double now)
+{
+	for (size_t i = 0; i < m->n_tables; i++) {
+		struct unwind_table *t = m->tables[i];
+		struct cfi_rows rows;
+
+		if (!t->partial || !unwind_partial__pending(t->partial) ||
+		    now - t->partial_ms < UNWIND_PARTIAL_RELOAD_MS)
+			continue;
+		t->partial_ms = now;
+		if (unwind_partial__resolve(t->partial, (uint64_t)now, &rows) == 1)
+			partial_reload(m, t, &rows, now);
+	}
+}
+
 void unwind_mgr__want(struct unwind_mgr *m)
 {
 	m->want = true;
@@ -1109,6 +1181,7 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 			m->cool_until_ms = 0;
 	}
 
+	partial_work(m, t0);
 	/* FIFO among due entries: a busy machine cannot starve a process. */
 	for (size_t i = 0; i < m->n_queue && (done == 0 || mono_ms() - t0 < budget_ms);) {
 		struct pending p = m->queue[i];
@@ -1150,6 +1223,13 @@ int unwind_mgr__next_due_ms(const struct unwind_mgr *m)
 		if (tick >= 0 && (first < 0 || tick < first))
 			first = tick;
 	}
+	for (size_t i = 0; i < m->n_tables; i++) { /* partial tables with pcs asked for */
+		const struct unwind_table *t = m->tables[i];
+		double due = t->partial_ms + UNWIND_PARTIAL_RELOAD_MS;
+
+		if (t->partial && unwind_partial__pending(t->partial) && (first < 0 || due < first))
+			first = due;
+	}
 	if (first < 0)
 		return -1;
 	return first <= now ? 0 : (int)(first - now) + 1;
@@ -1177,6 +1257,17 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 				o->idle_tables++;
 		} else {
 			o->parked_tables++;
+		}
+		if (t->partial) {
+			struct unwind_partial_stats ps;
+
+			unwind_partial__stats(t->partial, &ps);
+			o->partial_tables++;
+			o->partial_fdes += ps.fdes;
+			o->partial_fdes_added += ps.fdes_added;
+			o->partial_fdes_dropped += ps.fdes_dropped;
+			o->partial_not_covered += ps.not_covered;
+			o->user_bytes += ps.heap_bytes;
 		}
 		o->user_bytes += sizeof(*t) + t->rows.cap * sizeof(*t->rows.rows) +
 				 sizeof(*t->obj) + t->obj->n_segs * sizeof(*t->obj->segs) +
@@ -1210,6 +1301,8 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 	o->bpf_bytes_used = o->chunks_used * MGR_CHUNK_BYTES;
 	o->bpf_bytes_budget = (uint64_t)m->chunks * MGR_CHUNK_BYTES;
 	o->heat_ticks = m->ticks;
+	o->partial_requests = m->partial_requests;
+	o->partial_reloads = m->partial_reloads;
 }
 
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m)
