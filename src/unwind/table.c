@@ -251,6 +251,7 @@ void unwind_table__free(struct unwind_table *t)
 		return;
 	cfi_rows__fini(&t->rows);
 	unwind_partial__free(t->partial);
+	cfi_rows__fini(&t->partial_next);
 	object__put(t->obj);
 	free(t->path);
 	free(t);

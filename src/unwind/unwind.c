@@ -359,6 +359,7 @@ static void table_drop(struct unwind_mgr *m, struct unwind_table *t)
 		}
 	}
 	table_free_rows(m, t);
+	mem_budget__charge(MEM_UNWIND, -(int64_t)(t->partial_next.cap * sizeof(*t->rows.rows)));
 	unwind_table__free(t);
 }
 
@@ -1048,53 +1049,114 @@ void unwind_mgr__want_pc(struct unwind_mgr *m, uint32_t obj, uint64_t vaddr)
 		unwind_partial__want(o->t->partial, vaddr);
 }
 
-/* A partial table's rows changed: they become its heap rows (charged as a built
- * table's), then are copied into free chunks and its views re-published before
- * its old chunks cool. With no free room besides its own, it leaves the map and
- * the policy loads it at its next tick (its object is hot: it asked). */
-static void partial_reload(struct unwind_mgr *m, struct unwind_table *t, struct cfi_rows *rows,
-			   double now)
+/* A loaded partial table's next rows (t->partial_next) go into free chunks, its
+ * views re-published before its old chunks cool: walks never meet a gap. With
+ * no free run, colder tables are evicted for one (heat.c's rule; the rows wait
+ * for the freed chunks to cool) and the old rows serve meanwhile. */
+static bool partial_place(struct unwind_mgr *m, struct unwind_table *t, double now)
 {
-	uint64_t loads = m->loads, reloads = m->reloads;
+	uint64_t loads = m->loads, reloads = m->reloads, b;
 	uint32_t old_first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, old_n = t->chunks;
-	uint32_t need = (uint32_t)((rows->n + HEARTH_UNWIND_CHUNK_ROWS - 1) / HEARTH_UNWIND_CHUNK_ROWS);
-	int first;
+	uint32_t need = (uint32_t)((t->partial_next.n + HEARTH_UNWIND_CHUNK_ROWS - 1) /
+				   HEARTH_UNWIND_CHUNK_ROWS);
+	int first = chunks_alloc(m, need);
 
-	if (t->rows.rows)
-		table_free_rows(m, t);
-	t->rows = *rows;
+	if (first < 0) {
+		struct uheat_table *tabs = calloc(m->n_tables + 1, sizeof(*tabs));
+		size_t *victims = calloc(m->n_tables + 1, sizeof(*victims)), n_vic = 0;
+		struct unwind_table **vt = calloc(m->n_tables + 1, sizeof(*vt));
+
+		if (tabs && victims && vt) {
+			for (size_t i = 0; i < m->n_tables; i++) {
+				const struct unwind_table *lt = m->tables[i];
+
+				tabs[i] = (struct uheat_table){
+				    lt->heat, lt->row_start / HEARTH_UNWIND_CHUNK_ROWS, lt->chunks,
+				    lt == t || now - (double)lt->loaded_ms < UNWIND_HEAT_PIN_MS};
+				vt[i] = m->tables[i];
+			}
+			if (unwind_heat_place(m->used, m->chunks, tabs, m->n_tables, need, t->heat,
+					      victims, &n_vic) >= 0)
+				for (size_t k = 0; k < n_vic; k++)
+					table_evict_hot(m, vt[victims[k]], now);
+		}
+		free(tabs);
+		free(victims);
+		free(vt);
+		return false; /* placed once the freed chunks have cooled, or a later try */
+	}
+	/* its rows now: heap rows, charged as a built table's until copied in */
+	b = (uint64_t)t->partial_next.cap * sizeof(*t->partial_next.rows);
+	mem_budget__charge(MEM_UNWIND, -(int64_t)b);
+	t->rows = t->partial_next;
+	memset(&t->partial_next, 0, sizeof(t->partial_next));
 	m->parked_bytes += rows_bytes(t);
 	mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
-	m->partial_reloads++;
-	if (!old_n)
-		return; /* parked: loaded by the policy */
-	first = chunks_alloc(m, need);
-	if (first < 0 || table_copy_in(m, t, (uint32_t)first)) {
-		t->chunks = 0;
-		m->want = true;
+	if (table_copy_in(m, t, (uint32_t)first)) {
+		table_drop(m, t); /* built again (partial, from no FDE) when hot */
+		return true;
 	}
 	m->loads = loads; /* not a table load: the same table grew */
 	m->reloads = reloads;
+	m->partial_reloads++;
 	republish_table(m, t);
 	memset(m->used + old_first, t->views ? CH_COOL : CH_FREE, old_n);
 	if (t->views)
 		m->cool_until_ms = now + MGR_COOL_MS;
+	return false;
+}
+
+/* A partial table's FDE set changed (rows: finished, owned). Parked, its heap
+ * rows are replaced (the policy loads it); loaded, they wait in partial_next
+ * for partial_place. True when t was dropped (no memory). */
+static bool partial_set_rows(struct unwind_mgr *m, struct unwind_table *t, struct cfi_rows *rows,
+			     double now)
+{
+	if (!t->chunks) {
+		if (t->rows.rows)
+			table_free_rows(m, t);
+		t->rows = *rows;
+		m->parked_bytes += rows_bytes(t);
+		mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
+		m->partial_reloads++;
+		return false;
+	}
+	mem_budget__charge(MEM_UNWIND, -(int64_t)(t->partial_next.cap * sizeof(*rows->rows)));
+	cfi_rows__fini(&t->partial_next);
+	t->partial_next = *rows;
+	mem_budget__charge(MEM_UNWIND, (int64_t)(rows->cap * sizeof(*rows->rows)));
+	return partial_place(m, t, now);
 }
 
 /* Partial tables with pcs asked for, each written again at most every
- * UNWIND_PARTIAL_RELOAD_MS with the FDEs of all the pcs asked for since. */
+ * UNWIND_PARTIAL_RELOAD_MS with the FDEs of all the pcs asked for since; and
+ * those whose next rows wait for room. */
 static void partial_work(struct unwind_mgr *m, double now)
 {
 	for (size_t i = 0; i < m->n_tables; i++) {
 		struct unwind_table *t = m->tables[i];
 		struct cfi_rows rows;
 
-		if (!t->partial || !unwind_partial__pending(t->partial) ||
+		if (!t->partial)
+			continue;
+		if (t->partial_next.n && !t->chunks) { /* parked meanwhile: its heap rows */
+			struct cfi_rows next = t->partial_next;
+
+			mem_budget__charge(MEM_UNWIND, -(int64_t)(next.cap * sizeof(*next.rows)));
+			memset(&t->partial_next, 0, sizeof(t->partial_next));
+			if (partial_set_rows(m, t, &next, now))
+				break; /* the list changed: the rest at the next call */
+		} else if (t->partial_next.n && (!m->cool_until_ms || now >= m->cool_until_ms)) {
+			if (partial_place(m, t, now))
+				break;
+		}
+		if (!unwind_partial__pending(t->partial) ||
 		    now - t->partial_ms < UNWIND_PARTIAL_RELOAD_MS)
 			continue;
 		t->partial_ms = now;
-		if (unwind_partial__resolve(t->partial, (uint64_t)now, &rows) == 1)
-			partial_reload(m, t, &rows, now);
+		if (unwind_partial__resolve(t->partial, (uint64_t)now, &rows) == 1 &&
+		    partial_set_rows(m, t, &rows, now))
+			break;
 	}
 }
 
@@ -1227,7 +1289,11 @@ int unwind_mgr__next_due_ms(const struct unwind_mgr *m)
 		const struct unwind_table *t = m->tables[i];
 		double due = t->partial_ms + UNWIND_PARTIAL_RELOAD_MS;
 
-		if (t->partial && unwind_partial__pending(t->partial) && (first < 0 || due < first))
+		if (t->partial && t->partial_next.n) /* waits for room: at the next tick */
+			due = m->heat_ms + UNWIND_HEAT_TICK_MS;
+		else if (!t->partial || !unwind_partial__pending(t->partial))
+			continue;
+		if (first < 0 || due < first)
 			first = due;
 	}
 	if (first < 0)

@@ -68,6 +68,7 @@ struct unwind_table {
 	double heat;	    /* its objects' heat, at the last tick */
 	struct unwind_partial *partial; /* owned; set: a partial table (partial.c) */
 	double partial_ms;		/* when its rows were last written again */
+	struct cfi_rows partial_next;	/* loaded: its next rows, waiting for room */
 };
 
 /* ---- heat.c: which tables to keep (pure; tests/unit/test_unwind_heat.c) ---- */
