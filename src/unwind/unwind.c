@@ -1053,9 +1053,10 @@ void unwind_mgr__want_pc(struct unwind_mgr *m, uint32_t obj, uint64_t vaddr)
  * views re-published before its old chunks cool: walks never meet a gap. With
  * no free run, colder tables are evicted for one (heat.c's rule; the rows wait
  * for the freed chunks to cool) and the old rows serve meanwhile. */
-static bool partial_place(struct unwind_mgr *m, struct unwind_table *t, double now)
+static void partial_place(struct unwind_mgr *m, struct unwind_table *t, double now)
 {
-	uint64_t loads = m->loads, reloads = m->reloads, b;
+	uint64_t loads = m->loads, reloads = m->reloads;
+	struct cfi_rows old;
 	uint32_t old_first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, old_n = t->chunks;
 	uint32_t need = (uint32_t)((t->partial_next.n + HEARTH_UNWIND_CHUNK_ROWS - 1) /
 				   HEARTH_UNWIND_CHUNK_ROWS);
@@ -1083,18 +1084,18 @@ static bool partial_place(struct unwind_mgr *m, struct unwind_table *t, double n
 		free(tabs);
 		free(victims);
 		free(vt);
-		return false; /* placed once the freed chunks have cooled, or a later try */
+		return; /* placed once the freed chunks have cooled, or a later try */
 	}
-	/* its rows now: heap rows, charged as a built table's until copied in */
-	b = (uint64_t)t->partial_next.cap * sizeof(*t->partial_next.rows);
-	mem_budget__charge(MEM_UNWIND, -(int64_t)b);
+	/* its rows now: heap rows (already charged) until copied in */
+	old = t->rows; /* loaded: no heap rows, n its rows in the map */
 	t->rows = t->partial_next;
 	memset(&t->partial_next, 0, sizeof(t->partial_next));
 	m->parked_bytes += rows_bytes(t);
-	mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
-	if (table_copy_in(m, t, (uint32_t)first)) {
-		table_drop(m, t); /* built again (partial, from no FDE) when hot */
-		return true;
+	if (table_copy_in(m, t, (uint32_t)first)) { /* the old rows serve; tried again */
+		m->parked_bytes -= rows_bytes(t);
+		t->partial_next = t->rows;
+		t->rows = old;
+		return;
 	}
 	m->loads = loads; /* not a table load: the same table grew */
 	m->reloads = reloads;
@@ -1103,13 +1104,12 @@ static bool partial_place(struct unwind_mgr *m, struct unwind_table *t, double n
 	memset(m->used + old_first, t->views ? CH_COOL : CH_FREE, old_n);
 	if (t->views)
 		m->cool_until_ms = now + MGR_COOL_MS;
-	return false;
 }
 
 /* A partial table's FDE set changed (rows: finished, owned). Parked, its heap
  * rows are replaced (the policy loads it); loaded, they wait in partial_next
- * for partial_place. True when t was dropped (no memory). */
-static bool partial_set_rows(struct unwind_mgr *m, struct unwind_table *t, struct cfi_rows *rows,
+ * for partial_place. */
+static void partial_set_rows(struct unwind_mgr *m, struct unwind_table *t, struct cfi_rows *rows,
 			     double now)
 {
 	if (!t->chunks) {
@@ -1119,13 +1119,13 @@ static bool partial_set_rows(struct unwind_mgr *m, struct unwind_table *t, struc
 		m->parked_bytes += rows_bytes(t);
 		mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
 		m->partial_reloads++;
-		return false;
+		return;
 	}
 	mem_budget__charge(MEM_UNWIND, -(int64_t)(t->partial_next.cap * sizeof(*rows->rows)));
 	cfi_rows__fini(&t->partial_next);
 	t->partial_next = *rows;
 	mem_budget__charge(MEM_UNWIND, (int64_t)(rows->cap * sizeof(*rows->rows)));
-	return partial_place(m, t, now);
+	partial_place(m, t, now);
 }
 
 /* Partial tables with pcs asked for, each written again at most every
@@ -1144,19 +1144,16 @@ static void partial_work(struct unwind_mgr *m, double now)
 
 			mem_budget__charge(MEM_UNWIND, -(int64_t)(next.cap * sizeof(*next.rows)));
 			memset(&t->partial_next, 0, sizeof(t->partial_next));
-			if (partial_set_rows(m, t, &next, now))
-				break; /* the list changed: the rest at the next call */
+			partial_set_rows(m, t, &next, now);
 		} else if (t->partial_next.n && (!m->cool_until_ms || now >= m->cool_until_ms)) {
-			if (partial_place(m, t, now))
-				break;
+			partial_place(m, t, now);
 		}
 		if (!unwind_partial__pending(t->partial) ||
 		    now - t->partial_ms < UNWIND_PARTIAL_RELOAD_MS)
 			continue;
 		t->partial_ms = now;
-		if (unwind_partial__resolve(t->partial, (uint64_t)now, &rows) == 1 &&
-		    partial_set_rows(m, t, &rows, now))
-			break;
+		if (unwind_partial__resolve(t->partial, (uint64_t)now, &rows) == 1)
+			partial_set_rows(m, t, &rows, now);
 	}
 }
 
