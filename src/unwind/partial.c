@@ -186,7 +186,8 @@ int unwind_table__build_partial(const char *path, uint64_t dev, uint64_t inode,
 	if (!t || !p)
 		goto cleanup;
 	err = -ENOEXEC;
-	if (!elf || elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 || fstat(fd, &st))
+	if (!elf || elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 ||
+	    fstat(fd, &st))
 		goto cleanup;
 	err = object__from_elf(elf, fd, dev, inode, &t->obj);
 	if (err)
@@ -301,8 +302,8 @@ static int fde_add(struct unwind_partial *p, uint64_t vaddr, uint64_t now_ms)
 		return 0;
 	err = cfi_parse_fde_at(p->eh.p, p->eh.len, p->eh.vaddr, (size_t)off, &r);
 	/* rows of the FDE, then its gap row at its end (vaddrs below 4 GiB) */
-	if (err || r.n < 2 || r.rows[r.n - 1].cfa_kind != HEARTH_CFA_NONE ||
-	    vaddr < r.rows[0].pc || vaddr >= r.rows[r.n - 1].pc) {
+	if (err || r.n < 2 || r.rows[r.n - 1].cfa_kind != HEARTH_CFA_NONE || vaddr < r.rows[0].pc ||
+	    vaddr >= r.rows[r.n - 1].pc) {
 		cfi_rows__fini(&r);
 		return err == -ENOMEM ? err : 0;
 	}
@@ -383,6 +384,6 @@ void unwind_partial__stats(const struct unwind_partial *p, struct unwind_partial
 	*out = p->st;
 	out->fdes = p->n_fdes;
 	out->rows = p->rows;
-	out->heap_bytes = p->rows * sizeof(struct hearth_unwind_row) +
-			  p->cap_fdes * sizeof(*p->fdes);
+	out->heap_bytes =
+	    p->rows * sizeof(struct hearth_unwind_row) + p->cap_fdes * sizeof(*p->fdes);
 }
