@@ -554,6 +554,9 @@ static long unwind_step(__u32 i, void *ctx)
 	if (r && r->cfa_kind == HEARTH_CFA_SIGNAL)
 		return signal_step(st, n);
 	if (!r || r->cfa_kind == HEARTH_CFA_NONE) {
+		/* A partial table (docs/unwind.md "Partial tables"): ask for the FDE. */
+		if (m.flags & HEARTH_UNWIND_MAP_PARTIAL)
+			unwind_partial_miss(st, &m, addr - m.bias);
 		/* Code without CFI in an object with a table (a JIT's builtins, hand-
 		 * written assembly): frame pointers, as for JIT code. */
 		bump(&unwind_stats, HEARTH_UW_NO_ROW);

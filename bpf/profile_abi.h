@@ -70,13 +70,24 @@ enum hearth_event_kind {
 	/* A walk crossed an object whose unwind table is not loaded (bpf/unwind_abi.h,
 	 * tables on demand): weigh the objects' heat now. Consumed by the sampler. */
 	HEARTH_EV_UNWIND_WANT = 5,
+	/* A walk met a pc in an object with a partial table (bpf/unwind_abi.h,
+	 * HEARTH_UNWIND_MAP_PARTIAL) that no loaded FDE covers: `want` says which
+	 * object and vaddr, so user space loads that FDE. Consumed by the sampler. */
+	HEARTH_EV_UNWIND_PC = 6,
 };
 
 struct hearth_event {
 	__u32 kind;
 	__u32 pid;
 	__u64 pstart;
-	char comm[HEARTH_COMM_LEN]; /* process (group leader) name */
+	union {
+		char comm[HEARTH_COMM_LEN]; /* process (group leader) name */
+		struct {
+			__u64 vaddr; /* HEARTH_EV_UNWIND_PC: the pc (ELF vaddr) */
+			__u32 obj;   /* its object's slot (struct hearth_unwind_mapping.obj) */
+			__u32 pad;
+		} want;
+	};
 };
 _Static_assert(sizeof(struct hearth_event) == 32, "event ABI");
 

@@ -84,8 +84,12 @@ struct hearth_unwind_mapping {
 	__u32 row_start;  /* first row in unwind_rows; row_count 0 = no table (use fp) */
 	__u32 row_count;
 	__u32 obj;	  /* the object's slot in unwind_heat (0: none, never gets a table) */
-	__u32 pad;
+	__u32 flags;	  /* HEARTH_UNWIND_MAP_* */
 };
+/* The mapping's table is partial (an object whose whole table is over the
+ * per-object cap): it holds the rows of the FDEs samples were seen in, so a pc
+ * that no loaded FDE covers asks for its FDE (HEARTH_EV_UNWIND_PC). */
+#define HEARTH_UNWIND_MAP_PARTIAL 1u
 _Static_assert(sizeof(struct hearth_unwind_mapping) == 40, "unwind mapping ABI");
 
 /*
@@ -136,6 +140,7 @@ enum hearth_unwind_stat {
 	HEARTH_UW_RAW_LOST,   /* ... that found the raw ring full (walked with fp instead) */
 	HEARTH_UW_NO_TABLE,   /* frames in an object whose table is not loaded (a request) */
 	HEARTH_UW_ROW_CACHE_HITS, /* rows found in the per-CPU row cache (no search) */
+	HEARTH_UW_PARTIAL_MISS, /* frames in a partial table's object no loaded FDE covers */
 	HEARTH_UW_STAT_MAX,
 };
 

@@ -74,6 +74,52 @@ static __always_inline void unwind_heat_hit(struct hearth_scratch *st,
 	unwind_want(st, obj);
 }
 
+/* Partial tables: (object slot, vaddr) -> when its FDE was last asked for
+ * (HEARTH_UNWIND_WANT_NS apart). An LRU: a pc asked for long ago is forgotten. */
+struct hearth_pc_want_key {
+	__u32 obj;
+	__u32 vaddr;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct hearth_pc_want_key);
+	__type(value, __u64);
+} unwind_pc_want SEC(".maps");
+
+/* A frame at vaddr in mapping m, whose table is partial, found no loaded FDE:
+ * ask user space for the FDE of that pc (rate-limited per pc). The walk goes on
+ * with frame pointers meanwhile and the sample may carry a stack copy, as for
+ * an object without its table (st->no_table). */
+static __always_inline void unwind_partial_miss(struct hearth_scratch *st,
+						const struct hearth_unwind_mapping *m, __u64 vaddr)
+{
+	struct hearth_pc_want_key k = {m->obj & (HEARTH_UNWIND_MAX_OBJECTS - 1), (__u32)vaddr};
+	__u64 now = bpf_ktime_get_ns(), *last;
+	struct hearth_event *ev;
+
+	bump(&unwind_stats, HEARTH_UW_PARTIAL_MISS);
+	st->no_table = 1;
+	if (!k.obj || vaddr >> 32)
+		return;
+	last = bpf_map_lookup_elem(&unwind_pc_want, &k);
+	if (last && now - *last < HEARTH_UNWIND_WANT_NS)
+		return;
+	bpf_map_update_elem(&unwind_pc_want, &k, &now, BPF_ANY);
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		bump(&drops, HEARTH_DROP_EVENT_LOST);
+		return;
+	}
+	ev->kind = HEARTH_EV_UNWIND_PC;
+	ev->pid = st->s.pid;
+	ev->pstart = st->s.pstart;
+	ev->want.vaddr = vaddr;
+	ev->want.obj = k.obj;
+	ev->want.pad = 0;
+	bpf_ringbuf_submit(ev, 0);
+}
+
 /* A walk crossed an object without its table: until user space loads it and
  * re-publishes the view (which ends the gap), the process's samples may carry a
  * stack copy (HEARTH_RAW_PER_WANT of them), walked in user space with the table. */

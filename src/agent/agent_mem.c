@@ -273,6 +273,17 @@ static void write_unwind(FILE *f, const struct sampler *s)
 	     "Bytes of built tables parked in user space, out of BPF.", (double)ms.parked_bytes);
 	line(f, "hearth_agent_unwind_bpf_bytes", "gauge", "Bytes of the BPF unwind table map in use.",
 	     (double)ms.bpf_bytes_used);
+	line(f, "hearth_agent_unwind_partial_tables", "gauge",
+	     "Objects over the per-object cap with a partial unwind table (hot FDEs only).",
+	     (double)ms.partial_tables);
+	line(f, "hearth_agent_unwind_partial_fdes", "gauge", "FDEs loaded in partial unwind tables.",
+	     (double)ms.partial_fdes);
+	line(f, "hearth_agent_unwind_partial_requests_total", "counter",
+	     "Requests from BPF for the FDE of a pc in an object with a partial table.",
+	     (double)ms.partial_requests);
+	line(f, "hearth_agent_unwind_partial_reloads_total", "counter",
+	     "Partial unwind tables written to BPF again with more FDEs.",
+	     (double)ms.partial_reloads);
 	line(f, "hearth_agent_unwind_bpf_budget_bytes", "gauge",
 	     "Bytes of the BPF unwind table map in all.", (double)ms.bpf_bytes_budget);
 	line(f, "hearth_agent_unwind_samples_total", "counter", "Samples unwound with tables.",

@@ -715,6 +715,14 @@ static void report_unwind(struct sampler *s)
 		(unsigned long long)(ms.bpf_bytes_used >> 10),
 		(unsigned long long)(ms.bpf_bytes_budget >> 10), (unsigned long long)ms.objects,
 		(unsigned long long)ms.heat_ticks);
+	fprintf(stderr,
+		"hearth record: unwind: partial tables: %llu (%llu FDEs loaded, %llu added, %llu "
+		"dropped for the cap), %llu pcs asked for (%llu frames without their FDE, %llu not "
+		"covered by any FDE), %llu reloads\n",
+		(unsigned long long)ms.partial_tables, (unsigned long long)ms.partial_fdes,
+		(unsigned long long)ms.partial_fdes_added, (unsigned long long)ms.partial_fdes_dropped,
+		(unsigned long long)ms.partial_requests, (unsigned long long)uw[HEARTH_UW_PARTIAL_MISS],
+		(unsigned long long)ms.partial_not_covered, (unsigned long long)ms.partial_reloads);
 }
 
 static int record(const struct record_args *a, FILE *out)

@@ -270,6 +270,11 @@ static int on_event(void *ctx, void *data, size_t size)
 			unwind_mgr__remap(s->uw, ev->pid, ev->pstart);
 		return 0;
 	}
+	if (ev->kind == HEARTH_EV_UNWIND_PC) { /* a pc of a partial table without its FDE */
+		if (s->uw)
+			unwind_mgr__want_pc(s->uw, ev->want.obj, ev->want.vaddr);
+		return 0;
+	}
 	if (ev->kind == HEARTH_EV_UNWIND_WANT) { /* a walk crossed an object without its table */
 		if (s->uw)
 			unwind_mgr__want(s->uw);

@@ -654,6 +654,22 @@ int cfi_parse(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh, st
 	return 0;
 }
 
+int cfi_parse_fde_at(const uint8_t *buf, size_t len, uint64_t sec_vaddr, size_t off,
+		     struct cfi_rows *out)
+{
+	struct entry e;
+	int ret;
+
+	if (off >= len || len - off < 8)
+		return -EINVAL;
+	ret = read_entry(buf + off, buf + len, true, &e);
+	if (ret)
+		return -EINVAL; /* a terminator is no FDE */
+	if (e.is_cie)
+		return -EINVAL;
+	return parse_fde(buf, len, sec_vaddr, true, &e, out);
+}
+
 /* By pc; at equal pcs the end-of-FDE gap rows sort first, so a real row wins. */
 static int row_cmp(const void *a, const void *b)
 {

@@ -250,6 +250,8 @@ void unwind_table__free(struct unwind_table *t)
 	if (!t)
 		return;
 	cfi_rows__fini(&t->rows);
+	unwind_partial__free(t->partial);
+	cfi_rows__fini(&t->partial_next);
 	object__put(t->obj);
 	free(t->path);
 	free(t);

@@ -91,6 +91,7 @@ struct uobj {
 	bool waiting;	  /* frames landed in it while its table was not loaded */
 	bool neg;	  /* no table can be had (no CFI, Go, too big...) */
 	bool ever_loaded; /* its table was loaded once: a later load is a reload */
+	bool partial;	  /* its whole table is over the cap: a partial one (partial.c) */
 	uint32_t pid;	  /* a process mapping it, and where: to open it by map_files */
 	uint64_t start, end;
 	char *path; /* as mapped; owned */
@@ -145,6 +146,7 @@ struct unwind_mgr {
 	size_t neg_next, n_neg;
 	uint64_t builds, rebuilds, build_failed, no_room, reused;
 	uint64_t loads, reloads, evictions, requests, request_events, ticks;
+	uint64_t partial_requests, partial_reloads;
 	uint64_t parked_bytes;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
 	double build_ms;
@@ -361,6 +363,7 @@ static void table_drop(struct unwind_mgr *m, struct unwind_table *t)
 		}
 	}
 	table_free_rows(m, t);
+	mem_budget__charge(MEM_UNWIND, -(int64_t)(t->partial_next.cap * sizeof(*t->rows.rows)));
 	unwind_table__free(t);
 }
 
@@ -542,7 +545,17 @@ static struct unwind_table *obj_build(struct unwind_mgr *m, uint32_t slot)
 
 	snprintf(open_path, sizeof(open_path), "/proc/%u/map_files/%llx-%llx", o->pid,
 		 (unsigned long long)o->start, (unsigned long long)o->end);
-	err = unwind_table__build(open_path, o->dev, o->inode, max_bytes, &t);
+	err = o->partial ? -EFBIG : unwind_table__build(open_path, o->dev, o->inode, max_bytes, &t);
+	if (!err && table_need(t) > MGR_OBJ_MAX_CHUNKS(m)) {
+		m->build_ms += t->build_ms;
+		unwind_table__free(t);
+		err = -EFBIG;
+	}
+	/* Over the per-object cap: a partial table (docs/unwind.md "Partial tables"). */
+	if (err == -EFBIG) {
+		o->partial = true;
+		err = unwind_table__build_partial(open_path, o->dev, o->inode, &t);
+	}
 	m->builds++;
 	m->rebuilds += o->need != 0;
 	if (err) {
@@ -608,6 +621,7 @@ static void view_value(const struct unwind_mgr *m, const struct proc_view *v,
 			      ? vm->slot
 			      : 0;
 		if (t && t->chunks) {
+			mp->flags = t->partial ? HEARTH_UNWIND_MAP_PARTIAL : 0;
 			mp->bias = vm->start - vm->pgoff - t->seg_delta;
 			mp->row_start = t->row_start;
 			mp->row_count = (uint32_t)t->rows.n;
@@ -1053,6 +1067,123 @@ int unwind_mgr__set_heat(struct unwind_mgr *m, int heat_fd)
 	return 0;
 }
 
+void unwind_mgr__want_pc(struct unwind_mgr *m, uint32_t obj, uint64_t vaddr)
+{
+	struct uobj *o = obj && obj < m->n_objs ? &m->objs[obj] : NULL;
+
+	m->partial_requests++;
+	if (o && o->t && o->t->partial)
+		unwind_partial__want(o->t->partial, vaddr);
+}
+
+/* A loaded partial table's next rows (t->partial_next) go into free chunks, its
+ * views re-published before its old chunks cool: walks never meet a gap. With
+ * no free run, colder tables are evicted for one (heat.c's rule; the rows wait
+ * for the freed chunks to cool) and the old rows serve meanwhile. */
+static void partial_place(struct unwind_mgr *m, struct unwind_table *t, double now)
+{
+	uint64_t loads = m->loads, reloads = m->reloads;
+	struct cfi_rows old;
+	uint32_t old_first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, old_n = t->chunks;
+	uint32_t need = (uint32_t)((t->partial_next.n + HEARTH_UNWIND_CHUNK_ROWS - 1) /
+				   HEARTH_UNWIND_CHUNK_ROWS);
+	int first = chunks_alloc(m, need);
+
+	if (first < 0) {
+		struct uheat_table *tabs = calloc(m->n_tables + 1, sizeof(*tabs));
+		size_t *victims = calloc(m->n_tables + 1, sizeof(*victims)), n_vic = 0;
+		struct unwind_table **vt = calloc(m->n_tables + 1, sizeof(*vt));
+
+		if (tabs && victims && vt) {
+			for (size_t i = 0; i < m->n_tables; i++) {
+				const struct unwind_table *lt = m->tables[i];
+
+				tabs[i] = (struct uheat_table){
+				    lt->heat, lt->row_start / HEARTH_UNWIND_CHUNK_ROWS, lt->chunks,
+				    lt == t || now - (double)lt->loaded_ms < UNWIND_HEAT_PIN_MS};
+				vt[i] = m->tables[i];
+			}
+			if (unwind_heat_place(m->used, m->chunks, tabs, m->n_tables, need, t->heat,
+					      victims, &n_vic) >= 0)
+				for (size_t k = 0; k < n_vic; k++)
+					table_evict_hot(m, vt[victims[k]], now);
+		}
+		free(tabs);
+		free(victims);
+		free(vt);
+		return; /* placed once the freed chunks have cooled, or a later try */
+	}
+	/* its rows now: heap rows (already charged) until copied in */
+	old = t->rows; /* loaded: no heap rows, n its rows in the map */
+	t->rows = t->partial_next;
+	memset(&t->partial_next, 0, sizeof(t->partial_next));
+	m->parked_bytes += rows_bytes(t);
+	if (table_copy_in(m, t, (uint32_t)first)) { /* the old rows serve; tried again */
+		m->parked_bytes -= rows_bytes(t);
+		t->partial_next = t->rows;
+		t->rows = old;
+		return;
+	}
+	m->loads = loads; /* not a table load: the same table grew */
+	m->reloads = reloads;
+	m->partial_reloads++;
+	republish_table(m, t);
+	memset(m->used + old_first, t->views ? CH_COOL : CH_FREE, old_n);
+	if (t->views)
+		m->cool_until_ms = now + MGR_COOL_MS;
+}
+
+/* A partial table's FDE set changed (rows: finished, owned). Parked, its heap
+ * rows are replaced (the policy loads it); loaded, they wait in partial_next
+ * for partial_place. */
+static void partial_set_rows(struct unwind_mgr *m, struct unwind_table *t, struct cfi_rows *rows,
+			     double now)
+{
+	if (!t->chunks) {
+		if (t->rows.rows)
+			table_free_rows(m, t);
+		t->rows = *rows;
+		m->parked_bytes += rows_bytes(t);
+		mem_budget__charge(MEM_UNWIND, (int64_t)rows_bytes(t));
+		m->partial_reloads++;
+		return;
+	}
+	mem_budget__charge(MEM_UNWIND, -(int64_t)(t->partial_next.cap * sizeof(*rows->rows)));
+	cfi_rows__fini(&t->partial_next);
+	t->partial_next = *rows;
+	mem_budget__charge(MEM_UNWIND, (int64_t)(rows->cap * sizeof(*rows->rows)));
+	partial_place(m, t, now);
+}
+
+/* Partial tables with pcs asked for, each written again at most every
+ * UNWIND_PARTIAL_RELOAD_MS with the FDEs of all the pcs asked for since; and
+ * those whose next rows wait for room. */
+static void partial_work(struct unwind_mgr *m, double now)
+{
+	for (size_t i = 0; i < m->n_tables; i++) {
+		struct unwind_table *t = m->tables[i];
+		struct cfi_rows rows;
+
+		if (!t->partial)
+			continue;
+		if (t->partial_next.n && !t->chunks) { /* parked meanwhile: its heap rows */
+			struct cfi_rows next = t->partial_next;
+
+			mem_budget__charge(MEM_UNWIND, -(int64_t)(next.cap * sizeof(*next.rows)));
+			memset(&t->partial_next, 0, sizeof(t->partial_next));
+			partial_set_rows(m, t, &next, now);
+		} else if (t->partial_next.n && (!m->cool_until_ms || now >= m->cool_until_ms)) {
+			partial_place(m, t, now);
+		}
+		if (!unwind_partial__pending(t->partial) ||
+		    now - t->partial_ms < UNWIND_PARTIAL_RELOAD_MS)
+			continue;
+		t->partial_ms = now;
+		if (unwind_partial__resolve(t->partial, (uint64_t)now, &rows) == 1)
+			partial_set_rows(m, t, &rows, now);
+	}
+}
+
 void unwind_mgr__want(struct unwind_mgr *m)
 {
 	m->want = true;
@@ -1136,6 +1267,7 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 			m->cool_until_ms = 0;
 	}
 
+	partial_work(m, t0);
 	/* FIFO among due entries: a busy machine cannot starve a process. */
 	for (size_t i = 0; i < m->n_queue && (done == 0 || mono_ms() - t0 < budget_ms);) {
 		struct pending p = m->queue[i];
@@ -1177,6 +1309,17 @@ int unwind_mgr__next_due_ms(const struct unwind_mgr *m)
 		if (tick >= 0 && (first < 0 || tick < first))
 			first = tick;
 	}
+	for (size_t i = 0; i < m->n_tables; i++) { /* partial tables with pcs asked for */
+		const struct unwind_table *t = m->tables[i];
+		double due = t->partial_ms + UNWIND_PARTIAL_RELOAD_MS;
+
+		if (t->partial && t->partial_next.n) /* waits for room: at the next tick */
+			due = m->heat_ms + UNWIND_HEAT_TICK_MS;
+		else if (!t->partial || !unwind_partial__pending(t->partial))
+			continue;
+		if (first < 0 || due < first)
+			first = due;
+	}
 	if (first < 0)
 		return -1;
 	return first <= now ? 0 : (int)(first - now) + 1;
@@ -1204,6 +1347,17 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 				o->idle_tables++;
 		} else {
 			o->parked_tables++;
+		}
+		if (t->partial) {
+			struct unwind_partial_stats ps;
+
+			unwind_partial__stats(t->partial, &ps);
+			o->partial_tables++;
+			o->partial_fdes += ps.fdes;
+			o->partial_fdes_added += ps.fdes_added;
+			o->partial_fdes_dropped += ps.fdes_dropped;
+			o->partial_not_covered += ps.not_covered;
+			o->user_bytes += ps.heap_bytes;
 		}
 		o->user_bytes += sizeof(*t) + t->rows.cap * sizeof(*t->rows.rows) +
 				 sizeof(*t->obj) + t->obj->n_segs * sizeof(*t->obj->segs) +
@@ -1237,6 +1391,8 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 	o->bpf_bytes_used = o->chunks_used * MGR_CHUNK_BYTES;
 	o->bpf_bytes_budget = (uint64_t)m->chunks * MGR_CHUNK_BYTES;
 	o->heat_ticks = m->ticks;
+	o->partial_requests = m->partial_requests;
+	o->partial_reloads = m->partial_reloads;
 }
 
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m)

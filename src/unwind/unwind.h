@@ -40,6 +40,11 @@ struct cfi_rows {
  * malformed input (rows of the FDEs before the error are kept), -ENOMEM.
  */
 int cfi_parse(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh, struct cfi_rows *out);
+/* Parses the one .eh_frame FDE at byte off of buf (its CIE found from it, all
+ * within buf): its rows and the gap row at its end are appended to out. 0 (no
+ * row when the FDE is empty or discarded), -EINVAL when off holds no FDE, -ENOMEM. */
+int cfi_parse_fde_at(const uint8_t *buf, size_t len, uint64_t sec_vaddr, size_t off,
+		     struct cfi_rows *out);
 /* Appends one row (unsorted until cfi_rows__finish). 0 or -ENOMEM. */
 int cfi_rows__push(struct cfi_rows *r, const struct hearth_unwind_row *row);
 /* Sorts, drops rows shadowed by a row at the same pc, merges equal neighbours. */
@@ -61,6 +66,9 @@ struct unwind_table {
 			     * (parked: evicted, kept in memory to be loaded again) */
 	uint64_t loaded_ms; /* when it was last loaded (pinned for UNWIND_HEAT_PIN_MS) */
 	double heat;	    /* its objects' heat, at the last tick */
+	struct unwind_partial *partial; /* owned; set: a partial table (partial.c) */
+	double partial_ms;		/* when its rows were last written again */
+	struct cfi_rows partial_next;	/* loaded: its next rows, waiting for room */
 };
 
 /* ---- heat.c: which tables to keep (pure; tests/unit/test_unwind_heat.c) ---- */
@@ -107,6 +115,46 @@ int unwind_table__build(const char *path, uint64_t dev, uint64_t inode, size_t m
 			struct unwind_table **out);
 void unwind_table__free(struct unwind_table *t);
 
+/* ---- partial.c: partial tables (docs/unwind.md "Partial tables") ----
+ * An object whose whole table is over the per-object cap gets a table of just
+ * the FDEs samples were seen in: a pc that no loaded FDE covers is asked for by
+ * the BPF walker (HEARTH_EV_UNWIND_PC), its FDE found through .eh_frame_hdr's
+ * binary-search table and parsed alone (both sections mapped, not copied), and
+ * the table reloaded at most every UNWIND_PARTIAL_RELOAD_MS with a batch of
+ * them. At most UNWIND_PARTIAL_MAX_ROWS rows: past it the FDEs asked for least
+ * recently go (asked for again if still hot). */
+#define UNWIND_PARTIAL_RELOAD_MS 250
+#define UNWIND_PARTIAL_MAX_ROWS	 (4 * HEARTH_UNWIND_CHUNK_ROWS - 1)
+#define UNWIND_PARTIAL_MAX_WANTS 256 /* pcs queued between two reloads */
+
+struct unwind_partial_stats {
+	uint64_t fdes, rows;	/* loaded now */
+	uint64_t wants;		/* pcs asked for */
+	uint64_t fdes_added;	/* FDEs parsed and added */
+	uint64_t fdes_dropped;	/* dropped for the cap (least recently asked for) */
+	uint64_t not_covered;	/* pcs asked for that no FDE covers */
+	uint64_t heap_bytes;	/* FDE rows held (charged as MEM_UNWIND) */
+};
+
+/* The partial table of the ELF file at path (named dev, inode as for
+ * unwind_table__build): .eh_frame_hdr (version 1, a datarel sdata4 table) and
+ * .eh_frame are mapped read-only; its rows are one row at vaddr 0 (no FDE yet).
+ * 0 or -errno: -ENODATA without a usable .eh_frame_hdr. */
+int unwind_table__build_partial(const char *path, uint64_t dev, uint64_t inode,
+				struct unwind_table **out);
+void unwind_partial__free(struct unwind_partial *p);
+/* A walk met vaddr without a loaded FDE: queued (false when the queue is full
+ * or its FDE is loaded already). */
+bool unwind_partial__want(struct unwind_partial *p, uint64_t vaddr);
+/* Whether pcs are queued. */
+bool unwind_partial__pending(const struct unwind_partial *p);
+/* Resolves the queued pcs into FDEs (each parsed alone), drops the least
+ * recently asked for past the cap, and when the FDE set changed writes its
+ * rows, finished, to *out (owned by the caller, charged by it) and returns 1;
+ * 0 when nothing changed; -errno. now_ms orders FDEs by recency. */
+int unwind_partial__resolve(struct unwind_partial *p, uint64_t now_ms, struct cfi_rows *out);
+void unwind_partial__stats(const struct unwind_partial *p, struct unwind_partial_stats *out);
+
 struct unwind_mgr_stats {
 	uint64_t tables, procs; /* tables in use by a process view */
 	uint64_t idle_tables; /* tables no process uses, kept in unwind_rows until room is needed */
@@ -133,6 +181,14 @@ struct unwind_mgr_stats {
 	uint64_t bpf_bytes_used;   /* unwind_rows chunks in use, in bytes */
 	uint64_t bpf_bytes_budget; /* unwind_rows chunks the manager may use, in bytes */
 	uint64_t heat_ticks;	   /* policy ticks run */
+	/* Partial tables (docs/unwind.md "Partial tables"): */
+	uint64_t partial_tables;	/* objects with a partial table now */
+	uint64_t partial_fdes;		/* FDEs loaded in them */
+	uint64_t partial_requests;	/* pcs asked for (HEARTH_EV_UNWIND_PC events) */
+	uint64_t partial_fdes_added;	/* FDEs parsed and added */
+	uint64_t partial_fdes_dropped;	/* FDEs dropped for the cap */
+	uint64_t partial_not_covered;	/* pcs asked for that no FDE covers */
+	uint64_t partial_reloads;	/* partial tables written to the row map again */
 };
 
 struct unwind_mgr;
@@ -191,6 +247,9 @@ void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd);
  * not owned). Without it no object gets a heat slot: tables are loaded while
  * there is room, as before on-demand tables. 0 or -errno. */
 int unwind_mgr__set_heat(struct unwind_mgr *m, int heat_fd);
+/* A walk met vaddr of object slot obj, whose table is partial, without its
+ * FDE (HEARTH_EV_UNWIND_PC): queued for the next reload of that table. */
+void unwind_mgr__want_pc(struct unwind_mgr *m, uint32_t obj, uint64_t vaddr);
 /* A walk asked for a table (HEARTH_EV_UNWIND_WANT): run the policy now. */
 void unwind_mgr__want(struct unwind_mgr *m);
 /* Between start and stop, the rows walks read stay mapped (each mapping's rows
