@@ -21,6 +21,12 @@
  *                                 stack: the kernel stack now
  *                                 (bpf_get_task_stack) and, if it blocked in a
  *                                 syscall, `pending` for the user stack
+ *   task work (the task itself)   queued at switch-in for a block sent
+ *                                 (bpf_task_work_schedule_resume, 6.18): runs
+ *                                 on its way back to user space, the user
+ *                                 registers still the blocking syscall's:
+ *                                 walk the user stack (tables, fp, Python)
+ *                                 and send the record(s). Without the kfunc:
  *   rseq_update (the task itself) on its way back to user space (rseq's
  *                                 notify-resume work, set by every switch-out
  *                                 of a thread with rseq registered): its user
@@ -56,6 +62,28 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } offcpu_stats SEC(".maps");
+
+/* Set by user space when the kernel has bpf_task_work_schedule_resume (6.18):
+ * a block sent with a stack gets a task work that walks its user stack on the
+ * thread's way back to user space; rseq_update is then not attached. */
+const volatile bool offcpu_use_tw = false;
+
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
+
+/* The task works, one per tid modulo the size: a collision (the slot's work
+ * not run yet) falls back to the per-CPU pending tid (rseq_update/sys_exit). */
+struct offcpu_tw_slot {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct offcpu_tw_slot);
+} offcpu_tw SEC(".maps");
 
 /* Set when a thread without rseq (Go, static musl, glibc.pthread.rseq=0) has a
  * block pending: user space then attaches sys_exit, which puts every syscall of
@@ -282,6 +310,24 @@ static __always_inline void offcpu_switch_out(struct task_struct *prev, bool pre
 	bump(&offcpu_stats, HEARTH_OFFCPU_SWITCHES);
 }
 
+static int offcpu_tw_run(struct bpf_map *map, void *key, void *value);
+
+/* Schedules the user walk of next's pending block as a task work: true if
+ * scheduled. */
+static __always_inline bool offcpu_schedule_tw(struct task_struct *next)
+{
+	__u32 k = next->pid & 4095;
+	struct offcpu_tw_slot *slot;
+
+	if (!bpf_task_work_schedule_resume_impl) /* __weak: absent before 6.18 */
+		return false;
+	slot = bpf_map_lookup_elem(&offcpu_tw, &k);
+	if (!slot)
+		return false;
+	return bpf_task_work_schedule_resume_impl(next, &slot->tw, &offcpu_tw, offcpu_tw_run,
+						  NULL) == 0;
+}
+
 static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now)
 {
 	struct hearth_offcpu_task *t;
@@ -361,6 +407,16 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 		return;
 	}
 	t->pending = 1; /* the user stack comes on its way back to user space */
+	if (offcpu_use_tw) {
+		if (offcpu_schedule_tw(next))
+			return;
+		t->pending = 0; /* no walk will come: its leaf now */
+		bump(&offcpu_stats, HEARTH_OFFCPU_STACK_LOST);
+		st = offcpu_scratch();
+		if (st)
+			offcpu_send_leaf(st, next, t);
+		return;
+	}
 	if (!next->rseq)
 		offcpu_want_exit = 1; /* no rseq_update will come: sys_exit must */
 mark_cpu:
@@ -414,7 +470,7 @@ int BPF_PROG(hearth_offcpu_wakeup_new, struct task_struct *p)
 
 /* Walks the user stack of a pending block on its way back to user space (its
  * syscall's exit, or rseq's notify-resume work) and sends it. */
-static __always_inline void offcpu_exit_send(void *ctx, struct task_struct *task,
+static __always_inline void offcpu_exit_send(struct task_struct *task,
 					     struct hearth_offcpu_task *t, struct hearth_scratch *st)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -434,8 +490,8 @@ static __always_inline void offcpu_exit_send(void *ctx, struct task_struct *task
 		if (use_unwind)
 			bump(&offcpu_stats, HEARTH_OFFCPU_FP_FALLBACK);
 		sample_header(st, &key);
-		n = bpf_get_stack(ctx, st->frames, HEARTH_MAX_STACK * sizeof(__u64),
-				  BPF_F_USER_STACK);
+		n = bpf_get_task_stack(task, st->frames, HEARTH_MAX_STACK * sizeof(__u64),
+				       BPF_F_USER_STACK);
 		if (n > 0)
 			st->s.ulen = n / sizeof(__u64);
 	}
@@ -458,7 +514,7 @@ static __always_inline void offcpu_exit_send(void *ctx, struct task_struct *task
  * walks' scratch maps) under it; it once turned a record's trailing
  * nanoseconds into a kernel address (~2^64 ns). `offcpu_busy` makes that
  * sample step aside, counted as a drop ("inside an off-CPU walk"). */
-static __always_inline void offcpu_resume(void *ctx, struct task_struct *task)
+static __always_inline void offcpu_resume(struct task_struct *task)
 {
 	struct hearth_offcpu_task *t;
 	struct hearth_scratch *st;
@@ -476,8 +532,29 @@ static __always_inline void offcpu_resume(void *ctx, struct task_struct *task)
 	if (!st)
 		return;
 	st->offcpu_busy = 1;
-	offcpu_exit_send(ctx, task, t, st);
+	offcpu_exit_send(task, t, st);
 	st->offcpu_busy = 0;
+}
+
+/* The task work of a pending block: in the thread's own context on its way
+ * back to user space, interrupts on (hence offcpu_busy, as above). */
+static int offcpu_tw_run(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct hearth_offcpu_task *t;
+	struct hearth_scratch *st;
+
+	t = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	if (!t || !t->pending)
+		return 0;
+	t->pending = 0;
+	st = offcpu_scratch();
+	if (!st)
+		return 0;
+	st->offcpu_busy = 1;
+	offcpu_exit_send(task, t, st);
+	st->offcpu_busy = 0;
+	return 0;
 }
 
 /* The way back to user space of a thread with rseq registered (glibc >= 2.35
@@ -488,7 +565,7 @@ static __always_inline void offcpu_resume(void *ctx, struct task_struct *task)
 SEC("tp_btf/rseq_update")
 int BPF_PROG(hearth_offcpu_rseq, struct task_struct *t)
 {
-	offcpu_resume(ctx, t); /* t is current */
+	offcpu_resume(t); /* t is current */
 	return 0;
 }
 
@@ -498,7 +575,7 @@ int BPF_PROG(hearth_offcpu_rseq, struct task_struct *t)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
 {
-	offcpu_resume(ctx, bpf_get_current_task_btf());
+	offcpu_resume(bpf_get_current_task_btf());
 	return 0;
 }
 

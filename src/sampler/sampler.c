@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "profile.skel.h"
@@ -536,6 +537,20 @@ static __u32 samples_rb_bytes(const struct sampler *s, const struct sampler_opts
 	return bytes;
 }
 
+/* Whether the kernel has the bpf_task_work_schedule_resume kfunc (6.18). */
+static bool offcpu_has_task_work(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool has;
+
+	if (!vmlinux)
+		return false;
+	has = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
+				     BTF_KIND_FUNC) >= 0;
+	btf__free(vmlinux);
+	return has;
+}
+
 static int set_filters_before_load(struct sampler *s, const struct sampler_opts *o)
 {
 	struct profile_bpf *k = s->skel;
@@ -560,7 +575,11 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	bpf_program__set_autoload(k->progs.hearth_offcpu_switch, o->off_cpu);
 	bpf_program__set_autoload(k->progs.hearth_offcpu_wakeup_new, o->off_cpu);
 	bpf_program__set_autoload(k->progs.hearth_offcpu_sys_exit, o->off_cpu);
-	bpf_program__set_autoload(k->progs.hearth_offcpu_rseq, o->off_cpu);
+	/* The user walk as a task work where the kernel has it (6.18): then
+	 * neither rseq_update nor sys_exit is needed (docs/offcpu.md, "Cost"). */
+	k->rodata->offcpu_use_tw = o->off_cpu && offcpu_has_task_work();
+	bpf_program__set_autoload(k->progs.hearth_offcpu_rseq,
+				  o->off_cpu && !k->rodata->offcpu_use_tw);
 	/* The mode that is not used keeps its maps at the minimum size. */
 	if (bpf_map__set_max_entries(k->maps.samples, rb_bytes) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_rows, 1)) ||
@@ -699,13 +718,15 @@ static int attach_offcpu(struct sampler *s, char *err, size_t errlen)
 {
 	struct profile_bpf *k = s->skel;
 
-	k->links.hearth_offcpu_rseq = bpf_program__attach(k->progs.hearth_offcpu_rseq);
-	if (!k->links.hearth_offcpu_rseq)
+	if (!k->rodata->offcpu_use_tw)
+		k->links.hearth_offcpu_rseq = bpf_program__attach(k->progs.hearth_offcpu_rseq);
+	if (!k->rodata->offcpu_use_tw && !k->links.hearth_offcpu_rseq)
 		k->links.hearth_offcpu_sys_exit =
 			bpf_program__attach(k->progs.hearth_offcpu_sys_exit);
 	k->links.hearth_offcpu_wakeup_new = bpf_program__attach(k->progs.hearth_offcpu_wakeup_new);
 	k->links.hearth_offcpu_switch = bpf_program__attach(k->progs.hearth_offcpu_switch);
-	if ((!k->links.hearth_offcpu_rseq && !k->links.hearth_offcpu_sys_exit) ||
+	if ((!k->rodata->offcpu_use_tw && !k->links.hearth_offcpu_rseq &&
+	     !k->links.hearth_offcpu_sys_exit) ||
 	    !k->links.hearth_offcpu_wakeup_new || !k->links.hearth_offcpu_switch) {
 		snprintf(err, errlen, "attaching the off-CPU programs to the sched_switch, "
 				      "sched_wakeup_new and rseq_update (or sys_exit) BTF "
