@@ -8,19 +8,33 @@
  * a pipe ping-pong), so the per-switch work is a task-storage record and no
  * stack at all:
  *
- *   switch-out (prev == current)  t_out, reason (state, preempt, syscall nr,
- *                                 cfs throttling), user sp/ip, syscall nr
+ *   switch-out (prev == current)  t_out (the run queue's clock), a reason from
+ *                                 the state (throttled, runnable, D) or "by
+ *                                 syscall"; no registers read
  *   switch-in (next)              runqueue = rq clock - next's sched_info.last_queued
  *                                 (wakeup or preemption: schedstat's run_delay),
  *                                 blocked = the rest since t_out; both added to
- *                                 the thread's per-reason sums. A sum that
- *                                 reaches offcpu_min_ns is sent with this
- *                                 block's stack: the kernel stack now
+ *                                 the thread's per-reason sums (the syscall
+ *                                 reason from next's user registers, unchanged
+ *                                 since it left). A sum that reaches
+ *                                 offcpu_min_ns is sent with this block's
+ *                                 stack: the kernel stack now
  *                                 (bpf_get_task_stack) and, if it blocked in a
  *                                 syscall, `pending` for the user stack
- *   sys_exit (the task itself)    its user registers are still the blocking
- *                                 syscall's: walk the user stack (tables, fp,
- *                                 Python) and send the record(s)
+ *   task work (the task itself)   queued at switch-in for a block sent
+ *                                 (bpf_task_work_schedule_resume, 6.18): runs
+ *                                 on its way back to user space, the user
+ *                                 registers still the blocking syscall's:
+ *                                 walk the user stack (tables, fp, Python)
+ *                                 and send the record(s). Without the kfunc:
+ *   rseq_update (the task itself) on its way back to user space (rseq's
+ *                                 notify-resume work, set by every switch-out
+ *                                 of a thread with rseq registered): its user
+ *                                 registers are still the blocking syscall's:
+ *                                 walk the user stack (tables, fp, Python) and
+ *                                 send the record(s)
+ *   sys_exit                      the same for threads without rseq; attached
+ *                                 only once one needs it (offcpu_want_exit)
  *   sched_wakeup_new              a new thread's wait for its first run
  *
  * next's user memory cannot be read at switch-in (another mm is loaded), hence
@@ -48,6 +62,33 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } offcpu_stats SEC(".maps");
+
+/* Set by user space when the kernel has bpf_task_work_schedule_resume (6.18):
+ * a block sent with a stack gets a task work that walks its user stack on the
+ * thread's way back to user space; rseq_update is then not attached. */
+const volatile bool offcpu_use_tw = false;
+
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
+
+/* The task works, one per tid modulo the size: a collision (the slot's work
+ * not run yet) falls back to the per-CPU pending tid (rseq_update/sys_exit). */
+struct offcpu_tw_slot {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct offcpu_tw_slot);
+} offcpu_tw SEC(".maps");
+
+/* Set when a thread without rseq (Go, static musl, glibc.pthread.rseq=0) has a
+ * block pending: user space then attaches sys_exit, which puts every syscall of
+ * the machine on the tracepoint path (docs/offcpu.md, "Cost"). */
+__u32 offcpu_want_exit = 0;
 
 /* The thread last switched in on this CPU with a block pending: every syscall
  * exit of the machine passes sys_exit, which compares its tid with this one
@@ -107,18 +148,6 @@ static __always_inline bool offcpu_throttled(struct task_struct *p)
 		return true;
 	cfs = p->se.cfs_rq;
 	return cfs && cfs->throttle_count > 0;
-}
-
-static __always_inline __u32 offcpu_reason(struct task_struct *p, unsigned int state, long nr,
-					   __u64 arg1)
-{
-	if (offcpu_throttled(p))
-		return HEARTH_OFFCPU_THROTTLED;
-	if ((state & 0xff) == OFFCPU_TASK_RUNNING)
-		return HEARTH_OFFCPU_RUNQUEUE; /* preempted or yielded: still runnable */
-	if (state & OFFCPU_TASK_UNINTERRUPTIBLE)
-		return HEARTH_OFFCPU_IO;
-	return offcpu_syscall_reason(nr, arg1);
 }
 
 /* The aggregation key (identity, names) of task p, as hearth_sample makes it. */
@@ -205,15 +234,44 @@ static __always_inline struct hearth_scratch *offcpu_scratch(void)
 	return bpf_map_lookup_elem(&scratch, &zero);
 }
 
+/* t->reason at switch-out: a reason, or OFFCPU_BY_SYSCALL (an interruptible
+ * sleep: decided at switch-in from the syscall it sleeps in), and
+ * OFFCPU_F_USER when it left runnable and not preempted. */
+#define OFFCPU_BY_SYSCALL 0xffu
+#define OFFCPU_F_USER	  0x100u
+
+/* The syscall the task's user registers say, -1 for none: runnable and not
+ * preempted is schedule() on the way back to user space (after a syscall's
+ * exit, or an interrupt, whose vector x86 keeps in orig_ax), the user
+ * registers final; only sched_yield schedules so inside a syscall. */
+static __always_inline long offcpu_sysnr(struct pt_regs *regs, __u32 mark)
+{
+	long nr = regs->orig_ax;
+
+	return (mark & OFFCPU_F_USER) && nr != 24 /* sched_yield */ ? -1 : nr;
+}
+
+/* The scheduler's clock of the task's run queue, updated by __schedule (and
+ * by wake_up_new_task) just before the tracepoints: a plain load where
+ * bpf_ktime_get_ns is a clock read per switch. sched_info.last_queued comes
+ * from the same clock. 0 when there is none. */
+static __always_inline __u64 offcpu_clock(struct task_struct *p)
+{
+	struct cfs_rq *cfs = p->se.cfs_rq;
+
+	return cfs ? cfs->rq->clock : 0;
+}
+
+/* Switch-out: as little as can be, most blocks are short and only summed.
+ * The blocked task's user registers do not change until it runs again, so
+ * the syscall (reason, stack validation) is read at switch-in. */
 static __always_inline void offcpu_switch_out(struct task_struct *prev, bool preempt,
 					      unsigned int state, __u64 now)
 {
 	struct hearth_offcpu_task *t;
 	struct hearth_scratch *st;
 	struct pt_regs *regs;
-	__u32 pid = prev->tgid;
-	long nr;
-	__u64 sp;
+	__u32 pid = prev->tgid, mark;
 
 	if (prev->flags & OFFCPU_PF_KTHREAD)
 		return; /* kernel threads and the idle tasks: no user stack, noise */
@@ -226,40 +284,57 @@ static __always_inline void offcpu_switch_out(struct task_struct *prev, bool pre
 		bump(&offcpu_stats, HEARTH_OFFCPU_NO_STORAGE);
 		return;
 	}
-	/* Plain loads through BTF pointers: no helper call per field. */
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	nr = regs->orig_ax;
-	sp = regs->sp;
-	if ((state & 0xff) == OFFCPU_TASK_RUNNING && !preempt && nr != 24 /* sched_yield */)
-		nr = -1; /* see below: compared with the pending block's as such */
+	mark = (state & 0xff) == OFFCPU_TASK_RUNNING && !preempt ? OFFCPU_F_USER : 0;
 	/* A pending block from a fault, now a different syscall: the registers
-	 * will not be its own at sys_exit. Send it with what it has. */
-	if (t->pending && (nr != t->sysnr || sp != t->user_sp)) {
-		t->pending = 0;
-		bump(&offcpu_stats, HEARTH_OFFCPU_STACK_LOST);
-		st = offcpu_scratch();
-		if (st)
-			offcpu_send_leaf(st, prev, t);
+	 * will not be its own on the way back. Send it with what it has. */
+	if (t->pending) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+		if (offcpu_sysnr(regs, mark) != t->sysnr || regs->sp != t->user_sp) {
+			t->pending = 0;
+			bump(&offcpu_stats, HEARTH_OFFCPU_STACK_LOST);
+			st = offcpu_scratch();
+			if (st)
+				offcpu_send_leaf(st, prev, t);
+		}
 	}
 	t->t_out = now;
-	t->reason = offcpu_reason(prev, state, nr, regs->si);
-	/* nr = -1 above: runnable and not preempted is schedule() on the way back
-	 * to user space (after a syscall's sys_exit, or an interrupt, whose vector
-	 * x86 keeps in orig_ax), the user registers final; only sched_yield
-	 * schedules so inside a syscall. No sys_exit comes: sent at switch-in. */
-	t->sysnr = nr;
-	t->user_sp = sp;
-	t->user_ip = regs->ip;
+	if (offcpu_throttled(prev))
+		mark |= HEARTH_OFFCPU_THROTTLED;
+	else if ((state & 0xff) == OFFCPU_TASK_RUNNING)
+		mark |= HEARTH_OFFCPU_RUNQUEUE; /* preempted or yielded: still runnable */
+	else if (state & OFFCPU_TASK_UNINTERRUPTIBLE)
+		mark |= HEARTH_OFFCPU_IO;
+	else
+		mark |= OFFCPU_BY_SYSCALL;
+	t->reason = mark;
 	bump(&offcpu_stats, HEARTH_OFFCPU_SWITCHES);
+}
+
+static int offcpu_tw_run(struct bpf_map *map, void *key, void *value);
+
+/* Schedules the user walk of next's pending block as a task work: true if
+ * scheduled. */
+static __always_inline bool offcpu_schedule_tw(struct task_struct *next)
+{
+	__u32 k = next->pid & 4095;
+	struct offcpu_tw_slot *slot;
+
+	if (!bpf_task_work_schedule_resume_impl) /* __weak: absent before 6.18 */
+		return false;
+	slot = bpf_map_lookup_elem(&offcpu_tw, &k);
+	if (!slot)
+		return false;
+	return bpf_task_work_schedule_resume_impl(next, &slot->tw, &offcpu_tw, offcpu_tw_run,
+						  NULL) == 0;
 }
 
 static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now)
 {
 	struct hearth_offcpu_task *t;
 	struct hearth_scratch *st;
-	__u64 blocked = 0, rq = 0, total, queued, clock;
-	struct cfs_rq *cfs;
-	__u32 reason, zero = 0, *slot;
+	__u64 blocked = 0, rq = 0, total, queued;
+	struct pt_regs *regs;
+	__u32 reason, mark, zero = 0, *slot;
 	long n;
 
 	if (next->flags & OFFCPU_PF_KTHREAD)
@@ -269,18 +344,16 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 		return;
 	total = now - t->t_out;
 	queued = next->sched_info.last_queued;
-	/* This CPU's run queue (next was moved here, set_task_rq): its clock,
-	 * updated by __schedule, is the one last_queued was read from. */
-	cfs = next->se.cfs_rq;
-	clock = cfs ? cfs->rq->clock : 0;
-	if (t->reason == HEARTH_OFFCPU_RUNQUEUE) {
+	mark = t->reason;
+	reason = mark & 0xff;
+	if (reason == HEARTH_OFFCPU_RUNQUEUE) {
 		rq = total;
-	} else if (t->reason == HEARTH_OFFCPU_THROTTLED) {
+	} else if (reason == HEARTH_OFFCPU_THROTTLED) {
 		/* Dequeued by the fair class alone: last_queued still says the
 		 * switch-out (sched_info thought it runnable), not the unthrottle. */
 		blocked = total;
-	} else if (queued && clock > queued) {
-		rq = clock - queued; /* woken (or unthrottled) -> now */
+	} else if (queued && now > queued) {
+		rq = now - queued; /* woken (or unthrottled) -> now, one clock */
 		if (rq > total)
 			rq = total;
 		blocked = total - rq;
@@ -294,7 +367,12 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 		bump(&offcpu_stats, HEARTH_OFFCPU_MERGED);
 		goto mark_cpu;
 	}
-	reason = t->reason < HEARTH_OFFCPU_REASON_MAX ? t->reason : HEARTH_OFFCPU_OTHER;
+	if (reason == OFFCPU_BY_SYSCALL) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(next);
+		reason = offcpu_syscall_reason(regs->orig_ax, regs->si);
+	}
+	if (reason >= HEARTH_OFFCPU_REASON_MAX)
+		reason = HEARTH_OFFCPU_OTHER;
 	t->acc[reason] += blocked;
 	t->acc[HEARTH_OFFCPU_RUNQUEUE] += rq;
 	if (t->acc[reason] < offcpu_min_ns && t->acc[HEARTH_OFFCPU_RUNQUEUE] < offcpu_min_ns) {
@@ -314,6 +392,11 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 		t->pend_rq_ns = t->acc[HEARTH_OFFCPU_RUNQUEUE];
 		t->acc[HEARTH_OFFCPU_RUNQUEUE] = 0;
 	}
+	/* Its registers as at switch-out: it has not run since. */
+	regs = (struct pt_regs *)bpf_task_pt_regs(next);
+	t->sysnr = offcpu_sysnr(regs, mark);
+	t->user_sp = regs->sp;
+	t->user_ip = regs->ip;
 	n = bpf_get_task_stack(next, t->kframes, sizeof(t->kframes), 0);
 	t->klen = n > 0 ? n / sizeof(__u64) : 0;
 	if (t->sysnr < 0) {
@@ -323,7 +406,19 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 			offcpu_send_leaf(st, next, t);
 		return;
 	}
-	t->pending = 1; /* the user stack comes at its sys_exit */
+	t->pending = 1; /* the user stack comes on its way back to user space */
+	if (offcpu_use_tw) {
+		if (offcpu_schedule_tw(next))
+			return;
+		t->pending = 0; /* no walk will come: its leaf now */
+		bump(&offcpu_stats, HEARTH_OFFCPU_STACK_LOST);
+		st = offcpu_scratch();
+		if (st)
+			offcpu_send_leaf(st, next, t);
+		return;
+	}
+	if (!next->rseq)
+		offcpu_want_exit = 1; /* no rseq_update will come: sys_exit must */
 mark_cpu:
 	slot = bpf_map_lookup_elem(&offcpu_pending_tid, &zero);
 	if (slot)
@@ -334,15 +429,16 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(hearth_offcpu_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = offcpu_clock(prev);
 
+	if (!now)
+		return 0;
 	offcpu_switch_out(prev, preempt, prev_state, now);
 	offcpu_switch_in(next, now);
 	return 0;
 }
 
-/* A new task waits for its first run like a woken one (the clone returns
- * through sys_exit: its user stack is the parent's call site). */
+/* A new task waits for its first run like a woken one. */
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(hearth_offcpu_wakeup_new, struct task_struct *p)
 {
@@ -361,19 +457,23 @@ int BPF_PROG(hearth_offcpu_wakeup_new, struct task_struct *p)
 	if (!t)
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(p);
-	t->t_out = bpf_ktime_get_ns();
+	t->t_out = offcpu_clock(p); /* its new run queue's, just updated */
 	t->reason = HEARTH_OFFCPU_RUNQUEUE;
-	t->sysnr = regs->orig_ax;
+	/* Sent at its switch-in with its leaf: a new thread has no rseq yet
+	 * (glibc registers it once the thread runs), and its user stack is a
+	 * fresh one, nothing to walk. */
+	t->sysnr = -1;
 	t->user_sp = regs->sp;
 	t->user_ip = regs->ip;
 	return 0;
 }
 
-/* Walks the user stack of a pending block at its syscall's exit and sends it. */
-static __always_inline void offcpu_exit_send(void *ctx, struct pt_regs *regs,
-					     struct task_struct *task, struct hearth_offcpu_task *t,
-					     struct hearth_scratch *st)
+/* Walks the user stack of a pending block on its way back to user space (its
+ * syscall's exit, or rseq's notify-resume work) and sends it. */
+static __always_inline void offcpu_exit_send(struct task_struct *task,
+					     struct hearth_offcpu_task *t, struct hearth_scratch *st)
 {
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct hearth_count_key key = {};
 	bool walked;
 	long n;
@@ -390,8 +490,8 @@ static __always_inline void offcpu_exit_send(void *ctx, struct pt_regs *regs,
 		if (use_unwind)
 			bump(&offcpu_stats, HEARTH_OFFCPU_FP_FALLBACK);
 		sample_header(st, &key);
-		n = bpf_get_stack(ctx, st->frames, HEARTH_MAX_STACK * sizeof(__u64),
-				  BPF_F_USER_STACK);
+		n = bpf_get_task_stack(task, st->frames, HEARTH_MAX_STACK * sizeof(__u64),
+				       BPF_F_USER_STACK);
 		if (n > 0)
 			st->s.ulen = n / sizeof(__u64);
 	}
@@ -407,25 +507,43 @@ static __always_inline void offcpu_exit_send(void *ctx, struct pt_regs *regs,
 	offcpu_send(st, t);
 }
 
-/* The first syscall exit after a long block: the task's own context, its user
- * registers those of the syscall it blocked in. Unlike sched_switch, this runs
- * with interrupts on: the CPU sample program could run in the middle of the
- * walk and reuse the per-CPU scratch (and the runtime walks' scratch maps)
- * under it; it once turned a record's trailing nanoseconds into a kernel
- * address (~2^64 ns). `offcpu_busy` makes that sample step aside, counted as
- * a drop ("inside an off-CPU walk"). */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
+/* Sends the pending block of current, if this CPU's last switch-in left one.
+ * Runs in the task's own context, its user registers still those of the
+ * syscall it blocked in, and with interrupts on: the CPU sample program could
+ * run in the middle of the walk and reuse the per-CPU scratch (and the runtime
+ * walks' scratch maps) under it; it once turned a record's trailing
+ * nanoseconds into a kernel address (~2^64 ns). `offcpu_busy` makes that
+ * sample step aside, counted as a drop ("inside an off-CPU walk"). */
+static __always_inline void offcpu_resume(struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct hearth_offcpu_task *t;
 	struct hearth_scratch *st;
 	__u32 zero = 0, *slot;
 
 	slot = bpf_map_lookup_elem(&offcpu_pending_tid, &zero);
 	if (!slot || *slot != task->pid)
-		return 0; /* most syscalls of the machine: nothing pending here */
+		return; /* most returns to user space: nothing pending here */
 	*slot = 0;
+	t = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	if (!t || !t->pending)
+		return;
+	t->pending = 0;
+	st = offcpu_scratch();
+	if (!st)
+		return;
+	st->offcpu_busy = 1;
+	offcpu_exit_send(task, t, st);
+	st->offcpu_busy = 0;
+}
+
+/* The task work of a pending block: in the thread's own context on its way
+ * back to user space, interrupts on (hence offcpu_busy, as above). */
+static int offcpu_tw_run(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct hearth_offcpu_task *t;
+	struct hearth_scratch *st;
+
 	t = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
 	if (!t || !t->pending)
 		return 0;
@@ -434,8 +552,30 @@ int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
 	if (!st)
 		return 0;
 	st->offcpu_busy = 1;
-	offcpu_exit_send(ctx, regs, task, t, st);
+	offcpu_exit_send(task, t, st);
 	st->offcpu_busy = 0;
+	return 0;
+}
+
+/* The way back to user space of a thread with rseq registered (glibc >= 2.35
+ * registers it for every thread): every switch-out sets its notify-resume
+ * work, and rseq_handle_notify_resume fires this before the task reaches user
+ * space, after its syscall's sys_exit, the user registers final. Once per
+ * switch, not per syscall: the hook that replaces sys_exit (docs/offcpu.md). */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(hearth_offcpu_rseq, struct task_struct *t)
+{
+	offcpu_resume(t); /* t is current */
+	return 0;
+}
+
+/* The fallback for threads without rseq: the first syscall exit after a long
+ * block. Attached by user space only once such a thread had a block pending
+ * (offcpu_want_exit): attached, it fires on every syscall exit of the machine. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(hearth_offcpu_sys_exit, struct pt_regs *regs, long ret)
+{
+	offcpu_resume(bpf_get_current_task_btf());
 	return 0;
 }
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "profile.skel.h"
@@ -541,6 +542,20 @@ static __u32 samples_rb_bytes(const struct sampler *s, const struct sampler_opts
 	return bytes;
 }
 
+/* Whether the kernel has the bpf_task_work_schedule_resume kfunc (6.18). */
+static bool offcpu_has_task_work(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool has;
+
+	if (!vmlinux)
+		return false;
+	has = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
+				     BTF_KIND_FUNC) >= 0;
+	btf__free(vmlinux);
+	return has;
+}
+
 static int set_filters_before_load(struct sampler *s, const struct sampler_opts *o)
 {
 	struct profile_bpf *k = s->skel;
@@ -565,6 +580,11 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	bpf_program__set_autoload(k->progs.hearth_offcpu_switch, o->off_cpu);
 	bpf_program__set_autoload(k->progs.hearth_offcpu_wakeup_new, o->off_cpu);
 	bpf_program__set_autoload(k->progs.hearth_offcpu_sys_exit, o->off_cpu);
+	/* The user walk as a task work where the kernel has it (6.18): then
+	 * neither rseq_update nor sys_exit is needed (docs/offcpu.md, "Cost"). */
+	k->rodata->offcpu_use_tw = o->off_cpu && offcpu_has_task_work();
+	bpf_program__set_autoload(k->progs.hearth_offcpu_rseq,
+				  o->off_cpu && !k->rodata->offcpu_use_tw);
 	/* The mode that is not used keeps its maps at the minimum size. */
 	if (bpf_map__set_max_entries(k->maps.samples, rb_bytes) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_rows, 1)) ||
@@ -695,23 +715,44 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
-/* The off-CPU recorder's three BTF tracepoints (bpf/offcpu.bpf.h). */
+/* The off-CPU recorder's BTF tracepoints (bpf/offcpu.bpf.h). sys_exit, which
+ * puts every syscall of the machine on the tracepoint path, only where
+ * rseq_update cannot be attached; otherwise once a thread without rseq needs
+ * it (offcpu_attach_exit). */
 static int attach_offcpu(struct sampler *s, char *err, size_t errlen)
 {
 	struct profile_bpf *k = s->skel;
 
-	k->links.hearth_offcpu_sys_exit = bpf_program__attach(k->progs.hearth_offcpu_sys_exit);
+	if (!k->rodata->offcpu_use_tw)
+		k->links.hearth_offcpu_rseq = bpf_program__attach(k->progs.hearth_offcpu_rseq);
+	if (!k->rodata->offcpu_use_tw && !k->links.hearth_offcpu_rseq)
+		k->links.hearth_offcpu_sys_exit =
+			bpf_program__attach(k->progs.hearth_offcpu_sys_exit);
 	k->links.hearth_offcpu_wakeup_new = bpf_program__attach(k->progs.hearth_offcpu_wakeup_new);
 	k->links.hearth_offcpu_switch = bpf_program__attach(k->progs.hearth_offcpu_switch);
-	if (!k->links.hearth_offcpu_sys_exit || !k->links.hearth_offcpu_wakeup_new ||
-	    !k->links.hearth_offcpu_switch) {
+	if ((!k->rodata->offcpu_use_tw && !k->links.hearth_offcpu_rseq &&
+	     !k->links.hearth_offcpu_sys_exit) ||
+	    !k->links.hearth_offcpu_wakeup_new || !k->links.hearth_offcpu_switch) {
 		snprintf(err, errlen, "attaching the off-CPU programs to the sched_switch, "
-				      "sched_wakeup_new and sys_exit BTF tracepoints failed: %s",
+				      "sched_wakeup_new and rseq_update (or sys_exit) BTF "
+				      "tracepoints failed: %s",
 			 strerror(errno));
 		return -errno;
 	}
 	s->off_cpu = true;
 	return 0;
+}
+
+/* Attaches sys_exit the first time a thread without rseq had a block pending
+ * (bpf/offcpu.bpf.h, offcpu_want_exit); a failure is retried at the next drain. */
+static void offcpu_attach_exit(struct sampler *s)
+{
+	struct profile_bpf *k = s->skel;
+
+	if (!s->off_cpu || k->links.hearth_offcpu_sys_exit ||
+	    !__atomic_load_n(&k->bss->offcpu_want_exit, __ATOMIC_RELAXED))
+		return;
+	k->links.hearth_offcpu_sys_exit = bpf_program__attach(k->progs.hearth_offcpu_sys_exit);
 }
 
 int sampler__open(const struct sampler_opts *o, const struct sampler_callbacks *cb,
@@ -908,6 +949,7 @@ int sampler__drain(struct sampler *s)
 	struct timespec settle = { 0, 2 * 1000 * 1000 };
 
 	memset(&s->last, 0, sizeof(s->last));
+	offcpu_attach_exit(s);
 	ring_buffer__consume(s->rb); /* events first: mappings before samples */
 	if (s->uw) {
 		unwind_mgr__work(s->uw, UNWIND_BUDGET_MS);
