@@ -104,6 +104,45 @@ struct emitter {
 	size_t n, pending; /* pieces, bytes */
 };
 
+/* Blocks with fewer plain lines are answered in input order only (an interactive
+ * caller's line or few: nothing to gain). */
+#define AHEAD_MIN 256
+/* At most this much text is made ahead per block; the lines past it are answered the
+ * usual way (a block of 1 MiB of short lines, each answered with many inlined frames,
+ * would otherwise hold hundreds of MB). */
+#define AHEAD_TEXT_MAX ((size_t)32 << 20)
+#define AHEAD_NONE     UINT32_MAX
+/* The first AHEAD_SAMPLE plain lines are looked up in the text cache first: a block
+ * whose first lines are more than a quarter there is answered in input order only. */
+#define AHEAD_SAMPLE 64
+
+/* A plain line of the block being answered, for the answers made ahead: its address
+ * and its number among the block's plain lines. */
+struct ahead_key {
+	uint64_t v;
+	uint64_t line;
+};
+
+/* Where the answer made ahead for one plain line is: ahead.text[off, off + len), or
+ * off AHEAD_NONE (answered the usual way: from the text cache, else resolved then). */
+struct ahead_ans {
+	uint32_t off, len;
+};
+
+/* The block's answers made ahead, in address order (see answer_ahead). */
+struct ahead {
+	struct ahead_key *keys, *tmp; /* owned, keys_cap each */
+	size_t keys_cap;
+	struct ahead_ans *ans; /* owned, per plain line of the block */
+	size_t ans_cap;
+	/* the answers, in the order made: a region of AHEAD_TEXT_MAX reserved on first
+	 * use, touched as used (never copied to grow, as a realloc'd buffer would be) */
+	char *text;
+	size_t text_cap, text_len;
+	size_t n;	  /* plain lines planned; 0: no plan for this block */
+	size_t next;	  /* number of the next plain line the answering loop reads */
+};
+
 struct sym_batch {
 	struct symbolizer *s;	/* borrowed */
 	struct sym_object *obj; /* borrowed: what hex lines are vaddrs of; NULL: none */
@@ -112,6 +151,7 @@ struct sym_batch {
 	struct text_cache tc;
 	struct sbuf fmt; /* one answer being formatted */
 	struct emitter em;
+	struct ahead ah;
 };
 
 /* ---- bytes ---- */
@@ -440,12 +480,32 @@ struct line_key {
 	struct sym_object *o; /* borrowed; NULL: the line names no address (answer unknown) */
 	uint64_t v;	      /* vaddr of --obj, or file offset in o when is_off */
 	bool is_off;
-	uint64_t h; /* text_hash(o, v, is_off), computed once per line */
+	uint64_t h;	/* text_hash(o, v, is_off), computed once per line */
+	size_t ahead; /* 1 + its number among the block's plain lines when the block has
+		       * answers made ahead (c->ah.n), else 0 */
 };
+
+/* The answer to k (with -a, its address line too), resolved and formatted into
+ * c->fmt. 0 or -ENOMEM. */
+static int answer_format(struct sym_batch *c, const struct line_key *k)
+{
+	const struct sym_result *r;
+
+	if (k->is_off)
+		symbolizer__resolve(c->s, k->o, k->v, &r);
+	else
+		symbolizer__resolve_vaddr(c->s, k->o, k->v, &r);
+	c->fmt.len = 0;
+	if (c->addresses && !sbuf_reserve(&c->fmt, 19))
+		put_address(&c->fmt, k->v);
+	if ((c->addresses && !c->fmt.len) || put_frames(&c->fmt, r, c->frames))
+		return -ENOMEM;
+	return 0;
+}
 
 /*
  * Appends the answer to (o, v) (with -a, its address line too): from the cache, else
- * resolved, formatted and cached. 0 or -errno.
+ * made ahead (answer_ahead) or resolved and formatted now, and cached. 0 or -errno.
  */
 static int frames_of(struct sym_batch *c, const struct line_key *k)
 {
@@ -453,7 +513,7 @@ static int frames_of(struct sym_batch *c, const struct line_key *k)
 	uint64_t v = k->v;
 	bool is_off = k->is_off;
 	struct text_cache *tc = &c->tc;
-	const struct sym_result *r;
+	const char *ans;
 	struct text_slot *t;
 	struct text_rec *rec;
 	size_t len;
@@ -471,25 +531,24 @@ static int frames_of(struct sym_batch *c, const struct line_key *k)
 		return emit_text(&c->em, tc->text + rec->off, rec->len);
 	}
 	tc->misses++;
-	if (is_off)
-		symbolizer__resolve(c->s, o, v, &r);
-	else
-		symbolizer__resolve_vaddr(c->s, o, v, &r);
-	c->fmt.len = 0;
-	if (c->addresses && !sbuf_reserve(&c->fmt, 19))
-		put_address(&c->fmt, v);
-	if ((c->addresses && !c->fmt.len) || put_frames(&c->fmt, r, c->frames))
-		return -ENOMEM;
-	len = c->fmt.len;
+	if (k->ahead && c->ah.ans[k->ahead - 1].off != AHEAD_NONE) { /* made already */
+		ans = c->ah.text + c->ah.ans[k->ahead - 1].off;
+		len = c->ah.ans[k->ahead - 1].len;
+	} else if ((err = answer_format(c, k))) {
+		return err;
+	} else {
+		ans = c->fmt.p;
+		len = c->fmt.len;
+	}
 	/* An object whose debug info is still on its way may answer better later. */
 	if (!sym_object__settled(o))
-		return emit_copy(&c->em, c->fmt.p, len);
+		return emit_copy(&c->em, ans, len);
 	if (!text_fits(tc, len)) { /* full: pending pieces still point into it */
 		if ((err = emit_flush(&c->em)))
 			return err;
 		text_reset(tc);
 		if (!text_fits(tc, len))
-			return emit_copy(&c->em, c->fmt.p, len);
+			return emit_copy(&c->em, ans, len);
 		t = text_probe(tc, o, v, is_off, k->h);
 	}
 	t->tag = (uint32_t)(k->h >> 32);
@@ -500,7 +559,7 @@ static int frames_of(struct sym_batch *c, const struct line_key *k)
 				 .off = (uint32_t)tc->text_len,
 				 .len = (uint32_t)len,
 				 .is_off = is_off};
-	memcpy(tc->text + tc->text_len, c->fmt.p, len);
+	memcpy(tc->text + tc->text_len, ans, len);
 	tc->text_len += len;
 	return emit_text(&c->em, tc->text + rec->off, len);
 }
@@ -580,6 +639,126 @@ static char *line_fast(const struct sym_batch *c, char *p, const char *end, stru
 	return (char *)q;
 }
 
+/* ---- answers made ahead, in address order ---- */
+
+/*
+ * ah->keys[0, n) sorted by v: a stable LSD radix sort, 11 bits a pass, skipping the
+ * digits all addresses share (a big object's .text: 3 passes). Leaves the result in
+ * ah->keys.
+ */
+#define AHEAD_RADIX_BITS 11
+#define AHEAD_RADIX	 (1u << AHEAD_RADIX_BITS)
+
+static void ahead_sort(struct ahead *ah, size_t n)
+{
+	uint64_t diff = 0;
+
+	for (size_t i = 1; i < n; i++)
+		diff |= ah->keys[i].v ^ ah->keys[0].v;
+	for (unsigned shift = 0; shift < 64; shift += AHEAD_RADIX_BITS) {
+		size_t count[AHEAD_RADIX] = {0}, pos = 0;
+		struct ahead_key *swap;
+
+		if (!((diff >> shift) & (AHEAD_RADIX - 1)))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			count[(ah->keys[i].v >> shift) & (AHEAD_RADIX - 1)]++;
+		for (size_t d = 0; d < AHEAD_RADIX; d++) {
+			size_t here = count[d];
+
+			count[d] = pos;
+			pos += here;
+		}
+		for (size_t i = 0; i < n; i++)
+			ah->tmp[count[(ah->keys[i].v >> shift) & (AHEAD_RADIX - 1)]++] = ah->keys[i];
+		swap = ah->keys;
+		ah->keys = ah->tmp;
+		ah->tmp = swap;
+	}
+}
+
+/*
+ * Answers the plain lines ("0x..." of --obj) of the whole lines in [p, end) ahead, in
+ * address order, into c->ah (the answering loop then copies each into the text cache
+ * in input order, so runs of repeated input stay runs). Why: a first sight of a big
+ * object at random addresses reads its symbol entries, string table, copied-out names
+ * and DWARF at random, each a cache or TLB miss; in address order they are read nearly
+ * in sequence (50,000 addresses of node: ~20% less CPU in all). Addresses the text
+ * cache already answers, and repeats, are made once or not at all. Nothing is made
+ * ahead for a block of few lines, nor for an object whose debug info may still arrive.
+ * 0 or -ENOMEM (then nothing is planned: the lines are answered the usual way).
+ */
+static int answer_ahead(struct sym_batch *c, char *p, const char *end)
+{
+	struct ahead *ah = &c->ah;
+	size_t n = 0, cached = 0;
+	bool full = false;
+
+	ah->n = ah->next = 0;
+	ah->text_len = 0;
+	if (!c->obj || !sym_object__settled(c->obj))
+		return 0;
+	for (char *nl; p < end; p = nl + 1) {
+		struct line_key k;
+
+		if (!(nl = line_fast(c, p, end, &k))) { /* another kind of line: not planned */
+			if (!(nl = memchr(p, '\n', (size_t)(end - p))))
+				break;
+			continue;
+		}
+		if (n == ah->keys_cap) {
+			size_t cap = ah->keys_cap;
+
+			if (base_grow((void **)&ah->keys, &ah->keys_cap, n + 1, sizeof(*ah->keys)) ||
+			    base_grow((void **)&ah->tmp, &cap, n + 1, sizeof(*ah->tmp)))
+				return -ENOMEM;
+			ah->keys_cap = ah->keys_cap < cap ? ah->keys_cap : cap;
+		}
+		ah->keys[n] = (struct ahead_key){k.v, n};
+		/* a block whose first lines are mostly answered already (repeated input):
+		 * reading it all twice would cost more than its few misses gain */
+		if (n < AHEAD_SAMPLE && c->tc.n_recs > 1 &&
+		    text_probe(&c->tc, k.o, k.v, false, k.h)->rec && ++cached * 4 > AHEAD_SAMPLE)
+			return 0;
+		n++;
+	}
+	if (n < AHEAD_MIN)
+		return 0;
+	if (!ah->text) {
+		ah->text_cap = AHEAD_TEXT_MAX;
+		if (!(ah->text = region_new(&ah->text_cap)))
+			return -ENOMEM;
+	}
+	if (base_grow((void **)&ah->ans, &ah->ans_cap, n, sizeof(*ah->ans)))
+		return -ENOMEM;
+	ahead_sort(ah, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct ahead_key *a = &ah->keys[i];
+		struct line_key k = {.o = c->obj, .v = a->v, .h = text_hash(c->obj, a->v, false)};
+		int err;
+
+		ah->ans[a->line].off = AHEAD_NONE;
+		if (i && a->v == a[-1].v) { /* a repeat: the same answer */
+			ah->ans[a->line] = ah->ans[a[-1].line];
+			continue;
+		}
+		if (full ||
+		    (c->tc.n_recs > 1 && text_probe(&c->tc, c->obj, a->v, false, k.h)->rec))
+			continue; /* answered the usual way, or from the cache */
+		if ((err = answer_format(c, &k)))
+			return err;
+		if (c->fmt.len > ah->text_cap - ah->text_len) {
+			full = true; /* this and the rest: the usual way */
+			continue;
+		}
+		ah->ans[a->line] = (struct ahead_ans){(uint32_t)ah->text_len, (uint32_t)c->fmt.len};
+		memcpy(ah->text + ah->text_len, c->fmt.p, c->fmt.len);
+		ah->text_len += c->fmt.len;
+	}
+	ah->n = n;
+	return 0;
+}
+
 /* The answer to one parsed line. 0 or -errno. */
 static int line_answer(struct sym_batch *c, const struct line_key *k)
 {
@@ -644,13 +823,24 @@ static int symbolize_block(struct sym_batch *c, char *in, size_t len, size_t *po
 	char *p = in + *pos, *end = in + len, *nl;
 	size_t head = 0, n = 0;
 	bool more = true; /* whole lines may be left to parse */
-	int err = 0;
+	int err = answer_ahead(c, p, end);
 
+	if (err == -ENOMEM) /* nothing planned: answered the usual way */
+		c->ah.n = 0, err = 0;
 	while (!err) {
 		if (more && n < LINE_AHEAD) { /* parse one more */
 			struct line_key *k = &ring[(head + n) % LINE_AHEAD];
 
 			nl = p < end ? line_fast(c, p, end, k) : NULL;
+			if (nl && c->ah.n && c->ah.next < c->ah.n) { /* a plain line: as planned */
+				const struct ahead_ans *a = &c->ah.ans[c->ah.next];
+
+				k->ahead = ++c->ah.next;
+				if (a->off != AHEAD_NONE) { /* its answer is read at its turn */
+					__builtin_prefetch(c->ah.text + a->off);
+					__builtin_prefetch(c->ah.text + a->off + a->len - 1);
+				}
+			}
 			if (!nl && p < end && (nl = memchr(p, '\n', (size_t)(end - p))))
 				line_parse(c, p, (size_t)(nl - p), k);
 			if (nl) {
@@ -670,6 +860,12 @@ static int symbolize_block(struct sym_batch *c, char *in, size_t len, size_t *po
 		n--;
 	}
 	*pos = (size_t)(p - in);
+	if (c->ah.n) { /* the plan was for this block only: its text's pages go back (whole
+			* huge pages: a part would split one and leave the rest resident) */
+		region_clear(c->ah.text, c->ah.text_cap,
+			     (c->ah.text_len + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+		c->ah.n = c->ah.text_len = 0;
+	}
 	return err;
 }
 
@@ -782,6 +978,10 @@ void sym_batch__free(struct sym_batch *c)
 	region_free(c->tc.slots, slot_bytes(&c->tc));
 	region_free(c->tc.recs, c->tc.recs_cap);
 	region_free(c->tc.text, c->tc.text_cap);
+	free(c->ah.keys);
+	free(c->ah.tmp);
+	free(c->ah.ans);
+	region_free(c->ah.text, c->ah.text_cap);
 	free(c->fmt.p);
 	free(c->em.scratch.p);
 	free(c);

@@ -234,4 +234,31 @@ if [ "$(stat_of "$T/dense-small.stats" text_cache_resets)" -gt 0 ] && [ "$tb" -l
 else
 	fail text_cache_budget "$(grep text_cache "$T/dense-small.stats" | tr '\n' ' ')"
 fi
+# 11. A block of many plain lines is answered ahead in address order (sym_batch.c): the
+#     same bytes as when its lines come a few at a time (answered in input order), with
+#     repeats, lines of other forms and a last line without newline among them.
+read -r lo size < <(readelf -SW "$lib" | awk '{ sub(/^ *\[ */, "") } $2 == ".text" { print $4, $6 }')
+awk -v lo="$((16#$lo))" -v n="$((16#$size))" 'BEGIN {
+	srand(11)
+	for (i = 0; i < 3000; i++) {
+		a[i] = sprintf("0x%x", lo + int(rand() * n)); r = rand()
+		if (r < 0.1 && i) print a[int(rand() * i)]
+		else if (r < 0.13) print substr(a[i], 3)
+		else if (r < 0.14) print "not an address"
+		else print a[i]
+	}
+	printf "%s", a[0]
+}' > "$T/ahead.addrs"
+sym --obj "$lib" -a < "$T/ahead.addrs" > "$T/ahead.out"
+k=0
+while IFS= read -r l || [ -n "$l" ]; do
+	printf '%s\n' "$l"
+	((++k % 100)) || sleep 0.02
+done < "$T/ahead.addrs" | sym --obj "$lib" -a > "$T/inorder.out"
+if [ "$(grep -c '^0x' "$T/ahead.out")" -ge 3000 ] && grep -q '::' "$T/ahead.out" &&
+	cmp -s "$T/ahead.out" "$T/inorder.out"; then
+	pass "answered_ahead_same_bytes: $(wc -l < "$T/ahead.addrs") lines of $lib"
+else
+	fail answered_ahead_same_bytes "$(cmp "$T/ahead.out" "$T/inorder.out" 2>&1 | head -2)"
+fi
 finish
