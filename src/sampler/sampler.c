@@ -580,11 +580,11 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	bpf_program__set_autoload(k->progs.hearth_offcpu_switch, o->off_cpu);
 	bpf_program__set_autoload(k->progs.hearth_offcpu_wakeup_new, o->off_cpu);
 	bpf_program__set_autoload(k->progs.hearth_offcpu_sys_exit, o->off_cpu);
-	/* The user walk as a task work where the kernel has it (6.18): then
-	 * neither rseq_update nor sys_exit is needed (docs/offcpu.md, "Cost"). */
+	/* The user walk at rseq_update for threads with rseq; as a task work
+	 * for the others where the kernel has it (6.18), else at sys_exit
+	 * (docs/offcpu.md, "Cost"). */
 	k->rodata->offcpu_use_tw = o->off_cpu && offcpu_has_task_work();
-	bpf_program__set_autoload(k->progs.hearth_offcpu_rseq,
-				  o->off_cpu && !k->rodata->offcpu_use_tw);
+	bpf_program__set_autoload(k->progs.hearth_offcpu_rseq, o->off_cpu);
 	/* The mode that is not used keeps its maps at the minimum size. */
 	if (bpf_map__set_max_entries(k->maps.samples, rb_bytes) ||
 	    (!uw && bpf_map__set_max_entries(k->maps.unwind_rows, 1)) ||
@@ -718,20 +718,18 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 /* The off-CPU recorder's BTF tracepoints (bpf/offcpu.bpf.h). sys_exit, which
  * puts every syscall of the machine on the tracepoint path, only where
  * rseq_update cannot be attached; otherwise once a thread without rseq needs
- * it (offcpu_attach_exit). */
+ * it and the kernel has no BPF task work (offcpu_attach_exit). */
 static int attach_offcpu(struct sampler *s, char *err, size_t errlen)
 {
 	struct profile_bpf *k = s->skel;
 
-	if (!k->rodata->offcpu_use_tw)
-		k->links.hearth_offcpu_rseq = bpf_program__attach(k->progs.hearth_offcpu_rseq);
-	if (!k->rodata->offcpu_use_tw && !k->links.hearth_offcpu_rseq)
+	k->links.hearth_offcpu_rseq = bpf_program__attach(k->progs.hearth_offcpu_rseq);
+	if (!k->links.hearth_offcpu_rseq)
 		k->links.hearth_offcpu_sys_exit =
 			bpf_program__attach(k->progs.hearth_offcpu_sys_exit);
 	k->links.hearth_offcpu_wakeup_new = bpf_program__attach(k->progs.hearth_offcpu_wakeup_new);
 	k->links.hearth_offcpu_switch = bpf_program__attach(k->progs.hearth_offcpu_switch);
-	if ((!k->rodata->offcpu_use_tw && !k->links.hearth_offcpu_rseq &&
-	     !k->links.hearth_offcpu_sys_exit) ||
+	if ((!k->links.hearth_offcpu_rseq && !k->links.hearth_offcpu_sys_exit) ||
 	    !k->links.hearth_offcpu_wakeup_new || !k->links.hearth_offcpu_switch) {
 		snprintf(err, errlen, "attaching the off-CPU programs to the sched_switch, "
 				      "sched_wakeup_new and rseq_update (or sys_exit) BTF "
