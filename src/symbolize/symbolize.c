@@ -829,8 +829,15 @@ int symbolizer__resolve_vaddr(struct symbolizer *s, struct sym_object *obj, uint
 	if (!obj->loaded)
 		return 0;
 	if (!obj->heavy && (err = object_reload(s, obj))) {
-		if (err != -EBUSY) /* gone or replaced: resolves nothing from now on */
+		/* Replaced (another build-id at its inode): resolves nothing from now
+		 * on. A path that is gone (its process exited: process churn) is
+		 * not the object's fault: a live process's lookup gives it a new
+		 * one (symbolizer__object), and the next resolve reads it again.
+		 * Marking it dead here once named no libc frame of any process. */
+		if (err == -ESTALE)
 			obj->loaded = false;
+		else if (err != -EBUSY)
+			s->stats.elf_failures++;
 		return 0;
 	}
 	if (s->mem_budget && s->last_obj && s->last_obj != obj)

@@ -1122,6 +1122,44 @@ cleanup:
 }
 
 /*
+ * An evicted object whose path went away (the process it was read through
+ * exited: process churn on a busy host) resolves nothing for that late sample,
+ * and is read again once a live process's path names it: one failed reload
+ * does not leave it without symbols for good (it once left libc unnamed in
+ * every process of bench/fleet).
+ */
+TEST(an_object_whose_path_is_gone_is_read_again_through_a_live_one)
+{
+	struct symbolizer *s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	char a[300], b[300];
+	struct sym_object *lib, *again;
+	uint64_t lib_off, size;
+	struct stat sa;
+
+	CHECK(s && build_fixtures() == 0);
+	snprintf(a, sizeof(a), "%s.gone", fx_lib);
+	snprintf(b, sizeof(b), "%s.live", fx_lib);
+	unlink(a);
+	unlink(b);
+	CHECK(sh("cp '%s' '%s' && ln '%s' '%s'", fx_lib, a, a, b) == 0);
+	CHECK(stat(a, &sa) == 0);
+	CHECK(symbol_file_off(a, "hearth_exported", &lib_off, &size, NULL) == 0);
+	CHECK((lib = symbolizer__object(s, a, a, sa.st_dev, sa.st_ino)));
+	CHECK(resolves_to(s, lib, lib_off, "hearth_exported"));
+	CHECK(symbolizer__hold(s, 300, lib) == 0);
+	symbolizer__forget_pid(s, 300); /* released: read again when asked */
+	CHECK(unlink(a) == 0);
+	CHECK(resolves_nothing(s, lib, lib_off + 1)); /* its path is gone */
+	/* a live process maps the same file (same inode) under another path */
+	CHECK((again = symbolizer__object(s, b, b, sa.st_dev, sa.st_ino)) == lib);
+	CHECK(resolves_to(s, lib, lib_off, "hearth_exported"));
+cleanup:
+	unlink(a);
+	unlink(b);
+	symbolizer__free(s);
+}
+
+/*
  * With a grace period (the agent's), an object whose last process is forgotten stays
  * loaded and cached: the next process of the same binary resolves it with no re-read
  * and its cached addresses still hit. Once the grace runs out it is released as
