@@ -166,6 +166,9 @@ int sym_builder__add_at(struct sym_builder *b, const struct sym_raw *r);
 int sym_builder__reserve(struct sym_builder *b, size_t n);
 /* Sorts, keeps one symbol per address, computes ends; b is emptied. 0 or -ENOMEM. */
 int sym_builder__finish(struct sym_builder *b, struct sym_table *t);
+/* t->top (the coarse index over t->syms) for a table big enough to want it.
+ * 0 or -ENOMEM. */
+int sym_table__top_index(struct sym_table *t);
 void sym_builder__fini(struct sym_builder *b);
 
 void sym_table__fini(struct sym_table *t);

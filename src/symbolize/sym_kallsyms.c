@@ -298,19 +298,6 @@ static void to_entries(struct ksym_build *b, size_t m, struct sym_table *t, uint
 	}
 }
 
-/* t->top, as sym_table.c makes it for a table this big. 0 or -ENOMEM. */
-static int top_index(struct sym_table *t)
-{
-	if (t->n < 4 * SYM_TOP_STRIDE)
-		return 0;
-	t->n_top = (t->n + SYM_TOP_STRIDE - 1) / SYM_TOP_STRIDE;
-	if (!(t->top = malloc(t->n_top * sizeof(*t->top))))
-		return -ENOMEM;
-	for (size_t k = 0; k < t->n_top; k++)
-		t->top[k] = t->syms[k * SYM_TOP_STRIDE].start;
-	return 0;
-}
-
 /* One pass over path: count (counting: b->cap and b->names_cap) or fill. */
 static int read_pass(const char *path, struct ksym_build *b, bool counting)
 {
@@ -391,7 +378,7 @@ int sym_kallsyms__load(const char *path, struct sym_table *t)
 	b.names = NULL;
 	t->display = disp;
 	disp = NULL;
-	if ((err = top_index(t)))
+	if ((err = sym_table__top_index(t)))
 		goto fail;
 	return 0;
 fail:

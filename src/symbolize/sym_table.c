@@ -357,7 +357,7 @@ static int compact_names(const struct sym_builder *b, struct sym_table *t, uint3
 }
 
 /* t->top for a table big enough to want it. 0 or -ENOMEM. */
-static int top_index(struct sym_table *t)
+int sym_table__top_index(struct sym_table *t)
 {
 	if (t->n < 4 * SYM_TOP_STRIDE)
 		return 0;
@@ -411,7 +411,7 @@ int sym_builder__finish(struct sym_builder *b, struct sym_table *t)
 	free(b->raw);
 	b->raw = NULL;
 	b->n = b->cap = 0;
-	if ((err = top_index(t)))
+	if ((err = sym_table__top_index(t)))
 		goto cleanup;
 	if (b->map.p) { /* the string table mapped: kept whole, no name touched */
 		t->map = b->map;
