@@ -13,7 +13,7 @@
  *   steady_b   1000 us          (all times SCALE, the fourth argument)
  *
  * Each function spins on a dependent multiply-add chain in chunks of about
- * 20 us and reads CLOCK_THREAD_CPUTIME_ID between chunks, until its budget is
+ * 40 us and reads CLOCK_THREAD_CPUTIME_ID between chunks, until its budget is
  * spent. The four run in a pseudo-random order each tick, so no function sits
  * at a fixed phase of the tick (which a periodic sampler could alias with).
  *
@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 #define REG_TICK_NS 10000000LL
-#define REG_CHUNK 20000 /* multiply-adds between two reads of the CPU clock (~20 us) */
+#define REG_CHUNK 40000 /* multiply-adds between two reads of the CPU clock (~40 us) */
 #define REG_PLANTED 1.05
 #define REG_CATCHUP_NS (10 * REG_TICK_NS) /* the most work caught up after a preemption */
 
