@@ -42,6 +42,10 @@
  * to fill at most half of it (sampler__max_away_ms: 148 ms at 99 Hz on 2 CPUs,
  * so 100 ms holds; 14 ms at -F 999). */
 #define AGENT_GATHER_NS	   100000000LL
+/* How far past the interval's end a live window (/debug/pprof/profile) may end
+ * and still be answered before the interval's build: twice the last build plus
+ * this. */
+#define AGENT_LIVE_LEAD_NS 500000000LL
 #define AGENT_GATHER_EMPTY 5
 
 struct agent {
@@ -226,6 +230,23 @@ static void live_check(struct agent *a, int64_t now)
 	pthread_mutex_unlock(&a->live_lock);
 }
 
+/* When the interval's profile is built: at its end, or at the end of a live window
+ * that ends within the build's time after it. A client of /debug/pprof/profile
+ * waits only so long past its seconds (go tool pprof: half of them), and the build
+ * of a busy host's interval can take seconds; the live window goes first. */
+static int64_t flush_due(struct agent *a, int64_t start, int64_t interval)
+{
+	int64_t due = start + interval;
+	int64_t lead = 2 * (int64_t)__atomic_load_n(&a->build_ns, __ATOMIC_RELAXED) +
+		       AGENT_LIVE_LEAD_NS;
+
+	pthread_mutex_lock(&a->live_lock);
+	if (a->live_active && a->live_until >= due && a->live_until - due < lead)
+		due = a->live_until;
+	pthread_mutex_unlock(&a->live_lock);
+	return due;
+}
+
 /* Milliseconds from now to the loop's next deadline: the next drain, the end of
  * the interval or of a live window. Between deadlines the thread sleeps in
  * sampler__poll, woken only by the ring buffers (events, a half-full sample
@@ -234,10 +255,10 @@ static void live_check(struct agent *a, int64_t now)
 static int next_wait_ms(struct agent *a, int64_t now, int64_t last_drain, int64_t start,
 			int64_t interval)
 {
-	int64_t until = last_drain + AGENT_DRAIN_NS;
+	int64_t until = last_drain + AGENT_DRAIN_NS, due = flush_due(a, start, interval);
 
-	if (start + interval < until)
-		until = start + interval;
+	if (due < until)
+		until = due;
 	pthread_mutex_lock(&a->live_lock);
 	if (a->live_active && a->live_until < until)
 		until = a->live_until;
@@ -318,7 +339,7 @@ int agent__run(struct agent *a, volatile sig_atomic_t *stop, double flush_s)
 			agent_mem_tick(a->pt, a->sym);
 		}
 		live_check(a, now);
-		if (ret >= 0 && now - start >= interval) {
+		if (ret >= 0 && now >= flush_due(a, start, interval)) {
 			sampler__drain(a->s);
 			flush_interval(a, t0, now - start);
 			agent_mem_tick(a->pt, a->sym);
