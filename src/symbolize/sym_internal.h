@@ -241,6 +241,10 @@ int sym_elf__debuglink(struct sym_elf *e, char *name, size_t len, uint32_t *crc)
 /* Itanium C++ (_Z) and Rust (legacy _ZN..E, v0 _R) names demangled (malloc'd, the
  * caller frees); NULL for any other name, or one that does not demangle. */
 char *sym_demangle(const char *sys);
+/* sym_demangle.c: a _Z name of the plainest kind (no templates, operators, function
+ * types...) demangled as libiberty prints it, malloc'd (NULL on ENOMEM), with
+ * *declined false; NULL with *declined true for any other name (libiberty's then). */
+char *sym_demangle_fast(const char *sys, bool *declined);
 
 /* ---- sym_dwarf.c: DWARF lines and inlines, separate debug files ---- */
 struct sym_dwarf;

@@ -683,8 +683,12 @@ char *sym_demangle(const char *sys)
 {
 	if (!sys || sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R'))
 		return NULL;
-	if (sys[1] == 'Z' && !(sys[2] == 'N' && rust_legacy_tail(sys)))
-		return demangle_cxx(sys);
+	if (sys[1] == 'Z' && !(sys[2] == 'N' && rust_legacy_tail(sys))) {
+		bool declined;
+		char *r = sym_demangle_fast(sys, &declined);
+
+		return declined ? demangle_cxx(sys) : r;
+	}
 	return cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
 }
 
