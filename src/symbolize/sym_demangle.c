@@ -110,8 +110,8 @@ static void source_name(struct dm *d)
 		PUTS(d, "(anonymous namespace)");
 	else
 		put(d, s, len);
-	/* an ABI tag, template arguments or a discriminator follow: not handled */
-	if (*d->p == 'B' || *d->p == 'I' || *d->p == '_')
+	/* an ABI tag or a discriminator follows: not handled */
+	if (*d->p == 'B' || *d->p == '_')
 		d->fail = true;
 }
 
@@ -141,7 +141,7 @@ static void substitution(struct dm *d, unsigned *top)
 		i++;
 	}
 	d->p++; /* '_' */
-	if (i >= d->n_subs || *d->p == 'I') {
+	if (i >= d->n_subs) {
 		d->fail = true;
 		return;
 	}
@@ -150,11 +150,45 @@ static void substitution(struct dm *d, unsigned *top)
 		*top = d->subs[i].top;
 }
 
+static void type(struct dm *d, unsigned *top, int depth);
+
+/*
+ * I type+ E, printed "<a, b>" (libiberty's "> >" where an argument ends in '>'). The
+ * arguments do not change the last source name (a constructor's name), as in
+ * libiberty. Literals, expressions, packs and template parameters are declined.
+ */
+static void template_args(struct dm *d, int depth)
+{
+	const char *last = d->last;
+	size_t last_len = d->last_len;
+	unsigned top;
+
+	d->p++; /* 'I' */
+	PUTS(d, "<");
+	for (bool first = true; !d->fail && *d->p != 'E'; first = false) {
+		if (!*d->p) {
+			d->fail = true;
+			return;
+		}
+		if (!first)
+			PUTS(d, ", ");
+		type(d, &top, depth + 1);
+	}
+	if (d->fail)
+		return;
+	d->p++; /* 'E' */
+	if (d->n && d->out[d->n - 1] == '>')
+		PUTS(d, " ");
+	PUTS(d, ">");
+	d->last = last;
+	d->last_len = last_len;
+}
+
 /*
  * N [K] component+ E, printed. In a function's name (is_type false) *is_const says
  * whether it is a const member function; in a type the whole name is a candidate too.
  */
-static void nested_name(struct dm *d, bool is_type, bool *is_const)
+static void nested_name(struct dm *d, bool is_type, bool *is_const, int depth)
 {
 	size_t start = d->n;
 	bool first = true, was_sub = false;
@@ -167,6 +201,14 @@ static void nested_name(struct dm *d, bool is_type, bool *is_const)
 	while (!d->fail && *d->p != 'E') {
 		char c = *d->p;
 
+		if (c == 'I' && !first) { /* the arguments of the template named so far */
+			template_args(d, depth);
+			if (!d->fail && *d->p == 'E' && !is_type)
+				d->fail = true; /* a function template: its return type follows */
+			if (!d->fail && *d->p != 'E')
+				add_sub(d, start, 0);
+			continue;
+		}
 		if (!first)
 			PUTS(d, "::");
 		if (c == 'S' && first) {
@@ -288,7 +330,7 @@ static void type(struct dm *d, unsigned *top, int depth)
 		add_sub(d, start, *top);
 		return;
 	case 'N':
-		nested_name(d, true, NULL);
+		nested_name(d, true, NULL, depth);
 		return;
 	case 'S':
 		if (d->p[1] == 't') {
@@ -296,17 +338,40 @@ static void type(struct dm *d, unsigned *top, int depth)
 			PUTS(d, "std::");
 			source_name(d);
 			add_sub(d, start, 0);
+		} else if (d->p[1] == 'a' || d->p[1] == 'b') {
+			/* std::allocator, std::basic_string: not candidates themselves, and
+			 * only with their arguments here */
+			if (d->p[1] == 'a')
+				PUTS(d, "std::allocator");
+			else
+				PUTS(d, "std::basic_string");
+			d->p += 2;
+			if (*d->p != 'I') {
+				d->fail = true;
+				return;
+			}
 		} else {
 			substitution(d, top);
+			if (*d->p == 'I' && *top) {
+				d->fail = true; /* arguments to a qualified type */
+				return;
+			}
 		}
-		return;
+		break;
 	default:
 		if (c >= '1' && c <= '9') {
 			source_name(d);
 			add_sub(d, start, 0);
-			return;
+			break;
 		}
 		d->fail = true;
+		return;
+	}
+	/* a template named so far, then its arguments: the whole a candidate too */
+	if (!d->fail && *d->p == 'I') {
+		template_args(d, depth);
+		*top = 0;
+		add_sub(d, start, 0);
 	}
 }
 
@@ -351,7 +416,7 @@ char *sym_demangle_fast(const char *sys, bool *declined)
 	*declined = true;
 	switch (*d->p) {
 	case 'N':
-		nested_name(d, false, &is_const);
+		nested_name(d, false, &is_const, 0);
 		break;
 	case 'L':
 		d->p++;
@@ -367,7 +432,7 @@ char *sym_demangle_fast(const char *sys, bool *declined)
 	default:
 		source_name(d);
 	}
-	if (d->fail)
+	if (d->fail || *d->p == 'I') /* (a function template: its return type follows) */
 		return NULL;
 	if (*d->p && *d->p != '.') { /* the parameters: a function */
 		PUTS(d, "(");
