@@ -32,10 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DM_OUT	  1024 /* longest name printed here */
-#define DM_POOL	  4096 /* the substitution candidates' text */
-#define DM_SUBS	  64
-#define DM_DEPTH  16 /* nested qualifiers and pointers */
+#define DM_OUT	 1024 /* longest name printed here */
+#define DM_POOL	 4096 /* the substitution candidates' text */
+#define DM_SUBS	 64
+#define DM_DEPTH 16 /* nested qualifiers and pointers */
 
 /* What a type is at its top, where libiberty would collapse what is added to it
  * (a reference to a reference, const const): such names are declined. */
@@ -257,35 +257,62 @@ static const char *builtin(char c, bool dc)
 {
 	if (dc)
 		switch (c) {
-		case 'n': return "decltype(nullptr)";
-		case 'i': return "char32_t";
-		case 's': return "char16_t";
-		case 'u': return "char8_t";
-		default: return NULL;
+		case 'n':
+			return "decltype(nullptr)";
+		case 'i':
+			return "char32_t";
+		case 's':
+			return "char16_t";
+		case 'u':
+			return "char8_t";
+		default:
+			return NULL;
 		}
 	switch (c) {
-	case 'v': return "void";
-	case 'w': return "wchar_t";
-	case 'b': return "bool";
-	case 'c': return "char";
-	case 'a': return "signed char";
-	case 'h': return "unsigned char";
-	case 's': return "short";
-	case 't': return "unsigned short";
-	case 'i': return "int";
-	case 'j': return "unsigned int";
-	case 'l': return "long";
-	case 'm': return "unsigned long";
-	case 'x': return "long long";
-	case 'y': return "unsigned long long";
-	case 'n': return "__int128";
-	case 'o': return "unsigned __int128";
-	case 'f': return "float";
-	case 'd': return "double";
-	case 'e': return "long double";
-	case 'g': return "__float128";
-	case 'z': return "...";
-	default: return NULL;
+	case 'v':
+		return "void";
+	case 'w':
+		return "wchar_t";
+	case 'b':
+		return "bool";
+	case 'c':
+		return "char";
+	case 'a':
+		return "signed char";
+	case 'h':
+		return "unsigned char";
+	case 's':
+		return "short";
+	case 't':
+		return "unsigned short";
+	case 'i':
+		return "int";
+	case 'j':
+		return "unsigned int";
+	case 'l':
+		return "long";
+	case 'm':
+		return "unsigned long";
+	case 'x':
+		return "long long";
+	case 'y':
+		return "unsigned long long";
+	case 'n':
+		return "__int128";
+	case 'o':
+		return "unsigned __int128";
+	case 'f':
+		return "float";
+	case 'd':
+		return "double";
+	case 'e':
+		return "long double";
+	case 'g':
+		return "__float128";
+	case 'z':
+		return "...";
+	default:
+		return NULL;
 	}
 }
 
@@ -315,7 +342,8 @@ static void type(struct dm *d, unsigned *top, int depth)
 		d->p++;
 		type(d, &inner, depth + 1);
 		if ((inner & DM_REF) || (c == 'K' && (inner & DM_CONST))) {
-			d->fail = true; /* const, pointer or reference to a reference; const const */
+			d->fail =
+			    true; /* const, pointer or reference to a reference; const const */
 			return;
 		}
 		if (c == 'K')
