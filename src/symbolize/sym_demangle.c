@@ -153,9 +153,50 @@ static void substitution(struct dm *d, unsigned *top)
 static void type(struct dm *d, unsigned *top, int depth);
 
 /*
+ * L <builtin> [n] <digits> E, a template argument that is a number (not a candidate):
+ * as libiberty prints it, int plain, then the suffix of unsigned, long, unsigned long,
+ * long long, unsigned long long; bool 0 and 1 as false and true. Others are declined.
+ */
+static void literal(struct dm *d)
+{
+	static const char codes[] = "ijlmxy";
+	static const char *const suffix[] = {"", "u", "l", "ul", "ll", "ull"};
+	const char *c = d->p[1] ? strchr(codes, d->p[1]) : NULL, *digits;
+	bool neg;
+
+	if (d->p[1] == 'b' && (d->p[2] == '0' || d->p[2] == '1') && d->p[3] == 'E') {
+		if (d->p[2] == '1')
+			PUTS(d, "true");
+		else
+			PUTS(d, "false");
+		d->p += 4;
+		return;
+	}
+	if (!c) {
+		d->fail = true;
+		return;
+	}
+	d->p += 2;
+	neg = *d->p == 'n';
+	digits = d->p += neg;
+	while (*d->p >= '0' && *d->p <= '9')
+		d->p++;
+	if (d->p == digits || *d->p != 'E') {
+		d->fail = true;
+		return;
+	}
+	if (neg)
+		PUTS(d, "-");
+	put(d, digits, (size_t)(d->p - digits));
+	put(d, suffix[c - codes], strlen(suffix[c - codes]));
+	d->p++; /* 'E' */
+}
+
+/*
  * I type+ E, printed "<a, b>" (libiberty's "> >" where an argument ends in '>'). The
  * arguments do not change the last source name (a constructor's name), as in
- * libiberty. Literals, expressions, packs and template parameters are declined.
+ * libiberty. Numbers are printed (literal); expressions, packs and template
+ * parameters are declined.
  */
 static void template_args(struct dm *d, int depth)
 {
@@ -172,7 +213,10 @@ static void template_args(struct dm *d, int depth)
 		}
 		if (!first)
 			PUTS(d, ", ");
-		type(d, &top, depth + 1);
+		if (*d->p == 'L')
+			literal(d);
+		else
+			type(d, &top, depth + 1);
 	}
 	if (d->fail)
 		return;
