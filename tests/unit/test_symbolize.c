@@ -880,6 +880,11 @@ TEST(fast_demangler_agrees_with_libiberty)
 	    "_Z999foo",
 	    "_ZNSt3foo3barEv",
 	    "_Z3fooSt3barS_",
+	    "_ZN3FooILin1EE3barEv",
+	    "_ZN3FooILb1EE3barEv",
+	    "_ZN3FooILb2EE3barEv",
+	    "_ZN3FooILm3ELx4EE3barEv",
+	    "_ZN3FooILc65EE3barEv",
 	};
 	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
 					   "/usr/lib64/libstdc++.so.6", "/usr/lib/libstdc++.so.6"};
