@@ -153,18 +153,21 @@ static void substitution(struct dm *d, unsigned *top)
 static void type(struct dm *d, unsigned *top, int depth);
 
 /*
- * L <builtin> [n] <digits> E, a template argument that is a number (not a candidate):
+ * L <type> [n] <digits> E, a template argument that is a number (not a candidate):
  * as libiberty prints it, int plain, then the suffix of unsigned, long, unsigned long,
- * long long, unsigned long long; bool 0 and 1 as false and true. Others are declined.
+ * long long, unsigned long long; bool 0 and 1 as false and true; any other integral or
+ * enum type as "(type)value". Floats and names are declined.
  */
 static void literal(struct dm *d)
 {
 	static const char codes[] = "ijlmxy";
 	static const char *const suffix[] = {"", "u", "l", "ul", "ll", "ull"};
 	const char *c = d->p[1] ? strchr(codes, d->p[1]) : NULL, *digits;
+	char t = d->p[1];
+	unsigned top;
 	bool neg;
 
-	if (d->p[1] == 'b' && (d->p[2] == '0' || d->p[2] == '1') && d->p[3] == 'E') {
+	if (t == 'b' && (d->p[2] == '0' || d->p[2] == '1') && d->p[3] == 'E') {
 		if (d->p[2] == '1')
 			PUTS(d, "true");
 		else
@@ -172,11 +175,25 @@ static void literal(struct dm *d)
 		d->p += 4;
 		return;
 	}
-	if (!c) {
-		d->fail = true;
-		return;
+	if (c) {
+		d->p += 2;
+	} else {
+		/* another integral or an enum type: "(type)value"; not a float's hex image,
+		 * nor a name (L_Z...) */
+		if (!t || t == 'f' || t == 'd' || t == 'e' || t == 'g' || t == '_' || t == 'D' ||
+		    t == 'z' || t == 'v') {
+			d->fail = true;
+			return;
+		}
+		d->p++;
+		PUTS(d, "(");
+		type(d, &top, 1);
+		PUTS(d, ")");
+		if (d->fail || top) {
+			d->fail = true;
+			return;
+		}
 	}
-	d->p += 2;
 	neg = *d->p == 'n';
 	digits = d->p += neg;
 	while (*d->p >= '0' && *d->p <= '9')
@@ -188,7 +205,8 @@ static void literal(struct dm *d)
 	if (neg)
 		PUTS(d, "-");
 	put(d, digits, (size_t)(d->p - digits));
-	put(d, suffix[c - codes], strlen(suffix[c - codes]));
+	if (c)
+		put(d, suffix[c - codes], strlen(suffix[c - codes]));
 	d->p++; /* 'E' */
 }
 

@@ -885,6 +885,9 @@ TEST(fast_demangler_agrees_with_libiberty)
 	    "_ZN3FooILb2EE3barEv",
 	    "_ZN3FooILm3ELx4EE3barEv",
 	    "_ZN3FooILc65EE3barEv",
+	    "_ZN3FooILN2v84KindE3EE3barEv",
+	    "_ZN3FooIL4Kindn2EE3barEv",
+	    "_ZN3FooILf3f800000EE3barEv",
 	};
 	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
 					   "/usr/lib64/libstdc++.so.6", "/usr/lib/libstdc++.so.6"};
