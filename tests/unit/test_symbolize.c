@@ -888,6 +888,13 @@ TEST(fast_demangler_agrees_with_libiberty)
 	    "_ZN3FooILN2v84KindE3EE3barEv",
 	    "_ZN3FooIL4Kindn2EE3barEv",
 	    "_ZN3FooILf3f800000EE3barEv",
+	    "_Z3fooIiEvT_",
+	    "_Z3fooIiEPT_S0_",
+	    "_ZN3FooIcE3barIiEEvT_",
+	    "_Z3fooIRiEvRT_",
+	    "_ZNK3Foo3getIiEET_v",
+	    "_Z3fooIiiEvT0_T_",
+	    "_ZN3Foo5WriteILb1EEEv",
 	};
 	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
 					   "/usr/lib64/libstdc++.so.6", "/usr/lib/libstdc++.so.6"};
