@@ -9,18 +9,20 @@
  *   _ZN2v88internal4Heap18IsMainThreadParkedEPNS0_9LocalHeapE
  *   -> v8::internal::Heap::IsMainThreadParked(v8::internal::LocalHeap*)
  * and those are printed here in one pass over the name, as libiberty prints them
- * (cplus_demangle_v3 with DMGL_PARAMS | DMGL_ANSI), byte for byte. Anything else — an
- * operator, a local or unnamed entity (lambdas), an ABI tag, a function, array or
- * member pointer type, a qualifier other than const, a float or a name as a template
- * argument, a pack, a standard abbreviation other than St, Sa and Sb, a constructor
- * whose class came from a substitution, a name longer than the buffer — is declined,
- * and libiberty demangles it. (node: 62,120 of its 78,865 C++ names are taken.)
+ * (cplus_demangle_v3 with DMGL_PARAMS | DMGL_ANSI), byte for byte. Anything else — a
+ * conversion operator or a templated one, a local or unnamed entity (lambdas), a
+ * function, array or member pointer type, a qualifier other than const, a float or a
+ * name as a template argument, a pack, a standard abbreviation other than St, Sa and
+ * Sb, a constructor whose class came from a substitution, a name longer than the
+ * buffer — is declined, and libiberty demangles it. (node: 62,797 of its 78,865 C++
+ * names are taken.)
  *
  * What is handled (the Itanium ABI's grammar, the subset):
  *   _Z [L] name [return-type] [params] clone-suffix*
- *     name: [St] source-name [template-args] | N [K] component+ E
+ *     name: [St] source-name [template-args] | operator | N [K] component+ E
  *     component: source-name | L source-name | S_ / S<seq>_ / St | C1-C3 | D0-D2
- *                | template-args
+ *                | template-args | operator (the last)
+ *     source-name: <length> <identifier> (B <length> <tag>)*
  *     type: builtin | K type | P type | R type | O type | [St] source-name
  *           | N component+ E | S_ / S<seq>_ | Sa / Sb | T_ / T<n>_, each with
  *           template-args where they name a template
@@ -46,11 +48,11 @@
 
 /* What a type is at its top, where libiberty would collapse what is added to it
  * (a reference to a reference, const const): such names are declined. */
-enum { DM_REF = 1, DM_CONST = 2 };
+enum { DM_REF = 1, DM_CONST = 2, DM_PTR = 4 /* (never a prefix of a name) */ };
 
 struct dm_sub {
 	uint16_t off, len;
-	uint8_t top; /* DM_REF, DM_CONST */
+	uint8_t top; /* DM_REF, DM_CONST, DM_PTR */
 };
 
 struct dm {
@@ -121,9 +123,61 @@ static void source_name(struct dm *d)
 		PUTS(d, "(anonymous namespace)");
 	else
 		put(d, s, len);
-	/* an ABI tag or a discriminator follows: not handled */
-	if (*d->p == 'B' || *d->p == '_')
+	while (*d->p == 'B') { /* ABI tags: "name[abi:cxx11]" (the last name stays) */
+		size_t tag = 0;
+
+		d->p++;
+		if (*d->p < '1' || *d->p > '9') {
+			d->fail = true;
+			return;
+		}
+		while (*d->p >= '0' && *d->p <= '9' && tag < DM_OUT)
+			tag = tag * 10 + (size_t)(*d->p++ - '0');
+		if (tag >= DM_OUT || strnlen(d->p, tag) < tag) {
+			d->fail = true;
+			return;
+		}
+		PUTS(d, "[abi:");
+		put(d, d->p, tag);
+		PUTS(d, "]");
+		d->p += tag;
+	}
+	/* a discriminator follows: not handled */
+	if (*d->p == '_')
 		d->fail = true;
+}
+
+/*
+ * An operator's name (two lowercase letters), printed as libiberty prints it:
+ * "operator==", "operator new[]". Conversions, literal and vendor operators are
+ * declined, and so is one with template arguments ("operator< <int>").
+ */
+static void operator_name(struct dm *d)
+{
+	static const char *const ops[][2] = {
+	    {"nw", " new"}, {"na", " new[]"}, {"dl", " delete"}, {"da", " delete[]"}, {"ps", "+"},
+	    {"ng", "-"},    {"ad", "&"},      {"de", "*"},	 {"co", "~"},	      {"pl", "+"},
+	    {"mi", "-"},    {"ml", "*"},      {"dv", "/"},	 {"rm", "%"},	      {"an", "&"},
+	    {"or", "|"},    {"eo", "^"},      {"aS", "="},	 {"pL", "+="},	      {"mI", "-="},
+	    {"mL", "*="},   {"dV", "/="},     {"rM", "%="},	 {"aN", "&="},	      {"oR", "|="},
+	    {"eO", "^="},   {"ls", "<<"},     {"rs", ">>"},	 {"lS", "<<="},	      {"rS", ">>="},
+	    {"eq", "=="},   {"ne", "!="},     {"lt", "<"},	 {"gt", ">"},	      {"le", "<="},
+	    {"ge", ">="},   {"ss", "<=>"},    {"nt", "!"},	 {"aa", "&&"},	      {"oo", "||"},
+	    {"pp", "++"},   {"mm", "--"},     {"cm", ","},	 {"pm", "->*"},	      {"pt", "->"},
+	    {"cl", "()"},   {"ix", "[]"},
+	};
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (d->p[0] != ops[i][0][0] || d->p[1] != ops[i][0][1])
+			continue;
+		d->p += 2;
+		PUTS(d, "operator");
+		put(d, ops[i][1], strlen(ops[i][1]));
+		if (*d->p == 'I' || *d->p == 'B')
+			d->fail = true;
+		return;
+	}
+	d->fail = true;
 }
 
 /* S_ or S<seq>_ (St is the caller's): the candidate printed; *top its DM_ flags. */
@@ -200,7 +254,7 @@ static void literal(struct dm *d)
 		PUTS(d, "(");
 		type(d, &top, 1);
 		PUTS(d, ")");
-		if (d->fail || top) {
+		if (d->fail || (top & (DM_REF | DM_CONST))) {
 			d->fail = true;
 			return;
 		}
@@ -303,7 +357,11 @@ static void nested_name(struct dm *d, bool is_type, bool *is_const, int depth)
 				d->p += 2;
 				PUTS(d, "std");
 			} else {
-				substitution(d, NULL);
+				unsigned top = 0;
+
+				substitution(d, &top);
+				if (top)
+					d->fail = true; /* a qualified type as a prefix */
 			}
 			was_sub = true;
 		} else if ((c == 'C' || c == 'D') && !first) {
@@ -320,6 +378,11 @@ static void nested_name(struct dm *d, bool is_type, bool *is_const, int depth)
 			put(d, d->last, d->last_len);
 			was_sub = false;
 			continue; /* at 'E' */
+		} else if (c >= 'a' && c <= 'z' && !first && !is_type) {
+			operator_name(d); /* the function's own name: the name must end here */
+			if (*d->p != 'E')
+				d->fail = true;
+			continue;
 		} else {
 			if (c == 'L' && !is_type)
 				d->p++;
@@ -441,7 +504,7 @@ static void type(struct dm *d, unsigned *top, int depth)
 			PUTS(d, "&");
 		else
 			PUTS(d, "&&");
-		*top = c == 'R' || c == 'O' ? DM_REF : c == 'K' ? DM_CONST : 0;
+		*top = c == 'R' || c == 'O' ? DM_REF : c == 'K' ? DM_CONST : DM_PTR;
 		add_sub(d, start, *top);
 		return;
 	case 'N':
@@ -570,7 +633,13 @@ char *sym_demangle_fast(const char *sys, bool *declined)
 		source_name(d);
 		break;
 	default:
-		source_name(d);
+		if (*d->p >= 'a' && *d->p <= 'z') {
+			operator_name(d);
+			if (!*d->p || *d->p == '.')
+				d->fail = true; /* (an operator is a function) */
+		} else {
+			source_name(d);
+		}
 	}
 	if (!d->fail && *d->p == 'I' && sys[2] != 'N') { /* an unscoped template */
 		add_sub(d, 0, 0);

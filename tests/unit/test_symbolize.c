@@ -895,6 +895,15 @@ TEST(fast_demangler_agrees_with_libiberty)
 	    "_ZNK3Foo3getIiEET_v",
 	    "_Z3fooIiiEvT0_T_",
 	    "_ZN3Foo5WriteILb1EEEv",
+	    "_ZN3FooeqERKS_",
+	    "_ZnwmPv",
+	    "_ZdaPv",
+	    "_ZN3FoocvbEv",
+	    "_ZN3FooltIiEEbv",
+	    "_ZN3Foo3barB5cxx11Ev",
+	    "_ZN3FooB5cxx11C2Ev",
+	    "_ZlsRSoRK3Foo",
+	    "_Z3fooRKnNS_3BarE",
 	};
 	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
 					   "/usr/lib64/libstdc++.so.6", "/usr/lib/libstdc++.so.6"};
