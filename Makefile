@@ -20,7 +20,10 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(WARN) -g -Isrc -Ibpf -I$(GEN) -MMD -MP
 CFLAGS  ?= -O2
 # libyaml (the scrape config) through pkg-config, -lyaml where that is missing.
 YAML_LIBS := $(shell pkg-config --libs yaml-0.1 2>/dev/null || echo -lyaml)
-LDLIBS  := -lbpf -ldw -lelf -ldebuginfod -lz -ldeflate -lprotobuf-c -lsqlite3 -lmicrohttpd -lcurl -ljson-c \
+# libcurl, libdebuginfod and libmicrohttpd are not linked: they are opened with dlopen on
+# first use (src/base/curl_lazy.c, src/base/mhd_lazy.c, src/symbolize/sym_debuginfod.c),
+# as their ~30 libraries' relocations were two thirds of every start of hearth.
+LDLIBS  := -lbpf -ldw -lelf -lz -ldeflate -lprotobuf-c -lsqlite3 -ljson-c \
 	   $(YAML_LIBS) -l:libiberty.a -lpthread -lm
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 

@@ -300,8 +300,9 @@ int cmd_symbolize(int argc, char **argv)
 	bo.addresses = a.addresses;
 	bo.text_bytes = (size_t)(budget / 4);
 	/* the text cache keeps every answer: the symbolizer's address cache would be a copy */
-	s = symbolizer__new(
-	    &(struct sym_opts){.cache_bytes = budget - bo.text_bytes, .no_address_cache = true});
+	s = symbolizer__new(&(struct sym_opts){.cache_bytes = budget - bo.text_bytes,
+					       .no_address_cache = true,
+					       .no_inlines = bo.frames == SYM_FRAMES_PHYSICAL});
 	if (!s || (a.obj && !(bo.obj = symbolizer__object(s, a.obj, a.obj, 0, 0))) ||
 	    sym_batch__new(s, &bo, &b)) {
 		cli_error("symbolize", "out of memory");

@@ -7,10 +7,16 @@
  * ~/.cache/debuginfod_client), so a build-id fetched once is a local file the next run.
  * The table of requests is bounded (SYM_DBGINFOD_MAX); past it, new build-ids are
  * answered -ENOENT. Stopping cancels an ongoing fetch through the progress callback.
+ *
+ * libdebuginfod is opened with dlopen when DEBUGINFOD_URLS is first seen set, not
+ * linked: it brings a second libcurl (the GnuTLS build) and its libraries, whose
+ * relocations every start of hearth paid for, whether it fetched anything or not.
+ * Without the library (not installed) nothing is fetched, as without DEBUGINFOD_URLS.
  */
 #include "symbolize/sym_internal.h"
 #include "base/base.h"
 
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <pthread.h>
@@ -41,10 +47,43 @@ struct sym_dbginfod {
 	debuginfod_client *client; /* used by the worker only */
 };
 
+/* The functions of libdebuginfod used here, from dlopen. */
+static struct {
+	debuginfod_client *(*begin)(void);
+	void (*end)(debuginfod_client *);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+	int (*find_executable)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*set_user_data)(debuginfod_client *, void *);
+	void *(*get_user_data)(debuginfod_client *);
+	void (*set_progressfn)(debuginfod_client *, debuginfod_progressfn_t);
+	bool ok;
+} dbg;
+static pthread_once_t dbg_once = PTHREAD_ONCE_INIT;
+
+static void dbg_load(void)
+{
+	void *h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return;
+	/* (a data pointer converted to a function pointer: POSIX's dlsym contract) */
+	*(void **)&dbg.begin = dlsym(h, "debuginfod_begin");
+	*(void **)&dbg.end = dlsym(h, "debuginfod_end");
+	*(void **)&dbg.find_debuginfo = dlsym(h, "debuginfod_find_debuginfo");
+	*(void **)&dbg.find_executable = dlsym(h, "debuginfod_find_executable");
+	*(void **)&dbg.set_user_data = dlsym(h, "debuginfod_set_user_data");
+	*(void **)&dbg.get_user_data = dlsym(h, "debuginfod_get_user_data");
+	*(void **)&dbg.set_progressfn = dlsym(h, "debuginfod_set_progressfn");
+	dbg.ok = dbg.begin && dbg.end && dbg.find_debuginfo && dbg.find_executable &&
+		 dbg.set_user_data && dbg.get_user_data && dbg.set_progressfn;
+	if (!dbg.ok)
+		dlclose(h);
+}
+
 /* Nonzero cancels the transfer: when the symbolizer is being freed. */
 static int progress(debuginfod_client *c, long a, long b)
 {
-	struct sym_dbginfod *d = debuginfod_get_user_data(c);
+	struct sym_dbginfod *d = dbg.get_user_data(c);
 	bool stop;
 
 	(void)a;
@@ -73,8 +112,8 @@ static void fetch_one(struct sym_dbginfod *d, size_t i)
 	memcpy(bid, d->reqs[i].bid, sizeof(bid));
 	d->reqs[i].state = REQ_FETCHING;
 	pthread_mutex_unlock(&d->lock);
-	fd = exec ? debuginfod_find_executable(d->client, (const unsigned char *)bid, 0, &path)
-		  : debuginfod_find_debuginfo(d->client, (const unsigned char *)bid, 0, &path);
+	fd = exec ? dbg.find_executable(d->client, (const unsigned char *)bid, 0, &path)
+		  : dbg.find_debuginfo(d->client, (const unsigned char *)bid, 0, &path);
 	if (fd >= 0)
 		close(fd);
 	pthread_mutex_lock(&d->lock);
@@ -108,21 +147,24 @@ struct sym_dbginfod *sym_dbginfod__new(void)
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	struct sym_dbginfod *d;
 
-	if (!urls || !urls[0] || !(d = calloc(1, sizeof(*d))))
+	if (!urls || !urls[0])
+		return NULL;
+	pthread_once(&dbg_once, dbg_load);
+	if (!dbg.ok || !(d = calloc(1, sizeof(*d))))
 		return NULL;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->wake, NULL);
 	pthread_cond_init(&d->idle, NULL);
-	if (!(d->client = debuginfod_begin()))
+	if (!(d->client = dbg.begin()))
 		goto cleanup;
-	debuginfod_set_user_data(d->client, d);
-	debuginfod_set_progressfn(d->client, progress);
+	dbg.set_user_data(d->client, d);
+	dbg.set_progressfn(d->client, progress);
 	if (pthread_create(&d->thread, NULL, worker, d) != 0)
 		goto cleanup;
 	return d;
 cleanup:
 	if (d->client)
-		debuginfod_end(d->client);
+		dbg.end(d->client);
 	pthread_cond_destroy(&d->wake);
 	pthread_cond_destroy(&d->idle);
 	pthread_mutex_destroy(&d->lock);
@@ -139,7 +181,7 @@ void sym_dbginfod__free(struct sym_dbginfod *d)
 	pthread_cond_broadcast(&d->wake);
 	pthread_mutex_unlock(&d->lock);
 	pthread_join(d->thread, NULL);
-	debuginfod_end(d->client);
+	dbg.end(d->client);
 	for (size_t i = 0; i < d->n; i++)
 		free(d->reqs[i].path);
 	free(d->reqs);

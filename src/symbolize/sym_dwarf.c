@@ -147,6 +147,7 @@ struct sym_dwarf {
 	Elf_Data *line_sec; /* .debug_line as libdw reads it (found once) */
 	bool line_sec_looked;
 	uint64_t lines_skipped; /* CUs whose line table was too big to decode (LINE_COST) */
+	bool no_inlines;	/* inlined subroutines not indexed (sym_dwarf__open) */
 };
 
 static bool strings_terminated(Elf_Scn *scn, const GElf_Shdr *sh, const char *name)
@@ -231,7 +232,7 @@ static int open_mapped(struct sym_dwarf *d)
 	return err;
 }
 
-int sym_dwarf__open(const char *path, struct sym_dwarf **out)
+int sym_dwarf__open(const char *path, bool no_inlines, struct sym_dwarf **out)
 {
 	struct sym_dwarf *d = calloc(1, sizeof(*d));
 	Elf *elf;
@@ -259,7 +260,7 @@ int sym_dwarf__open(const char *path, struct sym_dwarf **out)
 	if (d->mapped && elf && (err = sym_zcache__path(elf, d->fd, zpath, sizeof(zpath))) == 0 &&
 	    strcmp(zpath, path)) {
 		sym_dwarf__close(d);
-		return sym_dwarf__open(zpath, out);
+		return sym_dwarf__open(zpath, no_inlines, out);
 	}
 	if (err == -EFBIG)
 		goto cleanup;
@@ -271,6 +272,7 @@ int sym_dwarf__open(const char *path, struct sym_dwarf **out)
 	} else if ((err = open_mapped(d)) != 0) {
 		goto cleanup;
 	}
+	d->no_inlines = no_inlines;
 	*out = d;
 	return 0;
 cleanup:
@@ -477,6 +479,7 @@ struct cu_build {
 	struct sym_dwarf *d;
 	Dwarf_Files *files; /* the CU's file names, for call sites; NULL when none */
 	size_t n_files;
+	bool c_lang; /* a C CU: its structs and unions hold no functions */
 };
 
 /* File name number idx of the CU's line table, NULL when out of range. */
@@ -545,10 +548,20 @@ static bool may_hold_functions(int tag)
 	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_module;
 }
 
+/* Whether the CU's language is C (DW_LANG_C89, C, C99, C11, C17). */
+static bool cu_is_c(Dwarf_Die *cu)
+{
+	int lang = dwarf_srclang(cu);
+
+	return lang == 0x1 || lang == 0x2 || lang == 0xc || lang == 0x1d || lang == 0x2c;
+}
+
 /*
  * The children of parent_die, inside scope (SCOPE_NONE: outside any function). Lexical
- * blocks are seen through: what is inlined in one is inlined in its function. 0,
- * -ENOMEM, or -EIO (corrupt: what was read is kept).
+ * blocks are seen through: what is inlined in one is inlined in its function. A C
+ * CU's structs and unions are not walked (members only), nor, when d->no_inlines, the
+ * calls inlined into a function (a node's DWARF, 111 C CUs: its members, parameters
+ * and variables are most DIEs). 0, -ENOMEM, or -EIO (corrupt: what was read is kept).
  */
 static int walk(struct cu_build *b, Dwarf_Die *parent_die, uint32_t scope, int depth)
 {
@@ -567,8 +580,13 @@ static int walk(struct cu_build *b, Dwarf_Die *parent_die, uint32_t scope, int d
 			return -EIO;
 		if (tag == DW_TAG_subprogram)
 			err = scope_add(b, &c, SCOPE_NONE, &inner);
+		else if (tag == DW_TAG_inlined_subroutine && scope != SCOPE_NONE &&
+			 b->d->no_inlines)
+			continue;
 		else if (tag == DW_TAG_inlined_subroutine && scope != SCOPE_NONE)
 			err = scope_add(b, &c, scope, &inner);
+		else if (b->c_lang && (tag == DW_TAG_structure_type || tag == DW_TAG_union_type))
+			continue;
 		else if (may_hold_functions(tag))
 			inner = SCOPE_NONE;
 		else if (tag != DW_TAG_lexical_block && tag != DW_TAG_inlined_subroutine)
@@ -790,6 +808,7 @@ static int cu_get(struct sym_dwarf *d, Dwarf_Off off, uint32_t *out)
 		/* (libdw decodes the whole line table for the file names too) */
 		if (!lines || dwarf_getsrcfiles(&cu, &b.files, &b.n_files) != 0)
 			b.files = NULL;
+		b.c_lang = cu_is_c(&cu);
 		err = walk(&b, &cu, SCOPE_NONE, 0);
 		if (err != -ENOMEM && lines && lines_load(b.ci, &cu))
 			err = -ENOMEM;

@@ -118,6 +118,7 @@ struct symbolizer {
 	struct sym_object *idle_head, *idle_tail; /* unheld objects in their grace period */
 	struct sym_result scratch; /* what the last resolve handed out */
 	bool no_address_cache;	   /* sym_opts.no_address_cache */
+	bool no_inlines;	   /* sym_opts.no_inlines */
 	char *scratch_text;	   /* owned: scratch's strings, without an address cache */
 	size_t scratch_cap;
 	struct sym_table kernel;

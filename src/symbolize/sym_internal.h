@@ -241,12 +241,18 @@ int sym_elf__debuglink(struct sym_elf *e, char *name, size_t len, uint32_t *crc)
 /* Itanium C++ (_Z) and Rust (legacy _ZN..E, v0 _R) names demangled (malloc'd, the
  * caller frees); NULL for any other name, or one that does not demangle. */
 char *sym_demangle(const char *sys);
+/* sym_demangle.c: a _Z name of the plainest kind (no templates, operators, function
+ * types...) demangled as libiberty prints it, malloc'd (NULL on ENOMEM), with
+ * *declined false; NULL with *declined true for any other name (libiberty's then). */
+char *sym_demangle_fast(const char *sys, bool *declined);
 
 /* ---- sym_dwarf.c: DWARF lines and inlines, separate debug files ---- */
 struct sym_dwarf;
 /* Opens path's DWARF. 0, -ENOENT (no .debug_info, or unreadable), -EFBIG (compressed
- * sections to inflate past the memory ledger's budget), -ENOMEM, -errno. */
-int sym_dwarf__open(const char *path, struct sym_dwarf **out);
+ * sections to inflate past the memory ledger's budget), -ENOMEM, -errno. no_inlines:
+ * inlined subroutines are not indexed (lookups give the function alone, at the same
+ * file:line). */
+int sym_dwarf__open(const char *path, bool no_inlines, struct sym_dwarf **out);
 void sym_dwarf__close(struct sym_dwarf *d);
 /* Bytes accounted for an open handle (its debug sections). */
 uint64_t sym_dwarf__bytes(const struct sym_dwarf *d);

@@ -490,7 +490,7 @@ static void debug_symbols(struct symbolizer *s, struct sym_object *o)
 /* Opens DWARF (and symbols) of the debug file at path for o. True when usable. */
 static bool debug_attach(struct symbolizer *s, struct sym_object *o, const char *path)
 {
-	int err = sym_dwarf__open(path, &o->dwarf);
+	int err = sym_dwarf__open(path, s->no_inlines, &o->dwarf);
 
 	if (err == -EFBIG) { /* its sections would have to be inflated past the budget */
 		s->stats.budget_skips++;
@@ -589,10 +589,10 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 	if (o->debug_deferred) { /* skipped at first sight: looked for now */
 		o->debug_deferred = false;
 		debug_find(s, o);
-	} else if (o->debug_path && !sym_dwarf__open(o->debug_path, &o->dwarf))
+	} else if (o->debug_path && !sym_dwarf__open(o->debug_path, s->no_inlines, &o->dwarf))
 		debug_symbols(s, o);
 	else if (!o->debug_path)
-		sym_dwarf__open(o->load_path, &o->dwarf);
+		sym_dwarf__open(o->load_path, s->no_inlines, &o->dwarf);
 	return 0;
 }
 
@@ -683,8 +683,12 @@ char *sym_demangle(const char *sys)
 {
 	if (!sys || sys[0] != '_' || (sys[1] != 'Z' && sys[1] != 'R'))
 		return NULL;
-	if (sys[1] == 'Z' && !(sys[2] == 'N' && rust_legacy_tail(sys)))
-		return demangle_cxx(sys);
+	if (sys[1] == 'Z' && !(sys[2] == 'N' && rust_legacy_tail(sys))) {
+		bool declined;
+		char *r = sym_demangle_fast(sys, &declined);
+
+		return declined ? demangle_cxx(sys) : r;
+	}
 	return cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
 }
 
@@ -928,6 +932,7 @@ struct symbolizer *symbolizer__new(const struct sym_opts *opts)
 	s->debug_root = opts && opts->debug_root ? strdup(opts->debug_root) : NULL;
 	s->perfmap_dir = opts && opts->perfmap_dir ? strdup(opts->perfmap_dir) : NULL;
 	s->no_address_cache = opts && opts->no_address_cache;
+	s->no_inlines = opts && opts->no_inlines;
 	s->release_grace_ns = opts ? opts->release_grace_ns : 0;
 	s->mem_budget = opts && opts->mem_budget;
 	if (opts && (opts->debug_cache_dir || opts->debug_cache_bytes))

@@ -49,6 +49,9 @@ struct sym_opts {
 	bool no_debuginfod;	 /* true: never ask debuginfod even with DEBUGINFOD_URLS */
 	bool no_address_cache;	 /* true: keep no per-address results (a caller that keeps its
 				  * own, like the symbolize CLI's text cache); objects still are */
+	bool no_inlines;	 /* true: only the function the code is in is asked for, never the
+				  * calls inlined into it (symbolize --no-inlines): DWARF's inlined
+				  * subroutines are not indexed (a result has one DWARF frame) */
 	uint64_t release_grace_ns; /* an object whose last process was forgotten keeps its
 				    * tables, DWARF and cached addresses this long (still under
 				    * the budget) for the next process of the same binary;

@@ -7,6 +7,7 @@
  */
 #include "base/base.h"
 #include "base/membudget.h"
+#include "symbolize/sym_internal.h"
 #include "symbolize/symbolize.h"
 #include "unit.h"
 
@@ -15,6 +16,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <libiberty/demangle.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -798,6 +800,151 @@ TEST(long_cxx_name_demangled_whole)
 cleanup:
 	if (f)
 		fclose(f);
+}
+
+/*
+ * The fast path for plain C++ names (sym_demangle.c) prints what libiberty prints, or
+ * declines: name by name, against cplus_demangle itself, on hand-picked names (each
+ * rule: substitutions, constructors of templates, clone suffixes, collapsing
+ * qualifiers it must decline) and on every C++ name of libstdc++ when it is there.
+ * Returns whether the fast path took sys (and agreed); a disagreement fails the test.
+ */
+static bool fast_agrees(int *unit_failed, const char *sys, long *taken)
+{
+	bool declined = true;
+	char *fast = sym_demangle_fast(sys, &declined), *lib = NULL;
+	bool ok = false;
+
+	if (declined) {
+		CHECK(!fast);
+		return true;
+	}
+	lib = cplus_demangle(sys, DMGL_PARAMS | DMGL_ANSI);
+	CHECKF(fast && lib && !strcmp(fast, lib), "%s: fast \"%s\", libiberty \"%s\"", sys,
+	       fast ? fast : "(null)", lib ? lib : "(null)");
+	(*taken)++;
+	ok = true;
+cleanup:
+	free(fast);
+	free(lib);
+	return ok;
+}
+
+TEST(fast_demangler_agrees_with_libiberty)
+{
+	static const char *const names[] = {
+	    "_ZN2v88internal4Heap18IsMainThreadParkedEPNS0_9LocalHeapE",
+	    "_ZN12_GLOBAL__N_13fooEv",
+	    "_ZN12_GLOBAL__N_1L3barEi",
+	    "_ZL3bazv",
+	    "_ZSt9terminatev",
+	    "_ZNSt9exceptionD2Ev",
+	    "_ZN3FooC1ERKS_",
+	    "_ZN3FooD0Ev",
+	    "_ZNK3Foo3getEv",
+	    "_ZN3Foo3setEPKcRS_OS_",
+	    "_Z3fooPKcS0_",
+	    "_Z3fooz",
+	    "_Z3fooiz",
+	    "_Z3foov.part.0",
+	    "_Z3foov.isra.0.part.1",
+	    "_Z3foov.cold",
+	    "_ZN2v88internal4FLAGE",
+	    "_Z3fooDn",
+	    "_Z3fooPFvvE",
+	    "_Z3fooRKPKc",
+	    "_Z3fooKPc",
+	    "_Z3fooRRi",
+	    "_Z3fooRKRi",
+	    "_Z3fooKKc",
+	    "_Z3foo.v",
+	    "_ZN3FooD2E.v",
+	    "_ZN3FooIiEC2Ev",
+	    "_ZN3FooINS_3BarEEC2Ev",
+	    "_ZN3FooIiE3barEv",
+	    "_ZN3FooIiE3barIiEEvT_",
+	    "_Z3fooIiEvT_",
+	    "_Z3foo3BarIiES0_",
+	    "_Z3fooSt6vectorIiSaIiEE",
+	    "_ZN3FooI3BarIiEE3bazES2_",
+	    "_ZNK3FooIiE3getEv",
+	    "_Z3fooNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+	    "_Z3fooSbIwE",
+	    "_ZN2v88internal6HandleINS0_6ObjectEEC1Ev",
+	    "_Z3fooILi1EEvv",
+	    "_ZN3FooaSERKS_",
+	    "_ZN4node3url13FileURLToPathB5cxx11EPNS_11EnvironmentE",
+	    "_Z3fooPKNS_IiEE",
+	    "_ZN3Foo",
+	    "_ZN3FooE3",
+	    "_Z999foo",
+	    "_ZNSt3foo3barEv",
+	    "_Z3fooSt3barS_",
+	    "_ZN3FooILin1EE3barEv",
+	    "_ZN3FooILb1EE3barEv",
+	    "_ZN3FooILb2EE3barEv",
+	    "_ZN3FooILm3ELx4EE3barEv",
+	    "_ZN3FooILc65EE3barEv",
+	    "_ZN3FooILN2v84KindE3EE3barEv",
+	    "_ZN3FooIL4Kindn2EE3barEv",
+	    "_ZN3FooILf3f800000EE3barEv",
+	    "_Z3fooIiEvT_",
+	    "_Z3fooIiEPT_S0_",
+	    "_ZN3FooIcE3barIiEEvT_",
+	    "_Z3fooIRiEvRT_",
+	    "_ZNK3Foo3getIiEET_v",
+	    "_Z3fooIiiEvT0_T_",
+	    "_ZN3Foo5WriteILb1EEEv",
+	    "_ZN3FooeqERKS_",
+	    "_ZnwmPv",
+	    "_ZdaPv",
+	    "_ZN3FoocvbEv",
+	    "_ZN3FooltIiEEbv",
+	    "_ZN3Foo3barB5cxx11Ev",
+	    "_ZN3FooB5cxx11C2Ev",
+	    "_ZlsRSoRK3Foo",
+	    "_Z3fooRKnNS_3BarE",
+	};
+	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+					   "/usr/lib64/libstdc++.so.6", "/usr/lib/libstdc++.so.6"};
+	long taken = 0, lib_names = 0;
+	Elf *elf = NULL;
+	int fd = -1;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!fast_agrees(unit_failed, names[i], &taken))
+			goto cleanup;
+	CHECKF(taken >= 25, "the fast path took %ld of the hand-picked names", taken);
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && fd < 0; i++)
+		fd = open(libs[i], O_RDONLY);
+	if (fd < 0)
+		goto cleanup; /* no libstdc++ here: the hand-picked names only */
+	elf_version(EV_CURRENT);
+	CHECK((elf = elf_begin(fd, ELF_C_READ, NULL)));
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr shdr;
+		GElf_Sym sym;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (int i = 0; gelf_getsym(data, i, &sym); i++) {
+			const char *n = elf_strptr(elf, shdr.sh_link, sym.st_name);
+
+			if (!n || strncmp(n, "_Z", 2))
+				continue;
+			lib_names++;
+			if (!fast_agrees(unit_failed, n, &taken))
+				goto cleanup;
+		}
+	}
+	CHECKF(lib_names == 0 || taken > 100, "the fast path took %ld names in all", taken);
+cleanup:
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* A name that does not demangle is shown raw, and costs the account nothing per hit. */
