@@ -99,10 +99,11 @@ struct uobj {
 	bool partial;	  /* its whole table is over the cap: a partial one (partial.c) */
 	bool for_room;	  /* partial because its whole table found no room (heat_tick) */
 	bool no_partial;  /* no partial table can be had (no .eh_frame_hdr): waits for room */
-	double no_room_ms; /* since when its whole table finds no room (0: it does not wait) */
 	uint32_t pid;	  /* a process mapping it, and where: to open it by map_files */
 	uint64_t start, end;
 	char *path; /* as mapped; owned */
+	/* since when its whole table finds no room (0: it does not wait) */
+	double no_room_ms;
 };
 
 struct vmap {
