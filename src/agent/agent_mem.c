@@ -284,6 +284,9 @@ static void write_unwind(FILE *f, const struct sampler *s)
 	line(f, "hearth_agent_unwind_partial_reloads_total", "counter",
 	     "Partial unwind tables written to BPF again with more FDEs.",
 	     (double)ms.partial_reloads);
+	line(f, "hearth_agent_unwind_partial_for_room_total", "counter",
+	     "Objects given a partial unwind table because their whole table found no room.",
+	     (double)ms.partial_for_room);
 	line(f, "hearth_agent_unwind_bpf_budget_bytes", "gauge",
 	     "Bytes of the BPF unwind table map in all.", (double)ms.bpf_bytes_budget);
 	line(f, "hearth_agent_unwind_samples_total", "counter", "Samples unwound with tables.",

@@ -718,11 +718,12 @@ static void report_unwind(struct sampler *s)
 	fprintf(stderr,
 		"hearth record: unwind: partial tables: %llu (%llu FDEs loaded, %llu added, %llu "
 		"dropped for the cap), %llu pcs asked for (%llu frames without their FDE, %llu not "
-		"covered by any FDE), %llu reloads\n",
+		"covered by any FDE), %llu reloads, %llu for want of room\n",
 		(unsigned long long)ms.partial_tables, (unsigned long long)ms.partial_fdes,
 		(unsigned long long)ms.partial_fdes_added, (unsigned long long)ms.partial_fdes_dropped,
 		(unsigned long long)ms.partial_requests, (unsigned long long)uw[HEARTH_UW_PARTIAL_MISS],
-		(unsigned long long)ms.partial_not_covered, (unsigned long long)ms.partial_reloads);
+		(unsigned long long)ms.partial_not_covered, (unsigned long long)ms.partial_reloads,
+		(unsigned long long)ms.partial_for_room);
 }
 
 static int record(const struct record_args *a, FILE *out)

@@ -62,6 +62,11 @@ _Static_assert(MGR_CHUNK_BYTES % 4096 == 0, "a chunk of unwind rows is whole pag
 #define MGR_COPY_CHUNKS 16u
 #define MGR_COPY_BYTES ((size_t)MGR_COPY_CHUNKS * MGR_CHUNK_BYTES)
 #define MGR_OBJ_MAX_CHUNKS(m) ((m)->chunks / 2)
+/* The last 1/MGR_PARTIAL_RESERVE_DIV of the row map (16 chunks of 256) is for
+ * partial tables only (4 chunks at most each): an object whose whole table
+ * finds no room, every table in its way as hot as it, still gets a partial
+ * one (heat_tick, room_partial). */
+#define MGR_PARTIAL_RESERVE_DIV 16
 #define MGR_PARK_MAX(m) ((uint64_t)(m)->chunks * MGR_CHUNK_BYTES / 4)
 /* With tables by heat, an object never built gets its table when a view maps
  * it only while at least 1/MGR_EAGER_FREE_DIV of the row map is free (else
@@ -92,9 +97,13 @@ struct uobj {
 	bool neg;	  /* no table can be had (no CFI, Go, too big...) */
 	bool ever_loaded; /* its table was loaded once: a later load is a reload */
 	bool partial;	  /* its whole table is over the cap: a partial one (partial.c) */
+	bool for_room;	  /* partial because its whole table found no room (heat_tick) */
+	bool no_partial;  /* no partial table can be had (no .eh_frame_hdr): waits for room */
 	uint32_t pid;	  /* a process mapping it, and where: to open it by map_files */
 	uint64_t start, end;
 	char *path; /* as mapped; owned */
+	/* since when its whole table finds no room (0: it does not wait) */
+	double no_room_ms;
 };
 
 struct vmap {
@@ -146,7 +155,7 @@ struct unwind_mgr {
 	size_t neg_next, n_neg;
 	uint64_t builds, rebuilds, build_failed, no_room, reused;
 	uint64_t loads, reloads, evictions, requests, request_events, ticks;
-	uint64_t partial_requests, partial_reloads;
+	uint64_t partial_requests, partial_reloads, partial_for_room;
 	uint64_t parked_bytes;
 	uint64_t tick; /* counts tables becoming idle: their LRU order */
 	double build_ms;
@@ -239,10 +248,18 @@ static void table_free_rows(struct unwind_mgr *m, struct unwind_table *t)
 	t->rows.cap = 0;
 }
 
-/* First fit of `need` contiguous free chunks; index or -ENOSPC. */
-static int chunks_alloc(struct unwind_mgr *m, uint32_t need)
+/* The chunks a table may use: all of them for a partial table, the map less
+ * its reserve (MGR_PARTIAL_RESERVE_DIV) for a whole one. */
+static uint32_t chunks_for(const struct unwind_mgr *m, bool partial)
 {
-	for (uint32_t i = 0, run = 0; i < m->chunks; i++) {
+	return partial ? m->chunks : m->chunks - m->chunks / MGR_PARTIAL_RESERVE_DIV;
+}
+
+/* First fit of `need` contiguous free chunks among the first `limit`; index or
+ * -ENOSPC. */
+static int chunks_alloc(struct unwind_mgr *m, uint32_t need, uint32_t limit)
+{
+	for (uint32_t i = 0, run = 0; i < limit; i++) {
 		run = m->used[i] != CH_FREE ? 0 : run + 1;
 		if (run == need)
 			return (int)(i + 1 - need);
@@ -413,13 +430,13 @@ static bool drop_oldest_idle(struct unwind_mgr *m)
 /* Whether `need` chunks could be had from free chunks and idle tables' ones (the
  * same limits as table_load_now): a table is built without room only when
  * dropping idle ones could make it. */
-static bool could_fit_idle(const struct unwind_mgr *m, uint32_t need)
+static bool could_fit_idle(const struct unwind_mgr *m, uint32_t need, uint32_t limit)
 {
 	uint8_t avail[HEARTH_UNWIND_CHUNKS];
 
 	if (need == 0 || need > MGR_OBJ_MAX_CHUNKS(m))
 		return false;
-	for (uint32_t i = 0; i < m->chunks; i++)
+	for (uint32_t i = 0; i < limit; i++)
 		avail[i] = m->used[i] == CH_FREE;
 	for (size_t i = 0; i < m->n_tables; i++) {
 		const struct unwind_table *t = m->tables[i];
@@ -427,7 +444,7 @@ static bool could_fit_idle(const struct unwind_mgr *m, uint32_t need)
 		if (t->chunks && !table_views(m, t))
 			memset(avail + t->row_start / HEARTH_UNWIND_CHUNK_ROWS, 1, t->chunks);
 	}
-	for (uint32_t i = 0, run = 0; i < m->chunks; i++) {
+	for (uint32_t i = 0, run = 0; i < limit; i++) {
 		run = avail[i] ? run + 1 : 0;
 		if (run == need)
 			return true;
@@ -447,9 +464,9 @@ static int table_load_now(struct unwind_mgr *m, struct unwind_table *t)
 	 * libLLVM must not leave every other process on frame pointers. */
 	if (need == 0 || need > MGR_OBJ_MAX_CHUNKS(m) || !t->rows.rows)
 		return -ENOSPC;
-	if (!could_fit_idle(m, need))
+	if (!could_fit_idle(m, need, chunks_for(m, t->partial)))
 		return -ENOSPC;
-	while ((first = chunks_alloc(m, need)) < 0)
+	while ((first = chunks_alloc(m, need, chunks_for(m, t->partial))) < 0)
 		if (!drop_oldest_idle(m))
 			return -ENOSPC;
 	return table_copy_in(m, t, (uint32_t)first);
@@ -557,7 +574,15 @@ static struct unwind_table *obj_build(struct unwind_mgr *m, uint32_t slot)
 		err = unwind_table__build_partial(open_path, o->dev, o->inode, &t);
 	}
 	m->builds++;
-	m->rebuilds += o->need != 0;
+	m->rebuilds += o->need != 0 && !o->for_room;
+	if (err && o->for_room) {
+		/* No partial table (no usable .eh_frame_hdr): its whole table waits
+		 * for room, as before (it may fit, unlike one over the cap). */
+		m->build_failed++;
+		o->partial = o->for_room = false;
+		o->no_partial = true;
+		return NULL;
+	}
 	if (err) {
 		m->build_failed++;
 		/* Only what the file is says "never": not a process gone meanwhile. */
@@ -572,6 +597,8 @@ static struct unwind_table *obj_build(struct unwind_mgr *m, uint32_t slot)
 	free(t->path);
 	t->path = strdup(o->path ? o->path : "");
 	same = table_by_build_id(m, t->obj->build_id);
+	if (same && !same->partial != !t->partial)
+		same = NULL; /* a whole table is not a partial one: not shared */
 	if (!t->path || same ||
 	    grow((void **)&m->tables, &m->cap_tables, m->n_tables, sizeof(*m->tables))) {
 		unwind_table__free(t);
@@ -767,7 +794,7 @@ parked:
 		 * were parked, trimmed, and built again for the next process: 300+
 		 * builds a minute, most of hearth's CPU on bench/fleet. Without
 		 * heat: not again until it could fit. */
-		if (o->need && (m->heat || !could_fit_idle(m, o->need)))
+		if (o->need && (m->heat || !could_fit_idle(m, o->need, chunks_for(m, o->partial))))
 			return;
 		/* Never built: at once while the map has room to spare (a quiet
 		 * host: a new process's tables are out before its first samples
@@ -908,6 +935,54 @@ static int by_heat_desc(const void *a, const void *b)
 	return x > y ? -1 : x < y ? 1 : 0;
 }
 
+/* The loaded tables as the policy sees them (pinned: loaded moments ago), and
+ * their indices in m->tables; tabs and idx have room for m->n_tables. */
+static size_t heat_tabs(const struct unwind_mgr *m, double now, struct uheat_table *tabs,
+			size_t *idx)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->n_tables; i++) {
+		const struct unwind_table *lt = m->tables[i];
+
+		if (!lt->chunks)
+			continue;
+		tabs[n] = (struct uheat_table){lt->heat, lt->row_start / HEARTH_UNWIND_CHUNK_ROWS,
+					       lt->chunks,
+					       now - (double)lt->loaded_ms < UNWIND_HEAT_PIN_MS};
+		idx[n++] = i;
+	}
+	return n;
+}
+
+/* A hot object whose whole table has found no room for UNWIND_HEAT_ROOM_WAIT_MS
+ * (every table in its way is about as hot: heat.c's hysteresis keeps them)
+ * gets a partial table instead (partial.c: the FDEs its samples land in, a
+ * chunk or a few), so that no hot object is left without a table. Its whole
+ * table, parked, goes. True when o is now partial, without a table: the
+ * caller builds it. Before the wait is over (a shift of heat between two
+ * objects resolves in about a second), false: it waits. */
+static bool room_partial(struct unwind_mgr *m, struct uobj *o, double now)
+{
+	struct unwind_table *t = o->t;
+
+	if (o->partial || o->no_partial)
+		return false;
+	if (!o->no_room_ms)
+		o->no_room_ms = now;
+	if (now - o->no_room_ms < UNWIND_HEAT_ROOM_WAIT_MS)
+		return false;
+	if (t) {
+		obj_set_table(o, NULL);
+		if (!t->refs)
+			table_drop(m, t);
+	}
+	o->partial = o->for_room = true;
+	o->no_room_ms = 0;
+	m->partial_for_room++;
+	return true;
+}
+
 /* One tick of the policy: heat from the BPF counters; then the hottest objects
  * that wait for a table get one, in free chunks or in those of colder tables. */
 static void heat_tick(struct unwind_mgr *m, double now)
@@ -936,9 +1011,10 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		o->heat = unwind_heat_decay(o->heat, d, dt, UNWIND_HEAT_HALF_LIFE_MS);
 		if (o->t)
 			o->t->heat += o->heat;
-		if (loaded)
+		if (loaded) {
 			o->waiting = false;
-		else if (d && (o->dev || o->inode)) {
+			o->no_room_ms = 0;
+		} else if (d && (o->dev || o->inode)) {
 			o->waiting = true;
 			m->requests += d;
 		}
@@ -951,6 +1027,8 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		if (o->waiting && !o->neg && o->heat >= UNWIND_HEAT_MIN &&
 		    n_cand < sizeof(cand) / sizeof(cand[0]))
 			cand[n_cand++] = (uint32_t)i;
+		else if (o->no_room_ms)
+			m->objs[i].no_room_ms = 0; /* not waiting for room any more */
 	}
 	if (!n_cand) {
 		m->tick_every_ms = UNWIND_HEAT_TICK_MS;
@@ -975,35 +1053,49 @@ static void heat_tick(struct unwind_mgr *m, double now)
 		victims = calloc(m->n_tables + 2, sizeof(*victims));
 		if (!tabs || !tab_idx || !victims)
 			goto cleanup;
-		/* The loaded tables as the policy sees them (pinned: loaded moments ago). */
-		for (size_t i = 0; i < m->n_tables; i++) {
-			const struct unwind_table *lt = m->tables[i];
-
-			if (!lt->chunks)
-				continue;
-			tabs[n_tabs] = (struct uheat_table){
-			    lt->heat, lt->row_start / HEARTH_UNWIND_CHUNK_ROWS, lt->chunks,
-			    now - (double)lt->loaded_ms < UNWIND_HEAT_PIN_MS};
-			tab_idx[n_tabs++] = i;
-		}
+		n_tabs = heat_tabs(m, now, tabs, tab_idx);
 		/* Known size first: nothing is built that could not be placed. */
 		if (!t && o->need) {
 			if (o->need > MGR_OBJ_MAX_CHUNKS(m) ||
-			    unwind_heat_place(m->used, m->chunks, tabs, n_tabs, o->need, o->heat,
-					      victims, &n_vic) < 0)
-				continue;
+			    unwind_heat_place(m->used, chunks_for(m, o->partial), tabs, n_tabs,
+					      o->need, o->heat, victims, &n_vic) < 0) {
+				if (!room_partial(m, o, now))
+					continue;
+				n_tabs = heat_tabs(m, now, tabs, tab_idx); /* tables dropped */
+			}
 		}
+		t = o->t;
 		if (!t) {
 			t = obj_build(m, cand[c]);
-			if (!t || t->chunks)
+			if (!t)
 				continue;
+			if (t->chunks) { /* a loaded table of the same build-id: its views */
+				o->waiting = false;
+				republish_table(m, t);
+				continue;
+			}
+			n_tabs = heat_tabs(m, now, tabs, tab_idx); /* one more table */
 		}
 		if (table_need(t) > MGR_OBJ_MAX_CHUNKS(m) || !t->rows.rows) {
 			o->waiting = false; /* never fits: frame pointers it is */
 			continue;
 		}
-		first = unwind_heat_place(m->used, m->chunks, tabs, n_tabs, table_need(t), o->heat,
-					  victims, &n_vic);
+		first = unwind_heat_place(m->used, chunks_for(m, t->partial), tabs, n_tabs,
+					  table_need(t), o->heat, victims, &n_vic);
+		if (first < 0 && room_partial(m, o, now)) {
+			/* Its whole table waited long enough: a partial one now. */
+			n_tabs = heat_tabs(m, now, tabs, tab_idx);
+			t = obj_build(m, cand[c]);
+			if (t && t->chunks) {
+				o->waiting = false;
+				republish_table(m, t);
+			}
+			if (!t || t->chunks || !t->rows.rows)
+				continue;
+			n_tabs = heat_tabs(m, now, tabs, tab_idx);
+			first = unwind_heat_place(m->used, chunks_for(m, true), tabs, n_tabs,
+						  table_need(t), o->heat, victims, &n_vic);
+		}
 		if (first < 0) {
 			m->no_room++; /* parked, size known: loaded when hotter */
 			continue;
@@ -1087,7 +1179,7 @@ static void partial_place(struct unwind_mgr *m, struct unwind_table *t, double n
 	uint32_t old_first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, old_n = t->chunks;
 	uint32_t need = (uint32_t)((t->partial_next.n + HEARTH_UNWIND_CHUNK_ROWS - 1) /
 				   HEARTH_UNWIND_CHUNK_ROWS);
-	int first = chunks_alloc(m, need);
+	int first = chunks_alloc(m, need, m->chunks);
 
 	if (first < 0) {
 		struct uheat_table *tabs = calloc(m->n_tables + 1, sizeof(*tabs));
@@ -1393,6 +1485,7 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 	o->heat_ticks = m->ticks;
 	o->partial_requests = m->partial_requests;
 	o->partial_reloads = m->partial_reloads;
+	o->partial_for_room = m->partial_for_room;
 }
 
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m)

@@ -81,6 +81,9 @@ struct unwind_table {
 #define UNWIND_HEAT_HYST   1.5
 #define UNWIND_HEAT_MARGIN 1.0
 #define UNWIND_HEAT_PIN_MS 1000
+/* A hot object whose whole table finds no room this long (every table in its
+ * way about as hot) gets a partial table instead (unwind.c, room_partial). */
+#define UNWIND_HEAT_ROOM_WAIT_MS 3000
 /* Heat an object without a table needs before its table is built and loaded. */
 #define UNWIND_HEAT_MIN 1.0
 
@@ -189,6 +192,7 @@ struct unwind_mgr_stats {
 	uint64_t partial_fdes_dropped;	/* FDEs dropped for the cap */
 	uint64_t partial_not_covered;	/* pcs asked for that no FDE covers */
 	uint64_t partial_reloads;	/* partial tables written to the row map again */
+	uint64_t partial_for_room;	/* objects given a partial table: whole one had no room */
 };
 
 struct unwind_mgr;
