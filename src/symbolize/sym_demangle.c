@@ -332,7 +332,7 @@ static void template_args(struct dm *d, int depth, bool record)
 static void nested_name(struct dm *d, bool is_type, bool *is_const, int depth)
 {
 	size_t start = d->n;
-	bool first = true, was_sub = false;
+	bool first = true, was_sub = false, bare_sub = false;
 
 	d->p++; /* 'N' */
 	if (*d->p == 'K' && !is_type) {
@@ -344,6 +344,7 @@ static void nested_name(struct dm *d, bool is_type, bool *is_const, int depth)
 
 		if (c == 'I' && !first) { /* the arguments of the template named so far */
 			template_args(d, depth, !is_type);
+			bare_sub = false;
 			if (!d->fail && *d->p == 'E' && !is_type)
 				d->fn_template = true; /* its return type follows */
 			if (!d->fail && *d->p != 'E')
@@ -363,7 +364,7 @@ static void nested_name(struct dm *d, bool is_type, bool *is_const, int depth)
 				if (top)
 					d->fail = true; /* a qualified type as a prefix */
 			}
-			was_sub = true;
+			was_sub = bare_sub = true;
 		} else if ((c == 'C' || c == 'D') && !first) {
 			char k = d->p[1];
 
@@ -393,7 +394,8 @@ static void nested_name(struct dm *d, bool is_type, bool *is_const, int depth)
 		if (!d->fail && *d->p != 'E' && !was_sub)
 			add_sub(d, start, 0);
 	}
-	if (first || d->fail) {
+	if (first || bare_sub || d->fail) {
+		/* (a prefix alone, "NS_E" or "NStE", is no nested name: libiberty fails it) */
 		d->fail = true;
 		return;
 	}
