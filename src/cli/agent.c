@@ -63,7 +63,7 @@ static void usage(FILE *f)
 		"                             off: their native frames only\n"
 		"      --idle                 keep samples of idle CPUs\n"
 		"      --memory-limit SIZE    ceiling on hearth's resident memory (default 64M;\n"
-		"                             at least 48M): caches evict to stay under it\n"
+		"                             at least 40M): caches evict to stay under it\n"
 		"                             (docs/memory.md)\n"
 		"      --log-level LEVEL      error, warn, info (default: startup lines) or debug\n"
 		"                             (also one line per HTTP request)\n"
@@ -234,7 +234,7 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 	case OPT_MEMORY_LIMIT:
 		if (cli_parse_mem_size(arg, &a->ao.memory_limit)) {
 			cli_error(cmd,
-				  "--memory-limit: '%s' is not a size (e.g. 48M, 64MB, 1G; K, M, G, "
+				  "--memory-limit: '%s' is not a size (e.g. 40M, 64MB, 1G; K, M, G, "
 				  "T are powers of 1024)",
 				  arg);
 			return -EINVAL;
@@ -243,7 +243,7 @@ int cli_parse_agent_opt(const char *cmd, int c, const char *arg, struct cli_agen
 			cli_error(cmd,
 				  "--memory-limit: '%s' is below the floor of %lluM: the program, "
 				  "its BPF maps, the kernel's symbols and its largest transient "
-				  "(an unwind table built) need that much (docs/memory.md)",
+				  "(a profile built and symbolized) need that much (docs/memory.md)",
 				  arg, AGENT_MIN_MEMORY_LIMIT >> 20);
 			return -EINVAL;
 		}

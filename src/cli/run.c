@@ -64,7 +64,7 @@ static void usage(FILE *f)
 	    "      --ruby MODE            auto (default) or off, as in hearth record\n"
 	    "      --idle                 keep samples of idle CPUs\n"
 	    "      --memory-limit SIZE    ceiling on the profiler's resident memory (default\n"
-	    "                             64M, at least 48M; the store and queries have their\n"
+	    "                             64M, at least 40M; the store and queries have their\n"
 	    "                             own budget, docs/memory.md)\n"
 	    "      --off-cpu              also store off-CPU (off_cpu) and wall-clock (wall)\n"
 	    "                             profiles, by reason (docs/offcpu.md; off by default)\n"

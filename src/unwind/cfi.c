@@ -200,10 +200,31 @@ static int parse_cie(const uint8_t *sec, const uint8_t *p, const uint8_t *end, u
 
 /* ---- rows ---- */
 
+/* Rows grow by doubling up to CFI_ROWS_GROW_STEP rows (1 MiB), then by an
+ * eighth: while a big table is built its capacity is at most 12.5% over its
+ * rows (doubling left up to 2x: 8 MiB for a 330k-row table, the largest
+ * transient of the agent under --memory-limit). Under the agent's memory policy
+ * such a block is past malloc's mmap threshold, so growing it is an mremap,
+ * not a copy. */
+#define CFI_ROWS_GROW_STEP ((size_t)1 << 16)
+
 int cfi_rows__push(struct cfi_rows *o, const struct hearth_unwind_row *row)
 {
-	int err = base_grow((void **)&o->rows, &o->cap, o->n + 1, sizeof(*o->rows));
+	int err;
 
+	if (o->n == o->cap && o->cap >= CFI_ROWS_GROW_STEP) {
+		size_t ncap = o->cap + o->cap / 8, bytes;
+		struct hearth_unwind_row *n;
+
+		if (__builtin_mul_overflow(ncap, sizeof(*o->rows), &bytes) || bytes > PTRDIFF_MAX)
+			return -ENOMEM;
+		n = realloc(o->rows, bytes); /* layers: base_grow only doubles */
+		if (!n)
+			return -ENOMEM;
+		o->rows = n;
+		o->cap = ncap;
+	}
+	err = base_grow((void **)&o->rows, &o->cap, o->n + 1, sizeof(*o->rows));
 	if (err)
 		return err;
 	o->rows[o->n++] = *row;
@@ -686,32 +707,33 @@ static bool same_rule(const struct hearth_unwind_row *x, const struct hearth_unw
 	       x->plt_thr == y->plt_thr && x->cfa_off == y->cfa_off && x->rbp_off == y->rbp_off;
 }
 
-/* Sorts rows as row_cmp does, stably (as glibc's merge sort did): an LSD radix
- * sort on (pc << 1 | has a rule), 3 passes of 11 bits. A table whose FDEs are
- * out of address order (cc1, 478k rows) took glibc's qsort ~100 ms of the
- * agent's CPU per build on a busy host, most of the build; this is a few
- * passes over the rows. Needs an n-row scratch copy, as the merge sort did;
- * -ENOMEM without it. */
+/* Sorts rows as row_cmp does, stably (as glibc's merge sort did), with a
+ * scratch of at most ROW_SORT_BLOCK rows (1 MiB) whatever the table's size: an
+ * n-row scratch copy (7.8 MiB for a 500k-row table) was the largest transient
+ * of the agent under --memory-limit (docs/memory.md, "The floor"). Blocks of
+ * ROW_SORT_BLOCK rows are sorted by an LSD radix sort on (pc << 1 | has a
+ * rule), 3 passes of 11 bits (glibc's qsort took ~100 ms of the agent's CPU
+ * per build of cc1's 478k rows on a busy host); sorted blocks are merged in
+ * place, through the scratch when one side fits in it, else by splitting and
+ * rotating (libstdc++'s merge with a short buffer). .eh_frame is mostly in
+ * address order, so most merges find their two runs already in order. */
 #define ROW_RADIX_BITS 11
 #define ROW_RADIX_PASSES 3
+#define ROW_SORT_BLOCK ((size_t)1 << 16)
 _Static_assert(ROW_RADIX_BITS * ROW_RADIX_PASSES >= 33, "the passes cover pc and the flag");
 static uint64_t row_key(const struct hearth_unwind_row *r)
 {
 	return (uint64_t)r->pc << 1 | (r->cfa_kind != HEARTH_CFA_NONE);
 }
 
-static int rows_radix_sort(struct hearth_unwind_row *rows, size_t n)
+/* n <= the scratch's rows; count: ROW_RADIX_PASSES x 2^ROW_RADIX_BITS. */
+static void rows_radix_block(struct hearth_unwind_row *rows, size_t n,
+			     struct hearth_unwind_row *tmp, size_t (*count)[1u << ROW_RADIX_BITS])
 {
-	struct hearth_unwind_row *tmp = malloc(n * sizeof(*rows)), *src = rows, *dst = tmp, *t;
-	size_t (*count)[1u << ROW_RADIX_BITS] =
-	    calloc(ROW_RADIX_PASSES, sizeof(*count)); /* per pass: then each digit's first index */
+	struct hearth_unwind_row *src = rows, *dst = tmp, *t;
 	const uint64_t mask = (1u << ROW_RADIX_BITS) - 1;
 
-	if (!tmp || !count) {
-		free(tmp);
-		free(count);
-		return -ENOMEM;
-	}
+	memset(count, 0, ROW_RADIX_PASSES * sizeof(*count));
 	for (size_t i = 0; i < n; i++) {
 		uint64_t k = row_key(&rows[i]);
 
@@ -735,6 +757,111 @@ static int rows_radix_sort(struct hearth_unwind_row *rows, size_t n)
 	}
 	if (src != rows)
 		memcpy(rows, src, n * sizeof(*rows));
+}
+
+static void rows_reverse(struct hearth_unwind_row *a, size_t n)
+{
+	for (size_t i = 0, j = n; i + 1 < j; i++, j--) {
+		struct hearth_unwind_row t = a[i];
+
+		a[i] = a[j - 1];
+		a[j - 1] = t;
+	}
+}
+
+/* [a, a + n1) and [a + n1, a + n1 + n2) become [the second, the first]. */
+static void rows_rotate(struct hearth_unwind_row *a, size_t n1, size_t n2)
+{
+	if (!n1 || !n2)
+		return;
+	rows_reverse(a, n1);
+	rows_reverse(a + n1, n2);
+	rows_reverse(a, n1 + n2);
+}
+
+/* The first index in [a, a + n) whose key is >= k (upper: > k). */
+static size_t rows_bound(const struct hearth_unwind_row *a, size_t n, uint64_t k, bool upper)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t m = row_key(&a[mid]);
+
+		if (m < k || (upper && m == k))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Merges the sorted runs [a, a + n1) and [a + n1, a + n1 + n2) stably, with a
+ * scratch of buf_n rows. */
+static void rows_merge(struct hearth_unwind_row *a, size_t n1, size_t n2,
+		       struct hearth_unwind_row *buf, size_t buf_n)
+{
+	while (n1 && n2 && row_key(&a[n1 - 1]) > row_key(&a[n1])) {
+		size_t c1, c2;
+
+		if (n1 <= buf_n) { /* the first run into the scratch, merged forward */
+			struct hearth_unwind_row *x = buf, *xe = buf + n1, *y = a + n1,
+						 *ye = a + n1 + n2, *o = a;
+
+			memcpy(buf, a, n1 * sizeof(*a));
+			while (x < xe && y < ye)
+				*o++ = row_key(y) < row_key(x) ? *y++ : *x++;
+			memcpy(o, x, (size_t)(xe - x) * sizeof(*a));
+			return;
+		}
+		if (n2 <= buf_n) { /* the second into the scratch, merged backward */
+			struct hearth_unwind_row *x = a + n1, *y = buf + n2, *o = a + n1 + n2;
+
+			memcpy(buf, a + n1, n2 * sizeof(*a));
+			while (x > a && y > buf)
+				*--o = row_key(&y[-1]) < row_key(&x[-1]) ? *--x : *--y;
+			memcpy(a, buf, (size_t)(y - buf) * sizeof(*a));
+			return;
+		}
+		if (n1 > n2) {
+			c1 = n1 / 2;
+			c2 = rows_bound(a + n1, n2, row_key(&a[c1]), false);
+		} else {
+			c2 = n2 / 2;
+			c1 = rows_bound(a, n1, row_key(&a[n1 + c2]), true);
+		}
+		rows_rotate(a + c1, n1 - c1, c2);
+		/* the smaller half by recursion, the other by the loop */
+		if (c1 + c2 < (n1 - c1) + (n2 - c2)) {
+			rows_merge(a, c1, c2, buf, buf_n);
+			a += c1 + c2;
+			n1 -= c1;
+			n2 -= c2;
+		} else {
+			rows_merge(a + c1 + c2, n1 - c1, n2 - c2, buf, buf_n);
+			n1 = c1;
+			n2 = c2;
+		}
+	}
+}
+
+static int rows_sort(struct hearth_unwind_row *rows, size_t n)
+{
+	size_t blk = n < ROW_SORT_BLOCK ? n : ROW_SORT_BLOCK;
+	struct hearth_unwind_row *tmp = malloc(blk * sizeof(*rows));
+	size_t (*count)[1u << ROW_RADIX_BITS] =
+	    malloc(ROW_RADIX_PASSES * sizeof(*count)); /* per pass: then each digit's first index */
+
+	if (!tmp || !count) {
+		free(tmp);
+		free(count);
+		return -ENOMEM;
+	}
+	for (size_t lo = 0; lo < n; lo += blk)
+		rows_radix_block(rows + lo, n - lo < blk ? n - lo : blk, tmp, count);
+	for (size_t w = blk; w < n; w *= 2)
+		for (size_t lo = 0; lo + w < n; lo += 2 * w)
+			rows_merge(rows + lo, w, n - lo - w < w ? n - lo - w : w, tmp, blk);
 	free(tmp);
 	free(count);
 	return 0;
@@ -749,11 +876,10 @@ void cfi_rows__finish(struct cfi_rows *r)
 	if (!r->n)
 		return;
 	/* .eh_frame is mostly in address order (a compiler's and a linker's): then
-	 * no sort, and none of glibc qsort's n-row scratch copy (5 MB for a 330k-row
-	 * table, the largest transient of a table build under --memory-limit). */
+	 * no sort at all. */
 	for (size_t i = 1; i < r->n && sorted; i++)
 		sorted = row_cmp(&r->rows[i - 1], &r->rows[i]) <= 0;
-	if (!sorted && rows_radix_sort(r->rows, r->n))
+	if (!sorted && rows_sort(r->rows, r->n))
 		qsort(r->rows, r->n, sizeof(*r->rows), row_cmp);
 	for (size_t i = 0; i < r->n; i++) {
 		if (i + 1 < r->n && r->rows[i + 1].pc == r->rows[i].pc)
@@ -766,8 +892,8 @@ void cfi_rows__finish(struct cfi_rows *r)
 	r->unsupported = 0;
 	for (size_t i = 0; i < r->n; i++)
 		r->unsupported += r->rows[i].cfa_kind == HEARTH_CFA_UNSUPPORTED;
-	/* Capacity was doubled while rows were pushed: give the rest back (a 330k-row
-	 * table held 512k rows = 8 MiB until it was loaded or parked). */
+	/* Capacity grew while rows were pushed: give the rest back (up to an
+	 * eighth of a big table, until it is loaded or parked). */
 	if (r->cap > r->n) {
 		struct hearth_unwind_row *shrunk = realloc(r->rows, r->n * sizeof(*r->rows)); /* layers: a shrink, base_grow only grows */
 

@@ -3,7 +3,7 @@
 # issue 29's memory ceiling on a smaller bench/fleet. Beside the generated
 # objects of bench/fleet (10 objects of 330k unwind rows each, 3.15x the BPF
 # unwind budget of 1,048,576 rows, the hot one mapped last), CPython and
-# Node.js busy, and process churn, `hearth agent --memory-limit 48M` (the
+# Node.js busy, and process churn, `hearth agent --memory-limit 40M` (the
 # floor: docs/memory.md; HEARTH_LIMIT_MB picks another) runs ~45 s, pushing to
 # a `hearth server` (the agent alone is under the limit; the store of
 # `hearth run` has its own budget). Checks:
@@ -18,7 +18,7 @@
 . "$(dirname "$0")/server_lib.sh"
 need_root memory_limit
 
-LIMIT_MB=${HEARTH_LIMIT_MB:-48}
+LIMIT_MB=${HEARTH_LIMIT_MB:-40}
 B=$HEARTH_ROOT/build/fleet
 if ! bash "$HEARTH_ROOT/bench/fleet/build.sh" "$B" 10 110000 2> "$T/build.err"; then
 	fail memory_limit_build "bench/fleet/build.sh failed: $(tail -3 "$T/build.err")"

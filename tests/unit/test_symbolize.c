@@ -558,6 +558,42 @@ cleanup:
 	symbolizer__free(s);
 }
 
+/* A function's name after its padding symbol ("__pfx_NAME") is kept once
+ * (sym_kallsyms.c): both still resolve to their own names. */
+TEST(kernel_kallsyms_padding_names)
+{
+	static const char pfx[] = "ffffffff81000000 T _stext\n"
+				  "ffffffff81000040 t __pfx_foo\n"
+				  "ffffffff81000050 T foo\n"
+				  "ffffffff81000100 t __pfx_bar\n"
+				  "ffffffff81000110 t baz\n" /* not bar: its own name */
+				  "ffffffff81000200 t __pfx___pfx_x\n"
+				  "ffffffff81000210 t __pfx_x\n"
+				  "ffffffff81000220 t x\n"
+				  "ffffffffc0001000 t __pfx_mfn\t[mod_a]\n"
+				  "ffffffffc0001010 t mfn\t[mod_a]\n";
+	char path[300];
+	struct sym_opts opts = {.kallsyms_path = path};
+	struct symbolizer *s = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/kallsyms-pfx", unit_tmp_dir());
+	CHECK((f = fopen(path, "w")) && fputs(pfx, f) >= 0 && fclose(f) == 0);
+	s = symbolizer__new(&opts);
+	CHECK(s);
+	CHECK_STREQ(ksym(s, 0xffffffff81000048), "__pfx_foo");
+	CHECK_STREQ(ksym(s, 0xffffffff81000050), "foo");
+	CHECK_STREQ(ksym(s, 0xffffffff81000108), "__pfx_bar");
+	CHECK_STREQ(ksym(s, 0xffffffff81000110), "baz");
+	CHECK_STREQ(ksym(s, 0xffffffff81000200), "__pfx___pfx_x");
+	CHECK_STREQ(ksym(s, 0xffffffff81000210), "__pfx_x");
+	CHECK_STREQ(ksym(s, 0xffffffff81000220), "x");
+	CHECK_STREQ(ksym(s, 0xffffffffc0001000), "__pfx_mfn [mod_a]");
+	CHECK_STREQ(ksym(s, 0xffffffffc0001010), "mfn [mod_a]");
+cleanup:
+	symbolizer__free(s);
+}
+
 TEST(kernel_without_kallsyms)
 {
 	char path[300];

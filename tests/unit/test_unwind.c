@@ -134,6 +134,61 @@ cleanup:
 	free(ref.rows);
 }
 
+static int row_ref_cmp(const void *a, const void *b)
+{
+	const struct hearth_unwind_row *x = a, *y = b;
+	uint64_t kx = (uint64_t)x->pc << 1 | (x->cfa_kind != HEARTH_CFA_NONE);
+	uint64_t ky = (uint64_t)y->pc << 1 | (y->cfa_kind != HEARTH_CFA_NONE);
+
+	if (kx != ky)
+		return kx < ky ? -1 : 1;
+	return (x->cfa_off > y->cfa_off) - (x->cfa_off < y->cfa_off); /* the push order */
+}
+
+/* Tables bigger than the sort's 64k-row scratch (its blocks are merged in
+ * place): random rows with ties, and sorted runs out of order as a big
+ * object's FDEs are; compared with qsort on (key, push order). */
+TEST(cfi_finish_sorts_big_tables_stably)
+{
+	for (int pattern = 0; pattern < 2; pattern++) {
+		size_t n = 300001, w = 0;
+		struct cfi_rows r = {0};
+		struct hearth_unwind_row *ref = calloc(n, sizeof(*ref));
+		uint32_t x = 777 + (uint32_t)pattern;
+
+		r.rows = calloc(n, sizeof(*r.rows));
+		CHECK(r.rows && ref);
+		r.cap = r.n = n;
+		for (size_t i = 0; i < n; i++) {
+			x = x * 1103515245u + 12345u;
+			if (pattern == 0) /* random, many ties */
+				r.rows[i].pc = (x >> 4) % 100000 * 7u;
+			else /* runs of 1000 ascending rows, the runs in a scrambled order */
+				r.rows[i].pc = (uint32_t)((i / 1000 * 7919 % 301) * 1000000 + i % 1000 * 16);
+			r.rows[i].cfa_kind = (x >> 3) & 1 ? HEARTH_CFA_RSP : HEARTH_CFA_NONE;
+			r.rows[i].cfa_off = (int32_t)i;
+		}
+		memcpy(ref, r.rows, n * sizeof(*ref));
+		qsort(ref, n, sizeof(*ref), row_ref_cmp);
+		for (size_t i = 0; i < n; i++) {
+			if (i + 1 < n && ref[i + 1].pc == ref[i].pc)
+				continue;
+			ref[w++] = ref[i];
+		}
+		cfi_rows__finish(&r);
+		CHECKF(r.n == w, "pattern %d: %zu rows, %zu expected", pattern, r.n, w);
+		for (size_t i = 0; i < w; i++)
+			CHECKF(r.rows[i].pc == ref[i].pc && r.rows[i].cfa_off == ref[i].cfa_off,
+			       "pattern %d row %zu: pc %u off %d, expected pc %u off %d", pattern, i,
+			       r.rows[i].pc, r.rows[i].cfa_off, ref[i].pc, ref[i].cfa_off);
+	cleanup:
+		cfi_rows__fini(&r);
+		free(ref);
+		if (*unit_failed)
+			return;
+	}
+}
+
 TEST(cfi_push_rbp_prologue)
 {
 	/* push rbp; mov rbp, rsp; ...; leave-like epilogue */
