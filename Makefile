@@ -165,13 +165,13 @@ $(BUILD)/fuzz/fuzz_query_text: tests/fuzz/fuzz_query_text.c src/cli/query_text.c
 fuzz: $(FUZZ_BINS)
 
 # Builds on every core (the README's `make test` has no -j of its own), then runs the
-# suite. The fuzz targets are built here too, before any test runs (their builds
-# would be process churn in the figures of the tests that measure hearth); one that
-# fails to build is reported by its own run in tests/run.sh, as a failure.
+# suite. tests/run.sh builds the fuzz targets on idle CPU beside the first shared
+# tests, before the serial ones (builds are process churn in the figures of the
+# tests that measure hearth); one that fails to build is reported by its own run,
+# as a failure.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 test: $(TEST_DEPS_STAMP)
 	$(MAKE) -j$(NPROC) $(BUILD)/hearth $(BUILD)/hearth-asan unit-tests
-	$(MAKE) -j$(NPROC) -k fuzz || echo "make test: a fuzz target did not build: tests/run.sh reports it"
 	bash tests/run.sh
 
 # The whole suite N times, each on a fresh clone of HEAD, as CI runs it (HOG=1: a CPU

@@ -10,11 +10,17 @@
 # BPF is a failure: those must run there.
 #
 # Unit and integration tests run two at a time (HEARTH_TEST_JOBS, default 2), and
-# beside them the fuzz targets (HEARTH_FUZZ_JOBS at a time, default 2) at the
-# SCHED_IDLE priority: they take the CPU time the tests leave. Then the tests
-# whose file says "test-runner: serial" with a reason run one by one, with
-# nothing beside them: those that measure shares, CPU, wakeups or latency.
-# `make test` builds the fuzz targets beforehand (run-one.sh builds a missing one).
+# beside them the fuzz targets: first their build (at nice 10), then their runs
+# (HEARTH_FUZZ_JOBS at a time, default 2) at the SCHED_IDLE priority: they take
+# the CPU time the tests leave. Then the tests whose file says "test-runner:
+# serial" with a reason run one by one, with nothing beside them: those that
+# measure shares, CPU, wakeups or latency. A serial test whose file also says
+# "test-runner: prepare" builds its fixtures (kept under build/) when run with
+# --prepare: that runs first among the shared tests, so that the serial phase
+# does not wait for builds.
+#
+# The table at the end gives each test's wall time and the CPU time of its
+# processes (those it waited for), and the wall time of each phase.
 #
 # Usage: tests/run.sh [PATTERN]   only tests whose name contains PATTERN
 set -u
@@ -30,7 +36,7 @@ only=${1:-}
 
 passed=0 failed=0 skipped=0
 failures=()
-times=()                 # "seconds name" per test, for the table
+times=()                 # "wall cpu name" per test, for the table
 declare -A job_name job_t0 job_out job_kind
 running=0
 t_all=$EPOCHREALTIME
@@ -56,16 +62,24 @@ $(grep '^FAIL ' "$out" | head -5 | cut -c1-400 | sed 's/^/    /')")
 
 # Collects one finished job: its line, its counts, its time.
 reap() { # pid
-	local pid=$1 name=${job_name[$1]} out=${job_out[$1]} rc secs
+	local pid=$1 name=${job_name[$1]} out=${job_out[$1]} rc secs cpu
 	rc=$(cat "$out.rc" 2>/dev/null || echo 1)
-	rm -f "$out.rc"
+	cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); c += a[1] * 60 + a[2] } }
+		END { printf "%.1f", c }' "$out.cpu" 2>/dev/null)
+	rm -f "$out.rc" "$out.cpu"
 	[ "$rc" -eq 124 ] && echo "FAIL $name: timed out" >> "$out"
 	secs=$(elapsed "${job_t0[$pid]}")
-	printf '%-40s %5ss  %s passed, %s failed\n' "$name" "$secs" "$(grep -c '^PASS ' "$out")" \
-		"$(grep -c '^FAIL ' "$out")"
-	count "$name" "$out" "$rc"
-	times+=("$secs $name")
-	[ "${job_kind[$pid]}" = fuzz ] && fuzz_running=$((fuzz_running - 1))
+	if [ "${job_kind[$pid]}" = fuzzbuild ]; then
+		# a target that did not build is reported by its own run (run-one.sh builds it)
+		printf '%-40s %5ss  exit %s\n' "$name" "$secs" "$rc"
+		fuzz_built=1
+	else
+		printf '%-40s %5ss  %s passed, %s failed  (CPU %ss)\n' "$name" "$secs" "$(grep -c '^PASS ' "$out")" \
+			"$(grep -c '^FAIL ' "$out")" "${cpu:-0}"
+		count "$name" "$out" "$rc"
+	fi
+	times+=("$secs ${cpu:-0} $name")
+	[ "${job_kind[$pid]}" != test ] && fuzz_running=$((fuzz_running - 1))
 	unset "job_name[$pid]" "job_t0[$pid]" "job_out[$pid]" "job_kind[$pid]"
 	running=$((running - 1))
 }
@@ -86,20 +100,27 @@ wait_all() { while [ "$running" -gt 0 ]; do wait_one; done; }
 
 # Starts a job in the background: a test, or a fuzz run at SCHED_IDLE priority
 # (it takes only CPU time that no test wants).
-launch() { # kind (test|fuzz), name, timeout seconds, command...
+launch() { # kind (test|fuzz|fuzzbuild), name, timeout seconds, command...
 	local kind=$1 name=$2 limit=$3 out="$LOGDIR/${2//\//_}.log"
 	shift 3
 	(
 		if [ "$kind" = fuzz ]; then
 			chrt --idle 0 true 2>/dev/null && set -- chrt --idle 0 "$@" || set -- nice -n 19 "$@"
 			export HEARTH_FUZZ_IDLE=1 # run-one.sh: hang timeouts count wall time
+		elif [ "$kind" = fuzzbuild ]; then
+			# not SCHED_IDLE: the build must end even when the tests keep both CPUs
+			# busy (the runs wait for it); at nice 10 a busy test still gets 90%
+			set -- nice -n 10 "$@"
 		fi
 		timeout --kill-after=10 "$limit" "$@" > "$out" 2>&1
 		echo $? > "$out.rc"
+		# the CPU time of the job's processes that were waited for (user + sys)
+		# (the builtin writes a file: in a pipe it would run in a child of its own)
+		times > "$out.cpu"
 	) &
 	job_name[$!]=$name job_t0[$!]=$EPOCHREALTIME job_out[$!]=$out job_kind[$!]=$kind
 	running=$((running + 1))
-	[ "$kind" = fuzz ] && fuzz_running=$((fuzz_running + 1))
+	[ "$kind" != test ] && fuzz_running=$((fuzz_running + 1))
 	return 0
 }
 
@@ -107,7 +128,7 @@ is_serial() { grep -q 'test-runner: serial' "$1"; }
 wanted() { [ -z "$only" ] || [[ "$1" == *"$only"* ]]; }
 
 # The queues: "name|timeout|command" per job.
-shared=() alone=() fuzz=()
+shared=() alone=() fuzz=() prepare=() fuzz_bins=()
 for t in build/tests/test_*; do
 	[ -x "$t" ] || continue
 	name=unit/$(basename "$t")
@@ -117,12 +138,21 @@ done
 for t in tests/integration/test_*.sh; do
 	name=integration/$(basename "$t" .sh)
 	wanted "$name" || continue
-	if is_serial "$t"; then alone+=("$name|900|bash $t"); else shared+=("$name|900|bash $t"); fi
+	if is_serial "$t"; then
+		alone+=("$name|900|bash $t")
+		# what it builds before it measures, built in the shared phase
+		grep -q 'test-runner: prepare' "$t" && prepare+=("prepare/${name#*/}|900|bash $t --prepare")
+	else
+		shared+=("$name|900|bash $t")
+	fi
 done
+shared=(${prepare[@]+"${prepare[@]}"} ${shared[@]+"${shared[@]}"})
 for src in tests/fuzz/fuzz_*.c; do
 	[ -e "$src" ] || continue
 	name=fuzz/$(basename "$src" .c)
-	wanted "$name" && fuzz+=("$name|$((FUZZ_SECONDS + 300))|bash tests/fuzz/run-one.sh $(basename "$src" .c) $FUZZ_SECONDS")
+	wanted "$name" || continue
+	fuzz+=("$name|$((FUZZ_SECONDS + 300))|bash tests/fuzz/run-one.sh $(basename "$src" .c) $FUZZ_SECONDS")
+	fuzz_bins+=("build/fuzz/$(basename "$src" .c)")
 done
 
 run_job() { # kind, "name|timeout|command"
@@ -136,20 +166,24 @@ run_job() { # kind, "name|timeout|command"
 make -s -C tests/workloads OUT="$PWD/build/workloads" >/dev/null || { echo "FAIL building workloads"; failed=$((failed + 1)); }
 
 echo "== unit and integration tests, $JOBS at a time, and fuzz targets (${FUZZ_SECONDS}s each) on idle CPU"
-fuzz_running=0
+fuzz_running=0 fuzz_built=0
+# The fuzz targets are built first; their runs wait for it.
+[ ${#fuzz[@]} -gt 0 ] && launch fuzzbuild fuzz/build 900 flock build/.fuzz-make.lock make -s -k -j"$FUZZ_JOBS" "${fuzz_bins[@]}"
 i=0 k=0
 while [ $i -lt ${#shared[@]} ] || [ $k -lt ${#fuzz[@]} ] || [ "$running" -gt 0 ]; do
 	while [ $i -lt ${#shared[@]} ] && [ $((running - fuzz_running)) -lt "$JOBS" ]; do
 		run_job test "${shared[$i]}"
 		i=$((i + 1))
 	done
-	while [ $k -lt ${#fuzz[@]} ] && [ "$fuzz_running" -lt "$FUZZ_JOBS" ]; do
+	while [ "$fuzz_built" = 1 ] && [ $k -lt ${#fuzz[@]} ] && [ "$fuzz_running" -lt "$FUZZ_JOBS" ]; do
 		run_job fuzz "${fuzz[$k]}"
 		k=$((k + 1))
 	done
 	[ "$running" -gt 0 ] && wait_one
 done
 
+t_shared=$(elapsed "$t_all")
+t_serial=$EPOCHREALTIME
 echo "== tests that run alone (test-runner: serial)"
 for j in "${alone[@]}"; do
 	run_job test "$j"
@@ -157,8 +191,9 @@ for j in "${alone[@]}"; do
 done
 
 echo
-echo "== time per test (seconds, slowest first; wall $(elapsed "$t_all")s, $JOBS at a time)"
-printf '%s\n' "${times[@]}" | sort -rn | awk '{ printf "%8.1f  %s\n", $1, $2 }'
+echo "== time per test (seconds, slowest first; wall $(elapsed "$t_all")s: shared phase ${t_shared}s, $JOBS at a time, serial phase $(elapsed "$t_serial")s)"
+echo "    wall     CPU  (CPU: user + sys of the processes the test waited for)"
+printf '%s\n' "${times[@]}" | sort -rn | awk '{ printf "%8.1f %7.1f  %s\n", $1, $2, $3 }'
 echo
 for f in "${failures[@]}"; do echo "failed: $f"; done
 if [ $((passed + failed)) -eq 0 ]; then

@@ -4,7 +4,10 @@
 set -u
 name=$1 secs=$2
 cd "${HEARTH_ROOT:-.}"
-if ! make -s "build/fuzz/$name" 2>&1; then
+# one make at a time: the targets share their objects (build/fuzzobj), which two
+# makes at once could both write
+mkdir -p build
+if ! flock build/.fuzz-make.lock make -s "build/fuzz/$name" 2>&1; then
 	echo "FAIL $name: does not build"
 	exit 1
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # test-runner: serial (it judges the agent's peak RSS and its stacks: another test's processes would be profiled and symbolized too)
+# test-runner: prepare (--prepare builds the objects only: tests/run.sh does that in its shared phase)
 # issue 29's memory ceiling on a smaller bench/fleet. Beside the generated
 # objects of bench/fleet (10 objects of 330k unwind rows each, 3.15x the BPF
 # unwind budget of 1,048,576 rows, the hot one mapped last), CPython and
@@ -12,7 +13,8 @@
 #    kind, and the unwind table counters; evictions were counted;
 #  - >= 90% of the hot object's samples (genhot's) reach the thread's start.
 # The first run builds the objects into build/fleet (bench/fleet/build.sh,
-# about a minute; kept). Run as root from the repository root:
+# 20-60 s; kept; `--prepare` builds them and stops there). Run as root from the
+# repository root:
 #   HEARTH_ROOT=$PWD HEARTH=$PWD/build/hearth bash tests/integration/test_memory_limit.sh
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
@@ -20,10 +22,11 @@ need_root memory_limit
 
 LIMIT_MB=${HEARTH_LIMIT_MB:-40}
 B=$HEARTH_ROOT/build/fleet
-if ! bash "$HEARTH_ROOT/bench/fleet/build.sh" "$B" 10 110000 2> "$T/build.err"; then
+if ! flock "$B.lock" bash "$HEARTH_ROOT/bench/fleet/build.sh" "$B" 10 110000 2> "$T/build.err"; then
 	fail memory_limit_build "bench/fleet/build.sh failed: $(tail -3 "$T/build.err")"
 	finish
 fi
+[ "${1:-}" = --prepare ] && finish
 "$B/genhot" "$B/gen" 10 1 > /dev/null &
 BG_PIDS+=($!)
 python3 "$HEARTH_ROOT/bench/fleet/busy.py" > /dev/null &
