@@ -20,15 +20,17 @@ send_fails() {
 	curl -s --max-time 10 "$AURL/metrics" |
 		awk '$1 ~ /^hearth_agent_send_failures_total[{]/ { s += $2 } END { print s + 0 }'
 }
-# Two profiles (one a second) wait in the spool and a send has failed.
+# Two profiles (one a second) wait in the spool and a send has failed. The deadline
+# is generous: on a loaded 2-core runner one interval's build (symbolizing the
+# host) took longer than 10 s, and only one profile had come in 20 s.
 spooling() {
 	queued=$(metric "$AURL" hearth_agent_spool_profiles) fails=$(send_fails)
 	[ "${queued:-0}" -ge 2 ] && [ "${fails:-0}" -ge 1 ]
 }
-if wait_for 20 spooling; then
+if wait_for 90 spooling; then
 	pass "spooled_while_down ($queued queued, $fails failed attempts)"
 else
-	fail spooled_while_down "after 20 s with the server down: queued $queued (want >= 2), failed sends $fails (want >= 1)"
+	fail spooled_while_down "after 90 s with the server down: queued $queued (want >= 2), failed sends $fails (want >= 1)"
 fi
 start_hearth "$T/server2.log" server --data "$T/data" --listen "127.0.0.1:$PORT" && spid=$SPID URL=$HURL ||
 	{ fail server_restart "$(cat "$T/server2.log")"; finish; }
