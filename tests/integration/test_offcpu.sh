@@ -191,7 +191,9 @@ if command -v python3 > /dev/null; then
 	py=$!
 	BG_PIDS+=($py)
 	wait_for 5 test -r /proc/$py/maps
-	"$HEARTH" record --off-cpu -d 2 -q -p "$py" -o "$T/py.folded" 2> "$T/py.err"
+	# 6 s: the recording loads its tables while it runs (20 ms of work a turn of its
+	# loop); under load that once took 0.7 s, 40% of a 2 s recording's sleeps
+	"$HEARTH" record --off-cpu -d 6 -q -p "$py" -o "$T/py.folded" 2> "$T/py.err"
 	# share of its sleep time whose stack runs napper (Python) to [off-cpu: sleep]
 	# (its run-queue waits after preemptions in user mode have the leaf pc only)
 	got=$(awk '/\[off-cpu: sleep\] [0-9]+$/ { t += $NF; if ($0 ~ /napper;/) g += $NF }

@@ -22,7 +22,9 @@
 #     share that the workload measured with its own CPU clocks lies within the
 #     reported interval divided by the reported "before"; "before" is that share
 #     (within 10%: the process's other frames); and nothing else of the process is
-#     reported. Share, not rate: the agent's 1-s intervals vary in length, and a
+#     reported but its three other functions, each only with its own share's
+#     change (slow_path's rise takes share from them, ~1.5%, which a quiet run
+#     resolves) within its interval. Share, not rate: the agent's 1-s intervals vary in length, and a
 #     rate per interval carries that variation; a share does not. Confidence
 #     0.9999 because this one run is the whole check: at 0.99 the interval misses
 #     the truth, or a function that did not change is listed, in 1 run of 100 by
@@ -222,10 +224,11 @@ truth_change() { # column: relative change of its rate, after / before - 1
 # share normalisation measures (the process's other frames, the clock reads
 # and the loop, are a few per cent of it and scale with the calls, not with
 # slow_path's budget)
-truth_share() { # from_ns, until_ns
+truth_share() { # from_ns, until_ns[, column: 4 slow_path (the default) ... 7]
 	awk -v a="$(truth_rate "$1" "$2" 4)" -v b="$(truth_rate "$1" "$2" 5)" \
-		-v c="$(truth_rate "$1" "$2" 6)" -v d="$(truth_rate "$1" "$2" 7)" \
-		'BEGIN { if (a + b + c + d > 0) printf "%.6f", a / (a + b + c + d) }'
+		-v c="$(truth_rate "$1" "$2" 6)" -v d="$(truth_rate "$1" "$2" 7)" -v k="${3:-4}" \
+		'BEGIN { x = k == 4 ? a : k == 5 ? b : k == 6 ? c : d
+			if (a + b + c + d > 0) printf "%.6f", x / (a + b + c + d) }'
 }
 tb=$(truth_rate "$BF" "$BU" 4) ta=$(truth_rate "$AF" "$AU" 4) rate_change=$(truth_change 4)
 sb=$(truth_share "$BF" "$BU") sa=$(truth_share "$AF" "$AU")
@@ -276,9 +279,26 @@ else
 	else
 		fail regressions_up "slow_path not listed (truth $truth, $tested tested): $(head -c 600 "$T/reg.json")"
 	fi
-	others=$(jq -c '[.functions[] | select(.name != "slow_path") | {name, change, low, high, verdict}]' "$T/reg.json")
-	[ "$others" = "[]" ] && pass "regressions_nothing_else ($tested functions tested)" ||
-		fail regressions_nothing_else "$others (the workload's own changes: $steady_moves)"
+	# Another function listed is a false report unless its share did move: in
+	# the share normalisation slow_path's rise takes share from the other three
+	# (~1.5% of theirs, relative), which a quiet run can resolve. A listed one of
+	# the four must hold its own share's change, measured by the workload, in its
+	# interval (divided by its "before", as for slow_path); nothing else may be listed.
+	others=$(jq -c '[.functions[] | select(.name != "slow_path") | {name, before, change, low, high, verdict}]' "$T/reg.json")
+	bad=$(jq -r '.[] | "\(.name) \(.before) \(.low) \(.high)"' <<< "$others" |
+		while read -r fn before low high; do
+			case $fn in
+			fast_path) col=5 ;; steady_a) col=6 ;; steady_b) col=7 ;;
+			*) echo "$fn (not one of the workload's functions)" && continue ;;
+			esac
+			moved=$(awk -v a="$(truth_share "$BF" "$BU" "$col")" -v b="$(truth_share "$AF" "$AU" "$col")" \
+				'BEGIN { if (a > 0) printf "%.5f", b / a - 1 }')
+			awk -v t="$moved" -v b="$before" -v l="$low" -v h="$high" \
+				'BEGIN { exit !(t != "" && b > 0 && l / b <= t && t <= h / b) }' ||
+				echo "$fn (its share moved $moved, outside $low..$high pp of $before)"
+		done)
+	[ -z "$bad" ] && pass "regressions_nothing_else ($tested functions tested; listed besides slow_path, each holding its share's own change: $(jq -r '[.[].name] | if length == 0 then "none" else join(", ") end' <<< "$others"))" ||
+		fail regressions_nothing_else "$bad; listed: $others (the workload's own rate changes: $steady_moves)"
 fi
 
 # The same windows through /api/diff (no family-wise correction there, so only
