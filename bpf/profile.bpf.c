@@ -205,7 +205,9 @@ struct {
 	__type(value, __u64);
 } unwind_stats SEC(".maps");
 
-/* pid -> when a REMAP was last asked for it (at most one per UNWIND_REMAP_NS). */
+/* pid -> the earliest time (bpf_ktime_get_ns) a REMAP may be asked for it: set
+ * UNWIND_REMAP_NS ahead at each request, and further by user space while its
+ * re-reads find the maps unchanged (a JIT's leaves, outside every file). */
 #define UNWIND_REMAP_NS (500ull * 1000 * 1000)
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -537,10 +539,11 @@ static long unwind_step(__u32 i, void *ctx)
 		if (jr >= 0)
 			return jr;
 		bump(&unwind_stats, HEARTH_UW_NO_MAPPING);
-		/* A leaf outside files is JIT code, and so is a caller reached from JIT
-		 * code; a caller that a table step led to may be a library loaded
-		 * (dlopen) since the view was read: ask for a re-read. */
-		if (n > 0 && !st->via_jit)
+		/* A leaf outside the view, or a caller a table step led to, may be in
+		 * a library loaded (dlopen) since the view was read: ask for a re-read.
+		 * A leaf in JIT code asks too; user space backs off while re-reads find
+		 * nothing new (unwind_remap). A caller reached from JIT code is no sign. */
+		if (!st->via_jit)
 			st->remap = 1;
 		if (n == 0)
 			st->leaf_unmapped = 1;
@@ -788,12 +791,13 @@ static __always_inline void sample_header(struct hearth_scratch *st, struct hear
 /* Asks user space to re-read a process's maps (rate-limited per pid). */
 static __always_inline void request_remap(struct hearth_count_key *key)
 {
-	__u64 now = bpf_ktime_get_ns(), *last = bpf_map_lookup_elem(&unwind_remap, &key->pid);
+	__u64 now = bpf_ktime_get_ns(), next_ns, *next = bpf_map_lookup_elem(&unwind_remap, &key->pid);
 	struct hearth_event *ev;
 
-	if (last && now - *last < UNWIND_REMAP_NS)
+	if (next && now < *next)
 		return;
-	bpf_map_update_elem(&unwind_remap, &key->pid, &now, BPF_ANY);
+	next_ns = now + UNWIND_REMAP_NS;
+	bpf_map_update_elem(&unwind_remap, &key->pid, &next_ns, BPF_ANY);
 	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		bump(&drops, HEARTH_DROP_EVENT_LOST);

@@ -287,6 +287,11 @@ static void write_unwind(FILE *f, const struct sampler *s)
 	line(f, "hearth_agent_unwind_partial_for_room_total", "counter",
 	     "Objects given a partial unwind table because their whole table found no room.",
 	     (double)ms.partial_for_room);
+	line(f, "hearth_agent_unwind_remaps_total", "counter",
+	     "Maps re-read because a walk met a pc outside its process's view.", (double)ms.remaps);
+	line(f, "hearth_agent_unwind_remaps_unchanged_total", "counter",
+	     "Of those re-reads, the ones that found nothing new (the next is held off longer).",
+	     (double)ms.remaps_unchanged);
 	line(f, "hearth_agent_unwind_bpf_budget_bytes", "gauge",
 	     "Bytes of the BPF unwind table map in all.", (double)ms.bpf_bytes_budget);
 	line(f, "hearth_agent_unwind_samples_total", "counter", "Samples unwound with tables.",

@@ -724,6 +724,10 @@ static void report_unwind(struct sampler *s)
 		(unsigned long long)ms.partial_requests, (unsigned long long)uw[HEARTH_UW_PARTIAL_MISS],
 		(unsigned long long)ms.partial_not_covered, (unsigned long long)ms.partial_reloads,
 		(unsigned long long)ms.partial_for_room);
+	fprintf(stderr,
+		"hearth record: unwind: maps re-read for a pc outside the view: %llu (%llu found "
+		"nothing new)\n",
+		(unsigned long long)ms.remaps, (unsigned long long)ms.remaps_unchanged);
 }
 
 static int record(const struct record_args *a, FILE *out)

@@ -708,6 +708,7 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 		s->unwind = SAMPLER_UNWIND_FP; /* no views are ever published: fp stacks */
 	else {
 		unwind_mgr__set_pending(s->uw, bpf_map__fd(s->skel->maps.unwind_pending));
+		unwind_mgr__set_remap(s->uw, bpf_map__fd(s->skel->maps.unwind_remap));
 		/* Tables on demand, by heat (docs/unwind.md); without the counters
 		 * mapped, tables are loaded while there is room. */
 		unwind_mgr__set_heat(s->uw, bpf_map__fd(s->skel->maps.unwind_heat));

@@ -117,6 +117,7 @@ struct proc_view {
 	struct vmap *maps; /* owned; n of them, by start */
 	size_t n;
 	uint64_t gen; /* unwind_mgr's gen when published: unique per publication */
+	uint32_t remap_same; /* REMAP re-reads in a row that found this view unchanged */
 };
 
 struct pending {
@@ -124,7 +125,17 @@ struct pending {
 	uint64_t pstart;
 	double due_ms; /* not before this (CLOCK_MONOTONIC ms) */
 	int rechecks;  /* re-reads still to schedule after this one */
+	bool remap;    /* asked for by a walk (REMAP): backed off when nothing changed */
 };
+
+/* A REMAP re-read that finds the view unchanged (the pc was JIT code, not a
+ * library loaded since) holds the pid's next one off for MGR_REMAP_MIN_MS,
+ * doubled at each such re-read in a row up to MGR_REMAP_MAX_MS; one that finds
+ * a change starts over (BPF's own limit, 0.5 s). A node process, its leaves in
+ * JIT code, costs a maps read every 10 s; a library dlopened meanwhile waits at
+ * most that long for its view. */
+#define MGR_REMAP_MIN_MS 1000.0
+#define MGR_REMAP_MAX_MS 10000.0
 
 /* A process announced by its first sample may be inside exec, before ld.so has
  * mapped its libraries: its maps are read again this long after each read, as
@@ -178,6 +189,8 @@ struct unwind_mgr {
 	size_t n_walk_maps;
 	bool walk_batch;
 	int pending_fd; /* unwind_pending, or -1 */
+	int remap_fd;	/* unwind_remap, or -1 */
+	uint64_t remaps, remaps_unchanged;
 };
 
 static double mono_ms(void)
@@ -210,6 +223,7 @@ int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mg
 	m->chunks = chunks;
 	m->rows_fd = rows_fd;
 	m->pending_fd = -1;
+	m->remap_fd = -1;
 	m->procs_fd = procs_fd;
 	m->n_objs = 1; /* slot 0: no object */
 	pthread_mutex_init(&m->snap_lock, NULL);
@@ -821,13 +835,44 @@ parked:
 	}
 }
 
+/* Whether a view's mappings are vm[0..n). */
+static bool view_same(const struct proc_view *v, const struct vmap *vm, size_t n)
+{
+	if (v->n != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (v->maps[i].start != vm[i].start || v->maps[i].end != vm[i].end ||
+		    v->maps[i].pgoff != vm[i].pgoff || v->maps[i].slot != vm[i].slot)
+			return false;
+	return true;
+}
+
+/* A REMAP re-read found the view the same for the same-th time in a row: BPF
+ * asks for none before MGR_REMAP_MIN_MS * 2^(same-1), at most MGR_REMAP_MAX_MS. */
+static void remap_hold(struct unwind_mgr *m, uint32_t pid, uint32_t same)
+{
+	double ms = MGR_REMAP_MIN_MS;
+	uint64_t next;
+
+	for (uint32_t i = 1; i < same && ms < MGR_REMAP_MAX_MS; i++)
+		ms *= 2;
+	if (ms > MGR_REMAP_MAX_MS)
+		ms = MGR_REMAP_MAX_MS;
+	next = base_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(ms * 1e6);
+	if (m->remap_fd >= 0)
+		bpf_map_update_elem(m->remap_fd, &pid, &next, BPF_ANY);
+}
+
 /* Publishes the process's view from /proc/PID/maps. Returns 1 when the view looks
  * settled (no dynamic loader, or a library besides it and the executable: ld.so
- * has done its work), 0 when a re-read may find more, or -errno. */
-static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
+ * has done its work), 0 when a re-read may find more, or -errno. remap: a walk
+ * asked for it; a view read the same is then left as it is and the next REMAP
+ * held off (remap_hold). */
+static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, bool remap)
 {
 	struct vmap *vm = calloc(HEARTH_UNWIND_MAX_MAPPINGS, sizeof(*vm));
 	struct proc_mapping *maps = NULL;
+	struct proc_view *old;
 	size_t n_maps = 0, n = 0;
 	int err = -ENOMEM, loader = 0;
 
@@ -857,6 +902,16 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 	if (!n) {
 		err = -ESRCH;
 		goto cleanup;
+	}
+	if (remap) {
+		m->remaps++;
+		old = view_find(m, pid);
+		if (old && old->pstart == pstart && view_same(old, vm, n)) {
+			m->remaps_unchanged++;
+			remap_hold(m, pid, ++old->remap_same);
+			err = !loader || n > 2;
+			goto cleanup;
+		}
 	}
 	/* Tables the manager has first (idle ones taken back), built ones after,
 	 * its objects counted as used meanwhile: making room for a new table never
@@ -1283,22 +1338,23 @@ void unwind_mgr__want(struct unwind_mgr *m)
 	m->request_events++;
 }
 
-static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double due, int left)
+static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double due, int left,
+		    bool remap)
 {
 	for (size_t i = 0; i < m->n_queue; i++) {
 		if (m->queue[i].pid == pid) {
-			m->queue[i] = (struct pending){pid, pstart, due, left};
+			m->queue[i] = (struct pending){pid, pstart, due, left, remap};
 			return;
 		}
 	}
 	if (grow((void **)&m->queue, &m->cap_queue, m->n_queue, sizeof(*m->queue)))
 		return; /* the process keeps frame-pointer stacks */
-	m->queue[m->n_queue++] = (struct pending){pid, pstart, due, left};
+	m->queue[m->n_queue++] = (struct pending){pid, pstart, due, left, remap};
 }
 
 void unwind_mgr__note(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 {
-	enqueue(m, pid, pstart, 0, MGR_RECHECKS);
+	enqueue(m, pid, pstart, 0, MGR_RECHECKS, false);
 }
 
 void unwind_mgr__remap(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
@@ -1306,7 +1362,7 @@ void unwind_mgr__remap(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 	const struct proc_view *v = view_find(m, pid);
 
 	if (v && v->pstart == pstart)
-		enqueue(m, pid, pstart, 0, 0);
+		enqueue(m, pid, pstart, 0, 0, true);
 }
 
 void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid)
@@ -1370,10 +1426,10 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 		}
 		memmove(m->queue + i, m->queue + i + 1, (m->n_queue - i - 1) * sizeof(*m->queue));
 		m->n_queue--;
-		if (proc_build(m, p.pid, p.pstart) == 0 && p.rechecks > 0)
+		if (proc_build(m, p.pid, p.pstart, p.remap) == 0 && p.rechecks > 0)
 			enqueue(m, p.pid, p.pstart,
 				mono_ms() + mgr_recheck_ms[MGR_RECHECKS - p.rechecks],
-				p.rechecks - 1);
+				p.rechecks - 1, false);
 		done++;
 	}
 	snap_refresh(m);
@@ -1486,6 +1542,8 @@ void unwind_mgr__stats(const struct unwind_mgr *m, struct unwind_mgr_stats *o)
 	o->partial_requests = m->partial_requests;
 	o->partial_reloads = m->partial_reloads;
 	o->partial_for_room = m->partial_for_room;
+	o->remaps = m->remaps;
+	o->remaps_unchanged = m->remaps_unchanged;
 }
 
 const struct unwind_table *unwind_mgr__largest(const struct unwind_mgr *m)
@@ -1588,6 +1646,11 @@ cleanup:
 void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd)
 {
 	m->pending_fd = pending_fd;
+}
+
+void unwind_mgr__set_remap(struct unwind_mgr *m, int remap_fd)
+{
+	m->remap_fd = remap_fd;
 }
 
 uint64_t unwind_mgr__view_gen(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)

@@ -193,6 +193,9 @@ struct unwind_mgr_stats {
 	uint64_t partial_not_covered;	/* pcs asked for that no FDE covers */
 	uint64_t partial_reloads;	/* partial tables written to the row map again */
 	uint64_t partial_for_room;	/* objects given a partial table: whole one had no room */
+	/* Maps re-read because a walk met a pc outside its view (REMAP): */
+	uint64_t remaps;	   /* re-reads */
+	uint64_t remaps_unchanged; /* of them, the view read the same (backed off) */
 };
 
 struct unwind_mgr;
@@ -204,8 +207,10 @@ int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mg
 void unwind_mgr__free(struct unwind_mgr *m);
 /* A process appeared or exec'ed: queue it for (re)building its view. */
 void unwind_mgr__note(struct unwind_mgr *m, uint32_t pid, uint64_t pstart);
-/* The walker met a caller outside the view: re-read the maps soon (no
- * re-checks scheduled; BPF rate-limits these per pid). */
+/* The walker met a pc outside the view (a leaf, or a caller a table step led
+ * to): re-read the maps soon (no re-checks scheduled). BPF rate-limits these
+ * per pid; a re-read that finds the view unchanged (a JIT's code) holds the
+ * next one off longer, doubling up to MGR_REMAP_MAX_MS (unwind_mgr__set_remap). */
 void unwind_mgr__remap(struct unwind_mgr *m, uint32_t pid, uint64_t pstart);
 /* A process exited: drop its view and put its tables. */
 void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid);
@@ -247,6 +252,9 @@ int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64
  * settled (its libraries mapped) is taken out of it: from then on a walk that
  * meets a pc outside its view (JIT code, the vdso) sends no stack copy. */
 void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd);
+/* remap_fd: the unwind_remap map (pid -> earliest next REMAP, CLOCK_MONOTONIC
+ * ns; not owned). Without it re-reads are never backed off. */
+void unwind_mgr__set_remap(struct unwind_mgr *m, int remap_fd);
 /* heat_fd: the unwind_heat array (mmapable, HEARTH_UNWIND_MAX_OBJECTS counters;
  * not owned). Without it no object gets a heat slot: tables are loaded while
  * there is room, as before on-demand tables. 0 or -errno. */

@@ -3,6 +3,13 @@
 # modes) is table-unwound within one interval: its tables are built off the
 # sampling path when its first sample announces it, so nearly all its samples
 # reach main through all 221 recursive frames.
+# And a library loaded late (unwind_new_dlopen): latedl computes in its own
+# code for 3 s (its view is read and settles), then dlopens liblatelib.so and
+# spends 5 s in it, all three frames there without frame pointers. A sample
+# whose leaf is outside the view asks for the maps again: >= 90% of its >= 200
+# samples in the library must reach _start through main, late_phase and the
+# library's three frames. Main at e716ebb asked only for a caller outside the
+# view, never for a leaf: 0 of them (the view never re-read).
 # test-runner: serial (it measures how soon a new process's tables are ready)
 . "$(dirname "$0")/lib.sh"
 need_root unwind_new
@@ -39,4 +46,22 @@ for mode in ringbuf map; do
 		fail "unwind_new_$mode" "$hit of $tot samples fully unwound (want >= 90%): $(grep -a 'unwind:' "$T/err.$mode") $(grep '^deepcfi;' "$T/$mode.folded" | head -3 | cut -c1-300)"
 	fi
 done
+
+"$W/latedl" "$W" 3 5 > "$T/latedl.out" 2>&1 &
+wl=$!
+BG_PIDS+=($wl)
+"$HEARTH" record -F 199 -p $wl -d 9 --unwind dwarf -v -o "$T/late.folded" 2> "$T/err.late"
+rc=$?
+wait $wl
+wrc=$?
+tot=$(grep -E '^latedl;.*late_leaf [0-9]+$' "$T/late.folded" | awk '{ s += $NF } END { print s + 0 }')
+hit=$(grep -E '^latedl;_start;[^;]+;([^;]+;)?main;late_phase;late_entry;late_mid;late_leaf [0-9]+$' \
+	"$T/late.folded" | awk '{ s += $NF } END { print s + 0 }')
+if [ $rc -ne 0 ] || [ $wrc -ne 0 ]; then
+	fail unwind_new_dlopen "hearth record exited $rc, latedl $wrc: $(tail -3 "$T/err.late") $(cat "$T/latedl.out")"
+elif [ "$tot" -ge 200 ] && [ $((hit * 100)) -ge $((tot * 90)) ]; then
+	pass "unwind_new_dlopen: $hit of $tot samples in a library loaded late reach _start ($(grep -a 'maps re-read' "$T/err.late"))"
+else
+	fail unwind_new_dlopen "$hit of $tot samples in the late library reach _start (want >= 90% of >= 200): $(grep -a 'maps re-read' "$T/err.late") $(grep -E '^latedl;.*late_leaf' "$T/late.folded" | sort -t' ' -k2 -nr | head -3 | cut -c1-300)"
+fi
 finish
