@@ -72,7 +72,9 @@ def complete(path, comms):
                 tot[key] = tot.get(key, 0) + int(n)
                 ok[key] = ok.get(key, 0) + (int(n) if good else 0)
     for key in ["all"] + comms:
-        t, g = tot.get(key, 0), ok.get(key, 0)
+        # a name also counts its versioned ones: python3 is python3.11's comm
+        names = [key] + [c for c in tot if key != "all" and c.startswith(key + ".")]
+        t, g = sum(tot.get(c, 0) for c in names), sum(ok.get(c, 0) for c in names)
         print("%s %.1f %d %d" % (key, 100.0 * g / t if t else 0.0, g, t))
 
 
