@@ -188,22 +188,30 @@ echo "== unit and integration tests, $JOBS at a time and $LIGHT_JOBS light one(s
 fuzz_running=0 fuzz_built=0
 # The fuzz targets are built first; their runs wait for it.
 [ ${#fuzz[@]} -gt 0 ] && launch fuzzbuild fuzz/build 900 flock build/.fuzz-make.lock make -s -k -j2 "${fuzz_bins[@]}"
-# JOBS slots take the shared tests in their order; the LIGHT_JOBS slots take the
-# next light one not yet started. taken[N]: shared[N] has been started.
+# The LIGHT_JOBS slots take the light tests in their order, the JOBS slots the
+# others, then what is left of the light ones. left: shared tests not started.
 declare -A taken=()
-i=0 k=0 li=0
-while [ $i -lt ${#shared[@]} ] || [ $k -lt ${#fuzz[@]} ] || [ "$running" -gt 0 ]; do
-	while [ $((running - fuzz_running - light_running)) -lt "$JOBS" ]; do
-		while [ $i -lt ${#shared[@]} ] && [ -n "${taken[$i]+x}" ]; do i=$((i + 1)); done
-		[ $i -lt ${#shared[@]} ] || break
-		taken[$i]=1
-		run_job test "${shared[$i]}"
+left=${#shared[@]}
+next_shared() { # light wanted: 1 light only, 0 others only, any: the first not started
+	local j
+	for j in "${!shared[@]}"; do
+		[ -z "${taken[$j]+x}" ] || continue
+		[ "$1" = any ] || [ "${light[j]}" = "$1" ] || continue
+		echo "$j"
+		return 0
 	done
-	while [ "$light_running" -lt "$LIGHT_JOBS" ]; do
-		while [ $li -lt ${#shared[@]} ] && { [ -n "${taken[$li]+x}" ] || [ "${light[li]}" != 1 ]; }; do li=$((li + 1)); done
-		[ $li -lt ${#shared[@]} ] || break
-		taken[$li]=1
-		run_job test "${shared[$li]}" 1
+	return 1
+}
+k=0
+while [ "$left" -gt 0 ] || [ $k -lt ${#fuzz[@]} ] || [ "$running" -gt 0 ]; do
+	while [ "$left" -gt 0 ] && [ "$light_running" -lt "$LIGHT_JOBS" ] && j=$(next_shared 1); do
+		taken[$j]=1 left=$((left - 1))
+		run_job test "${shared[$j]}" 1
+	done
+	while [ "$left" -gt 0 ] && [ $((running - fuzz_running - light_running)) -lt "$JOBS" ] &&
+		{ j=$(next_shared 0) || j=$(next_shared any); }; do
+		taken[$j]=1 left=$((left - 1))
+		run_job test "${shared[$j]}"
 	done
 	while [ "$fuzz_built" = 1 ] && [ $k -lt ${#fuzz[@]} ] && [ "$fuzz_running" -lt "$FUZZ_JOBS" ]; do
 		run_job fuzz "${fuzz[$k]}"

@@ -6,7 +6,6 @@
 # function, dark mode, refresh, maxNodes, the loading indicator, the toolbar on a
 # bad regex, the graph above the fold at 1024x768. Screenshots go to
 # build/test-output/ui/gaps-*.png (with the deep SVG, gaps-deep.svg).
-# test-runner: light (it waits on its server and Chromium: 12 CPU-s in 45 s, in a clean run)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 . "$(dirname "$0")/ui_lib.sh"
