@@ -4,7 +4,6 @@
 # (?replicated=1), one hearth server in front of each replica. What is pushed
 # through either server is read back whole through the other, and the data
 # stays readable when one replica's ClickHouse is stopped.
-# test-runner: light (it waits on ClickHouse: 1.3 CPU-s in 13 s, in a clean run)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 . "$(dirname "$0")/clickhouse_lib.sh"
