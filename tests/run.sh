@@ -186,7 +186,8 @@ make -s -C tests/workloads OUT="$PWD/build/workloads" >/dev/null || { echo "FAIL
 
 echo "== unit and integration tests, $JOBS at a time and $LIGHT_JOBS light one(s) beside, and fuzz targets (${FUZZ_SECONDS}s each, $FUZZ_JOBS at a time) on idle CPU"
 fuzz_running=0 fuzz_built=0
-# The fuzz targets are built first; their runs wait for it.
+# The fuzz targets are built first; their runs wait for it. Two compilers at a
+# time (the runner's two CPUs), whatever FUZZ_JOBS says of the runs.
 [ ${#fuzz[@]} -gt 0 ] && launch fuzzbuild fuzz/build 900 flock build/.fuzz-make.lock make -s -k -j2 "${fuzz_bins[@]}"
 # The LIGHT_JOBS slots take the light tests in their order, the JOBS slots the
 # others, then what is left of the light ones. left: shared tests not started.
