@@ -9,9 +9,11 @@
 # counts as one failure. Under CI (CI=true) a skip of a test that needs root or
 # BPF is a failure: those must run there.
 #
-# Unit and integration tests run two at a time (HEARTH_TEST_JOBS, default 2), and
+# Unit and integration tests run two at a time (HEARTH_TEST_JOBS, default 2), plus
+# one more (HEARTH_TEST_LIGHT_JOBS, default 1) for the tests whose file says
+# "test-runner: light" with a reason (they mostly wait: a fraction of a CPU), and
 # beside them the fuzz targets: first their build (at nice 10), then their runs
-# (HEARTH_FUZZ_JOBS at a time, default 2) at the SCHED_IDLE priority: they take
+# (HEARTH_FUZZ_JOBS at a time, default 3) at the SCHED_IDLE priority: they take
 # the CPU time the tests leave. Then the tests whose file says "test-runner:
 # serial" with a reason run one by one, with nothing beside them: those that
 # measure shares, CPU, wakeups or latency. A serial test whose file also says
@@ -31,14 +33,15 @@ LOGDIR=${HEARTH_TEST_LOG:-build/test-logs}
 mkdir -p "$LOGDIR"
 FUZZ_SECONDS=${HEARTH_FUZZ_SECONDS:-20}
 JOBS=${HEARTH_TEST_JOBS:-2}
-FUZZ_JOBS=${HEARTH_FUZZ_JOBS:-2}
+LIGHT_JOBS=${HEARTH_TEST_LIGHT_JOBS:-1}
+FUZZ_JOBS=${HEARTH_FUZZ_JOBS:-3}
 only=${1:-}
 
 passed=0 failed=0 skipped=0
 failures=()
 times=()                 # "wall cpu name" per test, for the table
-declare -A job_name job_t0 job_out job_kind
-running=0
+declare -A job_name job_t0 job_out job_kind job_light
+running=0 light_running=0
 t_all=$EPOCHREALTIME
 
 elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
@@ -80,7 +83,8 @@ reap() { # pid
 	fi
 	times+=("$secs ${cpu:-0} $name")
 	[ "${job_kind[$pid]}" != test ] && fuzz_running=$((fuzz_running - 1))
-	unset "job_name[$pid]" "job_t0[$pid]" "job_out[$pid]" "job_kind[$pid]"
+	[ "${job_light[$pid]:-0}" = 1 ] && light_running=$((light_running - 1))
+	unset "job_name[$pid]" "job_t0[$pid]" "job_out[$pid]" "job_kind[$pid]" "job_light[$pid]"
 	running=$((running - 1))
 }
 
@@ -93,7 +97,7 @@ wait_one() {
 	fi
 	# nothing left to wait for: collect whatever is still listed
 	for p in "${!job_name[@]}"; do reap "$p"; done
-	running=0 fuzz_running=0
+	running=0 fuzz_running=0 light_running=0
 }
 
 wait_all() { while [ "$running" -gt 0 ]; do wait_one; done; }
@@ -119,21 +123,31 @@ launch() { # kind (test|fuzz|fuzzbuild), name, timeout seconds, command...
 		times > "$out.cpu"
 	) &
 	job_name[$!]=$name job_t0[$!]=$EPOCHREALTIME job_out[$!]=$out job_kind[$!]=$kind
+	job_light[$!]=${LAUNCH_LIGHT:-0}
+	[ "${LAUNCH_LIGHT:-0}" = 1 ] && light_running=$((light_running + 1))
 	running=$((running + 1))
 	[ "$kind" != test ] && fuzz_running=$((fuzz_running + 1))
 	return 0
 }
 
 is_serial() { grep -q 'test-runner: serial' "$1"; }
+is_light() { grep -q 'test-runner: light' "$1"; }
 wanted() { [ -z "$only" ] || [[ "$1" == *"$only"* ]]; }
 
-# The queues: "name|timeout|command" per job.
-shared=() alone=() fuzz=() prepare=() fuzz_bins=()
+# The queues: "name|timeout|command" per job; light[N] is 1 for shared[N] when
+# its file says "test-runner: light".
+shared=() alone=() fuzz=() prepare=() fuzz_bins=() light=() light_names=()
 for t in build/tests/test_*; do
 	[ -x "$t" ] || continue
 	name=unit/$(basename "$t")
 	wanted "$name" || continue
-	if is_serial "tests/unit/$(basename "$t").c"; then alone+=("$name|300|$t"); else shared+=("$name|300|$t"); fi
+	src=tests/unit/$(basename "$t").c
+	if is_serial "$src"; then
+		alone+=("$name|300|$t")
+	else
+		shared+=("$name|300|$t")
+		is_light "$src" && light_names+=("$name")
+	fi
 done
 for t in tests/integration/test_*.sh; do
 	name=integration/$(basename "$t" .sh)
@@ -144,9 +158,14 @@ for t in tests/integration/test_*.sh; do
 		grep -q 'test-runner: prepare' "$t" && prepare+=("prepare/${name#*/}|900|bash $t --prepare")
 	else
 		shared+=("$name|900|bash $t")
+		is_light "$t" && light_names+=("$name")
 	fi
 done
 shared=(${prepare[@]+"${prepare[@]}"} ${shared[@]+"${shared[@]}"})
+for j in "${!shared[@]}"; do
+	light[j]=0
+	for n in ${light_names[@]+"${light_names[@]}"}; do [ "${shared[j]%%|*}" = "$n" ] && light[j]=1; done
+done
 for src in tests/fuzz/fuzz_*.c; do
 	[ -e "$src" ] || continue
 	name=fuzz/$(basename "$src" .c)
@@ -155,8 +174,8 @@ for src in tests/fuzz/fuzz_*.c; do
 	fuzz_bins+=("build/fuzz/$(basename "$src" .c)")
 done
 
-run_job() { # kind, "name|timeout|command"
-	local IFS='|' f
+run_job() { # kind, "name|timeout|command"[, 1: in a light slot]
+	local IFS='|' f LAUNCH_LIGHT=${3:-0}
 	read -r -a f <<<"$2"
 	IFS=' '
 	# shellcheck disable=SC2086 # the command is words without quoting
@@ -165,15 +184,35 @@ run_job() { # kind, "name|timeout|command"
 
 make -s -C tests/workloads OUT="$PWD/build/workloads" >/dev/null || { echo "FAIL building workloads"; failed=$((failed + 1)); }
 
-echo "== unit and integration tests, $JOBS at a time, and fuzz targets (${FUZZ_SECONDS}s each) on idle CPU"
+echo "== unit and integration tests, $JOBS at a time and $LIGHT_JOBS light one(s) beside, and fuzz targets (${FUZZ_SECONDS}s each, $FUZZ_JOBS at a time) on idle CPU"
 fuzz_running=0 fuzz_built=0
-# The fuzz targets are built first; their runs wait for it.
-[ ${#fuzz[@]} -gt 0 ] && launch fuzzbuild fuzz/build 900 flock build/.fuzz-make.lock make -s -k -j"$FUZZ_JOBS" "${fuzz_bins[@]}"
-i=0 k=0
-while [ $i -lt ${#shared[@]} ] || [ $k -lt ${#fuzz[@]} ] || [ "$running" -gt 0 ]; do
-	while [ $i -lt ${#shared[@]} ] && [ $((running - fuzz_running)) -lt "$JOBS" ]; do
-		run_job test "${shared[$i]}"
-		i=$((i + 1))
+# The fuzz targets are built first; their runs wait for it. Two compilers at a
+# time (the runner's two CPUs), whatever FUZZ_JOBS says of the runs.
+[ ${#fuzz[@]} -gt 0 ] && launch fuzzbuild fuzz/build 900 flock build/.fuzz-make.lock make -s -k -j2 "${fuzz_bins[@]}"
+# The LIGHT_JOBS slots take the light tests in their order, the JOBS slots the
+# others, then what is left of the light ones. left: shared tests not started.
+declare -A taken=()
+left=${#shared[@]}
+next_shared() { # light wanted: 1 light only, 0 others only, any: the first not started
+	local j
+	for j in "${!shared[@]}"; do
+		[ -z "${taken[$j]+x}" ] || continue
+		[ "$1" = any ] || [ "${light[j]}" = "$1" ] || continue
+		echo "$j"
+		return 0
+	done
+	return 1
+}
+k=0
+while [ "$left" -gt 0 ] || [ $k -lt ${#fuzz[@]} ] || [ "$running" -gt 0 ]; do
+	while [ "$left" -gt 0 ] && [ "$light_running" -lt "$LIGHT_JOBS" ] && j=$(next_shared 1); do
+		taken[$j]=1 left=$((left - 1))
+		run_job test "${shared[$j]}" 1
+	done
+	while [ "$left" -gt 0 ] && [ $((running - fuzz_running - light_running)) -lt "$JOBS" ] &&
+		{ j=$(next_shared 0) || j=$(next_shared any); }; do
+		taken[$j]=1 left=$((left - 1))
+		run_job test "${shared[$j]}"
 	done
 	while [ "$fuzz_built" = 1 ] && [ $k -lt ${#fuzz[@]} ] && [ "$fuzz_running" -lt "$FUZZ_JOBS" ]; do
 		run_job fuzz "${fuzz[$k]}"
@@ -191,7 +230,7 @@ for j in "${alone[@]}"; do
 done
 
 echo
-echo "== time per test (seconds, slowest first; wall $(elapsed "$t_all")s: shared phase ${t_shared}s, $JOBS at a time, serial phase $(elapsed "$t_serial")s)"
+echo "== time per test (seconds, slowest first; wall $(elapsed "$t_all")s: shared phase ${t_shared}s, $JOBS at a time + $LIGHT_JOBS light, serial phase $(elapsed "$t_serial")s)"
 echo "    wall     CPU  (CPU: user + sys of the processes the test waited for)"
 printf '%s\n' "${times[@]}" | sort -rn | awk '{ printf "%8.1f %7.1f  %s\n", $1, $2, $3 }'
 echo

@@ -4,6 +4,7 @@
 # server itself stays up, an agent keeps its profiles in its spool, and once
 # ClickHouse is back the spool drains, everything acknowledged before is still
 # there and nothing the agent sent is missing.
+# test-runner: light (it waits on ClickHouse: ~6 CPU-s, ClickHouse included, in 19 s in a clean run)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 . "$(dirname "$0")/clickhouse_lib.sh"

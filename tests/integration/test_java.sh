@@ -32,6 +32,7 @@
 #    the ones read while it ran).
 # Every wait is a wait-until with a deadline.
 # test-runner: serial (it compares sampled shares with JFR in the same run)
+# test-runner: prepare (--prepare compiles the workloads only: tests/run.sh does that in its shared phase)
 . "$(dirname "$0")/lib.sh"
 need_root java
 sum() { awk '{ s += $NF } END { print s + 0 }'; }
@@ -45,13 +46,28 @@ for tool in java javac jcmd jfr; do
 		exit 0
 	fi
 done
-if ! javac -d "$T" "$HEARTH_ROOT/tests/workloads/HearthHot.java" \
-	"$HEARTH_ROOT/tests/workloads/HearthMixed.java" 2> "$T/javac.err"; then
-	fail java_compile "$(cat "$T/javac.err")"
-	finish
+# The classes are kept in build/fixtures/java, compiled again when a source
+# changes (the key file says which).
+C=$HEARTH_ROOT/build/fixtures/java
+SRCS=("$HEARTH_ROOT/tests/workloads/HearthHot.java" "$HEARTH_ROOT/tests/workloads/HearthMixed.java")
+key="$(cat "${SRCS[@]}" | sha256sum) $(readlink -f "$(command -v javac)")"
+mkdir -p "$(dirname "$C")"
+exec 9> "$C.lock"
+flock 9
+if [ "$(cat "$C/key" 2> /dev/null)" != "$key" ]; then
+	# into $C.new, then renamed: the classes are whole or absent
+	rm -rf "$C.new" && mkdir -p "$C.new"
+	if ! javac -d "$C.new" "${SRCS[@]}" 2> "$T/javac.err"; then
+		fail java_compile "$(cat "$T/javac.err")"
+		finish
+	fi
+	echo "$key" > "$C.new/key"
+	rm -rf "$C" && mv "$C.new" "$C"
 fi
+exec 9>&-
+[ "${1:-}" = --prepare ] && finish
 JFLAGS=(-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints -XX:CompileCommand=quiet
-	-XX:CompileCommand=exclude,HearthHot::interpOnly -cp "$T")
+	-XX:CompileCommand=exclude,HearthHot::interpOnly -cp "$C")
 # JFR's profile settings with Java method sampling every 1 ms (10 ms in profile.jfc).
 JH=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
 sed 's|<setting name="period" control="method-sampling-java-interval">10 ms</setting>|<setting name="period" control="method-sampling-java-interval">1 ms</setting>|' \
@@ -185,7 +201,7 @@ wait "$JPID" 2> /dev/null
 
 # ---- varied Java code, and a JVM that exits during the recording ----
 : > "$T/mixed.out"
-java -cp "$T" HearthMixed 8 > "$T/mixed.out" 2>&1 &
+java -cp "$C" HearthMixed 8 > "$T/mixed.out" 2>&1 &
 MPID=$!
 BG_PIDS+=("$MPID")
 wait_lines "$T/mixed.out" 1 30 || echo "INFO: HearthMixed did not say ready in 30 s"

@@ -3,6 +3,7 @@
 # token too; a listen address beyond loopback without a token is warned about
 # loudly; the data directory is private; --web-dir serves neither dotfiles nor
 # files that symlinks lead outside it; a request path cannot forge a log line.
+# test-runner: light (it waits on its servers: 0.9 CPU-s in 6 s, in a clean run)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 
