@@ -12,9 +12,11 @@
 #    (and step under hotA or hotB);
 #  - hotA's share of hotA + hotB agrees within 3 points with JFR's
 #    jdk.ExecutionSample events (1 ms period) recorded from the same process
-#    over the same 20 s (both counts are printed; the binomial noise of the
-#    difference is printed beside it); a sample counts for the hot method
-#    nearest its leaf;
+#    over the same 20 s, or within 4 standard deviations of the difference of
+#    two binomial shares when the samples are too few for 3 points to hold by
+#    chance (4 sd was 3.2-5.0 points in 10 of 12 passing runs: a fixed 3 would
+#    fail some runs of a correct sampler; both counts and the noise are printed);
+#    a sample counts for the hot method nearest its leaf;
 #  - step, inlined, is named under hotA: its share of hotA's samples agrees
 #    with JFR's within 4 standard deviations of the difference plus 2 points;
 #  - >= 95% of the stacks with Java frames reach the thread's start (clone3);
@@ -145,10 +147,11 @@ if [ $((ha + hb)) -ge 300 ] && [ $((ja + jb)) -ge 300 ]; then
 	hs=$(awk -v a="$ha" -v b="$hb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
 	js=$(awk -v a="$ja" -v b="$jb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
 	noise=$(two_share_tol "$hs" $((ha + hb)) "$js" $((ja + jb)))
-	if awk -v h="$hs" -v j="$js" 'BEGIN { d = h - j; if (d < 0) d = -d; exit !(d <= 3) }'; then
-		pass "java_vs_jfr: hotA has $hs% of hotA + hotB in hearth ($ha vs $hb samples), $js% in JFR ($ja vs $jb) (within 3 points; 4 sd of the difference: $noise)"
+	tol=$(awk -v n="$noise" 'BEGIN { print (n > 3 ? n : 3) }')
+	if awk -v h="$hs" -v j="$js" -v t="$tol" 'BEGIN { d = h - j; if (d < 0) d = -d; exit !(d <= t) }'; then
+		pass "java_vs_jfr: hotA has $hs% of hotA + hotB in hearth ($ha vs $hb samples), $js% in JFR ($ja vs $jb) (within $tol points: 3, or 4 sd of the difference, $noise, when larger)"
 	else
-		fail java_vs_jfr "hotA $hs% in hearth ($ha vs $hb), $js% in JFR ($ja vs $jb): want within 3 points (4 sd of the difference: $noise)"
+		fail java_vs_jfr "hotA $hs% in hearth ($ha vs $hb), $js% in JFR ($ja vs $jb): want within $tol points (3, or 4 sd of the difference, $noise, when larger)"
 	fi
 else
 	fail java_vs_jfr "too few samples: hearth $ha + $hb, JFR $ja + $jb (want >= 300 each): $JLINE; JFR: $(head -c 300 "$T/jfr.txt")"
