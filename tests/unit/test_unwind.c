@@ -234,7 +234,7 @@ TEST(cfi_parse_mapped_same_rows)
 	CHECK(cfi_parse(copy, sh.sh_size, sh.sh_addr, true, &a) == 0);
 	CHECK(cfi_parse_mapped((uint8_t *)m + delta, sh.sh_size, sh.sh_addr, true, &b) == 0);
 	CHECKF(a.n == b.n && a.n > 100000 && !memcmp(a.rows, b.rows, a.n * sizeof(*a.rows)) &&
-		       a.fdes == b.fdes,
+		   a.fdes == b.fdes,
 	       "%zu rows vs %zu", a.n, b.n);
 	/* and the mapping still reads the same bytes after the drops */
 	CHECK(!memcmp((uint8_t *)m + delta, copy, sh.sh_size));
