@@ -647,6 +647,7 @@ static int open_parts(struct agent *a, char *err, size_t errlen)
 		return ret;
 	}
 	a->opts.so.raw_held_bytes = agent_mem_raw_bytes(a->opts.memory_limit);
+	a->opts.so.ring_bytes_max = agent_mem_ring_bytes(a->opts.memory_limit);
 	ret = sampler__open(&a->opts.so, &cb, &a->s, err, errlen);
 	if (ret)
 		return ret;

@@ -65,6 +65,8 @@ uint64_t agent_spool_evict(void *ctx, uint64_t want);
 size_t agent_mem_spool_bytes(uint64_t limit);
 /* The bound of first samples' stack copies held under a limit (0: default). */
 size_t agent_mem_raw_bytes(uint64_t limit);
+/* sampler_opts.ring_bytes_max for a --memory-limit (0: none). */
+size_t agent_mem_ring_bytes(uint64_t limit);
 /* The symbolizer's own byte budget under a limit (0: its default). */
 uint64_t agent_mem_sym_bytes(uint64_t limit);
 /* Sets the ledger's limit (mem_budget__set_limit with AGENT_CACHE_PCT) and the

@@ -60,6 +60,20 @@ size_t agent_mem_raw_bytes(uint64_t limit)
 	return (size_t)(limit / 16);
 }
 
+size_t agent_mem_ring_bytes(uint64_t limit)
+{
+	/* limit/64 as a power of two: 1 MiB from 64M (the rings' own size on 2
+	 * CPUs at 99 Hz), 512 KiB at 32M-63M; each ring's pages count twice in
+	 * RSS (its data area is mapped twice) */
+	size_t b = 256u << 10;
+
+	if (!limit)
+		return 0;
+	while ((uint64_t)b * 2 <= limit / 64)
+		b *= 2;
+	return b;
+}
+
 uint64_t agent_mem_sym_bytes(uint64_t limit)
 {
 	/* Its own bound is the whole caches' share: the ledger arbitrates between

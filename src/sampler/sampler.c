@@ -55,6 +55,8 @@
  * woken at each one; its pages count twice in RSS: kept small). */
 #define RAW_WAIT_MS  1500
 #define RAW_RB_BYTES (1u << 20)
+/* ... and at least this (sampler_opts.ring_bytes_max): ~15 records. */
+#define RAW_RB_MIN_BYTES (256u << 10)
 /* Bytes of raw samples held at once (their stack copies, as used). */
 #define RAW_HELD_MAX_BYTES (16u << 20)
 
@@ -89,6 +91,7 @@ struct sampler {
 	struct raw_held *raw;	    /* first samples waiting for their view */
 	size_t n_raw, cap_raw, raw_bytes;
 	size_t raw_max; /* bound of raw_bytes (sampler_opts.raw_held_bytes) */
+	__u32 raw_rb_bytes; /* the first samples' ring buffer's data area */
 	uint64_t raw_stats[SAMPLER_RAW_STAT_MAX];
 	uint64_t prompt; /* records of the rings that wake the reader for each one */
 	int hz;
@@ -539,6 +542,18 @@ static __u32 samples_rb_bytes(const struct sampler *s, const struct sampler_opts
 
 	while (bytes < want && bytes < SAMPLES_RB_MAX_BYTES)
 		bytes <<= 1;
+	while (o->ring_bytes_max && bytes > o->ring_bytes_max && bytes > SAMPLES_RB_MIN_BYTES)
+		bytes >>= 1;
+	return bytes;
+}
+
+/* Bytes of the first samples' ring buffer (a power of two). */
+static __u32 raw_rb_bytes(const struct sampler_opts *o)
+{
+	__u32 bytes = RAW_RB_BYTES;
+
+	while (o->ring_bytes_max && bytes > o->ring_bytes_max && bytes > RAW_RB_MIN_BYTES)
+		bytes >>= 1;
 	return bytes;
 }
 
@@ -563,6 +578,8 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	bool uw = s->unwind != SAMPLER_UNWIND_FP;
 	/* Table-unwound samples always go through the ring buffer (no stack ids). */
 	__u32 rb_bytes = rb || uw || o->off_cpu ? samples_rb_bytes(s, o) : COLLISION_RB_BYTES;
+
+	s->raw_rb_bytes = raw_rb_bytes(o);
 
 	k->rodata->use_unwind = uw;
 	k->rodata->use_python = o->python;
@@ -596,7 +613,7 @@ static int set_filters_before_load(struct sampler *s, const struct sampler_opts 
 	    (!o->node && bpf_map__set_max_entries(k->maps.v8_procs, 1)) ||
 	    (!(o->java && uw) && bpf_map__set_max_entries(k->maps.java_procs, 1)) ||
 	    (!o->ruby && bpf_map__set_max_entries(k->maps.rb_procs, 1)) ||
-	    bpf_map__set_max_entries(k->maps.rawstacks, uw ? RAW_RB_BYTES : 4096) ||
+	    bpf_map__set_max_entries(k->maps.rawstacks, uw ? s->raw_rb_bytes : 4096) ||
 	    bpf_map__set_max_entries(k->maps.counts0, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.counts1, rb ? 1 : HEARTH_COUNTS_ENTRIES) ||
 	    bpf_map__set_max_entries(k->maps.stacks0, rb ? 1 : HEARTH_STACKS_ENTRIES) ||
@@ -1007,11 +1024,12 @@ uint64_t sampler__prompt_records(const struct sampler *s)
 int sampler__max_away_ms(const struct sampler *s)
 {
 	/* The first-samples ring is the one a reader away can fill: records of a
-	 * fixed size (~60 in RAW_RB_BYTES), up to one per CPU per sample period
+	 * fixed size (~60 in RAW_RB_BYTES, fewer under a ring bound), up to one per CPU per sample period
 	 * while new processes run. Half of it, at that rate. The events ring holds
 	 * thousands; the samples ring wakes at half full (a poll, not a nap). */
 	int cpus = s->n_possible > 0 ? s->n_possible : 1;
-	uint64_t recs = RAW_RB_BYTES / (sizeof(struct hearth_raw_sample) + 8);
+	uint64_t recs = (s->raw_rb_bytes ? s->raw_rb_bytes : RAW_RB_BYTES) /
+			(sizeof(struct hearth_raw_sample) + 8);
 
 	if (!s->uw)
 		return 1000;

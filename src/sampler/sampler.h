@@ -55,6 +55,11 @@ struct sampler_opts {
 	 * tables are out (docs/memory.md); 0 = the default, 16 MiB; over it they
 	 * are dropped and counted (SAMPLER_RAW_DROPPED). */
 	size_t raw_held_bytes;
+	/* Bound of each ring buffer's data area (the samples and the first
+	 * samples' rings; their pages count twice in RSS): a power of two, at
+	 * least 256 KiB; 0 = no bound beyond their own sizes (1 MiB each on 2
+	 * CPUs at 99 Hz). --memory-limit sets it (docs/memory.md). */
+	size_t ring_bytes_max;
 	/* Walk HotSpot JVMs' Java frames (docs/java.md; table-unwound samples). */
 	bool java;
 	/* Record off-CPU blocks too (docs/offcpu.md): samples of kind

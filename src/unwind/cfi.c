@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* x86-64 psABI DWARF register numbers. */
 #define REG_RBP 6
@@ -649,9 +650,16 @@ static int parse_fde(const uint8_t *buf, size_t len, uint64_t base, bool is_eh,
 	return err;
 }
 
-int cfi_parse(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh, struct cfi_rows *out)
+/* A mapped section's pages already parsed leave the page tables every
+ * CFI_DROP_BYTES (a file's pages, read only: what faults back in, a CIE
+ * behind, is the same bytes). */
+#define CFI_DROP_BYTES ((size_t)256 << 10)
+
+static int parse_all(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh, bool drop,
+		     struct cfi_rows *out)
 {
 	const uint8_t *p = buf, *end = buf + len;
+	uintptr_t dropped = ((uintptr_t)buf + 4095) & ~(uintptr_t)4095; /* below: not ours */
 	struct entry e;
 	int ret;
 
@@ -671,8 +679,26 @@ int cfi_parse(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh, st
 				return ret;
 		}
 		p = e.end;
+		if (drop && (uintptr_t)p >= dropped + 2 * CFI_DROP_BYTES) {
+			/* whole pages only, one window behind what is being read */
+			uintptr_t to = ((uintptr_t)p - CFI_DROP_BYTES) & ~(uintptr_t)4095;
+
+			madvise((void *)dropped, to - dropped, MADV_DONTNEED);
+			dropped = to;
+		}
 	}
 	return 0;
+}
+
+int cfi_parse(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh, struct cfi_rows *out)
+{
+	return parse_all(buf, len, sec_vaddr, is_eh, false, out);
+}
+
+int cfi_parse_mapped(const uint8_t *buf, size_t len, uint64_t sec_vaddr, bool is_eh,
+		     struct cfi_rows *out)
+{
+	return parse_all(buf, len, sec_vaddr, is_eh, true, out);
 }
 
 int cfi_parse_fde_at(const uint8_t *buf, size_t len, uint64_t sec_vaddr, size_t off,

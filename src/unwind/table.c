@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +27,28 @@ static double now_ms(void)
 }
 
 /* Parses the named CFI section into rows. -ENODATA when absent. */
-static int parse_section(Elf *elf, const char *want, bool is_eh, size_t max_bytes,
+/* An uncompressed section parsed through a mapping of its own, whose pages
+ * leave the RSS as the parse goes on (cfi_parse_mapped; libelf's map of the
+ * whole file may be its heap copy, which must not be dropped). -EAGAIN: not
+ * mapped, parse libelf's copy. */
+static int parse_mapped(int fd, const GElf_Shdr *sh, bool is_eh, struct cfi_rows *rows)
+{
+	uint64_t lo = sh->sh_offset & ~(uint64_t)4095, delta = sh->sh_offset - lo;
+	struct stat st;
+	void *m;
+	int err;
+
+	if (fstat(fd, &st) || !sh->sh_size || sh->sh_offset + sh->sh_size > (uint64_t)st.st_size)
+		return -EAGAIN;
+	m = mmap(NULL, sh->sh_size + delta, PROT_READ, MAP_PRIVATE, fd, (off_t)lo);
+	if (m == MAP_FAILED)
+		return -EAGAIN;
+	err = cfi_parse_mapped((const uint8_t *)m + delta, sh->sh_size, sh->sh_addr, is_eh, rows);
+	munmap(m, sh->sh_size + delta);
+	return err;
+}
+
+static int parse_section(Elf *elf, int fd, const char *want, bool is_eh, size_t max_bytes,
 			 struct cfi_rows *rows)
 {
 	size_t shstrndx;
@@ -52,6 +75,12 @@ static int parse_section(Elf *elf, const char *want, bool is_eh, size_t max_byte
 						   : elf_rawdata(scn, NULL);
 		if (!d || !d->d_buf)
 			return -EINVAL;
+		if (!(sh.sh_flags & SHF_COMPRESSED) && fd >= 0) {
+			int err = parse_mapped(fd, &sh, is_eh, rows);
+
+			if (err != -EAGAIN)
+				return err;
+		}
 		return cfi_parse(d->d_buf, d->d_size, sh.sh_addr, is_eh, rows);
 	}
 	return -ENODATA;
@@ -189,16 +218,16 @@ static int build_from_elf(Elf *elf, int fd, const char *path, uint64_t dev, uint
 	t->path = strdup(path);
 	if (!t->path)
 		return -ENOMEM;
-	err = parse_section(elf, ".eh_frame", true, max_bytes, &t->rows);
+	err = parse_section(elf, fd, ".eh_frame", true, max_bytes, &t->rows);
 	if (is_go) {
 		/* Go's own functions are only in .debug_frame; an externally linked
 		 * (cgo) Go binary has an .eh_frame too, for its C parts: read both. */
-		int derr = parse_section(elf, ".debug_frame", false, max_bytes, &t->rows);
+		int derr = parse_section(elf, fd, ".debug_frame", false, max_bytes, &t->rows);
 
 		if (!err || err == -ENODATA)
 			err = derr;
 	} else if (err == -ENODATA || (!err && t->rows.n == 0)) {
-		err = parse_section(elf, ".debug_frame", false, max_bytes, &t->rows);
+		err = parse_section(elf, fd, ".debug_frame", false, max_bytes, &t->rows);
 	}
 	if (err && !(err == -EINVAL && t->rows.n))
 		return err; /* malformed after some FDEs: keep what was evaluated */

@@ -408,20 +408,30 @@ static uint64_t park_trim(struct unwind_mgr *m, uint64_t max, bool counted);
 static void table_park(struct unwind_mgr *m, struct unwind_table *t, double now)
 {
 	uint32_t first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, n = t->chunks;
+	uint64_t bytes = (uint64_t)t->rows.n * sizeof(*t->rows.rows);
 	bool used = t->views > 0;
+	/* Under --memory-limit, rows the caches' share has no room for are not
+	 * copied out only to be evicted again: a 330k-row table is 4-7 MB of heap
+	 * at once, the agent's largest transient at a 32M limit (docs/memory.md).
+	 * The table goes as a failed copy does: built again when wanted. */
+	bool skip = mem_budget__would_pass(bytes);
 
-	if (table_copy_out(m, t)) {
+	if (!skip && table_copy_out(m, t)) {
 		table_drop(m, t); /* not parked: built again when wanted */
 		return;
 	}
 	t->chunks = 0;
 	if (!used) {
 		memset(m->used + first, CH_FREE, n);
-		return;
+	} else {
+		republish_table(m, t);
+		memset(m->used + first, CH_COOL, n);
+		m->cool_until_ms = now + MGR_COOL_MS;
 	}
-	republish_table(m, t);
-	memset(m->used + first, CH_COOL, n);
-	m->cool_until_ms = now + MGR_COOL_MS;
+	if (skip) {
+		mem_budget__evicted(MEM_UNWIND, 1, bytes);
+		table_drop(m, t); /* views no longer name it: chunks stay as set above */
+	}
 }
 
 /* Parks the loaded table idle (no view uses it) the longest; false when none. */

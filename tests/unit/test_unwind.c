@@ -11,6 +11,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -187,6 +190,66 @@ TEST(cfi_finish_sorts_big_tables_stably)
 		if (*unit_failed)
 			return;
 	}
+}
+
+/* cfi_parse_mapped drops the pages it has parsed as it goes: the rows are
+ * those of cfi_parse over a heap copy of the same section (a big .eh_frame,
+ * several drop windows: node's or libLLVM's when installed). */
+TEST(cfi_parse_mapped_same_rows)
+{
+	const char *paths[] = {"/usr/bin/node", "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1"};
+	struct cfi_rows a = {0}, b = {0};
+	uint8_t *copy = NULL;
+	void *m = MAP_FAILED;
+	size_t mlen = 0, delta = 0;
+	Elf *elf = NULL;
+	int fd = -1;
+	GElf_Shdr sh = {0};
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(*paths) && fd < 0; i++)
+		fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		printf("  (skipped: no node or libLLVM-14)\n");
+		goto cleanup;
+	}
+	elf_version(EV_CURRENT);
+	CHECK((elf = elf_begin(fd, ELF_C_READ, NULL)) != NULL);
+	{
+		size_t shstrndx;
+		Elf_Scn *scn = NULL;
+		bool found = false;
+
+		CHECK(elf_getshdrstrndx(elf, &shstrndx) == 0);
+		while (!found && (scn = elf_nextscn(elf, scn)))
+			found = gelf_getshdr(scn, &sh) &&
+				!strcmp(elf_strptr(elf, shstrndx, sh.sh_name) ?: "", ".eh_frame");
+		CHECK(found && sh.sh_size > (2u << 20));
+	}
+	CHECK((copy = malloc(sh.sh_size)) != NULL);
+	CHECK(pread(fd, copy, sh.sh_size, (off_t)sh.sh_offset) == (ssize_t)sh.sh_size);
+	delta = sh.sh_offset & 4095;
+	mlen = sh.sh_size + delta;
+	m = mmap(NULL, mlen, PROT_READ, MAP_PRIVATE, fd, (off_t)(sh.sh_offset - delta));
+	CHECK(m != MAP_FAILED);
+	CHECK(cfi_parse(copy, sh.sh_size, sh.sh_addr, true, &a) == 0);
+	CHECK(cfi_parse_mapped((uint8_t *)m + delta, sh.sh_size, sh.sh_addr, true, &b) == 0);
+	CHECKF(a.n == b.n && a.n > 100000 && !memcmp(a.rows, b.rows, a.n * sizeof(*a.rows)) &&
+		   a.fdes == b.fdes,
+	       "%zu rows vs %zu", a.n, b.n);
+	/* and the mapping still reads the same bytes after the drops */
+	CHECK(!memcmp((uint8_t *)m + delta, copy, sh.sh_size));
+	printf("  %zu rows, %zu FDEs from %llu KiB\n", a.n, a.fdes,
+	       (unsigned long long)(sh.sh_size >> 10));
+cleanup:
+	cfi_rows__fini(&a);
+	cfi_rows__fini(&b);
+	if (m != MAP_FAILED)
+		munmap(m, mlen);
+	free(copy);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
 }
 
 TEST(cfi_push_rbp_prologue)

@@ -151,9 +151,10 @@ cleanup:;
 /* The manager over real maps (needs root): a row map of 4 chunks full of this
  * binary's objects; one object without a table gets heat, and once the loaded
  * tables are no longer pinned it takes the place of a cold one: evicted (parked,
- * charged to MEM_UNWIND), then loaded after the chunks cooled, and the view
- * re-published with its rows. */
-TEST(mgr_loads_the_hot_object)
+ * charged to MEM_UNWIND; with tight, a caches' share with no room for it: not
+ * parked, dropped and counted as an eviction of MEM_UNWIND), then loaded after
+ * the chunks cooled, and the view re-published with its rows. */
+static void hot_object_loads(int *unit_failed, bool tight)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
 	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
@@ -169,6 +170,10 @@ TEST(mgr_loads_the_hot_object)
 		goto cleanup;
 	}
 	mem_budget__reset();
+	if (tight) { /* a share with room for no table */
+		mem_budget__set_limit(32ull << 20, 40);
+		mem_budget__set_cache_budget(1);
+	}
 	rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
 				 4 * HEARTH_UNWIND_CHUNK_ROWS, &mm);
 	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4, sizeof(*val), 64, NULL);
@@ -209,12 +214,16 @@ TEST(mgr_loads_the_hot_object)
 	unwind_mgr__want(m);
 	unwind_mgr__work(m, 5000);
 	unwind_mgr__stats(m, &st2);
+	/* parked: the victim's rows, or (tight) only the candidate's, built and
+	 * waiting for the chunks to cool; tight: the victim's dropped, counted */
 	CHECKF(st2.tables_evicted >= 1 && st2.parked_tables >= 1 &&
-		   mem_budget__used(MEM_UNWIND) == st2.parked_bytes && st2.parked_bytes > 0,
-	       "%llu evicted, %llu parked (%llu bytes, %llu charged)",
+		   mem_budget__used(MEM_UNWIND) == st2.parked_bytes && st2.parked_bytes > 0 &&
+		   (mem_budget__evictions(MEM_UNWIND) >= 1) == tight,
+	       "%llu evicted, %llu parked (%llu bytes, %llu charged), %llu dropped",
 	       (unsigned long long)st2.tables_evicted, (unsigned long long)st2.parked_tables,
 	       (unsigned long long)st2.parked_bytes,
-	       (unsigned long long)mem_budget__used(MEM_UNWIND));
+	       (unsigned long long)mem_budget__used(MEM_UNWIND),
+	       (unsigned long long)mem_budget__evictions(MEM_UNWIND));
 	CHECK(unwind_mgr__next_due_ms(m) >= 0); /* a tick is due once the chunks cooled */
 	usleep(20 * 1000);
 	unwind_mgr__work(m, 5000);
@@ -238,4 +247,17 @@ cleanup:
 	if (heat_fd >= 0)
 		close(heat_fd);
 	free(val);
+	mem_budget__reset();
+}
+
+TEST(mgr_loads_the_hot_object)
+{
+	hot_object_loads(unit_failed, false);
+}
+
+/* Under a --memory-limit whose caches' share has no room for the evicted
+ * table's rows, they are not copied out of the map (docs/memory.md). */
+TEST(mgr_evicts_without_parking_when_no_room)
+{
+	hot_object_loads(unit_failed, true);
 }
