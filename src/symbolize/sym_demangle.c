@@ -14,7 +14,7 @@
  * function, array or member pointer type, a qualifier other than const, a float or a
  * name as a template argument, a pack, a standard abbreviation other than St, Sa and
  * Sb, a constructor whose class came from a substitution, a name longer than the
- * buffer — is declined, and libiberty demangles it. (node: 62,797 of its 78,865 C++
+ * buffer — is declined, and libiberty demangles it. (node: 62,690 of its 78,865 C++
  * names are taken.)
  *
  * What is handled (the Itanium ABI's grammar, the subset):
@@ -383,12 +383,13 @@ static void nested_name(struct dm *d, bool is_type, bool *is_const, int depth)
 			operator_name(d); /* the function's own name: the name must end here */
 			if (*d->p != 'E')
 				d->fail = true;
+			bare_sub = false;
 			continue;
 		} else {
 			if (c == 'L' && !is_type)
 				d->p++;
 			source_name(d);
-			was_sub = false;
+			was_sub = bare_sub = false;
 		}
 		first = false;
 		if (!d->fail && *d->p != 'E' && !was_sub)
