@@ -12,19 +12,21 @@
  * (cplus_demangle_v3 with DMGL_PARAMS | DMGL_ANSI), byte for byte. Anything else — a
  * conversion operator or a templated one, a local or unnamed entity (lambdas), a
  * function, array or member pointer type, a qualifier other than const, a float or a
- * name as a template argument, a pack, a standard abbreviation other than St, Sa and
- * Sb, a constructor whose class came from a substitution, a name longer than the
- * buffer — is declined, and libiberty demangles it. (node: 62,690 of its 78,865 C++
- * names are taken.)
+ * name as a template argument, a pack, a standard abbreviation other than St, Sa, Sb
+ * and the complete types Ss, Si, So, Sd (as types, not prefixes), a thunk other than
+ * a non-virtual one, a constructor whose class came from a substitution, a name longer
+ * than the buffer — is declined, and libiberty demangles it. (node: 64,191 of its
+ * 78,865 C++ names are taken.)
  *
  * What is handled (the Itanium ABI's grammar, the subset):
- *   _Z [L] name [return-type] [params] clone-suffix*
+ *   _Z [Th [n] <offset> _] [L] name [return-type] [params] clone-suffix*
  *     name: [St] source-name [template-args] | operator | N [K] component+ E
  *     component: source-name | L source-name | S_ / S<seq>_ / St | C1-C3 | D0-D2
  *                | template-args | operator (the last)
  *     source-name: <length> <identifier> (B <length> <tag>)*
  *     type: builtin | K type | P type | R type | O type | [St] source-name
- *           | N component+ E | S_ / S<seq>_ | Sa / Sb | T_ / T<n>_, each with
+ *           | N component+ E | S_ / S<seq>_ | Sa / Sb | Ss / Si / So / Sd
+ *           | T_ / T<n>_, each with
  *           template-args where they name a template
  *     template-args: I (type | L type [n] digits E)+ E
  * A return type is there when the name ends in template arguments (a function
@@ -469,6 +471,24 @@ static const char *builtin(char c, bool dc)
 	}
 }
 
+/* The standard abbreviation S<c> of a complete type, as libiberty prints it without
+ * DMGL_VERBOSE, or NULL. */
+static const char *std_stream(char c)
+{
+	switch (c) {
+	case 's':
+		return "std::string";
+	case 'i':
+		return "std::istream";
+	case 'o':
+		return "std::ostream";
+	case 'd':
+		return "std::iostream";
+	default:
+		return NULL;
+	}
+}
+
 /* One type, printed; *top its DM_ flags. */
 static void type(struct dm *d, unsigned *top, int depth)
 {
@@ -542,6 +562,13 @@ static void type(struct dm *d, unsigned *top, int depth)
 			PUTS(d, "std::");
 			source_name(d);
 			add_sub(d, start, 0);
+		} else if ((b = std_stream(d->p[1])) && d->p[2] != 'I') {
+			/* std::string, std::ostream, ...: their short form, as a type (not as
+			 * a prefix, where libiberty prints the whole template); complete
+			 * types, so not candidates */
+			d->p += 2;
+			put(d, b, strlen(b));
+			return;
 		} else if (d->p[1] == 'a' || d->p[1] == 'b') {
 			/* std::allocator, std::basic_string: not candidates themselves, and
 			 * only with their arguments here */
@@ -620,6 +647,17 @@ char *sym_demangle_fast(const char *sys, bool *declined)
 	d->fn_template = false;
 	d->p = sys + 2; /* "_Z" */
 	*declined = true;
+	if (d->p[0] == 'T' && d->p[1] == 'h') { /* Th [n] <offset> _ <encoding> */
+		const char *digits = d->p += 2 + (d->p[2] == 'n');
+
+		while (*d->p >= '0' && *d->p <= '9')
+			d->p++;
+		if (d->p == digits || *d->p != '_' || (d->p[1] != 'N' && d->p[1] != 'L' &&
+						       (d->p[1] < '1' || d->p[1] > '9')))
+			return NULL;
+		d->p++;
+		PUTS(d, "non-virtual thunk to ");
+	}
 	switch (*d->p) {
 	case 'N':
 		nested_name(d, false, &is_const, 0);
@@ -651,6 +689,8 @@ char *sym_demangle_fast(const char *sys, bool *declined)
 	}
 	if (d->fail)
 		return NULL;
+	if (d->fn_template && sys[2] == 'T')
+		return NULL; /* a thunk to a function template: (its return type's place) */
 	if (d->fn_template) { /* the return type, printed before the name */
 		size_t name_len = d->n;
 		char tmp[DM_OUT];

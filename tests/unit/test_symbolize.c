@@ -940,6 +940,15 @@ TEST(fast_demangler_agrees_with_libiberty)
 	    "_ZN3FooB5cxx11C2Ev",
 	    "_ZlsRSoRK3Foo",
 	    "_Z3fooRKnNS_3BarE",
+	    "_ZNSo3fooEv",
+	    "_Z3fooSsS_",
+	    "_Z3fooSoIcE",
+	    "_ZNSs4sizeEv",
+	    "_ZTv0_n24_N3Foo3barEv",
+	    "_ZThn8_N3FooIiE3barIiEEvT_",
+	    "_ZThn8_3foo",
+	    "_ZThn_N3Foo3barEv",
+	    "_ZThn8_N3Foo3barEv.cold",
 	};
 	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
 					   "/usr/lib64/libstdc++.so.6", "/usr/lib/libstdc++.so.6"};
@@ -950,6 +959,9 @@ TEST(fast_demangler_agrees_with_libiberty)
 	    "_Z20_register_isolate_fsPN4node11IsolateDataEN2v85LocalINS2_14ObjectTemplateEEE",
 	    "_ZN2v88internal4HeapC2EPNS0_7IsolateE",
 	    "_ZNSt6vectorIiSaIiEEixEm",
+	    "_ZN2v88internal10HeapNumber15HeapNumberPrintERSo",
+	    "_Z3fooRKSsRSiRSd",
+	    "_ZThn16_N4node10BaseObject10MemoryInfoEPNS_13MemoryTrackerE",
 	};
 	long taken = 0, lib_names = 0;
 	Elf *elf = NULL;
