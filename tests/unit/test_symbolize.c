@@ -949,6 +949,20 @@ TEST(fast_demangler_agrees_with_libiberty)
 	    "_ZThn8_3foo",
 	    "_ZThn_N3Foo3barEv",
 	    "_ZThn8_N3Foo3barEv.cold",
+	    "_Z3fooIJEEvDpT_",
+	    "_Z3fooIJicEEvDpRKT_",
+	    "_ZN3FooIJEE3barEv",
+	    "_ZN3FooIiJEE3barEv",
+	    "_ZN3FooI3BarIiEJEE3barEv",
+	    "_Z3fooIJiEEvDpT_S0_",
+	    "_Z3fooIJiEEvT_",
+	    "_Z3fooIiJEEvT_DpT0_",
+	    "_Z3fooIJEiEvDpT_T0_",
+	    "_Z3fooIJiRiEEvDpRT_",
+	    "_Z3fooIJiEEvDpDpT_",
+	    "_Z3fooIJJiEEEvDpT_",
+	    "_Z3fooIJLi1ELi2EEEvv",
+	    "_Z3fooIJiEEvDpPT_S1_",
 	};
 	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
 					   "/usr/lib64/libstdc++.so.6", "/usr/lib/libstdc++.so.6"};
@@ -962,6 +976,10 @@ TEST(fast_demangler_agrees_with_libiberty)
 	    "_ZN2v88internal10HeapNumber15HeapNumberPrintERSo",
 	    "_Z3fooRKSsRSiRSd",
 	    "_ZThn16_N4node10BaseObject10MemoryInfoEPNS_13MemoryTrackerE",
+	    "_ZN2v84base6detail13PrintToStringIJiEEENSt7__cxx1112basic_stringIcSt11char_"
+	    "traitsIcESaIcEEEDpOT_",
+	    "_ZN12v8_inspector8String166concatIJPKcS0_S3_EEES0_DpT_",
+	    "_ZNK4llvm11PassManagerINS_8FunctionENS_15AnalysisManagerIS1_JEEEJEE7isEmptyEv",
 	};
 	long taken = 0, lib_names = 0;
 	Elf *elf = NULL;
