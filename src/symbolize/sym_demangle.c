@@ -12,21 +12,29 @@
  * (cplus_demangle_v3 with DMGL_PARAMS | DMGL_ANSI), byte for byte. Anything else — a
  * conversion operator or a templated one, a local or unnamed entity (lambdas), a
  * function, array or member pointer type, a qualifier other than const, a float or a
- * name as a template argument, a pack, a standard abbreviation other than St, Sa and
- * Sb, a constructor whose class came from a substitution, a name longer than the
- * buffer — is declined, and libiberty demangles it. (node: 62,797 of its 78,865 C++
- * names are taken.)
+ * name as a template argument, a pack in a pack, a pack expansion that names no pack
+ * of the function's own template arguments, or a candidate made from one (a pack's
+ * element printed alone), a standard abbreviation other than St, Sa, Sb
+ * and the complete types Ss, Si, So, Sd (as types, not prefixes), a thunk other than
+ * a non-virtual one, a constructor whose class came from a substitution, a name longer
+ * than the buffer — is declined, and libiberty demangles it. (node: 65,946 of its
+ * 78,865 C++ names are taken.)
  *
  * What is handled (the Itanium ABI's grammar, the subset):
- *   _Z [L] name [return-type] [params] clone-suffix*
+ *   _Z [Th [n] <offset> _] [L] name [return-type] [params] clone-suffix*
  *     name: [St] source-name [template-args] | operator | N [K] component+ E
  *     component: source-name | L source-name | S_ / S<seq>_ / St | C1-C3 | D0-D2
  *                | template-args | operator (the last)
  *     source-name: <length> <identifier> (B <length> <tag>)*
  *     type: builtin | K type | P type | R type | O type | [St] source-name
- *           | N component+ E | S_ / S<seq>_ | Sa / Sb | T_ / T<n>_, each with
+ *           | N component+ E | S_ / S<seq>_ | Sa / Sb | Ss / Si / So / Sd
+ *           | T_ / T<n>_, each with
  *           template-args where they name a template
- *     template-args: I (type | L type [n] digits E)+ E
+ *     template-args: I (arg | J arg* E)+ E,  arg: type | L type [n] digits E
+ *     type (in a function's parameters): Dp type, its pattern printed once per
+ *           element of the pack its T_ names ("int&&, char&&"); what prints nothing
+ *           (an empty pack) takes back the ", " before it when all after it print
+ *           nothing too, as libiberty does (whose "> >" then loses its space)
  * A return type is there when the name ends in template arguments (a function
  * template); T_ prints that list's arguments. The substitution candidates are those
  * libiberty records (each prefix followed by more of the name, an unscoped template's
@@ -48,7 +56,16 @@
 
 /* What a type is at its top, where libiberty would collapse what is added to it
  * (a reference to a reference, const const): such names are declined. */
-enum { DM_REF = 1, DM_CONST = 2, DM_PTR = 4 /* (never a prefix of a name) */ };
+enum {
+	DM_REF = 1,
+	DM_CONST = 2,
+	DM_PTR = 4, /* (never a prefix of a name) */
+	/* a candidate printed from one element of a pack (inside Dp), or a whole
+	 * expansion: declined where used */
+	DM_PACK = 8,
+	/* a template argument that is a pack: its elements are pack_elems[off, off + len) */
+	DM_PACK_ARG = 16,
+};
 
 struct dm_sub {
 	uint16_t off, len;
@@ -69,6 +86,15 @@ struct dm {
 	struct dm_sub targs[DM_SUBS];
 	size_t n_targs;
 	bool fn_template; /* the name ends in template arguments: a return type follows */
+	/* the elements of packs among targs */
+	struct dm_sub pack_elems[DM_SUBS];
+	size_t n_pack_elems;
+	/* in a pack expansion's pattern (Dp): the element a pack's T_ prints, the pack's
+	 * number in targs (-1: none met yet), and whether candidates are recorded (the
+	 * pattern's first printing only) */
+	bool in_expansion, no_subs;
+	size_t pack_i;
+	long pack_targ;
 	bool fail;
 };
 
@@ -89,6 +115,10 @@ static void add_sub(struct dm *d, size_t from, unsigned top)
 {
 	size_t len = d->n - from;
 
+	if (d->no_subs)
+		return;
+	if (d->in_expansion)
+		top |= DM_PACK;
 	if (d->fail || d->n_subs == DM_SUBS || len > DM_POOL - d->pool_n) {
 		d->fail = true;
 		return;
@@ -210,6 +240,10 @@ static void substitution(struct dm *d, unsigned *top)
 		d->fail = true;
 		return;
 	}
+	if (d->subs[i].top & DM_PACK) {
+		d->fail = true;
+		return;
+	}
 	put(d, d->pool + d->subs[i].off, d->subs[i].len);
 	if (top)
 		*top = d->subs[i].top;
@@ -276,6 +310,54 @@ static void literal(struct dm *d)
 }
 
 /*
+ * J (type | literal)* E, an argument pack: its elements printed "a, b" (nothing when
+ * empty); when record, one argument of targs whose elements T_ prints in a Dp.
+ */
+static void pack_args(struct dm *d, int depth, bool record)
+{
+	size_t first_elem = d->n_pack_elems;
+	unsigned top;
+
+	d->p++; /* 'J' */
+	for (bool first = true; !d->fail && *d->p != 'E'; first = false) {
+		size_t from;
+
+		if (!*d->p || *d->p == 'J' || d->in_expansion) {
+			d->fail = true; /* (a pack in a pack, or in a pattern) */
+			return;
+		}
+		if (!first)
+			PUTS(d, ", ");
+		from = d->n;
+		top = 0;
+		if (*d->p == 'L')
+			literal(d);
+		else
+			type(d, &top, depth + 1);
+		if (record && !d->fail) {
+			add_sub(d, from, top);
+			if (d->fail || d->n_pack_elems == DM_SUBS) {
+				d->fail = true;
+				return;
+			}
+			d->pack_elems[d->n_pack_elems++] = d->subs[--d->n_subs];
+		}
+	}
+	if (d->fail)
+		return;
+	d->p++; /* 'E' */
+	if (record) {
+		if (d->n_targs == DM_SUBS) {
+			d->fail = true;
+			return;
+		}
+		d->targs[d->n_targs++] = (struct dm_sub){(uint16_t)first_elem,
+							 (uint16_t)(d->n_pack_elems - first_elem),
+							 DM_PACK_ARG};
+	}
+}
+
+/*
  * I type+ E, printed "<a, b>" (libiberty's "> >" where an argument ends in '>'). The
  * arguments do not change the last source name (a constructor's name), as in
  * libiberty. Numbers are printed (literal); expressions, packs and template
@@ -290,7 +372,12 @@ static void template_args(struct dm *d, int depth, bool record)
 	d->p++; /* 'I' */
 	PUTS(d, "<");
 	if (record)
-		d->n_targs = 0;
+		d->n_targs = d->n_pack_elems = 0;
+	/* libiberty drops the ", " before arguments that print nothing (empty packs) when
+	 * all after them print nothing too: what follows the last one printed goes */
+	size_t last_end = d->n;
+	bool cut;
+
 	for (bool first = true; !d->fail && *d->p != 'E'; first = false) {
 		size_t from;
 
@@ -302,10 +389,17 @@ static void template_args(struct dm *d, int depth, bool record)
 			PUTS(d, ", ");
 		from = d->n;
 		top = 0;
+		if (*d->p == 'J') {
+			pack_args(d, depth, record);
+			if (d->n > from)
+				last_end = d->n;
+			continue;
+		}
 		if (*d->p == 'L')
 			literal(d);
 		else
 			type(d, &top, depth + 1);
+		last_end = d->n;
 		if (record && !d->fail) { /* its text kept as a candidate's is, apart */
 			add_sub(d, from, top);
 			if (d->fail || d->n_targs == DM_SUBS) {
@@ -317,8 +411,12 @@ static void template_args(struct dm *d, int depth, bool record)
 	}
 	if (d->fail)
 		return;
+	/* libiberty takes the ", " back by shortening its buffer, but its last character
+	 * stays the ' ': no space then before the '>', even after a '>' ("A<B<int>>") */
+	cut = d->n > last_end;
+	d->n = last_end;
 	d->p++; /* 'E' */
-	if (d->n && d->out[d->n - 1] == '>')
+	if (!cut && d->n && d->out[d->n - 1] == '>')
 		PUTS(d, " ");
 	PUTS(d, ">");
 	d->last = last;
@@ -383,12 +481,13 @@ static void nested_name(struct dm *d, bool is_type, bool *is_const, int depth)
 			operator_name(d); /* the function's own name: the name must end here */
 			if (*d->p != 'E')
 				d->fail = true;
+			bare_sub = false;
 			continue;
 		} else {
 			if (c == 'L' && !is_type)
 				d->p++;
 			source_name(d);
-			was_sub = false;
+			was_sub = bare_sub = false;
 		}
 		first = false;
 		if (!d->fail && *d->p != 'E' && !was_sub)
@@ -468,6 +567,24 @@ static const char *builtin(char c, bool dc)
 	}
 }
 
+/* The standard abbreviation S<c> of a complete type, as libiberty prints it without
+ * DMGL_VERBOSE, or NULL. */
+static const char *std_stream(char c)
+{
+	switch (c) {
+	case 's':
+		return "std::string";
+	case 'i':
+		return "std::istream";
+	case 'o':
+		return "std::ostream";
+	case 'd':
+		return "std::iostream";
+	default:
+		return NULL;
+	}
+}
+
 /* One type, printed; *top its DM_ flags. */
 static void type(struct dm *d, unsigned *top, int depth)
 {
@@ -512,6 +629,43 @@ static void type(struct dm *d, unsigned *top, int depth)
 	case 'N':
 		nested_name(d, true, NULL, depth);
 		return;
+	case 'D': { /* Dp <pattern>: the pattern once per element of the pack it names */
+		const char *pat, *end;
+		size_t len;
+
+		if (d->p[1] != 'p' || d->in_expansion) {
+			d->fail = true;
+			return;
+		}
+		d->p += 2;
+		pat = d->p;
+		d->in_expansion = true;
+		d->pack_i = 0;
+		d->pack_targ = -1;
+		type(d, &inner, depth + 1);
+		end = d->p;
+		if (d->fail || d->pack_targ < 0) {
+			d->fail = true; /* no pack in it: libiberty prints "pattern..." */
+			return;
+		}
+		len = d->targs[d->pack_targ].len;
+		if (!len)
+			d->n = start;
+		d->no_subs = true;
+		for (size_t i = 1; i < len && !d->fail; i++) {
+			PUTS(d, ", ");
+			d->p = pat;
+			d->pack_i = i;
+			type(d, &inner, depth + 1);
+			if (d->p != end)
+				d->fail = true;
+		}
+		d->no_subs = d->in_expansion = false;
+		d->pack_i = 0;
+		*top = DM_PACK;
+		add_sub(d, start, DM_PACK);
+		return;
+	}
 	case 'T': { /* a function template's argument: T_, T0_, T1_, ... */
 		size_t i = 0;
 
@@ -526,8 +680,23 @@ static void type(struct dm *d, unsigned *top, int depth)
 			return;
 		}
 		d->p++;
-		put(d, d->pool + d->targs[i].off, d->targs[i].len);
-		*top = d->targs[i].top;
+		if (d->targs[i].top & DM_PACK_ARG) { /* a pack: its element pack_i, in a Dp */
+			const struct dm_sub *e = &d->pack_elems[d->targs[i].off + d->pack_i];
+
+			if (!d->in_expansion || (d->pack_targ >= 0 && d->pack_targ != (long)i)) {
+				d->fail = true;
+				return;
+			}
+			d->pack_targ = (long)i;
+			*top = 0;
+			if (d->pack_i < d->targs[i].len) {
+				put(d, d->pool + e->off, e->len);
+				*top = e->top;
+			}
+		} else {
+			put(d, d->pool + d->targs[i].off, d->targs[i].len);
+			*top = d->targs[i].top;
+		}
 		add_sub(d, start, *top);
 		if (*d->p == 'I' && *top) {
 			d->fail = true;
@@ -541,6 +710,13 @@ static void type(struct dm *d, unsigned *top, int depth)
 			PUTS(d, "std::");
 			source_name(d);
 			add_sub(d, start, 0);
+		} else if ((b = std_stream(d->p[1])) && d->p[2] != 'I') {
+			/* std::string, std::ostream, ...: their short form, as a type (not as
+			 * a prefix, where libiberty prints the whole template); complete
+			 * types, so not candidates */
+			d->p += 2;
+			put(d, b, strlen(b));
+			return;
 		} else if (d->p[1] == 'a' || d->p[1] == 'b') {
 			/* std::allocator, std::basic_string: not candidates themselves, and
 			 * only with their arguments here */
@@ -615,10 +791,24 @@ char *sym_demangle_fast(const char *sys, bool *declined)
 	d->fail = false;
 	d->last = NULL;
 	d->last_len = 0;
-	d->n_targs = 0;
+	d->n_targs = d->n_pack_elems = 0;
+	d->in_expansion = d->no_subs = false;
+	d->pack_i = 0;
+	d->pack_targ = -1;
 	d->fn_template = false;
 	d->p = sys + 2; /* "_Z" */
 	*declined = true;
+	if (d->p[0] == 'T' && d->p[1] == 'h') { /* Th [n] <offset> _ <encoding> */
+		const char *digits = d->p += 2 + (d->p[2] == 'n');
+
+		while (*d->p >= '0' && *d->p <= '9')
+			d->p++;
+		if (d->p == digits || *d->p != '_' || (d->p[1] != 'N' && d->p[1] != 'L' &&
+						       (d->p[1] < '1' || d->p[1] > '9')))
+			return NULL;
+		d->p++;
+		PUTS(d, "non-virtual thunk to ");
+	}
 	switch (*d->p) {
 	case 'N':
 		nested_name(d, false, &is_const, 0);
@@ -650,6 +840,8 @@ char *sym_demangle_fast(const char *sys, bool *declined)
 	}
 	if (d->fail)
 		return NULL;
+	if (d->fn_template && sys[2] == 'T')
+		return NULL; /* a thunk to a function template: (its return type's place) */
 	if (d->fn_template) { /* the return type, printed before the name */
 		size_t name_len = d->n;
 		char tmp[DM_OUT];
@@ -670,11 +862,19 @@ char *sym_demangle_fast(const char *sys, bool *declined)
 		if (d->p[0] == 'v' && (!d->p[1] || d->p[1] == '.')) {
 			d->p++;
 		} else {
+			size_t last_end = d->n; /* (the ", " before empty expansions: as above) */
+
 			for (bool first = true; !d->fail && *d->p && *d->p != '.'; first = false) {
+				size_t from;
+
 				if (!first)
 					PUTS(d, ", ");
+				from = d->n;
 				type(d, &top, 0);
+				if (d->n > from)
+					last_end = d->n;
 			}
+			d->n = last_end;
 		}
 		PUTS(d, ")");
 		if (is_const)
