@@ -62,7 +62,6 @@ struct proc_list {
 
 struct proc_table {
 	char *root;		  /* owned: "/proc" or a test tree */
-	bool real_proc;		  /* root is "/proc": its maps reads are shared (proc_read_maps) */
 	uint64_t ns_per_tick;	  /* 1e9 / sysconf(_SC_CLK_TCK) */
 	size_t max_processes;
 	/* Chained by pid, not a base_hmap: a reused pid has several entries (the old
@@ -199,181 +198,34 @@ int proc_read_maps_file(FILE *f, struct proc_mapping **out, size_t *n_out)
 	return 0;
 }
 
-/* ---- one maps read for all its readers ----
- *
- * A new process's maps are read by the process table (on its first sample) and
- * then by the unwinder and by the Python, Java, V8 and Ruby probes, each in the
- * same turn of the loop: four or five reads of the same text, 7-20% of the
- * agent's CPU on bench/fleet (the kernel formats every line, paths and all).
- * The process table's reads of /proc (the first, at the process's first sample)
- * are kept until the end of that turn of the sampler's loop (proc_maps_turn; at
- * most PROC_MAPS_SHARE_NS) and the other readers in that turn get copies: the
- * unwinder and the probes, a few milliseconds later. A probe's retry (a process
- * whose libraries ld.so is still mapping) comes in a later turn and reads /proc.
- * The table itself always reads /proc (its re-read on a miss must see the
- * change), and replaces what is kept; the sampler drops a pid's copy on its
- * exec, exit and re-map events (proc_maps_forget). */
-#define PROC_MAPS_SHARE_SLOTS 16
-#define PROC_MAPS_SHARE_NS (50ULL * 1000 * 1000)
-/* Processes younger than this are not shared: ld.so may still be mapping. */
-#define PROC_MAPS_SHARE_AGE_NS (500ULL * 1000 * 1000)
-
-struct maps_share {
-	uint32_t pid;
-	uint64_t at_ns; /* 0: empty */
-	size_t n, bytes;
-	struct proc_mapping *maps;
-};
-
-static struct maps_share shares[PROC_MAPS_SHARE_SLOTS];
-static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t share_hits, share_reads;
-
-static size_t maps_bytes(const struct proc_mapping *maps, size_t n);
-
-/* A deep copy of n mappings (paths too). 0 or -ENOMEM. */
-static int maps_copy(const struct proc_mapping *src, size_t n, struct proc_mapping **out)
+/* The mappings in dirfd/maps (dirfd: an open /proc/PID). 0 or -errno. */
+static int read_maps(int dirfd, struct proc_mapping **out, size_t *n_out)
 {
-	struct proc_mapping *m = malloc(n * sizeof(*m));
-
-	*out = NULL;
-	if (!m)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		m[i] = src[i];
-		if (src[i].path && !(m[i].path = strdup(src[i].path))) {
-			proc_maps_free(m, i);
-			return -ENOMEM;
-		}
-	}
-	*out = m;
-	return 0;
-}
-
-static void share_clear(struct maps_share *sh)
-{
-	proc_maps_free(sh->maps, sh->n);
-	mem_budget__charge(MEM_PROCS, -(int64_t)sh->bytes);
-	*sh = (struct maps_share){0};
-}
-
-/* Keeps a copy of pid's mappings as read now (caller holds share_lock). */
-static void share_put(uint32_t pid, const struct proc_mapping *maps, size_t n, uint64_t now)
-{
-	struct maps_share *sh = &shares[0];
-
-	if (!n)
-		return; /* a kernel thread, a zombie: nothing worth sharing */
-	for (size_t i = 0; i < PROC_MAPS_SHARE_SLOTS; i++) {
-		if (shares[i].at_ns && shares[i].pid == pid) {
-			sh = &shares[i];
-			break;
-		}
-		if (shares[i].at_ns < sh->at_ns)
-			sh = &shares[i]; /* the oldest, or an empty one */
-	}
-	share_clear(sh);
-	if (maps_copy(maps, n, &sh->maps))
-		return;
-	sh->pid = pid;
-	sh->n = n;
-	sh->at_ns = now ? now : 1;
-	sh->bytes = maps_bytes(maps, n);
-	mem_budget__charge(MEM_PROCS, (int64_t)sh->bytes);
-}
-
-/* A copy of pid's mappings read less than PROC_MAPS_SHARE_NS ago: 1, 0 when
- * none, -ENOMEM (caller holds share_lock). */
-static int share_get(uint32_t pid, uint64_t now, struct proc_mapping **out, size_t *n_out)
-{
-	for (size_t i = 0; i < PROC_MAPS_SHARE_SLOTS; i++) {
-		struct maps_share *sh = &shares[i];
-
-		if (!sh->at_ns || sh->pid != pid)
-			continue;
-		if (now - sh->at_ns >= PROC_MAPS_SHARE_NS) {
-			share_clear(sh);
-			return 0;
-		}
-		if (maps_copy(sh->maps, sh->n, out))
-			return -ENOMEM;
-		*n_out = sh->n;
-		share_hits++;
-		return 1;
-	}
-	return 0;
-}
-
-void proc_maps_forget(uint32_t pid)
-{
-	pthread_mutex_lock(&share_lock);
-	for (size_t i = 0; i < PROC_MAPS_SHARE_SLOTS; i++)
-		if (shares[i].at_ns && shares[i].pid == pid)
-			share_clear(&shares[i]);
-	pthread_mutex_unlock(&share_lock);
-}
-
-void proc_maps_turn(void)
-{
-	pthread_mutex_lock(&share_lock);
-	for (size_t i = 0; i < PROC_MAPS_SHARE_SLOTS; i++)
-		if (shares[i].at_ns)
-			share_clear(&shares[i]);
-	pthread_mutex_unlock(&share_lock);
-}
-
-void proc_maps_share_stats(uint64_t *reads, uint64_t *shared)
-{
-	pthread_mutex_lock(&share_lock);
-	*reads = share_reads;
-	*shared = share_hits;
-	pthread_mutex_unlock(&share_lock);
-}
-
-/*
- * The mappings of pid, from dirfd/maps (dirfd: an open /proc/PID; -1: opens
- * /proc/PID/maps). share: the real /proc, whose reads are kept for the other
- * readers (use_kept: and a kept one is taken if there is one). 0 or -errno.
- */
-static int read_maps_of(int dirfd, uint32_t pid, bool share, bool use_kept,
-			struct proc_mapping **out, size_t *n_out)
-{
-	char path[64];
-	uint64_t now = share ? now_ns() : 0;
-	FILE *f;
+	FILE *f = fopen_at(dirfd, "maps");
 	int err;
 
-	*out = NULL;
-	*n_out = 0;
-	if (share && use_kept) {
-		pthread_mutex_lock(&share_lock);
-		err = share_get(pid, now, out, n_out);
-		pthread_mutex_unlock(&share_lock);
-		if (err)
-			return err < 0 ? err : 0;
-	}
-	if (dirfd >= 0) {
-		f = fopen_at(dirfd, "maps");
-	} else {
-		snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-		f = fopen(path, "re");
-	}
 	if (!f)
 		return -errno;
 	err = proc_read_maps_file(f, out, n_out);
 	fclose(f);
-	if (!err && share) {
-		pthread_mutex_lock(&share_lock);
-		share_reads++;
-		share_put(pid, *out, *n_out, now);
-		pthread_mutex_unlock(&share_lock);
-	}
 	return err;
 }
 
 int proc_read_maps(uint32_t pid, struct proc_mapping **out, size_t *n_out)
 {
-	return read_maps_of(-1, pid, true, true, out, n_out);
+	char path[64];
+	FILE *f;
+	int err;
+
+	*out = NULL;
+	*n_out = 0;
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	err = proc_read_maps_file(f, out, n_out);
+	fclose(f);
+	return err;
 }
 
 static int read_stat(int dirfd, char *comm, size_t comm_len, uint64_t *start_ticks)
@@ -486,25 +338,16 @@ static void entry_free(struct proc_entry *e)
 	free(e);
 }
 
-/* Names and mappings of the process pid behind dirfd into a zeroed e->p (use_kept:
- * mappings another reader read a moment ago will do; the table always reads, and
- * what it reads is kept for the unwinder and the probes). 0 or -errno. */
-static int entry_fill(struct proc_table *pt, struct proc_entry *e, int dirfd, uint32_t pid,
-		      bool use_kept)
+/* Names and mappings of the process behind dirfd into a zeroed e->p. 0 or -errno. */
+static int entry_fill(struct proc_table *pt, struct proc_entry *e, int dirfd)
 {
 	char comm[PROC_COMM_MAX];
 	int err = read_stat(dirfd, comm, sizeof(comm), &e->p.start_ticks);
 
 	if (err)
 		return err == -EINVAL ? -ESRCH : err;
-	/* A kernel thread or a zombie has no maps; an empty table is re-read on a miss.
-	 * A process younger than PROC_MAPS_SHARE_AGE_NS may still be mapped by ld.so:
-	 * its read is not kept (the unwinder and the probes read it again later). */
-	err = read_maps_of(dirfd, pid,
-			   pt->real_proc &&
-			       (uint64_t)base_clock_ns(CLOCK_BOOTTIME) >=
-				   e->p.start_ticks * pt->ns_per_tick + PROC_MAPS_SHARE_AGE_NS,
-			   use_kept, &e->p.maps, &e->p.n_maps);
+	/* A kernel thread or a zombie has no maps; an empty table is re-read on a miss. */
+	err = read_maps(dirfd, &e->p.maps, &e->p.n_maps);
 	if (err == -ENOMEM)
 		return err;
 	e->maps_read_ns = now_ns();
@@ -533,7 +376,7 @@ static struct proc_entry *entry_read(struct proc_table *pt, uint32_t pid, int *e
 		goto cleanup;
 	}
 	e->p.pid = pid;
-	*err = entry_fill(pt, e, dirfd, pid, false); /* the table reads /proc itself */
+	*err = entry_fill(pt, e, dirfd);
 	if (*err) {
 		entry_free(e);
 		e = NULL;
@@ -728,7 +571,6 @@ struct proc_table *proc_table__new(const char *proc_root)
 	if (!pt)
 		return NULL;
 	pt->root = strdup(proc_root ? proc_root : "/proc");
-	pt->real_proc = pt->root && !strcmp(pt->root, "/proc");
 	pt->n_buckets = PROC_INITIAL_BUCKETS;
 	pt->buckets = calloc(pt->n_buckets, sizeof(*pt->buckets));
 	pt->ns_per_tick = 1000000000ULL / (uint64_t)(hz > 0 ? hz : 100);
@@ -867,7 +709,7 @@ static int entry_reload(struct proc_table *pt, struct proc_entry *e, bool exec)
 		err = dirfd == -ENOMEM ? -ENOMEM : -ESRCH;
 		goto cleanup;
 	}
-	err = entry_fill(pt, &fresh, dirfd, e->p.pid, false); /* must see the change */
+	err = entry_fill(pt, &fresh, dirfd);
 	close(dirfd);
 	if (!err && fresh.p.start_ticks != e->p.start_ticks)
 		err = -ESRCH;

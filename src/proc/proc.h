@@ -136,19 +136,6 @@ int proc_read_maps_file(FILE *f, struct proc_mapping **out, size_t *n_out);
 int proc_read_maps(uint32_t pid, struct proc_mapping **out, size_t *n_out);
 /* Frees n mappings and the array (NULL is a no-op). */
 void proc_maps_free(struct proc_mapping *maps, size_t n);
-/*
- * One read for all readers: a read of the real /proc/PID/maps (the process
- * table's, or proc_read_maps's) is kept until the sampler's next turn
- * (proc_maps_turn, at the start of each poll and drain; 50 ms at most), and
- * proc_read_maps calls in that turn (the unwinder, the runtime probes: the same
- * new process) get a copy; the table always reads /proc. proc_maps_forget drops pid's
- * copy (its exec, exit, or a re-map request: the next read goes to /proc);
- * proc_maps_turn drops every copy (a retry in a later turn reads /proc).
- * proc_maps_share_stats: reads of /proc kept, and reads answered from them.
- */
-void proc_maps_forget(uint32_t pid);
-void proc_maps_turn(void);
-void proc_maps_share_stats(uint64_t *reads, uint64_t *shared);
 
 /*
  * Parses /proc/PID/stat text: the comm between the first '(' and the last ')' (it may

@@ -32,7 +32,6 @@
 #include "profile.skel.h"
 #include "stackcache.h"
 #include "java/java.h"
-#include "proc/proc.h"
 #include "python/python.h"
 #include "v8/v8.h"
 #include "ruby/ruby.h"
@@ -267,9 +266,6 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*ev))
 		return 0;
 	s->prompt++;
-	/* The process's maps changed: its next maps read goes to /proc (proc.h). */
-	if (ev->kind == HEARTH_EV_REMAP || ev->kind == HEARTH_EV_EXEC || ev->kind == HEARTH_EV_EXIT)
-		proc_maps_forget(ev->pid);
 	if (ev->kind == HEARTH_EV_REMAP) { /* the unwinder's own: maps changed under a view */
 		if (s->uw)
 			unwind_mgr__remap(s->uw, ev->pid, ev->pstart);
@@ -953,7 +949,6 @@ int sampler__drain(struct sampler *s)
 
 	memset(&s->last, 0, sizeof(s->last));
 	offcpu_attach_exit(s);
-	proc_maps_turn(); /* maps kept by the last turn's readers are dropped (proc.h) */
 	ring_buffer__consume(s->rb); /* events first: mappings before samples */
 	if (s->uw) {
 		unwind_mgr__work(s->uw, UNWIND_BUDGET_MS);
@@ -1029,7 +1024,6 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 
 	if (due >= 0 && (timeout_ms < 0 || due < timeout_ms))
 		timeout_ms = due; /* a queued maps re-read is due before the caller's deadline */
-	proc_maps_turn(); /* maps kept by the last turn's readers are dropped (proc.h) */
 	n = ring_buffer__poll(s->rb, timeout_ms);
 
 	/* Tables for processes announced by this batch of events, off the sample path. */

@@ -597,44 +597,6 @@ cleanup:
 		fclose(big);
 }
 
-/* proc_read_maps shares one read of the real /proc per turn (proc.h): a second
- * reader in the same turn gets a copy; a new turn, or the pid forgotten (exec,
- * exit, re-map), reads /proc again. */
-TEST(maps_read_shared_in_a_turn)
-{
-	uint32_t pid = (uint32_t)getpid();
-	struct proc_mapping *a = NULL, *b = NULL;
-	size_t na = 0, nb = 0;
-	uint64_t r0, s0, r1, s1;
-
-	proc_maps_turn();
-	proc_maps_share_stats(&r0, &s0);
-	CHECK(proc_read_maps(pid, &a, &na) == 0 && na > 2);
-	CHECK(proc_read_maps(pid, &b, &nb) == 0 && nb == na);
-	proc_maps_share_stats(&r1, &s1);
-	CHECKF(r1 == r0 + 1 && s1 == s0 + 1, "reads %" PRIu64 " shared %" PRIu64, r1 - r0,
-	       s1 - s0);
-	CHECK(b != a && b[0].start == a[0].start && b[na - 1].end == a[na - 1].end);
-	for (size_t i = 0; i < na; i++)
-		CHECK(!a[i].path == !b[i].path && (!a[i].path || (a[i].path != b[i].path &&
-								  !strcmp(a[i].path, b[i].path))));
-	proc_maps_free(b, nb);
-	b = NULL;
-	proc_maps_forget(pid); /* its maps changed: the next read goes to /proc */
-	CHECK(proc_read_maps(pid, &b, &nb) == 0);
-	proc_maps_free(b, nb);
-	b = NULL;
-	proc_maps_turn(); /* a later turn: /proc again */
-	CHECK(proc_read_maps(pid, &b, &nb) == 0);
-	proc_maps_share_stats(&r1, &s1);
-	CHECKF(r1 == r0 + 3 && s1 == s0 + 1, "reads %" PRIu64 " shared %" PRIu64, r1 - r0,
-	       s1 - s0);
-cleanup:
-	proc_maps_turn();
-	proc_maps_free(a, na);
-	proc_maps_free(b, nb);
-}
-
 /* The table charges what it holds to MEM_PROCS; its evictor frees exited
  * processes first, and only inside proc_table__reclaim_point. */
 TEST(memory_charged_and_evicted)
