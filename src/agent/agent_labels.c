@@ -135,7 +135,6 @@ static int copy_symbols(const struct profile *src, struct profile *dst)
 	return 0;
 }
 
-/* What relabelling one profile needs besides its source. */
 /* Slots of relabel's per-pass cache of process labels (a power of two). */
 #define RELABEL_PIDS 256
 
@@ -146,6 +145,7 @@ struct relabel_proc {
 	char container[80], unit[256];
 };
 
+/* What relabelling one profile needs besides its source. */
 struct relabel {
 	struct proc_table *pt; /* borrowed */
 	uint64_t task_mapping; /* PROFILE_TASK_MAPPING's id in the copy */
