@@ -231,5 +231,6 @@ if [ -n "$PPID_" ]; then
 	echo "peer metrics at the end:"
 	grep -E '^hearth_agent_unwind_(builds|tables_(loaded|evicted))_total' "$T/pmetrics.txt" | sed 's/^/  /' || true
 fi
+[ -n "${KEEP:-}" ] && echo "kept: $T (KEEP set: window.folded, metrics.txt...)"
 echo "metrics at the end:"
 grep -E '^hearth_memory_(limit|peak|rss|reclaims)|^hearth_memory_(cache_bytes|evictions_total)\{.*\} [1-9]|^hearth_agent_unwind_(tables|no_room|chunks|table_bytes|evict|load|builds)' "$T/metrics.txt" | sed 's/^/  /' || true

@@ -135,13 +135,65 @@ static int copy_symbols(const struct profile *src, struct profile *dst)
 	return 0;
 }
 
+/* Slots of relabel's per-pass cache of process labels (a power of two). */
+#define RELABEL_PIDS 256
+
+/* What a sample's process adds to its labels. */
+struct relabel_proc {
+	int64_t pid; /* 0: empty slot */
+	char *exe;   /* owned; "" when unknown */
+	char container[80], unit[256];
+};
+
 /* What relabelling one profile needs besides its source. */
 struct relabel {
 	struct proc_table *pt; /* borrowed */
 	uint64_t task_mapping; /* PROFILE_TASK_MAPPING's id in the copy */
 	uint64_t *locs;	       /* owned: a stack with its task location */
 	size_t cap;
+	/* owned, RELABEL_PIDS slots: a pid's labels, looked up once per pass, not
+	 * per sample (a process that exited is looked for in /proc again at every
+	 * lookup, for pid reuse: on bench/fleet's churn, ~60 failed opens a second).
+	 * Copies, not the table's pointers: a lookup may evict an entry. */
+	struct relabel_proc *procs;
 };
+
+/* The labels of pid's process (proc_table__lookup, any start), through the
+ * pass's cache; NULL without memory. */
+static const struct relabel_proc *relabel_process(struct relabel *r, int64_t pid)
+{
+	size_t i = (size_t)((uint64_t)pid * 2654435761u) & (RELABEL_PIDS - 1);
+	struct relabel_proc *rp;
+	struct proc_process *p;
+
+	if (!r->procs && !(r->procs = calloc(RELABEL_PIDS, sizeof(*r->procs))))
+		return NULL;
+	rp = &r->procs[i];
+	if (rp->pid == pid)
+		return rp;
+	free(rp->exe);
+	*rp = (struct relabel_proc){.pid = pid};
+	p = proc_table__lookup(r->pt, (uint32_t)pid, 0);
+	if (p) {
+		agent_cgroup_container(p->cgroup ? p->cgroup : "", rp->container,
+				       sizeof(rp->container));
+		agent_cgroup_unit(p->cgroup ? p->cgroup : "", rp->unit, sizeof(rp->unit));
+	}
+	rp->exe = strdup(p && p->exe ? p->exe : "");
+	if (!rp->exe) {
+		rp->pid = 0;
+		return NULL;
+	}
+	return rp;
+}
+
+static void relabel_free(struct relabel *r)
+{
+	for (size_t i = 0; r->procs && i < RELABEL_PIDS; i++)
+		free(r->procs[i].exe);
+	free(r->procs);
+	free(r->locs);
+}
 
 static const char *exe_basename(const char *exe)
 {
@@ -178,8 +230,7 @@ static int task_stack(struct relabel *r, const struct profile_sample *s, struct 
 static int copy_sample(struct relabel *r, const struct profile_sample *s, struct profile *dst)
 {
 	struct profile_label labels[8];
-	char container[80] = "", unit[256] = "";
-	const char *exe = "", *comm = NULL;
+	const char *exe = "", *comm = NULL, *container = "", *unit = "";
 	size_t n = 0, at_process = SIZE_MAX;
 	int64_t pid = -1, tid = 0;
 	int e;
@@ -202,14 +253,13 @@ static int copy_sample(struct relabel *r, const struct profile_sample *s, struct
 		labels[n++] = s->labels[i];
 	}
 	if (pid > 0) {
-		struct proc_process *p = proc_table__lookup(r->pt, (uint32_t)pid, 0);
+		const struct relabel_proc *rp = relabel_process(r, pid);
 
-		if (p) {
-			exe = p->exe ? p->exe : "";
-			agent_cgroup_container(p->cgroup ? p->cgroup : "", container,
-					       sizeof(container));
-			agent_cgroup_unit(p->cgroup ? p->cgroup : "", unit, sizeof(unit));
-		}
+		if (!rp)
+			return -ENOMEM;
+		exe = rp->exe;
+		container = rp->container;
+		unit = rp->unit;
 	}
 	labels[n++] = (struct profile_label){.key = PROFILE_LABEL_EXE, .str = exe};
 	if (container[0])
@@ -243,10 +293,10 @@ struct profile *agent_relabel(struct proc_table *pt, const struct profile *src)
 	for (size_t i = 0; i < profile__n_samples(src); i++)
 		if (profile__sample(src, i, &s) || copy_sample(&r, &s, dst))
 			goto fail;
-	free(r.locs);
+	relabel_free(&r);
 	return dst;
 fail:
-	free(r.locs);
+	relabel_free(&r);
 	profile__free(dst);
 	return NULL;
 }

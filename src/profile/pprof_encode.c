@@ -414,7 +414,9 @@ static int gzip_compress(const uint8_t *in, size_t n, uint8_t **out, size_t *out
 	int zr = Z_OK, err = -ENOMEM;
 
 	memset(&z, 0, sizeof(z));
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
+	/* Level 1, as Go's runtime/pprof writes profiles: the agent encodes one every
+	 * interval, and level 6 was 13% of its CPU on bench/fleet (docs/memory.md). */
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
 		return -ENOMEM;
 	bound = deflateBound(&z, n);
 	buf = malloc(bound);
