@@ -63,7 +63,7 @@ static __always_inline struct hearth_java_state *java_st(void)
 }
 
 /* Before a table walk: is the sampled process a described JVM? */
-static __always_inline void java_begin(struct hearth_scratch *st, __u32 pid, __u64 pstart)
+static __always_inline void java_begin(__u32 pid, __u64 pstart)
 {
 	struct hearth_java_state *js = java_st();
 	struct hearth_java_proc *p;
@@ -74,8 +74,8 @@ static __always_inline void java_begin(struct hearth_scratch *st, __u32 pid, __u
 	js->n = 0;
 	if (!use_java)
 		return;
-	p = rt_lookup(st, RT_JAVA, &java_procs, &pid, pstart);
-	if (!p)
+	p = bpf_map_lookup_elem(&java_procs, &pid);
+	if (!p || p->pstart != pstart)
 		return;
 	if (bpf_probe_read_kernel(&js->p, sizeof(js->p), p))
 		return;

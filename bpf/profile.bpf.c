@@ -147,36 +147,14 @@ struct {
 #define ROW_CACHE_SLOTS 1024
 _Static_assert((ROW_CACHE_SLOTS & (ROW_CACHE_SLOTS - 1)) == 0, "row cache slot is masked");
 
-/* Per-CPU memo of recent processes, a slot per pid (direct-mapped): what a
- * sample would otherwise look up in cold hash maps (hash, bucket and element
- * lines each) every time. On a busy host a CPU runs many processes between two
- * of its samples, so one remembered process (the CPU's last) rarely matched.
- * - known: (pid, pstart) is in `known` while exit_gen was gen (note_process).
- * - rt_absent: which runtimes' description maps (py_procs, v8_procs, java_procs,
- *   rb_procs) had no entry for it, until rt_until: most processes are none of
- *   them. A description user space writes meanwhile is used RT_MEMO_NS later
- *   at most. */
-#define RT_PY	      1u
-#define RT_V8	      2u
-#define RT_JAVA	      4u
-#define RT_RUBY	      8u
-#define PROC_MEMO_SLOTS 64
-#define RT_MEMO_NS    (100ull * 1000 * 1000)
-struct hearth_proc_memo {
-	__u64 pstart;
-	__u64 rt_until; /* bpf_ktime_get_ns() */
-	__u32 pid;
-	__u32 gen;	 /* exit_gen when found in `known` */
-	__u32 known;	 /* found in (or added to) `known` */
-	__u32 rt_absent; /* RT_* */
-};
-_Static_assert((PROC_MEMO_SLOTS & (PROC_MEMO_SLOTS - 1)) == 0, "memo slot is masked");
-
 /* Per-CPU scratch, too big for the 512-byte BPF stack: the sample being built
  * (sent as one block, header and the frames used), the table walker's state and
  * the last process announced from this CPU. */
 struct hearth_scratch {
 	struct hearth_cpu_stats stats; /* first: user space reads it (bpf/profile_abi.h) */
+	__u64 last_pstart; /* note_process: (last_pid, last_pstart, last_gen) was */
+	__u32 last_pid;	   /* found in `known` on this CPU, while exit_gen was last_gen */
+	__u32 last_gen;
 	struct hearth_rb_sample s;
 	/* directly after s: user frames, then kernel frames; one more slot for an
 	 * off-CPU record's trailing nanoseconds (bpf/offcpu_abi.h) */
@@ -190,11 +168,6 @@ struct hearth_scratch {
 	__u32 leaf_unmapped;		/* the leaf pc was outside every mapping */
 	__u32 no_table; /* a frame was in an object whose table is not loaded */
 	__u32 heat_obj; /* object slot of the previous frame (heat counts runs of frames) */
-	__u32 rt_skip;	 /* RT_* runtimes known absent for this sample's process (rt_memo) */
-	__u32 rt_absent; /* RT_* runtimes this sample looked up and did not find */
-	__u32 rt_store;	 /* rt_memo had no answer: store rt_absent at output */
-	__u32 rt_pad;
-	struct hearth_proc_memo pmemo[PROC_MEMO_SLOTS];
 	/* The off-CPU recorder's sys_exit walk is using this scratch: a CPU sample
 	 * (a timer interrupt, the only program that can run inside it) must not
 	 * (bpf/offcpu.bpf.h). */
@@ -307,67 +280,6 @@ static __u64 cost_t[4096];
 #define COST_MARK(i) do { } while (0)
 #define COST_ADD(i, n) do { } while (0)
 #endif
-
-/* Before a sample's runtime walks: which of them its process is known not to
- * have (rt_memo). */
-/* The memo slot of (pid, pstart), taken over (emptied) when another process had it. */
-static __always_inline struct hearth_proc_memo *proc_memo(struct hearth_scratch *st, __u32 pid,
-							  __u64 pstart)
-{
-	struct hearth_proc_memo *e = &st->pmemo[pid & (PROC_MEMO_SLOTS - 1)];
-
-	if (e->pid != pid || e->pstart != pstart) {
-		e->pid = pid;
-		e->pstart = pstart;
-		e->known = 0;
-		e->rt_until = 0;
-		e->rt_absent = 0;
-	}
-	return e;
-}
-
-static __always_inline void rt_begin(struct hearth_scratch *st, __u32 pid, __u64 pstart)
-{
-	struct hearth_proc_memo *e = proc_memo(st, pid, pstart);
-	__u64 now = bpf_ktime_get_ns();
-
-	st->rt_absent = 0;
-	if (now < e->rt_until) {
-		st->rt_skip = e->rt_absent;
-		st->rt_store = 0;
-		return;
-	}
-	st->rt_skip = 0;
-	st->rt_store = 1;
-	e->rt_until = now + RT_MEMO_NS;
-	e->rt_absent = 0; /* filled at output (rt_end) */
-}
-
-/* After them: what the lookups found absent, for the next samples. */
-static __always_inline void rt_end(struct hearth_scratch *st)
-{
-	struct hearth_proc_memo *e = &st->pmemo[st->s.pid & (PROC_MEMO_SLOTS - 1)];
-
-	if (st->rt_store && e->pid == st->s.pid && e->pstart == st->s.pstart)
-		e->rt_absent = st->rt_absent;
-	st->rt_store = 0;
-}
-
-/* A runtime's description map lookup, skipped when the memo says it is absent. */
-static __always_inline void *rt_lookup(struct hearth_scratch *st, __u32 bit, void *map, __u32 *pid,
-				       __u64 pstart)
-{
-	__u64 *p; /* every description opens with the process start */
-
-	if (st->rt_skip & bit)
-		return NULL;
-	p = bpf_map_lookup_elem(map, pid);
-	if (!p || *p != pstart) {
-		st->rt_absent |= bit;
-		return NULL;
-	}
-	return p;
-}
 
 static __always_inline void add(void *map, __u32 idx, __u64 n)
 {
@@ -703,20 +615,19 @@ static __always_inline void mark_pending(__u32 pid, __u64 pstart)
 }
 
 /* Announces a process the first time one of its samples is seen (or after pid
- * reuse). The CPU's answers are kept in its scratch's process memo: the `known`
- * LRU lookup (hash, bucket and element: cold lines at 99 Hz) cost more than a
- * third of the fp program (see docs/overhead.md, "BPF cost per sample"). An
- * exit of a known process bumps exit_gen, so a cached answer never outlives
- * the `known` entry it stands for. */
+ * reuse). The CPU's last answer is kept in its scratch: a CPU mostly samples the
+ * same process again, and the `known` LRU lookup (hash, bucket and element: cold
+ * lines at 99 Hz) cost more than a third of the fp program (see
+ * docs/overhead.md, "BPF cost per sample"). An exit of a known process bumps exit_gen, so a cached
+ * answer never outlives the `known` entry it stands for. */
 static __always_inline void note_process(struct hearth_scratch *st, __u32 pid, __u64 pstart,
 					 struct task_struct *task)
 {
 	struct hearth_event *ev;
-	struct hearth_proc_memo *e = proc_memo(st, pid, pstart);
 	__u32 gen = exit_gen;
 	__u64 *seen;
 
-	if (e->known && e->gen == gen)
+	if (st->last_pid == pid && st->last_pstart == pstart && st->last_gen == gen)
 		return;
 	seen = bpf_map_lookup_elem(&known, &pid);
 	if (seen && *seen == pstart)
@@ -735,8 +646,9 @@ static __always_inline void note_process(struct hearth_scratch *st, __u32 pid, _
 	bpf_ringbuf_submit(ev, 0);
 	mark_pending(pid, pstart);
 cache:
-	e->known = 1;
-	e->gen = gen;
+	st->last_pid = pid;
+	st->last_pstart = pstart;
+	st->last_gen = gen;
 }
 
 /* ---- CPython frames (bpf/python_abi.h, docs/python.md) ---- */
@@ -818,11 +730,11 @@ static long py_step(__u32 i, void *ctx)
 static __always_inline void python_frames(struct hearth_scratch *st, __u32 pid, __u64 pstart)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct hearth_py_proc *p = rt_lookup(st, RT_PY, &py_procs, &pid, pstart);
+	struct hearth_py_proc *p = bpf_map_lookup_elem(&py_procs, &pid);
 	__u64 tstate = 0, frame = 0, at, bytes;
 	__u32 off, maxoff;
 
-	if (!p)
+	if (!p || p->pstart != pstart)
 		return;
 	bump(&py_stats, HEARTH_PY_SAMPLES);
 	st->py = *p;
@@ -888,7 +800,6 @@ static __always_inline void output_sample(struct hearth_scratch *st)
 				      (st->s.kind ? 1 : 0));
 	long flags;
 
-	rt_end(st);
 	if (size > sizeof(st->s) + sizeof(st->frames))
 		return; /* cannot happen (lengths are bounded); tells the verifier */
 	/* Wake the reader only when the buffer is half full; it also polls on a timer. */
@@ -911,7 +822,6 @@ static __always_inline void sample_header(struct hearth_scratch *st, struct hear
 	st->s.klen = 0;
 	st->s.plen = 0;
 	st->s.kind = 0;
-	rt_begin(st, key->pid, key->pstart);
 }
 
 /* Asks user space to re-read a process's maps (rate-limited per pid). */
@@ -976,7 +886,7 @@ static __always_inline bool unwind_user(struct hearth_scratch *st, struct hearth
 	st->leaf_unmapped = 0;
 	st->no_table = 0;
 	st->heat_obj = 0;
-	java_begin(st, key->pid, key->pstart);
+	java_begin(key->pid, key->pstart);
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
 	COST_MARK(3);
 	COST_ADD(10, st->s.ulen);

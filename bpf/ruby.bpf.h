@@ -103,7 +103,7 @@ static long rb_step(__u32 i, void *ctx)
 static __always_inline void ruby_frames(struct hearth_scratch *st, __u32 pid, __u64 pstart)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct hearth_rb_proc *p = rt_lookup(st, RT_RUBY, &rb_procs, &pid, pstart);
+	struct hearth_rb_proc *p = bpf_map_lookup_elem(&rb_procs, &pid);
 	struct hearth_rb_scratch *r;
 	__u64 dtv = 0, block = 0, ec = 0, ecw[3] = {0}, bytes, maxoff;
 	__u32 zero = 0, off;

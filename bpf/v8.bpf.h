@@ -135,7 +135,7 @@ up:
  * node, appended to the scratch's sample after its native frames. */
 static __always_inline void v8_frames(struct hearth_scratch *st, __u32 pid, __u64 pstart)
 {
-	struct hearth_v8_proc *p = rt_lookup(st, RT_V8, &v8_procs, &pid, pstart);
+	struct hearth_v8_proc *p = bpf_map_lookup_elem(&v8_procs, &pid);
 	struct pt_regs *regs;
 	struct v8_walk *w;
 	__u32 zero = 0, off;
