@@ -253,7 +253,8 @@ struct {
  * and copy; 3 the table walk; 4 the raw-copy decision and kernel stack; 5 the
  * runtime walks; 6 output; 7 the fp path (send_sample); 8 a raw copy after a
  * walk; 9 a raw copy without a view. Counts: 10 frames walked, 11 walks, 12 raw
- * copies after a walk, 13 fp-path samples. */
+ * copies after a walk, 13 fp-path samples. Within the walk (part of 3): 14 the
+ * mapping search, 15 the row lookup (COST_ADD of COST_NOW differences). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 16);
@@ -276,9 +277,11 @@ static __u64 cost_t[4096];
 		if (_v)                                                                \
 			*_v += (n);                                                    \
 	} while (0)
+#define COST_NOW() bpf_ktime_get_ns()
 #else
 #define COST_MARK(i) do { } while (0)
-#define COST_ADD(i, n) do { } while (0)
+#define COST_ADD(i, n) do { (void)(n); } while (0)
+#define COST_NOW() 0
 #endif
 
 static __always_inline void add(void *map, __u32 idx, __u64 n)
@@ -554,7 +557,8 @@ static long unwind_step(__u32 i, void *ctx)
 	struct hearth_unwind_row *r;
 	struct hearth_scratch *st;
 	__u32 zero = 0, n;
-	__u64 addr;
+	__u64 addr, t0;
+	bool found;
 
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
@@ -569,7 +573,10 @@ static long unwind_step(__u32 i, void *ctx)
 	/* Callers' pcs are return addresses: the call is the byte before. */
 	addr = n && !st->exact_pc ? st->pc - 1 : st->pc;
 	st->exact_pc = 0;
-	if (!find_mapping(st, addr, &m)) {
+	t0 = COST_NOW();
+	found = find_mapping(st, addr, &m);
+	COST_ADD(14, COST_NOW() - t0);
+	if (!found) {
 		long jr = java_step(st, addr, n == 0);
 
 		if (jr >= 0)
@@ -589,7 +596,9 @@ static long unwind_step(__u32 i, void *ctx)
 	unwind_heat_hit(st, &m);
 	if (!m.row_count)
 		return fp_step(st);
+	t0 = COST_NOW();
 	r = find_row(st, &m, addr - m.bias);
+	COST_ADD(15, COST_NOW() - t0);
 	if (r && r->cfa_kind == HEARTH_CFA_SIGNAL)
 		return signal_step(st, n);
 	if (!r || r->cfa_kind == HEARTH_CFA_NONE) {
