@@ -245,6 +245,45 @@ struct {
 	__uint(max_entries, 4096);
 } rawstacks SEC(".maps");
 
+#ifdef HEARTH_COST_STAGES
+/* Diagnostic build only (`make build/hearth CLANG="clang -DHEARTH_COST_STAGES"`;
+ * bench/bpf_cost_stages reads it): ns spent per stage of hearth_sample, summed
+ * per CPU, from bpf_ktime_get_ns at each COST_MARK(stage) (the time since the
+ * previous mark). Stages: 1 filters, key and note_process; 2 the view's lookup
+ * and copy; 3 the table walk; 4 the raw-copy decision and kernel stack; 5 the
+ * runtime walks; 6 output; 7 the fp path (send_sample); 8 a raw copy after a
+ * walk; 9 a raw copy without a view. Counts: 10 frames walked, 11 walks, 12 raw
+ * copies after a walk, 13 fp-path samples. Within the walk (part of 3): 14 the
+ * mapping search, 15 the row lookup (COST_ADD of COST_NOW differences). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, __u64);
+} cost_stages SEC(".maps");
+static __u64 cost_t[4096];
+#define COST_MARK(i)                                                                   \
+	do {                                                                           \
+		__u32 _cpu = bpf_get_smp_processor_id() & 4095, _k = (i);              \
+		__u64 _now = bpf_ktime_get_ns(), *_v = bpf_map_lookup_elem(&cost_stages, &_k); \
+		if (_v && _k)                                                          \
+			*_v += _now - cost_t[_cpu];                                    \
+		cost_t[_cpu] = _now;                                                   \
+	} while (0)
+#define COST_ADD(i, n)                                                                 \
+	do {                                                                           \
+		__u32 _k = (i);                                                        \
+		__u64 *_v = bpf_map_lookup_elem(&cost_stages, &_k);                    \
+		if (_v)                                                                \
+			*_v += (n);                                                    \
+	} while (0)
+#define COST_NOW() bpf_ktime_get_ns()
+#else
+#define COST_MARK(i) do { } while (0)
+#define COST_ADD(i, n) do { (void)(n); } while (0)
+#define COST_NOW() 0
+#endif
+
 static __always_inline void add(void *map, __u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(map, &idx);
@@ -518,7 +557,8 @@ static long unwind_step(__u32 i, void *ctx)
 	struct hearth_unwind_row *r;
 	struct hearth_scratch *st;
 	__u32 zero = 0, n;
-	__u64 addr;
+	__u64 addr, t0;
+	bool found;
 
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
@@ -533,7 +573,10 @@ static long unwind_step(__u32 i, void *ctx)
 	/* Callers' pcs are return addresses: the call is the byte before. */
 	addr = n && !st->exact_pc ? st->pc - 1 : st->pc;
 	st->exact_pc = 0;
-	if (!find_mapping(st, addr, &m)) {
+	t0 = COST_NOW();
+	found = find_mapping(st, addr, &m);
+	COST_ADD(14, COST_NOW() - t0);
+	if (!found) {
 		long jr = java_step(st, addr, n == 0);
 
 		if (jr >= 0)
@@ -553,7 +596,9 @@ static long unwind_step(__u32 i, void *ctx)
 	unwind_heat_hit(st, &m);
 	if (!m.row_count)
 		return fp_step(st);
+	t0 = COST_NOW();
 	r = find_row(st, &m, addr - m.bias);
+	COST_ADD(15, COST_NOW() - t0);
 	if (r && r->cfa_kind == HEARTH_CFA_SIGNAL)
 		return signal_step(st, n);
 	if (!r || r->cfa_kind == HEARTH_CFA_NONE) {
@@ -836,6 +881,7 @@ static __always_inline bool unwind_user(struct hearth_scratch *st, struct hearth
 				  p))
 		return false;
 	st->proc.n = nmap; /* what was copied, even if the view changed meanwhile */
+	COST_MARK(2);
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	st->pc = BPF_CORE_READ(regs, ip);
 	st->sp = BPF_CORE_READ(regs, sp);
@@ -851,6 +897,9 @@ static __always_inline bool unwind_user(struct hearth_scratch *st, struct hearth
 	st->heat_obj = 0;
 	java_begin(key->pid, key->pstart);
 	bpf_loop(HEARTH_UNWIND_MAX_FRAMES + 1, unwind_step, NULL, 0);
+	COST_MARK(3);
+	COST_ADD(10, st->s.ulen);
+	COST_ADD(11, 1);
 	if (st->remap)
 		request_remap(key);
 	if (st->no_table)
@@ -875,8 +924,11 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	 * stack copies, send one instead: walked in user space once the view is
 	 * read again, it reaches the root where this walk stopped. */
 	if ((st->remap || st->leaf_unmapped || st->no_table) &&
-	    send_raw_sample(ctx, key, want_kernel))
+	    send_raw_sample(ctx, key, want_kernel)) {
+		COST_ADD(12, 1);
+		COST_MARK(8);
 		return true;
+	}
 	bump(&unwind_stats, HEARTH_UW_SAMPLES);
 	if (want_kernel) {
 		/* Kernel frames right after the user ones (ulen <= 512: room for 127). */
@@ -889,6 +941,7 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 		else
 			st->s.klen = n / sizeof(__u64);
 	}
+	COST_MARK(4);
 	if (use_python)
 		python_frames(st, key->pid, key->pstart);
 	if (use_v8)
@@ -896,7 +949,9 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 	java_finish(st);
 	if (use_ruby)
 		ruby_frames(st, key->pid, key->pstart);
+	COST_MARK(5);
 	output_sample(st);
+	COST_MARK(6);
 	return true;
 }
 
@@ -1080,6 +1135,7 @@ int hearth_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id, zero = 0;
 	bool want_user, want_kernel;
 
+	COST_MARK(0);
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 0; /* cannot happen: a one-entry per-CPU array */
@@ -1117,13 +1173,20 @@ int hearth_sample(struct bpf_perf_event_data *ctx)
 	 * kernel stack. Neither is a loss. (x86-64: CPL is the low 2 bits of CS.) */
 	want_user = task->mm != NULL;
 	want_kernel = (user_cs(ctx) & 3) == 0;
+	COST_MARK(1);
 
 	if (use_unwind && want_user &&
 	    (send_dwarf_sample(ctx, st, &key, want_kernel) ||
-	     send_raw_sample(ctx, &key, want_kernel)))
+	     send_raw_sample(ctx, &key, want_kernel))) {
+		COST_MARK(9);
 		return 0;
-	if (use_ringbuf)
-		return send_sample(ctx, st, &key, want_user, want_kernel);
+	}
+	if (use_ringbuf) {
+		send_sample(ctx, st, &key, want_user, want_kernel);
+		COST_MARK(7);
+		COST_ADD(13, 1);
+		return 0;
+	}
 	if (active_set)
 		return count_sample(ctx, st, &counts1, &stacks1, &key, want_user, want_kernel);
 	return count_sample(ctx, st, &counts0, &stacks0, &key, want_user, want_kernel);
