@@ -81,6 +81,11 @@ static bool is_gzip(const uint8_t *buf, size_t len)
 	return len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b; /* RFC 1952 ID1 ID2 */
 }
 
+/* Deflate's largest expansion (RFC 1951: a 258-byte match coded in about 2 bits). */
+#define PPROF_DEFLATE_MAX_RATIO 1032
+/* Past this, an inflate buffer goes straight to its ceiling (inflater_feed). */
+#define DEC_INFLATE_JUMP (1u << 20)
+
 struct inflater {
 	z_stream z;
 	const uint8_t *start, *in; /* the whole input; the next byte not yet given to zlib */
@@ -109,7 +114,22 @@ static int inflater_feed(struct inflater *f)
 		f->in_left -= c;
 	}
 	if (f->len == f->cap) {
-		int err = base_grow_max((void **)&f->out, &f->cap, f->len + 1, 1, f->max + 1);
+		/* Past DEC_INFLATE_JUMP the buffer goes straight to its ceiling: the
+		 * most the input can inflate to, or one byte past the limit. Pages not
+		 * written cost no memory; doubling copied each half and left it freed in
+		 * malloc's arenas (the server keeps freed memory): two bombs decoded at
+		 * once held 154 MiB for 2 x 32 MiB of output, over 2 x the budget. */
+		size_t want = f->len + 1, most = SIZE_MAX - 1;
+		int err;
+
+		if (f->cap >= DEC_INFLATE_JUMP) {
+			if (f->n <= (SIZE_MAX - 1) / PPROF_DEFLATE_MAX_RATIO)
+				most = f->n * PPROF_DEFLATE_MAX_RATIO;
+			want = most < f->max ? most + 1 : f->max + 1;
+			if (want <= f->len)
+				want = f->len + 1;
+		}
+		err = base_grow_max((void **)&f->out, &f->cap, want, 1, f->max + 1);
 
 		if (err)
 			return err == -E2BIG ? -EFBIG : err;
@@ -163,9 +183,6 @@ static int inflater_run(struct inflater *f, char *err, size_t errlen)
 		}
 	}
 }
-
-/* Deflate's largest expansion (RFC 1951: a 258-byte match coded in about 2 bits). */
-#define PPROF_DEFLATE_MAX_RATIO 1032
 
 /* The fast path: one libdeflate call into a buffer of exactly the size the trailer
  * states (ISIZE, RFC 1952 §2.3.1: the length mod 2^32, little-endian). 1 means "not
