@@ -128,6 +128,19 @@ static void add_sub(struct dm *d, size_t from, unsigned top)
 	d->pool_n += len;
 }
 
+/* out[from, n) kept apart in arr (*n of DM_SUBS entries): its text stored as a
+ * candidate's is, then taken back off the candidates (a template argument, a
+ * pack's element). */
+static void keep_apart(struct dm *d, size_t from, unsigned top, struct dm_sub *arr, size_t *n)
+{
+	add_sub(d, from, top);
+	if (d->fail || *n == DM_SUBS) {
+		d->fail = true;
+		return;
+	}
+	arr[(*n)++] = d->subs[--d->n_subs];
+}
+
 /* <number> <identifier>, printed; "_GLOBAL_" [._$] "N"... as libiberty shows it. */
 static void source_name(struct dm *d)
 {
@@ -334,14 +347,8 @@ static void pack_args(struct dm *d, int depth, bool record)
 			literal(d);
 		else
 			type(d, &top, depth + 1);
-		if (record && !d->fail) {
-			add_sub(d, from, top);
-			if (d->fail || d->n_pack_elems == DM_SUBS) {
-				d->fail = true;
-				return;
-			}
-			d->pack_elems[d->n_pack_elems++] = d->subs[--d->n_subs];
-		}
+		if (record && !d->fail)
+			keep_apart(d, from, top, d->pack_elems, &d->n_pack_elems);
 	}
 	if (d->fail)
 		return;
@@ -400,14 +407,8 @@ static void template_args(struct dm *d, int depth, bool record)
 		else
 			type(d, &top, depth + 1);
 		last_end = d->n;
-		if (record && !d->fail) { /* its text kept as a candidate's is, apart */
-			add_sub(d, from, top);
-			if (d->fail || d->n_targs == DM_SUBS) {
-				d->fail = true;
-				return;
-			}
-			d->targs[d->n_targs++] = d->subs[--d->n_subs];
-		}
+		if (record && !d->fail)
+			keep_apart(d, from, top, d->targs, &d->n_targs);
 	}
 	if (d->fail)
 		return;
