@@ -377,6 +377,9 @@ static void template_args(struct dm *d, int depth, bool record)
 	unsigned top;
 
 	d->p++; /* 'I' */
+	/* as libiberty: never "<<" (a name ending in '<' before its arguments) */
+	if (d->n && d->out[d->n - 1] == '<')
+		PUTS(d, " ");
 	PUTS(d, "<");
 	if (record)
 		d->n_targs = d->n_pack_elems = 0;
