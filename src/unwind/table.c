@@ -285,3 +285,58 @@ void unwind_table__free(struct unwind_table *t)
 	free(t->path);
 	free(t);
 }
+
+/* ---- the row index written after a table's rows (bpf/unwind_abi.h) ---- */
+
+/* The smallest bucket (1 << shift) that needs at most HEARTH_UNWIND_INDEX_NB(n)
+ * buckets from base (the first pc, rounded down) to the last row's pc. */
+void unwind_row_index_init(struct unwind_row_index *x, const struct hearth_unwind_row *rows,
+			   size_t n)
+{
+	uint64_t max_nb = HEARTH_UNWIND_INDEX_NB(n);
+
+	*x = (struct unwind_row_index){rows, n, 0, 32, 1};
+	if (!n)
+		return;
+	for (uint32_t s = 0; s <= 32; s++) {
+		uint64_t base = rows[0].pc & ~((1ull << s) - 1);
+		uint64_t nb = ((rows[n - 1].pc - base) >> s) + 1;
+
+		if (nb <= max_nb) {
+			*x = (struct unwind_row_index){rows, n, base, s, (uint32_t)nb};
+			return;
+		}
+	}
+}
+
+/* Word j of the index region: the header's four words, then S[0..nb]. */
+uint32_t unwind_row_index_word(const struct unwind_row_index *x, size_t j)
+{
+	uint64_t at;
+	size_t lo = 0, hi = x->n;
+
+	if (!x->n)
+		return 0;
+	switch (j) {
+	case 0:
+		return (uint32_t)x->base;
+	case 1:
+		return x->shift;
+	case 2:
+		return x->nb;
+	case 3:
+		return HEARTH_UNWIND_INDEX_MAGIC;
+	}
+	if (j - 4 > x->nb)
+		return 0;
+	at = x->base + ((uint64_t)(j - 4) << x->shift); /* S: rows with pc <= at */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->rows[mid].pc <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}

@@ -377,6 +377,127 @@ __attribute__((noinline)) static int probe_fn(int x)
 	return x * 3 + 1;
 }
 
+/* What bpf/profile.bpf.c's find_row does with the index words (row_index_range,
+ * then the binary search over the range): the last row with pc <= v, or -1
+ * (-2: no index, -3: an inconsistent bucket). */
+static long index_lookup(const struct hearth_unwind_row *rows, const uint32_t *w, size_t n,
+			 uint32_t v)
+{
+	size_t lo = 0, hi = n, start;
+	uint64_t d;
+
+	if (w[3] != HEARTH_UNWIND_INDEX_MAGIC)
+		return -2;
+	if (v < w[0])
+		return -1;
+	d = (uint64_t)(v - w[0]) >> (w[1] & 63);
+	if (d >= w[2]) {
+		lo = n - 1;
+	} else {
+		uint32_t a = w[4 + d], b = w[4 + d + 1];
+
+		if (a > b || b > n)
+			return -3;
+		lo = a ? a - 1 : 0;
+		hi = b;
+	}
+	start = 0; /* the mapping's first row: "no row" only below it */
+	for (int step = 0; step < HEARTH_UNWIND_ROW_STEPS + 1 && lo < hi; step++) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].pc <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == start || rows[lo - 1].pc > v)
+		return -1;
+	return (long)lo - 1;
+}
+
+static long full_lookup(const struct hearth_unwind_row *rows, size_t n, uint32_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].pc <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+/* The row index after a table gives the same row as a search of the whole
+ * table, for dense, clustered (partial tables), duplicate and extreme pcs, in
+ * at most HEARTH_UNWIND_INDEX_ROWS(n) rows and a few rows a bucket on average. */
+TEST(row_index_finds_the_searched_row)
+{
+	static const size_t sizes[] = {1, 2, 3, 4, 5, 7, 17, 64, 1000, 15400, 100000};
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	struct hearth_unwind_row *rows = NULL;
+	uint32_t *w = NULL;
+
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		for (int shape = 0; shape < 4; shape++) {
+			size_t n = sizes[si], nw = 4 * HEARTH_UNWIND_INDEX_ROWS(n);
+			struct unwind_row_index x;
+			uint64_t pc = shape == 3 ? 0xffffffffull - 40ull * n : (shape == 2 ? 0 : 0x1000);
+			size_t bad = 0, max_bucket = 0;
+
+			rows = calloc(n, sizeof(*rows));
+			w = calloc(nw, sizeof(*w));
+			CHECK(rows && w);
+			for (size_t i = 0; i < n; i++) {
+				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+				rows[i].pc = (uint32_t)pc;
+				rows[i].cfa_kind = HEARTH_CFA_RSP;
+				/* shape 1: clusters far apart (a partial table's FDEs) */
+				if (shape == 1 && (rng >> 60) == 0)
+					pc += (rng >> 33) & 0xfffff;
+				else
+					pc += (rng >> 61) & 3 ? (rng >> 40) % 64 : 0; /* some equal */
+				if (pc > 0xffffffffull)
+					pc = 0xffffffffull;
+			}
+			unwind_row_index_init(&x, rows, n);
+			for (size_t j = 0; j < nw; j++)
+				w[j] = unwind_row_index_word(&x, j);
+			CHECKF(w[2] + 1 <= nw - 4, "%u buckets in %zu words", w[2], nw);
+			for (uint32_t b = 0; b < w[2]; b++)
+				if (w[4 + b + 1] - w[4 + b] > max_bucket)
+					max_bucket = w[4 + b + 1] - w[4 + b];
+			for (size_t i = 0; i < n + 2000; i++) {
+				uint32_t v;
+
+				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+				if (i < n)
+					v = rows[i].pc + (uint32_t)((rng >> 62) % 3) - 1;
+				else if (i < n + 4)
+					v = (uint32_t[]){0, 0xffffffffu, rows[0].pc, rows[n - 1].pc}[i - n];
+				else
+					v = (uint32_t)(rng >> 32);
+				if (index_lookup(rows, w, n, v) != full_lookup(rows, n, v))
+					bad++;
+			}
+			CHECKF(bad == 0, "n %zu shape %d: %zu lookups differ", n, shape, bad);
+			if (si == sizeof(sizes) / sizeof(sizes[0]) - 1 && shape == 0)
+				printf("  100000 dense rows: %u buckets of 2^%u bytes, at most %zu rows "
+				       "a bucket, %zu index rows\n",
+				       w[2], w[1], max_bucket, (size_t)HEARTH_UNWIND_INDEX_ROWS(n));
+			free(rows);
+			free(w);
+			rows = NULL;
+			w = NULL;
+		}
+	}
+cleanup:
+	free(rows);
+	free(w);
+}
+
 TEST(table_of_this_binary)
 {
 	struct unwind_table *t = NULL;
