@@ -375,47 +375,6 @@ static long row_search_step(__u32 i, void *ctx)
 	return 0;
 }
 
-/* Word w of the row index after a table (bpf/unwind_abi.h "Row index"), whose
- * header row is hdr; ~0 when unreadable. */
-static __always_inline __u32 row_index_word(__u32 hdr, __u32 w)
-{
-	__u32 k = hdr + 1 + w / 4;
-	__u32 *p = bpf_map_lookup_elem(&unwind_rows, &k);
-
-	return p ? p[w & 3] : ~0u;
-}
-
-/* Narrows a row search to vaddr's bucket of the table's row index: the header
- * row and one or two rows of S (usually one line), then a search over a few
- * rows, instead of log2(rows) steps each on a cold line. Left whole when the
- * index is missing or inconsistent. */
-static __always_inline void row_index_range(const struct hearth_unwind_mapping *m, __u32 vaddr,
-					    struct row_search *rs)
-{
-	__u32 hdr = m->row_start + m->row_count, b, lo, hi;
-	__u32 *h = bpf_map_lookup_elem(&unwind_rows, &hdr);
-	__u64 d;
-
-	if (!h || h[3] != HEARTH_UNWIND_INDEX_MAGIC)
-		return;
-	if (vaddr < h[0]) { /* below the first row */
-		rs->hi = rs->lo;
-		return;
-	}
-	d = (__u64)(vaddr - h[0]) >> (h[1] & 63);
-	if (d >= h[2]) { /* past the last bucket: the last row */
-		rs->lo = rs->hi - 1;
-		return;
-	}
-	b = (__u32)d;
-	lo = row_index_word(hdr, b);
-	hi = row_index_word(hdr, b + 1);
-	if (lo > hi || hi > m->row_count)
-		return;
-	rs->lo = m->row_start + (lo ? lo - 1 : 0);
-	rs->hi = m->row_start + hi;
-}
-
 /* The last row with row.pc <= vaddr among the mapping's rows, or NULL.
  *
  * At 99 Hz nothing is cached between runs, so a binary search costs one cold
@@ -454,16 +413,12 @@ static __always_inline struct hearth_unwind_row *find_row(struct hearth_scratch 
 			}
 		}
 	}
-	row_index_range(m, (__u32)vaddr, &rs);
 	bpf_loop(HEARTH_UNWIND_ROW_STEPS + 1, row_search_step, &rs, 0);
 	if (rs.lo == m->row_start)
 		return NULL;
 	idx = rs.lo - 1;
 	st->rcache[slot] = idx;
-	r = bpf_map_lookup_elem(&unwind_rows, &idx);
-	if (r && r->pc > (__u32)vaddr) /* a bad index: never a wrong row */
-		return NULL;
-	return r;
+	return bpf_map_lookup_elem(&unwind_rows, &idx);
 }
 
 /* One frame with frame pointers (objects without a table): 1 = stop. */

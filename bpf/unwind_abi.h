@@ -78,23 +78,6 @@ struct hearth_unwind_row {
 };
 _Static_assert(sizeof(struct hearth_unwind_row) == 16, "unwind row ABI");
 
-/*
- * Row index (docs/unwind.md "Row index"). After a table's row_count rows, in
- * the same chunks, user space writes an index so that a lookup reads 3-4 lines
- * instead of binary-searching the whole table (log2(rows) cold lines): a header
- * row, as __u32 words { base, shift, nb, HEARTH_UNWIND_INDEX_MAGIC }, then
- * S[0..nb] packed four to a row, where S[b] is the number of rows whose pc is at
- * most base + (b << shift). A vaddr v in bucket b = (v - base) >> shift < nb has
- * its row in [S[b] - 1, S[b + 1]); one at or past bucket nb has the last row.
- * Buckets are sized so that nb <= row_count / HEARTH_UNWIND_INDEX_ROWS_PER
- * (a few rows each, one or two lines).
- */
-#define HEARTH_UNWIND_INDEX_MAGIC    0x58444948u /* "HIDX" */
-#define HEARTH_UNWIND_INDEX_ROWS_PER 4
-/* Index rows after a table of n rows: the header and nb + 1 words. */
-#define HEARTH_UNWIND_INDEX_NB(n)   ((n) / HEARTH_UNWIND_INDEX_ROWS_PER + 1)
-#define HEARTH_UNWIND_INDEX_ROWS(n) (1 + (HEARTH_UNWIND_INDEX_NB(n) + 1 + 3) / 4)
-
 struct hearth_unwind_mapping {
 	__u64 start, end; /* process addresses [start, end) */
 	__u64 bias;	  /* vaddr = addr - bias */

@@ -238,18 +238,10 @@ int unwind_mgr__new(int rows_fd, int procs_fd, uint32_t chunks, struct unwind_mg
 
 /* ---- chunks and tables ---- */
 
-/* Chunks for n rows and their index (bpf/unwind_abi.h "Row index"). */
-static uint32_t rows_need(size_t n)
-{
-	return (uint32_t)((n + HEARTH_UNWIND_INDEX_ROWS(n) + HEARTH_UNWIND_CHUNK_ROWS - 1) /
-			  HEARTH_UNWIND_CHUNK_ROWS);
-}
-
 static uint32_t table_need(const struct unwind_table *t)
 {
-	return rows_need(t->rows.n);
+	return (uint32_t)((t->rows.n + HEARTH_UNWIND_CHUNK_ROWS - 1) / HEARTH_UNWIND_CHUNK_ROWS);
 }
-
 
 static uint64_t rows_bytes(const struct unwind_table *t)
 {
@@ -293,15 +285,11 @@ static int chunks_alloc(struct unwind_mgr *m, uint32_t need, uint32_t limit)
 static int table_copy_in(struct unwind_mgr *m, struct unwind_table *t, uint32_t first)
 {
 	uint32_t need = table_need(t);
-	size_t n = t->rows.n, bytes = n * sizeof(*t->rows.rows);
-	size_t total = (n + HEARTH_UNWIND_INDEX_ROWS(n)) * sizeof(*t->rows.rows);
-	struct unwind_row_index x;
+	size_t bytes = t->rows.n * sizeof(*t->rows.rows);
 
-	unwind_row_index_init(&x, t->rows.rows, n);
 	/* A window of chunks at a time: the map's pages touched count in our RSS
 	 * while mapped, so a 5 MB table mapped whole would add 5 MB to the peak
-	 * besides its heap copy (--memory-limit holds VmHWM). The rows, then
-	 * their index, written in the same pass. */
+	 * besides its heap copy (--memory-limit holds VmHWM). */
 	for (uint32_t c = 0; c < need; c += MGR_COPY_CHUNKS) {
 		uint32_t k = need - c < MGR_COPY_CHUNKS ? need - c : MGR_COPY_CHUNKS;
 		size_t off = (size_t)c * MGR_CHUNK_BYTES, len;
@@ -310,12 +298,8 @@ static int table_copy_in(struct unwind_mgr *m, struct unwind_table *t, uint32_t 
 
 		if (dst == MAP_FAILED)
 			return -errno;
-		len = total - off < k * MGR_CHUNK_BYTES ? total - off : k * MGR_CHUNK_BYTES;
-		if (off < bytes)
-			memcpy(dst, (const char *)t->rows.rows + off,
-			       bytes - off < len ? bytes - off : len);
-		for (size_t at = off > bytes ? off : bytes; at < off + len; at += 4)
-			((uint32_t *)dst)[(at - off) / 4] = unwind_row_index_word(&x, (at - bytes) / 4);
+		len = bytes - off < k * MGR_CHUNK_BYTES ? bytes - off : k * MGR_CHUNK_BYTES;
+		memcpy(dst, (const char *)t->rows.rows + off, len);
 		munmap(dst, k * MGR_CHUNK_BYTES);
 	}
 	memset(m->used + first, CH_USED, need);
@@ -1258,7 +1242,8 @@ static void partial_place(struct unwind_mgr *m, struct unwind_table *t, double n
 	uint64_t loads = m->loads, reloads = m->reloads;
 	struct cfi_rows old;
 	uint32_t old_first = t->row_start / HEARTH_UNWIND_CHUNK_ROWS, old_n = t->chunks;
-	uint32_t need = rows_need(t->partial_next.n);
+	uint32_t need = (uint32_t)((t->partial_next.n + HEARTH_UNWIND_CHUNK_ROWS - 1) /
+				   HEARTH_UNWIND_CHUNK_ROWS);
 	int first = chunks_alloc(m, need, m->chunks);
 
 	if (first < 0) {

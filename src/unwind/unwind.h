@@ -123,20 +123,6 @@ int unwind_table__build(const char *path, uint64_t dev, uint64_t inode, size_t m
 			struct unwind_table **out);
 void unwind_table__free(struct unwind_table *t);
 
-/* ---- table.c: the row index after a table's rows (bpf/unwind_abi.h "Row
- * index"): written with the rows, so that the BPF walker's row lookup reads
- * the header, one or two rows of bucket starts and a few rows. ---- */
-struct unwind_row_index {
-	const struct hearth_unwind_row *rows; /* sorted by pc */
-	size_t n;
-	uint64_t base;
-	uint32_t shift, nb;
-};
-void unwind_row_index_init(struct unwind_row_index *x, const struct hearth_unwind_row *rows,
-			   size_t n);
-/* Word j (from 0) of the index rows: the header's 4 words, then S[0..nb], then 0. */
-uint32_t unwind_row_index_word(const struct unwind_row_index *x, size_t j);
-
 /* ---- partial.c: partial tables (docs/unwind.md "Partial tables") ----
  * An object whose whole table is over the per-object cap gets a table of just
  * the FDEs samples were seen in: a pc that no loaded FDE covers is asked for by
@@ -146,10 +132,7 @@ uint32_t unwind_row_index_word(const struct unwind_row_index *x, size_t j);
  * them. At most UNWIND_PARTIAL_MAX_ROWS rows: past it the FDEs asked for least
  * recently go (asked for again if still hot). */
 #define UNWIND_PARTIAL_RELOAD_MS 250
-#define UNWIND_PARTIAL_MAX_ROWS	 15400 /* with its row index, 4 chunks */
-_Static_assert(UNWIND_PARTIAL_MAX_ROWS + HEARTH_UNWIND_INDEX_ROWS(UNWIND_PARTIAL_MAX_ROWS) <=
-		       4 * HEARTH_UNWIND_CHUNK_ROWS,
-	       "a partial table and its index fit 4 chunks");
+#define UNWIND_PARTIAL_MAX_ROWS	 (4 * HEARTH_UNWIND_CHUNK_ROWS - 1)
 #define UNWIND_PARTIAL_MAX_WANTS 256 /* pcs queued between two reloads */
 
 struct unwind_partial_stats {
