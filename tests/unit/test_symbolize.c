@@ -1884,8 +1884,8 @@ static void frames_text(struct symbolizer *s, struct sym_object *o, uint64_t off
 	for (size_t i = 0; i < r->n && k < len; i++)
 		k += (size_t)snprintf(buf + k, len - k, "%s|%s|%s:%d|%d;", r->frames[i].name,
 				      r->frames[i].system_name,
-				      r->frames[i].file ? r->frames[i].file : "-", r->frames[i].line,
-				      r->frames[i].inlined);
+				      r->frames[i].file ? r->frames[i].file : "-",
+				      r->frames[i].line, r->frames[i].inlined);
 }
 
 /*
@@ -1896,9 +1896,10 @@ static void frames_text(struct symbolizer *s, struct sym_object *o, uint64_t off
 TEST(dwarf_pages_dropped_same_frames)
 {
 	enum { N = 512 };
-	static const char *const fns[] = {"symbolizer__new", "sym_table__find", "mem_budget__reset",
-					  "base_grow",	     "sym_batch__stream", "sym_dwarf__lookup",
-					  "sym_demangle",    "sym_kallsyms__load", "main"};
+	static const char *const fns[] = {
+	    "symbolizer__new", "sym_table__find",    "mem_budget__reset",
+	    "base_grow",       "sym_batch__stream",  "sym_dwarf__lookup",
+	    "sym_demangle",    "sym_kallsyms__load", "main"};
 	static char want[N][512];
 	static uint64_t offs[N];
 	struct symbolizer *s = NULL;
@@ -1925,8 +1926,7 @@ TEST(dwarf_pages_dropped_same_frames)
 	rss_free = mapped_rss_kib(p);
 	symbolizer__free(s);
 	mem_budget__set_limit(1ULL << 30, 40); /* a limit, far above what is held */
-	s = symbolizer__new(
-	    &(struct sym_opts){.no_debuginfod = true, .mem_budget = true});
+	s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true, .mem_budget = true});
 	CHECK(s && (o = object_of(s, p)));
 	for (size_t i = 0; i < n; i++) {
 		frames_text(s, o, offs[i], got, sizeof(got));
