@@ -1941,3 +1941,39 @@ cleanup:
 	symbolizer__free(s);
 	mem_budget__reset();
 }
+
+/* As truncated_dwarf_while_mapped_no_crash, under a memory limit: the DWARF pages
+ * dropped as libdw reads on fault back in from a file that shrank (SIGBUS, caught). */
+TEST(truncated_dwarf_pages_dropped_no_crash)
+{
+	static const char *const fns[] = {"symbolizer__free",  "sym_table__find",
+					  "mem_budget__reset", "base_grow",
+					  "sym_batch__stream", "unit_tmp_dir"};
+	struct symbolizer *s = NULL;
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	uint64_t off[6], first_off, size;
+	char p[300];
+
+	mem_budget__reset();
+	mem_budget__set_limit(1ULL << 30, 40);
+	s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true, .mem_budget = true});
+	CHECK(s);
+	snprintf(p, sizeof(p), "%s/self-copy-dwarf-limit", unit_tmp_dir());
+	CHECK(sh("cp /proc/%d/exe '%s'", (int)getpid(), p) == 0);
+	CHECK(symbol_file_off(p, "symbolizer__new", &first_off, &size, NULL) == 0);
+	for (size_t i = 0; i < 6; i++)
+		CHECKF(symbol_file_off(p, fns[i], &off[i], &size, NULL) == 0, "%s", fns[i]);
+	CHECK((o = object_of(s, p)));
+	CHECK(symbolizer__resolve(s, o, first_off, &r) == 0 && r && r->n >= 1 && r->frames[0].file);
+	CHECK(truncate(p, 4096) == 0);
+	for (size_t i = 0; i < 6; i++) {
+		CHECK(symbolizer__resolve(s, o, off[i], &r) == 0 && r);
+		CHECKF(r->n == 0 || !strcmp(r->frames[r->n - 1].system_name, fns[i]) ||
+			   !strcmp(r->frames[r->n - 1].name, fns[i]),
+		       "%s -> %s", fns[i], r->frames[r->n - 1].system_name);
+	}
+cleanup:
+	symbolizer__free(s);
+	mem_budget__reset();
+}
