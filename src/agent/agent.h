@@ -75,9 +75,11 @@ struct agent_opts {
  * tests/integration/test_memory_limit.sh (docs/memory.md, "The floor"): ~11 MiB
  * of RSS once started (program and libraries' pages in use, BPF maps), the
  * kernel's symbols (3.8 MB), the smallest caches' share (AGENT_MIN_CACHE_BYTES)
- * and a profile built and symbolized on a busy host (the mapped pages of the
- * object being symbolized, the profile's strings) peaked at 33-37 MiB at 40M;
- * at 32M the peak stayed under the limit only on a quieter host. */
+ * and a profile built and symbolized on a busy host (the profile's strings, the
+ * DWARF pages read, dropped as libdw reads on: sym_dwarf.c) and an unwind table
+ * built: at 40M the agent's whole-life peak was 31-33 MiB on a busy host; at 32M
+ * median 30 MiB but over 32 MiB in 2 of 6 runs at the highest load (an unwind
+ * table's rows pushed for a big object: docs/memory.md, "What binds at 32M"). */
 #define AGENT_MIN_MEMORY_LIMIT	   (40ull << 20)
 #define AGENT_CACHE_PCT		   40
 /* What the sampling thread may hold for a moment beyond the caches and the

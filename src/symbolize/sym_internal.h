@@ -84,6 +84,12 @@ struct sym_entry {
 	uint32_t name; /* offset in sym_table.names: raw name, or SYM_NO_NAME */
 };
 
+/* A symbol's shared result (sym_table__result); r NULL: an empty slot. */
+struct sym_result_slot {
+	size_t i;
+	struct sym_result *r;
+};
+
 /*
  * Sorted by start, non-overlapping starts; immutable once built, but for what lookups
  * fill in lazily (names copied out and demangled, results).
@@ -118,7 +124,10 @@ struct sym_table {
 	/* which 4 KiB pages of the mapped names were read (bitmap, owned) and their bytes */
 	uint64_t *touched;
 	uint64_t touched_bytes;
-	struct sym_result **results; /* owned, lazily: one shared result per symbol */
+	/* owned, lazily: one shared result per symbol hit, by its index (open addressing,
+	 * at most half full: a kernel's 122k symbols of which a profile hits hundreds) */
+	struct sym_result_slot *results;
+	size_t n_results, cap_results;
 };
 
 static inline uint64_t sym_table__start(const struct sym_table *t, size_t i)

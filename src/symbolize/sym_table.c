@@ -437,9 +437,8 @@ cleanup:
 
 void sym_table__fini(struct sym_table *t)
 {
-	if (t->results)
-		for (size_t i = 0; i < t->n; i++)
-			free(t->results[i]);
+	for (size_t i = 0; i < t->cap_results; i++)
+		free(t->results[i].r);
 	while (t->chunks) { /* the shown names live in them */
 		void *next;
 
@@ -513,24 +512,55 @@ long sym_table__find(const struct sym_table *t, uint64_t addr)
 	return -1;
 }
 
-/* For tables with owned names only (the kernel's): their strings are never mapped. */
+/* The slot of symbol i in t->results (or the empty one where it goes). */
+static struct sym_result_slot *result_probe(struct sym_result_slot *s, size_t cap, size_t i)
+{
+	size_t k = (size_t)base_hash_u64(BASE_HASH_SEED, i) & (cap - 1);
+
+	while (s[k].r && s[k].i != i)
+		k = (k + 1) & (cap - 1); /* layers: key in the slot, as sym_dwarf.c's */
+	return &s[k];
+}
+
+/* Room for one more result (the table kept at most half full). 0 or -ENOMEM. */
+static int results_room(struct sym_table *t)
+{
+	struct sym_result_slot *s;
+	size_t cap;
+
+	if ((t->n_results + 1) * 2 <= t->cap_results)
+		return 0;
+	cap = t->cap_results ? t->cap_results * 2 : 256;
+	if (!(s = calloc(cap, sizeof(*s))))
+		return -ENOMEM;
+	for (size_t k = 0; k < t->cap_results; k++)
+		if (t->results[k].r)
+			*result_probe(s, cap, t->results[k].i) = t->results[k];
+	free(t->results);
+	t->results = s;
+	t->cap_results = cap;
+	return 0;
+}
+
+/* For tables with owned names only (the kernel's): their strings are never mapped.
+ * Kept by index in a hash, not an array of every symbol: an array's pages (1 MB for
+ * 122k kernel symbols) all became resident as a profile's few hundred hits spread. */
 const struct sym_result *sym_table__result(struct sym_table *t, size_t i)
 {
+	struct sym_result_slot *slot;
 	struct sym_result *r;
 
 	if (t->map.p)
 		return NULL;
-	if (!t->results && !(t->results = calloc(t->n, sizeof(*t->results))))
-		return NULL;
-	if (t->results[i])
-		return t->results[i];
-	r = calloc(1, sizeof(*r));
-	if (!r)
+	if (t->cap_results && (slot = result_probe(t->results, t->cap_results, i))->r)
+		return slot->r;
+	if (results_room(t) || !(r = calloc(1, sizeof(*r))))
 		return NULL;
 	r->n = 1;
 	r->frames[0].name = t->names + (t->display ? t->display[i] : t->syms[i].name);
 	r->frames[0].system_name = t->names + t->syms[i].name;
-	t->results[i] = r;
+	*result_probe(t->results, t->cap_results, i) = (struct sym_result_slot){i, r};
+	t->n_results++;
 	return r;
 }
 

@@ -1850,3 +1850,130 @@ cleanup:
 	symbolizer__free(symbolizer__new(&(struct sym_opts){
 	    .no_debuginfod = true, .debug_cache_dir = dir, .debug_cache_bytes = 512ULL << 20}));
 }
+
+/* Resident KiB of every mapping of path in this process (/proc/self/smaps). */
+static long mapped_rss_kib(const char *path)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	long sum = 0, kib;
+	bool in = false;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' '))
+			in = strstr(line, path) != NULL; /* a mapping's first line */
+		else if (in && sscanf(line, "Rss: %ld kB", &kib) == 1)
+			sum += kib;
+	}
+	fclose(f);
+	return sum;
+}
+
+/* Writes what off resolves to (every frame's names, file, line) into buf. */
+static void frames_text(struct symbolizer *s, struct sym_object *o, uint64_t off, char *buf,
+			size_t len)
+{
+	const struct sym_result *r = NULL;
+	size_t k = 0;
+
+	buf[0] = '\0';
+	if (symbolizer__resolve(s, o, off, &r) != 0 || !r)
+		return;
+	for (size_t i = 0; i < r->n && k < len; i++)
+		k += (size_t)snprintf(buf + k, len - k, "%s|%s|%s:%d|%d;", r->frames[i].name,
+				      r->frames[i].system_name,
+				      r->frames[i].file ? r->frames[i].file : "-",
+				      r->frames[i].line, r->frames[i].inlined);
+}
+
+/*
+ * Under a memory limit the pages of a mapped DWARF file are dropped as libdw reads on
+ * (sym_dwarf.c, pages_bound): the same frames as without a limit, and the file's
+ * mappings hold fewer resident pages once its CUs are indexed.
+ */
+TEST(dwarf_pages_dropped_same_frames)
+{
+	enum { N = 512 };
+	static const char *const fns[] = {
+	    "symbolizer__new", "sym_table__find",    "mem_budget__reset",
+	    "base_grow",       "sym_batch__stream",  "sym_dwarf__lookup",
+	    "sym_demangle",    "sym_kallsyms__load", "main"};
+	static char want[N][512];
+	static uint64_t offs[N];
+	struct symbolizer *s = NULL;
+	struct sym_object *o;
+	uint64_t off, size;
+	long rss_free, rss_bound;
+	char p[300], got[512];
+	size_t n = 0;
+
+	snprintf(p, sizeof(p), "%s/self-copy-pages", unit_tmp_dir());
+	CHECK(sh("cp /proc/%d/exe '%s'", (int)getpid(), p) == 0);
+	for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++) {
+		CHECKF(symbol_file_off(p, fns[f], &off, &size, NULL) == 0, "%s", fns[f]);
+		for (uint64_t a = off; a < off + size && n < (f + 1) * N / 9; a += 4)
+			offs[n++] = a;
+	}
+	mem_budget__reset();
+	s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	CHECK(s && (o = object_of(s, p)));
+	for (size_t i = 0; i < n; i++) {
+		frames_text(s, o, offs[i], want[i], sizeof(want[i]));
+		CHECKF(strstr(want[i], ".c:"), "0x%llx: %s", (unsigned long long)offs[i], want[i]);
+	}
+	rss_free = mapped_rss_kib(p);
+	symbolizer__free(s);
+	mem_budget__set_limit(1ULL << 30, 40); /* a limit, far above what is held */
+	s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true, .mem_budget = true});
+	CHECK(s && (o = object_of(s, p)));
+	for (size_t i = 0; i < n; i++) {
+		frames_text(s, o, offs[i], got, sizeof(got));
+		CHECKF(!strcmp(got, want[i]), "0x%llx: %s, want %s", (unsigned long long)offs[i],
+		       got, want[i]);
+	}
+	rss_bound = mapped_rss_kib(p);
+	fprintf(stderr, "  resident KiB of the file's mappings: %ld without a limit, %ld with\n",
+		rss_free, rss_bound);
+	CHECKF(rss_bound < rss_free, "%ld KiB >= %ld KiB", rss_bound, rss_free);
+cleanup:
+	symbolizer__free(s);
+	mem_budget__reset();
+}
+
+/* As truncated_dwarf_while_mapped_no_crash, under a memory limit: the DWARF pages
+ * dropped as libdw reads on fault back in from a file that shrank (SIGBUS, caught). */
+TEST(truncated_dwarf_pages_dropped_no_crash)
+{
+	static const char *const fns[] = {"symbolizer__free",  "sym_table__find",
+					  "mem_budget__reset", "base_grow",
+					  "sym_batch__stream", "unit_tmp_dir"};
+	struct symbolizer *s = NULL;
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	uint64_t off[6], first_off, size;
+	char p[300];
+
+	mem_budget__reset();
+	mem_budget__set_limit(1ULL << 30, 40);
+	s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true, .mem_budget = true});
+	CHECK(s);
+	snprintf(p, sizeof(p), "%s/self-copy-dwarf-limit", unit_tmp_dir());
+	CHECK(sh("cp /proc/%d/exe '%s'", (int)getpid(), p) == 0);
+	CHECK(symbol_file_off(p, "symbolizer__new", &first_off, &size, NULL) == 0);
+	for (size_t i = 0; i < 6; i++)
+		CHECKF(symbol_file_off(p, fns[i], &off[i], &size, NULL) == 0, "%s", fns[i]);
+	CHECK((o = object_of(s, p)));
+	CHECK(symbolizer__resolve(s, o, first_off, &r) == 0 && r && r->n >= 1 && r->frames[0].file);
+	CHECK(truncate(p, 4096) == 0);
+	for (size_t i = 0; i < 6; i++) {
+		CHECK(symbolizer__resolve(s, o, off[i], &r) == 0 && r);
+		CHECKF(r->n == 0 || !strcmp(r->frames[r->n - 1].system_name, fns[i]) ||
+			   !strcmp(r->frames[r->n - 1].name, fns[i]),
+		       "%s -> %s", fns[i], r->frames[r->n - 1].system_name);
+	}
+cleanup:
+	symbolizer__free(s);
+	mem_budget__reset();
+}
