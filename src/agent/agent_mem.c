@@ -352,6 +352,10 @@ void agent_mem_write_metrics(FILE *f, const struct sampler *s)
 			mem_kind_name(k), (unsigned long long)mem_budget__evicted_bytes(k));
 	line(f, "hearth_memory_reclaims_total", "counter",
 	     "Times the caches were asked to give memory back.", (double)mem_budget__reclaims());
+	line(f, "hearth_agent_mapped_file_faults_total", "counter",
+	     "Reads of a mapped object file that shrank under hearth (SIGBUS caught; that "
+	     "file's table is read no more).",
+	     (double)base_guard_faults());
 	line(f, "hearth_memory_rss_tightens_total", "counter",
 	     "Times resident memory neared the limit and the caches were asked for more.",
 	     (double)__atomic_load_n(&n_tightens, __ATOMIC_RELAXED));

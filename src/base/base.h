@@ -22,6 +22,7 @@
  *                  length-delimited fields, packed repeated scalars)
  *   base_json_string  a string as a JSON literal
  *   base_json_cost    what json-c's tree of a JSON text will take, before parsing
+ *   base_guard     reads of a mapped file that survive the file shrinking (SIGBUS)
  *
  * Nothing here knows any other hearth module: every module may include it, it
  * includes no module. Every name starts with base_.
@@ -30,6 +31,7 @@
 #define HEARTH_BASE_H
 
 #include <errno.h>
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -440,6 +442,46 @@ int64_t base_clock_ns(clockid_t clk);
 /* ns as a timespec: e.g. the absolute deadline base_clock_ns(clk) + timeout for
  * pthread_cond_timedwait on a clk condition variable. */
 struct timespec base_ns_timespec(int64_t ns);
+
+/* ---- mapped files: the SIGBUS guard (busguard.c) ---- */
+
+/*
+ * A guard around reads of mapped file bytes:
+ *	struct base_guard g;
+ *	base_guard_push(&g);
+ *	if (sigsetjmp(g.jb, 0) == 0) { ...reads of mapped bytes... }
+ *	base_guard_pop(&g);
+ *	if (g.faulted) ...the file shrank: what was read is not to be trusted...
+ * A SIGBUS inside (the file was truncated under the mapping) jumps back to the
+ * sigsetjmp with g.faulted set. Inside, only locals declared volatile (or memory
+ * reached through pointers) keep what was written there, and nothing but mapped bytes
+ * may fault: no call that holds a lock (malloc is fine only because it reads no
+ * mapped bytes and so cannot be left half-way by a jump). Guards nest per thread.
+ * base_guard_ready() must have returned true first (it installs the handler once).
+ */
+struct base_guard {
+	sigjmp_buf jb;
+	struct base_guard *prev;
+	volatile bool faulted;
+};
+extern _Thread_local struct base_guard *base_guard_top;
+
+static inline void base_guard_push(struct base_guard *g)
+{
+	g->prev = base_guard_top;
+	g->faulted = false;
+	base_guard_top = g;
+}
+
+static inline void base_guard_pop(struct base_guard *g)
+{
+	base_guard_top = g->prev;
+}
+
+/* Whether the SIGBUS handler is in place (installs it on the first call). */
+bool base_guard_ready(void);
+/* SIGBUS faults caught by guards so far (process-wide). */
+uint64_t base_guard_faults(void);
 
 /* The process-wide memory ledger (--memory-limit, docs/memory.md). */
 #include "base/membudget.h"

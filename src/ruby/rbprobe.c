@@ -143,8 +143,8 @@ static bool fde_bounds(const uint8_t *hdr, size_t len, uint64_t hdr_vaddr, uint6
 static void find_vm_core(Elf *elf, size_t shstrndx, struct rb_syms *s)
 {
 	Elf_Scn *scn = NULL;
-	Elf_Data *text = NULL, *hdr = NULL;
-	uint64_t text_vaddr = 0, hdr_vaddr = 0, best = 0;
+	Elf_Data *code = NULL, *hdr = NULL;
+	uint64_t text_vaddr = 0, text_off = 0, text_size = 0, hdr_vaddr = 0, best = 0, from, len;
 	GElf_Shdr sh;
 
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -154,30 +154,36 @@ static void find_vm_core(Elf *elf, size_t shstrndx, struct rb_syms *s)
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && strcmp(name, ".text") == 0 && sh.sh_type == SHT_PROGBITS) {
-			text = elf_getdata(scn, NULL);
 			text_vaddr = sh.sh_addr;
+			text_off = sh.sh_offset;
+			text_size = sh.sh_size;
 		} else if (name && strcmp(name, ".eh_frame_hdr") == 0 &&
 			   sh.sh_type == SHT_PROGBITS) {
 			hdr = elf_getdata(scn, NULL);
 			hdr_vaddr = sh.sh_addr;
 		}
 	}
-	if (!text || !text->d_buf || !hdr || !hdr->d_buf || s->exec < text_vaddr ||
-	    s->exec - text_vaddr >= text->d_size)
+	if (!text_size || !hdr || !hdr->d_buf || s->exec < text_vaddr ||
+	    s->exec - text_vaddr >= text_size)
 		return;
-	for (uint64_t at = s->exec - text_vaddr;
-	     at + 5 <= text->d_size &&
-	     at < s->exec - text_vaddr + (s->exec_size ? s->exec_size : 512);
-	     at++) {
-		const uint8_t *p = (const uint8_t *)text->d_buf + at;
+	/* only rb_vm_exec's own bytes are read (pread by libelf: ELF_C_READ) */
+	from = s->exec - text_vaddr;
+	len = s->exec_size ? s->exec_size : 512;
+	if (len > text_size - from)
+		len = text_size - from;
+	code = elf_getdata_rawchunk(elf, (int64_t)(text_off + from), (size_t)len, ELF_T_BYTE);
+	if (!code || !code->d_buf)
+		return;
+	for (uint64_t at = 0; at + 5 <= code->d_size; at++) {
+		const uint8_t *p = (const uint8_t *)code->d_buf + at;
 		int32_t rel;
 		uint64_t target, fs, fe;
 
 		if (p[0] != 0xe8)
 			continue;
 		memcpy(&rel, p + 1, 4);
-		target = text_vaddr + at + 5 + (int64_t)rel;
-		if (target < text_vaddr || target - text_vaddr >= text->d_size)
+		target = s->exec + at + 5 + (int64_t)rel;
+		if (target < text_vaddr || target - text_vaddr >= text_size)
 			continue;
 		if (!fde_bounds(hdr->d_buf, hdr->d_size, hdr_vaddr, target, &fs, &fe) ||
 		    fs != target)
@@ -206,7 +212,9 @@ static int read_syms(const char *path, struct rb_syms *s, struct object_segment 
 	if (fd < 0)
 		return -errno;
 	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* pread, never mapped: a file truncated under us fails a read instead of
+	 * raising SIGBUS (src/base/busguard.c) */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) {
 		err = -ENOEXEC;
 		goto cleanup;

@@ -217,16 +217,16 @@ static uint64_t debug_bytes(Elf *elf, bool mapped)
  * DWARF), -EIO (the file shrank meanwhile). */
 static int open_mapped(struct sym_dwarf *d)
 {
-	struct sym_guard g;
+	struct base_guard g;
 	volatile int err = -ENOENT;
 
-	sym_guard_push(&g);
+	base_guard_push(&g);
 	if (sigsetjmp(g.jb, 0) == 0) {
 		d->bytes = d->elf && elf_kind(d->elf) == ELF_K_ELF ? debug_bytes(d->elf, true) : 0;
 		if (d->bytes && (d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL)))
 			err = 0;
 	}
-	sym_guard_pop(&g);
+	base_guard_pop(&g);
 	if (g.faulted) {
 		d->broken = true;
 		return -EIO;
@@ -256,7 +256,7 @@ int sym_dwarf__open(const char *path, bool no_inlines, struct sym_dwarf **out)
 	elf_version(EV_CURRENT);
 	/* mapped (ELF_C_READ_MMAP: only the pages libdw reads become resident), every read
 	 * of it under a guard (sym_map.c); else (no SIGBUS handler) pread */
-	d->mapped = sym_map__guard_ready();
+	d->mapped = base_guard_ready();
 	d->elf = elf = elf_begin(d->fd, d->mapped ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
 	/* compressed debug sections: their inflated copy on disk is mapped instead */
 	if (d->mapped && elf && (err = sym_zcache__path(elf, d->fd, zpath, sizeof(zpath))) == 0 &&
@@ -1075,17 +1075,17 @@ static int lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *frames,
  */
 int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t vaddr, struct sym_frame *frames, size_t max)
 {
-	struct sym_guard g;
+	struct base_guard g;
 	volatile int n = 0;
 
 	if (!d || d->broken)
 		return 0;
 	if (!d->mapped)
 		return lookup(d, vaddr, frames, max);
-	sym_guard_push(&g);
+	base_guard_push(&g);
 	if (sigsetjmp(g.jb, 0) == 0)
 		n = lookup(d, vaddr, frames, max);
-	sym_guard_pop(&g);
+	base_guard_pop(&g);
 	if (g.faulted) {
 		d->broken = true;
 		return -EIO;

@@ -435,15 +435,15 @@ static int load_symbols(struct sym_elf *e, struct sym_elf_info *info, struct sym
 int sym_elf__load(struct sym_elf *e, struct sym_elf_info *info)
 {
 	struct sym_builder *b = calloc(2, sizeof(*b));
-	struct sym_guard g;
+	struct base_guard g;
 	volatile int err = -ENOEXEC;
 
 	if (!b)
 		return -ENOMEM;
-	sym_guard_push(&g);
+	base_guard_push(&g);
 	if (sigsetjmp(g.jb, 0) == 0)
 		err = load_symbols(e, info, &b[0], &b[1]);
-	sym_guard_pop(&g);
+	base_guard_pop(&g);
 	if (g.faulted) {
 		err = -ENOEXEC;
 		sym_elf_info__fini(info);

@@ -5,6 +5,7 @@
 #ifndef HEARTH_SYM_INTERNAL_H
 #define HEARTH_SYM_INTERNAL_H
 
+#include "base/base.h"
 #include "object/object.h"
 #include "symbolize/symbolize.h"
 
@@ -40,39 +41,7 @@ struct sym_map {
 int sym_map__open(int fd, uint64_t file_size, uint64_t off, uint64_t len, int flags,
 		  struct sym_map *m);
 void sym_map__close(struct sym_map *m);
-/* Whether the SIGBUS handler is in place (installs it on the first call). */
-bool sym_map__guard_ready(void);
-/* SIGBUS faults caught by guards so far (process-wide). */
-uint64_t sym_map__faults(void);
-
-/*
- * A guard around reads of mapped bytes:
- *	struct sym_guard g;
- *	sym_guard_push(&g);
- *	if (sigsetjmp(g.jb, 0) == 0) { ...reads of mapped bytes... }
- *	sym_guard_pop(&g);
- *	if (g.faulted) ...the file shrank: what was read is not to be trusted...
- * A SIGBUS inside jumps back to the sigsetjmp with g.faulted set. Inside, only locals
- * declared volatile (or memory reached through pointers) keep what was written there.
- */
-struct sym_guard {
-	sigjmp_buf jb;
-	struct sym_guard *prev;
-	volatile bool faulted;
-};
-extern _Thread_local struct sym_guard *sym_guard_top;
-
-static inline void sym_guard_push(struct sym_guard *g)
-{
-	g->prev = sym_guard_top;
-	g->faulted = false;
-	sym_guard_top = g;
-}
-
-static inline void sym_guard_pop(struct sym_guard *g)
-{
-	sym_guard_top = g->prev;
-}
+/* Reads of mapped bytes run under base_guard (src/base/busguard.c). */
 
 /*
  * One function: [base + start, base + start + size). 12 bytes: a table spans less than

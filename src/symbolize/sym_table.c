@@ -606,7 +606,7 @@ static void touch(struct sym_table *t, uint64_t off, uint64_t len)
 static int copy_raw(struct sym_table *t, size_t i, char *dst, volatile size_t *len)
 {
 	uint64_t off = t->syms[i].name;
-	struct sym_guard g;
+	struct base_guard g;
 
 	if (!t->map.p) {
 		if (!dst)
@@ -615,14 +615,14 @@ static int copy_raw(struct sym_table *t, size_t i, char *dst, volatile size_t *l
 			memcpy(dst, t->names + off, *len);
 		return 0;
 	}
-	sym_guard_push(&g);
+	base_guard_push(&g);
 	if (sigsetjmp(g.jb, 0) == 0) {
 		if (!dst)
 			*len = strnlen(t->names + off, t->names_len - off);
 		else
 			memcpy(dst, t->names + off, *len);
 	}
-	sym_guard_pop(&g);
+	base_guard_pop(&g);
 	if (g.faulted) {
 		t->broken = true;
 		return -EIO;
@@ -670,15 +670,15 @@ static int copy_short(struct sym_table *t, size_t i, char *stack, volatile size_
 	uint64_t off = t->syms[i].name, max = t->names_len - off;
 	size_t room = max < SYM_NAME_STACK ? (size_t)max : SYM_NAME_STACK;
 	char *volatile end = NULL;
-	struct sym_guard g;
+	struct base_guard g;
 
 	if (!t->map.p) {
 		end = memccpy(stack, t->names + off, '\0', room);
 	} else {
-		sym_guard_push(&g);
+		base_guard_push(&g);
 		if (sigsetjmp(g.jb, 0) == 0)
 			end = memccpy(stack, t->names + off, '\0', room);
-		sym_guard_pop(&g);
+		base_guard_pop(&g);
 		if (g.faulted) {
 			t->broken = true;
 			return -EIO;

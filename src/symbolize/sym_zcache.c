@@ -272,14 +272,14 @@ int sym_zcache__path(Elf *elf, int fd, char *out, size_t len)
 	bool compressed;
 	uint64_t need;
 	char tmp[PATH_MAX + 32];
-	struct sym_guard g;
+	struct base_guard g;
 	volatile int err = -ENOENT;
 	int tfd;
 
 	if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return -ENOENT;
 	pthread_mutex_lock(&zc_lock);
-	sym_guard_push(&g);
+	base_guard_push(&g);
 	if (sigsetjmp(g.jb, 0) == 0) {
 		need = inflated_size(elf, shstrndx, &compressed);
 		if (!compressed)
@@ -314,7 +314,7 @@ int sym_zcache__path(Elf *elf, int fd, char *out, size_t len)
 			zc_made++;
 	}
 done:
-	sym_guard_pop(&g);
+	base_guard_pop(&g);
 	if (g.faulted)
 		err = -EIO; /* the file shrank: a temporary file may stay, the next open retries */
 	pthread_mutex_unlock(&zc_lock);

@@ -992,7 +992,7 @@ void symbolizer__stats(const struct symbolizer *s, struct sym_stats *out)
 	out->cache_bytes = s->obj_bytes + s->cache_bytes;
 	out->cache_budget = s->budget;
 	out->cache_entries = s->cache_used;
-	out->bus_faults = sym_map__faults();
+	out->bus_faults = base_guard_faults();
 	{
 		uint64_t used;
 

@@ -10,6 +10,10 @@
  * sdata4, as every GNU toolchain writes it), that one FDE is parsed by cfi.c
  * (with its CIE), and its rows, ended by a gap row, join the table. Every
  * offset read from the file is checked against the section it points into.
+ * Every read of those mapped bytes runs under base_guard: a file truncated in
+ * place (`cp new.so old.so`) while its table lives raises SIGBUS there, which
+ * ends the table's reading for good (`broken`, counted) instead of the agent.
+ * Its headers are read with pread (ELF_C_READ), for the same reason.
  */
 #include "unwind.h"
 #include "base/base.h"
@@ -57,6 +61,9 @@ struct unwind_partial {
 	uint64_t wants[UNWIND_PARTIAL_MAX_WANTS];
 	size_t n_wants;
 	uint64_t rows; /* rows of the loaded FDEs */
+	struct cfi_rows scratch; /* the FDE being parsed (here, not on the stack: a
+				  * SIGBUS jumps out of the parse, and must find it) */
+	bool broken;		 /* the file shrank under the mapping: never read again */
 	struct unwind_partial_stats st;
 };
 
@@ -161,6 +168,21 @@ static int hdr_parse(struct unwind_partial *p)
 	return 0;
 }
 
+/* hdr_parse, reading the mapped header under a guard. -EIO: the file shrank. */
+static int guarded_hdr_parse(struct unwind_partial *p)
+{
+	struct base_guard g;
+	volatile int err = -EIO;
+
+	if (!base_guard_ready())
+		return -ENOTSUP;
+	base_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0)
+		err = hdr_parse(p);
+	base_guard_pop(&g);
+	return g.faulted ? -EIO : err;
+}
+
 int unwind_table__build_partial(const char *path, uint64_t dev, uint64_t inode,
 				struct unwind_table **out)
 {
@@ -181,7 +203,7 @@ int unwind_table__build_partial(const char *path, uint64_t dev, uint64_t inode,
 		return -errno;
 	t = calloc(1, sizeof(*t));
 	p = calloc(1, sizeof(*p));
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	err = -ENOMEM;
 	if (!t || !p)
 		goto cleanup;
@@ -201,7 +223,7 @@ int unwind_table__build_partial(const char *path, uint64_t dev, uint64_t inode,
 	if (!err)
 		err = smap_section(elf, fd, (uint64_t)st.st_size, ".eh_frame", &p->eh);
 	if (!err)
-		err = hdr_parse(p);
+		err = guarded_hdr_parse(p);
 	if (err)
 		goto cleanup;
 	t->path = strdup(path);
@@ -236,6 +258,7 @@ void unwind_partial__free(struct unwind_partial *p)
 	for (size_t i = 0; i < p->n_fdes; i++)
 		fde_free(&p->fdes[i]);
 	free(p->fdes);
+	cfi_rows__fini(&p->scratch);
 	smap_fini(&p->hdr);
 	smap_fini(&p->eh);
 	free(p);
@@ -252,6 +275,8 @@ static struct pfde *fde_covering(struct unwind_partial *p, uint64_t vaddr)
 bool unwind_partial__want(struct unwind_partial *p, uint64_t vaddr)
 {
 	p->st.wants++;
+	if (p->broken)
+		return false;
 	if (fde_covering(p, vaddr))
 		return false; /* loaded since the walk asked */
 	for (size_t i = 0; i < p->n_wants; i++)
@@ -265,7 +290,7 @@ bool unwind_partial__want(struct unwind_partial *p, uint64_t vaddr)
 
 bool unwind_partial__pending(const struct unwind_partial *p)
 {
-	return p->n_wants > 0;
+	return p->n_wants > 0 && !p->broken;
 }
 
 /* The byte offset in .eh_frame of the FDE whose initial location is the last at
@@ -293,23 +318,38 @@ static int64_t hdr_lookup(const struct unwind_partial *p, uint64_t vaddr)
 /* Parses the FDE covering vaddr into p's set. 1 added, 0 none covers it, -ENOMEM. */
 static int fde_add(struct unwind_partial *p, uint64_t vaddr, uint64_t now_ms)
 {
-	struct cfi_rows r = {0};
-	int64_t off = hdr_lookup(p, vaddr);
+	struct cfi_rows *r = &p->scratch;
+	struct base_guard g;
+	volatile int64_t off = -1;
+	volatile int err = 0;
 	struct pfde f;
-	int err;
 
+	cfi_rows__fini(r);
+	base_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0) {
+		off = hdr_lookup(p, vaddr);
+		if (off >= 0)
+			err = cfi_parse_fde_at(p->eh.p, p->eh.len, p->eh.vaddr, (size_t)off, r);
+	}
+	base_guard_pop(&g);
+	if (g.faulted) {
+		cfi_rows__fini(r);
+		p->broken = true;
+		p->st.bus_faults++;
+		return -EIO;
+	}
 	if (off < 0)
 		return 0;
-	err = cfi_parse_fde_at(p->eh.p, p->eh.len, p->eh.vaddr, (size_t)off, &r);
 	/* rows of the FDE, then its gap row at its end (vaddrs below 4 GiB) */
-	if (err || r.n < 2 || r.rows[r.n - 1].cfa_kind != HEARTH_CFA_NONE || vaddr < r.rows[0].pc ||
-	    vaddr >= r.rows[r.n - 1].pc) {
-		cfi_rows__fini(&r);
+	if (err || r->n < 2 || r->rows[r->n - 1].cfa_kind != HEARTH_CFA_NONE ||
+	    vaddr < r->rows[0].pc || vaddr >= r->rows[r->n - 1].pc) {
+		cfi_rows__fini(r);
 		return err == -ENOMEM ? err : 0;
 	}
-	f = (struct pfde){r.rows[0].pc, r.rows[r.n - 1].pc, now_ms, r.rows, (uint32_t)r.n};
+	f = (struct pfde){r->rows[0].pc, r->rows[r->n - 1].pc, now_ms, r->rows, (uint32_t)r->n};
+	memset(r, 0, sizeof(*r)); /* the rows are f's now */
 	if (base_grow((void **)&p->fdes, &p->cap_fdes, p->n_fdes + 1, sizeof(*p->fdes))) {
-		cfi_rows__fini(&r);
+		free(f.rows);
 		return -ENOMEM;
 	}
 	p->fdes[p->n_fdes++] = f;
@@ -339,6 +379,10 @@ int unwind_partial__resolve(struct unwind_partial *p, uint64_t now_ms, struct cf
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (p->broken)
+		return -EIO;
+	if (!base_guard_ready()) /* installed at build: cannot fail now, but say so */
+		return -ENOTSUP;
 	for (size_t i = 0; i < p->n_wants; i++) {
 		struct pfde *f = fde_covering(p, p->wants[i]);
 		int r;

@@ -26,28 +26,36 @@ static double now_ms(void)
 	return (double)base_clock_ns(CLOCK_MONOTONIC) / 1e6;
 }
 
-/* Parses the named CFI section into rows. -ENODATA when absent. */
 /* An uncompressed section parsed through a mapping of its own, whose pages
- * leave the RSS as the parse goes on (cfi_parse_mapped; libelf's map of the
- * whole file may be its heap copy, which must not be dropped). -EAGAIN: not
- * mapped, parse libelf's copy. */
+ * leave the RSS as the parse goes on (cfi_parse_mapped). The parse runs under
+ * base_guard: a file truncated in place meanwhile (`cp new.so old.so`) raises
+ * SIGBUS in it, and the build fails with -EIO instead of the agent. -EAGAIN:
+ * not mapped (no guard, a size that does not fit the file), read it instead. */
 static int parse_mapped(int fd, const GElf_Shdr *sh, bool is_eh, struct cfi_rows *rows)
 {
 	uint64_t lo = sh->sh_offset & ~(uint64_t)4095, delta = sh->sh_offset - lo;
+	struct base_guard g;
+	volatile int err = -EIO;
 	struct stat st;
 	void *m;
-	int err;
 
-	if (fstat(fd, &st) || !sh->sh_size || sh->sh_offset + sh->sh_size > (uint64_t)st.st_size)
+	if (!base_guard_ready() || fstat(fd, &st) || !sh->sh_size ||
+	    sh->sh_offset + sh->sh_size > (uint64_t)st.st_size)
 		return -EAGAIN;
 	m = mmap(NULL, sh->sh_size + delta, PROT_READ, MAP_PRIVATE, fd, (off_t)lo);
 	if (m == MAP_FAILED)
 		return -EAGAIN;
-	err = cfi_parse_mapped((const uint8_t *)m + delta, sh->sh_size, sh->sh_addr, is_eh, rows);
+	base_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0)
+		err = cfi_parse_mapped((const uint8_t *)m + delta, sh->sh_size, sh->sh_addr,
+				       is_eh, rows);
+	base_guard_pop(&g);
 	munmap(m, sh->sh_size + delta);
-	return err;
+	return g.faulted ? -EIO : err;
 }
 
+/* Parses the named CFI section into rows. -ENODATA when absent, -EIO when the
+ * file shrank under the parse. */
 static int parse_section(Elf *elf, int fd, const char *want, bool is_eh, size_t max_bytes,
 			 struct cfi_rows *rows)
 {
@@ -68,19 +76,20 @@ static int parse_section(Elf *elf, int fd, const char *want, bool is_eh, size_t 
 			continue;
 		if (max_bytes && sh.sh_size > max_bytes)
 			return -EFBIG;
-		/* .debug_frame may be SHF_COMPRESSED (gABI 4.1 "Compressed sections"). */
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-			return -EINVAL;
-		d = (sh.sh_flags & SHF_COMPRESSED) ? elf_getdata(scn, NULL)
-						   : elf_rawdata(scn, NULL);
-		if (!d || !d->d_buf)
-			return -EINVAL;
 		if (!(sh.sh_flags & SHF_COMPRESSED) && fd >= 0) {
 			int err = parse_mapped(fd, &sh, is_eh, rows);
 
 			if (err != -EAGAIN)
 				return err;
 		}
+		/* read into the heap (libelf's pread, ELF_C_READ): .debug_frame may
+		 * be SHF_COMPRESSED (gABI 4.1 "Compressed sections") */
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return -EINVAL;
+		d = (sh.sh_flags & SHF_COMPRESSED) ? elf_getdata(scn, NULL)
+						   : elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf)
+			return -EINVAL;
 		return cfi_parse(d->d_buf, d->d_size, sh.sh_addr, is_eh, rows);
 	}
 	return -ENODATA;
@@ -255,7 +264,10 @@ int unwind_table__build(const char *path, uint64_t dev, uint64_t inode, size_t m
 	if (fd < 0)
 		return -errno;
 	t = calloc(1, sizeof(*t));
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* headers and small sections with pread, never mapped: a file truncated under
+	 * us makes a read fail rather than raise SIGBUS (the CFI itself is mapped
+	 * under a guard: parse_mapped) */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!t || !elf) {
 		err = t ? -EINVAL : -ENOMEM;
 		goto cleanup;

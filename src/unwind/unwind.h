@@ -142,6 +142,8 @@ struct unwind_partial_stats {
 	uint64_t fdes_dropped;	/* dropped for the cap (least recently asked for) */
 	uint64_t not_covered;	/* pcs asked for that no FDE covers */
 	uint64_t heap_bytes;	/* FDE rows held (charged as MEM_UNWIND) */
+	uint64_t bus_faults;	/* 1: the file shrank under its mapping (SIGBUS
+				 * caught); the table reads nothing more */
 };
 
 /* The partial table of the ELF file at path (named dev, inode as for

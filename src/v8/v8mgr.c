@@ -318,7 +318,9 @@ static int probe_exe(struct v8_mgr *m, uint32_t pid, struct v8_meta *meta)
 {
 	char path[64];
 	struct stat sb;
+	struct base_guard g;
 	struct v8_exe *e;
+	volatile int vret = -EIO;
 	void *img;
 	int fd, ret;
 
@@ -338,11 +340,21 @@ static int probe_exe(struct v8_mgr *m, uint32_t pid, struct v8_meta *meta)
 			return e->verdict;
 		}
 	}
+	if (!base_guard_ready()) {
+		close(fd);
+		return -ENOTSUP;
+	}
 	img = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (img == MAP_FAILED)
 		return -errno;
-	ret = v8_meta_parse(img, (size_t)sb.st_size, meta);
+	/* under a guard: a file truncated in place meanwhile raises SIGBUS in the
+	 * parse (src/base/busguard.c), which then fails instead of the agent */
+	base_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0)
+		vret = v8_meta_parse(img, (size_t)sb.st_size, meta);
+	base_guard_pop(&g);
+	ret = g.faulted ? -EIO : vret;
 	munmap(img, (size_t)sb.st_size);
 	e = &m->exes[m->next_exe];
 	m->next_exe = (m->next_exe + 1) % V8_EXE_CACHE;

@@ -4,15 +4,18 @@
  * pc asked for the rule the whole table gives it; a pc of an FDE not asked for
  * falls in a gap (a HEARTH_CFA_NONE row, which makes the BPF walker ask); the
  * table stays under its cap, charged to MEM_UNWIND; a file without
- * .eh_frame_hdr gets none. Over libc (any 64-bit ELF with .eh_frame_hdr).
+ * .eh_frame_hdr gets none; a file truncated in place under a partial table's
+ * mapping stops it, counted, instead of killing the agent with SIGBUS. Over
+ * libc (any 64-bit ELF with .eh_frame_hdr).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "base/membudget.h"
+#include "base/base.h"
 #include "unit.h"
 #include "unwind/unwind.h"
 
@@ -154,4 +157,69 @@ TEST(partial_needs_an_eh_frame_hdr)
 	CHECK(err == -ENOENT && !t);
 cleanup:
 	unwind_table__free(t);
+}
+
+/* Copies src to dst. 0 or -errno. */
+static int copy_file(const char *src, const char *dst)
+{
+	char buf[65536];
+	int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600), err = 0;
+	ssize_t n;
+
+	if (in < 0 || out < 0)
+		err = -errno;
+	while (!err && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			err = -EIO;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out))
+		err = err ? err : -errno;
+	return err;
+}
+
+/*
+ * `cp new.so old.so` over a library whose partial table lives: the same inode
+ * shrinks under the table's mapping of .eh_frame_hdr and .eh_frame, and reading
+ * them raises SIGBUS. The next resolve must fail with -EIO, count the fault and
+ * never read again; before the guard this test died of SIGBUS.
+ */
+TEST(partial_file_truncated_under_it)
+{
+	char dir[] = "/tmp/hearth-partial-XXXXXX", path[64];
+	struct unwind_table *full = NULL, *part = NULL;
+	struct cfi_rows out = {0};
+	struct unwind_partial_stats ps;
+	size_t asked = 0;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/libcopy.so", dir);
+	CHECK(copy_file(libc_path(), path) == 0);
+	CHECK(unwind_table__build(path, 0, 0, 0, &full) == 0);
+	CHECK(unwind_table__build_partial(path, 0, 0, &part) == 0);
+	for (size_t i = 0; i + 1 < full->rows.n && asked < 50; i += full->rows.n / 50 + 1)
+		if (full->rows.rows[i].cfa_kind != HEARTH_CFA_NONE)
+			asked += unwind_partial__want(part->partial, full->rows.rows[i].pc);
+	CHECK(asked > 0);
+	CHECK(truncate(path, 0) == 0); /* the same inode, now empty */
+	CHECK(unwind_partial__resolve(part->partial, 1, &out) == -EIO);
+	unwind_partial__stats(part->partial, &ps);
+	CHECKF(ps.bus_faults == 1 && ps.fdes == 0, "%llu faults, %llu FDEs",
+	       (unsigned long long)ps.bus_faults, (unsigned long long)ps.fdes);
+	/* never read again: nothing is asked for, nothing resolved */
+	CHECK(!unwind_partial__want(part->partial, full->rows.rows[1].pc));
+	CHECK(!unwind_partial__pending(part->partial));
+	CHECK(unwind_partial__resolve(part->partial, 2, &out) == -EIO);
+	/* a table built from the truncated file fails cleanly */
+	unwind_table__free(full);
+	full = NULL;
+	CHECK(unwind_table__build(path, 0, 0, 0, &full) < 0 && !full);
+	CHECK(base_guard_faults() >= 1);
+cleanup:
+	cfi_rows__fini(&out);
+	unwind_table__free(full);
+	unwind_table__free(part);
+	unlink(path);
+	rmdir(dir);
+	CHECK(mem_budget__used(MEM_UNWIND) == 0);
 }
