@@ -135,7 +135,7 @@ void sym_builder__adopt_names(struct sym_builder *b, char *names, size_t len);
  * Makes the mapped string table m (of which offsets below m->len - 1 are names; the
  * last byte need not be NUL) the name blob of an empty builder, which takes it over.
  * Symbols are then added with sym_builder__add_at; building reads names only to break
- * ties, and must run under a sym_guard.
+ * ties, and must run under a base_guard.
  */
 void sym_builder__adopt_map(struct sym_builder *b, struct sym_map *m);
 /* Adds a symbol named by r->name (an offset < len in the adopted blob). 0 or -ENOMEM. */
