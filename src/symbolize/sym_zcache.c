@@ -274,7 +274,6 @@ int sym_zcache__path(Elf *elf, int fd, char *out, size_t len)
 	char tmp[PATH_MAX + 32];
 	struct sym_guard g;
 	volatile int err = -ENOENT;
-	volatile bool ready;
 	int tfd;
 
 	if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
@@ -285,25 +284,20 @@ int sym_zcache__path(Elf *elf, int fd, char *out, size_t len)
 		need = inflated_size(elf, shstrndx, &compressed);
 		if (!compressed)
 			goto done;
-		/* made before: mapped, nothing inflated (whatever the budget); a use makes
-		 * it recent */
-		ready = dir_ready();
-		if (ready) {
-			key_of(elf, fd, out, len);
-			if (access(out, R_OK) == 0) {
-				utimensat(AT_FDCWD, out, NULL, 0);
-				err = 0;
-				goto done;
-			}
-		}
 		/* inflating needs it all in memory at once, here or in libelf: not past the
 		 * memory ledger's budget (never without a limit) */
 		if (mem_budget__would_pass(need)) {
 			err = -EFBIG;
 			goto done;
 		}
-		if (!ready)
+		if (!dir_ready())
 			goto done;
+		key_of(elf, fd, out, len);
+		if (access(out, R_OK) == 0) { /* made before: a use makes it recent */
+			utimensat(AT_FDCWD, out, NULL, 0);
+			err = 0;
+			goto done;
+		}
 		if (!make_room(need))
 			goto done;
 		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", out, (int)getpid());
