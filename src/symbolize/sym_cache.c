@@ -287,8 +287,6 @@ void sym_budget_enforce(struct symbolizer *s)
  * whole table and DWARF read again, for one address (bench/fleet: evicting these first
  * was what read tables again, docs/memory.md "What is evicted first").
  */
-#define SYM_CHEAP_SPINS 256
-
 static bool centry_dear(const struct sym_centry *e)
 {
 	return e->obj->loaded && !e->obj->heavy;
@@ -302,13 +300,9 @@ static bool centry_dear(const struct sym_centry *e)
  */
 static uint64_t evict_addrs(struct symbolizer *s, uint64_t want, bool cheap_only)
 {
-	/* cheap_only passes over at most this many entries (the tail moves on each
-	 * call): the symbolizer asks after every lookup while the ledger is over, and
-	 * a cache of dear entries only must not cost a walk of it each time */
-	uint64_t freed = 0, n = 0, spins = 0,
-		 most = cheap_only && s->cache_used > SYM_CHEAP_SPINS ? SYM_CHEAP_SPINS : s->cache_used;
+	uint64_t freed = 0, n = 0, spins = 0;
 
-	while (freed < want && s->c_tail && spins <= most) {
+	while (freed < want && s->c_tail && spins <= s->cache_used) {
 		struct sym_centry *e = s->c_tail;
 
 		if (e->referenced || e == s->last_entry || (cheap_only && centry_dear(e))) {
