@@ -244,7 +244,7 @@ void sym_centry_insert(struct symbolizer *s, struct sym_centry *e)
  * Evicts until the account fits the budget: address-cache entries (oldest first) while
  * they hold more than a quarter of it, else whole objects' tables (least recently used).
  */
-static uint64_t evict_addrs(struct symbolizer *s, uint64_t want, bool cheap_only);
+static uint64_t evict_addrs(void *ctx, uint64_t want);
 static uint64_t evict_objects(struct symbolizer *s, uint64_t want, bool dwarf);
 
 void sym_budget_enforce(struct symbolizer *s)
@@ -253,7 +253,7 @@ void sym_budget_enforce(struct symbolizer *s)
 	if (s->mem_budget && mem_budget__over()) {
 		uint64_t over = mem_budget__used_total() - mem_budget__cache_budget();
 
-		if (evict_addrs(s, over, true) < over && mem_budget__over())
+		if (evict_addrs(s, over) < over && mem_budget__over())
 			evict_objects(s, mem_budget__used_total() - mem_budget__cache_budget(),
 				      false);
 	}
@@ -281,31 +281,19 @@ void sym_budget_enforce(struct symbolizer *s)
 /* ---- the process-wide ledger (src/base/membudget.h) ---- */
 
 /*
- * Whether getting e back would read its object again: its table is evicted (an object
- * never read, or unreadable, costs nothing to ask again). An entry whose object is
- * loaded costs a table search to rebuild; one whose object is out costs the object's
- * whole table and DWARF read again, for one address (bench/fleet: evicting these first
- * was what read tables again, docs/memory.md "What is evicted first").
- */
-static bool centry_dear(const struct sym_centry *e)
-{
-	return e->obj->loaded && !e->obj->heavy;
-}
-
-/*
  * MEM_ADDRS: address-cache entries, oldest first (CLOCK's second chance given, as the
- * symbolizer's own budget does), up to want bytes; cheap_only: only entries whose
- * object is still loaded (centry_dear). Never the entry the last resolve handed out
- * (its caller may still read it).
+ * symbolizer's own budget does), up to want bytes. Never the entry the last resolve
+ * handed out (its caller may still read it).
  */
-static uint64_t evict_addrs(struct symbolizer *s, uint64_t want, bool cheap_only)
+static uint64_t evict_addrs(void *ctx, uint64_t want)
 {
+	struct symbolizer *s = ctx;
 	uint64_t freed = 0, n = 0, spins = 0;
 
 	while (freed < want && s->c_tail && spins <= s->cache_used) {
 		struct sym_centry *e = s->c_tail;
 
-		if (e->referenced || e == s->last_entry || (cheap_only && centry_dear(e))) {
+		if (e->referenced || e == s->last_entry) {
 			e->referenced = false;
 			centry_unlink_lru(s, e);
 			centry_push_lru(s, e);
@@ -320,18 +308,6 @@ static uint64_t evict_addrs(struct symbolizer *s, uint64_t want, bool cheap_only
 	if (n)
 		mem_budget__evicted(MEM_ADDRS, n, freed);
 	return freed;
-}
-
-/* The ledger's evictors of address entries: first (priority 0) those cheap to get
- * back; the rest (priority 3) only after whole tables. */
-static uint64_t evict_addrs_cheap(void *ctx, uint64_t want)
-{
-	return evict_addrs(ctx, want, true);
-}
-
-static uint64_t evict_addrs_any(void *ctx, uint64_t want)
-{
-	return evict_addrs(ctx, want, false);
 }
 
 /* Drops the least recently used objects' DWARF (dwarf: true; their symbols stay) or
@@ -394,21 +370,17 @@ void sym_ledger_register(struct symbolizer *s)
 {
 	if (!s->mem_budget)
 		return;
-	/* address entries of loaded objects first (a table search to rebuild), then
-	 * DWARF, then whole tables, then the entries of objects that are out (each
-	 * would read its object again) */
-	mem_budget__register(MEM_ADDRS, 0, evict_addrs_cheap, s);
+	/* address caches first (cheap to rebuild), then DWARF, then whole tables */
+	mem_budget__register(MEM_ADDRS, 0, evict_addrs, s);
 	mem_budget__register(MEM_DWARF, 2, evict_dwarf, s);
 	mem_budget__register(MEM_SYMBOLS, 2, evict_symbols, s);
-	mem_budget__register(MEM_ADDRS, 3, evict_addrs_any, s);
 }
 
 void sym_ledger_unregister(struct symbolizer *s)
 {
 	if (!s->mem_budget)
 		return;
-	mem_budget__unregister(evict_addrs_cheap, s);
-	mem_budget__unregister(evict_addrs_any, s);
+	mem_budget__unregister(evict_addrs, s);
 	mem_budget__unregister(evict_dwarf, s);
 	mem_budget__unregister(evict_symbols, s);
 	mem_budget__charge(MEM_ADDRS, -(int64_t)s->cache_bytes);
@@ -421,7 +393,7 @@ bool sym_ledger_room(struct symbolizer *s, uint64_t bytes)
 {
 	if (!s->mem_budget || !mem_budget__would_pass(bytes))
 		return true;
-	evict_addrs(s, bytes, true);
+	evict_addrs(s, bytes);
 	if (mem_budget__would_pass(bytes))
 		evict_objects(s, bytes, true);
 	if (mem_budget__would_pass(bytes))
