@@ -104,5 +104,5 @@ else
 	curl -sf "$SURL/api/profile?format=folded&from=$((T0 * 1000))&until=now" > "$T/all.folded"
 	echo "since the agent started: $(python3 "$HEARTH_ROOT/bench/fleet/fleet_stats.py" complete "$T/all.folded" genhot | tr '\n' ' ')(name pct complete total)"
 fi
-grep -E '^hearth_agent_unwind_(tables|no_room|table_bytes)' "$T/metrics.txt"
+grep -E '^hearth_agent_unwind_(tables|no_room|table_bytes|partial_tables|builds_total)' "$T/metrics.txt"
 finish
