@@ -14,7 +14,12 @@
 #
 # SOAK_SECONDS (default 120) is the load time; `--long` makes it 600. Needs
 # root (tmpfs mount): skipped with the reason outside CI, a failure under CI.
-# test-runner: serial (it measures latency (/healthz within 1 s), RSS and ingest p99)
+# It runs beside other tests (shared phase): its bounds are the server's own
+# under the load it makes itself. /healthz within 1 s allows a CPU-starved
+# server: beside others' builds and tests on this 2-core machine (load 10-16,
+# at nice 10) its slowest was 144 ms of 1082 probes; RSS is the server's own;
+# p99 is printed, not judged.
+# test-runner: long (120 s of load: started first among the shared tests)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 
