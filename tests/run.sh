@@ -147,6 +147,8 @@ for t in build/tests/test_*; do
 	src=tests/unit/$(basename "$t").c
 	if is_serial "$src"; then
 		alone+=("$name|300|$t")
+	elif is_long "$src"; then
+		long+=("$name|300|$t")
 	else
 		shared+=("$name|300|$t")
 		is_light "$src" && light_names+=("$name")
