@@ -19,7 +19,9 @@
 # measure shares, CPU, wakeups or latency. A serial test whose file also says
 # "test-runner: prepare" builds its fixtures (kept under build/) when run with
 # --prepare: that runs first among the shared tests, so that the serial phase
-# does not wait for builds.
+# does not wait for builds. Right after those come the shared tests whose file
+# says "test-runner: long" with a reason (the longest ones: started last, one
+# would end the phase alone, with the other slot idle).
 #
 # The table at the end gives each test's wall time and the CPU time of its
 # processes (those it waited for), and the wall time of each phase.
@@ -132,11 +134,12 @@ launch() { # kind (test|fuzz|fuzzbuild), name, timeout seconds, command...
 
 is_serial() { grep -q 'test-runner: serial' "$1"; }
 is_light() { grep -q 'test-runner: light' "$1"; }
+is_long() { grep -q 'test-runner: long' "$1"; }
 wanted() { [ -z "$only" ] || [[ "$1" == *"$only"* ]]; }
 
 # The queues: "name|timeout|command" per job; light[N] is 1 for shared[N] when
 # its file says "test-runner: light".
-shared=() alone=() fuzz=() prepare=() fuzz_bins=() light=() light_names=()
+shared=() alone=() fuzz=() prepare=() fuzz_bins=() light=() light_names=() long=()
 for t in build/tests/test_*; do
 	[ -x "$t" ] || continue
 	name=unit/$(basename "$t")
@@ -144,6 +147,8 @@ for t in build/tests/test_*; do
 	src=tests/unit/$(basename "$t").c
 	if is_serial "$src"; then
 		alone+=("$name|300|$t")
+	elif is_long "$src"; then
+		long+=("$name|300|$t")
 	else
 		shared+=("$name|300|$t")
 		is_light "$src" && light_names+=("$name")
@@ -156,12 +161,14 @@ for t in tests/integration/test_*.sh; do
 		alone+=("$name|900|bash $t")
 		# what it builds before it measures, built in the shared phase
 		grep -q 'test-runner: prepare' "$t" && prepare+=("prepare/${name#*/}|900|bash $t --prepare")
+	elif is_long "$t"; then
+		long+=("$name|900|bash $t")
 	else
 		shared+=("$name|900|bash $t")
 		is_light "$t" && light_names+=("$name")
 	fi
 done
-shared=(${prepare[@]+"${prepare[@]}"} ${shared[@]+"${shared[@]}"})
+shared=(${prepare[@]+"${prepare[@]}"} ${long[@]+"${long[@]}"} ${shared[@]+"${shared[@]}"})
 for j in "${!shared[@]}"; do
 	light[j]=0
 	for n in ${light_names[@]+"${light_names[@]}"}; do [ "${shared[j]%%|*}" = "$n" ] && light[j]=1; done

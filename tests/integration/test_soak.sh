@@ -14,7 +14,14 @@
 #
 # SOAK_SECONDS (default 120) is the load time; `--long` makes it 600. Needs
 # root (tmpfs mount): skipped with the reason outside CI, a failure under CI.
-# test-runner: serial (it measures latency (/healthz within 1 s), RSS and ingest p99)
+# It runs beside other tests (shared phase): its bounds are the server's own
+# under the load it makes itself. /healthz within 1 s: beside others' builds
+# and benches on this 2-core machine (load 10-16, the test at nice 10) its
+# slowest was 144 ms of 1082 probes; starved on purpose (load 20-31, two CPU
+# hogs at nice 0 against its nice 10) 1.11 s of 647, a failure: the bound
+# holds beside two tests at its own priority, not on a machine that starved.
+# RSS is the server's own; p99 is printed, not judged.
+# test-runner: long (120 s of load: started first among the shared tests)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/server_lib.sh"
 
