@@ -568,9 +568,12 @@ static long unwind_step(__u32 i, void *ctx)
 		bump(&unwind_stats, HEARTH_UW_TRUNCATED);
 		return 1;
 	}
-	st->frames[n & (HEARTH_UNWIND_MAX_FRAMES - 1)] = st->pc;
+	/* Callers' pcs are return addresses: the call is the byte before. User space
+	 * takes a caller's frame as one too (src/collect, "addr - 1"), so the pc a
+	 * signal interrupted, exact, is recorded one byte on: a signal at a
+	 * function's first byte is then named as that function, not its padding. */
+	st->frames[n & (HEARTH_UNWIND_MAX_FRAMES - 1)] = st->pc + (n && st->exact_pc);
 	st->s.ulen = n + 1;
-	/* Callers' pcs are return addresses: the call is the byte before. */
 	addr = n && !st->exact_pc ? st->pc - 1 : st->pc;
 	st->exact_pc = 0;
 	t0 = COST_NOW();

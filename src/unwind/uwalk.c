@@ -149,7 +149,10 @@ size_t unwind_walk_copy(const struct hearth_unwind_proc *view, unwind_rows_fn ro
 		const struct hearth_unwind_row *r;
 		uint64_t addr = n && !w.exact_pc ? w.pc - 1 : w.pc;
 
-		frames[n++] = w.pc;
+		/* an interrupted caller's exact pc one byte on, as BPF records it
+		 * (profile.bpf.c, unwind_step): the collector looks up frame - 1 */
+		frames[n] = w.pc + (n && w.exact_pc);
+		n++;
 		w.exact_pc = false;
 		m = find_mapping(&w, addr);
 		if (!m || !m->row_count) {
