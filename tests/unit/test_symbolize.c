@@ -1736,6 +1736,26 @@ cleanup:
 	symbolizer__free(s);
 }
 
+/* Writes code to DIR/NAME.c and builds it with zlib-compressed DWARF (gcc -gz) into
+ * bin (DIR/NAME; its source path in src when src_out is not NULL). 0, or -1: no such
+ * build (Debian's gcc makes them: a failure is the test's). */
+static int gz_prog(const char *name, const char *code, char *bin, size_t len, char *src_out)
+{
+	char src[300];
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/%s.c", unit_tmp_dir(), name);
+	snprintf(bin, len, "%s/%s", unit_tmp_dir(), name);
+	if (src_out)
+		snprintf(src_out, 300, "%s", src);
+	if (!(f = fopen(src, "w")))
+		return -1;
+	fputs(code, f);
+	if (fclose(f))
+		return -1;
+	return sh("gcc -O2 -g -gz=zlib -Wl,--build-id -o '%s' '%s'", bin, src) ? -1 : 0;
+}
+
 /*
  * Compressed debug sections (gcc -gz) are inflated once into the cache directory and
  * that file is mapped: the same frames as the uncompressed build, one file written, a
@@ -1753,24 +1773,16 @@ TEST(compressed_debug_inflated_once_to_cache)
 	char want_file[256] = "";
 	int want_n = 0;
 	const char *d = unit_tmp_dir();
-	FILE *f;
 
-	snprintf(src, sizeof(src), "%s/z.c", d);
-	snprintf(zbin, sizeof(zbin), "%s/zprog", d);
 	snprintf(ubin, sizeof(ubin), "%s/uprog", d);
 	snprintf(dir, sizeof(dir), "%s/zcache/dwarf", d);
 	snprintf(small, sizeof(small), "%s/zcache-small", d);
-	CHECK((f = fopen(src, "w")));
-	fputs("static inline int sq(int x) { return x * x; }\n"
-	      "__attribute__((noinline)) int work(int n) { int s = 0;\n"
-	      "  for (int i = 0; i < n; i++) s += sq(i) ^ (s >> 2); return s; }\n"
-	      "int main(int c, char **v) { (void)v; return work(c * 1000) & 1; }\n",
-	      f);
-	CHECK(fclose(f) == 0);
-	if (sh("gcc -O2 -g -gz=zlib -Wl,--build-id -o '%s' '%s' 2>/dev/null", zbin, src)) {
-		fprintf(stderr, "  (gcc -gz unavailable: skipped)\n");
-		return;
-	}
+	CHECK(gz_prog("zprog",
+		      "static inline int sq(int x) { return x * x; }\n"
+		      "__attribute__((noinline)) int work(int n) { int s = 0;\n"
+		      "  for (int i = 0; i < n; i++) s += sq(i) ^ (s >> 2); return s; }\n"
+		      "int main(int c, char **v) { (void)v; return work(c * 1000) & 1; }\n",
+		      zbin, sizeof(zbin), src) == 0);
 	CHECK(sh("gcc -O2 -g -Wl,--build-id -o '%s' '%s'", ubin, src) == 0);
 	CHECK(symbol_file_off(ubin, "work", &off, &size, NULL) == 0);
 	/* the uncompressed build's answer at work + 8 */
@@ -1813,28 +1825,20 @@ cleanup:
  * (libc's start_thread and clone3 are such, every thread's root). */
 TEST(debug_file_symbols_past_budget)
 {
-	char bin[300], dbg[300], src[300], dir[300];
+	char bin[300], dbg[300], dir[300];
 	struct symbolizer *s = NULL;
 	const struct sym_result *r = NULL;
 	struct sym_object *o;
 	struct sym_stats st;
 	uint64_t off, size;
-	FILE *f;
 
-	snprintf(src, sizeof(src), "%s/dl.c", unit_tmp_dir());
-	snprintf(bin, sizeof(bin), "%s/dlprog", unit_tmp_dir());
 	snprintf(dbg, sizeof(dbg), "%s/dlprog.debug", unit_tmp_dir());
 	snprintf(dir, sizeof(dir), "%s/zcache-dl", unit_tmp_dir());
-	CHECK((f = fopen(src, "w")));
-	fputs("static __attribute__((noinline)) int lonely(int n) { int s = 0;\n"
-	      "  for (int i = 0; i < n; i++) s += i ^ (s >> 3); return s; }\n"
-	      "int main(int c, char **v) { (void)v; return lonely(c) & 1; }\n",
-	      f);
-	CHECK(fclose(f) == 0);
-	if (sh("gcc -O2 -g -gz=zlib -o '%s' '%s' 2>/dev/null", bin, src)) {
-		fprintf(stderr, "  (gcc -gz unavailable: skipped)\n");
-		return;
-	}
+	CHECK(gz_prog("dlprog",
+		      "static __attribute__((noinline)) int lonely(int n) { int s = 0;\n"
+		      "  for (int i = 0; i < n; i++) s += i ^ (s >> 3); return s; }\n"
+		      "int main(int c, char **v) { (void)v; return lonely(c) & 1; }\n",
+		      bin, sizeof(bin), NULL) == 0);
 	CHECK(symbol_file_off(bin, "lonely", &off, &size, NULL) == 0);
 	CHECK(sh("objcopy --only-keep-debug '%s' '%s' && strip --strip-all '%s' && "
 		 "cd '%s' && objcopy --add-gnu-debuglink=dlprog.debug dlprog",
@@ -1859,27 +1863,19 @@ cleanup:
  * not: no file written, no DWARF, the symbol table answers, the skip is counted. */
 TEST(compressed_debug_past_budget_not_inflated)
 {
-	char zbin[300], src[300], dir[300];
+	char zbin[300], dir[300];
 	struct symbolizer *s = NULL;
 	const struct sym_result *r = NULL;
 	struct sym_object *o;
 	struct sym_stats st;
 	uint64_t off, size;
-	FILE *f;
 
-	snprintf(src, sizeof(src), "%s/zb.c", unit_tmp_dir());
-	snprintf(zbin, sizeof(zbin), "%s/zbprog", unit_tmp_dir());
 	snprintf(dir, sizeof(dir), "%s/zcache-budget", unit_tmp_dir());
-	CHECK((f = fopen(src, "w")));
-	fputs("__attribute__((noinline)) int work2(int n) { int s = 0;\n"
-	      "  for (int i = 0; i < n; i++) s += i ^ (s >> 2); return s; }\n"
-	      "int main(int c, char **v) { (void)v; return work2(c) & 1; }\n",
-	      f);
-	CHECK(fclose(f) == 0);
-	if (sh("gcc -O2 -g -gz=zlib -o '%s' '%s' 2>/dev/null", zbin, src)) {
-		fprintf(stderr, "  (gcc -gz unavailable: skipped)\n");
-		return;
-	}
+	CHECK(gz_prog("zbprog",
+		      "__attribute__((noinline)) int work2(int n) { int s = 0;\n"
+		      "  for (int i = 0; i < n; i++) s += i ^ (s >> 2); return s; }\n"
+		      "int main(int c, char **v) { (void)v; return work2(c) & 1; }\n",
+		      zbin, sizeof(zbin), NULL) == 0);
 	CHECK(symbol_file_off(zbin, "work2", &off, &size, NULL) == 0);
 	mem_budget__reset();
 	mem_budget__set_limit(100, 100); /* 100 bytes: far below the inflated sections */
