@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "object/object.h"
 #include "proc/proc.h"
 #include "python/python_impl.h"
@@ -110,27 +111,19 @@ static uint32_t rodata_version(Elf_Scn *scn, uint32_t minor)
 	return 0;
 }
 
-static int read_syms(const char *path, uint32_t name_minor, struct py_syms *s,
-		     struct object_segment **segs, size_t *n_segs)
+/* read_syms' reading of the mapped file, under its guard; *elfp is set as soon as
+ * libelf has a handle. */
+static int read_syms_mapped(int fd, uint32_t name_minor, struct py_syms *s,
+			    struct object_segment **segs, size_t *n_segs, Elf *volatile *elfp)
 {
-	Elf *elf = NULL;
+	Elf *elf;
 	Elf_Scn *scn = NULL, *rodata = NULL;
 	GElf_Shdr sh;
 	size_t shstrndx;
-	int fd, err;
 
-	memset(s, 0, sizeof(*s));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	/* pread, never mapped: a file truncated under us fails a read instead of
-	 * raising SIGBUS (src/base/busguard.c) */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
+	*elfp = elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return -ENOEXEC;
 	/* .dynsym first (always there: the symbols are exported), .symtab for what a
 	 * build keeps local */
 	for (int pass = 0; pass < 2; pass++) {
@@ -150,9 +143,38 @@ static int read_syms(const char *path, uint32_t name_minor, struct py_syms *s,
 	}
 	if (!s->py_version && rodata)
 		s->rodata_version = rodata_version(rodata, name_minor);
-	err = object_elf_segments(elf, segs, n_segs);
-cleanup:
-	if (elf)
+	return object_elf_segments(elf, segs, n_segs);
+}
+
+/*
+ * The file is mapped (ELF_C_READ_MMAP), not read: a build's .symtab, .strtab and
+ * .rodata (pyenv's, unstripped: tens of MB) would otherwise be copied into the heap
+ * whole, and the pages scanned leave with the mapping. Read under base_guard: a file
+ * truncated in place meanwhile raises SIGBUS, which fails the probe (-EIO) instead of
+ * the agent; libelf's handle is then not trusted and left, not ended (a rare case).
+ */
+static int read_syms(const char *path, uint32_t name_minor, struct py_syms *s,
+		     struct object_segment **segs, size_t *n_segs)
+{
+	struct base_guard g;
+	Elf *volatile elf = NULL;
+	volatile int err = -EIO;
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	if (!base_guard_ready())
+		return -ENOTSUP;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	base_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0)
+		err = read_syms_mapped(fd, name_minor, s, segs, n_segs, &elf);
+	base_guard_pop(&g);
+	if (g.faulted)
+		err = -EIO;
+	else if (elf)
 		elf_end(elf);
 	close(fd);
 	return err;

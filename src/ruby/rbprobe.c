@@ -25,6 +25,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "object/object.h"
 #include "proc/proc.h"
 #include "ruby/ruby_impl.h"
@@ -166,7 +167,7 @@ static void find_vm_core(Elf *elf, size_t shstrndx, struct rb_syms *s)
 	if (!text_size || !hdr || !hdr->d_buf || s->exec < text_vaddr ||
 	    s->exec - text_vaddr >= text_size)
 		return;
-	/* only rb_vm_exec's own bytes are read (pread by libelf: ELF_C_READ) */
+	/* only rb_vm_exec's own bytes are looked at */
 	from = s->exec - text_vaddr;
 	len = s->exec_size ? s->exec_size : 512;
 	if (len > text_size - from)
@@ -198,42 +199,58 @@ static void find_vm_core(Elf *elf, size_t shstrndx, struct rb_syms *s)
 		s->vm_start = s->vm_end = 0;
 }
 
-static int read_syms(const char *path, struct rb_syms *s, struct object_segment **segs,
-		     size_t *n_segs)
+/* read_syms' reading of the mapped file, under its guard; *elfp is set as soon as
+ * libelf has a handle. */
+static int read_syms_mapped(int fd, struct rb_syms *s, struct object_segment **segs,
+			    size_t *n_segs, Elf *volatile *elfp)
 {
-	Elf *elf = NULL;
+	Elf *elf;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	size_t shstrndx;
-	int fd, err;
 
-	memset(s, 0, sizeof(*s));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	/* pread, never mapped: a file truncated under us fails a read instead of
-	 * raising SIGBUS (src/base/busguard.c) */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
+	*elfp = elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return -ENOEXEC;
 	while ((scn = elf_nextscn(elf, scn)))
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM)
 			scan_dynsym(elf, scn, &sh, s);
-	err = -RUBY_E_NOT_RUBY;
 	if (!s->has_ec || !s->version)
-		goto cleanup;
+		return -RUBY_E_NOT_RUBY;
 	scn = NULL;
 	while ((scn = elf_nextscn(elf, scn)))
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_RELA)
 			scan_rela(scn, &sh, s);
 	if (s->exec)
 		find_vm_core(elf, shstrndx, s);
-	err = object_elf_segments(elf, segs, n_segs);
-cleanup:
-	if (elf)
+	return object_elf_segments(elf, segs, n_segs);
+}
+
+/* Mapped (ELF_C_READ_MMAP: nothing copied into the heap), read under base_guard: a
+ * file truncated in place meanwhile raises SIGBUS, which fails the probe (-EIO)
+ * instead of the agent; libelf's handle is then not trusted and left, not ended. */
+static int read_syms(const char *path, struct rb_syms *s, struct object_segment **segs,
+		     size_t *n_segs)
+{
+	struct base_guard g;
+	Elf *volatile elf = NULL;
+	volatile int err = -EIO;
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	if (!base_guard_ready())
+		return -ENOTSUP;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	base_guard_push(&g);
+	if (sigsetjmp(g.jb, 0) == 0)
+		err = read_syms_mapped(fd, s, segs, n_segs, &elf);
+	base_guard_pop(&g);
+	if (g.faulted)
+		err = -EIO;
+	else if (elf)
 		elf_end(elf);
 	close(fd);
 	return err;
