@@ -47,3 +47,17 @@ wait_until() { # seconds, command...
 metric() { # url, name
 	curl -s --max-time 10 "$1/metrics" | awk -v n="$2" '$1 == n { print $2; exit }'
 }
+
+# One line of the agent's memory state, for a failure's context: its limit, RSS
+# and peak, and what the budget evicted by kind (hearth_memory_* of /metrics).
+memory_summary() { # url
+	curl -s --max-time 10 "$1/metrics" | awk '
+		$1 == "hearth_memory_limit_bytes" { lim = $2 / 1048576 }
+		$1 == "hearth_memory_rss_bytes" { rss = $2 / 1048576 }
+		$1 == "hearth_memory_peak_rss_bytes" { peak = $2 / 1048576 }
+		$1 == "hearth_memory_rss_tightens_total" { tight = $2 }
+		$1 ~ /^hearth_memory_evictions_total\{/ && $2 > 0 {
+			k = $1; sub(/.*kind="/, "", k); sub(/".*/, "", k); ev = ev " " k "=" $2 }
+		END { printf "memory: limit %.0f MiB, rss %.1f MiB, peak %.1f MiB, %d RSS tightens; evictions:%s\n",
+			lim, rss, peak, tight, ev == "" ? " none" : ev }'
+}

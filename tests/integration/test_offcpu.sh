@@ -179,7 +179,7 @@ for f in wall:sleep wall:pipe lockrec:lock; do
 		if [ -n "$got" ] && [ -n "$d" ] && within "$got" "$d" "$tol"; then
 			pass "offcpu_wall_${m}_$tid: ${got}s of ${d}s (tolerance ±5% = ±${tol}s)"
 		else
-			fail "offcpu_wall_${m}_$tid" "'${got}'s of '${d}'s (want within ±5%)"
+			fail "offcpu_wall_${m}_$tid" "'${got}'s of '${d}'s (want within ±5%); hearth: $(grep -o 'dropped [0-9]* samples[^;]*\|off-cpu: [0-9]* switches.*' "$T/$rec.err" | tr '\n' ' ')"
 		fi
 	done
 done

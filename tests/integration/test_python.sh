@@ -269,9 +269,9 @@ if start_hearth "$T/run.log" run --data "$T/run-data" --listen 127.0.0.1:0 --int
 		tot=$(sum < "$T/run.folded")
 		withpy=$(grep ';pyhot\.' "$T/run.folded" | sum)
 		if [ "$tot" -ge 300 ] && [ $((withpy * 100)) -ge $((tot * 95)) ]; then
-			pass "python_run_$how: $withpy of $tot stored samples carry Python frames (hearth run)"
+			pass "python_run_$how: $withpy of $tot stored samples carry Python frames (hearth run; $(memory_summary "$HURL"))"
 		else
-			fail python_run_$how "$withpy of $tot stored samples of pid $pid carry Python frames (want >= 95%, >= 300); the others by their last 4 frames: $(grep -v ';pyhot\.' "$T/run.folded" | awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); s = f[k]; for (i = k - 1; i > k - 4 && i > 0; i--) s = f[i] ";" s; c[s] += n } END { for (s in c) print c[s], s }' | sort -rn | head -5 | tr '\n' '|' | cut -c1-900)"
+			fail python_run_$how "$withpy of $tot stored samples of pid $pid carry Python frames (want >= 95%, >= 300); the others by their last 4 frames: $(grep -v ';pyhot\.' "$T/run.folded" | awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); s = f[k]; for (i = k - 1; i > k - 4 && i > 0; i--) s = f[i] ";" s; c[s] += n } END { for (s in c) print c[s], s }' | sort -rn | head -5 | tr '\n' '|' | cut -c1-900); $(memory_summary "$HURL")"
 		fi
 	done
 	kill -INT "$SPID" 2> /dev/null
