@@ -53,8 +53,9 @@ void sym_object_drop_pages(struct symbolizer *s, struct sym_object *o)
 
 void sym_object_account(struct symbolizer *s, struct sym_object *o)
 {
-	uint64_t sb =
-	    o->heavy ? sym_table__bytes(&o->info.table) + sym_table__bytes(&o->info.data) : 0;
+	uint64_t sb = o->heavy ? sym_table__bytes(&o->info.table) +
+				     sym_table__bytes(&o->info.data) + o->dname_bytes
+			       : 0;
 	uint64_t db = o->heavy ? sym_dwarf__bytes(o->dwarf) : 0;
 
 	if (s->mem_budget && sb != o->sym_bytes)
@@ -77,9 +78,86 @@ static void cache_charge(struct symbolizer *s, int64_t delta)
 		mem_budget__charge(MEM_ADDRS, delta);
 }
 
+/* ---- DWARF's names kept past the DWARF ---- */
+
+/* Names kept per object at most: the functions looked up, a few thousand on a busy
+ * object; past it none is added (those functions then follow the DWARF). */
+#define SYM_DNAMES_MAX 65536
+
+static uint64_t dname_hash(uint64_t start)
+{
+	return base_hash_u64(BASE_HASH_SEED, start);
+}
+
+static bool dname_eq(const void *ctx, size_t i, const void *key)
+{
+	return ((const struct sym_object *)ctx)->dnames[i].start == *(const uint64_t *)key;
+}
+
+/* The start of o's symbol holding vaddr; false when none. */
+static bool symbol_start(const struct sym_object *o, uint64_t vaddr, uint64_t *start)
+{
+	long i = o->heavy ? sym_table__find(&o->info.table, vaddr) : -1;
+
+	if (i < 0)
+		return false;
+	*start = sym_table__start(&o->info.table, (size_t)i);
+	return true;
+}
+
+void sym_dname_keep(struct sym_object *o, uint64_t vaddr, const struct sym_frame *f)
+{
+	bool same = !f->system_name || f->system_name == f->name || !strcmp(f->system_name, f->name);
+	char *name = NULL, *sys = NULL;
+	uint64_t start;
+
+	if (!f->name || !f->name[0] || o->n_dnames >= SYM_DNAMES_MAX ||
+	    !symbol_start(o, vaddr, &start) ||
+	    base_hmap__find(&o->dname_idx, dname_hash(start), dname_eq, o, &start) != SIZE_MAX)
+		return;
+	if (!(name = strdup(f->name)) || (!same && !(sys = strdup(f->system_name))) ||
+	    base_grow((void **)&o->dnames, &o->cap_dnames, o->n_dnames + 1, sizeof(*o->dnames)) ||
+	    base_hmap__insert(&o->dname_idx, dname_hash(start), o->n_dnames)) {
+		free(name);
+		free(sys);
+		return; /* out of memory: named by the symbols later, no harm */
+	}
+	o->dnames[o->n_dnames++] = (struct sym_dname){start, name, sys};
+	/* the entry, two index slots (load <= 3/4), the strings */
+	o->dname_bytes += sizeof(struct sym_dname) + 2 * sizeof(struct base_hmap_slot) +
+			  strlen(name) + 1 + (sys ? strlen(sys) + 1 : 0);
+}
+
+void sym_dname_apply(const struct sym_object *o, uint64_t vaddr, struct sym_frame *f)
+{
+	uint64_t start;
+	size_t i;
+
+	if (!o->n_dnames || !symbol_start(o, vaddr, &start) ||
+	    (i = base_hmap__find(&o->dname_idx, dname_hash(start), dname_eq, o, &start)) ==
+		SIZE_MAX)
+		return;
+	f->name = o->dnames[i].name;
+	f->system_name = o->dnames[i].system_name ? o->dnames[i].system_name : o->dnames[i].name;
+}
+
+void sym_dname_free(struct sym_object *o)
+{
+	for (size_t i = 0; i < o->n_dnames; i++) {
+		free(o->dnames[i].name);
+		free(o->dnames[i].system_name);
+	}
+	free(o->dnames);
+	base_hmap__fini(&o->dname_idx);
+	o->dnames = NULL;
+	o->n_dnames = o->cap_dnames = 0;
+	o->dname_bytes = 0;
+}
+
 /* Drops o's symbols and DWARF (re-read on next use); segments stay. */
 void sym_object_unload(struct symbolizer *s, struct sym_object *o)
 {
+	sym_dname_free(o);
 	sym_table__fini(&o->info.table);
 	sym_table__fini(&o->info.data);
 	sym_dwarf__close(o->dwarf);

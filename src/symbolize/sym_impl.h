@@ -20,6 +20,13 @@
 #define SYM_PROC_BUCKETS     4096
 #define SYM_PROC_MAX	     65536 /* processes holding objects; past it, holds are not kept */
 
+/* DWARF's name of a function, by its symbol's start (sym_object.dnames). */
+struct sym_dname {
+	uint64_t start;
+	char *name;	   /* owned */
+	char *system_name; /* owned; NULL: the same as name */
+};
+
 struct sym_object {
 	char *path;		  /* owned: name as mapped, shown to users */
 	struct object *obj;	  /* one ref: src/object's identity, build-id and PT_LOAD
@@ -44,6 +51,14 @@ struct sym_object {
 	uint64_t idle_since_ns;			/* unheld since (grace period), 0 = not idle */
 	struct sym_object *idle_prev, *idle_next; /* idle objects, oldest first */
 	struct sym_centry *centries;		/* its address-cache entries (onext list) */
+	/* DWARF's names of the functions looked up, by their symbol's start, kept with
+	 * the symbols (sym_dname_*): an object whose DWARF is evicted goes on naming
+	 * them as DWARF did, not by their symbols (libc's DWARF names __clock_gettime
+	 * what its symbols name clock_gettime; a diff across the eviction listed it). */
+	struct sym_dname *dnames;
+	size_t n_dnames, cap_dnames;
+	struct base_hmap dname_idx;
+	uint64_t dname_bytes;
 	struct sym_object *lru_prev, *lru_next; /* heavy objects, most recent first */
 	struct sym_object *next;		/* every object, for symbolizer__free */
 };
@@ -154,6 +169,14 @@ void sym_object_account(struct symbolizer *s, struct sym_object *o);
 void sym_object_drop_pages(struct symbolizer *s, struct sym_object *o);
 /* Drops o's symbols and DWARF (re-read on next use); segments stay. */
 void sym_object_unload(struct symbolizer *s, struct sym_object *o);
+/* DWARF named vaddr's function f (the outermost frame): kept for the symbol holding
+ * vaddr, if o has one and it was not kept yet. Accounted with the symbols. */
+void sym_dname_keep(struct sym_object *o, uint64_t vaddr, const struct sym_frame *f);
+/* f, the symbol table's frame for vaddr, renamed as DWARF named it before, if kept;
+ * the strings are o's (valid until its symbols are dropped). */
+void sym_dname_apply(const struct sym_object *o, uint64_t vaddr, struct sym_frame *f);
+/* Forgets the kept names (with the symbols). */
+void sym_dname_free(struct sym_object *o);
 struct sym_centry *sym_centry_find(struct symbolizer *s, const struct sym_object *o, uint64_t v);
 void sym_centry_remove(struct symbolizer *s, struct sym_centry *e);
 /* A new entry holding copies of f[0, n). NULL on ENOMEM. */

@@ -206,6 +206,7 @@ static struct sym_object *object_new(struct symbolizer *s, const char *path, str
 
 static void object_free(struct sym_object *o)
 {
+	sym_dname_free(o);
 	sym_elf_info__fini(&o->info);
 	sym_dwarf__close(o->dwarf);
 	free(o->load_path);
@@ -735,10 +736,15 @@ static int object_lookup(struct symbolizer *s, struct sym_object *o, uint64_t va
 		s->stats.dwarf_failures++;
 		n = 0;
 	}
-	if (n == 0) /* DWARF's frames come demangled; a symbol's is demangled here */
+	if (n == 0) { /* DWARF's frames come demangled; a symbol's is demangled here */
 		n = (int)symtab_frame(o, vaddr, f);
-	else if (!strcmp(f[n - 1].system_name, "??"))
+		if (n) /* as DWARF named it before, if its DWARF was evicted since */
+			sym_dname_apply(o, vaddr, f);
+	} else if (!strcmp(f[n - 1].system_name, "??")) {
 		symtab_frame(o, vaddr, &f[n - 1]);
+	} else {
+		sym_dname_keep(o, vaddr, &f[n - 1]);
+	}
 	sym_object_account(s, o);
 	return n;
 }

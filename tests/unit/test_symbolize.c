@@ -1981,3 +1981,62 @@ cleanup:
 	symbolizer__free(s);
 	mem_budget__reset();
 }
+
+/*
+ * A function whose DWARF name is not its symbols' choice (an alias with fewer '_',
+ * as libc's clock_gettime is of __clock_gettime) keeps DWARF's name when its
+ * object's DWARF is evicted and its symbols stay: a diff across the eviction would
+ * otherwise list it as a change. Without the DWARF the answer has no line.
+ */
+TEST(dwarf_names_kept_past_dwarf_eviction)
+{
+	static const char code[] =
+	    "__attribute__((noinline)) int __dn_real(int x)\n"
+	    "{ int s = 0; for (int i = 0; i < x; i++) s += i * x; return s; }\n"
+	    "extern int dn_alias(int x) __attribute__((alias(\"__dn_real\")));\n"
+	    "int main(int c, char **v) { (void)v; return dn_alias(c); }\n";
+	char src[300], bin[300], stripped[320];
+	struct symbolizer *s = NULL, *plain = NULL;
+	const struct sym_result *r = NULL;
+	struct sym_object *o, *other;
+	uint64_t off, size, dwarf, syms;
+	FILE *f;
+
+	mem_budget__reset();
+	snprintf(src, sizeof(src), "%s/dname.c", unit_tmp_dir());
+	snprintf(bin, sizeof(bin), "%s/dname", unit_tmp_dir());
+	snprintf(stripped, sizeof(stripped), "%s.nodebug", bin);
+	CHECK((f = fopen(src, "w")) && fputs(code, f) >= 0 && fclose(f) == 0);
+	CHECK(sh("gcc -O1 -g -o '%s' '%s' && strip --strip-debug -o '%s' '%s'", bin, src,
+		 stripped, bin) == 0);
+	CHECK(symbol_file_off(bin, "__dn_real", &off, &size, NULL) == 0 && size > 8);
+	/* the premise: its symbols alone name it dn_alias */
+	plain = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	CHECK(plain && (o = object_of(plain, stripped)) && resolves_to(plain, o, off, "dn_alias"));
+
+	s = symbolizer__new(&(struct sym_opts){
+	    .no_debuginfod = true, .mem_budget = true, .no_address_cache = true});
+	CHECK(s && (o = object_of(s, bin)));
+	CHECK(symbolizer__resolve(s, o, off, &r) == 0 && r && r->n == 1);
+	CHECKF(!strcmp(r->frames[0].name, "__dn_real") && r->frames[0].file, "DWARF: %s",
+	       r->frames[0].name);
+	/* the object resolved last is never evicted: another one is */
+	CHECK((other = object_of(s, "/usr/lib/x86_64-linux-gnu/libz.so.1")));
+	CHECK(symbolizer__resolve(s, other, 0x3000, &r) == 0);
+	dwarf = mem_budget__used(MEM_DWARF);
+	syms = mem_budget__used(MEM_SYMBOLS);
+	CHECK(dwarf > 0 && mem_budget__reclaim_bytes(dwarf / 2) >= dwarf / 2);
+	CHECKF(mem_budget__used(MEM_DWARF) == 0 && mem_budget__evictions(MEM_DWARF) == 1 &&
+		   mem_budget__used(MEM_SYMBOLS) == syms,
+	       "DWARF %llu, symbols %llu of %llu", (unsigned long long)mem_budget__used(MEM_DWARF),
+	       (unsigned long long)mem_budget__used(MEM_SYMBOLS), (unsigned long long)syms);
+	/* another address of it, and the first again: DWARF's name, from the symbols */
+	CHECK(symbolizer__resolve(s, o, off + size / 2, &r) == 0 && r && r->n == 1);
+	CHECKF(!strcmp(r->frames[0].name, "__dn_real") && !r->frames[0].file, "%s",
+	       r->frames[0].name);
+	CHECK(resolves_to(s, o, off, "__dn_real"));
+cleanup:
+	symbolizer__free(plain);
+	symbolizer__free(s);
+	mem_budget__reset();
+}
