@@ -495,21 +495,21 @@ static bool debug_attach(struct symbolizer *s, struct sym_object *o, const char 
 
 	if (err == -EFBIG) { /* its sections would have to be inflated past the budget */
 		s->stats.budget_skips++;
-		return true;
-	}
-	if (err) {
+	} else if (err) {
 		if (err != -ENOENT)
 			s->stats.dwarf_failures++;
 		return false;
-	}
-	/* over the ledger's budget even after evicting: symbols only (said as handled:
-	 * the next places would be no better) */
-	if (!sym_ledger_room(s, sym_dwarf__bytes(o->dwarf))) {
+	} else if (!sym_ledger_room(s, sym_dwarf__bytes(o->dwarf))) {
+		/* over the ledger's budget even after evicting: symbols only (said as
+		 * handled: the next places would be no better) */
 		s->stats.budget_skips++;
 		sym_dwarf__close(o->dwarf);
 		o->dwarf = NULL;
-		return true;
 	}
+	/* A debug file's symbols are read even when its DWARF is not: a stripped
+	 * library's local functions are named only there (libc's start_thread and
+	 * clone3, every thread's root: without them bench/fleet's Java stacks were
+	 * rooted at "libc.so.6 [no symbols]" whenever libc was read under pressure). */
 	if (path != o->load_path) {
 		free(o->debug_path);
 		o->debug_path = strdup(path);
@@ -590,9 +590,10 @@ static int object_reload(struct symbolizer *s, struct sym_object *o)
 	if (o->debug_deferred) { /* skipped at first sight: looked for now */
 		o->debug_deferred = false;
 		debug_find(s, o);
-	} else if (o->debug_path && !sym_dwarf__open(o->debug_path, s->no_inlines, &o->dwarf))
+	} else if (o->debug_path) { /* its symbols even when its DWARF is not read */
+		sym_dwarf__open(o->debug_path, s->no_inlines, &o->dwarf);
 		debug_symbols(s, o);
-	else if (!o->debug_path)
+	} else
 		sym_dwarf__open(o->load_path, s->no_inlines, &o->dwarf);
 	return 0;
 }

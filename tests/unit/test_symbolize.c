@@ -1820,6 +1820,45 @@ cleanup:
 	symbolizer__free(s);
 }
 
+/* A stripped program whose separate debug file has compressed DWARF: at a budget too
+ * small to inflate that DWARF, the debug file's symbols still name its local function
+ * (libc's start_thread and clone3 are such, every thread's root). */
+TEST(debug_file_symbols_past_budget)
+{
+	char bin[300], dbg[300], dir[300];
+	struct symbolizer *s = NULL;
+	const struct sym_result *r = NULL;
+	struct sym_object *o;
+	struct sym_stats st;
+	uint64_t off, size;
+
+	snprintf(dbg, sizeof(dbg), "%s/dlprog.debug", unit_tmp_dir());
+	snprintf(dir, sizeof(dir), "%s/zcache-dl", unit_tmp_dir());
+	CHECK(gz_prog("dlprog",
+		      "static __attribute__((noinline)) int lonely(int n) { int s = 0;\n"
+		      "  for (int i = 0; i < n; i++) s += i ^ (s >> 3); return s; }\n"
+		      "int main(int c, char **v) { (void)v; return lonely(c) & 1; }\n",
+		      bin, sizeof(bin), NULL) == 0);
+	CHECK(symbol_file_off(bin, "lonely", &off, &size, NULL) == 0);
+	CHECK(sh("objcopy --only-keep-debug '%s' '%s' && strip --strip-all '%s' && "
+		 "cd '%s' && objcopy --add-gnu-debuglink=dlprog.debug dlprog",
+		 bin, dbg, bin, unit_tmp_dir()) == 0);
+	mem_budget__reset();
+	mem_budget__set_limit(100, 100); /* far below the inflated sections */
+	s = symbolizer__new(
+	    &(struct sym_opts){.no_debuginfod = true, .mem_budget = false, .debug_cache_dir = dir});
+	CHECK(s && (o = object_of(s, bin)) && symbolizer__resolve(s, o, off, &r) == 0);
+	CHECKF(r->n == 1 && !strcmp(r->frames[0].name, "lonely") && !r->frames[0].file,
+	       "%zu frames, %s", r->n, r->n ? r->frames[0].name : "-");
+	symbolizer__stats(s, &st);
+	CHECK(st.budget_skips > 0);
+cleanup:
+	symbolizer__free(s);
+	mem_budget__reset();
+	symbolizer__free(symbolizer__new(&(struct sym_opts){
+	    .no_debuginfod = true, .debug_cache_dir = dir, .debug_cache_bytes = 512ULL << 20}));
+}
+
 /* Compressed debug sections that would have to be inflated past the ledger's budget are
  * not: no file written, no DWARF, the symbol table answers, the skip is counted. */
 TEST(compressed_debug_past_budget_not_inflated)
