@@ -166,8 +166,31 @@ static size_t raw_underscores(const struct sym_builder *b, const struct sym_raw 
 }
 
 /*
+ * Whether r's name carries a symbol version: a .symtab spells a versioned definition
+ * so ("clock_gettime@@GLIBC_2.17", "vfn@@V1"); .dynsym keeps versions apart.
+ */
+static bool raw_versioned(const struct sym_builder *b, const struct sym_raw *r)
+{
+	const char *p;
+	size_t max;
+
+	if (r->name == SYM_NO_NAME)
+		return false;
+	if (!b->map.p)
+		return strchr(b->names + r->name, '@') != NULL;
+	p = b->map.p + r->name;
+	max = b->map.len - r->name;
+	for (size_t n = 0; n < max && p[n]; n++)
+		if (p[n] == '@')
+			return true;
+	return false;
+}
+
+/*
  * Whether later, a symbol at the same address as earlier and after it in the file,
- * wins over it: a higher rank, else fewer leading '_', else (a tie) yes: the last in
+ * wins over it: a higher rank, else a name without a version over one with (libc's
+ * debug file: __clock_gettime, as its DWARF and llvm-symbolizer name it, not
+ * clock_gettime@GLIBC_2.2.5), else fewer leading '_', else (a tie) yes: the last in
  * the file wins, as llvm-symbolizer picks, so the aliases that identical code folding
  * leaves (template instances, D1/D2 pairs) show the same name in both tools.
  */
@@ -175,10 +198,15 @@ static bool raw_wins(const struct sym_raw *later, const struct sym_raw *earlier,
 		     const struct sym_builder *b)
 {
 	size_t ul, ue;
+	bool vl, ve;
 
 	/* names only for ties of rank: each one read is a cache miss on a big object */
 	if (later->rank != earlier->rank)
 		return later->rank > earlier->rank;
+	vl = raw_versioned(b, later);
+	ve = raw_versioned(b, earlier);
+	if (vl != ve)
+		return ve;
 	ul = raw_underscores(b, later);
 	ue = raw_underscores(b, earlier);
 	return ul <= ue;

@@ -2079,3 +2079,34 @@ cleanup:
 	symbolizer__free(s);
 	mem_budget__reset();
 }
+
+/*
+ * A .symtab spells a versioned definition with its version ("vfn@@V1", as libc's
+ * debug file has clock_gettime@@GLIBC_2.17 beside __clock_gettime): an alias without
+ * a version is shown, whatever its '_' (as llvm-symbolizer and libc's DWARF name it).
+ */
+TEST(versioned_alias_loses_to_plain)
+{
+	static const char code[] = "__attribute__((noinline)) int __v_real(int x) { return x * 3 + 1; }\n"
+				   "__asm__(\".symver __v_real, vfn@@V1\");\n";
+	char src[300], map[300], lib[300];
+	struct symbolizer *s = NULL;
+	struct sym_object *o;
+	uint64_t off, size;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "%s/vsym.c", unit_tmp_dir());
+	snprintf(map, sizeof(map), "%s/vsym.map", unit_tmp_dir());
+	snprintf(lib, sizeof(lib), "%s/libvsym.so", unit_tmp_dir());
+	CHECK((f = fopen(src, "w")) && fputs(code, f) >= 0 && fclose(f) == 0);
+	CHECK((f = fopen(map, "w")) && fputs("V1 { global: vfn; __v_real; };\n", f) >= 0 &&
+	      fclose(f) == 0);
+	CHECK(sh("gcc -O1 -shared -fPIC -Wl,--version-script='%s' -o '%s' '%s'", map, lib, src) ==
+	      0);
+	CHECK(symbol_file_off(lib, "__v_real", &off, &size, NULL) == 0);
+	s = symbolizer__new(&(struct sym_opts){.no_debuginfod = true});
+	CHECK(s && (o = object_of(s, lib)));
+	CHECK(resolves_to(s, o, off, "__v_real"));
+cleanup:
+	symbolizer__free(s);
+}
