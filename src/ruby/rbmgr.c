@@ -32,6 +32,8 @@
 #define RB_LOADING_TRIES  6	     /* 5 + 10 + 20 + 40 + 80 ms for ld.so to map libc */
 #define RB_MAX_ENTRIES	  (1u << 20) /* insns_info entries of one iseq, at most */
 #define RB_MAX_ISEQ_SIZE  (1u << 24)
+/* A ruby whose class ids were not found yet is looked at again at most this often. */
+#define RB_IDS_RETRY_NS (50ull * 1000000ull)
 
 enum rb_state { RB_PENDING, RB_DESCRIBED };
 
@@ -47,6 +49,7 @@ struct rb_proc {
 	struct rb_offsets off;
 	uint64_t classpath_id; /* the ID of a class's __classpath__ ivar, 0 if unknown */
 	uint64_t attached_id;  /* a singleton class's __attached__, 0 if unknown */
+	int64_t ids_tried_ns;  /* when they were last looked for (ids_again) */
 	struct hearth_rb_proc desc;
 };
 
@@ -62,6 +65,7 @@ struct rb_iseq_entry {
 	 * is in (0: none), for "block in Class#method" */
 	uint64_t method_iseq;
 	bool is_cme, is_block;
+	bool unqualified; /* a method entry named while the class ids were unknown */
 	char name[RUBY_NAME_MAX];
 	char file[RUBY_FILE_MAX];
 };
@@ -506,6 +510,7 @@ static void settle(struct ruby_mgr *m, struct rb_proc *p, struct rb_probe_result
 	p->off = r->off;
 	p->classpath_id = r->classpath_id;
 	p->attached_id = r->attached_id;
+	p->ids_tried_ns = now;
 	describe(p);
 	if (m->procs_fd >= 0)
 		p->published = bpf_map_update_elem(m->procs_fd, &p->pid, &p->desc, BPF_ANY) == 0;
@@ -776,9 +781,41 @@ static void block_name(struct ruby_mgr *m, const struct rb_iseq_entry *e, char *
 	}
 }
 
+/*
+ * Looks for the class ids again when the probe found none (the lock held): a ruby
+ * probed during its boot, before Object's classpath was set, would name its methods
+ * without their class ("outer", not "Worker#outer") for as long as it runs. At most
+ * every RB_IDS_RETRY_NS; a process that exited keeps what it had.
+ */
+static void ids_again(struct rb_proc *p)
+{
+	int64_t now;
+
+	if (p->classpath_id)
+		return;
+	now = base_clock_ns(CLOCK_MONOTONIC);
+	if (now - p->ids_tried_ns < (int64_t)RB_IDS_RETRY_NS)
+		return;
+	p->ids_tried_ns = now;
+	find_ids(p->pid, &p->off, p->t.object_var, &p->classpath_id, &p->attached_id);
+}
+
+/* e, a method entry named without its class while the ids were unknown, is dropped
+ * once they are known (to be named again). Returns whether it was. */
+static bool stale_unqualified(struct ruby_mgr *m, struct rb_proc *p, struct rb_iseq_entry *e)
+{
+	if (!e->unqualified)
+		return false;
+	ids_again(p);
+	if (!p->classpath_id)
+		return false;
+	drop_iseq(m, (size_t)(e - m->iseqs));
+	return true;
+}
+
 /* Reads and caches what a frame recorded (the lock held): word0 is an iseq, or
  * the method entry of an iseq method when is_cme (named "Class#label"). */
-static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t word0, bool is_cme,
+static int cache_iseq(struct ruby_mgr *m, struct rb_proc *p, uint64_t word0, bool is_cme,
 		      struct rb_iseq_entry **out)
 {
 	const struct rb_offsets *o = &p->off;
@@ -801,6 +838,9 @@ static int cache_iseq(struct ruby_mgr *m, const struct rb_proc *p, uint64_t word
 	/* w: pathobj, base_label, label, first_lineno (a Fixnum) */
 	if (read_string(p->pid, w[(o->body_label - o->body_pathobj) / 8], label, sizeof(label)))
 		goto failed;
+	if (is_cme)
+		ids_again(p);
+	e.unqualified = is_cme && !p->classpath_id;
 	if (is_cme &&
 	    !owner_name(p->pid, o, p->classpath_id, p->attached_id, owner, klass, sizeof(klass),
 			&sep) &&
@@ -879,7 +919,7 @@ int ruby_mgr__warm(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_t w
 	p = described(m, pid, pstart);
 	if (!p)
 		err = -ENOENT;
-	else if (!cached(m, pid, word0))
+	else if (!(e = cached(m, pid, word0)) || stale_unqualified(m, p, e))
 		err = cache_iseq(m, p, word0, (pos & HEARTH_RB_POS_CME) != 0, &e);
 	pthread_mutex_unlock(&m->lock);
 	return err;
@@ -932,6 +972,8 @@ int ruby_mgr__resolve(struct ruby_mgr *m, uint32_t pid, uint64_t pstart, uint64_
 		err = frame_header(pid, &p->off, word0, is_cme, &iseq, &body, &enc, &owner, &sum);
 		if ((err == 0 && sum != e->checksum) || (err && err != -ESRCH)) {
 			drop_iseq(m, (size_t)(e - m->iseqs));
+			e = NULL;
+		} else if (stale_unqualified(m, p, e)) {
 			e = NULL;
 		}
 	}
