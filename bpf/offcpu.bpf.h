@@ -212,6 +212,36 @@ static __always_inline void offcpu_send(struct hearth_scratch *st, struct hearth
 	offcpu_output(st, HEARTH_OFFCPU_RUNQUEUE, t->pend_rq_ns);
 }
 
+/*
+ * The CPU samples that stepped aside during this walk (offcpu_busy) are on-CPU
+ * time of the walked thread: a tick inside the walk interrupts that thread on
+ * its way back to user space, the stack just walked its user stack. Sent as one
+ * "running" record of that many samples with the walked frames (no kernel
+ * frames: the block's are where it waited), for the wall-clock view; user space
+ * times them by the sample period. They stay counted as CPU-sample drops.
+ */
+static __always_inline void offcpu_send_missed(struct hearth_scratch *st, __u32 tid)
+{
+	__u32 n = st->offcpu_missed, idx;
+
+	st->offcpu_missed = 0;
+	if (!n || st->offcpu_missed_tid != tid || st->s.tid != tid)
+		return;
+	if (!st->s.plen) /* the Python words follow the kernel frames: kept then */
+		st->s.klen = 0;
+	idx = (__u32)st->s.ulen + st->s.klen + 2 * (__u32)st->s.plen;
+	if (idx > SAMPLE_FRAMES)
+		return; /* cannot happen: the lengths are bounded; tells the verifier */
+	st->frames[idx] = n;
+	st->s.kind = HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_RUNNING, 0);
+	if (bpf_ringbuf_output(&samples, &st->s,
+			       sizeof(st->s) + sizeof(__u64) * ((__u64)idx + 1), 0)) {
+		bump(&offcpu_stats, HEARTH_OFFCPU_RINGBUF_FULL);
+		return;
+	}
+	add(&offcpu_stats, HEARTH_OFFCPU_WALK_SAMPLES, n);
+}
+
 /* A block whose user stack cannot be walked: its user leaf pc and kernel frames. */
 static __always_inline void offcpu_send_leaf(struct hearth_scratch *st, struct task_struct *p,
 					     struct hearth_offcpu_task *t)
@@ -542,8 +572,10 @@ static __always_inline void offcpu_resume(struct task_struct *task, bool by_slot
 	st = offcpu_scratch();
 	if (!st)
 		return;
+	st->offcpu_missed = 0;
 	st->offcpu_busy = 1;
 	offcpu_exit_send(task, t, st);
+	offcpu_send_missed(st, task->pid);
 	st->offcpu_busy = 0;
 }
 
@@ -570,8 +602,10 @@ static int offcpu_tw_run(struct bpf_map *map, void *key, void *value)
 	t->pending = 0;
 	st = offcpu_scratch();
 	if (st) {
+		st->offcpu_missed = 0;
 		st->offcpu_busy = 1;
 		offcpu_exit_send(task, t, st);
+		offcpu_send_missed(st, task->pid);
 		st->offcpu_busy = 0;
 	}
 	bpf_preempt_enable();

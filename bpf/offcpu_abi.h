@@ -28,7 +28,9 @@ enum hearth_offcpu_reason {
 
 /* hearth_rb_sample.kind: 0 is an on-CPU sample. */
 #define HEARTH_RB_KIND_OFFCPU	      1u
-/* User space only: an on-CPU sample counted in the wall-clock view. */
+/* An on-CPU sample counted in the wall-clock view: made by user space of each
+ * CPU sample, and sent by BPF for the CPU samples of a thread taken inside its
+ * own off-CPU walk (the record's trailing word is their count, not ns). */
 #define HEARTH_RB_KIND_RUNNING	      2u
 #define HEARTH_RB_KIND_TYPE(kind)     ((kind) & 0xffu)
 #define HEARTH_RB_KIND_REASON(kind)   (((kind) >> 8) & 0xffu)
@@ -54,6 +56,8 @@ enum hearth_offcpu_stat {
 				     * returned (a fault): user leaf pc only */
 	HEARTH_OFFCPU_FP_FALLBACK,  /* no unwind tables for the process: frame pointers */
 	HEARTH_OFFCPU_MERGED,	    /* a block added to a pending one (same syscall) */
+	HEARTH_OFFCPU_WALK_SAMPLES, /* CPU samples taken inside the thread's own walk:
+				     * sent as its on-CPU time with the walked stack */
 	HEARTH_OFFCPU_STAT_MAX,
 };
 

@@ -172,6 +172,11 @@ struct hearth_scratch {
 	 * (a timer interrupt, the only program that can run inside it) must not
 	 * (bpf/offcpu.bpf.h). */
 	__u32 offcpu_busy;
+	/* CPU samples that stepped aside so, and whose thread they were: the
+	 * walk's own thread (it runs with preemption off), whose on-CPU time they
+	 * are; sent with the walked stack at the walk's end (offcpu_send_missed). */
+	__u32 offcpu_missed;
+	__u32 offcpu_missed_tid;
 	/* Row cache (find_row): a slot per hash of (table, vaddr), the row index
 	 * found last time. Every entry is checked against the rows before use. */
 	__u32 rcache[ROW_CACHE_SLOTS];
@@ -1143,6 +1148,10 @@ int hearth_sample(struct bpf_perf_event_data *ctx)
 	if (!st)
 		return 0; /* cannot happen: a one-entry per-CPU array */
 	if (st->offcpu_busy) {
+		if (!st->offcpu_missed || st->offcpu_missed_tid == tid) {
+			st->offcpu_missed_tid = tid;
+			st->offcpu_missed++;
+		}
 		bump(&drops, HEARTH_DROP_IN_OFFCPU_WALK);
 		return 0;
 	}

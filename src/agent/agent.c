@@ -77,6 +77,13 @@ static void on_sample(void *ctx, const struct sampler_sample *s)
 	struct agent *a = ctx;
 	struct sampler_sample w;
 
+	if (s->kind == HEARTH_RB_KIND_RUNNING) { /* CPU samples inside a walk: wall only */
+		if (a->wall_col) {
+			offcpu_wall_sample(s, 1000000000ull / (uint64_t)a->opts.so.hz, &w);
+			collector__add(a->wall_col, &w);
+		}
+		return;
+	}
 	if (s->kind) { /* an off-CPU block (only with --off-cpu) */
 		if (a->off_col) {
 			collector__add(a->off_col, s);
@@ -501,6 +508,10 @@ static void write_offcpu(struct agent *a, FILE *f)
 	gauge(f, "hearth_agent_offcpu_short_blocks_total", "counter",
 	      "Blocks that did not complete the minimum (their time waits per thread).",
 	      (double)st[HEARTH_OFFCPU_SHORT]);
+	gauge(f, "hearth_agent_offcpu_walk_samples_total", "counter",
+	      "CPU samples taken inside a thread's own off-CPU walk: sent to the wall-clock "
+	      "view as its on-CPU time with the walked stack (dropped from the CPU profile).",
+	      (double)st[HEARTH_OFFCPU_WALK_SAMPLES]);
 	fputs("# HELP hearth_agent_offcpu_dropped_total Off-CPU blocks lost, by reason.\n"
 	      "# TYPE hearth_agent_offcpu_dropped_total counter\n", f);
 	fprintf(f, "hearth_agent_offcpu_dropped_total{reason=\"no_task_storage\"} %llu\n",

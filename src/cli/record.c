@@ -414,7 +414,12 @@ static void on_sample(void *ctx, const struct sampler_sample *s)
 	struct record_ctx *rc = ctx;
 	struct sampler_sample w;
 
-	if (rc->wall && !s->kind) {
+	if (s->kind == HEARTH_RB_KIND_RUNNING) { /* CPU samples inside a walk: wall only */
+		if (rc->wall) {
+			offcpu_wall_sample(s, rc->period_ns, &w);
+			collector__add(rc->col, &w);
+		}
+	} else if (rc->wall && !s->kind) {
 		offcpu_wall_sample(s, rc->period_ns, &w);
 		collector__add(rc->col, &w);
 	} else if (rc->wall || !s->kind == !rc->off_cpu) {

@@ -35,6 +35,7 @@ static const char *const stat_names[HEARTH_OFFCPU_STAT_MAX] = {
     [HEARTH_OFFCPU_STACK_LOST] = "stack_lost",
     [HEARTH_OFFCPU_FP_FALLBACK] = "fp_fallback",
     [HEARTH_OFFCPU_MERGED] = "merged",
+    [HEARTH_OFFCPU_WALK_SAMPLES] = "walk_samples",
 };
 
 const char *offcpu_reason_name(unsigned reason)
@@ -86,7 +87,8 @@ char *offcpu_format_stats(const uint64_t st[HEARTH_OFFCPU_STAT_MAX], char *buf, 
 	snprintf(buf, len,
 		 "off-cpu: %llu switches, %llu blocks sent (%.3f s), %llu under the minimum "
 		 "(%.3f s, no stack); dropped: %llu no task storage, %llu ring buffer full; "
-		 "degraded: %llu leaf pc only, %llu stack lost, %llu frame pointers",
+		 "degraded: %llu leaf pc only, %llu stack lost, %llu frame pointers; "
+		 "%llu CPU samples inside a thread's walk sent as its on-CPU time",
 		 (unsigned long long)st[HEARTH_OFFCPU_SWITCHES],
 		 (unsigned long long)st[HEARTH_OFFCPU_BLOCKS], st[HEARTH_OFFCPU_SENT_NS] / 1e9,
 		 (unsigned long long)st[HEARTH_OFFCPU_SHORT], st[HEARTH_OFFCPU_SHORT_NS] / 1e9,
@@ -94,7 +96,8 @@ char *offcpu_format_stats(const uint64_t st[HEARTH_OFFCPU_STAT_MAX], char *buf, 
 		 (unsigned long long)st[HEARTH_OFFCPU_RINGBUF_FULL],
 		 (unsigned long long)st[HEARTH_OFFCPU_LEAF_ONLY],
 		 (unsigned long long)st[HEARTH_OFFCPU_STACK_LOST],
-		 (unsigned long long)st[HEARTH_OFFCPU_FP_FALLBACK]);
+		 (unsigned long long)st[HEARTH_OFFCPU_FP_FALLBACK],
+		 (unsigned long long)st[HEARTH_OFFCPU_WALK_SAMPLES]);
 	return buf;
 }
 

@@ -339,10 +339,12 @@ int sampler_parse_rb_sample(const void *data, size_t size, struct sampler_sample
 	if (size < sizeof(*r) || r->ulen > HEARTH_RB_MAX_USER || r->klen > HEARTH_MAX_STACK ||
 	    r->plen > HEARTH_PY_MAX_FRAMES)
 		return -EINVAL;
-	/* An off-CPU block carries its nanoseconds after the frames. */
+	/* An off-CPU block carries its nanoseconds after the frames; a "running"
+	 * record (CPU samples inside the thread's own off-CPU walk) their count. */
 	n_words = (size_t)r->ulen + r->klen + 2 * (size_t)r->plen;
-	if (r->kind && (HEARTH_RB_KIND_TYPE(r->kind) != HEARTH_RB_KIND_OFFCPU ||
-			HEARTH_RB_KIND_REASON(r->kind) >= HEARTH_OFFCPU_REASON_MAX))
+	if (r->kind && r->kind != HEARTH_RB_KIND_RUNNING &&
+	    (HEARTH_RB_KIND_TYPE(r->kind) != HEARTH_RB_KIND_OFFCPU ||
+	     HEARTH_RB_KIND_REASON(r->kind) >= HEARTH_OFFCPU_REASON_MAX))
 		return -EINVAL;
 	if (size < sizeof(*r) + 8 * (n_words + (r->kind ? 1 : 0)))
 		return -EINVAL;

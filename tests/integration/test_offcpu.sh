@@ -114,6 +114,21 @@ second_snapshot lock
 grep -o 'off-cpu: [0-9]* switches.*' "$T/wall.err" | head -1
 grep -q 'off-cpu: [0-9]* switches' "$T/wall.err" && pass offcpu_summary_counters ||
 	fail offcpu_summary_counters "no off-cpu counter line in: $(cat "$T/wall.err")"
+# A CPU sample that came inside a thread's own off-CPU walk is not in the CPU
+# profile, but its time is the thread's on-CPU time in the wall view: every one is
+# sent so (but for a full ring buffer, counted apart).
+for rec in wall lockrec; do
+	read -r dropped credited full <<< "$(awk '
+		match($0, /[0-9]+ inside an off-CPU walk/) { d = substr($0, RSTART, RLENGTH) + 0 }
+		match($0, /[0-9]+ CPU samples inside a thread.s walk/) { c = substr($0, RSTART, RLENGTH) + 0 }
+		match($0, /[0-9]+ ring buffer full/) { f = substr($0, RSTART, RLENGTH) + 0 }
+		END { print d + 0, c + 0, f + 0 }' "$T/$rec.err")"
+	if [ "$credited" -le "$dropped" ] && [ $((credited + full)) -ge "$dropped" ]; then
+		pass "offcpu_walk_samples_kept_$rec: $credited of $dropped samples inside walks kept as on-CPU time ($full ring buffer full)"
+	else
+		fail "offcpu_walk_samples_kept_$rec" "$credited of $dropped kept ($full ring buffer full): $(cat "$T/$rec.err")"
+	fi
+done
 dur=$(duration "$T/wall.pb.gz")
 ldur=$(duration "$T/lockrec.pb.gz")
 echo "recording durations ${dur}s, ${ldur}s"

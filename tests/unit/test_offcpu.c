@@ -104,8 +104,16 @@ TEST(offcpu_rb_record)
 	/* a reason out of range, an unknown kind */
 	r.h.kind = HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU, HEARTH_OFFCPU_REASON_MAX);
 	CHECK(sampler_parse_rb_sample(&r, sizeof(r), &s, comm, pcomm) == -EINVAL);
-	r.h.kind = HEARTH_RB_KIND_RUNNING; /* user space's own: never from the kernel */
+	r.h.kind = HEARTH_RB_KIND_MAKE(7, 0);
 	CHECK(sampler_parse_rb_sample(&r, sizeof(r), &s, comm, pcomm) == -EINVAL);
+	r.h.kind = HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_RUNNING, 1); /* running has no reason */
+	CHECK(sampler_parse_rb_sample(&r, sizeof(r), &s, comm, pcomm) == -EINVAL);
+	/* "running": CPU samples inside the thread's own walk, their count trailing */
+	r.h.kind = HEARTH_RB_KIND_RUNNING;
+	r.w[3] = 3;
+	CHECK(sampler_parse_rb_sample(&r, sizeof(r), &s, comm, pcomm) == 0);
+	CHECK(s.count == 3 && s.kind == HEARTH_RB_KIND_RUNNING && s.n_user == 2);
+	CHECK(sampler_parse_rb_sample(&r, sizeof(r) - 8, &s, comm, pcomm) == -EINVAL);
 	/* an on-CPU record of the same frames needs no trailing word and counts 1 */
 	r.h.kind = 0;
 	CHECK(sampler_parse_rb_sample(&r, sizeof(r) - 8, &s, comm, pcomm) == 0);
