@@ -10,13 +10,15 @@
 #    Java frames (HearthHot.*);
 #  - the Java frames read in call order: main, outer, then one hot method
 #    (and step under hotA or hotB);
-#  - hotA's share of hotA + hotB agrees within 3 points with JFR's
-#    jdk.ExecutionSample events (1 ms period) recorded from the same process
-#    over the same 20 s, or within 4 standard deviations of the difference of
-#    two binomial shares when the samples are too few for 3 points to hold by
-#    chance (4 sd was 3.2-5.0 points in 10 of 12 passing runs: a fixed 3 would
-#    fail some runs of a correct sampler; both counts and the noise are printed);
+#  - hotA's share of hotA + hotB agrees within 3 points (or 4 standard
+#    deviations of a binomial share, when larger) with the workload's own
+#    measure: its main thread's CPU clock around each call, over the recording;
 #    a sample counts for the hot method nearest its leaf;
+#  - and is no farther from that truth than JFR's jdk.ExecutionSample events
+#    (1 ms period) from the same process over the same 20 s, but for the noise
+#    of the two shares (4 sd of their difference). JFR's own error moves with the
+#    machine (65.8-69.4% on one against a truth of 74.7%, hearth 74.4-74.7%):
+#    it is the peer, not the truth;
 #  - step, inlined, is named under hotA: its share of hotA's samples agrees
 #    with JFR's within 4 standard deviations of the difference plus 2 points;
 #  - >= 95% of the stacks with Java frames reach the thread's start (clone3);
@@ -33,7 +35,7 @@
 #    >= 98% of its Java frames have names (the names of a JVM that exited are
 #    the ones read while it ran).
 # Every wait is a wait-until with a deadline.
-# test-runner: serial (it compares sampled shares with JFR in the same run)
+# test-runner: serial (it compares sampled shares with the workload's CPU clocks and JFR)
 # test-runner: prepare (--prepare compiles the workloads only: tests/run.sh does that in its shared phase)
 . "$(dirname "$0")/lib.sh"
 need_root java
@@ -103,7 +105,9 @@ if ! jcmd "$JPID" JFR.start name=hearth duration=20s filename="$T/x.jfr" setting
 	fail java_jfr "jcmd JFR.start failed: $(head -3 "$T/jcmd.out"); the JVM said: $(tail -5 "$T/jvm.out")"
 	finish
 fi
+R0=$(date +%s%3N)
 "$HEARTH" record -v -p "$JPID" -F 499 -d 20 -q -o "$T/main.folded" 2> "$T/main.err"
+R1=$(date +%s%3N)
 wait_for 60 test -s "$T/x.jfr" || echo "INFO: no JFR file 60 s after the recording"
 wait_for 30 jfr summary "$T/x.jfr" > /dev/null 2>&1 || echo "INFO: jfr summary fails on $T/x.jfr"
 jfr print --events jdk.ExecutionSample "$T/x.jfr" > "$T/jfr.txt" 2>&1
@@ -143,18 +147,35 @@ awk '/stackTrace = \[/ { t = ""; h = ""; n = 0; in_st = 1; next }
 ja=$(awk '$2 == "HearthHot.hotA(long)" { s += $1 } END { print s + 0 }' "$T/jfr.top")
 jb=$(awk '$2 == "HearthHot.hotB(long)" { s += $1 } END { print s + 0 }' "$T/jfr.top")
 jsa=$(awk '$2 == "HearthHot.hotA(long)" && $3 ~ /^HearthHot\.step\(/ { s += $1 } END { print s + 0 }' "$T/jfr.top")
-if [ $((ha + hb)) -ge 300 ] && [ $((ja + jb)) -ge 300 ]; then
+# The workload's truth over the recording: its "cpu" lines (every 250 ms) at or
+# before its start and at or after its end.
+past_r1() { awk -v t="$R1" '$1 == "cpu" && $2 >= t { f = 1 } END { exit !f }' "$T/jvm.out"; }
+wait_for 5 past_r1 || echo "INFO: no cpu line from the JVM in the 5 s after the recording"
+truth=$(awk -v r0="$R0" -v r1="$R1" '$1 == "cpu" {
+		if ($2 <= r0) { a0 = $3; b0 = $4; s = 1 }
+		if ($2 >= r1 && !e) { a1 = $3; b1 = $4; e = 1 } }
+	END { da = a1 - a0; db = b1 - b0; if (s && e && da + db > 0) printf "%.2f", 100 * da / (da + db) }' "$T/jvm.out")
+if [ $((ha + hb)) -ge 300 ] && [ $((ja + jb)) -ge 300 ] && [ -n "$truth" ]; then
 	hs=$(awk -v a="$ha" -v b="$hb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
 	js=$(awk -v a="$ja" -v b="$jb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
-	noise=$(two_share_tol "$hs" $((ha + hb)) "$js" $((ja + jb)))
-	tol=$(awk -v n="$noise" 'BEGIN { print (n > 3 ? n : 3) }')
-	if awk -v h="$hs" -v j="$js" -v t="$tol" 'BEGIN { d = h - j; if (d < 0) d = -d; exit !(d <= t) }'; then
-		pass "java_vs_jfr: hotA has $hs% of hotA + hotB in hearth ($ha vs $hb samples), $js% in JFR ($ja vs $jb) (within $tol points: 3, or 4 sd of the difference, $noise, when larger)"
+	tol=$(awk -v n="$(share_tol "$truth" $((ha + hb)))" 'BEGIN { print (n > 3 ? n : 3) }')
+	if awk -v h="$hs" -v t="$truth" -v tol="$tol" 'BEGIN { d = h - t; if (d < 0) d = -d; exit !(d <= tol) }'; then
+		pass "java_share_truth: hotA has $hs% of hotA + hotB in hearth ($ha vs $hb samples), the workload's own CPU clocks say $truth% (within $tol points: 3, or 4 sd when larger)"
 	else
-		fail java_vs_jfr "hotA $hs% in hearth ($ha vs $hb), $js% in JFR ($ja vs $jb): want within $tol points (3, or 4 sd of the difference, $noise, when larger)"
+		fail java_share_truth "hotA $hs% in hearth ($ha vs $hb), the workload's CPU clocks $truth%: want within $tol points (3, or 4 sd when larger); JFR $js% ($ja vs $jb)"
+	fi
+	# JFR, the peer, from the same process over the same 20 s: hearth no farther
+	# from the truth than JFR, but for the noise of the two shares (JFR's own
+	# error moves with the machine: 65.8-69.4% here against a truth of 74.7%).
+	noise=$(two_share_tol "$hs" $((ha + hb)) "$js" $((ja + jb)))
+	if awk -v h="$hs" -v j="$js" -v t="$truth" -v n="$noise" 'BEGIN { dh = h - t; if (dh < 0) dh = -dh
+		dj = j - t; if (dj < 0) dj = -dj; exit !(dh <= dj + n) }'; then
+		pass "java_vs_jfr: hotA $hs% in hearth, $js% in JFR ($ja vs $jb samples), truth $truth%: hearth no farther from it than JFR (noise $noise points)"
+	else
+		fail java_vs_jfr "hotA $hs% in hearth ($ha vs $hb), $js% in JFR ($ja vs $jb), truth $truth%: hearth farther from it than JFR by more than the noise, $noise points"
 	fi
 else
-	fail java_vs_jfr "too few samples: hearth $ha + $hb, JFR $ja + $jb (want >= 300 each): $JLINE; JFR: $(head -c 300 "$T/jfr.txt")"
+	fail java_vs_jfr "too few samples or no truth: hearth $ha + $hb, JFR $ja + $jb (want >= 300 each), truth '$truth': $JLINE; JFR: $(head -c 300 "$T/jfr.txt")"
 fi
 
 # step, inlined into hotA and hotB, named from the scope descriptors.
