@@ -42,7 +42,6 @@ struct py_proc {
 	bool published; /* in the BPF map */
 	bool probing;
 	bool gone;    /* exited or forgotten while being probed: dropped after the probe */
-	bool exited;  /* its codes cannot be read again: evicted last, until forgotten */
 	uint32_t gen; /* notes so far: a probe's result is for the note it started under */
 	unsigned tries;
 	int64_t first_ns, due_ns;
@@ -124,28 +123,17 @@ static struct py_proc *find_proc(const struct python_mgr *m, uint32_t pid)
 /*
  * The MEM_PYTHON evictor: drops the least recently used half of the cached code
  * objects (by their last use), again until want bytes are freed. A dropped code
- * object is read again from the process at its next sample. An exited process's
- * codes go last: they cannot be read again, and its last samples are named from
- * them at the build after its exit (python_mgr__forget drops them then).
+ * object is read again from the process at its next sample (or, when the
+ * process is gone, its frames lose their names: exited processes' entries are
+ * no colder than others', the cache keeps no exit order).
  */
 static void drop_code(struct python_mgr *m, size_t i);
-
-static bool code_evictable(const struct python_mgr *m, size_t i, bool all)
-{
-	const struct py_proc *p;
-
-	if (all)
-		return true;
-	p = find_proc(m, m->codes[i].pid);
-	return !p || !p->exited;
-}
 
 static uint64_t python_evict(void *ctx, uint64_t want)
 {
 	struct python_mgr *m = ctx;
 	size_t before, n0;
 	uint64_t freed;
-	bool all = false;
 
 	pthread_mutex_lock(&m->lock);
 	before = m->code_bytes;
@@ -154,15 +142,10 @@ static uint64_t python_evict(void *ctx, uint64_t want)
 		uint64_t lo = UINT64_MAX, mid;
 
 		for (size_t i = 0; i < m->n_codes; i++)
-			if (code_evictable(m, i, all) && m->codes[i].used < lo)
-				lo = m->codes[i].used;
-		if (lo == UINT64_MAX) { /* only exited processes' codes are left */
-			all = true;
-			continue;
-		}
+			lo = m->codes[i].used < lo ? m->codes[i].used : lo;
 		mid = lo + (m->clock - lo) / 2;
 		for (size_t i = 0; i < m->n_codes;) {
-			if (m->codes[i].used <= mid && code_evictable(m, i, all))
+			if (m->codes[i].used <= mid)
 				drop_code(m, i);
 			else
 				i++;
@@ -327,10 +310,8 @@ void python_mgr__exit(struct python_mgr *m, uint32_t pid)
 		p->gone = true;
 	else if (p && p->state == PY_PENDING)
 		remove_proc(m, p);
-	else if (p) {
+	else if (p)
 		unpublish(m, p);
-		p->exited = true;
-	}
 	pthread_mutex_unlock(&m->lock);
 }
 
