@@ -503,15 +503,15 @@ static void append_count(char *line, size_t len, size_t *n, bool *first, uint64_
  * On stderr the counts after ';' (events that lost nothing) and the BPF program's
  * run time only with verbose.
  */
-static void report_drops(struct sampler *s, struct profile *p, const struct collect_stats *cs,
-			 bool add_comment, bool verbose)
+static void report_drops(struct sampler *s, const uint64_t drops[HEARTH_DROP_MAX],
+			 struct profile *p, const struct collect_stats *cs, bool add_comment,
+			 bool verbose)
 {
-	uint64_t drops[HEARTH_DROP_MAX], total = cs->dropped, run_ns, runs;
+	uint64_t total = cs->dropped, run_ns, runs;
 	char line[1024];
 	size_t n, short_len;
 	bool first = true;
 
-	sampler__drops(s, drops);
 	for (int i = 0; i < HEARTH_DROP_MAX; i++)
 		if (sampler_drop_is_loss(i))
 			total += drops[i];
@@ -748,7 +748,7 @@ static int record(const struct record_args *a, FILE *out)
 	struct sampler *s = NULL;
 	struct profile *p = NULL;
 	struct collect_stats cs;
-	uint64_t offcpu_st[HEARTH_OFFCPU_STAT_MAX];
+	uint64_t offcpu_st[HEARTH_OFFCPU_STAT_MAX], drops[HEARTH_DROP_MAX];
 	bool offcpu_on = false;
 	char err[2048] = "";
 	int64_t t0 = 0, m0 = 0;
@@ -772,6 +772,9 @@ static int record(const struct record_args *a, FILE *out)
 	t0 = base_clock_ns(CLOCK_REALTIME);
 	m0 = base_clock_ns(CLOCK_MONOTONIC);
 	ret = sample_loop(a, s);
+	/* The counters as the recording ends, together: the programs run on until
+	 * sampler__close, through the build (a drop then is no sample of it). */
+	sampler__drops(s, drops);
 	offcpu_on = sampler__offcpu_stats(s, offcpu_st) == 0;
 	if (a->verbose) {
 		report_unwind(s);
@@ -791,7 +794,7 @@ static int record(const struct record_args *a, FILE *out)
 		goto cleanup;
 	}
 	collector__stats(col, &cs);
-	report_drops(s, p, &cs, a->format != FMT_TOP, a->verbose);
+	report_drops(s, drops, p, &cs, a->format != FMT_TOP, a->verbose);
 	report_offcpu(offcpu_st, offcpu_on, p, a->format != FMT_TOP);
 	ret = write_output(a, p, out);
 	if (ret)

@@ -116,17 +116,20 @@ grep -q 'off-cpu: [0-9]* switches' "$T/wall.err" && pass offcpu_summary_counters
 	fail offcpu_summary_counters "no off-cpu counter line in: $(cat "$T/wall.err")"
 # A CPU sample that came inside a thread's own off-CPU walk is not in the CPU
 # profile, but its time is the thread's on-CPU time in the wall view: every one is
-# sent so (but for a full ring buffer, counted apart).
+# sent so, but for a full ring buffer (counted apart) and a walk still under way on
+# a CPU when record read its counters at the recording's end (one tick a CPU; a
+# clean run had 17 of 19 when record read the drops after building the profile).
+NCPU=$(getconf _NPROCESSORS_ONLN)
 for rec in wall lockrec; do
 	read -r dropped credited full <<< "$(awk '
 		match($0, /[0-9]+ inside an off-CPU walk/) { d = substr($0, RSTART, RLENGTH) + 0 }
 		match($0, /[0-9]+ CPU samples inside a thread.s walk/) { c = substr($0, RSTART, RLENGTH) + 0 }
 		match($0, /[0-9]+ ring buffer full/) { f = substr($0, RSTART, RLENGTH) + 0 }
 		END { print d + 0, c + 0, f + 0 }' "$T/$rec.err")"
-	if [ "$credited" -le "$dropped" ] && [ $((credited + full)) -ge "$dropped" ]; then
-		pass "offcpu_walk_samples_kept_$rec: $credited of $dropped samples inside walks kept as on-CPU time ($full ring buffer full)"
+	if [ "$credited" -le "$dropped" ] && [ $((credited + full + NCPU)) -ge "$dropped" ]; then
+		pass "offcpu_walk_samples_kept_$rec: $credited of $dropped samples inside walks kept as on-CPU time ($full ring buffer full; $NCPU CPUs)"
 	else
-		fail "offcpu_walk_samples_kept_$rec" "$credited of $dropped kept ($full ring buffer full): $(cat "$T/$rec.err")"
+		fail "offcpu_walk_samples_kept_$rec" "$credited of $dropped kept ($full ring buffer full, $NCPU CPUs): $(cat "$T/$rec.err")"
 	fi
 done
 dur=$(duration "$T/wall.pb.gz")
