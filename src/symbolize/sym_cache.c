@@ -107,14 +107,15 @@ static bool symbol_start(const struct sym_object *o, uint64_t vaddr, uint64_t *s
 
 void sym_dname_keep(struct sym_object *o, uint64_t vaddr, const struct sym_frame *f)
 {
-	bool same = !f->system_name || f->system_name == f->name || !strcmp(f->system_name, f->name);
 	char *name = NULL, *sys = NULL;
 	uint64_t start;
+	bool same;
 
 	if (!f->name || !f->name[0] || o->n_dnames >= SYM_DNAMES_MAX ||
 	    !symbol_start(o, vaddr, &start) ||
 	    base_hmap__find(&o->dname_idx, dname_hash(start), dname_eq, o, &start) != SIZE_MAX)
-		return;
+		return; /* most lookups: the function's name is kept already */
+	same = !f->system_name || f->system_name == f->name || !strcmp(f->system_name, f->name);
 	if (!(name = strdup(f->name)) || (!same && !(sys = strdup(f->system_name))) ||
 	    base_grow((void **)&o->dnames, &o->cap_dnames, o->n_dnames + 1, sizeof(*o->dnames)) ||
 	    base_hmap__insert(&o->dname_idx, dname_hash(start), o->n_dnames)) {
