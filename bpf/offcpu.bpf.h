@@ -179,23 +179,31 @@ static __always_inline void offcpu_kframes(struct hearth_scratch *st, struct hea
 		st->s.klen = n;
 }
 
-/* Sends the scratch's frames as one off-CPU record of ns nanoseconds. */
-static __always_inline void offcpu_output(struct hearth_scratch *st, __u32 reason, __u64 ns)
+/* Sends the scratch's frames as one record of kind with word trailing them, and adds
+ * word to counter `stat` once sent. */
+static __always_inline void offcpu_record(struct hearth_scratch *st, __u16 kind, __u64 word,
+					  __u32 stat)
 {
 	__u32 idx = (__u32)st->s.ulen + st->s.klen + 2 * (__u32)st->s.plen;
 
-	if (!ns)
-		return;
 	if (idx > SAMPLE_FRAMES)
 		return; /* cannot happen: the lengths are bounded; tells the verifier */
-	st->frames[idx] = ns;
-	st->s.kind = HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU, reason);
+	st->frames[idx] = word;
+	st->s.kind = kind;
 	if (bpf_ringbuf_output(&samples, &st->s,
 			       sizeof(st->s) + sizeof(__u64) * ((__u64)idx + 1), 0)) {
 		bump(&offcpu_stats, HEARTH_OFFCPU_RINGBUF_FULL);
 		return;
 	}
-	add(&offcpu_stats, HEARTH_OFFCPU_SENT_NS, ns);
+	add(&offcpu_stats, stat, word);
+}
+
+/* Sends the scratch's frames as one off-CPU record of ns nanoseconds. */
+static __always_inline void offcpu_output(struct hearth_scratch *st, __u32 reason, __u64 ns)
+{
+	if (ns)
+		offcpu_record(st, HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_OFFCPU, reason), ns,
+			      HEARTH_OFFCPU_SENT_NS);
 }
 
 /* Sends a pending block: the blocked part under its reason, then the run-queue
@@ -222,24 +230,15 @@ static __always_inline void offcpu_send(struct hearth_scratch *st, struct hearth
  */
 static __always_inline void offcpu_send_missed(struct hearth_scratch *st, __u32 tid)
 {
-	__u32 n = st->offcpu_missed, idx;
+	__u32 n = st->offcpu_missed;
 
 	st->offcpu_missed = 0;
 	if (!n || st->offcpu_missed_tid != tid || st->s.tid != tid)
 		return;
 	if (!st->s.plen) /* the Python words follow the kernel frames: kept then */
 		st->s.klen = 0;
-	idx = (__u32)st->s.ulen + st->s.klen + 2 * (__u32)st->s.plen;
-	if (idx > SAMPLE_FRAMES)
-		return; /* cannot happen: the lengths are bounded; tells the verifier */
-	st->frames[idx] = n;
-	st->s.kind = HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_RUNNING, 0);
-	if (bpf_ringbuf_output(&samples, &st->s,
-			       sizeof(st->s) + sizeof(__u64) * ((__u64)idx + 1), 0)) {
-		bump(&offcpu_stats, HEARTH_OFFCPU_RINGBUF_FULL);
-		return;
-	}
-	add(&offcpu_stats, HEARTH_OFFCPU_WALK_SAMPLES, n);
+	offcpu_record(st, HEARTH_RB_KIND_MAKE(HEARTH_RB_KIND_RUNNING, 0), n,
+		      HEARTH_OFFCPU_WALK_SAMPLES);
 }
 
 /* A block whose user stack cannot be walked: its user leaf pc and kernel frames. */

@@ -413,16 +413,12 @@ static void on_sample(void *ctx, const struct sampler_sample *s)
 {
 	struct record_ctx *rc = ctx;
 	struct sampler_sample w;
+	bool running = s->kind == HEARTH_RB_KIND_RUNNING; /* CPU samples inside a walk: wall only */
 
-	if (s->kind == HEARTH_RB_KIND_RUNNING) { /* CPU samples inside a walk: wall only */
-		if (rc->wall) {
-			offcpu_wall_sample(s, rc->period_ns, &w);
-			collector__add(rc->col, &w);
-		}
-	} else if (rc->wall && !s->kind) {
+	if (rc->wall && (!s->kind || running)) {
 		offcpu_wall_sample(s, rc->period_ns, &w);
 		collector__add(rc->col, &w);
-	} else if (rc->wall || !s->kind == !rc->off_cpu) {
+	} else if (!running && (rc->wall || !s->kind == !rc->off_cpu)) {
 		collector__add(rc->col, s);
 	}
 }
