@@ -965,12 +965,16 @@ static __always_inline bool send_dwarf_sample(struct bpf_perf_event_data *ctx,
 
 /* Copies up to HEARTH_RAW_STACK_BYTES of user stack from sp. A copy that would
  * run past the top of the stack mapping fails whole: on the main thread's
- * stack, the copy then ends where argv's strings begin (mm->arg_start: above
- * _start's frame, below the top); elsewhere smaller copies are tried. */
+ * stack, the copy then ends just above the initial stack pointer
+ * (mm->start_stack: argc, above _start's frame), elsewhere smaller copies are
+ * tried. Not at argv's strings (mm->arg_start): exec leaves a random gap of up
+ * to 8 KiB below them (arch_align_stack) whose pages the process never
+ * touches, and a read of a page not present fails whole; a deep main stack
+ * then came out as 4 KiB and walked partially. */
 static __always_inline __u32 copy_stack(__u8 *dst, __u64 sp)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 top = BPF_CORE_READ(task, mm, arg_start);
+	__u64 top = BPF_CORE_READ(task, mm, start_stack) + 16;
 	__u32 len;
 
 	if (!bpf_probe_read_user(dst, HEARTH_RAW_STACK_BYTES, (void *)sp))
