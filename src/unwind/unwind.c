@@ -1348,14 +1348,29 @@ void unwind_mgr__want(struct unwind_mgr *m)
 	m->request_events++;
 }
 
+/* One entry per pid. A request for a pid already queued with the same start
+ * joins it: the earlier due time, the rechecks of both. A REMAP while a new
+ * process's rechecks are queued (a pc in the vdso, or in ld.so's mappings
+ * before it maps the libraries) used to replace them: its re-read found the
+ * view unchanged, held the next REMAP back a second, and nothing read the maps
+ * again once ld.so had mapped libc, so a process of a second had its libc
+ * frames unwound from no table (unknown pcs, walks cut) for its whole life. */
 static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double due, int left,
 		    bool remap)
 {
 	for (size_t i = 0; i < m->n_queue; i++) {
-		if (m->queue[i].pid == pid) {
-			m->queue[i] = (struct pending){pid, pstart, due, left, remap};
-			return;
+		struct pending *q = &m->queue[i];
+
+		if (q->pid != pid)
+			continue;
+		if (q->pstart != pstart) {
+			*q = (struct pending){pid, pstart, due, left, remap};
+		} else {
+			q->due_ms = due < q->due_ms ? due : q->due_ms;
+			q->rechecks = left > q->rechecks ? left : q->rechecks;
+			q->remap = q->remap || remap;
 		}
+		return;
 	}
 	if (grow((void **)&m->queue, &m->cap_queue, m->n_queue, sizeof(*m->queue)))
 		return; /* the process keeps frame-pointer stacks */

@@ -14,6 +14,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -706,4 +707,72 @@ cleanup:
 		close(rows_fd);
 	if (procs_fd >= 0)
 		close(procs_fd);
+}
+
+/* A process caught inside exec (its executable and ld.so mapped, no library
+ * yet) keeps its maps re-read until ld.so has mapped libc, even when a walk asks
+ * for a re-read (REMAP) meanwhile and that re-read finds nothing new: the
+ * request used to replace the queued re-reads, so libc stayed out of the view
+ * (its frames unwound from no table) until the next REMAP, a second later. */
+TEST(mgr_remap_keeps_exec_rechecks)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
+	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
+	struct unwind_mgr *m = NULL;
+	int rows_fd = -1, procs_fd = -1, status;
+	uint32_t n_at_exec = 0;
+	bool has_libc = false;
+	pid_t pid = -1;
+
+	CHECK(val);
+	if (geteuid() != 0) {
+		printf("  (skipped: needs root for BPF maps)\n");
+		goto cleanup;
+	}
+	rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
+				 HEARTH_UNWIND_DEFAULT_CHUNKS * HEARTH_UNWIND_CHUNK_ROWS, &mm);
+	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4, sizeof(*val), 64, NULL);
+	CHECK(rows_fd >= 0 && procs_fd >= 0);
+	CHECK(unwind_mgr__new(rows_fd, procs_fd, HEARTH_UNWIND_DEFAULT_CHUNKS, &m) == 0);
+	/* Stopped by ptrace right after exec: ld.so has not run yet. */
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
+			execl("/bin/sleep", "sleep", "60", (char *)NULL);
+		_exit(127);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid && WIFSTOPPED(status));
+	CHECK(!maps_have(pid, "libc."));
+	unwind_mgr__note(m, (uint32_t)pid, 1);
+	CHECK(unwind_mgr__work(m, 1000) == 1);
+	CHECK(bpf_map_lookup_elem(procs_fd, &(uint32_t){(uint32_t)pid}, val) == 0);
+	n_at_exec = val->n;
+	/* A walk's REMAP finds the maps as they were. */
+	unwind_mgr__remap(m, (uint32_t)pid, 1);
+	CHECK(unwind_mgr__work(m, 1000) == 1);
+	/* ld.so maps libc; the queued re-reads see it within their 100/500/2000 ms. */
+	CHECK(ptrace(PTRACE_DETACH, pid, NULL, NULL) == 0);
+	for (int i = 0; i < 200 && !maps_have(pid, "libc."); i++)
+		usleep(10000);
+	CHECK(maps_have(pid, "libc."));
+	for (int i = 0; i < 60 && !has_libc; i++) {
+		usleep(50000);
+		unwind_mgr__work(m, 1000);
+		has_libc = bpf_map_lookup_elem(procs_fd, &(uint32_t){(uint32_t)pid}, val) == 0 &&
+			   val->n > n_at_exec;
+	}
+	CHECKF(has_libc, "view of %u executable mappings at exec, %u 3 s after libc was mapped",
+	       n_at_exec, val->n);
+cleanup:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	unwind_mgr__free(m);
+	if (rows_fd >= 0)
+		close(rows_fd);
+	if (procs_fd >= 0)
+		close(procs_fd);
+	free(val);
 }
