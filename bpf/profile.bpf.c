@@ -1241,6 +1241,9 @@ int BPF_PROG(hearth_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	 * until user space publishes the new view (EXEC event). */
 	if (use_unwind) {
 		bpf_map_delete_elem(&unwind_procs, &pid);
+		/* The new image asks for its own maps re-reads: a REMAP of the old
+		 * one (or its hold, for a JIT) must not keep them back 0.5-10 s. */
+		bpf_map_delete_elem(&unwind_remap, &pid);
 		/* A process sampled before its exec: the new image's samples carry a
 		 * stack copy until its view is published (the EXEC event asks for
 		 * it). One never sampled is announced by its first sample instead:

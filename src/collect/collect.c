@@ -311,6 +311,10 @@ void collector__event(struct collector *c, const struct sampler_event *e)
 		proc_table__exit(c->pt, e->pid, e->pstart);
 		forget_after_build(c, e);
 		break;
+	case SAMPLER_EV_MAPS_READ: /* the unwinder's read may be fresher than ours */
+	case SAMPLER_EV_MAPS_REMAP:
+		proc_table__view_read(c->pt, e->pid, e->pstart, e->kind == SAMPLER_EV_MAPS_REMAP);
+		break;
 	}
 }
 

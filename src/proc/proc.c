@@ -12,7 +12,8 @@
  *    recently used first (two LRU lists). /proc is read on first sight, on exec, and on
  *    a mapping miss at most once per PROC_REREAD_INTERVAL_NS per process; also when a
  *    live process's new stack leaves its mappings (a first read during ld.so's start,
- *    before libc was mapped), a few times per process (proc_table__note_addrs).
+ *    before libc was mapped), a few times per process (proc_table__note_addrs), and
+ *    after the table unwinder's reads of maps ours may lack (proc_table__view_read).
  */
 #include "proc/proc.h"
 #include "base/base.h"
@@ -724,6 +725,7 @@ cleanup:
 	return err;
 }
 
+
 int proc_table__exec(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns)
 {
 	bool any = pstart_ns == 0;
@@ -762,6 +764,36 @@ const struct proc_mapping *proc__find_mapping(struct proc_table *pt, struct proc
 			return m;
 	}
 	return maps_find(p->old_maps, p->n_old_maps, addr);
+}
+
+/* Whether p's maps may have been read inside exec: the dynamic loader and at
+ * most one other executable file mapped (the executable), no library yet; or
+ * the executable alone (a read between exec's switch to the new image and its
+ * mapping of ld.so: seen in 1 of ~200 80-ms processes, whose ld.so and libc
+ * frames then went unnamed). A static executable also reads as the latter, and
+ * costs one more read per read of the unwinder, which reads it once. */
+static bool maps_unsettled(const struct proc_process *p)
+{
+	size_t files = 0;
+	bool loader = false;
+
+	for (size_t i = 0; i < p->n_maps; i++) {
+		const char *path = p->maps[i].path;
+
+		if (!p->maps[i].exec || path[0] != '/')
+			continue;
+		files++;
+		loader |= strstr(path, "/ld-linux") || strstr(path, "/ld-musl");
+	}
+	return files <= 1 || (loader && files <= 2);
+}
+
+void proc_table__view_read(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns, bool remap)
+{
+	struct proc_entry *e = table_find(pt, pid, proc_ns_to_ticks(pt, pstart_ns), pstart_ns == 0);
+
+	if (e && !e->p.exited && (remap || maps_unsettled(&e->p)))
+		entry_reload(pt, e, false);
 }
 
 void proc_table__note_addrs(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns,

@@ -257,6 +257,16 @@ cleanup:
 
 /* ---- ring buffers ---- */
 
+static void on_maps_read(void *ctx, uint32_t pid, uint64_t pstart, bool remap)
+{
+	struct sampler *s = ctx;
+	struct sampler_event e = {.kind = remap ? SAMPLER_EV_MAPS_REMAP : SAMPLER_EV_MAPS_READ,
+				  .pid = pid, .pstart = pstart, .comm = ""};
+
+	if (s->cb.event)
+		s->cb.event(s->cb.ctx, &e);
+}
+
 static void raw_flush(struct sampler *s, bool force, uint32_t exit_pid);
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -728,6 +738,7 @@ static int open_unwinder(struct sampler *s, char *err, size_t errlen)
 	else {
 		unwind_mgr__set_pending(s->uw, bpf_map__fd(s->skel->maps.unwind_pending));
 		unwind_mgr__set_remap(s->uw, bpf_map__fd(s->skel->maps.unwind_remap));
+		unwind_mgr__set_on_read(s->uw, on_maps_read, s);
 		/* Tables on demand, by heat (docs/unwind.md); without the counters
 		 * mapped, tables are loaded while there is room. */
 		unwind_mgr__set_heat(s->uw, bpf_map__fd(s->skel->maps.unwind_heat));

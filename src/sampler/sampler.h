@@ -88,8 +88,15 @@ struct sampler_sample {
 	uint16_t kind;
 };
 
+/* Event kinds of user space's own: the table unwinder has just read the
+ * process's maps and published its view (unwind_mgr__set_on_read); _REMAP when
+ * a walk asked for that read (a pc outside the view) and it found a change. */
+#define SAMPLER_EV_MAPS_READ  0x100
+#define SAMPLER_EV_MAPS_REMAP 0x101
+
 struct sampler_event {
-	uint32_t kind; /* HEARTH_EV_NEW / EXEC / EXIT */
+	/* HEARTH_EV_NEW / EXEC / EXIT, or SAMPLER_EV_MAPS_READ / _REMAP */
+	uint32_t kind;
 	uint32_t pid;
 	uint64_t pstart;
 	const char *comm; /* process name, borrowed */

@@ -140,8 +140,11 @@ struct pending {
 /* A process announced by its first sample may be inside exec, before ld.so has
  * mapped its libraries: its maps are read again this long after each read, as
  * long as they look unsettled (the dynamic loader mapped, no library yet). A
- * library loaded later is caught by the BPF side's REMAP requests. */
-static const double mgr_recheck_ms[] = {100, 500, 2000};
+ * library loaded later is caught by the BPF side's REMAP requests. The first
+ * re-read comes at 10 ms, ld.so's usual work being 2-5 ms: a process of 80 ms
+ * is then read with its libraries while it lives (and the process table with
+ * it, unwind_mgr__set_on_read), where a first re-read at 100 ms found it gone. */
+static const double mgr_recheck_ms[] = {10, 100, 500, 2000};
 #define MGR_RECHECKS ((int)(sizeof(mgr_recheck_ms) / sizeof(mgr_recheck_ms[0])))
 
 struct unwind_mgr {
@@ -189,6 +192,8 @@ struct unwind_mgr {
 	size_t n_walk_maps;
 	bool walk_batch;
 	int pending_fd; /* unwind_pending, or -1 */
+	void (*on_read)(void *ctx, uint32_t pid, uint64_t pstart, bool remap); /* set_on_read */
+	void *on_read_ctx;
 	int remap_fd;	/* unwind_remap, or -1 */
 	uint64_t remaps, remaps_unchanged;
 };
@@ -947,6 +952,8 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, bool 
 		 * while the process is pending, see unwind_mgr__set_pending). */
 		if (err == 1 && m->pending_fd >= 0)
 			bpf_map_delete_elem(m->pending_fd, &pid);
+		if (m->on_read)
+			m->on_read(m->on_read_ctx, pid, pstart, remap);
 	}
 cleanup:
 	free(vm);
@@ -1666,6 +1673,14 @@ int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64
 cleanup:
 	free(val);
 	return err;
+}
+
+void unwind_mgr__set_on_read(struct unwind_mgr *m,
+			     void (*fn)(void *ctx, uint32_t pid, uint64_t pstart, bool remap),
+			     void *ctx)
+{
+	m->on_read = fn;
+	m->on_read_ctx = ctx;
 }
 
 void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd)

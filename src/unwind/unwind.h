@@ -259,6 +259,13 @@ int unwind_mgr__walk(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint64
  * settled (its libraries mapped) is taken out of it: from then on a walk that
  * meets a pc outside its view (JIT code, the vdso) sends no stack copy. */
 void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd);
+/* fn(ctx, pid, pstart, remap) after each read of a process's maps that
+ * published its view (a first read, a recheck, or with remap a REMAP's read that
+ * found a change), from inside unwind_mgr__work: the process table follows
+ * (proc_table__view_read), which a short-lived process needs before it exits. */
+void unwind_mgr__set_on_read(struct unwind_mgr *m,
+			     void (*fn)(void *ctx, uint32_t pid, uint64_t pstart, bool remap),
+			     void *ctx);
 /* remap_fd: the unwind_remap map (pid -> earliest next REMAP, CLOCK_MONOTONIC
  * ns; not owned). Without it re-reads are never backed off. */
 void unwind_mgr__set_remap(struct unwind_mgr *m, int remap_fd);

@@ -443,6 +443,85 @@ cleanup:
 	proc_table__free(pt);
 }
 
+/* A read of the unwinder's that a walk asked for (REMAP: a pc outside its view)
+ * and that found a library mapped since re-reads ours too, settled or not; its
+ * other reads do not, once ours are settled. */
+TEST(unwinder_remap_read_rereads_settled_maps)
+{
+	char rootbuf[256], cmd[600];
+	const char *root = fake_root("remap", rootbuf, sizeof(rootbuf));
+	struct proc_table *pt = proc_table__new(root);
+	struct proc_process *p;
+	const struct proc_mapping *m;
+
+	CHECK(pt);
+	CHECK(fake_process(root, 520, "deepcfi", 11, maps_a) == 0);
+	p = proc_table__lookup(pt, 520, 11 * ns_per_tick());
+	CHECK(p && p->n_maps == 5);
+	CHECK(write_maps(root, 520,
+			 "1000-2000 r--p 00000000 08:01 42 /usr/bin/fake\n"
+			 "2000-5000 r-xp 00001000 08:01 42 /usr/bin/fake\n"
+			 "600000-700000 r-xp 00000000 08:01 60 /usr/lib/libc.so.6\n") == 0);
+	proc_table__view_read(pt, 520, 11 * ns_per_tick(), false);
+	CHECK(p->n_maps == 5);
+	proc_table__view_read(pt, 520, 11 * ns_per_tick(), true);
+	CHECK(p->n_maps == 3);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/520'", root);
+	CHECK(system(cmd) == 0);
+	proc_table__exit(pt, 520, 11 * ns_per_tick());
+	m = proc__find_mapping(pt, p, 0x600100);
+	CHECK(m);
+	CHECK_STREQ(m->path, "/usr/lib/libc.so.6");
+	/* An exited or unknown process is never read. */
+	proc_table__view_read(pt, 520, 11 * ns_per_tick(), true);
+	proc_table__view_read(pt, 521, 0, true);
+	CHECK(p->n_maps == 3 && proc_table__count(pt) == 1);
+cleanup:
+	proc_table__free(pt);
+}
+
+/* The unwinder's own maps read re-reads ours only when ours were read inside
+ * exec (the executable and ld.so mapped, no library yet). */
+TEST(unwinder_read_rereads_maps_read_inside_exec)
+{
+	char rootbuf[256];
+	const char *root = fake_root("viewread", rootbuf, sizeof(rootbuf));
+	struct proc_table *pt = proc_table__new(root);
+	struct proc_process *p, *q;
+	static const char in_exec[] =
+	    "1000-2000 r-xp 00000000 08:01 42 /usr/bin/deepcfi\n"
+	    "7f0000-7f1000 r-xp 00001000 08:01 44 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\n"
+	    "7ffe000-7fff000 r-xp 00000000 00:00 0 [vdso]\n";
+	static const char settled[] =
+	    "1000-2000 r-xp 00000000 08:01 42 /usr/bin/deepcfi\n"
+	    "600000-700000 r-xp 00000000 08:01 60 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+	    "7f0000-7f1000 r-xp 00001000 08:01 44 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\n";
+
+	CHECK(pt);
+	CHECK(fake_process(root, 530, "deepcfi", 12, in_exec) == 0);
+	CHECK(fake_process(root, 531, "deepcfi", 13, settled) == 0);
+	p = proc_table__lookup(pt, 530, 12 * ns_per_tick());
+	q = proc_table__lookup(pt, 531, 13 * ns_per_tick());
+	CHECK(p && p->n_maps == 3 && q && q->n_maps == 3);
+	CHECK(write_maps(root, 530, settled) == 0);
+	CHECK(write_maps(root, 531, "1000-2000 r-xp 00000000 08:01 42 /usr/bin/deepcfi\n") == 0);
+	proc_table__view_read(pt, 530, 12 * ns_per_tick(), false);
+	proc_table__view_read(pt, 531, 13 * ns_per_tick(), false);
+	CHECK(proc__find_mapping(pt, p, 0x600100) &&
+	      strstr(proc__find_mapping(pt, p, 0x600100)->path, "libc.so.6"));
+	CHECK(q->n_maps == 3); /* settled: not read again */
+	/* Read between exec's switch of image and its mapping of ld.so. */
+	CHECK(fake_process(root, 532, "deepcfi", 14,
+			   "1000-2000 r-xp 00000000 08:01 42 /usr/bin/deepcfi\n") == 0);
+	p = proc_table__lookup(pt, 532, 14 * ns_per_tick());
+	CHECK(p && p->n_maps == 1);
+	CHECK(write_maps(root, 532, in_exec) == 0);
+	proc_table__view_read(pt, 532, 14 * ns_per_tick(), false);
+	CHECK(p->n_maps == 3);
+cleanup:
+	proc_table__free(pt);
+}
+
 /* A process whose stacks keep leaving its maps (garbage frame pointers) costs a
  * few re-reads, not one per sample. */
 TEST(sample_rereads_are_bounded_per_process)

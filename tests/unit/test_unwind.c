@@ -709,6 +709,14 @@ cleanup:
 		close(procs_fd);
 }
 
+static void count_read(void *ctx, uint32_t pid, uint64_t pstart, bool remap)
+{
+	(void)pid;
+	(void)pstart;
+	(void)remap;
+	(*(int *)ctx)++;
+}
+
 /* A process caught inside exec (its executable and ld.so mapped, no library
  * yet) keeps its maps re-read until ld.so has mapped libc, even when a walk asks
  * for a re-read (REMAP) meanwhile and that re-read finds nothing new: the
@@ -722,6 +730,7 @@ TEST(mgr_remap_keeps_exec_rechecks)
 	int rows_fd = -1, procs_fd = -1, status;
 	uint32_t n_at_exec = 0;
 	bool has_libc = false;
+	int reads = 0;
 	pid_t pid = -1;
 
 	CHECK(val);
@@ -744,10 +753,12 @@ TEST(mgr_remap_keeps_exec_rechecks)
 	}
 	CHECK(waitpid(pid, &status, 0) == pid && WIFSTOPPED(status));
 	CHECK(!maps_have(pid, "libc."));
+	unwind_mgr__set_on_read(m, count_read, &reads);
 	unwind_mgr__note(m, (uint32_t)pid, 1);
 	CHECK(unwind_mgr__work(m, 1000) == 1);
 	CHECK(bpf_map_lookup_elem(procs_fd, &(uint32_t){(uint32_t)pid}, val) == 0);
 	n_at_exec = val->n;
+	CHECKF(reads == 1, "%d maps reads told after the first view", reads); /* the process table's cue */
 	/* A walk's REMAP finds the maps as they were. */
 	unwind_mgr__remap(m, (uint32_t)pid, 1);
 	CHECK(unwind_mgr__work(m, 1000) == 1);
@@ -764,6 +775,7 @@ TEST(mgr_remap_keeps_exec_rechecks)
 	}
 	CHECKF(has_libc, "view of %u executable mappings at exec, %u 3 s after libc was mapped",
 	       n_at_exec, val->n);
+	CHECK(reads >= 2);
 cleanup:
 	if (pid > 0) {
 		kill(pid, SIGKILL);
