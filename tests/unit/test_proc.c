@@ -405,13 +405,28 @@ cleanup:
 
 /* python3 sampled while ld.so still maps its libraries, then gone before the
  * drain: its samples in libc must still find libc. */
+/* Removes p's fake /proc directory and marks it exited: true when its maps
+ * still place 0x600100 in /usr/lib/libc.so.6 (what its samples need). */
+static bool gone_still_maps_libc(struct proc_table *pt, const char *root, struct proc_process *p,
+				 uint64_t ticks)
+{
+	const struct proc_mapping *m;
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/%u'", root, p->pid);
+	if (system(cmd) != 0)
+		return false;
+	proc_table__exit(pt, p->pid, ticks * ns_per_tick());
+	m = proc__find_mapping(pt, p, 0x600100);
+	return m && !strcmp(m->path, "/usr/lib/libc.so.6");
+}
+
 TEST(samples_outside_early_maps_reread_them_while_the_process_lives)
 {
-	char rootbuf[256], cmd[600];
+	char rootbuf[256];
 	const char *root = fake_root("note", rootbuf, sizeof(rootbuf));
 	struct proc_table *pt = proc_table__new(root);
 	struct proc_process *p;
-	const struct proc_mapping *m;
 	uint64_t in_exe[] = {0x2100}, in_libc[] = {0x2100, 0x600100};
 
 	CHECK(pt);
@@ -429,12 +444,7 @@ TEST(samples_outside_early_maps_reread_them_while_the_process_lives)
 	/* One outside the maps: read now, before the exit. */
 	proc_table__note_addrs(pt, 500, 7 * ns_per_tick(), in_libc, 2);
 	CHECK(p->n_maps == 3);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/500'", root);
-	CHECK(system(cmd) == 0);
-	proc_table__exit(pt, 500, 7 * ns_per_tick());
-	m = proc__find_mapping(pt, p, 0x600100);
-	CHECK(m);
-	CHECK_STREQ(m->path, "/usr/lib/libc.so.6");
+	CHECK(gone_still_maps_libc(pt, root, p, 7));
 	/* An exited or unknown process is never read. */
 	proc_table__note_addrs(pt, 500, 7 * ns_per_tick(), (uint64_t[]){0x900000}, 1);
 	proc_table__note_addrs(pt, 501, 0, (uint64_t[]){0x900000}, 1);
@@ -448,11 +458,10 @@ cleanup:
  * other reads do not, once ours are settled. */
 TEST(unwinder_remap_read_rereads_settled_maps)
 {
-	char rootbuf[256], cmd[600];
+	char rootbuf[256];
 	const char *root = fake_root("remap", rootbuf, sizeof(rootbuf));
 	struct proc_table *pt = proc_table__new(root);
 	struct proc_process *p;
-	const struct proc_mapping *m;
 
 	CHECK(pt);
 	CHECK(fake_process(root, 520, "deepcfi", 11, maps_a) == 0);
@@ -466,12 +475,7 @@ TEST(unwinder_remap_read_rereads_settled_maps)
 	CHECK(p->n_maps == 5);
 	proc_table__view_read(pt, 520, 11 * ns_per_tick(), true);
 	CHECK(p->n_maps == 3);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/520'", root);
-	CHECK(system(cmd) == 0);
-	proc_table__exit(pt, 520, 11 * ns_per_tick());
-	m = proc__find_mapping(pt, p, 0x600100);
-	CHECK(m);
-	CHECK_STREQ(m->path, "/usr/lib/libc.so.6");
+	CHECK(gone_still_maps_libc(pt, root, p, 11));
 	/* An exited or unknown process is never read. */
 	proc_table__view_read(pt, 520, 11 * ns_per_tick(), true);
 	proc_table__view_read(pt, 521, 0, true);

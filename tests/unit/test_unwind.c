@@ -473,14 +473,44 @@ cleanup:
 	free(view);
 }
 
+/* Starts a manager test: the row map (chunks chunks, mmapable) and process map
+ * shaped like bpf/profile.bpf.c's, and a manager over them. 0 or -1. */
+static int mgr_test_begin(uint32_t chunks, int *rows_fd, int *procs_fd, struct unwind_mgr **m)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
+
+	*rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
+				  chunks * HEARTH_UNWIND_CHUNK_ROWS, &mm);
+	*procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4,
+				   sizeof(struct hearth_unwind_proc), 64, NULL);
+	if (*rows_fd < 0 || *procs_fd < 0)
+		return -1;
+	return unwind_mgr__new(*rows_fd, *procs_fd, chunks, m) ? -1 : 0;
+}
+
+/* Ends a manager test: its child killed and reaped, the manager and maps freed. */
+static void mgr_test_end(struct unwind_mgr *m, int rows_fd, int procs_fd, pid_t child)
+{
+	int status;
+
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+	}
+	unwind_mgr__free(m);
+	if (rows_fd >= 0)
+		close(rows_fd);
+	if (procs_fd >= 0)
+		close(procs_fd);
+}
+
 /* The manager over real maps shaped like bpf/profile.bpf.c's (needs root). */
 TEST(mgr_shares_and_drops_tables)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
 	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
 	struct unwind_mgr *m = NULL;
 	struct unwind_mgr_stats st, st2, st3;
-	int rows_fd = -1, procs_fd = -1, status;
+	int rows_fd = -1, procs_fd = -1;
 	uint32_t self = (uint32_t)getpid(), child;
 	pid_t pid = -1;
 	bool covered = false;
@@ -490,11 +520,7 @@ TEST(mgr_shares_and_drops_tables)
 		printf("  (skipped: needs root for BPF maps)\n");
 		goto cleanup;
 	}
-	rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
-				 HEARTH_UNWIND_DEFAULT_CHUNKS * HEARTH_UNWIND_CHUNK_ROWS, &mm);
-	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4, sizeof(*val), 64, NULL);
-	CHECK(rows_fd >= 0 && procs_fd >= 0);
-	CHECK(unwind_mgr__new(rows_fd, procs_fd, HEARTH_UNWIND_DEFAULT_CHUNKS, &m) == 0);
+	CHECK(mgr_test_begin(HEARTH_UNWIND_DEFAULT_CHUNKS, &rows_fd, &procs_fd, &m) == 0);
 	unwind_mgr__note(m, self, 1);
 	CHECK(unwind_mgr__work(m, 1000) == 1);
 	unwind_mgr__stats(m, &st);
@@ -550,15 +576,7 @@ TEST(mgr_shares_and_drops_tables)
 	       "%llu tables %llu reused", (unsigned long long)st3.tables,
 	       (unsigned long long)st3.reused);
 cleanup:
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-	}
-	unwind_mgr__free(m);
-	if (rows_fd >= 0)
-		close(rows_fd);
-	if (procs_fd >= 0)
-		close(procs_fd);
+	mgr_test_end(m, rows_fd, procs_fd, pid);
 	free(val);
 }
 
@@ -622,7 +640,6 @@ cleanup:
  * was sorting such tables again), and again once room appears. */
 TEST(mgr_no_room_built_once)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
 	const uint32_t chunks = 4; /* one object may take one chunk */
 	struct unwind_mgr *m = NULL;
 	struct unwind_mgr_stats st, st2, st3;
@@ -634,12 +651,7 @@ TEST(mgr_no_room_built_once)
 		printf("  (skipped: needs root for BPF maps)\n");
 		goto cleanup;
 	}
-	rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
-				 chunks * HEARTH_UNWIND_CHUNK_ROWS, &mm);
-	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4,
-				  sizeof(struct hearth_unwind_proc), 64, NULL);
-	CHECK(rows_fd >= 0 && procs_fd >= 0);
-	CHECK(unwind_mgr__new(rows_fd, procs_fd, chunks, &m) == 0);
+	CHECK(mgr_test_begin(chunks, &rows_fd, &procs_fd, &m) == 0);
 	/* This binary maps some 50 objects: four chunks hold a few of them. */
 	unwind_mgr__note(m, self, 1);
 	CHECK(unwind_mgr__work(m, 5000) == 1);
@@ -724,7 +736,6 @@ static void count_read(void *ctx, uint32_t pid, uint64_t pstart, bool remap)
  * (its frames unwound from no table) until the next REMAP, a second later. */
 TEST(mgr_remap_keeps_exec_rechecks)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
 	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
 	struct unwind_mgr *m = NULL;
 	int rows_fd = -1, procs_fd = -1, status;
@@ -738,11 +749,7 @@ TEST(mgr_remap_keeps_exec_rechecks)
 		printf("  (skipped: needs root for BPF maps)\n");
 		goto cleanup;
 	}
-	rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_rows", 4, sizeof(struct hearth_unwind_row),
-				 HEARTH_UNWIND_DEFAULT_CHUNKS * HEARTH_UNWIND_CHUNK_ROWS, &mm);
-	procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "uw_procs", 4, sizeof(*val), 64, NULL);
-	CHECK(rows_fd >= 0 && procs_fd >= 0);
-	CHECK(unwind_mgr__new(rows_fd, procs_fd, HEARTH_UNWIND_DEFAULT_CHUNKS, &m) == 0);
+	CHECK(mgr_test_begin(HEARTH_UNWIND_DEFAULT_CHUNKS, &rows_fd, &procs_fd, &m) == 0);
 	/* Stopped by ptrace right after exec: ld.so has not run yet. */
 	pid = fork();
 	CHECK(pid >= 0);
@@ -777,14 +784,6 @@ TEST(mgr_remap_keeps_exec_rechecks)
 	       n_at_exec, val->n);
 	CHECK(reads >= 2);
 cleanup:
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-	}
-	unwind_mgr__free(m);
-	if (rows_fd >= 0)
-		close(rows_fd);
-	if (procs_fd >= 0)
-		close(procs_fd);
+	mgr_test_end(m, rows_fd, procs_fd, pid);
 	free(val);
 }
