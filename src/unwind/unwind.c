@@ -1356,7 +1356,8 @@ void unwind_mgr__want(struct unwind_mgr *m)
 }
 
 /* One entry per pid. A request for a pid already queued with the same start
- * joins it: the earlier due time, the rechecks of both. A REMAP while a new
+ * joins it: the earlier due time, the rechecks of both, a REMAP's only if both
+ * are (an exec keeps the start: its read must publish even maps read the same). A REMAP while a new
  * process's rechecks are queued (a pc in the vdso, or in ld.so's mappings
  * before it maps the libraries) used to replace them: its re-read found the
  * view unchanged, held the next REMAP back a second, and nothing read the maps
@@ -1375,7 +1376,8 @@ static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double 
 		} else {
 			q->due_ms = due < q->due_ms ? due : q->due_ms;
 			q->rechecks = left > q->rechecks ? left : q->rechecks;
-			q->remap = q->remap || remap;
+			/* a plain read (a new image's, a recheck) always publishes */
+			q->remap = q->remap && remap;
 		}
 		return;
 	}
