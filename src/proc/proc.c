@@ -725,7 +725,6 @@ cleanup:
 	return err;
 }
 
-
 int proc_table__exec(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns)
 {
 	bool any = pstart_ns == 0;

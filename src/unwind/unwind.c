@@ -1356,13 +1356,13 @@ void unwind_mgr__want(struct unwind_mgr *m)
 }
 
 /* One entry per pid. A request for a pid already queued with the same start
- * joins it: the earlier due time, the rechecks of both, a REMAP's only if both
- * are (an exec keeps the start: its read must publish even maps read the same). A REMAP while a new
- * process's rechecks are queued (a pc in the vdso, or in ld.so's mappings
- * before it maps the libraries) used to replace them: its re-read found the
- * view unchanged, held the next REMAP back a second, and nothing read the maps
- * again once ld.so had mapped libc, so a process of a second had its libc
- * frames unwound from no table (unknown pcs, walks cut) for its whole life. */
+ * joins it: the earlier due time, the rechecks of both, a REMAP only if both
+ * are (an exec keeps the start: its read must publish even maps read the
+ * same). So a REMAP that comes while a new process's re-reads are queued (a pc
+ * in the vdso, or the old image's, before ld.so maps the libraries) keeps them:
+ * were they replaced, a re-read finding the view unchanged would hold the next
+ * REMAP back a second, and a process of a second would have its libc frames
+ * walked without a table for most of its life (test_unwind_first). */
 static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double due, int left,
 		    bool remap)
 {
