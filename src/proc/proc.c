@@ -765,6 +765,11 @@ const struct proc_mapping *proc__find_mapping(struct proc_table *pt, struct proc
 	return maps_find(p->old_maps, p->n_old_maps, addr);
 }
 
+bool proc_path_is_loader(const char *path)
+{
+	return strstr(path, "/ld-linux") || strstr(path, "/ld-musl");
+}
+
 /* Whether p's maps may have been read inside exec: the dynamic loader and at
  * most one other executable file mapped (the executable), no library yet; or
  * the executable alone (a read between exec's switch to the new image and its
@@ -782,7 +787,7 @@ static bool maps_unsettled(const struct proc_process *p)
 		if (!p->maps[i].exec || path[0] != '/')
 			continue;
 		files++;
-		loader |= strstr(path, "/ld-linux") || strstr(path, "/ld-musl");
+		loader |= proc_path_is_loader(path);
 	}
 	return files <= 1 || (loader && files <= 2);
 }

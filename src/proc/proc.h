@@ -148,6 +148,9 @@ int proc_read_maps_file(FILE *f, struct proc_mapping **out, size_t *n_out);
 int proc_read_maps(uint32_t pid, struct proc_mapping **out, size_t *n_out);
 /* Frees n mappings and the array (NULL is a no-op). */
 void proc_maps_free(struct proc_mapping *maps, size_t n);
+/* Whether a mapped path is the dynamic loader (glibc's or musl's): mapped with
+ * the executable and no library yet, a process was read inside exec. */
+bool proc_path_is_loader(const char *path);
 
 /*
  * Parses /proc/PID/stat text: the comm between the first '(' and the last ')' (it may

@@ -772,12 +772,6 @@ cleanup:
 	return err;
 }
 
-/* Whether a mapped path is the dynamic loader (glibc's or musl's). */
-static bool maps_loader(const char *path)
-{
-	return strstr(path, "/ld-linux") || strstr(path, "/ld-musl");
-}
-
 static uint32_t free_chunks(const struct unwind_mgr *m)
 {
 	uint32_t n = 0;
@@ -908,7 +902,7 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, bool 
 		vm[n] = (struct vmap){maps[i].start, maps[i].end, maps[i].pgoff, 0};
 		if (!neg_has(m, &file))
 			vm[n].slot = obj_get(m, &file, pid, &maps[i]);
-		loader |= maps_loader(maps[i].path);
+		loader |= proc_path_is_loader(maps[i].path);
 		n++;
 	}
 	/* No executable mapping at all: the process is exiting (its mm is gone, its
