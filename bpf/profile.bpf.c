@@ -163,6 +163,7 @@ struct hearth_scratch {
 	__u32 pid;
 	__u32 bp_valid;
 	__u32 remap;	/* a caller's pc was outside every mapping */
+	__u64 remap_pc; /* the first such pc (request_remap) */
 	__u32 via_jit;	/* the current pc was reached by a mixed-mode (fp) step */
 	__u32 exact_pc; /* the current pc is an interrupted one, not a return address */
 	__u32 leaf_unmapped;		/* the leaf pc was outside every mapping */
@@ -210,14 +211,17 @@ struct {
 	__type(value, __u64);
 } unwind_stats SEC(".maps");
 
-/* pid -> the earliest time (bpf_ktime_get_ns) a REMAP may be asked for it: set
- * UNWIND_REMAP_NS ahead at each request, and further by user space while its
- * re-reads find the maps unchanged (a JIT's leaves, outside every file). */
+/* (pid, kind) -> the earliest time (bpf_ktime_get_ns) a REMAP of that kind may
+ * be asked for: set UNWIND_REMAP_NS ahead at each request, and further by user
+ * space while its re-reads find the maps unchanged. The kind is the pc's memory
+ * (struct hearth_remap_key): a JIT's leaves, the vdso's or a wrong step's pcs
+ * back off their own kind only, so a library dlopened meanwhile, whose pc is in
+ * an executable file mapping, is asked for at once. */
 #define UNWIND_REMAP_NS (500ull * 1000 * 1000)
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, HEARTH_UNWIND_MAX_PROCS);
-	__type(key, __u32);
+	__uint(max_entries, 2 * HEARTH_UNWIND_MAX_PROCS);
+	__type(key, struct hearth_remap_key);
 	__type(value, __u64);
 } unwind_remap SEC(".maps");
 
@@ -594,8 +598,10 @@ static long unwind_step(__u32 i, void *ctx)
 		 * a library loaded (dlopen) since the view was read: ask for a re-read.
 		 * A leaf in JIT code asks too; user space backs off while re-reads find
 		 * nothing new (unwind_remap). A caller reached from JIT code is no sign. */
-		if (!st->via_jit)
+		if (!st->via_jit && !st->remap) {
 			st->remap = 1;
+			st->remap_pc = addr;
+		}
 		if (n == 0)
 			st->leaf_unmapped = 1;
 		return mixed_step(st);
@@ -841,16 +847,47 @@ static __always_inline void sample_header(struct hearth_scratch *st, struct hear
 	st->s.kind = 0;
 }
 
-/* Asks user space to re-read a process's maps (rate-limited per pid). */
-static __always_inline void request_remap(struct hearth_count_key *key)
-{
-	__u64 now = bpf_ktime_get_ns(), next_ns, *next = bpf_map_lookup_elem(&unwind_remap, &key->pid);
-	struct hearth_event *ev;
+#define HEARTH_VM_EXEC 0x4 /* include/linux/mm.h */
 
+/* bpf_find_vma's callback: the kind of memory the pc is in. */
+static long remap_vma_kind(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	__u32 *kind = data;
+
+	if (vma->vm_file && (vma->vm_flags & HEARTH_VM_EXEC))
+		*kind = HEARTH_REMAP_FILE;
+	return 0;
+}
+
+/* Asks user space to re-read a process's maps (rate-limited per pid and kind:
+ * unwind_remap). pc: the first pc the walk found outside the view. Its kind is
+ * looked up only when one of the pid's kinds is not held back. */
+static __always_inline void request_remap(struct hearth_count_key *key, __u64 pc)
+{
+	struct hearth_remap_key rk = {.pid = key->pid, .kind = HEARTH_REMAP_FILE};
+	__u64 now = bpf_ktime_get_ns(), next_ns, *next;
+	struct hearth_event *ev;
+	long err;
+
+	next = bpf_map_lookup_elem(&unwind_remap, &rk);
+	if (next && now < *next) {
+		rk.kind = HEARTH_REMAP_OTHER;
+		next = bpf_map_lookup_elem(&unwind_remap, &rk);
+		if (next && now < *next)
+			return;
+	}
+	/* Memory not mapped from an executable file (JIT code, the vdso, a wrong
+	 * step's pc) is OTHER. The mmap lock taken (-EBUSY: the process maps or
+	 * unmaps right now, a dlopen perhaps) counts as FILE. */
+	rk.kind = HEARTH_REMAP_OTHER;
+	err = bpf_find_vma(bpf_get_current_task_btf(), pc, remap_vma_kind, &rk.kind, 0);
+	if (err == -16 /* -EBUSY */)
+		rk.kind = HEARTH_REMAP_FILE;
+	next = bpf_map_lookup_elem(&unwind_remap, &rk);
 	if (next && now < *next)
 		return;
 	next_ns = now + UNWIND_REMAP_NS;
-	bpf_map_update_elem(&unwind_remap, &key->pid, &next_ns, BPF_ANY);
+	bpf_map_update_elem(&unwind_remap, &rk, &next_ns, BPF_ANY);
 	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		bump(&drops, HEARTH_DROP_EVENT_LOST);
@@ -859,7 +896,9 @@ static __always_inline void request_remap(struct hearth_count_key *key)
 	ev->kind = HEARTH_EV_REMAP;
 	ev->pid = key->pid;
 	ev->pstart = key->pstart;
-	__builtin_memcpy(ev->comm, key->pcomm, sizeof(ev->comm));
+	ev->remap.pc = pc;
+	ev->remap.kind = rk.kind;
+	ev->remap.pad = 0;
 	bpf_ringbuf_submit(ev, 0);
 }
 
@@ -898,6 +937,7 @@ static __always_inline bool unwind_user(struct hearth_scratch *st, struct hearth
 	st->pid = key->pid;
 	sample_header(st, key);
 	st->remap = 0;
+	st->remap_pc = 0;
 	st->via_jit = 0;
 	st->exact_pc = 0;
 	st->leaf_unmapped = 0;
@@ -909,7 +949,7 @@ static __always_inline bool unwind_user(struct hearth_scratch *st, struct hearth
 	COST_ADD(10, st->s.ulen);
 	COST_ADD(11, 1);
 	if (st->remap)
-		request_remap(key);
+		request_remap(key, st->remap_pc);
 	if (st->no_table)
 		unwind_heat_gap(key);
 	return true;
@@ -1236,6 +1276,7 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(hearth_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 pid = BPF_CORE_READ(p, tgid);
+	struct hearth_remap_key rk = {.pid = pid, .kind = HEARTH_REMAP_FILE};
 
 	/* The old image's view would walk the new image with wrong tables: fp
 	 * until user space publishes the new view (EXEC event). */
@@ -1243,7 +1284,9 @@ int BPF_PROG(hearth_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 		bpf_map_delete_elem(&unwind_procs, &pid);
 		/* The new image asks for its own maps re-reads: a REMAP of the old
 		 * one (or its hold, for a JIT) must not keep them back 0.5-10 s. */
-		bpf_map_delete_elem(&unwind_remap, &pid);
+		bpf_map_delete_elem(&unwind_remap, &rk);
+		rk.kind = HEARTH_REMAP_OTHER;
+		bpf_map_delete_elem(&unwind_remap, &rk);
 		/* A process sampled before its exec: the new image's samples carry a
 		 * stack copy until its view is published (the EXEC event asks for
 		 * it). One never sampled is announced by its first sample instead:

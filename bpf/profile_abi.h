@@ -87,6 +87,11 @@ struct hearth_event {
 			__u32 obj;   /* its object's slot (struct hearth_unwind_mapping.obj) */
 			__u32 pad;
 		} want;
+		struct {
+			__u64 pc;   /* HEARTH_EV_REMAP: the first pc outside the view */
+			__u32 kind; /* enum hearth_remap_kind (unwind_abi.h) */
+			__u32 pad;
+		} remap;
 	};
 };
 _Static_assert(sizeof(struct hearth_event) == 32, "event ABI");

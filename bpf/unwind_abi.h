@@ -177,4 +177,17 @@ struct hearth_raw_sample {
 _Static_assert(sizeof(struct hearth_raw_sample) == 80 + 128 * 8 + HEARTH_RAW_STACK_BYTES,
 	       "raw sample ABI");
 
+/* The memory of a REMAP's pc, each held back on its own (profile.bpf.c's
+ * unwind_remap, keyed by struct hearth_remap_key). */
+enum hearth_remap_kind {
+	HEARTH_REMAP_FILE = 0,	/* an executable file mapping: a library the view lacks */
+	HEARTH_REMAP_OTHER = 1, /* anything else: JIT code, the vdso, no mapping */
+	HEARTH_REMAP_KINDS = 2,
+};
+
+struct hearth_remap_key {
+	__u32 pid;
+	__u32 kind; /* enum hearth_remap_kind */
+};
+
 #endif /* HEARTH_BPF_UNWIND_ABI_H */

@@ -281,7 +281,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	s->prompt++;
 	if (ev->kind == HEARTH_EV_REMAP) { /* the unwinder's own: maps changed under a view */
 		if (s->uw)
-			unwind_mgr__remap(s->uw, ev->pid, ev->pstart);
+			unwind_mgr__remap(s->uw, ev->pid, ev->pstart, ev->remap.kind);
 		return 0;
 	}
 	if (ev->kind == HEARTH_EV_UNWIND_PC) { /* a pc of a partial table without its FDE */

@@ -117,7 +117,9 @@ struct proc_view {
 	struct vmap *maps; /* owned; n of them, by start */
 	size_t n;
 	uint64_t gen; /* unwind_mgr's gen when published: unique per publication */
-	uint32_t remap_same; /* REMAP re-reads in a row that found this view unchanged */
+	/* REMAP re-reads in a row that found this view unchanged, by the kind of
+	 * memory their pc was in (enum hearth_remap_kind) */
+	uint32_t remap_same[HEARTH_REMAP_KINDS];
 };
 
 struct pending {
@@ -125,11 +127,14 @@ struct pending {
 	uint64_t pstart;
 	double due_ms; /* not before this (CLOCK_MONOTONIC ms) */
 	int rechecks;  /* re-reads still to schedule after this one */
-	bool remap;    /* asked for by a walk (REMAP): backed off when nothing changed */
+	/* asked for by walks (REMAPs): the kinds of their pcs (1 << enum
+	 * hearth_remap_kind), each backed off when nothing changed; 0: a plain read */
+	unsigned remap;
 };
 
 /* A REMAP re-read that finds the view unchanged (the pc was JIT code, not a
- * library loaded since) holds the pid's next one off for MGR_REMAP_MIN_MS,
+ * library loaded since) holds the pid's next one of that kind (a pc in an
+ * executable file mapping or not: enum hearth_remap_kind) off for MGR_REMAP_MIN_MS,
  * doubled at each such re-read in a row up to MGR_REMAP_MAX_MS; one that finds
  * a change starts over (BPF's own limit, 0.5 s). A node process, its leaves in
  * JIT code, costs a maps read every 10 s; a library dlopened meanwhile waits at
@@ -857,9 +862,11 @@ static bool view_same(const struct proc_view *v, const struct vmap *vm, size_t n
 }
 
 /* A REMAP re-read found the view the same for the same-th time in a row: BPF
- * asks for none before MGR_REMAP_MIN_MS * 2^(same-1), at most MGR_REMAP_MAX_MS. */
-static void remap_hold(struct unwind_mgr *m, uint32_t pid, uint32_t same)
+ * asks for none of that kind before MGR_REMAP_MIN_MS * 2^(same-1), at most
+ * MGR_REMAP_MAX_MS. */
+static void remap_hold(struct unwind_mgr *m, uint32_t pid, uint32_t kind, uint32_t same)
 {
+	struct hearth_remap_key key = {.pid = pid, .kind = kind};
 	double ms = MGR_REMAP_MIN_MS;
 	uint64_t next;
 
@@ -869,15 +876,15 @@ static void remap_hold(struct unwind_mgr *m, uint32_t pid, uint32_t same)
 		ms = MGR_REMAP_MAX_MS;
 	next = base_clock_ns(CLOCK_MONOTONIC) + (uint64_t)(ms * 1e6);
 	if (m->remap_fd >= 0)
-		bpf_map_update_elem(m->remap_fd, &pid, &next, BPF_ANY);
+		bpf_map_update_elem(m->remap_fd, &key, &next, BPF_ANY);
 }
 
 /* Publishes the process's view from /proc/PID/maps. Returns 1 when the view looks
  * settled (no dynamic loader, or a library besides it and the executable: ld.so
- * has done its work), 0 when a re-read may find more, or -errno. remap: a walk
- * asked for it; a view read the same is then left as it is and the next REMAP
- * held off (remap_hold). */
-static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, bool remap)
+ * has done its work), 0 when a re-read may find more, or -errno. remap: walks
+ * asked for it (struct pending); a view read the same is then left as it is
+ * and the next REMAP of those kinds held off (remap_hold). */
+static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, unsigned remap)
 {
 	struct vmap *vm = calloc(HEARTH_UNWIND_MAX_MAPPINGS, sizeof(*vm));
 	struct proc_mapping *maps = NULL;
@@ -917,7 +924,9 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, bool 
 		old = view_find(m, pid);
 		if (old && old->pstart == pstart && view_same(old, vm, n)) {
 			m->remaps_unchanged++;
-			remap_hold(m, pid, ++old->remap_same);
+			for (uint32_t k = 0; k < HEARTH_REMAP_KINDS; k++)
+				if (remap & 1u << k)
+					remap_hold(m, pid, k, ++old->remap_same[k]);
 			err = !loader || n > 2;
 			goto cleanup;
 		}
@@ -947,7 +956,7 @@ static int proc_build(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, bool 
 		if (err == 1 && m->pending_fd >= 0)
 			bpf_map_delete_elem(m->pending_fd, &pid);
 		if (m->on_read)
-			m->on_read(m->on_read_ctx, pid, pstart, remap);
+			m->on_read(m->on_read_ctx, pid, pstart, remap != 0);
 	}
 cleanup:
 	free(vm);
@@ -1358,7 +1367,7 @@ void unwind_mgr__want(struct unwind_mgr *m)
  * REMAP back a second, and a process of a second would have its libc frames
  * walked without a table for most of its life (test_unwind_first). */
 static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double due, int left,
-		    bool remap)
+		    unsigned remap)
 {
 	for (size_t i = 0; i < m->n_queue; i++) {
 		struct pending *q = &m->queue[i];
@@ -1371,7 +1380,7 @@ static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double 
 			q->due_ms = due < q->due_ms ? due : q->due_ms;
 			q->rechecks = left > q->rechecks ? left : q->rechecks;
 			/* a plain read (a new image's, a recheck) always publishes */
-			q->remap = q->remap && remap;
+			q->remap = q->remap && remap ? q->remap | remap : 0;
 		}
 		return;
 	}
@@ -1382,15 +1391,17 @@ static void enqueue(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, double 
 
 void unwind_mgr__note(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
 {
-	enqueue(m, pid, pstart, 0, MGR_RECHECKS, false);
+	enqueue(m, pid, pstart, 0, MGR_RECHECKS, 0);
 }
 
-void unwind_mgr__remap(struct unwind_mgr *m, uint32_t pid, uint64_t pstart)
+void unwind_mgr__remap(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint32_t kind)
 {
 	const struct proc_view *v = view_find(m, pid);
 
+	if (kind >= HEARTH_REMAP_KINDS)
+		kind = HEARTH_REMAP_OTHER;
 	if (v && v->pstart == pstart)
-		enqueue(m, pid, pstart, 0, 0, true);
+		enqueue(m, pid, pstart, 0, 0, 1u << kind);
 }
 
 void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid)
@@ -1457,7 +1468,7 @@ int unwind_mgr__work(struct unwind_mgr *m, int budget_ms)
 		if (proc_build(m, p.pid, p.pstart, p.remap) == 0 && p.rechecks > 0)
 			enqueue(m, p.pid, p.pstart,
 				mono_ms() + mgr_recheck_ms[MGR_RECHECKS - p.rechecks],
-				p.rechecks - 1, false);
+				p.rechecks - 1, 0);
 		done++;
 	}
 	snap_refresh(m);

@@ -215,10 +215,11 @@ void unwind_mgr__free(struct unwind_mgr *m);
 /* A process appeared or exec'ed: queue it for (re)building its view. */
 void unwind_mgr__note(struct unwind_mgr *m, uint32_t pid, uint64_t pstart);
 /* The walker met a pc outside the view (a leaf, or a caller a table step led
- * to): re-read the maps soon (no re-checks scheduled). BPF rate-limits these
- * per pid; a re-read that finds the view unchanged (a JIT's code) holds the
- * next one off longer, doubling up to MGR_REMAP_MAX_MS (unwind_mgr__set_remap). */
-void unwind_mgr__remap(struct unwind_mgr *m, uint32_t pid, uint64_t pstart);
+ * to) in memory of that kind (enum hearth_remap_kind): re-read the maps soon
+ * (no re-checks scheduled). BPF rate-limits these per pid and kind; a re-read
+ * that finds the view unchanged (a JIT's code) holds the next one of that kind
+ * off longer, doubling up to MGR_REMAP_MAX_MS (unwind_mgr__set_remap). */
+void unwind_mgr__remap(struct unwind_mgr *m, uint32_t pid, uint64_t pstart, uint32_t kind);
 /* A process exited: drop its view and put its tables. */
 void unwind_mgr__exit(struct unwind_mgr *m, uint32_t pid);
 /* Processes queued work for at most budget_ms (at least one process). Returns
@@ -266,8 +267,8 @@ void unwind_mgr__set_pending(struct unwind_mgr *m, int pending_fd);
 void unwind_mgr__set_on_read(struct unwind_mgr *m,
 			     void (*fn)(void *ctx, uint32_t pid, uint64_t pstart, bool remap),
 			     void *ctx);
-/* remap_fd: the unwind_remap map (pid -> earliest next REMAP, CLOCK_MONOTONIC
- * ns; not owned). Without it re-reads are never backed off. */
+/* remap_fd: the unwind_remap map (struct hearth_remap_key -> earliest next
+ * REMAP of that kind, CLOCK_MONOTONIC ns; not owned). Without it re-reads are never backed off. */
 void unwind_mgr__set_remap(struct unwind_mgr *m, int remap_fd);
 /* heat_fd: the unwind_heat array (mmapable, HEARTH_UNWIND_MAX_OBJECTS counters;
  * not owned). Without it no object gets a heat slot: tables are loaded while

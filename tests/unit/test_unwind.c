@@ -21,6 +21,7 @@
 
 #include <bpf/bpf.h>
 
+#include "base/base.h"
 #include "proc/proc.h"
 #include "unit.h"
 #include "unwind/unwind.h"
@@ -660,7 +661,7 @@ TEST(mgr_no_room_built_once)
 	       (unsigned long long)st.no_room, (unsigned long long)st.chunks_used);
 	/* Re-reads of its maps and two more processes of the same objects. */
 	for (int i = 0; i < 3; i++) {
-		unwind_mgr__remap(m, self, 1);
+		unwind_mgr__remap(m, self, 1, HEARTH_REMAP_FILE);
 		CHECK(unwind_mgr__work(m, 5000) == 1);
 	}
 	for (int i = 0; i < 2; i++) {
@@ -738,7 +739,9 @@ TEST(mgr_remap_keeps_exec_rechecks)
 {
 	struct hearth_unwind_proc *val = calloc(1, sizeof(*val));
 	struct unwind_mgr *m = NULL;
-	int rows_fd = -1, procs_fd = -1, status;
+	int rows_fd = -1, procs_fd = -1, remap_fd = -1, status;
+	struct hearth_remap_key rk;
+	uint64_t hold;
 	uint32_t n_at_exec = 0;
 	bool has_libc = false;
 	int reads = 0;
@@ -761,14 +764,20 @@ TEST(mgr_remap_keeps_exec_rechecks)
 	CHECK(waitpid(pid, &status, 0) == pid && WIFSTOPPED(status));
 	CHECK(!maps_have(pid, "libc."));
 	unwind_mgr__set_on_read(m, count_read, &reads);
+	remap_fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "uw_remap", sizeof(rk), sizeof(hold), 64,
+				  NULL);
+	CHECK(remap_fd >= 0);
+	unwind_mgr__set_remap(m, remap_fd);
 	unwind_mgr__note(m, (uint32_t)pid, 1);
 	CHECK(unwind_mgr__work(m, 1000) == 1);
 	CHECK(bpf_map_lookup_elem(procs_fd, &(uint32_t){(uint32_t)pid}, val) == 0);
 	n_at_exec = val->n;
 	CHECKF(reads == 1, "%d maps reads told after the first view", reads); /* the process table's cue */
 	/* A walk's REMAP finds the maps as they were. */
-	unwind_mgr__remap(m, (uint32_t)pid, 1);
+	unwind_mgr__remap(m, (uint32_t)pid, 1, HEARTH_REMAP_OTHER);
 	CHECK(unwind_mgr__work(m, 1000) == 1);
+	rk = (struct hearth_remap_key){(uint32_t)pid, HEARTH_REMAP_OTHER};
+	CHECKF(bpf_map_lookup_elem(remap_fd, &rk, &hold) != 0, "a new process's re-reads held back");
 	/* ld.so maps libc; the queued re-reads see it within their 100/500/2000 ms. */
 	CHECK(ptrace(PTRACE_DETACH, pid, NULL, NULL) == 0);
 	for (int i = 0; i < 200 && !maps_have(pid, "libc."); i++)
@@ -786,4 +795,50 @@ TEST(mgr_remap_keeps_exec_rechecks)
 cleanup:
 	mgr_test_end(m, rows_fd, procs_fd, pid);
 	free(val);
+}
+
+/* A REMAP re-read that finds the view unchanged holds back the next REMAP of
+ * its pc's kind only: the vdso's or a JIT's pcs (OTHER) must not keep a library
+ * dlopened meanwhile (FILE) out of the view for seconds. */
+TEST(mgr_remap_holds_by_kind)
+{
+	uint32_t self = (uint32_t)getpid();
+	struct unwind_mgr *m = NULL;
+	int rows_fd = -1, procs_fd = -1, remap_fd = -1;
+	struct hearth_remap_key other = {self, HEARTH_REMAP_OTHER}, file = {self, HEARTH_REMAP_FILE};
+	uint64_t hold = 0, first = 0, now;
+
+	if (geteuid() != 0) {
+		printf("  (skipped: needs root for BPF maps)\n");
+		goto cleanup;
+	}
+	CHECK(mgr_test_begin(HEARTH_UNWIND_DEFAULT_CHUNKS, &rows_fd, &procs_fd, &m) == 0);
+	remap_fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "uw_remap", sizeof(other), sizeof(hold),
+				  64, NULL);
+	CHECK(remap_fd >= 0);
+	unwind_mgr__set_remap(m, remap_fd);
+	unwind_mgr__note(m, self, 1);
+	CHECK(unwind_mgr__work(m, 1000) == 1); /* settled: libraries mapped, no re-reads */
+	now = base_clock_ns(CLOCK_MONOTONIC);
+	unwind_mgr__remap(m, self, 1, HEARTH_REMAP_OTHER);
+	CHECK(unwind_mgr__work(m, 1000) == 1);
+	CHECK(bpf_map_lookup_elem(remap_fd, &other, &first) == 0);
+	CHECKF(first >= now + 900000000ull, "held %lld ms", (long long)(first - now) / 1000000);
+	CHECKF(bpf_map_lookup_elem(remap_fd, &file, &hold) != 0,
+	       "a pc in a file mapping held back by another kind's re-read");
+	/* A second in a row doubles its own kind's hold; a FILE one earns its own. */
+	unwind_mgr__remap(m, self, 1, HEARTH_REMAP_OTHER);
+	CHECK(unwind_mgr__work(m, 1000) == 1);
+	CHECK(bpf_map_lookup_elem(remap_fd, &other, &hold) == 0);
+	CHECKF(hold >= now + 1900000000ull, "held %lld ms", (long long)(hold - now) / 1000000);
+	unwind_mgr__remap(m, self, 1, HEARTH_REMAP_FILE);
+	CHECK(unwind_mgr__work(m, 1000) == 1);
+	CHECK(bpf_map_lookup_elem(remap_fd, &file, &hold) == 0);
+	now = base_clock_ns(CLOCK_MONOTONIC);
+	CHECKF(hold < now + 1100000000ull, "a first FILE hold of %lld ms",
+	       (long long)(hold - now) / 1000000);
+cleanup:
+	mgr_test_end(m, rows_fd, procs_fd, -1);
+	if (remap_fd >= 0)
+		close(remap_fd);
 }

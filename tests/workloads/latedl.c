@@ -2,9 +2,12 @@
  * Workload for a library loaded late (dlopen) whose code is where the samples
  * land: built -O2 -fomit-frame-pointer, like the library, so only CFI unwinds
  * it. It computes in its own code for DELAY seconds (its view is read and
- * settles: libc mapped), then dlopens liblatelib.so and spends RUN seconds in
- * it: main -> late_phase -> late_entry -> late_mid -> late_leaf. The view read
- * first does not have the library: its samples' leaves are outside it.
+ * settles: libc mapped), reading the clock every 100 multiplies, so that a
+ * tenth or so of its samples are in the vdso, outside every view: each asks for
+ * a re-read that finds nothing new. Then it dlopens liblatelib.so and spends
+ * RUN seconds in it: main -> late_phase -> late_entry -> late_mid -> late_leaf.
+ * The view read first does not have the library: its samples' leaves are
+ * outside it, and must not wait for the vdso's re-reads to be let through.
  * Usage: latedl DIR DELAY RUN   (DIR holds liblatelib.so; prints its pid, then
  *   "loaded" once the library is loaded)
  */
@@ -27,7 +30,7 @@ static double now_s(void)
 __attribute__((noinline, noclone)) void early_phase(double until)
 {
 	while (now_s() < until)
-		for (int i = 0; i < 100000; i++)
+		for (int i = 0; i < 100; i++)
 			sink = sink * 6364136223846793005ul + 1;
 }
 
