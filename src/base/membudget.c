@@ -19,6 +19,7 @@ struct evictor {
 	int priority;
 	mem_evict_fn fn;
 	void *ctx;
+	bool by_pass; /* asked in every pass (mem_budget__register_by_pass) */
 };
 
 static _Atomic uint64_t limit_bytes, cache_budget;
@@ -120,7 +121,7 @@ uint64_t mem_budget__evicted_bytes(enum mem_kind k)
 	return (unsigned)k < MEM_KIND_MAX ? atomic_load(&evicted_bytes[k]) : 0;
 }
 
-int mem_budget__register(enum mem_kind k, int priority, mem_evict_fn fn, void *ctx)
+static int add_evictor(enum mem_kind k, int priority, mem_evict_fn fn, void *ctx, bool by_pass)
 {
 	size_t i;
 
@@ -132,10 +133,21 @@ int mem_budget__register(enum mem_kind k, int priority, mem_evict_fn fn, void *c
 	/* Kept sorted by priority (stable: registration order within one). */
 	for (i = n_evictors; i > 0 && evictors[i - 1].priority > priority; i--)
 		evictors[i] = evictors[i - 1];
-	evictors[i] = (struct evictor){ .kind = k, .priority = priority, .fn = fn, .ctx = ctx };
+	evictors[i] = (struct evictor){
+		.kind = k, .priority = priority, .fn = fn, .ctx = ctx, .by_pass = by_pass};
 	n_evictors++;
 	pthread_mutex_unlock(&lock);
 	return 0;
+}
+
+int mem_budget__register(enum mem_kind k, int priority, mem_evict_fn fn, void *ctx)
+{
+	return add_evictor(k, priority, fn, ctx, false);
+}
+
+int mem_budget__register_by_pass(enum mem_kind k, int priority, mem_evict_fn fn, void *ctx)
+{
+	return add_evictor(k, priority, fn, ctx, true);
 }
 
 void mem_budget__unregister(mem_evict_fn fn, void *ctx)
@@ -156,9 +168,16 @@ void mem_budget__unregister(mem_evict_fn fn, void *ctx)
 }
 
 static _Atomic uint64_t n_reclaims;
+static _Thread_local enum mem_pass cur_pass = MEM_PASS_ALL;
 
-/* Asks the evictors, in priority order, for want_arg bytes, or (by_budget) for
- * the excess over the budget plus a margin, measured under the reclaim lock. */
+enum mem_pass mem_budget__reclaim_pass(void)
+{
+	return cur_pass;
+}
+
+/* Asks the evictors, pass by pass and in priority order within one, for
+ * want_arg bytes, or (by_budget) for the excess over the budget plus a margin,
+ * measured under the reclaim lock. */
 static uint64_t reclaim_locked(uint64_t want_arg, bool by_budget)
 {
 	uint64_t budget = mem_budget__cache_budget(), total, want, freed = 0;
@@ -179,8 +198,13 @@ static uint64_t reclaim_locked(uint64_t want_arg, bool by_budget)
 	}
 	if (want)
 		atomic_fetch_add(&n_reclaims, 1);
-	for (size_t i = 0; i < n && freed < want; i++)
-		freed += list[i].fn(list[i].ctx, want - freed);
+	for (int pass = 0; pass < MEM_PASS_MAX && freed < want; pass++) {
+		cur_pass = (enum mem_pass)pass;
+		for (size_t i = 0; i < n && freed < want; i++)
+			if (pass == MEM_PASS_SPARE || list[i].by_pass)
+				freed += list[i].fn(list[i].ctx, want - freed);
+	}
+	cur_pass = MEM_PASS_ALL;
 	pthread_mutex_unlock(&reclaim_lock);
 	return freed;
 }

@@ -67,11 +67,33 @@ uint64_t mem_budget__evicted_bytes(enum mem_kind k);
 
 /* An evictor frees up to `want` bytes of its cache's least recently used entries
  * (calling mem_budget__charge and mem_budget__evicted for what it frees) and
- * returns the bytes freed. It is called from whichever thread reclaims. */
+ * returns the bytes freed. It is called from whichever thread reclaims, once
+ * per pass (mem_budget__reclaim_pass) until enough is freed. */
 typedef uint64_t (*mem_evict_fn)(void *ctx, uint64_t want);
+/* A reclaim asks every evictor, in priority order, for what it may give in the
+ * first pass; only when that falls short, the evictors registered with
+ * mem_budget__register_by_pass again, in the next. Any other evictor's entries
+ * are all of the first kind: it is asked in the first pass only. */
+enum mem_pass {
+	/* what can be had again without loss: tables of files, address caches,
+	 * entries of exited processes whose samples are built */
+	MEM_PASS_SPARE = 0,
+	/* and what a live process can give again (a /proc read, its memory) */
+	MEM_PASS_LIVE,
+	/* and what an exited process held before its last samples were built:
+	 * those samples lose their names */
+	MEM_PASS_ALL,
+	MEM_PASS_MAX,
+};
+/* The pass of the reclaim calling the evictor on this thread; MEM_PASS_ALL
+ * outside a reclaim (an evictor called directly). */
+enum mem_pass mem_budget__reclaim_pass(void);
 /* Registers an evictor for kind k; priority: lower goes first (cold caches that
  * are cheap to rebuild: address caches 0, names 1, tables 2). 0 or -ENOMEM. */
 int mem_budget__register(enum mem_kind k, int priority, mem_evict_fn fn, void *ctx);
+/* The same for an evictor that reads mem_budget__reclaim_pass: it is asked in
+ * every pass, for what that pass allows. */
+int mem_budget__register_by_pass(enum mem_kind k, int priority, mem_evict_fn fn, void *ctx);
 void mem_budget__unregister(mem_evict_fn fn, void *ctx);
 /* When over budget, asks the evictors for the excess plus a margin (an eighth of
  * the budget); returns the bytes freed. Cheap when under budget. */

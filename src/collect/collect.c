@@ -848,6 +848,8 @@ struct profile *collector__build(struct collector *c, int64_t period_ns, int64_t
 			java_mgr__forget(c->java, c->gone[i].pid, c->gone[i].pstart);
 		if (c->rb && c->gone[i].exited)
 			ruby_mgr__forget(c->rb, c->gone[i].pid, c->gone[i].pstart);
+		if (c->gone[i].exited)
+			proc_table__built(c->pt, c->gone[i].pid, c->gone[i].pstart);
 	}
 	c->n_gone = 0;
 	return p;

@@ -55,6 +55,7 @@ struct proc_entry {
 	uint32_t note_rereads;	      /* re-reads asked by proc_table__note_addrs */
 	uint64_t used;		      /* pt->clock at the last use, to pick among same-pid */
 	size_t bytes;		      /* heap held, as charged to MEM_PROCS */
+	bool awaiting;		      /* exited, its samples not yet built: evicted last */
 };
 
 struct proc_list {
@@ -486,6 +487,24 @@ static void table_grow(struct proc_table *pt)
 }
 
 /*
+ * The entry to free first when the table must shrink: an exited process whose
+ * samples are built, oldest first; then (pass MEM_PASS_LIVE on) a live one,
+ * least recently used (read again from /proc at its next sample); last (pass
+ * MEM_PASS_ALL) an exited one whose samples are still to be built (what it
+ * holds cannot be read again: its last samples would lose their names). NULL
+ * when the pass allows none.
+ */
+static struct proc_entry *evict_victim(struct proc_table *pt, enum mem_pass pass)
+{
+	for (struct proc_entry *e = pt->exited.head; e; e = e->lnext)
+		if (!e->awaiting)
+			return e;
+	if (pass >= MEM_PASS_LIVE && pt->live.head)
+		return pt->live.head;
+	return pass >= MEM_PASS_ALL ? pt->exited.head : NULL;
+}
+
+/*
  * Adds a freshly read entry. Any other live entry with its pid is a process that has
  * exited (a pid runs one process at a time). Makes room by evicting when full.
  */
@@ -498,7 +517,7 @@ static void table_insert(struct proc_table *pt, struct proc_entry *fresh)
 		if (e->p.pid == fresh->p.pid)
 			entry_mark_exited(pt, e);
 	while (pt->count >= pt->max_processes && pt->count > 0) {
-		e = pt->exited.head ? pt->exited.head : pt->live.head;
+		e = evict_victim(pt, MEM_PASS_ALL);
 		table_remove(pt, e);
 		entry_unaccount(pt, e);
 		entry_free(e);
@@ -514,20 +533,20 @@ static void table_insert(struct proc_table *pt, struct proc_entry *fresh)
 }
 
 /*
- * The MEM_PROCS evictor: frees exited processes, least recently used first,
- * then (still short) live ones, least recently used first: a live process
- * evicted is read again from /proc at its next sample. Only on the owner thread
+ * The MEM_PROCS evictor: frees entries in evict_victim's order, as far as the
+ * reclaim's pass allows, until want bytes are freed. Only on the owner thread
  * inside proc_table__reclaim_point, where no caller holds a proc_process.
  */
 uint64_t proc_table_evict(void *ctx, uint64_t want)
 {
 	struct proc_table *pt = ctx;
+	enum mem_pass pass = mem_budget__reclaim_pass();
 	uint64_t freed = 0, n = 0;
+	struct proc_entry *e;
 
 	if (!pt->evict_ok || !pthread_equal(pt->owner, pthread_self()))
 		return 0;
-	while (freed < want && pt->count > 0) {
-		struct proc_entry *e = pt->exited.head ? pt->exited.head : pt->live.head;
+	while (freed < want && (e = evict_victim(pt, pass))) {
 		size_t b = e->bytes;
 
 		table_remove(pt, e);
@@ -545,7 +564,7 @@ uint64_t proc_table_evict(void *ctx, uint64_t want)
 int proc_table__register_evictor(struct proc_table *pt)
 {
 	pt->owner = pthread_self();
-	return mem_budget__register(MEM_PROCS, 1, proc_table_evict, pt);
+	return mem_budget__register_by_pass(MEM_PROCS, 1, proc_table_evict, pt);
 }
 
 uint64_t proc_table__reclaim_point(struct proc_table *pt, uint64_t want)
@@ -743,8 +762,19 @@ void proc_table__exit(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns)
 	struct proc_entry *e = table_find(pt, pid, proc_ns_to_ticks(pt, pstart_ns),
 					  pstart_ns == 0);
 
-	if (e)
+	if (e) {
 		entry_mark_exited(pt, e);
+		e->awaiting = true;
+	}
+}
+
+void proc_table__built(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns)
+{
+	struct proc_entry *e = table_find(pt, pid, proc_ns_to_ticks(pt, pstart_ns),
+					  pstart_ns == 0);
+
+	if (e && e->p.exited)
+		e->awaiting = false;
 }
 
 const struct proc_mapping *proc__find_mapping(struct proc_table *pt, struct proc_process *p,

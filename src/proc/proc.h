@@ -71,7 +71,8 @@ void proc_table__free(struct proc_table *pt);
  * and we never saw the one asked for.
  * The pointer stays valid until proc_table__free, or until the entry is evicted: that
  * happens only inside a later proc_table__lookup that adds a process to a full table, and
- * takes the least recently used exited process first (a live one only if none exited).
+ * takes an exited process whose samples are built first, then the least recently used
+ * live one, and one whose samples are still to be built last (proc_table__built).
  */
 struct proc_process *proc_table__lookup(struct proc_table *pt, uint32_t pid,
 				       uint64_t pstart_ns);
@@ -79,6 +80,8 @@ struct proc_process *proc_table__lookup(struct proc_table *pt, uint32_t pid,
 int proc_table__exec(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
 /* The process exited: mark it, keep its mappings. */
 void proc_table__exit(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
+/* The samples of pid, exited, are built: its entry may be evicted before live ones. */
+void proc_table__built(struct proc_table *pt, uint32_t pid, uint64_t pstart_ns);
 
 /*
  * A live process's sample with these user addresses has just arrived: when one is

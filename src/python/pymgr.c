@@ -42,6 +42,7 @@ struct py_proc {
 	bool published; /* in the BPF map */
 	bool probing;
 	bool gone;    /* exited or forgotten while being probed: dropped after the probe */
+	bool exited;  /* its codes cannot be read again: evicted last, until forgotten */
 	uint32_t gen; /* notes so far: a probe's result is for the note it started under */
 	unsigned tries;
 	int64_t first_ns, due_ns;
@@ -122,16 +123,28 @@ static struct py_proc *find_proc(const struct python_mgr *m, uint32_t pid)
 
 /*
  * The MEM_PYTHON evictor: drops the least recently used half of the cached code
- * objects (by their last use), again until want bytes are freed. A dropped code
- * object is read again from the process at its next sample (or, when the
- * process is gone, its frames lose their names: exited processes' entries are
- * no colder than others', the cache keeps no exit order).
+ * objects the reclaim's pass allows (by their last use), again until want bytes
+ * are freed. A live process's codes (pass MEM_PASS_LIVE) are read again from it
+ * at its next sample. An exited process's go last (MEM_PASS_ALL): they cannot be
+ * read again, and its last samples are named from them at the build after its
+ * exit (python_mgr__forget drops them then).
  */
 static void drop_code(struct python_mgr *m, size_t i);
+
+static bool code_evictable(const struct python_mgr *m, size_t i, enum mem_pass pass)
+{
+	const struct py_proc *p;
+
+	if (pass >= MEM_PASS_ALL)
+		return true;
+	p = find_proc(m, m->codes[i].pid);
+	return !p || (pass >= MEM_PASS_LIVE && !p->exited);
+}
 
 static uint64_t python_evict(void *ctx, uint64_t want)
 {
 	struct python_mgr *m = ctx;
+	enum mem_pass pass = mem_budget__reclaim_pass();
 	size_t before, n0;
 	uint64_t freed;
 
@@ -142,10 +155,13 @@ static uint64_t python_evict(void *ctx, uint64_t want)
 		uint64_t lo = UINT64_MAX, mid;
 
 		for (size_t i = 0; i < m->n_codes; i++)
-			lo = m->codes[i].used < lo ? m->codes[i].used : lo;
+			if (m->codes[i].used < lo && code_evictable(m, i, pass))
+				lo = m->codes[i].used;
+		if (lo == UINT64_MAX)
+			break; /* none this pass may take */
 		mid = lo + (m->clock - lo) / 2;
 		for (size_t i = 0; i < m->n_codes;) {
-			if (m->codes[i].used <= mid)
+			if (m->codes[i].used <= mid && code_evictable(m, i, pass))
 				drop_code(m, i);
 			else
 				i++;
@@ -170,7 +186,7 @@ int python_mgr__new(int procs_fd, struct python_mgr **out)
 		return -ENOMEM;
 	}
 	m->procs_fd = procs_fd;
-	mem_budget__register(MEM_PYTHON, 1, python_evict, m);
+	mem_budget__register_by_pass(MEM_PYTHON, 1, python_evict, m);
 	*out = m;
 	return 0;
 }
@@ -310,8 +326,10 @@ void python_mgr__exit(struct python_mgr *m, uint32_t pid)
 		p->gone = true;
 	else if (p && p->state == PY_PENDING)
 		remove_proc(m, p);
-	else if (p)
+	else if (p) {
 		unpublish(m, p);
+		p->exited = true;
+	}
 	pthread_mutex_unlock(&m->lock);
 }
 

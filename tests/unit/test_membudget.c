@@ -64,6 +64,62 @@ cleanup:
 	mem_budget__reset();
 }
 
+/* A cache whose entries are of two kinds: what the pass MEM_PASS_LIVE may take
+ * (a live process's) and what only MEM_PASS_ALL may (an exited one's, not yet
+ * built), each evicted only in its pass. */
+struct passed_cache {
+	uint64_t live, awaiting;
+	int passes[MEM_PASS_MAX];
+};
+
+static uint64_t passed_evict(void *ctx, uint64_t want)
+{
+	struct passed_cache *c = ctx;
+	enum mem_pass pass = mem_budget__reclaim_pass();
+	uint64_t n = 0, *from = pass >= MEM_PASS_ALL && !c->live ? &c->awaiting : &c->live;
+
+	c->passes[pass]++;
+	if (pass >= MEM_PASS_LIVE) {
+		n = want < *from ? want : *from;
+		*from -= n;
+		mem_budget__charge(MEM_PROCS, -(int64_t)n);
+	}
+	return n;
+}
+
+/* A reclaim takes what can be had again without loss from every cache (tables
+ * too, though they go after names by priority) before a live process's entries,
+ * and those before an exited one's that are still to be built. */
+TEST(reclaim_passes_spare_names_of_the_exited)
+{
+	int clock = 0;
+	struct fake_cache syms = {MEM_SYMBOLS, 6000, 0, 0, &clock};
+	struct passed_cache procs = {1000, 1000, {0}};
+
+	mem_budget__reset();
+	CHECK(mem_budget__reclaim_pass() == MEM_PASS_ALL); /* outside a reclaim */
+	mem_budget__charge(MEM_SYMBOLS, 6000);
+	mem_budget__charge(MEM_PROCS, 2000);
+	CHECK(mem_budget__register(MEM_SYMBOLS, 2, fake_evict, &syms) == 0);
+	CHECK(mem_budget__register_by_pass(MEM_PROCS, 1, passed_evict, &procs) == 0);
+	/* 5000 from symbols alone: the process entries are asked, give nothing */
+	CHECK(mem_budget__reclaim_bytes(5000) == 5000);
+	CHECK(syms.held == 1000 && procs.live == 1000 && procs.awaiting == 1000);
+	CHECK(procs.passes[MEM_PASS_SPARE] == 1 && procs.passes[MEM_PASS_LIVE] == 0);
+	/* 1500: symbols' last 1000, then the live entries' 500 */
+	CHECK(mem_budget__reclaim_bytes(1500) == 1500);
+	CHECK(syms.held == 0 && procs.live == 500 && procs.awaiting == 1000);
+	CHECK(procs.passes[MEM_PASS_LIVE] == 1 && procs.passes[MEM_PASS_ALL] == 0);
+	CHECK(syms.order == 2); /* asked in the first pass only, once a reclaim */
+	/* 1000: the live 500, and only then 500 of the exited one's */
+	CHECK(mem_budget__reclaim_bytes(1000) == 1000);
+	CHECK(procs.live == 0 && procs.awaiting == 500 && procs.passes[MEM_PASS_ALL] == 1);
+	CHECK(syms.order == 3);
+	CHECK(mem_budget__reclaim_pass() == MEM_PASS_ALL);
+cleanup:
+	mem_budget__reset();
+}
+
 TEST(spool_charges_and_evicts)
 {
 	struct agent_spool *sp = NULL;

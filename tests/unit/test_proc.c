@@ -563,7 +563,7 @@ TEST(exit_and_eviction)
 	char rootbuf[256], cmd[600];
 	const char *root = fake_root("evict", rootbuf, sizeof(rootbuf));
 	struct proc_table *pt = proc_table__new(root);
-	struct proc_process *p501, *p502;
+	struct proc_process *p501, *p502, *p503;
 
 	CHECK(pt);
 	proc_table__set_limit(pt, 2);
@@ -578,17 +578,28 @@ TEST(exit_and_eviction)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/501' '%s/502'", root, root);
 	CHECK(system(cmd) == 0);
 	CHECK(proc_table__lookup(pt, 501, 501 * ns_per_tick()) == p501);
-	/* ...until a new process needs its slot: the exited one goes, not live 502. */
+	/* ...and while its samples are still to be built, a new process takes the
+	 * slot of a live one (502: read again from /proc at its next sample), not its:
+	 * what an exited process held cannot be read again. */
 	CHECK(proc_table__lookup(pt, 503, 0) != NULL);
 	CHECK(proc_table__count(pt) == 2);
-	CHECK(proc_table__lookup(pt, 502, 0) == p502);
+	CHECK(proc_table__lookup(pt, 501, 501 * ns_per_tick()) == p501);
+	CHECK(proc_table__lookup(pt, 502, 0) == NULL); /* gone from /proc too */
+
+	/* Once its samples are built, the exited one goes first, not live 503. */
+	proc_table__built(pt, 501, 501 * ns_per_tick());
+	CHECK(fake_process(root, 504, "w", 504, maps_a) == 0);
+	p503 = proc_table__lookup(pt, 503, 0);
+	CHECK(p503 && proc_table__lookup(pt, 504, 0) != NULL);
+	CHECK(proc_table__count(pt) == 2);
 	CHECK(proc_table__lookup(pt, 501, 501 * ns_per_tick()) == NULL);
+	CHECK(proc_table__lookup(pt, 503, 0) == p503);
 
 	/* With no exited process, the least recently used live one goes. */
-	CHECK(fake_process(root, 504, "w", 504, maps_a) == 0);
-	CHECK(proc_table__lookup(pt, 502, 0) == p502); /* 503 is now the oldest */
-	CHECK(proc_table__lookup(pt, 504, 0) != NULL);
-	CHECK(proc_table__lookup(pt, 502, 0) == p502);
+	CHECK(fake_process(root, 505, "w", 505, maps_a) == 0);
+	CHECK(proc_table__lookup(pt, 503, 0) == p503); /* 504 is now the oldest */
+	CHECK(proc_table__lookup(pt, 505, 0) != NULL);
+	CHECK(proc_table__lookup(pt, 503, 0) == p503);
 	CHECK(proc_table__count(pt) == 2);
 cleanup:
 	proc_table__free(pt);
@@ -711,11 +722,17 @@ TEST(memory_charged_and_evicted)
 	mem_budget__set_limit(1000, 100);
 	CHECK(mem_budget__over());
 	CHECK(mem_budget__reclaim() == 0 && proc_table__count(pt) == 2);
-	/* 201 exited: it goes first, though 200 is the least recently used */
+	/* 201 exited, its samples still to be built: live 200 goes first (read
+	 * again from /proc at its next sample), though 201 exited */
 	proc_table__exit(pt, 201, 0);
 	CHECK(proc_table__reclaim_point(pt, 1) == one);
+	CHECK(proc_table__count(pt) == 1 && mem_budget__evictions(MEM_PROCS) == 1);
+	CHECK(proc_table__lookup(pt, 200, 0) && proc_table__count(pt) == 2);
+	/* built: now the exited one goes first, though 200 is the most recently used */
+	proc_table__built(pt, 201, 0);
+	CHECK(proc_table__reclaim_point(pt, 1) == one);
 	CHECK(proc_table__count(pt) == 1 && proc_table__lookup(pt, 200, 0));
-	CHECK(mem_budget__evictions(MEM_PROCS) == 1 && mem_budget__used(MEM_PROCS) == one);
+	CHECK(mem_budget__evictions(MEM_PROCS) == 2 && mem_budget__used(MEM_PROCS) == one);
 	/* by budget: 100 bytes cannot hold the live one either */
 	mem_budget__set_limit(100, 100);
 	CHECK(proc_table__reclaim_point(pt, 0) == one && proc_table__count(pt) == 0);
