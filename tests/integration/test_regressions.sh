@@ -15,7 +15,7 @@
 #     sum of the even and the odd comparisons, each over disjoint windows, and
 #     Var(X + Y) <= 2 Var X + 2 Var Y). Functions of one comparison are taken as
 #     independent (distinct functions' sample counts are).
-#  b. Planted: the other one's slow_path costs 5% more CPU time per tick after a
+#  b. Planted: the other one's slow_path costs 10% more CPU time per tick after a
 #     known moment. /api/regressions with explicit windows, 60 s before the switch
 #     and 60 s after (1-s intervals, as the A/A), in the share normalisation, at
 #     confidence 0.9999: slow_path is reported "up"; the relative change of its
@@ -23,20 +23,26 @@
 #     reported interval divided by the reported "before"; "before" is that share
 #     (within 10%: the process's other frames); and nothing else of the process is
 #     reported but its three other functions, each only with its own share's
-#     change (slow_path's rise takes share from them, ~1.5%, which a quiet run
+#     change (slow_path's rise takes share from them, ~4.8%, which a quiet run
 #     resolves) within its interval, and kernel functions (_[k]: the kernel's work
 #     for it moves with the machine, as pvm_irq_enable did in one clean run, and has
-#     no truth here; listed, not checked). Share, not rate: the agent's 1-s intervals vary in length, and a
+#     no truth here; listed, not checked), nor the clock read between chunks
+#     (clock_ns: a system call whose cost moves with the machine, listed in one
+#     clean run). Share, not rate: the agent's 1-s intervals vary in length, and a
 #     rate per interval carries that variation; a share does not. Confidence
 #     0.9999 because this one run is the whole check: at 0.99 the interval misses
 #     the truth, or a function that did not change is listed, in 1 run of 100 by
 #     design; at 0.9999 in 1 of 10,000. /api/diff over the same windows at the
 #     same confidence: slow_path's selfDiff is "up" and holds the truth.
 #     Sizing: the planted workload runs 0.8 CPU-s/s, slow_path half of it, 4000
-#     samples/s, 240,000 a 60-s side; its share moves from 0.500 to 0.512, +1.2
+#     samples/s, 240,000 a 60-s side; its share moves from 0.500 to 0.524, +2.4
 #     points, against a Poisson standard deviation of sqrt(2 x 0.25 / 240000) =
-#     0.14 points: 8.5 standard deviations, against a Bonferroni z of about 5.2
-#     (0.9999 over ~80 functions, t with 59 degrees of freedom).
+#     0.14 points: 17 standard deviations, against a Bonferroni z of about 5.3
+#     (0.9999 over ~150 functions, t with 59 degrees of freedom). With +5% (+1.2
+#     points) it was 8.5 on paper, but the measured change comes out diluted by
+#     the process's other frames (+0.9 points in a quiet run) and its interval
+#     wider on a loaded machine (fewer, longer intervals): one clean run in about
+#     four did not list slow_path at all.
 # The agent runs with --memory-limit 512M: this test measures the statistics, and at
 # 4999 Hz over the whole machine the default 64M keeps the caches under pressure
 # (locally: 160 DWARF evictions and 58,004 samples dropped in 155 s). An object read
@@ -292,7 +298,7 @@ else
 	fi
 	# Another function listed is a false report unless its share did move: in
 	# the share normalisation slow_path's rise takes share from the other three
-	# (~1.5% of theirs, relative), which a quiet run can resolve. A listed one of
+	# (~4.8% of theirs, relative), which a quiet run can resolve. A listed one of
 	# the four must hold its own share's change, measured by the workload, in its
 	# interval (divided by its "before", as for slow_path); nothing else may be listed.
 	others=$(jq -c '[.functions[] | select(.name != "slow_path") | {name, before, change, low, high, verdict}]' "$T/reg.json")
@@ -304,6 +310,10 @@ else
 			# irq enable, page faults) moves with the machine, not the
 			# workload, and has no truth here: not checked (listed below)
 			*_\[k\]) continue ;;
+			# the clock read between chunks (CLOCK_THREAD_CPUTIME_ID is a system
+			# call, no vDSO): its cost moves with the machine too, not with the
+			# workload's budgets (listed once, not checked)
+			clock_ns | clock_gettime | __clock_gettime*) continue ;;
 			*) echo "$fn (not one of the workload's functions)" && continue ;;
 			esac
 			moved=$(awk -v a="$(truth_share "$BF" "$BU" "$col")" -v b="$(truth_share "$AF" "$AU" "$col")" \

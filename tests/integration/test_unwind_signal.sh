@@ -30,8 +30,9 @@ fi
 # Go: in goleaf's "sig" mode a second thread sends main's thread SIGURG (Go's
 # preemption signal) every ~25 us: samples in Go's signal handler (above
 # runtime.sigtramp) or in its signal return (runtime.sigreturn) cross the signal
-# frame into the interrupted main.* code (or what it called: syscall.*, runtime.*)
-# under main.main, with no invented frame.
+# frame into the interrupted main.* code (or what it called: syscall.*, runtime.*,
+# runtime/internal/syscall.* for a raw system call: the CI failure of 2622fa9,
+# 278 of 331, had 20 such) under main.main, with no invented frame.
 # Recorded in 5-s rounds until there are at least 20 signal-handler samples
 # (a loaded machine gave 19 in one round), at most 4 rounds. A signal may also
 # land while main's thread is in the scheduler on its g0 stack (preempted:
@@ -52,12 +53,12 @@ done
 kill "$pid" 2> /dev/null
 g0=$(sigs | grep -E ';runtime\.mcall;' | sum)
 tot=$(not_g0)
-hit=$(grep -E '^goleaf;runtime\.goexit;runtime\.main;main\.main;((main|syscall|runtime|internal/[a-z/]+)\.[A-Za-z0-9_]+;)*runtime\.sig(tramp|return)[; ]' \
+hit=$(grep -E '^goleaf;runtime\.goexit;runtime\.main;main\.main;((main|syscall|runtime|internal)(/[a-z0-9]+)*\.[A-Za-z0-9_]+;)*runtime\.sig(tramp|return)[; ]' \
 	"$T/go.folded" | sum)
 bad=$(grep -E ';main\.main;' "$T/go.folded" | grep -c '\[unknown\]')
 if [ $rc -eq 0 ] && [ "$tot" -ge 20 ] && [ $((hit * 100)) -ge $((tot * 90)) ] && [ "$bad" -eq 0 ]; then
 	pass "unwind_signal_go: $hit of $tot signal-handler samples under the interrupted main.* ($g0 more on the scheduler's g0 stack); 0 [unknown] under main.main"
 else
-	fail unwind_signal_go "exit $rc; $hit of $tot signal-handler samples not on the g0 stack ($g0 on it) under main.main;main.* (want >= 90%, >= 20); $bad stacks under main.main with [unknown]: $(grep -E ';main\.main;' "$T/go.folded" | grep '\[unknown\]' | head -3 | cut -c1-400) other signal stacks: $(sigs | grep -vE ';runtime\.mcall;|^goleaf;runtime\.goexit;runtime\.main;main\.main;((main|syscall|runtime|internal/[a-z/]+)\.[A-Za-z0-9_]+;)*runtime\.sig(tramp|return)[; ]' | sort -t' ' -k2 -rn | head -3 | cut -c1-400)"
+	fail unwind_signal_go "exit $rc; $hit of $tot signal-handler samples not on the g0 stack ($g0 on it) under main.main;main.* (want >= 90%, >= 20); $bad stacks under main.main with [unknown]: $(grep -E ';main\.main;' "$T/go.folded" | grep '\[unknown\]' | head -3 | cut -c1-400) other signal stacks: $(sigs | grep -vE ';runtime\.mcall;|^goleaf;runtime\.goexit;runtime\.main;main\.main;((main|syscall|runtime|internal)(/[a-z0-9]+)*\.[A-Za-z0-9_]+;)*runtime\.sig(tramp|return)[; ]' | sort -t' ' -k2 -rn | head -3 | cut -c1-400)"
 fi
 finish

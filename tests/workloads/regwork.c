@@ -7,7 +7,7 @@
  * profiler sees as "rate" is set by the budgets below, not by the iteration
  * count of a loop.
  *
- *   slow_path  2500 us per tick  (x 1.05 once the planted regression is on)
+ *   slow_path  2500 us per tick  (x 1.10 once the planted regression is on)
  *   fast_path   500 us
  *   steady_a   1000 us
  *   steady_b   1000 us          (all times SCALE, the fourth argument)
@@ -22,7 +22,7 @@
  *
  * Usage: regwork steady|planted SECONDS [SWITCH_AFTER_S [SCALE]]
  *   planted: after SWITCH_AFTER_S seconds (0: never by time), or at the first
- *   SIGUSR1, slow_path's budget grows by 5% (relative). steady ignores SIGUSR1.
+ *   SIGUSR1, slow_path's budget grows by 10% (relative). steady ignores SIGUSR1.
  * Output (stdout, one line each, flushed):
  *   PID                                 first line
  *   t REALTIME_NS PHASE SLOW FAST A B   about every second: CPU ns spent so far
@@ -43,7 +43,7 @@
 
 #define REG_TICK_NS 10000000LL
 #define REG_CHUNK 40000 /* multiply-adds between two reads of the CPU clock (~40 us) */
-#define REG_PLANTED 1.05
+#define REG_PLANTED 1.10
 #define REG_CATCHUP_NS (10 * REG_TICK_NS) /* the most work caught up after a preemption */
 
 enum { REG_SLOW, REG_FAST, REG_STEADY_A, REG_STEADY_B, REG_NFUNC };
