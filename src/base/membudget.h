@@ -67,8 +67,9 @@ uint64_t mem_budget__evicted_bytes(enum mem_kind k);
 
 /* An evictor frees up to `want` bytes of its cache's least recently used entries
  * (calling mem_budget__charge and mem_budget__evicted for what it frees) and
- * returns the bytes freed. It is called from whichever thread reclaims, once
- * per pass (mem_budget__reclaim_pass) until enough is freed. */
+ * returns the bytes freed. It is called from whichever thread reclaims: once a
+ * reclaim, or once a pass (mem_budget__reclaim_pass) until enough is freed when
+ * registered with mem_budget__register_by_pass. */
 typedef uint64_t (*mem_evict_fn)(void *ctx, uint64_t want);
 /* A reclaim asks every evictor, in priority order, for what it may give in the
  * first pass; only when that falls short, the evictors registered with
