@@ -460,6 +460,7 @@ static int sample_loop(const struct record_args *a, struct sampler *s)
 	}
 	if (show)
 		fputc('\n', stderr);
+	sampler__stop(s);
 	sampler__raw_finish(s);
 	return sampler__drain(s);
 }

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -1228,6 +1229,13 @@ int sampler__ruby_stats(const struct sampler *s, uint64_t out[HEARTH_RB_STAT_MAX
 void sampler__raw_stats(const struct sampler *s, uint64_t out[SAMPLER_RAW_STAT_MAX])
 {
 	memcpy(out, s->raw_stats, sizeof(s->raw_stats));
+}
+
+void sampler__stop(struct sampler *s)
+{
+	for (int i = 0; s->pfds && i < s->n_possible; i++)
+		if (s->pfds[i] >= 0)
+			ioctl(s->pfds[i], PERF_EVENT_IOC_DISABLE, 0);
 }
 
 void sampler__raw_finish(struct sampler *s)

@@ -173,6 +173,11 @@ void sampler__raw_stats(const struct sampler *s, uint64_t out[SAMPLER_RAW_STAT_M
 /* Hands on every first sample still held (walked with what there is): call
  * before the last drain, while the sample callback is still valid. */
 void sampler__raw_finish(struct sampler *s);
+/* Stops the CPU samples (disables the perf events): a recording's end, before
+ * its last drain, so that the profile holds every sample the counters count
+ * (the unwinder's "table-unwound", the drops) and none taken after its time.
+ * Off-CPU recording goes on. */
+void sampler__stop(struct sampler *s);
 /* The unwind table manager (figures in bench/tests), or NULL when off. Borrowed. */
 const struct unwind_mgr *sampler__unwind_mgr(const struct sampler *s);
 struct python_mgr;

@@ -120,11 +120,14 @@ wait_for 20 delivered ||
 # unnamed=addresses: ld.so's entry as module+offset, as record writes it (the
 # default groups it per object, "ld-linux-x86-64.so.2 [no symbols]").
 curl -s --max-time 30 "$HURL/api/profile?format=folded&unnamed=addresses&from=now-5m&query=%7Bcomm%3D%22deepcfi%22%7D" > "$T/run.folded"
+# what the agent's caches and unwind tables went through, for a failure's message
+diag="$(memory_summary "$HURL"); $(curl -s --max-time 10 "$HURL/metrics" |
+	grep -E '^hearth_agent_unwind_(tables_evicted|tables_reloaded|no_room|remaps|waiting)[a-z_]*' | tr '\n' ' ')"
 kill -INT "$SPID" 2> /dev/null
 read -r hit tot nu < <(tally "$T/run.folded")
 if [ "$tot" -ge 1000 ] && [ $((hit * 1000)) -ge $((tot * 995)) ]; then
 	pass "unwind_first_run: $hit of $tot samples of new processes' first second are complete (hearth run; $nu in exit or exec not counted)"
 else
-	fail unwind_first_run "$hit of $tot first-second samples complete under hearth run (want >= 99.5%, >= 1000 samples; $nu in exit or exec not counted); incomplete: $(incomplete "$T/run.folded")"
+	fail unwind_first_run "$hit of $tot first-second samples complete under hearth run (want >= 99.5%, >= 1000 samples; $nu in exit or exec not counted); incomplete: $(incomplete "$T/run.folded"); $diag"
 fi
 finish
